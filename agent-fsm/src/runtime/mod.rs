@@ -1,0 +1,1 @@
+//! The tokio runtime that drives any [`StateMachine`](crate::StateMachine).
