@@ -1,9 +1,28 @@
-//! The `#[state_machine]` attribute macro. Depend on `agent-fsm`, which
-//! re-exports it and documents it.
+//! The `#[state_machine]` attribute macro of agent-fsm.
+//!
+//! Depend on `agent-fsm`, which re-exports this macro, documents the DSL and
+//! provides the runtime the generated code names. This crate only turns
+//! tokens into tokens: `parse` (syntax) -> `model` (names resolved) ->
+//! `validate` (rules over the whole table) -> `codegen`.
+
+mod codegen;
+mod ctxt;
+mod expand;
+mod fallback;
+mod kw;
+mod model;
+mod parse;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
 use proc_macro::TokenStream;
 
-/// See the `agent-fsm` crate.
+/// Turns a module holding `#[states]`, `#[events]` and `#[actions]` enums
+/// and a `transitions! { ... }` table into a state machine. The DSL is
+/// documented in the `agent-fsm` crate.
 #[proc_macro_attribute]
-pub fn state_machine(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::state_machine(args.into(), item.into()).into()
 }

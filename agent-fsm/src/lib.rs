@@ -11,6 +11,7 @@
 
 // Lets the generated code name `::agent_fsm` from inside this crate's own
 // tests and doc tests.
+#[allow(unused_extern_crates)]
 extern crate self as agent_fsm;
 
 mod machine;

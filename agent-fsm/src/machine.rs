@@ -209,11 +209,17 @@ impl Description {
         // The macro rejects a table without exactly one initial state, so
         // the search cannot fail for a generated description; a
         // hand-written one that breaks the rule gets the first state.
-        self.states.iter().find(|s| s.initial).unwrap_or(&self.states[0])
+        self.states
+            .iter()
+            .find(|s| s.initial)
+            .unwrap_or(&self.states[0])
     }
 
     /// The rows whose source is `state`, in the order they are tried.
-    pub fn rows_from<'a>(&'a self, state: &'a str) -> impl Iterator<Item = &'static Transition> + 'a {
+    pub fn rows_from<'a>(
+        &'a self,
+        state: &'a str,
+    ) -> impl Iterator<Item = &'static Transition> + 'a {
         self.transitions.iter().filter(move |t| t.from == state)
     }
 }

@@ -1,0 +1,225 @@
+//! What the table says about itself: the `DESCRIPTION` constant (states,
+//! events, actions, rows with their guard text), the Mermaid diagram, and
+//! the rustdoc of the machine type that shows it.
+
+use crate::model::{Model, RowModel};
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
+
+/// Rows expanded to one entry per source state, in the order they are
+/// tried; `Step::row` indexes this list.
+pub(crate) struct Layout {
+    entries: Vec<(usize, usize)>,
+}
+
+impl Layout {
+    pub(crate) fn new(model: &Model) -> Self {
+        let entries = model
+            .rows
+            .iter()
+            .enumerate()
+            .flat_map(|(r, row)| row.sources.iter().map(move |&s| (r, s)))
+            .collect();
+        Layout { entries }
+    }
+
+    /// The flat index of `row` leaving `state`.
+    pub(crate) fn index(&self, row: usize, state: usize) -> usize {
+        self.entries
+            .iter()
+            .position(|&e| e == (row, state))
+            .unwrap_or(usize::MAX)
+    }
+}
+
+/// The guard as the user wrote it, for tables and diagrams.
+pub(crate) fn guard_text(row: &RowModel) -> Option<String> {
+    row.guard_text.clone()
+}
+
+/// `pub const DESCRIPTION: Description = ...;`
+pub(crate) fn description(model: &Model, layout: &Layout) -> TokenStream {
+    let name = model.machine.to_string();
+    let states = model.states.iter().map(|s| {
+        let n = s.ident.to_string();
+        let (i, te, tr) = (
+            s.initial.is_some(),
+            s.terminal.is_some(),
+            s.transient.is_some(),
+        );
+        quote!(::agent_fsm::StateInfo { name: #n, initial: #i, terminal: #te, transient: #tr })
+    });
+    let events = model.events.iter().map(|e| e.ident.to_string());
+    let actions = model.actions.iter().map(|a| a.ident.to_string());
+    let rows = layout.entries.iter().map(|&(r, s)| {
+        let row = &model.rows[r];
+        let from = model.states[s].ident.to_string();
+        let to = model.states[row.target].ident.to_string();
+        let event = opt(row
+            .event
+            .as_ref()
+            .map(|(e, _)| model.events[*e].ident.to_string()));
+        let guard = opt(guard_text(row));
+        let action = opt(row
+            .action
+            .as_ref()
+            .map(|(a, _)| model.actions[*a].ident.to_string()));
+        let in_place = model.in_place(row, s);
+        let any = row.any;
+        quote! {
+            ::agent_fsm::Transition {
+                from: #from, event: #event, guard: #guard, to: #to, action: #action,
+                in_place: #in_place, any_state: #any,
+            }
+        }
+    });
+    let ignored = model.ignores.iter().flat_map(|ig| {
+        ig.sources.iter().map(move |&s| {
+            let sn = model.states[s].ident.to_string();
+            let en = model.events[ig.event].ident.to_string();
+            quote!((#sn, #en))
+        })
+    });
+    let fallback = model
+        .fallback
+        .as_ref()
+        .map(|(a, _)| model.actions[*a].ident.to_string())
+        .unwrap_or_default();
+    let mermaid = mermaid(model, layout);
+    quote! {
+        /// The table: states, events, actions, rows (any-state rows expanded
+        /// per state) and the Mermaid diagram.
+        pub const DESCRIPTION: ::agent_fsm::Description = ::agent_fsm::Description {
+            name: #name,
+            states: &[#(#states),*],
+            events: &[#(#events),*],
+            actions: &[#(#actions),*],
+            transitions: &[#(#rows),*],
+            ignored: &[#(#ignored),*],
+            fallback: #fallback,
+            mermaid: #mermaid,
+        };
+    }
+}
+
+fn opt(s: Option<String>) -> TokenStream {
+    match s {
+        Some(s) => quote!(::core::option::Option::Some(#s)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// The table as a Mermaid `stateDiagram-v2`: one edge per row and source,
+/// labelled `Event [guard] / Action`.
+pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
+    let mut out = String::from("stateDiagram-v2\n");
+    if let Some(i) = model.initial() {
+        out.push_str(&format!("    [*] --> {}\n", model.states[i].ident));
+    }
+    for s in &model.states {
+        if s.transient.is_some() {
+            out.push_str(&format!("    {} : {} (transient)\n", s.ident, s.ident));
+        }
+    }
+    for &(r, s) in &layout.entries {
+        let row = &model.rows[r];
+        let mut label = Vec::new();
+        if let Some((e, _)) = &row.event {
+            label.push(model.events[*e].ident.to_string());
+        }
+        if let Some(g) = guard_text(row) {
+            label.push(format!("[{}]", sanitize(&g)));
+        }
+        if let Some((a, _)) = &row.action {
+            label.push(format!("/ {}", model.actions[*a].ident));
+        }
+        let label = if label.is_empty() {
+            String::new()
+        } else {
+            format!(" : {}", label.join(" "))
+        };
+        out.push_str(&format!(
+            "    {} --> {}{}\n",
+            model.states[s].ident, model.states[row.target].ident, label
+        ));
+    }
+    for s in &model.states {
+        if s.terminal.is_some() {
+            out.push_str(&format!("    {} --> [*]\n", s.ident));
+        }
+    }
+    out
+}
+
+/// Characters Mermaid reads as syntax inside a label.
+fn sanitize(text: &str) -> String {
+    text.replace(';', ",")
+        .replace('#', "no.")
+        .replace(['{', '}'], "")
+        .replace(':', "\u{2236}")
+        .replace('\n', " ")
+}
+
+/// The machine type's rustdoc: summary, the diagram rendered by Mermaid in
+/// the browser (the text stays readable without JavaScript).
+pub(crate) fn machine_docs(model: &Model, layout: &Layout) -> TokenStream {
+    let states = model.states.len();
+    let events = model.events.len();
+    let rows = layout.entries.len();
+    let state = model.state_enum.ident.to_string();
+    let event = model.event_enum.ident.to_string();
+    let action = model.action_enum.ident.to_string();
+    let summary = format!(
+        "The state machine generated from this module's table: {states} states ([`{state}`]), {events} events ([`{event}`]), {rows} rows, returning [`{action}`]."
+    );
+    let html = mermaid(model, layout)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let diagram = format!(
+        "<pre class=\"mermaid\">\n{html}</pre>\n<script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs\"; mermaid.initialize({{ startOnLoad: true }});</script>\n"
+    );
+    let mut table =
+        String::from("| from | event | guard | to | action |\n| --- | --- | --- | --- | --- |\n");
+    for &(r, s) in &layout.entries {
+        let row = &model.rows[r];
+        let cell = |t: Option<String>| {
+            t.map_or_else(
+                || "—".to_owned(),
+                |t| format!("`{}`", t.replace('|', "\\|")),
+            )
+        };
+        table.push_str(&format!(
+            "| `{}` | {} | {} | `{}` | {} |\n",
+            model.states[s].ident,
+            cell(
+                row.event
+                    .as_ref()
+                    .map(|(e, _)| model.events[*e].ident.to_string())
+            ),
+            cell(guard_text(row)),
+            model.states[row.target].ident,
+            cell(
+                row.action
+                    .as_ref()
+                    .map(|(a, _)| model.actions[*a].ident.to_string())
+            ),
+        ));
+    }
+    let docs = [
+        summary,
+        String::new(),
+        "# Diagram".to_owned(),
+        String::new(),
+        diagram,
+        "# Transitions".to_owned(),
+        String::new(),
+        table,
+    ];
+    let docs = docs.iter();
+    let mut ts = TokenStream::new();
+    for line in docs {
+        quote!(#[doc = #line]).to_tokens(&mut ts);
+    }
+    ts
+}

@@ -1,0 +1,634 @@
+//! The machine struct and its step function: one `match` over
+//! `(state, event)` with one arm per row and source state, in table order.
+//!
+//! Rows that keep their state and write no payload mutate the state's data
+//! in place through `&mut` bindings; every other row moves the state out
+//! (`Option::take`), moves its fields into the target, and puts the target
+//! back. Guards see every binding by shared reference. Rows into a transient
+//! state continue in `__settle`, which runs eventless rows until the machine
+//! rests in a state that waits for events.
+
+use crate::codegen::describe::Layout;
+use crate::model::{Model, RowModel, bindings, irrefutable_below, mentions, row_code};
+use crate::parse::{Ctor, Init};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{FieldPat, Ident, Member, Pat, Token};
+
+/// Paths and names shared by every arm.
+pub(crate) struct Names<'a> {
+    pub(crate) model: &'a Model,
+    pub(crate) state: &'a Ident,
+    pub(crate) event: &'a Ident,
+    pub(crate) action: &'a Ident,
+    pub(crate) layout: &'a Layout,
+}
+
+/// `handle_event_with` and `__settle` bodies.
+pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
+    let model = n.model;
+    let (state, event, action) = (n.state, n.event, n.action);
+    let mut arms = Vec::new();
+    for (r, row) in model.rows.iter().enumerate() {
+        if row.event.is_none() {
+            continue;
+        }
+        for &s in &row.sources {
+            arms.push(row_arm(n, r, row, s));
+        }
+    }
+    let refused = refused_arms(n);
+    let ignored = ignored_arms(n);
+    let settle_arms = model
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.event.is_none())
+        .flat_map(|(r, row)| row.sources.iter().map(move |&s| row_arm(n, r, row, s)))
+        .collect::<Vec<_>>();
+    let tracing = quote!(::agent_fsm::__private::tracing);
+    quote! {
+        /// Feeds one event, reporting every hop and every refused event to
+        /// `observer`; see [`handle_event`](Self::handle_event).
+        pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            &mut self,
+            event: #event,
+            __observer: &mut __O,
+        ) -> #action {
+            let ctx = &mut self.context;
+            let _ = &ctx;
+            match (&mut self.state, event) {
+                #(#arms)*
+                #(#ignored)*
+                #(#refused)*
+                #[allow(unreachable_patterns)]
+                (::core::option::Option::Some(__state), __event) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: __state.name(),
+                        event: __event.name(),
+                        reason: ::agent_fsm::UnhandledReason::NoRow,
+                    };
+                    #tracing::warn!(
+                        state = __unhandled.state,
+                        event = __unhandled.event,
+                        "no row for this state and event; state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (::core::option::Option::None, __event) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "<poisoned>",
+                        event: __event.name(),
+                        reason: ::agent_fsm::UnhandledReason::Poisoned,
+                    };
+                    #tracing::error!(
+                        event = __unhandled.event,
+                        "machine poisoned by a panic inside an earlier transition; fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+            }
+        }
+
+        /// Runs eventless rows until the machine rests in a state that
+        /// waits for events.
+        #[allow(unused_variables, clippy::needless_pass_by_ref_mut)]
+        fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __state: &mut ::core::option::Option<#state>,
+            ctx: &mut #context_ty,
+            __observer: &mut __O,
+        ) -> #action {
+            loop {
+                match __state {
+                    #(#settle_arms)*
+                    // Every transient state ends with an unguarded row (checked
+                    // at compile time), so only a resting state gets here.
+                    _ => return Self::__fallback(),
+                }
+            }
+        }
+    }
+}
+
+/// One arm for `row` leaving state `s`.
+fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
+    let model = n.model;
+    let state_ty = n.state;
+    let src = &model.states[s];
+    let src_ident = &src.ident;
+    let target = &model.states[row.target];
+    let eventless = row.event.is_none();
+    let carried_used: Vec<&Ident> = if src.carries {
+        let code = row_code(row);
+        model
+            .carried
+            .iter()
+            .filter_map(|f| f.ident.as_ref())
+            .filter(|c| mentions(code.clone(), c))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let event_pat = row.event.as_ref().map(|(_, p)| prefix_pat(p, n.event));
+    let mut event_bindings = Vec::new();
+    if let Some((_, p)) = &row.event {
+        bindings(p, &mut event_bindings);
+    }
+    let user_pat = row.source_pat.as_ref().filter(|_| row.sources.len() == 1);
+    let flat = n.layout.index(r, s);
+    let from_name = src_ident.to_string();
+    let to_name = target.ident.to_string();
+    let event_name = match &row.event {
+        Some((e, _)) => {
+            let e = model.events[*e].ident.to_string();
+            quote!(::core::option::Option::Some(#e))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let action_name = match &row.action {
+        Some((a, _)) => {
+            let a = model.actions[*a].ident.to_string();
+            quote!(::core::option::Option::Some(#a))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let observe = quote! {
+        __observer.on_transition(&::agent_fsm::Step {
+            from: #from_name,
+            event: #event_name,
+            to: #to_name,
+            action: #action_name,
+            row: #flat,
+        });
+    };
+    // The block's statements are spliced so its `let`s are in scope for
+    // the action and the target, which are built after it in that order.
+    let effects = row.effects.as_ref().map(|b| {
+        let stmts = b.stmts.iter().map(|s| match s {
+            syn::Stmt::Expr(e, None) => quote!(#e;),
+            other => quote!(#other),
+        });
+        quote!(#(#stmts)*)
+    });
+    let guard = row.guard.as_ref().map(|g| {
+        quote_spanned! {g.span()=> {
+            let __guard: bool = #g;
+            __guard
+        }}
+    });
+    let guard_tokens = row
+        .guard
+        .as_ref()
+        .map(quote::ToTokens::to_token_stream)
+        .unwrap_or_default();
+    let event_shadows = event_bindings
+        .iter()
+        .filter(|b| mentions(guard_tokens.clone(), b))
+        .map(|b| quote!(let #b = &#b;))
+        .collect::<Vec<_>>();
+    let scrutinee_event = if eventless {
+        None
+    } else {
+        Some(quote!(, #event_pat))
+    };
+    let tuple = |state_pat: TokenStream| {
+        if eventless {
+            state_pat
+        } else {
+            quote!((#state_pat #scrutinee_event))
+        }
+    };
+
+    if model.in_place(row, s) {
+        // Keeps its state: bind fields `&mut`, no move.
+        let by_ref = user_pat.map(|p| by_reference(p, None));
+        let pat = state_pattern(state_ty, src_ident, by_ref.as_ref(), &carried_used, false);
+        let mut state_bindings = Vec::new();
+        if let Some(p) = user_pat {
+            bindings(p, &mut state_bindings);
+        }
+        state_bindings.extend(carried_used.iter().map(|c| (*c).clone()));
+        let guard = guard.map(|g| {
+            let shadows = state_bindings
+                .iter()
+                .filter(|b| mentions(guard_tokens.clone(), b))
+                .map(|b| quote!(let #b = &*#b;));
+            quote!(if { #(#shadows)* #(#event_shadows)* #g })
+        });
+        let action = row.action.as_ref().map_or_else(
+            || quote!(Self::__fallback()),
+            |(_, c)| ctor(n.action, c, &[]),
+        );
+        let arm_pat = tuple(quote!(::core::option::Option::Some(#pat)));
+        return quote! {
+            #arm_pat #guard => {
+                #effects
+                let __action = #action;
+                #observe
+                __action
+            }
+        };
+    }
+
+    // Moves the state out: check the pattern and guard by reference first.
+    let needs_check = guard.is_some() || user_pat.is_some_and(|p| !irrefutable_below(p));
+    let check = needs_check.then(|| {
+        let checked = user_pat.map(|p| by_reference(p, Some(&guard_tokens)));
+        let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &[], false);
+        let guard = guard.clone().unwrap_or_else(|| quote!(true));
+        quote! {
+            if match ::core::option::Option::as_ref(__s) {
+                ::core::option::Option::Some(#pat) => { #(#event_shadows)* #guard }
+                _ => false,
+            }
+        }
+    });
+    let carried_moved: Vec<&Ident> = if src.carries {
+        model
+            .carried
+            .iter()
+            .filter_map(|f| f.ident.as_ref())
+            .filter(|c| {
+                carried_used.contains(c) || (target.carries && !init_names(&row.target_ctor, c))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let take_pat = state_pattern(state_ty, src_ident, user_pat, &carried_moved, true);
+    let fill: Vec<&Ident> = if target.carries {
+        model
+            .carried
+            .iter()
+            .filter_map(|f| f.ident.as_ref())
+            .filter(|c| !init_names(&row.target_ctor, c))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let target_expr = ctor(state_ty, &row.target_ctor, &fill);
+    let finish = if target.transient.is_some() {
+        quote! {
+            *__s = ::core::option::Option::Some(#target_expr);
+            #observe
+        }
+    } else {
+        let action = row.action.as_ref().map_or_else(
+            || quote!(Self::__fallback()),
+            |(_, c)| ctor(n.action, c, &[]),
+        );
+        quote! {
+            let __action = #action;
+            *__s = ::core::option::Option::Some(#target_expr);
+            #observe
+        }
+    };
+    let tail = match (eventless, target.transient.is_some()) {
+        (false, false) => quote!(__action),
+        (false, true) => quote!(Self::__settle(__s, ctx, __observer)),
+        (true, false) => quote!(return __action;),
+        (true, true) => quote!(continue;),
+    };
+    let restore = if eventless {
+        quote!(return Self::__fallback();)
+    } else {
+        quote!(Self::__fallback())
+    };
+    let arm_pat = tuple(quote!(__s @ ::core::option::Option::Some(#state_ty::#src_ident { .. })));
+    quote! {
+        #arm_pat #check => {
+            match ::core::option::Option::take(__s) {
+                #[allow(unused_mut)]
+                ::core::option::Option::Some(#take_pat) => {
+                    #effects
+                    #finish
+                    #tail
+                }
+                // The arm matched this variant a moment ago; unreachable,
+                // and written without a panic.
+                __other => {
+                    *__s = __other;
+                    #restore
+                }
+            }
+        }
+    }
+}
+
+/// The user's state pattern for matching through a reference: binding
+/// modes (`mut`, `ref`) removed, since the reference decides them, and, with
+/// `keep`, bindings the guard does not use replaced by `_`.
+fn by_reference(pat: &Pat, keep: Option<&TokenStream>) -> Pat {
+    fn walk(pat: &mut Pat, keep: Option<&TokenStream>) {
+        match pat {
+            Pat::Ident(p) => {
+                p.mutability = None;
+                p.by_ref = None;
+                let binding = p
+                    .ident
+                    .to_string()
+                    .starts_with(|c: char| c.is_lowercase() || c == '_');
+                if binding && keep.is_some_and(|k| !mentions(k.clone(), &p.ident)) {
+                    *pat = match p.subpat.take() {
+                        Some((_, mut sub)) => {
+                            walk(&mut sub, keep);
+                            *sub
+                        }
+                        None => Pat::Wild(syn::PatWild {
+                            attrs: Vec::new(),
+                            underscore_token: Token![_](p.ident.span()),
+                        }),
+                    };
+                } else if let Some((_, sub)) = &mut p.subpat {
+                    walk(sub, keep);
+                }
+            }
+            Pat::Struct(p) => {
+                for f in &mut p.fields {
+                    walk(&mut f.pat, keep);
+                    if f.colon_token.is_none() && !matches!(&*f.pat, Pat::Ident(_)) {
+                        f.colon_token = Some(Token![:](Span::call_site()));
+                    }
+                }
+            }
+            Pat::TupleStruct(p) => p.elems.iter_mut().for_each(|e| walk(e, keep)),
+            Pat::Tuple(p) => p.elems.iter_mut().for_each(|e| walk(e, keep)),
+            Pat::Slice(p) => p.elems.iter_mut().for_each(|e| walk(e, keep)),
+            Pat::Paren(p) => walk(&mut p.pat, keep),
+            Pat::Or(p) => p.cases.iter_mut().for_each(|c| walk(c, keep)),
+            _ => {}
+        }
+    }
+    let mut pat = pat.clone();
+    walk(&mut pat, keep);
+    pat
+}
+
+/// Whether a constructor's named payload sets field `name`.
+fn init_names(ctor: &Ctor, name: &Ident) -> bool {
+    match &ctor.init {
+        Init::Named(_, fields) => fields
+            .iter()
+            .any(|f| matches!(&f.member, Member::Named(m) if m == name)),
+        _ => false,
+    }
+}
+
+/// `Enum::Variant`, with the payload written in the row plus shorthand
+/// fields in `fill` (carried data moved along).
+pub(crate) fn ctor(enum_ident: &Ident, c: &Ctor, fill: &[&Ident]) -> TokenStream {
+    let v = &c.ident;
+    let span = v.span();
+    match &c.init {
+        Init::Unit if fill.is_empty() => quote_spanned!(span=> #enum_ident::#v),
+        Init::Unit => quote_spanned!(span=> #enum_ident::#v { #(#fill),* }),
+        Init::Named(brace, fields) => {
+            let mut inner = quote!(#fields);
+            if !fields.empty_or_trailing() && !fill.is_empty() {
+                inner.extend(quote!(,));
+            }
+            inner.extend(quote!(#(#fill),*));
+            let mut group = proc_macro2::Group::new(proc_macro2::Delimiter::Brace, inner);
+            group.set_span(brace.span.join());
+            quote_spanned!(span=> #enum_ident::#v #group)
+        }
+        Init::Unnamed(paren, exprs) => {
+            let mut group =
+                proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, quote!(#exprs));
+            group.set_span(paren.span.join());
+            quote_spanned!(span=> #enum_ident::#v #group)
+        }
+    }
+}
+
+/// The state pattern of an arm: the user's destructuring (if any) with the
+/// enum prefix, `..` for fields it leaves out, and the carried fields the
+/// row needs (`mut` when moved out).
+fn state_pattern(
+    state: &Ident,
+    variant: &Ident,
+    user: Option<&Pat>,
+    carried: &[&Ident],
+    by_move: bool,
+) -> TokenStream {
+    match user {
+        Some(Pat::Struct(p)) => {
+            let mut p = p.clone();
+            p.path = syn::parse_quote_spanned!(p.path.span()=> #state::#variant);
+            for c in carried {
+                if !p
+                    .fields
+                    .iter()
+                    .any(|f| matches!(&f.member, Member::Named(m) if m == *c))
+                {
+                    p.fields.push(field_pat(c, by_move));
+                }
+            }
+            if p.rest.is_none() {
+                p.rest = Some(syn::PatRest {
+                    attrs: Vec::new(),
+                    dot2_token: Token![..](Span::call_site()),
+                });
+                if !p.fields.empty_or_trailing() {
+                    p.fields.push_punct(Token![,](Span::call_site()));
+                }
+            }
+            quote!(#p)
+        }
+        Some(Pat::TupleStruct(p)) => {
+            let mut p = p.clone();
+            p.path = syn::parse_quote_spanned!(p.path.span()=> #state::#variant);
+            quote!(#p)
+        }
+        _ => {
+            let fields: Punctuated<FieldPat, Token![,]> =
+                carried.iter().map(|c| field_pat(c, by_move)).collect();
+            if fields.is_empty() {
+                quote!(#state::#variant { .. })
+            } else {
+                quote!(#state::#variant { #fields, .. })
+            }
+        }
+    }
+}
+
+fn field_pat(name: &Ident, by_move: bool) -> FieldPat {
+    let pat: Pat = if by_move {
+        syn::parse_quote!(mut #name)
+    } else {
+        syn::parse_quote!(#name)
+    };
+    FieldPat {
+        attrs: Vec::new(),
+        member: Member::Named(name.clone()),
+        colon_token: None,
+        pat: Box::new(pat),
+    }
+}
+
+/// The user's event pattern with the event enum's name in front.
+fn prefix_pat(pat: &Pat, enum_ident: &Ident) -> Pat {
+    let prefix = |path: &syn::Path| -> syn::Path {
+        syn::parse_quote_spanned!(path.span()=> #enum_ident::#path)
+    };
+    match pat {
+        Pat::Ident(p) => {
+            let ident = &p.ident;
+            syn::parse_quote_spanned!(ident.span()=> #enum_ident::#ident)
+        }
+        Pat::Path(p) => {
+            let mut p = p.clone();
+            p.path = prefix(&p.path);
+            Pat::Path(p)
+        }
+        Pat::Struct(p) => {
+            let mut p = p.clone();
+            p.path = prefix(&p.path);
+            Pat::Struct(p)
+        }
+        Pat::TupleStruct(p) => {
+            let mut p = p.clone();
+            p.path = prefix(&p.path);
+            Pat::TupleStruct(p)
+        }
+        other => other.clone(),
+    }
+}
+
+/// For each state, each event some row handles: when every such row
+/// refused, report `Refused` rather than `NoRow`.
+fn refused_arms(n: &Names<'_>) -> Vec<TokenStream> {
+    let model = n.model;
+    let (state, event) = (n.state, n.event);
+    let mut pairs = std::collections::BTreeSet::new();
+    for row in &model.rows {
+        if let Some((e, _)) = &row.event {
+            for &s in &row.sources {
+                pairs.insert((s, *e));
+            }
+        }
+    }
+    pairs
+        .into_iter()
+        .map(|(s, e)| {
+            let sv = &model.states[s].ident;
+            let ev = &model.events[e].ident;
+            let (sn, en) = (sv.to_string(), ev.to_string());
+            quote! {
+                (::core::option::Option::Some(#state::#sv { .. }), #event::#ev { .. }) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: #sn,
+                        event: #en,
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state,
+                        event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+            }
+        })
+        .collect()
+}
+
+/// `State + Event => ignore` rows: expected, reported at debug level.
+fn ignored_arms(n: &Names<'_>) -> Vec<TokenStream> {
+    let model = n.model;
+    let (state, event) = (n.state, n.event);
+    model
+        .ignores
+        .iter()
+        .flat_map(|ig| ig.sources.iter().map(move |&s| (s, ig.event)))
+        .map(|(s, e)| {
+            let sv = &model.states[s].ident;
+            let ev = &model.events[e].ident;
+            let (sn, en) = (sv.to_string(), ev.to_string());
+            quote! {
+                (::core::option::Option::Some(#state::#sv { .. }), #event::#ev { .. }) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: #sn,
+                        event: #en,
+                        reason: ::agent_fsm::UnhandledReason::Ignored,
+                    };
+                    ::agent_fsm::__private::tracing::debug!(
+                        state = __unhandled.state,
+                        event = __unhandled.event,
+                        "event ignored by the table"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+            }
+        })
+        .collect()
+}
+
+/// `new`: the initial state's own fields as arguments, carried fields from
+/// `Default`.
+pub(crate) fn constructor(
+    model: &Model,
+    context_ty: &TokenStream,
+    has_context: bool,
+) -> TokenStream {
+    let Some(init) = model.initial() else {
+        return TokenStream::new();
+    };
+    let def = &model.states[init];
+    let state = &model.state_enum.ident;
+    let v = &def.ident;
+    let params: Vec<_> = def
+        .fields
+        .iter()
+        .map(|(name, ty)| quote!(#name: #ty))
+        .collect();
+    let names: Vec<_> = def.fields.iter().map(|(name, _)| name).collect();
+    let carried: Vec<_> = if def.carries {
+        model
+            .carried
+            .iter()
+            .filter_map(|f| f.ident.as_ref())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let carried_init = carried
+        .iter()
+        .map(|c| quote!(#c: ::core::default::Default::default()));
+    let value = match def.shape {
+        crate::model::Shape::Unnamed => quote!(#state::#v(#(#names),*)),
+        _ if names.is_empty() && carried.is_empty() => quote!(#state::#v),
+        _ => quote!(#state::#v { #(#names,)* #(#carried_init),* }),
+    };
+    let ctx_param = has_context.then(|| quote!(context: #context_ty,));
+    let ctx_value = if has_context {
+        quote!(context)
+    } else {
+        quote!(())
+    };
+    let doc = format!("A machine in its initial state `{v}`.");
+    let carried_doc = (!carried.is_empty()).then(|| {
+        let list = carried
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let text = format!("Carried data ({list}) starts from `Default`.");
+        quote!(#[doc = ""] #[doc = #text])
+    });
+    let _ = format_ident!("x");
+    quote! {
+        #[doc = #doc]
+        #carried_doc
+        #[must_use]
+        pub fn new(#ctx_param #(#params),*) -> Self {
+            Self { state: ::core::option::Option::Some(#value), context: #ctx_value }
+        }
+    }
+}

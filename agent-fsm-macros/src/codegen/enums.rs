@@ -1,0 +1,242 @@
+//! The state, event and action enums as the user wrote them, with carried
+//! fields added to the states, role markers removed, and their generated
+//! methods: `name()`, `NAMES`, predicates and carried-field accessors.
+
+use crate::model::Model;
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::{Fields, ItemEnum};
+
+const STATE_MARKERS: [&str; 4] = ["initial", "terminal", "transient", "no_carry"];
+
+/// The state enum with carried fields inserted into every carrying variant.
+pub(crate) fn state_enum(model: &Model) -> ItemEnum {
+    let mut e = model.state_enum.clone();
+    let mut carried = model.carried.clone();
+    for field in &mut carried {
+        if !field.attrs.iter().any(|a| a.path().is_ident("doc")) {
+            field.attrs.push(syn::parse_quote!(#[doc = "Carried by every state that does not say `#[no_carry]`, and moved from state to state."]));
+        }
+    }
+    ensure_debug(&mut e);
+    for (v, def) in e.variants.iter_mut().zip(&model.states) {
+        v.attrs
+            .retain(|a| !STATE_MARKERS.iter().any(|m| a.path().is_ident(m)));
+        let mut doc = Vec::new();
+        if def.initial.is_some() {
+            doc.push("The initial state.".to_owned());
+        }
+        if def.terminal.is_some() {
+            doc.push("Terminal: no row leaves it.".to_owned());
+        }
+        if def.transient.is_some() {
+            doc.push("Transient: resolved by its eventless rows inside the step that entered it; never the current state after `handle_event` returns.".to_owned());
+        }
+        if !doc.is_empty() {
+            let text = format!("\n{}", doc.join(" "));
+            v.attrs.push(syn::parse_quote!(#[doc = #text]));
+        }
+        if !def.carries || model.carried.is_empty() {
+            continue;
+        }
+        match &mut v.fields {
+            Fields::Unit => {
+                v.fields = Fields::Named(syn::parse_quote!({ #(#carried),* }));
+            }
+            Fields::Named(named) => named.named.extend(carried.iter().cloned()),
+            Fields::Unnamed(_) => {} // rejected in the model
+        }
+    }
+    e
+}
+
+/// An event or action enum, with `Debug` derived if the user did not.
+pub(crate) fn plain_enum(e: &ItemEnum) -> ItemEnum {
+    let mut e = e.clone();
+    ensure_debug(&mut e);
+    e
+}
+
+/// The trait contract needs `Debug`; derive it unless the user already does.
+fn ensure_debug(e: &mut ItemEnum) {
+    let mut has = false;
+    for attr in &e.attrs {
+        if attr.path().is_ident("derive") {
+            let _ = attr.parse_nested_meta(|m| {
+                if m.path.is_ident("Debug")
+                    || m.path.segments.last().is_some_and(|s| s.ident == "Debug")
+                {
+                    has = true;
+                }
+                Ok(())
+            });
+        }
+    }
+    if !has {
+        e.attrs.push(syn::parse_quote!(#[derive(Debug)]));
+    }
+}
+
+/// `name()`, `NAMES` and the `Named` impl for one enum.
+pub(crate) fn names(e: &ItemEnum, what: &str) -> TokenStream {
+    let ident = &e.ident;
+    let variants: Vec<_> = e.variants.iter().map(|v| &v.ident).collect();
+    let strings: Vec<String> = variants.iter().map(ToString::to_string).collect();
+    let name_doc = format!("The {what}'s name as written in the table.");
+    let names_doc = format!("Every {what} name, in declaration order.");
+    quote! {
+        impl #ident {
+            #[doc = #name_doc]
+            #[must_use]
+            #[inline]
+            pub const fn name(&self) -> &'static str {
+                match self {
+                    #( Self::#variants { .. } => #strings, )*
+                }
+            }
+
+            #[doc = #names_doc]
+            pub const NAMES: &'static [&'static str] = &[#(#strings),*];
+        }
+
+        #[automatically_derived]
+        impl ::agent_fsm::Named for #ident {
+            #[inline]
+            fn name(&self) -> &'static str {
+                #ident::name(self)
+            }
+        }
+    }
+}
+
+/// Predicates and carried-field accessors on the state enum.
+pub(crate) fn state_methods(model: &Model) -> TokenStream {
+    let ident = &model.state_enum.ident;
+    let arms = |pred: &dyn Fn(&crate::model::StateDef) -> bool| {
+        let idents: Vec<_> = model
+            .states
+            .iter()
+            .filter(|s| pred(s))
+            .map(|s| &s.ident)
+            .collect();
+        if idents.is_empty() {
+            quote!(false)
+        } else {
+            quote!(matches!(self, #( Self::#idents { .. } )|*))
+        }
+    };
+    let terminal = arms(&|s| s.terminal.is_some());
+    let transient = arms(&|s| s.transient.is_some());
+    let initial = arms(&|s| s.initial.is_some());
+    let per_state = model.states.iter().map(|s| {
+        let v = &s.ident;
+        let method = format_ident!("is_{}", snake(&v.to_string()), span = v.span());
+        let doc = format!("Whether this is `{v}`.");
+        quote! {
+            #[doc = #doc]
+            #[must_use]
+            #[inline]
+            pub const fn #method(&self) -> bool {
+                matches!(self, Self::#v { .. })
+            }
+        }
+    });
+    let accessors = model
+        .carried
+        .iter()
+        .map(|field| carried_accessor(model, field));
+    quote! {
+        impl #ident {
+            /// Whether this state is terminal: no row leaves it.
+            #[must_use]
+            #[inline]
+            pub const fn is_terminal(&self) -> bool { #terminal }
+
+            /// Whether this state is transient (resolved without waiting for an event).
+            #[must_use]
+            #[inline]
+            pub const fn is_transient(&self) -> bool { #transient }
+
+            /// Whether this is the initial state.
+            #[must_use]
+            #[inline]
+            pub const fn is_initial(&self) -> bool { #initial }
+
+            #(#per_state)*
+            #(#accessors)*
+        }
+    }
+}
+
+fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
+    let Some(name) = &field.ident else {
+        return TokenStream::new();
+    };
+    let ty = &field.ty;
+    let name_mut = format_ident!("{}_mut", name);
+    let carriers: Vec<_> = model
+        .states
+        .iter()
+        .filter(|s| s.carries)
+        .map(|s| &s.ident)
+        .collect();
+    let doc = format!("The `{name}` every carrying state holds.");
+    let doc_mut = format!("The `{name}` every carrying state holds, mutably.");
+    if carriers.len() == model.states.len() {
+        quote_spanned! {name.span()=>
+            #[doc = #doc]
+            #[must_use]
+            pub const fn #name(&self) -> &#ty {
+                match self { #( Self::#carriers { #name, .. } )|* => #name }
+            }
+            #[doc = #doc_mut]
+            pub fn #name_mut(&mut self) -> &mut #ty {
+                match self { #( Self::#carriers { #name, .. } )|* => #name }
+            }
+        }
+    } else {
+        quote_spanned! {name.span()=>
+            #[doc = #doc]
+            #[doc = ""]
+            #[doc = "`None` in the states marked `#[no_carry]`."]
+            #[must_use]
+            pub const fn #name(&self) -> ::core::option::Option<&#ty> {
+                match self {
+                    #( Self::#carriers { #name, .. } )|* => ::core::option::Option::Some(#name),
+                    #[allow(unreachable_patterns)]
+                    _ => ::core::option::Option::None,
+                }
+            }
+            #[doc = #doc_mut]
+            pub fn #name_mut(&mut self) -> ::core::option::Option<&mut #ty> {
+                match self {
+                    #( Self::#carriers { #name, .. } )|* => ::core::option::Option::Some(#name),
+                    #[allow(unreachable_patterns)]
+                    _ => ::core::option::Option::None,
+                }
+            }
+        }
+    }
+}
+
+/// `CallingLlm` -> `calling_llm`, the form used for predicates and
+/// serialized names.
+pub(crate) fn snake(name: &str) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = name.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            let prev_lower =
+                i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            let prev_upper = i > 0 && chars[i - 1].is_uppercase();
+            if i > 0 && (prev_lower || (prev_upper && next_lower)) {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -1,0 +1,196 @@
+//! Model -> tokens: the module with the user's items, the enums, the machine
+//! type and its trait impl. One file per generated item.
+
+pub(crate) mod describe;
+pub(crate) mod dispatch;
+pub(crate) mod enums;
+
+use crate::model::Model;
+use dispatch::Names;
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// The whole expansion of a valid table.
+pub(crate) fn generate(model: &Model) -> TokenStream {
+    let layout = describe::Layout::new(model);
+    let state_enum = enums::state_enum(model);
+    let event_enum = enums::plain_enum(&model.event_enum);
+    let action_enum = enums::plain_enum(&model.action_enum);
+    let (state, event, action) = (&state_enum.ident, &event_enum.ident, &action_enum.ident);
+    let state_names = enums::names(&state_enum, "state");
+    let event_names = enums::names(&event_enum, "event");
+    let action_names = enums::names(&action_enum, "action");
+    let state_methods = enums::state_methods(model);
+    let (context_item, context_ty, has_context) = match &model.context {
+        Some((item, ident)) => (quote!(#item), quote!(#ident), true),
+        None => (TokenStream::new(), quote!(()), false),
+    };
+    let names = Names {
+        model,
+        state,
+        event,
+        action,
+        layout: &layout,
+    };
+    let step = dispatch::step_fns(&names, &context_ty);
+    let new = dispatch::constructor(model, &context_ty, has_context);
+    let description = describe::description(model, &layout);
+    let docs = describe::machine_docs(model, &layout);
+    let machine = &model.machine;
+    let vis = &model.state_enum.vis;
+    let fallback = model
+        .fallback
+        .as_ref()
+        .map(|(_, c)| dispatch::ctor(action, c, &[]))
+        .unwrap_or_else(|| quote!(::core::unreachable!()));
+    let with_state_ctx = has_context.then(|| quote!(, context: #context_ty));
+    let with_state_value = if has_context {
+        quote!(context)
+    } else {
+        quote!(())
+    };
+    let passthrough = &model.passthrough;
+    let module = &model.module;
+    let (mod_attrs, mod_vis, mod_ident) = (&module.attrs, &module.vis, &module.ident);
+
+    quote! {
+        #(#mod_attrs)*
+        #mod_vis mod #mod_ident {
+            #(#passthrough)*
+
+            #state_enum
+            #event_enum
+            #action_enum
+            #context_item
+
+            #state_names
+            #event_names
+            #action_names
+            #state_methods
+
+            #docs
+            #vis struct #machine {
+                // `None` only while a moving row runs, or after a panic inside
+                // one (poisoned): the state is moved out, not cloned.
+                state: ::core::option::Option<#state>,
+                context: #context_ty,
+            }
+
+            #[automatically_derived]
+            impl ::core::fmt::Debug for #machine {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    f.debug_struct(::core::stringify!(#machine)).field("state", &self.state).finish_non_exhaustive()
+                }
+            }
+
+            impl #machine {
+                #new
+
+                /// A machine resumed in any state (tests, snapshots, replays).
+                #[must_use]
+                pub fn with_state(state: #state #with_state_ctx) -> Self {
+                    Self { state: ::core::option::Option::Some(state), context: #with_state_value }
+                }
+
+                /// The current state.
+                ///
+                /// # Panics
+                /// Only if the machine is poisoned: code inside a row panicked
+                /// during an earlier step and the panic was caught.
+                #[must_use]
+                #[inline]
+                pub fn state(&self) -> &#state {
+                    match &self.state {
+                        ::core::option::Option::Some(state) => state,
+                        ::core::option::Option::None => ::core::panic!("state machine poisoned by a panic inside a transition"),
+                    }
+                }
+
+                /// The current state, or `None` if the machine is poisoned.
+                #[must_use]
+                #[inline]
+                pub fn try_state(&self) -> ::core::option::Option<&#state> {
+                    self.state.as_ref()
+                }
+
+                /// The context.
+                #[must_use]
+                #[inline]
+                pub fn context(&self) -> &#context_ty {
+                    &self.context
+                }
+
+                /// The context, mutably.
+                #[inline]
+                pub fn context_mut(&mut self) -> &mut #context_ty {
+                    &mut self.context
+                }
+
+                /// The state (`None` if poisoned) and the context.
+                #[must_use]
+                pub fn into_parts(self) -> (::core::option::Option<#state>, #context_ty) {
+                    (self.state, self.context)
+                }
+
+                /// Feeds one event and returns the action to perform.
+                ///
+                /// Synchronous and deterministic. An event no row accepts
+                /// leaves the state unchanged, logs a `tracing` warning and
+                /// returns the fallback action.
+                #[inline]
+                pub fn handle_event(&mut self, event: #event) -> #action {
+                    self.handle_event_with(event, &mut ())
+                }
+
+                #step
+
+                #[inline]
+                fn __fallback() -> #action {
+                    #fallback
+                }
+
+                #description
+            }
+
+            #[automatically_derived]
+            impl ::agent_fsm::StateMachine for #machine {
+                type State = #state;
+                type Event = #event;
+                type Action = #action;
+                type Context = #context_ty;
+
+                const DESCRIPTION: &'static ::agent_fsm::Description = &#machine::DESCRIPTION;
+
+                #[inline]
+                fn handle_event(&mut self, event: #event) -> #action {
+                    #machine::handle_event(self, event)
+                }
+
+                #[inline]
+                fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+                    &mut self,
+                    event: #event,
+                    observer: &mut __O,
+                ) -> #action {
+                    #machine::handle_event_with(self, event, observer)
+                }
+
+                fn state(&self) -> &#state {
+                    #machine::state(self)
+                }
+
+                fn is_poisoned(&self) -> bool {
+                    self.state.is_none()
+                }
+
+                fn context(&self) -> &#context_ty {
+                    &self.context
+                }
+
+                fn context_mut(&mut self) -> &mut #context_ty {
+                    &mut self.context
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! Output on error: the user's module with its enums (role markers removed)
+//! and every error, so the IDE keeps seeing the types and the user sees the
+//! real errors rather than a cascade of "cannot find type".
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{Item, ItemMod};
+
+const MARKERS: [&str; 9] = [
+    "states",
+    "events",
+    "actions",
+    "context",
+    "carry",
+    "initial",
+    "terminal",
+    "transient",
+    "no_carry",
+];
+
+/// The module as written, minus the table and the macro's own attributes,
+/// followed by the errors.
+pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error) -> TokenStream {
+    let errors = errors.to_compile_error();
+    let Some(mut module) = module else {
+        return errors;
+    };
+    if let Some((_, items)) = &mut module.content {
+        items.retain(|item| !matches!(item, Item::Macro(m) if m.mac.path.is_ident("transitions")));
+        for item in items.iter_mut() {
+            match item {
+                Item::Enum(e) => {
+                    strip(&mut e.attrs);
+                    for v in &mut e.variants {
+                        strip(&mut v.attrs);
+                    }
+                }
+                Item::Struct(s) => strip(&mut s.attrs),
+                Item::Type(t) => strip(&mut t.attrs),
+                _ => {}
+            }
+        }
+    }
+    quote!(#module #errors)
+}
+
+fn strip(attrs: &mut Vec<syn::Attribute>) {
+    attrs.retain(|a| !MARKERS.iter().any(|m| a.path().is_ident(m)));
+}

@@ -1,0 +1,8 @@
+//! Every word of the DSL that is not a Rust keyword.
+
+syn::custom_keyword!(except);
+syn::custom_keyword!(ignore);
+syn::custom_keyword!(fallback);
+syn::custom_keyword!(strict);
+syn::custom_keyword!(name);
+syn::custom_keyword!(transitions);

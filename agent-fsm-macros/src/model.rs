@@ -1,0 +1,716 @@
+//! The resolved machine: the module's items sorted into roles, every name in
+//! the table resolved to an index, spans kept beside the indices. Problems
+//! with single items (unknown names, misplaced attributes) are recorded in
+//! the [`Ctxt`]; rules over the whole table live in `validate.rs`.
+
+use crate::ctxt::Ctxt;
+use crate::parse::{Args, Ctor, Outcome, Row, Source, Table};
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Attribute, Expr, Field, Fields, Ident, Item, ItemEnum, ItemMod, Pat, Token};
+
+/// The shape of an enum variant.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Shape {
+    Unit,
+    Named,
+    Unnamed,
+}
+
+/// One state variant.
+pub(crate) struct StateDef {
+    pub(crate) ident: Ident,
+    /// The shape as written (before carried fields are added).
+    pub(crate) shape: Shape,
+    /// Own fields as written: names for a struct variant, `_0..` for a tuple.
+    pub(crate) fields: Vec<(Ident, syn::Type)>,
+    pub(crate) initial: Option<Span>,
+    pub(crate) terminal: Option<Span>,
+    pub(crate) transient: Option<Span>,
+    /// Whether the machine's carried fields live in this state.
+    pub(crate) carries: bool,
+}
+
+/// One event or action variant.
+pub(crate) struct VariantDef {
+    pub(crate) ident: Ident,
+}
+
+/// One row of the table after resolution; `*` and `A | B` sources are kept
+/// as lists of state indices.
+pub(crate) struct RowModel {
+    /// `///` comments on the row, shown in the generated table docs.
+    pub(crate) docs: Vec<Attribute>,
+    /// Source states in table order.
+    pub(crate) sources: Vec<usize>,
+    /// The row was written with `*`.
+    pub(crate) any: bool,
+    /// The source pattern when one state is destructured.
+    pub(crate) source_pat: Option<Pat>,
+    /// The event index and its pattern; `None` for eventless rows.
+    pub(crate) event: Option<(usize, Pat)>,
+    pub(crate) guard: Option<Expr>,
+    pub(crate) guard_text: Option<String>,
+    pub(crate) effects: Option<syn::Block>,
+    pub(crate) target: usize,
+    pub(crate) target_ctor: Ctor,
+    pub(crate) action: Option<(usize, Ctor)>,
+    /// Span of `=>`, for errors about the row as a whole.
+    pub(crate) span: Span,
+}
+
+/// A `=> ignore` row.
+pub(crate) struct IgnoreModel {
+    pub(crate) sources: Vec<usize>,
+    pub(crate) event: usize,
+    pub(crate) span: Span,
+}
+
+/// Everything codegen needs.
+pub(crate) struct Model {
+    pub(crate) module: ItemMod,
+    /// Items of the module the macro does not own, emitted unchanged.
+    pub(crate) passthrough: Vec<Item>,
+    pub(crate) machine: Ident,
+    pub(crate) state_enum: ItemEnum,
+    pub(crate) event_enum: ItemEnum,
+    pub(crate) action_enum: ItemEnum,
+    /// The `#[context]` item (a struct or a type alias) and its name.
+    pub(crate) context: Option<(Item, Ident)>,
+    pub(crate) carried: Vec<Field>,
+    pub(crate) states: Vec<StateDef>,
+    pub(crate) events: Vec<VariantDef>,
+    pub(crate) actions: Vec<VariantDef>,
+    pub(crate) rows: Vec<RowModel>,
+    pub(crate) ignores: Vec<IgnoreModel>,
+    /// The fallback action's index and constructor.
+    pub(crate) fallback: Option<(usize, Ctor)>,
+    pub(crate) strict: bool,
+    /// The `transitions` path of the table, for table-wide errors.
+    pub(crate) table_span: Span,
+}
+
+impl Model {
+    pub(crate) fn state_index(&self, ident: &Ident) -> Option<usize> {
+        self.states.iter().position(|s| s.ident == *ident)
+    }
+
+    /// The index of the state marked `#[initial]`, if exactly one is.
+    pub(crate) fn initial(&self) -> Option<usize> {
+        let mut it = self
+            .states
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.initial.is_some());
+        match (it.next(), it.next()) {
+            (Some((i, _)), None) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// Whether `row` keeps state `source` and mutates its data in place:
+    /// the target is the source and no payload is written.
+    pub(crate) fn in_place(&self, row: &RowModel, source: usize) -> bool {
+        row.target == source && matches!(row.target_ctor.init, crate::parse::Init::Unit)
+    }
+
+    /// Builds the model; every problem is recorded in `cx`, and whatever
+    /// could be resolved is kept so later rules still run.
+    pub(crate) fn from_syntax(cx: &Ctxt, args: Args, module: ItemMod) -> Option<Model> {
+        let Some((_, items)) = module.content.clone() else {
+            cx.error_spanned_by(
+                &module.ident,
+                "`#[state_machine]` needs an inline module: `mod name { ... }` with the enums and the `transitions!` table inside",
+            );
+            return None;
+        };
+        let mut roles = Roles::default();
+        let mut passthrough = Vec::new();
+        for item in items {
+            classify(cx, item, &mut roles, &mut passthrough);
+        }
+        let missing = |what: &str, attr: &str| {
+            cx.error_spanned_by(
+                &module.ident,
+                format!("missing {what}: mark an enum in this module with `#[{attr}]`"),
+            );
+        };
+        let (Some(state_enum), Some(event_enum), Some(action_enum)) = (
+            roles.states.clone(),
+            roles.events.clone(),
+            roles.actions.clone(),
+        ) else {
+            if roles.states.is_none() {
+                missing("the state enum", "states");
+            }
+            if roles.events.is_none() {
+                missing("the event enum", "events");
+            }
+            if roles.actions.is_none() {
+                missing("the action enum", "actions");
+            }
+            return None;
+        };
+        let Some((table_span, table)) = roles.table else {
+            cx.error_spanned_by(
+                &module.ident,
+                "missing the table: add `transitions! { State + Event => Next / Action, ... }` to this module",
+            );
+            return None;
+        };
+        for e in [&state_enum, &event_enum, &action_enum] {
+            if !e.generics.params.is_empty() {
+                cx.error_spanned_by(
+                    &e.generics,
+                    "generic state, event and action enums are not supported",
+                );
+            }
+        }
+        let carried = roles.carried;
+        let states = state_defs(cx, &state_enum, &carried);
+        let events = variant_defs(&event_enum);
+        let actions = variant_defs(&action_enum);
+
+        let mut model = Model {
+            machine: args
+                .name
+                .clone()
+                .unwrap_or_else(|| Ident::new("Machine", Span::call_site())),
+            module,
+            passthrough,
+            state_enum,
+            event_enum,
+            action_enum,
+            context: roles.context,
+            carried,
+            states,
+            events,
+            actions,
+            rows: Vec::new(),
+            ignores: Vec::new(),
+            fallback: None,
+            strict: args.strict.is_some(),
+            table_span,
+        };
+        if let Some(ctor) = args.fallback {
+            if let Some(i) = model.resolve_action(cx, &ctor.ident) {
+                model.fallback = Some((i, ctor));
+            }
+        } else {
+            cx.error_spanned_by(
+                &model.module.ident,
+                format!(
+                    "missing `fallback`: write `#[state_machine(fallback = Action)]` to name the action returned for events no row accepts; actions are: {}",
+                    list(model.actions.iter().map(|a| &a.ident))
+                ),
+            );
+        }
+        for row in table.rows {
+            model.add_row(cx, row);
+        }
+        Some(model)
+    }
+
+    fn resolve_state(&self, cx: &Ctxt, ident: &Ident) -> Option<usize> {
+        let found = self.state_index(ident);
+        if found.is_none() {
+            cx.error_spanned_by(
+                ident,
+                format!(
+                    "unknown state `{ident}`; states are: {}",
+                    list(self.states.iter().map(|s| &s.ident))
+                ),
+            );
+        }
+        found
+    }
+
+    fn resolve_event(&self, cx: &Ctxt, ident: &Ident) -> Option<usize> {
+        let found = self.events.iter().position(|s| s.ident == *ident);
+        if found.is_none() {
+            cx.error_spanned_by(
+                ident,
+                format!(
+                    "unknown event `{ident}`; events are: {}",
+                    list(self.events.iter().map(|s| &s.ident))
+                ),
+            );
+        }
+        found
+    }
+
+    fn resolve_action(&self, cx: &Ctxt, ident: &Ident) -> Option<usize> {
+        let found = self.actions.iter().position(|s| s.ident == *ident);
+        if found.is_none() {
+            cx.error_spanned_by(
+                ident,
+                format!(
+                    "unknown action `{ident}`; actions are: {}",
+                    list(self.actions.iter().map(|s| &s.ident))
+                ),
+            );
+        }
+        found
+    }
+
+    fn add_row(&mut self, cx: &Ctxt, row: Row) {
+        let span = row.head_span();
+        // Resolve everything first so one row can report several unknown names.
+        let (sources, any, source_pat) = match &row.source {
+            Source::Any { star, except } => {
+                let mut ok = true;
+                let excluded: Vec<usize> = except
+                    .iter()
+                    .filter_map(|e| {
+                        self.resolve_state(cx, e).or_else(|| {
+                            ok = false;
+                            None
+                        })
+                    })
+                    .collect();
+                if !ok {
+                    return;
+                }
+                let all = (0..self.states.len())
+                    .filter(|i| !excluded.contains(i))
+                    .collect();
+                (all, true, None)
+            }
+            Source::Several(names) => {
+                let resolved: Vec<Option<usize>> =
+                    names.iter().map(|n| self.resolve_state(cx, n)).collect();
+                let Some(all) = resolved.into_iter().collect::<Option<Vec<_>>>() else {
+                    return;
+                };
+                (all, false, None)
+            }
+            Source::One(pat) => {
+                let Some(ident) = pat_variant(cx, pat, "state") else {
+                    return;
+                };
+                let Some(i) = self.resolve_state(cx, &ident) else {
+                    return;
+                };
+                let destructures = !matches!(pat, Pat::Ident(_) | Pat::Path(_));
+                (vec![i], false, destructures.then(|| pat.clone()))
+            }
+        };
+        let event = match &row.event {
+            None => None,
+            Some(pat) => {
+                let Some(ident) = pat_variant(cx, pat, "event") else {
+                    return;
+                };
+                match self.resolve_event(cx, &ident) {
+                    Some(i) => Some((i, pat.clone())),
+                    None => return,
+                }
+            }
+        };
+        match row.outcome {
+            Outcome::Ignore(kw) => {
+                let Some((event, _)) = event else {
+                    cx.error_spanned_by(
+                        kw,
+                        "`=> ignore` needs an event: `State + Event => ignore`",
+                    );
+                    return;
+                };
+                if row.guard.is_some() {
+                    cx.error_spanned_by(
+                        kw,
+                        "an ignored pair takes no guard: `State + Event => ignore`",
+                    );
+                }
+                let sources = if any {
+                    sources
+                        .into_iter()
+                        .filter(|&s| self.takes_events(s))
+                        .collect()
+                } else {
+                    sources
+                };
+                self.ignores.push(IgnoreModel {
+                    sources,
+                    event,
+                    span: kw.span,
+                });
+            }
+            Outcome::To {
+                effects,
+                target: target_ctor,
+                action,
+            } => {
+                let target = self.resolve_state(cx, &target_ctor.ident);
+                let action = action
+                    .and_then(|(_, ctor)| self.resolve_action(cx, &ctor.ident).map(|i| (i, ctor)));
+                let Some(target) = target else { return };
+                // `*` means every state that takes events; a terminal state
+                // is included only where the row keeps it where it is.
+                let sources = if any {
+                    sources
+                        .into_iter()
+                        .filter(|&s| {
+                            self.takes_events(s)
+                                || (s == target && self.states[s].transient.is_none())
+                        })
+                        .collect()
+                } else {
+                    sources
+                };
+                self.rows.push(RowModel {
+                    docs: row.docs,
+                    sources,
+                    any,
+                    source_pat,
+                    event,
+                    guard: row.guard,
+                    guard_text: row.guard_text,
+                    effects,
+                    target,
+                    target_ctor,
+                    action,
+                    span,
+                });
+            }
+        }
+    }
+
+    /// Whether state `i` takes events (neither transient nor terminal).
+    pub(crate) fn takes_events(&self, i: usize) -> bool {
+        self.states[i].transient.is_none() && self.states[i].terminal.is_none()
+    }
+}
+
+#[derive(Default)]
+struct Roles {
+    states: Option<ItemEnum>,
+    events: Option<ItemEnum>,
+    actions: Option<ItemEnum>,
+    context: Option<(Item, Ident)>,
+    carried: Vec<Field>,
+    table: Option<(Span, Table)>,
+}
+
+/// Sorts one module item into its role, stripping the role attributes.
+fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &mut Vec<Item>) {
+    match item {
+        Item::Enum(mut e) => {
+            let role = take_role(cx, &mut e.attrs, &["states", "events", "actions"]);
+            if role.as_deref() == Some("states") {
+                roles.carried = take_carry(cx, &mut e.attrs);
+            }
+            let slot = match role.as_deref() {
+                Some("states") => &mut roles.states,
+                Some("events") => &mut roles.events,
+                Some("actions") => &mut roles.actions,
+                _ => {
+                    passthrough.push(Item::Enum(e));
+                    return;
+                }
+            };
+            if let Some(first) = slot {
+                cx.error_spanned_by(
+                    &e.ident,
+                    format!(
+                        "a second `#[{}]` enum; `{}` already has this role",
+                        role.unwrap_or_default(),
+                        first.ident
+                    ),
+                );
+            } else {
+                *slot = Some(e);
+            }
+        }
+        Item::Struct(mut s) => {
+            if take_role(cx, &mut s.attrs, &["context"]).is_some() {
+                let ident = s.ident.clone();
+                set_context(cx, roles, &s.generics.clone(), Item::Struct(s), ident);
+            } else {
+                passthrough.push(Item::Struct(s));
+            }
+        }
+        Item::Type(mut t) => {
+            if take_role(cx, &mut t.attrs, &["context"]).is_some() {
+                let ident = t.ident.clone();
+                set_context(cx, roles, &t.generics.clone(), Item::Type(t), ident);
+            } else {
+                passthrough.push(Item::Type(t));
+            }
+        }
+        Item::Macro(m) if m.mac.path.is_ident("transitions") => {
+            let span = m.mac.path.span();
+            if roles.table.is_some() {
+                cx.error_at(
+                    span,
+                    "a second `transitions!` table; one machine has one table",
+                );
+                return;
+            }
+            match syn::parse2::<Table>(m.mac.tokens) {
+                Ok(table) => roles.table = Some((span, table)),
+                Err(e) => {
+                    cx.syn_error(e);
+                    // Keep an empty table so the enums still expand.
+                    roles.table = Some((span, Table { rows: Vec::new() }));
+                }
+            }
+        }
+        other => passthrough.push(other),
+    }
+}
+
+fn set_context(cx: &Ctxt, roles: &mut Roles, generics: &syn::Generics, item: Item, ident: Ident) {
+    if !generics.params.is_empty() {
+        cx.error_spanned_by(generics, "a generic `#[context]` is not supported");
+    }
+    if let Some((_, first)) = &roles.context {
+        cx.error_spanned_by(
+            &ident,
+            format!("a second `#[context]`; `{first}` already is the context"),
+        );
+    } else {
+        roles.context = Some((item, ident));
+    }
+}
+
+/// Removes the first role attribute in `names` from `attrs` and returns its name.
+fn take_role(cx: &Ctxt, attrs: &mut Vec<Attribute>, names: &[&str]) -> Option<String> {
+    let mut found: Option<String> = None;
+    attrs.retain(|attr| {
+        let Some(name) = names.iter().find(|n| attr.path().is_ident(n)) else {
+            return true;
+        };
+        if let Some(first) = &found {
+            cx.error_spanned_by(attr, format!("this item already has the role `#[{first}]`"));
+        } else if let Err(e) = attr.meta.require_path_only() {
+            cx.syn_error(e);
+        } else {
+            found = Some((*name).to_owned());
+        }
+        false
+    });
+    found
+}
+
+/// `#[carry(conversation: Conversation, ...)]` on the state enum.
+fn take_carry(cx: &Ctxt, attrs: &mut Vec<Attribute>) -> Vec<Field> {
+    let mut carried = Vec::new();
+    attrs.retain(|attr| {
+        if !attr.path().is_ident("carry") {
+            return true;
+        }
+        let parser = |input: syn::parse::ParseStream<'_>| {
+            Punctuated::<Field, Token![,]>::parse_terminated_with(input, Field::parse_named)
+        };
+        match attr.parse_args_with(parser) {
+            Ok(fields) => carried.extend(fields),
+            Err(e) => cx.syn_error(syn::Error::new(
+                e.span(),
+                format!("{e}; write `#[carry(name: Type, ...)]` for data every state carries"),
+            )),
+        }
+        false
+    });
+    carried
+}
+
+fn state_defs(cx: &Ctxt, e: &ItemEnum, carried: &[Field]) -> Vec<StateDef> {
+    e.variants
+        .iter()
+        .map(|v| {
+            let mut def = StateDef {
+                ident: v.ident.clone(),
+                shape: shape(&v.fields),
+                fields: v
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| (f.ident.clone().unwrap_or_else(|| quote::format_ident!("_{}", i)), f.ty.clone()))
+                    .collect(),
+                initial: None,
+                terminal: None,
+                transient: None,
+                carries: !carried.is_empty(),
+            };
+            for attr in &v.attrs {
+                let slot = if attr.path().is_ident("initial") {
+                    &mut def.initial
+                } else if attr.path().is_ident("terminal") {
+                    &mut def.terminal
+                } else if attr.path().is_ident("transient") {
+                    &mut def.transient
+                } else if attr.path().is_ident("no_carry") {
+                    def.carries = false;
+                    continue;
+                } else {
+                    continue;
+                };
+                if let Err(e) = attr.meta.require_path_only() {
+                    cx.syn_error(e);
+                }
+                *slot = Some(attr.path().span());
+            }
+            if def.carries && def.shape == Shape::Unnamed {
+                cx.error_spanned_by(
+                    &v.ident,
+                    "a tuple state cannot carry the `#[carry]` fields; make it a struct or unit variant, or mark it `#[no_carry]`",
+                );
+                def.carries = false;
+            }
+            for (name, _) in &def.fields {
+                if def.carries && carried.iter().any(|c| c.ident.as_ref() == Some(name)) {
+                    cx.error_spanned_by(name, format!("`{name}` is already carried by every state (`#[carry]`); remove it here"));
+                }
+            }
+            def
+        })
+        .collect()
+}
+
+fn variant_defs(e: &ItemEnum) -> Vec<VariantDef> {
+    e.variants
+        .iter()
+        .map(|v| VariantDef {
+            ident: v.ident.clone(),
+        })
+        .collect()
+}
+
+fn shape(fields: &Fields) -> Shape {
+    match fields {
+        Fields::Unit => Shape::Unit,
+        Fields::Named(_) => Shape::Named,
+        Fields::Unnamed(_) => Shape::Unnamed,
+    }
+}
+
+/// The variant a row pattern names: `Name`, `Name(..)` or `Name { .. }`.
+fn pat_variant(cx: &Ctxt, pat: &Pat, what: &str) -> Option<Ident> {
+    let path = match pat {
+        Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() && p.mutability.is_none() => {
+            return Some(p.ident.clone());
+        }
+        Pat::Path(p) => &p.path,
+        Pat::Struct(p) => &p.path,
+        Pat::TupleStruct(p) => &p.path,
+        other => {
+            cx.error_spanned_by(
+                other,
+                format!("expected {what} variant: `Name`, `Name(..)` or `Name {{ .. }}`"),
+            );
+            return None;
+        }
+    };
+    if let Some(ident) = path.get_ident() {
+        return Some(ident.clone());
+    }
+    cx.error_spanned_by(
+        path,
+        format!("write the {what} variant's bare name; the enum prefix is added for you"),
+    );
+    None
+}
+
+/// The names a pattern binds. A lower-case identifier pattern is a binding;
+/// upper-case ones are constants or unit variants, as rustc itself assumes.
+pub(crate) fn bindings(pat: &Pat, out: &mut Vec<Ident>) {
+    match pat {
+        Pat::Ident(p) => {
+            let first = p.ident.to_string().chars().next().unwrap_or('A');
+            if first.is_lowercase() || first == '_' {
+                out.push(p.ident.clone());
+            }
+            if let Some((_, sub)) = &p.subpat {
+                bindings(sub, out);
+            }
+        }
+        Pat::Struct(p) => p.fields.iter().for_each(|f| bindings(&f.pat, out)),
+        Pat::TupleStruct(p) => p.elems.iter().for_each(|e| bindings(e, out)),
+        Pat::Tuple(p) => p.elems.iter().for_each(|e| bindings(e, out)),
+        Pat::Slice(p) => p.elems.iter().for_each(|e| bindings(e, out)),
+        Pat::Reference(p) => bindings(&p.pat, out),
+        Pat::Paren(p) => bindings(&p.pat, out),
+        Pat::Type(p) => bindings(&p.pat, out),
+        // Every alternative binds the same names.
+        Pat::Or(p) => {
+            if let Some(first) = p.cases.first() {
+                bindings(first, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether a pattern accepts every value of its variant: only bindings,
+/// wildcards and `..` below the variant's own path.
+pub(crate) fn irrefutable_below(pat: &Pat) -> bool {
+    fn irrefutable(pat: &Pat) -> bool {
+        match pat {
+            Pat::Ident(p) => {
+                let first = p.ident.to_string().chars().next().unwrap_or('A');
+                (first.is_lowercase() || first == '_')
+                    && p.subpat.as_ref().is_none_or(|(_, s)| irrefutable(s))
+            }
+            Pat::Wild(_) | Pat::Rest(_) => true,
+            Pat::Tuple(p) => p.elems.iter().all(irrefutable),
+            Pat::Paren(p) => irrefutable(&p.pat),
+            Pat::Type(p) => irrefutable(&p.pat),
+            Pat::Reference(p) => irrefutable(&p.pat),
+            _ => false,
+        }
+    }
+    match pat {
+        Pat::Ident(_) | Pat::Path(_) => true,
+        Pat::Struct(p) => p.fields.iter().all(|f| irrefutable(&f.pat)),
+        Pat::TupleStruct(p) => p.elems.iter().all(irrefutable),
+        _ => false,
+    }
+}
+
+/// Whether `tokens` mention the identifier `name` anywhere.
+pub(crate) fn mentions(tokens: TokenStream, name: &Ident) -> bool {
+    tokens.into_iter().any(|tt| match tt {
+        TokenTree::Ident(i) => i == *name,
+        TokenTree::Group(g) => mentions(g.stream(), name),
+        _ => false,
+    })
+}
+
+/// Every token a row's code is written with (guard, effects, payloads), to
+/// find which carried fields it uses.
+pub(crate) fn row_code(row: &RowModel) -> TokenStream {
+    let mut ts = TokenStream::new();
+    if let Some(g) = &row.guard {
+        g.to_tokens(&mut ts);
+    }
+    if let Some(e) = &row.effects {
+        e.to_tokens(&mut ts);
+    }
+    ctor_code(&row.target_ctor).to_tokens(&mut ts);
+    if let Some((_, a)) = &row.action {
+        ctor_code(a).to_tokens(&mut ts);
+    }
+    if let Some(p) = &row.source_pat {
+        p.to_tokens(&mut ts);
+    }
+    ts
+}
+
+fn ctor_code(ctor: &Ctor) -> TokenStream {
+    match &ctor.init {
+        crate::parse::Init::Unit => TokenStream::new(),
+        crate::parse::Init::Named(_, f) => f.to_token_stream(),
+        crate::parse::Init::Unnamed(_, e) => e.to_token_stream(),
+    }
+}
+
+/// `A`, `B`, `C` for messages.
+pub(crate) fn list<'a>(names: impl Iterator<Item = &'a Ident>) -> String {
+    names
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,56 @@
+//! `#[state_machine(fallback = Action, strict, name = Machine)]`.
+
+use crate::kw;
+use crate::parse::Ctor;
+use syn::parse::{Parse, ParseStream};
+use syn::{Ident, Token};
+
+/// The attribute's arguments, each optional at the syntax level; the model
+/// says which are required.
+#[derive(Default)]
+pub(crate) struct Args {
+    /// `fallback = Action`: returned for events no row accepts.
+    pub(crate) fallback: Option<Ctor>,
+    /// `strict`: every unlisted (state, event) pair is a compile error.
+    pub(crate) strict: Option<kw::strict>,
+    /// `name = Machine`: the generated machine type (default `Machine`).
+    pub(crate) name: Option<Ident>,
+}
+
+impl Parse for Args {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let mut args = Args::default();
+        while !input.is_empty() {
+            let lookahead = input.lookahead1();
+            if lookahead.peek(kw::fallback) {
+                let key: kw::fallback = input.parse()?;
+                input.parse::<Token![=]>()?;
+                let value: Ctor = input.parse()?;
+                if args.fallback.replace(value).is_some() {
+                    return Err(syn::Error::new(key.span, "duplicate `fallback` argument"));
+                }
+            } else if lookahead.peek(kw::strict) {
+                let key: kw::strict = input.parse()?;
+                if args.strict.replace(key).is_some() {
+                    return Err(syn::Error::new(key.span, "duplicate `strict` argument"));
+                }
+            } else if lookahead.peek(kw::name) {
+                let key: kw::name = input.parse()?;
+                input.parse::<Token![=]>()?;
+                let value: Ident = input.parse()?;
+                if args.name.replace(value).is_some() {
+                    return Err(syn::Error::new(key.span, "duplicate `name` argument"));
+                }
+            } else {
+                return Err(syn::Error::new(
+                    input.span(),
+                    "unknown `state_machine` argument; expected `fallback = Action`, `strict` or `name = Machine`",
+                ));
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(args)
+    }
+}

@@ -1,0 +1,9 @@
+//! Syntax only: the attribute's arguments and the `transitions!` table, one
+//! `Parse` impl per production (see docs/dsl.md for the grammar). Nothing
+//! here knows which names exist; `model.rs` resolves them.
+
+mod args;
+mod row;
+
+pub(crate) use args::Args;
+pub(crate) use row::{Ctor, Init, Outcome, Row, Source, Table};

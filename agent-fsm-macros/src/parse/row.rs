@@ -1,0 +1,250 @@
+//! The `transitions! { ... }` table: one row per line.
+//!
+//! ```text
+//! row     = doc* source ("+" event)? guard? "=>" outcome
+//! source  = "*" ("except" "(" State ("|" State)* ")")?
+//!         | State ("|" State)+
+//!         | pattern                       // `CallingLlm { retries }`
+//! event   = pattern                       // `LlmEvent(LlmEvent::Error(e))`
+//! guard   = "[" expr "]"
+//! outcome = "ignore" | block? ctor ("/" ctor)?
+//! ctor    = Variant | Variant "(" expr,* ")" | Variant "{" field: expr,* "}"
+//! ```
+
+use crate::kw;
+use proc_macro2::Span;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Attribute, Block, Expr, FieldValue, Ident, Pat, Token, bracketed, parenthesized};
+
+/// All rows of one table, in the order written.
+pub(crate) struct Table {
+    pub(crate) rows: Vec<Row>,
+}
+
+impl Parse for Table {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let mut rows = Vec::new();
+        while !input.is_empty() {
+            rows.push(input.parse()?);
+            if input.is_empty() {
+                break;
+            }
+            input.parse::<Token![,]>()?;
+        }
+        Ok(Table { rows })
+    }
+}
+
+/// One row: `Source + Event [guard] => Target / Action`.
+pub(crate) struct Row {
+    /// `///` comments written above the row.
+    pub(crate) docs: Vec<Attribute>,
+    pub(crate) source: Source,
+    /// `None` for an eventless row (a transient state resolving itself).
+    pub(crate) event: Option<Pat>,
+    pub(crate) guard: Option<Expr>,
+    /// The guard as written, for tables and diagrams.
+    pub(crate) guard_text: Option<String>,
+    pub(crate) arrow: Token![=>],
+    pub(crate) outcome: Outcome,
+}
+
+impl Row {
+    /// The span of the whole row's head, for rules about the row as a whole.
+    pub(crate) fn head_span(&self) -> Span {
+        self.arrow.spans[0]
+    }
+}
+
+impl Parse for Row {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let docs = input.call(Attribute::parse_outer)?;
+        for attr in &docs {
+            if !attr.path().is_ident("doc") {
+                return Err(syn::Error::new_spanned(
+                    attr,
+                    "only `///` doc comments may annotate a row",
+                ));
+            }
+        }
+        let source: Source = input.parse()?;
+        let event = if input.peek(Token![+]) {
+            input.parse::<Token![+]>()?;
+            Some(Pat::parse_single(input)?)
+        } else {
+            None
+        };
+        let (guard, guard_text) = if input.peek(syn::token::Bracket) {
+            let content;
+            let bracket = bracketed!(content in input);
+            let expr = content.parse::<Expr>()?;
+            // The source text when the compiler provides it; the tokens otherwise.
+            let text = bracket
+                .span
+                .join()
+                .source_text()
+                .and_then(|t| {
+                    t.strip_prefix('[')?
+                        .strip_suffix(']')
+                        .map(|t| t.trim().to_owned())
+                })
+                .unwrap_or_else(|| quote::ToTokens::to_token_stream(&expr).to_string());
+            (Some(expr), Some(text))
+        } else {
+            (None, None)
+        };
+        let arrow = input.parse().map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                "expected `=>` and a target: rows read `State + Event [guard] => Target / Action`",
+            )
+        })?;
+        let outcome = input.parse()?;
+        Ok(Row {
+            docs,
+            source,
+            event,
+            guard,
+            guard_text,
+            arrow,
+            outcome,
+        })
+    }
+}
+
+/// The states a row leaves from.
+pub(crate) enum Source {
+    /// `*` or `* except (A | B)`: every state that takes events.
+    Any { star: Token![*], except: Vec<Ident> },
+    /// `A | B`: several states, without field patterns.
+    Several(Vec<Ident>),
+    /// One state, optionally destructured: `CallingLlm { retries }`.
+    One(Pat),
+}
+
+impl Parse for Source {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        if input.peek(Token![*]) {
+            let star = input.parse()?;
+            let mut except = Vec::new();
+            if input.peek(kw::except) {
+                input.parse::<kw::except>()?;
+                let content;
+                parenthesized!(content in input);
+                let names = Punctuated::<Ident, Token![|]>::parse_separated_nonempty(&content)?;
+                if !content.is_empty() {
+                    return Err(
+                        content.error("expected `|` between excluded states: `* except (A | B)`")
+                    );
+                }
+                except.extend(names);
+            }
+            return Ok(Source::Any { star, except });
+        }
+        let first = Pat::parse_single(input)?;
+        if !input.peek(Token![|]) {
+            return Ok(Source::One(first));
+        }
+        let mut names = vec![bare_ident(&first)?];
+        while input.peek(Token![|]) {
+            input.parse::<Token![|]>()?;
+            names.push(input.parse()?);
+        }
+        Ok(Source::Several(names))
+    }
+}
+
+fn bare_ident(pat: &Pat) -> syn::Result<Ident> {
+    match pat {
+        Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() && p.mutability.is_none() => {
+            Ok(p.ident.clone())
+        }
+        Pat::Path(p) if p.path.get_ident().is_some() => Ok(p.path.segments[0].ident.clone()),
+        other => Err(syn::Error::new(
+            other.span(),
+            "several source states `A | B` cannot destructure fields; write one row per state to bind fields",
+        )),
+    }
+}
+
+/// What happens when a row fires.
+pub(crate) enum Outcome {
+    /// `=> ignore`: the pair is expected and deliberately does nothing.
+    Ignore(kw::ignore),
+    /// `=> { effects } Target / Action`.
+    To {
+        effects: Option<Block>,
+        target: Ctor,
+        action: Option<(Token![/], Ctor)>,
+    },
+}
+
+impl Parse for Outcome {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        if input.peek(kw::ignore) {
+            return Ok(Outcome::Ignore(input.parse()?));
+        }
+        let effects = if input.peek(syn::token::Brace) {
+            Some(input.parse()?)
+        } else {
+            None
+        };
+        let target = input.parse()?;
+        let action = if input.peek(Token![/]) {
+            Some((input.parse()?, input.parse()?))
+        } else {
+            None
+        };
+        Ok(Outcome::To {
+            effects,
+            target,
+            action,
+        })
+    }
+}
+
+/// A variant with its payload: a target state or an action.
+#[derive(Clone)]
+pub(crate) struct Ctor {
+    pub(crate) ident: Ident,
+    pub(crate) init: Init,
+}
+
+/// The payload written after a variant name.
+#[derive(Clone)]
+pub(crate) enum Init {
+    /// Nothing written.
+    Unit,
+    /// `Variant { field: expr, shorthand }`.
+    Named(syn::token::Brace, Punctuated<FieldValue, Token![,]>),
+    /// `Variant(expr, expr)`.
+    Unnamed(syn::token::Paren, Punctuated<Expr, Token![,]>),
+}
+
+impl Parse for Ctor {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let ident: Ident = input.parse().map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                "expected a variant name, optionally with `(..)` or `{ .. }` payload",
+            )
+        })?;
+        let init = if input.peek(syn::token::Brace) {
+            let content;
+            let brace = syn::braced!(content in input);
+            Init::Named(
+                brace,
+                content.parse_terminated(FieldValue::parse, Token![,])?,
+            )
+        } else if input.peek(syn::token::Paren) {
+            let content;
+            let paren = parenthesized!(content in input);
+            Init::Unnamed(paren, content.parse_terminated(Expr::parse, Token![,])?)
+        } else {
+            Init::Unit
+        };
+        Ok(Ctor { ident, init })
+    }
+}

@@ -1,0 +1,1 @@
+//! Unit and snapshot tests of the macro internals.

@@ -1,0 +1,412 @@
+//! Rules over the whole table, one function per rule, each saying why it
+//! exists. Every rule records its errors in the [`Ctxt`] and returns, so one
+//! build reports every broken rule.
+
+use crate::ctxt::Ctxt;
+use crate::model::{Model, RowModel, irrefutable_below, list};
+use quote::ToTokens;
+use std::collections::BTreeSet;
+
+/// Runs every rule.
+pub(crate) fn check(cx: &Ctxt, model: &Model) {
+    check_single_initial_state(cx, model);
+    check_state_markers(cx, model);
+    check_terminal_exits(cx, model);
+    check_transient_rows(cx, model);
+    check_transient_cycles(cx, model);
+    check_missing_action(cx, model);
+    check_duplicate_rows(cx, model);
+    check_shadowed_rows(cx, model);
+    check_ignored_pairs(cx, model);
+    check_states_have_exits(cx, model);
+    check_unreachable_states(cx, model);
+    check_strict(cx, model);
+}
+
+/// The machine must start somewhere, and in one place only.
+fn check_single_initial_state(cx: &Ctxt, model: &Model) {
+    let initial: Vec<_> = model.states.iter().filter_map(|s| s.initial).collect();
+    match initial.as_slice() {
+        [] => cx.error_spanned_by(
+            &model.state_enum.ident,
+            format!(
+                "no initial state: mark one of {} with `#[initial]`",
+                list(model.states.iter().map(|s| &s.ident))
+            ),
+        ),
+        [_] => {}
+        [_, rest @ ..] => {
+            for span in rest {
+                cx.error_at(
+                    *span,
+                    "a second `#[initial]` state; a machine starts in exactly one state",
+                );
+            }
+        }
+    }
+}
+
+/// Contradictory markers: a terminal state cannot resolve itself, and a
+/// transient state can be neither where the machine waits first nor last.
+fn check_state_markers(cx: &Ctxt, model: &Model) {
+    for s in &model.states {
+        if let (Some(_), Some(t)) = (s.terminal, s.transient) {
+            cx.error_at(
+                t,
+                format!(
+                    "`{}` cannot be both `#[terminal]` and `#[transient]`",
+                    s.ident
+                ),
+            );
+        }
+        if let (Some(_), Some(t)) = (s.initial, s.transient) {
+            cx.error_at(t, format!("the initial state `{}` cannot be `#[transient]`: the machine waits there for its first event", s.ident));
+        }
+    }
+}
+
+/// A terminal state is where the machine ends; a row leaving it would make
+/// that promise false.
+fn check_terminal_exits(cx: &Ctxt, model: &Model) {
+    for row in &model.rows {
+        for &s in &row.sources {
+            let state = &model.states[s];
+            if state.terminal.is_some() && row.target != s && !row.any {
+                cx.error_spanned_by(
+                    &row.target_ctor.ident,
+                    format!("`{}` is `#[terminal]`: no row may leave it; remove this row or drop `#[terminal]`", state.ident),
+                );
+            }
+        }
+    }
+}
+
+/// Transient states resolve inside the step that entered them, so they take
+/// no events, must always resolve (an unguarded row last), and every
+/// eventless row must belong to one.
+fn check_transient_rows(cx: &Ctxt, model: &Model) {
+    for row in &model.rows {
+        for &s in &row.sources {
+            let state = &model.states[s];
+            match (&row.event, state.transient.is_some()) {
+                (Some((_, pat)), true) if !row.any => cx.error_spanned_by(
+                    pat,
+                    format!("`{}` is `#[transient]` and takes no events; write its rows without `+ Event`", state.ident),
+                ),
+                (None, false) => cx.error_spanned_by(
+                    &row.target_ctor.ident,
+                    format!(
+                        "an eventless row needs a `#[transient]` source; add `+ Event`, or mark `{}` `#[transient]`",
+                        state.ident
+                    ),
+                ),
+                (None, true) if row.target == s => cx.error_spanned_by(
+                    &row.target_ctor.ident,
+                    format!("transient state `{}` cannot stay in itself: it would never wait for an event", state.ident),
+                ),
+                _ => {}
+            }
+        }
+    }
+    for (i, state) in model.states.iter().enumerate() {
+        if state.transient.is_none() {
+            continue;
+        }
+        let eventless: Vec<&RowModel> = model
+            .rows
+            .iter()
+            .filter(|r| r.event.is_none() && r.sources.contains(&i))
+            .collect();
+        if eventless.last().is_none_or(|r| r.guard.is_some()) {
+            cx.error_spanned_by(
+                &state.ident,
+                format!(
+                    "transient state `{}` must always resolve: end its rows with an unguarded `{} => Next / Action`",
+                    state.ident, state.ident
+                ),
+            );
+        }
+    }
+}
+
+/// Transient states that lead only into each other would loop forever
+/// inside one `handle_event` call.
+fn check_transient_cycles(cx: &Ctxt, model: &Model) {
+    let n = model.states.len();
+    // Depth-first search over transient -> transient edges.
+    fn visit(model: &Model, s: usize, stack: &mut Vec<usize>, done: &mut [bool], cx: &Ctxt) {
+        if done[s] {
+            return;
+        }
+        if let Some(pos) = stack.iter().position(|&x| x == s) {
+            let cycle: Vec<_> = stack[pos..]
+                .iter()
+                .map(|&i| model.states[i].ident.to_string())
+                .collect();
+            cx.error_spanned_by(
+                &model.states[s].ident,
+                format!(
+                    "transient states form a loop ({} -> {}) that never waits for an event",
+                    cycle.join(" -> "),
+                    cycle[0]
+                ),
+            );
+            return;
+        }
+        stack.push(s);
+        for row in model
+            .rows
+            .iter()
+            .filter(|r| r.event.is_none() && r.sources.contains(&s))
+        {
+            if model.states[row.target].transient.is_some() && row.target != s {
+                visit(model, row.target, stack, done, cx);
+            }
+        }
+        stack.pop();
+        done[s] = true;
+    }
+    let mut done = vec![false; n];
+    for s in 0..n {
+        if model.states[s].transient.is_some() {
+            visit(model, s, &mut Vec::new(), &mut done, cx);
+        }
+    }
+}
+
+/// `handle_event` returns one action per event: a row into a waiting state
+/// must name it, and a row into a transient state must not (the row that
+/// leaves the transient state names it).
+fn check_missing_action(cx: &Ctxt, model: &Model) {
+    for row in &model.rows {
+        let target = &model.states[row.target];
+        match (&row.action, target.transient.is_some()) {
+            (None, false) => cx.error_spanned_by(
+                &row.target_ctor.ident,
+                format!("missing action: end this row with `/ Action`; actions are: {}", list(model.actions.iter().map(|a| &a.ident))),
+            ),
+            (Some((_, ctor)), true) => cx.error_spanned_by(
+                &ctor.ident,
+                format!(
+                    "a row into transient state `{}` has no action: the row that leaves `{}` returns it",
+                    target.ident, target.ident
+                ),
+            ),
+            _ => {}
+        }
+    }
+}
+
+fn event_key(row: &RowModel) -> Option<String> {
+    row.event
+        .as_ref()
+        .map(|(_, p)| p.to_token_stream().to_string())
+}
+
+fn guard_key(row: &RowModel) -> Option<String> {
+    row.guard.as_ref().map(|g| g.to_token_stream().to_string())
+}
+
+fn source_key(row: &RowModel) -> Option<String> {
+    row.source_pat
+        .as_ref()
+        .map(|p| p.to_token_stream().to_string())
+}
+
+/// Two identical rows can only mean a copy-paste slip: the second never fires.
+fn check_duplicate_rows(cx: &Ctxt, model: &Model) {
+    for (j, later) in model.rows.iter().enumerate() {
+        for earlier in &model.rows[..j] {
+            let same_source = earlier.sources.iter().any(|s| later.sources.contains(s));
+            if same_source
+                && !earlier.any
+                && !later.any
+                && source_key(earlier) == source_key(later)
+                && event_key(earlier) == event_key(later)
+                && guard_key(earlier) == guard_key(later)
+            {
+                cx.error_at(
+                    later.span,
+                    "duplicate row: an earlier row has the same state, event and guard; delete one",
+                );
+                break;
+            }
+        }
+    }
+}
+
+/// Rows are tried in the order written; a row after an unguarded row that
+/// accepts every value of the same (state, event) can never fire.
+fn check_shadowed_rows(cx: &Ctxt, model: &Model) {
+    for (j, later) in model.rows.iter().enumerate() {
+        for earlier in &model.rows[..j] {
+            if earlier.guard.is_some() {
+                continue;
+            }
+            if earlier
+                .source_pat
+                .as_ref()
+                .is_some_and(|p| !irrefutable_below(p))
+            {
+                continue;
+            }
+            let same_event = match (&earlier.event, &later.event) {
+                (Some((e1, p1)), Some((e2, _))) => e1 == e2 && irrefutable_below(p1),
+                (None, None) => true,
+                _ => false,
+            };
+            let Some(&state) = later.sources.iter().find(|s| earlier.sources.contains(s)) else {
+                continue;
+            };
+            if !same_event {
+                continue;
+            }
+            // An identical row is reported as a duplicate instead.
+            if source_key(earlier) == source_key(later)
+                && event_key(earlier) == event_key(later)
+                && guard_key(earlier) == guard_key(later)
+            {
+                continue;
+            }
+            let event = later.event.as_ref().map_or_else(String::new, |(e, _)| {
+                format!(" + {}", model.events[*e].ident)
+            });
+            let at = later
+                .guard
+                .as_ref()
+                .map_or(later.span, |g| syn::spanned::Spanned::span(g));
+            cx.error_at(
+                at,
+                format!(
+                    "this row can never fire: an earlier row for `{}{}` has no guard and accepts every event; move this row above it, or give the earlier row a guard",
+                    model.states[state].ident, event
+                ),
+            );
+            break;
+        }
+    }
+}
+
+/// A pair is either handled or ignored: both at once is a contradiction.
+fn check_ignored_pairs(cx: &Ctxt, model: &Model) {
+    for ig in &model.ignores {
+        for &s in &ig.sources {
+            let state = &model.states[s];
+            if state.terminal.is_some() || state.transient.is_some() {
+                cx.error_at(
+                    ig.span,
+                    format!(
+                        "`{}` takes no events (it is terminal or transient); nothing to ignore",
+                        state.ident
+                    ),
+                );
+            } else if model.rows.iter().any(|r| {
+                r.sources.contains(&s) && r.event.as_ref().is_some_and(|(e, _)| *e == ig.event)
+            }) {
+                cx.error_at(
+                    ig.span,
+                    format!(
+                        "`{} + {}` has rows and is also ignored; remove the `ignore` row or the others",
+                        state.ident, model.events[ig.event].ident
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// A state no row leaves is a dead end the machine can never get out of,
+/// unless the table says so with `#[terminal]`.
+fn check_states_have_exits(cx: &Ctxt, model: &Model) {
+    for (i, state) in model.states.iter().enumerate() {
+        if state.terminal.is_some() {
+            continue;
+        }
+        let exits = model
+            .rows
+            .iter()
+            .any(|r| r.sources.contains(&i) && r.target != i);
+        if !exits {
+            cx.error_spanned_by(
+                &state.ident,
+                format!(
+                    "state `{}` has no way out: add a row leaving it, or mark it `#[terminal]`",
+                    state.ident
+                ),
+            );
+        }
+    }
+}
+
+/// A state no path leads to is dead code in the table, usually a typo in a
+/// target or a forgotten row.
+fn check_unreachable_states(cx: &Ctxt, model: &Model) {
+    let Some(initial) = model.initial() else {
+        return;
+    };
+    let mut seen = vec![false; model.states.len()];
+    let mut queue = vec![initial];
+    seen[initial] = true;
+    while let Some(s) = queue.pop() {
+        for row in model.rows.iter().filter(|r| r.sources.contains(&s)) {
+            if !seen[row.target] {
+                seen[row.target] = true;
+                queue.push(row.target);
+            }
+        }
+    }
+    for (i, state) in model.states.iter().enumerate() {
+        if !seen[i] {
+            cx.error_spanned_by(
+                &state.ident,
+                format!(
+                    "state `{}` cannot be reached from the initial state `{}`: no row leads to it",
+                    state.ident, model.states[initial].ident
+                ),
+            );
+        }
+    }
+}
+
+/// In strict mode every (state, event) pair is decided in the table: handled
+/// by a row or marked `=> ignore`. The error lists every undecided pair.
+fn check_strict(cx: &Ctxt, model: &Model) {
+    if !model.strict {
+        return;
+    }
+    let mut handled = BTreeSet::new();
+    for row in &model.rows {
+        if let Some((e, _)) = &row.event {
+            for &s in &row.sources {
+                handled.insert((s, *e));
+            }
+        }
+    }
+    for ig in &model.ignores {
+        for &s in &ig.sources {
+            handled.insert((s, ig.event));
+        }
+    }
+    let mut missing = Vec::new();
+    for (s, state) in model.states.iter().enumerate() {
+        if !model.takes_events(s) {
+            continue;
+        }
+        for (e, event) in model.events.iter().enumerate() {
+            if !handled.contains(&(s, e)) {
+                missing.push(format!("`{} + {}`", state.ident, event.ident));
+            }
+        }
+    }
+    if !missing.is_empty() {
+        cx.error_at(
+            model.table_span,
+            format!(
+                "strict: {} (state, event) pair{} without a row; add rows, or mark them `State + Event => ignore`: {}",
+                missing.len(),
+                if missing.len() == 1 { "" } else { "s" },
+                missing.join(", ")
+            ),
+        );
+    }
+}

@@ -1,0 +1,655 @@
+//! The Loom agent machine as one table.
+//!
+//! Seven states, seven events, the reference's actions plus one
+//! (`ScheduleRetry`), and every row of the reference transition table. The
+//! machine is pure: it decides, and whoever performs the actions (the
+//! executor, or a test) does the I/O and feeds the results back as events.
+//!
+//! # Choices where the reference is silent or ambiguous
+//! - **`max_retries` counts attempts**, the first one included: with the
+//!   default 3, an LLM request is tried at most three times. The guard is
+//!   `retries + 1 < max_retries`, where `retries` is the number of failed
+//!   attempts so far.
+//! - **The retry timer is asked for, not implied.** The reference answers an
+//!   LLM error with `WaitForInput` and leaves the backoff timer to a driver
+//!   it never wrote, so its `RetryTimeoutFired` row is dead. Here the row
+//!   returns [`AgentAction::ScheduleRetry`] with the attempt number, and the
+//!   executor turns it into `RetryTimeoutFired` after the retry policy's
+//!   backoff.
+//! - **Tool calls are tracked by call id**: `Pending` -> `Running` (on
+//!   `ToolProgress`) -> `Completed`. A result or progress report for an id
+//!   that is not pending is reported with `DisplayError`, never dropped in
+//!   silence, and leaves the executions as they were.
+//! - **Tool results join the conversation in call order**, whatever order
+//!   they completed in, once every call is done.
+//! - **The conversation is carried by every state but `ShuttingDown` and is
+//!   moved, never cloned**, from state to state. Its messages sit behind an
+//!   `Arc`, so an [`LlmRequest`] shares them instead of copying them.
+//! - **No clocks or random ids inside transitions**, so the same events give
+//!   the same actions (replay). Timing comes from the runtime's history.
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use machine::{AgentAction, AgentEvent, AgentState, Loom};
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The person driving the agent.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's result.
+    Tool,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// Its text.
+    pub content: String,
+    /// Tool calls the assistant asked for in this message.
+    pub tool_calls: Vec<ToolCall>,
+    /// For a tool result: the call it answers.
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A user message.
+    #[must_use]
+    pub fn user(content: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
+    /// An assistant message.
+    #[must_use]
+    pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Message {
+            role: Role::Assistant,
+            content: content.into(),
+            tool_calls,
+            tool_call_id: None,
+        }
+    }
+
+    /// A tool result answering `call_id`.
+    #[must_use]
+    pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Message {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.into()),
+        }
+    }
+}
+
+/// The conversation every state carries.
+///
+/// Messages are shared behind an `Arc`: an [`LlmRequest`] holds the same
+/// list, and appending copies it only if a request is still alive at that
+/// moment (copy on write), never per event.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConversationContext {
+    messages: Arc<Vec<Message>>,
+}
+
+impl ConversationContext {
+    /// A conversation holding `messages`.
+    #[must_use]
+    pub fn from_messages(messages: Vec<Message>) -> Self {
+        ConversationContext {
+            messages: Arc::new(messages),
+        }
+    }
+
+    /// Appends one message.
+    pub fn push(&mut self, message: Message) {
+        Arc::make_mut(&mut self.messages).push(message);
+    }
+
+    /// The messages so far.
+    #[must_use]
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// How many messages.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether there are none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// The messages, shared without copying.
+    #[must_use]
+    pub fn shared(&self) -> Arc<Vec<Message>> {
+        Arc::clone(&self.messages)
+    }
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The provider's id for this call; results answer it.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as JSON.
+    pub arguments: serde_json::Value,
+}
+
+/// A complete model response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmResponse {
+    /// The text of the reply.
+    pub content: String,
+    /// Tool calls, in the order the model made them.
+    pub tool_calls: Vec<ToolCall>,
+}
+
+impl LlmResponse {
+    /// A text-only reply.
+    #[must_use]
+    pub fn text(content: impl Into<String>) -> Self {
+        LlmResponse {
+            content: content.into(),
+            tool_calls: Vec::new(),
+        }
+    }
+}
+
+/// A failed model call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlmError {
+    /// What went wrong.
+    pub message: String,
+}
+
+impl fmt::Display for LlmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "llm call failed: {}", self.message)
+    }
+}
+
+/// What the model streams back during a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LlmEvent {
+    /// A piece of the reply's text.
+    TextDelta {
+        /// The text.
+        content: String,
+    },
+    /// A piece of a tool call's arguments.
+    ToolCallDelta {
+        /// The call being streamed.
+        call_id: String,
+        /// The tool's name.
+        tool_name: String,
+        /// The next fragment of its JSON arguments.
+        arguments_fragment: String,
+    },
+    /// The call finished with this response.
+    Completed(LlmResponse),
+    /// The call failed.
+    Error(LlmError),
+}
+
+/// A tool's failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    /// What went wrong.
+    pub message: String,
+}
+
+/// How one tool call ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolExecutionOutcome {
+    /// The tool returned a value.
+    Success {
+        /// The call it answers.
+        call_id: String,
+        /// The tool's output.
+        output: serde_json::Value,
+    },
+    /// The tool failed, panicked, timed out or was cancelled.
+    Error {
+        /// The call it answers.
+        call_id: String,
+        /// Why.
+        error: ToolError,
+    },
+}
+
+impl ToolExecutionOutcome {
+    /// Whether the tool succeeded.
+    #[must_use]
+    pub fn is_success(&self) -> bool {
+        matches!(self, ToolExecutionOutcome::Success { .. })
+    }
+
+    /// The text a tool-result message carries.
+    #[must_use]
+    pub fn to_message_text(&self) -> String {
+        match self {
+            ToolExecutionOutcome::Success { output, .. } => match output {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            },
+            ToolExecutionOutcome::Error { error, .. } => format!("error: {}", error.message),
+        }
+    }
+}
+
+/// Progress a running tool reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolProgress {
+    /// Share done, 0.0 to 1.0, if the tool knows it.
+    pub fraction: Option<f32>,
+    /// A line for the user.
+    pub message: Option<String>,
+}
+
+/// A progress report for one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolProgressEvent {
+    /// The call it is about.
+    pub call_id: String,
+    /// The progress.
+    pub progress: ToolProgress,
+}
+
+/// Where one tool call is: `Pending` -> `Running` -> `Completed`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolExecutionStatus {
+    /// Asked for, not started.
+    Pending {
+        /// The call.
+        call: ToolCall,
+    },
+    /// Reported progress at least once.
+    Running {
+        /// The call.
+        call: ToolCall,
+        /// The latest progress.
+        progress: ToolProgress,
+    },
+    /// Finished.
+    Completed {
+        /// The call.
+        call: ToolCall,
+        /// How it ended.
+        outcome: ToolExecutionOutcome,
+    },
+}
+
+impl ToolExecutionStatus {
+    fn call(&self) -> &ToolCall {
+        match self {
+            Self::Pending { call } | Self::Running { call, .. } | Self::Completed { call, .. } => {
+                call
+            }
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        matches!(self, Self::Completed { .. })
+    }
+}
+
+/// The tool calls of one round, in call order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Executions {
+    statuses: Vec<ToolExecutionStatus>,
+}
+
+impl Executions {
+    /// Every call `Pending`, in the order the model asked.
+    #[must_use]
+    pub fn pending(calls: &[ToolCall]) -> Self {
+        Executions {
+            statuses: calls
+                .iter()
+                .map(|c| ToolExecutionStatus::Pending { call: c.clone() })
+                .collect(),
+        }
+    }
+
+    /// The statuses in call order.
+    #[must_use]
+    pub fn statuses(&self) -> &[ToolExecutionStatus] {
+        &self.statuses
+    }
+
+    /// Whether `call_id` is a call of this round that has not completed.
+    #[must_use]
+    pub fn is_pending(&self, call_id: &str) -> bool {
+        self.statuses
+            .iter()
+            .any(|s| s.call().id == call_id && !s.is_done())
+    }
+
+    /// How many calls have not completed.
+    #[must_use]
+    pub fn pending_count(&self) -> usize {
+        self.statuses.iter().filter(|s| !s.is_done()).count()
+    }
+
+    /// Marks `call_id` running with `progress`. Does nothing for a call
+    /// that is not pending (the table reports those before calling this).
+    pub fn progress(&mut self, call_id: &str, progress: ToolProgress) {
+        if let Some(s) = self
+            .statuses
+            .iter_mut()
+            .find(|s| s.call().id == call_id && !s.is_done())
+        {
+            *s = ToolExecutionStatus::Running {
+                call: s.call().clone(),
+                progress,
+            };
+        }
+    }
+
+    /// Marks `call_id` completed. Does nothing for a call that is not
+    /// pending (the table reports those before calling this).
+    pub fn complete(&mut self, call_id: &str, outcome: ToolExecutionOutcome) {
+        if let Some(s) = self
+            .statuses
+            .iter_mut()
+            .find(|s| s.call().id == call_id && !s.is_done())
+        {
+            *s = ToolExecutionStatus::Completed {
+                call: s.call().clone(),
+                outcome,
+            };
+        }
+    }
+
+    /// Whether, once `call_id` ends with `outcome`, a mutating tool will
+    /// have succeeded in this round.
+    #[must_use]
+    pub fn mutates_with(
+        &self,
+        call_id: &str,
+        outcome: &ToolExecutionOutcome,
+        mutating: &[String],
+    ) -> bool {
+        let is_mutating = |name: &str| mutating.iter().any(|m| m == name);
+        self.statuses.iter().any(|s| match s {
+            ToolExecutionStatus::Completed { call, outcome } => {
+                is_mutating(&call.name) && outcome.is_success()
+            }
+            other => {
+                other.call().id == call_id
+                    && is_mutating(&other.call().name)
+                    && outcome.is_success()
+            }
+        })
+    }
+
+    /// Appends one tool-result message per call to `conversation`, in call
+    /// order, and returns what the post-tool hook needs to know.
+    pub fn record_results(&self, conversation: &mut ConversationContext) -> Vec<CompletedToolInfo> {
+        let mut info = Vec::with_capacity(self.statuses.len());
+        for status in &self.statuses {
+            if let ToolExecutionStatus::Completed { call, outcome } = status {
+                conversation.push(Message::tool(call.id.clone(), outcome.to_message_text()));
+                info.push(CompletedToolInfo {
+                    tool_name: call.name.clone(),
+                    succeeded: outcome.is_success(),
+                });
+            }
+        }
+        info
+    }
+}
+
+/// What the post-tool hook learns about each completed call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletedToolInfo {
+    /// The tool's name.
+    pub tool_name: String,
+    /// Whether it succeeded.
+    pub succeeded: bool,
+}
+
+/// A request to the model: the conversation so far (shared, not copied).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmRequest {
+    /// The messages to send.
+    pub messages: Arc<Vec<Message>>,
+    /// The reply's token budget.
+    pub max_tokens: u32,
+    /// 0 for the first try, n for the n-th retry.
+    pub attempt: u32,
+}
+
+/// Why the machine is in `Error`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentError {
+    /// The model call failed.
+    Llm(LlmError),
+}
+
+/// What failed, which decides how the machine recovers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorOrigin {
+    /// A model call: retried after a backoff.
+    Llm,
+    /// A tool.
+    Tool,
+    /// Local I/O.
+    Io,
+}
+
+/// Configuration the rows read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// Attempts per LLM request, the first included (see the module docs).
+    pub max_retries: u32,
+    /// Token budget per reply.
+    pub max_tokens: u32,
+    /// Tools whose success triggers the post-tool hook.
+    pub mutating_tools: Vec<String>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            max_retries: 3,
+            max_tokens: 4096,
+            mutating_tools: vec![
+                "edit_file".to_owned(),
+                "write_file".to_owned(),
+                "bash".to_owned(),
+            ],
+        }
+    }
+}
+
+impl AgentConfig {
+    /// A request for the conversation as it is now.
+    #[must_use]
+    pub fn request(&self, conversation: &ConversationContext, attempt: u32) -> LlmRequest {
+        LlmRequest {
+            messages: conversation.shared(),
+            max_tokens: self.max_tokens,
+            attempt,
+        }
+    }
+}
+
+/// The machine: types above, table below.
+#[agent_fsm::state_machine(fallback = WaitForInput, name = Loom)]
+pub mod machine {
+    use super::*;
+
+    /// The context rows read as `ctx`: the agent's configuration.
+    #[context]
+    pub type Context = AgentConfig;
+
+    /// Where the agent is.
+    #[states]
+    #[carry(conversation: ConversationContext)]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum AgentState {
+        /// Idle between turns.
+        #[initial]
+        WaitingForUserInput,
+        /// A model call is in flight; `retries` failed attempts so far.
+        CallingLlm {
+            /// Failed attempts of the current request so far.
+            retries: u32,
+        },
+        /// Looks at a complete response and decides: tools or done.
+        #[transient]
+        ProcessingLlmResponse {
+            /// The response being examined.
+            response: LlmResponse,
+        },
+        /// Tool calls of one round, tracked by call id.
+        ExecutingTools {
+            /// Every call of this round, by call id.
+            executions: Executions,
+        },
+        /// After a mutating tool: the hook (auto-commit, formatting) runs
+        /// before the next model call.
+        PostToolsHook {
+            /// The model call to make once the hook is done.
+            pending_llm_request: LlmRequest,
+            /// What the hook decides on.
+            completed_tools: Vec<CompletedToolInfo>,
+        },
+        /// A failed call waiting for its retry timer.
+        Error {
+            /// What failed.
+            error: AgentError,
+            /// Failed attempts so far.
+            retries: u32,
+            /// Where it failed, which decides the recovery.
+            origin: ErrorOrigin,
+        },
+        /// The end.
+        #[terminal]
+        #[no_carry]
+        ShuttingDown,
+    }
+
+    /// What happens to the agent.
+    #[events]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum AgentEvent {
+        /// The user said something.
+        UserInput(Message),
+        /// The model streamed something.
+        LlmEvent(LlmEvent),
+        /// A tool reported progress.
+        ToolProgress(ToolProgressEvent),
+        /// A tool finished.
+        ToolCompleted {
+            /// The call.
+            call_id: String,
+            /// How it ended.
+            outcome: ToolExecutionOutcome,
+        },
+        /// The post-tool hook finished.
+        PostToolsHookCompleted {
+            /// Whether the hook changed anything.
+            action_taken: bool,
+        },
+        /// The retry backoff elapsed.
+        RetryTimeoutFired,
+        /// Stop, from wherever the agent is.
+        ShutdownRequested,
+    }
+
+    /// What the caller must do next.
+    #[actions]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum AgentAction {
+        /// Call the model.
+        SendLlmRequest(LlmRequest),
+        /// Run these tools, concurrently.
+        ExecuteTools(Vec<ToolCall>),
+        /// Run the post-tool hook.
+        RunPostToolsHook {
+            /// What completed.
+            completed_tools: Vec<CompletedToolInfo>,
+        },
+        /// Nothing to do; wait for the next event.
+        WaitForInput,
+        /// Show text to the user.
+        DisplayMessage(String),
+        /// Show an error to the user.
+        DisplayError(String),
+        /// Fire `RetryTimeoutFired` after the backoff for this attempt.
+        ScheduleRetry {
+            /// The attempt about to be made (1 for the first retry).
+            attempt: u32,
+        },
+        /// Stop.
+        Shutdown,
+    }
+
+    transitions! {
+        /// A turn starts: the message joins the conversation and goes to the model.
+        WaitingForUserInput + UserInput(msg)
+            => { conversation.push(msg); } CallingLlm { retries: 0 } / SendLlmRequest(ctx.request(&conversation, 0)),
+        CallingLlm + LlmEvent(LlmEvent::TextDelta { content }) => CallingLlm / DisplayMessage(content),
+        CallingLlm + LlmEvent(LlmEvent::ToolCallDelta { .. }) => CallingLlm / WaitForInput,
+        CallingLlm + LlmEvent(LlmEvent::Completed(response))
+            => { conversation.push(Message::assistant(response.content.clone(), response.tool_calls.clone())); }
+               ProcessingLlmResponse { response },
+        CallingLlm { retries } + LlmEvent(LlmEvent::Error(error)) [*retries + 1 < ctx.max_retries]
+            => Error { error: AgentError::Llm(error), retries: retries + 1, origin: ErrorOrigin::Llm }
+               / ScheduleRetry { attempt: retries + 1 },
+        CallingLlm + LlmEvent(LlmEvent::Error(error)) => WaitingForUserInput / DisplayError(error.to_string()),
+
+        ProcessingLlmResponse { response } [!response.tool_calls.is_empty()]
+            => { let executions = Executions::pending(&response.tool_calls); }
+               ExecutingTools { executions } / ExecuteTools(response.tool_calls),
+        ProcessingLlmResponse => WaitingForUserInput / WaitForInput,
+
+        /// A result for a call that is not pending is reported, not applied.
+        ExecutingTools { executions } + ToolCompleted { call_id, .. } [!executions.is_pending(call_id)]
+            => ExecutingTools / DisplayError(format!("tool result for unknown or finished call `{call_id}`")),
+        ExecutingTools { executions } + ToolCompleted { call_id, outcome } [executions.pending_count() > 1]
+            => { executions.complete(&call_id, outcome); } ExecutingTools / WaitForInput,
+        ExecutingTools { mut executions } + ToolCompleted { call_id, outcome }
+            [executions.mutates_with(call_id, outcome, &ctx.mutating_tools)]
+            => {
+                   executions.complete(&call_id, outcome);
+                   let completed_tools = executions.record_results(&mut conversation);
+               }
+               PostToolsHook { pending_llm_request: ctx.request(&conversation, 0), completed_tools }
+               / RunPostToolsHook { completed_tools: completed_tools.clone() },
+        ExecutingTools { mut executions } + ToolCompleted { call_id, outcome }
+            => { executions.complete(&call_id, outcome); executions.record_results(&mut conversation); }
+               CallingLlm { retries: 0 } / SendLlmRequest(ctx.request(&conversation, 0)),
+        ExecutingTools { executions } + ToolProgress(report) [executions.is_pending(&report.call_id)]
+            => { executions.progress(&report.call_id, report.progress); } ExecutingTools / WaitForInput,
+        ExecutingTools + ToolProgress(report)
+            => ExecutingTools / DisplayError(format!("progress for unknown or finished call `{}`", report.call_id)),
+
+        PostToolsHook { pending_llm_request } + PostToolsHookCompleted { .. }
+            => CallingLlm { retries: 0 } / SendLlmRequest(pending_llm_request),
+        Error { retries, origin: ErrorOrigin::Llm } + RetryTimeoutFired
+            => CallingLlm { retries } / SendLlmRequest(ctx.request(&conversation, retries)),
+
+        /// Shutdown works from every state, `ShuttingDown` included.
+        * + ShutdownRequested => ShuttingDown / Shutdown,
+    }
+}
