@@ -61,23 +61,13 @@ impl Message {
     /// A user message.
     #[must_use]
     pub fn user(content: impl Into<String>) -> Self {
-        Message {
-            role: Role::User,
-            content: content.into(),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-        }
+        Message { role: Role::User, content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
     }
 
     /// An assistant message.
     #[must_use]
     pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
-        Message {
-            role: Role::Assistant,
-            content: content.into(),
-            tool_calls,
-            tool_call_id: None,
-        }
+        Message { role: Role::Assistant, content: content.into(), tool_calls, tool_call_id: None }
     }
 
     /// A tool result answering `call_id`.
@@ -106,9 +96,7 @@ impl ConversationContext {
     /// A conversation holding `messages`.
     #[must_use]
     pub fn from_messages(messages: Vec<Message>) -> Self {
-        ConversationContext {
-            messages: Arc::new(messages),
-        }
+        ConversationContext { messages: Arc::new(messages) }
     }
 
     /// Appends one message.
@@ -165,10 +153,7 @@ impl LlmResponse {
     /// A text-only reply.
     #[must_use]
     pub fn text(content: impl Into<String>) -> Self {
-        LlmResponse {
-            content: content.into(),
-            tool_calls: Vec::new(),
-        }
+        LlmResponse { content: content.into(), tool_calls: Vec::new() }
     }
 }
 
@@ -299,9 +284,7 @@ pub enum ToolExecutionStatus {
 impl ToolExecutionStatus {
     fn call(&self) -> &ToolCall {
         match self {
-            Self::Pending { call } | Self::Running { call, .. } | Self::Completed { call, .. } => {
-                call
-            }
+            Self::Pending { call } | Self::Running { call, .. } | Self::Completed { call, .. } => call,
         }
     }
 
@@ -320,12 +303,7 @@ impl Executions {
     /// Every call `Pending`, in the order the model asked.
     #[must_use]
     pub fn pending(calls: &[ToolCall]) -> Self {
-        Executions {
-            statuses: calls
-                .iter()
-                .map(|c| ToolExecutionStatus::Pending { call: c.clone() })
-                .collect(),
-        }
+        Executions { statuses: calls.iter().map(|c| ToolExecutionStatus::Pending { call: c.clone() }).collect() }
     }
 
     /// The statuses in call order.
@@ -337,9 +315,7 @@ impl Executions {
     /// Whether `call_id` is a call of this round that has not completed.
     #[must_use]
     pub fn is_pending(&self, call_id: &str) -> bool {
-        self.statuses
-            .iter()
-            .any(|s| s.call().id == call_id && !s.is_done())
+        self.statuses.iter().any(|s| s.call().id == call_id && !s.is_done())
     }
 
     /// How many calls have not completed.
@@ -351,52 +327,27 @@ impl Executions {
     /// Marks `call_id` running with `progress`. Does nothing for a call
     /// that is not pending (the table reports those before calling this).
     pub fn progress(&mut self, call_id: &str, progress: ToolProgress) {
-        if let Some(s) = self
-            .statuses
-            .iter_mut()
-            .find(|s| s.call().id == call_id && !s.is_done())
-        {
-            *s = ToolExecutionStatus::Running {
-                call: s.call().clone(),
-                progress,
-            };
+        if let Some(s) = self.statuses.iter_mut().find(|s| s.call().id == call_id && !s.is_done()) {
+            *s = ToolExecutionStatus::Running { call: s.call().clone(), progress };
         }
     }
 
     /// Marks `call_id` completed. Does nothing for a call that is not
     /// pending (the table reports those before calling this).
     pub fn complete(&mut self, call_id: &str, outcome: ToolExecutionOutcome) {
-        if let Some(s) = self
-            .statuses
-            .iter_mut()
-            .find(|s| s.call().id == call_id && !s.is_done())
-        {
-            *s = ToolExecutionStatus::Completed {
-                call: s.call().clone(),
-                outcome,
-            };
+        if let Some(s) = self.statuses.iter_mut().find(|s| s.call().id == call_id && !s.is_done()) {
+            *s = ToolExecutionStatus::Completed { call: s.call().clone(), outcome };
         }
     }
 
     /// Whether, once `call_id` ends with `outcome`, a mutating tool will
     /// have succeeded in this round.
     #[must_use]
-    pub fn mutates_with(
-        &self,
-        call_id: &str,
-        outcome: &ToolExecutionOutcome,
-        mutating: &[String],
-    ) -> bool {
+    pub fn mutates_with(&self, call_id: &str, outcome: &ToolExecutionOutcome, mutating: &[String]) -> bool {
         let is_mutating = |name: &str| mutating.iter().any(|m| m == name);
         self.statuses.iter().any(|s| match s {
-            ToolExecutionStatus::Completed { call, outcome } => {
-                is_mutating(&call.name) && outcome.is_success()
-            }
-            other => {
-                other.call().id == call_id
-                    && is_mutating(&other.call().name)
-                    && outcome.is_success()
-            }
+            ToolExecutionStatus::Completed { call, outcome } => is_mutating(&call.name) && outcome.is_success(),
+            other => other.call().id == call_id && is_mutating(&other.call().name) && outcome.is_success(),
         })
     }
 
@@ -407,10 +358,7 @@ impl Executions {
         for status in &self.statuses {
             if let ToolExecutionStatus::Completed { call, outcome } = status {
                 conversation.push(Message::tool(call.id.clone(), outcome.to_message_text()));
-                info.push(CompletedToolInfo {
-                    tool_name: call.name.clone(),
-                    succeeded: outcome.is_success(),
-                });
+                info.push(CompletedToolInfo { tool_name: call.name.clone(), succeeded: outcome.is_success() });
             }
         }
         info
@@ -471,11 +419,7 @@ impl Default for AgentConfig {
         AgentConfig {
             max_retries: 3,
             max_tokens: 4096,
-            mutating_tools: vec![
-                "edit_file".to_owned(),
-                "write_file".to_owned(),
-                "bash".to_owned(),
-            ],
+            mutating_tools: vec!["edit_file".to_owned(), "write_file".to_owned(), "bash".to_owned()],
         }
     }
 }
@@ -484,11 +428,7 @@ impl AgentConfig {
     /// A request for the conversation as it is now.
     #[must_use]
     pub fn request(&self, conversation: &ConversationContext, attempt: u32) -> LlmRequest {
-        LlmRequest {
-            messages: conversation.shared(),
-            max_tokens: self.max_tokens,
-            attempt,
-        }
+        LlmRequest { messages: conversation.shared(), max_tokens: self.max_tokens, attempt }
     }
 }
 

@@ -14,9 +14,7 @@ pub(crate) struct Ctxt {
 
 impl Ctxt {
     pub(crate) fn new() -> Self {
-        Ctxt {
-            errors: RefCell::new(Some(Vec::new())),
-        }
+        Ctxt { errors: RefCell::new(Some(Vec::new())) }
     }
 
     /// Records an error spanned on the tokens of `obj`.
@@ -57,8 +55,7 @@ impl Ctxt {
 impl Drop for Ctxt {
     fn drop(&mut self) {
         // A context dropped with errors still inside would lose them silently.
-        if !std::thread::panicking() && self.errors.borrow().as_ref().is_some_and(|e| !e.is_empty())
-        {
+        if !std::thread::panicking() && self.errors.borrow().as_ref().is_some_and(|e| !e.is_empty()) {
             panic!("Ctxt dropped without check()");
         }
     }

@@ -32,9 +32,8 @@ pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream
     match (cx.check(), model) {
         (Ok(()), Some(model)) => codegen::generate(&model),
         (Err(e), _) => fallback::expand(Some(module), &e),
-        (Ok(()), None) => fallback::expand(
-            Some(module),
-            &syn::Error::new(proc_macro2::Span::call_site(), "invalid state machine"),
-        ),
+        (Ok(()), None) => {
+            fallback::expand(Some(module), &syn::Error::new(proc_macro2::Span::call_site(), "invalid state machine"))
+        }
     }
 }

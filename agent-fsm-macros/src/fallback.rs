@@ -6,17 +6,8 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Item, ItemMod};
 
-const MARKERS: [&str; 9] = [
-    "states",
-    "events",
-    "actions",
-    "context",
-    "carry",
-    "initial",
-    "terminal",
-    "transient",
-    "no_carry",
-];
+const MARKERS: [&str; 9] =
+    ["states", "events", "actions", "context", "carry", "initial", "terminal", "transient", "no_carry"];
 
 /// The module as written, minus the table and the macro's own attributes,
 /// followed by the errors.

@@ -99,11 +99,7 @@ impl Model {
 
     /// The index of the state marked `#[initial]`, if exactly one is.
     pub(crate) fn initial(&self) -> Option<usize> {
-        let mut it = self
-            .states
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.initial.is_some());
+        let mut it = self.states.iter().enumerate().filter(|(_, s)| s.initial.is_some());
         match (it.next(), it.next()) {
             (Some((i, _)), None) => Some(i),
             _ => None,
@@ -132,16 +128,11 @@ impl Model {
             classify(cx, item, &mut roles, &mut passthrough);
         }
         let missing = |what: &str, attr: &str| {
-            cx.error_spanned_by(
-                &module.ident,
-                format!("missing {what}: mark an enum in this module with `#[{attr}]`"),
-            );
+            cx.error_spanned_by(&module.ident, format!("missing {what}: mark an enum in this module with `#[{attr}]`"));
         };
-        let (Some(state_enum), Some(event_enum), Some(action_enum)) = (
-            roles.states.clone(),
-            roles.events.clone(),
-            roles.actions.clone(),
-        ) else {
+        let (Some(state_enum), Some(event_enum), Some(action_enum)) =
+            (roles.states.clone(), roles.events.clone(), roles.actions.clone())
+        else {
             if roles.states.is_none() {
                 missing("the state enum", "states");
             }
@@ -162,10 +153,7 @@ impl Model {
         };
         for e in [&state_enum, &event_enum, &action_enum] {
             if !e.generics.params.is_empty() {
-                cx.error_spanned_by(
-                    &e.generics,
-                    "generic state, event and action enums are not supported",
-                );
+                cx.error_spanned_by(&e.generics, "generic state, event and action enums are not supported");
             }
         }
         let carried = roles.carried;
@@ -174,10 +162,7 @@ impl Model {
         let actions = variant_defs(&action_enum);
 
         let mut model = Model {
-            machine: args
-                .name
-                .clone()
-                .unwrap_or_else(|| Ident::new("Machine", Span::call_site())),
+            machine: args.name.clone().unwrap_or_else(|| Ident::new("Machine", Span::call_site())),
             module,
             passthrough,
             state_enum,
@@ -218,10 +203,7 @@ impl Model {
         if found.is_none() {
             cx.error_spanned_by(
                 ident,
-                format!(
-                    "unknown state `{ident}`; states are: {}",
-                    list(self.states.iter().map(|s| &s.ident))
-                ),
+                format!("unknown state `{ident}`; states are: {}", list(self.states.iter().map(|s| &s.ident))),
             );
         }
         found
@@ -232,10 +214,7 @@ impl Model {
         if found.is_none() {
             cx.error_spanned_by(
                 ident,
-                format!(
-                    "unknown event `{ident}`; events are: {}",
-                    list(self.events.iter().map(|s| &s.ident))
-                ),
+                format!("unknown event `{ident}`; events are: {}", list(self.events.iter().map(|s| &s.ident))),
             );
         }
         found
@@ -246,10 +225,7 @@ impl Model {
         if found.is_none() {
             cx.error_spanned_by(
                 ident,
-                format!(
-                    "unknown action `{ident}`; actions are: {}",
-                    list(self.actions.iter().map(|s| &s.ident))
-                ),
+                format!("unknown action `{ident}`; actions are: {}", list(self.actions.iter().map(|s| &s.ident))),
             );
         }
         found
@@ -259,7 +235,7 @@ impl Model {
         let span = row.head_span();
         // Resolve everything first so one row can report several unknown names.
         let (sources, any, source_pat) = match &row.source {
-            Source::Any { star, except } => {
+            Source::Any { except, .. } => {
                 let mut ok = true;
                 let excluded: Vec<usize> = except
                     .iter()
@@ -273,14 +249,11 @@ impl Model {
                 if !ok {
                     return;
                 }
-                let all = (0..self.states.len())
-                    .filter(|i| !excluded.contains(i))
-                    .collect();
+                let all = (0..self.states.len()).filter(|i| !excluded.contains(i)).collect();
                 (all, true, None)
             }
             Source::Several(names) => {
-                let resolved: Vec<Option<usize>> =
-                    names.iter().map(|n| self.resolve_state(cx, n)).collect();
+                let resolved: Vec<Option<usize>> = names.iter().map(|n| self.resolve_state(cx, n)).collect();
                 let Some(all) = resolved.into_iter().collect::<Option<Vec<_>>>() else {
                     return;
                 };
@@ -312,50 +285,26 @@ impl Model {
         match row.outcome {
             Outcome::Ignore(kw) => {
                 let Some((event, _)) = event else {
-                    cx.error_spanned_by(
-                        kw,
-                        "`=> ignore` needs an event: `State + Event => ignore`",
-                    );
+                    cx.error_spanned_by(kw, "`=> ignore` needs an event: `State + Event => ignore`");
                     return;
                 };
                 if row.guard.is_some() {
-                    cx.error_spanned_by(
-                        kw,
-                        "an ignored pair takes no guard: `State + Event => ignore`",
-                    );
+                    cx.error_spanned_by(kw, "an ignored pair takes no guard: `State + Event => ignore`");
                 }
-                let sources = if any {
-                    sources
-                        .into_iter()
-                        .filter(|&s| self.takes_events(s))
-                        .collect()
-                } else {
-                    sources
-                };
-                self.ignores.push(IgnoreModel {
-                    sources,
-                    event,
-                    span: kw.span,
-                });
+                let sources =
+                    if any { sources.into_iter().filter(|&s| self.takes_events(s)).collect() } else { sources };
+                self.ignores.push(IgnoreModel { sources, event, span: kw.span });
             }
-            Outcome::To {
-                effects,
-                target: target_ctor,
-                action,
-            } => {
+            Outcome::To { effects, target: target_ctor, action } => {
                 let target = self.resolve_state(cx, &target_ctor.ident);
-                let action = action
-                    .and_then(|(_, ctor)| self.resolve_action(cx, &ctor.ident).map(|i| (i, ctor)));
+                let action = action.and_then(|(_, ctor)| self.resolve_action(cx, &ctor.ident).map(|i| (i, ctor)));
                 let Some(target) = target else { return };
                 // `*` means every state that takes events; a terminal state
                 // is included only where the row keeps it where it is.
                 let sources = if any {
                     sources
                         .into_iter()
-                        .filter(|&s| {
-                            self.takes_events(s)
-                                || (s == target && self.states[s].transient.is_none())
-                        })
+                        .filter(|&s| self.takes_events(s) || (s == target && self.states[s].transient.is_none()))
                         .collect()
                 } else {
                     sources
@@ -414,11 +363,7 @@ fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &mut Vec<Item
             if let Some(first) = slot {
                 cx.error_spanned_by(
                     &e.ident,
-                    format!(
-                        "a second `#[{}]` enum; `{}` already has this role",
-                        role.unwrap_or_default(),
-                        first.ident
-                    ),
+                    format!("a second `#[{}]` enum; `{}` already has this role", role.unwrap_or_default(), first.ident),
                 );
             } else {
                 *slot = Some(e);
@@ -443,10 +388,7 @@ fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &mut Vec<Item
         Item::Macro(m) if m.mac.path.is_ident("transitions") => {
             let span = m.mac.path.span();
             if roles.table.is_some() {
-                cx.error_at(
-                    span,
-                    "a second `transitions!` table; one machine has one table",
-                );
+                cx.error_at(span, "a second `transitions!` table; one machine has one table");
                 return;
             }
             match syn::parse2::<Table>(m.mac.tokens) {
@@ -467,10 +409,7 @@ fn set_context(cx: &Ctxt, roles: &mut Roles, generics: &syn::Generics, item: Ite
         cx.error_spanned_by(generics, "a generic `#[context]` is not supported");
     }
     if let Some((_, first)) = &roles.context {
-        cx.error_spanned_by(
-            &ident,
-            format!("a second `#[context]`; `{first}` already is the context"),
-        );
+        cx.error_spanned_by(&ident, format!("a second `#[context]`; `{first}` already is the context"));
     } else {
         roles.context = Some((item, ident));
     }
@@ -571,12 +510,7 @@ fn state_defs(cx: &Ctxt, e: &ItemEnum, carried: &[Field]) -> Vec<StateDef> {
 }
 
 fn variant_defs(e: &ItemEnum) -> Vec<VariantDef> {
-    e.variants
-        .iter()
-        .map(|v| VariantDef {
-            ident: v.ident.clone(),
-        })
-        .collect()
+    e.variants.iter().map(|v| VariantDef { ident: v.ident.clone() }).collect()
 }
 
 fn shape(fields: &Fields) -> Shape {
@@ -597,20 +531,14 @@ fn pat_variant(cx: &Ctxt, pat: &Pat, what: &str) -> Option<Ident> {
         Pat::Struct(p) => &p.path,
         Pat::TupleStruct(p) => &p.path,
         other => {
-            cx.error_spanned_by(
-                other,
-                format!("expected {what} variant: `Name`, `Name(..)` or `Name {{ .. }}`"),
-            );
+            cx.error_spanned_by(other, format!("expected {what} variant: `Name`, `Name(..)` or `Name {{ .. }}`"));
             return None;
         }
     };
     if let Some(ident) = path.get_ident() {
         return Some(ident.clone());
     }
-    cx.error_spanned_by(
-        path,
-        format!("write the {what} variant's bare name; the enum prefix is added for you"),
-    );
+    cx.error_spanned_by(path, format!("write the {what} variant's bare name; the enum prefix is added for you"));
     None
 }
 
@@ -651,8 +579,7 @@ pub(crate) fn irrefutable_below(pat: &Pat) -> bool {
         match pat {
             Pat::Ident(p) => {
                 let first = p.ident.to_string().chars().next().unwrap_or('A');
-                (first.is_lowercase() || first == '_')
-                    && p.subpat.as_ref().is_none_or(|(_, s)| irrefutable(s))
+                (first.is_lowercase() || first == '_') && p.subpat.as_ref().is_none_or(|(_, s)| irrefutable(s))
             }
             Pat::Wild(_) | Pat::Rest(_) => true,
             Pat::Tuple(p) => p.elems.iter().all(irrefutable),
@@ -709,8 +636,5 @@ fn ctor_code(ctor: &Ctor) -> TokenStream {
 
 /// `A`, `B`, `C` for messages.
 pub(crate) fn list<'a>(names: impl Iterator<Item = &'a Ident>) -> String {
-    names
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    names.map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
 }

@@ -29,18 +29,12 @@ fn check_single_initial_state(cx: &Ctxt, model: &Model) {
     match initial.as_slice() {
         [] => cx.error_spanned_by(
             &model.state_enum.ident,
-            format!(
-                "no initial state: mark one of {} with `#[initial]`",
-                list(model.states.iter().map(|s| &s.ident))
-            ),
+            format!("no initial state: mark one of {} with `#[initial]`", list(model.states.iter().map(|s| &s.ident))),
         ),
         [_] => {}
         [_, rest @ ..] => {
             for span in rest {
-                cx.error_at(
-                    *span,
-                    "a second `#[initial]` state; a machine starts in exactly one state",
-                );
+                cx.error_at(*span, "a second `#[initial]` state; a machine starts in exactly one state");
             }
         }
     }
@@ -51,16 +45,16 @@ fn check_single_initial_state(cx: &Ctxt, model: &Model) {
 fn check_state_markers(cx: &Ctxt, model: &Model) {
     for s in &model.states {
         if let (Some(_), Some(t)) = (s.terminal, s.transient) {
+            cx.error_at(t, format!("`{}` cannot be both `#[terminal]` and `#[transient]`", s.ident));
+        }
+        if let (Some(_), Some(t)) = (s.initial, s.transient) {
             cx.error_at(
                 t,
                 format!(
-                    "`{}` cannot be both `#[terminal]` and `#[transient]`",
+                    "the initial state `{}` cannot be `#[transient]`: the machine waits there for its first event",
                     s.ident
                 ),
             );
-        }
-        if let (Some(_), Some(t)) = (s.initial, s.transient) {
-            cx.error_at(t, format!("the initial state `{}` cannot be `#[transient]`: the machine waits there for its first event", s.ident));
         }
     }
 }
@@ -74,7 +68,10 @@ fn check_terminal_exits(cx: &Ctxt, model: &Model) {
             if state.terminal.is_some() && row.target != s && !row.any {
                 cx.error_spanned_by(
                     &row.target_ctor.ident,
-                    format!("`{}` is `#[terminal]`: no row may leave it; remove this row or drop `#[terminal]`", state.ident),
+                    format!(
+                        "`{}` is `#[terminal]`: no row may leave it; remove this row or drop `#[terminal]`",
+                        state.ident
+                    ),
                 );
             }
         }
@@ -91,7 +88,10 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
             match (&row.event, state.transient.is_some()) {
                 (Some((_, pat)), true) if !row.any => cx.error_spanned_by(
                     pat,
-                    format!("`{}` is `#[transient]` and takes no events; write its rows without `+ Event`", state.ident),
+                    format!(
+                        "`{}` is `#[transient]` and takes no events; write its rows without `+ Event`",
+                        state.ident
+                    ),
                 ),
                 (None, false) => cx.error_spanned_by(
                     &row.target_ctor.ident,
@@ -102,7 +102,10 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
                 ),
                 (None, true) if row.target == s => cx.error_spanned_by(
                     &row.target_ctor.ident,
-                    format!("transient state `{}` cannot stay in itself: it would never wait for an event", state.ident),
+                    format!(
+                        "transient state `{}` cannot stay in itself: it would never wait for an event",
+                        state.ident
+                    ),
                 ),
                 _ => {}
             }
@@ -112,11 +115,8 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
         if state.transient.is_none() {
             continue;
         }
-        let eventless: Vec<&RowModel> = model
-            .rows
-            .iter()
-            .filter(|r| r.event.is_none() && r.sources.contains(&i))
-            .collect();
+        let eventless: Vec<&RowModel> =
+            model.rows.iter().filter(|r| r.event.is_none() && r.sources.contains(&i)).collect();
         if eventless.last().is_none_or(|r| r.guard.is_some()) {
             cx.error_spanned_by(
                 &state.ident,
@@ -139,10 +139,7 @@ fn check_transient_cycles(cx: &Ctxt, model: &Model) {
             return;
         }
         if let Some(pos) = stack.iter().position(|&x| x == s) {
-            let cycle: Vec<_> = stack[pos..]
-                .iter()
-                .map(|&i| model.states[i].ident.to_string())
-                .collect();
+            let cycle: Vec<_> = stack[pos..].iter().map(|&i| model.states[i].ident.to_string()).collect();
             cx.error_spanned_by(
                 &model.states[s].ident,
                 format!(
@@ -154,11 +151,7 @@ fn check_transient_cycles(cx: &Ctxt, model: &Model) {
             return;
         }
         stack.push(s);
-        for row in model
-            .rows
-            .iter()
-            .filter(|r| r.event.is_none() && r.sources.contains(&s))
-        {
+        for row in model.rows.iter().filter(|r| r.event.is_none() && r.sources.contains(&s)) {
             if model.states[row.target].transient.is_some() && row.target != s {
                 visit(model, row.target, stack, done, cx);
             }
@@ -183,7 +176,10 @@ fn check_missing_action(cx: &Ctxt, model: &Model) {
         match (&row.action, target.transient.is_some()) {
             (None, false) => cx.error_spanned_by(
                 &row.target_ctor.ident,
-                format!("missing action: end this row with `/ Action`; actions are: {}", list(model.actions.iter().map(|a| &a.ident))),
+                format!(
+                    "missing action: end this row with `/ Action`; actions are: {}",
+                    list(model.actions.iter().map(|a| &a.ident))
+                ),
             ),
             (Some((_, ctor)), true) => cx.error_spanned_by(
                 &ctor.ident,
@@ -198,9 +194,7 @@ fn check_missing_action(cx: &Ctxt, model: &Model) {
 }
 
 fn event_key(row: &RowModel) -> Option<String> {
-    row.event
-        .as_ref()
-        .map(|(_, p)| p.to_token_stream().to_string())
+    row.event.as_ref().map(|(_, p)| p.to_token_stream().to_string())
 }
 
 fn guard_key(row: &RowModel) -> Option<String> {
@@ -208,9 +202,7 @@ fn guard_key(row: &RowModel) -> Option<String> {
 }
 
 fn source_key(row: &RowModel) -> Option<String> {
-    row.source_pat
-        .as_ref()
-        .map(|p| p.to_token_stream().to_string())
+    row.source_pat.as_ref().map(|p| p.to_token_stream().to_string())
 }
 
 /// Two identical rows can only mean a copy-paste slip: the second never fires.
@@ -243,11 +235,7 @@ fn check_shadowed_rows(cx: &Ctxt, model: &Model) {
             if earlier.guard.is_some() {
                 continue;
             }
-            if earlier
-                .source_pat
-                .as_ref()
-                .is_some_and(|p| !irrefutable_below(p))
-            {
+            if earlier.source_pat.as_ref().is_some_and(|p| !irrefutable_below(p)) {
                 continue;
             }
             let same_event = match (&earlier.event, &later.event) {
@@ -268,13 +256,9 @@ fn check_shadowed_rows(cx: &Ctxt, model: &Model) {
             {
                 continue;
             }
-            let event = later.event.as_ref().map_or_else(String::new, |(e, _)| {
-                format!(" + {}", model.events[*e].ident)
-            });
-            let at = later
-                .guard
-                .as_ref()
-                .map_or(later.span, |g| syn::spanned::Spanned::span(g));
+            let event =
+                later.event.as_ref().map_or_else(String::new, |(e, _)| format!(" + {}", model.events[*e].ident));
+            let at = later.guard.as_ref().map_or(later.span, syn::spanned::Spanned::span);
             cx.error_at(
                 at,
                 format!(
@@ -295,14 +279,13 @@ fn check_ignored_pairs(cx: &Ctxt, model: &Model) {
             if state.terminal.is_some() || state.transient.is_some() {
                 cx.error_at(
                     ig.span,
-                    format!(
-                        "`{}` takes no events (it is terminal or transient); nothing to ignore",
-                        state.ident
-                    ),
+                    format!("`{}` takes no events (it is terminal or transient); nothing to ignore", state.ident),
                 );
-            } else if model.rows.iter().any(|r| {
-                r.sources.contains(&s) && r.event.as_ref().is_some_and(|(e, _)| *e == ig.event)
-            }) {
+            } else if model
+                .rows
+                .iter()
+                .any(|r| r.sources.contains(&s) && r.event.as_ref().is_some_and(|(e, _)| *e == ig.event))
+            {
                 cx.error_at(
                     ig.span,
                     format!(
@@ -322,17 +305,11 @@ fn check_states_have_exits(cx: &Ctxt, model: &Model) {
         if state.terminal.is_some() {
             continue;
         }
-        let exits = model
-            .rows
-            .iter()
-            .any(|r| r.sources.contains(&i) && r.target != i);
+        let exits = model.rows.iter().any(|r| r.sources.contains(&i) && r.target != i);
         if !exits {
             cx.error_spanned_by(
                 &state.ident,
-                format!(
-                    "state `{}` has no way out: add a row leaving it, or mark it `#[terminal]`",
-                    state.ident
-                ),
+                format!("state `{}` has no way out: add a row leaving it, or mark it `#[terminal]`", state.ident),
             );
         }
     }

@@ -21,8 +21,7 @@ pub mod runtime;
 
 pub use agent_fsm_macros::state_machine;
 pub use machine::{
-    Description, Named, Observer, StateInfo, StateMachine, Step, Transition, Unhandled,
-    UnhandledReason,
+    Description, Named, Observer, StateInfo, StateMachine, Step, Transition, Unhandled, UnhandledReason,
 };
 
 /// Items the generated code names. Not part of the public API: they may

@@ -47,11 +47,7 @@ pub trait StateMachine {
 
     /// Like [`handle_event`](StateMachine::handle_event), reporting every
     /// hop (transient ones included) and every refused event to `observer`.
-    fn handle_event_with<O: Observer + ?Sized>(
-        &mut self,
-        event: Self::Event,
-        observer: &mut O,
-    ) -> Self::Action;
+    fn handle_event_with<O: Observer + ?Sized>(&mut self, event: Self::Event, observer: &mut O) -> Self::Action;
 
     /// The current state.
     ///
@@ -74,11 +70,7 @@ pub trait StateMachine {
 
     /// The name of the current state.
     fn state_name(&self) -> &'static str {
-        if self.is_poisoned() {
-            "<poisoned>"
-        } else {
-            self.state().name()
-        }
+        if self.is_poisoned() { "<poisoned>" } else { self.state().name() }
     }
 
     /// Whether the current state is terminal (no row leaves it).
@@ -209,17 +201,11 @@ impl Description {
         // The macro rejects a table without exactly one initial state, so
         // the search cannot fail for a generated description; a
         // hand-written one that breaks the rule gets the first state.
-        self.states
-            .iter()
-            .find(|s| s.initial)
-            .unwrap_or(&self.states[0])
+        self.states.iter().find(|s| s.initial).unwrap_or(&self.states[0])
     }
 
     /// The rows whose source is `state`, in the order they are tried.
-    pub fn rows_from<'a>(
-        &'a self,
-        state: &'a str,
-    ) -> impl Iterator<Item = &'static Transition> + 'a {
+    pub fn rows_from<'a>(&'a self, state: &'a str) -> impl Iterator<Item = &'static Transition> + 'a {
         self.transitions.iter().filter(move |t| t.from == state)
     }
 }

@@ -14,21 +14,14 @@ pub(crate) struct Layout {
 
 impl Layout {
     pub(crate) fn new(model: &Model) -> Self {
-        let entries = model
-            .rows
-            .iter()
-            .enumerate()
-            .flat_map(|(r, row)| row.sources.iter().map(move |&s| (r, s)))
-            .collect();
+        let entries =
+            model.rows.iter().enumerate().flat_map(|(r, row)| row.sources.iter().map(move |&s| (r, s))).collect();
         Layout { entries }
     }
 
     /// The flat index of `row` leaving `state`.
     pub(crate) fn index(&self, row: usize, state: usize) -> usize {
-        self.entries
-            .iter()
-            .position(|&e| e == (row, state))
-            .unwrap_or(usize::MAX)
+        self.entries.iter().position(|&e| e == (row, state)).unwrap_or(usize::MAX)
     }
 }
 
@@ -42,11 +35,7 @@ pub(crate) fn description(model: &Model, layout: &Layout) -> TokenStream {
     let name = model.machine.to_string();
     let states = model.states.iter().map(|s| {
         let n = s.ident.to_string();
-        let (i, te, tr) = (
-            s.initial.is_some(),
-            s.terminal.is_some(),
-            s.transient.is_some(),
-        );
+        let (i, te, tr) = (s.initial.is_some(), s.terminal.is_some(), s.transient.is_some());
         quote!(::agent_fsm::StateInfo { name: #n, initial: #i, terminal: #te, transient: #tr })
     });
     let events = model.events.iter().map(|e| e.ident.to_string());
@@ -55,15 +44,9 @@ pub(crate) fn description(model: &Model, layout: &Layout) -> TokenStream {
         let row = &model.rows[r];
         let from = model.states[s].ident.to_string();
         let to = model.states[row.target].ident.to_string();
-        let event = opt(row
-            .event
-            .as_ref()
-            .map(|(e, _)| model.events[*e].ident.to_string()));
+        let event = opt(row.event.as_ref().map(|(e, _)| model.events[*e].ident.to_string()));
         let guard = opt(guard_text(row));
-        let action = opt(row
-            .action
-            .as_ref()
-            .map(|(a, _)| model.actions[*a].ident.to_string()));
+        let action = opt(row.action.as_ref().map(|(a, _)| model.actions[*a].ident.to_string()));
         let in_place = model.in_place(row, s);
         let any = row.any;
         quote! {
@@ -80,11 +63,7 @@ pub(crate) fn description(model: &Model, layout: &Layout) -> TokenStream {
             quote!((#sn, #en))
         })
     });
-    let fallback = model
-        .fallback
-        .as_ref()
-        .map(|(a, _)| model.actions[*a].ident.to_string())
-        .unwrap_or_default();
+    let fallback = model.fallback.as_ref().map(|(a, _)| model.actions[*a].ident.to_string()).unwrap_or_default();
     let mermaid = mermaid(model, layout);
     quote! {
         /// The table: states, events, actions, rows (any-state rows expanded
@@ -133,15 +112,8 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
         if let Some((a, _)) = &row.action {
             label.push(format!("/ {}", model.actions[*a].ident));
         }
-        let label = if label.is_empty() {
-            String::new()
-        } else {
-            format!(" : {}", label.join(" "))
-        };
-        out.push_str(&format!(
-            "    {} --> {}{}\n",
-            model.states[s].ident, model.states[row.target].ident, label
-        ));
+        let label = if label.is_empty() { String::new() } else { format!(" : {}", label.join(" ")) };
+        out.push_str(&format!("    {} --> {}{}\n", model.states[s].ident, model.states[row.target].ident, label));
     }
     for s in &model.states {
         if s.terminal.is_some() {
@@ -153,11 +125,7 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
 
 /// Characters Mermaid reads as syntax inside a label.
 fn sanitize(text: &str) -> String {
-    text.replace(';', ",")
-        .replace('#', "no.")
-        .replace(['{', '}'], "")
-        .replace(':', "\u{2236}")
-        .replace('\n', " ")
+    text.replace(';', ",").replace('#', "no.").replace(['{', '}'], "").replace(':', "\u{2236}").replace('\n', " ")
 }
 
 /// The machine type's rustdoc: summary, the diagram rendered by Mermaid in
@@ -172,38 +140,22 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout) -> TokenStream {
     let summary = format!(
         "The state machine generated from this module's table: {states} states ([`{state}`]), {events} events ([`{event}`]), {rows} rows, returning [`{action}`]."
     );
-    let html = mermaid(model, layout)
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;");
+    let html = mermaid(model, layout).replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     let diagram = format!(
         "<pre class=\"mermaid\">\n{html}</pre>\n<script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs\"; mermaid.initialize({{ startOnLoad: true }});</script>\n"
     );
-    let mut table =
-        String::from("| from | event | guard | to | action |\n| --- | --- | --- | --- | --- |\n");
+    let mut table = String::from("| from | event | guard | to | action |\n| --- | --- | --- | --- | --- |\n");
     for &(r, s) in &layout.entries {
         let row = &model.rows[r];
-        let cell = |t: Option<String>| {
-            t.map_or_else(
-                || "—".to_owned(),
-                |t| format!("`{}`", t.replace('|', "\\|")),
-            )
-        };
+        let cell = |t: Option<String>| t.map_or_else(|| "—".to_owned(), |t| format!("`{}`", t.replace('|', "\\|")));
         table.push_str(&format!(
-            "| `{}` | {} | {} | `{}` | {} |\n",
+            "| `{}` | {} | {} | `{}` | {} | {} |\n",
             model.states[s].ident,
-            cell(
-                row.event
-                    .as_ref()
-                    .map(|(e, _)| model.events[*e].ident.to_string())
-            ),
+            cell(row.event.as_ref().map(|(e, _)| model.events[*e].ident.to_string())),
             cell(guard_text(row)),
             model.states[row.target].ident,
-            cell(
-                row.action
-                    .as_ref()
-                    .map(|(a, _)| model.actions[*a].ident.to_string())
-            ),
+            cell(row.action.as_ref().map(|(a, _)| model.actions[*a].ident.to_string())),
+            row_note(row),
         ));
     }
     let docs = [
@@ -222,4 +174,17 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout) -> TokenStream {
         quote!(#[doc = #line]).to_tokens(&mut ts);
     }
     ts
+}
+
+/// A row's `///` comment on one line, for the transitions table.
+fn row_note(row: &RowModel) -> String {
+    let mut lines = Vec::new();
+    for attr in &row.docs {
+        if let syn::Meta::NameValue(nv) = &attr.meta
+            && let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = &nv.value
+        {
+            lines.push(s.value().trim().to_owned());
+        }
+    }
+    lines.join(" ").replace('|', "\\|")
 }

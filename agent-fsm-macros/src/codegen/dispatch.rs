@@ -124,12 +124,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let eventless = row.event.is_none();
     let carried_used: Vec<&Ident> = if src.carries {
         let code = row_code(row);
-        model
-            .carried
-            .iter()
-            .filter_map(|f| f.ident.as_ref())
-            .filter(|c| mentions(code.clone(), c))
-            .collect()
+        model.carried.iter().filter_map(|f| f.ident.as_ref()).filter(|c| mentions(code.clone(), c)).collect()
     } else {
         Vec::new()
     };
@@ -180,27 +175,15 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             __guard
         }}
     });
-    let guard_tokens = row
-        .guard
-        .as_ref()
-        .map(quote::ToTokens::to_token_stream)
-        .unwrap_or_default();
+    let guard_tokens = row.guard.as_ref().map(quote::ToTokens::to_token_stream).unwrap_or_default();
     let event_shadows = event_bindings
         .iter()
         .filter(|b| mentions(guard_tokens.clone(), b))
         .map(|b| quote!(let #b = &#b;))
         .collect::<Vec<_>>();
-    let scrutinee_event = if eventless {
-        None
-    } else {
-        Some(quote!(, #event_pat))
-    };
+    let scrutinee_event = if eventless { None } else { Some(quote!(, #event_pat)) };
     let tuple = |state_pat: TokenStream| {
-        if eventless {
-            state_pat
-        } else {
-            quote!((#state_pat #scrutinee_event))
-        }
+        if eventless { state_pat } else { quote!((#state_pat #scrutinee_event)) }
     };
 
     if model.in_place(row, s) {
@@ -213,16 +196,11 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         }
         state_bindings.extend(carried_used.iter().map(|c| (*c).clone()));
         let guard = guard.map(|g| {
-            let shadows = state_bindings
-                .iter()
-                .filter(|b| mentions(guard_tokens.clone(), b))
-                .map(|b| quote!(let #b = &*#b;));
+            let shadows =
+                state_bindings.iter().filter(|b| mentions(guard_tokens.clone(), b)).map(|b| quote!(let #b = &*#b;));
             quote!(if { #(#shadows)* #(#event_shadows)* #g })
         });
-        let action = row.action.as_ref().map_or_else(
-            || quote!(Self::__fallback()),
-            |(_, c)| ctor(n.action, c, &[]),
-        );
+        let action = row.action.as_ref().map_or_else(|| quote!(Self::__fallback()), |(_, c)| ctor(n.action, c, &[]));
         let arm_pat = tuple(quote!(::core::option::Option::Some(#pat)));
         return quote! {
             #arm_pat #guard => {
@@ -252,21 +230,14 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             .carried
             .iter()
             .filter_map(|f| f.ident.as_ref())
-            .filter(|c| {
-                carried_used.contains(c) || (target.carries && !init_names(&row.target_ctor, c))
-            })
+            .filter(|c| carried_used.contains(c) || (target.carries && !init_names(&row.target_ctor, c)))
             .collect()
     } else {
         Vec::new()
     };
     let take_pat = state_pattern(state_ty, src_ident, user_pat, &carried_moved, true);
     let fill: Vec<&Ident> = if target.carries {
-        model
-            .carried
-            .iter()
-            .filter_map(|f| f.ident.as_ref())
-            .filter(|c| !init_names(&row.target_ctor, c))
-            .collect()
+        model.carried.iter().filter_map(|f| f.ident.as_ref()).filter(|c| !init_names(&row.target_ctor, c)).collect()
     } else {
         Vec::new()
     };
@@ -277,10 +248,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             #observe
         }
     } else {
-        let action = row.action.as_ref().map_or_else(
-            || quote!(Self::__fallback()),
-            |(_, c)| ctor(n.action, c, &[]),
-        );
+        let action = row.action.as_ref().map_or_else(|| quote!(Self::__fallback()), |(_, c)| ctor(n.action, c, &[]));
         quote! {
             let __action = #action;
             *__s = ::core::option::Option::Some(#target_expr);
@@ -293,11 +261,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         (true, false) => quote!(return __action;),
         (true, true) => quote!(continue;),
     };
-    let restore = if eventless {
-        quote!(return Self::__fallback();)
-    } else {
-        quote!(Self::__fallback())
-    };
+    let restore = if eventless { quote!(return Self::__fallback();) } else { quote!(Self::__fallback()) };
     let arm_pat = tuple(quote!(__s @ ::core::option::Option::Some(#state_ty::#src_ident { .. })));
     quote! {
         #arm_pat #check => {
@@ -328,20 +292,16 @@ fn by_reference(pat: &Pat, keep: Option<&TokenStream>) -> Pat {
             Pat::Ident(p) => {
                 p.mutability = None;
                 p.by_ref = None;
-                let binding = p
-                    .ident
-                    .to_string()
-                    .starts_with(|c: char| c.is_lowercase() || c == '_');
+                let binding = p.ident.to_string().starts_with(|c: char| c.is_lowercase() || c == '_');
                 if binding && keep.is_some_and(|k| !mentions(k.clone(), &p.ident)) {
                     *pat = match p.subpat.take() {
                         Some((_, mut sub)) => {
                             walk(&mut sub, keep);
                             *sub
                         }
-                        None => Pat::Wild(syn::PatWild {
-                            attrs: Vec::new(),
-                            underscore_token: Token![_](p.ident.span()),
-                        }),
+                        None => {
+                            Pat::Wild(syn::PatWild { attrs: Vec::new(), underscore_token: Token![_](p.ident.span()) })
+                        }
                     };
                 } else if let Some((_, sub)) = &mut p.subpat {
                     walk(sub, keep);
@@ -371,9 +331,7 @@ fn by_reference(pat: &Pat, keep: Option<&TokenStream>) -> Pat {
 /// Whether a constructor's named payload sets field `name`.
 fn init_names(ctor: &Ctor, name: &Ident) -> bool {
     match &ctor.init {
-        Init::Named(_, fields) => fields
-            .iter()
-            .any(|f| matches!(&f.member, Member::Named(m) if m == name)),
+        Init::Named(_, fields) => fields.iter().any(|f| matches!(&f.member, Member::Named(m) if m == name)),
         _ => false,
     }
 }
@@ -397,8 +355,7 @@ pub(crate) fn ctor(enum_ident: &Ident, c: &Ctor, fill: &[&Ident]) -> TokenStream
             quote_spanned!(span=> #enum_ident::#v #group)
         }
         Init::Unnamed(paren, exprs) => {
-            let mut group =
-                proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, quote!(#exprs));
+            let mut group = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, quote!(#exprs));
             group.set_span(paren.span.join());
             quote_spanned!(span=> #enum_ident::#v #group)
         }
@@ -408,31 +365,18 @@ pub(crate) fn ctor(enum_ident: &Ident, c: &Ctor, fill: &[&Ident]) -> TokenStream
 /// The state pattern of an arm: the user's destructuring (if any) with the
 /// enum prefix, `..` for fields it leaves out, and the carried fields the
 /// row needs (`mut` when moved out).
-fn state_pattern(
-    state: &Ident,
-    variant: &Ident,
-    user: Option<&Pat>,
-    carried: &[&Ident],
-    by_move: bool,
-) -> TokenStream {
+fn state_pattern(state: &Ident, variant: &Ident, user: Option<&Pat>, carried: &[&Ident], by_move: bool) -> TokenStream {
     match user {
         Some(Pat::Struct(p)) => {
             let mut p = p.clone();
             p.path = syn::parse_quote_spanned!(p.path.span()=> #state::#variant);
             for c in carried {
-                if !p
-                    .fields
-                    .iter()
-                    .any(|f| matches!(&f.member, Member::Named(m) if m == *c))
-                {
+                if !p.fields.iter().any(|f| matches!(&f.member, Member::Named(m) if m == *c)) {
                     p.fields.push(field_pat(c, by_move));
                 }
             }
             if p.rest.is_none() {
-                p.rest = Some(syn::PatRest {
-                    attrs: Vec::new(),
-                    dot2_token: Token![..](Span::call_site()),
-                });
+                p.rest = Some(syn::PatRest { attrs: Vec::new(), dot2_token: Token![..](Span::call_site()) });
                 if !p.fields.empty_or_trailing() {
                     p.fields.push_punct(Token![,](Span::call_site()));
                 }
@@ -445,36 +389,20 @@ fn state_pattern(
             quote!(#p)
         }
         _ => {
-            let fields: Punctuated<FieldPat, Token![,]> =
-                carried.iter().map(|c| field_pat(c, by_move)).collect();
-            if fields.is_empty() {
-                quote!(#state::#variant { .. })
-            } else {
-                quote!(#state::#variant { #fields, .. })
-            }
+            let fields: Punctuated<FieldPat, Token![,]> = carried.iter().map(|c| field_pat(c, by_move)).collect();
+            if fields.is_empty() { quote!(#state::#variant { .. }) } else { quote!(#state::#variant { #fields, .. }) }
         }
     }
 }
 
 fn field_pat(name: &Ident, by_move: bool) -> FieldPat {
-    let pat: Pat = if by_move {
-        syn::parse_quote!(mut #name)
-    } else {
-        syn::parse_quote!(#name)
-    };
-    FieldPat {
-        attrs: Vec::new(),
-        member: Member::Named(name.clone()),
-        colon_token: None,
-        pat: Box::new(pat),
-    }
+    let pat: Pat = if by_move { syn::parse_quote!(mut #name) } else { syn::parse_quote!(#name) };
+    FieldPat { attrs: Vec::new(), member: Member::Named(name.clone()), colon_token: None, pat: Box::new(pat) }
 }
 
 /// The user's event pattern with the event enum's name in front.
 fn prefix_pat(pat: &Pat, enum_ident: &Ident) -> Pat {
-    let prefix = |path: &syn::Path| -> syn::Path {
-        syn::parse_quote_spanned!(path.span()=> #enum_ident::#path)
-    };
+    let prefix = |path: &syn::Path| -> syn::Path { syn::parse_quote_spanned!(path.span()=> #enum_ident::#path) };
     match pat {
         Pat::Ident(p) => {
             let ident = &p.ident;
@@ -572,53 +500,28 @@ fn ignored_arms(n: &Names<'_>) -> Vec<TokenStream> {
 
 /// `new`: the initial state's own fields as arguments, carried fields from
 /// `Default`.
-pub(crate) fn constructor(
-    model: &Model,
-    context_ty: &TokenStream,
-    has_context: bool,
-) -> TokenStream {
+pub(crate) fn constructor(model: &Model, context_ty: &TokenStream, has_context: bool) -> TokenStream {
     let Some(init) = model.initial() else {
         return TokenStream::new();
     };
     let def = &model.states[init];
     let state = &model.state_enum.ident;
     let v = &def.ident;
-    let params: Vec<_> = def
-        .fields
-        .iter()
-        .map(|(name, ty)| quote!(#name: #ty))
-        .collect();
+    let params: Vec<_> = def.fields.iter().map(|(name, ty)| quote!(#name: #ty)).collect();
     let names: Vec<_> = def.fields.iter().map(|(name, _)| name).collect();
-    let carried: Vec<_> = if def.carries {
-        model
-            .carried
-            .iter()
-            .filter_map(|f| f.ident.as_ref())
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let carried_init = carried
-        .iter()
-        .map(|c| quote!(#c: ::core::default::Default::default()));
+    let carried: Vec<_> =
+        if def.carries { model.carried.iter().filter_map(|f| f.ident.as_ref()).collect() } else { Vec::new() };
+    let carried_init = carried.iter().map(|c| quote!(#c: ::core::default::Default::default()));
     let value = match def.shape {
         crate::model::Shape::Unnamed => quote!(#state::#v(#(#names),*)),
         _ if names.is_empty() && carried.is_empty() => quote!(#state::#v),
         _ => quote!(#state::#v { #(#names,)* #(#carried_init),* }),
     };
     let ctx_param = has_context.then(|| quote!(context: #context_ty,));
-    let ctx_value = if has_context {
-        quote!(context)
-    } else {
-        quote!(())
-    };
+    let ctx_value = if has_context { quote!(context) } else { quote!(()) };
     let doc = format!("A machine in its initial state `{v}`.");
     let carried_doc = (!carried.is_empty()).then(|| {
-        let list = carried
-            .iter()
-            .map(|c| format!("`{c}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let list = carried.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ");
         let text = format!("Carried data ({list}) starts from `Default`.");
         quote!(#[doc = ""] #[doc = #text])
     });
@@ -628,7 +531,7 @@ pub(crate) fn constructor(
         #carried_doc
         #[must_use]
         pub fn new(#ctx_param #(#params),*) -> Self {
-            Self { state: ::core::option::Option::Some(#value), context: #ctx_value }
+            Self { state: ::core::option::Option::Some(#value), #ctx_value }
         }
     }
 }

@@ -20,8 +20,7 @@ pub(crate) fn state_enum(model: &Model) -> ItemEnum {
     }
     ensure_debug(&mut e);
     for (v, def) in e.variants.iter_mut().zip(&model.states) {
-        v.attrs
-            .retain(|a| !STATE_MARKERS.iter().any(|m| a.path().is_ident(m)));
+        v.attrs.retain(|a| !STATE_MARKERS.iter().any(|m| a.path().is_ident(m)));
         let mut doc = Vec::new();
         if def.initial.is_some() {
             doc.push("The initial state.".to_owned());
@@ -63,9 +62,7 @@ fn ensure_debug(e: &mut ItemEnum) {
     for attr in &e.attrs {
         if attr.path().is_ident("derive") {
             let _ = attr.parse_nested_meta(|m| {
-                if m.path.is_ident("Debug")
-                    || m.path.segments.last().is_some_and(|s| s.ident == "Debug")
-                {
+                if m.path.is_ident("Debug") || m.path.segments.last().is_some_and(|s| s.ident == "Debug") {
                     has = true;
                 }
                 Ok(())
@@ -113,17 +110,8 @@ pub(crate) fn names(e: &ItemEnum, what: &str) -> TokenStream {
 pub(crate) fn state_methods(model: &Model) -> TokenStream {
     let ident = &model.state_enum.ident;
     let arms = |pred: &dyn Fn(&crate::model::StateDef) -> bool| {
-        let idents: Vec<_> = model
-            .states
-            .iter()
-            .filter(|s| pred(s))
-            .map(|s| &s.ident)
-            .collect();
-        if idents.is_empty() {
-            quote!(false)
-        } else {
-            quote!(matches!(self, #( Self::#idents { .. } )|*))
-        }
+        let idents: Vec<_> = model.states.iter().filter(|s| pred(s)).map(|s| &s.ident).collect();
+        if idents.is_empty() { quote!(false) } else { quote!(matches!(self, #( Self::#idents { .. } )|*)) }
     };
     let terminal = arms(&|s| s.terminal.is_some());
     let transient = arms(&|s| s.transient.is_some());
@@ -141,10 +129,7 @@ pub(crate) fn state_methods(model: &Model) -> TokenStream {
             }
         }
     });
-    let accessors = model
-        .carried
-        .iter()
-        .map(|field| carried_accessor(model, field));
+    let accessors = model.carried.iter().map(|field| carried_accessor(model, field));
     quote! {
         impl #ident {
             /// Whether this state is terminal: no row leaves it.
@@ -174,12 +159,7 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
     };
     let ty = &field.ty;
     let name_mut = format_ident!("{}_mut", name);
-    let carriers: Vec<_> = model
-        .states
-        .iter()
-        .filter(|s| s.carries)
-        .map(|s| &s.ident)
-        .collect();
+    let carriers: Vec<_> = model.states.iter().filter(|s| s.carries).map(|s| &s.ident).collect();
     let doc = format!("The `{name}` every carrying state holds.");
     let doc_mut = format!("The `{name}` every carrying state holds, mutably.");
     if carriers.len() == model.states.len() {
@@ -226,8 +206,7 @@ pub(crate) fn snake(name: &str) -> String {
     let chars: Vec<char> = name.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
         if c.is_uppercase() {
-            let prev_lower =
-                i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
+            let prev_lower = i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
             let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
             let prev_upper = i > 0 && chars[i - 1].is_uppercase();
             if i > 0 && (prev_lower || (prev_upper && next_lower)) {

@@ -25,13 +25,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
         Some((item, ident)) => (quote!(#item), quote!(#ident), true),
         None => (TokenStream::new(), quote!(()), false),
     };
-    let names = Names {
-        model,
-        state,
-        event,
-        action,
-        layout: &layout,
-    };
+    let names = Names { model, state, event, action, layout: &layout };
     let step = dispatch::step_fns(&names, &context_ty);
     let new = dispatch::constructor(model, &context_ty, has_context);
     let description = describe::description(model, &layout);
@@ -44,11 +38,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
         .map(|(_, c)| dispatch::ctor(action, c, &[]))
         .unwrap_or_else(|| quote!(::core::unreachable!()));
     let with_state_ctx = has_context.then(|| quote!(, context: #context_ty));
-    let with_state_value = if has_context {
-        quote!(context)
-    } else {
-        quote!(())
-    };
+    let with_state_value = if has_context { quote!(context) } else { quote!(()) };
     let passthrough = &model.passthrough;
     let module = &model.module;
     let (mod_attrs, mod_vis, mod_ident) = (&module.attrs, &module.vis, &module.ident);
@@ -89,7 +79,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
                 /// A machine resumed in any state (tests, snapshots, replays).
                 #[must_use]
                 pub fn with_state(state: #state #with_state_ctx) -> Self {
-                    Self { state: ::core::option::Option::Some(state), context: #with_state_value }
+                    Self { state: ::core::option::Option::Some(state), #with_state_value }
                 }
 
                 /// The current state.

@@ -1,1 +1,6 @@
-//! Unit and snapshot tests of the macro internals.
+//! Unit tests of the macro's phases and the expansion snapshots. They live
+//! inside the crate because a proc-macro crate's integration tests cannot
+//! call its internals.
+
+mod expand;
+mod phases;

@@ -1,0 +1,65 @@
+//! Expansion snapshots: every `tests/expand/*.rs` is expanded and
+//! pretty-printed, and must equal the committed `*.expanded.rs` beside it,
+//! so the generated API the docs show cannot drift. `BLESS=1` rewrites them.
+
+use std::fs;
+use std::path::Path;
+
+/// Expands the one `#[state_machine(...)] mod` item of a snapshot input.
+fn expand_file(source: &str) -> String {
+    let file: syn::File = match syn::parse_str(source) {
+        Ok(f) => f,
+        Err(e) => return format!("// input does not parse: {e}\n"),
+    };
+    let mut out = Vec::new();
+    for item in file.items {
+        let syn::Item::Mod(mut module) = item else { continue };
+        let Some(pos) =
+            module.attrs.iter().position(|a| a.path().segments.last().is_some_and(|s| s.ident == "state_machine"))
+        else {
+            continue;
+        };
+        let attr = module.attrs.remove(pos);
+        let args = match &attr.meta {
+            syn::Meta::List(list) => list.tokens.clone(),
+            _ => proc_macro2::TokenStream::new(),
+        };
+        let tokens = crate::expand::state_machine(args, quote::ToTokens::to_token_stream(&module));
+        let pretty = match syn::parse2::<syn::File>(tokens.clone()) {
+            Ok(f) => prettyplease::unparse(&f),
+            Err(e) => format!("// output does not parse: {e}\n{tokens}\n"),
+        };
+        out.push(pretty);
+    }
+    out.join("\n")
+}
+
+#[test]
+fn snapshots() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expand");
+    let bless = std::env::var_os("BLESS").is_some();
+    let mut inputs: Vec<_> = fs::read_dir(&dir)
+        .expect("tests/expand exists")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs") && !p.to_string_lossy().ends_with(".expanded.rs"))
+        .collect();
+    inputs.sort();
+    assert!(inputs.len() >= 3, "expected at least three snapshot inputs in {}", dir.display());
+    let mut stale = Vec::new();
+    for input in inputs {
+        let source = fs::read_to_string(&input).expect("snapshot input is readable");
+        let actual = expand_file(&source);
+        assert!(!actual.contains("compile_error"), "{} expands to an error:\n{actual}", input.display());
+        let expected_path = input.with_extension("expanded.rs");
+        if bless {
+            fs::write(&expected_path, &actual).expect("snapshot is writable");
+            continue;
+        }
+        let expected = fs::read_to_string(&expected_path).unwrap_or_default();
+        if expected != actual {
+            stale.push(format!("{} (run with BLESS=1 and review the diff)", expected_path.display()));
+        }
+    }
+    assert!(stale.is_empty(), "stale expansion snapshots:\n{}", stale.join("\n"));
+}

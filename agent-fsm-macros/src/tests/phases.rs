@@ -1,0 +1,115 @@
+//! Parser and model units: each production and rule on a small input.
+
+use crate::ctxt::Ctxt;
+use crate::model::Model;
+use crate::parse::{Args, Outcome, Row, Source, Table};
+use quote::quote;
+
+fn model(args: proc_macro2::TokenStream, module: proc_macro2::TokenStream) -> (Option<Model>, Result<(), String>) {
+    let cx = Ctxt::new();
+    let args: Args = syn::parse2(args).expect("args parse");
+    let module: syn::ItemMod = syn::parse2(module).expect("module parses");
+    let model = Model::from_syntax(&cx, args, module);
+    if let Some(m) = &model {
+        crate::validate::check(&cx, m);
+    }
+    (model, cx.check().map_err(|e| e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n")))
+}
+
+#[test]
+fn row_parses_every_part() {
+    let row: Row = syn::parse2(
+        quote!(CallingLlm { retries } + Failed(e) [*retries < 3] => { log(e); } Error { retries: 1 } / Retry(1)),
+    )
+    .expect("row parses");
+    assert!(matches!(row.source, Source::One(_)));
+    assert!(row.event.is_some());
+    assert_eq!(row.guard_text.as_deref(), Some("* retries < 3"));
+    let Outcome::To { effects, target, action } = row.outcome else { panic!("expected a target") };
+    assert!(effects.is_some());
+    assert_eq!(target.ident, "Error");
+    assert_eq!(action.map(|(_, a)| a.ident.to_string()).as_deref(), Some("Retry"));
+}
+
+#[test]
+fn any_state_with_except_parses() {
+    let row: Row = syn::parse2(quote!(* except (A | B) + Stop => Done / Halt)).expect("row parses");
+    let Source::Any { except, .. } = row.source else { panic!("expected `*`") };
+    assert_eq!(except.iter().map(ToString::to_string).collect::<Vec<_>>(), ["A", "B"]);
+}
+
+#[test]
+fn eventless_and_ignore_rows_parse() {
+    let table: Table = syn::parse2(quote!(Check [ok] => Done / Go, Check => Idle / Wait, Idle + Noise => ignore,))
+        .expect("table parses");
+    assert_eq!(table.rows.len(), 3);
+    assert!(table.rows[0].event.is_none());
+    assert!(matches!(table.rows[2].outcome, Outcome::Ignore(_)));
+}
+
+#[test]
+fn missing_arrow_says_what_a_row_looks_like() {
+    let err = syn::parse2::<Row>(quote!(Idle + Go Busy / Work)).err().expect("a row needs `=>`");
+    assert!(err.to_string().contains("rows read `State + Event [guard] => Target / Action`"), "{err}");
+}
+
+#[test]
+fn unknown_argument_lists_the_accepted_ones() {
+    let err = syn::parse2::<Args>(quote!(fallback = X, verbose)).err().expect("unknown argument");
+    assert!(err.to_string().contains("expected `fallback = Action`, `strict` or `name = Machine`"), "{err}");
+}
+
+fn machine(table: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    quote! {
+        mod m {
+            #[states] pub enum S { #[initial] A, B, #[terminal] C }
+            #[events] pub enum E { Go, Back, Stop }
+            #[actions] pub enum X { Nop, Run }
+            transitions! { #table }
+        }
+    }
+}
+
+#[test]
+fn valid_table_builds_a_model_with_rows_in_order() {
+    let (model, result) =
+        model(quote!(fallback = Nop), machine(quote!(A + Go => B / Run, B + Back => A / Nop, * + Stop => C / Nop)));
+    assert_eq!(result, Ok(()));
+    let model = model.expect("model");
+    assert_eq!(model.rows.len(), 3);
+    // `*` expands to the states that take events; terminal `C` is kept only
+    // because the row keeps it where it is.
+    assert_eq!(model.rows[2].sources, vec![0, 1, 2]);
+    assert_eq!(model.initial(), Some(0));
+}
+
+#[test]
+fn every_rule_reports_in_one_pass() {
+    // Unknown target, unknown action and an unreachable state at once.
+    let (_, result) = model(
+        quote!(fallback = Nop),
+        machine(quote!(A + Go => Nowhere / Run, A + Back => A / Jump, * + Stop => C / Nop)),
+    );
+    let errors = result.expect_err("three problems");
+    assert!(errors.contains("unknown state `Nowhere`"), "{errors}");
+    assert!(errors.contains("unknown action `Jump`"), "{errors}");
+    assert!(errors.contains("state `B` cannot be reached"), "{errors}");
+}
+
+#[test]
+fn shadowed_row_is_rejected() {
+    let (_, result) = model(
+        quote!(fallback = Nop),
+        machine(quote!(A + Go => B / Run, A + Go [true] => A / Nop, B + Back => A / Nop, * + Stop => C / Nop)),
+    );
+    assert!(result.expect_err("shadowed").contains("this row can never fire"));
+}
+
+#[test]
+fn snake_case_names() {
+    use crate::codegen::enums::snake;
+    assert_eq!(snake("CallingLlm"), "calling_llm");
+    assert_eq!(snake("WaitingForUserInput"), "waiting_for_user_input");
+    assert_eq!(snake("HTTPError"), "http_error");
+    assert_eq!(snake("Step2Done"), "step2_done");
+}

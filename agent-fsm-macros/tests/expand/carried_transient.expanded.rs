@@ -1,0 +1,915 @@
+mod agent {
+    #[derive(Debug)]
+    pub enum State {
+        /**
+The initial state.*/
+        Idle {
+            ///Carried by every state that does not say `#[no_carry]`, and moved from state to state.
+            log: Vec<String>,
+        },
+        Calling {
+            retries: u32,
+            ///Carried by every state that does not say `#[no_carry]`, and moved from state to state.
+            log: Vec<String>,
+        },
+        /**
+Transient: resolved by its eventless rows inside the step that entered it; never the current state after `handle_event` returns.*/
+        Checking {
+            reply: String,
+            ///Carried by every state that does not say `#[no_carry]`, and moved from state to state.
+            log: Vec<String>,
+        },
+        /**
+Terminal: no row leaves it.*/
+        Stopped,
+    }
+    #[derive(Debug)]
+    pub enum Event {
+        Input(String),
+        Delta(String),
+        Reply(String),
+        Failed,
+        Stop,
+    }
+    #[derive(Debug)]
+    pub enum Action {
+        Wait,
+        Call(usize),
+        Show(String),
+        Retry(u32),
+        Halt,
+    }
+    pub struct Config {
+        pub max_retries: u32,
+    }
+    impl State {
+        ///The state's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(&self) -> &'static str {
+            match self {
+                Self::Idle { .. } => "Idle",
+                Self::Calling { .. } => "Calling",
+                Self::Checking { .. } => "Checking",
+                Self::Stopped { .. } => "Stopped",
+            }
+        }
+        ///Every state name, in declaration order.
+        pub const NAMES: &'static [&'static str] = &[
+            "Idle",
+            "Calling",
+            "Checking",
+            "Stopped",
+        ];
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Named for State {
+        #[inline]
+        fn name(&self) -> &'static str {
+            State::name(self)
+        }
+    }
+    impl Event {
+        ///The event's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(&self) -> &'static str {
+            match self {
+                Self::Input { .. } => "Input",
+                Self::Delta { .. } => "Delta",
+                Self::Reply { .. } => "Reply",
+                Self::Failed { .. } => "Failed",
+                Self::Stop { .. } => "Stop",
+            }
+        }
+        ///Every event name, in declaration order.
+        pub const NAMES: &'static [&'static str] = &[
+            "Input",
+            "Delta",
+            "Reply",
+            "Failed",
+            "Stop",
+        ];
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Named for Event {
+        #[inline]
+        fn name(&self) -> &'static str {
+            Event::name(self)
+        }
+    }
+    impl Action {
+        ///The action's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(&self) -> &'static str {
+            match self {
+                Self::Wait { .. } => "Wait",
+                Self::Call { .. } => "Call",
+                Self::Show { .. } => "Show",
+                Self::Retry { .. } => "Retry",
+                Self::Halt { .. } => "Halt",
+            }
+        }
+        ///Every action name, in declaration order.
+        pub const NAMES: &'static [&'static str] = &[
+            "Wait",
+            "Call",
+            "Show",
+            "Retry",
+            "Halt",
+        ];
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Named for Action {
+        #[inline]
+        fn name(&self) -> &'static str {
+            Action::name(self)
+        }
+    }
+    impl State {
+        /// Whether this state is terminal: no row leaves it.
+        #[must_use]
+        #[inline]
+        pub const fn is_terminal(&self) -> bool {
+            matches!(self, Self::Stopped { .. })
+        }
+        /// Whether this state is transient (resolved without waiting for an event).
+        #[must_use]
+        #[inline]
+        pub const fn is_transient(&self) -> bool {
+            matches!(self, Self::Checking { .. })
+        }
+        /// Whether this is the initial state.
+        #[must_use]
+        #[inline]
+        pub const fn is_initial(&self) -> bool {
+            matches!(self, Self::Idle { .. })
+        }
+        ///Whether this is `Idle`.
+        #[must_use]
+        #[inline]
+        pub const fn is_idle(&self) -> bool {
+            matches!(self, Self::Idle { .. })
+        }
+        ///Whether this is `Calling`.
+        #[must_use]
+        #[inline]
+        pub const fn is_calling(&self) -> bool {
+            matches!(self, Self::Calling { .. })
+        }
+        ///Whether this is `Checking`.
+        #[must_use]
+        #[inline]
+        pub const fn is_checking(&self) -> bool {
+            matches!(self, Self::Checking { .. })
+        }
+        ///Whether this is `Stopped`.
+        #[must_use]
+        #[inline]
+        pub const fn is_stopped(&self) -> bool {
+            matches!(self, Self::Stopped { .. })
+        }
+        ///The `log` every carrying state holds.
+        ///
+        ///`None` in the states marked `#[no_carry]`.
+        #[must_use]
+        pub const fn log(&self) -> ::core::option::Option<&Vec<String>> {
+            match self {
+                Self::Idle { log, .. }
+                | Self::Calling { log, .. }
+                | Self::Checking { log, .. } => ::core::option::Option::Some(log),
+                #[allow(unreachable_patterns)]
+                _ => ::core::option::Option::None,
+            }
+        }
+        ///The `log` every carrying state holds, mutably.
+        pub fn log_mut(&mut self) -> ::core::option::Option<&mut Vec<String>> {
+            match self {
+                Self::Idle { log, .. }
+                | Self::Calling { log, .. }
+                | Self::Checking { log, .. } => ::core::option::Option::Some(log),
+                #[allow(unreachable_patterns)]
+                _ => ::core::option::Option::None,
+            }
+        }
+    }
+    ///The state machine generated from this module's table: 4 states ([`State`]), 5 events ([`Event`]), 10 rows, returning [`Action`].
+    ///
+    ///# Diagram
+    ///
+    /**<pre class="mermaid">
+stateDiagram-v2
+    [*] --&gt; Idle
+    Checking : Checking (transient)
+    Idle --&gt; Calling : Input / Call
+    Calling --&gt; Calling : Delta / Show
+    Calling --&gt; Checking : Reply
+    Calling --&gt; Calling : Failed [* retries + 1 &lt; ctx.max_retries] / Retry
+    Calling --&gt; Idle : Failed / Wait
+    Checking --&gt; Idle : [reply.is_empty()] / Wait
+    Checking --&gt; Idle : / Show
+    Idle --&gt; Stopped : Stop / Halt
+    Calling --&gt; Stopped : Stop / Halt
+    Stopped --&gt; Stopped : Stop / Halt
+    Stopped --&gt; [*]
+</pre>
+<script type="module">import mermaid from "https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs"; mermaid.initialize({ startOnLoad: true });</script>
+*/
+    ///# Transitions
+    ///
+    /**| from | event | guard | to | action |
+| --- | --- | --- | --- | --- |
+| `Idle` | `Input` | — | `Calling` | `Call` |  |
+| `Calling` | `Delta` | — | `Calling` | `Show` |  |
+| `Calling` | `Reply` | — | `Checking` | — |  |
+| `Calling` | `Failed` | `* retries + 1 < ctx.max_retries` | `Calling` | `Retry` |  |
+| `Calling` | `Failed` | — | `Idle` | `Wait` |  |
+| `Checking` | — | `reply.is_empty()` | `Idle` | `Wait` |  |
+| `Checking` | — | — | `Idle` | `Show` |  |
+| `Idle` | `Stop` | — | `Stopped` | `Halt` |  |
+| `Calling` | `Stop` | — | `Stopped` | `Halt` |  |
+| `Stopped` | `Stop` | — | `Stopped` | `Halt` |  |
+*/
+    pub struct Agent {
+        state: ::core::option::Option<State>,
+        context: Config,
+    }
+    #[automatically_derived]
+    impl ::core::fmt::Debug for Agent {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            f.debug_struct(::core::stringify!(Agent))
+                .field("state", &self.state)
+                .finish_non_exhaustive()
+        }
+    }
+    impl Agent {
+        ///A machine in its initial state `Idle`.
+        ///
+        ///Carried data (`log`) starts from `Default`.
+        #[must_use]
+        pub fn new(context: Config) -> Self {
+            Self {
+                state: ::core::option::Option::Some(State::Idle {
+                    log: ::core::default::Default::default(),
+                }),
+                context,
+            }
+        }
+        /// A machine resumed in any state (tests, snapshots, replays).
+        #[must_use]
+        pub fn with_state(state: State, context: Config) -> Self {
+            Self {
+                state: ::core::option::Option::Some(state),
+                context,
+            }
+        }
+        /// The current state.
+        ///
+        /// # Panics
+        /// Only if the machine is poisoned: code inside a row panicked
+        /// during an earlier step and the panic was caught.
+        #[must_use]
+        #[inline]
+        pub fn state(&self) -> &State {
+            match &self.state {
+                ::core::option::Option::Some(state) => state,
+                ::core::option::Option::None => {
+                    ::core::panic!(
+                        "state machine poisoned by a panic inside a transition"
+                    )
+                }
+            }
+        }
+        /// The current state, or `None` if the machine is poisoned.
+        #[must_use]
+        #[inline]
+        pub fn try_state(&self) -> ::core::option::Option<&State> {
+            self.state.as_ref()
+        }
+        /// The context.
+        #[must_use]
+        #[inline]
+        pub fn context(&self) -> &Config {
+            &self.context
+        }
+        /// The context, mutably.
+        #[inline]
+        pub fn context_mut(&mut self) -> &mut Config {
+            &mut self.context
+        }
+        /// The state (`None` if poisoned) and the context.
+        #[must_use]
+        pub fn into_parts(self) -> (::core::option::Option<State>, Config) {
+            (self.state, self.context)
+        }
+        /// Feeds one event and returns the action to perform.
+        ///
+        /// Synchronous and deterministic. An event no row accepts
+        /// leaves the state unchanged, logs a `tracing` warning and
+        /// returns the fallback action.
+        #[inline]
+        pub fn handle_event(&mut self, event: Event) -> Action {
+            self.handle_event_with(event, &mut ())
+        }
+        /// Feeds one event, reporting every hop and every refused event to
+        /// `observer`; see [`handle_event`](Self::handle_event).
+        pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            &mut self,
+            event: Event,
+            __observer: &mut __O,
+        ) -> Action {
+            let ctx = &mut self.context;
+            let _ = &ctx;
+            match (&mut self.state, event) {
+                (
+                    __s @ ::core::option::Option::Some(State::Idle { .. }),
+                    Event::Input(text),
+                ) => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(State::Idle { mut log, .. }) => {
+                            log.push(text);
+                            let __action = Action::Call(log.len());
+                            *__s = ::core::option::Option::Some(State::Calling {
+                                retries: 0,
+                                log,
+                            });
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "Idle",
+                                        event: ::core::option::Option::Some("Input"),
+                                        to: "Calling",
+                                        action: ::core::option::Option::Some("Call"),
+                                        row: 0usize,
+                                    },
+                                );
+                            __action
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (
+                    ::core::option::Option::Some(State::Calling { .. }),
+                    Event::Delta(text),
+                ) => {
+                    let __action = Action::Show(text);
+                    __observer
+                        .on_transition(
+                            &::agent_fsm::Step {
+                                from: "Calling",
+                                event: ::core::option::Option::Some("Delta"),
+                                to: "Calling",
+                                action: ::core::option::Option::Some("Show"),
+                                row: 1usize,
+                            },
+                        );
+                    __action
+                }
+                (
+                    __s @ ::core::option::Option::Some(State::Calling { .. }),
+                    Event::Reply(reply),
+                ) => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(State::Calling { mut log, .. }) => {
+                            *__s = ::core::option::Option::Some(State::Checking {
+                                reply,
+                                log,
+                            });
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "Calling",
+                                        event: ::core::option::Option::Some("Reply"),
+                                        to: "Checking",
+                                        action: ::core::option::Option::None,
+                                        row: 2usize,
+                                    },
+                                );
+                            Self::__settle(__s, ctx, __observer)
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (
+                    __s @ ::core::option::Option::Some(State::Calling { .. }),
+                    Event::Failed,
+                ) if match ::core::option::Option::as_ref(__s) {
+                    ::core::option::Option::Some(State::Calling { retries, .. }) => {
+                        let __guard: bool = *retries + 1 < ctx.max_retries;
+                        __guard
+                    }
+                    _ => false,
+                } => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(
+                            State::Calling { retries, mut log, .. },
+                        ) => {
+                            let __action = Action::Retry(retries + 1);
+                            *__s = ::core::option::Option::Some(State::Calling {
+                                retries: retries + 1,
+                                log,
+                            });
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "Calling",
+                                        event: ::core::option::Option::Some("Failed"),
+                                        to: "Calling",
+                                        action: ::core::option::Option::Some("Retry"),
+                                        row: 3usize,
+                                    },
+                                );
+                            __action
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (
+                    __s @ ::core::option::Option::Some(State::Calling { .. }),
+                    Event::Failed,
+                ) => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(State::Calling { mut log, .. }) => {
+                            let __action = Action::Wait;
+                            *__s = ::core::option::Option::Some(State::Idle { log });
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "Calling",
+                                        event: ::core::option::Option::Some("Failed"),
+                                        to: "Idle",
+                                        action: ::core::option::Option::Some("Wait"),
+                                        row: 4usize,
+                                    },
+                                );
+                            __action
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (__s @ ::core::option::Option::Some(State::Idle { .. }), Event::Stop) => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(State::Idle { .. }) => {
+                            let __action = Action::Halt;
+                            *__s = ::core::option::Option::Some(State::Stopped);
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "Idle",
+                                        event: ::core::option::Option::Some("Stop"),
+                                        to: "Stopped",
+                                        action: ::core::option::Option::Some("Halt"),
+                                        row: 7usize,
+                                    },
+                                );
+                            __action
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (
+                    __s @ ::core::option::Option::Some(State::Calling { .. }),
+                    Event::Stop,
+                ) => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(State::Calling { .. }) => {
+                            let __action = Action::Halt;
+                            *__s = ::core::option::Option::Some(State::Stopped);
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "Calling",
+                                        event: ::core::option::Option::Some("Stop"),
+                                        to: "Stopped",
+                                        action: ::core::option::Option::Some("Halt"),
+                                        row: 8usize,
+                                    },
+                                );
+                            __action
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (::core::option::Option::Some(State::Stopped { .. }), Event::Stop) => {
+                    let __action = Action::Halt;
+                    __observer
+                        .on_transition(
+                            &::agent_fsm::Step {
+                                from: "Stopped",
+                                event: ::core::option::Option::Some("Stop"),
+                                to: "Stopped",
+                                action: ::core::option::Option::Some("Halt"),
+                                row: 9usize,
+                            },
+                        );
+                    __action
+                }
+                (
+                    ::core::option::Option::Some(State::Idle { .. }),
+                    Event::Input { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Idle",
+                        event: "Input",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Idle { .. }),
+                    Event::Stop { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Idle",
+                        event: "Stop",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Calling { .. }),
+                    Event::Delta { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Calling",
+                        event: "Delta",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Calling { .. }),
+                    Event::Reply { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Calling",
+                        event: "Reply",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Calling { .. }),
+                    Event::Failed { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Calling",
+                        event: "Failed",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Calling { .. }),
+                    Event::Stop { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Calling",
+                        event: "Stop",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Stopped { .. }),
+                    Event::Stop { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Stopped",
+                        event: "Stop",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                #[allow(unreachable_patterns)]
+                (::core::option::Option::Some(__state), __event) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: __state.name(),
+                        event: __event.name(),
+                        reason: ::agent_fsm::UnhandledReason::NoRow,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "no row for this state and event; state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (::core::option::Option::None, __event) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "<poisoned>",
+                        event: __event.name(),
+                        reason: ::agent_fsm::UnhandledReason::Poisoned,
+                    };
+                    ::agent_fsm::__private::tracing::error!(
+                        event = __unhandled.event,
+                        "machine poisoned by a panic inside an earlier transition; fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+            }
+        }
+        /// Runs eventless rows until the machine rests in a state that
+        /// waits for events.
+        #[allow(unused_variables, clippy::needless_pass_by_ref_mut)]
+        fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __state: &mut ::core::option::Option<State>,
+            ctx: &mut Config,
+            __observer: &mut __O,
+        ) -> Action {
+            loop {
+                match __state {
+                    __s @ ::core::option::Option::Some(
+                        State::Checking { .. },
+                    ) if match ::core::option::Option::as_ref(__s) {
+                        ::core::option::Option::Some(State::Checking { reply, .. }) => {
+                            let __guard: bool = reply.is_empty();
+                            __guard
+                        }
+                        _ => false,
+                    } => {
+                        match ::core::option::Option::take(__s) {
+                            #[allow(unused_mut)]
+                            ::core::option::Option::Some(
+                                State::Checking { reply, mut log, .. },
+                            ) => {
+                                let __action = Action::Wait;
+                                *__s = ::core::option::Option::Some(State::Idle { log });
+                                __observer
+                                    .on_transition(
+                                        &::agent_fsm::Step {
+                                            from: "Checking",
+                                            event: ::core::option::Option::None,
+                                            to: "Idle",
+                                            action: ::core::option::Option::Some("Wait"),
+                                            row: 5usize,
+                                        },
+                                    );
+                                return __action;
+                            }
+                            __other => {
+                                *__s = __other;
+                                return Self::__fallback();
+                            }
+                        }
+                    }
+                    __s @ ::core::option::Option::Some(State::Checking { .. }) => {
+                        match ::core::option::Option::take(__s) {
+                            #[allow(unused_mut)]
+                            ::core::option::Option::Some(
+                                State::Checking { reply, mut log, .. },
+                            ) => {
+                                log.push(reply.clone());
+                                let __action = Action::Show(reply);
+                                *__s = ::core::option::Option::Some(State::Idle { log });
+                                __observer
+                                    .on_transition(
+                                        &::agent_fsm::Step {
+                                            from: "Checking",
+                                            event: ::core::option::Option::None,
+                                            to: "Idle",
+                                            action: ::core::option::Option::Some("Show"),
+                                            row: 6usize,
+                                        },
+                                    );
+                                return __action;
+                            }
+                            __other => {
+                                *__s = __other;
+                                return Self::__fallback();
+                            }
+                        }
+                    }
+                    _ => return Self::__fallback(),
+                }
+            }
+        }
+        #[inline]
+        fn __fallback() -> Action {
+            Action::Wait
+        }
+        /// The table: states, events, actions, rows (any-state rows expanded
+        /// per state) and the Mermaid diagram.
+        pub const DESCRIPTION: ::agent_fsm::Description = ::agent_fsm::Description {
+            name: "Agent",
+            states: &[
+                ::agent_fsm::StateInfo {
+                    name: "Idle",
+                    initial: true,
+                    terminal: false,
+                    transient: false,
+                },
+                ::agent_fsm::StateInfo {
+                    name: "Calling",
+                    initial: false,
+                    terminal: false,
+                    transient: false,
+                },
+                ::agent_fsm::StateInfo {
+                    name: "Checking",
+                    initial: false,
+                    terminal: false,
+                    transient: true,
+                },
+                ::agent_fsm::StateInfo {
+                    name: "Stopped",
+                    initial: false,
+                    terminal: true,
+                    transient: false,
+                },
+            ],
+            events: &["Input", "Delta", "Reply", "Failed", "Stop"],
+            actions: &["Wait", "Call", "Show", "Retry", "Halt"],
+            transitions: &[
+                ::agent_fsm::Transition {
+                    from: "Idle",
+                    event: ::core::option::Option::Some("Input"),
+                    guard: ::core::option::Option::None,
+                    to: "Calling",
+                    action: ::core::option::Option::Some("Call"),
+                    in_place: false,
+                    any_state: false,
+                },
+                ::agent_fsm::Transition {
+                    from: "Calling",
+                    event: ::core::option::Option::Some("Delta"),
+                    guard: ::core::option::Option::None,
+                    to: "Calling",
+                    action: ::core::option::Option::Some("Show"),
+                    in_place: true,
+                    any_state: false,
+                },
+                ::agent_fsm::Transition {
+                    from: "Calling",
+                    event: ::core::option::Option::Some("Reply"),
+                    guard: ::core::option::Option::None,
+                    to: "Checking",
+                    action: ::core::option::Option::None,
+                    in_place: false,
+                    any_state: false,
+                },
+                ::agent_fsm::Transition {
+                    from: "Calling",
+                    event: ::core::option::Option::Some("Failed"),
+                    guard: ::core::option::Option::Some(
+                        "* retries + 1 < ctx.max_retries",
+                    ),
+                    to: "Calling",
+                    action: ::core::option::Option::Some("Retry"),
+                    in_place: false,
+                    any_state: false,
+                },
+                ::agent_fsm::Transition {
+                    from: "Calling",
+                    event: ::core::option::Option::Some("Failed"),
+                    guard: ::core::option::Option::None,
+                    to: "Idle",
+                    action: ::core::option::Option::Some("Wait"),
+                    in_place: false,
+                    any_state: false,
+                },
+                ::agent_fsm::Transition {
+                    from: "Checking",
+                    event: ::core::option::Option::None,
+                    guard: ::core::option::Option::Some("reply.is_empty()"),
+                    to: "Idle",
+                    action: ::core::option::Option::Some("Wait"),
+                    in_place: false,
+                    any_state: false,
+                },
+                ::agent_fsm::Transition {
+                    from: "Checking",
+                    event: ::core::option::Option::None,
+                    guard: ::core::option::Option::None,
+                    to: "Idle",
+                    action: ::core::option::Option::Some("Show"),
+                    in_place: false,
+                    any_state: false,
+                },
+                ::agent_fsm::Transition {
+                    from: "Idle",
+                    event: ::core::option::Option::Some("Stop"),
+                    guard: ::core::option::Option::None,
+                    to: "Stopped",
+                    action: ::core::option::Option::Some("Halt"),
+                    in_place: false,
+                    any_state: true,
+                },
+                ::agent_fsm::Transition {
+                    from: "Calling",
+                    event: ::core::option::Option::Some("Stop"),
+                    guard: ::core::option::Option::None,
+                    to: "Stopped",
+                    action: ::core::option::Option::Some("Halt"),
+                    in_place: false,
+                    any_state: true,
+                },
+                ::agent_fsm::Transition {
+                    from: "Stopped",
+                    event: ::core::option::Option::Some("Stop"),
+                    guard: ::core::option::Option::None,
+                    to: "Stopped",
+                    action: ::core::option::Option::Some("Halt"),
+                    in_place: true,
+                    any_state: true,
+                },
+            ],
+            ignored: &[],
+            fallback: "Wait",
+            mermaid: "stateDiagram-v2\n    [*] --> Idle\n    Checking : Checking (transient)\n    Idle --> Calling : Input / Call\n    Calling --> Calling : Delta / Show\n    Calling --> Checking : Reply\n    Calling --> Calling : Failed [* retries + 1 < ctx.max_retries] / Retry\n    Calling --> Idle : Failed / Wait\n    Checking --> Idle : [reply.is_empty()] / Wait\n    Checking --> Idle : / Show\n    Idle --> Stopped : Stop / Halt\n    Calling --> Stopped : Stop / Halt\n    Stopped --> Stopped : Stop / Halt\n    Stopped --> [*]\n",
+        };
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::StateMachine for Agent {
+        type State = State;
+        type Event = Event;
+        type Action = Action;
+        type Context = Config;
+        const DESCRIPTION: &'static ::agent_fsm::Description = &Agent::DESCRIPTION;
+        #[inline]
+        fn handle_event(&mut self, event: Event) -> Action {
+            Agent::handle_event(self, event)
+        }
+        #[inline]
+        fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            &mut self,
+            event: Event,
+            observer: &mut __O,
+        ) -> Action {
+            Agent::handle_event_with(self, event, observer)
+        }
+        fn state(&self) -> &State {
+            Agent::state(self)
+        }
+        fn is_poisoned(&self) -> bool {
+            self.state.is_none()
+        }
+        fn context(&self) -> &Config {
+            &self.context
+        }
+        fn context_mut(&mut self) -> &mut Config {
+            &mut self.context
+        }
+    }
+}
