@@ -103,11 +103,12 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
     for &(r, s) in &layout.entries {
         let row = &model.rows[r];
         let mut label = Vec::new();
-        if let Some((e, _)) = &row.event {
-            label.push(model.events[*e].ident.to_string());
+        if let Some((_, p)) = &row.event {
+            label.push(pattern_label(p).unwrap_or_default());
         }
-        if let Some(g) = guard_text(row) {
-            label.push(format!("[{}]", sanitize(&g)));
+        let conditions: Vec<String> = source_refinement(row).into_iter().chain(guard_text(row)).collect();
+        if !conditions.is_empty() {
+            label.push(format!("[{}]", sanitize(&conditions.join("; "))));
         }
         if let Some((a, _)) = &row.action {
             label.push(format!("/ {}", model.actions[*a].ident));
@@ -187,4 +188,64 @@ fn row_note(row: &RowModel) -> String {
         }
     }
     lines.join(" ").replace('|', "\\|")
+}
+
+/// The shape of a pattern without its bindings, for labels:
+/// `LlmEvent(LlmEvent::TextDelta { content })` reads `LlmEvent(TextDelta)`.
+pub(crate) fn pattern_label(pat: &syn::Pat) -> Option<String> {
+    use syn::Pat;
+    let last = |path: &syn::Path| path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+    match pat {
+        Pat::Ident(p) => {
+            let name = p.ident.to_string();
+            if name.starts_with(|c: char| c.is_lowercase() || c == '_') {
+                p.subpat.as_ref().and_then(|(_, sub)| pattern_label(sub))
+            } else {
+                Some(name)
+            }
+        }
+        Pat::Path(p) => Some(last(&p.path)),
+        Pat::TupleStruct(p) => {
+            let inner: Vec<String> = p.elems.iter().filter_map(pattern_label).collect();
+            Some(if inner.is_empty() { last(&p.path) } else { format!("{}({})", last(&p.path), inner.join(", ")) })
+        }
+        Pat::Struct(p) => {
+            let inner = struct_refinements(p);
+            Some(if inner.is_empty() { last(&p.path) } else { format!("{} {{ {} }}", last(&p.path), inner.join(", ")) })
+        }
+        Pat::Lit(l) => Some(l.to_token_stream().to_string()),
+        Pat::Or(o) => Some(o.cases.iter().filter_map(pattern_label).collect::<Vec<_>>().join(" | ")),
+        Pat::Paren(p) => pattern_label(&p.pat),
+        Pat::Reference(p) => pattern_label(&p.pat),
+        _ => None,
+    }
+}
+
+fn struct_refinements(p: &syn::PatStruct) -> Vec<String> {
+    p.fields
+        .iter()
+        .filter_map(|f| {
+            let label = pattern_label(&f.pat)?;
+            let member = match &f.member {
+                syn::Member::Named(n) => n.to_string(),
+                syn::Member::Unnamed(i) => i.index.to_string(),
+            };
+            Some(format!("{member}: {label}"))
+        })
+        .collect()
+}
+
+/// What a destructured source requires beyond its variant (`origin: Llm`).
+fn source_refinement(row: &RowModel) -> Option<String> {
+    match row.source_pat.as_ref()? {
+        syn::Pat::Struct(p) => {
+            let inner = struct_refinements(p);
+            (!inner.is_empty()).then(|| inner.join(", "))
+        }
+        syn::Pat::TupleStruct(p) => {
+            let inner: Vec<String> = p.elems.iter().filter_map(pattern_label).collect();
+            (!inner.is_empty()).then(|| inner.join(", "))
+        }
+        _ => None,
+    }
 }

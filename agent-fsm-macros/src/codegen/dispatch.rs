@@ -518,7 +518,7 @@ pub(crate) fn constructor(model: &Model, context_ty: &TokenStream, has_context: 
         _ => quote!(#state::#v { #(#names,)* #(#carried_init),* }),
     };
     let ctx_param = has_context.then(|| quote!(context: #context_ty,));
-    let ctx_value = if has_context { quote!(context) } else { quote!(()) };
+    let ctx_value = if has_context { quote!(context) } else { quote!(context: ()) };
     let doc = format!("A machine in its initial state `{v}`.");
     let carried_doc = (!carried.is_empty()).then(|| {
         let list = carried.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ");

@@ -38,7 +38,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
         .map(|(_, c)| dispatch::ctor(action, c, &[]))
         .unwrap_or_else(|| quote!(::core::unreachable!()));
     let with_state_ctx = has_context.then(|| quote!(, context: #context_ty));
-    let with_state_value = if has_context { quote!(context) } else { quote!(()) };
+    let with_state_value = if has_context { quote!(context) } else { quote!(context: ()) };
     let passthrough = &model.passthrough;
     let module = &model.module;
     let (mod_attrs, mod_vis, mod_ident) = (&module.attrs, &module.vis, &module.ident);

@@ -1,2 +1,478 @@
-// output does not parse: expected identifier or integer
-mod door { # [derive (Debug)] pub enum State { # [doc = "\nThe initial state."] Closed , Open , } # [derive (Debug)] pub enum Event { Push , Pull , Knock (u8) , } # [derive (Debug)] pub enum Action { Nothing , Creak , Answer (u8) , } impl State { # [doc = "The state's name as written in the table."] # [must_use] # [inline] pub const fn name (& self) -> & 'static str { match self { Self :: Closed { .. } => "Closed" , Self :: Open { .. } => "Open" , } } # [doc = "Every state name, in declaration order."] pub const NAMES : & 'static [& 'static str] = & ["Closed" , "Open"] ; } # [automatically_derived] impl :: agent_fsm :: Named for State { # [inline] fn name (& self) -> & 'static str { State :: name (self) } } impl Event { # [doc = "The event's name as written in the table."] # [must_use] # [inline] pub const fn name (& self) -> & 'static str { match self { Self :: Push { .. } => "Push" , Self :: Pull { .. } => "Pull" , Self :: Knock { .. } => "Knock" , } } # [doc = "Every event name, in declaration order."] pub const NAMES : & 'static [& 'static str] = & ["Push" , "Pull" , "Knock"] ; } # [automatically_derived] impl :: agent_fsm :: Named for Event { # [inline] fn name (& self) -> & 'static str { Event :: name (self) } } impl Action { # [doc = "The action's name as written in the table."] # [must_use] # [inline] pub const fn name (& self) -> & 'static str { match self { Self :: Nothing { .. } => "Nothing" , Self :: Creak { .. } => "Creak" , Self :: Answer { .. } => "Answer" , } } # [doc = "Every action name, in declaration order."] pub const NAMES : & 'static [& 'static str] = & ["Nothing" , "Creak" , "Answer"] ; } # [automatically_derived] impl :: agent_fsm :: Named for Action { # [inline] fn name (& self) -> & 'static str { Action :: name (self) } } impl State { # [doc = r" Whether this state is terminal: no row leaves it."] # [must_use] # [inline] pub const fn is_terminal (& self) -> bool { false } # [doc = r" Whether this state is transient (resolved without waiting for an event)."] # [must_use] # [inline] pub const fn is_transient (& self) -> bool { false } # [doc = r" Whether this is the initial state."] # [must_use] # [inline] pub const fn is_initial (& self) -> bool { matches ! (self , Self :: Closed { .. }) } # [doc = "Whether this is `Closed`."] # [must_use] # [inline] pub const fn is_closed (& self) -> bool { matches ! (self , Self :: Closed { .. }) } # [doc = "Whether this is `Open`."] # [must_use] # [inline] pub const fn is_open (& self) -> bool { matches ! (self , Self :: Open { .. }) } } # [doc = "The state machine generated from this module's table: 2 states ([`State`]), 3 events ([`Event`]), 3 rows, returning [`Action`]."] # [doc = ""] # [doc = "# Diagram"] # [doc = ""] # [doc = "<pre class=\"mermaid\">\nstateDiagram-v2\n    [*] --&gt; Closed\n    Closed --&gt; Open : Push / Creak\n    Closed --&gt; Closed : Knock [* times &gt; 2] / Answer\n    Open --&gt; Closed : Pull / Creak\n</pre>\n<script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs\"; mermaid.initialize({ startOnLoad: true });</script>\n"] # [doc = "# Transitions"] # [doc = ""] # [doc = "| from | event | guard | to | action |\n| --- | --- | --- | --- | --- |\n| `Closed` | `Push` | — | `Open` | `Creak` |  |\n| `Closed` | `Knock` | `* times > 2` | `Closed` | `Answer` |  |\n| `Open` | `Pull` | — | `Closed` | `Creak` |  |\n"] pub struct Machine { state : :: core :: option :: Option < State > , context : () , } # [automatically_derived] impl :: core :: fmt :: Debug for Machine { fn fmt (& self , f : & mut :: core :: fmt :: Formatter < '_ >) -> :: core :: fmt :: Result { f . debug_struct (:: core :: stringify ! (Machine)) . field ("state" , & self . state) . finish_non_exhaustive () } } impl Machine { # [doc = "A machine in its initial state `Closed`."] # [must_use] pub fn new () -> Self { Self { state : :: core :: option :: Option :: Some (State :: Closed) , () } } # [doc = r" A machine resumed in any state (tests, snapshots, replays)."] # [must_use] pub fn with_state (state : State) -> Self { Self { state : :: core :: option :: Option :: Some (state) , () } } # [doc = r" The current state."] # [doc = r""] # [doc = r" # Panics"] # [doc = r" Only if the machine is poisoned: code inside a row panicked"] # [doc = r" during an earlier step and the panic was caught."] # [must_use] # [inline] pub fn state (& self) -> & State { match & self . state { :: core :: option :: Option :: Some (state) => state , :: core :: option :: Option :: None => :: core :: panic ! ("state machine poisoned by a panic inside a transition") , } } # [doc = r" The current state, or `None` if the machine is poisoned."] # [must_use] # [inline] pub fn try_state (& self) -> :: core :: option :: Option < & State > { self . state . as_ref () } # [doc = r" The context."] # [must_use] # [inline] pub fn context (& self) -> & () { & self . context } # [doc = r" The context, mutably."] # [inline] pub fn context_mut (& mut self) -> & mut () { & mut self . context } # [doc = r" The state (`None` if poisoned) and the context."] # [must_use] pub fn into_parts (self) -> (:: core :: option :: Option < State > , ()) { (self . state , self . context) } # [doc = r" Feeds one event and returns the action to perform."] # [doc = r""] # [doc = r" Synchronous and deterministic. An event no row accepts"] # [doc = r" leaves the state unchanged, logs a `tracing` warning and"] # [doc = r" returns the fallback action."] # [inline] pub fn handle_event (& mut self , event : Event) -> Action { self . handle_event_with (event , & mut ()) } # [doc = r" Feeds one event, reporting every hop and every refused event to"] # [doc = r" `observer`; see [`handle_event`](Self::handle_event)."] pub fn handle_event_with < __O : :: agent_fsm :: Observer + ? :: core :: marker :: Sized > (& mut self , event : Event , __observer : & mut __O ,) -> Action { let ctx = & mut self . context ; let _ = & ctx ; match (& mut self . state , event) { (__s @ :: core :: option :: Option :: Some (State :: Closed { .. }) , Event :: Push) => { match :: core :: option :: Option :: take (__s) { # [allow (unused_mut)] :: core :: option :: Option :: Some (State :: Closed { .. }) => { let __action = Action :: Creak ; * __s = :: core :: option :: Option :: Some (State :: Open) ; __observer . on_transition (& :: agent_fsm :: Step { from : "Closed" , event : :: core :: option :: Option :: Some ("Push") , to : "Open" , action : :: core :: option :: Option :: Some ("Creak") , row : 0usize , }) ; __action } __other => { * __s = __other ; Self :: __fallback () } } } (:: core :: option :: Option :: Some (State :: Closed { .. }) , Event :: Knock (times)) if { let times = & times ; { let __guard : bool = * times > 2 ; __guard } } => { let __action = Action :: Answer (times) ; __observer . on_transition (& :: agent_fsm :: Step { from : "Closed" , event : :: core :: option :: Option :: Some ("Knock") , to : "Closed" , action : :: core :: option :: Option :: Some ("Answer") , row : 1usize , }) ; __action } (__s @ :: core :: option :: Option :: Some (State :: Open { .. }) , Event :: Pull) => { match :: core :: option :: Option :: take (__s) { # [allow (unused_mut)] :: core :: option :: Option :: Some (State :: Open { .. }) => { let __action = Action :: Creak ; * __s = :: core :: option :: Option :: Some (State :: Closed) ; __observer . on_transition (& :: agent_fsm :: Step { from : "Open" , event : :: core :: option :: Option :: Some ("Pull") , to : "Closed" , action : :: core :: option :: Option :: Some ("Creak") , row : 2usize , }) ; __action } __other => { * __s = __other ; Self :: __fallback () } } } (:: core :: option :: Option :: Some (State :: Closed { .. }) , Event :: Push { .. }) => { let __unhandled = :: agent_fsm :: Unhandled { state : "Closed" , event : "Push" , reason : :: agent_fsm :: UnhandledReason :: Refused , } ; :: agent_fsm :: __private :: tracing :: warn ! (state = __unhandled . state , event = __unhandled . event , "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } (:: core :: option :: Option :: Some (State :: Closed { .. }) , Event :: Knock { .. }) => { let __unhandled = :: agent_fsm :: Unhandled { state : "Closed" , event : "Knock" , reason : :: agent_fsm :: UnhandledReason :: Refused , } ; :: agent_fsm :: __private :: tracing :: warn ! (state = __unhandled . state , event = __unhandled . event , "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } (:: core :: option :: Option :: Some (State :: Open { .. }) , Event :: Pull { .. }) => { let __unhandled = :: agent_fsm :: Unhandled { state : "Open" , event : "Pull" , reason : :: agent_fsm :: UnhandledReason :: Refused , } ; :: agent_fsm :: __private :: tracing :: warn ! (state = __unhandled . state , event = __unhandled . event , "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } # [allow (unreachable_patterns)] (:: core :: option :: Option :: Some (__state) , __event) => { let __unhandled = :: agent_fsm :: Unhandled { state : __state . name () , event : __event . name () , reason : :: agent_fsm :: UnhandledReason :: NoRow , } ; :: agent_fsm :: __private :: tracing :: warn ! (state = __unhandled . state , event = __unhandled . event , "no row for this state and event; state unchanged, fallback action returned") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } (:: core :: option :: Option :: None , __event) => { let __unhandled = :: agent_fsm :: Unhandled { state : "<poisoned>" , event : __event . name () , reason : :: agent_fsm :: UnhandledReason :: Poisoned , } ; :: agent_fsm :: __private :: tracing :: error ! (event = __unhandled . event , "machine poisoned by a panic inside an earlier transition; fallback action returned") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } } } # [doc = r" Runs eventless rows until the machine rests in a state that"] # [doc = r" waits for events."] # [allow (unused_variables , clippy :: needless_pass_by_ref_mut)] fn __settle < __O : :: agent_fsm :: Observer + ? :: core :: marker :: Sized > (__state : & mut :: core :: option :: Option < State > , ctx : & mut () , __observer : & mut __O ,) -> Action { loop { match __state { _ => return Self :: __fallback () , } } } # [inline] fn __fallback () -> Action { Action :: Nothing } # [doc = r" The table: states, events, actions, rows (any-state rows expanded"] # [doc = r" per state) and the Mermaid diagram."] pub const DESCRIPTION : :: agent_fsm :: Description = :: agent_fsm :: Description { name : "Machine" , states : & [:: agent_fsm :: StateInfo { name : "Closed" , initial : true , terminal : false , transient : false } , :: agent_fsm :: StateInfo { name : "Open" , initial : false , terminal : false , transient : false }] , events : & ["Push" , "Pull" , "Knock"] , actions : & ["Nothing" , "Creak" , "Answer"] , transitions : & [:: agent_fsm :: Transition { from : "Closed" , event : :: core :: option :: Option :: Some ("Push") , guard : :: core :: option :: Option :: None , to : "Open" , action : :: core :: option :: Option :: Some ("Creak") , in_place : false , any_state : false , } , :: agent_fsm :: Transition { from : "Closed" , event : :: core :: option :: Option :: Some ("Knock") , guard : :: core :: option :: Option :: Some ("* times > 2") , to : "Closed" , action : :: core :: option :: Option :: Some ("Answer") , in_place : true , any_state : false , } , :: agent_fsm :: Transition { from : "Open" , event : :: core :: option :: Option :: Some ("Pull") , guard : :: core :: option :: Option :: None , to : "Closed" , action : :: core :: option :: Option :: Some ("Creak") , in_place : false , any_state : false , }] , ignored : & [] , fallback : "Nothing" , mermaid : "stateDiagram-v2\n    [*] --> Closed\n    Closed --> Open : Push / Creak\n    Closed --> Closed : Knock [* times > 2] / Answer\n    Open --> Closed : Pull / Creak\n" , } ; } # [automatically_derived] impl :: agent_fsm :: StateMachine for Machine { type State = State ; type Event = Event ; type Action = Action ; type Context = () ; const DESCRIPTION : & 'static :: agent_fsm :: Description = & Machine :: DESCRIPTION ; # [inline] fn handle_event (& mut self , event : Event) -> Action { Machine :: handle_event (self , event) } # [inline] fn handle_event_with < __O : :: agent_fsm :: Observer + ? :: core :: marker :: Sized > (& mut self , event : Event , observer : & mut __O ,) -> Action { Machine :: handle_event_with (self , event , observer) } fn state (& self) -> & State { Machine :: state (self) } fn is_poisoned (& self) -> bool { self . state . is_none () } fn context (& self) -> & () { & self . context } fn context_mut (& mut self) -> & mut () { & mut self . context } } }
+mod door {
+    #[derive(Debug)]
+    pub enum State {
+        /**
+The initial state.*/
+        Closed,
+        Open,
+    }
+    #[derive(Debug)]
+    pub enum Event {
+        Push,
+        Pull,
+        Knock(u8),
+    }
+    #[derive(Debug)]
+    pub enum Action {
+        Nothing,
+        Creak,
+        Answer(u8),
+    }
+    impl State {
+        ///The state's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(&self) -> &'static str {
+            match self {
+                Self::Closed { .. } => "Closed",
+                Self::Open { .. } => "Open",
+            }
+        }
+        ///Every state name, in declaration order.
+        pub const NAMES: &'static [&'static str] = &["Closed", "Open"];
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Named for State {
+        #[inline]
+        fn name(&self) -> &'static str {
+            State::name(self)
+        }
+    }
+    impl Event {
+        ///The event's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(&self) -> &'static str {
+            match self {
+                Self::Push { .. } => "Push",
+                Self::Pull { .. } => "Pull",
+                Self::Knock { .. } => "Knock",
+            }
+        }
+        ///Every event name, in declaration order.
+        pub const NAMES: &'static [&'static str] = &["Push", "Pull", "Knock"];
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Named for Event {
+        #[inline]
+        fn name(&self) -> &'static str {
+            Event::name(self)
+        }
+    }
+    impl Action {
+        ///The action's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(&self) -> &'static str {
+            match self {
+                Self::Nothing { .. } => "Nothing",
+                Self::Creak { .. } => "Creak",
+                Self::Answer { .. } => "Answer",
+            }
+        }
+        ///Every action name, in declaration order.
+        pub const NAMES: &'static [&'static str] = &["Nothing", "Creak", "Answer"];
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Named for Action {
+        #[inline]
+        fn name(&self) -> &'static str {
+            Action::name(self)
+        }
+    }
+    impl State {
+        /// Whether this state is terminal: no row leaves it.
+        #[must_use]
+        #[inline]
+        pub const fn is_terminal(&self) -> bool {
+            false
+        }
+        /// Whether this state is transient (resolved without waiting for an event).
+        #[must_use]
+        #[inline]
+        pub const fn is_transient(&self) -> bool {
+            false
+        }
+        /// Whether this is the initial state.
+        #[must_use]
+        #[inline]
+        pub const fn is_initial(&self) -> bool {
+            matches!(self, Self::Closed { .. })
+        }
+        ///Whether this is `Closed`.
+        #[must_use]
+        #[inline]
+        pub const fn is_closed(&self) -> bool {
+            matches!(self, Self::Closed { .. })
+        }
+        ///Whether this is `Open`.
+        #[must_use]
+        #[inline]
+        pub const fn is_open(&self) -> bool {
+            matches!(self, Self::Open { .. })
+        }
+    }
+    ///The state machine generated from this module's table: 2 states ([`State`]), 3 events ([`Event`]), 3 rows, returning [`Action`].
+    ///
+    ///# Diagram
+    ///
+    /**<pre class="mermaid">
+stateDiagram-v2
+    [*] --&gt; Closed
+    Closed --&gt; Open : Push / Creak
+    Closed --&gt; Closed : Knock [* times &gt; 2] / Answer
+    Open --&gt; Closed : Pull / Creak
+</pre>
+<script type="module">import mermaid from "https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs"; mermaid.initialize({ startOnLoad: true });</script>
+*/
+    ///# Transitions
+    ///
+    /**| from | event | guard | to | action |
+| --- | --- | --- | --- | --- |
+| `Closed` | `Push` | — | `Open` | `Creak` |  |
+| `Closed` | `Knock` | `* times > 2` | `Closed` | `Answer` |  |
+| `Open` | `Pull` | — | `Closed` | `Creak` |  |
+*/
+    pub struct Machine {
+        state: ::core::option::Option<State>,
+        context: (),
+    }
+    #[automatically_derived]
+    impl ::core::fmt::Debug for Machine {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            f.debug_struct(::core::stringify!(Machine))
+                .field("state", &self.state)
+                .finish_non_exhaustive()
+        }
+    }
+    impl Machine {
+        ///A machine in its initial state `Closed`.
+        #[must_use]
+        pub fn new() -> Self {
+            Self {
+                state: ::core::option::Option::Some(State::Closed),
+                context: (),
+            }
+        }
+        /// A machine resumed in any state (tests, snapshots, replays).
+        #[must_use]
+        pub fn with_state(state: State) -> Self {
+            Self {
+                state: ::core::option::Option::Some(state),
+                context: (),
+            }
+        }
+        /// The current state.
+        ///
+        /// # Panics
+        /// Only if the machine is poisoned: code inside a row panicked
+        /// during an earlier step and the panic was caught.
+        #[must_use]
+        #[inline]
+        pub fn state(&self) -> &State {
+            match &self.state {
+                ::core::option::Option::Some(state) => state,
+                ::core::option::Option::None => {
+                    ::core::panic!(
+                        "state machine poisoned by a panic inside a transition"
+                    )
+                }
+            }
+        }
+        /// The current state, or `None` if the machine is poisoned.
+        #[must_use]
+        #[inline]
+        pub fn try_state(&self) -> ::core::option::Option<&State> {
+            self.state.as_ref()
+        }
+        /// The context.
+        #[must_use]
+        #[inline]
+        pub fn context(&self) -> &() {
+            &self.context
+        }
+        /// The context, mutably.
+        #[inline]
+        pub fn context_mut(&mut self) -> &mut () {
+            &mut self.context
+        }
+        /// The state (`None` if poisoned) and the context.
+        #[must_use]
+        pub fn into_parts(self) -> (::core::option::Option<State>, ()) {
+            (self.state, self.context)
+        }
+        /// Feeds one event and returns the action to perform.
+        ///
+        /// Synchronous and deterministic. An event no row accepts
+        /// leaves the state unchanged, logs a `tracing` warning and
+        /// returns the fallback action.
+        #[inline]
+        pub fn handle_event(&mut self, event: Event) -> Action {
+            self.handle_event_with(event, &mut ())
+        }
+        /// Feeds one event, reporting every hop and every refused event to
+        /// `observer`; see [`handle_event`](Self::handle_event).
+        pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            &mut self,
+            event: Event,
+            __observer: &mut __O,
+        ) -> Action {
+            let ctx = &mut self.context;
+            let _ = &ctx;
+            match (&mut self.state, event) {
+                (
+                    __s @ ::core::option::Option::Some(State::Closed { .. }),
+                    Event::Push,
+                ) => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(State::Closed { .. }) => {
+                            let __action = Action::Creak;
+                            *__s = ::core::option::Option::Some(State::Open);
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "Closed",
+                                        event: ::core::option::Option::Some("Push"),
+                                        to: "Open",
+                                        action: ::core::option::Option::Some("Creak"),
+                                        row: 0usize,
+                                    },
+                                );
+                            __action
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (
+                    ::core::option::Option::Some(State::Closed { .. }),
+                    Event::Knock(times),
+                ) if {
+                    let times = &times;
+                    {
+                        let __guard: bool = *times > 2;
+                        __guard
+                    }
+                } => {
+                    let __action = Action::Answer(times);
+                    __observer
+                        .on_transition(
+                            &::agent_fsm::Step {
+                                from: "Closed",
+                                event: ::core::option::Option::Some("Knock"),
+                                to: "Closed",
+                                action: ::core::option::Option::Some("Answer"),
+                                row: 1usize,
+                            },
+                        );
+                    __action
+                }
+                (__s @ ::core::option::Option::Some(State::Open { .. }), Event::Pull) => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(State::Open { .. }) => {
+                            let __action = Action::Creak;
+                            *__s = ::core::option::Option::Some(State::Closed);
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "Open",
+                                        event: ::core::option::Option::Some("Pull"),
+                                        to: "Closed",
+                                        action: ::core::option::Option::Some("Creak"),
+                                        row: 2usize,
+                                    },
+                                );
+                            __action
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (
+                    ::core::option::Option::Some(State::Closed { .. }),
+                    Event::Push { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Closed",
+                        event: "Push",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Closed { .. }),
+                    Event::Knock { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Closed",
+                        event: "Knock",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Open { .. }),
+                    Event::Pull { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Open",
+                        event: "Pull",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                #[allow(unreachable_patterns)]
+                (::core::option::Option::Some(__state), __event) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: __state.name(),
+                        event: __event.name(),
+                        reason: ::agent_fsm::UnhandledReason::NoRow,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "no row for this state and event; state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (::core::option::Option::None, __event) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "<poisoned>",
+                        event: __event.name(),
+                        reason: ::agent_fsm::UnhandledReason::Poisoned,
+                    };
+                    ::agent_fsm::__private::tracing::error!(
+                        event = __unhandled.event,
+                        "machine poisoned by a panic inside an earlier transition; fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+            }
+        }
+        /// Runs eventless rows until the machine rests in a state that
+        /// waits for events.
+        #[allow(unused_variables, clippy::needless_pass_by_ref_mut)]
+        fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __state: &mut ::core::option::Option<State>,
+            ctx: &mut (),
+            __observer: &mut __O,
+        ) -> Action {
+            loop {
+                match __state {
+                    _ => return Self::__fallback(),
+                }
+            }
+        }
+        #[inline]
+        fn __fallback() -> Action {
+            Action::Nothing
+        }
+        /// The table: states, events, actions, rows (any-state rows expanded
+        /// per state) and the Mermaid diagram.
+        pub const DESCRIPTION: ::agent_fsm::Description = ::agent_fsm::Description {
+            name: "Machine",
+            states: &[
+                ::agent_fsm::StateInfo {
+                    name: "Closed",
+                    initial: true,
+                    terminal: false,
+                    transient: false,
+                },
+                ::agent_fsm::StateInfo {
+                    name: "Open",
+                    initial: false,
+                    terminal: false,
+                    transient: false,
+                },
+            ],
+            events: &["Push", "Pull", "Knock"],
+            actions: &["Nothing", "Creak", "Answer"],
+            transitions: &[
+                ::agent_fsm::Transition {
+                    from: "Closed",
+                    event: ::core::option::Option::Some("Push"),
+                    guard: ::core::option::Option::None,
+                    to: "Open",
+                    action: ::core::option::Option::Some("Creak"),
+                    in_place: false,
+                    any_state: false,
+                },
+                ::agent_fsm::Transition {
+                    from: "Closed",
+                    event: ::core::option::Option::Some("Knock"),
+                    guard: ::core::option::Option::Some("* times > 2"),
+                    to: "Closed",
+                    action: ::core::option::Option::Some("Answer"),
+                    in_place: true,
+                    any_state: false,
+                },
+                ::agent_fsm::Transition {
+                    from: "Open",
+                    event: ::core::option::Option::Some("Pull"),
+                    guard: ::core::option::Option::None,
+                    to: "Closed",
+                    action: ::core::option::Option::Some("Creak"),
+                    in_place: false,
+                    any_state: false,
+                },
+            ],
+            ignored: &[],
+            fallback: "Nothing",
+            mermaid: "stateDiagram-v2\n    [*] --> Closed\n    Closed --> Open : Push / Creak\n    Closed --> Closed : Knock [* times > 2] / Answer\n    Open --> Closed : Pull / Creak\n",
+        };
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::StateMachine for Machine {
+        type State = State;
+        type Event = Event;
+        type Action = Action;
+        type Context = ();
+        const DESCRIPTION: &'static ::agent_fsm::Description = &Machine::DESCRIPTION;
+        #[inline]
+        fn handle_event(&mut self, event: Event) -> Action {
+            Machine::handle_event(self, event)
+        }
+        #[inline]
+        fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            &mut self,
+            event: Event,
+            observer: &mut __O,
+        ) -> Action {
+            Machine::handle_event_with(self, event, observer)
+        }
+        fn state(&self) -> &State {
+            Machine::state(self)
+        }
+        fn is_poisoned(&self) -> bool {
+            self.state.is_none()
+        }
+        fn context(&self) -> &() {
+            &self.context
+        }
+        fn context_mut(&mut self) -> &mut () {
+            &mut self.context
+        }
+    }
+}

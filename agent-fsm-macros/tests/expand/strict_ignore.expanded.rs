@@ -1,2 +1,669 @@
-// output does not parse: expected identifier or integer
-mod light { # [derive (Debug)] pub enum State { # [doc = "\nThe initial state."] Off , On , Broken , } # [derive (Debug)] pub enum Event { Toggle , Smash , Repair , } # [derive (Debug)] pub enum Action { None , Glow , Dark , Sparks , } impl State { # [doc = "The state's name as written in the table."] # [must_use] # [inline] pub const fn name (& self) -> & 'static str { match self { Self :: Off { .. } => "Off" , Self :: On { .. } => "On" , Self :: Broken { .. } => "Broken" , } } # [doc = "Every state name, in declaration order."] pub const NAMES : & 'static [& 'static str] = & ["Off" , "On" , "Broken"] ; } # [automatically_derived] impl :: agent_fsm :: Named for State { # [inline] fn name (& self) -> & 'static str { State :: name (self) } } impl Event { # [doc = "The event's name as written in the table."] # [must_use] # [inline] pub const fn name (& self) -> & 'static str { match self { Self :: Toggle { .. } => "Toggle" , Self :: Smash { .. } => "Smash" , Self :: Repair { .. } => "Repair" , } } # [doc = "Every event name, in declaration order."] pub const NAMES : & 'static [& 'static str] = & ["Toggle" , "Smash" , "Repair"] ; } # [automatically_derived] impl :: agent_fsm :: Named for Event { # [inline] fn name (& self) -> & 'static str { Event :: name (self) } } impl Action { # [doc = "The action's name as written in the table."] # [must_use] # [inline] pub const fn name (& self) -> & 'static str { match self { Self :: None { .. } => "None" , Self :: Glow { .. } => "Glow" , Self :: Dark { .. } => "Dark" , Self :: Sparks { .. } => "Sparks" , } } # [doc = "Every action name, in declaration order."] pub const NAMES : & 'static [& 'static str] = & ["None" , "Glow" , "Dark" , "Sparks"] ; } # [automatically_derived] impl :: agent_fsm :: Named for Action { # [inline] fn name (& self) -> & 'static str { Action :: name (self) } } impl State { # [doc = r" Whether this state is terminal: no row leaves it."] # [must_use] # [inline] pub const fn is_terminal (& self) -> bool { false } # [doc = r" Whether this state is transient (resolved without waiting for an event)."] # [must_use] # [inline] pub const fn is_transient (& self) -> bool { false } # [doc = r" Whether this is the initial state."] # [must_use] # [inline] pub const fn is_initial (& self) -> bool { matches ! (self , Self :: Off { .. }) } # [doc = "Whether this is `Off`."] # [must_use] # [inline] pub const fn is_off (& self) -> bool { matches ! (self , Self :: Off { .. }) } # [doc = "Whether this is `On`."] # [must_use] # [inline] pub const fn is_on (& self) -> bool { matches ! (self , Self :: On { .. }) } # [doc = "Whether this is `Broken`."] # [must_use] # [inline] pub const fn is_broken (& self) -> bool { matches ! (self , Self :: Broken { .. }) } } # [doc = "The state machine generated from this module's table: 3 states ([`State`]), 3 events ([`Event`]), 5 rows, returning [`Action`]."] # [doc = ""] # [doc = "# Diagram"] # [doc = ""] # [doc = "<pre class=\"mermaid\">\nstateDiagram-v2\n    [*] --&gt; Off\n    Off --&gt; On : Toggle / Glow\n    On --&gt; Off : Toggle / Dark\n    Off --&gt; Broken : Smash / Sparks\n    On --&gt; Broken : Smash / Sparks\n    Broken --&gt; Off : Repair / Dark\n</pre>\n<script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs\"; mermaid.initialize({ startOnLoad: true });</script>\n"] # [doc = "# Transitions"] # [doc = ""] # [doc = "| from | event | guard | to | action |\n| --- | --- | --- | --- | --- |\n| `Off` | `Toggle` | — | `On` | `Glow` |  |\n| `On` | `Toggle` | — | `Off` | `Dark` |  |\n| `Off` | `Smash` | — | `Broken` | `Sparks` |  |\n| `On` | `Smash` | — | `Broken` | `Sparks` |  |\n| `Broken` | `Repair` | — | `Off` | `Dark` |  |\n"] pub struct Machine { state : :: core :: option :: Option < State > , context : () , } # [automatically_derived] impl :: core :: fmt :: Debug for Machine { fn fmt (& self , f : & mut :: core :: fmt :: Formatter < '_ >) -> :: core :: fmt :: Result { f . debug_struct (:: core :: stringify ! (Machine)) . field ("state" , & self . state) . finish_non_exhaustive () } } impl Machine { # [doc = "A machine in its initial state `Off`."] # [must_use] pub fn new () -> Self { Self { state : :: core :: option :: Option :: Some (State :: Off) , () } } # [doc = r" A machine resumed in any state (tests, snapshots, replays)."] # [must_use] pub fn with_state (state : State) -> Self { Self { state : :: core :: option :: Option :: Some (state) , () } } # [doc = r" The current state."] # [doc = r""] # [doc = r" # Panics"] # [doc = r" Only if the machine is poisoned: code inside a row panicked"] # [doc = r" during an earlier step and the panic was caught."] # [must_use] # [inline] pub fn state (& self) -> & State { match & self . state { :: core :: option :: Option :: Some (state) => state , :: core :: option :: Option :: None => :: core :: panic ! ("state machine poisoned by a panic inside a transition") , } } # [doc = r" The current state, or `None` if the machine is poisoned."] # [must_use] # [inline] pub fn try_state (& self) -> :: core :: option :: Option < & State > { self . state . as_ref () } # [doc = r" The context."] # [must_use] # [inline] pub fn context (& self) -> & () { & self . context } # [doc = r" The context, mutably."] # [inline] pub fn context_mut (& mut self) -> & mut () { & mut self . context } # [doc = r" The state (`None` if poisoned) and the context."] # [must_use] pub fn into_parts (self) -> (:: core :: option :: Option < State > , ()) { (self . state , self . context) } # [doc = r" Feeds one event and returns the action to perform."] # [doc = r""] # [doc = r" Synchronous and deterministic. An event no row accepts"] # [doc = r" leaves the state unchanged, logs a `tracing` warning and"] # [doc = r" returns the fallback action."] # [inline] pub fn handle_event (& mut self , event : Event) -> Action { self . handle_event_with (event , & mut ()) } # [doc = r" Feeds one event, reporting every hop and every refused event to"] # [doc = r" `observer`; see [`handle_event`](Self::handle_event)."] pub fn handle_event_with < __O : :: agent_fsm :: Observer + ? :: core :: marker :: Sized > (& mut self , event : Event , __observer : & mut __O ,) -> Action { let ctx = & mut self . context ; let _ = & ctx ; match (& mut self . state , event) { (__s @ :: core :: option :: Option :: Some (State :: Off { .. }) , Event :: Toggle) => { match :: core :: option :: Option :: take (__s) { # [allow (unused_mut)] :: core :: option :: Option :: Some (State :: Off { .. }) => { let __action = Action :: Glow ; * __s = :: core :: option :: Option :: Some (State :: On) ; __observer . on_transition (& :: agent_fsm :: Step { from : "Off" , event : :: core :: option :: Option :: Some ("Toggle") , to : "On" , action : :: core :: option :: Option :: Some ("Glow") , row : 0usize , }) ; __action } __other => { * __s = __other ; Self :: __fallback () } } } (__s @ :: core :: option :: Option :: Some (State :: On { .. }) , Event :: Toggle) => { match :: core :: option :: Option :: take (__s) { # [allow (unused_mut)] :: core :: option :: Option :: Some (State :: On { .. }) => { let __action = Action :: Dark ; * __s = :: core :: option :: Option :: Some (State :: Off) ; __observer . on_transition (& :: agent_fsm :: Step { from : "On" , event : :: core :: option :: Option :: Some ("Toggle") , to : "Off" , action : :: core :: option :: Option :: Some ("Dark") , row : 1usize , }) ; __action } __other => { * __s = __other ; Self :: __fallback () } } } (__s @ :: core :: option :: Option :: Some (State :: Off { .. }) , Event :: Smash) => { match :: core :: option :: Option :: take (__s) { # [allow (unused_mut)] :: core :: option :: Option :: Some (State :: Off { .. }) => { let __action = Action :: Sparks ; * __s = :: core :: option :: Option :: Some (State :: Broken) ; __observer . on_transition (& :: agent_fsm :: Step { from : "Off" , event : :: core :: option :: Option :: Some ("Smash") , to : "Broken" , action : :: core :: option :: Option :: Some ("Sparks") , row : 2usize , }) ; __action } __other => { * __s = __other ; Self :: __fallback () } } } (__s @ :: core :: option :: Option :: Some (State :: On { .. }) , Event :: Smash) => { match :: core :: option :: Option :: take (__s) { # [allow (unused_mut)] :: core :: option :: Option :: Some (State :: On { .. }) => { let __action = Action :: Sparks ; * __s = :: core :: option :: Option :: Some (State :: Broken) ; __observer . on_transition (& :: agent_fsm :: Step { from : "On" , event : :: core :: option :: Option :: Some ("Smash") , to : "Broken" , action : :: core :: option :: Option :: Some ("Sparks") , row : 3usize , }) ; __action } __other => { * __s = __other ; Self :: __fallback () } } } (__s @ :: core :: option :: Option :: Some (State :: Broken { .. }) , Event :: Repair) => { match :: core :: option :: Option :: take (__s) { # [allow (unused_mut)] :: core :: option :: Option :: Some (State :: Broken { .. }) => { let __action = Action :: Dark ; * __s = :: core :: option :: Option :: Some (State :: Off) ; __observer . on_transition (& :: agent_fsm :: Step { from : "Broken" , event : :: core :: option :: Option :: Some ("Repair") , to : "Off" , action : :: core :: option :: Option :: Some ("Dark") , row : 4usize , }) ; __action } __other => { * __s = __other ; Self :: __fallback () } } } (:: core :: option :: Option :: Some (State :: Off { .. }) , Event :: Repair { .. }) => { let __unhandled = :: agent_fsm :: Unhandled { state : "Off" , event : "Repair" , reason : :: agent_fsm :: UnhandledReason :: Ignored , } ; :: agent_fsm :: __private :: tracing :: debug ! (state = __unhandled . state , event = __unhandled . event , "event ignored by the table") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } (:: core :: option :: Option :: Some (State :: On { .. }) , Event :: Repair { .. }) => { let __unhandled = :: agent_fsm :: Unhandled { state : "On" , event : "Repair" , reason : :: agent_fsm :: UnhandledReason :: Ignored , } ; :: agent_fsm :: __private :: tracing :: debug ! (state = __unhandled . state , event = __unhandled . event , "event ignored by the table") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } (:: core :: option :: Option :: Some (State :: Broken { .. }) , Event :: Toggle { .. }) => { let __unhandled = :: agent_fsm :: Unhandled { state : "Broken" , event : "Toggle" , reason : :: agent_fsm :: UnhandledReason :: Ignored , } ; :: agent_fsm :: __private :: tracing :: debug ! (state = __unhandled . state , event = __unhandled . event , "event ignored by the table") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } (:: core :: option :: Option :: Some (State :: Broken { .. }) , Event :: Smash { .. }) => { let __unhandled = :: agent_fsm :: Unhandled { state : "Broken" , event : "Smash" , reason : :: agent_fsm :: UnhandledReason :: Ignored , } ; :: agent_fsm :: __private :: tracing :: debug ! (state = __unhandled . state , event = __unhandled . event , "event ignored by the table") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } (:: core :: option :: Option :: Some (State :: Off { .. }) , Event :: Toggle { .. }) => { let __unhandled = :: agent_fsm :: Unhandled { state : "Off" , event : "Toggle" , reason : :: agent_fsm :: UnhandledReason :: Refused , } ; :: agent_fsm :: __private :: tracing :: warn ! (state = __unhandled . state , event = __unhandled . event , "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } (:: core :: option :: Option :: Some (State :: Off { .. }) , Event :: Smash { .. }) => { let __unhandled = :: agent_fsm :: Unhandled { state : "Off" , event : "Smash" , reason : :: agent_fsm :: UnhandledReason :: Refused , } ; :: agent_fsm :: __private :: tracing :: warn ! (state = __unhandled . state , event = __unhandled . event , "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } (:: core :: option :: Option :: Some (State :: On { .. }) , Event :: Toggle { .. }) => { let __unhandled = :: agent_fsm :: Unhandled { state : "On" , event : "Toggle" , reason : :: agent_fsm :: UnhandledReason :: Refused , } ; :: agent_fsm :: __private :: tracing :: warn ! (state = __unhandled . state , event = __unhandled . event , "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } (:: core :: option :: Option :: Some (State :: On { .. }) , Event :: Smash { .. }) => { let __unhandled = :: agent_fsm :: Unhandled { state : "On" , event : "Smash" , reason : :: agent_fsm :: UnhandledReason :: Refused , } ; :: agent_fsm :: __private :: tracing :: warn ! (state = __unhandled . state , event = __unhandled . event , "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } (:: core :: option :: Option :: Some (State :: Broken { .. }) , Event :: Repair { .. }) => { let __unhandled = :: agent_fsm :: Unhandled { state : "Broken" , event : "Repair" , reason : :: agent_fsm :: UnhandledReason :: Refused , } ; :: agent_fsm :: __private :: tracing :: warn ! (state = __unhandled . state , event = __unhandled . event , "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } # [allow (unreachable_patterns)] (:: core :: option :: Option :: Some (__state) , __event) => { let __unhandled = :: agent_fsm :: Unhandled { state : __state . name () , event : __event . name () , reason : :: agent_fsm :: UnhandledReason :: NoRow , } ; :: agent_fsm :: __private :: tracing :: warn ! (state = __unhandled . state , event = __unhandled . event , "no row for this state and event; state unchanged, fallback action returned") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } (:: core :: option :: Option :: None , __event) => { let __unhandled = :: agent_fsm :: Unhandled { state : "<poisoned>" , event : __event . name () , reason : :: agent_fsm :: UnhandledReason :: Poisoned , } ; :: agent_fsm :: __private :: tracing :: error ! (event = __unhandled . event , "machine poisoned by a panic inside an earlier transition; fallback action returned") ; __observer . on_unhandled (& __unhandled) ; Self :: __fallback () } } } # [doc = r" Runs eventless rows until the machine rests in a state that"] # [doc = r" waits for events."] # [allow (unused_variables , clippy :: needless_pass_by_ref_mut)] fn __settle < __O : :: agent_fsm :: Observer + ? :: core :: marker :: Sized > (__state : & mut :: core :: option :: Option < State > , ctx : & mut () , __observer : & mut __O ,) -> Action { loop { match __state { _ => return Self :: __fallback () , } } } # [inline] fn __fallback () -> Action { Action :: None } # [doc = r" The table: states, events, actions, rows (any-state rows expanded"] # [doc = r" per state) and the Mermaid diagram."] pub const DESCRIPTION : :: agent_fsm :: Description = :: agent_fsm :: Description { name : "Machine" , states : & [:: agent_fsm :: StateInfo { name : "Off" , initial : true , terminal : false , transient : false } , :: agent_fsm :: StateInfo { name : "On" , initial : false , terminal : false , transient : false } , :: agent_fsm :: StateInfo { name : "Broken" , initial : false , terminal : false , transient : false }] , events : & ["Toggle" , "Smash" , "Repair"] , actions : & ["None" , "Glow" , "Dark" , "Sparks"] , transitions : & [:: agent_fsm :: Transition { from : "Off" , event : :: core :: option :: Option :: Some ("Toggle") , guard : :: core :: option :: Option :: None , to : "On" , action : :: core :: option :: Option :: Some ("Glow") , in_place : false , any_state : false , } , :: agent_fsm :: Transition { from : "On" , event : :: core :: option :: Option :: Some ("Toggle") , guard : :: core :: option :: Option :: None , to : "Off" , action : :: core :: option :: Option :: Some ("Dark") , in_place : false , any_state : false , } , :: agent_fsm :: Transition { from : "Off" , event : :: core :: option :: Option :: Some ("Smash") , guard : :: core :: option :: Option :: None , to : "Broken" , action : :: core :: option :: Option :: Some ("Sparks") , in_place : false , any_state : true , } , :: agent_fsm :: Transition { from : "On" , event : :: core :: option :: Option :: Some ("Smash") , guard : :: core :: option :: Option :: None , to : "Broken" , action : :: core :: option :: Option :: Some ("Sparks") , in_place : false , any_state : true , } , :: agent_fsm :: Transition { from : "Broken" , event : :: core :: option :: Option :: Some ("Repair") , guard : :: core :: option :: Option :: None , to : "Off" , action : :: core :: option :: Option :: Some ("Dark") , in_place : false , any_state : false , }] , ignored : & [("Off" , "Repair") , ("On" , "Repair") , ("Broken" , "Toggle") , ("Broken" , "Smash")] , fallback : "None" , mermaid : "stateDiagram-v2\n    [*] --> Off\n    Off --> On : Toggle / Glow\n    On --> Off : Toggle / Dark\n    Off --> Broken : Smash / Sparks\n    On --> Broken : Smash / Sparks\n    Broken --> Off : Repair / Dark\n" , } ; } # [automatically_derived] impl :: agent_fsm :: StateMachine for Machine { type State = State ; type Event = Event ; type Action = Action ; type Context = () ; const DESCRIPTION : & 'static :: agent_fsm :: Description = & Machine :: DESCRIPTION ; # [inline] fn handle_event (& mut self , event : Event) -> Action { Machine :: handle_event (self , event) } # [inline] fn handle_event_with < __O : :: agent_fsm :: Observer + ? :: core :: marker :: Sized > (& mut self , event : Event , observer : & mut __O ,) -> Action { Machine :: handle_event_with (self , event , observer) } fn state (& self) -> & State { Machine :: state (self) } fn is_poisoned (& self) -> bool { self . state . is_none () } fn context (& self) -> & () { & self . context } fn context_mut (& mut self) -> & mut () { & mut self . context } } }
+mod light {
+    #[derive(Debug)]
+    pub enum State {
+        /**
+The initial state.*/
+        Off,
+        On,
+        Broken,
+    }
+    #[derive(Debug)]
+    pub enum Event {
+        Toggle,
+        Smash,
+        Repair,
+    }
+    #[derive(Debug)]
+    pub enum Action {
+        None,
+        Glow,
+        Dark,
+        Sparks,
+    }
+    impl State {
+        ///The state's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(&self) -> &'static str {
+            match self {
+                Self::Off { .. } => "Off",
+                Self::On { .. } => "On",
+                Self::Broken { .. } => "Broken",
+            }
+        }
+        ///Every state name, in declaration order.
+        pub const NAMES: &'static [&'static str] = &["Off", "On", "Broken"];
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Named for State {
+        #[inline]
+        fn name(&self) -> &'static str {
+            State::name(self)
+        }
+    }
+    impl Event {
+        ///The event's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(&self) -> &'static str {
+            match self {
+                Self::Toggle { .. } => "Toggle",
+                Self::Smash { .. } => "Smash",
+                Self::Repair { .. } => "Repair",
+            }
+        }
+        ///Every event name, in declaration order.
+        pub const NAMES: &'static [&'static str] = &["Toggle", "Smash", "Repair"];
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Named for Event {
+        #[inline]
+        fn name(&self) -> &'static str {
+            Event::name(self)
+        }
+    }
+    impl Action {
+        ///The action's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(&self) -> &'static str {
+            match self {
+                Self::None { .. } => "None",
+                Self::Glow { .. } => "Glow",
+                Self::Dark { .. } => "Dark",
+                Self::Sparks { .. } => "Sparks",
+            }
+        }
+        ///Every action name, in declaration order.
+        pub const NAMES: &'static [&'static str] = &["None", "Glow", "Dark", "Sparks"];
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Named for Action {
+        #[inline]
+        fn name(&self) -> &'static str {
+            Action::name(self)
+        }
+    }
+    impl State {
+        /// Whether this state is terminal: no row leaves it.
+        #[must_use]
+        #[inline]
+        pub const fn is_terminal(&self) -> bool {
+            false
+        }
+        /// Whether this state is transient (resolved without waiting for an event).
+        #[must_use]
+        #[inline]
+        pub const fn is_transient(&self) -> bool {
+            false
+        }
+        /// Whether this is the initial state.
+        #[must_use]
+        #[inline]
+        pub const fn is_initial(&self) -> bool {
+            matches!(self, Self::Off { .. })
+        }
+        ///Whether this is `Off`.
+        #[must_use]
+        #[inline]
+        pub const fn is_off(&self) -> bool {
+            matches!(self, Self::Off { .. })
+        }
+        ///Whether this is `On`.
+        #[must_use]
+        #[inline]
+        pub const fn is_on(&self) -> bool {
+            matches!(self, Self::On { .. })
+        }
+        ///Whether this is `Broken`.
+        #[must_use]
+        #[inline]
+        pub const fn is_broken(&self) -> bool {
+            matches!(self, Self::Broken { .. })
+        }
+    }
+    ///The state machine generated from this module's table: 3 states ([`State`]), 3 events ([`Event`]), 5 rows, returning [`Action`].
+    ///
+    ///# Diagram
+    ///
+    /**<pre class="mermaid">
+stateDiagram-v2
+    [*] --&gt; Off
+    Off --&gt; On : Toggle / Glow
+    On --&gt; Off : Toggle / Dark
+    Off --&gt; Broken : Smash / Sparks
+    On --&gt; Broken : Smash / Sparks
+    Broken --&gt; Off : Repair / Dark
+</pre>
+<script type="module">import mermaid from "https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs"; mermaid.initialize({ startOnLoad: true });</script>
+*/
+    ///# Transitions
+    ///
+    /**| from | event | guard | to | action |
+| --- | --- | --- | --- | --- |
+| `Off` | `Toggle` | — | `On` | `Glow` |  |
+| `On` | `Toggle` | — | `Off` | `Dark` |  |
+| `Off` | `Smash` | — | `Broken` | `Sparks` |  |
+| `On` | `Smash` | — | `Broken` | `Sparks` |  |
+| `Broken` | `Repair` | — | `Off` | `Dark` |  |
+*/
+    pub struct Machine {
+        state: ::core::option::Option<State>,
+        context: (),
+    }
+    #[automatically_derived]
+    impl ::core::fmt::Debug for Machine {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            f.debug_struct(::core::stringify!(Machine))
+                .field("state", &self.state)
+                .finish_non_exhaustive()
+        }
+    }
+    impl Machine {
+        ///A machine in its initial state `Off`.
+        #[must_use]
+        pub fn new() -> Self {
+            Self {
+                state: ::core::option::Option::Some(State::Off),
+                context: (),
+            }
+        }
+        /// A machine resumed in any state (tests, snapshots, replays).
+        #[must_use]
+        pub fn with_state(state: State) -> Self {
+            Self {
+                state: ::core::option::Option::Some(state),
+                context: (),
+            }
+        }
+        /// The current state.
+        ///
+        /// # Panics
+        /// Only if the machine is poisoned: code inside a row panicked
+        /// during an earlier step and the panic was caught.
+        #[must_use]
+        #[inline]
+        pub fn state(&self) -> &State {
+            match &self.state {
+                ::core::option::Option::Some(state) => state,
+                ::core::option::Option::None => {
+                    ::core::panic!(
+                        "state machine poisoned by a panic inside a transition"
+                    )
+                }
+            }
+        }
+        /// The current state, or `None` if the machine is poisoned.
+        #[must_use]
+        #[inline]
+        pub fn try_state(&self) -> ::core::option::Option<&State> {
+            self.state.as_ref()
+        }
+        /// The context.
+        #[must_use]
+        #[inline]
+        pub fn context(&self) -> &() {
+            &self.context
+        }
+        /// The context, mutably.
+        #[inline]
+        pub fn context_mut(&mut self) -> &mut () {
+            &mut self.context
+        }
+        /// The state (`None` if poisoned) and the context.
+        #[must_use]
+        pub fn into_parts(self) -> (::core::option::Option<State>, ()) {
+            (self.state, self.context)
+        }
+        /// Feeds one event and returns the action to perform.
+        ///
+        /// Synchronous and deterministic. An event no row accepts
+        /// leaves the state unchanged, logs a `tracing` warning and
+        /// returns the fallback action.
+        #[inline]
+        pub fn handle_event(&mut self, event: Event) -> Action {
+            self.handle_event_with(event, &mut ())
+        }
+        /// Feeds one event, reporting every hop and every refused event to
+        /// `observer`; see [`handle_event`](Self::handle_event).
+        pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            &mut self,
+            event: Event,
+            __observer: &mut __O,
+        ) -> Action {
+            let ctx = &mut self.context;
+            let _ = &ctx;
+            match (&mut self.state, event) {
+                (
+                    __s @ ::core::option::Option::Some(State::Off { .. }),
+                    Event::Toggle,
+                ) => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(State::Off { .. }) => {
+                            let __action = Action::Glow;
+                            *__s = ::core::option::Option::Some(State::On);
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "Off",
+                                        event: ::core::option::Option::Some("Toggle"),
+                                        to: "On",
+                                        action: ::core::option::Option::Some("Glow"),
+                                        row: 0usize,
+                                    },
+                                );
+                            __action
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (__s @ ::core::option::Option::Some(State::On { .. }), Event::Toggle) => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(State::On { .. }) => {
+                            let __action = Action::Dark;
+                            *__s = ::core::option::Option::Some(State::Off);
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "On",
+                                        event: ::core::option::Option::Some("Toggle"),
+                                        to: "Off",
+                                        action: ::core::option::Option::Some("Dark"),
+                                        row: 1usize,
+                                    },
+                                );
+                            __action
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (__s @ ::core::option::Option::Some(State::Off { .. }), Event::Smash) => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(State::Off { .. }) => {
+                            let __action = Action::Sparks;
+                            *__s = ::core::option::Option::Some(State::Broken);
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "Off",
+                                        event: ::core::option::Option::Some("Smash"),
+                                        to: "Broken",
+                                        action: ::core::option::Option::Some("Sparks"),
+                                        row: 2usize,
+                                    },
+                                );
+                            __action
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (__s @ ::core::option::Option::Some(State::On { .. }), Event::Smash) => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(State::On { .. }) => {
+                            let __action = Action::Sparks;
+                            *__s = ::core::option::Option::Some(State::Broken);
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "On",
+                                        event: ::core::option::Option::Some("Smash"),
+                                        to: "Broken",
+                                        action: ::core::option::Option::Some("Sparks"),
+                                        row: 3usize,
+                                    },
+                                );
+                            __action
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (
+                    __s @ ::core::option::Option::Some(State::Broken { .. }),
+                    Event::Repair,
+                ) => {
+                    match ::core::option::Option::take(__s) {
+                        #[allow(unused_mut)]
+                        ::core::option::Option::Some(State::Broken { .. }) => {
+                            let __action = Action::Dark;
+                            *__s = ::core::option::Option::Some(State::Off);
+                            __observer
+                                .on_transition(
+                                    &::agent_fsm::Step {
+                                        from: "Broken",
+                                        event: ::core::option::Option::Some("Repair"),
+                                        to: "Off",
+                                        action: ::core::option::Option::Some("Dark"),
+                                        row: 4usize,
+                                    },
+                                );
+                            __action
+                        }
+                        __other => {
+                            *__s = __other;
+                            Self::__fallback()
+                        }
+                    }
+                }
+                (
+                    ::core::option::Option::Some(State::Off { .. }),
+                    Event::Repair { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Off",
+                        event: "Repair",
+                        reason: ::agent_fsm::UnhandledReason::Ignored,
+                    };
+                    ::agent_fsm::__private::tracing::debug!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "event ignored by the table"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::On { .. }),
+                    Event::Repair { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "On",
+                        event: "Repair",
+                        reason: ::agent_fsm::UnhandledReason::Ignored,
+                    };
+                    ::agent_fsm::__private::tracing::debug!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "event ignored by the table"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Broken { .. }),
+                    Event::Toggle { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Broken",
+                        event: "Toggle",
+                        reason: ::agent_fsm::UnhandledReason::Ignored,
+                    };
+                    ::agent_fsm::__private::tracing::debug!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "event ignored by the table"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Broken { .. }),
+                    Event::Smash { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Broken",
+                        event: "Smash",
+                        reason: ::agent_fsm::UnhandledReason::Ignored,
+                    };
+                    ::agent_fsm::__private::tracing::debug!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "event ignored by the table"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Off { .. }),
+                    Event::Toggle { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Off",
+                        event: "Toggle",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Off { .. }),
+                    Event::Smash { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Off",
+                        event: "Smash",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::On { .. }),
+                    Event::Toggle { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "On",
+                        event: "Toggle",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::On { .. }),
+                    Event::Smash { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "On",
+                        event: "Smash",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (
+                    ::core::option::Option::Some(State::Broken { .. }),
+                    Event::Repair { .. },
+                ) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "Broken",
+                        event: "Repair",
+                        reason: ::agent_fsm::UnhandledReason::Refused,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                #[allow(unreachable_patterns)]
+                (::core::option::Option::Some(__state), __event) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: __state.name(),
+                        event: __event.name(),
+                        reason: ::agent_fsm::UnhandledReason::NoRow,
+                    };
+                    ::agent_fsm::__private::tracing::warn!(
+                        state = __unhandled.state, event = __unhandled.event,
+                        "no row for this state and event; state unchanged, fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+                (::core::option::Option::None, __event) => {
+                    let __unhandled = ::agent_fsm::Unhandled {
+                        state: "<poisoned>",
+                        event: __event.name(),
+                        reason: ::agent_fsm::UnhandledReason::Poisoned,
+                    };
+                    ::agent_fsm::__private::tracing::error!(
+                        event = __unhandled.event,
+                        "machine poisoned by a panic inside an earlier transition; fallback action returned"
+                    );
+                    __observer.on_unhandled(&__unhandled);
+                    Self::__fallback()
+                }
+            }
+        }
+        /// Runs eventless rows until the machine rests in a state that
+        /// waits for events.
+        #[allow(unused_variables, clippy::needless_pass_by_ref_mut)]
+        fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __state: &mut ::core::option::Option<State>,
+            ctx: &mut (),
+            __observer: &mut __O,
+        ) -> Action {
+            loop {
+                match __state {
+                    _ => return Self::__fallback(),
+                }
+            }
+        }
+        #[inline]
+        fn __fallback() -> Action {
+            Action::None
+        }
+        /// The table: states, events, actions, rows (any-state rows expanded
+        /// per state) and the Mermaid diagram.
+        pub const DESCRIPTION: ::agent_fsm::Description = ::agent_fsm::Description {
+            name: "Machine",
+            states: &[
+                ::agent_fsm::StateInfo {
+                    name: "Off",
+                    initial: true,
+                    terminal: false,
+                    transient: false,
+                },
+                ::agent_fsm::StateInfo {
+                    name: "On",
+                    initial: false,
+                    terminal: false,
+                    transient: false,
+                },
+                ::agent_fsm::StateInfo {
+                    name: "Broken",
+                    initial: false,
+                    terminal: false,
+                    transient: false,
+                },
+            ],
+            events: &["Toggle", "Smash", "Repair"],
+            actions: &["None", "Glow", "Dark", "Sparks"],
+            transitions: &[
+                ::agent_fsm::Transition {
+                    from: "Off",
+                    event: ::core::option::Option::Some("Toggle"),
+                    guard: ::core::option::Option::None,
+                    to: "On",
+                    action: ::core::option::Option::Some("Glow"),
+                    in_place: false,
+                    any_state: false,
+                },
+                ::agent_fsm::Transition {
+                    from: "On",
+                    event: ::core::option::Option::Some("Toggle"),
+                    guard: ::core::option::Option::None,
+                    to: "Off",
+                    action: ::core::option::Option::Some("Dark"),
+                    in_place: false,
+                    any_state: false,
+                },
+                ::agent_fsm::Transition {
+                    from: "Off",
+                    event: ::core::option::Option::Some("Smash"),
+                    guard: ::core::option::Option::None,
+                    to: "Broken",
+                    action: ::core::option::Option::Some("Sparks"),
+                    in_place: false,
+                    any_state: true,
+                },
+                ::agent_fsm::Transition {
+                    from: "On",
+                    event: ::core::option::Option::Some("Smash"),
+                    guard: ::core::option::Option::None,
+                    to: "Broken",
+                    action: ::core::option::Option::Some("Sparks"),
+                    in_place: false,
+                    any_state: true,
+                },
+                ::agent_fsm::Transition {
+                    from: "Broken",
+                    event: ::core::option::Option::Some("Repair"),
+                    guard: ::core::option::Option::None,
+                    to: "Off",
+                    action: ::core::option::Option::Some("Dark"),
+                    in_place: false,
+                    any_state: false,
+                },
+            ],
+            ignored: &[
+                ("Off", "Repair"),
+                ("On", "Repair"),
+                ("Broken", "Toggle"),
+                ("Broken", "Smash"),
+            ],
+            fallback: "None",
+            mermaid: "stateDiagram-v2\n    [*] --> Off\n    Off --> On : Toggle / Glow\n    On --> Off : Toggle / Dark\n    Off --> Broken : Smash / Sparks\n    On --> Broken : Smash / Sparks\n    Broken --> Off : Repair / Dark\n",
+        };
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::StateMachine for Machine {
+        type State = State;
+        type Event = Event;
+        type Action = Action;
+        type Context = ();
+        const DESCRIPTION: &'static ::agent_fsm::Description = &Machine::DESCRIPTION;
+        #[inline]
+        fn handle_event(&mut self, event: Event) -> Action {
+            Machine::handle_event(self, event)
+        }
+        #[inline]
+        fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            &mut self,
+            event: Event,
+            observer: &mut __O,
+        ) -> Action {
+            Machine::handle_event_with(self, event, observer)
+        }
+        fn state(&self) -> &State {
+            Machine::state(self)
+        }
+        fn is_poisoned(&self) -> bool {
+            self.state.is_none()
+        }
+        fn context(&self) -> &() {
+            &self.context
+        }
+        fn context_mut(&mut self) -> &mut () {
+            &mut self.context
+        }
+    }
+}
