@@ -8,8 +8,8 @@
 //! # Choices where the reference is silent or ambiguous
 //! - **`max_retries` counts attempts**, the first one included: with the
 //!   default 3, an LLM request is tried at most three times. The guard is
-//!   `retries + 1 < max_retries`, where `retries` is the number of failed
-//!   attempts so far.
+//!   `retries + 1 < max_retries` (saturating), where `retries` is the number
+//!   of failed attempts so far.
 //! - **The retry timer is asked for, not implied.** The reference answers an
 //!   LLM error with `WaitForInput` and leaves the backoff timer to a driver
 //!   it never wrote, so its `RetryTimeoutFired` row is dead. Here the row
@@ -27,6 +27,11 @@
 //!   `Arc`, so an [`LlmRequest`] shares them instead of copying them.
 //! - **No clocks or random ids inside transitions**, so the same events give
 //!   the same actions (replay). Timing comes from the runtime's history.
+//! - **Transitions are reported, not logged, by the machine.** The reference
+//!   logs each transition at `info`; here the pure step reports every hop to
+//!   its observer (free when there is none) and the executor logs each one
+//!   in a `tracing` span, so `handle_event` stays as cheap as a hand-written
+//!   `match`. The machine itself logs only what goes wrong.
 
 use std::fmt;
 use std::sync::Arc;
@@ -553,9 +558,9 @@ pub mod machine {
         CallingLlm + LlmEvent(LlmEvent::Completed(response))
             => { conversation.push(Message::assistant(response.content.clone(), response.tool_calls.clone())); }
                ProcessingLlmResponse { response },
-        CallingLlm { retries } + LlmEvent(LlmEvent::Error(error)) [*retries + 1 < ctx.max_retries]
-            => Error { error: AgentError::Llm(error), retries: retries + 1, origin: ErrorOrigin::Llm }
-               / ScheduleRetry { attempt: retries + 1 },
+        CallingLlm { retries } + LlmEvent(LlmEvent::Error(error)) [retries.saturating_add(1) < ctx.max_retries]
+            => Error { error: AgentError::Llm(error), retries: retries.saturating_add(1), origin: ErrorOrigin::Llm }
+               / ScheduleRetry { attempt: retries.saturating_add(1) },
         CallingLlm + LlmEvent(LlmEvent::Error(error)) => WaitingForUserInput / DisplayError(error.to_string()),
 
         ProcessingLlmResponse { response } [!response.tool_calls.is_empty()]

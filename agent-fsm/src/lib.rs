@@ -18,6 +18,8 @@ mod machine;
 
 #[cfg(feature = "runtime")]
 pub mod runtime;
+#[cfg(feature = "serde")]
+pub mod snapshot;
 
 pub use agent_fsm_macros::state_machine;
 pub use machine::{
@@ -29,5 +31,7 @@ pub use machine::{
 #[doc(hidden)]
 pub mod __private {
     pub use ::core;
+    #[cfg(feature = "serde")]
+    pub use ::serde;
     pub use ::tracing;
 }

@@ -68,6 +68,20 @@ pub trait StateMachine {
     /// The context, mutably (configuration changes between events).
     fn context_mut(&mut self) -> &mut Self::Context;
 
+    /// A machine in `state` with `context`: resuming a snapshot, replaying,
+    /// or testing one row. No row runs.
+    fn from_parts(state: Self::State, context: Self::Context) -> Self;
+
+    /// Checks the invariants the table declares (`invariants = path` in the
+    /// attribute) on a state and context about to be resumed.
+    ///
+    /// # Errors
+    /// A description of the first broken invariant.
+    fn check_invariants(state: &Self::State, context: &Self::Context) -> Result<(), String> {
+        let _ = (state, context);
+        Ok(())
+    }
+
     /// The name of the current state.
     fn state_name(&self) -> &'static str {
         if self.is_poisoned() { "<poisoned>" } else { self.state().name() }

@@ -4,6 +4,7 @@
 pub(crate) mod describe;
 pub(crate) mod dispatch;
 pub(crate) mod enums;
+pub(crate) mod typestate;
 
 use crate::model::Model;
 use dispatch::Names;
@@ -30,6 +31,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
     let new = dispatch::constructor(model, &context_ty, has_context);
     let description = describe::description(model, &layout);
     let docs = describe::machine_docs(model, &layout);
+    let typed = typestate::generate(model, &context_ty, has_context);
     let machine = &model.machine;
     let vis = &model.state_enum.vis;
     let fallback = model
@@ -39,6 +41,11 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
         .unwrap_or_else(|| quote!(::core::unreachable!()));
     let with_state_ctx = has_context.then(|| quote!(, context: #context_ty));
     let with_state_value = if has_context { quote!(context) } else { quote!(context: ()) };
+    let from_parts = if has_context {
+        quote!(#machine::with_state(state, context))
+    } else {
+        quote!({ let () = context; #machine::with_state(state) })
+    };
     let passthrough = &model.passthrough;
     let module = &model.module;
     let (mod_attrs, mod_vis, mod_ident) = (&module.attrs, &module.vis, &module.ident);
@@ -77,9 +84,17 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
                 #new
 
                 /// A machine resumed in any state (tests, snapshots, replays).
+                ///
+                /// A transient state is resolved at once through its eventless
+                /// rows, as if just entered (the action of the row that
+                /// resolves it is dropped), so the machine never rests in one.
                 #[must_use]
                 pub fn with_state(state: #state #with_state_ctx) -> Self {
-                    Self { state: ::core::option::Option::Some(state), #with_state_value }
+                    let mut machine = Self { state: ::core::option::Option::Some(state), #with_state_value };
+                    if machine.state.as_ref().is_some_and(#state::is_transient) {
+                        let _ = Self::__settle(&mut machine.state, &mut machine.context, &mut ());
+                    }
+                    machine
                 }
 
                 /// The current state.
@@ -142,6 +157,8 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
                 #description
             }
 
+            #typed
+
             #[automatically_derived]
             impl ::agent_fsm::StateMachine for #machine {
                 type State = #state;
@@ -167,6 +184,10 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
 
                 fn state(&self) -> &#state {
                     #machine::state(self)
+                }
+
+                fn from_parts(state: #state, context: #context_ty) -> Self {
+                    #from_parts
                 }
 
                 fn is_poisoned(&self) -> bool {

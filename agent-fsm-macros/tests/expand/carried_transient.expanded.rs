@@ -257,12 +257,24 @@ stateDiagram-v2
             }
         }
         /// A machine resumed in any state (tests, snapshots, replays).
+        ///
+        /// A transient state is resolved at once through its eventless
+        /// rows, as if just entered (the action of the row that
+        /// resolves it is dropped), so the machine never rests in one.
         #[must_use]
         pub fn with_state(state: State, context: Config) -> Self {
-            Self {
+            let mut machine = Self {
                 state: ::core::option::Option::Some(state),
                 context,
+            };
+            if machine.state.as_ref().is_some_and(State::is_transient) {
+                let _ = Self::__settle(
+                    &mut machine.state,
+                    &mut machine.context,
+                    &mut (),
+                );
             }
+            machine
         }
         /// The current state.
         ///
@@ -880,6 +892,273 @@ stateDiagram-v2
             mermaid: "stateDiagram-v2\n    [*] --> Idle\n    Checking : Checking (transient)\n    Idle --> Calling : Input / Call\n    Calling --> Calling : Delta / Show\n    Calling --> Checking : Reply\n    Calling --> Calling : Failed [* retries + 1 < ctx.max_retries] / Retry\n    Calling --> Idle : Failed / Wait\n    Checking --> Idle : [reply.is_empty()] / Wait\n    Checking --> Idle : / Show\n    Idle --> Stopped : Stop / Halt\n    Calling --> Stopped : Stop / Halt\n    Stopped --> Stopped : Stop / Halt\n    Stopped --> [*]\n",
         };
     }
+    /// The typestate view of the machine: one type per state that waits
+    /// for events, with a method for each event the table accepts there.
+    /// A step the table does not allow is a compile error.
+    pub mod typed {
+        #[allow(unused_imports)]
+        use super::*;
+        ///The machine, known to be in `Idle`.
+        #[derive(Debug)]
+        pub struct Idle {
+            machine: super::Agent,
+        }
+        impl Idle {
+            /// A machine in its initial state, typed.
+            #[must_use]
+            pub fn new(context: Config) -> Self {
+                Self {
+                    machine: super::Agent::new(context),
+                }
+            }
+            /// The state, as the dynamic enum.
+            #[must_use]
+            pub fn state(&self) -> &super::State {
+                self.machine.state()
+            }
+            /// The context.
+            #[must_use]
+            pub fn context(&self) -> &Config {
+                self.machine.context()
+            }
+            /// The dynamic machine back, to hand to an executor.
+            #[must_use]
+            pub fn into_machine(self) -> super::Agent {
+                self.machine
+            }
+            ///The state's `log`.
+            #[must_use]
+            pub fn log(&self) -> &Vec<String> {
+                match self.machine.state() {
+                    super::State::Idle { log, .. } => log,
+                    _ => ::core::unreachable!("typed state out of step with its machine"),
+                }
+            }
+            ///`Idle` + `Input` -> `Calling`, with the row's action.
+            pub fn input(mut self, payload: String) -> (Calling, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Input(payload));
+                (Calling { machine: self.machine }, __action)
+            }
+            ///`Idle` + `Stop` -> `Stopped`, with the row's action.
+            pub fn stop(mut self) -> (Stopped, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Stop);
+                (Stopped { machine: self.machine }, __action)
+            }
+        }
+        impl ::core::convert::TryFrom<super::Agent> for Idle {
+            type Error = super::Agent;
+            /// Succeeds when the machine is in this state; gives it back otherwise.
+            fn try_from(
+                machine: super::Agent,
+            ) -> ::core::result::Result<Self, super::Agent> {
+                if ::core::matches!(
+                    machine.try_state(), ::core::option::Option::Some(super::State::Idle
+                    { .. })
+                ) {
+                    Ok(Self { machine })
+                } else {
+                    Err(machine)
+                }
+            }
+        }
+        ///The machine, known to be in `Calling`.
+        #[derive(Debug)]
+        pub struct Calling {
+            machine: super::Agent,
+        }
+        impl Calling {
+            /// The state, as the dynamic enum.
+            #[must_use]
+            pub fn state(&self) -> &super::State {
+                self.machine.state()
+            }
+            /// The context.
+            #[must_use]
+            pub fn context(&self) -> &Config {
+                self.machine.context()
+            }
+            /// The dynamic machine back, to hand to an executor.
+            #[must_use]
+            pub fn into_machine(self) -> super::Agent {
+                self.machine
+            }
+            ///The state's `retries`.
+            #[must_use]
+            pub fn retries(&self) -> &u32 {
+                match self.machine.state() {
+                    super::State::Calling { retries, .. } => retries,
+                    _ => ::core::unreachable!("typed state out of step with its machine"),
+                }
+            }
+            ///The state's `log`.
+            #[must_use]
+            pub fn log(&self) -> &Vec<String> {
+                match self.machine.state() {
+                    super::State::Calling { log, .. } => log,
+                    _ => ::core::unreachable!("typed state out of step with its machine"),
+                }
+            }
+            ///`Calling` + `Delta` -> `Calling`, with the row's action.
+            pub fn delta(mut self, payload: String) -> (Calling, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Delta(payload));
+                (Calling { machine: self.machine }, __action)
+            }
+            ///`Calling` + `Reply` -> `Idle`, with the row's action.
+            pub fn reply(mut self, payload: String) -> (Idle, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Reply(payload));
+                (Idle { machine: self.machine }, __action)
+            }
+            ///`Calling` + `Failed`: lands in `Idle` or `Calling`.
+            pub fn failed(mut self) -> CallingAfterFailed {
+                let __action = self.machine.handle_event(super::Event::Failed);
+                match self.machine.state() {
+                    super::State::Idle { .. } => {
+                        CallingAfterFailed::Idle(
+                            Idle { machine: self.machine },
+                            __action,
+                        )
+                    }
+                    super::State::Calling { .. } => {
+                        CallingAfterFailed::Calling(
+                            Calling { machine: self.machine },
+                            __action,
+                        )
+                    }
+                    _ => ::core::unreachable!("typed step out of step with its table"),
+                }
+            }
+            ///`Calling` + `Stop` -> `Stopped`, with the row's action.
+            pub fn stop(mut self) -> (Stopped, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Stop);
+                (Stopped { machine: self.machine }, __action)
+            }
+        }
+        impl ::core::convert::TryFrom<super::Agent> for Calling {
+            type Error = super::Agent;
+            /// Succeeds when the machine is in this state; gives it back otherwise.
+            fn try_from(
+                machine: super::Agent,
+            ) -> ::core::result::Result<Self, super::Agent> {
+                if ::core::matches!(
+                    machine.try_state(),
+                    ::core::option::Option::Some(super::State::Calling { .. })
+                ) {
+                    Ok(Self { machine })
+                } else {
+                    Err(machine)
+                }
+            }
+        }
+        ///Where `Calling` + `Failed` can land, with the row's action.
+        #[derive(Debug)]
+        pub enum CallingAfterFailed {
+            ///Landed in `Idle`.
+            Idle(Idle, super::Action),
+            ///Landed in `Calling`.
+            Calling(Calling, super::Action),
+        }
+        ///The machine, known to be in `Stopped`.
+        #[derive(Debug)]
+        pub struct Stopped {
+            machine: super::Agent,
+        }
+        impl Stopped {
+            /// The state, as the dynamic enum.
+            #[must_use]
+            pub fn state(&self) -> &super::State {
+                self.machine.state()
+            }
+            /// The context.
+            #[must_use]
+            pub fn context(&self) -> &Config {
+                self.machine.context()
+            }
+            /// The dynamic machine back, to hand to an executor.
+            #[must_use]
+            pub fn into_machine(self) -> super::Agent {
+                self.machine
+            }
+        }
+        impl ::core::convert::TryFrom<super::Agent> for Stopped {
+            type Error = super::Agent;
+            /// Succeeds when the machine is in this state; gives it back otherwise.
+            fn try_from(
+                machine: super::Agent,
+            ) -> ::core::result::Result<Self, super::Agent> {
+                if ::core::matches!(
+                    machine.try_state(),
+                    ::core::option::Option::Some(super::State::Stopped { .. })
+                ) {
+                    Ok(Self { machine })
+                } else {
+                    Err(machine)
+                }
+            }
+        }
+        /// The machine in any state, typed.
+        #[derive(Debug)]
+        pub enum Any {
+            ///The machine in `Idle`.
+            Idle(Idle),
+            ///The machine in `Calling`.
+            Calling(Calling),
+            ///The machine in `Stopped`.
+            Stopped(Stopped),
+        }
+        impl Any {
+            /// The dynamic machine back.
+            #[must_use]
+            pub fn into_machine(self) -> super::Agent {
+                match self {
+                    Any::Idle(typed) => typed.machine,
+                    Any::Calling(typed) => typed.machine,
+                    Any::Stopped(typed) => typed.machine,
+                }
+            }
+            /// The current state's name.
+            #[must_use]
+            pub fn name(&self) -> &'static str {
+                match self {
+                    Any::Idle(typed) => typed.machine.state().name(),
+                    Any::Calling(typed) => typed.machine.state().name(),
+                    Any::Stopped(typed) => typed.machine.state().name(),
+                }
+            }
+        }
+        impl ::core::convert::TryFrom<super::Agent> for Any {
+            type Error = super::Agent;
+            /// Fails only for a poisoned machine, which it gives back.
+            fn try_from(
+                machine: super::Agent,
+            ) -> ::core::result::Result<Self, super::Agent> {
+                match machine.try_state() {
+                    ::core::option::Option::Some(state) => {
+                        match state {
+                            super::State::Idle { .. } => Ok(Any::Idle(Idle { machine })),
+                            super::State::Calling { .. } => {
+                                Ok(Any::Calling(Calling { machine }))
+                            }
+                            super::State::Stopped { .. } => {
+                                Ok(Any::Stopped(Stopped { machine }))
+                            }
+                            #[allow(unreachable_patterns)]
+                            _ => Err(machine),
+                        }
+                    }
+                    ::core::option::Option::None => Err(machine),
+                }
+            }
+        }
+    }
+    impl Agent {
+        /// The typestate view of this machine, in whatever state it is.
+        ///
+        /// # Errors
+        /// Gives the machine back if it is poisoned.
+        pub fn into_typed(self) -> ::core::result::Result<typed::Any, Self> {
+            ::core::convert::TryFrom::try_from(self)
+        }
+    }
     #[automatically_derived]
     impl ::agent_fsm::StateMachine for Agent {
         type State = State;
@@ -901,6 +1180,9 @@ stateDiagram-v2
         }
         fn state(&self) -> &State {
             Agent::state(self)
+        }
+        fn from_parts(state: State, context: Config) -> Self {
+            Agent::with_state(state, context)
         }
         fn is_poisoned(&self) -> bool {
             self.state.is_none()

@@ -155,12 +155,24 @@ stateDiagram-v2
             }
         }
         /// A machine resumed in any state (tests, snapshots, replays).
+        ///
+        /// A transient state is resolved at once through its eventless
+        /// rows, as if just entered (the action of the row that
+        /// resolves it is dropped), so the machine never rests in one.
         #[must_use]
         pub fn with_state(state: State) -> Self {
-            Self {
+            let mut machine = Self {
                 state: ::core::option::Option::Some(state),
                 context: (),
+            };
+            if machine.state.as_ref().is_some_and(State::is_transient) {
+                let _ = Self::__settle(
+                    &mut machine.state,
+                    &mut machine.context,
+                    &mut (),
+                );
             }
+            machine
         }
         /// The current state.
         ///
@@ -443,6 +455,167 @@ stateDiagram-v2
             mermaid: "stateDiagram-v2\n    [*] --> Closed\n    Closed --> Open : Push / Creak\n    Closed --> Closed : Knock [* times > 2] / Answer\n    Open --> Closed : Pull / Creak\n",
         };
     }
+    /// The typestate view of the machine: one type per state that waits
+    /// for events, with a method for each event the table accepts there.
+    /// A step the table does not allow is a compile error.
+    pub mod typed {
+        #[allow(unused_imports)]
+        use super::*;
+        ///The machine, known to be in `Closed`.
+        #[derive(Debug)]
+        pub struct Closed {
+            machine: super::Machine,
+        }
+        impl Closed {
+            /// A machine in its initial state, typed.
+            #[must_use]
+            pub fn new() -> Self {
+                Self {
+                    machine: super::Machine::new(),
+                }
+            }
+            /// The state, as the dynamic enum.
+            #[must_use]
+            pub fn state(&self) -> &super::State {
+                self.machine.state()
+            }
+            /// The context.
+            #[must_use]
+            pub fn context(&self) -> &() {
+                self.machine.context()
+            }
+            /// The dynamic machine back, to hand to an executor.
+            #[must_use]
+            pub fn into_machine(self) -> super::Machine {
+                self.machine
+            }
+            ///`Closed` + `Push` -> `Open`, with the row's action.
+            pub fn push(mut self) -> (Open, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Push);
+                (Open { machine: self.machine }, __action)
+            }
+            ///`Closed` + `Knock` -> `Closed`, with the row's action.
+            pub fn knock(mut self, payload: u8) -> (Closed, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Knock(payload));
+                (Closed { machine: self.machine }, __action)
+            }
+        }
+        impl ::core::convert::TryFrom<super::Machine> for Closed {
+            type Error = super::Machine;
+            /// Succeeds when the machine is in this state; gives it back otherwise.
+            fn try_from(
+                machine: super::Machine,
+            ) -> ::core::result::Result<Self, super::Machine> {
+                if ::core::matches!(
+                    machine.try_state(),
+                    ::core::option::Option::Some(super::State::Closed { .. })
+                ) {
+                    Ok(Self { machine })
+                } else {
+                    Err(machine)
+                }
+            }
+        }
+        ///The machine, known to be in `Open`.
+        #[derive(Debug)]
+        pub struct Open {
+            machine: super::Machine,
+        }
+        impl Open {
+            /// The state, as the dynamic enum.
+            #[must_use]
+            pub fn state(&self) -> &super::State {
+                self.machine.state()
+            }
+            /// The context.
+            #[must_use]
+            pub fn context(&self) -> &() {
+                self.machine.context()
+            }
+            /// The dynamic machine back, to hand to an executor.
+            #[must_use]
+            pub fn into_machine(self) -> super::Machine {
+                self.machine
+            }
+            ///`Open` + `Pull` -> `Closed`, with the row's action.
+            pub fn pull(mut self) -> (Closed, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Pull);
+                (Closed { machine: self.machine }, __action)
+            }
+        }
+        impl ::core::convert::TryFrom<super::Machine> for Open {
+            type Error = super::Machine;
+            /// Succeeds when the machine is in this state; gives it back otherwise.
+            fn try_from(
+                machine: super::Machine,
+            ) -> ::core::result::Result<Self, super::Machine> {
+                if ::core::matches!(
+                    machine.try_state(), ::core::option::Option::Some(super::State::Open
+                    { .. })
+                ) {
+                    Ok(Self { machine })
+                } else {
+                    Err(machine)
+                }
+            }
+        }
+        /// The machine in any state, typed.
+        #[derive(Debug)]
+        pub enum Any {
+            ///The machine in `Closed`.
+            Closed(Closed),
+            ///The machine in `Open`.
+            Open(Open),
+        }
+        impl Any {
+            /// The dynamic machine back.
+            #[must_use]
+            pub fn into_machine(self) -> super::Machine {
+                match self {
+                    Any::Closed(typed) => typed.machine,
+                    Any::Open(typed) => typed.machine,
+                }
+            }
+            /// The current state's name.
+            #[must_use]
+            pub fn name(&self) -> &'static str {
+                match self {
+                    Any::Closed(typed) => typed.machine.state().name(),
+                    Any::Open(typed) => typed.machine.state().name(),
+                }
+            }
+        }
+        impl ::core::convert::TryFrom<super::Machine> for Any {
+            type Error = super::Machine;
+            /// Fails only for a poisoned machine, which it gives back.
+            fn try_from(
+                machine: super::Machine,
+            ) -> ::core::result::Result<Self, super::Machine> {
+                match machine.try_state() {
+                    ::core::option::Option::Some(state) => {
+                        match state {
+                            super::State::Closed { .. } => {
+                                Ok(Any::Closed(Closed { machine }))
+                            }
+                            super::State::Open { .. } => Ok(Any::Open(Open { machine })),
+                            #[allow(unreachable_patterns)]
+                            _ => Err(machine),
+                        }
+                    }
+                    ::core::option::Option::None => Err(machine),
+                }
+            }
+        }
+    }
+    impl Machine {
+        /// The typestate view of this machine, in whatever state it is.
+        ///
+        /// # Errors
+        /// Gives the machine back if it is poisoned.
+        pub fn into_typed(self) -> ::core::result::Result<typed::Any, Self> {
+            ::core::convert::TryFrom::try_from(self)
+        }
+    }
     #[automatically_derived]
     impl ::agent_fsm::StateMachine for Machine {
         type State = State;
@@ -464,6 +637,12 @@ stateDiagram-v2
         }
         fn state(&self) -> &State {
             Machine::state(self)
+        }
+        fn from_parts(state: State, context: ()) -> Self {
+            {
+                let () = context;
+                Machine::with_state(state)
+            }
         }
         fn is_poisoned(&self) -> bool {
             self.state.is_none()

@@ -169,12 +169,24 @@ stateDiagram-v2
             }
         }
         /// A machine resumed in any state (tests, snapshots, replays).
+        ///
+        /// A transient state is resolved at once through its eventless
+        /// rows, as if just entered (the action of the row that
+        /// resolves it is dropped), so the machine never rests in one.
         #[must_use]
         pub fn with_state(state: State) -> Self {
-            Self {
+            let mut machine = Self {
                 state: ::core::option::Option::Some(state),
                 context: (),
+            };
+            if machine.state.as_ref().is_some_and(State::is_transient) {
+                let _ = Self::__settle(
+                    &mut machine.state,
+                    &mut machine.context,
+                    &mut (),
+                );
             }
+            machine
         }
         /// The current state.
         ///
@@ -634,6 +646,220 @@ stateDiagram-v2
             mermaid: "stateDiagram-v2\n    [*] --> Off\n    Off --> On : Toggle / Glow\n    On --> Off : Toggle / Dark\n    Off --> Broken : Smash / Sparks\n    On --> Broken : Smash / Sparks\n    Broken --> Off : Repair / Dark\n",
         };
     }
+    /// The typestate view of the machine: one type per state that waits
+    /// for events, with a method for each event the table accepts there.
+    /// A step the table does not allow is a compile error.
+    pub mod typed {
+        #[allow(unused_imports)]
+        use super::*;
+        ///The machine, known to be in `Off`.
+        #[derive(Debug)]
+        pub struct Off {
+            machine: super::Machine,
+        }
+        impl Off {
+            /// A machine in its initial state, typed.
+            #[must_use]
+            pub fn new() -> Self {
+                Self {
+                    machine: super::Machine::new(),
+                }
+            }
+            /// The state, as the dynamic enum.
+            #[must_use]
+            pub fn state(&self) -> &super::State {
+                self.machine.state()
+            }
+            /// The context.
+            #[must_use]
+            pub fn context(&self) -> &() {
+                self.machine.context()
+            }
+            /// The dynamic machine back, to hand to an executor.
+            #[must_use]
+            pub fn into_machine(self) -> super::Machine {
+                self.machine
+            }
+            ///`Off` + `Toggle` -> `On`, with the row's action.
+            pub fn toggle(mut self) -> (On, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Toggle);
+                (On { machine: self.machine }, __action)
+            }
+            ///`Off` + `Smash` -> `Broken`, with the row's action.
+            pub fn smash(mut self) -> (Broken, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Smash);
+                (Broken { machine: self.machine }, __action)
+            }
+        }
+        impl ::core::convert::TryFrom<super::Machine> for Off {
+            type Error = super::Machine;
+            /// Succeeds when the machine is in this state; gives it back otherwise.
+            fn try_from(
+                machine: super::Machine,
+            ) -> ::core::result::Result<Self, super::Machine> {
+                if ::core::matches!(
+                    machine.try_state(), ::core::option::Option::Some(super::State::Off {
+                    .. })
+                ) {
+                    Ok(Self { machine })
+                } else {
+                    Err(machine)
+                }
+            }
+        }
+        ///The machine, known to be in `On`.
+        #[derive(Debug)]
+        pub struct On {
+            machine: super::Machine,
+        }
+        impl On {
+            /// The state, as the dynamic enum.
+            #[must_use]
+            pub fn state(&self) -> &super::State {
+                self.machine.state()
+            }
+            /// The context.
+            #[must_use]
+            pub fn context(&self) -> &() {
+                self.machine.context()
+            }
+            /// The dynamic machine back, to hand to an executor.
+            #[must_use]
+            pub fn into_machine(self) -> super::Machine {
+                self.machine
+            }
+            ///`On` + `Toggle` -> `Off`, with the row's action.
+            pub fn toggle(mut self) -> (Off, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Toggle);
+                (Off { machine: self.machine }, __action)
+            }
+            ///`On` + `Smash` -> `Broken`, with the row's action.
+            pub fn smash(mut self) -> (Broken, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Smash);
+                (Broken { machine: self.machine }, __action)
+            }
+        }
+        impl ::core::convert::TryFrom<super::Machine> for On {
+            type Error = super::Machine;
+            /// Succeeds when the machine is in this state; gives it back otherwise.
+            fn try_from(
+                machine: super::Machine,
+            ) -> ::core::result::Result<Self, super::Machine> {
+                if ::core::matches!(
+                    machine.try_state(), ::core::option::Option::Some(super::State::On {
+                    .. })
+                ) {
+                    Ok(Self { machine })
+                } else {
+                    Err(machine)
+                }
+            }
+        }
+        ///The machine, known to be in `Broken`.
+        #[derive(Debug)]
+        pub struct Broken {
+            machine: super::Machine,
+        }
+        impl Broken {
+            /// The state, as the dynamic enum.
+            #[must_use]
+            pub fn state(&self) -> &super::State {
+                self.machine.state()
+            }
+            /// The context.
+            #[must_use]
+            pub fn context(&self) -> &() {
+                self.machine.context()
+            }
+            /// The dynamic machine back, to hand to an executor.
+            #[must_use]
+            pub fn into_machine(self) -> super::Machine {
+                self.machine
+            }
+            ///`Broken` + `Repair` -> `Off`, with the row's action.
+            pub fn repair(mut self) -> (Off, super::Action) {
+                let __action = self.machine.handle_event(super::Event::Repair);
+                (Off { machine: self.machine }, __action)
+            }
+        }
+        impl ::core::convert::TryFrom<super::Machine> for Broken {
+            type Error = super::Machine;
+            /// Succeeds when the machine is in this state; gives it back otherwise.
+            fn try_from(
+                machine: super::Machine,
+            ) -> ::core::result::Result<Self, super::Machine> {
+                if ::core::matches!(
+                    machine.try_state(),
+                    ::core::option::Option::Some(super::State::Broken { .. })
+                ) {
+                    Ok(Self { machine })
+                } else {
+                    Err(machine)
+                }
+            }
+        }
+        /// The machine in any state, typed.
+        #[derive(Debug)]
+        pub enum Any {
+            ///The machine in `Off`.
+            Off(Off),
+            ///The machine in `On`.
+            On(On),
+            ///The machine in `Broken`.
+            Broken(Broken),
+        }
+        impl Any {
+            /// The dynamic machine back.
+            #[must_use]
+            pub fn into_machine(self) -> super::Machine {
+                match self {
+                    Any::Off(typed) => typed.machine,
+                    Any::On(typed) => typed.machine,
+                    Any::Broken(typed) => typed.machine,
+                }
+            }
+            /// The current state's name.
+            #[must_use]
+            pub fn name(&self) -> &'static str {
+                match self {
+                    Any::Off(typed) => typed.machine.state().name(),
+                    Any::On(typed) => typed.machine.state().name(),
+                    Any::Broken(typed) => typed.machine.state().name(),
+                }
+            }
+        }
+        impl ::core::convert::TryFrom<super::Machine> for Any {
+            type Error = super::Machine;
+            /// Fails only for a poisoned machine, which it gives back.
+            fn try_from(
+                machine: super::Machine,
+            ) -> ::core::result::Result<Self, super::Machine> {
+                match machine.try_state() {
+                    ::core::option::Option::Some(state) => {
+                        match state {
+                            super::State::Off { .. } => Ok(Any::Off(Off { machine })),
+                            super::State::On { .. } => Ok(Any::On(On { machine })),
+                            super::State::Broken { .. } => {
+                                Ok(Any::Broken(Broken { machine }))
+                            }
+                            #[allow(unreachable_patterns)]
+                            _ => Err(machine),
+                        }
+                    }
+                    ::core::option::Option::None => Err(machine),
+                }
+            }
+        }
+    }
+    impl Machine {
+        /// The typestate view of this machine, in whatever state it is.
+        ///
+        /// # Errors
+        /// Gives the machine back if it is poisoned.
+        pub fn into_typed(self) -> ::core::result::Result<typed::Any, Self> {
+            ::core::convert::TryFrom::try_from(self)
+        }
+    }
     #[automatically_derived]
     impl ::agent_fsm::StateMachine for Machine {
         type State = State;
@@ -655,6 +881,12 @@ stateDiagram-v2
         }
         fn state(&self) -> &State {
             Machine::state(self)
+        }
+        fn from_parts(state: State, context: ()) -> Self {
+            {
+                let () = context;
+                Machine::with_state(state)
+            }
         }
         fn is_poisoned(&self) -> bool {
             self.state.is_none()

@@ -1,0 +1,316 @@
+//! The typestate view: one type per resting state in a `typed` submodule,
+//! with one consuming method per event the table accepts there, so a step
+//! the table does not allow does not compile.
+//!
+//! Each method feeds the event to the dynamic machine inside and wraps the
+//! state it lands in, so the typed and dynamic forms cannot disagree. The
+//! possible landing states are computed from the table: the targets of the
+//! rows for (state, event), transient targets followed through their
+//! eventless rows, and the state itself when every row may refuse.
+
+use crate::codegen::enums::snake;
+use crate::model::{Model, irrefutable_below};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use std::collections::BTreeSet;
+use syn::{Fields, Ident};
+
+/// `pub mod typed { ... }` and the conversions on the machine.
+pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: bool) -> TokenStream {
+    let machine = &model.machine;
+    let state_ty = &model.state_enum.ident;
+    let resting: Vec<usize> = (0..model.states.len()).filter(|&s| model.states[s].transient.is_none()).collect();
+    let structs = resting.iter().map(|&s| state_struct(model, s, context_ty, has_context));
+    let any_variants = resting.iter().map(|&s| {
+        let v = &model.states[s].ident;
+        let doc = format!("The machine in `{v}`.");
+        quote!(#[doc = #doc] #v(#v))
+    });
+    let any_from = resting.iter().map(|&s| {
+        let v = &model.states[s].ident;
+        quote!(super::#state_ty::#v { .. } => Ok(Any::#v(#v { machine })))
+    });
+    let any_into = resting.iter().map(|&s| {
+        let v = &model.states[s].ident;
+        quote!(Any::#v(typed) => typed.machine)
+    });
+    let any_name = resting.iter().map(|&s| {
+        let v = &model.states[s].ident;
+        quote!(Any::#v(typed) => typed.machine.state().name())
+    });
+    quote! {
+        /// The typestate view of the machine: one type per state that waits
+        /// for events, with a method for each event the table accepts there.
+        /// A step the table does not allow is a compile error.
+        pub mod typed {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #(#structs)*
+
+            /// The machine in any state, typed.
+            #[derive(Debug)]
+            pub enum Any {
+                #(#any_variants,)*
+            }
+
+            impl Any {
+                /// The dynamic machine back.
+                #[must_use]
+                pub fn into_machine(self) -> super::#machine {
+                    match self { #(#any_into,)* }
+                }
+
+                /// The current state's name.
+                #[must_use]
+                pub fn name(&self) -> &'static str {
+                    match self { #(#any_name,)* }
+                }
+            }
+
+            impl ::core::convert::TryFrom<super::#machine> for Any {
+                type Error = super::#machine;
+
+                /// Fails only for a poisoned machine, which it gives back.
+                fn try_from(machine: super::#machine) -> ::core::result::Result<Self, super::#machine> {
+                    match machine.try_state() {
+                        ::core::option::Option::Some(state) => match state {
+                            #(#any_from,)*
+                            #[allow(unreachable_patterns)]
+                            _ => Err(machine),
+                        },
+                        ::core::option::Option::None => Err(machine),
+                    }
+                }
+            }
+        }
+
+        impl #machine {
+            /// The typestate view of this machine, in whatever state it is.
+            ///
+            /// # Errors
+            /// Gives the machine back if it is poisoned.
+            pub fn into_typed(self) -> ::core::result::Result<typed::Any, Self> {
+                ::core::convert::TryFrom::try_from(self)
+            }
+        }
+    }
+}
+
+/// The resting states `(s, event)` can land in, in declaration order.
+fn landing(model: &Model, s: usize, e: usize) -> BTreeSet<usize> {
+    let mut out = BTreeSet::new();
+    let rows: Vec<_> = model
+        .rows
+        .iter()
+        .filter(|r| r.sources.contains(&s) && r.event.as_ref().is_some_and(|(ev, _)| *ev == e))
+        .collect();
+    let mut total = false;
+    for row in &rows {
+        resolve(model, row.target, &mut out, &mut Vec::new());
+        let whole_source = row.sources.len() > 1 || row.source_pat.as_ref().is_none_or(irrefutable_below);
+        let whole_event = row.event.as_ref().is_some_and(|(_, p)| irrefutable_below(p));
+        if row.guard.is_none() && whole_source && whole_event {
+            total = true;
+            break;
+        }
+    }
+    if !total {
+        out.insert(s);
+    }
+    out
+}
+
+fn resolve(model: &Model, s: usize, out: &mut BTreeSet<usize>, seen: &mut Vec<usize>) {
+    if model.states[s].transient.is_none() {
+        out.insert(s);
+        return;
+    }
+    if seen.contains(&s) {
+        return;
+    }
+    seen.push(s);
+    for row in model.rows.iter().filter(|r| r.event.is_none() && r.sources.contains(&s)) {
+        resolve(model, row.target, out, seen);
+    }
+}
+
+fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: bool) -> TokenStream {
+    let machine = &model.machine;
+    let state_ty = &model.state_enum.ident;
+    let event_ty = &model.event_enum.ident;
+    let action_ty = &model.action_enum.ident;
+    let def = &model.states[s];
+    let v = &def.ident;
+    let doc = format!("The machine, known to be in `{v}`.");
+    // Field accessors: own fields, then carried ones.
+    let mut fields: Vec<(Ident, syn::Type)> =
+        if def.shape == crate::model::Shape::Unnamed { Vec::new() } else { def.fields.clone() };
+    if def.carries {
+        fields.extend(model.carried.iter().filter_map(|f| f.ident.clone().map(|i| (i, f.ty.clone()))));
+    }
+    let accessors = fields.iter().map(|(name, ty)| {
+        let doc = format!("The state's `{name}`.");
+        quote! {
+            #[doc = #doc]
+            #[must_use]
+            pub fn #name(&self) -> &#ty {
+                match self.machine.state() {
+                    super::#state_ty::#v { #name, .. } => #name,
+                    // The type guarantees the variant.
+                    _ => ::core::unreachable!("typed state out of step with its machine"),
+                }
+            }
+        }
+    });
+    let mut next_enums = Vec::new();
+    let methods: Vec<TokenStream> = if def.terminal.is_some() {
+        Vec::new()
+    } else {
+        model
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(e, _)| {
+                model.rows.iter().any(|r| r.sources.contains(&s) && r.event.as_ref().is_some_and(|(ev, _)| ev == e))
+            })
+            .map(|(e, ev)| {
+                let landing = landing(model, s, e);
+                let method = format_ident!("{}", snake(&ev.ident.to_string()), span = ev.ident.span());
+                let variant = &model.event_enum.variants[e];
+                let (params, build) = event_params(event_ty, variant);
+                let step = quote! {
+                    let __action = self.machine.handle_event(#build);
+                };
+                if landing.len() == 1 {
+                    let t = &model.states[*landing.iter().next().unwrap_or(&s)].ident;
+                    let doc = format!("`{v}` + `{}` -> `{t}`, with the row's action.", ev.ident);
+                    quote! {
+                        #[doc = #doc]
+                        pub fn #method(mut self #(, #params)*) -> (#t, super::#action_ty) {
+                            #step
+                            (#t { machine: self.machine }, __action)
+                        }
+                    }
+                } else {
+                    let next = format_ident!("{}After{}", v, ev.ident);
+                    let names: Vec<&Ident> = landing.iter().map(|&t| &model.states[t].ident).collect();
+                    let enum_doc = format!("Where `{v}` + `{}` can land, with the row's action.", ev.ident);
+                    let var_docs = names.iter().map(|n| format!("Landed in `{n}`."));
+                    next_enums.push(quote! {
+                        #[doc = #enum_doc]
+                        #[derive(Debug)]
+                        pub enum #next {
+                            #( #[doc = #var_docs] #names(#names, super::#action_ty), )*
+                        }
+                    });
+                    let doc = format!(
+                        "`{v}` + `{}`: lands in {}.",
+                        ev.ident,
+                        names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" or ")
+                    );
+                    quote! {
+                        #[doc = #doc]
+                        pub fn #method(mut self #(, #params)*) -> #next {
+                            #step
+                            match self.machine.state() {
+                                #( super::#state_ty::#names { .. } => #next::#names(#names { machine: self.machine }, __action), )*
+                                // The table admits no other landing state.
+                                _ => ::core::unreachable!("typed step out of step with its table"),
+                            }
+                        }
+                    }
+                }
+            })
+            .collect()
+    };
+    let ctor = (def.initial.is_some()).then(|| {
+        let params: Vec<_> = def.fields.iter().map(|(n, t)| quote!(#n: #t)).collect();
+        let names: Vec<_> = def.fields.iter().map(|(n, _)| n).collect();
+        let ctx_param = has_context.then(|| quote!(context: #context_ty,));
+        let ctx_arg = has_context.then(|| quote!(context,));
+        quote! {
+            /// A machine in its initial state, typed.
+            #[must_use]
+            pub fn new(#ctx_param #(#params),*) -> Self {
+                Self { machine: super::#machine::new(#ctx_arg #(#names),*) }
+            }
+        }
+    });
+    quote! {
+        #[doc = #doc]
+        #[derive(Debug)]
+        pub struct #v {
+            machine: super::#machine,
+        }
+
+        impl #v {
+            #ctor
+
+            /// The state, as the dynamic enum.
+            #[must_use]
+            pub fn state(&self) -> &super::#state_ty {
+                self.machine.state()
+            }
+
+            /// The context.
+            #[must_use]
+            pub fn context(&self) -> &#context_ty {
+                self.machine.context()
+            }
+
+            /// The dynamic machine back, to hand to an executor.
+            #[must_use]
+            pub fn into_machine(self) -> super::#machine {
+                self.machine
+            }
+
+            #(#accessors)*
+            #(#methods)*
+        }
+
+        impl ::core::convert::TryFrom<super::#machine> for #v {
+            type Error = super::#machine;
+
+            /// Succeeds when the machine is in this state; gives it back otherwise.
+            fn try_from(machine: super::#machine) -> ::core::result::Result<Self, super::#machine> {
+                if ::core::matches!(machine.try_state(), ::core::option::Option::Some(super::#state_ty::#v { .. })) {
+                    Ok(Self { machine })
+                } else {
+                    Err(machine)
+                }
+            }
+        }
+
+        #(#next_enums)*
+    }
+}
+
+/// A typed method's parameters for an event variant, and the event built
+/// from them.
+fn event_params(event_ty: &Ident, variant: &syn::Variant) -> (Vec<TokenStream>, TokenStream) {
+    let v = &variant.ident;
+    match &variant.fields {
+        Fields::Unit => (Vec::new(), quote!(super::#event_ty::#v)),
+        Fields::Named(named) => {
+            let names: Vec<_> = named.named.iter().filter_map(|f| f.ident.clone()).collect();
+            let params = named.named.iter().map(|f| {
+                let (n, t) = (&f.ident, &f.ty);
+                quote!(#n: #t)
+            });
+            (params.collect(), quote!(super::#event_ty::#v { #(#names),* }))
+        }
+        Fields::Unnamed(unnamed) => {
+            let names: Vec<Ident> = if unnamed.unnamed.len() == 1 {
+                vec![format_ident!("payload")]
+            } else {
+                (0..unnamed.unnamed.len()).map(|i| format_ident!("payload{}", i)).collect()
+            };
+            let params = names.iter().zip(&unnamed.unnamed).map(|(n, f)| {
+                let t = &f.ty;
+                quote!(#n: #t)
+            });
+            (params.collect(), quote!(super::#event_ty::#v(#(#names),*)))
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Snapshots: a machine serialized to JSON between two steps and resumed
+//! later, elsewhere, with the same behaviour.
+//!
+//! A snapshot records the machine's name, its state and its context:
+//!
+//! ```json
+//! {"machine":"Loom","state":{"state":"calling_llm","data":{"retries":0,"conversation":[..]}},"context":{..}}
+//! ```
+//!
+//! With `#[state_machine(serde, ..)]` states serialize adjacently tagged with
+//! snake_case names (`{"state": "executing_tool", "data": {..}}`, a unit
+//! state as `{"state": "idle"}`), a stable form a UI can switch on.
+//!
+//! Resuming never produces a wrong state: a snapshot of another machine, a
+//! state name the machine does not have, a transient state (never at rest
+//! between steps), data of the wrong shape, or data that breaks the
+//! machine's declared invariants (`invariants = path` in the attribute) is
+//! rejected with a [`SnapshotError`].
+
+use crate::{Named, StateMachine};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Why a snapshot could not be taken or resumed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// The text is not JSON, or a value has the wrong type or shape.
+    Data(serde_json::Error),
+    /// The snapshot was taken from another machine.
+    WrongMachine {
+        /// The machine resuming.
+        expected: &'static str,
+        /// The machine named in the snapshot.
+        found: String,
+    },
+    /// The snapshot names a state this machine does not have.
+    UnknownState(String),
+    /// The snapshot holds a transient state, which is never at rest.
+    TransientState(&'static str),
+    /// The data breaks an invariant the machine declares.
+    Invariant {
+        /// The state it was found in.
+        state: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The machine is poisoned and has no state to save.
+    Poisoned,
+}
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Data(e) => write!(f, "snapshot data is invalid: {e}"),
+            Self::WrongMachine { expected, found } => {
+                write!(f, "snapshot is of machine `{found}`, not `{expected}`")
+            }
+            Self::UnknownState(name) => write!(f, "snapshot names unknown state `{name}`"),
+            Self::TransientState(name) => write!(f, "snapshot holds transient state `{name}`, which is never at rest"),
+            Self::Invariant { state, reason } => write!(f, "snapshot breaks an invariant in state `{state}`: {reason}"),
+            Self::Poisoned => f.write_str("the machine is poisoned and has no state to save"),
+        }
+    }
+}
+
+impl std::error::Error for SnapshotError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Data(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<serde_json::Error> for SnapshotError {
+    fn from(e: serde_json::Error) -> Self {
+        Self::Data(e)
+    }
+}
+
+#[derive(Serialize)]
+struct SnapshotRef<'a, S, C> {
+    machine: &'static str,
+    state: &'a S,
+    context: &'a C,
+}
+
+#[derive(Deserialize)]
+struct SnapshotOwned<S, C> {
+    machine: String,
+    state: S,
+    context: C,
+}
+
+/// Serializes `machine` (state and context) to JSON.
+///
+/// # Errors
+/// [`SnapshotError::Poisoned`] for a poisoned machine, [`SnapshotError::Data`]
+/// if a value refuses to serialize.
+pub fn to_json<M>(machine: &M) -> Result<String, SnapshotError>
+where
+    M: StateMachine,
+    M::State: Serialize,
+    M::Context: Serialize,
+{
+    if machine.is_poisoned() {
+        return Err(SnapshotError::Poisoned);
+    }
+    let snapshot = SnapshotRef { machine: M::DESCRIPTION.name, state: machine.state(), context: machine.context() };
+    Ok(serde_json::to_string(&snapshot)?)
+}
+
+/// Resumes a machine from [`to_json`]'s output.
+///
+/// # Errors
+/// See the module docs: every way a snapshot can be wrong has its variant.
+pub fn from_json<M>(json: &str) -> Result<M, SnapshotError>
+where
+    M: StateMachine,
+    M::State: DeserializeOwned,
+    M::Context: DeserializeOwned,
+{
+    // Look at the names first, so a wrong machine or an unknown state is
+    // reported as such rather than as a serde message.
+    let raw: serde_json::Value = serde_json::from_str(json)?;
+    let found = raw.get("machine").and_then(serde_json::Value::as_str).unwrap_or_default();
+    if found != M::DESCRIPTION.name {
+        return Err(SnapshotError::WrongMachine { expected: M::DESCRIPTION.name, found: found.to_owned() });
+    }
+    if let Some(tag) = raw.get("state").and_then(|s| s.get("state")).and_then(serde_json::Value::as_str) {
+        let known = M::DESCRIPTION.states.iter().any(|s| snake_case(s.name) == tag);
+        if !known {
+            return Err(SnapshotError::UnknownState(tag.to_owned()));
+        }
+    }
+    let snapshot: SnapshotOwned<M::State, M::Context> = serde_json::from_value(raw)?;
+    let _ = snapshot.machine;
+    let name = snapshot.state.name();
+    if M::DESCRIPTION.is_transient(name) {
+        return Err(SnapshotError::TransientState(name));
+    }
+    M::check_invariants(&snapshot.state, &snapshot.context)
+        .map_err(|reason| SnapshotError::Invariant { state: name, reason })?;
+    Ok(M::from_parts(snapshot.state, snapshot.context))
+}
+
+/// `CallingLlm` -> `calling_llm`: the form state names take in snapshots,
+/// the same rule serde's `rename_all = "snake_case"` applies.
+#[must_use]
+pub fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.char_indices() {
+        if c.is_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
