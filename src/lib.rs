@@ -4,5 +4,8 @@
 //!
 //! - [`loom`]: the Loom coding agent: streaming LLM turns, concurrent tool
 //!   calls tracked by call id, a post-tool hook and bounded retries.
+//! - [`bob`]: bob's typestate runner: step by step or to completion, human
+//!   approval of tool calls, snapshots between steps.
 
+pub mod bob;
 pub mod loom;

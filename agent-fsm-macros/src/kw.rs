@@ -6,3 +6,5 @@ syn::custom_keyword!(fallback);
 syn::custom_keyword!(strict);
 syn::custom_keyword!(name);
 syn::custom_keyword!(transitions);
+syn::custom_keyword!(serde);
+syn::custom_keyword!(invariants);

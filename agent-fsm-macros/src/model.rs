@@ -88,6 +88,10 @@ pub(crate) struct Model {
     /// The fallback action's index and constructor.
     pub(crate) fallback: Option<(usize, Ctor)>,
     pub(crate) strict: bool,
+    /// Derive serde on the enums.
+    pub(crate) serde: bool,
+    /// The user's invariant check, if declared.
+    pub(crate) invariants: Option<syn::Path>,
     /// The `transitions` path of the table, for table-wide errors.
     pub(crate) table_span: Span,
 }
@@ -177,6 +181,8 @@ impl Model {
             ignores: Vec::new(),
             fallback: None,
             strict: args.strict.is_some(),
+            serde: args.serde.is_some(),
+            invariants: args.invariants.clone(),
             table_span,
         };
         if let Some(ctor) = args.fallback {
@@ -300,11 +306,15 @@ impl Model {
                 let action = action.and_then(|(_, ctor)| self.resolve_action(cx, &ctor.ident).map(|i| (i, ctor)));
                 let Some(target) = target else { return };
                 // `*` means every state that takes events; a terminal state
-                // is included only where the row keeps it where it is.
+                // is included only where the row leaves it untouched (its
+                // own target, no payload), as `ShuttingDown + Shutdown`.
+                let keeps = matches!(target_ctor.init, crate::parse::Init::Unit);
                 let sources = if any {
                     sources
                         .into_iter()
-                        .filter(|&s| self.takes_events(s) || (s == target && self.states[s].transient.is_none()))
+                        .filter(|&s| {
+                            self.takes_events(s) || (s == target && keeps && self.states[s].transient.is_none())
+                        })
                         .collect()
                 } else {
                     sources

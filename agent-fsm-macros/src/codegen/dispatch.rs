@@ -235,7 +235,20 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     } else {
         Vec::new()
     };
-    let take_pat = state_pattern(state_ty, src_ident, user_pat, &carried_moved, true);
+    // Bindings only the guard used are not bound again by value.
+    let body_tokens = {
+        let mut ts = TokenStream::new();
+        if let Some(e) = &row.effects {
+            quote::ToTokens::to_tokens(e, &mut ts);
+        }
+        ts.extend(ctor(state_ty, &row.target_ctor, &[]));
+        if let Some((_, a)) = &row.action {
+            ts.extend(ctor(n.action, a, &[]));
+        }
+        ts
+    };
+    let taken = user_pat.map(|p| prune(p, false, Some(&body_tokens)));
+    let take_pat = state_pattern(state_ty, src_ident, taken.as_ref(), &carried_moved, true);
     let fill: Vec<&Ident> = if target.carries {
         model.carried.iter().filter_map(|f| f.ident.as_ref()).filter(|c| !init_names(&row.target_ctor, c)).collect()
     } else {
@@ -287,16 +300,23 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
 /// modes (`mut`, `ref`) removed, since the reference decides them, and, with
 /// `keep`, bindings the guard does not use replaced by `_`.
 fn by_reference(pat: &Pat, keep: Option<&TokenStream>) -> Pat {
-    fn walk(pat: &mut Pat, keep: Option<&TokenStream>) {
+    prune(pat, true, keep)
+}
+
+/// `by_reference`, with binding modes kept unless `strip_modes`.
+fn prune(pat: &Pat, strip_modes: bool, keep: Option<&TokenStream>) -> Pat {
+    fn walk(pat: &mut Pat, keep: Option<&TokenStream>, strip: bool) {
         match pat {
             Pat::Ident(p) => {
-                p.mutability = None;
-                p.by_ref = None;
+                if strip {
+                    p.mutability = None;
+                    p.by_ref = None;
+                }
                 let binding = p.ident.to_string().starts_with(|c: char| c.is_lowercase() || c == '_');
                 if binding && keep.is_some_and(|k| !mentions(k.clone(), &p.ident)) {
                     *pat = match p.subpat.take() {
                         Some((_, mut sub)) => {
-                            walk(&mut sub, keep);
+                            walk(&mut sub, keep, strip);
                             *sub
                         }
                         None => {
@@ -304,27 +324,27 @@ fn by_reference(pat: &Pat, keep: Option<&TokenStream>) -> Pat {
                         }
                     };
                 } else if let Some((_, sub)) = &mut p.subpat {
-                    walk(sub, keep);
+                    walk(sub, keep, strip);
                 }
             }
             Pat::Struct(p) => {
                 for f in &mut p.fields {
-                    walk(&mut f.pat, keep);
+                    walk(&mut f.pat, keep, strip);
                     if f.colon_token.is_none() && !matches!(&*f.pat, Pat::Ident(_)) {
                         f.colon_token = Some(Token![:](Span::call_site()));
                     }
                 }
             }
-            Pat::TupleStruct(p) => p.elems.iter_mut().for_each(|e| walk(e, keep)),
-            Pat::Tuple(p) => p.elems.iter_mut().for_each(|e| walk(e, keep)),
-            Pat::Slice(p) => p.elems.iter_mut().for_each(|e| walk(e, keep)),
-            Pat::Paren(p) => walk(&mut p.pat, keep),
-            Pat::Or(p) => p.cases.iter_mut().for_each(|c| walk(c, keep)),
+            Pat::TupleStruct(p) => p.elems.iter_mut().for_each(|e| walk(e, keep, strip)),
+            Pat::Tuple(p) => p.elems.iter_mut().for_each(|e| walk(e, keep, strip)),
+            Pat::Slice(p) => p.elems.iter_mut().for_each(|e| walk(e, keep, strip)),
+            Pat::Paren(p) => walk(&mut p.pat, keep, strip),
+            Pat::Or(p) => p.cases.iter_mut().for_each(|c| walk(c, keep, strip)),
             _ => {}
         }
     }
     let mut pat = pat.clone();
-    walk(&mut pat, keep);
+    walk(&mut pat, keep, strip_modes);
     pat
 }
 

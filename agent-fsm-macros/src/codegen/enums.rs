@@ -74,6 +74,18 @@ fn ensure_debug(e: &mut ItemEnum) {
     }
 }
 
+/// serde derives in the stable form snapshots and UIs rely on: adjacently
+/// tagged, snake_case names (`{"state": "calling_llm", "data": {..}}`, a
+/// unit variant as `{"state": "idle"}`).
+pub(crate) fn derive_serde(e: &mut ItemEnum, tag: &str) {
+    e.attrs.push(syn::parse_quote!(
+        #[derive(::agent_fsm::__private::serde::Serialize, ::agent_fsm::__private::serde::Deserialize)]
+    ));
+    e.attrs.push(syn::parse_quote!(
+        #[serde(crate = "::agent_fsm::__private::serde", tag = #tag, content = "data", rename_all = "snake_case")]
+    ));
+}
+
 /// `name()`, `NAMES` and the `Named` impl for one enum.
 pub(crate) fn names(e: &ItemEnum, what: &str) -> TokenStream {
     let ident = &e.ident;

@@ -14,9 +14,14 @@ use quote::quote;
 /// The whole expansion of a valid table.
 pub(crate) fn generate(model: &Model) -> TokenStream {
     let layout = describe::Layout::new(model);
-    let state_enum = enums::state_enum(model);
-    let event_enum = enums::plain_enum(&model.event_enum);
-    let action_enum = enums::plain_enum(&model.action_enum);
+    let mut state_enum = enums::state_enum(model);
+    let mut event_enum = enums::plain_enum(&model.event_enum);
+    let mut action_enum = enums::plain_enum(&model.action_enum);
+    if model.serde {
+        enums::derive_serde(&mut state_enum, "state");
+        enums::derive_serde(&mut event_enum, "event");
+        enums::derive_serde(&mut action_enum, "action");
+    }
     let (state, event, action) = (&state_enum.ident, &event_enum.ident, &action_enum.ident);
     let state_names = enums::names(&state_enum, "state");
     let event_names = enums::names(&event_enum, "event");
@@ -46,6 +51,16 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
     } else {
         quote!({ let () = context; #machine::with_state(state) })
     };
+    let invariants = model.invariants.as_ref().map(|path| {
+        quote! {
+            fn check_invariants(
+                state: &#state,
+                context: &#context_ty,
+            ) -> ::core::result::Result<(), ::std::string::String> {
+                #path(state, context)
+            }
+        }
+    });
     let passthrough = &model.passthrough;
     let module = &model.module;
     let (mod_attrs, mod_vis, mod_ident) = (&module.attrs, &module.vis, &module.ident);
@@ -189,6 +204,8 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
                 fn from_parts(state: #state, context: #context_ty) -> Self {
                     #from_parts
                 }
+
+                #invariants
 
                 fn is_poisoned(&self) -> bool {
                     self.state.is_none()

@@ -15,6 +15,11 @@ pub(crate) struct Args {
     pub(crate) strict: Option<kw::strict>,
     /// `name = Machine`: the generated machine type (default `Machine`).
     pub(crate) name: Option<Ident>,
+    /// `serde`: derive serde on the enums, in the stable snake_case form.
+    pub(crate) serde: Option<kw::serde>,
+    /// `invariants = path`: `fn(&State, &Context) -> Result<(), String>`
+    /// checked on every resumed snapshot.
+    pub(crate) invariants: Option<syn::Path>,
 }
 
 impl Parse for Args {
@@ -41,10 +46,21 @@ impl Parse for Args {
                 if args.name.replace(value).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `name` argument"));
                 }
+            } else if lookahead.peek(kw::serde) {
+                let key: kw::serde = input.parse()?;
+                if args.serde.replace(key).is_some() {
+                    return Err(syn::Error::new(key.span, "duplicate `serde` argument"));
+                }
+            } else if lookahead.peek(kw::invariants) {
+                let key: kw::invariants = input.parse()?;
+                input.parse::<Token![=]>()?;
+                if args.invariants.replace(input.parse()?).is_some() {
+                    return Err(syn::Error::new(key.span, "duplicate `invariants` argument"));
+                }
             } else {
                 return Err(syn::Error::new(
                     input.span(),
-                    "unknown `state_machine` argument; expected `fallback = Action`, `strict` or `name = Machine`",
+                    "unknown `state_machine` argument; expected `fallback = Action`, `strict`, `name = Machine`, `serde` or `invariants = path`",
                 ));
             }
             if !input.is_empty() {

@@ -56,7 +56,11 @@ fn missing_arrow_says_what_a_row_looks_like() {
 #[test]
 fn unknown_argument_lists_the_accepted_ones() {
     let err = syn::parse2::<Args>(quote!(fallback = X, verbose)).err().expect("unknown argument");
-    assert!(err.to_string().contains("expected `fallback = Action`, `strict` or `name = Machine`"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("expected `fallback = Action`, `strict`, `name = Machine`, `serde` or `invariants = path`"),
+        "{err}"
+    );
 }
 
 fn machine(table: proc_macro2::TokenStream) -> proc_macro2::TokenStream {

@@ -1,0 +1,348 @@
+//! bob's typestate agent runner as one table: `Ready`, `AwaitingToolCall`,
+//! `AwaitingApproval` and `Finished`, stepped through the typestate view
+//! (an invalid step does not compile) or driven dynamically, and
+//! serializable between any two steps.
+//!
+//! The machine is pure: `infer` takes the model's reply as its argument; the
+//! runner ([`run_to_completion`]) asks the model and the tools and feeds
+//! their answers in.
+//!
+//! # Choices
+//! - **Approvals are correlated.** `RequireApproval` opens one approval per
+//!   tool call, each with its own request id; `Approve { request_id }`
+//!   settles exactly that one, in any order. A reply whose id is not pending
+//!   is rejected with [`RunnerAction::RejectReply`] and changes nothing.
+//!   `Deny` finishes the run, as in the reference.
+//! - **A step guard**: every `Infer` counts a step; at `max_steps` the run
+//!   finishes with [`FinishReason::MaxSteps`] instead of calling tools.
+//! - **Snapshots** carry the whole state and context; resuming checks
+//!   [`invariants`] (the step count within bounds, every approval's id
+//!   correlated with its call and distinct) besides the state name and the
+//!   data's shape.
+//!
+//! # An invalid step does not compile
+//!
+//! `Ready` has no `approve`: only `AwaitingApproval` does.
+//!
+//! ```compile_fail,E0599
+//! use agent_fsm_examples::bob::{RunnerContext, typed};
+//! let ready = typed::Ready::new(RunnerContext::new("task", 3));
+//! ready.approve("approve-1".to_string());
+//! ```
+//!
+//! ```text
+//! error[E0599]: no method named `approve` found for struct `Ready` in the current scope
+//! ```
+//!
+//! A state is consumed by its step, so it cannot be stepped twice:
+//!
+//! ```compile_fail,E0382
+//! use agent_fsm_examples::bob::{ModelReply, RunnerContext, typed};
+//! let ready = typed::Ready::new(RunnerContext::new("task", 3));
+//! let _ = ready.infer(ModelReply::Answer("a".into()));
+//! let _ = ready.infer(ModelReply::Answer("b".into()));
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+pub use machine::{Runner, RunnerAction, RunnerEvent, RunnerState, typed};
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call's id.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// Its argument.
+    pub input: String,
+}
+
+/// A tool's answer to one call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The call it answers.
+    pub call_id: String,
+    /// What the tool said.
+    pub output: String,
+}
+
+/// What the model replied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ModelReply {
+    /// A final answer.
+    Answer(String),
+    /// Tool calls to make first.
+    ToolCalls(Vec<ToolCall>),
+}
+
+impl ModelReply {
+    /// The tool calls asked for (none in an answer).
+    #[must_use]
+    pub fn into_tool_calls(self) -> Vec<ToolCall> {
+        match self {
+            ModelReply::Answer(_) => Vec::new(),
+            ModelReply::ToolCalls(calls) => calls,
+        }
+    }
+}
+
+/// One tool call waiting for a human.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    /// The correlation id the reply must carry.
+    pub request_id: String,
+    /// The call to approve.
+    pub call: ToolCall,
+    /// Approved already.
+    pub approved: bool,
+}
+
+/// Why a run finished.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model answered.
+    Answered,
+    /// The step guard stopped it.
+    MaxSteps,
+    /// A human denied a tool call.
+    Denied,
+    /// Cancelled.
+    Cancelled,
+}
+
+/// Everything outside the states: the transcript and the step budget.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerContext {
+    /// The task.
+    pub task: String,
+    /// Steps (model calls) allowed.
+    pub max_steps: u32,
+    /// Steps taken so far.
+    pub steps_taken: u32,
+    /// Tool results so far, in the order they came.
+    pub transcript: Vec<ToolResult>,
+}
+
+impl RunnerContext {
+    /// A fresh context for `task`.
+    #[must_use]
+    pub fn new(task: impl Into<String>, max_steps: u32) -> Self {
+        RunnerContext { task: task.into(), max_steps, steps_taken: 0, transcript: Vec::new() }
+    }
+}
+
+/// The invariants a resumed snapshot must hold.
+///
+/// # Errors
+/// The first one broken, in words.
+pub fn invariants(state: &RunnerState, ctx: &RunnerContext) -> Result<(), String> {
+    if ctx.steps_taken > ctx.max_steps {
+        return Err(format!("{} steps taken of {} allowed", ctx.steps_taken, ctx.max_steps));
+    }
+    if let RunnerState::AwaitingApproval { approvals } = state {
+        if approvals.is_empty() {
+            return Err("awaiting approval with nothing to approve".to_owned());
+        }
+        if let Some(a) = approvals.iter().find(|a| a.request_id != format!("approve-{}", a.call.id)) {
+            return Err(format!("approval `{}` does not correlate with call `{}`", a.request_id, a.call.id));
+        }
+        let mut ids: Vec<&str> = approvals.iter().map(|a| a.request_id.as_str()).collect();
+        ids.sort_unstable();
+        if ids.windows(2).any(|w| w[0] == w[1]) {
+            return Err("two approvals share a request id".to_owned());
+        }
+    }
+    Ok(())
+}
+
+fn approvals_for(calls: &[ToolCall]) -> Vec<Approval> {
+    calls
+        .iter()
+        .map(|c| Approval { request_id: format!("approve-{}", c.id), call: c.clone(), approved: false })
+        .collect()
+}
+
+fn is_pending(approvals: &[Approval], request_id: &str) -> bool {
+    approvals.iter().any(|a| a.request_id == request_id && !a.approved)
+}
+
+fn approve(approvals: &mut [Approval], request_id: &str) {
+    if let Some(a) = approvals.iter_mut().find(|a| a.request_id == request_id) {
+        a.approved = true;
+    }
+}
+
+/// The runner's table.
+#[agent_fsm::state_machine(fallback = Nothing, name = Runner, serde, invariants = super::invariants)]
+pub mod machine {
+    use super::*;
+
+    /// Read and written in rows as `ctx`.
+    #[context]
+    pub type Context = RunnerContext;
+
+    /// Where the run is.
+    #[states]
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum RunnerState {
+        /// Ready to ask the model.
+        #[initial]
+        Ready,
+        /// The model asked for tools; their results are awaited.
+        AwaitingToolCall {
+            /// The calls to run.
+            pending_calls: Vec<ToolCall>,
+        },
+        /// A human must approve the calls first.
+        AwaitingApproval {
+            /// One per call, each with its correlation id.
+            approvals: Vec<Approval>,
+        },
+        /// Done.
+        #[terminal]
+        Finished {
+            /// The final answer (empty unless answered).
+            response: String,
+            /// Why it finished.
+            reason: FinishReason,
+        },
+    }
+
+    /// What happens to the run.
+    #[events]
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum RunnerEvent {
+        /// The model replied.
+        Infer(ModelReply),
+        /// The tools answered.
+        ProvideToolResults(Vec<ToolResult>),
+        /// The pending calls need a human's approval.
+        RequireApproval,
+        /// A human approved one request.
+        Approve {
+            /// Which one.
+            request_id: String,
+        },
+        /// A human denied one request.
+        Deny {
+            /// Which one.
+            request_id: String,
+        },
+        /// Stop the run.
+        Cancel,
+    }
+
+    /// What the runner must do next.
+    #[actions]
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum RunnerAction {
+        /// Nothing.
+        Nothing,
+        /// Ask the model (the step number given).
+        CallModel(u32),
+        /// Run these calls.
+        RunTools(Vec<ToolCall>),
+        /// Ask a human about these requests.
+        AskApproval(Vec<Approval>),
+        /// A reply for a request that is not pending: ignored, with why.
+        RejectReply(String),
+        /// The run is over with this answer.
+        Respond(String),
+    }
+
+    transitions! {
+        Ready + Infer(_) [ctx.steps_taken >= ctx.max_steps]
+            => Finished { response: String::new(), reason: FinishReason::MaxSteps } / Respond(String::new()),
+        Ready + Infer(ModelReply::Answer(text)) => { ctx.steps_taken += 1; }
+            Finished { response: text, reason: FinishReason::Answered } / Respond(text.clone()),
+        Ready + Infer(reply) => { ctx.steps_taken += 1; let calls = reply.into_tool_calls(); }
+            AwaitingToolCall { pending_calls: calls } / RunTools(calls.clone()),
+
+        AwaitingToolCall + ProvideToolResults(results) => { ctx.transcript.extend(results); }
+            Ready / CallModel(ctx.steps_taken + 1),
+        AwaitingToolCall { pending_calls } + RequireApproval
+            => { let approvals = approvals_for(&pending_calls); }
+               AwaitingApproval { approvals } / AskApproval(approvals.clone()),
+
+        /// The last pending approval: the calls may run.
+        AwaitingApproval { approvals } + Approve { request_id }
+            [is_pending(approvals, request_id) && approvals.iter().filter(|a| !a.approved).count() == 1]
+            => { let calls: Vec<ToolCall> = approvals.into_iter().map(|a| a.call).collect(); }
+               AwaitingToolCall { pending_calls: calls } / RunTools(calls.clone()),
+        AwaitingApproval { approvals } + Approve { request_id } [is_pending(approvals, request_id)]
+            => { approve(approvals, &request_id); } AwaitingApproval / Nothing,
+        AwaitingApproval + Approve { request_id }
+            => AwaitingApproval / RejectReply(format!("no pending approval `{request_id}`")),
+        AwaitingApproval { approvals } + Deny { request_id } [is_pending(approvals, request_id)]
+            => Finished { response: String::new(), reason: FinishReason::Denied } / Respond(format!("denied `{request_id}`")),
+        AwaitingApproval + Deny { request_id }
+            => AwaitingApproval / RejectReply(format!("no pending approval `{request_id}`")),
+
+        * + Cancel => Finished { response: String::new(), reason: FinishReason::Cancelled } / Respond(String::new()),
+    }
+}
+
+/// The model, behind a trait so a scripted one and a real one plug in alike.
+pub trait Model {
+    /// The reply to the run so far.
+    fn reply(&mut self, ctx: &RunnerContext) -> ModelReply;
+}
+
+/// The tools.
+pub trait Tools {
+    /// Runs the calls and answers each.
+    fn run(&mut self, calls: &[ToolCall]) -> Vec<ToolResult>;
+    /// Whether a call needs a human's approval first.
+    fn needs_approval(&self, call: &ToolCall) -> bool;
+}
+
+/// Decides approval requests.
+pub trait Approver {
+    /// `true` to approve.
+    fn decide(&mut self, approval: &Approval) -> bool;
+}
+
+/// Runs the machine to its end through the typestate view; every step is
+/// checked by the compiler against the table.
+pub fn run_to_completion(
+    ready: typed::Ready,
+    model: &mut dyn Model,
+    tools: &mut dyn Tools,
+    approver: &mut dyn Approver,
+) -> typed::Finished {
+    let mut ready = ready;
+    loop {
+        let reply = model.reply(ready.context());
+        let awaiting = match ready.infer(reply) {
+            typed::ReadyAfterInfer::Finished(done, _) => return done,
+            typed::ReadyAfterInfer::AwaitingToolCall(awaiting, _) => awaiting,
+        };
+        let awaiting = if awaiting.pending_calls().iter().any(|c| tools.needs_approval(c)) {
+            let (mut waiting, _) = awaiting.require_approval();
+            loop {
+                // Approving the last pending request leaves this state, so
+                // there is always one here; cancel rather than guess if not.
+                let Some(next) = waiting.approvals().iter().find(|a| !a.approved).cloned() else {
+                    return waiting.cancel().0;
+                };
+                if approver.decide(&next) {
+                    match waiting.approve(next.request_id) {
+                        typed::AwaitingApprovalAfterApprove::AwaitingApproval(w, _) => waiting = w,
+                        typed::AwaitingApprovalAfterApprove::AwaitingToolCall(a, _) => break a,
+                    }
+                } else {
+                    match waiting.deny(next.request_id) {
+                        typed::AwaitingApprovalAfterDeny::Finished(done, _) => return done,
+                        typed::AwaitingApprovalAfterDeny::AwaitingApproval(w, _) => waiting = w,
+                    }
+                }
+            }
+        } else {
+            awaiting
+        };
+        let results = tools.run(awaiting.pending_calls());
+        ready = awaiting.provide_tool_results(results).0;
+    }
+}

@@ -1,0 +1,240 @@
+//! bob's typestate runner: the typed and dynamic forms agree, snapshots
+//! taken at every step resume to the same outcome, and tampered snapshots
+//! are rejected with typed errors.
+
+use agent_fsm::snapshot::{self, SnapshotError};
+use agent_fsm_examples::bob::*;
+use proptest::prelude::*;
+
+fn call(id: &str) -> ToolCall {
+    ToolCall { id: id.into(), name: "write_note".into(), input: format!("note {id}") }
+}
+
+fn ctx() -> RunnerContext {
+    RunnerContext::new("write two notes", 4)
+}
+
+/// One session: tools, an approval of two calls in reverse order, an answer.
+fn session() -> Vec<RunnerEvent> {
+    vec![
+        RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1"), call("2")])),
+        RunnerEvent::RequireApproval,
+        RunnerEvent::Approve { request_id: "approve-2".into() },
+        RunnerEvent::Approve { request_id: "approve-1".into() },
+        RunnerEvent::ProvideToolResults(vec![
+            ToolResult { call_id: "1".into(), output: "ok".into() },
+            ToolResult { call_id: "2".into(), output: "ok".into() },
+        ]),
+        RunnerEvent::Infer(ModelReply::Answer("two notes written".into())),
+    ]
+}
+
+#[test]
+fn session_reaches_the_answer() {
+    let mut m = Runner::new(ctx());
+    let actions: Vec<RunnerAction> = session().into_iter().map(|e| m.handle_event(e)).collect();
+    assert_eq!(actions[2], RunnerAction::Nothing);
+    assert_eq!(actions[3], RunnerAction::RunTools(vec![call("1"), call("2")]));
+    assert_eq!(actions.last(), Some(&RunnerAction::Respond("two notes written".into())));
+    assert_eq!(
+        m.state(),
+        &RunnerState::Finished { response: "two notes written".into(), reason: FinishReason::Answered }
+    );
+    assert_eq!(m.context().steps_taken, 2);
+    assert_eq!(m.context().transcript.len(), 2);
+}
+
+#[test]
+fn a_reply_for_another_request_is_rejected_not_applied() {
+    let mut m = Runner::new(ctx());
+    m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1")])));
+    m.handle_event(RunnerEvent::RequireApproval);
+    let before = m.state().clone();
+    let action = m.handle_event(RunnerEvent::Approve { request_id: "approve-9".into() });
+    assert_eq!(action, RunnerAction::RejectReply("no pending approval `approve-9`".into()));
+    assert_eq!(m.state(), &before);
+    let action = m.handle_event(RunnerEvent::Deny { request_id: "approve-9".into() });
+    assert_eq!(action, RunnerAction::RejectReply("no pending approval `approve-9`".into()));
+    assert_eq!(m.state(), &before);
+}
+
+#[test]
+fn the_step_guard_finishes_the_run() {
+    let mut m = Runner::new(RunnerContext::new("loop forever", 1));
+    m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1")])));
+    m.handle_event(RunnerEvent::ProvideToolResults(vec![]));
+    let action = m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("2")])));
+    assert_eq!(action, RunnerAction::Respond(String::new()));
+    assert_eq!(m.state(), &RunnerState::Finished { response: String::new(), reason: FinishReason::MaxSteps });
+}
+
+#[test]
+fn states_serialize_in_the_documented_form() {
+    let json = serde_json::to_value(RunnerState::Ready).expect("serializes");
+    assert_eq!(json, serde_json::json!({ "state": "ready" }));
+    let json =
+        serde_json::to_value(RunnerState::AwaitingToolCall { pending_calls: vec![call("1")] }).expect("serializes");
+    assert_eq!(
+        json,
+        serde_json::json!({
+            "state": "awaiting_tool_call",
+            "data": { "pending_calls": [{ "id": "1", "name": "write_note", "input": "note 1" }] }
+        })
+    );
+}
+
+#[test]
+fn a_snapshot_at_every_step_resumes_to_the_same_answer() {
+    let events = session();
+    let mut reference = Runner::new(ctx());
+    for e in events.clone() {
+        reference.handle_event(e);
+    }
+    for split in 0..=events.len() {
+        let mut m = Runner::new(ctx());
+        for e in events[..split].iter().cloned() {
+            m.handle_event(e);
+        }
+        let json = snapshot::to_json(&m).expect("snapshot");
+        // A fresh machine, as in another process.
+        let mut resumed: Runner = snapshot::from_json(&json).expect("resume");
+        assert_eq!(resumed.state(), m.state(), "after {split} steps");
+        for e in events[split..].iter().cloned() {
+            resumed.handle_event(e);
+        }
+        assert_eq!(resumed.state(), reference.state(), "resumed after {split} steps");
+        assert_eq!(resumed.context(), reference.context());
+    }
+}
+
+#[test]
+fn the_typestate_form_snapshots_too() {
+    let ready = typed::Ready::new(ctx());
+    let (awaiting, _) = match ready.infer(ModelReply::ToolCalls(vec![call("1")])) {
+        typed::ReadyAfterInfer::AwaitingToolCall(a, action) => (a, action),
+        other => panic!("unexpected {other:?}"),
+    };
+    let json = snapshot::to_json(&awaiting.into_machine()).expect("snapshot");
+    let machine: Runner = snapshot::from_json(&json).expect("resume");
+    let awaiting = typed::AwaitingToolCall::try_from(machine).expect("still awaiting tools");
+    assert_eq!(awaiting.pending_calls(), &[call("1")]);
+}
+
+fn waiting_snapshot() -> serde_json::Value {
+    let mut m = Runner::new(ctx());
+    m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1")])));
+    m.handle_event(RunnerEvent::RequireApproval);
+    serde_json::from_str(&snapshot::to_json(&m).expect("snapshot")).expect("json")
+}
+
+fn resume(v: &serde_json::Value) -> Result<Runner, SnapshotError> {
+    snapshot::from_json(&v.to_string())
+}
+
+#[test]
+fn tampered_snapshots_are_rejected() {
+    assert!(resume(&waiting_snapshot()).is_ok());
+
+    let mut unknown = waiting_snapshot();
+    unknown["state"]["state"] = "sleeping".into();
+    assert!(matches!(resume(&unknown), Err(SnapshotError::UnknownState(s)) if s == "sleeping"));
+
+    let mut wrong_type = waiting_snapshot();
+    wrong_type["context"]["steps_taken"] = "many".into();
+    assert!(matches!(resume(&wrong_type), Err(SnapshotError::Data(_))));
+
+    let mut mismatched = waiting_snapshot();
+    mismatched["state"]["data"]["approvals"][0]["request_id"] = "approve-7".into();
+    let err = resume(&mismatched).expect_err("uncorrelated approval");
+    assert!(matches!(&err, SnapshotError::Invariant { state: "AwaitingApproval", .. }), "{err}");
+    assert!(err.to_string().contains("does not correlate"), "{err}");
+
+    let mut other = waiting_snapshot();
+    other["machine"] = "Loom".into();
+    assert!(matches!(resume(&other), Err(SnapshotError::WrongMachine { found, .. }) if found == "Loom"));
+
+    assert!(matches!(snapshot::from_json::<Runner>("not json"), Err(SnapshotError::Data(_))));
+}
+
+fn event() -> impl Strategy<Value = RunnerEvent> {
+    let id = prop_oneof![Just("1"), Just("2"), Just("3")];
+    prop_oneof![
+        Just(RunnerEvent::Infer(ModelReply::Answer("done".into()))),
+        proptest::collection::vec(id.clone(), 1..3)
+            .prop_map(|ids| RunnerEvent::Infer(ModelReply::ToolCalls(ids.into_iter().map(call).collect()))),
+        Just(RunnerEvent::ProvideToolResults(vec![ToolResult { call_id: "1".into(), output: "ok".into() }])),
+        Just(RunnerEvent::RequireApproval),
+        id.clone().prop_map(|i| RunnerEvent::Approve { request_id: format!("approve-{i}") }),
+        id.prop_map(|i| RunnerEvent::Deny { request_id: format!("approve-{i}") }),
+        Just(RunnerEvent::Cancel),
+    ]
+}
+
+/// Steps the typed view with one event, if its state has that method.
+fn typed_step(any: typed::Any, e: RunnerEvent) -> (typed::Any, Option<RunnerAction>) {
+    use typed::Any;
+    macro_rules! land {
+        ($next:ident, $res:expr, [$($v:ident),*]) => {
+            match $res { $(typed::$next::$v(s, a) => (Any::$v(s), Some(a)),)* }
+        };
+    }
+    match (any, e) {
+        (Any::Ready(s), RunnerEvent::Infer(r)) => land!(ReadyAfterInfer, s.infer(r), [AwaitingToolCall, Finished]),
+        (Any::Ready(s), RunnerEvent::Cancel) => {
+            let (f, a) = s.cancel();
+            (Any::Finished(f), Some(a))
+        }
+        (Any::AwaitingToolCall(s), RunnerEvent::ProvideToolResults(r)) => {
+            let (n, a) = s.provide_tool_results(r);
+            (Any::Ready(n), Some(a))
+        }
+        (Any::AwaitingToolCall(s), RunnerEvent::RequireApproval) => {
+            let (n, a) = s.require_approval();
+            (Any::AwaitingApproval(n), Some(a))
+        }
+        (Any::AwaitingToolCall(s), RunnerEvent::Cancel) => {
+            let (f, a) = s.cancel();
+            (Any::Finished(f), Some(a))
+        }
+        (Any::AwaitingApproval(s), RunnerEvent::Approve { request_id }) => {
+            land!(AwaitingApprovalAfterApprove, s.approve(request_id), [AwaitingToolCall, AwaitingApproval])
+        }
+        (Any::AwaitingApproval(s), RunnerEvent::Deny { request_id }) => {
+            land!(AwaitingApprovalAfterDeny, s.deny(request_id), [AwaitingApproval, Finished])
+        }
+        (Any::AwaitingApproval(s), RunnerEvent::Cancel) => {
+            let (f, a) = s.cancel();
+            (Any::Finished(f), Some(a))
+        }
+        // No method for this pair: the typed view cannot take the step.
+        (any, _) => (any, None),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn typed_and_dynamic_forms_agree(events in proptest::collection::vec(event(), 0..24)) {
+        let mut dynamic = Runner::new(ctx());
+        let mut typed = typed::Any::Ready(typed::Ready::new(ctx()));
+        for e in events {
+            let (next, typed_action) = typed_step(typed, e.clone());
+            typed = next;
+            match typed_action {
+                Some(a) => prop_assert_eq!(a, dynamic.handle_event(e)),
+                // The typed view has no method for the pair: the table has no
+                // row for it either, so the dynamic machine falls back.
+                None => {
+                    let before = dynamic.state().clone();
+                    prop_assert_eq!(dynamic.handle_event(e), RunnerAction::Nothing);
+                    prop_assert_eq!(dynamic.state(), &before);
+                }
+            }
+            prop_assert_eq!(typed.name(), dynamic.state().name());
+        }
+        let back = typed.into_machine();
+        prop_assert_eq!(back.state(), dynamic.state());
+        prop_assert_eq!(back.context(), dynamic.context());
+    }
+}
