@@ -1,0 +1,175 @@
+//! bob's typestate runner, stepped through the typestate view: a scripted
+//! model asks to write two notes, a human approves each write (on stdin when
+//! run in a terminal, automatically otherwise), the tools write the files in
+//! a temporary directory, and the model answers. Before every step the
+//! machine is snapshotted to JSON and resumed from it, as a process that
+//! suspends between steps would.
+//!
+//! ```text
+//! cargo run --example typestate_runner
+//! ```
+//!
+//! An invalid step is a compile error, not a run-time surprise:
+//!
+//! ```text
+//! error[E0599]: no method named `approve` found for struct `Ready` in the current scope
+//!   --> examples/typestate_runner.rs
+//!    |
+//!    |     ready.approve("approve-1".to_string());
+//!    |           ^^^^^^^ method not found in `Ready`
+//! ```
+
+use agent_fsm::snapshot;
+use agent_fsm_examples::bob::{
+    Approval, Approver, Model, ModelReply, Runner, RunnerContext, ToolCall, ToolResult, Tools, run_to_completion, typed,
+};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
+/// Asks for two notes, then answers once their results are in.
+struct ScriptedModel;
+
+impl Model for ScriptedModel {
+    fn reply(&mut self, ctx: &RunnerContext) -> ModelReply {
+        if ctx.transcript.is_empty() {
+            let note = |id: &str, text: &str| ToolCall { id: id.into(), name: "write_note".into(), input: text.into() };
+            ModelReply::ToolCalls(vec![note("1", "buy milk"), note("2", "call the plumber")])
+        } else {
+            ModelReply::Answer(format!("wrote {} notes: {}", ctx.transcript.len(), summary(&ctx.transcript)))
+        }
+    }
+}
+
+fn summary(results: &[ToolResult]) -> String {
+    results.iter().map(|r| r.output.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// Writes notes as files in a directory.
+struct NoteTools {
+    dir: PathBuf,
+}
+
+impl Tools for NoteTools {
+    fn run(&mut self, calls: &[ToolCall]) -> Vec<ToolResult> {
+        calls
+            .iter()
+            .map(|call| {
+                let path = self.dir.join(format!("note-{}.txt", call.id));
+                let output = match std::fs::write(&path, &call.input) {
+                    Ok(()) => format!("{}", path.display()),
+                    Err(e) => format!("error: {e}"),
+                };
+                ToolResult { call_id: call.id.clone(), output }
+            })
+            .collect()
+    }
+
+    fn needs_approval(&self, call: &ToolCall) -> bool {
+        call.name == "write_note"
+    }
+}
+
+/// Asks on stdin in a terminal; approves everything otherwise.
+struct Human;
+
+impl Approver for Human {
+    fn decide(&mut self, approval: &Approval) -> bool {
+        if !std::io::stdin().is_terminal() {
+            println!(
+                "  approve {} ({} {:?})? yes (not a terminal)",
+                approval.request_id, approval.call.name, approval.call.input
+            );
+            return true;
+        }
+        print!("  approve {} ({} {:?})? [Y/n] ", approval.request_id, approval.call.name, approval.call.input);
+        let _ = std::io::stdout().flush();
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).is_err() {
+            return false;
+        }
+        !line.trim().eq_ignore_ascii_case("n")
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let workspace = tempfile::tempdir()?;
+    let mut tools = NoteTools { dir: workspace.path().to_owned() };
+
+    // Step by step, suspending (snapshot) and resuming between steps.
+    println!("step by step:");
+    let ready = typed::Ready::new(RunnerContext::new("write two notes", 5));
+    let ready = suspend_and_resume::<typed::Ready>(ready.into_machine())?;
+    let awaiting = match ready.infer(ScriptedModel.reply(&RunnerContext::new("write two notes", 5))) {
+        typed::ReadyAfterInfer::AwaitingToolCall(awaiting, action) => {
+            println!("  Ready -> AwaitingToolCall: {action:?}");
+            awaiting
+        }
+        typed::ReadyAfterInfer::Finished(done, _) => {
+            println!("  finished early: {:?}", done.reason());
+            return Ok(());
+        }
+    };
+    let awaiting = suspend_and_resume::<typed::AwaitingToolCall>(awaiting.into_machine())?;
+    let (approving, action) = awaiting.require_approval();
+    println!("  AwaitingToolCall -> AwaitingApproval: {action:?}");
+    let mut approving = suspend_and_resume::<typed::AwaitingApproval>(approving.into_machine())?;
+    let awaiting = loop {
+        let Some(next) = approving.approvals().iter().find(|a| !a.approved).cloned() else {
+            return Err("no approval pending".into());
+        };
+        if !Human.decide(&next) {
+            match approving.deny(next.request_id) {
+                typed::AwaitingApprovalAfterDeny::Finished(done, _) => {
+                    println!("  denied: {:?}", done.reason());
+                    return Ok(());
+                }
+                typed::AwaitingApprovalAfterDeny::AwaitingApproval(a, _) => approving = a,
+            }
+            continue;
+        }
+        match approving.approve(next.request_id) {
+            typed::AwaitingApprovalAfterApprove::AwaitingApproval(a, action) => {
+                println!("  AwaitingApproval -> AwaitingApproval: {action:?}");
+                approving = suspend_and_resume::<typed::AwaitingApproval>(a.into_machine())?;
+            }
+            typed::AwaitingApprovalAfterApprove::AwaitingToolCall(a, action) => {
+                println!("  AwaitingApproval -> AwaitingToolCall: {action:?}");
+                break a;
+            }
+        }
+    };
+    let results = tools.run(awaiting.pending_calls());
+    let (ready, action) = awaiting.provide_tool_results(results);
+    println!("  AwaitingToolCall -> Ready: {action:?}");
+    let ready = suspend_and_resume::<typed::Ready>(ready.into_machine())?;
+    let reply = ScriptedModel.reply(ready.context());
+    match ready.infer(reply) {
+        typed::ReadyAfterInfer::Finished(done, action) => {
+            println!("  Ready -> Finished: {action:?}\n  {}", done.response())
+        }
+        typed::ReadyAfterInfer::AwaitingToolCall(..) => return Err("the script asked for more tools".into()),
+    }
+
+    // The same run in one call.
+    println!("run to completion:");
+    let done = run_to_completion(
+        typed::Ready::new(RunnerContext::new("write two notes", 5)),
+        &mut ScriptedModel,
+        &mut tools,
+        &mut Human,
+    );
+    println!("  {:?}: {}", done.reason(), done.response());
+    for entry in std::fs::read_dir(workspace.path())? {
+        let path = entry?.path();
+        println!("  {} = {:?}", path.display(), std::fs::read_to_string(&path)?);
+    }
+    Ok(())
+}
+
+/// Serializes the machine, resumes it from the JSON, and views it typed.
+fn suspend_and_resume<T: TryFrom<Runner, Error = Runner>>(machine: Runner) -> Result<T, Box<dyn std::error::Error>> {
+    let json = snapshot::to_json(&machine)?;
+    println!("  snapshot: {} bytes, state {}", json.len(), machine.state().name());
+    let resumed: Runner = snapshot::from_json(&json)?;
+    T::try_from(resumed).map_err(|m| format!("resumed in unexpected state {}", m.state().name()).into())
+}
