@@ -57,8 +57,9 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             event: #event,
             __observer: &mut __O,
         ) -> #action {
-            let ctx = &mut self.context;
-            let _ = &ctx;
+            // Each row binds `ctx` itself, with the row's own span, so rows
+            // written in different places (a variant and its base) resolve it.
+            let __ctx = &mut self.context;
             match (&mut self.state, event) {
                 #(#arms)*
                 #(#ignored)*
@@ -99,7 +100,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         #[allow(unused_variables, clippy::needless_pass_by_ref_mut)]
         fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<#state>,
-            ctx: &mut #context_ty,
+            __ctx: &mut #context_ty,
             __observer: &mut __O,
         ) -> #action {
             loop {
@@ -122,12 +123,33 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let src_ident = &src.ident;
     let target = &model.states[row.target];
     let eventless = row.event.is_none();
-    let carried_used: Vec<&Ident> = if src.carries {
-        let code = row_code(row);
-        model.carried.iter().filter_map(|f| f.ident.as_ref()).filter(|c| mentions(code.clone(), c)).collect()
+    // Names the row's code uses are bound with the row's span (hygiene).
+    let here = |name: &Ident| Ident::new(&name.to_string(), row.span);
+    let code = row_code(row);
+    let carried_used: Vec<(&Ident, Ident)> = if src.carries {
+        model
+            .carried
+            .iter()
+            .filter_map(|f| f.ident.as_ref())
+            .filter(|c| mentions(code.clone(), c))
+            .map(|c| (c, here(c)))
+            .collect()
     } else {
         Vec::new()
     };
+    let ctx = Ident::new("ctx", row.span);
+    let body_code = {
+        let mut ts = TokenStream::new();
+        if let Some(e) = &row.effects {
+            quote::ToTokens::to_tokens(e, &mut ts);
+        }
+        ts.extend(ctor(state_ty, &row.target_ctor, &[]));
+        if let Some((_, a)) = &row.action {
+            ts.extend(ctor(n.action, a, &[]));
+        }
+        ts
+    };
+    let ctx_in_body = mentions(body_code.clone(), &ctx).then(|| quote!(let #ctx = &mut *__ctx;));
     let event_pat = row.event.as_ref().map(|(_, p)| prefix_pat(p, n.event));
     let mut event_bindings = Vec::new();
     if let Some((_, p)) = &row.event {
@@ -176,11 +198,14 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         }}
     });
     let guard_tokens = row.guard.as_ref().map(quote::ToTokens::to_token_stream).unwrap_or_default();
-    let event_shadows = event_bindings
+    let mut event_shadows = event_bindings
         .iter()
         .filter(|b| mentions(guard_tokens.clone(), b))
         .map(|b| quote!(let #b = &#b;))
         .collect::<Vec<_>>();
+    if mentions(guard_tokens.clone(), &ctx) {
+        event_shadows.push(quote!(let #ctx = &*__ctx;));
+    }
     let scrutinee_event = if eventless { None } else { Some(quote!(, #event_pat)) };
     let tuple = |state_pat: TokenStream| {
         if eventless { state_pat } else { quote!((#state_pat #scrutinee_event)) }
@@ -194,7 +219,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         if let Some(p) = user_pat {
             bindings(p, &mut state_bindings);
         }
-        state_bindings.extend(carried_used.iter().map(|c| (*c).clone()));
+        state_bindings.extend(carried_used.iter().map(|(_, b)| b.clone()));
         let guard = guard.map(|g| {
             let shadows =
                 state_bindings.iter().filter(|b| mentions(guard_tokens.clone(), b)).map(|b| quote!(let #b = &*#b;));
@@ -204,6 +229,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         let arm_pat = tuple(quote!(::core::option::Option::Some(#pat)));
         return quote! {
             #arm_pat #guard => {
+                #ctx_in_body
                 #effects
                 let __action = #action;
                 #observe
@@ -225,32 +251,30 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             }
         }
     });
-    let carried_moved: Vec<&Ident> = if src.carries {
+    let carried_moved: Vec<(&Ident, Ident)> = if src.carries {
         model
             .carried
             .iter()
             .filter_map(|f| f.ident.as_ref())
-            .filter(|c| carried_used.contains(c) || (target.carries && !init_names(&row.target_ctor, c)))
+            .filter(|c| {
+                carried_used.iter().any(|(u, _)| u == c) || (target.carries && !init_names(&row.target_ctor, c))
+            })
+            .map(|c| (c, here(c)))
             .collect()
     } else {
         Vec::new()
     };
     // Bindings only the guard used are not bound again by value.
-    let body_tokens = {
-        let mut ts = TokenStream::new();
-        if let Some(e) = &row.effects {
-            quote::ToTokens::to_tokens(e, &mut ts);
-        }
-        ts.extend(ctor(state_ty, &row.target_ctor, &[]));
-        if let Some((_, a)) = &row.action {
-            ts.extend(ctor(n.action, a, &[]));
-        }
-        ts
-    };
-    let taken = user_pat.map(|p| prune(p, false, Some(&body_tokens)));
+    let taken = user_pat.map(|p| prune(p, false, Some(&body_code)));
     let take_pat = state_pattern(state_ty, src_ident, taken.as_ref(), &carried_moved, true);
-    let fill: Vec<&Ident> = if target.carries {
-        model.carried.iter().filter_map(|f| f.ident.as_ref()).filter(|c| !init_names(&row.target_ctor, c)).collect()
+    let fill: Vec<(&Ident, Ident)> = if target.carries {
+        model
+            .carried
+            .iter()
+            .filter_map(|f| f.ident.as_ref())
+            .filter(|c| !init_names(&row.target_ctor, c))
+            .map(|c| (c, here(c)))
+            .collect()
     } else {
         Vec::new()
     };
@@ -270,7 +294,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     };
     let tail = match (eventless, target.transient.is_some()) {
         (false, false) => quote!(__action),
-        (false, true) => quote!(Self::__settle(__s, ctx, __observer)),
+        (false, true) => quote!(Self::__settle(__s, __ctx, __observer)),
         (true, false) => quote!(return __action;),
         (true, true) => quote!(continue;),
     };
@@ -281,6 +305,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             match ::core::option::Option::take(__s) {
                 #[allow(unused_mut)]
                 ::core::option::Option::Some(#take_pat) => {
+                    #ctx_in_body
                     #effects
                     #finish
                     #tail
@@ -358,9 +383,10 @@ fn init_names(ctor: &Ctor, name: &Ident) -> bool {
 
 /// `Enum::Variant`, with the payload written in the row plus shorthand
 /// fields in `fill` (carried data moved along).
-pub(crate) fn ctor(enum_ident: &Ident, c: &Ctor, fill: &[&Ident]) -> TokenStream {
+pub(crate) fn ctor(enum_ident: &Ident, c: &Ctor, fill: &[(&Ident, Ident)]) -> TokenStream {
     let v = &c.ident;
     let span = v.span();
+    let fill = fill.iter().map(|(member, value)| quote!(#member: #value)).collect::<Vec<_>>();
     match &c.init {
         Init::Unit if fill.is_empty() => quote_spanned!(span=> #enum_ident::#v),
         Init::Unit => quote_spanned!(span=> #enum_ident::#v { #(#fill),* }),
@@ -385,14 +411,20 @@ pub(crate) fn ctor(enum_ident: &Ident, c: &Ctor, fill: &[&Ident]) -> TokenStream
 /// The state pattern of an arm: the user's destructuring (if any) with the
 /// enum prefix, `..` for fields it leaves out, and the carried fields the
 /// row needs (`mut` when moved out).
-fn state_pattern(state: &Ident, variant: &Ident, user: Option<&Pat>, carried: &[&Ident], by_move: bool) -> TokenStream {
+fn state_pattern(
+    state: &Ident,
+    variant: &Ident,
+    user: Option<&Pat>,
+    carried: &[(&Ident, Ident)],
+    by_move: bool,
+) -> TokenStream {
     match user {
         Some(Pat::Struct(p)) => {
             let mut p = p.clone();
             p.path = syn::parse_quote_spanned!(p.path.span()=> #state::#variant);
-            for c in carried {
+            for (c, binding) in carried {
                 if !p.fields.iter().any(|f| matches!(&f.member, Member::Named(m) if m == *c)) {
-                    p.fields.push(field_pat(c, by_move));
+                    p.fields.push(field_pat(c, binding, by_move));
                 }
             }
             if p.rest.is_none() {
@@ -409,15 +441,22 @@ fn state_pattern(state: &Ident, variant: &Ident, user: Option<&Pat>, carried: &[
             quote!(#p)
         }
         _ => {
-            let fields: Punctuated<FieldPat, Token![,]> = carried.iter().map(|c| field_pat(c, by_move)).collect();
+            let fields: Punctuated<FieldPat, Token![,]> =
+                carried.iter().map(|(c, binding)| field_pat(c, binding, by_move)).collect();
             if fields.is_empty() { quote!(#state::#variant { .. }) } else { quote!(#state::#variant { #fields, .. }) }
         }
     }
 }
 
-fn field_pat(name: &Ident, by_move: bool) -> FieldPat {
-    let pat: Pat = if by_move { syn::parse_quote!(mut #name) } else { syn::parse_quote!(#name) };
-    FieldPat { attrs: Vec::new(), member: Member::Named(name.clone()), colon_token: None, pat: Box::new(pat) }
+/// `member: binding`, the binding spelled with the row's span.
+fn field_pat(member: &Ident, binding: &Ident, by_move: bool) -> FieldPat {
+    let pat: Pat = if by_move { syn::parse_quote!(mut #binding) } else { syn::parse_quote!(#binding) };
+    FieldPat {
+        attrs: Vec::new(),
+        member: Member::Named(member.clone()),
+        colon_token: Some(Token![:](binding.span())),
+        pat: Box::new(pat),
+    }
 }
 
 /// The user's event pattern with the event enum's name in front.

@@ -331,8 +331,7 @@ stateDiagram-v2
             event: Event,
             __observer: &mut __O,
         ) -> Action {
-            let ctx = &mut self.context;
-            let _ = &ctx;
+            let __ctx = &mut self.context;
             match (&mut self.state, event) {
                 (
                     __s @ ::core::option::Option::Some(State::Idle { .. }),
@@ -340,12 +339,14 @@ stateDiagram-v2
                 ) => {
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
-                        ::core::option::Option::Some(State::Idle { mut log, .. }) => {
+                        ::core::option::Option::Some(
+                            State::Idle { log: mut log, .. },
+                        ) => {
                             log.push(text);
                             let __action = Action::Call(log.len());
                             *__s = ::core::option::Option::Some(State::Calling {
                                 retries: 0,
-                                log,
+                                log: log,
                             });
                             __observer
                                 .on_transition(
@@ -388,10 +389,12 @@ stateDiagram-v2
                 ) => {
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
-                        ::core::option::Option::Some(State::Calling { mut log, .. }) => {
+                        ::core::option::Option::Some(
+                            State::Calling { log: mut log, .. },
+                        ) => {
                             *__s = ::core::option::Option::Some(State::Checking {
                                 reply,
-                                log,
+                                log: log,
                             });
                             __observer
                                 .on_transition(
@@ -403,7 +406,7 @@ stateDiagram-v2
                                         row: 2usize,
                                     },
                                 );
-                            Self::__settle(__s, ctx, __observer)
+                            Self::__settle(__s, __ctx, __observer)
                         }
                         __other => {
                             *__s = __other;
@@ -416,20 +419,23 @@ stateDiagram-v2
                     Event::Failed,
                 ) if match ::core::option::Option::as_ref(__s) {
                     ::core::option::Option::Some(State::Calling { retries, .. }) => {
-                        let __guard: bool = *retries + 1 < ctx.max_retries;
-                        __guard
+                        let ctx = &*__ctx;
+                        {
+                            let __guard: bool = *retries + 1 < ctx.max_retries;
+                            __guard
+                        }
                     }
                     _ => false,
                 } => {
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
                         ::core::option::Option::Some(
-                            State::Calling { retries, mut log, .. },
+                            State::Calling { retries, log: mut log, .. },
                         ) => {
                             let __action = Action::Retry(retries + 1);
                             *__s = ::core::option::Option::Some(State::Calling {
                                 retries: retries + 1,
-                                log,
+                                log: log,
                             });
                             __observer
                                 .on_transition(
@@ -455,9 +461,13 @@ stateDiagram-v2
                 ) => {
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
-                        ::core::option::Option::Some(State::Calling { mut log, .. }) => {
+                        ::core::option::Option::Some(
+                            State::Calling { log: mut log, .. },
+                        ) => {
                             let __action = Action::Wait;
-                            *__s = ::core::option::Option::Some(State::Idle { log });
+                            *__s = ::core::option::Option::Some(State::Idle {
+                                log: log,
+                            });
                             __observer
                                 .on_transition(
                                     &::agent_fsm::Step {
@@ -687,7 +697,7 @@ stateDiagram-v2
         #[allow(unused_variables, clippy::needless_pass_by_ref_mut)]
         fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<State>,
-            ctx: &mut Config,
+            __ctx: &mut Config,
             __observer: &mut __O,
         ) -> Action {
             loop {
@@ -704,10 +714,12 @@ stateDiagram-v2
                         match ::core::option::Option::take(__s) {
                             #[allow(unused_mut)]
                             ::core::option::Option::Some(
-                                State::Checking { reply, mut log, .. },
+                                State::Checking { reply: _, log: mut log, .. },
                             ) => {
                                 let __action = Action::Wait;
-                                *__s = ::core::option::Option::Some(State::Idle { log });
+                                *__s = ::core::option::Option::Some(State::Idle {
+                                    log: log,
+                                });
                                 __observer
                                     .on_transition(
                                         &::agent_fsm::Step {
@@ -730,11 +742,13 @@ stateDiagram-v2
                         match ::core::option::Option::take(__s) {
                             #[allow(unused_mut)]
                             ::core::option::Option::Some(
-                                State::Checking { reply, mut log, .. },
+                                State::Checking { reply, log: mut log, .. },
                             ) => {
                                 log.push(reply.clone());
                                 let __action = Action::Show(reply);
-                                *__s = ::core::option::Option::Some(State::Idle { log });
+                                *__s = ::core::option::Option::Some(State::Idle {
+                                    log: log,
+                                });
                                 __observer
                                     .on_transition(
                                         &::agent_fsm::Step {

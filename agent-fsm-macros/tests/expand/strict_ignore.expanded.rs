@@ -243,8 +243,7 @@ stateDiagram-v2
             event: Event,
             __observer: &mut __O,
         ) -> Action {
-            let ctx = &mut self.context;
-            let _ = &ctx;
+            let __ctx = &mut self.context;
             match (&mut self.state, event) {
                 (
                     __s @ ::core::option::Option::Some(State::Off { .. }),
@@ -550,7 +549,7 @@ stateDiagram-v2
         #[allow(unused_variables, clippy::needless_pass_by_ref_mut)]
         fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<State>,
-            ctx: &mut (),
+            __ctx: &mut (),
             __observer: &mut __O,
         ) -> Action {
             loop {
