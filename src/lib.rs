@@ -4,8 +4,11 @@
 //!
 //! - [`loom`]: the Loom coding agent: streaming LLM turns, concurrent tool
 //!   calls tracked by call id, a post-tool hook and bounded retries.
+//! - [`loom_with_permission`]: Loom plus a permission step before mutating
+//!   tools, declared as a variant of the Loom table.
 //! - [`bob`]: bob's typestate runner: step by step or to completion, human
 //!   approval of tool calls, snapshots between steps.
 
 pub mod bob;
 pub mod loom;
+pub mod loom_with_permission;

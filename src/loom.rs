@@ -438,7 +438,7 @@ impl AgentConfig {
 }
 
 /// The machine: types above, table below.
-#[agent_fsm::state_machine(fallback = WaitForInput, name = Loom)]
+#[agent_fsm::state_machine(fallback = WaitForInput, name = Loom, export = loom_machine)]
 pub mod machine {
     use super::*;
 

@@ -20,12 +20,20 @@ pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream
             return e.to_compile_error();
         }
     };
+    let raw_args = args.clone();
     let args: Args = match syn::parse2(args) {
         Ok(a) => a,
         Err(e) => return fallback::expand(Some(module), &e),
     };
+    if let Some(base) = &args.extends {
+        return crate::variant::call_base(base, &raw_args, &quote::ToTokens::to_token_stream(&module));
+    }
+    let export = args.export.clone().map(|name| (name, raw_args, quote::ToTokens::to_token_stream(&module)));
     let cx = Ctxt::new();
-    let model = Model::from_syntax(&cx, args, module.clone());
+    let mut model = Model::from_syntax(&cx, args, module.clone());
+    if let Some(m) = &mut model {
+        m.export = export;
+    }
     if let Some(model) = &model {
         validate::check(&cx, model);
     }

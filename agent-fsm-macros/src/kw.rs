@@ -8,3 +8,8 @@ syn::custom_keyword!(name);
 syn::custom_keyword!(transitions);
 syn::custom_keyword!(serde);
 syn::custom_keyword!(invariants);
+syn::custom_keyword!(export);
+syn::custom_keyword!(extends);
+syn::custom_keyword!(replace);
+syn::custom_keyword!(remove);
+syn::custom_keyword!(state);

@@ -13,6 +13,7 @@ mod kw;
 mod model;
 mod parse;
 mod validate;
+mod variant;
 
 #[cfg(test)]
 mod tests;
@@ -25,4 +26,12 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::state_machine(args.into(), item.into()).into()
+}
+
+/// Builds a variant from its base's tokens and its own; called by the
+/// carrier macro a base with `export = name` defines. Not for direct use.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __merge_variant(input: TokenStream) -> TokenStream {
+    variant::merge(input.into()).into()
 }

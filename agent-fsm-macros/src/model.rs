@@ -94,6 +94,21 @@ pub(crate) struct Model {
     pub(crate) invariants: Option<syn::Path>,
     /// The `transitions` path of the table, for table-wide errors.
     pub(crate) table_span: Span,
+    /// `export = name`: the name, and the attribute's and the module's own
+    /// tokens, which the generated carrier macro hands to variants.
+    pub(crate) export: Option<(Ident, TokenStream, TokenStream)>,
+    /// Set when this machine is a variant of another.
+    pub(crate) variant: Option<VariantInfo>,
+}
+
+/// What errors about a variant say and where they point.
+pub(crate) struct VariantInfo {
+    /// The base machine's name.
+    pub(crate) base: String,
+    /// The base's states, to tell inherited ones from added ones.
+    pub(crate) base_states: Vec<String>,
+    /// Where to point an error caused by the variant's removals.
+    pub(crate) removal: Option<Span>,
 }
 
 impl Model {
@@ -119,6 +134,12 @@ impl Model {
     /// Builds the model; every problem is recorded in `cx`, and whatever
     /// could be resolved is kept so later rules still run.
     pub(crate) fn from_syntax(cx: &Ctxt, args: Args, module: ItemMod) -> Option<Model> {
+        Self::build(cx, args, module, None)
+    }
+
+    /// Builds the model, with `table` standing in for the module's own
+    /// `transitions!` when given (a variant's merged table).
+    pub(crate) fn build(cx: &Ctxt, args: Args, module: ItemMod, table: Option<(Span, Table)>) -> Option<Model> {
         let Some((_, items)) = module.content.clone() else {
             cx.error_spanned_by(
                 &module.ident,
@@ -148,7 +169,7 @@ impl Model {
             }
             return None;
         };
-        let Some((table_span, table)) = roles.table else {
+        let Some((table_span, table)) = table.or(roles.table) else {
             cx.error_spanned_by(
                 &module.ident,
                 "missing the table: add `transitions! { State + Event => Next / Action, ... }` to this module",
@@ -183,6 +204,8 @@ impl Model {
             strict: args.strict.is_some(),
             serde: args.serde.is_some(),
             invariants: args.invariants.clone(),
+            export: None,
+            variant: None,
             table_span,
         };
         if let Some(ctor) = args.fallback {
@@ -196,6 +219,23 @@ impl Model {
                     "missing `fallback`: write `#[state_machine(fallback = Action)]` to name the action returned for events no row accepts; actions are: {}",
                     list(model.actions.iter().map(|a| &a.ident))
                 ),
+            );
+        }
+        for (kw, _) in &table.replaces {
+            cx.error_spanned_by(
+                kw,
+                "`replace` rows belong to a variant: add `extends = path::to::base` to the attribute",
+            );
+        }
+        for (kw, _) in table
+            .removes
+            .iter()
+            .map(|(k, r)| (k, r.text()))
+            .chain(table.removed_states.iter().map(|(k, i)| (k, i.to_string())))
+        {
+            cx.error_spanned_by(
+                kw,
+                "`remove` rows belong to a variant: add `extends = path::to::base` to the attribute",
             );
         }
         for row in table.rows {
@@ -344,7 +384,7 @@ impl Model {
 }
 
 #[derive(Default)]
-struct Roles {
+pub(crate) struct Roles {
     states: Option<ItemEnum>,
     events: Option<ItemEnum>,
     actions: Option<ItemEnum>,
@@ -354,7 +394,7 @@ struct Roles {
 }
 
 /// Sorts one module item into its role, stripping the role attributes.
-fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &mut Vec<Item>) {
+pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &mut Vec<Item>) {
     match item {
         Item::Enum(mut e) => {
             let role = take_role(cx, &mut e.attrs, &["states", "events", "actions"]);
@@ -406,7 +446,7 @@ fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &mut Vec<Item
                 Err(e) => {
                     cx.syn_error(e);
                     // Keep an empty table so the enums still expand.
-                    roles.table = Some((span, Table { rows: Vec::new() }));
+                    roles.table = Some((span, Table::default()));
                 }
             }
         }

@@ -309,7 +309,11 @@ fn check_states_have_exits(cx: &Ctxt, model: &Model) {
         if !exits {
             cx.error_spanned_by(
                 &state.ident,
-                format!("state `{}` has no way out: add a row leaving it, or mark it `#[terminal]`", state.ident),
+                format!(
+                    "state `{}` has no way out{}: add a row leaving it, or mark it `#[terminal]`",
+                    state.ident,
+                    variant_note(model)
+                ),
             );
         }
     }
@@ -334,6 +338,20 @@ fn check_unreachable_states(cx: &Ctxt, model: &Model) {
     }
     for (i, state) in model.states.iter().enumerate() {
         if !seen[i] {
+            // A base state a variant's removals cut off: point at the removal.
+            if let Some(v) = &model.variant
+                && let Some(at) = v.removal
+                && v.base_states.contains(&state.ident.to_string())
+            {
+                cx.error_at(
+                    at,
+                    format!(
+                        "after this variant's removals, `{}` of `{}` cannot be reached from `{}`; keep a row into it, or drop it with `remove state {}`",
+                        state.ident, v.base, model.states[initial].ident, state.ident
+                    ),
+                );
+                continue;
+            }
             cx.error_spanned_by(
                 &state.ident,
                 format!(
@@ -343,6 +361,11 @@ fn check_unreachable_states(cx: &Ctxt, model: &Model) {
             );
         }
     }
+}
+
+/// ` in this variant of `Base`` for messages about a variant's own items.
+fn variant_note(model: &Model) -> String {
+    model.variant.as_ref().map_or_else(String::new, |v| format!(" in this variant of `{}`", v.base))
 }
 
 /// In strict mode every (state, event) pair is decided in the table: handled

@@ -30,6 +30,7 @@ pub use machine::{
 /// change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use ::agent_fsm_macros::__merge_variant as merge_variant;
     pub use ::core;
     #[cfg(feature = "serde")]
     pub use ::serde;

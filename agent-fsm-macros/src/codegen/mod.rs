@@ -61,6 +61,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
             }
         }
     });
+    let carrier = model.export.as_ref().map(|(name, args, item)| crate::variant::carrier(name, args, item));
     let passthrough = &model.passthrough;
     let module = &model.module;
     let (mod_attrs, mod_vis, mod_ident) = (&module.attrs, &module.vis, &module.ident);
@@ -69,6 +70,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
         #(#mod_attrs)*
         #mod_vis mod #mod_ident {
             #(#passthrough)*
+            #carrier
 
             #state_enum
             #event_enum

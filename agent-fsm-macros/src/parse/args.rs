@@ -20,6 +20,26 @@ pub(crate) struct Args {
     /// `invariants = path`: `fn(&State, &Context) -> Result<(), String>`
     /// checked on every resumed snapshot.
     pub(crate) invariants: Option<syn::Path>,
+    /// `export = name`: publish the table so variants can extend it.
+    pub(crate) export: Option<Ident>,
+    /// `extends = path::to::name`: this machine is a variant of that one.
+    pub(crate) extends: Option<syn::Path>,
+}
+
+impl Args {
+    /// `self` with every argument `over` sets replaced by `over`'s: a
+    /// variant's arguments over its base's. `export` is not inherited.
+    pub(crate) fn overridden_by(self, over: Args) -> Args {
+        Args {
+            fallback: over.fallback.or(self.fallback),
+            strict: over.strict.or(self.strict),
+            name: over.name.or(self.name),
+            serde: over.serde.or(self.serde),
+            invariants: over.invariants.or(self.invariants),
+            export: over.export,
+            extends: None,
+        }
+    }
 }
 
 impl Parse for Args {
@@ -57,10 +77,22 @@ impl Parse for Args {
                 if args.invariants.replace(input.parse()?).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `invariants` argument"));
                 }
+            } else if lookahead.peek(kw::export) {
+                let key: kw::export = input.parse()?;
+                input.parse::<Token![=]>()?;
+                if args.export.replace(input.parse()?).is_some() {
+                    return Err(syn::Error::new(key.span, "duplicate `export` argument"));
+                }
+            } else if lookahead.peek(kw::extends) {
+                let key: kw::extends = input.parse()?;
+                input.parse::<Token![=]>()?;
+                if args.extends.replace(input.parse()?).is_some() {
+                    return Err(syn::Error::new(key.span, "duplicate `extends` argument"));
+                }
             } else {
                 return Err(syn::Error::new(
                     input.span(),
-                    "unknown `state_machine` argument; expected `fallback = Action`, `strict`, `name = Machine`, `serde` or `invariants = path`",
+                    "unknown `state_machine` argument; expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name` or `extends = path`",
                 ));
             }
             if !input.is_empty() {

@@ -18,22 +18,100 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Attribute, Block, Expr, FieldValue, Ident, Pat, Token, bracketed, parenthesized};
 
-/// All rows of one table, in the order written.
+/// All rows of one table, in the order written, and, in a variant, the
+/// base rows it replaces and removes.
+#[derive(Default)]
 pub(crate) struct Table {
     pub(crate) rows: Vec<Row>,
+    /// `replace Row`: stands in for the base row with the same key.
+    pub(crate) replaces: Vec<(kw::replace, Row)>,
+    /// `remove Source + Event [guard]`: drops the base row with that key.
+    pub(crate) removes: Vec<(kw::remove, RowKey)>,
+    /// `remove state Name`: drops a base state and every row leaving it.
+    pub(crate) removed_states: Vec<(kw::remove, Ident)>,
 }
 
 impl Parse for Table {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        let mut rows = Vec::new();
+        let mut table = Table::default();
         while !input.is_empty() {
-            rows.push(input.parse()?);
+            if input.peek(kw::replace) {
+                let kw = input.parse()?;
+                table.replaces.push((kw, input.parse()?));
+            } else if input.peek(kw::remove) && input.peek2(kw::state) {
+                let kw = input.parse()?;
+                input.parse::<kw::state>()?;
+                table.removed_states.push((kw, input.parse()?));
+            } else if input.peek(kw::remove) {
+                let kw = input.parse()?;
+                table.removes.push((kw, input.parse()?));
+            } else {
+                table.rows.push(input.parse()?);
+            }
             if input.is_empty() {
                 break;
             }
             input.parse::<Token![,]>()?;
         }
-        Ok(Table { rows })
+        Ok(table)
+    }
+}
+
+/// What identifies a row: its source, event and guard as written.
+pub(crate) struct RowKey {
+    pub(crate) source: Source,
+    pub(crate) event: Option<Pat>,
+    pub(crate) guard: Option<Expr>,
+}
+
+impl RowKey {
+    /// The key as comparable text (token text, so spacing does not matter).
+    pub(crate) fn text(&self) -> String {
+        key_text(&self.source, self.event.as_ref(), self.guard.as_ref())
+    }
+}
+
+/// `Source + Event [guard]` as comparable text.
+pub(crate) fn key_text(source: &Source, event: Option<&Pat>, guard: Option<&Expr>) -> String {
+    use quote::ToTokens;
+    let source = match source {
+        Source::Any { except } if except.is_empty() => "*".to_owned(),
+        Source::Any { except } => {
+            format!("* except ({})", except.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | "))
+        }
+        Source::Several(names) => names.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | "),
+        Source::One(pat) => pat.to_token_stream().to_string(),
+    };
+    let mut text = source;
+    if let Some(e) = event {
+        text.push_str(" + ");
+        text.push_str(&e.to_token_stream().to_string());
+    }
+    if let Some(g) = guard {
+        text.push_str(" [");
+        text.push_str(&g.to_token_stream().to_string());
+        text.push(']');
+    }
+    text
+}
+
+impl Parse for RowKey {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let source = input.parse()?;
+        let event = if input.peek(Token![+]) {
+            input.parse::<Token![+]>()?;
+            Some(Pat::parse_single(input)?)
+        } else {
+            None
+        };
+        let guard = if input.peek(syn::token::Bracket) {
+            let content;
+            bracketed!(content in input);
+            Some(content.parse()?)
+        } else {
+            None
+        };
+        Ok(RowKey { source, event, guard })
     }
 }
 
@@ -55,6 +133,11 @@ impl Row {
     /// The span of the whole row's head, for rules about the row as a whole.
     pub(crate) fn head_span(&self) -> Span {
         self.arrow.spans[0]
+    }
+
+    /// The row's key, as `replace` and `remove` name it.
+    pub(crate) fn key_text(&self) -> String {
+        key_text(&self.source, self.event.as_ref(), self.guard.as_ref())
     }
 }
 

@@ -58,7 +58,7 @@ fn unknown_argument_lists_the_accepted_ones() {
     let err = syn::parse2::<Args>(quote!(fallback = X, verbose)).err().expect("unknown argument");
     assert!(
         err.to_string()
-            .contains("expected `fallback = Action`, `strict`, `name = Machine`, `serde` or `invariants = path`"),
+            .contains("expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name` or `extends = path`"),
         "{err}"
     );
 }

@@ -1,0 +1,283 @@
+//! Variants: a machine declared as a base machine plus its differences.
+//!
+//! A base opts in with `export = name`; its expansion then holds a carrier
+//! `macro_rules!` with the base's own attribute and module tokens. A variant
+//! (`extends = path::to::name`) expands to a call of that carrier, which
+//! passes both token sets to `merge_variant!`, handled here: the base's
+//! enums get the variant's added variants, the base's rows get the
+//! variant's replacements and removals, the variant's own rows go first, and
+//! the result runs through the usual model, validation and codegen. The
+//! carrier is `#[macro_export]`ed, so a variant may live in another crate.
+
+use crate::codegen;
+use crate::ctxt::Ctxt;
+use crate::model::{Model, VariantInfo};
+use crate::parse::{Args, Source, Table};
+use crate::{fallback, validate};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::parse::{Parse, ParseStream};
+use syn::{Ident, Item, ItemEnum, ItemMod, bracketed};
+
+/// The carrier a base with `export = name` defines: one exported copy for
+/// other crates, one path-addressable copy for its own crate (a
+/// macro-expanded `#[macro_export]` macro cannot be named by path there).
+pub(crate) fn carrier(name: &Ident, args: &TokenStream, item: &TokenStream) -> TokenStream {
+    let local = format_ident!("__agent_fsm_carrier_{}", name);
+    let body = quote! {
+        ($($variant:tt)*) => {
+            ::agent_fsm::__private::merge_variant! { [#args] [#item] $($variant)* }
+        };
+    };
+    quote! {
+        #[doc(hidden)]
+        #[macro_export]
+        macro_rules! #name { #body }
+
+        #[doc(hidden)]
+        #[allow(unused_macros)]
+        macro_rules! #local { #body }
+
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        pub(crate) use #local as #name;
+    }
+}
+
+/// What a variant's attribute expands to: a call of its base's carrier.
+pub(crate) fn call_base(base: &syn::Path, args: &TokenStream, item: &TokenStream) -> TokenStream {
+    quote!(#base! { [#args] #item })
+}
+
+struct Input {
+    base_args: TokenStream,
+    base_item: TokenStream,
+    variant_args: TokenStream,
+    variant_item: TokenStream,
+}
+
+impl Parse for Input {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let (a, b, c);
+        bracketed!(a in input);
+        bracketed!(b in input);
+        bracketed!(c in input);
+        Ok(Input {
+            base_args: a.parse()?,
+            base_item: b.parse()?,
+            variant_args: c.parse()?,
+            variant_item: input.parse()?,
+        })
+    }
+}
+
+/// `merge_variant! { [base args] [base module] [variant args] variant module }`.
+pub(crate) fn merge(input: TokenStream) -> TokenStream {
+    let input: Input = match syn::parse2(input) {
+        Ok(i) => i,
+        Err(e) => return e.to_compile_error(),
+    };
+    let variant_mod: ItemMod = match syn::parse2(input.variant_item) {
+        Ok(m) => m,
+        Err(e) => return e.to_compile_error(),
+    };
+    let parsed = (
+        syn::parse2::<Args>(input.base_args),
+        syn::parse2::<ItemMod>(input.base_item),
+        syn::parse2::<Args>(input.variant_args),
+    );
+    let (base_args, base_mod, variant_args) = match parsed {
+        (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+        (Err(e), ..) | (_, Err(e), _) | (.., Err(e)) => return fallback::expand(Some(variant_mod), &e),
+    };
+    let base_name = base_args.name.as_ref().map_or_else(|| "Machine".to_owned(), ToString::to_string);
+    let cx = Ctxt::new();
+    let merged = merge_modules(&cx, &base_name, base_mod, variant_mod.clone());
+    let model = merged.and_then(|(module, table, info)| {
+        let args = base_args.overridden_by(variant_args);
+        let mut model = Model::build(&cx, args, module, Some(table))?;
+        model.variant = Some(info);
+        Some(model)
+    });
+    if let Some(model) = &model {
+        validate::check(&cx, model);
+    }
+    match (cx.check(), model) {
+        (Ok(()), Some(model)) => codegen::generate(&model),
+        (Err(e), _) => fallback::expand(Some(variant_mod), &e),
+        (Ok(()), None) => fallback::expand(Some(variant_mod), &syn::Error::new(Span::call_site(), "invalid variant")),
+    }
+}
+
+fn has_attr(attrs: &[syn::Attribute], name: &str) -> bool {
+    attrs.iter().any(|a| a.path().is_ident(name))
+}
+
+/// The module to build the variant from, its merged table, and what error
+/// messages need to know about the base.
+fn merge_modules(
+    cx: &Ctxt,
+    base_name: &str,
+    base: ItemMod,
+    variant: ItemMod,
+) -> Option<(ItemMod, (Span, Table), VariantInfo)> {
+    let (_, base_items) = base.content?;
+    let Some((_, variant_items)) = variant.content.clone() else {
+        cx.error_spanned_by(&variant.ident, "a variant needs an inline module: `mod name { ... }`");
+        return None;
+    };
+    let mut base_enums: Vec<ItemEnum> = Vec::new();
+    let mut base_context = None;
+    let mut base_table = None;
+    for item in base_items {
+        match item {
+            Item::Enum(e) if ["states", "events", "actions"].iter().any(|r| has_attr(&e.attrs, r)) => {
+                base_enums.push(e)
+            }
+            Item::Struct(s) if has_attr(&s.attrs, "context") => base_context = Some(Item::Struct(s)),
+            Item::Type(t) if has_attr(&t.attrs, "context") => base_context = Some(Item::Type(t)),
+            Item::Macro(m) if m.mac.path.is_ident("transitions") => {
+                base_table = syn::parse2::<Table>(m.mac.tokens).ok()
+            }
+            // The base's other items (its `use super::*`) belong to its
+            // module; the variant brings its own imports.
+            _ => {}
+        }
+    }
+    let base_table = base_table.unwrap_or_default();
+    let base_states: Vec<String> = base_enums
+        .iter()
+        .find(|e| has_attr(&e.attrs, "states"))
+        .map(|e| e.variants.iter().map(|v| v.ident.to_string()).collect())
+        .unwrap_or_default();
+
+    let mut items = Vec::new();
+    let mut context = base_context;
+    let mut variant_table = None;
+    let mut table_span = variant.ident.span();
+    for item in variant_items {
+        match item {
+            Item::Enum(e) if ["states", "events", "actions"].iter().any(|r| has_attr(&e.attrs, r)) => {
+                let role =
+                    ["states", "events", "actions"].into_iter().find(|r| has_attr(&e.attrs, r)).unwrap_or("states");
+                let Some(target) = base_enums.iter_mut().find(|b| has_attr(&b.attrs, role)) else { continue };
+                let what = &role[..role.len() - 1];
+                for v in e.variants {
+                    if target.variants.iter().any(|b| b.ident == v.ident) {
+                        cx.error_spanned_by(
+                            &v.ident,
+                            format!(
+                                "`{}` is already {} {what} of `{base_name}`; a variant adds new {role} only (change what an existing state does with `replace` rows)",
+                                v.ident,
+                                if what == "action" || what == "event" { "an" } else { "a" },
+                            ),
+                        );
+                    } else {
+                        target.variants.push(v);
+                    }
+                }
+            }
+            Item::Struct(s) if has_attr(&s.attrs, "context") => context = Some(Item::Struct(s)),
+            Item::Type(t) if has_attr(&t.attrs, "context") => context = Some(Item::Type(t)),
+            Item::Macro(m) if m.mac.path.is_ident("transitions") => {
+                table_span = m.mac.path.segments[0].ident.span();
+                match syn::parse2::<Table>(m.mac.tokens) {
+                    Ok(t) => variant_table = Some(t),
+                    Err(e) => cx.syn_error(e),
+                }
+            }
+            other => items.push(other),
+        }
+    }
+    let variant_table = variant_table.unwrap_or_default();
+
+    // Base rows, with replacements in place and removals dropped.
+    let mut rows: Vec<Option<crate::parse::Row>> = base_table.rows.into_iter().map(Some).collect();
+    let keys: Vec<String> = rows.iter().flatten().map(crate::parse::Row::key_text).collect();
+    let known = |key: &str| -> String {
+        let source = key.split(" + ").next().unwrap_or(key).split(" [").next().unwrap_or(key);
+        let same: Vec<String> = keys.iter().filter(|k| k.starts_with(source)).map(|k| format!("`{k}`")).collect();
+        if same.is_empty() { String::new() } else { format!("; its rows from there: {}", same.join(", ")) }
+    };
+    for (kw, row) in variant_table.replaces {
+        let key = row.key_text();
+        match keys.iter().position(|k| *k == key) {
+            Some(i) => rows[i] = Some(row),
+            None => cx.error_spanned_by(kw, format!("`replace`: `{base_name}` has no row `{key}`{}", known(&key))),
+        }
+    }
+    let mut removal = None;
+    for (kw, key) in &variant_table.removes {
+        let key_text = key.text();
+        match keys.iter().position(|k| *k == key_text) {
+            Some(i) => {
+                rows[i] = None;
+                removal.get_or_insert(kw.span);
+            }
+            None => {
+                cx.error_spanned_by(kw, format!("`remove`: `{base_name}` has no row `{key_text}`{}", known(&key_text)))
+            }
+        }
+    }
+    for (kw, state) in &variant_table.removed_states {
+        if !base_states.contains(&state.to_string()) {
+            cx.error_spanned_by(state, format!("`remove state`: `{base_name}` has no state `{state}`"));
+            continue;
+        }
+        removal.get_or_insert(kw.span);
+        if let Some(states) = base_enums.iter_mut().find(|e| has_attr(&e.attrs, "states")) {
+            states.variants = states.variants.clone().into_iter().filter(|v| v.ident != *state).collect();
+        }
+        for slot in &mut rows {
+            let Some(row) = slot else { continue };
+            if row_source_is(row, state) {
+                *slot = None;
+                continue;
+            }
+            match &mut row.source {
+                Source::Several(names) => {
+                    names.retain(|n| n != state);
+                    if names.is_empty() {
+                        *slot = None;
+                    }
+                }
+                Source::Any { except } => except.retain(|n| n != state),
+                Source::One(_) => {}
+            }
+        }
+        let into: Vec<String> = rows
+            .iter()
+            .flatten()
+            .filter(|r| matches!(&r.outcome, crate::parse::Outcome::To { target, .. } if target.ident == *state))
+            .map(|r| format!("`{}`", r.key_text()))
+            .collect();
+        if !into.is_empty() {
+            cx.error_spanned_by(
+                state,
+                format!(
+                    "`remove state {state}`: rows of `{base_name}` still lead into it; replace or remove them: {}",
+                    into.join(", ")
+                ),
+            );
+        }
+    }
+
+    // The variant's own rows are tried before the base's.
+    let mut table = Table { rows: variant_table.rows, ..Table::default() };
+    table.rows.extend(rows.into_iter().flatten());
+
+    items.extend(base_enums.into_iter().map(Item::Enum));
+    items.extend(context);
+    let module = ItemMod { content: Some((variant.content.map_or_else(Default::default, |c| c.0), items)), ..variant };
+    Some((module, (table_span, table), VariantInfo { base: base_name.to_owned(), base_states, removal }))
+}
+
+fn row_source_is(row: &crate::parse::Row, state: &Ident) -> bool {
+    match &row.source {
+        Source::One(syn::Pat::Ident(p)) => p.ident == *state,
+        Source::One(syn::Pat::Path(p)) => p.path.is_ident(state),
+        Source::One(syn::Pat::Struct(p)) => p.path.is_ident(state),
+        Source::One(syn::Pat::TupleStruct(p)) => p.path.is_ident(state),
+        _ => false,
+    }
+}

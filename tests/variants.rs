@@ -1,0 +1,127 @@
+//! `LoomWithPermission`, declared as a variant of Loom in another module:
+//! every added and replaced row, an inherited row, and the base unchanged.
+
+use agent_fsm_examples::loom::{
+    AgentConfig, ConversationContext, Executions, LlmError, LlmEvent, LlmResponse, Loom, Message, ToolCall,
+};
+use agent_fsm_examples::loom_with_permission::{AgentAction, AgentEvent, AgentState, LoomWithPermission};
+
+fn call(id: &str, name: &str) -> ToolCall {
+    ToolCall { id: id.into(), name: name.into(), arguments: serde_json::json!({}) }
+}
+
+fn conv() -> ConversationContext {
+    ConversationContext::from_messages(vec![Message::user("fix it")])
+}
+
+fn completed(calls: Vec<ToolCall>) -> AgentEvent {
+    AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse { content: "on it".into(), tool_calls: calls }))
+}
+
+fn calling() -> LoomWithPermission {
+    LoomWithPermission::with_state(AgentState::CallingLlm { retries: 0, conversation: conv() }, AgentConfig::default())
+}
+
+#[test]
+fn added_row_mutating_calls_wait_for_permission() {
+    let mut m = calling();
+    let calls = vec![call("1", "read_file"), call("2", "edit_file")];
+    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission(calls.clone()));
+    let AgentState::WaitingForPermission { calls: waiting, conversation } = m.state() else {
+        panic!("expected WaitingForPermission, got {:?}", m.state());
+    };
+    assert_eq!(waiting, &calls);
+    assert_eq!(conversation.len(), 2);
+}
+
+#[test]
+fn base_row_read_only_calls_run_at_once() {
+    let mut m = calling();
+    let calls = vec![call("1", "read_file")];
+    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::ExecuteTools(calls));
+    assert!(m.state().is_executing_tools());
+}
+
+#[test]
+fn added_row_permission_granted_runs_the_calls() {
+    let calls = vec![call("1", "edit_file")];
+    let mut m = LoomWithPermission::with_state(
+        AgentState::WaitingForPermission { calls: calls.clone(), conversation: conv() },
+        AgentConfig::default(),
+    );
+    assert_eq!(m.handle_event(AgentEvent::PermissionGranted), AgentAction::ExecuteTools(calls.clone()));
+    assert_eq!(
+        m.state(),
+        &AgentState::ExecutingTools { executions: Executions::pending(&calls), conversation: conv() }
+    );
+}
+
+#[test]
+fn added_row_permission_denied_answers_every_call_and_waits() {
+    let calls = vec![call("1", "edit_file"), call("2", "bash")];
+    let mut m = LoomWithPermission::with_state(
+        AgentState::WaitingForPermission { calls, conversation: conv() },
+        AgentConfig::default(),
+    );
+    let action = m.handle_event(AgentEvent::PermissionDenied { reason: "not now".into() });
+    assert_eq!(action, AgentAction::DisplayError("permission denied: not now".into()));
+    let AgentState::WaitingForUserInput { conversation } = m.state() else { panic!("{:?}", m.state()) };
+    let ids: Vec<_> = conversation.messages()[1..].iter().map(|m| m.tool_call_id.clone()).collect();
+    assert_eq!(ids, [Some("1".to_owned()), Some("2".to_owned())]);
+    assert!(conversation.messages()[1].content.contains("not now"));
+}
+
+#[test]
+fn replaced_row_final_failure_says_gave_up() {
+    let mut m = LoomWithPermission::with_state(
+        AgentState::CallingLlm { retries: 2, conversation: conv() },
+        AgentConfig::default(),
+    );
+    let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Error(LlmError { message: "503".into() })));
+    assert_eq!(action, AgentAction::DisplayError("gave up: llm call failed: 503".into()));
+}
+
+#[test]
+fn inherited_any_state_row_covers_the_added_state() {
+    let mut m = LoomWithPermission::with_state(
+        AgentState::WaitingForPermission { calls: vec![], conversation: conv() },
+        AgentConfig::default(),
+    );
+    assert_eq!(m.handle_event(AgentEvent::ShutdownRequested), AgentAction::Shutdown);
+    assert_eq!(m.state(), &AgentState::ShuttingDown);
+}
+
+#[test]
+fn the_variant_is_its_own_machine() {
+    let d = LoomWithPermission::DESCRIPTION;
+    assert_eq!(d.name, "LoomWithPermission");
+    assert!(d.states.iter().any(|s| s.name == "WaitingForPermission"));
+    assert!(d.mermaid.contains("WaitingForPermission --> ExecutingTools : PermissionGranted / ExecuteTools"));
+    // Added rows come first, so the permission row precedes Loom's tool row.
+    let from_processing: Vec<_> = d.rows_from("ProcessingLlmResponse").map(|t| t.to).collect();
+    assert_eq!(from_processing, ["WaitingForPermission", "ExecutingTools", "WaitingForUserInput"]);
+}
+
+#[test]
+fn the_base_is_unchanged() {
+    let d = Loom::DESCRIPTION;
+    assert_eq!(d.name, "Loom");
+    assert!(!d.states.iter().any(|s| s.name == "WaitingForPermission"));
+    assert!(!d.events.contains(&"PermissionGranted"));
+    let mut m = Loom::with_state(
+        agent_fsm_examples::loom::AgentState::CallingLlm { retries: 0, conversation: conv() },
+        AgentConfig::default(),
+    );
+    let calls = vec![call("1", "edit_file")];
+    let action = m.handle_event(agent_fsm_examples::loom::AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse {
+        content: "on it".into(),
+        tool_calls: calls.clone(),
+    })));
+    assert_eq!(action, agent_fsm_examples::loom::AgentAction::ExecuteTools(calls));
+    let action = Loom::with_state(
+        agent_fsm_examples::loom::AgentState::CallingLlm { retries: 2, conversation: conv() },
+        AgentConfig::default(),
+    )
+    .handle_event(agent_fsm_examples::loom::AgentEvent::LlmEvent(LlmEvent::Error(LlmError { message: "503".into() })));
+    assert_eq!(action, agent_fsm_examples::loom::AgentAction::DisplayError("llm call failed: 503".into()));
+}
