@@ -257,6 +257,9 @@ pub mod machine {
             => Finished { response: String::new(), reason: FinishReason::MaxSteps } / Respond(String::new()),
         Ready + Infer(ModelReply::Answer(text)) => { ctx.steps_taken += 1; }
             Finished { response: text, reason: FinishReason::Answered } / Respond(text.clone()),
+        /// A reply with an empty list of tool calls is an empty answer.
+        Ready + Infer(ModelReply::ToolCalls(calls)) [calls.is_empty()] => { ctx.steps_taken += 1; }
+            Finished { response: String::new(), reason: FinishReason::Answered } / Respond(String::new()),
         Ready + Infer(reply) => { ctx.steps_taken += 1; let calls = reply.into_tool_calls(); }
             AwaitingToolCall { pending_calls: calls } / RunTools(calls.clone()),
 

@@ -59,6 +59,14 @@ fn a_reply_for_another_request_is_rejected_not_applied() {
 }
 
 #[test]
+fn an_empty_tool_call_list_is_an_empty_answer() {
+    let mut m = Runner::new(ctx());
+    let action = m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![])));
+    assert_eq!(action, RunnerAction::Respond(String::new()));
+    assert_eq!(m.state(), &RunnerState::Finished { response: String::new(), reason: FinishReason::Answered });
+}
+
+#[test]
 fn the_step_guard_finishes_the_run() {
     let mut m = Runner::new(RunnerContext::new("loop forever", 1));
     m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1")])));

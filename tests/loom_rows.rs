@@ -542,17 +542,16 @@ fn conversation_gets_user_then_assistant_message() {
 fn full_tool_round_trip_from_new() {
     let mut m = Loom::new(cfg());
     let calls = vec![call("a", "edit_file"), call("b", "read_file")];
-    let mut actions = Vec::new();
-    actions.push(m.handle_event(AgentEvent::UserInput(Message::user("fix it"))));
-    actions.push(m.handle_event(AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse {
-        content: String::new(),
-        tool_calls: calls.clone(),
-    }))));
-    actions.push(m.handle_event(progress("b", 0.5, "reading")));
-    actions.push(m.handle_event(completed("b", success("b", json!("src")))));
-    actions.push(m.handle_event(completed("a", success("a", json!("edited")))));
-    actions.push(m.handle_event(AgentEvent::PostToolsHookCompleted { action_taken: true }));
-    actions.push(m.handle_event(AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse::text("fixed")))));
+    let events = vec![
+        AgentEvent::UserInput(Message::user("fix it")),
+        AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse { content: String::new(), tool_calls: calls.clone() })),
+        progress("b", 0.5, "reading"),
+        completed("b", success("b", json!("src"))),
+        completed("a", success("a", json!("edited"))),
+        AgentEvent::PostToolsHookCompleted { action_taken: true },
+        AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse::text("fixed"))),
+    ];
+    let actions: Vec<AgentAction> = events.into_iter().map(|e| m.handle_event(e)).collect();
 
     let m1 = vec![Message::user("fix it")];
     let m2 = with(m1.clone(), [Message::assistant("", calls.clone())]);
@@ -765,7 +764,13 @@ fn description_lists_every_tested_row() {
         ("CallingLlm", Some("LlmEvent"), None, "CallingLlm", Some("DisplayMessage")),
         ("CallingLlm", Some("LlmEvent"), None, "CallingLlm", Some("WaitForInput")),
         ("CallingLlm", Some("LlmEvent"), None, "ProcessingLlmResponse", None),
-        ("CallingLlm", Some("LlmEvent"), Some("retries.saturating_add(1) < ctx.max_retries"), "Error", Some("ScheduleRetry")),
+        (
+            "CallingLlm",
+            Some("LlmEvent"),
+            Some("retries.saturating_add(1) < ctx.max_retries"),
+            "Error",
+            Some("ScheduleRetry"),
+        ),
         ("CallingLlm", Some("LlmEvent"), None, "WaitingForUserInput", Some("DisplayError")),
         (
             "ProcessingLlmResponse",

@@ -52,6 +52,8 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
     quote! {
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
+        // `field: field` is spelled out so the binding takes the row's span.
+        #[allow(clippy::redundant_field_names)]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: #event,
@@ -97,7 +99,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
 
         /// Runs eventless rows until the machine rests in a state that
         /// waits for events.
-        #[allow(unused_variables, clippy::needless_pass_by_ref_mut)]
+        #[allow(unused_variables, clippy::needless_pass_by_ref_mut, clippy::redundant_field_names)]
         fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<#state>,
             __ctx: &mut #context_ty,

@@ -238,6 +238,7 @@ stateDiagram-v2
         }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
+        #[allow(clippy::redundant_field_names)]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: Event,
@@ -546,7 +547,11 @@ stateDiagram-v2
         }
         /// Runs eventless rows until the machine rests in a state that
         /// waits for events.
-        #[allow(unused_variables, clippy::needless_pass_by_ref_mut)]
+        #[allow(
+            unused_variables,
+            clippy::needless_pass_by_ref_mut,
+            clippy::redundant_field_names
+        )]
         fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<State>,
             __ctx: &mut (),

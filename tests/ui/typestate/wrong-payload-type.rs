@@ -1,0 +1,12 @@
+// `approve` takes the request id (a `String`) the approval was opened with.
+use agent_fsm_examples::bob::{ModelReply, RunnerContext, ToolCall, typed};
+
+fn main() {
+    let ready = typed::Ready::new(RunnerContext::new("task", 3));
+    let call = ToolCall { id: "1".into(), name: "write_note".into(), input: "milk".into() };
+    let typed::ReadyAfterInfer::AwaitingToolCall(awaiting, _) = ready.infer(ModelReply::ToolCalls(vec![call])) else {
+        return;
+    };
+    let (approving, _) = awaiting.require_approval();
+    let _ = approving.approve(42);
+}

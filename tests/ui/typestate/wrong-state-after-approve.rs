@@ -1,0 +1,15 @@
+// `approve` lands in `AwaitingApproval` or `AwaitingToolCall`, never in
+// `Finished` (only `deny` and `cancel` finish from there).
+use agent_fsm_examples::bob::{ModelReply, RunnerContext, ToolCall, typed};
+
+fn main() {
+    let ready = typed::Ready::new(RunnerContext::new("task", 3));
+    let call = ToolCall { id: "1".into(), name: "write_note".into(), input: "milk".into() };
+    let typed::ReadyAfterInfer::AwaitingToolCall(awaiting, _) = ready.infer(ModelReply::ToolCalls(vec![call])) else {
+        return;
+    };
+    let (approving, _) = awaiting.require_approval();
+    let typed::AwaitingApprovalAfterApprove::Finished(_done, _) = approving.approve("approve-1".to_string()) else {
+        return;
+    };
+}
