@@ -1,7 +1,8 @@
 //! The Loom agent machine as one table.
 //!
-//! Seven states, seven events, the reference's actions plus one
-//! (`ScheduleRetry`), and every row of the reference transition table. The
+//! Seven states, the reference's seven events plus one (`Interrupted`), its
+//! actions plus one (`ScheduleRetry`), and every row of the reference
+//! transition table. The
 //! machine is pure: it decides, and whoever performs the actions (the
 //! executor, or a test) does the I/O and feeds the results back as events.
 //!
@@ -25,6 +26,13 @@
 //! - **The conversation is carried by every state but `ShuttingDown` and is
 //!   moved, never cloned**, from state to state. Its messages sit behind an
 //!   `Arc`, so an [`LlmRequest`] shares them instead of copying them.
+//! - **An interrupt row.** The reference has no way to stop a turn; the
+//!   executor's interrupt protocol cancels the stream and every pending
+//!   tool call (each gets a "cancelled" result, which the table records in
+//!   call order as usual) and then delivers [`AgentEvent::Interrupted`],
+//!   which returns to `WaitingForUserInput` from any state. Text streamed
+//!   before the interrupt has already been displayed; the reference does
+//!   not accumulate it in the state, and neither does this table.
 //! - **No clocks or random ids inside transitions**, so the same events give
 //!   the same actions (replay). Timing comes from the runtime's history.
 //! - **Transitions are reported, not logged, by the machine.** The reference
@@ -519,6 +527,11 @@ pub mod machine {
         RetryTimeoutFired,
         /// Stop, from wherever the agent is.
         ShutdownRequested,
+        /// The user interrupted the turn (the executor's interrupt event).
+        Interrupted {
+            /// Why, as given to the handle.
+            cause: String,
+        },
     }
 
     /// What the caller must do next.
@@ -596,5 +609,8 @@ pub mod machine {
 
         /// Shutdown works from every state, `ShuttingDown` included.
         * + ShutdownRequested => ShuttingDown / Shutdown,
+        /// An interrupt ends the turn from wherever it is. The executor has
+        /// already given every pending tool call a "cancelled" result.
+        * + Interrupted { cause } => WaitingForUserInput / DisplayError(format!("interrupted: {cause}")),
     }
 }

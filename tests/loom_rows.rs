@@ -830,8 +830,15 @@ fn description_lists_every_tested_row() {
             .unwrap();
         assert!(t.any_state);
     }
-    // Nothing else: 16 rows + 6 expanded shutdown rows, tried in table order.
-    assert_eq!(rows.len(), expected.len() + shutdown_sources.len());
+    // The interrupt row the executor needs, from every state that waits.
+    let interrupt_sources = ["WaitingForUserInput", "CallingLlm", "ExecutingTools", "PostToolsHook", "Error"];
+    for from in interrupt_sources {
+        let row = (from, Some("Interrupted"), None, "WaitingForUserInput", Some("DisplayError"));
+        assert!(rows.contains(&row), "missing row {row:?}");
+    }
+    // Nothing else: 16 rows + 6 expanded shutdown rows + 5 interrupt rows,
+    // tried in table order.
+    assert_eq!(rows.len(), expected.len() + shutdown_sources.len() + interrupt_sources.len());
     assert_eq!(rows[..expected.len()], expected[..]);
 
     // In-place rows are exactly the self-transitions without a payload.
@@ -896,4 +903,17 @@ fn observer_sees_the_transient_hop_on_completed() {
         ]
     );
     assert_eq!(m.state().name(), "WaitingForUserInput");
+}
+
+#[test]
+fn interrupted_ends_the_turn_from_any_waiting_state() {
+    for state in [calling(1, history()), executing(Executions::pending(&[call("a", "bash")]), history())] {
+        let mut m = Loom::with_state(state, cfg());
+        let action = m.handle_event(AgentEvent::Interrupted { cause: "user pressed stop".into() });
+        assert_eq!(action, AgentAction::DisplayError("interrupted: user pressed stop".into()));
+        assert_eq!(m.state(), &AgentState::WaitingForUserInput { conversation: conv(history()) });
+    }
+    let mut m = Loom::with_state(AgentState::ShuttingDown, cfg());
+    assert_eq!(m.handle_event(AgentEvent::Interrupted { cause: "late".into() }), AgentAction::WaitForInput);
+    assert_eq!(m.state(), &AgentState::ShuttingDown);
 }

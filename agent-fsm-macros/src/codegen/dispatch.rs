@@ -106,7 +106,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             __observer: &mut __O,
         ) -> #action {
             loop {
-                match __state {
+                match &mut *__state {
                     #(#settle_arms)*
                     // Every transient state ends with an unguarded row (checked
                     // at compile time), so only a resting state gets here.

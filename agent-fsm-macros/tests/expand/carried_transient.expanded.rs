@@ -706,7 +706,7 @@ stateDiagram-v2
             __observer: &mut __O,
         ) -> Action {
             loop {
-                match __state {
+                match &mut *__state {
                     __s @ ::core::option::Option::Some(
                         State::Checking { .. },
                     ) if match ::core::option::Option::as_ref(__s) {

@@ -558,7 +558,7 @@ stateDiagram-v2
             __observer: &mut __O,
         ) -> Action {
             loop {
-                match __state {
+                match &mut *__state {
                     _ => return Self::__fallback(),
                 }
             }
