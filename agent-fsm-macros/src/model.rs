@@ -59,6 +59,8 @@ pub(crate) struct RowModel {
     pub(crate) action: Option<(usize, Ctor)>,
     /// Span of `=>`, for errors about the row as a whole.
     pub(crate) span: Span,
+    /// Inherited from a variant's base (its spans point into the base).
+    pub(crate) from_base: bool,
 }
 
 /// A `=> ignore` row.
@@ -107,8 +109,11 @@ pub(crate) struct VariantInfo {
     pub(crate) base: String,
     /// The base's states, to tell inherited ones from added ones.
     pub(crate) base_states: Vec<String>,
-    /// Where to point an error caused by the variant's removals.
-    pub(crate) removal: Option<Span>,
+    /// The variant's `replace` and `remove` rows: where each is written,
+    /// and the state the base row it drops led into.
+    pub(crate) changes: Vec<(Span, String)>,
+    /// Where the variant's own table is, for errors with no better place.
+    pub(crate) table: Span,
 }
 
 impl Model {
@@ -372,6 +377,7 @@ impl Model {
                     target_ctor,
                     action,
                     span,
+                    from_base: row.from_base,
                 });
             }
         }

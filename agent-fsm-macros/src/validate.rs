@@ -217,10 +217,18 @@ fn check_duplicate_rows(cx: &Ctxt, model: &Model) {
                 && event_key(earlier) == event_key(later)
                 && guard_key(earlier) == guard_key(later)
             {
-                cx.error_at(
-                    later.span,
-                    "duplicate row: an earlier row has the same state, event and guard; delete one",
-                );
+                if later.from_base && !earlier.from_base {
+                    let base = model.variant.as_ref().map_or("the base", |v| v.base.as_str());
+                    cx.error_at(
+                        earlier.span,
+                        format!("this row repeats a row of `{base}`; write it as `replace ..` to change that row, or delete it"),
+                    );
+                } else {
+                    cx.error_at(
+                        later.span,
+                        "duplicate row: an earlier row has the same state, event and guard; delete one",
+                    );
+                }
                 break;
             }
         }
@@ -230,8 +238,10 @@ fn check_duplicate_rows(cx: &Ctxt, model: &Model) {
 /// Rows are tried in the order written; a row after an unguarded row that
 /// accepts every value of the same (state, event) can never fire.
 fn check_shadowed_rows(cx: &Ctxt, model: &Model) {
+    // A variant row that hides several base rows is reported once.
+    let mut blamed: BTreeSet<usize> = BTreeSet::new();
     for (j, later) in model.rows.iter().enumerate() {
-        for earlier in &model.rows[..j] {
+        for (i, earlier) in model.rows[..j].iter().enumerate() {
             if earlier.guard.is_some() {
                 continue;
             }
@@ -258,6 +268,20 @@ fn check_shadowed_rows(cx: &Ctxt, model: &Model) {
             }
             let event =
                 later.event.as_ref().map_or_else(String::new, |(e, _)| format!(" + {}", model.events[*e].ident));
+            if later.from_base && !earlier.from_base {
+                // The variant's own row hides the base's: say so there, once.
+                let base = model.variant.as_ref().map_or("the base", |v| v.base.as_str());
+                if blamed.insert(i) {
+                    cx.error_at(
+                        earlier.span,
+                        format!(
+                            "this row has no guard and accepts every `{}{}`, so `{base}`'s rows for that pair can never fire; give it a guard, or use `replace` / `remove` on the base rows",
+                            model.states[state].ident, event
+                        ),
+                    );
+                }
+                break;
+            }
             let at = later.guard.as_ref().map_or(later.span, syn::spanned::Spanned::span);
             cx.error_at(
                 at,
@@ -302,7 +326,8 @@ fn check_ignored_pairs(cx: &Ctxt, model: &Model) {
 /// unless the table says so with `#[terminal]`.
 fn check_states_have_exits(cx: &Ctxt, model: &Model) {
     for (i, state) in model.states.iter().enumerate() {
-        if state.terminal.is_some() {
+        // Transient states have their own rule (they must always resolve).
+        if state.terminal.is_some() || state.transient.is_some() {
             continue;
         }
         let exits = model.rows.iter().any(|r| r.sources.contains(&i) && r.target != i);
@@ -338,15 +363,18 @@ fn check_unreachable_states(cx: &Ctxt, model: &Model) {
     }
     for (i, state) in model.states.iter().enumerate() {
         if !seen[i] {
-            // A base state a variant's removals cut off: point at the removal.
+            // A base state a variant's changes cut off: point at the change
+            // that dropped a row into it (or the first change, or the table).
             if let Some(v) = &model.variant
-                && let Some(at) = v.removal
                 && v.base_states.contains(&state.ident.to_string())
             {
+                let name = state.ident.to_string();
+                let at =
+                    v.changes.iter().rev().find(|(_, t)| *t == name).or(v.changes.first()).map_or(v.table, |c| c.0);
                 cx.error_at(
                     at,
                     format!(
-                        "after this variant's removals, `{}` of `{}` cannot be reached from `{}`; keep a row into it, or drop it with `remove state {}`",
+                        "after this variant's changes, `{}` of `{}` cannot be reached from `{}`; keep a row into it, or drop it with `remove state {}`",
                         state.ident, v.base, model.states[initial].ident, state.ident
                     ),
                 );

@@ -93,6 +93,9 @@ pub(crate) fn merge(input: TokenStream) -> TokenStream {
     let base_name = base_args.name.as_ref().map_or_else(|| "Machine".to_owned(), ToString::to_string);
     let cx = Ctxt::new();
     let merged = merge_modules(&cx, &base_name, base_mod, variant_mod.clone());
+    // On error the merged module (with the base's enums) is what the rest
+    // of the user's code should still see.
+    let shown = merged.as_ref().map_or_else(|| variant_mod.clone(), |(m, ..)| m.clone());
     let model = merged.and_then(|(module, table, info)| {
         let args = base_args.overridden_by(variant_args);
         let mut model = Model::build(&cx, args, module, Some(table))?;
@@ -104,8 +107,8 @@ pub(crate) fn merge(input: TokenStream) -> TokenStream {
     }
     match (cx.check(), model) {
         (Ok(()), Some(model)) => codegen::generate(&model),
-        (Err(e), _) => fallback::expand(Some(variant_mod), &e),
-        (Ok(()), None) => fallback::expand(Some(variant_mod), &syn::Error::new(Span::call_site(), "invalid variant")),
+        (Err(e), _) => fallback::expand(Some(shown), &e),
+        (Ok(()), None) => fallback::expand(Some(shown), &syn::Error::new(Span::call_site(), "invalid variant")),
     }
 }
 
@@ -192,39 +195,88 @@ fn merge_modules(
     let variant_table = variant_table.unwrap_or_default();
 
     // Base rows, with replacements in place and removals dropped.
-    let mut rows: Vec<Option<crate::parse::Row>> = base_table.rows.into_iter().map(Some).collect();
+    let mut rows: Vec<Option<crate::parse::Row>> = base_table
+        .rows
+        .into_iter()
+        .map(|mut r| {
+            r.from_base = true;
+            Some(r)
+        })
+        .collect();
     let keys: Vec<String> = rows.iter().flatten().map(crate::parse::Row::key_text).collect();
+    let source_of = |key: &str| key.split(" + ").next().unwrap_or(key).split(" [").next().unwrap_or(key).to_owned();
     let known = |key: &str| -> String {
-        let source = key.split(" + ").next().unwrap_or(key).split(" [").next().unwrap_or(key);
-        let same: Vec<String> = keys.iter().filter(|k| k.starts_with(source)).map(|k| format!("`{k}`")).collect();
-        if same.is_empty() { String::new() } else { format!("; its rows from there: {}", same.join(", ")) }
+        let source = source_of(key);
+        let same: Vec<String> =
+            keys.iter().filter(|k| source_of(k) == source || k.starts_with('*')).map(|k| format!("`{k}`")).collect();
+        if same.is_empty() {
+            String::new()
+        } else {
+            format!("; its rows for that state (matched as written, binding names included): {}", same.join(", "))
+        }
     };
+    let target_of = |row: &Option<crate::parse::Row>| match row {
+        Some(crate::parse::Row { outcome: crate::parse::Outcome::To { target, .. }, .. }) => target.ident.to_string(),
+        _ => String::new(),
+    };
+    let mut changes = Vec::new();
     for (kw, row) in variant_table.replaces {
         let key = row.key_text();
         match keys.iter().position(|k| *k == key) {
-            Some(i) => rows[i] = Some(row),
+            Some(i) => {
+                changes.push((kw.span, target_of(&rows[i])));
+                rows[i] = Some(row);
+            }
             None => cx.error_spanned_by(kw, format!("`replace`: `{base_name}` has no row `{key}`{}", known(&key))),
         }
     }
-    let mut removal = None;
     for (kw, key) in &variant_table.removes {
         let key_text = key.text();
         match keys.iter().position(|k| *k == key_text) {
             Some(i) => {
+                changes.push((kw.span, target_of(&rows[i])));
                 rows[i] = None;
-                removal.get_or_insert(kw.span);
             }
             None => {
                 cx.error_spanned_by(kw, format!("`remove`: `{base_name}` has no row `{key_text}`{}", known(&key_text)))
             }
         }
     }
-    for (kw, state) in &variant_table.removed_states {
+    for (_, state) in &variant_table.removed_states {
         if !base_states.contains(&state.to_string()) {
             cx.error_spanned_by(state, format!("`remove state`: `{base_name}` has no state `{state}`"));
             continue;
         }
-        removal.get_or_insert(kw.span);
+        let initial = base_enums
+            .iter()
+            .find(|e| has_attr(&e.attrs, "states"))
+            .and_then(|e| e.variants.iter().find(|v| v.ident == *state))
+            .is_some_and(|v| has_attr(&v.attrs, "initial"));
+        if initial {
+            cx.error_spanned_by(
+                state,
+                format!("`remove state`: `{state}` is where `{base_name}` starts; a variant keeps the initial state"),
+            );
+            continue;
+        }
+        let into: Vec<String> = rows
+            .iter()
+            .flatten()
+            .filter(|r| !row_source_is(r, state))
+            .filter(|r| matches!(&r.outcome, crate::parse::Outcome::To { target, .. } if target.ident == *state))
+            .map(|r| format!("`{}`", r.key_text()))
+            .collect();
+        if !into.is_empty() {
+            // Keep the state, so this is the only error.
+            cx.error_spanned_by(
+                state,
+                format!(
+                    "`remove state {state}`: rows of `{base_name}` still lead into it; replace or remove them: {}",
+                    into.join(", ")
+                ),
+            );
+            continue;
+        }
         if let Some(states) = base_enums.iter_mut().find(|e| has_attr(&e.attrs, "states")) {
             states.variants = states.variants.clone().into_iter().filter(|v| v.ident != *state).collect();
         }
@@ -245,21 +297,6 @@ fn merge_modules(
                 Source::One(_) => {}
             }
         }
-        let into: Vec<String> = rows
-            .iter()
-            .flatten()
-            .filter(|r| matches!(&r.outcome, crate::parse::Outcome::To { target, .. } if target.ident == *state))
-            .map(|r| format!("`{}`", r.key_text()))
-            .collect();
-        if !into.is_empty() {
-            cx.error_spanned_by(
-                state,
-                format!(
-                    "`remove state {state}`: rows of `{base_name}` still lead into it; replace or remove them: {}",
-                    into.join(", ")
-                ),
-            );
-        }
     }
 
     // The variant's own rows are tried before the base's.
@@ -269,7 +306,11 @@ fn merge_modules(
     items.extend(base_enums.into_iter().map(Item::Enum));
     items.extend(context);
     let module = ItemMod { content: Some((variant.content.map_or_else(Default::default, |c| c.0), items)), ..variant };
-    Some((module, (table_span, table), VariantInfo { base: base_name.to_owned(), base_states, removal }))
+    Some((
+        module,
+        (table_span, table),
+        VariantInfo { base: base_name.to_owned(), base_states, changes, table: table_span },
+    ))
 }
 
 fn row_source_is(row: &crate::parse::Row, state: &Ident) -> bool {

@@ -92,7 +92,7 @@ pub(crate) fn key_text(source: &Source, event: Option<&Pat>, guard: Option<&Expr
         text.push_str(&g.to_token_stream().to_string());
         text.push(']');
     }
-    text
+    tidy(&text)
 }
 
 impl Parse for RowKey {
@@ -127,6 +127,8 @@ pub(crate) struct Row {
     pub(crate) guard_text: Option<String>,
     pub(crate) arrow: Token![=>],
     pub(crate) outcome: Outcome,
+    /// Set on rows a variant inherits from its base, for error messages.
+    pub(crate) from_base: bool,
 }
 
 impl Row {
@@ -178,7 +180,7 @@ impl Parse for Row {
             )
         })?;
         let outcome = input.parse()?;
-        Ok(Row { docs, source, event, guard, guard_text, arrow, outcome })
+        Ok(Row { docs, source, event, guard, guard_text, arrow, outcome, from_base: false })
     }
 }
 
@@ -293,7 +295,7 @@ impl Parse for Ctor {
 
 /// Token text with the spaces `to_string` puts around punctuation removed,
 /// for guard text when the compiler gives no source text (unit tests).
-fn tidy(text: &str) -> String {
+pub(crate) fn tidy(text: &str) -> String {
     let mut out = text.to_owned();
     for (from, to) in [
         (" . ", "."),
