@@ -8,7 +8,13 @@
 //!   tools, declared as a variant of the Loom table.
 //! - [`bob`]: bob's typestate runner: step by step or to completion, human
 //!   approval of tool calls, snapshots between steps.
+//! - [`sketch`]: the Sketch agent loop: sixteen states, every edge of its
+//!   diagram, cancellation, git and formatter checks, a budget.
+//! - [`shadow`]: the Shadow agent runtime's states: permissions by tool-use
+//!   id, subagents, questions to the user and interrupts in every state.
 
 pub mod bob;
 pub mod loom;
 pub mod loom_with_permission;
+pub mod shadow;
+pub mod sketch;

@@ -61,6 +61,10 @@ pub(crate) struct RowModel {
     pub(crate) span: Span,
     /// Inherited from a variant's base (its spans point into the base).
     pub(crate) from_base: bool,
+    /// Source, event and guard as written, for duplicate checks.
+    pub(crate) key: String,
+    /// The row names an action that does not exist (already reported).
+    pub(crate) action_unknown: bool,
 }
 
 /// A `=> ignore` row.
@@ -174,6 +178,9 @@ impl Model {
             }
             return None;
         };
+        if roles.table_broken {
+            return None;
+        }
         let Some((table_span, table)) = table.or(roles.table) else {
             cx.error_spanned_by(
                 &module.ident,
@@ -284,6 +291,26 @@ impl Model {
 
     fn add_row(&mut self, cx: &Ctxt, row: Row) {
         let span = row.head_span();
+        let key = row.key_text();
+        if self.context.is_none() {
+            let mut code = TokenStream::new();
+            if let Some(g) = &row.guard {
+                g.to_tokens(&mut code);
+            }
+            if let Outcome::To { effects, target, action } = &row.outcome {
+                effects.to_tokens(&mut code);
+                ctor_code(target).to_tokens(&mut code);
+                if let Some((_, a)) = action {
+                    ctor_code(a).to_tokens(&mut code);
+                }
+            }
+            if mentions(code, &Ident::new("ctx", Span::call_site())) {
+                cx.error_at(
+                    span,
+                    "this row uses `ctx`, but the machine has no context: add a `#[context]` struct, or `#[context] type Context = T;`",
+                );
+            }
+        }
         // Resolve everything first so one row can report several unknown names.
         let (sources, any, source_pat) = match &row.source {
             Source::Any { except, .. } => {
@@ -335,20 +362,42 @@ impl Model {
         };
         match row.outcome {
             Outcome::Ignore(kw) => {
-                let Some((event, _)) = event else {
+                let Some((event, pat)) = event else {
                     cx.error_spanned_by(kw, "`=> ignore` needs an event: `State + Event => ignore`");
                     return;
                 };
+                if !irrefutable_below(&pat) {
+                    cx.error_spanned_by(
+                        &pat,
+                        "`ignore` takes the whole event, whatever its payload: write the bare variant (`Event => ignore`)",
+                    );
+                }
                 if row.guard.is_some() {
                     cx.error_spanned_by(kw, "an ignored pair takes no guard: `State + Event => ignore`");
                 }
                 let sources =
                     if any { sources.into_iter().filter(|&s| self.takes_events(s)).collect() } else { sources };
+                if let Some(dup) =
+                    self.ignores.iter().find(|i| i.event == event && i.sources.iter().any(|s| sources.contains(s)))
+                {
+                    let _ = dup;
+                    cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
+                }
                 self.ignores.push(IgnoreModel { sources, event, span: kw.span });
             }
             Outcome::To { effects, target: target_ctor, action } => {
                 let target = self.resolve_state(cx, &target_ctor.ident);
-                let action = action.and_then(|(_, ctor)| self.resolve_action(cx, &ctor.ident).map(|i| (i, ctor)));
+                // An unknown action is reported; the row stays (so its states
+                // keep their exits) but counts as having an action.
+                let mut action_unknown = false;
+                let action = match action {
+                    Some((_, ctor)) => {
+                        let found = self.resolve_action(cx, &ctor.ident).map(|i| (i, ctor));
+                        action_unknown = found.is_none();
+                        found
+                    }
+                    None => None,
+                };
                 let Some(target) = target else { return };
                 // `*` means every state that takes events; a terminal state
                 // is included only where the row leaves it untouched (its
@@ -378,6 +427,8 @@ impl Model {
                     action,
                     span,
                     from_base: row.from_base,
+                    key,
+                    action_unknown,
                 });
             }
         }
@@ -397,6 +448,7 @@ pub(crate) struct Roles {
     context: Option<(Item, Ident)>,
     carried: Vec<Field>,
     table: Option<(Span, Table)>,
+    table_broken: bool,
 }
 
 /// Sorts one module item into its role, stripping the role attributes.
@@ -450,9 +502,10 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
             match syn::parse2::<Table>(m.mac.tokens) {
                 Ok(table) => roles.table = Some((span, table)),
                 Err(e) => {
+                    // Only the syntax error: rules over a half-read table
+                    // would report problems that are not there.
                     cx.syn_error(e);
-                    // Keep an empty table so the enums still expand.
-                    roles.table = Some((span, Table::default()));
+                    roles.table_broken = true;
                 }
             }
         }
@@ -658,7 +711,13 @@ pub(crate) fn mentions(tokens: TokenStream, name: &Ident) -> bool {
     tokens.into_iter().any(|tt| match tt {
         TokenTree::Ident(i) => i == *name,
         TokenTree::Group(g) => mentions(g.stream(), name),
-        _ => false,
+        // `format!("{name}")` captures `name` from inside a string literal.
+        TokenTree::Literal(l) => {
+            let text = l.to_string();
+            text.starts_with('"')
+                && [format!("{{{name}}}"), format!("{{{name}:")].iter().any(|p| text.contains(p.as_str()))
+        }
+        TokenTree::Punct(_) => false,
     })
 }
 

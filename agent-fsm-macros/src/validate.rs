@@ -4,7 +4,6 @@
 
 use crate::ctxt::Ctxt;
 use crate::model::{Model, RowModel, irrefutable_below, list};
-use quote::ToTokens;
 use std::collections::BTreeSet;
 
 /// Runs every rule.
@@ -174,7 +173,7 @@ fn check_missing_action(cx: &Ctxt, model: &Model) {
     for row in &model.rows {
         let target = &model.states[row.target];
         match (&row.action, target.transient.is_some()) {
-            (None, false) => cx.error_spanned_by(
+            (None, false) if !row.action_unknown => cx.error_spanned_by(
                 &row.target_ctor.ident,
                 format!(
                     "missing action: end this row with `/ Action`; actions are: {}",
@@ -193,30 +192,12 @@ fn check_missing_action(cx: &Ctxt, model: &Model) {
     }
 }
 
-fn event_key(row: &RowModel) -> Option<String> {
-    row.event.as_ref().map(|(_, p)| p.to_token_stream().to_string())
-}
-
-fn guard_key(row: &RowModel) -> Option<String> {
-    row.guard.as_ref().map(|g| g.to_token_stream().to_string())
-}
-
-fn source_key(row: &RowModel) -> Option<String> {
-    row.source_pat.as_ref().map(|p| p.to_token_stream().to_string())
-}
-
 /// Two identical rows can only mean a copy-paste slip: the second never fires.
 fn check_duplicate_rows(cx: &Ctxt, model: &Model) {
     for (j, later) in model.rows.iter().enumerate() {
         for earlier in &model.rows[..j] {
             let same_source = earlier.sources.iter().any(|s| later.sources.contains(s));
-            if same_source
-                && !earlier.any
-                && !later.any
-                && source_key(earlier) == source_key(later)
-                && event_key(earlier) == event_key(later)
-                && guard_key(earlier) == guard_key(later)
-            {
+            if same_source && earlier.key == later.key {
                 if later.from_base && !earlier.from_base {
                     let base = model.variant.as_ref().map_or("the base", |v| v.base.as_str());
                     cx.error_at(
@@ -260,10 +241,7 @@ fn check_shadowed_rows(cx: &Ctxt, model: &Model) {
                 continue;
             }
             // An identical row is reported as a duplicate instead.
-            if source_key(earlier) == source_key(later)
-                && event_key(earlier) == event_key(later)
-                && guard_key(earlier) == guard_key(later)
-            {
+            if earlier.key == later.key {
                 continue;
             }
             let event =

@@ -53,7 +53,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
         // `field: field` is spelled out so the binding takes the row's span.
-        #[allow(clippy::redundant_field_names)]
+        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: #event,
@@ -99,7 +99,12 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
 
         /// Runs eventless rows until the machine rests in a state that
         /// waits for events.
-        #[allow(unused_variables, clippy::needless_pass_by_ref_mut, clippy::redundant_field_names)]
+        #[allow(
+            unused_variables,
+            non_shorthand_field_patterns,
+            clippy::needless_pass_by_ref_mut,
+            clippy::redundant_field_names
+        )]
         fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<#state>,
             __ctx: &mut #context_ty,
@@ -121,6 +126,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
 fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let model = n.model;
     let state_ty = n.state;
+    let action_ty = n.action;
     let src = &model.states[s];
     let src_ident = &src.ident;
     let target = &model.states[row.target];
@@ -233,7 +239,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             #arm_pat #guard => {
                 #ctx_in_body
                 #effects
-                let __action = #action;
+                let __action: #action_ty = #action;
                 #observe
                 __action
             }
@@ -244,7 +250,9 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let needs_check = guard.is_some() || user_pat.is_some_and(|p| !irrefutable_below(p));
     let check = needs_check.then(|| {
         let checked = user_pat.map(|p| by_reference(p, Some(&guard_tokens)));
-        let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &[], false);
+        let in_guard: Vec<(&Ident, Ident)> =
+            carried_used.iter().filter(|(_, b)| mentions(guard_tokens.clone(), b)).cloned().collect();
+        let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &in_guard, false);
         let guard = guard.clone().unwrap_or_else(|| quote!(true));
         quote! {
             if match ::core::option::Option::as_ref(__s) {
@@ -289,7 +297,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     } else {
         let action = row.action.as_ref().map_or_else(|| quote!(Self::__fallback()), |(_, c)| ctor(n.action, c, &[]));
         quote! {
-            let __action = #action;
+            let __action: #action_ty = #action;
             *__s = ::core::option::Option::Some(#target_expr);
             #observe
         }
@@ -388,6 +396,9 @@ fn init_names(ctor: &Ctor, name: &Ident) -> bool {
 pub(crate) fn ctor(enum_ident: &Ident, c: &Ctor, fill: &[(&Ident, Ident)]) -> TokenStream {
     let v = &c.ident;
     let span = v.span();
+    // The enum's name takes the variant's span, so rustc's errors about the
+    // payload point at the row, not at the enum's declaration.
+    let enum_ident = &Ident::new(&enum_ident.to_string(), span);
     let fill = fill.iter().map(|(member, value)| quote!(#member: #value)).collect::<Vec<_>>();
     match &c.init {
         Init::Unit if fill.is_empty() => quote_spanned!(span=> #enum_ident::#v),
@@ -463,11 +474,15 @@ fn field_pat(member: &Ident, binding: &Ident, by_move: bool) -> FieldPat {
 
 /// The user's event pattern with the event enum's name in front.
 fn prefix_pat(pat: &Pat, enum_ident: &Ident) -> Pat {
-    let prefix = |path: &syn::Path| -> syn::Path { syn::parse_quote_spanned!(path.span()=> #enum_ident::#path) };
+    let prefix = |path: &syn::Path| -> syn::Path {
+        let e = Ident::new(&enum_ident.to_string(), path.span());
+        syn::parse_quote_spanned!(path.span()=> #e::#path)
+    };
     match pat {
         Pat::Ident(p) => {
             let ident = &p.ident;
-            syn::parse_quote_spanned!(ident.span()=> #enum_ident::#ident)
+            let e = Ident::new(&enum_ident.to_string(), ident.span());
+            syn::parse_quote_spanned!(ident.span()=> #e::#ident)
         }
         Pat::Path(p) => {
             let mut p = p.clone();

@@ -82,17 +82,17 @@ pub(crate) fn key_text(source: &Source, event: Option<&Pat>, guard: Option<&Expr
         Source::Several(names) => names.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | "),
         Source::One(pat) => pat.to_token_stream().to_string(),
     };
-    let mut text = source;
+    let mut text = tidy(&source);
     if let Some(e) = event {
         text.push_str(" + ");
-        text.push_str(&e.to_token_stream().to_string());
+        text.push_str(&tidy(&e.to_token_stream().to_string()));
     }
     if let Some(g) = guard {
         text.push_str(" [");
-        text.push_str(&g.to_token_stream().to_string());
+        text.push_str(&tidy(&g.to_token_stream().to_string()));
         text.push(']');
     }
-    tidy(&text)
+    text
 }
 
 impl Parse for RowKey {

@@ -326,7 +326,7 @@ stateDiagram-v2
         }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
-        #[allow(clippy::redundant_field_names)]
+        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: Event,
@@ -344,7 +344,7 @@ stateDiagram-v2
                             State::Idle { log: mut log, .. },
                         ) => {
                             log.push(text);
-                            let __action = Action::Call(log.len());
+                            let __action: Action = Action::Call(log.len());
                             *__s = ::core::option::Option::Some(State::Calling {
                                 retries: 0,
                                 log: log,
@@ -371,7 +371,7 @@ stateDiagram-v2
                     ::core::option::Option::Some(State::Calling { .. }),
                     Event::Delta(text),
                 ) => {
-                    let __action = Action::Show(text);
+                    let __action: Action = Action::Show(text);
                     __observer
                         .on_transition(
                             &::agent_fsm::Step {
@@ -433,7 +433,7 @@ stateDiagram-v2
                         ::core::option::Option::Some(
                             State::Calling { retries, log: mut log, .. },
                         ) => {
-                            let __action = Action::Retry(retries + 1);
+                            let __action: Action = Action::Retry(retries + 1);
                             *__s = ::core::option::Option::Some(State::Calling {
                                 retries: retries + 1,
                                 log: log,
@@ -465,7 +465,7 @@ stateDiagram-v2
                         ::core::option::Option::Some(
                             State::Calling { log: mut log, .. },
                         ) => {
-                            let __action = Action::Wait;
+                            let __action: Action = Action::Wait;
                             *__s = ::core::option::Option::Some(State::Idle {
                                 log: log,
                             });
@@ -491,7 +491,7 @@ stateDiagram-v2
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
                         ::core::option::Option::Some(State::Idle { .. }) => {
-                            let __action = Action::Halt;
+                            let __action: Action = Action::Halt;
                             *__s = ::core::option::Option::Some(State::Stopped);
                             __observer
                                 .on_transition(
@@ -518,7 +518,7 @@ stateDiagram-v2
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
                         ::core::option::Option::Some(State::Calling { .. }) => {
-                            let __action = Action::Halt;
+                            let __action: Action = Action::Halt;
                             *__s = ::core::option::Option::Some(State::Stopped);
                             __observer
                                 .on_transition(
@@ -539,7 +539,7 @@ stateDiagram-v2
                     }
                 }
                 (::core::option::Option::Some(State::Stopped { .. }), Event::Stop) => {
-                    let __action = Action::Halt;
+                    let __action: Action = Action::Halt;
                     __observer
                         .on_transition(
                             &::agent_fsm::Step {
@@ -697,6 +697,7 @@ stateDiagram-v2
         /// waits for events.
         #[allow(
             unused_variables,
+            non_shorthand_field_patterns,
             clippy::needless_pass_by_ref_mut,
             clippy::redundant_field_names
         )]
@@ -721,7 +722,7 @@ stateDiagram-v2
                             ::core::option::Option::Some(
                                 State::Checking { reply: _, log: mut log, .. },
                             ) => {
-                                let __action = Action::Wait;
+                                let __action: Action = Action::Wait;
                                 *__s = ::core::option::Option::Some(State::Idle {
                                     log: log,
                                 });
@@ -750,7 +751,7 @@ stateDiagram-v2
                                 State::Checking { reply, log: mut log, .. },
                             ) => {
                                 log.push(reply.clone());
-                                let __action = Action::Show(reply);
+                                let __action: Action = Action::Show(reply);
                                 *__s = ::core::option::Option::Some(State::Idle {
                                     log: log,
                                 });

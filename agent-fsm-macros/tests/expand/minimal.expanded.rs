@@ -224,7 +224,7 @@ stateDiagram-v2
         }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
-        #[allow(clippy::redundant_field_names)]
+        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: Event,
@@ -239,7 +239,7 @@ stateDiagram-v2
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
                         ::core::option::Option::Some(State::Closed { .. }) => {
-                            let __action = Action::Creak;
+                            let __action: Action = Action::Creak;
                             *__s = ::core::option::Option::Some(State::Open);
                             __observer
                                 .on_transition(
@@ -269,7 +269,7 @@ stateDiagram-v2
                         __guard
                     }
                 } => {
-                    let __action = Action::Answer(times);
+                    let __action: Action = Action::Answer(times);
                     __observer
                         .on_transition(
                             &::agent_fsm::Step {
@@ -286,7 +286,7 @@ stateDiagram-v2
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
                         ::core::option::Option::Some(State::Open { .. }) => {
-                            let __action = Action::Creak;
+                            let __action: Action = Action::Creak;
                             *__s = ::core::option::Option::Some(State::Closed);
                             __observer
                                 .on_transition(
@@ -387,6 +387,7 @@ stateDiagram-v2
         /// waits for events.
         #[allow(
             unused_variables,
+            non_shorthand_field_patterns,
             clippy::needless_pass_by_ref_mut,
             clippy::redundant_field_names
         )]

@@ -238,7 +238,7 @@ stateDiagram-v2
         }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
-        #[allow(clippy::redundant_field_names)]
+        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: Event,
@@ -253,7 +253,7 @@ stateDiagram-v2
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
                         ::core::option::Option::Some(State::Off { .. }) => {
-                            let __action = Action::Glow;
+                            let __action: Action = Action::Glow;
                             *__s = ::core::option::Option::Some(State::On);
                             __observer
                                 .on_transition(
@@ -277,7 +277,7 @@ stateDiagram-v2
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
                         ::core::option::Option::Some(State::On { .. }) => {
-                            let __action = Action::Dark;
+                            let __action: Action = Action::Dark;
                             *__s = ::core::option::Option::Some(State::Off);
                             __observer
                                 .on_transition(
@@ -301,7 +301,7 @@ stateDiagram-v2
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
                         ::core::option::Option::Some(State::Off { .. }) => {
-                            let __action = Action::Sparks;
+                            let __action: Action = Action::Sparks;
                             *__s = ::core::option::Option::Some(State::Broken);
                             __observer
                                 .on_transition(
@@ -325,7 +325,7 @@ stateDiagram-v2
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
                         ::core::option::Option::Some(State::On { .. }) => {
-                            let __action = Action::Sparks;
+                            let __action: Action = Action::Sparks;
                             *__s = ::core::option::Option::Some(State::Broken);
                             __observer
                                 .on_transition(
@@ -352,7 +352,7 @@ stateDiagram-v2
                     match ::core::option::Option::take(__s) {
                         #[allow(unused_mut)]
                         ::core::option::Option::Some(State::Broken { .. }) => {
-                            let __action = Action::Dark;
+                            let __action: Action = Action::Dark;
                             *__s = ::core::option::Option::Some(State::Off);
                             __observer
                                 .on_transition(
@@ -549,6 +549,7 @@ stateDiagram-v2
         /// waits for events.
         #[allow(
             unused_variables,
+            non_shorthand_field_patterns,
             clippy::needless_pass_by_ref_mut,
             clippy::redundant_field_names
         )]

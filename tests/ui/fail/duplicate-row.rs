@@ -1,0 +1,30 @@
+// Rule: two rows with the same state, event and guard: the second never fires.
+#[agent_fsm::state_machine(fallback = Wait)]
+pub mod machine {
+    #[states]
+    pub enum State {
+        #[initial]
+        Idle,
+        #[terminal]
+        Done,
+    }
+
+    #[events]
+    pub enum Event {
+        Go,
+        Stop,
+    }
+
+    #[actions]
+    pub enum Action {
+        Wait,
+        Finish,
+    }
+
+    transitions! {
+        Idle + Go => Done / Finish,
+        Idle + Go => Done / Finish,
+    }
+}
+
+fn main() {}

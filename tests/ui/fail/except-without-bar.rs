@@ -1,0 +1,32 @@
+// Rule: excluded states are separated by `|`: `* except (A | B)`.
+#[agent_fsm::state_machine(fallback = Wait)]
+pub mod machine {
+    #[states]
+    pub enum State {
+        #[initial]
+        Idle,
+        Busy,
+        #[terminal]
+        Done,
+    }
+
+    #[events]
+    pub enum Event {
+        Go,
+        Stop,
+    }
+
+    #[actions]
+    pub enum Action {
+        Wait,
+        Finish,
+    }
+
+    transitions! {
+        Idle + Go => Busy / Wait,
+        Busy + Go => Idle / Wait,
+        * except (Idle, Busy) + Stop => Done / Finish,
+    }
+}
+
+fn main() {}

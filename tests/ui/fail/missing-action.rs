@@ -1,0 +1,29 @@
+// Rule: a row into a waiting state names its action.
+#[agent_fsm::state_machine(fallback = Wait)]
+pub mod machine {
+    #[states]
+    pub enum State {
+        #[initial]
+        Idle,
+        #[terminal]
+        Done,
+    }
+
+    #[events]
+    pub enum Event {
+        Go,
+        Stop,
+    }
+
+    #[actions]
+    pub enum Action {
+        Wait,
+        Finish,
+    }
+
+    transitions! {
+        Idle + Go => Done,
+    }
+}
+
+fn main() {}

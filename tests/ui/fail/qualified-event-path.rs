@@ -1,0 +1,30 @@
+// Rule: events are written by their bare variant name.
+#[agent_fsm::state_machine(fallback = Wait)]
+pub mod machine {
+    #[states]
+    pub enum State {
+        #[initial]
+        Idle,
+        #[terminal]
+        Done,
+    }
+
+    #[events]
+    pub enum Event {
+        Go,
+        Stop,
+    }
+
+    #[actions]
+    pub enum Action {
+        Wait,
+        Finish,
+    }
+
+    transitions! {
+        Idle + Go => Done / Finish,
+        Idle + Event::Stop => Done / Finish,
+    }
+}
+
+fn main() {}

@@ -1,0 +1,31 @@
+// Rule: a row reads `State + Event => Target / Action`; a syntax error is the only error.
+#[agent_fsm::state_machine(fallback = Wait)]
+pub mod machine {
+    #[states]
+    pub enum State {
+        #[initial]
+        Idle,
+        Busy,
+        #[terminal]
+        Done,
+    }
+
+    #[events]
+    pub enum Event {
+        Go,
+        Stop,
+    }
+
+    #[actions]
+    pub enum Action {
+        Wait,
+        Finish,
+    }
+
+    transitions! {
+        Idle + Go => Busy / Wait,
+        Busy + Go Done / Finish,
+    }
+}
+
+fn main() {}

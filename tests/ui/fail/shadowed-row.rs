@@ -1,0 +1,30 @@
+// Rule: a row after an unguarded row for the same state and event never fires.
+#[agent_fsm::state_machine(fallback = Wait)]
+pub mod machine {
+    #[states]
+    pub enum State {
+        #[initial]
+        Idle,
+        #[terminal]
+        Done,
+    }
+
+    #[events]
+    pub enum Event {
+        Go,
+        Stop,
+    }
+
+    #[actions]
+    pub enum Action {
+        Wait,
+        Finish,
+    }
+
+    transitions! {
+        Idle + Go => Done / Finish,
+        Idle + Go [true] => Done / Wait,
+    }
+}
+
+fn main() {}

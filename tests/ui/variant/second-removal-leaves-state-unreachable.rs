@@ -1,0 +1,15 @@
+// Rule: every state must stay reachable. The first removal is harmless; the
+// second drops Loom's only row into `PostToolsHook` without
+// `remove state PostToolsHook`.
+#[agent_fsm::state_machine(extends = agent_fsm_examples::loom_machine, name = Variant)]
+pub mod machine {
+    use agent_fsm_examples::loom::*;
+
+    transitions! {
+        remove CallingLlm + LlmEvent(LlmEvent::ToolCallDelta { .. }),
+        remove ExecutingTools { mut executions } + ToolCompleted { call_id, outcome }
+            [executions.mutates_with(call_id, outcome, &ctx.mutating_tools)],
+    }
+}
+
+fn main() {}
