@@ -4,6 +4,8 @@
 //!
 //! - [`loom`]: the Loom coding agent: streaming LLM turns, concurrent tool
 //!   calls tracked by call id, a post-tool hook and bounded retries.
+//! - [`coding_agent`]: the pieces of the demo agent: an LLM trait with a
+//!   scripted model, real tools in a workspace, and Loom's effects.
 //! - [`loom_with_permission`]: Loom plus a permission step before mutating
 //!   tools, declared as a variant of the Loom table.
 //! - [`bob`]: bob's typestate runner: step by step or to completion, human
@@ -14,6 +16,7 @@
 //!   id, subagents, questions to the user and interrupts in every state.
 
 pub mod bob;
+pub mod coding_agent;
 pub mod loom;
 pub mod loom_with_permission;
 pub mod shadow;

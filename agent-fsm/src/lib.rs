@@ -21,6 +21,9 @@ pub mod runtime;
 #[cfg(feature = "serde")]
 pub mod snapshot;
 
+#[cfg(feature = "runtime")]
+pub use runtime::{EffectContext, Effects, ExecutorConfig, MachineHandle, RetryPolicy};
+
 pub use agent_fsm_macros::state_machine;
 pub use machine::{
     Description, Named, Observer, StateInfo, StateMachine, Step, Transition, Unhandled, UnhandledReason,

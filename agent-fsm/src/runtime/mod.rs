@@ -1,1 +1,109 @@
 //! The tokio runtime that drives any [`StateMachine`](crate::StateMachine).
+//!
+//! A machine runs on one *worker* task that owns it and the user's
+//! [`Effects`]; the rest of the program talks to it through cloneable
+//! [`MachineHandle`]s. The machine stays synchronous and pure: the worker
+//! feeds it one event at a time, hands each returned action to
+//! [`Effects::perform`], and turns the work that schedules (streams, tasks,
+//! timers) back into events.
+//!
+//! | file | job |
+//! | --- | --- |
+//! | `effects.rs` | [`Effects`], [`EffectContext`], [`EffectFailure`] |
+//! | `work.rs` | the streams, tasks and timers in flight (internal) |
+//! | `executor.rs` | the worker loop, [`spawn`], [`pair`] |
+//! | `handle.rs` | [`MachineHandle`], [`Notification`], [`Subscription`] |
+//! | `config.rs` | [`ExecutorConfig`] |
+//! | `history.rs` | [`History`], [`replay`] |
+//! | `retry.rs` | [`RetryPolicy`] |
+//! | `error.rs` | [`SendError`], [`RequestError`], [`WorkerError`], [`ReplayError`] |
+//!
+//! # Ordering
+//! There is one path into `handle_event`, so events never race:
+//!
+//! 1. **Immediate events** ([`EffectContext::send`]) are delivered right
+//!    after the step whose action sent them, in call order, before
+//!    anything else.
+//! 2. **Effect events** — stream items, task results, fired timers — are
+//!    delivered in the order the worker sees them arrive. Items of one
+//!    stream keep their order. Task results arrive in *completion* order,
+//!    not spawn order (a machine that needs call order, such as tool
+//!    messages for an LLM, orders them itself, by key). When several are
+//!    ready at once the worker takes timers, then tasks, then streams.
+//! 3. **External events** ([`MachineHandle::send`], [`try_send`](MachineHandle::try_send),
+//!    [`call`](MachineHandle::call)) wait in a bounded inbox and are
+//!    delivered, in the order received, only when *no effect work is in
+//!    flight*: no open stream, no running or queued task, no pending timer.
+//!    So user input sent while tools run is delivered after every tool
+//!    result, never interleaved and never dropped. (A stream that never
+//!    ends holds the inbox back; give streams a timeout.)
+//! 4. **Control requests** (interrupt, shutdown, [`state`](MachineHandle::state),
+//!    [`inspect`](MachineHandle::inspect), waits) bypass the inbox and are
+//!    served before anything else, between two steps.
+//!
+//! # Tasks and timers
+//! Tasks run on the configured [`TaskTracker`](tokio_util::task::TaskTracker),
+//! at most [`concurrency_limit`](ExecutorConfig::concurrency_limit) at once
+//! (later ones wait, in spawn order; a limit of 1 runs them one by one),
+//! each with its own timeout (counted from when it starts) and its own
+//! cancellation. A task that panics, times out or is cancelled yields its
+//! `on_failure(key, why)` event, for that task only: every task yields
+//! exactly one event.
+//!
+//! A timer ([`EffectContext::after`]) belongs to the *visit* of the state
+//! it was set in: the worker counts changes of state (self-transitions do
+//! not count), and a timer whose state was left before it fired is dropped.
+//!
+//! # Cancellation: interrupt
+//! [`MachineHandle::interrupt`] is a protocol, carried out between two steps:
+//! open streams are dropped (items already delivered stay delivered) and
+//! yield their `on_failure(Cancelled)` event if they have one; every
+//! running or queued task is cancelled and yields `on_failure(key,
+//! Cancelled)`, in spawn order, so every pending call gets a result; timers
+//! are dropped; the cause is recorded; then the configured interrupt event
+//! is delivered. The actions returned by the cancellation events are *not
+//! performed* — an interrupt starts no new work except what the machine
+//! asks for in response to the interrupt event itself. Queued external
+//! events stay queued.
+//!
+//! # Shutdown
+//! The worker stops on [`MachineHandle::shutdown`] (or the configured
+//! cancellation token), when the machine enters a terminal state, or when
+//! every handle is dropped and nothing is left in flight. In every case:
+//!
+//! 1. in-flight work is cancelled as for an interrupt, its events
+//!    delivered, their actions not performed;
+//! 2. on shutdown, the configured shutdown event is delivered and its action
+//!    performed as a *final* action (as is the action that entered a
+//!    terminal state): it may publish outputs, but any work it schedules is
+//!    discarded;
+//! 3. the inbox is closed (later sends fail with [`SendError::Closed`]) and
+//!    the events already queued are delivered, without performing their
+//!    actions, so no accepted event is silently lost;
+//! 4. every cancelled task is awaited, then the worker exits:
+//!    [`MachineHandle::wait_finished`] returns the final state and no task
+//!    of the machine is left running.
+//!
+//! # Failure
+//! Nothing in the executor panics on bad input. If the machine or the
+//! effects panic (a broken contract), the worker stores a [`WorkerError`]
+//! once, aborts its tasks and exits; every later call on any handle
+//! returns that error (`Failed`), which is distinct from `Closed` (the
+//! worker stopped normally).
+
+mod config;
+mod effects;
+mod error;
+mod executor;
+mod handle;
+mod history;
+mod retry;
+mod work;
+
+pub use config::ExecutorConfig;
+pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, from_fn};
+pub use error::{ReplayError, RequestError, SendError, WorkerError};
+pub use executor::{pair, spawn};
+pub use handle::{Delivered, MachineHandle, Notification, Subscription};
+pub use history::{EventRecord, History, InterruptRecord, StateTime, TransitionRecord, replay};
+pub use retry::RetryPolicy;

@@ -1,0 +1,272 @@
+//! [`ExecutorConfig`]: every knob of one executor, built once and shared.
+//!
+//! The settings live behind an `Arc`, so spawning thousands of agents from
+//! one configuration costs one pointer per agent, and the agents share one
+//! [`TaskTracker`] to wait on at application shutdown.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::StateMachine;
+
+/// Builds the event delivered after an interrupt, from its cause.
+pub(crate) type InterruptEventFn<E> = dyn Fn(&str) -> Option<E> + Send + Sync;
+/// Clones an event, for the event log.
+pub(crate) type CloneEventFn<E> = fn(&E) -> E;
+/// Builds the event delivered on shutdown.
+pub(crate) type ShutdownEventFn<E> = dyn Fn() -> Option<E> + Send + Sync;
+
+/// How an executor runs one machine. Cheap to clone: clones share the
+/// settings and the [`TaskTracker`].
+///
+/// # Examples
+/// ```
+/// # use agent_fsm::runtime::ExecutorConfig;
+/// # fn config<M: agent_fsm::StateMachine>() -> ExecutorConfig<M> {
+/// use std::time::Duration;
+///
+/// ExecutorConfig::new()
+///     .concurrency_limit(4)
+///     .task_timeout(Duration::from_secs(30))
+///     .stream_timeout(Duration::from_secs(120))
+///     .history_capacity(256)
+/// # }
+/// ```
+pub struct ExecutorConfig<M: StateMachine> {
+    pub(crate) inner: Arc<Settings<M>>,
+}
+
+/// The settings; see the setters on [`ExecutorConfig`] for each meaning.
+pub(crate) struct Settings<M: StateMachine> {
+    pub(crate) inbox_capacity: usize,
+    pub(crate) concurrency_limit: usize,
+    pub(crate) task_timeout: Option<Duration>,
+    pub(crate) stream_timeout: Option<Duration>,
+    pub(crate) action_timeouts: Vec<(&'static str, Duration)>,
+    pub(crate) history_capacity: usize,
+    /// `Clone::clone` for the event type, set only by `record_events`, which
+    /// is where the `M::Event: Clone` bound is checked.
+    pub(crate) record_events: Option<CloneEventFn<M::Event>>,
+    pub(crate) notification_capacity: usize,
+    pub(crate) interrupt_event: Option<Arc<InterruptEventFn<M::Event>>>,
+    pub(crate) shutdown_event: Option<Arc<ShutdownEventFn<M::Event>>>,
+    pub(crate) tracker: TaskTracker,
+    pub(crate) cancel: Option<CancellationToken>,
+    /// Whether the machine's description has a terminal state at all.
+    pub(crate) has_terminal: bool,
+}
+
+// Written by hand: a derive would require `M: Clone`.
+impl<M: StateMachine> Clone for Settings<M> {
+    fn clone(&self) -> Self {
+        Self {
+            inbox_capacity: self.inbox_capacity,
+            concurrency_limit: self.concurrency_limit,
+            task_timeout: self.task_timeout,
+            stream_timeout: self.stream_timeout,
+            action_timeouts: self.action_timeouts.clone(),
+            history_capacity: self.history_capacity,
+            record_events: self.record_events,
+            notification_capacity: self.notification_capacity,
+            interrupt_event: self.interrupt_event.clone(),
+            shutdown_event: self.shutdown_event.clone(),
+            tracker: self.tracker.clone(),
+            cancel: self.cancel.clone(),
+            has_terminal: self.has_terminal,
+        }
+    }
+}
+
+impl<M: StateMachine> Clone for ExecutorConfig<M> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<M: StateMachine> Default for ExecutorConfig<M> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<M: StateMachine> fmt::Debug for ExecutorConfig<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.inner;
+        f.debug_struct("ExecutorConfig")
+            .field("machine", &M::DESCRIPTION.name)
+            .field("inbox_capacity", &s.inbox_capacity)
+            .field("concurrency_limit", &s.concurrency_limit)
+            .field("task_timeout", &s.task_timeout)
+            .field("stream_timeout", &s.stream_timeout)
+            .field("action_timeouts", &s.action_timeouts)
+            .field("history_capacity", &s.history_capacity)
+            .field("record_events", &s.record_events.is_some())
+            .field("notification_capacity", &s.notification_capacity)
+            .field("interrupt_event", &s.interrupt_event.is_some())
+            .field("shutdown_event", &s.shutdown_event.is_some())
+            .field("tracker", &s.tracker)
+            .field("cancel", &s.cancel)
+            .finish()
+    }
+}
+
+/// Defaults, in one place so the docs and the code agree.
+impl<M: StateMachine> ExecutorConfig<M> {
+    /// Default inbox capacity: one tokio mpsc block, so the channel never
+    /// allocates a second block for an agent that is merely busy.
+    pub const DEFAULT_INBOX_CAPACITY: usize = 32;
+    /// Default hop log capacity.
+    pub const DEFAULT_HISTORY_CAPACITY: usize = 128;
+    /// Default capacity of the notification channel (created on the first
+    /// [`subscribe`](super::MachineHandle::subscribe)).
+    pub const DEFAULT_NOTIFICATION_CAPACITY: usize = 256;
+    /// Largest accepted channel capacity; larger values are clamped, since
+    /// tokio panics on absurd sizes.
+    pub const MAX_CAPACITY: usize = 1 << 20;
+
+    /// The defaults: inbox 32, unlimited task concurrency, no timeouts,
+    /// history of 128 hops, no event log, 256 notifications, no interrupt
+    /// or shutdown event, a fresh [`TaskTracker`].
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(Settings {
+                inbox_capacity: Self::DEFAULT_INBOX_CAPACITY,
+                concurrency_limit: usize::MAX,
+                task_timeout: None,
+                stream_timeout: None,
+                action_timeouts: Vec::new(),
+                history_capacity: Self::DEFAULT_HISTORY_CAPACITY,
+                record_events: None,
+                notification_capacity: Self::DEFAULT_NOTIFICATION_CAPACITY,
+                interrupt_event: None,
+                shutdown_event: None,
+                tracker: TaskTracker::new(),
+                cancel: None,
+                has_terminal: M::DESCRIPTION.states.iter().any(|s| s.terminal),
+            }),
+        }
+    }
+
+    fn edit(mut self, f: impl FnOnce(&mut Settings<M>)) -> Self {
+        f(Arc::make_mut(&mut self.inner));
+        self
+    }
+
+    /// Capacity of the bounded inbox of external events (clamped to
+    /// `1..=MAX_CAPACITY`). When it is full, [`send`](super::MachineHandle::send)
+    /// waits and [`try_send`](super::MachineHandle::try_send) fails.
+    #[must_use]
+    pub fn inbox_capacity(self, capacity: usize) -> Self {
+        self.edit(|s| s.inbox_capacity = capacity.clamp(1, Self::MAX_CAPACITY))
+    }
+
+    /// How many tasks ([`EffectContext::spawn_task`](super::EffectContext::spawn_task))
+    /// run at once; later ones wait, in the order they were spawned. `1`
+    /// runs tasks one after the other; `0` is read as `1`. Unlimited by default.
+    #[must_use]
+    pub fn concurrency_limit(self, limit: usize) -> Self {
+        self.edit(|s| s.concurrency_limit = limit.max(1))
+    }
+
+    /// Default timeout of each task, counted from when it starts running
+    /// (not while it waits for a concurrency slot).
+    #[must_use]
+    pub fn task_timeout(self, timeout: Duration) -> Self {
+        self.edit(|s| s.task_timeout = Some(timeout))
+    }
+
+    /// Default timeout of each stream, counted from when it is opened: the
+    /// whole stream must end within it.
+    #[must_use]
+    pub fn stream_timeout(self, timeout: Duration) -> Self {
+        self.edit(|s| s.stream_timeout = Some(timeout))
+    }
+
+    /// Overrides both timeouts for the streams and tasks started while
+    /// performing the action named `action` (for example a longer one for
+    /// `ExecuteTools` than for `RunPostToolsHook`).
+    #[must_use]
+    pub fn action_timeout(self, action: &'static str, timeout: Duration) -> Self {
+        self.edit(|s| {
+            s.action_timeouts.retain(|(name, _)| *name != action);
+            s.action_timeouts.push((action, timeout));
+        })
+    }
+
+    /// How many hops the history keeps (older ones are evicted); `0` keeps
+    /// none but still sums time per state.
+    #[must_use]
+    pub fn history_capacity(self, capacity: usize) -> Self {
+        self.edit(|s| s.history_capacity = capacity)
+    }
+
+    /// Records every delivered event in the history's event log, for
+    /// [`replay`](super::replay). The log is unbounded: enable it for tests,
+    /// debugging or short-lived agents.
+    #[must_use]
+    pub fn record_events(self) -> Self
+    where
+        M::Event: Clone,
+    {
+        self.edit(|s| s.record_events = Some(<M::Event as Clone>::clone))
+    }
+
+    /// Capacity of the notification channel (clamped to `1..=MAX_CAPACITY`).
+    /// A subscriber more than this many notifications behind receives
+    /// [`Notification::Lagged`](super::Notification::Lagged).
+    #[must_use]
+    pub fn notification_capacity(self, capacity: usize) -> Self {
+        self.edit(|s| s.notification_capacity = capacity.clamp(1, Self::MAX_CAPACITY))
+    }
+
+    /// The event delivered at the end of an
+    /// [`interrupt`](super::MachineHandle::interrupt), built from its cause
+    /// (`None` delivers nothing).
+    #[must_use]
+    pub fn interrupt_event(self, f: impl Fn(&str) -> Option<M::Event> + Send + Sync + 'static) -> Self {
+        self.edit(|s| s.interrupt_event = Some(Arc::new(f)))
+    }
+
+    /// The event delivered on [`shutdown`](super::MachineHandle::shutdown),
+    /// after in-flight work is cancelled (for example `ShutdownRequested`).
+    #[must_use]
+    pub fn shutdown_event(self, f: impl Fn() -> Option<M::Event> + Send + Sync + 'static) -> Self {
+        self.edit(|s| s.shutdown_event = Some(Arc::new(f)))
+    }
+
+    /// The tracker that [`spawn`](super::spawn) puts the worker on and that
+    /// every task goes on. Share one tracker between agents to wait for all
+    /// of them at application shutdown.
+    #[must_use]
+    pub fn tracker(self, tracker: TaskTracker) -> Self {
+        self.edit(|s| s.tracker = tracker)
+    }
+
+    /// Shuts the machine down (like [`shutdown`](super::MachineHandle::shutdown))
+    /// when `token` is cancelled, for example an application-wide token.
+    #[must_use]
+    pub fn cancel_on(self, token: CancellationToken) -> Self {
+        self.edit(|s| s.cancel = Some(token))
+    }
+
+    /// The tracker every task of this configuration runs on.
+    #[must_use]
+    pub fn task_tracker(&self) -> &TaskTracker {
+        &self.inner.tracker
+    }
+}
+
+impl<M: StateMachine> Settings<M> {
+    /// The timeouts for streams and tasks started by `action`.
+    pub(crate) fn timeouts_for(&self, action: &str) -> (Option<Duration>, Option<Duration>) {
+        match self.action_timeouts.iter().find(|(name, _)| *name == action) {
+            Some((_, timeout)) => (Some(*timeout), Some(*timeout)),
+            None => (self.stream_timeout, self.task_timeout),
+        }
+    }
+}

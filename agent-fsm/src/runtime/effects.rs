@@ -1,0 +1,315 @@
+//! The user's side of the executor: [`Effects`] performs each action the
+//! machine returns, through an [`EffectContext`] that turns I/O into events.
+//!
+//! `perform` is synchronous and should return quickly: it does not do the
+//! I/O itself but *schedules* it, and the worker
+//! ([`executor`](super::executor)) delivers what the scheduled work
+//! produces, one event at a time, into the machine. An action may produce:
+//!
+//! | it produces | call |
+//! | --- | --- |
+//! | nothing | return |
+//! | one event, right away | [`send`](EffectContext::send) |
+//! | a stream of events (an LLM response) | [`stream`](EffectContext::stream) |
+//! | concurrent keyed tasks, one event each (tool calls) | [`spawn_task`](EffectContext::spawn_task) |
+//! | an event after a delay (a retry timer) | [`after`](EffectContext::after) |
+//! | something for subscribers (text to display) | [`output`](EffectContext::output) |
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::runtime::Handle;
+use tokio_util::task::TaskTracker;
+
+use super::handle::Notifier;
+use super::work::Work;
+use crate::StateMachine;
+
+/// Performs the actions of machine `M`.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use agent_fsm::StateMachine;
+/// use agent_fsm::runtime::{EffectContext, Effects, RetryPolicy};
+///
+/// # struct Turn; struct Tool; impl Tool { fn call_id(&self) -> &str { "" } async fn run(self) -> Outcome { Outcome } }
+/// # struct Outcome;
+/// # enum Event { Llm(Turn), ToolCompleted { call_id: String, outcome: Result<Outcome, String> }, RetryTimeoutFired }
+/// # enum Action { SendLlmRequest, ExecuteTools(Vec<Tool>), ScheduleRetry { attempt: u32 }, DisplayMessage(String), WaitForInput }
+/// # fn llm_stream() -> impl futures::Stream<Item = Event> + Send + 'static { futures::stream::empty() }
+/// struct LoomEffects {
+///     retry: RetryPolicy,
+/// }
+///
+/// # fn perform<M: StateMachine<Action = Action, Event = Event>>(this: &mut LoomEffects, action: Action, cx: &mut EffectContext<'_, M, String>) {
+/// // inside `impl Effects<Loom> for LoomEffects { type Output = String; fn perform(...) { ... } }`
+/// match action {
+///     Action::SendLlmRequest => cx.stream(llm_stream(), |_failure| None),
+///     Action::ExecuteTools(calls) => {
+///         for call in calls {
+///             let id = call.call_id().to_owned();
+///             cx.spawn_task(
+///                 id.clone(),
+///                 async move { Event::ToolCompleted { outcome: Ok(call.run().await), call_id: id } },
+///                 |call_id, failure| Event::ToolCompleted { call_id, outcome: Err(failure.to_string()) },
+///             );
+///         }
+///     }
+///     Action::ScheduleRetry { attempt } => cx.after(this.retry.delay(attempt), Event::RetryTimeoutFired),
+///     Action::DisplayMessage(text) => cx.output(text),
+///     Action::WaitForInput => {}
+/// }
+/// # }
+/// ```
+pub trait Effects<M: StateMachine>: Send + 'static {
+    /// What effects publish to subscribers with
+    /// [`EffectContext::output`] (`()` if nothing).
+    type Output: Clone + Send + fmt::Debug + 'static;
+
+    /// Performs `action`, which the machine just returned, by scheduling
+    /// work on `cx`. Called on the worker task: it must not block.
+    ///
+    /// A panic here stops the worker with
+    /// [`WorkerError::EffectsPanicked`](super::WorkerError::EffectsPanicked).
+    fn perform(&mut self, action: M::Action, cx: &mut EffectContext<'_, M, Self::Output>);
+}
+
+/// Effects that do nothing: every action is a no-op.
+impl<M: StateMachine> Effects<M> for () {
+    type Output = ();
+
+    fn perform(&mut self, _action: M::Action, _cx: &mut EffectContext<'_, M, ()>) {}
+}
+
+/// Effects written as a closure; see [`from_fn`].
+pub struct FnEffects<F>(F);
+
+impl<F> fmt::Debug for FnEffects<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FnEffects")
+    }
+}
+
+/// Effects from a closure, for small machines and tests (no outputs).
+pub fn from_fn<M, F>(f: F) -> FnEffects<F>
+where
+    M: StateMachine,
+    F: FnMut(M::Action, &mut EffectContext<'_, M, ()>) + Send + 'static,
+{
+    FnEffects(f)
+}
+
+impl<M, F> Effects<M> for FnEffects<F>
+where
+    M: StateMachine,
+    F: FnMut(M::Action, &mut EffectContext<'_, M, ()>) + Send + 'static,
+{
+    type Output = ();
+
+    fn perform(&mut self, action: M::Action, cx: &mut EffectContext<'_, M, ()>) {
+        (self.0)(action, cx);
+    }
+}
+
+/// Why a stream or a task ended without its own event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EffectFailure {
+    /// The future or stream panicked; the message if it was a string.
+    Panicked(String),
+    /// It outlived its timeout (see [`ExecutorConfig`](super::ExecutorConfig)).
+    TimedOut,
+    /// It was cancelled by an interrupt, a shutdown or
+    /// [`EffectContext::cancel_task`].
+    Cancelled,
+}
+
+impl fmt::Display for EffectFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Panicked(message) => write!(f, "panicked: {message}"),
+            Self::TimedOut => f.write_str("timed out"),
+            Self::Cancelled => f.write_str("cancelled"),
+        }
+    }
+}
+
+/// Where the worker keeps what `perform` schedules.
+pub(crate) struct Env<'w, E> {
+    pub(crate) work: &'w mut Option<Box<Work<E>>>,
+    pub(crate) tracker: &'w TaskTracker,
+    pub(crate) limit: usize,
+}
+
+impl<E: Send + 'static> Env<'_, E> {
+    /// The work in flight, created on first use on the current runtime
+    /// (the worker checked at start that there is one).
+    fn work(&mut self) -> Option<&mut Work<E>> {
+        if self.work.is_none() {
+            let Ok(runtime) = Handle::try_current() else {
+                tracing::error!("effect work scheduled outside a tokio runtime: dropped");
+                return None;
+            };
+            *self.work = Some(Box::new(Work::new(runtime, self.tracker.clone(), self.limit)));
+        }
+        self.work.as_deref_mut()
+    }
+}
+
+/// What [`Effects::perform`] uses to turn an action into events.
+///
+/// Work scheduled here starts when `perform` returns; its events are
+/// delivered one at a time by the worker (see the [module docs](super) for
+/// the ordering rules).
+pub struct EffectContext<'a, M: StateMachine, O> {
+    pub(crate) machine: &'a M,
+    pub(crate) env: Env<'a, M::Event>,
+    pub(crate) notifier: &'a Notifier<O>,
+    pub(crate) action: &'static str,
+    /// The machine's visit counter, stamped on timers.
+    pub(crate) visit: u64,
+    pub(crate) stream_timeout: Option<Duration>,
+    pub(crate) task_timeout: Option<Duration>,
+    /// Set while performing the final action (the one that entered a
+    /// terminal state, or the shutdown event's): new work is discarded.
+    pub(crate) discard: bool,
+}
+
+impl<M: StateMachine, O> fmt::Debug for EffectContext<'_, M, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EffectContext")
+            .field("machine", &M::DESCRIPTION.name)
+            .field("action", &self.action)
+            .field("discard", &self.discard)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M, O> EffectContext<'_, M, O>
+where
+    M: StateMachine,
+    M::Event: Send + 'static,
+    O: Clone + Send + fmt::Debug + 'static,
+{
+    /// The machine, after the step that returned this action (read its
+    /// state or context to decide how to perform it).
+    pub fn machine(&self) -> &M {
+        self.machine
+    }
+
+    /// The name of the action being performed.
+    pub fn action(&self) -> &'static str {
+        self.action
+    }
+
+    /// Whether this is the final action (the machine entered a terminal
+    /// state, or the worker is shutting down): every scheduling call below
+    /// is then ignored, and only [`output`](Self::output) still works.
+    pub fn is_final(&self) -> bool {
+        self.discard
+    }
+
+    fn discarding(&self, what: &'static str) -> bool {
+        if self.discard {
+            tracing::debug!(action = self.action, what, "final action: new work discarded");
+        }
+        self.discard
+    }
+
+    /// Delivers `event` right after the current step, before any other
+    /// event. Several `send`s are delivered in call order.
+    pub fn send(&mut self, event: M::Event) {
+        if !self.discarding("send")
+            && let Some(work) = self.env.work()
+        {
+            work.ready.push_back(event);
+        }
+    }
+
+    /// Opens a stream whose items are delivered in order, as they arrive.
+    ///
+    /// While it is open, external events wait (see the module docs). If it
+    /// times out, panics or is cancelled (interrupt, shutdown), it is dropped
+    /// and `on_failure` says what the machine receives, if anything; items
+    /// already delivered stay delivered. A stream that simply ends produces
+    /// nothing more.
+    pub fn stream<S, F>(&mut self, stream: S, on_failure: F)
+    where
+        S: Stream<Item = M::Event> + Send + 'static,
+        F: FnOnce(EffectFailure) -> Option<M::Event> + Send + 'static,
+    {
+        let timeout = self.stream_timeout;
+        if !self.discarding("stream")
+            && let Some(work) = self.env.work()
+        {
+            work.open_stream(Box::pin(stream), timeout, Box::new(on_failure));
+        }
+    }
+
+    /// Spawns a task (on the configured [`TaskTracker`]) whose output is
+    /// delivered when it completes.
+    ///
+    /// Tasks run concurrently up to the configured limit, later ones
+    /// waiting in spawn order; results are delivered in completion order.
+    /// A task that panics, outlives its timeout or is cancelled yields
+    /// `on_failure(key, why)` instead, for that task only, so every task
+    /// produces exactly one event.
+    pub fn spawn_task<T, F>(&mut self, key: impl Into<String>, task: T, on_failure: F)
+    where
+        T: Future<Output = M::Event> + Send + 'static,
+        F: FnOnce(String, EffectFailure) -> M::Event + Send + 'static,
+    {
+        let timeout = self.task_timeout;
+        if !self.discarding("spawn_task")
+            && let Some(work) = self.env.work()
+        {
+            work.spawn_task(key.into(), Box::pin(task), timeout, Box::new(on_failure));
+        }
+    }
+
+    /// Cancels the running or queued task with `key`: it yields
+    /// `on_failure(key, Cancelled)` right after the current step (or its
+    /// real result, if it had already finished). Returns whether such a
+    /// task existed.
+    pub fn cancel_task(&mut self, key: &str) -> bool {
+        let Some(work) = self.env.work.as_deref_mut() else {
+            return false;
+        };
+        let Some(produced) = work.cancel_task(key) else {
+            return false;
+        };
+        // A failure callback is user code; it runs here, inside `perform`'s
+        // own `catch_unwind`.
+        let event = match produced {
+            super::work::Produced::Event(event) => Some(event),
+            super::work::Produced::TaskFailed { key, on_failure, failure } => Some(on_failure(key, failure)),
+            super::work::Produced::StreamFailed { on_failure, failure } => on_failure(failure),
+        };
+        if let Some(event) = event {
+            work.ready.push_back(event);
+        }
+        true
+    }
+
+    /// Delivers `event` after `delay`, unless the machine has left its
+    /// current state by then (the timer is then dropped) or the machine is
+    /// interrupted or shut down first.
+    pub fn after(&mut self, delay: Duration, event: M::Event) {
+        let visit = self.visit;
+        if !self.discarding("after")
+            && let Some(work) = self.env.work()
+        {
+            work.add_timer(delay, visit, event);
+        }
+    }
+
+    /// Publishes `output` to subscribers as a
+    /// [`Notification::Output`](super::Notification::Output), in order with
+    /// the transitions. Free when nobody subscribed.
+    pub fn output(&mut self, output: O) {
+        self.notifier.publish(|| super::Notification::Output(output));
+    }
+}

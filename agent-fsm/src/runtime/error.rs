@@ -1,0 +1,129 @@
+//! The runtime's public error enums, one per domain: sending an event
+//! ([`SendError`]), any other request to the worker ([`RequestError`]), the
+//! worker's own failure ([`WorkerError`]) and a replay that diverged
+//! ([`ReplayError`]).
+//!
+//! A worker failure is stored once, behind an `Arc`, by the worker
+//! ([`executor`](super::executor)) and handed out by every later handle call
+//! ([`handle`](super::handle)), so `Failed` is always distinguishable from a
+//! plain `Closed` (the worker stopped normally).
+
+use std::sync::Arc;
+
+/// Why the worker stopped abnormally. Stored once and returned, shared, by
+/// every later call on any handle.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// The machine's `handle_event` panicked (a hand-written machine broke
+    /// the trait's contract). The machine is not touched again.
+    #[error("the machine panicked while handling `{event}`: {message}")]
+    MachinePanicked {
+        /// The event being handled.
+        event: &'static str,
+        /// The panic payload, if it was a string.
+        message: String,
+    },
+    /// The effects panicked while performing an action, or a callback the
+    /// effects registered (an `on_failure` closure) panicked.
+    #[error("the effects panicked while performing `{action}`: {message}")]
+    EffectsPanicked {
+        /// The action being performed, or the callback's description.
+        action: &'static str,
+        /// The panic payload, if it was a string.
+        message: String,
+    },
+    /// A closure from the executor's configuration (the interrupt or
+    /// shutdown event) panicked.
+    #[error("the configured `{callback}` callback panicked: {message}")]
+    ConfigPanicked {
+        /// Which callback.
+        callback: &'static str,
+        /// The panic payload, if it was a string.
+        message: String,
+    },
+    /// The worker future was polled outside a tokio runtime, so it could not
+    /// spawn tasks or start timers.
+    #[error("the worker was polled outside a tokio runtime")]
+    NoRuntime,
+}
+
+/// Sending an event to a machine failed; the event is handed back.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError<E> {
+    /// The worker has stopped (shutdown, terminal state or dropped worker);
+    /// nothing will handle the event.
+    #[error("the machine's worker has stopped")]
+    Closed(E),
+    /// Only from [`try_send`](super::MachineHandle::try_send): the bounded
+    /// inbox is full right now.
+    #[error("the machine's inbox is full")]
+    Full(E),
+    /// The worker failed earlier; every later call reports the same cause.
+    #[error("the machine's worker failed")]
+    Failed(E, #[source] Arc<WorkerError>),
+}
+
+impl<E> SendError<E> {
+    /// The event that was not sent.
+    pub fn into_event(self) -> E {
+        match self {
+            Self::Closed(event) | Self::Full(event) | Self::Failed(event, _) => event,
+        }
+    }
+}
+
+/// A request to the worker (a query, an interrupt, a wait) failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The worker has stopped normally and cannot answer.
+    #[error("the machine's worker has stopped")]
+    Closed,
+    /// The worker failed earlier; every later call reports the same cause.
+    #[error("the machine's worker failed")]
+    Failed(#[source] Arc<WorkerError>),
+    /// The machine is poisoned, so it has no state to report.
+    #[error("the machine is poisoned")]
+    Poisoned,
+    /// The closure passed to [`inspect`](super::MachineHandle::inspect)
+    /// panicked; the worker caught it and carries on.
+    #[error("the inspect closure panicked: {0}")]
+    InspectPanicked(String),
+}
+
+/// Replaying an event log into a fresh machine did not reproduce the
+/// recorded run (see [`replay`](super::replay)).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    /// The event at `index` produced another action or state than recorded.
+    #[error(
+        "replay diverged at event {index}: recorded `{expected_action}` into `{expected_state}`, \
+         replayed `{actual_action}` into `{actual_state}`"
+    )]
+    Diverged {
+        /// Position of the event in the log.
+        index: usize,
+        /// The recorded action.
+        expected_action: &'static str,
+        /// The replayed action.
+        actual_action: &'static str,
+        /// The recorded state after the event.
+        expected_state: &'static str,
+        /// The replayed state after the event.
+        actual_state: &'static str,
+    },
+}
+
+/// The text of a panic payload, for error messages.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}

@@ -1,0 +1,688 @@
+//! The worker: one task that owns the machine and its effects, and the one
+//! ordered path by which events reach `handle_event`.
+//!
+//! [`spawn`] puts the worker on tokio (on the configured
+//! [`TaskTracker`](tokio_util::task::TaskTracker)); [`pair`] hands it back
+//! as a future for callers who run it themselves (inside a tokio runtime
+//! with time enabled). Each turn of the worker's loop takes *one* input, in
+//! this priority:
+//!
+//! 1. a control request from a handle (interrupt, shutdown, query, wait);
+//! 2. the configured cancellation token (treated as a shutdown);
+//! 3. if effect work is in flight: the next due timer, finished task or
+//!    stream item ([`work`](super::work) polls them in that order);
+//! 4. otherwise: the next event from the inbox.
+//!
+//! It delivers the input, performs the returned action (which may schedule
+//! more work), then delivers the events the effects `send` for immediate
+//! delivery, before taking the next input. The rules this gives are listed
+//! in the [module docs](super).
+
+use std::future::{Future, poll_fn};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::WaitForCancellationFutureOwned;
+
+use super::config::{ExecutorConfig, Settings};
+use super::effects::{EffectContext, Effects, Env};
+use super::error::{WorkerError, panic_message};
+use super::handle::{Control, Delivered, Envelope, MachineHandle, Notification, Notifier, Shared};
+use super::history::{EventRecord, History};
+use super::work::{Produced, Work};
+// Through the crate's own name (`extern crate self as agent_fsm` in lib.rs),
+// as generated code does; it also keeps that declaration in use.
+use agent_fsm::{Named, Observer, StateMachine, Step, Unhandled};
+
+/// Starts `machine` on a new tokio task (tracked by the configuration's
+/// tracker), performing its actions with `effects`, and returns a handle.
+///
+/// # Panics
+/// Like `tokio::spawn`, if called outside a tokio runtime.
+///
+/// # Examples
+/// ```
+/// # use agent_fsm::runtime::{self, ExecutorConfig};
+/// # async fn demo<M>(machine: M, first: M::Event)
+/// # where M: agent_fsm::StateMachine + Send + 'static, M::Event: Send + 'static {
+/// let handle = runtime::spawn(machine, (), ExecutorConfig::new());
+/// handle.send(first).await.expect("the worker is running");
+/// handle.wait_idle().await.expect("the worker is running");
+/// println!("now in {}", handle.state_name());
+/// handle.shutdown().await.expect("the worker did not fail");
+/// # }
+/// ```
+pub fn spawn<M, E>(machine: M, effects: E, config: ExecutorConfig<M>) -> MachineHandle<M, E::Output>
+where
+    M: StateMachine + Send + 'static,
+    M::Event: Send + 'static,
+    E: Effects<M>,
+{
+    let tracker = config.inner.tracker.clone();
+    let (handle, worker) = pair(machine, effects, config);
+    tracker.spawn(worker);
+    handle
+}
+
+/// Like [`spawn`], but returns the worker as a future for the caller to run
+/// (`tokio::spawn`, a `select!`, a `LocalSet`...). It must be polled inside
+/// a tokio runtime with time enabled; otherwise the worker stops at once
+/// with [`WorkerError::NoRuntime`]. Dropping the future before it completes
+/// aborts the machine's tasks; handles then report `Closed`.
+pub fn pair<M, E>(
+    machine: M,
+    effects: E,
+    config: ExecutorConfig<M>,
+) -> (MachineHandle<M, E::Output>, impl Future<Output = ()> + Send + 'static)
+where
+    M: StateMachine + Send + 'static,
+    M::Event: Send + 'static,
+    E: Effects<M>,
+{
+    let settings = config.inner;
+    let (tx, rx) = mpsc::channel(settings.inbox_capacity.max(1));
+    let initial = machine.state_name();
+    let shared = Arc::new(Shared::new(initial, Arc::clone(&settings)));
+    let mut worker = Worker {
+        history: None,
+        started: Instant::now(),
+        terminal: machine.is_terminal(),
+        machine,
+        effects,
+        inbox: rx,
+        shared: Arc::clone(&shared),
+        work: None,
+        notifier: Notifier::new(),
+        extras: None,
+        clock: None,
+        status_dirty: false,
+        visit: 0,
+        steps: 0,
+        failed: false,
+    };
+    // An `async` block over the captured worker rather than an `async fn`
+    // taking it by value: an `async fn` keeps its argument and the moved
+    // local in separate slots of the future, doubling what every agent
+    // costs at rest.
+    (MachineHandle::new(tx, shared), async move { worker.run().await })
+}
+
+/// How often, in events, a long burst refreshes the clock and publishes
+/// the status.
+const STATUS_EVERY: u64 = 64;
+
+/// How the action returned by a delivered event is treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Performed.
+    Normal,
+    /// Performed, but any work it schedules is discarded: the action that
+    /// entered a terminal state, or the shutdown event's.
+    Final,
+    /// Not performed: events owed by cancelled work, and events drained
+    /// from the inbox after the worker stopped.
+    Draining,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopReason {
+    Shutdown,
+    Terminal,
+    HandlesDropped,
+}
+
+enum Input<M: StateMachine> {
+    Control(Control<M>),
+    Cancelled,
+    Effect(Produced<M::Event>),
+    Inbox(Envelope<M::Event>),
+    InboxClosed,
+}
+
+struct Worker<M: StateMachine, E: Effects<M>> {
+    machine: M,
+    effects: E,
+    /// Receiver of the handles' inbox; closed by the worker when it stops.
+    inbox: mpsc::Receiver<Envelope<M::Event>>,
+    shared: Arc<Shared<M, E::Output>>,
+    /// Created on first use, so that idle agents stay small.
+    history: Option<Box<History<M::Event>>>,
+    /// When the machine entered its initial state.
+    started: Instant,
+    /// Allocated by the first action that schedules work.
+    work: Option<Box<Work<M::Event>>>,
+    notifier: Notifier<E::Output>,
+    /// Waiters and the cancellation token: rarely used, so boxed on first
+    /// use to keep idle agents small.
+    extras: Option<Box<Extras>>,
+    /// The time read for the current burst of events; cleared when the
+    /// worker sleeps and every [`STATUS_EVERY`] events, so one clock read
+    /// serves a burst.
+    clock: Option<Instant>,
+    /// The state changed since it was last published.
+    status_dirty: bool,
+    /// Incremented on every change of state (not on self-transitions);
+    /// timers are stamped with it and die when it moves on.
+    visit: u64,
+    steps: u64,
+    terminal: bool,
+    failed: bool,
+}
+
+impl<M, E> Worker<M, E>
+where
+    M: StateMachine + Send + 'static,
+    M::Event: Send + 'static,
+    E: Effects<M>,
+{
+    /// The worker's life. Every await is a `poll_fn` over `&mut self`, so
+    /// the future holds little beyond the worker itself (about 150 bytes
+    /// less per agent than awaiting nested `async fn`s).
+    async fn run(&mut self) {
+        if self.start() {
+            loop {
+                if self.terminal {
+                    self.begin_stop(StopReason::Terminal);
+                    break;
+                }
+                let input = poll_fn(|cx| self.poll_input(cx)).await;
+                let stop = match input {
+                    Input::Control(control) => self.on_control(control),
+                    Input::Cancelled => Some(StopReason::Shutdown),
+                    Input::Effect(produced) => {
+                        if let Some(event) = self.resolve(produced) {
+                            self.deliver(event, Mode::Normal, None);
+                        }
+                        None
+                    }
+                    Input::Inbox(envelope) => {
+                        self.deliver_envelope(envelope, Mode::Normal);
+                        None
+                    }
+                    Input::InboxClosed => Some(StopReason::HandlesDropped),
+                };
+                self.drain_ready();
+                if self.failed {
+                    break;
+                }
+                if let Some(reason) = stop {
+                    self.begin_stop(reason);
+                    break;
+                }
+            }
+            if !self.failed {
+                poll_fn(|cx| self.poll_drain_inbox(cx)).await;
+            }
+        }
+        if let Some(work) = &mut self.work {
+            // Cancelled tasks stop at their next await point; wait for them
+            // so that none outlives the worker.
+            work.abort_all();
+            poll_fn(|cx| work.poll_join_aborted(cx)).await;
+        }
+        self.finish();
+    }
+
+    /// Checks the runtime; false if the worker cannot run.
+    fn start(&mut self) -> bool {
+        if Handle::try_current().is_err() {
+            self.fail(WorkerError::NoRuntime);
+            return false;
+        };
+        // Creating a timer panics when the runtime's time driver is off;
+        // find out now rather than in the middle of an action.
+        if catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_err() {
+            self.fail(WorkerError::NoRuntime);
+            return false;
+        }
+        if let Some(token) = &self.shared.settings.cancel {
+            self.extras().cancel = Some(Box::pin(token.clone().cancelled_owned()));
+        }
+        self.started = Instant::now();
+        tracing::debug!(machine = M::DESCRIPTION.name, state = self.machine.state_name(), "worker started");
+        true
+    }
+
+    fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<Input<M>> {
+        if let Some(control) = self.shared.pop_control() {
+            return Poll::Ready(Input::Control(control));
+        }
+        let polled = self.poll_sources(cx);
+        if polled.is_ready() {
+            return polled;
+        }
+        // Going to sleep: publish the status, then register for control
+        // requests and look once more, so that none pushed in between is
+        // missed. Registering only here keeps it off the per-event path.
+        self.flush_status();
+        self.clock = None;
+        self.shared.register(cx.waker());
+        match self.shared.pop_control() {
+            Some(control) => Poll::Ready(Input::Control(control)),
+            None => Poll::Pending,
+        }
+    }
+
+    fn poll_sources(&mut self, cx: &mut Context<'_>) -> Poll<Input<M>> {
+        if let Some(extras) = &mut self.extras
+            && let Some(cancel) = &mut extras.cancel
+            && cancel.as_mut().poll(cx).is_ready()
+        {
+            extras.cancel = None;
+            return Poll::Ready(Input::Cancelled);
+        }
+        if let Some(work) = &mut self.work
+            && work.busy()
+        {
+            if let Poll::Ready(produced) = work.poll_next(cx) {
+                return Poll::Ready(Input::Effect(produced));
+            }
+            // External events wait while effect work is in flight. A stream
+            // that just ended may have left nothing in flight: go on to the
+            // inbox then, or nothing would wake the worker.
+            if work.busy() {
+                return Poll::Pending;
+            }
+        }
+        if self.extras.as_ref().is_some_and(|e| !e.waiters.is_empty()) && self.inbox.is_empty() {
+            self.answer_idle_waiters();
+        }
+        match self.inbox.poll_recv(cx) {
+            Poll::Ready(Some(envelope)) => Poll::Ready(Input::Inbox(envelope)),
+            Poll::Ready(None) => Poll::Ready(Input::InboxClosed),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Publishes the state name and step count to the handles. Called when
+    /// the worker is about to sleep, before any reply, and every
+    /// [`STATUS_EVERY`] events, rather than on every event: a burst of
+    /// events costs one publication.
+    fn flush_status(&mut self) {
+        if self.status_dirty {
+            self.status_dirty = false;
+            self.shared.publish_state(self.machine.state_name());
+        }
+        self.shared.publish_steps(self.steps);
+    }
+
+    fn extras(&mut self) -> &mut Extras {
+        self.extras.get_or_insert_with(Box::default)
+    }
+
+    /// Answers the idle waiters (the caller checked that nothing is in
+    /// flight and the inbox is empty).
+    fn answer_idle_waiters(&mut self) {
+        self.flush_status();
+        // `take` rather than `retain`: frees the buffer, since an idle agent
+        // should hold no allocation it does not need.
+        let Some(extras) = &mut self.extras else {
+            return;
+        };
+        for waiter in std::mem::take(&mut extras.waiters) {
+            match waiter {
+                Waiter::Idle(tx) => {
+                    let _ = tx.send(());
+                }
+                finished @ Waiter::Finished(_) => extras.waiters.push(finished),
+            }
+        }
+    }
+
+    fn on_control(&mut self, control: Control<M>) -> Option<StopReason> {
+        match control {
+            Control::Interrupt { cause, done } => {
+                self.interrupt(cause);
+                self.flush_status();
+                if !self.failed {
+                    let _ = done.send(());
+                }
+                None
+            }
+            Control::Shutdown => Some(StopReason::Shutdown),
+            // The job catches its own panics and carries its reply.
+            Control::Inspect(job) => {
+                let history =
+                    history_mut(&mut self.history, &self.shared.settings, self.machine.state_name(), self.started);
+                job(&self.machine, history);
+                None
+            }
+            Control::WaitIdle(waiter) => {
+                self.extras().waiters.push(Waiter::Idle(waiter));
+                None
+            }
+            Control::WaitFinished(waiter) => {
+                let waiters = &mut self.extras().waiters;
+                waiters.retain(|w| !w.is_closed());
+                waiters.push(Waiter::Finished(waiter));
+                None
+            }
+        }
+    }
+
+    /// Delivers the events effects sent for immediate delivery.
+    fn drain_ready(&mut self) {
+        while !self.failed {
+            let Some(event) = self.work.as_mut().and_then(|w| w.ready.pop_front()) else {
+                break;
+            };
+            // After a terminal state nothing more is performed.
+            let mode = if self.terminal { Mode::Draining } else { Mode::Normal };
+            self.deliver(event, mode, None);
+        }
+    }
+
+    fn deliver_envelope(&mut self, envelope: Envelope<M::Event>, mode: Mode) {
+        match envelope {
+            Envelope::Event(event) => self.deliver(event, mode, None),
+            Envelope::Call(event, reply) => self.deliver(event, mode, Some(reply)),
+        }
+    }
+
+    /// Feeds one event to the machine and treats its action per `mode`.
+    fn deliver(&mut self, event: M::Event, mode: Mode, reply: Option<oneshot::Sender<Delivered>>) {
+        self.steps += 1;
+        let step = self.steps;
+        let event_name = event.name();
+        let span = tracing::debug_span!("step", machine = M::DESCRIPTION.name, event = event_name, step);
+        let _entered = span.enter();
+
+        let logged = self.shared.settings.record_events.map(|clone| clone(&event));
+        let visit_before = self.visit;
+        self.notifier.refresh(&self.shared);
+        let history = history_mut(&mut self.history, &self.shared.settings, self.machine.state_name(), self.started);
+        if step % STATUS_EVERY == 0 {
+            // Long bursts still refresh the clock and the status now and then.
+            self.clock = None;
+            self.status_dirty = true;
+        }
+        let mut recorder =
+            Recorder { history, visit: &mut self.visit, notifier: &self.notifier, step, now: &mut self.clock };
+        let machine = &mut self.machine;
+        let action = match catch_unwind(AssertUnwindSafe(|| machine.handle_event_with(event, &mut recorder))) {
+            Ok(action) => action,
+            Err(payload) => {
+                self.fail(WorkerError::MachinePanicked { event: event_name, message: panic_message(&*payload) });
+                return;
+            }
+        };
+        if let Some(history) = &mut self.history {
+            history.on_step(step);
+        }
+
+        let state = self.machine.state_name();
+        if self.visit != visit_before {
+            if let Some(work) = &mut self.work {
+                work.retain_timers(self.visit);
+            }
+            // Machines without terminal states skip the name lookup.
+            self.terminal = self.shared.settings.has_terminal && self.machine.is_terminal();
+            self.status_dirty = true;
+        } else if self.machine.is_poisoned() {
+            self.status_dirty = true;
+        }
+        let action_name = action.name();
+        if let Some(event) = logged
+            && let Some(history) = &mut self.history
+        {
+            history.record_event(|| EventRecord { event, action: action_name, state });
+        }
+
+        let mode = if self.terminal && mode == Mode::Normal { Mode::Final } else { mode };
+        let performed = mode != Mode::Draining;
+        if performed {
+            self.perform(action, mode == Mode::Final);
+        } else {
+            tracing::debug!(action = action_name, "action not performed: the worker is cancelling or draining");
+            self.notifier.publish(|| Notification::Action { name: action_name, performed: false });
+        }
+        if let Some(reply) = reply {
+            self.flush_status();
+            // The caller may have stopped waiting.
+            let _ = reply.send(Delivered { action: action_name, state, performed });
+        }
+    }
+
+    fn perform(&mut self, action: M::Action, discard: bool) {
+        let name = action.name();
+        self.notifier.publish(|| Notification::Action { name, performed: true });
+        let (stream_timeout, task_timeout) = self.shared.settings.timeouts_for(name);
+        let mut cx = EffectContext {
+            machine: &self.machine,
+            env: Env {
+                work: &mut self.work,
+                tracker: &self.shared.settings.tracker,
+                limit: self.shared.settings.concurrency_limit,
+            },
+            notifier: &self.notifier,
+            action: name,
+            visit: self.visit,
+            stream_timeout,
+            task_timeout,
+            discard,
+        };
+        let effects = &mut self.effects;
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| effects.perform(action, &mut cx))) {
+            self.fail(WorkerError::EffectsPanicked { action: name, message: panic_message(&*payload) });
+        }
+    }
+
+    /// Turns a product of the work into the event to deliver, calling the
+    /// failure callback (user code) under `catch_unwind`.
+    fn resolve(&mut self, produced: Produced<M::Event>) -> Option<M::Event> {
+        let (key, failure, callback) = match produced {
+            Produced::Event(event) => return Some(event),
+            Produced::StreamFailed { on_failure, failure } => {
+                let f = failure.clone();
+                (None, failure, Box::new(move || on_failure(f)) as Box<dyn FnOnce() -> Option<M::Event>>)
+            }
+            Produced::TaskFailed { key, on_failure, failure } => {
+                let (k, f) = (key.clone(), failure.clone());
+                let call = Box::new(move || Some(on_failure(k, f))) as Box<dyn FnOnce() -> Option<M::Event>>;
+                (Some(key), failure, call)
+            }
+        };
+        match &failure {
+            super::EffectFailure::Cancelled => {
+                tracing::debug!(key = key.as_deref(), "effect cancelled")
+            }
+            other => tracing::warn!(key = key.as_deref(), failure = %other, "effect failed"),
+        }
+        self.notifier.refresh(&self.shared);
+        self.notifier.publish(|| Notification::EffectFailed { key, failure });
+        match catch_unwind(AssertUnwindSafe(callback)) {
+            Ok(event) => event,
+            Err(payload) => {
+                self.fail(WorkerError::EffectsPanicked { action: "on_failure", message: panic_message(&*payload) });
+                None
+            }
+        }
+    }
+
+    /// Cancels the work in flight and delivers what it owes, without
+    /// performing the resulting actions.
+    fn cancel_in_flight(&mut self) {
+        let Some(work) = &mut self.work else {
+            return;
+        };
+        for produced in work.cancel_all() {
+            if let Some(event) = self.resolve(produced) {
+                self.deliver(event, Mode::Draining, None);
+            }
+            if self.failed {
+                return;
+            }
+        }
+    }
+
+    fn interrupt(&mut self, cause: Arc<str>) {
+        tracing::info!(machine = M::DESCRIPTION.name, cause = &*cause, "interrupt");
+        self.cancel_in_flight();
+        if self.failed {
+            return;
+        }
+        history_mut(&mut self.history, &self.shared.settings, self.machine.state_name(), self.started)
+            .record_interrupt(Arc::clone(&cause), Instant::now());
+        self.notifier.refresh(&self.shared);
+        self.notifier.publish(|| Notification::Interrupted { cause: Arc::clone(&cause) });
+        let settings = Arc::clone(&self.shared.settings);
+        if let Some(make) = &settings.interrupt_event {
+            match catch_unwind(AssertUnwindSafe(|| make(&cause))) {
+                Ok(Some(event)) => self.deliver(event, Mode::Normal, None),
+                Ok(None) => {}
+                Err(payload) => self.fail(WorkerError::ConfigPanicked {
+                    callback: "interrupt_event",
+                    message: panic_message(&*payload),
+                }),
+            }
+        }
+    }
+
+    /// The stop protocol shared by shutdown, terminal states and dropped
+    /// handles (see the module docs), up to draining the inbox.
+    fn begin_stop(&mut self, reason: StopReason) {
+        tracing::debug!(machine = M::DESCRIPTION.name, ?reason, "stopping");
+        self.cancel_in_flight();
+        if self.failed {
+            return;
+        }
+        if reason == StopReason::Shutdown {
+            let settings = Arc::clone(&self.shared.settings);
+            if let Some(make) = &settings.shutdown_event {
+                match catch_unwind(AssertUnwindSafe(|| make())) {
+                    Ok(Some(event)) => self.deliver(event, Mode::Final, None),
+                    Ok(None) => {}
+                    Err(payload) => self.fail(WorkerError::ConfigPanicked {
+                        callback: "shutdown_event",
+                        message: panic_message(&*payload),
+                    }),
+                }
+            }
+        }
+        // `close` refuses new sends; buffered events stay for the drain.
+        self.inbox.close();
+    }
+
+    /// Accepted events are never lost: delivers what is still queued after
+    /// a stop, without performing it. `poll_recv` returns `None` once the
+    /// closed inbox is empty.
+    fn poll_drain_inbox(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        while !self.failed {
+            match self.inbox.poll_recv(cx) {
+                Poll::Ready(Some(envelope)) => self.deliver_envelope(envelope, Mode::Draining),
+                Poll::Ready(None) => break,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(())
+    }
+
+    fn fail(&mut self, error: WorkerError) {
+        tracing::error!(machine = M::DESCRIPTION.name, error = %error, "worker failed");
+        // Before closing the inbox, so that a refused send reads the failure.
+        let _ = self.shared.outcome.set(Err(Arc::new(error)));
+        self.inbox.close();
+        self.failed = true;
+    }
+
+    /// Records the outcome and closes the shared state: handles waiting
+    /// on the worker wake up.
+    fn finish(&mut self) {
+        let state = self.machine.state_name();
+        if !self.failed {
+            let _ = self.shared.outcome.set(Ok(state));
+        }
+        self.status_dirty = true;
+        self.flush_status();
+        self.notifier.close();
+        drop(self.shared.close());
+        self.extras = None;
+        tracing::debug!(machine = M::DESCRIPTION.name, state, failed = self.failed, "worker finished");
+    }
+}
+
+impl<M: StateMachine, E: Effects<M>> Drop for Worker<M, E> {
+    /// Runs on every exit, and alone when the worker future is dropped
+    /// mid-run: handles then read `Closed`, and `Work`'s own drop aborts
+    /// the tasks.
+    fn drop(&mut self) {
+        drop(self.shared.close());
+    }
+}
+
+/// The worker's rarely used parts.
+#[derive(Default)]
+struct Extras {
+    waiters: Vec<Waiter>,
+    cancel: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+}
+
+/// Someone waiting on the worker.
+enum Waiter {
+    /// Answered when nothing is in flight and the inbox is empty.
+    Idle(oneshot::Sender<()>),
+    /// Never answered: dropped when the worker exits.
+    Finished(oneshot::Sender<()>),
+}
+
+impl Waiter {
+    fn is_closed(&self) -> bool {
+        match self {
+            Self::Idle(tx) | Self::Finished(tx) => tx.is_closed(),
+        }
+    }
+}
+
+/// The history, created on first use with the machine's current state
+/// (it is created no later than the first event, so that state is the
+/// initial one, entered when the worker started).
+fn history_mut<'h, M: StateMachine>(
+    history: &'h mut Option<Box<History<M::Event>>>,
+    settings: &Settings<M>,
+    current: &'static str,
+    started: Instant,
+) -> &'h mut History<M::Event> {
+    history.get_or_insert_with(|| {
+        Box::new(History::new(current, settings.history_capacity, settings.record_events.is_some(), started))
+    })
+}
+
+/// The observer the worker passes to `handle_event_with`: history, visit
+/// counter, tracing and notifications, per hop.
+struct Recorder<'a, E, O> {
+    history: &'a mut History<E>,
+    visit: &'a mut u64,
+    notifier: &'a Notifier<O>,
+    step: u64,
+    /// The worker's clock for this burst, read on the first hop that needs it.
+    now: &'a mut Option<Instant>,
+}
+
+impl<E, O> Observer for Recorder<'_, E, O> {
+    fn on_transition(&mut self, hop: &Step) {
+        let now = *self.now.get_or_insert_with(Instant::now);
+        let changed = hop.from != hop.to;
+        self.history.on_hop(hop, changed, self.step, now);
+        if changed {
+            *self.visit += 1;
+        }
+        tracing::debug!(from = hop.from, to = hop.to, event = hop.event, action = hop.action, "transition");
+        self.notifier.publish(|| Notification::Transition(*hop));
+    }
+
+    fn on_unhandled(&mut self, unhandled: &Unhandled) {
+        tracing::debug!(
+            state = unhandled.state,
+            event = unhandled.event,
+            reason = %unhandled.reason,
+            "event not handled"
+        );
+        self.notifier.publish(|| Notification::Unhandled(*unhandled));
+    }
+}

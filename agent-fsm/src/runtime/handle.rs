@@ -1,0 +1,601 @@
+//! [`MachineHandle`]: the cloneable way in to a running machine, and the
+//! state it shares with its worker ([`executor`](super::executor)).
+//!
+//! # Channels
+//! - **Inbox** (bounded tokio mpsc): events from [`send`](MachineHandle::send),
+//!   [`try_send`](MachineHandle::try_send) and [`call`](MachineHandle::call).
+//!   Senders are the handles; the receiver is the worker, which reads it only
+//!   while no effect work is in flight. All handles dropped closes it; the
+//!   worker closes it when it stops.
+//! - **Control queue** (a `std::sync::Mutex<VecDeque>` plus a waker):
+//!   interrupts, shutdown, queries and waits. The worker reads it before
+//!   anything else, so these are prompt even while effects run. It is a
+//!   plain queue rather than a second mpsc channel because a tokio channel
+//!   preallocates a block of 32 slots, and an idle agent should cost little.
+//!   The worker closes it when it exits, dropping unanswered requests, which
+//!   their callers read as the worker's outcome.
+//! - **Status** (a mutex around the state name, an atomic step count): read
+//!   without a round trip by [`state_name`](MachineHandle::state_name).
+//! - **Notifications** (tokio broadcast, created on the first
+//!   [`subscribe`](MachineHandle::subscribe)): transitions, actions, outputs.
+//!   The worker drops the sender when it exits, which ends every
+//!   [`Subscription`].
+//!
+//! The `std` mutexes are never held across an `.await`.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use futures::Stream;
+use futures::task::AtomicWaker;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::task::TaskTracker;
+
+use super::config::Settings;
+
+use super::effects::EffectFailure;
+use super::error::{RequestError, SendError, WorkerError, panic_message};
+use super::history::History;
+use crate::{StateMachine, Step, Unhandled};
+
+/// Something that happened inside a machine, for subscribers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Notification<O> {
+    /// A hop (transient ones included).
+    Transition(Step),
+    /// The machine refused an event; its state is unchanged.
+    Unhandled(Unhandled),
+    /// An action the machine returned: `performed` is `false` for actions
+    /// returned while the worker cancels work (interrupt, shutdown) or
+    /// drains its inbox after stopping, which are not performed.
+    Action {
+        /// The action's name.
+        name: &'static str,
+        /// Whether the effects performed it.
+        performed: bool,
+    },
+    /// An output published by the effects.
+    Output(O),
+    /// A stream (`key` `None`) or a task failed; the machine receives the
+    /// failure event its effects chose.
+    EffectFailed {
+        /// The task's key, `None` for a stream.
+        key: Option<String>,
+        /// Why.
+        failure: EffectFailure,
+    },
+    /// An interrupt was carried out.
+    Interrupted {
+        /// The cause given to [`MachineHandle::interrupt`].
+        cause: Arc<str>,
+    },
+    /// This subscriber fell behind and missed this many notifications; the
+    /// subscription goes on with the oldest one still kept.
+    Lagged(u64),
+}
+
+/// What became of an event sent with [`call`](MachineHandle::call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Delivered {
+    /// The action the machine returned.
+    pub action: &'static str,
+    /// The state after the event.
+    pub state: &'static str,
+    /// Whether the action was performed (see [`Notification::Action`]).
+    pub performed: bool,
+}
+
+/// A message in the inbox.
+pub(crate) enum Envelope<E> {
+    Event(E),
+    Call(E, oneshot::Sender<Delivered>),
+}
+
+/// A query run on the worker with the machine and its history.
+type InspectJob<M> = Box<dyn FnOnce(&M, &mut History<<M as StateMachine>::Event>) + Send>;
+
+/// A request that bypasses the inbox.
+pub(crate) enum Control<M: StateMachine> {
+    Interrupt {
+        cause: Arc<str>,
+        done: oneshot::Sender<()>,
+    },
+    Shutdown,
+    /// Runs on the worker with the machine and its history; the closure
+    /// carries its own reply channel and catches its own panics.
+    Inspect(InspectJob<M>),
+    /// Answered when nothing is in flight and the inbox is empty.
+    WaitIdle(oneshot::Sender<()>),
+    /// Never answered: dropped when the worker exits.
+    WaitFinished(oneshot::Sender<()>),
+}
+
+/// The part of [`Shared`] behind its one mutex: everything that is rarely
+/// touched (one lock instead of three keeps an idle agent small).
+struct Locked<M: StateMachine, O> {
+    /// Control requests, oldest first; emptied buffers are freed.
+    queue: VecDeque<Control<M>>,
+    /// Set by the worker when it exits: no more requests or subscriptions.
+    closed: bool,
+    /// The current state's name, updated by the worker on every change.
+    state: &'static str,
+    /// Created by the first `subscribe`; taken (dropped) by the worker when
+    /// it exits, which ends every subscription.
+    sender: Option<broadcast::Sender<Notification<O>>>,
+}
+
+/// What a machine's handles and its worker share.
+pub(crate) struct Shared<M: StateMachine, O> {
+    locked: Mutex<Locked<M, O>>,
+    /// Length of the control queue, readable without the lock: the worker's
+    /// fast path when no request is waiting (the usual case).
+    pending: AtomicUsize,
+    /// Whether a notification sender exists, so the worker need not lock.
+    subscribed: AtomicBool,
+    /// The worker's waker, woken by every control request.
+    waker: AtomicWaker,
+    steps: AtomicU64,
+    /// Set once when the worker stops: the final state's name, or the failure.
+    pub(crate) outcome: OnceLock<Result<&'static str, Arc<WorkerError>>>,
+    /// The configuration, shared by every agent spawned from it.
+    pub(crate) settings: Arc<Settings<M>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding this lock; if something did, the data
+    // (a queue, a name) is still consistent, so poisoning is ignored.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<M: StateMachine, O> Shared<M, O> {
+    pub(crate) fn new(initial: &'static str, settings: Arc<Settings<M>>) -> Self {
+        Self {
+            locked: Mutex::new(Locked { queue: VecDeque::new(), closed: false, state: initial, sender: None }),
+            pending: AtomicUsize::new(0),
+            subscribed: AtomicBool::new(false),
+            waker: AtomicWaker::new(),
+            steps: AtomicU64::new(0),
+            outcome: OnceLock::new(),
+            settings,
+        }
+    }
+
+    fn push_control(&self, control: Control<M>) -> Result<(), Control<M>> {
+        {
+            let mut locked = lock(&self.locked);
+            if locked.closed {
+                return Err(control);
+            }
+            locked.queue.push_back(control);
+            self.pending.store(locked.queue.len(), Ordering::Release);
+        }
+        self.waker.wake();
+        Ok(())
+    }
+
+    /// Wakes the worker on the next control request. The worker calls this
+    /// before its last check before sleeping, so no request is missed.
+    pub(crate) fn register(&self, waker: &std::task::Waker) {
+        self.waker.register(waker);
+    }
+
+    /// The next control request, if any.
+    pub(crate) fn pop_control(&self) -> Option<Control<M>> {
+        if self.pending.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut locked = lock(&self.locked);
+        let control = locked.queue.pop_front();
+        if locked.queue.is_empty() {
+            // Requests are rare: free the buffer rather than keep it for
+            // the agent's lifetime.
+            locked.queue = VecDeque::new();
+        }
+        self.pending.store(locked.queue.len(), Ordering::Release);
+        control
+    }
+
+    pub(crate) fn publish_state(&self, name: &'static str) {
+        lock(&self.locked).state = name;
+    }
+
+    pub(crate) fn publish_steps(&self, steps: u64) {
+        self.steps.store(steps, Ordering::Relaxed);
+    }
+
+    /// Closes the control queue and the notification channel. Returns what
+    /// was left, for the caller to drop outside the lock.
+    pub(crate) fn close(&self) -> impl Sized + use<M, O> {
+        let mut locked = lock(&self.locked);
+        locked.closed = true;
+        self.pending.store(0, Ordering::Release);
+        (std::mem::take(&mut locked.queue), locked.sender.take())
+    }
+
+    /// The notification sender, if anyone ever subscribed.
+    pub(crate) fn notification_sender(&self) -> Option<broadcast::Sender<Notification<O>>> {
+        if !self.subscribed.load(Ordering::Acquire) {
+            return None;
+        }
+        lock(&self.locked).sender.clone()
+    }
+}
+
+/// Publishes notifications for the worker; free until someone subscribes.
+pub(crate) struct Notifier<O> {
+    sender: Option<broadcast::Sender<Notification<O>>>,
+}
+
+impl<O> Notifier<O> {
+    pub(crate) fn new() -> Self {
+        Self { sender: None }
+    }
+
+    /// Picks up the sender created by a first `subscribe`.
+    pub(crate) fn refresh<M: StateMachine>(&mut self, shared: &Shared<M, O>) {
+        if self.sender.is_none() {
+            self.sender = shared.notification_sender();
+        }
+    }
+
+    /// Sends the notification `make` builds, if anyone is listening.
+    pub(crate) fn publish(&self, make: impl FnOnce() -> Notification<O>) {
+        if let Some(sender) = &self.sender {
+            // Err means nobody is subscribed right now: nothing to do.
+            let _ = sender.send(make());
+        }
+    }
+
+    pub(crate) fn close(&mut self) {
+        self.sender = None;
+    }
+}
+
+/// A stream of [`Notification`]s from one machine, from
+/// [`MachineHandle::subscribe`]. Ends when the worker exits.
+pub struct Subscription<O> {
+    receiver: broadcast::Receiver<Notification<O>>,
+}
+
+impl<O> fmt::Debug for Subscription<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscription").field("queued", &self.receiver.len()).finish()
+    }
+}
+
+impl<O: Clone + Send + 'static> Subscription<O> {
+    /// The next notification; `None` once the worker has exited and every
+    /// notification was read. Falling behind yields
+    /// [`Notification::Lagged`] and the subscription carries on.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future loses nothing.
+    pub async fn recv(&mut self) -> Option<Notification<O>> {
+        match self.receiver.recv().await {
+            Ok(notification) => Some(notification),
+            Err(broadcast::error::RecvError::Lagged(missed)) => Some(Notification::Lagged(missed)),
+            Err(broadcast::error::RecvError::Closed) => None,
+        }
+    }
+
+    /// The next notification if one is ready; `None` if none is (yet).
+    pub fn try_recv(&mut self) -> Option<Notification<O>> {
+        match self.receiver.try_recv() {
+            Ok(notification) => Some(notification),
+            Err(broadcast::error::TryRecvError::Lagged(missed)) => Some(Notification::Lagged(missed)),
+            Err(_) => None,
+        }
+    }
+
+    /// The subscription as a [`Stream`].
+    pub fn into_stream(self) -> impl Stream<Item = Notification<O>> + Send + 'static {
+        futures::stream::unfold(self, |mut this| async move { this.recv().await.map(|n| (n, this)) })
+    }
+}
+
+/// A cloneable handle to a machine running on its worker (see
+/// [`spawn`](super::spawn) and [`pair`](super::pair)).
+///
+/// Dropping every handle lets the worker finish what is in flight, deliver
+/// what is queued and exit.
+pub struct MachineHandle<M: StateMachine, O = ()> {
+    inbox: mpsc::Sender<Envelope<M::Event>>,
+    shared: Arc<Shared<M, O>>,
+}
+
+impl<M: StateMachine, O> Clone for MachineHandle<M, O> {
+    fn clone(&self) -> Self {
+        Self { inbox: self.inbox.clone(), shared: Arc::clone(&self.shared) }
+    }
+}
+
+impl<M: StateMachine, O> fmt::Debug for MachineHandle<M, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MachineHandle")
+            .field("machine", &M::DESCRIPTION.name)
+            .field("state", &self.state_name())
+            .field("steps", &self.steps())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M: StateMachine, O> MachineHandle<M, O> {
+    /// The current state's name, without a round trip to the worker.
+    /// Never a transient state (transient states resolve within a step).
+    pub fn state_name(&self) -> &'static str {
+        lock(&self.shared.locked).state
+    }
+
+    /// How many events the machine has handled so far.
+    pub fn steps(&self) -> u64 {
+        self.shared.steps.load(Ordering::Relaxed)
+    }
+
+    /// Whether the worker has stopped (normally or not).
+    pub fn is_finished(&self) -> bool {
+        self.shared.outcome.get().is_some()
+    }
+
+    /// The tracker the worker and its tasks run on (from the configuration).
+    pub fn tracker(&self) -> &TaskTracker {
+        &self.shared.settings.tracker
+    }
+}
+
+impl<M, O> MachineHandle<M, O>
+where
+    M: StateMachine + 'static,
+    M::Event: Send + 'static,
+    O: Clone + Send + 'static,
+{
+    pub(crate) fn new(inbox: mpsc::Sender<Envelope<M::Event>>, shared: Arc<Shared<M, O>>) -> Self {
+        Self { inbox, shared }
+    }
+
+    fn failure(&self) -> Option<Arc<WorkerError>> {
+        match self.shared.outcome.get() {
+            Some(Err(e)) => Some(Arc::clone(e)),
+            _ => None,
+        }
+    }
+
+    fn send_error(&self, event: M::Event) -> SendError<M::Event> {
+        match self.failure() {
+            Some(e) => SendError::Failed(event, e),
+            None => SendError::Closed(event),
+        }
+    }
+
+    fn closed_error(&self) -> RequestError {
+        match self.failure() {
+            Some(e) => RequestError::Failed(e),
+            None => RequestError::Closed,
+        }
+    }
+
+    /// Queues `event` in the inbox, waiting while it is full.
+    ///
+    /// The event is delivered after every event effects produce for work
+    /// already in flight (see the [module docs](super)), in the order the
+    /// inbox received it, and never dropped once accepted.
+    ///
+    /// # Errors
+    /// [`SendError::Closed`] if the worker has stopped,
+    /// [`SendError::Failed`] if it failed; both hand the event back.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: if the future is dropped, the event was not queued.
+    pub async fn send(&self, event: M::Event) -> Result<(), SendError<M::Event>> {
+        match self.inbox.send(Envelope::Event(event)).await {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::SendError(envelope)) => Err(self.send_error(envelope_event(envelope))),
+        }
+    }
+
+    /// Queues `event` if the inbox has room right now.
+    ///
+    /// # Errors
+    /// [`SendError::Full`] if it has none, otherwise as [`send`](Self::send).
+    pub fn try_send(&self, event: M::Event) -> Result<(), SendError<M::Event>> {
+        match self.inbox.try_send(Envelope::Event(event)) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(envelope)) => Err(SendError::Full(envelope_event(envelope))),
+            Err(mpsc::error::TrySendError::Closed(envelope)) => Err(self.send_error(envelope_event(envelope))),
+        }
+    }
+
+    /// Sends `event` like [`send`](Self::send) and waits until the machine
+    /// has handled it (and its action was performed or skipped).
+    ///
+    /// # Errors
+    /// [`RequestError::Closed`] or [`RequestError::Failed`] if the worker
+    /// stopped before handling it; the event is then lost.
+    pub async fn call(&self, event: M::Event) -> Result<Delivered, RequestError> {
+        let (tx, rx) = oneshot::channel();
+        if self.inbox.send(Envelope::Call(event, tx)).await.is_err() {
+            return Err(self.closed_error());
+        }
+        rx.await.map_err(|_| self.closed_error())
+    }
+
+    async fn request(&self, control: Control<M>) -> Result<(), RequestError> {
+        match self.shared.push_control(control) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.closed_error()),
+        }
+    }
+
+    /// Runs `f` on the worker with the machine, between two steps, and
+    /// returns its result. Requests like this one are served before pending
+    /// events, even while effects run.
+    ///
+    /// # Errors
+    /// [`RequestError::Closed`]/[`RequestError::Failed`] if the worker has
+    /// stopped, [`RequestError::InspectPanicked`] if `f` panicked (the
+    /// worker carries on).
+    pub async fn inspect<R, F>(&self, f: F) -> Result<R, RequestError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&M) -> R + Send + 'static,
+    {
+        self.with_machine_and_history(move |machine, _| f(machine)).await
+    }
+
+    /// Like [`inspect`](Self::inspect), with the machine's [`History`].
+    ///
+    /// # Errors
+    /// As [`inspect`](Self::inspect).
+    pub async fn with_history<R, F>(&self, f: F) -> Result<R, RequestError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&History<M::Event>) -> R + Send + 'static,
+    {
+        self.with_machine_and_history(move |_, history| f(history)).await
+    }
+
+    async fn with_machine_and_history<R, F>(&self, f: F) -> Result<R, RequestError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&M, &History<M::Event>) -> R + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job = move |machine: &M, history: &mut History<M::Event>| {
+            history.mark_read(tokio::time::Instant::now());
+            let result = catch_unwind(AssertUnwindSafe(|| f(machine, history)));
+            // The caller may have given up waiting; nothing to do then.
+            let _ = tx.send(result.map_err(|payload| panic_message(&*payload)));
+        };
+        self.request(Control::Inspect(Box::new(job))).await?;
+        match rx.await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(message)) => Err(RequestError::InspectPanicked(message)),
+            Err(_) => Err(self.closed_error()),
+        }
+    }
+
+    /// A snapshot of the full state.
+    ///
+    /// # Errors
+    /// [`RequestError::Poisoned`] if the machine is poisoned, otherwise as
+    /// [`inspect`](Self::inspect).
+    pub async fn state(&self) -> Result<M::State, RequestError>
+    where
+        M::State: Clone + Send + 'static,
+    {
+        self.inspect(|m| (!m.is_poisoned()).then(|| m.state().clone())).await?.ok_or(RequestError::Poisoned)
+    }
+
+    /// A snapshot of the history (hops, time per state, interrupts and the
+    /// event log if enabled).
+    ///
+    /// # Errors
+    /// As [`inspect`](Self::inspect).
+    pub async fn history(&self) -> Result<History<M::Event>, RequestError>
+    where
+        M::Event: Clone,
+    {
+        self.with_history(History::clone).await
+    }
+
+    /// Subscribes to the machine's [`Notification`]s from now on. The
+    /// channel is created on the first call, so machines nobody watches
+    /// pay nothing for it.
+    pub fn subscribe(&self) -> Subscription<O> {
+        let mut locked = lock(&self.shared.locked);
+        if locked.closed {
+            // The worker is gone: a subscription that ends at once.
+            return Subscription { receiver: broadcast::channel(1).1 };
+        }
+        let capacity = self.shared.settings.notification_capacity;
+        let sender = locked.sender.get_or_insert_with(|| broadcast::channel(capacity).0);
+        let receiver = sender.subscribe();
+        self.shared.subscribed.store(true, Ordering::Release);
+        Subscription { receiver }
+    }
+
+    /// Interrupts the machine and waits until the interrupt is carried out:
+    ///
+    /// 1. the open streams are dropped (their delivered items stay
+    ///    delivered) and each yields its `on_failure(Cancelled)` event, if any;
+    /// 2. every pending task is cancelled and yields its
+    ///    `on_failure(key, Cancelled)` event, in spawn order (a task that had
+    ///    already finished yields its real result instead);
+    /// 3. pending timers are dropped;
+    /// 4. the cause is recorded in the history and notified;
+    /// 5. the configured interrupt event, if any, is delivered and its
+    ///    action performed.
+    ///
+    /// The actions returned by the events of steps 1–2 are *not* performed:
+    /// an interrupt starts no new work except what the machine asks for in
+    /// response to the interrupt event. Queued external events stay queued.
+    ///
+    /// # Errors
+    /// [`RequestError::Closed`]/[`RequestError::Failed`] if the worker has
+    /// stopped.
+    pub async fn interrupt(&self, cause: impl Into<String>) -> Result<(), RequestError> {
+        let (done, rx) = oneshot::channel();
+        let cause: Arc<str> = Arc::from(cause.into());
+        self.request(Control::Interrupt { cause, done }).await?;
+        rx.await.map_err(|_| self.closed_error())
+    }
+
+    /// Shuts the machine down and waits for the worker to exit:
+    /// in-flight work is cancelled as for an interrupt (the events it owes are
+    /// delivered, their actions not performed), then the configured shutdown
+    /// event is delivered and its action performed (any work it schedules
+    /// is discarded), then the events still queued are delivered without
+    /// performing their actions, every task is awaited, and the worker exits.
+    ///
+    /// # Errors
+    /// [`RequestError::Failed`] if the worker failed;
+    /// [`RequestError::Closed`] if it was dropped without finishing.
+    /// Shutting down a machine that already stopped returns its final
+    /// state again.
+    pub async fn shutdown(&self) -> Result<&'static str, RequestError> {
+        // A closed queue means the worker is stopping or gone anyway.
+        let _ = self.shared.push_control(Control::Shutdown);
+        self.wait_finished().await
+    }
+
+    /// Waits until no stream, task or timer is in flight and the inbox is
+    /// empty: everything sent before the call has been handled.
+    ///
+    /// # Errors
+    /// [`RequestError::Closed`]/[`RequestError::Failed`] if the worker has
+    /// stopped (or stops while waiting).
+    pub async fn wait_idle(&self) -> Result<(), RequestError> {
+        let (tx, rx) = oneshot::channel();
+        self.request(Control::WaitIdle(tx)).await?;
+        rx.await.map_err(|_| self.closed_error())
+    }
+
+    /// Waits until the worker has exited, every task it spawned included,
+    /// and returns the final state's name.
+    ///
+    /// # Errors
+    /// [`RequestError::Failed`] if the worker failed;
+    /// [`RequestError::Closed`] if it was dropped without finishing.
+    pub async fn wait_finished(&self) -> Result<&'static str, RequestError> {
+        let (tx, rx) = oneshot::channel();
+        if self.shared.push_control(Control::WaitFinished(tx)).is_ok() {
+            // Never answered: the sender is dropped when the worker exits.
+            let _ = rx.await;
+        }
+        match self.shared.outcome.get() {
+            Some(Ok(state)) => Ok(state),
+            Some(Err(e)) => Err(RequestError::Failed(Arc::clone(e))),
+            None => Err(RequestError::Closed),
+        }
+    }
+}
+
+fn envelope_event<E>(envelope: Envelope<E>) -> E {
+    match envelope {
+        Envelope::Event(event) | Envelope::Call(event, _) => event,
+    }
+}

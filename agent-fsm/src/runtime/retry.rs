@@ -1,0 +1,199 @@
+//! Exponential backoff with jitter, for effects that schedule a retry timer
+//! ([`EffectContext::after`](super::EffectContext::after)).
+//!
+//! The machine decides *whether* to retry (a guard such as
+//! `retries < max`); the policy only says *how long* to wait, so a retry
+//! always follows the table's own path. The jitter is drawn from a tiny
+//! SplitMix64 hash of `(seed, attempt)`: the same policy and attempt always
+//! give the same delay, which makes paused-time tests exact, and no `rand`
+//! dependency is needed.
+
+use std::hash::{BuildHasher, RandomState};
+use std::time::Duration;
+
+/// How long to wait before each retry.
+///
+/// The delay before retry `n` (1-based, the number of attempts already
+/// failed) is `min(cap, base × factorⁿ⁻¹ × j)` where `j` is drawn uniformly
+/// from `[1 − jitter, 1 + jitter]`. The cap applies last, so no delay ever
+/// exceeds it.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use agent_fsm::runtime::RetryPolicy;
+///
+/// let policy = RetryPolicy::default().with_jitter(0.0);
+/// assert_eq!(policy.delay(1), Duration::from_millis(200));
+/// assert_eq!(policy.delay(2), Duration::from_millis(400));
+/// assert_eq!(policy.delay(10), Duration::from_secs(5)); // capped
+/// assert!(policy.should_retry(2));
+/// assert!(!policy.should_retry(3)); // three attempts made: give up
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Total attempts, the first one included (default 3: one try and two
+    /// retries).
+    pub max_attempts: u32,
+    /// The delay before the first retry, before jitter (default 200 ms).
+    pub base: Duration,
+    /// Growth per retry (default 2.0). Values below 1 or not finite are
+    /// read as 1.
+    pub factor: f64,
+    /// No delay exceeds this (default 5 s).
+    pub cap: Duration,
+    /// Relative spread: the delay is multiplied by a factor drawn from
+    /// `[1 − jitter, 1 + jitter]` (default 0.5, so ×[0.5, 1.5]). Clamped to
+    /// `[0, 1]`.
+    pub jitter: f64,
+    /// Seeds the jitter. Random by default, so that agents started together
+    /// do not retry in lockstep; fix it with [`with_seed`](Self::with_seed)
+    /// for reproducible tests.
+    pub seed: u64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            base: Duration::from_millis(200),
+            factor: 2.0,
+            cap: Duration::from_secs(5),
+            jitter: 0.5,
+            // std's RandomState is seeded per process (and varies per
+            // instance), which is all the decorrelation jitter needs.
+            seed: RandomState::new().hash_one(0x5eed_u64),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The defaults: 3 attempts, 200 ms base, factor 2, 5 s cap, jitter 0.5.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`max_attempts`](Self::max_attempts).
+    #[must_use]
+    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = max_attempts;
+        self
+    }
+
+    /// Sets [`base`](Self::base).
+    #[must_use]
+    pub fn with_base(mut self, base: Duration) -> Self {
+        self.base = base;
+        self
+    }
+
+    /// Sets [`factor`](Self::factor).
+    #[must_use]
+    pub fn with_factor(mut self, factor: f64) -> Self {
+        self.factor = factor;
+        self
+    }
+
+    /// Sets [`cap`](Self::cap).
+    #[must_use]
+    pub fn with_cap(mut self, cap: Duration) -> Self {
+        self.cap = cap;
+        self
+    }
+
+    /// Sets [`jitter`](Self::jitter).
+    #[must_use]
+    pub fn with_jitter(mut self, jitter: f64) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// Sets [`seed`](Self::seed), making every delay reproducible.
+    #[must_use]
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Whether another attempt is allowed after `attempts_made` attempts
+    /// (the first one included) have failed.
+    #[must_use]
+    pub fn should_retry(&self, attempts_made: u32) -> bool {
+        attempts_made < self.max_attempts
+    }
+
+    /// The delay before retry number `retry` (1 = the first retry, i.e. after
+    /// one failed attempt), rounded to whole milliseconds (tokio's timer
+    /// resolution). `0` is read as `1`. Never panics: overflow saturates at
+    /// the cap.
+    #[must_use]
+    pub fn delay(&self, retry: u32) -> Duration {
+        let factor = if self.factor.is_finite() && self.factor >= 1.0 { self.factor } else { 1.0 };
+        let jitter = if self.jitter.is_finite() { self.jitter.clamp(0.0, 1.0) } else { 0.0 };
+        let exponent = i32::try_from(retry.max(1) - 1).unwrap_or(i32::MAX);
+        let unit = unit_interval(splitmix64(self.seed ^ u64::from(retry)));
+        let multiplier = 1.0 - jitter + 2.0 * jitter * unit;
+        let millis = (self.base.as_secs_f64() * 1e3 * factor.powi(exponent) * multiplier).round();
+        // Whole milliseconds: tokio's timers have millisecond resolution, so
+        // a timer set with this delay fires exactly this late.
+        // `try_from_secs_f64` refuses NaN, negatives and overflow; all of them
+        // can only come from huge exponents, so the cap is the right answer.
+        Duration::try_from_secs_f64(millis / 1e3).map_or(self.cap, |d| d.min(self.cap))
+    }
+}
+
+/// One SplitMix64 step: a good 64-bit mix of its input.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Maps 64 random bits to `[0, 1)` using the top 53 (an f64's mantissa).
+fn unit_interval(bits: u64) -> f64 {
+    #[allow(clippy::cast_precision_loss)] // 53 bits fit an f64 exactly
+    let top = (bits >> 11) as f64;
+    top / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    // Through the crate's own name, as users write it.
+    use agent_fsm::runtime::RetryPolicy;
+    use std::time::Duration;
+
+    #[test]
+    fn defaults_are_documented_values() {
+        let p = RetryPolicy::default();
+        assert_eq!(p.max_attempts, 3);
+        assert_eq!(p.base, Duration::from_millis(200));
+        assert!((p.factor - 2.0).abs() < f64::EPSILON);
+        assert_eq!(p.cap, Duration::from_secs(5));
+        assert!((p.jitter - 0.5).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn jitter_stays_in_range_and_is_seeded() {
+        let p = RetryPolicy::default().with_seed(7);
+        for retry in 1..=4 {
+            let nominal = 0.2 * 2f64.powi(i32::try_from(retry).unwrap() - 1);
+            let d = p.delay(retry).as_secs_f64();
+            assert!(d >= nominal * 0.5 - 1e-9 && d <= nominal * 1.5 + 1e-9, "{d} vs {nominal}");
+            assert_eq!(p.delay(retry), RetryPolicy::default().with_seed(7).delay(retry));
+        }
+        assert_ne!(RetryPolicy::default().with_seed(1).delay(1), RetryPolicy::default().with_seed(2).delay(1));
+    }
+
+    #[test]
+    fn bad_values_do_not_panic() {
+        let p = RetryPolicy::default().with_factor(f64::NAN).with_jitter(f64::INFINITY).with_base(Duration::MAX);
+        assert_eq!(p.delay(u32::MAX), p.cap);
+        assert_eq!(p.delay(0), p.cap);
+        let p = RetryPolicy::default().with_factor(1e300).with_jitter(0.0);
+        assert_eq!(p.delay(1_000), p.cap);
+        assert_eq!(p.delay(1), Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,371 @@
+//! The effect work in flight for one machine: open streams, spawned and
+//! queued tasks, pending timers, and the events effects sent for immediate
+//! delivery. The worker ([`executor`](super::executor)) polls it and
+//! delivers what it yields; [`EffectContext`](super::EffectContext) fills it.
+//!
+//! Ordering inside one poll: due timers first, then finished tasks (in
+//! spawn order), then streams (in opening order). Everything here is
+//! allocated on first use, so an idle agent pays for none of it.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::{FutureExt, Stream};
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, Sleep};
+use tokio_util::task::TaskTracker;
+
+use super::effects::EffectFailure;
+use super::error::panic_message;
+
+/// The boxed future of a task.
+pub(crate) type TaskFuture<E> = Pin<Box<dyn Future<Output = E> + Send>>;
+/// Maps a failed task (its key and why) to the event the machine receives.
+pub(crate) type TaskFailureFn<E> = Box<dyn FnOnce(String, EffectFailure) -> E + Send>;
+/// Maps a failed stream to the event the machine receives, if any.
+pub(crate) type StreamFailureFn<E> = Box<dyn FnOnce(EffectFailure) -> Option<E> + Send>;
+/// What a spawned task returns to the worker.
+type TaskResult<E> = Result<E, EffectFailure>;
+
+/// Something the work produced. Failure callbacks are user code, so they
+/// are handed to the worker, which calls them under `catch_unwind`.
+pub(crate) enum Produced<E> {
+    /// An event to deliver.
+    Event(E),
+    /// A stream failed (timed out, panicked or was cancelled).
+    StreamFailed { on_failure: StreamFailureFn<E>, failure: EffectFailure },
+    /// A task failed (timed out, panicked or was cancelled).
+    TaskFailed { key: String, on_failure: TaskFailureFn<E>, failure: EffectFailure },
+}
+
+struct StreamSlot<E> {
+    stream: Pin<Box<dyn Stream<Item = E> + Send>>,
+    deadline: Option<Pin<Box<Sleep>>>,
+    on_failure: StreamFailureFn<E>,
+}
+
+struct TaskSlot<E> {
+    key: String,
+    handle: JoinHandle<TaskResult<E>>,
+    on_failure: TaskFailureFn<E>,
+}
+
+struct QueuedTask<E> {
+    key: String,
+    future: TaskFuture<E>,
+    on_failure: TaskFailureFn<E>,
+    timeout: Option<Duration>,
+}
+
+struct Timer<E> {
+    deadline: Instant,
+    /// The machine's visit counter when the timer was set; the timer dies
+    /// when the machine leaves that state.
+    visit: u64,
+    event: E,
+}
+
+/// All effect work of one machine.
+pub(crate) struct Work<E> {
+    /// Events from `EffectContext::send`, delivered before anything else.
+    pub(crate) ready: VecDeque<E>,
+    streams: Vec<StreamSlot<E>>,
+    /// Running tasks, in spawn order.
+    tasks: Vec<TaskSlot<E>>,
+    /// Tasks waiting for a concurrency slot, in spawn order.
+    queued: VecDeque<QueuedTask<E>>,
+    /// Sorted by deadline; equal deadlines keep scheduling order.
+    timers: Vec<Timer<E>>,
+    /// Armed for `timers[0]`.
+    sleep: Option<Pin<Box<Sleep>>>,
+    /// Cancelled tasks that may still be unwinding; awaited before the
+    /// worker exits so that no task outlives it.
+    aborted: Vec<JoinHandle<TaskResult<E>>>,
+    limit: usize,
+    runtime: Handle,
+    tracker: TaskTracker,
+}
+
+impl<E: Send + 'static> Work<E> {
+    pub(crate) fn new(runtime: Handle, tracker: TaskTracker, limit: usize) -> Self {
+        Self {
+            ready: VecDeque::new(),
+            streams: Vec::new(),
+            tasks: Vec::new(),
+            queued: VecDeque::new(),
+            timers: Vec::new(),
+            sleep: None,
+            aborted: Vec::new(),
+            limit,
+            runtime,
+            tracker,
+        }
+    }
+
+    /// Whether any stream, task or timer is in flight. Events in `ready`
+    /// do not count: the worker drains them before it polls again.
+    pub(crate) fn busy(&self) -> bool {
+        !(self.streams.is_empty() && self.tasks.is_empty() && self.queued.is_empty() && self.timers.is_empty())
+    }
+
+    pub(crate) fn open_stream(
+        &mut self,
+        stream: Pin<Box<dyn Stream<Item = E> + Send>>,
+        timeout: Option<Duration>,
+        on_failure: StreamFailureFn<E>,
+    ) {
+        let deadline = timeout.map(|t| Box::pin(tokio::time::sleep(t)));
+        self.streams.push(StreamSlot { stream, deadline, on_failure });
+    }
+
+    pub(crate) fn spawn_task(
+        &mut self,
+        key: String,
+        future: TaskFuture<E>,
+        timeout: Option<Duration>,
+        on_failure: TaskFailureFn<E>,
+    ) {
+        let task = QueuedTask { key, future, on_failure, timeout };
+        if self.tasks.len() < self.limit {
+            self.start(task);
+        } else {
+            self.queued.push_back(task);
+        }
+    }
+
+    fn start(&mut self, task: QueuedTask<E>) {
+        let QueuedTask { key, future, on_failure, timeout } = task;
+        let handle = self.tracker.spawn_on(run_task(future, timeout), &self.runtime);
+        self.tasks.push(TaskSlot { key, handle, on_failure });
+    }
+
+    /// Starts queued tasks while slots are free, in spawn order.
+    fn start_queued(&mut self) {
+        while self.tasks.len() < self.limit {
+            match self.queued.pop_front() {
+                Some(task) => self.start(task),
+                None => break,
+            }
+        }
+    }
+
+    pub(crate) fn add_timer(&mut self, delay: Duration, visit: u64, event: E) {
+        let deadline = Instant::now() + delay;
+        let at = self.timers.partition_point(|t| t.deadline <= deadline);
+        self.timers.insert(at, Timer { deadline, visit, event });
+        if at == 0 {
+            self.arm();
+        }
+    }
+
+    /// Drops the timers set in an earlier visit (the machine left their state).
+    pub(crate) fn retain_timers(&mut self, visit: u64) {
+        if self.timers.is_empty() {
+            return;
+        }
+        let before = self.timers.len();
+        self.timers.retain(|t| t.visit == visit);
+        if self.timers.len() != before {
+            tracing::debug!(dropped = before - self.timers.len(), "timers dropped: their state was left");
+            self.arm();
+        }
+    }
+
+    fn arm(&mut self) {
+        match (self.timers.first(), &mut self.sleep) {
+            (Some(first), Some(sleep)) => sleep.as_mut().reset(first.deadline),
+            (Some(first), None) => self.sleep = Some(Box::pin(tokio::time::sleep_until(first.deadline))),
+            (None, _) => self.sleep = None,
+        }
+    }
+
+    /// Cancels the task with `key` (running or queued), if any.
+    pub(crate) fn cancel_task(&mut self, key: &str) -> Option<Produced<E>> {
+        if let Some(i) = self.tasks.iter().position(|t| t.key == key) {
+            let slot = self.tasks.remove(i);
+            let produced = self.cancel_running(slot);
+            self.start_queued();
+            return Some(produced);
+        }
+        let i = self.queued.iter().position(|t| t.key == key)?;
+        let task = self.queued.remove(i)?;
+        Some(Produced::TaskFailed { key: task.key, on_failure: task.on_failure, failure: EffectFailure::Cancelled })
+    }
+
+    /// A task that already finished keeps its real result, so no event it
+    /// produced is lost; any other is aborted and reported as cancelled.
+    fn cancel_running(&mut self, mut slot: TaskSlot<E>) -> Produced<E> {
+        if slot.handle.is_finished() {
+            // `unconstrained`: a finished handle must not report Pending
+            // because the worker's coop budget ran out.
+            if let Some(result) = tokio::task::coop::unconstrained(&mut slot.handle).now_or_never() {
+                return task_outcome(slot.key, slot.on_failure, result);
+            }
+        }
+        slot.handle.abort();
+        self.aborted.push(slot.handle);
+        Produced::TaskFailed { key: slot.key, on_failure: slot.on_failure, failure: EffectFailure::Cancelled }
+    }
+
+    /// Cancels everything in flight. Returns what each stream and task owes,
+    /// streams first (opening order), then tasks (spawn order). Timers and
+    /// `ready` events are dropped.
+    pub(crate) fn cancel_all(&mut self) -> Vec<Produced<E>> {
+        let mut owed = Vec::with_capacity(self.streams.len() + self.tasks.len() + self.queued.len());
+        for slot in self.streams.drain(..) {
+            owed.push(Produced::StreamFailed { on_failure: slot.on_failure, failure: EffectFailure::Cancelled });
+        }
+        let tasks = std::mem::take(&mut self.tasks);
+        for slot in tasks {
+            let produced = self.cancel_running(slot);
+            owed.push(produced);
+        }
+        for task in self.queued.drain(..) {
+            owed.push(Produced::TaskFailed {
+                key: task.key,
+                on_failure: task.on_failure,
+                failure: EffectFailure::Cancelled,
+            });
+        }
+        if !self.timers.is_empty() {
+            tracing::debug!(dropped = self.timers.len(), "timers dropped: cancelled");
+        }
+        self.timers.clear();
+        self.sleep = None;
+        self.ready.clear();
+        self.aborted.retain(|h| !h.is_finished());
+        owed
+    }
+
+    /// Aborts every task without asking for its event (the worker is
+    /// failing or being dropped).
+    pub(crate) fn abort_all(&mut self) {
+        for slot in self.tasks.drain(..) {
+            slot.handle.abort();
+            self.aborted.push(slot.handle);
+        }
+        self.queued.clear();
+        self.streams.clear();
+        self.timers.clear();
+        self.sleep = None;
+        self.ready.clear();
+    }
+
+    /// Ready once every aborted task has stopped.
+    pub(crate) fn poll_join_aborted(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        // The results are cancellations or discarded late results.
+        self.aborted.retain_mut(|handle| Pin::new(handle).poll(cx).is_pending());
+        if self.aborted.is_empty() { Poll::Ready(()) } else { Poll::Pending }
+    }
+
+    /// Polls the work in flight for its next product.
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Produced<E>> {
+        // Yield to the scheduler now and then: a stream that is always
+        // ready must not starve the other tasks on this thread.
+        let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
+        let polled = self.poll_timers(cx).or_else(|| self.poll_tasks(cx)).or_else(|| self.poll_streams(cx));
+        match polled {
+            Some(produced) => {
+                coop.made_progress();
+                Poll::Ready(produced)
+            }
+            None => Poll::Pending,
+        }
+    }
+
+    fn poll_timers(&mut self, cx: &mut Context<'_>) -> Option<Produced<E>> {
+        let sleep = self.sleep.as_mut()?;
+        if sleep.as_mut().poll(cx).is_pending() {
+            return None;
+        }
+        let timer = self.timers.remove(0);
+        self.arm();
+        Some(Produced::Event(timer.event))
+    }
+
+    fn poll_tasks(&mut self, cx: &mut Context<'_>) -> Option<Produced<E>> {
+        let (i, result) =
+            self.tasks.iter_mut().enumerate().find_map(|(i, slot)| match Pin::new(&mut slot.handle).poll(cx) {
+                Poll::Ready(result) => Some((i, result)),
+                Poll::Pending => None,
+            })?;
+        let slot = self.tasks.remove(i);
+        self.start_queued();
+        Some(task_outcome(slot.key, slot.on_failure, result))
+    }
+
+    fn poll_streams(&mut self, cx: &mut Context<'_>) -> Option<Produced<E>> {
+        let mut i = 0;
+        while i < self.streams.len() {
+            let slot = &mut self.streams[i];
+            if let Some(deadline) = &mut slot.deadline
+                && deadline.as_mut().poll(cx).is_ready()
+            {
+                let slot = self.streams.remove(i);
+                return Some(Produced::StreamFailed { on_failure: slot.on_failure, failure: EffectFailure::TimedOut });
+            }
+            let stream = &mut slot.stream;
+            match catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))) {
+                Ok(Poll::Ready(Some(event))) => return Some(Produced::Event(event)),
+                Ok(Poll::Ready(None)) => {
+                    self.streams.remove(i);
+                }
+                Ok(Poll::Pending) => i += 1,
+                Err(payload) => {
+                    let slot = self.streams.remove(i);
+                    return Some(Produced::StreamFailed {
+                        on_failure: slot.on_failure,
+                        failure: EffectFailure::Panicked(panic_message(&*payload)),
+                    });
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Maps a task's join result to what the machine receives.
+fn task_outcome<E>(
+    key: String,
+    on_failure: TaskFailureFn<E>,
+    result: Result<TaskResult<E>, tokio::task::JoinError>,
+) -> Produced<E> {
+    let failure = match result {
+        Ok(Ok(event)) => return Produced::Event(event),
+        Ok(Err(failure)) => failure,
+        // Panics are caught inside `run_task`; a join error can only be an
+        // abort from outside (runtime shutdown) or a panic in the wrapper.
+        Err(e) if e.is_panic() => EffectFailure::Panicked(panic_message(&*e.into_panic())),
+        Err(_) => EffectFailure::Cancelled,
+    };
+    Produced::TaskFailed { key, on_failure, failure }
+}
+
+/// The spawned body of a task: its future under `catch_unwind` and the
+/// timeout, which starts when the task starts running.
+async fn run_task<E>(future: TaskFuture<E>, timeout: Option<Duration>) -> TaskResult<E> {
+    let guarded = AssertUnwindSafe(future).catch_unwind();
+    let result = match timeout {
+        Some(limit) => match tokio::time::timeout(limit, guarded).await {
+            Ok(result) => result,
+            Err(_elapsed) => return Err(EffectFailure::TimedOut),
+        },
+        None => guarded.await,
+    };
+    result.map_err(|payload| EffectFailure::Panicked(panic_message(&*payload)))
+}
+
+impl<E> Drop for Work<E> {
+    /// A worker dropped mid-run (its future dropped) must not leave tasks
+    /// running: abort them. They stop at their next await point.
+    fn drop(&mut self) {
+        for slot in &self.tasks {
+            slot.handle.abort();
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! A small coding agent: the Loom machine driven by the executor, with an
+//! LLM behind a trait and real tools confined to a workspace directory.
+//!
+//! - [`Llm`]: streams a reply to a request; [`ScriptedLlm`] is a
+//!   deterministic stand-in that reads the conversation to pick its next
+//!   reply and streams it as deltas with small delays. A real provider is
+//!   another implementation of the trait; neither the machine nor the
+//!   executor changes.
+//! - [`Workspace`]: `read_file`, `write_file`, `edit_file`, `list_files`
+//!   and `run_command` (with a timeout), every path confined to one
+//!   directory.
+//! - [`LoomEffects`]: performs Loom's actions: a model call becomes a
+//!   stream of `LlmEvent`s, tool calls become concurrent tasks, the post-tool
+//!   hook a task, a retry a timer after the [`RetryPolicy`]'s backoff, and
+//!   text and errors become [`Output`]s for subscribers.
+
+use crate::loom::{
+    AgentAction, AgentEvent, LlmError, LlmEvent, LlmRequest, LlmResponse, Loom, Message, Role, ToolCall, ToolError,
+    ToolExecutionOutcome,
+};
+use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, RetryPolicy};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use serde_json::{Value, json};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A language model that streams its reply.
+pub trait Llm: Send + Sync + 'static {
+    /// The reply to `request`, as the events the machine takes: deltas,
+    /// then `Completed` or `Error`.
+    fn stream(&self, request: &LlmRequest) -> BoxStream<'static, LlmEvent>;
+}
+
+/// A scripted model for a no-setup session: it fixes a typo in
+/// `greeting.sh` and checks the fix by running it.
+///
+/// It picks its reply from the conversation so far (how many tool results
+/// it has seen, and what the last one said), so the same conversation
+/// always gets the same reply.
+#[derive(Debug, Clone)]
+pub struct ScriptedLlm {
+    /// Pause between streamed chunks, to look like a real model.
+    pub delay: Duration,
+}
+
+impl Default for ScriptedLlm {
+    fn default() -> Self {
+        ScriptedLlm { delay: Duration::from_millis(15) }
+    }
+}
+
+fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
+    ToolCall { id: id.to_owned(), name: name.to_owned(), arguments }
+}
+
+impl ScriptedLlm {
+    /// The reply for a conversation.
+    #[must_use]
+    pub fn reply(messages: &[Message]) -> LlmResponse {
+        let tool_results: Vec<&Message> = messages.iter().filter(|m| m.role == Role::Tool).collect();
+        let last = messages.last();
+        match tool_results.len() {
+            _ if last.is_some_and(|m| m.role == Role::User) && tool_results.is_empty() => LlmResponse {
+                content: "Let me look at the workspace and the script first.".into(),
+                tool_calls: vec![
+                    call("call_1", "list_files", json!({ "path": "." })),
+                    call("call_2", "read_file", json!({ "path": "greeting.sh" })),
+                ],
+            },
+            2 => LlmResponse {
+                content: "The script prints \"wrold\"; I'll fix the typo.".into(),
+                tool_calls: vec![call(
+                    "call_3",
+                    "edit_file",
+                    json!({ "path": "greeting.sh", "old": "wrold", "new": "world" }),
+                )],
+            },
+            3 => LlmResponse {
+                content: "Now let me run it to check.".into(),
+                tool_calls: vec![call("call_4", "run_command", json!({ "command": "sh greeting.sh" }))],
+            },
+            _ => {
+                let output = last.map(|m| m.content.trim().to_owned()).unwrap_or_default();
+                LlmResponse::text(format!("Fixed: `greeting.sh` now prints \"{output}\"."))
+            }
+        }
+    }
+}
+
+impl Llm for ScriptedLlm {
+    fn stream(&self, request: &LlmRequest) -> BoxStream<'static, LlmEvent> {
+        let response = Self::reply(&request.messages);
+        let delay = self.delay;
+        let mut events: Vec<LlmEvent> = response
+            .content
+            .split_inclusive(' ')
+            .map(|word| LlmEvent::TextDelta { content: word.to_owned() })
+            .collect();
+        for c in &response.tool_calls {
+            events.push(LlmEvent::ToolCallDelta {
+                call_id: c.id.clone(),
+                tool_name: c.name.clone(),
+                arguments_fragment: c.arguments.to_string(),
+            });
+        }
+        events.push(LlmEvent::Completed(response));
+        futures::stream::iter(events)
+            .then(move |event| async move {
+                tokio::time::sleep(delay).await;
+                event
+            })
+            .boxed()
+    }
+}
+
+/// Why a tool call failed.
+fn tool_error(message: impl Into<String>) -> ToolError {
+    ToolError { message: message.into() }
+}
+
+/// A directory the tools may touch, and nothing outside it.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+    /// How long `run_command` may take.
+    pub command_timeout: Duration,
+}
+
+impl Workspace {
+    /// Tools confined to `root`.
+    #[must_use]
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Workspace { root: root.into(), command_timeout: Duration::from_secs(10) }
+    }
+
+    /// The directory.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `path` inside the workspace, refusing absolute paths and `..`.
+    fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
+        let relative = Path::new(path);
+        if relative.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+            return Err(tool_error(format!("`{path}` leaves the workspace")));
+        }
+        Ok(self.root.join(relative))
+    }
+
+    fn arg<'a>(call: &'a ToolCall, name: &str) -> Result<&'a str, ToolError> {
+        call.arguments
+            .get(name)
+            .and_then(Value::as_str)
+            .ok_or_else(|| tool_error(format!("`{}` needs a string argument `{name}`", call.name)))
+    }
+
+    /// Runs one tool call.
+    ///
+    /// # Errors
+    /// A [`ToolError`] for an unknown tool, bad arguments, a path outside
+    /// the workspace, an I/O failure or a command that times out.
+    pub async fn run(&self, call: &ToolCall) -> Result<Value, ToolError> {
+        let io = |e: std::io::Error| tool_error(e.to_string());
+        match call.name.as_str() {
+            "read_file" => {
+                let path = self.resolve(Self::arg(call, "path")?)?;
+                Ok(Value::String(tokio::fs::read_to_string(path).await.map_err(io)?))
+            }
+            "write_file" => {
+                let path = self.resolve(Self::arg(call, "path")?)?;
+                tokio::fs::write(path, Self::arg(call, "content")?).await.map_err(io)?;
+                Ok(json!("written"))
+            }
+            "edit_file" => {
+                let path = self.resolve(Self::arg(call, "path")?)?;
+                let (old, new) = (Self::arg(call, "old")?, Self::arg(call, "new")?);
+                let text = tokio::fs::read_to_string(&path).await.map_err(io)?;
+                if !text.contains(old) {
+                    return Err(tool_error(format!("`{old}` not found in the file")));
+                }
+                tokio::fs::write(&path, text.replacen(old, new, 1)).await.map_err(io)?;
+                Ok(json!("edited"))
+            }
+            "list_files" => {
+                let path = self.resolve(call.arguments.get("path").and_then(Value::as_str).unwrap_or("."))?;
+                let mut names = Vec::new();
+                let mut dir = tokio::fs::read_dir(path).await.map_err(io)?;
+                while let Some(entry) = dir.next_entry().await.map_err(io)? {
+                    names.push(entry.file_name().to_string_lossy().into_owned());
+                }
+                names.sort();
+                Ok(Value::String(names.join("\n")))
+            }
+            "run_command" => {
+                let command = Self::arg(call, "command")?;
+                let child = tokio::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(command)
+                    .current_dir(&self.root)
+                    .kill_on_drop(true)
+                    .output();
+                let output = tokio::time::timeout(self.command_timeout, child)
+                    .await
+                    .map_err(|_| tool_error(format!("`{command}` timed out after {:?}", self.command_timeout)))?
+                    .map_err(io)?;
+                let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+                text.push_str(&String::from_utf8_lossy(&output.stderr));
+                if output.status.success() {
+                    Ok(Value::String(text))
+                } else {
+                    Err(tool_error(format!("exit {}: {text}", output.status.code().unwrap_or(-1))))
+                }
+            }
+            other => Err(tool_error(format!("unknown tool `{other}`"))),
+        }
+    }
+}
+
+/// What the agent shows its user, published to subscribers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Streamed text of the model's reply.
+    Text(String),
+    /// An error or notice.
+    Error(String),
+    /// A tool call starting.
+    ToolStarted(String),
+    /// The post-tool hook ran.
+    Hook(String),
+}
+
+/// Performs Loom's actions.
+#[derive(Clone)]
+pub struct LoomEffects {
+    /// The model.
+    pub llm: Arc<dyn Llm>,
+    /// Where the tools work.
+    pub workspace: Arc<Workspace>,
+    /// Backoff between LLM retries.
+    pub retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for LoomEffects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoomEffects").field("workspace", &self.workspace).field("retry", &self.retry).finish()
+    }
+}
+
+impl Effects<Loom> for LoomEffects {
+    type Output = Output;
+
+    fn perform(&mut self, action: AgentAction, cx: &mut EffectContext<'_, Loom, Output>) {
+        match action {
+            AgentAction::SendLlmRequest(request) => {
+                let stream = self.llm.stream(&request).map(AgentEvent::LlmEvent);
+                cx.stream(stream, |failure: EffectFailure| {
+                    Some(AgentEvent::LlmEvent(LlmEvent::Error(LlmError { message: failure.to_string() })))
+                });
+            }
+            AgentAction::ExecuteTools(calls) => {
+                for call in calls {
+                    cx.output(Output::ToolStarted(format!("{} {}", call.name, call.arguments)));
+                    let workspace = Arc::clone(&self.workspace);
+                    let id = call.id.clone();
+                    cx.spawn_task(
+                        id.clone(),
+                        async move {
+                            let outcome = match workspace.run(&call).await {
+                                Ok(output) => ToolExecutionOutcome::Success { call_id: id.clone(), output },
+                                Err(error) => ToolExecutionOutcome::Error { call_id: id.clone(), error },
+                            };
+                            AgentEvent::ToolCompleted { call_id: id, outcome }
+                        },
+                        |call_id: String, failure: EffectFailure| AgentEvent::ToolCompleted {
+                            outcome: ToolExecutionOutcome::Error {
+                                call_id: call_id.clone(),
+                                error: tool_error(failure.to_string()),
+                            },
+                            call_id,
+                        },
+                    );
+                }
+            }
+            AgentAction::RunPostToolsHook { completed_tools } => {
+                let changed: Vec<String> =
+                    completed_tools.iter().filter(|t| t.succeeded).map(|t| t.tool_name.clone()).collect();
+                cx.output(Output::Hook(format!("post-tool hook after {}", changed.join(", "))));
+                cx.send(AgentEvent::PostToolsHookCompleted { action_taken: !changed.is_empty() });
+            }
+            AgentAction::ScheduleRetry { attempt } => {
+                cx.after(self.retry.delay(attempt), AgentEvent::RetryTimeoutFired)
+            }
+            AgentAction::DisplayMessage(text) => cx.output(Output::Text(text)),
+            AgentAction::DisplayError(text) => cx.output(Output::Error(text)),
+            AgentAction::WaitForInput | AgentAction::Shutdown => {}
+        }
+    }
+}
+
+/// The file the scripted session fixes, as it starts.
+pub const GREETING_WITH_TYPO: &str = "#!/bin/sh\necho \"Hello, wrold\"\n";
+
+/// Lays out the scripted session's workspace in `root`.
+///
+/// # Errors
+/// Any I/O error writing the files.
+pub fn prepare_workspace(root: &Path) -> std::io::Result<()> {
+    std::fs::write(root.join("greeting.sh"), GREETING_WITH_TYPO)?;
+    std::fs::write(root.join("README.md"), "A tiny project whose greeting has a typo.\n")
+}
+
+/// What a finished session reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// User turns.
+    pub turns: usize,
+    /// Hops the machine took, transient ones included.
+    pub transitions: usize,
+    /// The states entered, in order (a self-transition does not repeat one).
+    pub states: Vec<&'static str>,
+    /// Tool calls made.
+    pub tool_calls: usize,
+    /// Time in each state, in the order first entered.
+    pub time_in_state: Vec<(&'static str, u64, Duration)>,
+    /// The state the machine ended in.
+    pub final_state: &'static str,
+}
+
+/// Runs a session: each prompt is one user turn, sent once the previous
+/// turn is over; then the agent shuts down. `on_notification` sees every
+/// notification as it happens (the example prints them).
+///
+/// # Errors
+/// The executor's error if the worker failed.
+pub async fn run_session(
+    effects: LoomEffects,
+    prompts: &[&str],
+    mut on_notification: impl FnMut(&agent_fsm::runtime::Notification<Output>) + Send + 'static,
+) -> Result<Summary, agent_fsm::runtime::RequestError> {
+    use agent_fsm::runtime::{ExecutorConfig, Notification, spawn};
+
+    let config = ExecutorConfig::<Loom>::new()
+        .concurrency_limit(4)
+        .task_timeout(Duration::from_secs(30))
+        .stream_timeout(Duration::from_secs(120))
+        .history_capacity(1024)
+        .interrupt_event(|cause| Some(AgentEvent::Interrupted { cause: cause.to_owned() }))
+        .shutdown_event(|| Some(AgentEvent::ShutdownRequested));
+    let handle = spawn(Loom::new(crate::loom::AgentConfig::default()), effects, config);
+    let mut notifications = handle.subscribe();
+    let printer = tokio::spawn(async move {
+        let mut tool_calls = 0;
+        while let Some(n) = notifications.recv().await {
+            if matches!(n, Notification::Output(Output::ToolStarted(_))) {
+                tool_calls += 1;
+            }
+            on_notification(&n);
+        }
+        tool_calls
+    });
+    for prompt in prompts {
+        handle
+            .send(AgentEvent::UserInput(Message::user(*prompt)))
+            .await
+            .map_err(|_| agent_fsm::runtime::RequestError::Closed)?;
+        handle.wait_idle().await?;
+    }
+    let history = handle.history().await?;
+    let final_state = handle.shutdown().await?;
+    // The subscription ends when the worker is gone.
+    let tool_calls = printer.await.unwrap_or_default();
+    let mut states = vec![history.transitions().next().map_or("WaitingForUserInput", |t| t.from)];
+    for t in history.transitions() {
+        if t.to != t.from {
+            states.push(t.to);
+        }
+    }
+    Ok(Summary {
+        turns: prompts.len(),
+        transitions: history.transitions().len(),
+        states,
+        tool_calls,
+        time_in_state: history.time_in_state().iter().map(|s| (s.state, s.entries, s.total)).collect(),
+        final_state,
+    })
+}

@@ -1,0 +1,68 @@
+//! The demo agent's session, end to end: real files, a real shell command,
+//! the Loom machine under the executor. Asserts what the example shows.
+
+use agent_fsm::runtime::RetryPolicy;
+use agent_fsm_examples::coding_agent::{LoomEffects, ScriptedLlm, Workspace, prepare_workspace, run_session};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scripted_session_fixes_the_file_for_real() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    prepare_workspace(dir.path()).expect("workspace");
+    let effects = LoomEffects {
+        llm: Arc::new(ScriptedLlm { delay: Duration::ZERO }),
+        workspace: Arc::new(Workspace::new(dir.path())),
+        retry: RetryPolicy::new(),
+    };
+    let summary = run_session(effects, &["Please fix the typo in greeting.sh and check that it works."], |_| {})
+        .await
+        .expect("session");
+
+    let fixed = std::fs::read_to_string(dir.path().join("greeting.sh")).expect("file");
+    assert_eq!(fixed, "#!/bin/sh\necho \"Hello, world\"\n");
+    assert_eq!(
+        summary.states,
+        [
+            "WaitingForUserInput",
+            // list + read, concurrently
+            "CallingLlm",
+            "ProcessingLlmResponse",
+            "ExecutingTools",
+            // edit: mutating, so the hook runs
+            "CallingLlm",
+            "ProcessingLlmResponse",
+            "ExecutingTools",
+            "PostToolsHook",
+            // run the script to check
+            "CallingLlm",
+            "ProcessingLlmResponse",
+            "ExecutingTools",
+            // the answer
+            "CallingLlm",
+            "ProcessingLlmResponse",
+            "WaitingForUserInput",
+        ]
+    );
+    assert_eq!(summary.tool_calls, 4);
+    assert_eq!(summary.final_state, "ShuttingDown");
+}
+
+#[tokio::test]
+async fn tools_stay_inside_the_workspace() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ws = Workspace::new(dir.path());
+    let call = |name: &str, args: serde_json::Value| agent_fsm_examples::loom::ToolCall {
+        id: "1".into(),
+        name: name.into(),
+        arguments: args,
+    };
+    let escape = ws.run(&call("read_file", serde_json::json!({ "path": "../etc/passwd" }))).await;
+    assert!(escape.expect_err("escape refused").message.contains("leaves the workspace"));
+    let absolute = ws.run(&call("write_file", serde_json::json!({ "path": "/tmp/x", "content": "" }))).await;
+    assert!(absolute.is_err());
+    let unknown = ws.run(&call("rm_rf", serde_json::json!({}))).await;
+    assert!(unknown.expect_err("unknown tool").message.contains("unknown tool"));
+    let failing = ws.run(&call("run_command", serde_json::json!({ "command": "exit 3" }))).await;
+    assert!(failing.expect_err("non-zero exit").message.starts_with("exit 3"));
+}
