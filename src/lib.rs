@@ -12,6 +12,8 @@
 //!   approval of tool calls, snapshots between steps.
 //! - [`sketch`]: the Sketch agent loop: sixteen states, every edge of its
 //!   diagram, cancellation, git and formatter checks, a budget.
+//! - [`sketch_agent`] and [`shadow_agent`]: those two machines under the
+//!   executor, with real tools.
 //! - [`shadow`]: the Shadow agent runtime's states: permissions by tool-use
 //!   id, subagents, questions to the user and interrupts in every state.
 
@@ -20,4 +22,6 @@ pub mod coding_agent;
 pub mod loom;
 pub mod loom_with_permission;
 pub mod shadow;
+pub mod shadow_agent;
 pub mod sketch;
+pub mod sketch_agent;

@@ -1,0 +1,1 @@
+//! The Shadow runtime machine under the executor: permissions, subagents, questions, interrupts.

@@ -1,0 +1,1 @@
+//! The Sketch machine under the executor: effects that run tools, git and rustfmt for real.
