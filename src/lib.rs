@@ -25,3 +25,8 @@ pub mod shadow;
 pub mod shadow_agent;
 pub mod sketch;
 pub mod sketch_agent;
+
+/// The README's examples, run as doc tests so it cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
