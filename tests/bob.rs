@@ -246,3 +246,67 @@ proptest! {
         prop_assert_eq!(back.context(), dynamic.context());
     }
 }
+
+/// Under the executor, a run waiting for approval pauses until the replies
+/// come through the handle, and several pending approvals are answered
+/// independently, in any order.
+#[tokio::test(start_paused = true)]
+async fn the_executor_waits_for_approvals_sent_through_the_handle() {
+    use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig, Notification, spawn};
+
+    /// Every tool needs approval: the first `RunTools` of a round asks for
+    /// it, the one after approval runs the tools. The answers themselves
+    /// come from outside, through the handle.
+    struct Auto {
+        approved: bool,
+    }
+    impl Effects<Runner> for Auto {
+        type Output = Vec<Approval>;
+        fn perform(&mut self, action: RunnerAction, cx: &mut EffectContext<'_, Runner, Vec<Approval>>) {
+            match action {
+                RunnerAction::RunTools(_) if !self.approved => {
+                    self.approved = true;
+                    cx.send(RunnerEvent::RequireApproval);
+                }
+                RunnerAction::RunTools(calls) => cx.send(RunnerEvent::ProvideToolResults(
+                    calls.into_iter().map(|c| ToolResult { call_id: c.id, output: "ok".into() }).collect(),
+                )),
+                RunnerAction::AskApproval(approvals) => cx.output(approvals),
+                _ => {}
+            }
+        }
+    }
+
+    let handle = spawn(Runner::new(ctx()), Auto { approved: false }, ExecutorConfig::new());
+    let mut notes = handle.subscribe();
+    handle.send(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1"), call("2")]))).await.expect("send");
+    handle.wait_idle().await.expect("idle");
+    // Paused: nothing moves until a human answers.
+    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    assert_eq!(handle.state_name(), "AwaitingApproval");
+    let asked = loop {
+        match notes.recv().await {
+            Some(Notification::Output(approvals)) => break approvals,
+            Some(_) => {}
+            None => panic!("no approval request was published"),
+        }
+    };
+    assert_eq!(asked.iter().map(|a| a.request_id.as_str()).collect::<Vec<_>>(), ["approve-1", "approve-2"]);
+
+    // A reply for another request changes nothing.
+    handle.send(RunnerEvent::Approve { request_id: "approve-9".into() }).await.expect("send");
+    handle.wait_idle().await.expect("idle");
+    assert_eq!(handle.state_name(), "AwaitingApproval");
+
+    // Answered out of order, each on its own.
+    handle.send(RunnerEvent::Approve { request_id: "approve-2".into() }).await.expect("send");
+    handle.wait_idle().await.expect("idle");
+    assert_eq!(handle.state_name(), "AwaitingApproval");
+    handle.send(RunnerEvent::Approve { request_id: "approve-1".into() }).await.expect("send");
+    handle.wait_idle().await.expect("idle");
+    // Both approved: the tools ran and the runner is ready for the model.
+    assert_eq!(handle.state_name(), "Ready");
+    let state = handle.state().await.expect("state");
+    assert_eq!(state, RunnerState::Ready);
+    handle.shutdown().await.expect("shutdown");
+}
