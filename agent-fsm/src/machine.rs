@@ -255,3 +255,59 @@ pub struct Transition {
     /// The row was written with `*` (any state).
     pub any_state: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STATES: &[StateInfo] = &[
+        StateInfo { name: "Idle", initial: true, terminal: false, transient: false },
+        StateInfo { name: "Check", initial: false, terminal: false, transient: true },
+        StateInfo { name: "Done", initial: false, terminal: true, transient: false },
+    ];
+    const ROWS: &[Transition] = &[
+        Transition {
+            from: "Idle",
+            event: Some("Go"),
+            guard: None,
+            to: "Check",
+            action: None,
+            in_place: false,
+            any_state: false,
+        },
+        Transition {
+            from: "Check",
+            event: None,
+            guard: None,
+            to: "Done",
+            action: Some("Finish"),
+            in_place: false,
+            any_state: false,
+        },
+    ];
+    const D: Description = Description {
+        name: "Tiny",
+        states: STATES,
+        events: &["Go"],
+        actions: &["Finish"],
+        transitions: ROWS,
+        ignored: &[],
+        fallback: "Finish",
+        mermaid: "stateDiagram-v2\n",
+    };
+
+    #[test]
+    fn description_answers_by_name() {
+        assert_eq!(D.initial().name, "Idle");
+        assert!(D.is_terminal("Done") && !D.is_terminal("Idle"));
+        assert!(D.is_transient("Check") && !D.is_transient("Done"));
+        assert!(D.state("Nowhere").is_none());
+        assert_eq!(D.rows_from("Check").map(|t| t.to).collect::<Vec<_>>(), ["Done"]);
+    }
+
+    #[test]
+    fn unhandled_reasons_read_as_sentences() {
+        assert_eq!(UnhandledReason::NoRow.to_string(), "no row for this state and event");
+        assert_eq!(UnhandledReason::Refused.to_string(), "every row for this state and event refused it");
+    }
+}

@@ -163,3 +163,13 @@ pub fn snake_case(name: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_follow_serdes_snake_case() {
+        assert_eq!(super::snake_case("ExecutingTool"), "executing_tool");
+        assert_eq!(super::snake_case("Idle"), "idle");
+        assert_eq!(super::snake_case("WaitingForSubAgent"), "waiting_for_sub_agent");
+    }
+}
