@@ -17,6 +17,9 @@
 //! - [`shadow`]: the Shadow agent runtime's states: permissions by tool-use
 //!   id, subagents, questions to the user and interrupts in every state.
 
+#[doc = include_str!("../docs/diagrams.md")]
+pub mod diagrams {}
+
 pub mod bob;
 pub mod coding_agent;
 pub mod loom;
