@@ -120,7 +120,7 @@ impl<M: StateMachine> ExecutorConfig<M> {
     /// allocates a second block for an agent that is merely busy.
     pub const DEFAULT_INBOX_CAPACITY: usize = 32;
     /// Default hop log capacity.
-    pub const DEFAULT_HISTORY_CAPACITY: usize = 128;
+    pub const DEFAULT_HISTORY_CAPACITY: usize = 32;
     /// Default capacity of the notification channel (created on the first
     /// [`subscribe`](super::MachineHandle::subscribe)).
     pub const DEFAULT_NOTIFICATION_CAPACITY: usize = 256;
@@ -129,7 +129,7 @@ impl<M: StateMachine> ExecutorConfig<M> {
     pub const MAX_CAPACITY: usize = 1 << 20;
 
     /// The defaults: inbox 32, unlimited task concurrency, no timeouts,
-    /// history of 128 hops, no event log, 256 notifications, no interrupt
+    /// history of 32 hops, no event log, 256 notifications, no interrupt
     /// or shutdown event, a fresh [`TaskTracker`].
     #[must_use]
     pub fn new() -> Self {

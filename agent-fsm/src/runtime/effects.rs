@@ -170,7 +170,7 @@ pub struct EffectContext<'a, M: StateMachine, O> {
     pub(crate) notifier: &'a Notifier<O>,
     pub(crate) action: &'static str,
     /// The machine's visit counter, stamped on timers.
-    pub(crate) visit: u64,
+    pub(crate) visit: u32,
     pub(crate) stream_timeout: Option<Duration>,
     pub(crate) task_timeout: Option<Duration>,
     /// Set while performing the final action (the one that entered a

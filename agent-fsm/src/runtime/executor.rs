@@ -86,12 +86,13 @@ where
     E: Effects<M>,
 {
     let settings = config.inner;
-    let (tx, rx) = mpsc::channel(settings.inbox_capacity.max(1));
     let initial = machine.state_name();
+    // Allocated before the channel, whose parts are 128-byte aligned: in
+    // this order the allocator packs an agent tighter.
     let shared = Arc::new(Shared::new(initial, Arc::clone(&settings)));
+    let (tx, rx) = mpsc::channel(settings.inbox_capacity.max(1));
     let mut worker = Worker {
         history: None,
-        started: Instant::now(),
         terminal: machine.is_terminal(),
         machine,
         effects,
@@ -153,8 +154,6 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     shared: Arc<Shared<M, E::Output>>,
     /// Created on first use, so that idle agents stay small.
     history: Option<Box<History<M::Event>>>,
-    /// When the machine entered its initial state.
-    started: Instant,
     /// Allocated by the first action that schedules work.
     work: Option<Box<Work<M::Event>>>,
     notifier: Notifier<E::Output>,
@@ -169,7 +168,7 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     status_dirty: bool,
     /// Incremented on every change of state (not on self-transitions);
     /// timers are stamped with it and die when it moves on.
-    visit: u64,
+    visit: u32,
     steps: u64,
     terminal: bool,
     failed: bool,
@@ -244,7 +243,7 @@ where
         if let Some(token) = &self.shared.settings.cancel {
             self.extras().cancel = Some(Box::pin(token.clone().cancelled_owned()));
         }
-        self.started = Instant::now();
+        self.shared.set_started(Instant::now());
         tracing::debug!(machine = M::DESCRIPTION.name, state = self.machine.state_name(), "worker started");
         true
     }
@@ -349,7 +348,7 @@ where
             // The job catches its own panics and carries its reply.
             Control::Inspect(job) => {
                 let history =
-                    history_mut(&mut self.history, &self.shared.settings, self.machine.state_name(), self.started);
+                    history_mut(&mut self.history, &self.shared.settings, self.machine.state_name(), &self.shared);
                 job(&self.machine, history);
                 None
             }
@@ -396,8 +395,8 @@ where
         let logged = self.shared.settings.record_events.map(|clone| clone(&event));
         let visit_before = self.visit;
         self.notifier.refresh(&self.shared);
-        let history = history_mut(&mut self.history, &self.shared.settings, self.machine.state_name(), self.started);
-        if step % STATUS_EVERY == 0 {
+        let history = history_mut(&mut self.history, &self.shared.settings, self.machine.state_name(), &self.shared);
+        if step.is_multiple_of(STATUS_EVERY) {
             // Long bursts still refresh the clock and the status now and then.
             self.clock = None;
             self.status_dirty = true;
@@ -527,7 +526,7 @@ where
         if self.failed {
             return;
         }
-        history_mut(&mut self.history, &self.shared.settings, self.machine.state_name(), self.started)
+        history_mut(&mut self.history, &self.shared.settings, self.machine.state_name(), &self.shared)
             .record_interrupt(Arc::clone(&cause), Instant::now());
         self.notifier.refresh(&self.shared);
         self.notifier.publish(|| Notification::Interrupted { cause: Arc::clone(&cause) });
@@ -642,13 +641,14 @@ impl Waiter {
 /// The history, created on first use with the machine's current state
 /// (it is created no later than the first event, so that state is the
 /// initial one, entered when the worker started).
-fn history_mut<'h, M: StateMachine>(
+fn history_mut<'h, M: StateMachine, O>(
     history: &'h mut Option<Box<History<M::Event>>>,
     settings: &Settings<M>,
     current: &'static str,
-    started: Instant,
+    shared: &Shared<M, O>,
 ) -> &'h mut History<M::Event> {
     history.get_or_insert_with(|| {
+        let started = shared.started();
         Box::new(History::new(current, settings.history_capacity, settings.record_events.is_some(), started))
     })
 }
@@ -657,7 +657,7 @@ fn history_mut<'h, M: StateMachine>(
 /// counter, tracing and notifications, per hop.
 struct Recorder<'a, E, O> {
     history: &'a mut History<E>,
-    visit: &'a mut u64,
+    visit: &'a mut u32,
     notifier: &'a Notifier<O>,
     step: u64,
     /// The worker's clock for this burst, read on the first hop that needs it.
@@ -670,7 +670,8 @@ impl<E, O> Observer for Recorder<'_, E, O> {
         let changed = hop.from != hop.to;
         self.history.on_hop(hop, changed, self.step, now);
         if changed {
-            *self.visit += 1;
+            // Wrapping: timers compare visits for equality only.
+            *self.visit = self.visit.wrapping_add(1);
         }
         tracing::debug!(from = hop.from, to = hop.to, event = hop.event, action = hop.action, "transition");
         self.notifier.publish(|| Notification::Transition(*hop));

@@ -14,8 +14,14 @@
 //!   preallocates a block of 32 slots, and an idle agent should cost little.
 //!   The worker closes it when it exits, dropping unanswered requests, which
 //!   their callers read as the worker's outcome.
-//! - **Status** (a mutex around the state name, an atomic step count): read
-//!   without a round trip by [`state_name`](MachineHandle::state_name).
+//! - **Status** (the state name under the shared mutex, an atomic step
+//!   count): read without a round trip by
+//!   [`state_name`](MachineHandle::state_name). The worker publishes it
+//!   when it pauses, before it answers any request (so it is current when
+//!   [`call`](MachineHandle::call), [`interrupt`](MachineHandle::interrupt)
+//!   or [`wait_idle`](MachineHandle::wait_idle) return), and every 64
+//!   events of a long burst: a burst costs one publication, not one per
+//!   event.
 //! - **Notifications** (tokio broadcast, created on the first
 //!   [`subscribe`](MachineHandle::subscribe)): transitions, actions, outputs.
 //!   The worker drops the sender when it exits, which ends every
@@ -127,6 +133,10 @@ struct Locked<M: StateMachine, O> {
     /// Created by the first `subscribe`; taken (dropped) by the worker when
     /// it exits, which ends every subscription.
     sender: Option<broadcast::Sender<Notification<O>>>,
+    /// When the worker started, i.e. entered the initial state. Kept here,
+    /// read once, rather than in the worker's future, which every idle
+    /// agent carries.
+    started: Option<tokio::time::Instant>,
 }
 
 /// What a machine's handles and its worker share.
@@ -155,7 +165,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl<M: StateMachine, O> Shared<M, O> {
     pub(crate) fn new(initial: &'static str, settings: Arc<Settings<M>>) -> Self {
         Self {
-            locked: Mutex::new(Locked { queue: VecDeque::new(), closed: false, state: initial, sender: None }),
+            locked: Mutex::new(Locked {
+                queue: VecDeque::new(),
+                closed: false,
+                state: initial,
+                sender: None,
+                started: None,
+            }),
             pending: AtomicUsize::new(0),
             subscribed: AtomicBool::new(false),
             waker: AtomicWaker::new(),
@@ -198,6 +214,15 @@ impl<M: StateMachine, O> Shared<M, O> {
         }
         self.pending.store(locked.queue.len(), Ordering::Release);
         control
+    }
+
+    pub(crate) fn set_started(&self, now: tokio::time::Instant) {
+        lock(&self.locked).started = Some(now);
+    }
+
+    /// When the worker started (now, if it has not).
+    pub(crate) fn started(&self) -> tokio::time::Instant {
+        lock(&self.locked).started.unwrap_or_else(tokio::time::Instant::now)
     }
 
     pub(crate) fn publish_state(&self, name: &'static str) {
@@ -325,7 +350,8 @@ impl<M: StateMachine, O> fmt::Debug for MachineHandle<M, O> {
 }
 
 impl<M: StateMachine, O> MachineHandle<M, O> {
-    /// The current state's name, without a round trip to the worker.
+    /// The current state's name, without a round trip to the worker, as of
+    /// the worker's last pause or reply (see the [module docs](super)).
     /// Never a transient state (transient states resolve within a step).
     pub fn state_name(&self) -> &'static str {
         lock(&self.shared.locked).state

@@ -8,7 +8,9 @@
 //! [`MachineHandle::history`](super::MachineHandle::history) or
 //! [`MachineHandle::with_history`](super::MachineHandle::with_history).
 //! Times are `tokio::time::Instant`s, so tests under paused time see exact
-//! durations.
+//! durations. To keep clock reads off the per-event path, the worker reads
+//! the clock once per burst: when it wakes up, and again every 64 events
+//! of a long burst; hops handled within one burst share a timestamp.
 
 use std::collections::VecDeque;
 use std::sync::Arc;

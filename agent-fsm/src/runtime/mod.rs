@@ -41,6 +41,14 @@
 //!    [`inspect`](MachineHandle::inspect), waits) bypass the inbox and are
 //!    served before anything else, between two steps.
 //!
+//! # Status
+//! [`MachineHandle::state_name`] and [`MachineHandle::steps`] read a status
+//! the worker publishes when it pauses, before it answers any request, and
+//! every 64 events of a long burst, so they are current whenever a `call`,
+//! `interrupt`, `wait_idle` or query returns. The history's timestamps are
+//! read on the same schedule (once per burst), which keeps clock reads off
+//! the per-event path.
+//!
 //! # Tasks and timers
 //! Tasks run on the configured [`TaskTracker`](tokio_util::task::TaskTracker),
 //! at most [`concurrency_limit`](ExecutorConfig::concurrency_limit) at once

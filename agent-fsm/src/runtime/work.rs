@@ -66,7 +66,7 @@ struct Timer<E> {
     deadline: Instant,
     /// The machine's visit counter when the timer was set; the timer dies
     /// when the machine leaves that state.
-    visit: u64,
+    visit: u32,
     event: E,
 }
 
@@ -154,7 +154,7 @@ impl<E: Send + 'static> Work<E> {
         }
     }
 
-    pub(crate) fn add_timer(&mut self, delay: Duration, visit: u64, event: E) {
+    pub(crate) fn add_timer(&mut self, delay: Duration, visit: u32, event: E) {
         let deadline = Instant::now() + delay;
         let at = self.timers.partition_point(|t| t.deadline <= deadline);
         self.timers.insert(at, Timer { deadline, visit, event });
@@ -164,7 +164,7 @@ impl<E: Send + 'static> Work<E> {
     }
 
     /// Drops the timers set in an earlier visit (the machine left their state).
-    pub(crate) fn retain_timers(&mut self, visit: u64) {
+    pub(crate) fn retain_timers(&mut self, visit: u32) {
         if self.timers.is_empty() {
             return;
         }

@@ -1,0 +1,502 @@
+//! What the executor costs per event and per idle agent, against a bare
+//! hand-written tokio mpsc actor over the same machine (the baseline) and
+//! against calling `handle_event` directly.
+//!
+//! - `direct`: `handle_event` in a loop, no runtime.
+//! - `fire_and_forget/{current_thread,multi_thread}`: send 1,000 events,
+//!   then wait until they are handled (`wait_idle`; the bare actor answers
+//!   a flush message).
+//! - `request_response/...`: 100 round trips, each waiting for its reply
+//!   (`call`; the bare actor answers through a oneshot).
+//! - `throughput`: 1,000 agents × 1,000 events on a 2-worker runtime.
+//! - memory: RSS per idle agent with 10,000 spawned, measured in a child
+//!   process per variant (so that one variant's freed memory does not hide
+//!   the next one's), printed before the timings.
+//!
+//! Run: `cargo bench -p agent-fsm --bench executor -- --quick`.
+//! Note: dev-dependencies enable tokio's `test-util`, which makes
+//! `tokio::time::Instant::now` (read once per event by the history) a
+//! little slower than in a release build of an application.
+
+use std::hint::black_box;
+use std::process::Command;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle};
+use agent_fsm::{Description, Named, Observer, StateInfo, StateMachine, Step, Transition};
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use tokio::runtime::Runtime;
+use tokio::sync::{mpsc, oneshot};
+
+// ===== a two-state machine =====
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Ping,
+    Pong,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Tick(u64);
+
+#[derive(Debug, Clone, Copy)]
+enum Action {
+    Count,
+}
+
+impl Named for State {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Ping => "Ping",
+            Self::Pong => "Pong",
+        }
+    }
+}
+
+impl Named for Tick {
+    fn name(&self) -> &'static str {
+        "Tick"
+    }
+}
+
+impl Named for Action {
+    fn name(&self) -> &'static str {
+        "Count"
+    }
+}
+
+static DESCRIPTION: Description = Description {
+    name: "PingPong",
+    states: &[
+        StateInfo { name: "Ping", initial: true, terminal: false, transient: false },
+        StateInfo { name: "Pong", initial: false, terminal: false, transient: false },
+    ],
+    events: &["Tick"],
+    actions: &["Count"],
+    transitions: &[
+        Transition {
+            from: "Ping",
+            event: Some("Tick"),
+            guard: None,
+            to: "Pong",
+            action: Some("Count"),
+            in_place: false,
+            any_state: false,
+        },
+        Transition {
+            from: "Pong",
+            event: Some("Tick"),
+            guard: None,
+            to: "Ping",
+            action: Some("Count"),
+            in_place: false,
+            any_state: false,
+        },
+    ],
+    ignored: &[],
+    fallback: "Count",
+    mermaid: "stateDiagram-v2\n",
+};
+
+#[derive(Debug, Default)]
+struct PingPong {
+    state: Option<State>,
+    total: u64,
+}
+
+impl StateMachine for PingPong {
+    type State = State;
+    type Event = Tick;
+    type Action = Action;
+    type Context = u64;
+
+    const DESCRIPTION: &'static Description = &DESCRIPTION;
+
+    fn handle_event(&mut self, event: Tick) -> Action {
+        self.handle_event_with(event, &mut ())
+    }
+
+    fn handle_event_with<O: Observer + ?Sized>(&mut self, event: Tick, observer: &mut O) -> Action {
+        let from = *self.state();
+        let (to, row) = match from {
+            State::Ping => (State::Pong, 0),
+            State::Pong => (State::Ping, 1),
+        };
+        self.total = self.total.wrapping_add(event.0);
+        self.state = Some(to);
+        observer.on_transition(&Step {
+            from: from.name(),
+            event: Some("Tick"),
+            to: to.name(),
+            action: Some("Count"),
+            row,
+        });
+        Action::Count
+    }
+
+    fn state(&self) -> &State {
+        self.state.as_ref().unwrap_or(&State::Ping)
+    }
+
+    fn from_parts(state: State, total: u64) -> Self {
+        Self { state: Some(state), total }
+    }
+
+    fn is_poisoned(&self) -> bool {
+        false
+    }
+
+    fn context(&self) -> &u64 {
+        &self.total
+    }
+
+    fn context_mut(&mut self) -> &mut u64 {
+        &mut self.total
+    }
+}
+
+// ===== the baseline: a bare mpsc actor =====
+
+enum Msg {
+    Event(Tick),
+    Call(Tick, oneshot::Sender<&'static str>),
+    Flush(oneshot::Sender<()>),
+}
+
+#[derive(Clone)]
+struct Bare(mpsc::Sender<Msg>);
+
+fn bare_spawn() -> Bare {
+    let (tx, mut rx) = mpsc::channel(32);
+    tokio::spawn(async move {
+        let mut machine = PingPong::default();
+        while let Some(msg) = rx.recv().await {
+            match msg {
+                Msg::Event(event) => {
+                    black_box(machine.handle_event(event));
+                }
+                Msg::Call(event, reply) => {
+                    let action = machine.handle_event(event);
+                    let _ = reply.send(action.name());
+                }
+                Msg::Flush(reply) => {
+                    let _ = reply.send(());
+                }
+            }
+        }
+    });
+    Bare(tx)
+}
+
+impl Bare {
+    async fn fire(&self, n: u64) {
+        for i in 0..n {
+            self.0.send(Msg::Event(Tick(i))).await.unwrap();
+        }
+        let (tx, rx) = oneshot::channel();
+        self.0.send(Msg::Flush(tx)).await.unwrap();
+        rx.await.unwrap();
+    }
+
+    async fn calls(&self, n: u64) {
+        for i in 0..n {
+            let (tx, rx) = oneshot::channel();
+            self.0.send(Msg::Call(Tick(i), tx)).await.unwrap();
+            black_box(rx.await.unwrap());
+        }
+    }
+}
+
+// ===== the executor =====
+
+type Handle = MachineHandle<PingPong, ()>;
+
+/// One configuration for every agent, as an application would share it:
+/// agents then share its settings and its task tracker.
+static CONFIG: LazyLock<ExecutorConfig<PingPong>> = LazyLock::new(ExecutorConfig::new);
+
+fn executor_spawn() -> Handle {
+    runtime::spawn(PingPong::default(), (), CONFIG.clone())
+}
+
+/// With a subscriber draining every notification on its own task.
+fn executor_spawn_subscribed() -> Handle {
+    let handle = executor_spawn();
+    let mut subscription = handle.subscribe();
+    tokio::spawn(async move { while subscription.recv().await.is_some() {} });
+    handle
+}
+
+async fn executor_fire(handle: &Handle, n: u64) {
+    for i in 0..n {
+        handle.send(Tick(i)).await.unwrap();
+    }
+    handle.wait_idle().await.unwrap();
+}
+
+async fn executor_calls(handle: &Handle, n: u64) {
+    for i in 0..n {
+        black_box(handle.call(Tick(i)).await.unwrap());
+    }
+}
+
+// ===== benches =====
+
+fn runtimes() -> [(&'static str, Runtime); 2] {
+    let current = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let multi = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    [("current_thread", current), ("multi_thread", multi)]
+}
+
+fn direct(c: &mut Criterion) {
+    const N: u64 = 1_000;
+    let mut group = c.benchmark_group("direct");
+    group.throughput(Throughput::Elements(N));
+    group.bench_function("handle_event", |b| {
+        let mut machine = PingPong::default();
+        b.iter(|| {
+            for i in 0..N {
+                black_box(machine.handle_event(Tick(i)));
+            }
+        });
+    });
+    group.finish();
+}
+
+fn fire_and_forget(c: &mut Criterion) {
+    const N: u64 = 1_000;
+    let mut group = c.benchmark_group("fire_and_forget");
+    group.throughput(Throughput::Elements(N));
+    for (name, rt) in runtimes() {
+        let bare = rt.block_on(async { bare_spawn() });
+        group.bench_function(BenchmarkId::new("bare_actor", name), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        bare.fire(N).await;
+                    }
+                    start.elapsed()
+                })
+            });
+        });
+        let handle = rt.block_on(async { executor_spawn() });
+        group.bench_function(BenchmarkId::new("executor", name), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        executor_fire(&handle, N).await;
+                    }
+                    start.elapsed()
+                })
+            });
+        });
+        let subscribed = rt.block_on(async { executor_spawn_subscribed() });
+        group.bench_function(BenchmarkId::new("executor_subscribed", name), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        executor_fire(&subscribed, N).await;
+                    }
+                    start.elapsed()
+                })
+            });
+        });
+    }
+    group.finish();
+}
+
+fn request_response(c: &mut Criterion) {
+    const N: u64 = 100;
+    let mut group = c.benchmark_group("request_response");
+    group.throughput(Throughput::Elements(N));
+    for (name, rt) in runtimes() {
+        let bare = rt.block_on(async { bare_spawn() });
+        group.bench_function(BenchmarkId::new("bare_actor", name), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        bare.calls(N).await;
+                    }
+                    start.elapsed()
+                })
+            });
+        });
+        let handle = rt.block_on(async { executor_spawn() });
+        group.bench_function(BenchmarkId::new("executor", name), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        executor_calls(&handle, N).await;
+                    }
+                    start.elapsed()
+                })
+            });
+        });
+    }
+    group.finish();
+}
+
+fn throughput(c: &mut Criterion) {
+    const AGENTS: usize = 1_000;
+    const EVENTS: u64 = 1_000;
+    let mut group = c.benchmark_group("throughput_1000_agents_x_1000_events");
+    group.sampling_mode(SamplingMode::Flat);
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(5));
+    group.throughput(Throughput::Elements(AGENTS as u64 * EVENTS));
+    let [_, (_, rt)] = runtimes();
+
+    let bares: Vec<Bare> = rt.block_on(async { (0..AGENTS).map(|_| bare_spawn()).collect() });
+    group.bench_function("bare_actor", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let drivers: Vec<_> = bares
+                        .iter()
+                        .map(|bare| {
+                            let bare = bare.clone();
+                            tokio::spawn(async move { bare.fire(EVENTS).await })
+                        })
+                        .collect();
+                    for driver in drivers {
+                        driver.await.unwrap();
+                    }
+                }
+                start.elapsed()
+            })
+        });
+    });
+    drop(bares);
+
+    let handles: Vec<Handle> = rt.block_on(async { (0..AGENTS).map(|_| executor_spawn()).collect() });
+    group.bench_function("executor", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let drivers: Vec<_> = handles
+                        .iter()
+                        .map(|handle| {
+                            let handle = handle.clone();
+                            tokio::spawn(async move { executor_fire(&handle, EVENTS).await })
+                        })
+                        .collect();
+                    for driver in drivers {
+                        driver.await.unwrap();
+                    }
+                }
+                start.elapsed()
+            })
+        });
+    });
+    group.finish();
+}
+
+// ===== memory per idle agent =====
+
+const MEMORY_ENV: &str = "AGENT_FSM_BENCH_MEMORY";
+const IDLE_AGENTS: usize = 10_000;
+
+/// Resident set size in bytes, from `/proc/self/statm` (pages of 4 KiB).
+fn rss_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// In a child process: spawn 10,000 idle agents of one kind, make sure each
+/// worker ran once, and print the RSS growth per agent in bytes.
+fn memory_child(kind: &str) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        // Warm up the runtime's own structures first.
+        let warm: Vec<Handle> = (0..100).map(|_| executor_spawn()).collect();
+        let bare_warm: Vec<Bare> = (0..100).map(|_| bare_spawn()).collect();
+        let_every_task_run().await;
+        drop((warm, bare_warm));
+        let_every_task_run().await;
+
+        let before = rss_bytes().unwrap_or(0);
+        match kind {
+            "bare_actor" => {
+                let agents: Vec<Bare> = (0..IDLE_AGENTS).map(|_| bare_spawn()).collect();
+                let_every_task_run().await;
+                report(kind, before);
+                black_box(agents);
+            }
+            _ => {
+                let agents: Vec<Handle> = (0..IDLE_AGENTS).map(|_| executor_spawn()).collect();
+                let_every_task_run().await;
+                report(kind, before);
+                black_box(agents);
+            }
+        }
+    });
+}
+
+/// On a current-thread runtime, `yield_now` reschedules the caller after
+/// every task already ready, so each spawned worker runs (and parks) once;
+/// no request is sent, so nothing transient is allocated.
+async fn let_every_task_run() {
+    for _ in 0..3 {
+        tokio::task::yield_now().await;
+    }
+}
+
+fn report(kind: &str, before: u64) {
+    let after = rss_bytes().unwrap_or(0);
+    let per_agent = after.saturating_sub(before) / IDLE_AGENTS as u64;
+    println!("{kind} {per_agent}");
+}
+
+/// Runs the memory measurement for both kinds, each in a child process.
+fn memory_report() {
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let mut figures = Vec::new();
+    for kind in ["bare_actor", "executor"] {
+        let output = Command::new(&exe).env(MEMORY_ENV, kind).output();
+        let Ok(output) = output else {
+            return;
+        };
+        let text = String::from_utf8_lossy(&output.stdout);
+        if let Some(bytes) = text.lines().find_map(|l| l.strip_prefix(kind).and_then(|b| b.trim().parse::<u64>().ok()))
+        {
+            figures.push((kind, bytes));
+        }
+    }
+    println!("memory per idle agent ({IDLE_AGENTS} spawned, RSS growth):");
+    for (kind, bytes) in &figures {
+        #[allow(clippy::cast_precision_loss)] // a display figure
+        let kb = *bytes as f64 / 1024.0;
+        println!("  {kind:<12} {kb:>6.2} KB/agent");
+    }
+    if let [(_, bare), (_, executor)] = figures[..] {
+        #[allow(clippy::cast_precision_loss)]
+        let ratio = executor as f64 / bare.max(1) as f64;
+        println!("  executor / bare actor: {ratio:.2}x");
+    }
+}
+
+fn main() {
+    if let Ok(kind) = std::env::var(MEMORY_ENV) {
+        memory_child(&kind);
+        return;
+    }
+    memory_report();
+    let mut c = Criterion::default().configure_from_args();
+    direct(&mut c);
+    fire_and_forget(&mut c);
+    request_response(&mut c);
+    throughput(&mut c);
+    c.final_summary();
+}

@@ -1,0 +1,604 @@
+//! The executor driving the hand-written Loom-like agent from
+//! `support/`: concurrency limits, retries through the machine's own path,
+//! ordering of external input, interrupts, failures of tasks and streams,
+//! notifications, history and replay, and a property test over random
+//! interleavings. Every test runs on paused tokio time: no real sleeps.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use agent_fsm::StateMachine;
+use agent_fsm::runtime::{
+    self, EffectContext, EffectFailure, Effects, MachineHandle, Notification, RequestError, SendError, WorkerError,
+    replay,
+};
+use support::{Action, Agent, End, Event, Reply, Scripted, assert_chained, config};
+use tokio::time::{Instant, sleep};
+
+fn input(text: &str) -> Event {
+    Event::UserInput(text.to_owned())
+}
+
+fn start(script: &Scripted, config: runtime::ExecutorConfig<Agent>) -> MachineHandle<Agent, String> {
+    runtime::spawn(Agent::new(3), script.clone(), config)
+}
+
+async fn event_log(handle: &MachineHandle<Agent, String>) -> Vec<Event> {
+    let history = handle.history().await.unwrap();
+    history.events().unwrap().iter().map(|r| r.event.clone()).collect()
+}
+
+async fn time_in_tools(limit: usize) -> Duration {
+    let script = Scripted::new([Reply::tools(&["a:100", "b:100", "c:100", "d:100"]), Reply::text(&["done"])]);
+    let handle = start(&script, config().concurrency_limit(limit));
+    handle.send(input("go")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+    assert_eq!(handle.state_name(), "Waiting");
+    let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
+    assert_eq!(batches.len(), 1);
+    assert!(batches[0].iter().all(|(_, ok)| *ok), "{batches:?}");
+    handle.history().await.unwrap().time_in("ExecutingTools")
+}
+
+#[tokio::test(start_paused = true)]
+async fn four_100ms_tools_take_100ms_with_limit_4_and_400ms_with_limit_1() {
+    assert_eq!(time_in_tools(4).await, Duration::from_millis(100));
+    assert_eq!(time_in_tools(1).await, Duration::from_millis(400));
+    assert_eq!(time_in_tools(2).await, Duration::from_millis(200));
+}
+
+#[tokio::test(start_paused = true)]
+async fn llm_error_retries_after_backoff_and_gives_up_through_the_machine() {
+    let script = Scripted::new([Reply::error(), Reply::error(), Reply::error()]);
+    let handle = start(&script, config());
+    let mut notifications = handle.subscribe();
+    handle.send(input("hi")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+
+    // Three attempts (max_attempts = 3), two retries, then the table's
+    // give-up row back to Waiting with DisplayError.
+    let produced = script.produced();
+    assert_eq!(produced.llm_requests, 3);
+    assert_eq!(produced.retries_scheduled, 2);
+    assert_eq!(handle.state_name(), "Waiting");
+    let history = handle.history().await.unwrap();
+    let error_stays: Vec<Duration> = history.transitions().filter(|t| t.from == "Error").map(|t| t.duration).collect();
+    assert_eq!(error_stays, vec![script.policy.delay(1), script.policy.delay(2)]);
+    let last = history.transitions().last().unwrap();
+    assert_eq!((last.from, last.to, last.action), ("CallingLlm", "Waiting", Some("DisplayError")));
+
+    let mut outputs = Vec::new();
+    while let Some(n) = notifications.try_recv() {
+        if let Notification::Output(text) = n {
+            outputs.push(text);
+        }
+    }
+    assert_eq!(outputs.last().map(String::as_str), Some("error: the LLM failed"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn input_sent_during_tools_is_delivered_after_them_in_order() {
+    let script = Scripted::new([
+        Reply::tools(&["a:100", "b:150"]),
+        Reply::text(&["r1"]),
+        Reply::text(&["r2"]),
+        Reply::text(&["r3"]),
+    ]);
+    let handle = start(&script, config());
+    handle.send(input("first")).await.unwrap();
+    sleep(Duration::from_millis(60)).await;
+    assert_eq!(handle.state_name(), "ExecutingTools");
+    handle.send(input("second")).await.unwrap();
+    handle.send(input("third")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+
+    let inputs = handle.inspect(|m| m.context().inputs.clone()).await.unwrap();
+    assert_eq!(inputs, ["first", "second", "third"]);
+    let names: Vec<_> = event_log(&handle).await.iter().map(agent_fsm::Named::name).collect();
+    assert_eq!(
+        names,
+        [
+            "UserInput",
+            "Delta",
+            "Completed",
+            "ToolDone",
+            "ToolDone", // first turn and its tools
+            "Delta",
+            "Completed", // the follow-up LLM call after the tools
+            "UserInput",
+            "Delta",
+            "Completed", // second
+            "UserInput",
+            "Delta",
+            "Completed", // third
+        ]
+    );
+    let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+    assert_eq!(transcript, ["calling tools", "r1", "r2", "r3"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn interrupt_during_streaming_keeps_the_partial_text() {
+    let script = Scripted::new([Reply {
+        deltas: ["Hel", "lo ", "wor", "ld"].map(str::to_owned).to_vec(),
+        end: End::Completed(Vec::new()),
+    }]);
+    let handle = start(&script, config());
+    handle.send(input("hi")).await.unwrap();
+    sleep(Duration::from_millis(25)).await; // two deltas, 10 ms apart
+    handle.interrupt("user pressed escape").await.unwrap();
+
+    assert_eq!(handle.state_name(), "Waiting");
+    sleep(Duration::from_secs(1)).await;
+    handle.wait_idle().await.unwrap();
+    let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+    assert_eq!(transcript, ["Hello  [interrupted]"]);
+    // The stream was dropped: nothing after the two deltas was produced.
+    assert_eq!(script.produced().stream_events, BTreeMap::from([("Delta", 2)]));
+    let history = handle.history().await.unwrap();
+    let causes: Vec<_> = history.interrupts().map(|i| i.cause.to_string()).collect();
+    assert_eq!(causes, ["user pressed escape"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn interrupt_during_tools_gives_every_pending_call_a_result() {
+    let script = Scripted::new([Reply::tools(&["a:100", "b:hang", "c:300", "d:50"])]);
+    let handle = start(&script, config());
+    handle.send(input("go")).await.unwrap();
+    // Tools start at 20 ms (one delta, then Completed); a and d are done by 170.
+    sleep(Duration::from_millis(170)).await;
+    handle.interrupt("stop").await.unwrap();
+    assert_eq!(handle.state_name(), "Waiting");
+
+    let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
+    let expected: Vec<(String, bool)> = [("d:50", true), ("a:100", true), ("b:hang", false), ("c:300", false)]
+        .map(|(id, ok)| (id.to_owned(), ok))
+        .to_vec();
+    assert_eq!(batches, [expected]);
+    let produced = script.produced();
+    assert_eq!(
+        produced.tool_failures,
+        [("b:hang".to_owned(), EffectFailure::Cancelled), ("c:300".to_owned(), EffectFailure::Cancelled)]
+    );
+    // The last ToolDone completed the batch and returned SendLlmRequest,
+    // which an interrupt does not perform.
+    assert_eq!(produced.llm_requests, 1);
+
+    let tracker = handle.tracker().clone();
+    assert_eq!(handle.shutdown().await.unwrap(), "Done");
+    tracker.close();
+    tracker.wait().await;
+    assert!(tracker.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_tool_yields_an_error_outcome_and_the_agent_continues() {
+    let script = Scripted::new([Reply::tools(&["a:10", "p:panic"]), Reply::text(&["recovered"])]);
+    let handle = start(&script, config());
+    handle.send(input("go")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+
+    let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
+    assert_eq!(batches, [vec![("p:panic".to_owned(), false), ("a:10".to_owned(), true)]]);
+    let failures = script.produced().tool_failures;
+    assert!(
+        matches!(&failures[..], [(id, EffectFailure::Panicked(msg))] if id == "p:panic" && msg.contains("panicked")),
+        "{failures:?}"
+    );
+    assert_eq!(handle.state_name(), "Waiting");
+    let delivered = handle.call(input("again")).await.unwrap();
+    assert_eq!((delivered.action, delivered.state), ("SendLlmRequest", "CallingLlm"));
+    handle.wait_idle().await.unwrap();
+    let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+    assert_eq!(transcript, ["calling tools", "recovered", "ok"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_timeout_fails_that_task_only() {
+    let script = Scripted::new([Reply::tools(&["h:hang", "a:10"])]);
+    let handle = start(&script, config().task_timeout(Duration::from_millis(50)));
+    handle.send(input("go")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+    let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
+    assert_eq!(batches, [vec![("a:10".to_owned(), true), ("h:hang".to_owned(), false)]]);
+    assert_eq!(script.produced().tool_failures, [("h:hang".to_owned(), EffectFailure::TimedOut)]);
+    assert_eq!(handle.history().await.unwrap().time_in("ExecutingTools"), Duration::from_millis(50));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_timeout_becomes_an_llm_error_and_the_machine_retries() {
+    let hang = Reply { deltas: vec!["par".to_owned()], end: End::Hang };
+    let script = Scripted::new([hang, Reply::text(&["fine"])]);
+    let handle = start(&script, config().action_timeout("SendLlmRequest", Duration::from_millis(100)));
+    handle.send(input("go")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+    assert_eq!(script.produced().stream_failure_events, 1);
+    assert_eq!(script.produced().llm_requests, 2);
+    let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+    assert_eq!(transcript, ["fine"]);
+}
+
+/// Scripted effects that, on `ScheduleRetry`, also send `Interrupted`, so
+/// the machine leaves `Error` before the retry timer fires.
+struct LeaveErrorAtOnce(Scripted);
+
+impl Effects<Agent> for LeaveErrorAtOnce {
+    type Output = String;
+
+    fn perform(&mut self, action: Action, cx: &mut EffectContext<'_, Agent, String>) {
+        let leave = matches!(action, Action::ScheduleRetry { .. });
+        self.0.perform(action, cx);
+        if leave {
+            cx.send(Event::Interrupted);
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timer_is_dropped_when_its_state_is_left() {
+    let script = Scripted::new([Reply::error()]);
+    let handle = runtime::spawn(Agent::new(3), LeaveErrorAtOnce(script.clone()), config());
+    let started = Instant::now();
+    handle.send(input("go")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+    // Idle as soon as the stream ended: the retry timer did not hold the
+    // worker busy, and never fired.
+    assert_eq!(started.elapsed(), Duration::from_millis(20));
+    assert_eq!(script.produced().retries_scheduled, 1);
+    sleep(Duration::from_secs(10)).await;
+    handle.wait_idle().await.unwrap();
+    let log = event_log(&handle).await;
+    assert!(!log.contains(&Event::RetryFired), "{log:?}");
+    assert_eq!(handle.state_name(), "Waiting");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_subscriber_sees_lagged_and_keeps_receiving() {
+    let many: Vec<String> = (0..40).map(|i| format!("d{i} ")).collect();
+    let script = Scripted::new([Reply { deltas: many, end: End::Completed(Vec::new()) }]);
+    let handle = start(&script, config().notification_capacity(8));
+    let mut slow = handle.subscribe();
+    handle.send(input("go")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+
+    let first = slow.recv().await.unwrap();
+    assert!(matches!(first, Notification::Lagged(n) if n > 0), "{first:?}");
+    let mut after = 0;
+    while let Some(n) = slow.try_recv() {
+        assert!(!matches!(n, Notification::Lagged(_)));
+        after += 1;
+    }
+    assert_eq!(after, 8);
+
+    // The subscription is still alive and sees later events.
+    handle.send(input("more")).await.unwrap();
+    let next = slow.recv().await.unwrap();
+    assert!(matches!(next, Notification::Transition(step) if step.event == Some("UserInput")), "{next:?}");
+    handle.shutdown().await.unwrap();
+    while slow.recv().await.is_some() {}
+}
+
+#[tokio::test(start_paused = true)]
+async fn history_chains_and_replay_reproduces_the_final_state() {
+    let script = Scripted::new([
+        Reply::tools(&["a:30", "b:10"]),
+        Reply::error(),
+        Reply::text(&["after retry"]),
+        Reply::tools(&["c:hang"]),
+    ]);
+    let handle = start(&script, config());
+    handle.send(input("one")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+    handle.send(input("two")).await.unwrap();
+    sleep(Duration::from_millis(100)).await;
+    handle.interrupt("enough").await.unwrap();
+    handle.send(input("three")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+
+    let history = handle.history().await.unwrap();
+    assert_chained(&history);
+    let hops: Vec<_> = history.transitions().collect();
+    assert_eq!(hops.first().unwrap().from, "Waiting");
+    assert_eq!(hops.last().unwrap().to, handle.state_name());
+    assert!(hops.iter().any(|h| h.to == "ProcessingLlmResponse"), "transient hops are recorded");
+
+    let log = history.events().unwrap();
+    assert_eq!(log.len() as u64, history.steps());
+    let mut fresh = Agent::new(3);
+    replay(&mut fresh, log).unwrap();
+    let state = handle.state().await.unwrap();
+    assert_eq!(fresh.state(), &state);
+    let context = handle.inspect(|m| m.context().clone()).await.unwrap();
+    assert_eq!(fresh.context(), &context);
+
+    // A different machine diverges, and replay says where.
+    let mut other = Agent::new(1);
+    assert!(replay(&mut other, log).is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn reaching_a_terminal_state_stops_the_worker() {
+    let script = Scripted::new([]);
+    let handle = start(&script, config());
+    let delivered = handle.call(Event::Shutdown).await.unwrap();
+    assert_eq!((delivered.action, delivered.state), ("Shutdown", "Done"));
+    assert_eq!(handle.wait_finished().await.unwrap(), "Done");
+    assert!(handle.is_finished());
+    assert!(matches!(handle.send(input("late")).await, Err(SendError::Closed(_))));
+    assert!(matches!(handle.wait_idle().await, Err(RequestError::Closed)));
+    assert!(matches!(handle.state().await, Err(RequestError::Closed)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_every_handle_delivers_what_is_queued_then_stops() {
+    let script = Scripted::new([Reply::tools(&["a:100"])]);
+    let (handle, worker) = runtime::pair(Agent::new(3), script.clone(), config());
+    let worker = tokio::spawn(worker);
+    handle.send(input("one")).await.unwrap();
+    handle.send(input("two")).await.unwrap();
+    handle.send(input("three")).await.unwrap();
+    drop(handle);
+    worker.await.unwrap();
+    // one (+ follow-up after its tool), two, three: all delivered and performed.
+    assert_eq!(script.produced().llm_requests, 4);
+}
+
+/// Effects that panic on the first `Display`.
+struct PanicOnDisplay;
+
+impl Effects<Agent> for PanicOnDisplay {
+    type Output = ();
+
+    fn perform(&mut self, action: Action, cx: &mut EffectContext<'_, Agent, ()>) {
+        match action {
+            Action::Display(_) => panic!("display is broken"),
+            Action::SendLlmRequest { .. } => cx.send(Event::Delta("x".to_owned())),
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_failure_is_sticky_and_distinct_from_closed() {
+    let handle = runtime::spawn(Agent::new(3), PanicOnDisplay, runtime::ExecutorConfig::new());
+    handle.send(input("go")).await.unwrap();
+    let err = handle.wait_finished().await.unwrap_err();
+    let RequestError::Failed(cause) = &err else { panic!("expected Failed, got {err:?}") };
+    assert!(
+        matches!(&**cause, WorkerError::EffectsPanicked { action: "Display", message } if message == "display is broken")
+    );
+    assert_eq!(err.to_string(), "the machine's worker failed", "lower-case Display without trailing punctuation");
+    assert_eq!(cause.to_string(), "the effects panicked while performing `Display`: display is broken");
+    // Every later call reports the same cause.
+    match handle.send(input("again")).await {
+        Err(SendError::Failed(event, again)) => {
+            assert_eq!(event, input("again"));
+            assert!(std::sync::Arc::ptr_eq(cause, &again));
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    assert!(matches!(handle.state().await, Err(RequestError::Failed(_))));
+    assert!(matches!(handle.interrupt("x").await, Err(RequestError::Failed(_))));
+    assert!(matches!(handle.shutdown().await, Err(RequestError::Failed(_))));
+}
+
+#[tokio::test(start_paused = true)]
+async fn queries_are_served_while_effects_run() {
+    let script = Scripted::new([Reply::tools(&["h:hang"])]);
+    let handle = start(&script, config().inbox_capacity(1));
+    handle.send(input("go")).await.unwrap();
+    sleep(Duration::from_millis(50)).await;
+
+    // The tool hangs, yet queries answer at once, between two steps.
+    let before = Instant::now();
+    let state = handle.state().await.unwrap();
+    assert!(matches!(state, support::State::ExecutingTools { ref pending, .. } if pending == &["h:hang"]));
+    assert_eq!(handle.state_name(), "ExecutingTools");
+    assert_eq!(before.elapsed(), Duration::ZERO);
+
+    // The inbox (capacity 1) holds one event while the tool runs.
+    handle.try_send(input("queued")).unwrap();
+    assert!(matches!(handle.try_send(input("full")), Err(SendError::Full(_))));
+
+    // A panicking query is reported and the worker carries on.
+    let err = handle.inspect(|_| -> u32 { panic!("bad query") }).await.unwrap_err();
+    assert!(matches!(err, RequestError::InspectPanicked(ref m) if m == "bad query"));
+    assert_eq!(handle.steps(), 3);
+    handle.interrupt("unstick").await.unwrap();
+    handle.wait_idle().await.unwrap();
+    let inputs = handle.inspect(|m| m.context().inputs.clone()).await.unwrap();
+    assert_eq!(inputs, ["go", "queued"]);
+}
+
+#[test]
+fn a_worker_polled_outside_tokio_fails_with_no_runtime() {
+    let (handle, worker) = runtime::pair(Agent::new(3), (), runtime::ExecutorConfig::new());
+    std::thread::spawn(move || futures::executor::block_on(worker)).join().unwrap();
+    let err = futures::executor::block_on(handle.wait_finished()).unwrap_err();
+    assert!(matches!(err, RequestError::Failed(ref e) if **e == WorkerError::NoRuntime), "{err:?}");
+}
+
+mod interleavings {
+    //! Random interleavings of user input, LLM outcomes, tool outcomes,
+    //! interrupts and time: nothing panics, every produced or sent event
+    //! reaches the machine exactly once, history chains and replay
+    //! reproduces the final state.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Input,
+        Interrupt,
+        Advance(u64),
+    }
+
+    #[derive(Debug, Clone)]
+    enum Tool {
+        Sleep(u64),
+        Panic,
+        Hang,
+    }
+
+    #[derive(Debug, Clone)]
+    enum Outcome {
+        Text,
+        Tools(Vec<Tool>),
+        Error,
+        Hang,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => Just(Op::Input),
+            1 => Just(Op::Interrupt),
+            3 => (0u64..400).prop_map(Op::Advance),
+        ]
+    }
+
+    fn tool() -> impl Strategy<Value = Tool> {
+        prop_oneof![
+            4 => (0u64..200).prop_map(Tool::Sleep),
+            1 => Just(Tool::Panic),
+            1 => Just(Tool::Hang),
+        ]
+    }
+
+    fn outcome() -> impl Strategy<Value = (usize, Outcome)> {
+        let end = prop_oneof![
+            3 => Just(Outcome::Text),
+            3 => prop::collection::vec(tool(), 1..4).prop_map(Outcome::Tools),
+            2 => Just(Outcome::Error),
+            1 => Just(Outcome::Hang),
+        ];
+        (0usize..3, end)
+    }
+
+    fn replies(outcomes: &[(usize, Outcome)]) -> Vec<Reply> {
+        outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, (deltas, outcome))| Reply {
+                deltas: (0..*deltas).map(|d| format!("r{i}d{d} ")).collect(),
+                end: match outcome {
+                    Outcome::Text => End::Completed(Vec::new()),
+                    Outcome::Error => End::Error,
+                    Outcome::Hang => End::Hang,
+                    Outcome::Tools(tools) => End::Completed(
+                        tools
+                            .iter()
+                            .enumerate()
+                            .map(|(j, t)| match t {
+                                Tool::Sleep(ms) => format!("r{i}t{j}:{ms}"),
+                                Tool::Panic => format!("r{i}t{j}:panic"),
+                                Tool::Hang => format!("r{i}t{j}:hang"),
+                            })
+                            .collect(),
+                    ),
+                },
+            })
+            .collect()
+    }
+
+    fn count(log: &[Event], name: &str) -> u32 {
+        u32::try_from(log.iter().filter(|e| agent_fsm::Named::name(*e) == name).count()).unwrap()
+    }
+
+    async fn run(ops: Vec<Op>, outcomes: Vec<(usize, Outcome)>) {
+        let script = Scripted::new(replies(&outcomes));
+        let tracker = tokio_util::task::TaskTracker::new();
+        let handle = start(
+            &script,
+            config()
+                .tracker(tracker.clone())
+                .history_capacity(100_000)
+                .concurrency_limit(2)
+                .task_timeout(Duration::from_millis(500))
+                .stream_timeout(Duration::from_secs(1)),
+        );
+        let mut sent = Vec::new();
+        let mut interrupts = 0;
+        for op in ops {
+            match op {
+                Op::Input => {
+                    let text = format!("in{}", sent.len());
+                    handle.send(input(&text)).await.unwrap();
+                    sent.push(text);
+                }
+                Op::Interrupt => {
+                    handle.interrupt("random").await.unwrap();
+                    interrupts += 1;
+                }
+                Op::Advance(ms) => sleep(Duration::from_millis(ms)).await,
+            }
+        }
+        handle.wait_idle().await.unwrap();
+
+        let history = handle.history().await.unwrap();
+        let log: Vec<Event> = history.events().unwrap().iter().map(|r| r.event.clone()).collect();
+        let produced = script.produced();
+
+        // Sent input: every one delivered once, in order.
+        let inputs: Vec<_> = log
+            .iter()
+            .filter_map(|e| match e {
+                Event::UserInput(text) => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(inputs, sent);
+        // Stream items: what the streams yielded, plus failure events.
+        for name in ["Delta", "Completed"] {
+            assert_eq!(count(&log, name), produced.stream_events.get(name).copied().unwrap_or(0), "{name}");
+        }
+        assert_eq!(
+            count(&log, "LlmError"),
+            produced.stream_events.get("LlmError").copied().unwrap_or(0) + produced.stream_failure_events
+        );
+        // Tools: every spawned call produced exactly one event, received once.
+        let mut received: BTreeMap<String, u32> = BTreeMap::new();
+        for e in &log {
+            if let Event::ToolDone { id, .. } = e {
+                *received.entry(id.clone()).or_default() += 1;
+            }
+        }
+        assert_eq!(received, produced.tool_events);
+        assert!(produced.tool_events.values().all(|n| *n == 1));
+        assert_eq!(produced.tools_spawned.len(), produced.tool_events.len());
+        // Timers fire at most once per retry scheduled; interrupts each
+        // deliver their event.
+        assert!(count(&log, "RetryFired") <= produced.retries_scheduled);
+        assert_eq!(count(&log, "Interrupted"), interrupts);
+        assert_eq!(log.len() as u64, history.steps());
+
+        assert_chained(&history);
+        let mut fresh = Agent::new(3);
+        replay(&mut fresh, history.events().unwrap()).unwrap();
+        assert_eq!(fresh.state(), &handle.state().await.unwrap());
+
+        assert_eq!(handle.shutdown().await.unwrap(), "Done");
+        tracker.close();
+        tracker.wait().await;
+        assert!(tracker.is_empty());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+        #[test]
+        fn random_interleavings_lose_and_duplicate_nothing(
+            ops in prop::collection::vec(op(), 1..16),
+            outcomes in prop::collection::vec(outcome(), 0..8),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            rt.block_on(run(ops, outcomes));
+        }
+    }
+}

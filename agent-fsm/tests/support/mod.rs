@@ -1,0 +1,555 @@
+//! Test support shared by the executor tests: a small Loom-like agent
+//! machine written by hand to the `StateMachine` contract, and scripted
+//! effects (an LLM that streams deltas with small delays, tools that sleep,
+//! panic or hang) that count every event they produce, so tests can check
+//! that the machine received exactly what was produced.
+
+// Each test file uses a different part of this module.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, ExecutorConfig, RetryPolicy};
+use agent_fsm::{Description, Named, Observer, StateInfo, StateMachine, Step, Transition, Unhandled, UnhandledReason};
+use futures::StreamExt;
+use tokio_util::task::TaskTracker;
+
+// ===== the machine =====
+
+/// The agent's states.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum State {
+    Waiting,
+    CallingLlm {
+        retries: u32,
+        text: String,
+    },
+    /// Transient: resolved inside the step that entered it.
+    ProcessingLlmResponse {
+        text: String,
+        tool_calls: Vec<String>,
+    },
+    ExecutingTools {
+        pending: Vec<String>,
+        results: Vec<(String, bool)>,
+    },
+    Error {
+        retries: u32,
+    },
+    Done,
+}
+
+/// The agent's events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Event {
+    UserInput(String),
+    Delta(String),
+    Completed { tool_calls: Vec<String> },
+    LlmError,
+    ToolDone { id: String, ok: bool },
+    RetryFired,
+    Interrupted,
+    Shutdown,
+}
+
+/// The agent's actions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Action {
+    SendLlmRequest { attempt: u32 },
+    ExecuteTools(Vec<String>),
+    ScheduleRetry { retry: u32 },
+    Display(String),
+    DisplayError,
+    WaitForInput,
+    Shutdown,
+}
+
+/// Data outside the states.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Context {
+    pub(crate) max_attempts: u32,
+    /// User inputs, in the order the machine received them.
+    pub(crate) inputs: Vec<String>,
+    /// Assistant texts: complete ones, and partial ones cut by an interrupt
+    /// (suffixed with " [interrupted]").
+    pub(crate) transcript: Vec<String>,
+    /// One entry per finished tool batch: (id, ok) in arrival order.
+    pub(crate) tool_batches: Vec<Vec<(String, bool)>>,
+}
+
+/// The hand-written agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Agent {
+    state: State,
+    context: Context,
+}
+
+impl Agent {
+    pub(crate) fn new(max_attempts: u32) -> Self {
+        Self { state: State::Waiting, context: Context { max_attempts, ..Context::default() } }
+    }
+}
+
+impl Named for State {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Waiting => "Waiting",
+            Self::CallingLlm { .. } => "CallingLlm",
+            Self::ProcessingLlmResponse { .. } => "ProcessingLlmResponse",
+            Self::ExecutingTools { .. } => "ExecutingTools",
+            Self::Error { .. } => "Error",
+            Self::Done => "Done",
+        }
+    }
+}
+
+impl Named for Event {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::UserInput(_) => "UserInput",
+            Self::Delta(_) => "Delta",
+            Self::Completed { .. } => "Completed",
+            Self::LlmError => "LlmError",
+            Self::ToolDone { .. } => "ToolDone",
+            Self::RetryFired => "RetryFired",
+            Self::Interrupted => "Interrupted",
+            Self::Shutdown => "Shutdown",
+        }
+    }
+}
+
+impl Named for Action {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::SendLlmRequest { .. } => "SendLlmRequest",
+            Self::ExecuteTools(_) => "ExecuteTools",
+            Self::ScheduleRetry { .. } => "ScheduleRetry",
+            Self::Display(_) => "Display",
+            Self::DisplayError => "DisplayError",
+            Self::WaitForInput => "WaitForInput",
+            Self::Shutdown => "Shutdown",
+        }
+    }
+}
+
+const fn state(name: &'static str, initial: bool, terminal: bool, transient: bool) -> StateInfo {
+    StateInfo { name, initial, terminal, transient }
+}
+
+const fn row(
+    from: &'static str,
+    event: Option<&'static str>,
+    guard: Option<&'static str>,
+    to: &'static str,
+    action: Option<&'static str>,
+    in_place: bool,
+    any_state: bool,
+) -> Transition {
+    Transition { from, event, guard, to, action, in_place, any_state }
+}
+
+const ROW_INPUT: usize = 0;
+const ROW_DELTA: usize = 1;
+const ROW_COMPLETED: usize = 2;
+const ROW_HAS_TOOLS: usize = 3;
+const ROW_NO_TOOLS: usize = 4;
+const ROW_RETRY: usize = 5;
+const ROW_GIVE_UP: usize = 6;
+const ROW_RETRY_FIRED: usize = 7;
+const ROW_TOOL_PENDING: usize = 8;
+const ROW_TOOLS_DONE: usize = 9;
+const ROW_INTERRUPT_LLM: usize = 10;
+const ROW_INTERRUPT_TOOLS: usize = 11;
+const ROW_INTERRUPT_ERROR: usize = 12;
+/// `* + Shutdown => Done`, expanded per state in `STATES` order.
+const ROW_SHUTDOWN: usize = 13;
+
+static DESCRIPTION: Description = Description {
+    name: "Agent",
+    states: &[
+        state("Waiting", true, false, false),
+        state("CallingLlm", false, false, false),
+        state("ProcessingLlmResponse", false, false, true),
+        state("ExecutingTools", false, false, false),
+        state("Error", false, false, false),
+        state("Done", false, true, false),
+    ],
+    events: &["UserInput", "Delta", "Completed", "LlmError", "ToolDone", "RetryFired", "Interrupted", "Shutdown"],
+    actions: &[
+        "SendLlmRequest",
+        "ExecuteTools",
+        "ScheduleRetry",
+        "Display",
+        "DisplayError",
+        "WaitForInput",
+        "Shutdown",
+    ],
+    transitions: &[
+        row("Waiting", Some("UserInput"), None, "CallingLlm", Some("SendLlmRequest"), false, false),
+        row("CallingLlm", Some("Delta"), None, "CallingLlm", Some("Display"), true, false),
+        row("CallingLlm", Some("Completed"), None, "ProcessingLlmResponse", None, false, false),
+        row("ProcessingLlmResponse", None, Some("has tools"), "ExecutingTools", Some("ExecuteTools"), false, false),
+        row("ProcessingLlmResponse", None, None, "Waiting", Some("WaitForInput"), false, false),
+        row("CallingLlm", Some("LlmError"), Some("retries + 1 < max"), "Error", Some("ScheduleRetry"), false, false),
+        row("CallingLlm", Some("LlmError"), None, "Waiting", Some("DisplayError"), false, false),
+        row("Error", Some("RetryFired"), None, "CallingLlm", Some("SendLlmRequest"), false, false),
+        row(
+            "ExecutingTools",
+            Some("ToolDone"),
+            Some("some pending"),
+            "ExecutingTools",
+            Some("WaitForInput"),
+            true,
+            false,
+        ),
+        row("ExecutingTools", Some("ToolDone"), Some("all done"), "CallingLlm", Some("SendLlmRequest"), false, false),
+        row("CallingLlm", Some("Interrupted"), None, "Waiting", Some("WaitForInput"), false, false),
+        row("ExecutingTools", Some("Interrupted"), None, "Waiting", Some("WaitForInput"), false, false),
+        row("Error", Some("Interrupted"), None, "Waiting", Some("WaitForInput"), false, false),
+        row("Waiting", Some("Shutdown"), None, "Done", Some("Shutdown"), false, true),
+        row("CallingLlm", Some("Shutdown"), None, "Done", Some("Shutdown"), false, true),
+        row("ProcessingLlmResponse", Some("Shutdown"), None, "Done", Some("Shutdown"), false, true),
+        row("ExecutingTools", Some("Shutdown"), None, "Done", Some("Shutdown"), false, true),
+        row("Error", Some("Shutdown"), None, "Done", Some("Shutdown"), false, true),
+    ],
+    ignored: &[("Waiting", "Interrupted")],
+    fallback: "WaitForInput",
+    mermaid: "stateDiagram-v2\n",
+};
+
+impl Agent {
+    fn hop<O: Observer + ?Sized>(
+        observer: &mut O,
+        from: &'static str,
+        event: Option<&'static str>,
+        row: usize,
+        to: &State,
+        action: Option<&Action>,
+    ) {
+        observer.on_transition(&Step { from, event, to: to.name(), action: action.map(Named::name), row });
+    }
+
+    /// One step; `None` when no row accepts the event (state unchanged).
+    fn step<O: Observer + ?Sized>(&mut self, event: Event, observer: &mut O) -> Option<Action> {
+        let from = self.state.name();
+        let event_name = event.name();
+        let ev = Some(event_name);
+        let ctx = &mut self.context;
+        let (next, action, row) = match (&mut self.state, event) {
+            (State::Done, _) => return None,
+            (_, Event::Shutdown) => {
+                let row = ROW_SHUTDOWN + DESCRIPTION.states.iter().position(|s| s.name == from).unwrap_or(0);
+                (State::Done, Action::Shutdown, row)
+            }
+            (State::Waiting, Event::UserInput(text)) => {
+                ctx.inputs.push(text);
+                (
+                    State::CallingLlm { retries: 0, text: String::new() },
+                    Action::SendLlmRequest { attempt: 1 },
+                    ROW_INPUT,
+                )
+            }
+            (State::CallingLlm { text, .. }, Event::Delta(delta)) => {
+                text.push_str(&delta);
+                let action = Action::Display(delta);
+                Self::hop(observer, from, ev, ROW_DELTA, &self.state, Some(&action));
+                return Some(action);
+            }
+            (State::CallingLlm { text, .. }, Event::Completed { tool_calls }) => {
+                let text = std::mem::take(text);
+                let processing = State::ProcessingLlmResponse { text, tool_calls };
+                Self::hop(observer, from, ev, ROW_COMPLETED, &processing, None);
+                // Resolve the transient state within the same call.
+                let State::ProcessingLlmResponse { text, tool_calls } = processing else { unreachable!("just built") };
+                self.context.transcript.push(text);
+                let (next, action, row) = if tool_calls.is_empty() {
+                    (State::Waiting, Action::WaitForInput, ROW_NO_TOOLS)
+                } else {
+                    (
+                        State::ExecutingTools { pending: tool_calls.clone(), results: Vec::new() },
+                        Action::ExecuteTools(tool_calls),
+                        ROW_HAS_TOOLS,
+                    )
+                };
+                Self::hop(observer, "ProcessingLlmResponse", None, row, &next, Some(&action));
+                self.state = next;
+                return Some(action);
+            }
+            (State::CallingLlm { retries, .. }, Event::LlmError) => {
+                if *retries + 1 < ctx.max_attempts {
+                    let retries = *retries + 1;
+                    (State::Error { retries }, Action::ScheduleRetry { retry: retries }, ROW_RETRY)
+                } else {
+                    (State::Waiting, Action::DisplayError, ROW_GIVE_UP)
+                }
+            }
+            (State::Error { retries }, Event::RetryFired) => (
+                State::CallingLlm { retries: *retries, text: String::new() },
+                Action::SendLlmRequest { attempt: *retries + 1 },
+                ROW_RETRY_FIRED,
+            ),
+            (State::ExecutingTools { pending, results }, Event::ToolDone { id, ok }) => {
+                let Some(index) = pending.iter().position(|p| *p == id) else {
+                    observer.on_unhandled(&Unhandled {
+                        state: from,
+                        event: event_name,
+                        reason: UnhandledReason::Refused,
+                    });
+                    return Some(Action::WaitForInput);
+                };
+                pending.remove(index);
+                results.push((id, ok));
+                if pending.is_empty() {
+                    ctx.tool_batches.push(std::mem::take(results));
+                    (
+                        State::CallingLlm { retries: 0, text: String::new() },
+                        Action::SendLlmRequest { attempt: 1 },
+                        ROW_TOOLS_DONE,
+                    )
+                } else {
+                    let action = Action::WaitForInput;
+                    Self::hop(observer, from, ev, ROW_TOOL_PENDING, &self.state, Some(&action));
+                    return Some(action);
+                }
+            }
+            (State::CallingLlm { text, .. }, Event::Interrupted) => {
+                ctx.transcript.push(format!("{text} [interrupted]"));
+                (State::Waiting, Action::WaitForInput, ROW_INTERRUPT_LLM)
+            }
+            (State::ExecutingTools { results, .. }, Event::Interrupted) => {
+                ctx.tool_batches.push(std::mem::take(results));
+                (State::Waiting, Action::WaitForInput, ROW_INTERRUPT_TOOLS)
+            }
+            (State::Error { .. }, Event::Interrupted) => (State::Waiting, Action::WaitForInput, ROW_INTERRUPT_ERROR),
+            (State::Waiting, Event::Interrupted) => {
+                observer.on_unhandled(&Unhandled { state: from, event: event_name, reason: UnhandledReason::Ignored });
+                return Some(Action::WaitForInput);
+            }
+            _ => return None,
+        };
+        Self::hop(observer, from, ev, row, &next, Some(&action));
+        self.state = next;
+        Some(action)
+    }
+}
+
+impl StateMachine for Agent {
+    type State = State;
+    type Event = Event;
+    type Action = Action;
+    type Context = Context;
+
+    const DESCRIPTION: &'static Description = &DESCRIPTION;
+
+    fn handle_event(&mut self, event: Event) -> Action {
+        self.handle_event_with(event, &mut ())
+    }
+
+    fn handle_event_with<O: Observer + ?Sized>(&mut self, event: Event, observer: &mut O) -> Action {
+        let state = self.state.name();
+        let event_name = event.name();
+        self.step(event, observer).unwrap_or_else(|| {
+            observer.on_unhandled(&Unhandled { state, event: event_name, reason: UnhandledReason::NoRow });
+            Action::WaitForInput
+        })
+    }
+
+    fn state(&self) -> &State {
+        &self.state
+    }
+
+    fn from_parts(state: State, context: Context) -> Self {
+        Self { state, context }
+    }
+
+    fn is_poisoned(&self) -> bool {
+        false
+    }
+
+    fn context(&self) -> &Context {
+        &self.context
+    }
+
+    fn context_mut(&mut self) -> &mut Context {
+        &mut self.context
+    }
+}
+
+// ===== scripted effects =====
+
+/// One scripted LLM reply: text deltas, then how it ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reply {
+    pub(crate) deltas: Vec<String>,
+    pub(crate) end: End,
+}
+
+/// How a scripted reply ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum End {
+    /// `Completed` with these tool calls (ids like `t1:100` sleep 100 ms,
+    /// `p1:panic` panics, `h1:hang` never finishes).
+    Completed(Vec<String>),
+    /// `LlmError`.
+    Error,
+    /// The stream ends without a final event (a broken connection).
+    Hang,
+}
+
+impl Reply {
+    pub(crate) fn text(deltas: &[&str]) -> Self {
+        Self { deltas: deltas.iter().map(|d| (*d).to_owned()).collect(), end: End::Completed(Vec::new()) }
+    }
+
+    pub(crate) fn tools(tools: &[&str]) -> Self {
+        Self {
+            deltas: vec!["calling tools".to_owned()],
+            end: End::Completed(tools.iter().map(|t| (*t).to_owned()).collect()),
+        }
+    }
+
+    pub(crate) fn error() -> Self {
+        Self { deltas: vec!["oops".to_owned()], end: End::Error }
+    }
+}
+
+/// Everything the scripted effects did, for assertions.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Produced {
+    pub(crate) llm_requests: u32,
+    /// Events yielded by LLM streams, by name.
+    pub(crate) stream_events: BTreeMap<&'static str, u32>,
+    /// `LlmError`s produced by a failed (timed out or panicked) stream.
+    pub(crate) stream_failure_events: u32,
+    /// Tool events produced (result or failure), by tool id.
+    pub(crate) tool_events: BTreeMap<String, u32>,
+    pub(crate) tools_spawned: Vec<String>,
+    pub(crate) tool_failures: Vec<(String, EffectFailure)>,
+    pub(crate) retries_scheduled: u32,
+    pub(crate) actions: Vec<&'static str>,
+}
+
+/// The scripted LLM and tools.
+#[derive(Debug, Clone)]
+pub(crate) struct Scripted {
+    pub(crate) replies: Arc<Mutex<VecDeque<Reply>>>,
+    pub(crate) produced: Arc<Mutex<Produced>>,
+    pub(crate) policy: RetryPolicy,
+    /// Delay before each streamed item.
+    pub(crate) delta_delay: Duration,
+}
+
+impl Scripted {
+    pub(crate) fn new(replies: impl IntoIterator<Item = Reply>) -> Self {
+        Self {
+            replies: Arc::new(Mutex::new(replies.into_iter().collect())),
+            produced: Arc::default(),
+            policy: RetryPolicy::default().with_seed(42),
+            delta_delay: Duration::from_millis(10),
+        }
+    }
+
+    pub(crate) fn produced(&self) -> Produced {
+        self.produced.lock().unwrap().clone()
+    }
+
+    fn llm_stream(&self, reply: Reply) -> impl futures::Stream<Item = Event> + Send + 'static {
+        let mut items: Vec<Event> = reply.deltas.into_iter().map(Event::Delta).collect();
+        match reply.end {
+            End::Completed(tool_calls) => items.push(Event::Completed { tool_calls }),
+            End::Error => items.push(Event::LlmError),
+            End::Hang => {}
+        }
+        let delay = self.delta_delay;
+        let produced = Arc::clone(&self.produced);
+        futures::stream::iter(items)
+            .then(move |item| async move {
+                tokio::time::sleep(delay).await;
+                item
+            })
+            .inspect(move |item| {
+                *produced.lock().unwrap().stream_events.entry(item.name()).or_default() += 1;
+            })
+    }
+}
+
+/// Runs one scripted tool call.
+async fn run_tool(id: String, produced: Arc<Mutex<Produced>>) -> Event {
+    let behaviour = id.split(':').nth(1).unwrap_or("0").to_owned();
+    match behaviour.as_str() {
+        "panic" => panic!("tool {id} panicked"),
+        "hang" => std::future::pending::<()>().await,
+        ms => tokio::time::sleep(Duration::from_millis(ms.parse().unwrap_or(0))).await,
+    }
+    *produced.lock().unwrap().tool_events.entry(id.clone()).or_default() += 1;
+    Event::ToolDone { id, ok: true }
+}
+
+impl Effects<Agent> for Scripted {
+    type Output = String;
+
+    fn perform(&mut self, action: Action, cx: &mut EffectContext<'_, Agent, String>) {
+        self.produced.lock().unwrap().actions.push(action.name());
+        match action {
+            Action::SendLlmRequest { .. } => {
+                self.produced.lock().unwrap().llm_requests += 1;
+                let reply = self.replies.lock().unwrap().pop_front().unwrap_or_else(|| Reply::text(&["ok"]));
+                let hang = reply.end == End::Hang;
+                let stream = self.llm_stream(reply);
+                let produced = Arc::clone(&self.produced);
+                let on_failure = move |failure| match failure {
+                    EffectFailure::Cancelled => None,
+                    _ => {
+                        produced.lock().unwrap().stream_failure_events += 1;
+                        Some(Event::LlmError)
+                    }
+                };
+                if hang {
+                    cx.stream(stream.chain(futures::stream::pending()), on_failure);
+                } else {
+                    cx.stream(stream, on_failure);
+                }
+            }
+            Action::ExecuteTools(ids) => {
+                for id in ids {
+                    self.produced.lock().unwrap().tools_spawned.push(id.clone());
+                    let produced = Arc::clone(&self.produced);
+                    let on_failure_produced = Arc::clone(&self.produced);
+                    cx.spawn_task(id.clone(), run_tool(id, produced), move |id, failure| {
+                        let mut p = on_failure_produced.lock().unwrap();
+                        *p.tool_events.entry(id.clone()).or_default() += 1;
+                        p.tool_failures.push((id.clone(), failure));
+                        Event::ToolDone { id, ok: false }
+                    });
+                }
+            }
+            Action::ScheduleRetry { retry } => {
+                self.produced.lock().unwrap().retries_scheduled += 1;
+                cx.after(self.policy.delay(retry), Event::RetryFired);
+            }
+            Action::Display(text) => cx.output(text),
+            Action::DisplayError => cx.output("error: the LLM failed".to_owned()),
+            Action::WaitForInput | Action::Shutdown => {}
+        }
+    }
+}
+
+/// The usual configuration: interrupt and shutdown events, event log, and
+/// a tracker of its own.
+pub(crate) fn config() -> ExecutorConfig<Agent> {
+    ExecutorConfig::new()
+        .interrupt_event(|_cause| Some(Event::Interrupted))
+        .shutdown_event(|| Some(Event::Shutdown))
+        .record_events()
+        .tracker(TaskTracker::new())
+}
+
+/// Asserts that the history's hops chain: each `to` is the next `from`.
+pub(crate) fn assert_chained(history: &agent_fsm::runtime::History<Event>) {
+    let hops: Vec<_> = history.transitions().collect();
+    for pair in hops.windows(2) {
+        assert_eq!(pair[0].to, pair[1].from, "hops do not chain: {pair:?}");
+    }
+}
