@@ -16,7 +16,7 @@ pub mod machine {
     }
 
     #[actions]
-    pub enum Action {
+    pub enum DoorAction {
         Wait,
         Show(String),
     }
