@@ -38,4 +38,47 @@ pub mod __private {
     #[cfg(feature = "serde")]
     pub use ::serde;
     pub use ::tracing;
+
+    use crate::{Description, Unhandled, UnhandledReason};
+
+    /// The catch-all of every generated machine: decides why no row
+    /// accepted the event (no row for the pair, rows that all refused it, a
+    /// pair the table ignores, a poisoned machine) from the description,
+    /// and logs it. Out of line and cold, so the generated `match` carries
+    /// one call here instead of a logging call site per pair.
+    #[cold]
+    #[inline(never)]
+    #[must_use]
+    pub fn unhandled(description: &Description, state: Option<&'static str>, event: &'static str) -> Unhandled {
+        let machine = description.name;
+        let Some(state) = state else {
+            tracing::error!(
+                machine,
+                event,
+                "machine poisoned by a panic inside an earlier transition; fallback action returned"
+            );
+            return Unhandled { state: "<poisoned>", event, reason: UnhandledReason::Poisoned };
+        };
+        let reason = if description.ignored.iter().any(|&(s, e)| s == state && e == event) {
+            tracing::debug!(machine, state, event, "event ignored by the table");
+            UnhandledReason::Ignored
+        } else if description.transitions.iter().any(|t| t.from == state && t.event == Some(event)) {
+            tracing::warn!(
+                machine,
+                state,
+                event,
+                "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
+            );
+            UnhandledReason::Refused
+        } else {
+            tracing::warn!(
+                machine,
+                state,
+                event,
+                "no row for this state and event; state unchanged, fallback action returned"
+            );
+            UnhandledReason::NoRow
+        };
+        Unhandled { state, event, reason }
+    }
 }

@@ -39,8 +39,6 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             arms.push(row_arm(n, r, row, s));
         }
     }
-    let refused = refused_arms(n);
-    let ignored = ignored_arms(n);
     let settle_arms = model
         .rows
         .iter()
@@ -48,7 +46,6 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         .filter(|(_, r)| r.event.is_none())
         .flat_map(|(r, row)| row.sources.iter().map(move |&s| row_arm(n, r, row, s)))
         .collect::<Vec<_>>();
-    let tracing = quote!(::agent_fsm::__private::tracing);
     quote! {
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
@@ -64,32 +61,14 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             let __ctx = &mut self.context;
             match (&mut self.state, event) {
                 #(#arms)*
-                #(#ignored)*
-                #(#refused)*
+                // Refused, ignored and unlisted pairs, and a poisoned
+                // machine: one cold call decides which and logs it.
                 #[allow(unreachable_patterns)]
-                (::core::option::Option::Some(__state), __event) => {
-                    let __unhandled = ::agent_fsm::Unhandled {
-                        state: __state.name(),
-                        event: __event.name(),
-                        reason: ::agent_fsm::UnhandledReason::NoRow,
-                    };
-                    #tracing::warn!(
-                        state = __unhandled.state,
-                        event = __unhandled.event,
-                        "no row for this state and event; state unchanged, fallback action returned"
-                    );
-                    __observer.on_unhandled(&__unhandled);
-                    Self::__fallback()
-                }
-                (::core::option::Option::None, __event) => {
-                    let __unhandled = ::agent_fsm::Unhandled {
-                        state: "<poisoned>",
-                        event: __event.name(),
-                        reason: ::agent_fsm::UnhandledReason::Poisoned,
-                    };
-                    #tracing::error!(
-                        event = __unhandled.event,
-                        "machine poisoned by a panic inside an earlier transition; fallback action returned"
+                (__state, __event) => {
+                    let __unhandled = ::agent_fsm::__private::unhandled(
+                        &Self::DESCRIPTION,
+                        ::core::option::Option::as_ref(__state).map(#state::name),
+                        __event.name(),
                     );
                     __observer.on_unhandled(&__unhandled);
                     Self::__fallback()
@@ -501,77 +480,6 @@ fn prefix_pat(pat: &Pat, enum_ident: &Ident) -> Pat {
         }
         other => other.clone(),
     }
-}
-
-/// For each state, each event some row handles: when every such row
-/// refused, report `Refused` rather than `NoRow`.
-fn refused_arms(n: &Names<'_>) -> Vec<TokenStream> {
-    let model = n.model;
-    let (state, event) = (n.state, n.event);
-    let mut pairs = std::collections::BTreeSet::new();
-    for row in &model.rows {
-        if let Some((e, _)) = &row.event {
-            for &s in &row.sources {
-                pairs.insert((s, *e));
-            }
-        }
-    }
-    pairs
-        .into_iter()
-        .map(|(s, e)| {
-            let sv = &model.states[s].ident;
-            let ev = &model.events[e].ident;
-            let (sn, en) = (sv.to_string(), ev.to_string());
-            quote! {
-                (::core::option::Option::Some(#state::#sv { .. }), #event::#ev { .. }) => {
-                    let __unhandled = ::agent_fsm::Unhandled {
-                        state: #sn,
-                        event: #en,
-                        reason: ::agent_fsm::UnhandledReason::Refused,
-                    };
-                    ::agent_fsm::__private::tracing::warn!(
-                        state = __unhandled.state,
-                        event = __unhandled.event,
-                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
-                    );
-                    __observer.on_unhandled(&__unhandled);
-                    Self::__fallback()
-                }
-            }
-        })
-        .collect()
-}
-
-/// `State + Event => ignore` rows: expected, reported at debug level.
-fn ignored_arms(n: &Names<'_>) -> Vec<TokenStream> {
-    let model = n.model;
-    let (state, event) = (n.state, n.event);
-    model
-        .ignores
-        .iter()
-        .flat_map(|ig| ig.sources.iter().map(move |&s| (s, ig.event)))
-        .map(|(s, e)| {
-            let sv = &model.states[s].ident;
-            let ev = &model.events[e].ident;
-            let (sn, en) = (sv.to_string(), ev.to_string());
-            quote! {
-                (::core::option::Option::Some(#state::#sv { .. }), #event::#ev { .. }) => {
-                    let __unhandled = ::agent_fsm::Unhandled {
-                        state: #sn,
-                        event: #en,
-                        reason: ::agent_fsm::UnhandledReason::Ignored,
-                    };
-                    ::agent_fsm::__private::tracing::debug!(
-                        state = __unhandled.state,
-                        event = __unhandled.event,
-                        "event ignored by the table"
-                    );
-                    __observer.on_unhandled(&__unhandled);
-                    Self::__fallback()
-                }
-            }
-        })
-        .collect()
 }
 
 /// `new`: the initial state's own fields as arguments, carried fields from

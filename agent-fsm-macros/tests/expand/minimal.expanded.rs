@@ -306,77 +306,12 @@ stateDiagram-v2
                         }
                     }
                 }
-                (
-                    ::core::option::Option::Some(State::Closed { .. }),
-                    Event::Push { .. },
-                ) => {
-                    let __unhandled = ::agent_fsm::Unhandled {
-                        state: "Closed",
-                        event: "Push",
-                        reason: ::agent_fsm::UnhandledReason::Refused,
-                    };
-                    ::agent_fsm::__private::tracing::warn!(
-                        state = __unhandled.state, event = __unhandled.event,
-                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
-                    );
-                    __observer.on_unhandled(&__unhandled);
-                    Self::__fallback()
-                }
-                (
-                    ::core::option::Option::Some(State::Closed { .. }),
-                    Event::Knock { .. },
-                ) => {
-                    let __unhandled = ::agent_fsm::Unhandled {
-                        state: "Closed",
-                        event: "Knock",
-                        reason: ::agent_fsm::UnhandledReason::Refused,
-                    };
-                    ::agent_fsm::__private::tracing::warn!(
-                        state = __unhandled.state, event = __unhandled.event,
-                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
-                    );
-                    __observer.on_unhandled(&__unhandled);
-                    Self::__fallback()
-                }
-                (
-                    ::core::option::Option::Some(State::Open { .. }),
-                    Event::Pull { .. },
-                ) => {
-                    let __unhandled = ::agent_fsm::Unhandled {
-                        state: "Open",
-                        event: "Pull",
-                        reason: ::agent_fsm::UnhandledReason::Refused,
-                    };
-                    ::agent_fsm::__private::tracing::warn!(
-                        state = __unhandled.state, event = __unhandled.event,
-                        "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
-                    );
-                    __observer.on_unhandled(&__unhandled);
-                    Self::__fallback()
-                }
                 #[allow(unreachable_patterns)]
-                (::core::option::Option::Some(__state), __event) => {
-                    let __unhandled = ::agent_fsm::Unhandled {
-                        state: __state.name(),
-                        event: __event.name(),
-                        reason: ::agent_fsm::UnhandledReason::NoRow,
-                    };
-                    ::agent_fsm::__private::tracing::warn!(
-                        state = __unhandled.state, event = __unhandled.event,
-                        "no row for this state and event; state unchanged, fallback action returned"
-                    );
-                    __observer.on_unhandled(&__unhandled);
-                    Self::__fallback()
-                }
-                (::core::option::Option::None, __event) => {
-                    let __unhandled = ::agent_fsm::Unhandled {
-                        state: "<poisoned>",
-                        event: __event.name(),
-                        reason: ::agent_fsm::UnhandledReason::Poisoned,
-                    };
-                    ::agent_fsm::__private::tracing::error!(
-                        event = __unhandled.event,
-                        "machine poisoned by a panic inside an earlier transition; fallback action returned"
+                (__state, __event) => {
+                    let __unhandled = ::agent_fsm::__private::unhandled(
+                        &Self::DESCRIPTION,
+                        ::core::option::Option::as_ref(__state).map(State::name),
+                        __event.name(),
                     );
                     __observer.on_unhandled(&__unhandled);
                     Self::__fallback()
