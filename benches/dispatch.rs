@@ -1,1 +1,324 @@
-fn main() {}
+//! Dispatch cost of the generated `Loom::handle_event` against a hand-written
+//! machine over the same types (`support/hand.rs`, `HandLoom`: the baseline).
+//! A third machine, `HandTupleLoom` (`support/hand_tuple.rs`), is the same
+//! hand-written table in the generated code's `match (&mut state, event)`
+//! shape; it is measured on traces (a) and (b) only, to attribute the
+//! difference.
+//!
+//! Traces (built outside the timed region, fed by value so the machine drops
+//! the events' strings as a real run would; every action is dropped right
+//! away, as an executor would once it has performed it):
+//! - `a_text_turn`: `UserInput`, 2,000 `TextDelta`, text-only `Completed`
+//!   (2,002 events);
+//! - `b_tool_loop`: `UserInput`, 500 x (`Completed` with 4 tool calls, 4
+//!   `ToolCompleted` out of call order, `PostToolsHookCompleted`), text-only
+//!   `Completed` (3,002 events);
+//! - `flatness/<machine>/<n>`: `CallingLlm` with `n` messages in the
+//!   conversation, 1,000 `TextDelta` events.
+//!
+//! Before anything is measured, the machines are run in lockstep over every
+//! trace (and coverage traces that visit every row, the refused pair and the
+//! catch-all) and must return the same action for every event and be in the
+//! same state after it; the benched traces must never reach the catch-all.
+//!
+//! Modes:
+//! - `cargo bench --bench dispatch -- [criterion args]`: criterion.
+//! - `DISPATCH_CALLGRIND=<gen|hand|tuple>-<a|b|flat10|flat100|flat1000|flat10000>`
+//!   (and optionally `DISPATCH_REPS=n`, default 5): runs that trace `n`
+//!   times through `run_gen` / `run_hand` / `run_tuple` (`#[inline(never)]`,
+//!   the functions to pass to callgrind's `--toggle-collect`) and prints
+//!   `events=<total events fed>`; see `scripts/callgrind_dispatch.sh`.
+//! - `DISPATCH_AB=<rounds>`: generated, hand-written and tuple-shaped run
+//!   one after the other, round after round (default 200), on every trace;
+//!   prints min and median ns/event (wall clock, noise hits all alike).
+//! - `DISPATCH_VERIFY=0` skips the lockstep check (it runs otherwise, in
+//!   both modes; the callgrind script runs it once natively first).
+
+mod support;
+
+use agent_fsm::{Observer, Unhandled};
+use agent_fsm_examples::loom::{AgentEvent, Loom};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
+use std::hint::black_box;
+use support::hand::{HAND_UNHANDLED, HandLoom};
+use support::hand_tuple::HandTupleLoom;
+use support::traces::{self, Trace};
+
+/// Feeds `events` to the generated machine; the timed (and, under
+/// callgrind, the counted) region.
+#[inline(never)]
+fn run_gen(machine: &mut Loom, events: &mut Vec<AgentEvent>) {
+    for event in events.drain(..) {
+        black_box(machine.handle_event(event));
+    }
+}
+
+/// Feeds `events` to the hand-written machine; the timed (and counted) region.
+#[inline(never)]
+fn run_hand(machine: &mut HandLoom, events: &mut Vec<AgentEvent>) {
+    for event in events.drain(..) {
+        black_box(machine.handle_event(event));
+    }
+}
+
+/// Feeds `events` to the tuple-shaped hand-written machine (attribution only).
+#[inline(never)]
+fn run_tuple(machine: &mut HandTupleLoom, events: &mut Vec<AgentEvent>) {
+    for event in events.drain(..) {
+        black_box(machine.handle_event(event));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Verification
+
+#[derive(Default)]
+struct CountUnhandled(usize);
+
+impl Observer for CountUnhandled {
+    fn on_unhandled(&mut self, _: &Unhandled) {
+        self.0 += 1;
+    }
+}
+
+/// Runs the generated machine and both hand-written ones in lockstep over
+/// `trace`; panics on the first difference. Returns how many events the
+/// generated one and the hand-written ones (together) left unhandled.
+fn lockstep(trace: &Trace) -> (usize, usize) {
+    let mut generated = Loom::with_state(trace.start.clone(), traces::config());
+    let mut hand = HandLoom::with_state(trace.start.clone(), traces::config());
+    let mut tuple = HandTupleLoom::with_state(trace.start.clone(), traces::config());
+    let mut observer = CountUnhandled::default();
+    let hand_before = HAND_UNHANDLED.load(std::sync::atomic::Ordering::Relaxed);
+    for (i, event) in trace.events.iter().enumerate() {
+        let a = generated.handle_event_with(event.clone(), &mut observer);
+        let b = hand.handle_event(event.clone());
+        let c = tuple.handle_event(event.clone());
+        let name = &trace.name;
+        assert_eq!(a, b, "{name}: event #{i} ({event:?}): actions differ");
+        assert_eq!(a, c, "{name}: event #{i} ({event:?}): actions differ (tuple)");
+        let state = generated.state();
+        assert_eq!(state, &hand.state, "{name}: event #{i} ({event:?}): states differ");
+        assert_eq!(state, &tuple.state, "{name}: event #{i} ({event:?}): states differ (tuple)");
+    }
+    let hand_unhandled = HAND_UNHANDLED.load(std::sync::atomic::Ordering::Relaxed) - hand_before;
+    (observer.0, hand_unhandled)
+}
+
+fn verify() {
+    let mut benched = vec![traces::text_turn(), traces::tool_loop()];
+    benched.extend(traces::FLAT_SIZES.iter().map(|&n| traces::flat(n)));
+    for trace in &benched {
+        let (g, h) = lockstep(trace);
+        assert_eq!((g, h), (0, 0), "{}: a benched trace reached the catch-all", trace.name);
+    }
+    for trace in support::coverage::traces() {
+        let (g, h) = lockstep(&trace);
+        assert_eq!(2 * g, h, "{}: unhandled counts differ", trace.name);
+        assert!(g > 0, "{}: the coverage trace should reach the catch-all", trace.name);
+    }
+    eprintln!(
+        "dispatch: generated and hand-written machines agree on every trace (actions and states after every event)"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Criterion
+
+fn bench_trace(c: &mut Criterion, trace: &Trace) {
+    let mut group = c.benchmark_group(trace.name.as_str());
+    group.throughput(Throughput::Elements(trace.events.len() as u64));
+    group.bench_function("generated", |b| {
+        b.iter_batched(
+            || (Loom::with_state(trace.start.clone(), traces::config()), trace.events.clone()),
+            |(mut machine, mut events)| {
+                run_gen(&mut machine, &mut events);
+                (machine, events)
+            },
+            BatchSize::LargeInput,
+        );
+    });
+    group.bench_function("hand", |b| {
+        b.iter_batched(
+            || (HandLoom::with_state(trace.start.clone(), traces::config()), trace.events.clone()),
+            |(mut machine, mut events)| {
+                run_hand(&mut machine, &mut events);
+                (machine, events)
+            },
+            BatchSize::LargeInput,
+        );
+    });
+    group.bench_function("hand_tuple", |b| {
+        b.iter_batched(
+            || (HandTupleLoom::with_state(trace.start.clone(), traces::config()), trace.events.clone()),
+            |(mut machine, mut events)| {
+                run_tuple(&mut machine, &mut events);
+                (machine, events)
+            },
+            BatchSize::LargeInput,
+        );
+    });
+    group.finish();
+}
+
+fn bench_flatness(c: &mut Criterion) {
+    let mut group = c.benchmark_group("flatness");
+    group.throughput(Throughput::Elements(traces::FLAT_DELTAS as u64));
+    for &n in &traces::FLAT_SIZES {
+        let trace = traces::flat(n);
+        group.bench_with_input(BenchmarkId::new("generated", n), &trace, |b, trace| {
+            b.iter_batched(
+                || (Loom::with_state(trace.start.clone(), traces::config()), trace.events.clone()),
+                |(mut machine, mut events)| {
+                    run_gen(&mut machine, &mut events);
+                    (machine, events)
+                },
+                BatchSize::LargeInput,
+            );
+        });
+        group.bench_with_input(BenchmarkId::new("hand", n), &trace, |b, trace| {
+            b.iter_batched(
+                || (HandLoom::with_state(trace.start.clone(), traces::config()), trace.events.clone()),
+                |(mut machine, mut events)| {
+                    run_hand(&mut machine, &mut events);
+                    (machine, events)
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------
+// Callgrind mode
+
+fn callgrind(spec: &str) {
+    let (which, trace) =
+        spec.split_once('-').unwrap_or_else(|| panic!("DISPATCH_CALLGRIND={spec}: expected <gen|hand|tuple>-<trace>"));
+    let trace = match trace {
+        "a" => traces::text_turn(),
+        "b" => traces::tool_loop(),
+        flat if flat.starts_with("flat") => {
+            traces::flat(flat["flat".len()..].parse().unwrap_or_else(|_| panic!("bad flatness size in {spec}")))
+        }
+        other => panic!("unknown trace `{other}`; expected a, b or flat<N>"),
+    };
+    let reps: usize = std::env::var("DISPATCH_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(5);
+    let mut fed = 0;
+    for _ in 0..reps {
+        let mut events = trace.events.clone();
+        fed += events.len();
+        match which {
+            "gen" => {
+                let mut machine = Loom::with_state(trace.start.clone(), traces::config());
+                run_gen(&mut machine, &mut events);
+                black_box(&machine);
+            }
+            "hand" => {
+                let mut machine = HandLoom::with_state(trace.start.clone(), traces::config());
+                run_hand(&mut machine, &mut events);
+                black_box(&machine);
+            }
+            "tuple" => {
+                let mut machine = HandTupleLoom::with_state(trace.start.clone(), traces::config());
+                run_tuple(&mut machine, &mut events);
+                black_box(&machine);
+            }
+            other => panic!("unknown machine `{other}`; expected gen, hand or tuple"),
+        }
+    }
+    println!("events={fed}");
+}
+
+// ---------------------------------------------------------------------------
+// Interleaved A/B mode
+
+/// ns per event of one run of `trace` through `which`, setup excluded.
+fn time_once(which: &str, trace: &Trace) -> f64 {
+    let mut events = trace.events.clone();
+    let n = events.len() as f64;
+    let start = std::time::Instant::now();
+    let elapsed = match which {
+        "gen" => {
+            let mut machine = Loom::with_state(trace.start.clone(), traces::config());
+            let t = std::time::Instant::now();
+            run_gen(&mut machine, &mut events);
+            let e = t.elapsed();
+            black_box(&machine);
+            e
+        }
+        "hand" => {
+            let mut machine = HandLoom::with_state(trace.start.clone(), traces::config());
+            let t = std::time::Instant::now();
+            run_hand(&mut machine, &mut events);
+            let e = t.elapsed();
+            black_box(&machine);
+            e
+        }
+        _ => {
+            let mut machine = HandTupleLoom::with_state(trace.start.clone(), traces::config());
+            let t = std::time::Instant::now();
+            run_tuple(&mut machine, &mut events);
+            let e = t.elapsed();
+            black_box(&machine);
+            e
+        }
+    };
+    black_box(start);
+    elapsed.as_nanos() as f64 / n
+}
+
+/// `DISPATCH_AB=<rounds>`: the machines run one after the other, round
+/// after round, on each trace, so a noisy neighbour hits them alike; prints
+/// the minimum and the median ns/event of each and the ratios.
+fn ab(rounds: usize) {
+    let mut all = vec![traces::text_turn(), traces::tool_loop()];
+    all.extend(traces::FLAT_SIZES.iter().map(|&n| traces::flat(n)));
+    println!(
+        "{:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "trace", "gen min", "hand min", "tuple min", "gen med", "hand med", "tuple med", "min g/h", "med g/h"
+    );
+    for trace in &all {
+        let mut t = [Vec::new(), Vec::new(), Vec::new()];
+        for _ in 0..rounds {
+            for (i, which) in ["gen", "hand", "tuple"].iter().enumerate() {
+                t[i].push(time_once(which, trace));
+            }
+        }
+        let stats = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            (v[0], v[v.len() / 2])
+        };
+        let (gmin, gmed) = stats(&mut t[0]);
+        let (hmin, hmed) = stats(&mut t[1]);
+        let (tmin, tmed) = stats(&mut t[2]);
+        println!(
+            "{:<14} {gmin:>9.2} {hmin:>9.2} {tmin:>9.2} {gmed:>9.2} {hmed:>9.2} {tmed:>9.2} {:>9.3} {:>9.3}",
+            trace.name,
+            gmin / hmin,
+            gmed / hmed
+        );
+    }
+}
+
+fn main() {
+    // `DISPATCH_VERIFY=0` skips the lockstep check (the callgrind script
+    // runs it once natively, then skips it under valgrind).
+    if std::env::var("DISPATCH_VERIFY").as_deref() != Ok("0") {
+        verify();
+    }
+    if let Ok(spec) = std::env::var("DISPATCH_CALLGRIND") {
+        callgrind(&spec);
+        return;
+    }
+    if let Ok(rounds) = std::env::var("DISPATCH_AB") {
+        ab(rounds.parse().unwrap_or(200));
+        return;
+    }
+    let mut c = Criterion::default().configure_from_args();
+    bench_trace(&mut c, &traces::text_turn());
+    bench_trace(&mut c, &traces::tool_loop());
+    bench_flatness(&mut c);
+    c.final_summary();
+}

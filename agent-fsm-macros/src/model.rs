@@ -741,10 +741,22 @@ pub(crate) fn row_code(row: &RowModel) -> TokenStream {
     ts
 }
 
-fn ctor_code(ctor: &Ctor) -> TokenStream {
+/// The code a constructor's payload runs: field values and shorthand
+/// fields, not the field names (`Busy { n: x }` uses `x`, not `n`).
+pub(crate) fn ctor_code(ctor: &Ctor) -> TokenStream {
     match &ctor.init {
         crate::parse::Init::Unit => TokenStream::new(),
-        crate::parse::Init::Named(_, f) => f.to_token_stream(),
+        crate::parse::Init::Named(_, fields) => {
+            let mut ts = TokenStream::new();
+            for f in fields {
+                if f.colon_token.is_some() {
+                    f.expr.to_tokens(&mut ts);
+                } else {
+                    f.member.to_tokens(&mut ts);
+                }
+            }
+            ts
+        }
         crate::parse::Init::Unnamed(_, e) => e.to_token_stream(),
     }
 }

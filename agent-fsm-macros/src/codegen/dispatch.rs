@@ -130,9 +130,9 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         if let Some(e) = &row.effects {
             quote::ToTokens::to_tokens(e, &mut ts);
         }
-        ts.extend(ctor(state_ty, &row.target_ctor, &[]));
+        ts.extend(crate::model::ctor_code(&row.target_ctor));
         if let Some((_, a)) = &row.action {
-            ts.extend(ctor(n.action, a, &[]));
+            ts.extend(crate::model::ctor_code(a));
         }
         ts
     };

@@ -1,0 +1,6 @@
+//! Shared by the dispatch benchmark: the hand-written baseline and the traces.
+
+pub(crate) mod coverage;
+pub(crate) mod hand;
+pub(crate) mod hand_tuple;
+pub(crate) mod traces;

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Instructions per event (callgrind Ir) of the generated `Loom::handle_event`
+# against the hand-written baseline `HandLoom` (benches/support/hand.rs), on
+# the traces of benches/dispatch.rs: (a) a text turn, (b) a tool loop, and the
+# flatness streams (1,000 TextDelta with 10 / 100 / 1,000 / 10,000 messages
+# in the conversation). `HandTupleLoom` (the same hand-written table in the
+# generated code's `match (&mut state, event)` shape) is counted on (a) and
+# (b) to attribute the difference.
+#
+# Only `run_gen` / `run_hand` / `run_tuple` (the loop feeding the events,
+# #[inline(never)]) is counted, via --toggle-collect: dispatch, the row
+# bodies and dropping each event and action; nothing of building the traces.
+# Columns:
+#   total/ev   all instructions counted, per event
+#   disp/ev    self instructions of the dispatch functions only (generated:
+#              Loom::handle_event_with + Loom::__settle; hand-written:
+#              *::handle_event), per event: what the row bodies, allocator
+#              and drops do is excluded
+#
+# Usage: scripts/callgrind_dispatch.sh            (DISPATCH_REPS=5 by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
+reps=${DISPATCH_REPS:-5}
+
+# Build the bench binary and find it from cargo's own report.
+bin=$(cargo bench --bench dispatch --no-run --message-format=json 2>/dev/null |
+    python3 -c '
+import json, sys
+exe = None
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("target", {}).get("name") == "dispatch" and m.get("executable"):
+        exe = m["executable"]
+print(exe or "")
+')
+[ -n "$bin" ] || { echo "could not build or find the dispatch bench binary" >&2; exit 1; }
+echo "binary: $bin"
+
+# The lockstep check (same actions and states, no catch-all), once, natively.
+DISPATCH_CALLGRIND=gen-a DISPATCH_REPS=1 "$bin" 2>&1 >/dev/null | sed 's/^/check: /'
+
+out=$(mktemp -d /tmp/callgrind_dispatch.XXXXXX)
+count() { # <gen|hand|tuple> <trace> -> "total_Ir dispatch_self_Ir events"
+    local which=$1 trace=$2 events file
+    events=$(DISPATCH_VERIFY=0 DISPATCH_REPS=$reps DISPATCH_CALLGRIND="$which-$trace" \
+        valgrind --tool=callgrind --callgrind-out-file="$out/cg.$which-$trace.%p" \
+        --toggle-collect="*run_$which*" "$bin" 2>"$out/log.$which-$trace" | sed -n 's/^events=//p')
+    file=$(ls "$out"/cg."$which-$trace".*)
+    callgrind_annotate --inclusive=no --threshold=100 "$file" 2>/dev/null |
+        python3 -c '
+import re, sys
+total = disp = 0
+for line in sys.stdin:
+    m = re.match(r"\s*([\d,]+)\s+(\(\s*[\d.]+%\)\s+)?(.*)$", line)
+    if not m:
+        continue
+    n, what = int(m.group(1).replace(",", "")), m.group(3)
+    if "PROGRAM TOTALS" in what:
+        total = n
+    elif re.search(r"Loom::handle_event|Loom::__settle", what):
+        disp += n
+print(total, disp, sys.argv[1])
+' "$events"
+}
+
+printf '%-10s %7s | %9s %9s %9s %8s | %8s %8s %8s %8s\n' \
+    trace events gen/ev hand/ev tuple/ev gen/hand disp:gen hand tuple gen/hand
+for trace in a b flat10 flat100 flat1000 flat10000; do
+    read -r gir gd gev < <(count gen "$trace")
+    read -r hir hd hev < <(count hand "$trace")
+    if [[ $trace == a || $trace == b ]]; then
+        read -r tir td tev < <(count tuple "$trace")
+    else
+        tir=0 td=0 tev=$gev
+    fi
+    python3 - "$trace" "$gir" "$gd" "$gev" "$hir" "$hd" "$hev" "$tir" "$td" "$tev" <<'PY'
+import sys
+t = sys.argv[1]
+gir, gd, gev, hir, hd, hev, tir, td, tev = map(int, sys.argv[2:])
+assert gev == hev == tev, "event counts differ"
+g, h, tu = gir / gev, hir / hev, tir / tev
+dg, dh, dt = gd / gev, hd / hev, td / tev
+opt = lambda x: f"{x:.1f}" if x else "-"
+print(f"{t:<10} {gev // 1:>7} | {g:>9.1f} {h:>9.1f} {opt(tu):>9} {g / h:>8.3f} | "
+      f"{dg:>8.1f} {dh:>8.1f} {opt(dt):>8} {dg / dh:>8.3f}")
+PY
+done
+echo "(per event; $reps runs of each trace; callgrind files in $out)"
