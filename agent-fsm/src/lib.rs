@@ -7,6 +7,7 @@
 //! and the runtime drives any such machine.
 //!
 #![doc = include_str!("../../docs/dsl.md")]
+#![doc = include_str!("../../docs/performance.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Lets the generated code name `::agent_fsm` from inside this crate's own
