@@ -30,15 +30,37 @@ pub(crate) struct Names<'a> {
 pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
     let model = n.model;
     let (state, event, action) = (n.state, n.event, n.action);
-    let mut arms = Vec::new();
+    // The state is matched first (by reference), then the event by value:
+    // a `(state, event)` tuple would copy the whole event on every call.
+    let mut per_state: Vec<Vec<TokenStream>> = vec![Vec::new(); model.states.len()];
     for (r, row) in model.rows.iter().enumerate() {
         if row.event.is_none() {
             continue;
         }
         for &s in &row.sources {
-            arms.push(row_arm(n, r, row, s));
+            per_state[s].push(row_arm(n, r, row, s));
         }
     }
+    let catch_all = |state_name: TokenStream, event_expr: TokenStream| {
+        quote! {{
+            let __unhandled = ::agent_fsm::__private::unhandled(&Self::DESCRIPTION, #state_name, #event_expr.name());
+            __observer.on_unhandled(&__unhandled);
+            Self::__fallback()
+        }}
+    };
+    let arms = per_state.iter().enumerate().filter(|(_, a)| !a.is_empty()).map(|(s, arms)| {
+        let v = &model.states[s].ident;
+        let name = v.to_string();
+        let rest = catch_all(quote!(::core::option::Option::Some(#name)), quote!(__event));
+        quote! {
+            ::core::option::Option::Some(#state::#v { .. }) => match event {
+                #(#arms)*
+                #[allow(unreachable_patterns)]
+                __event => #rest
+            },
+        }
+    });
+    let others = catch_all(quote!(::core::option::Option::as_ref(__s).map(#state::name)), quote!(event));
     let settle_arms = model
         .rows
         .iter()
@@ -51,6 +73,8 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         /// `observer`; see [`handle_event`](Self::handle_event).
         // `field: field` is spelled out so the binding takes the row's span.
         #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
+        // Inlined into `handle_event`, so the event is not copied on the way in.
+        #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: #event,
@@ -59,20 +83,13 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             // Each row binds `ctx` itself, with the row's own span, so rows
             // written in different places (a variant and its base) resolve it.
             let __ctx = &mut self.context;
-            match (&mut self.state, event) {
+            let __s = &mut self.state;
+            // Refused, ignored and unlisted pairs, and a poisoned machine,
+            // end in one cold call that decides which and logs it.
+            match *__s {
                 #(#arms)*
-                // Refused, ignored and unlisted pairs, and a poisoned
-                // machine: one cold call decides which and logs it.
                 #[allow(unreachable_patterns)]
-                (__state, __event) => {
-                    let __unhandled = ::agent_fsm::__private::unhandled(
-                        &Self::DESCRIPTION,
-                        ::core::option::Option::as_ref(__state).map(#state::name),
-                        __event.name(),
-                    );
-                    __observer.on_unhandled(&__unhandled);
-                    Self::__fallback()
-                }
+                _ => #others
             }
         }
 
@@ -193,10 +210,43 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     if mentions(guard_tokens.clone(), &ctx) {
         event_shadows.push(quote!(let #ctx = &*__ctx;));
     }
-    let scrutinee_event = if eventless { None } else { Some(quote!(, #event_pat)) };
-    let tuple = |state_pat: TokenStream| {
-        if eventless { state_pat } else { quote!((#state_pat #scrutinee_event)) }
-    };
+    // Eventless rows (in `__settle`) match the state; the others match the
+    // event, inside the arm of their state.
+    let arm_pattern = |state_pat: TokenStream| if eventless { state_pat } else { quote!(#event_pat) };
+    let refutable = user_pat.is_some_and(|p| !irrefutable_below(p));
+
+    if model.in_place(row, s) && !eventless {
+        // Keeps its state: check by reference, then bind fields `&mut`.
+        let check = (guard.is_some() || refutable).then(|| {
+            let checked = user_pat.map(|p| by_reference(p, Some(&guard_tokens)));
+            let in_guard: Vec<(&Ident, Ident)> =
+                carried_used.iter().filter(|(_, b)| mentions(guard_tokens.clone(), b)).cloned().collect();
+            let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &in_guard, false);
+            let guard = guard.clone().unwrap_or_else(|| quote!(true));
+            quote! {
+                if match ::core::option::Option::as_ref(__s) {
+                    ::core::option::Option::Some(#pat) => { #(#event_shadows)* #guard }
+                    _ => false,
+                }
+            }
+        });
+        let by_ref = user_pat.map(|p| prune(p, true, Some(&body_code)));
+        let pat = state_pattern(state_ty, src_ident, by_ref.as_ref(), &carried_used, false);
+        let action = row.action.as_ref().map_or_else(|| quote!(Self::__fallback()), |(_, c)| ctor(n.action, c, &[]));
+        return quote! {
+            #event_pat #check => match __s {
+                ::core::option::Option::Some(#pat) => {
+                    #ctx_in_body
+                    #effects
+                    let __action: #action_ty = #action;
+                    #observe
+                    __action
+                }
+                // The outer arm matched this state; unreachable, without a panic.
+                _ => Self::__fallback(),
+            },
+        };
+    }
 
     if model.in_place(row, s) {
         // Keeps its state: bind fields `&mut`, no move.
@@ -213,7 +263,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             quote!(if { #(#shadows)* #(#event_shadows)* #g })
         });
         let action = row.action.as_ref().map_or_else(|| quote!(Self::__fallback()), |(_, c)| ctor(n.action, c, &[]));
-        let arm_pat = tuple(quote!(::core::option::Option::Some(#pat)));
+        let arm_pat = arm_pattern(quote!(::core::option::Option::Some(#pat)));
         return quote! {
             #arm_pat #guard => {
                 #ctx_in_body
@@ -226,7 +276,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     }
 
     // Moves the state out: check the pattern and guard by reference first.
-    let needs_check = guard.is_some() || user_pat.is_some_and(|p| !irrefutable_below(p));
+    let needs_check = guard.is_some() || refutable;
     let check = needs_check.then(|| {
         let checked = user_pat.map(|p| by_reference(p, Some(&guard_tokens)));
         let in_guard: Vec<(&Ident, Ident)> =
@@ -288,7 +338,11 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         (true, true) => quote!(continue;),
     };
     let restore = if eventless { quote!(return Self::__fallback();) } else { quote!(Self::__fallback()) };
-    let arm_pat = tuple(quote!(__s @ ::core::option::Option::Some(#state_ty::#src_ident { .. })));
+    let arm_pat = if eventless {
+        quote!(__s @ ::core::option::Option::Some(#state_ty::#src_ident { .. }))
+    } else {
+        arm_pattern(TokenStream::new())
+    };
     quote! {
         #arm_pat #check => {
             match ::core::option::Option::take(__s) {

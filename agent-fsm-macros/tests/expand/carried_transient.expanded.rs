@@ -327,237 +327,275 @@ stateDiagram-v2
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
         #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
+        #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: Event,
             __observer: &mut __O,
         ) -> Action {
             let __ctx = &mut self.context;
-            match (&mut self.state, event) {
-                (
-                    __s @ ::core::option::Option::Some(State::Idle { .. }),
-                    Event::Input(text),
-                ) => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(
-                            State::Idle { log: mut log, .. },
-                        ) => {
-                            log.push(text);
-                            let __action: Action = Action::Call(log.len());
-                            *__s = ::core::option::Option::Some(State::Calling {
-                                retries: 0,
-                                log: log,
-                            });
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "Idle",
-                                        event: ::core::option::Option::Some("Input"),
-                                        to: "Calling",
-                                        action: ::core::option::Option::Some("Call"),
-                                        row: 0usize,
-                                    },
-                                );
-                            __action
+            let __s = &mut self.state;
+            match *__s {
+                ::core::option::Option::Some(State::Idle { .. }) => {
+                    match event {
+                        Event::Input(text) => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(
+                                    State::Idle { log: mut log, .. },
+                                ) => {
+                                    log.push(text);
+                                    let __action: Action = Action::Call(log.len());
+                                    *__s = ::core::option::Option::Some(State::Calling {
+                                        retries: 0,
+                                        log: log,
+                                    });
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Idle",
+                                                event: ::core::option::Option::Some("Input"),
+                                                to: "Calling",
+                                                action: ::core::option::Option::Some("Call"),
+                                                row: 0usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
                         }
-                        __other => {
-                            *__s = __other;
+                        Event::Stop => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(State::Idle { .. }) => {
+                                    let __action: Action = Action::Halt;
+                                    *__s = ::core::option::Option::Some(State::Stopped);
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Idle",
+                                                event: ::core::option::Option::Some("Stop"),
+                                                to: "Stopped",
+                                                action: ::core::option::Option::Some("Halt"),
+                                                row: 7usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
+                        }
+                        #[allow(unreachable_patterns)]
+                        __event => {
+                            let __unhandled = ::agent_fsm::__private::unhandled(
+                                &Self::DESCRIPTION,
+                                ::core::option::Option::Some("Idle"),
+                                __event.name(),
+                            );
+                            __observer.on_unhandled(&__unhandled);
                             Self::__fallback()
                         }
                     }
                 }
-                (
-                    ::core::option::Option::Some(State::Calling { .. }),
-                    Event::Delta(text),
-                ) => {
-                    let __action: Action = Action::Show(text);
-                    __observer
-                        .on_transition(
-                            &::agent_fsm::Step {
-                                from: "Calling",
-                                event: ::core::option::Option::Some("Delta"),
-                                to: "Calling",
-                                action: ::core::option::Option::Some("Show"),
-                                row: 1usize,
-                            },
-                        );
-                    __action
-                }
-                (
-                    __s @ ::core::option::Option::Some(State::Calling { .. }),
-                    Event::Reply(reply),
-                ) => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(
-                            State::Calling { log: mut log, .. },
-                        ) => {
-                            *__s = ::core::option::Option::Some(State::Checking {
-                                reply,
-                                log: log,
-                            });
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "Calling",
-                                        event: ::core::option::Option::Some("Reply"),
-                                        to: "Checking",
-                                        action: ::core::option::Option::None,
-                                        row: 2usize,
-                                    },
-                                );
-                            Self::__settle(__s, __ctx, __observer)
+                ::core::option::Option::Some(State::Calling { .. }) => {
+                    match event {
+                        Event::Delta(text) => {
+                            match __s {
+                                ::core::option::Option::Some(State::Calling { .. }) => {
+                                    let __action: Action = Action::Show(text);
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Calling",
+                                                event: ::core::option::Option::Some("Delta"),
+                                                to: "Calling",
+                                                action: ::core::option::Option::Some("Show"),
+                                                row: 1usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                _ => Self::__fallback(),
+                            }
                         }
-                        __other => {
-                            *__s = __other;
+                        Event::Reply(reply) => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(
+                                    State::Calling { log: mut log, .. },
+                                ) => {
+                                    *__s = ::core::option::Option::Some(State::Checking {
+                                        reply,
+                                        log: log,
+                                    });
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Calling",
+                                                event: ::core::option::Option::Some("Reply"),
+                                                to: "Checking",
+                                                action: ::core::option::Option::None,
+                                                row: 2usize,
+                                            },
+                                        );
+                                    Self::__settle(__s, __ctx, __observer)
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
+                        }
+                        Event::Failed if match ::core::option::Option::as_ref(__s) {
+                            ::core::option::Option::Some(
+                                State::Calling { retries, .. },
+                            ) => {
+                                let ctx = &*__ctx;
+                                {
+                                    let __guard: bool = *retries + 1 < ctx.max_retries;
+                                    __guard
+                                }
+                            }
+                            _ => false,
+                        } => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(
+                                    State::Calling { retries, log: mut log, .. },
+                                ) => {
+                                    let __action: Action = Action::Retry(retries + 1);
+                                    *__s = ::core::option::Option::Some(State::Calling {
+                                        retries: retries + 1,
+                                        log: log,
+                                    });
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Calling",
+                                                event: ::core::option::Option::Some("Failed"),
+                                                to: "Calling",
+                                                action: ::core::option::Option::Some("Retry"),
+                                                row: 3usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
+                        }
+                        Event::Failed => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(
+                                    State::Calling { log: mut log, .. },
+                                ) => {
+                                    let __action: Action = Action::Wait;
+                                    *__s = ::core::option::Option::Some(State::Idle {
+                                        log: log,
+                                    });
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Calling",
+                                                event: ::core::option::Option::Some("Failed"),
+                                                to: "Idle",
+                                                action: ::core::option::Option::Some("Wait"),
+                                                row: 4usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
+                        }
+                        Event::Stop => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(State::Calling { .. }) => {
+                                    let __action: Action = Action::Halt;
+                                    *__s = ::core::option::Option::Some(State::Stopped);
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Calling",
+                                                event: ::core::option::Option::Some("Stop"),
+                                                to: "Stopped",
+                                                action: ::core::option::Option::Some("Halt"),
+                                                row: 8usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
+                        }
+                        #[allow(unreachable_patterns)]
+                        __event => {
+                            let __unhandled = ::agent_fsm::__private::unhandled(
+                                &Self::DESCRIPTION,
+                                ::core::option::Option::Some("Calling"),
+                                __event.name(),
+                            );
+                            __observer.on_unhandled(&__unhandled);
                             Self::__fallback()
                         }
                     }
                 }
-                (
-                    __s @ ::core::option::Option::Some(State::Calling { .. }),
-                    Event::Failed,
-                ) if match ::core::option::Option::as_ref(__s) {
-                    ::core::option::Option::Some(State::Calling { retries, .. }) => {
-                        let ctx = &*__ctx;
-                        {
-                            let __guard: bool = *retries + 1 < ctx.max_retries;
-                            __guard
+                ::core::option::Option::Some(State::Stopped { .. }) => {
+                    match event {
+                        Event::Stop => {
+                            match __s {
+                                ::core::option::Option::Some(State::Stopped { .. }) => {
+                                    let __action: Action = Action::Halt;
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Stopped",
+                                                event: ::core::option::Option::Some("Stop"),
+                                                to: "Stopped",
+                                                action: ::core::option::Option::Some("Halt"),
+                                                row: 9usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                _ => Self::__fallback(),
+                            }
                         }
-                    }
-                    _ => false,
-                } => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(
-                            State::Calling { retries, log: mut log, .. },
-                        ) => {
-                            let __action: Action = Action::Retry(retries + 1);
-                            *__s = ::core::option::Option::Some(State::Calling {
-                                retries: retries + 1,
-                                log: log,
-                            });
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "Calling",
-                                        event: ::core::option::Option::Some("Failed"),
-                                        to: "Calling",
-                                        action: ::core::option::Option::Some("Retry"),
-                                        row: 3usize,
-                                    },
-                                );
-                            __action
-                        }
-                        __other => {
-                            *__s = __other;
+                        #[allow(unreachable_patterns)]
+                        __event => {
+                            let __unhandled = ::agent_fsm::__private::unhandled(
+                                &Self::DESCRIPTION,
+                                ::core::option::Option::Some("Stopped"),
+                                __event.name(),
+                            );
+                            __observer.on_unhandled(&__unhandled);
                             Self::__fallback()
                         }
                     }
-                }
-                (
-                    __s @ ::core::option::Option::Some(State::Calling { .. }),
-                    Event::Failed,
-                ) => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(
-                            State::Calling { log: mut log, .. },
-                        ) => {
-                            let __action: Action = Action::Wait;
-                            *__s = ::core::option::Option::Some(State::Idle {
-                                log: log,
-                            });
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "Calling",
-                                        event: ::core::option::Option::Some("Failed"),
-                                        to: "Idle",
-                                        action: ::core::option::Option::Some("Wait"),
-                                        row: 4usize,
-                                    },
-                                );
-                            __action
-                        }
-                        __other => {
-                            *__s = __other;
-                            Self::__fallback()
-                        }
-                    }
-                }
-                (__s @ ::core::option::Option::Some(State::Idle { .. }), Event::Stop) => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(State::Idle { .. }) => {
-                            let __action: Action = Action::Halt;
-                            *__s = ::core::option::Option::Some(State::Stopped);
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "Idle",
-                                        event: ::core::option::Option::Some("Stop"),
-                                        to: "Stopped",
-                                        action: ::core::option::Option::Some("Halt"),
-                                        row: 7usize,
-                                    },
-                                );
-                            __action
-                        }
-                        __other => {
-                            *__s = __other;
-                            Self::__fallback()
-                        }
-                    }
-                }
-                (
-                    __s @ ::core::option::Option::Some(State::Calling { .. }),
-                    Event::Stop,
-                ) => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(State::Calling { .. }) => {
-                            let __action: Action = Action::Halt;
-                            *__s = ::core::option::Option::Some(State::Stopped);
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "Calling",
-                                        event: ::core::option::Option::Some("Stop"),
-                                        to: "Stopped",
-                                        action: ::core::option::Option::Some("Halt"),
-                                        row: 8usize,
-                                    },
-                                );
-                            __action
-                        }
-                        __other => {
-                            *__s = __other;
-                            Self::__fallback()
-                        }
-                    }
-                }
-                (::core::option::Option::Some(State::Stopped { .. }), Event::Stop) => {
-                    let __action: Action = Action::Halt;
-                    __observer
-                        .on_transition(
-                            &::agent_fsm::Step {
-                                from: "Stopped",
-                                event: ::core::option::Option::Some("Stop"),
-                                to: "Stopped",
-                                action: ::core::option::Option::Some("Halt"),
-                                row: 9usize,
-                            },
-                        );
-                    __action
                 }
                 #[allow(unreachable_patterns)]
-                (__state, __event) => {
+                _ => {
                     let __unhandled = ::agent_fsm::__private::unhandled(
                         &Self::DESCRIPTION,
-                        ::core::option::Option::as_ref(__state).map(State::name),
-                        __event.name(),
+                        ::core::option::Option::as_ref(__s).map(State::name),
+                        event.name(),
                     );
                     __observer.on_unhandled(&__unhandled);
                     Self::__fallback()

@@ -225,93 +225,127 @@ stateDiagram-v2
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
         #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
+        #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: Event,
             __observer: &mut __O,
         ) -> Action {
             let __ctx = &mut self.context;
-            match (&mut self.state, event) {
-                (
-                    __s @ ::core::option::Option::Some(State::Closed { .. }),
-                    Event::Push,
-                ) => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(State::Closed { .. }) => {
-                            let __action: Action = Action::Creak;
-                            *__s = ::core::option::Option::Some(State::Open);
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "Closed",
-                                        event: ::core::option::Option::Some("Push"),
-                                        to: "Open",
-                                        action: ::core::option::Option::Some("Creak"),
-                                        row: 0usize,
-                                    },
-                                );
-                            __action
+            let __s = &mut self.state;
+            match *__s {
+                ::core::option::Option::Some(State::Closed { .. }) => {
+                    match event {
+                        Event::Push => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(State::Closed { .. }) => {
+                                    let __action: Action = Action::Creak;
+                                    *__s = ::core::option::Option::Some(State::Open);
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Closed",
+                                                event: ::core::option::Option::Some("Push"),
+                                                to: "Open",
+                                                action: ::core::option::Option::Some("Creak"),
+                                                row: 0usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
                         }
-                        __other => {
-                            *__s = __other;
+                        Event::Knock(
+                            times,
+                        ) if match ::core::option::Option::as_ref(__s) {
+                            ::core::option::Option::Some(State::Closed { .. }) => {
+                                let times = &times;
+                                {
+                                    let __guard: bool = *times > 2;
+                                    __guard
+                                }
+                            }
+                            _ => false,
+                        } => {
+                            match __s {
+                                ::core::option::Option::Some(State::Closed { .. }) => {
+                                    let __action: Action = Action::Answer(times);
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Closed",
+                                                event: ::core::option::Option::Some("Knock"),
+                                                to: "Closed",
+                                                action: ::core::option::Option::Some("Answer"),
+                                                row: 1usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                _ => Self::__fallback(),
+                            }
+                        }
+                        #[allow(unreachable_patterns)]
+                        __event => {
+                            let __unhandled = ::agent_fsm::__private::unhandled(
+                                &Self::DESCRIPTION,
+                                ::core::option::Option::Some("Closed"),
+                                __event.name(),
+                            );
+                            __observer.on_unhandled(&__unhandled);
                             Self::__fallback()
                         }
                     }
                 }
-                (
-                    ::core::option::Option::Some(State::Closed { .. }),
-                    Event::Knock(times),
-                ) if {
-                    let times = &times;
-                    {
-                        let __guard: bool = *times > 2;
-                        __guard
-                    }
-                } => {
-                    let __action: Action = Action::Answer(times);
-                    __observer
-                        .on_transition(
-                            &::agent_fsm::Step {
-                                from: "Closed",
-                                event: ::core::option::Option::Some("Knock"),
-                                to: "Closed",
-                                action: ::core::option::Option::Some("Answer"),
-                                row: 1usize,
-                            },
-                        );
-                    __action
-                }
-                (__s @ ::core::option::Option::Some(State::Open { .. }), Event::Pull) => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(State::Open { .. }) => {
-                            let __action: Action = Action::Creak;
-                            *__s = ::core::option::Option::Some(State::Closed);
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "Open",
-                                        event: ::core::option::Option::Some("Pull"),
-                                        to: "Closed",
-                                        action: ::core::option::Option::Some("Creak"),
-                                        row: 2usize,
-                                    },
-                                );
-                            __action
+                ::core::option::Option::Some(State::Open { .. }) => {
+                    match event {
+                        Event::Pull => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(State::Open { .. }) => {
+                                    let __action: Action = Action::Creak;
+                                    *__s = ::core::option::Option::Some(State::Closed);
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Open",
+                                                event: ::core::option::Option::Some("Pull"),
+                                                to: "Closed",
+                                                action: ::core::option::Option::Some("Creak"),
+                                                row: 2usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
                         }
-                        __other => {
-                            *__s = __other;
+                        #[allow(unreachable_patterns)]
+                        __event => {
+                            let __unhandled = ::agent_fsm::__private::unhandled(
+                                &Self::DESCRIPTION,
+                                ::core::option::Option::Some("Open"),
+                                __event.name(),
+                            );
+                            __observer.on_unhandled(&__unhandled);
                             Self::__fallback()
                         }
                     }
                 }
                 #[allow(unreachable_patterns)]
-                (__state, __event) => {
+                _ => {
                     let __unhandled = ::agent_fsm::__private::unhandled(
                         &Self::DESCRIPTION,
-                        ::core::option::Option::as_ref(__state).map(State::name),
-                        __event.name(),
+                        ::core::option::Option::as_ref(__s).map(State::name),
+                        event.name(),
                     );
                     __observer.on_unhandled(&__unhandled);
                     Self::__fallback()

@@ -239,145 +239,183 @@ stateDiagram-v2
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
         #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
+        #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: Event,
             __observer: &mut __O,
         ) -> Action {
             let __ctx = &mut self.context;
-            match (&mut self.state, event) {
-                (
-                    __s @ ::core::option::Option::Some(State::Off { .. }),
-                    Event::Toggle,
-                ) => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(State::Off { .. }) => {
-                            let __action: Action = Action::Glow;
-                            *__s = ::core::option::Option::Some(State::On);
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "Off",
-                                        event: ::core::option::Option::Some("Toggle"),
-                                        to: "On",
-                                        action: ::core::option::Option::Some("Glow"),
-                                        row: 0usize,
-                                    },
-                                );
-                            __action
+            let __s = &mut self.state;
+            match *__s {
+                ::core::option::Option::Some(State::Off { .. }) => {
+                    match event {
+                        Event::Toggle => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(State::Off { .. }) => {
+                                    let __action: Action = Action::Glow;
+                                    *__s = ::core::option::Option::Some(State::On);
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Off",
+                                                event: ::core::option::Option::Some("Toggle"),
+                                                to: "On",
+                                                action: ::core::option::Option::Some("Glow"),
+                                                row: 0usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
                         }
-                        __other => {
-                            *__s = __other;
+                        Event::Smash => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(State::Off { .. }) => {
+                                    let __action: Action = Action::Sparks;
+                                    *__s = ::core::option::Option::Some(State::Broken);
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Off",
+                                                event: ::core::option::Option::Some("Smash"),
+                                                to: "Broken",
+                                                action: ::core::option::Option::Some("Sparks"),
+                                                row: 2usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
+                        }
+                        #[allow(unreachable_patterns)]
+                        __event => {
+                            let __unhandled = ::agent_fsm::__private::unhandled(
+                                &Self::DESCRIPTION,
+                                ::core::option::Option::Some("Off"),
+                                __event.name(),
+                            );
+                            __observer.on_unhandled(&__unhandled);
                             Self::__fallback()
                         }
                     }
                 }
-                (__s @ ::core::option::Option::Some(State::On { .. }), Event::Toggle) => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(State::On { .. }) => {
-                            let __action: Action = Action::Dark;
-                            *__s = ::core::option::Option::Some(State::Off);
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "On",
-                                        event: ::core::option::Option::Some("Toggle"),
-                                        to: "Off",
-                                        action: ::core::option::Option::Some("Dark"),
-                                        row: 1usize,
-                                    },
-                                );
-                            __action
+                ::core::option::Option::Some(State::On { .. }) => {
+                    match event {
+                        Event::Toggle => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(State::On { .. }) => {
+                                    let __action: Action = Action::Dark;
+                                    *__s = ::core::option::Option::Some(State::Off);
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "On",
+                                                event: ::core::option::Option::Some("Toggle"),
+                                                to: "Off",
+                                                action: ::core::option::Option::Some("Dark"),
+                                                row: 1usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
                         }
-                        __other => {
-                            *__s = __other;
+                        Event::Smash => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(State::On { .. }) => {
+                                    let __action: Action = Action::Sparks;
+                                    *__s = ::core::option::Option::Some(State::Broken);
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "On",
+                                                event: ::core::option::Option::Some("Smash"),
+                                                to: "Broken",
+                                                action: ::core::option::Option::Some("Sparks"),
+                                                row: 3usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
+                        }
+                        #[allow(unreachable_patterns)]
+                        __event => {
+                            let __unhandled = ::agent_fsm::__private::unhandled(
+                                &Self::DESCRIPTION,
+                                ::core::option::Option::Some("On"),
+                                __event.name(),
+                            );
+                            __observer.on_unhandled(&__unhandled);
                             Self::__fallback()
                         }
                     }
                 }
-                (__s @ ::core::option::Option::Some(State::Off { .. }), Event::Smash) => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(State::Off { .. }) => {
-                            let __action: Action = Action::Sparks;
-                            *__s = ::core::option::Option::Some(State::Broken);
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "Off",
-                                        event: ::core::option::Option::Some("Smash"),
-                                        to: "Broken",
-                                        action: ::core::option::Option::Some("Sparks"),
-                                        row: 2usize,
-                                    },
-                                );
-                            __action
+                ::core::option::Option::Some(State::Broken { .. }) => {
+                    match event {
+                        Event::Repair => {
+                            match ::core::option::Option::take(__s) {
+                                #[allow(unused_mut)]
+                                ::core::option::Option::Some(State::Broken { .. }) => {
+                                    let __action: Action = Action::Dark;
+                                    *__s = ::core::option::Option::Some(State::Off);
+                                    __observer
+                                        .on_transition(
+                                            &::agent_fsm::Step {
+                                                from: "Broken",
+                                                event: ::core::option::Option::Some("Repair"),
+                                                to: "Off",
+                                                action: ::core::option::Option::Some("Dark"),
+                                                row: 4usize,
+                                            },
+                                        );
+                                    __action
+                                }
+                                __other => {
+                                    *__s = __other;
+                                    Self::__fallback()
+                                }
+                            }
                         }
-                        __other => {
-                            *__s = __other;
-                            Self::__fallback()
-                        }
-                    }
-                }
-                (__s @ ::core::option::Option::Some(State::On { .. }), Event::Smash) => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(State::On { .. }) => {
-                            let __action: Action = Action::Sparks;
-                            *__s = ::core::option::Option::Some(State::Broken);
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "On",
-                                        event: ::core::option::Option::Some("Smash"),
-                                        to: "Broken",
-                                        action: ::core::option::Option::Some("Sparks"),
-                                        row: 3usize,
-                                    },
-                                );
-                            __action
-                        }
-                        __other => {
-                            *__s = __other;
-                            Self::__fallback()
-                        }
-                    }
-                }
-                (
-                    __s @ ::core::option::Option::Some(State::Broken { .. }),
-                    Event::Repair,
-                ) => {
-                    match ::core::option::Option::take(__s) {
-                        #[allow(unused_mut)]
-                        ::core::option::Option::Some(State::Broken { .. }) => {
-                            let __action: Action = Action::Dark;
-                            *__s = ::core::option::Option::Some(State::Off);
-                            __observer
-                                .on_transition(
-                                    &::agent_fsm::Step {
-                                        from: "Broken",
-                                        event: ::core::option::Option::Some("Repair"),
-                                        to: "Off",
-                                        action: ::core::option::Option::Some("Dark"),
-                                        row: 4usize,
-                                    },
-                                );
-                            __action
-                        }
-                        __other => {
-                            *__s = __other;
+                        #[allow(unreachable_patterns)]
+                        __event => {
+                            let __unhandled = ::agent_fsm::__private::unhandled(
+                                &Self::DESCRIPTION,
+                                ::core::option::Option::Some("Broken"),
+                                __event.name(),
+                            );
+                            __observer.on_unhandled(&__unhandled);
                             Self::__fallback()
                         }
                     }
                 }
                 #[allow(unreachable_patterns)]
-                (__state, __event) => {
+                _ => {
                     let __unhandled = ::agent_fsm::__private::unhandled(
                         &Self::DESCRIPTION,
-                        ::core::option::Option::as_ref(__state).map(State::name),
-                        __event.name(),
+                        ::core::option::Option::as_ref(__s).map(State::name),
+                        event.name(),
                     );
                     __observer.on_unhandled(&__unhandled);
                     Self::__fallback()
