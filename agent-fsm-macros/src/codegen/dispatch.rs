@@ -215,21 +215,25 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let arm_pattern = |state_pat: TokenStream| if eventless { state_pat } else { quote!(#event_pat) };
     let refutable = user_pat.is_some_and(|p| !irrefutable_below(p));
 
-    if model.in_place(row, s) && !eventless {
-        // Keeps its state: check by reference, then bind fields `&mut`.
-        let check = (guard.is_some() || refutable).then(|| {
-            let checked = user_pat.map(|p| by_reference(p, Some(&guard_tokens)));
-            let in_guard: Vec<(&Ident, Ident)> =
-                carried_used.iter().filter(|(_, b)| mentions(guard_tokens.clone(), b)).cloned().collect();
-            let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &in_guard, false);
-            let guard = guard.clone().unwrap_or_else(|| quote!(true));
-            quote! {
-                if match ::core::option::Option::as_ref(__s) {
-                    ::core::option::Option::Some(#pat) => { #(#event_shadows)* #guard }
-                    _ => false,
-                }
+    // The pattern and guard are checked by reference before the arm is
+    // taken, so a refusing row leaves the state as it was.
+    let check = (guard.is_some() || refutable).then(|| {
+        let checked = user_pat.map(|p| by_reference(p, Some(&guard_tokens)));
+        let in_guard: Vec<(&Ident, Ident)> =
+            carried_used.iter().filter(|(_, b)| mentions(guard_tokens.clone(), b)).cloned().collect();
+        let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &in_guard, false);
+        let guard = guard.clone().unwrap_or_else(|| quote!(true));
+        quote! {
+            if match ::core::option::Option::as_ref(__s) {
+                ::core::option::Option::Some(#pat) => { #(#event_shadows)* #guard }
+                _ => false,
             }
-        });
+        }
+    });
+
+    // Keeps its state: bind fields `&mut`, no move. (Never eventless: a
+    // transient state staying in itself is rejected by validation.)
+    if model.in_place(row, s) {
         let by_ref = user_pat.map(|p| prune(p, true, Some(&body_code)));
         let pat = state_pattern(state_ty, src_ident, by_ref.as_ref(), &carried_used, false);
         let action = row.action.as_ref().map_or_else(|| quote!(Self::__fallback()), |(_, c)| ctor(n.action, c, &[]));
@@ -248,48 +252,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         };
     }
 
-    if model.in_place(row, s) {
-        // Keeps its state: bind fields `&mut`, no move.
-        let by_ref = user_pat.map(|p| by_reference(p, None));
-        let pat = state_pattern(state_ty, src_ident, by_ref.as_ref(), &carried_used, false);
-        let mut state_bindings = Vec::new();
-        if let Some(p) = user_pat {
-            bindings(p, &mut state_bindings);
-        }
-        state_bindings.extend(carried_used.iter().map(|(_, b)| b.clone()));
-        let guard = guard.map(|g| {
-            let shadows =
-                state_bindings.iter().filter(|b| mentions(guard_tokens.clone(), b)).map(|b| quote!(let #b = &*#b;));
-            quote!(if { #(#shadows)* #(#event_shadows)* #g })
-        });
-        let action = row.action.as_ref().map_or_else(|| quote!(Self::__fallback()), |(_, c)| ctor(n.action, c, &[]));
-        let arm_pat = arm_pattern(quote!(::core::option::Option::Some(#pat)));
-        return quote! {
-            #arm_pat #guard => {
-                #ctx_in_body
-                #effects
-                let __action: #action_ty = #action;
-                #observe
-                __action
-            }
-        };
-    }
-
-    // Moves the state out: check the pattern and guard by reference first.
-    let needs_check = guard.is_some() || refutable;
-    let check = needs_check.then(|| {
-        let checked = user_pat.map(|p| by_reference(p, Some(&guard_tokens)));
-        let in_guard: Vec<(&Ident, Ident)> =
-            carried_used.iter().filter(|(_, b)| mentions(guard_tokens.clone(), b)).cloned().collect();
-        let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &in_guard, false);
-        let guard = guard.clone().unwrap_or_else(|| quote!(true));
-        quote! {
-            if match ::core::option::Option::as_ref(__s) {
-                ::core::option::Option::Some(#pat) => { #(#event_shadows)* #guard }
-                _ => false,
-            }
-        }
-    });
+    // Moves the state out.
     let carried_moved: Vec<(&Ident, Ident)> = if src.carries {
         model
             .carried
