@@ -120,6 +120,19 @@ fn tool_error(message: impl Into<String>) -> ToolError {
     ToolError { message: message.into() }
 }
 
+/// `path` under `root`: the one confinement rule of every agent's tools.
+/// An empty path, an absolute one, or one using `..` is refused.
+///
+/// # Errors
+/// Says which path was refused.
+pub fn confined(root: &Path, path: &str) -> Result<PathBuf, String> {
+    let relative = Path::new(path);
+    if path.is_empty() || relative.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+        return Err(format!("`{path}` is not a path inside the workspace"));
+    }
+    Ok(root.join(relative))
+}
+
 /// A directory the tools may touch, and nothing outside it.
 #[derive(Debug, Clone)]
 pub struct Workspace {
@@ -141,13 +154,9 @@ impl Workspace {
         &self.root
     }
 
-    /// `path` inside the workspace, refusing absolute paths and `..`.
+    /// `path` inside the workspace; see [`confined`].
     fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
-        let relative = Path::new(path);
-        if relative.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
-            return Err(tool_error(format!("`{path}` leaves the workspace")));
-        }
-        Ok(self.root.join(relative))
+        confined(&self.root, path).map_err(tool_error)
     }
 
     fn arg<'a>(call: &'a ToolCall, name: &str) -> Result<&'a str, ToolError> {

@@ -69,7 +69,7 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -295,11 +295,7 @@ impl Workspace {
     /// # Errors
     /// An empty or absolute path, or one using `..`.
     pub fn resolve(&self, path: &str) -> Result<PathBuf, String> {
-        let relative = Path::new(path);
-        if path.is_empty() || relative.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
-            return Err(format!("`{path}` is not a path inside the workspace"));
-        }
-        Ok(self.root.join(relative))
+        crate::coding_agent::confined(&self.root, path)
     }
 
     /// Runs one tool call and returns what the tool says.

@@ -58,7 +58,7 @@ async fn tools_stay_inside_the_workspace() {
         arguments: args,
     };
     let escape = ws.run(&call("read_file", serde_json::json!({ "path": "../etc/passwd" }))).await;
-    assert!(escape.expect_err("escape refused").message.contains("leaves the workspace"));
+    assert!(escape.expect_err("escape refused").message.contains("is not a path inside the workspace"));
     let absolute = ws.run(&call("write_file", serde_json::json!({ "path": "/tmp/x", "content": "" }))).await;
     assert!(absolute.is_err());
     let unknown = ws.run(&call("rm_rf", serde_json::json!({}))).await;
