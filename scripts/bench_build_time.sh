@@ -10,7 +10,8 @@
 # 2. builds the dependencies (and both crates once);
 # 3. unless --no-equiv: runs the test that feeds 50,000 pseudo-random events
 #    to both machines and asserts the same actions and states;
-# 4. times `touch src/lib.rs && cargo build` (debug) of each crate, N runs
+# 4. times `touch src/lib.rs && cargo build` (debug) of each crate (the
+#    table, the table with `typestate = false`, the hand-written match), N runs
 #    (default 3) interleaved, and prints the medians; with --fresh, the same
 #    again with CARGO_INCREMENTAL=0; then the same after editing one row
 #    (incremental), the edit-compile cycle of someone changing the table;
@@ -51,7 +52,7 @@ echo "agent-fsm-macros source fingerprint: $fingerprint ($(date -u +%Y-%m-%dT%H:
 
 log="$out/build.log"
 echo "building dependencies (and both crates once)..."
-if ! cargo build -p bigtable-gen -p bigtable-hand >"$log" 2>&1; then
+if ! cargo build -p bigtable-gen -p bigtable-lean -p bigtable-hand >"$log" 2>&1; then
     echo "the build failed; the macro may reject the table:" >&2
     grep -E '^(error|warning: unused)' -A6 "$log" | head -60 >&2
     exit 1
@@ -91,17 +92,20 @@ timed() { # <crate dir> <cargo subcommand> -> seconds
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 measure() { # <label>
-    local label=$1 g="" h="" i
+    local label=$1 g="" l="" h="" i
     for i in $(seq "$runs"); do
         g="$g $(timed gen build)"
+        l="$l $(timed lean build)"
         h="$h $(timed hand build)"
     done
-    local gm hm
+    local gm lm hm
     gm=$(echo "$g" | median)
+    lm=$(echo "$l" | median)
     hm=$(echo "$h" | median)
-    printf '%-26s generated: median %7.2f s  (runs:%s)\n' "$label" "$gm" "$g"
-    printf '%-26s hand:      median %7.2f s  (runs:%s)\n' "" "$hm" "$h"
-    python3 -c "print(f'{\"\":26} generated / hand: {$gm / $hm:.0f}x; target generated < 0.5 s: {\"met\" if $gm < 0.5 else \"NOT met\"}')"
+    printf '%-28s generated: median %7.2f s  (runs:%s)\n' "$label" "$gm" "$g"
+    printf '%-28s no typed:  median %7.2f s  (runs:%s)\n' "" "$lm" "$l"
+    printf '%-28s hand:      median %7.2f s  (runs:%s)\n' "" "$hm" "$h"
+    python3 -c "print(f'{\"\":28} generated / hand: {$gm / $hm:.1f}x, without the typestate view {$lm / $hm:.1f}x; target generated < 0.5 s: {\"met\" if $gm < 0.5 else \"NOT met\"}')"
 }
 
 echo

@@ -13,3 +13,4 @@ syn::custom_keyword!(extends);
 syn::custom_keyword!(replace);
 syn::custom_keyword!(remove);
 syn::custom_keyword!(state);
+syn::custom_keyword!(typestate);

@@ -96,6 +96,8 @@ pub(crate) struct Model {
     pub(crate) strict: bool,
     /// Derive serde on the enums.
     pub(crate) serde: bool,
+    /// Generate the typestate view (`typestate = false` turns it off).
+    pub(crate) typestate: bool,
     /// The user's invariant check, if declared.
     pub(crate) invariants: Option<syn::Path>,
     /// The `transitions` path of the table, for table-wide errors.
@@ -105,6 +107,75 @@ pub(crate) struct Model {
     pub(crate) export: Option<(Ident, TokenStream, TokenStream)>,
     /// Set when this machine is a variant of another.
     pub(crate) variant: Option<VariantInfo>,
+    /// Rows by source state and event, built on first use (after the
+    /// table is final) so checks and codegen never rescan the table per
+    /// pair: a 2,000-row table would otherwise cost millions of scans.
+    pub(crate) index: std::cell::OnceCell<RowIndex>,
+}
+
+/// Row indices, in table order, by what they leave.
+pub(crate) struct RowIndex {
+    events: usize,
+    /// Event rows by `state * events + event`.
+    by_pair: Vec<Vec<usize>>,
+    /// Eventless rows by state.
+    eventless: Vec<Vec<usize>>,
+    /// Every row by state.
+    by_source: Vec<Vec<usize>>,
+}
+
+impl RowIndex {
+    fn new(model: &Model) -> Self {
+        let (n_states, events) = (model.states.len(), model.events.len());
+        let mut index = RowIndex {
+            events,
+            by_pair: vec![Vec::new(); n_states * events],
+            eventless: vec![Vec::new(); n_states],
+            by_source: vec![Vec::new(); n_states],
+        };
+        for (r, row) in model.rows.iter().enumerate() {
+            for &s in &row.sources {
+                index.by_source[s].push(r);
+                match &row.event {
+                    Some((e, _)) => index.by_pair[s * events + e].push(r),
+                    None => index.eventless[s].push(r),
+                }
+            }
+        }
+        index
+    }
+
+    /// The rows for `state + event`.
+    pub(crate) fn pair(&self, state: usize, event: usize) -> &[usize] {
+        &self.by_pair[state * self.events + event]
+    }
+
+    /// The eventless rows of `state`.
+    pub(crate) fn eventless(&self, state: usize) -> &[usize] {
+        &self.eventless[state]
+    }
+
+    /// Every row leaving `state`.
+    pub(crate) fn from(&self, state: usize) -> &[usize] {
+        &self.by_source[state]
+    }
+
+    /// The rows sharing a source and an event (or eventlessness) with
+    /// `row`, in table order.
+    pub(crate) fn siblings(&self, row: &RowModel) -> Vec<usize> {
+        let mut out: Vec<usize> = row
+            .sources
+            .iter()
+            .flat_map(|&s| match &row.event {
+                Some((e, _)) => self.pair(s, *e),
+                None => self.eventless(s),
+            })
+            .copied()
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
 }
 
 /// What errors about a variant say and where they point.
@@ -121,6 +192,11 @@ pub(crate) struct VariantInfo {
 }
 
 impl Model {
+    /// The row index; the table must be final.
+    pub(crate) fn index(&self) -> &RowIndex {
+        self.index.get_or_init(|| RowIndex::new(self))
+    }
+
     pub(crate) fn state_index(&self, ident: &Ident) -> Option<usize> {
         self.states.iter().position(|s| s.ident == *ident)
     }
@@ -215,10 +291,12 @@ impl Model {
             fallback: None,
             strict: args.strict.is_some(),
             serde: args.serde.is_some(),
+            typestate: args.typestate.as_ref().is_none_or(syn::LitBool::value),
             invariants: args.invariants.clone(),
             export: None,
             variant: None,
             table_span,
+            index: std::cell::OnceCell::new(),
         };
         if let Some(ctor) = args.fallback {
             if let Some(i) = model.resolve_action(cx, &ctor.ident) {

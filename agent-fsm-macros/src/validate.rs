@@ -114,8 +114,7 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
         if state.transient.is_none() {
             continue;
         }
-        let eventless: Vec<&RowModel> =
-            model.rows.iter().filter(|r| r.event.is_none() && r.sources.contains(&i)).collect();
+        let eventless: Vec<&RowModel> = model.index().eventless(i).iter().map(|&r| &model.rows[r]).collect();
         if eventless.last().is_none_or(|r| r.guard.is_some()) {
             cx.error_spanned_by(
                 &state.ident,
@@ -150,7 +149,7 @@ fn check_transient_cycles(cx: &Ctxt, model: &Model) {
             return;
         }
         stack.push(s);
-        for row in model.rows.iter().filter(|r| r.event.is_none() && r.sources.contains(&s)) {
+        for row in model.index().eventless(s).iter().map(|&r| &model.rows[r]) {
             if model.states[row.target].transient.is_some() && row.target != s {
                 visit(model, row.target, stack, done, cx);
             }
@@ -194,10 +193,11 @@ fn check_missing_action(cx: &Ctxt, model: &Model) {
 
 /// Two identical rows can only mean a copy-paste slip: the second never fires.
 fn check_duplicate_rows(cx: &Ctxt, model: &Model) {
+    let index = model.index();
     for (j, later) in model.rows.iter().enumerate() {
-        for earlier in &model.rows[..j] {
-            let same_source = earlier.sources.iter().any(|s| later.sources.contains(s));
-            if same_source && earlier.key == later.key {
+        // Rows with the same key share the event, so only siblings can match.
+        for earlier in index.siblings(later).into_iter().take_while(|&i| i < j).map(|i| &model.rows[i]) {
+            if earlier.key == later.key {
                 if later.from_base && !earlier.from_base {
                     let base = model.variant.as_ref().map_or("the base", |v| v.base.as_str());
                     cx.error_at(
@@ -221,8 +221,11 @@ fn check_duplicate_rows(cx: &Ctxt, model: &Model) {
 fn check_shadowed_rows(cx: &Ctxt, model: &Model) {
     // A variant row that hides several base rows is reported once.
     let mut blamed: BTreeSet<usize> = BTreeSet::new();
+    let index = model.index();
     for (j, later) in model.rows.iter().enumerate() {
-        for (i, earlier) in model.rows[..j].iter().enumerate() {
+        // Only rows for the same (state, event) can hide this one.
+        for i in index.siblings(later).into_iter().take_while(|&i| i < j) {
+            let earlier = &model.rows[i];
             if earlier.guard.is_some() {
                 continue;
             }
@@ -308,7 +311,7 @@ fn check_states_have_exits(cx: &Ctxt, model: &Model) {
         if state.terminal.is_some() || state.transient.is_some() {
             continue;
         }
-        let exits = model.rows.iter().any(|r| r.sources.contains(&i) && r.target != i);
+        let exits = model.index().from(i).iter().any(|&r| model.rows[r].target != i);
         if !exits {
             cx.error_spanned_by(
                 &state.ident,
@@ -332,7 +335,7 @@ fn check_unreachable_states(cx: &Ctxt, model: &Model) {
     let mut queue = vec![initial];
     seen[initial] = true;
     while let Some(s) = queue.pop() {
-        for row in model.rows.iter().filter(|r| r.sources.contains(&s)) {
+        for row in model.index().from(s).iter().map(|&r| &model.rows[r]) {
             if !seen[row.target] {
                 seen[row.target] = true;
                 queue.push(row.target);

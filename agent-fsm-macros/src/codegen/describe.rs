@@ -10,18 +10,25 @@ use quote::{ToTokens, quote};
 /// tried; `Step::row` indexes this list.
 pub(crate) struct Layout {
     entries: Vec<(usize, usize)>,
+    /// Where each row's entries start in `entries`.
+    starts: Vec<usize>,
 }
 
 impl Layout {
     pub(crate) fn new(model: &Model) -> Self {
-        let entries =
-            model.rows.iter().enumerate().flat_map(|(r, row)| row.sources.iter().map(move |&s| (r, s))).collect();
-        Layout { entries }
+        let mut entries = Vec::new();
+        let mut starts = Vec::with_capacity(model.rows.len());
+        for (r, row) in model.rows.iter().enumerate() {
+            starts.push(entries.len());
+            entries.extend(row.sources.iter().map(|&s| (r, s)));
+        }
+        Layout { entries, starts }
     }
 
     /// The flat index of `row` leaving `state`.
     pub(crate) fn index(&self, row: usize, state: usize) -> usize {
-        self.entries.iter().position(|&e| e == (row, state)).unwrap_or(usize::MAX)
+        let start = self.starts.get(row).copied().unwrap_or(self.entries.len());
+        self.entries[start..].iter().position(|&e| e == (row, state)).map_or(usize::MAX, |i| start + i)
     }
 }
 
@@ -50,10 +57,7 @@ pub(crate) fn description(model: &Model, layout: &Layout) -> TokenStream {
         let in_place = model.in_place(row, s);
         let any = row.any;
         quote! {
-            ::agent_fsm::Transition {
-                from: #from, event: #event, guard: #guard, to: #to, action: #action,
-                in_place: #in_place, any_state: #any,
-            }
+            __T { from: #from, event: #event, guard: #guard, to: #to, action: #action, in_place: #in_place, any_state: #any }
         }
     });
     let ignored = model.ignores.iter().flat_map(|ig| {
@@ -68,23 +72,30 @@ pub(crate) fn description(model: &Model, layout: &Layout) -> TokenStream {
     quote! {
         /// The table: states, events, actions, rows (any-state rows expanded
         /// per state) and the Mermaid diagram.
-        pub const DESCRIPTION: ::agent_fsm::Description = ::agent_fsm::Description {
-            name: #name,
-            states: &[#(#states),*],
-            events: &[#(#events),*],
-            actions: &[#(#actions),*],
-            transitions: &[#(#rows),*],
-            ignored: &[#(#ignored),*],
-            fallback: #fallback,
-            mermaid: #mermaid,
+        pub const DESCRIPTION: ::agent_fsm::Description = {
+            // Short names: a big table spells them thousands of times.
+            #[allow(unused_imports)]
+            use ::agent_fsm::Transition as __T;
+            #[allow(unused_imports)]
+            use ::core::option::Option::{None as __N, Some as __S};
+            ::agent_fsm::Description {
+                name: #name,
+                states: &[#(#states),*],
+                events: &[#(#events),*],
+                actions: &[#(#actions),*],
+                transitions: &[#(#rows),*],
+                ignored: &[#(#ignored),*],
+                fallback: #fallback,
+                mermaid: #mermaid,
+            }
         };
     }
 }
 
 fn opt(s: Option<String>) -> TokenStream {
     match s {
-        Some(s) => quote!(::core::option::Option::Some(#s)),
-        None => quote!(::core::option::Option::None),
+        Some(s) => quote!(__S(#s)),
+        None => quote!(__N),
     }
 }
 

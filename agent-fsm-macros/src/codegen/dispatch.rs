@@ -2,9 +2,8 @@
 //! `(state, event)` with one arm per row and source state, in table order.
 //!
 //! Rows that keep their state and write no payload mutate the state's data
-//! in place through `&mut` bindings; every other row moves the state out
-//! (`Option::take`), moves its fields into the target, and puts the target
-//! back. Guards see every binding by shared reference. Rows into a transient
+//! in place through `&mut` bindings; every other row writes its target over
+//! the old state, after moving out (`Option::take`) the fields it uses. Guards see every binding by shared reference. Rows into a transient
 //! state continue in `__settle`, which runs eventless rows until the machine
 //! rests in a state that waits for events.
 
@@ -41,26 +40,20 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             per_state[s].push(row_arm(n, r, row, s));
         }
     }
-    let catch_all = |state_name: TokenStream, event_expr: TokenStream| {
-        quote! {{
-            let __unhandled = ::agent_fsm::__private::unhandled(&Self::DESCRIPTION, #state_name, #event_expr.name());
-            __observer.on_unhandled(&__unhandled);
-            Self::__fallback()
-        }}
-    };
+    let catch_all = |state_name: TokenStream, event_expr: TokenStream| quote!(return Self::__unhandled(__observer, #state_name, #event_expr.name()));
     let arms = per_state.iter().enumerate().filter(|(_, a)| !a.is_empty()).map(|(s, arms)| {
         let v = &model.states[s].ident;
         let name = v.to_string();
-        let rest = catch_all(quote!(::core::option::Option::Some(#name)), quote!(__event));
+        let rest = catch_all(quote!(__Some(#name)), quote!(__event));
         quote! {
-            ::core::option::Option::Some(#state::#v { .. }) => match event {
+            __Some(#state::#v { .. }) => match event {
                 #(#arms)*
                 #[allow(unreachable_patterns)]
                 __event => #rest
             },
         }
     });
-    let others = catch_all(quote!(::core::option::Option::as_ref(__s).map(#state::name)), quote!(event));
+    let others = catch_all(quote!(__s.as_ref().map(#state::name)), quote!(event));
     let settle_arms = model
         .rows
         .iter()
@@ -68,11 +61,47 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         .filter(|(_, r)| r.event.is_none())
         .flat_map(|(r, row)| row.sources.iter().map(move |&s| row_arm(n, r, row, s)))
         .collect::<Vec<_>>();
+    // Short names for the two paths every arm spells.
+    let prelude = quote! {
+        #[allow(unused_imports)]
+        use ::core::option::Option::Some as __Some;
+    };
     quote! {
+        /// The description, behind one function: every use of the large
+        /// constant in a compiled body costs build time, once per use.
+        #[inline]
+        fn __description() -> &'static ::agent_fsm::Description {
+            &Self::DESCRIPTION
+        }
+
+        /// Reports row `row` (an index into `DESCRIPTION.transitions`) to
+        /// the observer; a no-op observer compiles it away.
+        #[inline(always)]
+        fn __hop<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(__observer: &mut __O, row: usize) {
+            let t = &Self::__description().transitions[row];
+            __observer.on_transition(&::agent_fsm::Step { from: t.from, event: t.event, to: t.to, action: t.action, row });
+        }
+
+        /// An event the current state does not take (no row, every guard
+        /// refused, ignored, or a poisoned machine): logged, reported, and
+        /// answered with the fallback action.
+        #[cold]
+        #[inline(never)]
+        fn __unhandled<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __observer: &mut __O,
+            state: ::core::option::Option<&'static str>,
+            event: &'static str,
+        ) -> #action {
+            __observer.on_unhandled(&::agent_fsm::__private::unhandled(Self::__description(), state, event));
+            Self::__fallback()
+        }
+
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
         // `field: field` is spelled out so the binding takes the row's span.
-        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
+        // `unreachable_code`: when every row enters a transient state, no arm
+        // falls through to the report after the match.
+        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns, unreachable_code)]
         // Inlined into `handle_event`, so the event is not copied on the way in.
         #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
@@ -82,15 +111,22 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         ) -> #action {
             // Each row binds `ctx` itself, with the row's own span, so rows
             // written in different places (a variant and its base) resolve it.
+            #prelude
             let __ctx = &mut self.context;
             let __s = &mut self.state;
-            // Refused, ignored and unlisted pairs, and a poisoned machine,
-            // end in one cold call that decides which and logs it.
-            match *__s {
+            // Each arm names its row in `__row`, reported once below: one
+            // observer call in the function instead of one per row keeps
+            // big tables quick to compile. Refused, ignored and unlisted
+            // pairs, a poisoned machine, and rows into a transient state
+            // return from inside the match.
+            let __row: usize;
+            let __action: #action = match *__s {
                 #(#arms)*
                 #[allow(unreachable_patterns)]
                 _ => #others
-            }
+            };
+            Self::__hop(__observer, __row);
+            __action
         }
 
         /// Runs eventless rows until the machine rests in a state that
@@ -106,6 +142,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             __ctx: &mut #context_ty,
             __observer: &mut __O,
         ) -> #action {
+            #prelude
             loop {
                 match &mut *__state {
                     #(#settle_arms)*
@@ -161,31 +198,6 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     }
     let user_pat = row.source_pat.as_ref().filter(|_| row.sources.len() == 1);
     let flat = n.layout.index(r, s);
-    let from_name = src_ident.to_string();
-    let to_name = target.ident.to_string();
-    let event_name = match &row.event {
-        Some((e, _)) => {
-            let e = model.events[*e].ident.to_string();
-            quote!(::core::option::Option::Some(#e))
-        }
-        None => quote!(::core::option::Option::None),
-    };
-    let action_name = match &row.action {
-        Some((a, _)) => {
-            let a = model.actions[*a].ident.to_string();
-            quote!(::core::option::Option::Some(#a))
-        }
-        None => quote!(::core::option::Option::None),
-    };
-    let observe = quote! {
-        __observer.on_transition(&::agent_fsm::Step {
-            from: #from_name,
-            event: #event_name,
-            to: #to_name,
-            action: #action_name,
-            row: #flat,
-        });
-    };
     // The block's statements are spliced so its `let`s are in scope for
     // the action and the target, which are built after it in that order.
     let effects = row.effects.as_ref().map(|b| {
@@ -216,16 +228,21 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let refutable = user_pat.is_some_and(|p| !irrefutable_below(p));
 
     // The pattern and guard are checked by reference before the arm is
-    // taken, so a refusing row leaves the state as it was.
+    // taken, so a refusing row leaves the state as it was. The state is
+    // matched again only when the guard reads its fields or the pattern
+    // can fail.
     let check = (guard.is_some() || refutable).then(|| {
         let checked = user_pat.map(|p| by_reference(p, Some(&guard_tokens)));
         let in_guard: Vec<(&Ident, Ident)> =
             carried_used.iter().filter(|(_, b)| mentions(guard_tokens.clone(), b)).cloned().collect();
-        let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &in_guard, false);
         let guard = guard.clone().unwrap_or_else(|| quote!(true));
+        if !refutable && in_guard.is_empty() && checked.as_ref().is_none_or(|p| !binds(p)) {
+            return quote!(if { #(#event_shadows)* #guard });
+        }
+        let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &in_guard, false);
         quote! {
-            if match ::core::option::Option::as_ref(__s) {
-                ::core::option::Option::Some(#pat) => { #(#event_shadows)* #guard }
+            if match &*__s {
+                __Some(#pat) => { #(#event_shadows)* #guard }
                 _ => false,
             }
         }
@@ -235,20 +252,22 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     // transient state staying in itself is rejected by validation.)
     if model.in_place(row, s) {
         let by_ref = user_pat.map(|p| prune(p, true, Some(&body_code)));
-        let pat = state_pattern(state_ty, src_ident, by_ref.as_ref(), &carried_used, false);
+        // The outer arm matched the state; fields are bound again only
+        // when the row uses them.
+        let rebind = (!carried_used.is_empty() || by_ref.as_ref().is_some_and(binds)).then(|| {
+            let pat = state_pattern(state_ty, src_ident, by_ref.as_ref(), &carried_used, false);
+            quote!(let __Some(#pat) = __s else { return Self::__fallback() };)
+        });
         let action = row.action.as_ref().map_or_else(|| quote!(Self::__fallback()), |(_, c)| ctor(n.action, c, &[]));
         return quote! {
-            #event_pat #check => match __s {
-                ::core::option::Option::Some(#pat) => {
-                    #ctx_in_body
-                    #effects
-                    let __action: #action_ty = #action;
-                    #observe
-                    __action
-                }
-                // The outer arm matched this state; unreachable, without a panic.
-                _ => Self::__fallback(),
-            },
+            #event_pat #check => {
+                #rebind
+                #ctx_in_body
+                #effects
+                let __action: #action_ty = #action;
+                __row = #flat;
+                __action
+            }
         };
     }
 
@@ -268,7 +287,16 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     };
     // Bindings only the guard used are not bound again by value.
     let taken = user_pat.map(|p| prune(p, false, Some(&body_code)));
-    let take_pat = state_pattern(state_ty, src_ident, taken.as_ref(), &carried_moved, true);
+    // A row that moves nothing out of the old state overwrites it; one that
+    // does takes it out first. The arm matched the variant a moment ago, so
+    // the `else` is unreachable (and written without a panic).
+    let take = (!carried_moved.is_empty() || taken.as_ref().is_some_and(binds)).then(|| {
+        let take_pat = state_pattern(state_ty, src_ident, taken.as_ref(), &carried_moved, true);
+        quote! {
+            #[allow(unused_mut)]
+            let __Some(#take_pat) = __s.take() else { return Self::__fallback() };
+        }
+    });
     let fill: Vec<(&Ident, Ident)> = if target.carries {
         model
             .carried
@@ -281,50 +309,47 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         Vec::new()
     };
     let target_expr = ctor(state_ty, &row.target_ctor, &fill);
-    let finish = if target.transient.is_some() {
-        quote! {
-            *__s = ::core::option::Option::Some(#target_expr);
-            #observe
-        }
-    } else {
+    let action = (target.transient.is_none()).then(|| {
         let action = row.action.as_ref().map_or_else(|| quote!(Self::__fallback()), |(_, c)| ctor(n.action, c, &[]));
-        quote! {
-            let __action: #action_ty = #action;
-            *__s = ::core::option::Option::Some(#target_expr);
-            #observe
-        }
-    };
+        quote!(let __action: #action_ty = #action;)
+    });
     let tail = match (eventless, target.transient.is_some()) {
-        (false, false) => quote!(__action),
-        (false, true) => quote!(Self::__settle(__s, __ctx, __observer)),
-        (true, false) => quote!(return __action;),
-        (true, true) => quote!(continue;),
+        (false, false) => quote! {
+            __row = #flat;
+            __action
+        },
+        (false, true) => quote! {
+            Self::__hop(__observer, #flat);
+            return Self::__settle(__s, __ctx, __observer);
+        },
+        (true, false) => quote! {
+            Self::__hop(__observer, #flat);
+            return __action;
+        },
+        (true, true) => quote! {
+            Self::__hop(__observer, #flat);
+            continue;
+        },
     };
-    let restore = if eventless { quote!(return Self::__fallback();) } else { quote!(Self::__fallback()) };
-    let arm_pat = if eventless {
-        quote!(__s @ ::core::option::Option::Some(#state_ty::#src_ident { .. }))
-    } else {
-        arm_pattern(TokenStream::new())
-    };
+    let arm_pat =
+        if eventless { quote!(__s @ __Some(#state_ty::#src_ident { .. })) } else { arm_pattern(TokenStream::new()) };
     quote! {
         #arm_pat #check => {
-            match ::core::option::Option::take(__s) {
-                #[allow(unused_mut)]
-                ::core::option::Option::Some(#take_pat) => {
-                    #ctx_in_body
-                    #effects
-                    #finish
-                    #tail
-                }
-                // The arm matched this variant a moment ago; unreachable,
-                // and written without a panic.
-                __other => {
-                    *__s = __other;
-                    #restore
-                }
-            }
+            #take
+            #ctx_in_body
+            #effects
+            #action
+            *__s = __Some(#target_expr);
+            #tail
         }
     }
+}
+
+/// Whether a pattern binds any name.
+fn binds(pat: &Pat) -> bool {
+    let mut names = Vec::new();
+    bindings(pat, &mut names);
+    !names.is_empty()
 }
 
 /// The user's state pattern for matching through a reference: binding

@@ -36,7 +36,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
     let new = dispatch::constructor(model, &context_ty, has_context);
     let description = describe::description(model, &layout);
     let docs = describe::machine_docs(model, &layout);
-    let typed = typestate::generate(model, &context_ty, has_context);
+    let typed = model.typestate.then(|| typestate::generate(model, &context_ty, has_context));
     let machine = &model.machine;
     let vis = &model.state_enum.vis;
     let fallback = model

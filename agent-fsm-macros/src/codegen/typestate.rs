@@ -7,6 +7,9 @@
 //! possible landing states are computed from the table: the targets of the
 //! rows for (state, event), transient targets followed through their
 //! eventless rows, and the state itself when every row may refuse.
+//!
+//! Every method is `#[inline]`: a crate that defines a machine and never
+//! uses the view does not compile one function per (state, event) pair.
 
 use crate::codegen::enums::snake;
 use crate::model::{Model, irrefutable_below};
@@ -45,6 +48,15 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
         pub mod typed {
             #[allow(unused_imports)]
             use super::*;
+
+            /// The typed view disagrees with the machine inside it: a bug
+            /// in the generated code, never a user error. One cold function
+            /// rather than a panic in every method keeps builds quick.
+            #[cold]
+            #[inline(never)]
+            fn out_of_step() -> ! {
+                ::core::panic!("agent-fsm: the typestate view is out of step with its machine")
+            }
 
             #(#structs)*
 
@@ -100,11 +112,7 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
 /// The resting states `(s, event)` can land in, in declaration order.
 fn landing(model: &Model, s: usize, e: usize) -> BTreeSet<usize> {
     let mut out = BTreeSet::new();
-    let rows: Vec<_> = model
-        .rows
-        .iter()
-        .filter(|r| r.sources.contains(&s) && r.event.as_ref().is_some_and(|(ev, _)| *ev == e))
-        .collect();
+    let rows: Vec<_> = model.index().pair(s, e).iter().map(|&r| &model.rows[r]).collect();
     let mut total = false;
     for row in &rows {
         resolve(model, row.target, &mut out, &mut Vec::new());
@@ -130,8 +138,8 @@ fn resolve(model: &Model, s: usize, out: &mut BTreeSet<usize>, seen: &mut Vec<us
         return;
     }
     seen.push(s);
-    for row in model.rows.iter().filter(|r| r.event.is_none() && r.sources.contains(&s)) {
-        resolve(model, row.target, out, seen);
+    for &r in model.index().eventless(s) {
+        resolve(model, model.rows[r].target, out, seen);
     }
 }
 
@@ -154,11 +162,12 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
         quote! {
             #[doc = #doc]
             #[must_use]
+            #[inline]
             pub fn #name(&self) -> &#ty {
                 match self.machine.state() {
                     super::#state_ty::#v { #name, .. } => #name,
                     // The type guarantees the variant.
-                    _ => ::core::unreachable!("typed state out of step with its machine"),
+                    _ => out_of_step(),
                 }
             }
         }
@@ -171,9 +180,7 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
             .events
             .iter()
             .enumerate()
-            .filter(|(e, _)| {
-                model.rows.iter().any(|r| r.sources.contains(&s) && r.event.as_ref().is_some_and(|(ev, _)| ev == e))
-            })
+            .filter(|(e, _)| !model.index().pair(s, *e).is_empty())
             .map(|(e, ev)| {
                 let landing = landing(model, s, e);
                 let method = format_ident!("{}", snake(&ev.ident.to_string()), span = ev.ident.span());
@@ -187,6 +194,7 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
                     let doc = format!("`{v}` + `{}` -> `{t}`, with the row's action.", ev.ident);
                     quote! {
                         #[doc = #doc]
+                        #[inline]
                         pub fn #method(mut self #(, #params)*) -> (#t, super::#action_ty) {
                             #step
                             (#t { machine: self.machine }, __action)
@@ -211,12 +219,13 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
                     );
                     quote! {
                         #[doc = #doc]
+                        #[inline]
                         pub fn #method(mut self #(, #params)*) -> #next {
                             #step
                             match self.machine.state() {
                                 #( super::#state_ty::#names { .. } => #next::#names(#names { machine: self.machine }, __action), )*
                                 // The table admits no other landing state.
-                                _ => ::core::unreachable!("typed step out of step with its table"),
+                                _ => out_of_step(),
                             }
                         }
                     }
@@ -249,18 +258,21 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
 
             /// The state, as the dynamic enum.
             #[must_use]
+            #[inline]
             pub fn state(&self) -> &super::#state_ty {
                 self.machine.state()
             }
 
             /// The context.
             #[must_use]
+            #[inline]
             pub fn context(&self) -> &#context_ty {
                 self.machine.context()
             }
 
             /// The dynamic machine back, to hand to an executor.
             #[must_use]
+            #[inline]
             pub fn into_machine(self) -> super::#machine {
                 self.machine
             }
@@ -273,6 +285,7 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
             type Error = super::#machine;
 
             /// Succeeds when the machine is in this state; gives it back otherwise.
+            #[inline]
             fn try_from(machine: super::#machine) -> ::core::result::Result<Self, super::#machine> {
                 if ::core::matches!(machine.try_state(), ::core::option::Option::Some(super::#state_ty::#v { .. })) {
                     Ok(Self { machine })

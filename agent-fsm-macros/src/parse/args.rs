@@ -1,4 +1,4 @@
-//! `#[state_machine(fallback = Action, strict, name = Machine)]`.
+//! `#[state_machine(fallback = Action, strict, name = Machine, ...)]`.
 
 use crate::kw;
 use crate::parse::Ctor;
@@ -24,6 +24,8 @@ pub(crate) struct Args {
     pub(crate) export: Option<Ident>,
     /// `extends = path::to::name`: this machine is a variant of that one.
     pub(crate) extends: Option<syn::Path>,
+    /// `typestate = false`: skip the typestate view (on by default).
+    pub(crate) typestate: Option<syn::LitBool>,
 }
 
 impl Args {
@@ -38,6 +40,7 @@ impl Args {
             invariants: over.invariants.or(self.invariants),
             export: over.export,
             extends: None,
+            typestate: over.typestate.or(self.typestate),
         }
     }
 }
@@ -89,10 +92,16 @@ impl Parse for Args {
                 if args.extends.replace(input.parse()?).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `extends` argument"));
                 }
+            } else if lookahead.peek(kw::typestate) {
+                let key: kw::typestate = input.parse()?;
+                input.parse::<Token![=]>()?;
+                if args.typestate.replace(input.parse()?).is_some() {
+                    return Err(syn::Error::new(key.span, "duplicate `typestate` argument"));
+                }
             } else {
                 return Err(syn::Error::new(
                     input.span(),
-                    "unknown `state_machine` argument; expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name` or `extends = path`",
+                    "unknown `state_machine` argument; expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path` or `typestate = false`",
                 ));
             }
             if !input.is_empty() {

@@ -58,7 +58,7 @@ fn unknown_argument_lists_the_accepted_ones() {
     let err = syn::parse2::<Args>(quote!(fallback = X, verbose)).err().expect("unknown argument");
     assert!(
         err.to_string()
-            .contains("expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name` or `extends = path`"),
+            .contains("expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path` or `typestate = false`"),
         "{err}"
     );
 }
@@ -116,4 +116,13 @@ fn snake_case_names() {
     assert_eq!(snake("WaitingForUserInput"), "waiting_for_user_input");
     assert_eq!(snake("HTTPError"), "http_error");
     assert_eq!(snake("Step2Done"), "step2_done");
+}
+
+#[test]
+fn typestate_takes_a_bool_once() {
+    let args = syn::parse2::<Args>(quote!(fallback = X, typestate = false)).expect("valid arguments");
+    assert!(args.typestate.is_some_and(|b| !b.value));
+    let err = syn::parse2::<Args>(quote!(fallback = X, typestate = false, typestate = true)).err().expect("twice");
+    assert!(err.to_string().contains("duplicate `typestate` argument"), "{err}");
+    assert!(syn::parse2::<Args>(quote!(fallback = X, typestate = off)).is_err(), "`off` is not a bool");
 }

@@ -324,139 +324,118 @@ stateDiagram-v2
         pub fn handle_event(&mut self, event: Event) -> Action {
             self.handle_event_with(event, &mut ())
         }
+        /// The description, behind one function: every use of the large
+        /// constant in a compiled body costs build time, once per use.
+        #[inline]
+        fn __description() -> &'static ::agent_fsm::Description {
+            &Self::DESCRIPTION
+        }
+        /// Reports row `row` (an index into `DESCRIPTION.transitions`) to
+        /// the observer; a no-op observer compiles it away.
+        #[inline(always)]
+        fn __hop<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __observer: &mut __O,
+            row: usize,
+        ) {
+            let t = &Self::__description().transitions[row];
+            __observer
+                .on_transition(
+                    &::agent_fsm::Step {
+                        from: t.from,
+                        event: t.event,
+                        to: t.to,
+                        action: t.action,
+                        row,
+                    },
+                );
+        }
+        /// An event the current state does not take (no row, every guard
+        /// refused, ignored, or a poisoned machine): logged, reported, and
+        /// answered with the fallback action.
+        #[cold]
+        #[inline(never)]
+        fn __unhandled<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __observer: &mut __O,
+            state: ::core::option::Option<&'static str>,
+            event: &'static str,
+        ) -> Action {
+            __observer
+                .on_unhandled(
+                    &::agent_fsm::__private::unhandled(
+                        Self::__description(),
+                        state,
+                        event,
+                    ),
+                );
+            Self::__fallback()
+        }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
-        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
+        #[allow(
+            clippy::redundant_field_names,
+            non_shorthand_field_patterns,
+            unreachable_code
+        )]
         #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: Event,
             __observer: &mut __O,
         ) -> Action {
+            #[allow(unused_imports)]
+            use ::core::option::Option::Some as __Some;
             let __ctx = &mut self.context;
             let __s = &mut self.state;
-            match *__s {
-                ::core::option::Option::Some(State::Idle { .. }) => {
+            let __row: usize;
+            let __action: Action = match *__s {
+                __Some(State::Idle { .. }) => {
                     match event {
                         Event::Input(text) => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(
-                                    State::Idle { log: mut log, .. },
-                                ) => {
-                                    log.push(text);
-                                    let __action: Action = Action::Call(log.len());
-                                    *__s = ::core::option::Option::Some(State::Calling {
-                                        retries: 0,
-                                        log: log,
-                                    });
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Idle",
-                                                event: ::core::option::Option::Some("Input"),
-                                                to: "Calling",
-                                                action: ::core::option::Option::Some("Call"),
-                                                row: 0usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            #[allow(unused_mut)]
+                            let __Some(State::Idle { log: mut log, .. }) = __s.take()
+                            else { return Self::__fallback() };
+                            log.push(text);
+                            let __action: Action = Action::Call(log.len());
+                            *__s = __Some(State::Calling {
+                                retries: 0,
+                                log: log,
+                            });
+                            __row = 0usize;
+                            __action
                         }
                         Event::Stop => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(State::Idle { .. }) => {
-                                    let __action: Action = Action::Halt;
-                                    *__s = ::core::option::Option::Some(State::Stopped);
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Idle",
-                                                event: ::core::option::Option::Some("Stop"),
-                                                to: "Stopped",
-                                                action: ::core::option::Option::Some("Halt"),
-                                                row: 7usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            let __action: Action = Action::Halt;
+                            *__s = __Some(State::Stopped);
+                            __row = 7usize;
+                            __action
                         }
                         #[allow(unreachable_patterns)]
                         __event => {
-                            let __unhandled = ::agent_fsm::__private::unhandled(
-                                &Self::DESCRIPTION,
-                                ::core::option::Option::Some("Idle"),
+                            return Self::__unhandled(
+                                __observer,
+                                __Some("Idle"),
                                 __event.name(),
                             );
-                            __observer.on_unhandled(&__unhandled);
-                            Self::__fallback()
                         }
                     }
                 }
-                ::core::option::Option::Some(State::Calling { .. }) => {
+                __Some(State::Calling { .. }) => {
                     match event {
                         Event::Delta(text) => {
-                            match __s {
-                                ::core::option::Option::Some(State::Calling { .. }) => {
-                                    let __action: Action = Action::Show(text);
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Calling",
-                                                event: ::core::option::Option::Some("Delta"),
-                                                to: "Calling",
-                                                action: ::core::option::Option::Some("Show"),
-                                                row: 1usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                _ => Self::__fallback(),
-                            }
+                            let __action: Action = Action::Show(text);
+                            __row = 1usize;
+                            __action
                         }
                         Event::Reply(reply) => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(
-                                    State::Calling { log: mut log, .. },
-                                ) => {
-                                    *__s = ::core::option::Option::Some(State::Checking {
-                                        reply,
-                                        log: log,
-                                    });
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Calling",
-                                                event: ::core::option::Option::Some("Reply"),
-                                                to: "Checking",
-                                                action: ::core::option::Option::None,
-                                                row: 2usize,
-                                            },
-                                        );
-                                    Self::__settle(__s, __ctx, __observer)
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            #[allow(unused_mut)]
+                            let __Some(State::Calling { log: mut log, .. }) = __s.take()
+                            else { return Self::__fallback() };
+                            *__s = __Some(State::Checking { reply, log: log });
+                            Self::__hop(__observer, 2usize);
+                            return Self::__settle(__s, __ctx, __observer);
                         }
-                        Event::Failed if match ::core::option::Option::as_ref(__s) {
-                            ::core::option::Option::Some(
-                                State::Calling { retries, .. },
-                            ) => {
+                        Event::Failed if match &*__s {
+                            __Some(State::Calling { retries, .. }) => {
                                 let ctx = &*__ctx;
                                 {
                                     let __guard: bool = *retries + 1 < ctx.max_retries;
@@ -465,142 +444,70 @@ stateDiagram-v2
                             }
                             _ => false,
                         } => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(
-                                    State::Calling { retries, log: mut log, .. },
-                                ) => {
-                                    let __action: Action = Action::Retry(retries + 1);
-                                    *__s = ::core::option::Option::Some(State::Calling {
-                                        retries: retries + 1,
-                                        log: log,
-                                    });
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Calling",
-                                                event: ::core::option::Option::Some("Failed"),
-                                                to: "Calling",
-                                                action: ::core::option::Option::Some("Retry"),
-                                                row: 3usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            #[allow(unused_mut)]
+                            let __Some(State::Calling { retries, log: mut log, .. }) = __s
+                                .take() else { return Self::__fallback() };
+                            let __action: Action = Action::Retry(retries + 1);
+                            *__s = __Some(State::Calling {
+                                retries: retries + 1,
+                                log: log,
+                            });
+                            __row = 3usize;
+                            __action
                         }
                         Event::Failed => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(
-                                    State::Calling { log: mut log, .. },
-                                ) => {
-                                    let __action: Action = Action::Wait;
-                                    *__s = ::core::option::Option::Some(State::Idle {
-                                        log: log,
-                                    });
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Calling",
-                                                event: ::core::option::Option::Some("Failed"),
-                                                to: "Idle",
-                                                action: ::core::option::Option::Some("Wait"),
-                                                row: 4usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            #[allow(unused_mut)]
+                            let __Some(State::Calling { log: mut log, .. }) = __s.take()
+                            else { return Self::__fallback() };
+                            let __action: Action = Action::Wait;
+                            *__s = __Some(State::Idle { log: log });
+                            __row = 4usize;
+                            __action
                         }
                         Event::Stop => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(State::Calling { .. }) => {
-                                    let __action: Action = Action::Halt;
-                                    *__s = ::core::option::Option::Some(State::Stopped);
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Calling",
-                                                event: ::core::option::Option::Some("Stop"),
-                                                to: "Stopped",
-                                                action: ::core::option::Option::Some("Halt"),
-                                                row: 8usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            let __action: Action = Action::Halt;
+                            *__s = __Some(State::Stopped);
+                            __row = 8usize;
+                            __action
                         }
                         #[allow(unreachable_patterns)]
                         __event => {
-                            let __unhandled = ::agent_fsm::__private::unhandled(
-                                &Self::DESCRIPTION,
-                                ::core::option::Option::Some("Calling"),
+                            return Self::__unhandled(
+                                __observer,
+                                __Some("Calling"),
                                 __event.name(),
                             );
-                            __observer.on_unhandled(&__unhandled);
-                            Self::__fallback()
                         }
                     }
                 }
-                ::core::option::Option::Some(State::Stopped { .. }) => {
+                __Some(State::Stopped { .. }) => {
                     match event {
                         Event::Stop => {
-                            match __s {
-                                ::core::option::Option::Some(State::Stopped { .. }) => {
-                                    let __action: Action = Action::Halt;
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Stopped",
-                                                event: ::core::option::Option::Some("Stop"),
-                                                to: "Stopped",
-                                                action: ::core::option::Option::Some("Halt"),
-                                                row: 9usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                _ => Self::__fallback(),
-                            }
+                            let __action: Action = Action::Halt;
+                            __row = 9usize;
+                            __action
                         }
                         #[allow(unreachable_patterns)]
                         __event => {
-                            let __unhandled = ::agent_fsm::__private::unhandled(
-                                &Self::DESCRIPTION,
-                                ::core::option::Option::Some("Stopped"),
+                            return Self::__unhandled(
+                                __observer,
+                                __Some("Stopped"),
                                 __event.name(),
                             );
-                            __observer.on_unhandled(&__unhandled);
-                            Self::__fallback()
                         }
                     }
                 }
                 #[allow(unreachable_patterns)]
                 _ => {
-                    let __unhandled = ::agent_fsm::__private::unhandled(
-                        &Self::DESCRIPTION,
-                        ::core::option::Option::as_ref(__s).map(State::name),
+                    return Self::__unhandled(
+                        __observer,
+                        __s.as_ref().map(State::name),
                         event.name(),
                     );
-                    __observer.on_unhandled(&__unhandled);
-                    Self::__fallback()
                 }
-            }
+            };
+            Self::__hop(__observer, __row);
+            __action
         }
         /// Runs eventless rows until the machine rests in a state that
         /// waits for events.
@@ -615,72 +522,36 @@ stateDiagram-v2
             __ctx: &mut Config,
             __observer: &mut __O,
         ) -> Action {
+            #[allow(unused_imports)]
+            use ::core::option::Option::Some as __Some;
             loop {
                 match &mut *__state {
-                    __s @ ::core::option::Option::Some(
+                    __s @ __Some(
                         State::Checking { .. },
-                    ) if match ::core::option::Option::as_ref(__s) {
-                        ::core::option::Option::Some(State::Checking { reply, .. }) => {
+                    ) if match &*__s {
+                        __Some(State::Checking { reply, .. }) => {
                             let __guard: bool = reply.is_empty();
                             __guard
                         }
                         _ => false,
                     } => {
-                        match ::core::option::Option::take(__s) {
-                            #[allow(unused_mut)]
-                            ::core::option::Option::Some(
-                                State::Checking { reply: _, log: mut log, .. },
-                            ) => {
-                                let __action: Action = Action::Wait;
-                                *__s = ::core::option::Option::Some(State::Idle {
-                                    log: log,
-                                });
-                                __observer
-                                    .on_transition(
-                                        &::agent_fsm::Step {
-                                            from: "Checking",
-                                            event: ::core::option::Option::None,
-                                            to: "Idle",
-                                            action: ::core::option::Option::Some("Wait"),
-                                            row: 5usize,
-                                        },
-                                    );
-                                return __action;
-                            }
-                            __other => {
-                                *__s = __other;
-                                return Self::__fallback();
-                            }
-                        }
+                        #[allow(unused_mut)]
+                        let __Some(State::Checking { reply: _, log: mut log, .. }) = __s
+                            .take() else { return Self::__fallback() };
+                        let __action: Action = Action::Wait;
+                        *__s = __Some(State::Idle { log: log });
+                        Self::__hop(__observer, 5usize);
+                        return __action;
                     }
-                    __s @ ::core::option::Option::Some(State::Checking { .. }) => {
-                        match ::core::option::Option::take(__s) {
-                            #[allow(unused_mut)]
-                            ::core::option::Option::Some(
-                                State::Checking { reply, log: mut log, .. },
-                            ) => {
-                                log.push(reply.clone());
-                                let __action: Action = Action::Show(reply);
-                                *__s = ::core::option::Option::Some(State::Idle {
-                                    log: log,
-                                });
-                                __observer
-                                    .on_transition(
-                                        &::agent_fsm::Step {
-                                            from: "Checking",
-                                            event: ::core::option::Option::None,
-                                            to: "Idle",
-                                            action: ::core::option::Option::Some("Show"),
-                                            row: 6usize,
-                                        },
-                                    );
-                                return __action;
-                            }
-                            __other => {
-                                *__s = __other;
-                                return Self::__fallback();
-                            }
-                        }
+                    __s @ __Some(State::Checking { .. }) => {
+                        #[allow(unused_mut)]
+                        let __Some(State::Checking { reply, log: mut log, .. }) = __s
+                            .take() else { return Self::__fallback() };
+                        log.push(reply.clone());
+                        let __action: Action = Action::Show(reply);
+                        *__s = __Some(State::Idle { log: log });
+                        Self::__hop(__observer, 6usize);
+                        return __action;
                     }
                     _ => return Self::__fallback(),
                 }
@@ -692,133 +563,137 @@ stateDiagram-v2
         }
         /// The table: states, events, actions, rows (any-state rows expanded
         /// per state) and the Mermaid diagram.
-        pub const DESCRIPTION: ::agent_fsm::Description = ::agent_fsm::Description {
-            name: "Agent",
-            states: &[
-                ::agent_fsm::StateInfo {
-                    name: "Idle",
-                    initial: true,
-                    terminal: false,
-                    transient: false,
-                },
-                ::agent_fsm::StateInfo {
-                    name: "Calling",
-                    initial: false,
-                    terminal: false,
-                    transient: false,
-                },
-                ::agent_fsm::StateInfo {
-                    name: "Checking",
-                    initial: false,
-                    terminal: false,
-                    transient: true,
-                },
-                ::agent_fsm::StateInfo {
-                    name: "Stopped",
-                    initial: false,
-                    terminal: true,
-                    transient: false,
-                },
-            ],
-            events: &["Input", "Delta", "Reply", "Failed", "Stop"],
-            actions: &["Wait", "Call", "Show", "Retry", "Halt"],
-            transitions: &[
-                ::agent_fsm::Transition {
-                    from: "Idle",
-                    event: ::core::option::Option::Some("Input"),
-                    guard: ::core::option::Option::None,
-                    to: "Calling",
-                    action: ::core::option::Option::Some("Call"),
-                    in_place: false,
-                    any_state: false,
-                },
-                ::agent_fsm::Transition {
-                    from: "Calling",
-                    event: ::core::option::Option::Some("Delta"),
-                    guard: ::core::option::Option::None,
-                    to: "Calling",
-                    action: ::core::option::Option::Some("Show"),
-                    in_place: true,
-                    any_state: false,
-                },
-                ::agent_fsm::Transition {
-                    from: "Calling",
-                    event: ::core::option::Option::Some("Reply"),
-                    guard: ::core::option::Option::None,
-                    to: "Checking",
-                    action: ::core::option::Option::None,
-                    in_place: false,
-                    any_state: false,
-                },
-                ::agent_fsm::Transition {
-                    from: "Calling",
-                    event: ::core::option::Option::Some("Failed"),
-                    guard: ::core::option::Option::Some(
-                        "* retries + 1 < ctx.max_retries",
-                    ),
-                    to: "Calling",
-                    action: ::core::option::Option::Some("Retry"),
-                    in_place: false,
-                    any_state: false,
-                },
-                ::agent_fsm::Transition {
-                    from: "Calling",
-                    event: ::core::option::Option::Some("Failed"),
-                    guard: ::core::option::Option::None,
-                    to: "Idle",
-                    action: ::core::option::Option::Some("Wait"),
-                    in_place: false,
-                    any_state: false,
-                },
-                ::agent_fsm::Transition {
-                    from: "Checking",
-                    event: ::core::option::Option::None,
-                    guard: ::core::option::Option::Some("reply.is_empty()"),
-                    to: "Idle",
-                    action: ::core::option::Option::Some("Wait"),
-                    in_place: false,
-                    any_state: false,
-                },
-                ::agent_fsm::Transition {
-                    from: "Checking",
-                    event: ::core::option::Option::None,
-                    guard: ::core::option::Option::None,
-                    to: "Idle",
-                    action: ::core::option::Option::Some("Show"),
-                    in_place: false,
-                    any_state: false,
-                },
-                ::agent_fsm::Transition {
-                    from: "Idle",
-                    event: ::core::option::Option::Some("Stop"),
-                    guard: ::core::option::Option::None,
-                    to: "Stopped",
-                    action: ::core::option::Option::Some("Halt"),
-                    in_place: false,
-                    any_state: true,
-                },
-                ::agent_fsm::Transition {
-                    from: "Calling",
-                    event: ::core::option::Option::Some("Stop"),
-                    guard: ::core::option::Option::None,
-                    to: "Stopped",
-                    action: ::core::option::Option::Some("Halt"),
-                    in_place: false,
-                    any_state: true,
-                },
-                ::agent_fsm::Transition {
-                    from: "Stopped",
-                    event: ::core::option::Option::Some("Stop"),
-                    guard: ::core::option::Option::None,
-                    to: "Stopped",
-                    action: ::core::option::Option::Some("Halt"),
-                    in_place: true,
-                    any_state: true,
-                },
-            ],
-            ignored: &[],
-            fallback: "Wait",
-            mermaid: "stateDiagram-v2\n    [*] --> Idle\n    Checking : Checking (transient)\n    Idle --> Calling : Input / Call\n    Calling --> Calling : Delta / Show\n    Calling --> Checking : Reply\n    Calling --> Calling : Failed [* retries + 1 < ctx.max_retries] / Retry\n    Calling --> Idle : Failed / Wait\n    Checking --> Idle : [reply.is_empty()] / Wait\n    Checking --> Idle : / Show\n    Idle --> Stopped : Stop / Halt\n    Calling --> Stopped : Stop / Halt\n    Stopped --> Stopped : Stop / Halt\n    Stopped --> [*]\n",
+        pub const DESCRIPTION: ::agent_fsm::Description = {
+            #[allow(unused_imports)]
+            use ::agent_fsm::Transition as __T;
+            #[allow(unused_imports)]
+            use ::core::option::Option::{None as __N, Some as __S};
+            ::agent_fsm::Description {
+                name: "Agent",
+                states: &[
+                    ::agent_fsm::StateInfo {
+                        name: "Idle",
+                        initial: true,
+                        terminal: false,
+                        transient: false,
+                    },
+                    ::agent_fsm::StateInfo {
+                        name: "Calling",
+                        initial: false,
+                        terminal: false,
+                        transient: false,
+                    },
+                    ::agent_fsm::StateInfo {
+                        name: "Checking",
+                        initial: false,
+                        terminal: false,
+                        transient: true,
+                    },
+                    ::agent_fsm::StateInfo {
+                        name: "Stopped",
+                        initial: false,
+                        terminal: true,
+                        transient: false,
+                    },
+                ],
+                events: &["Input", "Delta", "Reply", "Failed", "Stop"],
+                actions: &["Wait", "Call", "Show", "Retry", "Halt"],
+                transitions: &[
+                    __T {
+                        from: "Idle",
+                        event: __S("Input"),
+                        guard: __N,
+                        to: "Calling",
+                        action: __S("Call"),
+                        in_place: false,
+                        any_state: false,
+                    },
+                    __T {
+                        from: "Calling",
+                        event: __S("Delta"),
+                        guard: __N,
+                        to: "Calling",
+                        action: __S("Show"),
+                        in_place: true,
+                        any_state: false,
+                    },
+                    __T {
+                        from: "Calling",
+                        event: __S("Reply"),
+                        guard: __N,
+                        to: "Checking",
+                        action: __N,
+                        in_place: false,
+                        any_state: false,
+                    },
+                    __T {
+                        from: "Calling",
+                        event: __S("Failed"),
+                        guard: __S("* retries + 1 < ctx.max_retries"),
+                        to: "Calling",
+                        action: __S("Retry"),
+                        in_place: false,
+                        any_state: false,
+                    },
+                    __T {
+                        from: "Calling",
+                        event: __S("Failed"),
+                        guard: __N,
+                        to: "Idle",
+                        action: __S("Wait"),
+                        in_place: false,
+                        any_state: false,
+                    },
+                    __T {
+                        from: "Checking",
+                        event: __N,
+                        guard: __S("reply.is_empty()"),
+                        to: "Idle",
+                        action: __S("Wait"),
+                        in_place: false,
+                        any_state: false,
+                    },
+                    __T {
+                        from: "Checking",
+                        event: __N,
+                        guard: __N,
+                        to: "Idle",
+                        action: __S("Show"),
+                        in_place: false,
+                        any_state: false,
+                    },
+                    __T {
+                        from: "Idle",
+                        event: __S("Stop"),
+                        guard: __N,
+                        to: "Stopped",
+                        action: __S("Halt"),
+                        in_place: false,
+                        any_state: true,
+                    },
+                    __T {
+                        from: "Calling",
+                        event: __S("Stop"),
+                        guard: __N,
+                        to: "Stopped",
+                        action: __S("Halt"),
+                        in_place: false,
+                        any_state: true,
+                    },
+                    __T {
+                        from: "Stopped",
+                        event: __S("Stop"),
+                        guard: __N,
+                        to: "Stopped",
+                        action: __S("Halt"),
+                        in_place: true,
+                        any_state: true,
+                    },
+                ],
+                ignored: &[],
+                fallback: "Wait",
+                mermaid: "stateDiagram-v2\n    [*] --> Idle\n    Checking : Checking (transient)\n    Idle --> Calling : Input / Call\n    Calling --> Calling : Delta / Show\n    Calling --> Checking : Reply\n    Calling --> Calling : Failed [* retries + 1 < ctx.max_retries] / Retry\n    Calling --> Idle : Failed / Wait\n    Checking --> Idle : [reply.is_empty()] / Wait\n    Checking --> Idle : / Show\n    Idle --> Stopped : Stop / Halt\n    Calling --> Stopped : Stop / Halt\n    Stopped --> Stopped : Stop / Halt\n    Stopped --> [*]\n",
+            }
         };
     }
     /// The typestate view of the machine: one type per state that waits
@@ -827,6 +702,16 @@ stateDiagram-v2
     pub mod typed {
         #[allow(unused_imports)]
         use super::*;
+        /// The typed view disagrees with the machine inside it: a bug
+        /// in the generated code, never a user error. One cold function
+        /// rather than a panic in every method keeps builds quick.
+        #[cold]
+        #[inline(never)]
+        fn out_of_step() -> ! {
+            ::core::panic!(
+                "agent-fsm: the typestate view is out of step with its machine"
+            )
+        }
         ///The machine, known to be in `Idle`.
         #[derive(Debug)]
         pub struct Idle {
@@ -842,33 +727,39 @@ stateDiagram-v2
             }
             /// The state, as the dynamic enum.
             #[must_use]
+            #[inline]
             pub fn state(&self) -> &super::State {
                 self.machine.state()
             }
             /// The context.
             #[must_use]
+            #[inline]
             pub fn context(&self) -> &Config {
                 self.machine.context()
             }
             /// The dynamic machine back, to hand to an executor.
             #[must_use]
+            #[inline]
             pub fn into_machine(self) -> super::Agent {
                 self.machine
             }
             ///The state's `log`.
             #[must_use]
+            #[inline]
             pub fn log(&self) -> &Vec<String> {
                 match self.machine.state() {
                     super::State::Idle { log, .. } => log,
-                    _ => ::core::unreachable!("typed state out of step with its machine"),
+                    _ => out_of_step(),
                 }
             }
             ///`Idle` + `Input` -> `Calling`, with the row's action.
+            #[inline]
             pub fn input(mut self, payload: String) -> (Calling, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Input(payload));
                 (Calling { machine: self.machine }, __action)
             }
             ///`Idle` + `Stop` -> `Stopped`, with the row's action.
+            #[inline]
             pub fn stop(mut self) -> (Stopped, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Stop);
                 (Stopped { machine: self.machine }, __action)
@@ -877,6 +768,7 @@ stateDiagram-v2
         impl ::core::convert::TryFrom<super::Agent> for Idle {
             type Error = super::Agent;
             /// Succeeds when the machine is in this state; gives it back otherwise.
+            #[inline]
             fn try_from(
                 machine: super::Agent,
             ) -> ::core::result::Result<Self, super::Agent> {
@@ -898,46 +790,54 @@ stateDiagram-v2
         impl Calling {
             /// The state, as the dynamic enum.
             #[must_use]
+            #[inline]
             pub fn state(&self) -> &super::State {
                 self.machine.state()
             }
             /// The context.
             #[must_use]
+            #[inline]
             pub fn context(&self) -> &Config {
                 self.machine.context()
             }
             /// The dynamic machine back, to hand to an executor.
             #[must_use]
+            #[inline]
             pub fn into_machine(self) -> super::Agent {
                 self.machine
             }
             ///The state's `retries`.
             #[must_use]
+            #[inline]
             pub fn retries(&self) -> &u32 {
                 match self.machine.state() {
                     super::State::Calling { retries, .. } => retries,
-                    _ => ::core::unreachable!("typed state out of step with its machine"),
+                    _ => out_of_step(),
                 }
             }
             ///The state's `log`.
             #[must_use]
+            #[inline]
             pub fn log(&self) -> &Vec<String> {
                 match self.machine.state() {
                     super::State::Calling { log, .. } => log,
-                    _ => ::core::unreachable!("typed state out of step with its machine"),
+                    _ => out_of_step(),
                 }
             }
             ///`Calling` + `Delta` -> `Calling`, with the row's action.
+            #[inline]
             pub fn delta(mut self, payload: String) -> (Calling, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Delta(payload));
                 (Calling { machine: self.machine }, __action)
             }
             ///`Calling` + `Reply` -> `Idle`, with the row's action.
+            #[inline]
             pub fn reply(mut self, payload: String) -> (Idle, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Reply(payload));
                 (Idle { machine: self.machine }, __action)
             }
             ///`Calling` + `Failed`: lands in `Idle` or `Calling`.
+            #[inline]
             pub fn failed(mut self) -> CallingAfterFailed {
                 let __action = self.machine.handle_event(super::Event::Failed);
                 match self.machine.state() {
@@ -953,10 +853,11 @@ stateDiagram-v2
                             __action,
                         )
                     }
-                    _ => ::core::unreachable!("typed step out of step with its table"),
+                    _ => out_of_step(),
                 }
             }
             ///`Calling` + `Stop` -> `Stopped`, with the row's action.
+            #[inline]
             pub fn stop(mut self) -> (Stopped, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Stop);
                 (Stopped { machine: self.machine }, __action)
@@ -965,6 +866,7 @@ stateDiagram-v2
         impl ::core::convert::TryFrom<super::Agent> for Calling {
             type Error = super::Agent;
             /// Succeeds when the machine is in this state; gives it back otherwise.
+            #[inline]
             fn try_from(
                 machine: super::Agent,
             ) -> ::core::result::Result<Self, super::Agent> {
@@ -994,16 +896,19 @@ stateDiagram-v2
         impl Stopped {
             /// The state, as the dynamic enum.
             #[must_use]
+            #[inline]
             pub fn state(&self) -> &super::State {
                 self.machine.state()
             }
             /// The context.
             #[must_use]
+            #[inline]
             pub fn context(&self) -> &Config {
                 self.machine.context()
             }
             /// The dynamic machine back, to hand to an executor.
             #[must_use]
+            #[inline]
             pub fn into_machine(self) -> super::Agent {
                 self.machine
             }
@@ -1011,6 +916,7 @@ stateDiagram-v2
         impl ::core::convert::TryFrom<super::Agent> for Stopped {
             type Error = super::Agent;
             /// Succeeds when the machine is in this state; gives it back otherwise.
+            #[inline]
             fn try_from(
                 machine: super::Agent,
             ) -> ::core::result::Result<Self, super::Agent> {

@@ -222,135 +222,130 @@ stateDiagram-v2
         pub fn handle_event(&mut self, event: Event) -> Action {
             self.handle_event_with(event, &mut ())
         }
+        /// The description, behind one function: every use of the large
+        /// constant in a compiled body costs build time, once per use.
+        #[inline]
+        fn __description() -> &'static ::agent_fsm::Description {
+            &Self::DESCRIPTION
+        }
+        /// Reports row `row` (an index into `DESCRIPTION.transitions`) to
+        /// the observer; a no-op observer compiles it away.
+        #[inline(always)]
+        fn __hop<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __observer: &mut __O,
+            row: usize,
+        ) {
+            let t = &Self::__description().transitions[row];
+            __observer
+                .on_transition(
+                    &::agent_fsm::Step {
+                        from: t.from,
+                        event: t.event,
+                        to: t.to,
+                        action: t.action,
+                        row,
+                    },
+                );
+        }
+        /// An event the current state does not take (no row, every guard
+        /// refused, ignored, or a poisoned machine): logged, reported, and
+        /// answered with the fallback action.
+        #[cold]
+        #[inline(never)]
+        fn __unhandled<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __observer: &mut __O,
+            state: ::core::option::Option<&'static str>,
+            event: &'static str,
+        ) -> Action {
+            __observer
+                .on_unhandled(
+                    &::agent_fsm::__private::unhandled(
+                        Self::__description(),
+                        state,
+                        event,
+                    ),
+                );
+            Self::__fallback()
+        }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
-        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
+        #[allow(
+            clippy::redundant_field_names,
+            non_shorthand_field_patterns,
+            unreachable_code
+        )]
         #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: Event,
             __observer: &mut __O,
         ) -> Action {
+            #[allow(unused_imports)]
+            use ::core::option::Option::Some as __Some;
             let __ctx = &mut self.context;
             let __s = &mut self.state;
-            match *__s {
-                ::core::option::Option::Some(State::Closed { .. }) => {
+            let __row: usize;
+            let __action: Action = match *__s {
+                __Some(State::Closed { .. }) => {
                     match event {
                         Event::Push => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(State::Closed { .. }) => {
-                                    let __action: Action = Action::Creak;
-                                    *__s = ::core::option::Option::Some(State::Open);
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Closed",
-                                                event: ::core::option::Option::Some("Push"),
-                                                to: "Open",
-                                                action: ::core::option::Option::Some("Creak"),
-                                                row: 0usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            let __action: Action = Action::Creak;
+                            *__s = __Some(State::Open);
+                            __row = 0usize;
+                            __action
                         }
                         Event::Knock(
                             times,
-                        ) if match ::core::option::Option::as_ref(__s) {
-                            ::core::option::Option::Some(State::Closed { .. }) => {
-                                let times = &times;
-                                {
-                                    let __guard: bool = *times > 2;
-                                    __guard
-                                }
+                        ) if {
+                            let times = &times;
+                            {
+                                let __guard: bool = *times > 2;
+                                __guard
                             }
-                            _ => false,
                         } => {
-                            match __s {
-                                ::core::option::Option::Some(State::Closed { .. }) => {
-                                    let __action: Action = Action::Answer(times);
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Closed",
-                                                event: ::core::option::Option::Some("Knock"),
-                                                to: "Closed",
-                                                action: ::core::option::Option::Some("Answer"),
-                                                row: 1usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                _ => Self::__fallback(),
-                            }
+                            let __action: Action = Action::Answer(times);
+                            __row = 1usize;
+                            __action
                         }
                         #[allow(unreachable_patterns)]
                         __event => {
-                            let __unhandled = ::agent_fsm::__private::unhandled(
-                                &Self::DESCRIPTION,
-                                ::core::option::Option::Some("Closed"),
+                            return Self::__unhandled(
+                                __observer,
+                                __Some("Closed"),
                                 __event.name(),
                             );
-                            __observer.on_unhandled(&__unhandled);
-                            Self::__fallback()
                         }
                     }
                 }
-                ::core::option::Option::Some(State::Open { .. }) => {
+                __Some(State::Open { .. }) => {
                     match event {
                         Event::Pull => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(State::Open { .. }) => {
-                                    let __action: Action = Action::Creak;
-                                    *__s = ::core::option::Option::Some(State::Closed);
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Open",
-                                                event: ::core::option::Option::Some("Pull"),
-                                                to: "Closed",
-                                                action: ::core::option::Option::Some("Creak"),
-                                                row: 2usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            let __action: Action = Action::Creak;
+                            *__s = __Some(State::Closed);
+                            __row = 2usize;
+                            __action
                         }
                         #[allow(unreachable_patterns)]
                         __event => {
-                            let __unhandled = ::agent_fsm::__private::unhandled(
-                                &Self::DESCRIPTION,
-                                ::core::option::Option::Some("Open"),
+                            return Self::__unhandled(
+                                __observer,
+                                __Some("Open"),
                                 __event.name(),
                             );
-                            __observer.on_unhandled(&__unhandled);
-                            Self::__fallback()
                         }
                     }
                 }
                 #[allow(unreachable_patterns)]
                 _ => {
-                    let __unhandled = ::agent_fsm::__private::unhandled(
-                        &Self::DESCRIPTION,
-                        ::core::option::Option::as_ref(__s).map(State::name),
+                    return Self::__unhandled(
+                        __observer,
+                        __s.as_ref().map(State::name),
                         event.name(),
                     );
-                    __observer.on_unhandled(&__unhandled);
-                    Self::__fallback()
                 }
-            }
+            };
+            Self::__hop(__observer, __row);
+            __action
         }
         /// Runs eventless rows until the machine rests in a state that
         /// waits for events.
@@ -365,6 +360,8 @@ stateDiagram-v2
             __ctx: &mut (),
             __observer: &mut __O,
         ) -> Action {
+            #[allow(unused_imports)]
+            use ::core::option::Option::Some as __Some;
             loop {
                 match &mut *__state {
                     _ => return Self::__fallback(),
@@ -377,56 +374,62 @@ stateDiagram-v2
         }
         /// The table: states, events, actions, rows (any-state rows expanded
         /// per state) and the Mermaid diagram.
-        pub const DESCRIPTION: ::agent_fsm::Description = ::agent_fsm::Description {
-            name: "Machine",
-            states: &[
-                ::agent_fsm::StateInfo {
-                    name: "Closed",
-                    initial: true,
-                    terminal: false,
-                    transient: false,
-                },
-                ::agent_fsm::StateInfo {
-                    name: "Open",
-                    initial: false,
-                    terminal: false,
-                    transient: false,
-                },
-            ],
-            events: &["Push", "Pull", "Knock"],
-            actions: &["Nothing", "Creak", "Answer"],
-            transitions: &[
-                ::agent_fsm::Transition {
-                    from: "Closed",
-                    event: ::core::option::Option::Some("Push"),
-                    guard: ::core::option::Option::None,
-                    to: "Open",
-                    action: ::core::option::Option::Some("Creak"),
-                    in_place: false,
-                    any_state: false,
-                },
-                ::agent_fsm::Transition {
-                    from: "Closed",
-                    event: ::core::option::Option::Some("Knock"),
-                    guard: ::core::option::Option::Some("* times > 2"),
-                    to: "Closed",
-                    action: ::core::option::Option::Some("Answer"),
-                    in_place: true,
-                    any_state: false,
-                },
-                ::agent_fsm::Transition {
-                    from: "Open",
-                    event: ::core::option::Option::Some("Pull"),
-                    guard: ::core::option::Option::None,
-                    to: "Closed",
-                    action: ::core::option::Option::Some("Creak"),
-                    in_place: false,
-                    any_state: false,
-                },
-            ],
-            ignored: &[],
-            fallback: "Nothing",
-            mermaid: "stateDiagram-v2\n    [*] --> Closed\n    Closed --> Open : Push / Creak\n    Closed --> Closed : Knock [* times > 2] / Answer\n    Open --> Closed : Pull / Creak\n",
+        pub const DESCRIPTION: ::agent_fsm::Description = {
+            #[allow(unused_imports)]
+            use ::agent_fsm::Transition as __T;
+            #[allow(unused_imports)]
+            use ::core::option::Option::{None as __N, Some as __S};
+            ::agent_fsm::Description {
+                name: "Machine",
+                states: &[
+                    ::agent_fsm::StateInfo {
+                        name: "Closed",
+                        initial: true,
+                        terminal: false,
+                        transient: false,
+                    },
+                    ::agent_fsm::StateInfo {
+                        name: "Open",
+                        initial: false,
+                        terminal: false,
+                        transient: false,
+                    },
+                ],
+                events: &["Push", "Pull", "Knock"],
+                actions: &["Nothing", "Creak", "Answer"],
+                transitions: &[
+                    __T {
+                        from: "Closed",
+                        event: __S("Push"),
+                        guard: __N,
+                        to: "Open",
+                        action: __S("Creak"),
+                        in_place: false,
+                        any_state: false,
+                    },
+                    __T {
+                        from: "Closed",
+                        event: __S("Knock"),
+                        guard: __S("* times > 2"),
+                        to: "Closed",
+                        action: __S("Answer"),
+                        in_place: true,
+                        any_state: false,
+                    },
+                    __T {
+                        from: "Open",
+                        event: __S("Pull"),
+                        guard: __N,
+                        to: "Closed",
+                        action: __S("Creak"),
+                        in_place: false,
+                        any_state: false,
+                    },
+                ],
+                ignored: &[],
+                fallback: "Nothing",
+                mermaid: "stateDiagram-v2\n    [*] --> Closed\n    Closed --> Open : Push / Creak\n    Closed --> Closed : Knock [* times > 2] / Answer\n    Open --> Closed : Pull / Creak\n",
+            }
         };
     }
     /// The typestate view of the machine: one type per state that waits
@@ -435,6 +438,16 @@ stateDiagram-v2
     pub mod typed {
         #[allow(unused_imports)]
         use super::*;
+        /// The typed view disagrees with the machine inside it: a bug
+        /// in the generated code, never a user error. One cold function
+        /// rather than a panic in every method keeps builds quick.
+        #[cold]
+        #[inline(never)]
+        fn out_of_step() -> ! {
+            ::core::panic!(
+                "agent-fsm: the typestate view is out of step with its machine"
+            )
+        }
         ///The machine, known to be in `Closed`.
         #[derive(Debug)]
         pub struct Closed {
@@ -450,25 +463,30 @@ stateDiagram-v2
             }
             /// The state, as the dynamic enum.
             #[must_use]
+            #[inline]
             pub fn state(&self) -> &super::State {
                 self.machine.state()
             }
             /// The context.
             #[must_use]
+            #[inline]
             pub fn context(&self) -> &() {
                 self.machine.context()
             }
             /// The dynamic machine back, to hand to an executor.
             #[must_use]
+            #[inline]
             pub fn into_machine(self) -> super::Machine {
                 self.machine
             }
             ///`Closed` + `Push` -> `Open`, with the row's action.
+            #[inline]
             pub fn push(mut self) -> (Open, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Push);
                 (Open { machine: self.machine }, __action)
             }
             ///`Closed` + `Knock` -> `Closed`, with the row's action.
+            #[inline]
             pub fn knock(mut self, payload: u8) -> (Closed, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Knock(payload));
                 (Closed { machine: self.machine }, __action)
@@ -477,6 +495,7 @@ stateDiagram-v2
         impl ::core::convert::TryFrom<super::Machine> for Closed {
             type Error = super::Machine;
             /// Succeeds when the machine is in this state; gives it back otherwise.
+            #[inline]
             fn try_from(
                 machine: super::Machine,
             ) -> ::core::result::Result<Self, super::Machine> {
@@ -498,20 +517,24 @@ stateDiagram-v2
         impl Open {
             /// The state, as the dynamic enum.
             #[must_use]
+            #[inline]
             pub fn state(&self) -> &super::State {
                 self.machine.state()
             }
             /// The context.
             #[must_use]
+            #[inline]
             pub fn context(&self) -> &() {
                 self.machine.context()
             }
             /// The dynamic machine back, to hand to an executor.
             #[must_use]
+            #[inline]
             pub fn into_machine(self) -> super::Machine {
                 self.machine
             }
             ///`Open` + `Pull` -> `Closed`, with the row's action.
+            #[inline]
             pub fn pull(mut self) -> (Closed, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Pull);
                 (Closed { machine: self.machine }, __action)
@@ -520,6 +543,7 @@ stateDiagram-v2
         impl ::core::convert::TryFrom<super::Machine> for Open {
             type Error = super::Machine;
             /// Succeeds when the machine is in this state; gives it back otherwise.
+            #[inline]
             fn try_from(
                 machine: super::Machine,
             ) -> ::core::result::Result<Self, super::Machine> {

@@ -236,191 +236,147 @@ stateDiagram-v2
         pub fn handle_event(&mut self, event: Event) -> Action {
             self.handle_event_with(event, &mut ())
         }
+        /// The description, behind one function: every use of the large
+        /// constant in a compiled body costs build time, once per use.
+        #[inline]
+        fn __description() -> &'static ::agent_fsm::Description {
+            &Self::DESCRIPTION
+        }
+        /// Reports row `row` (an index into `DESCRIPTION.transitions`) to
+        /// the observer; a no-op observer compiles it away.
+        #[inline(always)]
+        fn __hop<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __observer: &mut __O,
+            row: usize,
+        ) {
+            let t = &Self::__description().transitions[row];
+            __observer
+                .on_transition(
+                    &::agent_fsm::Step {
+                        from: t.from,
+                        event: t.event,
+                        to: t.to,
+                        action: t.action,
+                        row,
+                    },
+                );
+        }
+        /// An event the current state does not take (no row, every guard
+        /// refused, ignored, or a poisoned machine): logged, reported, and
+        /// answered with the fallback action.
+        #[cold]
+        #[inline(never)]
+        fn __unhandled<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __observer: &mut __O,
+            state: ::core::option::Option<&'static str>,
+            event: &'static str,
+        ) -> Action {
+            __observer
+                .on_unhandled(
+                    &::agent_fsm::__private::unhandled(
+                        Self::__description(),
+                        state,
+                        event,
+                    ),
+                );
+            Self::__fallback()
+        }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
-        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
+        #[allow(
+            clippy::redundant_field_names,
+            non_shorthand_field_patterns,
+            unreachable_code
+        )]
         #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
             event: Event,
             __observer: &mut __O,
         ) -> Action {
+            #[allow(unused_imports)]
+            use ::core::option::Option::Some as __Some;
             let __ctx = &mut self.context;
             let __s = &mut self.state;
-            match *__s {
-                ::core::option::Option::Some(State::Off { .. }) => {
+            let __row: usize;
+            let __action: Action = match *__s {
+                __Some(State::Off { .. }) => {
                     match event {
                         Event::Toggle => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(State::Off { .. }) => {
-                                    let __action: Action = Action::Glow;
-                                    *__s = ::core::option::Option::Some(State::On);
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Off",
-                                                event: ::core::option::Option::Some("Toggle"),
-                                                to: "On",
-                                                action: ::core::option::Option::Some("Glow"),
-                                                row: 0usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            let __action: Action = Action::Glow;
+                            *__s = __Some(State::On);
+                            __row = 0usize;
+                            __action
                         }
                         Event::Smash => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(State::Off { .. }) => {
-                                    let __action: Action = Action::Sparks;
-                                    *__s = ::core::option::Option::Some(State::Broken);
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Off",
-                                                event: ::core::option::Option::Some("Smash"),
-                                                to: "Broken",
-                                                action: ::core::option::Option::Some("Sparks"),
-                                                row: 2usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            let __action: Action = Action::Sparks;
+                            *__s = __Some(State::Broken);
+                            __row = 2usize;
+                            __action
                         }
                         #[allow(unreachable_patterns)]
                         __event => {
-                            let __unhandled = ::agent_fsm::__private::unhandled(
-                                &Self::DESCRIPTION,
-                                ::core::option::Option::Some("Off"),
+                            return Self::__unhandled(
+                                __observer,
+                                __Some("Off"),
                                 __event.name(),
                             );
-                            __observer.on_unhandled(&__unhandled);
-                            Self::__fallback()
                         }
                     }
                 }
-                ::core::option::Option::Some(State::On { .. }) => {
+                __Some(State::On { .. }) => {
                     match event {
                         Event::Toggle => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(State::On { .. }) => {
-                                    let __action: Action = Action::Dark;
-                                    *__s = ::core::option::Option::Some(State::Off);
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "On",
-                                                event: ::core::option::Option::Some("Toggle"),
-                                                to: "Off",
-                                                action: ::core::option::Option::Some("Dark"),
-                                                row: 1usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            let __action: Action = Action::Dark;
+                            *__s = __Some(State::Off);
+                            __row = 1usize;
+                            __action
                         }
                         Event::Smash => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(State::On { .. }) => {
-                                    let __action: Action = Action::Sparks;
-                                    *__s = ::core::option::Option::Some(State::Broken);
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "On",
-                                                event: ::core::option::Option::Some("Smash"),
-                                                to: "Broken",
-                                                action: ::core::option::Option::Some("Sparks"),
-                                                row: 3usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            let __action: Action = Action::Sparks;
+                            *__s = __Some(State::Broken);
+                            __row = 3usize;
+                            __action
                         }
                         #[allow(unreachable_patterns)]
                         __event => {
-                            let __unhandled = ::agent_fsm::__private::unhandled(
-                                &Self::DESCRIPTION,
-                                ::core::option::Option::Some("On"),
+                            return Self::__unhandled(
+                                __observer,
+                                __Some("On"),
                                 __event.name(),
                             );
-                            __observer.on_unhandled(&__unhandled);
-                            Self::__fallback()
                         }
                     }
                 }
-                ::core::option::Option::Some(State::Broken { .. }) => {
+                __Some(State::Broken { .. }) => {
                     match event {
                         Event::Repair => {
-                            match ::core::option::Option::take(__s) {
-                                #[allow(unused_mut)]
-                                ::core::option::Option::Some(State::Broken { .. }) => {
-                                    let __action: Action = Action::Dark;
-                                    *__s = ::core::option::Option::Some(State::Off);
-                                    __observer
-                                        .on_transition(
-                                            &::agent_fsm::Step {
-                                                from: "Broken",
-                                                event: ::core::option::Option::Some("Repair"),
-                                                to: "Off",
-                                                action: ::core::option::Option::Some("Dark"),
-                                                row: 4usize,
-                                            },
-                                        );
-                                    __action
-                                }
-                                __other => {
-                                    *__s = __other;
-                                    Self::__fallback()
-                                }
-                            }
+                            let __action: Action = Action::Dark;
+                            *__s = __Some(State::Off);
+                            __row = 4usize;
+                            __action
                         }
                         #[allow(unreachable_patterns)]
                         __event => {
-                            let __unhandled = ::agent_fsm::__private::unhandled(
-                                &Self::DESCRIPTION,
-                                ::core::option::Option::Some("Broken"),
+                            return Self::__unhandled(
+                                __observer,
+                                __Some("Broken"),
                                 __event.name(),
                             );
-                            __observer.on_unhandled(&__unhandled);
-                            Self::__fallback()
                         }
                     }
                 }
                 #[allow(unreachable_patterns)]
                 _ => {
-                    let __unhandled = ::agent_fsm::__private::unhandled(
-                        &Self::DESCRIPTION,
-                        ::core::option::Option::as_ref(__s).map(State::name),
+                    return Self::__unhandled(
+                        __observer,
+                        __s.as_ref().map(State::name),
                         event.name(),
                     );
-                    __observer.on_unhandled(&__unhandled);
-                    Self::__fallback()
                 }
-            }
+            };
+            Self::__hop(__observer, __row);
+            __action
         }
         /// Runs eventless rows until the machine rests in a state that
         /// waits for events.
@@ -435,6 +391,8 @@ stateDiagram-v2
             __ctx: &mut (),
             __observer: &mut __O,
         ) -> Action {
+            #[allow(unused_imports)]
+            use ::core::option::Option::Some as __Some;
             loop {
                 match &mut *__state {
                     _ => return Self::__fallback(),
@@ -447,85 +405,91 @@ stateDiagram-v2
         }
         /// The table: states, events, actions, rows (any-state rows expanded
         /// per state) and the Mermaid diagram.
-        pub const DESCRIPTION: ::agent_fsm::Description = ::agent_fsm::Description {
-            name: "Machine",
-            states: &[
-                ::agent_fsm::StateInfo {
-                    name: "Off",
-                    initial: true,
-                    terminal: false,
-                    transient: false,
-                },
-                ::agent_fsm::StateInfo {
-                    name: "On",
-                    initial: false,
-                    terminal: false,
-                    transient: false,
-                },
-                ::agent_fsm::StateInfo {
-                    name: "Broken",
-                    initial: false,
-                    terminal: false,
-                    transient: false,
-                },
-            ],
-            events: &["Toggle", "Smash", "Repair"],
-            actions: &["None", "Glow", "Dark", "Sparks"],
-            transitions: &[
-                ::agent_fsm::Transition {
-                    from: "Off",
-                    event: ::core::option::Option::Some("Toggle"),
-                    guard: ::core::option::Option::None,
-                    to: "On",
-                    action: ::core::option::Option::Some("Glow"),
-                    in_place: false,
-                    any_state: false,
-                },
-                ::agent_fsm::Transition {
-                    from: "On",
-                    event: ::core::option::Option::Some("Toggle"),
-                    guard: ::core::option::Option::None,
-                    to: "Off",
-                    action: ::core::option::Option::Some("Dark"),
-                    in_place: false,
-                    any_state: false,
-                },
-                ::agent_fsm::Transition {
-                    from: "Off",
-                    event: ::core::option::Option::Some("Smash"),
-                    guard: ::core::option::Option::None,
-                    to: "Broken",
-                    action: ::core::option::Option::Some("Sparks"),
-                    in_place: false,
-                    any_state: true,
-                },
-                ::agent_fsm::Transition {
-                    from: "On",
-                    event: ::core::option::Option::Some("Smash"),
-                    guard: ::core::option::Option::None,
-                    to: "Broken",
-                    action: ::core::option::Option::Some("Sparks"),
-                    in_place: false,
-                    any_state: true,
-                },
-                ::agent_fsm::Transition {
-                    from: "Broken",
-                    event: ::core::option::Option::Some("Repair"),
-                    guard: ::core::option::Option::None,
-                    to: "Off",
-                    action: ::core::option::Option::Some("Dark"),
-                    in_place: false,
-                    any_state: false,
-                },
-            ],
-            ignored: &[
-                ("Off", "Repair"),
-                ("On", "Repair"),
-                ("Broken", "Toggle"),
-                ("Broken", "Smash"),
-            ],
-            fallback: "None",
-            mermaid: "stateDiagram-v2\n    [*] --> Off\n    Off --> On : Toggle / Glow\n    On --> Off : Toggle / Dark\n    Off --> Broken : Smash / Sparks\n    On --> Broken : Smash / Sparks\n    Broken --> Off : Repair / Dark\n",
+        pub const DESCRIPTION: ::agent_fsm::Description = {
+            #[allow(unused_imports)]
+            use ::agent_fsm::Transition as __T;
+            #[allow(unused_imports)]
+            use ::core::option::Option::{None as __N, Some as __S};
+            ::agent_fsm::Description {
+                name: "Machine",
+                states: &[
+                    ::agent_fsm::StateInfo {
+                        name: "Off",
+                        initial: true,
+                        terminal: false,
+                        transient: false,
+                    },
+                    ::agent_fsm::StateInfo {
+                        name: "On",
+                        initial: false,
+                        terminal: false,
+                        transient: false,
+                    },
+                    ::agent_fsm::StateInfo {
+                        name: "Broken",
+                        initial: false,
+                        terminal: false,
+                        transient: false,
+                    },
+                ],
+                events: &["Toggle", "Smash", "Repair"],
+                actions: &["None", "Glow", "Dark", "Sparks"],
+                transitions: &[
+                    __T {
+                        from: "Off",
+                        event: __S("Toggle"),
+                        guard: __N,
+                        to: "On",
+                        action: __S("Glow"),
+                        in_place: false,
+                        any_state: false,
+                    },
+                    __T {
+                        from: "On",
+                        event: __S("Toggle"),
+                        guard: __N,
+                        to: "Off",
+                        action: __S("Dark"),
+                        in_place: false,
+                        any_state: false,
+                    },
+                    __T {
+                        from: "Off",
+                        event: __S("Smash"),
+                        guard: __N,
+                        to: "Broken",
+                        action: __S("Sparks"),
+                        in_place: false,
+                        any_state: true,
+                    },
+                    __T {
+                        from: "On",
+                        event: __S("Smash"),
+                        guard: __N,
+                        to: "Broken",
+                        action: __S("Sparks"),
+                        in_place: false,
+                        any_state: true,
+                    },
+                    __T {
+                        from: "Broken",
+                        event: __S("Repair"),
+                        guard: __N,
+                        to: "Off",
+                        action: __S("Dark"),
+                        in_place: false,
+                        any_state: false,
+                    },
+                ],
+                ignored: &[
+                    ("Off", "Repair"),
+                    ("On", "Repair"),
+                    ("Broken", "Toggle"),
+                    ("Broken", "Smash"),
+                ],
+                fallback: "None",
+                mermaid: "stateDiagram-v2\n    [*] --> Off\n    Off --> On : Toggle / Glow\n    On --> Off : Toggle / Dark\n    Off --> Broken : Smash / Sparks\n    On --> Broken : Smash / Sparks\n    Broken --> Off : Repair / Dark\n",
+            }
         };
     }
     /// The typestate view of the machine: one type per state that waits
@@ -534,6 +498,16 @@ stateDiagram-v2
     pub mod typed {
         #[allow(unused_imports)]
         use super::*;
+        /// The typed view disagrees with the machine inside it: a bug
+        /// in the generated code, never a user error. One cold function
+        /// rather than a panic in every method keeps builds quick.
+        #[cold]
+        #[inline(never)]
+        fn out_of_step() -> ! {
+            ::core::panic!(
+                "agent-fsm: the typestate view is out of step with its machine"
+            )
+        }
         ///The machine, known to be in `Off`.
         #[derive(Debug)]
         pub struct Off {
@@ -549,25 +523,30 @@ stateDiagram-v2
             }
             /// The state, as the dynamic enum.
             #[must_use]
+            #[inline]
             pub fn state(&self) -> &super::State {
                 self.machine.state()
             }
             /// The context.
             #[must_use]
+            #[inline]
             pub fn context(&self) -> &() {
                 self.machine.context()
             }
             /// The dynamic machine back, to hand to an executor.
             #[must_use]
+            #[inline]
             pub fn into_machine(self) -> super::Machine {
                 self.machine
             }
             ///`Off` + `Toggle` -> `On`, with the row's action.
+            #[inline]
             pub fn toggle(mut self) -> (On, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Toggle);
                 (On { machine: self.machine }, __action)
             }
             ///`Off` + `Smash` -> `Broken`, with the row's action.
+            #[inline]
             pub fn smash(mut self) -> (Broken, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Smash);
                 (Broken { machine: self.machine }, __action)
@@ -576,6 +555,7 @@ stateDiagram-v2
         impl ::core::convert::TryFrom<super::Machine> for Off {
             type Error = super::Machine;
             /// Succeeds when the machine is in this state; gives it back otherwise.
+            #[inline]
             fn try_from(
                 machine: super::Machine,
             ) -> ::core::result::Result<Self, super::Machine> {
@@ -597,25 +577,30 @@ stateDiagram-v2
         impl On {
             /// The state, as the dynamic enum.
             #[must_use]
+            #[inline]
             pub fn state(&self) -> &super::State {
                 self.machine.state()
             }
             /// The context.
             #[must_use]
+            #[inline]
             pub fn context(&self) -> &() {
                 self.machine.context()
             }
             /// The dynamic machine back, to hand to an executor.
             #[must_use]
+            #[inline]
             pub fn into_machine(self) -> super::Machine {
                 self.machine
             }
             ///`On` + `Toggle` -> `Off`, with the row's action.
+            #[inline]
             pub fn toggle(mut self) -> (Off, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Toggle);
                 (Off { machine: self.machine }, __action)
             }
             ///`On` + `Smash` -> `Broken`, with the row's action.
+            #[inline]
             pub fn smash(mut self) -> (Broken, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Smash);
                 (Broken { machine: self.machine }, __action)
@@ -624,6 +609,7 @@ stateDiagram-v2
         impl ::core::convert::TryFrom<super::Machine> for On {
             type Error = super::Machine;
             /// Succeeds when the machine is in this state; gives it back otherwise.
+            #[inline]
             fn try_from(
                 machine: super::Machine,
             ) -> ::core::result::Result<Self, super::Machine> {
@@ -645,20 +631,24 @@ stateDiagram-v2
         impl Broken {
             /// The state, as the dynamic enum.
             #[must_use]
+            #[inline]
             pub fn state(&self) -> &super::State {
                 self.machine.state()
             }
             /// The context.
             #[must_use]
+            #[inline]
             pub fn context(&self) -> &() {
                 self.machine.context()
             }
             /// The dynamic machine back, to hand to an executor.
             #[must_use]
+            #[inline]
             pub fn into_machine(self) -> super::Machine {
                 self.machine
             }
             ///`Broken` + `Repair` -> `Off`, with the row's action.
+            #[inline]
             pub fn repair(mut self) -> (Off, super::Action) {
                 let __action = self.machine.handle_event(super::Event::Repair);
                 (Off { machine: self.machine }, __action)
@@ -667,6 +657,7 @@ stateDiagram-v2
         impl ::core::convert::TryFrom<super::Machine> for Broken {
             type Error = super::Machine;
             /// Succeeds when the machine is in this state; gives it back otherwise.
+            #[inline]
             fn try_from(
                 machine: super::Machine,
             ) -> ::core::result::Result<Self, super::Machine> {

@@ -1,4 +1,4 @@
-// Rule: only `fallback`, `strict` and `name` are arguments.
+// Rule: only the documented arguments are accepted; a misspelt one is named.
 #[agent_fsm::state_machine(fallback = Wait, strcit)]
 pub mod machine {
     #[states]

@@ -1,0 +1,32 @@
+// `typestate = false` leaves the typestate view out: there is no `typed`
+// module to use, and no `into_typed`.
+#[agent_fsm::state_machine(fallback = Nothing, typestate = false)]
+mod door {
+    #[states]
+    pub enum State {
+        #[initial]
+        Closed,
+        Open,
+    }
+
+    #[events]
+    pub enum Event {
+        Push,
+    }
+
+    #[actions]
+    pub enum Action {
+        Creak,
+        Nothing,
+    }
+
+    transitions! {
+        Closed + Push => Open / Creak,
+        Open + Push => Closed / Creak,
+    }
+}
+
+fn main() {
+    let _ = door::typed::Closed::new();
+    let _ = door::Machine::new().into_typed();
+}
