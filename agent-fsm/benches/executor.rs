@@ -2,6 +2,25 @@
 //! hand-written tokio mpsc actor over the same machine (the baseline) and
 //! against calling `handle_event` directly.
 //!
+//! The bare actor (`bare_actor`) is the usual shape: a bounded `mpsc`
+//! channel of the same capacity (32), `send(..).await` to it, `while let
+//! Some(msg) = rx.recv().await` in the actor, `handle_event` with no
+//! observer, a oneshot per reply. The executor's handle first tries
+//! `try_send` and awaits `send` only when the inbox is full, which is much
+//! cheaper per event; `bare_actor_try_send` is the same bare actor sending
+//! that way, so that the gain of the send path and the cost of the worker
+//! can be told apart. The executor runs with everything it promises:
+//! history, status, notifications, effects (`()`), ordering and control
+//! checks between steps. Each executor bench has two variants:
+//!
+//! - `executor_observed`: an observer attached, i.e. a subscriber draining
+//!   every notification (two per event: the transition and the action) on
+//!   its own task, as a UI would; its work is counted.
+//! - `executor_unobserved`: nobody subscribed (history and status are kept
+//!   all the same).
+//!
+//! The benches:
+//!
 //! - `direct`: `handle_event` in a loop, no runtime.
 //! - `fire_and_forget/{current_thread,multi_thread}`: send 1,000 events,
 //!   then wait until they are handled (`wait_idle`; the bare actor answers
@@ -9,14 +28,14 @@
 //! - `request_response/...`: 100 round trips, each waiting for its reply
 //!   (`call`; the bare actor answers through a oneshot).
 //! - `throughput`: 1,000 agents × 1,000 events on a 2-worker runtime.
-//! - memory: RSS per idle agent with 10,000 spawned, measured in a child
-//!   process per variant (so that one variant's freed memory does not hide
-//!   the next one's), printed before the timings.
+//! - memory: RSS per idle agent with 10,000 spawned (not observed),
+//!   measured in a child process per variant (so that one variant's freed
+//!   memory does not hide the next one's), printed before the timings.
 //!
 //! Run: `cargo bench -p agent-fsm --bench executor -- --quick`.
 //! Note: dev-dependencies enable tokio's `test-util`, which makes
-//! `tokio::time::Instant::now` (read once per event by the history) a
-//! little slower than in a release build of an application.
+//! `tokio::time::Instant::now` (read once per burst of events by the
+//! history) a little slower than in a release build of an application.
 
 use std::hint::black_box;
 use std::process::Command;
@@ -164,10 +183,13 @@ enum Msg {
     Flush(oneshot::Sender<()>),
 }
 
+/// A handle to a bare actor. With `TRY_FIRST`, sends take the same fast
+/// path as the executor's handle (`try_send`, then `send(..).await` only
+/// when the channel is full); without it, every send is `send(..).await`.
 #[derive(Clone)]
-struct Bare(mpsc::Sender<Msg>);
+struct Bare<const TRY_FIRST: bool = false>(mpsc::Sender<Msg>);
 
-fn bare_spawn() -> Bare {
+fn bare_spawn<const TRY_FIRST: bool>() -> Bare<TRY_FIRST> {
     let (tx, mut rx) = mpsc::channel(32);
     tokio::spawn(async move {
         let mut machine = PingPong::default();
@@ -189,20 +211,33 @@ fn bare_spawn() -> Bare {
     Bare(tx)
 }
 
-impl Bare {
+impl<const TRY_FIRST: bool> Bare<TRY_FIRST> {
+    async fn send(&self, msg: Msg) {
+        let msg = if TRY_FIRST {
+            match self.0.try_send(msg) {
+                Ok(()) => return,
+                Err(mpsc::error::TrySendError::Full(msg)) => msg,
+                Err(mpsc::error::TrySendError::Closed(_)) => panic!("the actor stopped"),
+            }
+        } else {
+            msg
+        };
+        self.0.send(msg).await.unwrap();
+    }
+
     async fn fire(&self, n: u64) {
         for i in 0..n {
-            self.0.send(Msg::Event(Tick(i))).await.unwrap();
+            self.send(Msg::Event(Tick(i))).await;
         }
         let (tx, rx) = oneshot::channel();
-        self.0.send(Msg::Flush(tx)).await.unwrap();
+        self.send(Msg::Flush(tx)).await;
         rx.await.unwrap();
     }
 
     async fn calls(&self, n: u64) {
         for i in 0..n {
             let (tx, rx) = oneshot::channel();
-            self.0.send(Msg::Call(Tick(i), tx)).await.unwrap();
+            self.send(Msg::Call(Tick(i), tx)).await;
             black_box(rx.await.unwrap());
         }
     }
@@ -220,13 +255,25 @@ fn executor_spawn() -> Handle {
     runtime::spawn(PingPong::default(), (), CONFIG.clone())
 }
 
-/// With a subscriber draining every notification on its own task.
-fn executor_spawn_subscribed() -> Handle {
+/// With an observer attached: a subscriber draining every notification on
+/// its own task (it ends when the worker does).
+fn executor_spawn_observed() -> Handle {
     let handle = executor_spawn();
     let mut subscription = handle.subscribe();
-    tokio::spawn(async move { while subscription.recv().await.is_some() {} });
+    tokio::spawn(async move {
+        while let Some(notification) = subscription.recv().await {
+            black_box(notification);
+        }
+    });
     handle
 }
+
+/// Spawns one agent of an executor variant.
+type Spawn = fn() -> Handle;
+
+/// The two executor variants, in the order they are benched.
+const VARIANTS: [(&str, Spawn); 2] =
+    [("executor_observed", executor_spawn_observed), ("executor_unobserved", executor_spawn)];
 
 async fn executor_fire(handle: &Handle, n: u64) {
     for i in 0..n {
@@ -269,7 +316,7 @@ fn fire_and_forget(c: &mut Criterion) {
     let mut group = c.benchmark_group("fire_and_forget");
     group.throughput(Throughput::Elements(N));
     for (name, rt) in runtimes() {
-        let bare = rt.block_on(async { bare_spawn() });
+        let bare = rt.block_on(async { bare_spawn::<false>() });
         group.bench_function(BenchmarkId::new("bare_actor", name), |b| {
             b.iter_custom(|iters| {
                 rt.block_on(async {
@@ -281,30 +328,32 @@ fn fire_and_forget(c: &mut Criterion) {
                 })
             });
         });
-        let handle = rt.block_on(async { executor_spawn() });
-        group.bench_function(BenchmarkId::new("executor", name), |b| {
+        let bare = rt.block_on(async { bare_spawn::<true>() });
+        group.bench_function(BenchmarkId::new("bare_actor_try_send", name), |b| {
             b.iter_custom(|iters| {
                 rt.block_on(async {
                     let start = Instant::now();
                     for _ in 0..iters {
-                        executor_fire(&handle, N).await;
+                        bare.fire(N).await;
                     }
                     start.elapsed()
                 })
             });
         });
-        let subscribed = rt.block_on(async { executor_spawn_subscribed() });
-        group.bench_function(BenchmarkId::new("executor_subscribed", name), |b| {
-            b.iter_custom(|iters| {
-                rt.block_on(async {
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        executor_fire(&subscribed, N).await;
-                    }
-                    start.elapsed()
-                })
+        for (variant, spawn) in VARIANTS {
+            let handle = rt.block_on(async { spawn() });
+            group.bench_function(BenchmarkId::new(variant, name), |b| {
+                b.iter_custom(|iters| {
+                    rt.block_on(async {
+                        let start = Instant::now();
+                        for _ in 0..iters {
+                            executor_fire(&handle, N).await;
+                        }
+                        start.elapsed()
+                    })
+                });
             });
-        });
+        }
     }
     group.finish();
 }
@@ -314,7 +363,7 @@ fn request_response(c: &mut Criterion) {
     let mut group = c.benchmark_group("request_response");
     group.throughput(Throughput::Elements(N));
     for (name, rt) in runtimes() {
-        let bare = rt.block_on(async { bare_spawn() });
+        let bare = rt.block_on(async { bare_spawn::<false>() });
         group.bench_function(BenchmarkId::new("bare_actor", name), |b| {
             b.iter_custom(|iters| {
                 rt.block_on(async {
@@ -326,18 +375,32 @@ fn request_response(c: &mut Criterion) {
                 })
             });
         });
-        let handle = rt.block_on(async { executor_spawn() });
-        group.bench_function(BenchmarkId::new("executor", name), |b| {
+        let bare = rt.block_on(async { bare_spawn::<true>() });
+        group.bench_function(BenchmarkId::new("bare_actor_try_send", name), |b| {
             b.iter_custom(|iters| {
                 rt.block_on(async {
                     let start = Instant::now();
                     for _ in 0..iters {
-                        executor_calls(&handle, N).await;
+                        bare.calls(N).await;
                     }
                     start.elapsed()
                 })
             });
         });
+        for (variant, spawn) in VARIANTS {
+            let handle = rt.block_on(async { spawn() });
+            group.bench_function(BenchmarkId::new(variant, name), |b| {
+                b.iter_custom(|iters| {
+                    rt.block_on(async {
+                        let start = Instant::now();
+                        for _ in 0..iters {
+                            executor_calls(&handle, N).await;
+                        }
+                        start.elapsed()
+                    })
+                });
+            });
+        }
     }
     group.finish();
 }
@@ -353,8 +416,47 @@ fn throughput(c: &mut Criterion) {
     group.throughput(Throughput::Elements(AGENTS as u64 * EVENTS));
     let [_, (_, rt)] = runtimes();
 
-    let bares: Vec<Bare> = rt.block_on(async { (0..AGENTS).map(|_| bare_spawn()).collect() });
-    group.bench_function("bare_actor", |b| {
+    throughput_bare::<false>(&mut group, "bare_actor", &rt, AGENTS, EVENTS);
+    throughput_bare::<true>(&mut group, "bare_actor_try_send", &rt, AGENTS, EVENTS);
+
+    for (variant, spawn) in VARIANTS {
+        let handles: Vec<Handle> = rt.block_on(async { (0..AGENTS).map(|_| spawn()).collect() });
+        group.bench_function(variant, |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        let drivers: Vec<_> = handles
+                            .iter()
+                            .map(|handle| {
+                                let handle = handle.clone();
+                                tokio::spawn(async move { executor_fire(&handle, EVENTS).await })
+                            })
+                            .collect();
+                        for driver in drivers {
+                            driver.await.unwrap();
+                        }
+                    }
+                    start.elapsed()
+                })
+            });
+        });
+        // Dropping the handles stops the workers (and their subscribers).
+        drop(handles);
+    }
+    group.finish();
+}
+
+/// The throughput bench for one kind of bare actor.
+fn throughput_bare<const TRY_FIRST: bool>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    rt: &Runtime,
+    agents: usize,
+    events: u64,
+) {
+    let bares: Vec<Bare<TRY_FIRST>> = rt.block_on(async { (0..agents).map(|_| bare_spawn()).collect() });
+    group.bench_function(name, |b| {
         b.iter_custom(|iters| {
             rt.block_on(async {
                 let start = Instant::now();
@@ -363,7 +465,7 @@ fn throughput(c: &mut Criterion) {
                         .iter()
                         .map(|bare| {
                             let bare = bare.clone();
-                            tokio::spawn(async move { bare.fire(EVENTS).await })
+                            tokio::spawn(async move { bare.fire(events).await })
                         })
                         .collect();
                     for driver in drivers {
@@ -374,30 +476,6 @@ fn throughput(c: &mut Criterion) {
             })
         });
     });
-    drop(bares);
-
-    let handles: Vec<Handle> = rt.block_on(async { (0..AGENTS).map(|_| executor_spawn()).collect() });
-    group.bench_function("executor", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let start = Instant::now();
-                for _ in 0..iters {
-                    let drivers: Vec<_> = handles
-                        .iter()
-                        .map(|handle| {
-                            let handle = handle.clone();
-                            tokio::spawn(async move { executor_fire(&handle, EVENTS).await })
-                        })
-                        .collect();
-                    for driver in drivers {
-                        driver.await.unwrap();
-                    }
-                }
-                start.elapsed()
-            })
-        });
-    });
-    group.finish();
 }
 
 // ===== memory per idle agent =====
@@ -419,7 +497,7 @@ fn memory_child(kind: &str) {
     rt.block_on(async {
         // Warm up the runtime's own structures first.
         let warm: Vec<Handle> = (0..100).map(|_| executor_spawn()).collect();
-        let bare_warm: Vec<Bare> = (0..100).map(|_| bare_spawn()).collect();
+        let bare_warm: Vec<Bare> = (0..100).map(|_| bare_spawn::<false>()).collect();
         let_every_task_run().await;
         drop((warm, bare_warm));
         let_every_task_run().await;
@@ -427,7 +505,7 @@ fn memory_child(kind: &str) {
         let before = rss_bytes().unwrap_or(0);
         match kind {
             "bare_actor" => {
-                let agents: Vec<Bare> = (0..IDLE_AGENTS).map(|_| bare_spawn()).collect();
+                let agents: Vec<Bare> = (0..IDLE_AGENTS).map(|_| bare_spawn::<false>()).collect();
                 let_every_task_run().await;
                 report(kind, before);
                 black_box(agents);

@@ -7,6 +7,7 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use agent_fsm::StateMachine;
@@ -410,6 +411,82 @@ async fn queries_are_served_while_effects_run() {
     handle.wait_idle().await.unwrap();
     let inputs = handle.inspect(|m| m.context().inputs.clone()).await.unwrap();
     assert_eq!(inputs, ["go", "queued"]);
+}
+
+/// The worker hands notifications and its status over once per burst, but
+/// always before it answers anyone: on a multi-thread runtime the caller
+/// runs as soon as the reply is sent, and must find them there already.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_and_status_are_published_before_any_reply() {
+    let handle = start(&Scripted::new([]), config());
+    let mut notifications = handle.subscribe();
+    for round in 1..=200 {
+        // Ignored in `Waiting`: one refusal and one action per event.
+        let delivered = handle.call(Event::Interrupted).await.unwrap();
+        assert_eq!((delivered.action, delivered.state), ("WaitForInput", "Waiting"));
+        assert_eq!(handle.steps(), round);
+        let first = notifications.try_recv();
+        assert!(matches!(first, Some(Notification::Unhandled(ref u)) if u.event == "Interrupted"), "{first:?}");
+        let second = notifications.try_recv();
+        assert!(matches!(second, Some(Notification::Action { name: "WaitForInput", performed: true })), "{second:?}");
+        assert_eq!(notifications.try_recv(), None);
+    }
+    for _ in 0..100 {
+        handle.send(Event::Interrupted).await.unwrap();
+    }
+    handle.wait_idle().await.unwrap();
+    assert_eq!(handle.steps(), 300);
+    let mut received = 0;
+    while let Some(notification) = notifications.try_recv() {
+        assert!(!matches!(notification, Notification::Lagged(_)), "{notification:?}");
+        received += 1;
+    }
+    assert_eq!(received, 200);
+    handle.shutdown().await.unwrap();
+    // The configured shutdown event's hop and action, then the end.
+    let last = notifications.recv().await;
+    assert!(matches!(last, Some(Notification::Transition(ref step)) if step.to == "Done"), "{last:?}");
+    let last = notifications.recv().await;
+    assert!(matches!(last, Some(Notification::Action { name: "Shutdown", .. })), "{last:?}");
+    assert_eq!(notifications.recv().await, None);
+}
+
+/// Effects that read the handle's step count while performing each action.
+struct StatusProbe {
+    handle: Arc<OnceLock<MachineHandle<Agent, ()>>>,
+    seen: Arc<Mutex<Vec<u64>>>,
+}
+
+impl Effects<Agent> for StatusProbe {
+    type Output = ();
+
+    fn perform(&mut self, _action: Action, _cx: &mut EffectContext<'_, Agent, ()>) {
+        if let Some(handle) = self.handle.get() {
+            self.seen.lock().unwrap().push(handle.steps());
+        }
+    }
+}
+
+/// A long burst still publishes its status every 64 events, not only when
+/// the worker pauses.
+#[tokio::test(start_paused = true)]
+async fn a_long_burst_publishes_its_status_every_64_events() {
+    let probe = StatusProbe { handle: Arc::default(), seen: Arc::default() };
+    let (cell, seen) = (Arc::clone(&probe.handle), Arc::clone(&probe.seen));
+    let handle = runtime::spawn(Agent::new(3), probe, config().inbox_capacity(1000));
+    cell.set(handle.clone()).unwrap();
+    // Queued before the worker first runs: one burst of 200 events.
+    for _ in 0..200 {
+        handle.try_send(Event::Interrupted).unwrap();
+    }
+    handle.wait_idle().await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    // While performing event `n`, the last publication was at the last
+    // multiple of 64 before it.
+    let expected: Vec<u64> = (0..200).map(|i| i / 64 * 64).collect();
+    assert_eq!(seen, expected);
+    assert_eq!(handle.steps(), 200);
+    handle.shutdown().await.unwrap();
 }
 
 #[test]

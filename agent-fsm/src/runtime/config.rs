@@ -121,11 +121,11 @@ impl<M: StateMachine> ExecutorConfig<M> {
     pub const DEFAULT_INBOX_CAPACITY: usize = 32;
     /// Default hop log capacity.
     pub const DEFAULT_HISTORY_CAPACITY: usize = 32;
-    /// Default capacity of the notification channel (created on the first
+    /// Default capacity of the notification log (created on the first
     /// [`subscribe`](super::MachineHandle::subscribe)).
     pub const DEFAULT_NOTIFICATION_CAPACITY: usize = 256;
-    /// Largest accepted channel capacity; larger values are clamped, since
-    /// tokio panics on absurd sizes.
+    /// Largest accepted inbox or notification capacity; larger values are
+    /// clamped, since tokio panics on absurd channel sizes.
     pub const MAX_CAPACITY: usize = 1 << 20;
 
     /// The defaults: inbox 32, unlimited task concurrency, no timeouts,
@@ -216,9 +216,11 @@ impl<M: StateMachine> ExecutorConfig<M> {
         self.edit(|s| s.record_events = Some(<M::Event as Clone>::clone))
     }
 
-    /// Capacity of the notification channel (clamped to `1..=MAX_CAPACITY`).
-    /// A subscriber more than this many notifications behind receives
-    /// [`Notification::Lagged`](super::Notification::Lagged).
+    /// How many notifications the notification log keeps for subscribers
+    /// that have not taken them yet (clamped to `1..=MAX_CAPACITY`). A
+    /// subscriber further behind than that receives
+    /// [`Notification::Lagged`](super::Notification::Lagged) with the number
+    /// it missed; what it has already taken is never lost.
     #[must_use]
     pub fn notification_capacity(self, capacity: usize) -> Self {
         self.edit(|s| s.notification_capacity = capacity.clamp(1, Self::MAX_CAPACITY))

@@ -23,7 +23,8 @@ use futures::Stream;
 use tokio::runtime::Handle;
 use tokio_util::task::TaskTracker;
 
-use super::handle::Notifier;
+use super::config::Settings;
+use super::feed::Notifier;
 use super::work::Work;
 use crate::StateMachine;
 
@@ -167,12 +168,13 @@ impl<E: Send + 'static> Env<'_, E> {
 pub struct EffectContext<'a, M: StateMachine, O> {
     pub(crate) machine: &'a M,
     pub(crate) env: Env<'a, M::Event>,
-    pub(crate) notifier: &'a Notifier<O>,
+    pub(crate) notifier: &'a mut Notifier<O>,
+    /// Where the timeouts are looked up, only when a stream or task starts
+    /// (most actions start neither).
+    pub(crate) settings: &'a Settings<M>,
     pub(crate) action: &'static str,
     /// The machine's visit counter, stamped on timers.
     pub(crate) visit: u32,
-    pub(crate) stream_timeout: Option<Duration>,
-    pub(crate) task_timeout: Option<Duration>,
     /// Set while performing the final action (the one that entered a
     /// terminal state, or the shutdown event's): new work is discarded.
     pub(crate) discard: bool,
@@ -241,7 +243,7 @@ where
         S: Stream<Item = M::Event> + Send + 'static,
         F: FnOnce(EffectFailure) -> Option<M::Event> + Send + 'static,
     {
-        let timeout = self.stream_timeout;
+        let (timeout, _) = self.settings.timeouts_for(self.action);
         if !self.discarding("stream")
             && let Some(work) = self.env.work()
         {
@@ -262,7 +264,7 @@ where
         T: Future<Output = M::Event> + Send + 'static,
         F: FnOnce(String, EffectFailure) -> M::Event + Send + 'static,
     {
-        let timeout = self.task_timeout;
+        let (_, timeout) = self.settings.timeouts_for(self.action);
         if !self.discarding("spawn_task")
             && let Some(work) = self.env.work()
         {

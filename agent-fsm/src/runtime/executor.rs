@@ -17,6 +17,12 @@
 //! more work), then delivers the events the effects `send` for immediate
 //! delivery, before taking the next input. The rules this gives are listed
 //! in the [module docs](super).
+//!
+//! The loop runs inside one poll ([`Worker::poll_run`]) until there is
+//! nothing to do: a burst of events goes through it without returning to
+//! the future's machinery, and everything published to the handles (status,
+//! notifications) is handed over once per burst, when the worker pauses or
+//! answers someone, rather than once per event.
 
 use std::future::{Future, poll_fn};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -30,10 +36,11 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
-use super::config::{ExecutorConfig, Settings};
+use super::config::ExecutorConfig;
 use super::effects::{EffectContext, Effects, Env};
 use super::error::{WorkerError, panic_message};
-use super::handle::{Control, Delivered, Envelope, MachineHandle, Notification, Notifier, Shared};
+use super::feed::Notifier;
+use super::handle::{Control, Delivered, Envelope, MachineHandle, Notification, Shared};
 use super::history::{EventRecord, History};
 use super::work::{Produced, Work};
 // Through the crate's own name (`extern crate self as agent_fsm` in lib.rs),
@@ -115,7 +122,7 @@ where
 }
 
 /// How often, in events, a long burst refreshes the clock and publishes
-/// the status.
+/// the status and the notifications.
 const STATUS_EVERY: u64 = 64;
 
 /// How the action returned by a delivered event is treated.
@@ -138,14 +145,6 @@ enum StopReason {
     HandlesDropped,
 }
 
-enum Input<M: StateMachine> {
-    Control(Control<M>),
-    Cancelled,
-    Effect(Produced<M::Event>),
-    Inbox(Envelope<M::Event>),
-    InboxClosed,
-}
-
 struct Worker<M: StateMachine, E: Effects<M>> {
     machine: M,
     effects: E,
@@ -164,7 +163,8 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     /// worker sleeps and every [`STATUS_EVERY`] events, so one clock read
     /// serves a burst.
     clock: Option<Instant>,
-    /// The state changed since it was last published.
+    /// The state changed (or the machine was poisoned) since the status was
+    /// last published.
     status_dirty: bool,
     /// Incremented on every change of state (not on self-transitions);
     /// timers are stamped with it and die when it moves on.
@@ -185,40 +185,15 @@ where
     /// less per agent than awaiting nested `async fn`s).
     async fn run(&mut self) {
         if self.start() {
-            loop {
-                if self.terminal {
-                    self.begin_stop(StopReason::Terminal);
-                    break;
-                }
-                let input = poll_fn(|cx| self.poll_input(cx)).await;
-                let stop = match input {
-                    Input::Control(control) => self.on_control(control),
-                    Input::Cancelled => Some(StopReason::Shutdown),
-                    Input::Effect(produced) => {
-                        if let Some(event) = self.resolve(produced) {
-                            self.deliver(event, Mode::Normal, None);
-                        }
-                        None
-                    }
-                    Input::Inbox(envelope) => {
-                        self.deliver_envelope(envelope, Mode::Normal);
-                        None
-                    }
-                    Input::InboxClosed => Some(StopReason::HandlesDropped),
-                };
-                self.drain_ready();
-                if self.failed {
-                    break;
-                }
-                if let Some(reason) = stop {
-                    self.begin_stop(reason);
-                    break;
-                }
+            if let Some(reason) = poll_fn(|cx| self.poll_run(cx)).await {
+                self.begin_stop(reason);
             }
             if !self.failed {
                 poll_fn(|cx| self.poll_drain_inbox(cx)).await;
             }
         }
+        // What the drain published is visible while the tasks wind down.
+        self.flush_status();
         if let Some(work) = &mut self.work {
             // Cancelled tasks stop at their next await point; wait for them
             // so that none outlives the worker.
@@ -248,39 +223,64 @@ where
         true
     }
 
-    fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<Input<M>> {
-        if let Some(control) = self.shared.pop_control() {
-            return Poll::Ready(Input::Control(control));
-        }
-        let polled = self.poll_sources(cx);
-        if polled.is_ready() {
-            return polled;
-        }
-        // Going to sleep: publish the status, then register for control
-        // requests and look once more, so that none pushed in between is
-        // missed. Registering only here keeps it off the per-event path.
-        self.flush_status();
-        self.clock = None;
-        self.shared.register(cx.waker());
-        match self.shared.pop_control() {
-            Some(control) => Poll::Ready(Input::Control(control)),
-            None => Poll::Pending,
+    /// The loop: takes the inputs in priority order and handles each one
+    /// as it comes, until the worker must stop (`Some(reason)`), has failed
+    /// (`None`) or has nothing to do (`Pending`, once everything is
+    /// published and the worker is registered for every source).
+    fn poll_run(&mut self, cx: &mut Context<'_>) -> Poll<Option<StopReason>> {
+        loop {
+            if self.terminal {
+                return Poll::Ready(Some(StopReason::Terminal));
+            }
+            let turn = match self.shared.pop_control() {
+                Some(control) => self.on_control(control),
+                None => match self.poll_sources(cx) {
+                    Poll::Ready(turn) => turn,
+                    Poll::Pending => {
+                        // Going to sleep: publish, then register for control
+                        // requests and look once more, so that none pushed in
+                        // between is missed. Registering only here keeps it
+                        // off the per-event path.
+                        self.flush_status();
+                        self.clock = None;
+                        self.shared.register(cx.waker());
+                        match self.shared.pop_control() {
+                            Some(control) => self.on_control(control),
+                            None => return Poll::Pending,
+                        }
+                    }
+                },
+            };
+            self.drain_ready();
+            if self.failed {
+                return Poll::Ready(None);
+            }
+            if let Some(reason) = turn {
+                return Poll::Ready(Some(reason));
+            }
         }
     }
 
-    fn poll_sources(&mut self, cx: &mut Context<'_>) -> Poll<Input<M>> {
+    /// Takes and handles the next input after control requests: the
+    /// cancellation token, then effect work, then (only when no work is in
+    /// flight) the inbox. `Ready(Some(reason))` asks the loop to stop.
+    #[inline]
+    fn poll_sources(&mut self, cx: &mut Context<'_>) -> Poll<Option<StopReason>> {
         if let Some(extras) = &mut self.extras
             && let Some(cancel) = &mut extras.cancel
             && cancel.as_mut().poll(cx).is_ready()
         {
             extras.cancel = None;
-            return Poll::Ready(Input::Cancelled);
+            return Poll::Ready(Some(StopReason::Shutdown));
         }
         if let Some(work) = &mut self.work
             && work.busy()
         {
             if let Poll::Ready(produced) = work.poll_next(cx) {
-                return Poll::Ready(Input::Effect(produced));
+                if let Some(event) = self.resolve(produced) {
+                    self.deliver(event, Mode::Normal, None);
+                }
+                return Poll::Ready(None);
             }
             // External events wait while effect work is in flight. A stream
             // that just ended may have left nothing in flight: go on to the
@@ -293,14 +293,23 @@ where
             self.answer_idle_waiters();
         }
         match self.inbox.poll_recv(cx) {
-            Poll::Ready(Some(envelope)) => Poll::Ready(Input::Inbox(envelope)),
-            Poll::Ready(None) => Poll::Ready(Input::InboxClosed),
+            // The hot path: inlined here only.
+            Poll::Ready(Some(Envelope::Event(event))) => {
+                self.deliver_inline(event, Mode::Normal, None);
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(Envelope::Call(event, reply))) => {
+                self.deliver(event, Mode::Normal, Some(reply));
+                Poll::Ready(None)
+            }
+            Poll::Ready(None) => Poll::Ready(Some(StopReason::HandlesDropped)),
             Poll::Pending => Poll::Pending,
         }
     }
 
-    /// Publishes the state name and step count to the handles. Called when
-    /// the worker is about to sleep, before any reply, and every
+    /// Publishes the state name, the step count and the buffered
+    /// notifications to the handles. Called when the worker is about to
+    /// sleep, before it serves any request or reply, and every
     /// [`STATUS_EVERY`] events, rather than on every event: a burst of
     /// events costs one publication.
     fn flush_status(&mut self) {
@@ -309,6 +318,23 @@ where
             self.shared.publish_state(self.machine.state_name());
         }
         self.shared.publish_steps(self.steps);
+        self.notifier.flush();
+    }
+
+    /// Picks up the notification feed once someone has subscribed; one
+    /// atomic load until then.
+    #[inline]
+    fn refresh_notifier(&mut self) {
+        if !self.notifier.attached() && self.shared.has_feed() {
+            self.attach_notifier();
+        }
+    }
+
+    #[cold]
+    fn attach_notifier(&mut self) {
+        if let Some(feed) = self.shared.feed() {
+            self.notifier.attach(feed);
+        }
     }
 
     fn extras(&mut self) -> &mut Extras {
@@ -335,6 +361,8 @@ where
     }
 
     fn on_control(&mut self, control: Control<M>) -> Option<StopReason> {
+        // Whoever asks sees everything up to here.
+        self.flush_status();
         match control {
             Control::Interrupt { cause, done } => {
                 self.interrupt(cause);
@@ -347,8 +375,7 @@ where
             Control::Shutdown => Some(StopReason::Shutdown),
             // The job catches its own panics and carries its reply.
             Control::Inspect(job) => {
-                let history =
-                    history_mut(&mut self.history, &self.shared.settings, self.machine.state_name(), &self.shared);
+                let history = history_mut(&mut self.history, &self.machine, &self.shared);
                 job(&self.machine, history);
                 None
             }
@@ -385,24 +412,33 @@ where
     }
 
     /// Feeds one event to the machine and treats its action per `mode`.
+    #[inline(never)]
     fn deliver(&mut self, event: M::Event, mode: Mode, reply: Option<oneshot::Sender<Delivered>>) {
+        self.deliver_inline(event, mode, reply);
+    }
+
+    /// [`deliver`](Self::deliver)'s body, inlined into the worker's hot path
+    /// (an event from the inbox) and called out of line everywhere else.
+    #[inline(always)]
+    fn deliver_inline(&mut self, event: M::Event, mode: Mode, reply: Option<oneshot::Sender<Delivered>>) {
         self.steps += 1;
         let step = self.steps;
         let event_name = event.name();
+        // Disabled (no `tracing` subscriber wants it), this is a level check.
         let span = tracing::debug_span!("step", machine = M::DESCRIPTION.name, event = event_name, step);
         let _entered = span.enter();
 
         let logged = self.shared.settings.record_events.map(|clone| clone(&event));
         let visit_before = self.visit;
-        self.notifier.refresh(&self.shared);
-        let history = history_mut(&mut self.history, &self.shared.settings, self.machine.state_name(), &self.shared);
-        if step.is_multiple_of(STATUS_EVERY) {
-            // Long bursts still refresh the clock and the status now and then.
+        let status_due = step.is_multiple_of(STATUS_EVERY);
+        if status_due {
+            // Long bursts still refresh the clock now and then.
             self.clock = None;
-            self.status_dirty = true;
         }
+        self.refresh_notifier();
+        let history = history_mut(&mut self.history, &self.machine, &self.shared);
         let mut recorder =
-            Recorder { history, visit: &mut self.visit, notifier: &self.notifier, step, now: &mut self.clock };
+            Recorder { history, visit: &mut self.visit, notifier: &mut self.notifier, step, now: &mut self.clock };
         let machine = &mut self.machine;
         let action = match catch_unwind(AssertUnwindSafe(|| machine.handle_event_with(event, &mut recorder))) {
             Ok(action) => action,
@@ -415,7 +451,6 @@ where
             history.on_step(step);
         }
 
-        let state = self.machine.state_name();
         if self.visit != visit_before {
             if let Some(work) = &mut self.work {
                 work.retain_timers(self.visit);
@@ -430,13 +465,14 @@ where
         if let Some(event) = logged
             && let Some(history) = &mut self.history
         {
+            let state = self.machine.state_name();
             history.record_event(|| EventRecord { event, action: action_name, state });
         }
 
         let mode = if self.terminal && mode == Mode::Normal { Mode::Final } else { mode };
         let performed = mode != Mode::Draining;
         if performed {
-            self.perform(action, mode == Mode::Final);
+            self.perform(action, action_name, mode == Mode::Final);
         } else {
             tracing::debug!(action = action_name, "action not performed: the worker is cancelling or draining");
             self.notifier.publish(|| Notification::Action { name: action_name, performed: false });
@@ -444,26 +480,25 @@ where
         if let Some(reply) = reply {
             self.flush_status();
             // The caller may have stopped waiting.
+            let state = self.machine.state_name();
             let _ = reply.send(Delivered { action: action_name, state, performed });
+        } else if status_due {
+            self.flush_status();
         }
     }
 
-    fn perform(&mut self, action: M::Action, discard: bool) {
-        let name = action.name();
+    /// Hands `action` (named `name`) to the effects; with `discard`, any
+    /// work it schedules is dropped.
+    fn perform(&mut self, action: M::Action, name: &'static str, discard: bool) {
         self.notifier.publish(|| Notification::Action { name, performed: true });
-        let (stream_timeout, task_timeout) = self.shared.settings.timeouts_for(name);
+        let settings = &*self.shared.settings;
         let mut cx = EffectContext {
             machine: &self.machine,
-            env: Env {
-                work: &mut self.work,
-                tracker: &self.shared.settings.tracker,
-                limit: self.shared.settings.concurrency_limit,
-            },
-            notifier: &self.notifier,
+            env: Env { work: &mut self.work, tracker: &settings.tracker, limit: settings.concurrency_limit },
+            notifier: &mut self.notifier,
+            settings,
             action: name,
             visit: self.visit,
-            stream_timeout,
-            task_timeout,
             discard,
         };
         let effects = &mut self.effects;
@@ -493,7 +528,7 @@ where
             }
             other => tracing::warn!(key = key.as_deref(), failure = %other, "effect failed"),
         }
-        self.notifier.refresh(&self.shared);
+        self.refresh_notifier();
         self.notifier.publish(|| Notification::EffectFailed { key, failure });
         match catch_unwind(AssertUnwindSafe(callback)) {
             Ok(event) => event,
@@ -526,9 +561,9 @@ where
         if self.failed {
             return;
         }
-        history_mut(&mut self.history, &self.shared.settings, self.machine.state_name(), &self.shared)
+        history_mut(&mut self.history, &self.machine, &self.shared)
             .record_interrupt(Arc::clone(&cause), Instant::now());
-        self.notifier.refresh(&self.shared);
+        self.refresh_notifier();
         self.notifier.publish(|| Notification::Interrupted { cause: Arc::clone(&cause) });
         let settings = Arc::clone(&self.shared.settings);
         if let Some(make) = &settings.interrupt_event {
@@ -576,7 +611,10 @@ where
             match self.inbox.poll_recv(cx) {
                 Poll::Ready(Some(envelope)) => self.deliver_envelope(envelope, Mode::Draining),
                 Poll::Ready(None) => break,
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    self.flush_status();
+                    return Poll::Pending;
+                }
             }
         }
         Poll::Ready(())
@@ -641,16 +679,27 @@ impl Waiter {
 /// The history, created on first use with the machine's current state
 /// (it is created no later than the first event, so that state is the
 /// initial one, entered when the worker started).
+#[inline]
 fn history_mut<'h, M: StateMachine, O>(
     history: &'h mut Option<Box<History<M::Event>>>,
-    settings: &Settings<M>,
-    current: &'static str,
+    machine: &M,
     shared: &Shared<M, O>,
 ) -> &'h mut History<M::Event> {
-    history.get_or_insert_with(|| {
-        let started = shared.started();
-        Box::new(History::new(current, settings.history_capacity, settings.record_events.is_some(), started))
-    })
+    history.get_or_insert_with(|| new_history(machine, shared))
+}
+
+/// Out of line: it runs once per agent, and keeping it out of
+/// [`history_mut`] keeps that one a test and a branch.
+#[cold]
+#[inline(never)]
+fn new_history<M: StateMachine, O>(machine: &M, shared: &Shared<M, O>) -> Box<History<M::Event>> {
+    let settings = &shared.settings;
+    Box::new(History::new(
+        machine.state_name(),
+        settings.history_capacity,
+        settings.record_events.is_some(),
+        shared.started(),
+    ))
 }
 
 /// The observer the worker passes to `handle_event_with`: history, visit
@@ -658,16 +707,17 @@ fn history_mut<'h, M: StateMachine, O>(
 struct Recorder<'a, E, O> {
     history: &'a mut History<E>,
     visit: &'a mut u32,
-    notifier: &'a Notifier<O>,
+    notifier: &'a mut Notifier<O>,
     step: u64,
     /// The worker's clock for this burst, read on the first hop that needs it.
     now: &'a mut Option<Instant>,
 }
 
 impl<E, O> Observer for Recorder<'_, E, O> {
+    #[inline]
     fn on_transition(&mut self, hop: &Step) {
         let now = *self.now.get_or_insert_with(Instant::now);
-        let changed = hop.from != hop.to;
+        let changed = !same_name(hop.from, hop.to);
         self.history.on_hop(hop, changed, self.step, now);
         if changed {
             // Wrapping: timers compare visits for equality only.
@@ -686,4 +736,12 @@ impl<E, O> Observer for Recorder<'_, E, O> {
         );
         self.notifier.publish(|| Notification::Unhandled(*unhandled));
     }
+}
+
+/// Whether two state names are the same: names usually come from one static
+/// table, so equal pointers settle it; otherwise the bytes are compared
+/// inline (names are short), without a call to `memcmp`.
+#[inline]
+fn same_name(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (core::ptr::eq(a.as_ptr(), b.as_ptr()) || a.bytes().zip(b.bytes()).all(|(x, y)| x == y))
 }

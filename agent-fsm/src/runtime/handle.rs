@@ -22,10 +22,10 @@
 //!   or [`wait_idle`](MachineHandle::wait_idle) return), and every 64
 //!   events of a long burst: a burst costs one publication, not one per
 //!   event.
-//! - **Notifications** (tokio broadcast, created on the first
+//! - **Notifications** (the [`feed`](super::feed), created on the first
 //!   [`subscribe`](MachineHandle::subscribe)): transitions, actions, outputs.
-//!   The worker drops the sender when it exits, which ends every
-//!   [`Subscription`].
+//!   The worker hands them over in batches, on the status's schedule, and
+//!   closes the feed when it exits, which ends every [`Subscription`].
 //!
 //! The `std` mutexes are never held across an `.await`.
 
@@ -35,15 +35,15 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use futures::Stream;
 use futures::task::AtomicWaker;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 
 use super::config::Settings;
 
 use super::effects::EffectFailure;
 use super::error::{RequestError, SendError, WorkerError, panic_message};
+use super::feed::{Feed, Subscription};
 use super::history::History;
 use crate::{StateMachine, Step, Unhandled};
 
@@ -130,9 +130,9 @@ struct Locked<M: StateMachine, O> {
     closed: bool,
     /// The current state's name, updated by the worker on every change.
     state: &'static str,
-    /// Created by the first `subscribe`; taken (dropped) by the worker when
-    /// it exits, which ends every subscription.
-    sender: Option<broadcast::Sender<Notification<O>>>,
+    /// Created by the first `subscribe`; closed when the worker exits,
+    /// which ends every subscription.
+    feed: Option<Arc<Feed<O>>>,
     /// When the worker started, i.e. entered the initial state. Kept here,
     /// read once, rather than in the worker's future, which every idle
     /// agent carries.
@@ -145,7 +145,7 @@ pub(crate) struct Shared<M: StateMachine, O> {
     /// Length of the control queue, readable without the lock: the worker's
     /// fast path when no request is waiting (the usual case).
     pending: AtomicUsize,
-    /// Whether a notification sender exists, so the worker need not lock.
+    /// Whether the notification feed exists, so the worker need not lock.
     subscribed: AtomicBool,
     /// The worker's waker, woken by every control request.
     waker: AtomicWaker,
@@ -169,7 +169,7 @@ impl<M: StateMachine, O> Shared<M, O> {
                 queue: VecDeque::new(),
                 closed: false,
                 state: initial,
-                sender: None,
+                feed: None,
                 started: None,
             }),
             pending: AtomicUsize::new(0),
@@ -200,11 +200,17 @@ impl<M: StateMachine, O> Shared<M, O> {
         self.waker.register(waker);
     }
 
-    /// The next control request, if any.
+    /// The next control request, if any: one atomic load when there is none
+    /// (checked before every event).
+    #[inline]
     pub(crate) fn pop_control(&self) -> Option<Control<M>> {
         if self.pending.load(Ordering::Acquire) == 0 {
             return None;
         }
+        self.pop_control_locked()
+    }
+
+    fn pop_control_locked(&self) -> Option<Control<M>> {
         let mut locked = lock(&self.locked);
         let control = locked.queue.pop_front();
         if locked.queue.is_empty() {
@@ -233,93 +239,31 @@ impl<M: StateMachine, O> Shared<M, O> {
         self.steps.store(steps, Ordering::Relaxed);
     }
 
-    /// Closes the control queue and the notification channel. Returns what
-    /// was left, for the caller to drop outside the lock.
+    /// Closes the control queue and the notification feed (subscriptions
+    /// end once they have read what it holds). Returns what was left, for
+    /// the caller to drop outside the lock.
     pub(crate) fn close(&self) -> impl Sized + use<M, O> {
-        let mut locked = lock(&self.locked);
-        locked.closed = true;
-        self.pending.store(0, Ordering::Release);
-        (std::mem::take(&mut locked.queue), locked.sender.take())
-    }
-
-    /// The notification sender, if anyone ever subscribed.
-    pub(crate) fn notification_sender(&self) -> Option<broadcast::Sender<Notification<O>>> {
-        if !self.subscribed.load(Ordering::Acquire) {
-            return None;
+        let (queue, feed) = {
+            let mut locked = lock(&self.locked);
+            locked.closed = true;
+            self.pending.store(0, Ordering::Release);
+            (std::mem::take(&mut locked.queue), locked.feed.take())
+        };
+        if let Some(feed) = &feed {
+            feed.close();
         }
-        lock(&self.locked).sender.clone()
-    }
-}
-
-/// Publishes notifications for the worker; free until someone subscribes.
-pub(crate) struct Notifier<O> {
-    sender: Option<broadcast::Sender<Notification<O>>>,
-}
-
-impl<O> Notifier<O> {
-    pub(crate) fn new() -> Self {
-        Self { sender: None }
+        (queue, feed)
     }
 
-    /// Picks up the sender created by a first `subscribe`.
-    pub(crate) fn refresh<M: StateMachine>(&mut self, shared: &Shared<M, O>) {
-        if self.sender.is_none() {
-            self.sender = shared.notification_sender();
-        }
+    /// Whether anyone ever subscribed (the feed exists); no lock.
+    #[inline]
+    pub(crate) fn has_feed(&self) -> bool {
+        self.subscribed.load(Ordering::Acquire)
     }
 
-    /// Sends the notification `make` builds, if anyone is listening.
-    pub(crate) fn publish(&self, make: impl FnOnce() -> Notification<O>) {
-        if let Some(sender) = &self.sender {
-            // Err means nobody is subscribed right now: nothing to do.
-            let _ = sender.send(make());
-        }
-    }
-
-    pub(crate) fn close(&mut self) {
-        self.sender = None;
-    }
-}
-
-/// A stream of [`Notification`]s from one machine, from
-/// [`MachineHandle::subscribe`]. Ends when the worker exits.
-pub struct Subscription<O> {
-    receiver: broadcast::Receiver<Notification<O>>,
-}
-
-impl<O> fmt::Debug for Subscription<O> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Subscription").field("queued", &self.receiver.len()).finish()
-    }
-}
-
-impl<O: Clone + Send + 'static> Subscription<O> {
-    /// The next notification; `None` once the worker has exited and every
-    /// notification was read. Falling behind yields
-    /// [`Notification::Lagged`] and the subscription carries on.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: dropping the future loses nothing.
-    pub async fn recv(&mut self) -> Option<Notification<O>> {
-        match self.receiver.recv().await {
-            Ok(notification) => Some(notification),
-            Err(broadcast::error::RecvError::Lagged(missed)) => Some(Notification::Lagged(missed)),
-            Err(broadcast::error::RecvError::Closed) => None,
-        }
-    }
-
-    /// The next notification if one is ready; `None` if none is (yet).
-    pub fn try_recv(&mut self) -> Option<Notification<O>> {
-        match self.receiver.try_recv() {
-            Ok(notification) => Some(notification),
-            Err(broadcast::error::TryRecvError::Lagged(missed)) => Some(Notification::Lagged(missed)),
-            Err(_) => None,
-        }
-    }
-
-    /// The subscription as a [`Stream`].
-    pub fn into_stream(self) -> impl Stream<Item = Notification<O>> + Send + 'static {
-        futures::stream::unfold(self, |mut this| async move { this.recv().await.map(|n| (n, this)) })
+    /// The notification feed, if anyone ever subscribed.
+    pub(crate) fn feed(&self) -> Option<Arc<Feed<O>>> {
+        lock(&self.locked).feed.clone()
     }
 }
 
@@ -417,10 +361,32 @@ where
     /// # Cancel safety
     /// Cancel safe: if the future is dropped, the event was not queued.
     pub async fn send(&self, event: M::Event) -> Result<(), SendError<M::Event>> {
-        match self.inbox.send(Envelope::Event(event)).await {
+        let envelope = match self.enqueue_now(Envelope::Event(event)) {
+            None => return Ok(()),
+            Some(mpsc::error::TrySendError::Closed(envelope)) => return Err(self.send_error(envelope_event(envelope))),
+            Some(mpsc::error::TrySendError::Full(envelope)) => envelope,
+        };
+        match self.inbox.send(envelope).await {
             Ok(()) => Ok(()),
             Err(mpsc::error::SendError(envelope)) => Err(self.send_error(envelope_event(envelope))),
         }
+    }
+
+    /// The fast path of [`send`](Self::send) and [`call`](Self::call):
+    /// queues `envelope` at once if the inbox has room (`None`), or hands it
+    /// back. Awaiting `Sender::send` builds a semaphore waiter even when a
+    /// permit is free, which cost more than the worker's whole step; only a
+    /// full inbox needs one. It cannot overtake senders already waiting
+    /// (freed permits are handed to them directly). It spends none of the
+    /// task's tokio budget, but leaves a task that has none left to the
+    /// slow path, which yields: a sender still yields at the latest when
+    /// the inbox is full.
+    #[inline]
+    fn enqueue_now(&self, envelope: Envelope<M::Event>) -> Option<mpsc::error::TrySendError<Envelope<M::Event>>> {
+        if !tokio::task::coop::has_budget_remaining() {
+            return Some(mpsc::error::TrySendError::Full(envelope));
+        }
+        self.inbox.try_send(envelope).err()
     }
 
     /// Queues `event` if the inbox has room right now.
@@ -443,7 +409,12 @@ where
     /// stopped before handling it; the event is then lost.
     pub async fn call(&self, event: M::Event) -> Result<Delivered, RequestError> {
         let (tx, rx) = oneshot::channel();
-        if self.inbox.send(Envelope::Call(event, tx)).await.is_err() {
+        let queued = match self.enqueue_now(Envelope::Call(event, tx)) {
+            None => true,
+            Some(mpsc::error::TrySendError::Closed(_)) => false,
+            Some(mpsc::error::TrySendError::Full(envelope)) => self.inbox.send(envelope).await.is_ok(),
+        };
+        if !queued {
             return Err(self.closed_error());
         }
         rx.await.map_err(|_| self.closed_error())
@@ -529,19 +500,23 @@ where
     }
 
     /// Subscribes to the machine's [`Notification`]s from now on. The
-    /// channel is created on the first call, so machines nobody watches
-    /// pay nothing for it.
+    /// notification log is created on the first call, so machines nobody
+    /// watches pay nothing for it; the worker hands notifications over in
+    /// batches, at the latest when it pauses or answers a request (see the
+    /// [module docs](super)).
     pub fn subscribe(&self) -> Subscription<O> {
-        let mut locked = lock(&self.shared.locked);
-        if locked.closed {
-            // The worker is gone: a subscription that ends at once.
-            return Subscription { receiver: broadcast::channel(1).1 };
-        }
-        let capacity = self.shared.settings.notification_capacity;
-        let sender = locked.sender.get_or_insert_with(|| broadcast::channel(capacity).0);
-        let receiver = sender.subscribe();
-        self.shared.subscribed.store(true, Ordering::Release);
-        Subscription { receiver }
+        let feed = {
+            let mut locked = lock(&self.shared.locked);
+            if locked.closed {
+                // The worker is gone: a subscription that ends at once.
+                return Feed::ended();
+            }
+            let capacity = self.shared.settings.notification_capacity;
+            let feed = Arc::clone(locked.feed.get_or_insert_with(|| Arc::new(Feed::new(capacity))));
+            self.shared.subscribed.store(true, Ordering::Release);
+            feed
+        };
+        feed.subscribe()
     }
 
     /// Interrupts the machine and waits until the interrupt is carried out:

@@ -83,7 +83,10 @@ pub struct InterruptRecord {
 /// and the optional event log.
 #[derive(Debug, Clone)]
 pub struct History<E> {
-    transitions: VecDeque<TransitionRecord>,
+    /// The hop log, a ring once full: `head` is then the oldest hop, and
+    /// the next one overwrites it (cheaper than a deque's pop and push).
+    transitions: Vec<TransitionRecord>,
+    head: usize,
     capacity: usize,
     evicted: u64,
     /// Closed stays, summed per state; the current stay is added on read.
@@ -106,7 +109,8 @@ impl<E> History<E> {
     /// nothing until the first hop, so idle machines stay small.
     pub(crate) fn new(initial: &'static str, capacity: usize, record_events: bool, now: Instant) -> Self {
         Self {
-            transitions: VecDeque::new(),
+            transitions: Vec::new(),
+            head: 0,
             capacity,
             evicted: 0,
             closed: Vec::new(),
@@ -121,15 +125,14 @@ impl<E> History<E> {
 
     /// Records one hop of delivered event number `step`.
     /// `changed`: whether `hop.from != hop.to`, computed once by the caller.
+    #[inline]
     pub(crate) fn on_hop(&mut self, hop: &Step, changed: bool, step: u64, now: Instant) {
         self.steps = step;
-        let duration = now.saturating_duration_since(self.entered);
+        // Hops of one burst share `now`, so after the first change of state
+        // in a burst the stay is empty: skip the clock arithmetic.
+        let duration = if now == self.entered { Duration::ZERO } else { now.saturating_duration_since(self.entered) };
         if self.capacity > 0 {
-            if self.transitions.len() >= self.capacity {
-                self.transitions.pop_front();
-                self.evicted += 1;
-            }
-            self.transitions.push_back(TransitionRecord {
+            let record = TransitionRecord {
                 step,
                 from: hop.from,
                 event: hop.event,
@@ -138,11 +141,20 @@ impl<E> History<E> {
                 row: hop.row,
                 start: self.entered,
                 duration,
-            });
+            };
+            if self.transitions.len() < self.capacity {
+                self.transitions.push(record);
+            } else if let Some(oldest) = self.transitions.get_mut(self.head) {
+                *oldest = record;
+                self.head = if self.head + 1 == self.transitions.len() { 0 } else { self.head + 1 };
+                self.evicted += 1;
+            }
         }
         if changed {
             let from = self.entry_mut(hop.from);
-            from.total += duration;
+            if !duration.is_zero() {
+                from.total += duration;
+            }
             from.entries += 1;
             self.current = hop.to;
             self.entered = now;
@@ -175,25 +187,34 @@ impl<E> History<E> {
         self.read_at = now;
     }
 
+    #[inline]
     fn entry_mut(&mut self, state: &'static str) -> &mut StateTime {
         // Names usually come from one static table, so a pointer match finds
         // the entry without comparing bytes.
-        let same_ptr = |s: &StateTime| core::ptr::eq(s.state, state);
-        let found = self.closed.iter().position(same_ptr).or_else(|| self.closed.iter().position(|s| s.state == state));
-        let index = match found {
+        let index = match self.closed.iter().position(|s| core::ptr::eq(s.state, state)) {
+            Some(index) => index,
+            None => self.entry_by_name(state),
+        };
+        &mut self.closed[index]
+    }
+
+    /// The entry of `state` found by its bytes, created if missing.
+    #[cold]
+    fn entry_by_name(&mut self, state: &'static str) -> usize {
+        match self.closed.iter().position(|s| s.state == state) {
             Some(index) => index,
             None => {
                 self.closed.push(StateTime { state, entries: 0, total: Duration::ZERO });
                 self.closed.len() - 1
             }
-        };
-        &mut self.closed[index]
+        }
     }
 
     /// The recorded hops, oldest first. At most the configured capacity;
     /// older ones are [`evicted`](Self::evicted).
     pub fn transitions(&self) -> impl ExactSizeIterator<Item = &TransitionRecord> + '_ {
-        self.transitions.iter()
+        let (newer, older) = self.transitions.split_at(self.head);
+        Hops { older: older.iter(), newer: newer.iter() }
     }
 
     /// How many hops were dropped from the front of the bounded log.
@@ -280,4 +301,54 @@ where
         }
     }
     Ok(())
+}
+
+/// The hops of a [`History`], oldest first: the ring's two halves in turn.
+struct Hops<'a> {
+    older: std::slice::Iter<'a, TransitionRecord>,
+    newer: std::slice::Iter<'a, TransitionRecord>,
+}
+
+impl<'a> Iterator for Hops<'a> {
+    type Item = &'a TransitionRecord;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.older.next().or_else(|| self.newer.next())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let len = self.older.len() + self.newer.len();
+        (len, Some(len))
+    }
+}
+
+impl ExactSizeIterator for Hops<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hop(from: &'static str, to: &'static str) -> Step {
+        Step { from, event: Some("E"), to, action: Some("A"), row: 0 }
+    }
+
+    #[test]
+    fn the_hop_log_keeps_the_latest_hops_oldest_first() {
+        let start = Instant::now();
+        let mut history = History::<()>::new("A", 3, false, start);
+        for step in 1..=7 {
+            let (from, to) = if step % 2 == 1 { ("A", "B") } else { ("B", "A") };
+            history.on_hop(&hop(from, to), true, step, start);
+        }
+        let steps: Vec<u64> = history.transitions().map(|t| t.step).collect();
+        assert_eq!(steps, [5, 6, 7]);
+        assert_eq!(history.transitions().len(), 3);
+        assert_eq!(history.evicted(), 4);
+        assert_eq!(history.transitions().last().map(|t| (t.from, t.to)), Some(("A", "B")));
+
+        let mut empty = History::<()>::new("A", 0, false, start);
+        empty.on_hop(&hop("A", "B"), true, 1, start);
+        assert_eq!(empty.transitions().len(), 0);
+        assert_eq!(empty.current().0, "B");
+    }
 }

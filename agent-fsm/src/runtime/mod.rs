@@ -12,7 +12,8 @@
 //! | `effects.rs` | [`Effects`], [`EffectContext`], [`EffectFailure`] |
 //! | `work.rs` | the streams, tasks and timers in flight (internal) |
 //! | `executor.rs` | the worker loop, [`spawn`], [`pair`] |
-//! | `handle.rs` | [`MachineHandle`], [`Notification`], [`Subscription`] |
+//! | `handle.rs` | [`MachineHandle`], [`Notification`] |
+//! | `feed.rs` | [`Subscription`] and the notification log behind it (internal) |
 //! | `config.rs` | [`ExecutorConfig`] |
 //! | `history.rs` | [`History`], [`replay`] |
 //! | `retry.rs` | [`RetryPolicy`] |
@@ -41,13 +42,17 @@
 //!    [`inspect`](MachineHandle::inspect), waits) bypass the inbox and are
 //!    served before anything else, between two steps.
 //!
-//! # Status
+//! # Status and notifications
 //! [`MachineHandle::state_name`] and [`MachineHandle::steps`] read a status
-//! the worker publishes when it pauses, before it answers any request, and
-//! every 64 events of a long burst, so they are current whenever a `call`,
-//! `interrupt`, `wait_idle` or query returns. The history's timestamps are
-//! read on the same schedule (once per burst), which keeps clock reads off
-//! the per-event path.
+//! the worker publishes when it pauses, before it serves any request or
+//! reply, and every 64 events of a long burst, so they are current whenever
+//! a `call`, `interrupt`, `wait_idle` or query returns. The
+//! [`Notification`]s for subscribers are handed over on the same schedule,
+//! in one batch, in order; on a current-thread runtime a subscriber never
+//! runs before they are there. The history's timestamps are read on the
+//! same schedule too (once per burst): the hops of one burst share a
+//! timestamp. All of this keeps locks, wake-ups and clock reads off the
+//! per-event path.
 //!
 //! # Tasks and timers
 //! Tasks run on the configured [`TaskTracker`](tokio_util::task::TaskTracker),
@@ -103,6 +108,7 @@ mod config;
 mod effects;
 mod error;
 mod executor;
+mod feed;
 mod handle;
 mod history;
 mod retry;
@@ -112,6 +118,7 @@ pub use config::ExecutorConfig;
 pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, from_fn};
 pub use error::{ReplayError, RequestError, SendError, WorkerError};
 pub use executor::{pair, spawn};
-pub use handle::{Delivered, MachineHandle, Notification, Subscription};
+pub use feed::Subscription;
+pub use handle::{Delivered, MachineHandle, Notification};
 pub use history::{EventRecord, History, InterruptRecord, StateTime, TransitionRecord, replay};
 pub use retry::RetryPolicy;

@@ -1,0 +1,485 @@
+//! The notification feed behind [`MachineHandle::subscribe`](super::MachineHandle::subscribe):
+//! a bounded, multi-subscriber log of [`Notification`]s that the worker
+//! appends to in batches.
+//!
+//! A tokio `broadcast` channel costs a lock, a slot lock and a wake-up per
+//! notification, on both sides; with two notifications per event that was
+//! most of what a subscriber added to a step. Here the worker collects a
+//! burst's notifications in a local buffer ([`Notifier`]) and appends them
+//! under one lock, with one wake-up per waiting subscriber; a
+//! [`Subscription`] takes everything it has not read under one lock too
+//! (the only subscription swaps the log's buffer for its own, so nothing is
+//! copied) and returns it one by one.
+//!
+//! What subscribers see is what a broadcast channel gives them:
+//!
+//! - every notification produced after `subscribe` returned, in order (each
+//!   has a sequence number; a subscription starts at the next one, so a batch
+//!   flushed later never shows it what came before it subscribed);
+//! - the log keeps the last `capacity` notifications; a subscription that
+//!   has not taken one before it is dropped from the log gets
+//!   [`Notification::Lagged`] with the number it missed, then goes on with
+//!   the oldest one still kept (what it has already taken is never lost);
+//! - once the worker has exited and everything was read, the end.
+//!
+//! The worker flushes its buffer whenever it pauses, before it answers any
+//! request, and every 64 events of a long burst (the status's schedule, see
+//! the [module docs](super)): on a current-thread runtime a subscriber never
+//! runs before the notifications are there, and elsewhere it sees them at
+//! most one short burst later.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
+
+use futures::Stream;
+
+use super::handle::Notification;
+
+/// The log shared by the worker and the subscriptions.
+pub(crate) struct Feed<O> {
+    state: Mutex<FeedState<O>>,
+    /// Live subscriptions: while there are none, the worker records nothing.
+    subscribers: AtomicUsize,
+    /// Sequence number of the next notification the worker records; a new
+    /// subscription starts there.
+    produced: AtomicU64,
+    capacity: usize,
+}
+
+struct FeedState<O> {
+    /// The last `capacity` flushed notifications (at most), oldest first.
+    ring: VecDeque<Notification<O>>,
+    /// Sequence number of `ring[0]`.
+    first: u64,
+    /// Set when the worker exits: subscriptions end once they have read
+    /// everything.
+    closed: bool,
+    /// Subscriptions waiting for more, by id.
+    waiters: Vec<(u64, Waker)>,
+    next_id: u64,
+}
+
+impl<O> FeedState<O> {
+    /// One past the newest flushed sequence number.
+    fn end(&self) -> u64 {
+        self.first + self.ring.len() as u64
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding this lock but a notification's `clone`;
+    // the log is still consistent then.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<O> Feed<O> {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self {
+            state: Mutex::new(FeedState {
+                ring: VecDeque::new(),
+                first: 0,
+                closed: false,
+                waiters: Vec::new(),
+                next_id: 0,
+            }),
+            subscribers: AtomicUsize::new(0),
+            produced: AtomicU64::new(0),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// A new subscription, starting after every notification recorded so far.
+    pub(crate) fn subscribe(self: &Arc<Self>) -> Subscription<O> {
+        let id = {
+            let mut state = lock(&self.state);
+            state.next_id += 1;
+            state.next_id
+        };
+        // Counted before reading the position: the worker records whatever
+        // it produces from here on, and the subscription skips what came
+        // before its position.
+        self.subscribers.fetch_add(1, Ordering::SeqCst);
+        let next = self.produced.load(Ordering::SeqCst);
+        Subscription { feed: Arc::clone(self), id, next, taken: VecDeque::new() }
+    }
+
+    /// A subscription that ends at once (the worker is gone).
+    pub(crate) fn ended() -> Subscription<O> {
+        let feed = Arc::new(Self::new(1));
+        lock(&feed.state).closed = true;
+        feed.subscribe()
+    }
+
+    /// Ends every subscription once it has read what is kept.
+    pub(crate) fn close(&self) {
+        let waiters = {
+            let mut state = lock(&self.state);
+            state.closed = true;
+            std::mem::take(&mut state.waiters)
+        };
+        for (_, waker) in waiters {
+            waker.wake();
+        }
+    }
+}
+
+/// The worker's side: buffers a burst's notifications, free until someone
+/// subscribes.
+pub(crate) struct Notifier<O> {
+    /// Boxed: an agent nobody ever watched carries one pointer for it.
+    attached: Option<Box<Attached<O>>>,
+}
+
+/// The notifier of an agent someone subscribed to.
+struct Attached<O> {
+    feed: Arc<Feed<O>>,
+    /// Recorded since the last flush.
+    pending: VecDeque<Notification<O>>,
+    /// Sequence number of the next notification recorded.
+    produced: u64,
+    /// Reused to wake the waiting subscriptions outside the lock.
+    wake: Vec<(u64, Waker)>,
+}
+
+impl<O> Notifier<O> {
+    pub(crate) fn new() -> Self {
+        Self { attached: None }
+    }
+
+    /// Whether the feed was picked up (someone subscribed once).
+    #[inline]
+    pub(crate) fn attached(&self) -> bool {
+        self.attached.is_some()
+    }
+
+    /// Picks up the feed created by a first `subscribe`.
+    pub(crate) fn attach(&mut self, feed: Arc<Feed<O>>) {
+        let produced = feed.produced.load(Ordering::SeqCst);
+        self.attached = Some(Box::new(Attached { feed, pending: VecDeque::new(), produced, wake: Vec::new() }));
+    }
+
+    /// Records the notification `make` builds, if anyone is subscribed.
+    #[inline]
+    pub(crate) fn publish(&mut self, make: impl FnOnce() -> Notification<O>) {
+        if let Some(attached) = &mut self.attached
+            && attached.feed.subscribers.load(Ordering::Relaxed) > 0
+        {
+            attached.pending.push_back(make());
+            attached.produced += 1;
+            attached.feed.produced.store(attached.produced, Ordering::Release);
+        }
+    }
+
+    /// Hands the recorded notifications to the subscriptions and wakes the
+    /// waiting ones.
+    #[inline]
+    pub(crate) fn flush(&mut self) {
+        if let Some(attached) = &mut self.attached
+            && !attached.pending.is_empty()
+        {
+            attached.flush();
+        }
+    }
+
+    /// Flushes and ends every subscription once it has read what is kept.
+    pub(crate) fn close(&mut self) {
+        self.flush();
+        if let Some(attached) = self.attached.take() {
+            attached.feed.close();
+        }
+    }
+}
+
+impl<O> Attached<O> {
+    #[cold]
+    fn flush(&mut self) {
+        let feed = &self.feed;
+        let start = self.produced - self.pending.len() as u64;
+        {
+            let mut state = lock(&feed.state);
+            if state.ring.is_empty() {
+                // The usual case (subscribers keep up): hand the buffer over
+                // whole and keep the emptied one.
+                std::mem::swap(&mut state.ring, &mut self.pending);
+                state.first = start;
+            } else {
+                state.ring.extend(self.pending.drain(..));
+            }
+            let excess = state.ring.len().saturating_sub(feed.capacity);
+            if excess > 0 {
+                state.ring.drain(..excess);
+                state.first += excess as u64;
+            }
+            // Swapped rather than taken: both buffers keep their capacity.
+            std::mem::swap(&mut state.waiters, &mut self.wake);
+        }
+        for (_, waker) in self.wake.drain(..) {
+            waker.wake();
+        }
+    }
+}
+
+/// A stream of [`Notification`]s from one machine, from
+/// [`MachineHandle::subscribe`](super::MachineHandle::subscribe). Ends when
+/// the worker exits.
+pub struct Subscription<O> {
+    feed: Arc<Feed<O>>,
+    id: u64,
+    /// Sequence number of the next notification to take from the feed.
+    next: u64,
+    /// Taken from the feed, not returned yet.
+    taken: VecDeque<Notification<O>>,
+}
+
+impl<O> fmt::Debug for Subscription<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let in_feed = {
+            let state = lock(&self.feed.state);
+            state.end().saturating_sub(self.next.max(state.first))
+        };
+        let queued = in_feed + self.taken.len() as u64;
+        f.debug_struct("Subscription").field("queued", &queued).finish()
+    }
+}
+
+impl<O: Clone> Subscription<O> {
+    /// Takes what the feed holds for this subscription (call it once
+    /// `taken` is empty): a lag notice, a notification, `Ready(None)` at the
+    /// end, or `Pending` (registering `waker`, if given).
+    fn poll_feed(&mut self, waker: Option<&Waker>) -> Poll<Option<Notification<O>>> {
+        let mut state = lock(&self.feed.state);
+        if self.next < state.first {
+            let missed = state.first - self.next;
+            self.next = state.first;
+            return Poll::Ready(Some(Notification::Lagged(missed)));
+        }
+        let end = state.end();
+        if self.next < end {
+            let skip = usize::try_from(self.next - state.first).unwrap_or(usize::MAX);
+            if self.feed.subscribers.load(Ordering::SeqCst) == 1 {
+                // The only subscription: take the whole log (later ones
+                // start after it) and leave it the emptied buffer.
+                std::mem::swap(&mut state.ring, &mut self.taken);
+                state.first = end;
+                self.taken.drain(..skip);
+            } else {
+                self.taken.extend(state.ring.range(skip..).cloned());
+            }
+            self.next = end;
+            drop(state);
+            return Poll::Ready(self.taken.pop_front());
+        }
+        if state.closed {
+            return Poll::Ready(None);
+        }
+        if let Some(waker) = waker {
+            let id = self.id;
+            match state.waiters.iter_mut().find(|(w, _)| *w == id) {
+                Some((_, registered)) => registered.clone_from(waker),
+                None => state.waiters.push((id, waker.clone())),
+            }
+        }
+        Poll::Pending
+    }
+
+    fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Notification<O>>> {
+        // Like a tokio channel, a subscriber that always finds something
+        // still yields to the scheduler now and then: each visit to the feed
+        // spends budget (what was taken in one visit, at most the feed's
+        // capacity, is returned without).
+        let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
+        let polled = self.poll_feed(Some(cx.waker()));
+        if polled.is_ready() {
+            coop.made_progress();
+        }
+        polled
+    }
+}
+
+impl<O: Clone + Send + 'static> Subscription<O> {
+    /// The next notification; `None` once the worker has exited and every
+    /// notification was read. Falling behind yields
+    /// [`Notification::Lagged`] and the subscription carries on.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future loses nothing.
+    pub fn recv(&mut self) -> impl Future<Output = Option<Notification<O>>> + '_ {
+        Recv { subscription: self }
+    }
+
+    /// The next notification if one is ready; `None` if none is (yet).
+    pub fn try_recv(&mut self) -> Option<Notification<O>> {
+        if let Some(notification) = self.taken.pop_front() {
+            return Some(notification);
+        }
+        match self.poll_feed(None) {
+            Poll::Ready(notification) => notification,
+            Poll::Pending => None,
+        }
+    }
+
+    /// The subscription as a [`Stream`].
+    pub fn into_stream(self) -> impl Stream<Item = Notification<O>> + Send + 'static {
+        futures::stream::unfold(self, |mut this| async move { this.recv().await.map(|n| (n, this)) })
+    }
+}
+
+impl<O> Drop for Subscription<O> {
+    fn drop(&mut self) {
+        let last = self.feed.subscribers.fetch_sub(1, Ordering::SeqCst) == 1;
+        let freed = {
+            let mut state = lock(&self.feed.state);
+            let id = self.id;
+            state.waiters.retain(|(w, _)| *w != id);
+            if last {
+                // Nobody is left to read what is kept (a later subscription
+                // starts after it): free it, outside the lock.
+                let end = state.end();
+                state.first = end;
+                std::mem::take(&mut state.ring)
+            } else {
+                VecDeque::new()
+            }
+        };
+        drop(freed);
+    }
+}
+
+/// The future of [`Subscription::recv`]: written out rather than an `async`
+/// block, which moved each notification through two more stack slots.
+struct Recv<'a, O> {
+    subscription: &'a mut Subscription<O>,
+}
+
+impl<O: Clone> Future for Recv<'_, O> {
+    type Output = Option<Notification<O>>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let subscription = &mut *self.get_mut().subscription;
+        match subscription.taken.pop_front() {
+            Some(notification) => Poll::Ready(Some(notification)),
+            None => subscription.poll_recv(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Step;
+
+    fn hop(row: usize) -> Notification<()> {
+        Notification::Transition(Step { from: "A", event: Some("E"), to: "B", action: None, row })
+    }
+
+    fn rows(subscription: &mut Subscription<()>) -> Vec<Result<usize, u64>> {
+        std::iter::from_fn(|| subscription.try_recv())
+            .map(|n| match n {
+                Notification::Transition(step) => Ok(step.row),
+                Notification::Lagged(missed) => Err(missed),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect()
+    }
+
+    /// A feed and its worker side, with `capacity`.
+    fn feed(capacity: usize) -> (Arc<Feed<()>>, Notifier<()>) {
+        let feed = Arc::new(Feed::new(capacity));
+        let mut notifier = Notifier::new();
+        notifier.attach(Arc::clone(&feed));
+        (feed, notifier)
+    }
+
+    #[test]
+    fn nothing_is_recorded_without_subscribers_and_a_subscription_starts_at_the_next_one() {
+        let (feed, mut notifier) = feed(8);
+        notifier.publish(|| hop(0));
+        notifier.flush();
+        let mut first = feed.subscribe();
+        notifier.publish(|| hop(1));
+        // Subscribed between a record and its flush: sees nothing before it.
+        let mut second = feed.subscribe();
+        notifier.publish(|| hop(2));
+        assert!(first.try_recv().is_none(), "nothing is visible before a flush");
+        notifier.flush();
+        assert_eq!(rows(&mut first), [Ok(1), Ok(2)]);
+        assert_eq!(rows(&mut second), [Ok(2)]);
+    }
+
+    #[test]
+    fn every_subscription_reads_every_notification_in_order() {
+        let (feed, mut notifier) = feed(64);
+        let mut a = feed.subscribe();
+        let mut b = feed.subscribe();
+        for row in 0..5 {
+            notifier.publish(|| hop(row));
+        }
+        notifier.flush();
+        assert_eq!(rows(&mut a), [Ok(0), Ok(1), Ok(2), Ok(3), Ok(4)]);
+        notifier.publish(|| hop(5));
+        notifier.flush();
+        assert_eq!(rows(&mut a), [Ok(5)]);
+        assert_eq!(rows(&mut b), [Ok(0), Ok(1), Ok(2), Ok(3), Ok(4), Ok(5)]);
+        drop(b);
+        // Alone now, `a` takes the log whole; nothing is lost or repeated.
+        for row in 6..9 {
+            notifier.publish(|| hop(row));
+        }
+        notifier.flush();
+        assert_eq!(rows(&mut a), [Ok(6), Ok(7), Ok(8)]);
+    }
+
+    #[test]
+    fn a_subscription_behind_by_more_than_the_capacity_lags_by_what_it_missed() {
+        let (feed, mut notifier) = feed(3);
+        let mut slow = feed.subscribe();
+        for row in 0..5 {
+            notifier.publish(|| hop(row));
+            notifier.flush();
+        }
+        assert_eq!(rows(&mut slow), [Err(2), Ok(2), Ok(3), Ok(4)]);
+        // What a subscription has taken is not lost by later overflows.
+        for row in 5..7 {
+            notifier.publish(|| hop(row));
+        }
+        notifier.flush();
+        assert_eq!(slow.try_recv(), Some(hop(5)));
+        for row in 7..12 {
+            notifier.publish(|| hop(row));
+        }
+        notifier.flush();
+        assert_eq!(rows(&mut slow), [Ok(6), Err(2), Ok(9), Ok(10), Ok(11)]);
+    }
+
+    #[test]
+    fn closing_ends_subscriptions_after_what_is_kept() {
+        let (feed, mut notifier) = feed(8);
+        let mut subscription = feed.subscribe();
+        notifier.publish(|| hop(0));
+        notifier.close();
+        assert_eq!(subscription.try_recv(), Some(hop(0)));
+        let rt = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+        assert_eq!(rt.block_on(subscription.recv()), None);
+        assert_eq!(rt.block_on(Feed::<()>::ended().recv()), None);
+    }
+
+    #[test]
+    fn a_waiting_subscription_is_woken_by_a_flush() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+        rt.block_on(async {
+            let (feed, mut notifier) = feed(8);
+            let mut subscription = feed.subscribe();
+            let reader = tokio::spawn(async move { subscription.recv().await });
+            tokio::task::yield_now().await;
+            notifier.publish(|| hop(7));
+            notifier.flush();
+            assert_eq!(reader.await.ok().flatten(), Some(hop(7)));
+        });
+    }
+}
