@@ -489,6 +489,24 @@ async fn a_long_burst_publishes_its_status_every_64_events() {
     handle.shutdown().await.unwrap();
 }
 
+/// `send` takes a fast path while the inbox has room, but still spends the
+/// task's tokio budget: a loop of sends yields to other tasks long before
+/// a large inbox fills.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_loop_of_sends_still_yields_to_other_tasks() {
+    let handle = runtime::spawn(Agent::new(3), (), config().inbox_capacity(1000));
+    let other_ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&other_ran);
+    tokio::spawn(async move { flag.store(true, std::sync::atomic::Ordering::SeqCst) });
+    for _ in 0..900 {
+        handle.send(Event::Interrupted).await.unwrap();
+    }
+    assert!(other_ran.load(std::sync::atomic::Ordering::SeqCst), "900 sends never yielded");
+    handle.wait_idle().await.unwrap();
+    assert_eq!(handle.steps(), 900);
+    handle.shutdown().await.unwrap();
+}
+
 #[test]
 fn a_worker_polled_outside_tokio_fails_with_no_runtime() {
     let (handle, worker) = runtime::pair(Agent::new(3), (), runtime::ExecutorConfig::new());

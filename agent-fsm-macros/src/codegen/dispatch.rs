@@ -1,11 +1,14 @@
-//! The machine struct and its step function: one `match` over
-//! `(state, event)` with one arm per row and source state, in table order.
+//! The machine struct and its step function: the state is matched first,
+//! then the event, with one arm per row and source state, in table order.
 //!
 //! Rows that keep their state and write no payload mutate the state's data
-//! in place through `&mut` bindings; every other row writes its target over
-//! the old state, after moving out (`Option::take`) the fields it uses. Guards see every binding by shared reference. Rows into a transient
-//! state continue in `__settle`, which runs eventless rows until the machine
-//! rests in a state that waits for events.
+//! in place through `&mut` bindings; every other row takes the old state
+//! out (`Option::take`), moves the fields it uses into its code, drops the
+//! rest, and writes its target. Guards see every binding by shared
+//! reference. Each arm names its row; the observer hears of it once, after
+//! the match. Rows into a transient state continue in `__settle`, which
+//! runs eventless rows until the machine rests in a state that waits for
+//! events.
 
 use crate::codegen::describe::Layout;
 use crate::model::{Model, RowModel, bindings, irrefutable_below, mentions, row_code};
@@ -99,9 +102,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
         // `field: field` is spelled out so the binding takes the row's span.
-        // `unreachable_code`: when every row enters a transient state, no arm
-        // falls through to the report after the match.
-        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns, unreachable_code)]
+        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
         // Inlined into `handle_event`, so the event is not copied on the way in.
         #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
@@ -125,6 +126,8 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
                 #[allow(unreachable_patterns)]
                 _ => #others
             };
+            // Unreachable when every row enters a transient state.
+            #[allow(unreachable_code)]
             Self::__hop(__observer, __row);
             __action
         }
@@ -287,16 +290,20 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     };
     // Bindings only the guard used are not bound again by value.
     let taken = user_pat.map(|p| prune(p, false, Some(&body_code)));
-    // A row that moves nothing out of the old state overwrites it; one that
-    // does takes it out first. The arm matched the variant a moment ago, so
-    // the `else` is unreachable (and written without a panic).
-    let take = (!carried_moved.is_empty() || taken.as_ref().is_some_and(binds)).then(|| {
+    // The old state is taken out before the row's code runs: the fields the
+    // row uses move into it, the rest are dropped at once, and a panic in
+    // the row's code leaves the machine poisoned, never half-moved. The arm
+    // matched the variant a moment ago, so the `else` is unreachable (and
+    // written without a panic).
+    let take = if !carried_moved.is_empty() || taken.as_ref().is_some_and(binds) {
         let take_pat = state_pattern(state_ty, src_ident, taken.as_ref(), &carried_moved, true);
         quote! {
             #[allow(unused_mut)]
             let __Some(#take_pat) = __s.take() else { return Self::__fallback() };
         }
-    });
+    } else {
+        quote!(::core::mem::drop(__s.take());)
+    };
     let fill: Vec<(&Ident, Ident)> = if target.carries {
         model
             .carried

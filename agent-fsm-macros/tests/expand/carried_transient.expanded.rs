@@ -371,11 +371,7 @@ stateDiagram-v2
         }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
-        #[allow(
-            clippy::redundant_field_names,
-            non_shorthand_field_patterns,
-            unreachable_code
-        )]
+        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
         #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
@@ -404,6 +400,7 @@ stateDiagram-v2
                             __action
                         }
                         Event::Stop => {
+                            ::core::mem::drop(__s.take());
                             let __action: Action = Action::Halt;
                             *__s = __Some(State::Stopped);
                             __row = 7usize;
@@ -465,6 +462,7 @@ stateDiagram-v2
                             __action
                         }
                         Event::Stop => {
+                            ::core::mem::drop(__s.take());
                             let __action: Action = Action::Halt;
                             *__s = __Some(State::Stopped);
                             __row = 8usize;
@@ -506,7 +504,7 @@ stateDiagram-v2
                     );
                 }
             };
-            Self::__hop(__observer, __row);
+            #[allow(unreachable_code)] Self::__hop(__observer, __row);
             __action
         }
         /// Runs eventless rows until the machine rests in a state that

@@ -269,11 +269,7 @@ stateDiagram-v2
         }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
-        #[allow(
-            clippy::redundant_field_names,
-            non_shorthand_field_patterns,
-            unreachable_code
-        )]
+        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
         #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
@@ -289,6 +285,7 @@ stateDiagram-v2
                 __Some(State::Closed { .. }) => {
                     match event {
                         Event::Push => {
+                            ::core::mem::drop(__s.take());
                             let __action: Action = Action::Creak;
                             *__s = __Some(State::Open);
                             __row = 0usize;
@@ -320,6 +317,7 @@ stateDiagram-v2
                 __Some(State::Open { .. }) => {
                     match event {
                         Event::Pull => {
+                            ::core::mem::drop(__s.take());
                             let __action: Action = Action::Creak;
                             *__s = __Some(State::Closed);
                             __row = 2usize;
@@ -344,7 +342,7 @@ stateDiagram-v2
                     );
                 }
             };
-            Self::__hop(__observer, __row);
+            #[allow(unreachable_code)] Self::__hop(__observer, __row);
             __action
         }
         /// Runs eventless rows until the machine rests in a state that

@@ -283,11 +283,7 @@ stateDiagram-v2
         }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
-        #[allow(
-            clippy::redundant_field_names,
-            non_shorthand_field_patterns,
-            unreachable_code
-        )]
+        #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
         #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
@@ -303,12 +299,14 @@ stateDiagram-v2
                 __Some(State::Off { .. }) => {
                     match event {
                         Event::Toggle => {
+                            ::core::mem::drop(__s.take());
                             let __action: Action = Action::Glow;
                             *__s = __Some(State::On);
                             __row = 0usize;
                             __action
                         }
                         Event::Smash => {
+                            ::core::mem::drop(__s.take());
                             let __action: Action = Action::Sparks;
                             *__s = __Some(State::Broken);
                             __row = 2usize;
@@ -327,12 +325,14 @@ stateDiagram-v2
                 __Some(State::On { .. }) => {
                     match event {
                         Event::Toggle => {
+                            ::core::mem::drop(__s.take());
                             let __action: Action = Action::Dark;
                             *__s = __Some(State::Off);
                             __row = 1usize;
                             __action
                         }
                         Event::Smash => {
+                            ::core::mem::drop(__s.take());
                             let __action: Action = Action::Sparks;
                             *__s = __Some(State::Broken);
                             __row = 3usize;
@@ -351,6 +351,7 @@ stateDiagram-v2
                 __Some(State::Broken { .. }) => {
                     match event {
                         Event::Repair => {
+                            ::core::mem::drop(__s.take());
                             let __action: Action = Action::Dark;
                             *__s = __Some(State::Off);
                             __row = 4usize;
@@ -375,7 +376,7 @@ stateDiagram-v2
                     );
                 }
             };
-            Self::__hop(__observer, __row);
+            #[allow(unreachable_code)] Self::__hop(__observer, __row);
             __action
         }
         /// Runs eventless rows until the machine rests in a state that

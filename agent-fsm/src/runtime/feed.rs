@@ -23,8 +23,9 @@
 //! - once the worker has exited and everything was read, the end.
 //!
 //! The worker flushes its buffer whenever it pauses, before it answers any
-//! request, and every 64 events of a long burst (the status's schedule, see
-//! the [module docs](super)): on a current-thread runtime a subscriber never
+//! request, every 64 events of a long burst (the status's schedule, see
+//! the [module docs](super)), and whenever the buffer holds `capacity`
+//! notifications (so it stays bounded): on a current-thread runtime a subscriber never
 //! runs before the notifications are there, and elsewhere it sees them at
 //! most one short burst later.
 
@@ -172,6 +173,12 @@ impl<O> Notifier<O> {
             attached.pending.push_back(make());
             attached.produced += 1;
             attached.feed.produced.store(attached.produced, Ordering::Release);
+            // A long burst (an action publishing many outputs) is handed
+            // over once it fills the log, so the buffer stays bounded and a
+            // subscriber that keeps up does not lag behind a single burst.
+            if attached.pending.len() >= attached.feed.capacity {
+                attached.flush();
+            }
         }
     }
 

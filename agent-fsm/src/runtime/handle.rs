@@ -362,7 +362,14 @@ where
     /// Cancel safe: if the future is dropped, the event was not queued.
     pub async fn send(&self, event: M::Event) -> Result<(), SendError<M::Event>> {
         let envelope = match self.enqueue_now(Envelope::Event(event)) {
-            None => return Ok(()),
+            None => {
+                // Spends one unit of the task's budget, as `Sender::send`
+                // would, so a sending loop still yields to other tasks. The
+                // budget was checked just before, so this completes at once
+                // and the event cannot be queued by a future then dropped.
+                tokio::task::coop::consume_budget().await;
+                return Ok(());
+            }
             Some(mpsc::error::TrySendError::Closed(envelope)) => return Err(self.send_error(envelope_event(envelope))),
             Some(mpsc::error::TrySendError::Full(envelope)) => envelope,
         };
@@ -377,10 +384,10 @@ where
     /// back. Awaiting `Sender::send` builds a semaphore waiter even when a
     /// permit is free, which cost more than the worker's whole step; only a
     /// full inbox needs one. It cannot overtake senders already waiting
-    /// (freed permits are handed to them directly). It spends none of the
-    /// task's tokio budget, but leaves a task that has none left to the
-    /// slow path, which yields: a sender still yields at the latest when
-    /// the inbox is full.
+    /// (freed permits are handed to them directly). A task with no tokio
+    /// budget left takes the slow path, which yields; `send` spends one unit
+    /// after a fast send, so a loop of sends yields as it would with
+    /// `Sender::send`.
     #[inline]
     fn enqueue_now(&self, envelope: Envelope<M::Event>) -> Option<mpsc::error::TrySendError<Envelope<M::Event>>> {
         if !tokio::task::coop::has_budget_remaining() {

@@ -1,0 +1,145 @@
+//! What a panic inside a row's own code (effects, payloads) leaves behind,
+//! and when the old state's fields are dropped: a moving row takes the old
+//! state out before its code runs, so a panic there poisons the machine and
+//! the fields it does not use are dropped first; an in-place row keeps the
+//! state.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex};
+
+use agent_fsm::StateMachine;
+
+/// A shared record of what happened, in order.
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// A field that records its own drop.
+#[derive(Debug)]
+pub struct Noisy {
+    name: &'static str,
+    log: Log,
+}
+
+impl Drop for Noisy {
+    fn drop(&mut self) {
+        self.log.lock().unwrap().push(format!("drop {}", self.name));
+    }
+}
+
+/// The machine's context: whether row code fails, and the shared log.
+#[derive(Debug)]
+pub struct Rig {
+    fail: bool,
+    log: Log,
+}
+
+/// Moving rows that bind nothing, bind one field, and an in-place row.
+#[agent_fsm::state_machine(fallback = Nothing)]
+pub mod rig {
+    use super::Noisy;
+
+    /// States.
+    #[states]
+    pub enum State {
+        /// Holds two fields.
+        #[initial]
+        Full {
+            /// Moved on by `Take`.
+            keep: Noisy,
+            /// Dropped by every moving row.
+            other: Noisy,
+        },
+        /// Nothing left.
+        #[terminal]
+        Empty,
+        /// What `Take` kept.
+        Kept {
+            /// From `Full`.
+            keep: Noisy,
+        },
+    }
+
+    /// Events.
+    #[events]
+    pub enum Event {
+        /// `Full` to `Empty`, binding nothing.
+        Go,
+        /// `Full` to `Kept`, moving `keep`.
+        Take,
+        /// `Full` in place.
+        Poke,
+        /// `Kept` to `Empty`.
+        Reset,
+    }
+
+    /// Actions.
+    #[actions]
+    #[derive(PartialEq)]
+    pub enum Action {
+        /// The fallback.
+        Nothing,
+        /// A row fired.
+        Moved,
+    }
+
+    /// The context.
+    #[context]
+    type Context = super::Rig;
+
+    transitions! {
+        Full + Go => { ctx.log.lock().unwrap().push("effects".into()); if ctx.fail { panic!("row code failed") } } Empty / Moved,
+        Full { keep } + Take => { ctx.log.lock().unwrap().push("effects".into()); } Kept { keep } / Moved,
+        Full + Poke => { if ctx.fail { panic!("row code failed") } } Full / Moved,
+        Kept + Reset => Empty / Nothing,
+    }
+}
+
+use rig::{Action, Event, Machine};
+
+fn rig(fail: bool) -> (Machine, Log) {
+    let log = Log::default();
+    let noisy = |name| Noisy { name, log: Arc::clone(&log) };
+    let machine = Machine::new(Rig { fail, log: Arc::clone(&log) }, noisy("keep"), noisy("other"));
+    (machine, log)
+}
+
+fn entries(log: &Log) -> Vec<String> {
+    log.lock().unwrap().clone()
+}
+
+#[test]
+fn a_panic_in_a_moving_row_poisons_the_machine() {
+    let (mut machine, _log) = rig(true);
+    let outcome = catch_unwind(AssertUnwindSafe(|| machine.handle_event(Event::Go)));
+    assert!(outcome.is_err(), "the row's code panicked");
+    assert!(machine.is_poisoned());
+    // A poisoned machine answers every event with the fallback.
+    assert_eq!(machine.handle_event(Event::Reset), Action::Nothing);
+    assert!(machine.is_poisoned());
+}
+
+#[test]
+fn a_panic_in_an_in_place_row_leaves_the_state() {
+    let (mut machine, log) = rig(true);
+    let outcome = catch_unwind(AssertUnwindSafe(|| machine.handle_event(Event::Poke)));
+    assert!(outcome.is_err(), "the row's code panicked");
+    assert!(!machine.is_poisoned());
+    assert_eq!(machine.state().name(), "Full");
+    assert!(entries(&log).is_empty(), "nothing was dropped: {:?}", entries(&log));
+}
+
+#[test]
+fn a_moving_row_drops_the_fields_it_does_not_use_before_its_code_runs() {
+    let (mut machine, log) = rig(false);
+    assert!(
+        matches!(machine.state(), rig::State::Full { keep, other } if keep.name == "keep" && other.name == "other")
+    );
+    assert_eq!(machine.handle_event(Event::Go), Action::Moved);
+    assert_eq!(entries(&log), ["drop keep", "drop other", "effects"]);
+
+    let (mut machine, log) = rig(false);
+    assert_eq!(machine.handle_event(Event::Take), Action::Moved);
+    assert_eq!(entries(&log), ["drop other", "effects"]);
+    assert!(matches!(machine.state(), rig::State::Kept { keep } if keep.name == "keep"));
+    assert_eq!(machine.handle_event(Event::Reset), Action::Nothing);
+    assert_eq!(entries(&log), ["drop other", "effects", "drop keep"]);
+}
