@@ -361,33 +361,36 @@ where
     /// # Cancel safety
     /// Cancel safe: if the future is dropped, the event was not queued.
     pub async fn send(&self, event: M::Event) -> Result<(), SendError<M::Event>> {
-        let envelope = match self.enqueue_now(Envelope::Event(event)) {
-            None => {
-                // Spends one unit of the task's budget, as `Sender::send`
-                // would, so a sending loop still yields to other tasks. The
-                // budget was checked just before, so this completes at once
-                // and the event cannot be queued by a future then dropped.
-                tokio::task::coop::consume_budget().await;
+        // One unit of the task's tokio budget, as `Sender::send` spends, so
+        // a loop of sends still yields to other tasks; with none left this
+        // yields first, before anything is queued (cancel safe).
+        let coop = std::future::poll_fn(tokio::task::coop::poll_proceed).await;
+        let envelope = match self.inbox.try_send(Envelope::Event(event)) {
+            Ok(()) => {
+                coop.made_progress();
                 return Ok(());
             }
-            Some(mpsc::error::TrySendError::Closed(envelope)) => return Err(self.send_error(envelope_event(envelope))),
-            Some(mpsc::error::TrySendError::Full(envelope)) => envelope,
+            Err(mpsc::error::TrySendError::Closed(envelope)) => {
+                return Err(self.send_error(envelope_event(envelope)));
+            }
+            // The inbox is full: the slow path waits, and spends budget itself.
+            Err(mpsc::error::TrySendError::Full(envelope)) => envelope,
         };
+        drop(coop);
         match self.inbox.send(envelope).await {
             Ok(()) => Ok(()),
             Err(mpsc::error::SendError(envelope)) => Err(self.send_error(envelope_event(envelope))),
         }
     }
 
-    /// The fast path of [`send`](Self::send) and [`call`](Self::call):
-    /// queues `envelope` at once if the inbox has room (`None`), or hands it
-    /// back. Awaiting `Sender::send` builds a semaphore waiter even when a
+    /// The fast path of [`call`](Self::call) (`send` has its own, which
+    /// also spends budget): queues `envelope` at once if the inbox has room
+    /// (`None`), or hands it back. Awaiting `Sender::send` builds a semaphore waiter even when a
     /// permit is free, which cost more than the worker's whole step; only a
     /// full inbox needs one. It cannot overtake senders already waiting
     /// (freed permits are handed to them directly). A task with no tokio
-    /// budget left takes the slow path, which yields; `send` spends one unit
-    /// after a fast send, so a loop of sends yields as it would with
-    /// `Sender::send`.
+    /// budget left takes the slow path, which yields; `call` then spends
+    /// budget awaiting the reply.
     #[inline]
     fn enqueue_now(&self, envelope: Envelope<M::Event>) -> Option<mpsc::error::TrySendError<Envelope<M::Event>>> {
         if !tokio::task::coop::has_budget_remaining() {
