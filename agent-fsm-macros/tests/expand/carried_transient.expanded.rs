@@ -379,7 +379,7 @@ stateDiagram-v2
             __observer: &mut __O,
         ) -> Action {
             #[allow(unused_imports)]
-            use ::core::option::Option::Some as __Some;
+            use ::core::option::Option::{None as __None, Some as __Some};
             let __ctx = &mut self.context;
             let __s = &mut self.state;
             let __row: usize;
@@ -400,7 +400,7 @@ stateDiagram-v2
                             __action
                         }
                         Event::Stop => {
-                            ::core::mem::drop(__s.take());
+                            *__s = __None;
                             let __action: Action = Action::Halt;
                             *__s = __Some(State::Stopped);
                             __row = 7usize;
@@ -462,7 +462,7 @@ stateDiagram-v2
                             __action
                         }
                         Event::Stop => {
-                            ::core::mem::drop(__s.take());
+                            *__s = __None;
                             let __action: Action = Action::Halt;
                             *__s = __Some(State::Stopped);
                             __row = 8usize;
@@ -521,7 +521,7 @@ stateDiagram-v2
             __observer: &mut __O,
         ) -> Action {
             #[allow(unused_imports)]
-            use ::core::option::Option::Some as __Some;
+            use ::core::option::Option::{None as __None, Some as __Some};
             loop {
                 match &mut *__state {
                     __s @ __Some(

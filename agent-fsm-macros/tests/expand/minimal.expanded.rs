@@ -277,7 +277,7 @@ stateDiagram-v2
             __observer: &mut __O,
         ) -> Action {
             #[allow(unused_imports)]
-            use ::core::option::Option::Some as __Some;
+            use ::core::option::Option::{None as __None, Some as __Some};
             let __ctx = &mut self.context;
             let __s = &mut self.state;
             let __row: usize;
@@ -285,7 +285,7 @@ stateDiagram-v2
                 __Some(State::Closed { .. }) => {
                     match event {
                         Event::Push => {
-                            ::core::mem::drop(__s.take());
+                            *__s = __None;
                             let __action: Action = Action::Creak;
                             *__s = __Some(State::Open);
                             __row = 0usize;
@@ -317,7 +317,7 @@ stateDiagram-v2
                 __Some(State::Open { .. }) => {
                     match event {
                         Event::Pull => {
-                            ::core::mem::drop(__s.take());
+                            *__s = __None;
                             let __action: Action = Action::Creak;
                             *__s = __Some(State::Closed);
                             __row = 2usize;
@@ -359,7 +359,7 @@ stateDiagram-v2
             __observer: &mut __O,
         ) -> Action {
             #[allow(unused_imports)]
-            use ::core::option::Option::Some as __Some;
+            use ::core::option::Option::{None as __None, Some as __Some};
             loop {
                 match &mut *__state {
                     _ => return Self::__fallback(),

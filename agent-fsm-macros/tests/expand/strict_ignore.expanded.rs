@@ -291,7 +291,7 @@ stateDiagram-v2
             __observer: &mut __O,
         ) -> Action {
             #[allow(unused_imports)]
-            use ::core::option::Option::Some as __Some;
+            use ::core::option::Option::{None as __None, Some as __Some};
             let __ctx = &mut self.context;
             let __s = &mut self.state;
             let __row: usize;
@@ -299,14 +299,14 @@ stateDiagram-v2
                 __Some(State::Off { .. }) => {
                     match event {
                         Event::Toggle => {
-                            ::core::mem::drop(__s.take());
+                            *__s = __None;
                             let __action: Action = Action::Glow;
                             *__s = __Some(State::On);
                             __row = 0usize;
                             __action
                         }
                         Event::Smash => {
-                            ::core::mem::drop(__s.take());
+                            *__s = __None;
                             let __action: Action = Action::Sparks;
                             *__s = __Some(State::Broken);
                             __row = 2usize;
@@ -325,14 +325,14 @@ stateDiagram-v2
                 __Some(State::On { .. }) => {
                     match event {
                         Event::Toggle => {
-                            ::core::mem::drop(__s.take());
+                            *__s = __None;
                             let __action: Action = Action::Dark;
                             *__s = __Some(State::Off);
                             __row = 1usize;
                             __action
                         }
                         Event::Smash => {
-                            ::core::mem::drop(__s.take());
+                            *__s = __None;
                             let __action: Action = Action::Sparks;
                             *__s = __Some(State::Broken);
                             __row = 3usize;
@@ -351,7 +351,7 @@ stateDiagram-v2
                 __Some(State::Broken { .. }) => {
                     match event {
                         Event::Repair => {
-                            ::core::mem::drop(__s.take());
+                            *__s = __None;
                             let __action: Action = Action::Dark;
                             *__s = __Some(State::Off);
                             __row = 4usize;
@@ -393,7 +393,7 @@ stateDiagram-v2
             __observer: &mut __O,
         ) -> Action {
             #[allow(unused_imports)]
-            use ::core::option::Option::Some as __Some;
+            use ::core::option::Option::{None as __None, Some as __Some};
             loop {
                 match &mut *__state {
                     _ => return Self::__fallback(),
