@@ -6,7 +6,7 @@
 use std::io;
 use std::sync::{Arc, Mutex};
 
-use agent_fsm::{Observer, Step, Unhandled, UnhandledReason};
+use agent_fsm::{Recorder, Unhandled, UnhandledReason};
 use agent_fsm_examples::loom::{
     AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, ConversationContext, ErrorOrigin, LlmError, LlmEvent,
     LlmResponse, Loom, Message, ToolCall, ToolError, ToolExecutionOutcome, ToolProgress, ToolProgressEvent,
@@ -164,22 +164,6 @@ fn listed(state: &str, event: &str) -> bool {
 
 fn clone_machine(m: &Loom) -> Loom {
     Loom::with_state(m.state().clone(), m.context().clone())
-}
-
-#[derive(Debug, Default)]
-struct Recorder {
-    steps: Vec<Step>,
-    unhandled: Vec<Unhandled>,
-}
-
-impl Observer for Recorder {
-    fn on_transition(&mut self, step: &Step) {
-        self.steps.push(*step);
-    }
-
-    fn on_unhandled(&mut self, unhandled: &Unhandled) {
-        self.unhandled.push(*unhandled);
-    }
 }
 
 /// A `MakeWriter` that appends formatted events to a shared buffer.

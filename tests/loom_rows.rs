@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use agent_fsm::{Observer, Step, Unhandled, UnhandledReason};
+use agent_fsm::{Recorder, Unhandled, UnhandledReason};
 use agent_fsm_examples::loom::{
     AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, CompletedToolInfo, ConversationContext, ErrorOrigin,
     Executions, LlmError, LlmEvent, LlmRequest, LlmResponse, Loom, Message, ToolCall, ToolError, ToolExecutionOutcome,
@@ -91,31 +91,6 @@ fn shutdown_from(state: AgentState) {
     assert_eq!(m.state().conversation(), None);
     assert_eq!(rec.unhandled, Vec::new());
     assert_eq!(rec.hops(), vec![(from, Some("ShutdownRequested"), "ShuttingDown", Some("Shutdown"))]);
-}
-
-/// Records every hop and every refused event.
-#[derive(Debug, Default)]
-struct Recorder {
-    steps: Vec<Step>,
-    unhandled: Vec<Unhandled>,
-}
-
-impl Observer for Recorder {
-    fn on_transition(&mut self, step: &Step) {
-        self.steps.push(*step);
-    }
-
-    fn on_unhandled(&mut self, unhandled: &Unhandled) {
-        self.unhandled.push(*unhandled);
-    }
-}
-
-type Hop = (&'static str, Option<&'static str>, &'static str, Option<&'static str>);
-
-impl Recorder {
-    fn hops(&self) -> Vec<Hop> {
-        self.steps.iter().map(|s| (s.from, s.event, s.to, s.action)).collect()
-    }
 }
 
 // ------------------------------------------------- WaitingForUserInput rows

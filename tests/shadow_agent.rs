@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
+use agent_fsm::Recorder;
 use agent_fsm::runtime::{History, Notification};
-use agent_fsm::{Observer, Step};
 use agent_fsm_examples::coding_agent::Workspace;
 use agent_fsm_examples::shadow::{
     INTERRUPTED, Message, Permission, Shadow, ShadowContext, ShadowEvent, ShadowState, ToolCall, ToolResultBlock,
@@ -191,17 +191,6 @@ fn hops(
     history: &History<ShadowEvent>,
 ) -> Vec<(&'static str, Option<&'static str>, &'static str, Option<&'static str>)> {
     history.transitions().map(|t| (t.from, t.event, t.to, t.action)).collect()
-}
-
-#[derive(Default)]
-struct Recorder {
-    steps: Vec<Step>,
-}
-
-impl Observer for Recorder {
-    fn on_transition(&mut self, step: &Step) {
-        self.steps.push(*step);
-    }
 }
 
 /// The agent's history is the table's own path: the recorded events, fed

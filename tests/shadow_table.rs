@@ -4,7 +4,7 @@
 //! the `Error` state entered and left, input mid-turn handed back, and the
 //! snake_case JSON of every state.
 
-use agent_fsm::{Observer, Step, Unhandled};
+use agent_fsm::Recorder;
 use agent_fsm_examples::shadow::{
     AssistantReply, INTERRUPTED, Message, NOT_RUN, PartialToolCall, Permission, Shadow, ShadowAction, ShadowContext,
     ShadowEvent, ShadowState, StreamDelta, ToolCall, ToolResultBlock,
@@ -12,33 +12,6 @@ use agent_fsm_examples::shadow::{
 use serde_json::json;
 
 // ---------------------------------------------------------------- helpers
-
-/// Records every hop and every refused event.
-#[derive(Debug, Default)]
-struct Recorder {
-    steps: Vec<Step>,
-    unhandled: Vec<Unhandled>,
-}
-
-impl Observer for Recorder {
-    fn on_transition(&mut self, step: &Step) {
-        self.steps.push(*step);
-    }
-
-    fn on_unhandled(&mut self, unhandled: &Unhandled) {
-        self.unhandled.push(*unhandled);
-    }
-}
-
-impl Recorder {
-    /// The states the agent went through: where it started, then every
-    /// state a hop entered.
-    fn states(&self) -> Vec<&'static str> {
-        let mut states: Vec<&'static str> = self.steps.first().map(|s| s.from).into_iter().collect();
-        states.extend(self.steps.iter().map(|s| s.to));
-        states
-    }
-}
 
 /// A machine with a recorder, fed event by event.
 struct Session {

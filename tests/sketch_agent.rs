@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_fsm::runtime::replay;
-use agent_fsm::{Named, Observer, Step};
+use agent_fsm::{Named, Recorder};
 use agent_fsm_examples::sketch::{
     Budget, CANCELLED_RESULT, Commit, FormatReport, Message, NOT_EXECUTED, Sketch, SketchContext, SketchEvent,
     ToolCall, ToolResult, Usage, cancelled_results,
@@ -170,16 +170,6 @@ async fn the_scripted_session_commits_and_rustfmt_formats_the_committed_file() {
 
 // --------------------------------------- (2) the history is the table's path
 
-/// Records the hops of a replay.
-#[derive(Default)]
-struct Recorder(Vec<Hop>);
-
-impl Observer for Recorder {
-    fn on_transition(&mut self, s: &Step) {
-        self.0.push((s.from, s.event, s.to, s.action));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_recorded_history_is_exactly_the_tables_path_for_the_session() {
     let dir = repo().await;
@@ -240,7 +230,7 @@ async fn the_recorded_history_is_exactly_the_tables_path_for_the_session() {
     for event in report.events.clone() {
         let _ = fresh.handle_event_with(event, &mut recorder);
     }
-    assert_eq!(recorder.0, report.hops);
+    assert_eq!(recorder.hops(), report.hops);
     let log = report.history.events().expect("event log");
     replay(&mut Sketch::new(SketchContext::new(budget())), log).expect("the log replays");
 

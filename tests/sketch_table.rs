@@ -11,38 +11,13 @@
 
 use std::collections::BTreeSet;
 
-use agent_fsm::{Observer, Step, Unhandled};
+use agent_fsm::{Hop, Recorder};
 use agent_fsm_examples::sketch::{
     Budget, CANCELLED_RESULT, Commit, FormatReport, LlmReply, Message, NOT_EXECUTED, REFERENCE_EDGES, Sketch,
     SketchAction, SketchContext, SketchEvent, SketchState, StopReason, ToolCall, ToolResult, ToolRound, Usage,
 };
 
 // ---------------------------------------------------------------- helpers
-
-/// Records every hop and every refused event.
-#[derive(Debug, Default)]
-struct Recorder {
-    steps: Vec<Step>,
-    unhandled: Vec<Unhandled>,
-}
-
-impl Observer for Recorder {
-    fn on_transition(&mut self, step: &Step) {
-        self.steps.push(*step);
-    }
-
-    fn on_unhandled(&mut self, unhandled: &Unhandled) {
-        self.unhandled.push(*unhandled);
-    }
-}
-
-type Hop = (&'static str, Option<&'static str>, &'static str, Option<&'static str>);
-
-impl Recorder {
-    fn hops(&self) -> Vec<Hop> {
-        self.steps.iter().map(|s| (s.from, s.event, s.to, s.action)).collect()
-    }
-}
 
 /// One event from `state`: the machine after it, every hop, the action.
 fn run(state: SketchState, ctx: SketchContext, event: SketchEvent) -> (Sketch, Vec<Hop>, SketchAction) {

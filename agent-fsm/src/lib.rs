@@ -27,7 +27,7 @@ pub use runtime::{EffectContext, Effects, ExecutorConfig, MachineHandle, RetryPo
 
 pub use agent_fsm_macros::state_machine;
 pub use machine::{
-    Description, Named, Observer, StateInfo, StateMachine, Step, Transition, Unhandled, UnhandledReason,
+    Description, Hop, Named, Observer, Recorder, StateInfo, StateMachine, Step, Transition, Unhandled, UnhandledReason,
 };
 
 /// Items the generated code names. Not part of the public API: they may

@@ -112,6 +112,64 @@ pub trait Observer {
 
 impl Observer for () {}
 
+/// A hop as `(from, event, to, action)`, the shape tables are written in.
+pub type Hop = (&'static str, Option<&'static str>, &'static str, Option<&'static str>);
+
+/// An [`Observer`] that keeps every hop and every refused event, in order:
+/// for tests, replays and debugging.
+///
+/// ```
+/// # use agent_fsm::{Observer, Recorder, Step, Unhandled, UnhandledReason};
+/// let mut recorder = Recorder::default();
+/// recorder.on_transition(&Step { from: "Idle", event: Some("Go"), to: "Busy", action: Some("Work"), row: 0 });
+/// recorder.on_unhandled(&Unhandled { state: "Busy", event: "Go", reason: UnhandledReason::NoRow });
+/// assert_eq!(recorder.hops(), [("Idle", Some("Go"), "Busy", Some("Work"))]);
+/// assert_eq!(recorder.states(), ["Idle", "Busy"]);
+/// assert_eq!(recorder.unhandled[0].reason, UnhandledReason::NoRow);
+/// recorder.clear();
+/// assert!(recorder.hops().is_empty() && recorder.unhandled.is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recorder {
+    /// Every hop, transient states included.
+    pub steps: Vec<Step>,
+    /// Every event the machine did not accept.
+    pub unhandled: Vec<Unhandled>,
+}
+
+impl Recorder {
+    /// The hops as `(from, event, to, action)`.
+    #[must_use]
+    pub fn hops(&self) -> Vec<Hop> {
+        self.steps.iter().map(|s| (s.from, s.event, s.to, s.action)).collect()
+    }
+
+    /// The states passed through: the first hop's source, then the state
+    /// each hop entered. Empty if nothing happened.
+    #[must_use]
+    pub fn states(&self) -> Vec<&'static str> {
+        let mut states: Vec<&'static str> = self.steps.first().map(|s| s.from).into_iter().collect();
+        states.extend(self.steps.iter().map(|s| s.to));
+        states
+    }
+
+    /// Forgets everything recorded so far.
+    pub fn clear(&mut self) {
+        self.steps.clear();
+        self.unhandled.clear();
+    }
+}
+
+impl Observer for Recorder {
+    fn on_transition(&mut self, step: &Step) {
+        self.steps.push(*step);
+    }
+
+    fn on_unhandled(&mut self, unhandled: &Unhandled) {
+        self.unhandled.push(*unhandled);
+    }
+}
+
 /// One hop of a machine, as reported to an [`Observer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Step {
