@@ -611,9 +611,12 @@ fn take_role(cx: &Ctxt, attrs: &mut Vec<Attribute>, names: &[&str]) -> Option<St
         };
         if let Some(first) = &found {
             cx.error_spanned_by(attr, format!("this item already has the role `#[{first}]`"));
-        } else if let Err(e) = attr.meta.require_path_only() {
-            cx.syn_error(e);
         } else {
+            if !matches!(attr.meta, syn::Meta::Path(_)) {
+                // The role is still taken, so nothing downstream reports
+                // the item as missing.
+                cx.error_spanned_by(&attr.meta, format!("`#[{name}]` takes no arguments; write `#[{name}]`"));
+            }
             found = Some((*name).to_owned());
         }
         false
@@ -662,21 +665,23 @@ fn state_defs(cx: &Ctxt, e: &ItemEnum, carried: &[Field]) -> Vec<StateDef> {
                 carries: !carried.is_empty(),
             };
             for attr in &v.attrs {
-                let slot = if attr.path().is_ident("initial") {
-                    &mut def.initial
-                } else if attr.path().is_ident("terminal") {
-                    &mut def.terminal
-                } else if attr.path().is_ident("transient") {
-                    &mut def.transient
-                } else if attr.path().is_ident("no_carry") {
-                    def.carries = false;
-                    continue;
-                } else {
+                let Some(marker) =
+                    ["initial", "terminal", "transient", "no_carry"].into_iter().find(|m| attr.path().is_ident(m))
+                else {
                     continue;
                 };
-                if let Err(e) = attr.meta.require_path_only() {
-                    cx.syn_error(e);
+                if !matches!(attr.meta, syn::Meta::Path(_)) {
+                    cx.error_spanned_by(&attr.meta, format!("`#[{marker}]` takes no arguments; write `#[{marker}]`"));
                 }
+                let slot = match marker {
+                    "initial" => &mut def.initial,
+                    "terminal" => &mut def.terminal,
+                    "transient" => &mut def.transient,
+                    _ => {
+                        def.carries = false;
+                        continue;
+                    }
+                };
                 *slot = Some(attr.path().span());
             }
             if def.carries && def.shape == Shape::Unnamed {

@@ -82,6 +82,15 @@ fn check_terminal_exits(cx: &Ctxt, model: &Model) {
 /// eventless row must belong to one.
 fn check_transient_rows(cx: &Ctxt, model: &Model) {
     for row in &model.rows {
+        // `*` stands for the states that wait for events, never a transient
+        // one: one error for the row, not one per state.
+        if row.any && row.event.is_none() {
+            cx.error_spanned_by(
+                &row.target_ctor.ident,
+                "an eventless row needs a `#[transient]` source, and `*` stands for the states that wait for events; add `+ Event`",
+            );
+            continue;
+        }
         for &s in &row.sources {
             let state = &model.states[s];
             match (&row.event, state.transient.is_some()) {

