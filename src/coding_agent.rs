@@ -133,6 +133,43 @@ pub fn confined(root: &Path, path: &str) -> Result<PathBuf, String> {
     Ok(root.join(relative))
 }
 
+/// Runs `command` in `dir` with no stdin, killed if the future is dropped,
+/// and without the `GIT_*` variables that would point `git` at another
+/// repository than the workspace's.
+///
+/// # Errors
+/// The command could not be started.
+pub async fn output_of(command: &mut tokio::process::Command, dir: &Path) -> std::io::Result<std::process::Output> {
+    command
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .kill_on_drop(true)
+        .output()
+        .await
+}
+
+/// Runs `command` with `sh -c` in `dir` (see [`output_of`]) and returns its
+/// stdout then stderr; killed after `timeout`. Every agent's shell tool.
+///
+/// # Errors
+/// What the model is told: a command that could not start, failed (with its
+/// exit code and output) or timed out.
+pub async fn run_shell(dir: &Path, command: &str, timeout: Duration) -> Result<String, String> {
+    let mut child = tokio::process::Command::new("sh");
+    child.arg("-c").arg(command);
+    let output = tokio::time::timeout(timeout, output_of(&mut child, dir))
+        .await
+        .map_err(|_| format!("`{command}` timed out after {timeout:?}"))?
+        .map_err(|e| e.to_string())?;
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    if output.status.success() { Ok(text) } else { Err(format!("exit {}: {text}", output.status.code().unwrap_or(-1))) }
+}
+
 /// A directory the tools may touch, and nothing outside it.
 #[derive(Debug, Clone)]
 pub struct Workspace {
@@ -203,26 +240,10 @@ impl Workspace {
                 names.sort();
                 Ok(Value::String(names.join("\n")))
             }
-            "run_command" => {
-                let command = Self::arg(call, "command")?;
-                let child = tokio::process::Command::new("sh")
-                    .arg("-c")
-                    .arg(command)
-                    .current_dir(&self.root)
-                    .kill_on_drop(true)
-                    .output();
-                let output = tokio::time::timeout(self.command_timeout, child)
-                    .await
-                    .map_err(|_| tool_error(format!("`{command}` timed out after {:?}", self.command_timeout)))?
-                    .map_err(io)?;
-                let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-                text.push_str(&String::from_utf8_lossy(&output.stderr));
-                if output.status.success() {
-                    Ok(Value::String(text))
-                } else {
-                    Err(tool_error(format!("exit {}: {text}", output.status.code().unwrap_or(-1))))
-                }
-            }
+            "run_command" => run_shell(&self.root, Self::arg(call, "command")?, self.command_timeout)
+                .await
+                .map(Value::String)
+                .map_err(tool_error),
             other => Err(tool_error(format!("unknown tool `{other}`"))),
         }
     }

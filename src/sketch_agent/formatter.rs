@@ -1,7 +1,8 @@
 //! The autoformatter: [`Rustfmt`] run over the `.rs` files new commits
 //! changed.
 
-use super::tools::{Workspace, output_of};
+use super::tools::Workspace;
+use crate::coding_agent::output_of;
 use crate::sketch::FormatReport;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The `git` check: reading `HEAD`, listing the commits made since, and
 //! preparing a workspace repository.
 
-use super::tools::output_of;
+use crate::coding_agent::output_of;
 use crate::sketch::Commit;
 use std::path::Path;
 use std::time::Duration;

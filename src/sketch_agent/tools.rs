@@ -1,10 +1,11 @@
 //! The tools: a [`Workspace`] that runs `write_file`, `read_file` and
-//! `bash`, and the subprocess helper shared with `git` and the formatter.
+//! `bash`, with the path rule and the shell runner of every agent
+//! ([`crate::coding_agent`]).
 
+use crate::coding_agent::run_shell;
 use crate::sketch::ToolCall;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 /// A directory the tools may touch, and nothing outside it.
@@ -64,45 +65,8 @@ impl Workspace {
                 Ok(format!("wrote {} bytes to {}", content.len(), arg("path")?))
             }
             "read_file" => tokio::fs::read_to_string(self.resolve(arg("path")?)?).await.map_err(io),
-            "bash" => self.bash(arg("command")?).await,
+            "bash" => run_shell(&self.root, arg("command")?, self.command_timeout).await,
             other => Err(format!("unknown tool `{other}`; the tools are write_file, read_file and bash")),
         }
     }
-
-    /// Runs `command` with `sh -c` in the workspace; killed on timeout or
-    /// when the task running it is cancelled.
-    async fn bash(&self, command: &str) -> Result<String, String> {
-        let mut child = tokio::process::Command::new("sh");
-        child.arg("-c").arg(command);
-        let output = tokio::time::timeout(self.command_timeout, output_of(&mut child, &self.root))
-            .await
-            .map_err(|_| format!("`{command}` timed out after {:?}", self.command_timeout))?
-            .map_err(|e| e.to_string())?;
-        let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-        text.push_str(&String::from_utf8_lossy(&output.stderr));
-        if output.status.success() {
-            Ok(text)
-        } else {
-            Err(format!("exit {}: {text}", output.status.code().unwrap_or(-1)))
-        }
-    }
-}
-
-/// Runs `command` in `dir` with no stdin, killed if the future is dropped,
-/// and without the `GIT_*` variables that would point `git` at another
-/// repository than the workspace's.
-pub(super) async fn output_of(
-    command: &mut tokio::process::Command,
-    dir: &Path,
-) -> std::io::Result<std::process::Output> {
-    command
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .kill_on_drop(true)
-        .output()
-        .await
 }
