@@ -37,7 +37,7 @@
 mod support;
 
 use agent_fsm::{Observer, Unhandled};
-use agent_fsm_examples::loom::{AgentEvent, Loom};
+use agent_fsm_examples::loom::{AgentConfig, AgentEvent, AgentState, Loom};
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use support::hand::{HAND_UNHANDLED, HandLoom};
@@ -125,39 +125,30 @@ fn verify() {
 // ---------------------------------------------------------------------------
 // Criterion
 
+/// Times `run` on `trace`, each iteration on a fresh machine (`with_state`)
+/// and a fresh copy of the events, built outside the timed region.
+fn time_trace<M>(
+    b: &mut criterion::Bencher<'_>,
+    trace: &Trace,
+    with_state: fn(AgentState, AgentConfig) -> M,
+    run: fn(&mut M, &mut Vec<AgentEvent>),
+) {
+    b.iter_batched(
+        || (with_state(trace.start.clone(), traces::config()), trace.events.clone()),
+        |(mut machine, mut events)| {
+            run(&mut machine, &mut events);
+            (machine, events)
+        },
+        BatchSize::LargeInput,
+    );
+}
+
 fn bench_trace(c: &mut Criterion, trace: &Trace) {
     let mut group = c.benchmark_group(trace.name.as_str());
     group.throughput(Throughput::Elements(trace.events.len() as u64));
-    group.bench_function("generated", |b| {
-        b.iter_batched(
-            || (Loom::with_state(trace.start.clone(), traces::config()), trace.events.clone()),
-            |(mut machine, mut events)| {
-                run_gen(&mut machine, &mut events);
-                (machine, events)
-            },
-            BatchSize::LargeInput,
-        );
-    });
-    group.bench_function("hand", |b| {
-        b.iter_batched(
-            || (HandLoom::with_state(trace.start.clone(), traces::config()), trace.events.clone()),
-            |(mut machine, mut events)| {
-                run_hand(&mut machine, &mut events);
-                (machine, events)
-            },
-            BatchSize::LargeInput,
-        );
-    });
-    group.bench_function("hand_tuple", |b| {
-        b.iter_batched(
-            || (HandTupleLoom::with_state(trace.start.clone(), traces::config()), trace.events.clone()),
-            |(mut machine, mut events)| {
-                run_tuple(&mut machine, &mut events);
-                (machine, events)
-            },
-            BatchSize::LargeInput,
-        );
-    });
+    group.bench_function("generated", |b| time_trace(b, trace, Loom::with_state, run_gen));
+    group.bench_function("hand", |b| time_trace(b, trace, HandLoom::with_state, run_hand));
+    group.bench_function("hand_tuple", |b| time_trace(b, trace, HandTupleLoom::with_state, run_tuple));
     group.finish();
 }
 
@@ -166,25 +157,11 @@ fn bench_flatness(c: &mut Criterion) {
     group.throughput(Throughput::Elements(traces::FLAT_DELTAS as u64));
     for &n in &traces::FLAT_SIZES {
         let trace = traces::flat(n);
-        group.bench_with_input(BenchmarkId::new("generated", n), &trace, |b, trace| {
-            b.iter_batched(
-                || (Loom::with_state(trace.start.clone(), traces::config()), trace.events.clone()),
-                |(mut machine, mut events)| {
-                    run_gen(&mut machine, &mut events);
-                    (machine, events)
-                },
-                BatchSize::LargeInput,
-            );
+        group.bench_with_input(BenchmarkId::new("generated", n), &trace, |b, t| {
+            time_trace(b, t, Loom::with_state, run_gen);
         });
-        group.bench_with_input(BenchmarkId::new("hand", n), &trace, |b, trace| {
-            b.iter_batched(
-                || (HandLoom::with_state(trace.start.clone(), traces::config()), trace.events.clone()),
-                |(mut machine, mut events)| {
-                    run_hand(&mut machine, &mut events);
-                    (machine, events)
-                },
-                BatchSize::LargeInput,
-            );
+        group.bench_with_input(BenchmarkId::new("hand", n), &trace, |b, t| {
+            time_trace(b, t, HandLoom::with_state, run_hand)
         });
     }
     group.finish();

@@ -311,47 +311,32 @@ fn direct(c: &mut Criterion) {
     group.finish();
 }
 
+/// Times `iters` rounds of `round` on `rt`, all inside one `block_on`.
+fn time_rounds<F: Future<Output = ()>>(b: &mut criterion::Bencher<'_>, rt: &Runtime, mut round: impl FnMut() -> F) {
+    b.iter_custom(|iters| {
+        rt.block_on(async {
+            let start = Instant::now();
+            for _ in 0..iters {
+                round().await;
+            }
+            start.elapsed()
+        })
+    });
+}
+
 fn fire_and_forget(c: &mut Criterion) {
     const N: u64 = 1_000;
     let mut group = c.benchmark_group("fire_and_forget");
     group.throughput(Throughput::Elements(N));
     for (name, rt) in runtimes() {
         let bare = rt.block_on(async { bare_spawn::<false>() });
-        group.bench_function(BenchmarkId::new("bare_actor", name), |b| {
-            b.iter_custom(|iters| {
-                rt.block_on(async {
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        bare.fire(N).await;
-                    }
-                    start.elapsed()
-                })
-            });
-        });
+        group.bench_function(BenchmarkId::new("bare_actor", name), |b| time_rounds(b, &rt, || bare.fire(N)));
         let bare = rt.block_on(async { bare_spawn::<true>() });
-        group.bench_function(BenchmarkId::new("bare_actor_try_send", name), |b| {
-            b.iter_custom(|iters| {
-                rt.block_on(async {
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        bare.fire(N).await;
-                    }
-                    start.elapsed()
-                })
-            });
-        });
+        group.bench_function(BenchmarkId::new("bare_actor_try_send", name), |b| time_rounds(b, &rt, || bare.fire(N)));
         for (variant, spawn) in VARIANTS {
             let handle = rt.block_on(async { spawn() });
             group.bench_function(BenchmarkId::new(variant, name), |b| {
-                b.iter_custom(|iters| {
-                    rt.block_on(async {
-                        let start = Instant::now();
-                        for _ in 0..iters {
-                            executor_fire(&handle, N).await;
-                        }
-                        start.elapsed()
-                    })
-                });
+                time_rounds(b, &rt, || executor_fire(&handle, N));
             });
         }
     }
@@ -364,41 +349,13 @@ fn request_response(c: &mut Criterion) {
     group.throughput(Throughput::Elements(N));
     for (name, rt) in runtimes() {
         let bare = rt.block_on(async { bare_spawn::<false>() });
-        group.bench_function(BenchmarkId::new("bare_actor", name), |b| {
-            b.iter_custom(|iters| {
-                rt.block_on(async {
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        bare.calls(N).await;
-                    }
-                    start.elapsed()
-                })
-            });
-        });
+        group.bench_function(BenchmarkId::new("bare_actor", name), |b| time_rounds(b, &rt, || bare.calls(N)));
         let bare = rt.block_on(async { bare_spawn::<true>() });
-        group.bench_function(BenchmarkId::new("bare_actor_try_send", name), |b| {
-            b.iter_custom(|iters| {
-                rt.block_on(async {
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        bare.calls(N).await;
-                    }
-                    start.elapsed()
-                })
-            });
-        });
+        group.bench_function(BenchmarkId::new("bare_actor_try_send", name), |b| time_rounds(b, &rt, || bare.calls(N)));
         for (variant, spawn) in VARIANTS {
             let handle = rt.block_on(async { spawn() });
             group.bench_function(BenchmarkId::new(variant, name), |b| {
-                b.iter_custom(|iters| {
-                    rt.block_on(async {
-                        let start = Instant::now();
-                        for _ in 0..iters {
-                            executor_calls(&handle, N).await;
-                        }
-                        start.elapsed()
-                    })
-                });
+                time_rounds(b, &rt, || executor_calls(&handle, N));
             });
         }
     }
