@@ -152,19 +152,23 @@ fn edge_sending_to_llm__processing_llm_response() {
     assert_eq!(m.context().spent, usage(100));
 }
 
-#[test]
-fn edge_sending_to_llm__error() {
-    let (m, hops, action) = run(SketchState::SendingToLlm, ctx(), SketchEvent::LlmError("503 overloaded".to_owned()));
-    assert_edge(&hops, "SendingToLlm", "Error");
+/// An LLM error while waiting in `from`: through `Error` back to waiting,
+/// with the message shown.
+fn assert_llm_error_path(from: SketchState, message: &str) {
+    let name = from.name();
+    let (m, hops, action) = run(from, ctx(), SketchEvent::LlmError(message.to_owned()));
+    assert_edge(&hops, name, "Error");
     assert_eq!(
         hops,
-        vec![
-            ("SendingToLlm", Some("LlmError"), "Error", None),
-            ("Error", None, "WaitingForUserInput", Some("ShowError")),
-        ]
+        vec![(name, Some("LlmError"), "Error", None), ("Error", None, "WaitingForUserInput", Some("ShowError"))]
     );
     assert_eq!(m.state(), &SketchState::WaitingForUserInput);
-    assert_eq!(action, SketchAction::ShowError("LLM call failed: 503 overloaded".to_owned()));
+    assert_eq!(action, SketchAction::ShowError(format!("LLM call failed: {message}")));
+}
+
+#[test]
+fn edge_sending_to_llm__error() {
+    assert_llm_error_path(SketchState::SendingToLlm, "503 overloaded");
 }
 
 #[test]
@@ -495,17 +499,7 @@ fn edge_sending_tool_results__processing_llm_response() {
 
 #[test]
 fn edge_sending_tool_results__error() {
-    let (m, hops, action) = run(SketchState::SendingToolResults, ctx(), SketchEvent::LlmError("timeout".to_owned()));
-    assert_edge(&hops, "SendingToolResults", "Error");
-    assert_eq!(
-        hops,
-        vec![
-            ("SendingToolResults", Some("LlmError"), "Error", None),
-            ("Error", None, "WaitingForUserInput", Some("ShowError")),
-        ]
-    );
-    assert_eq!(m.state(), &SketchState::WaitingForUserInput);
-    assert_eq!(action, SketchAction::ShowError("LLM call failed: timeout".to_owned()));
+    assert_llm_error_path(SketchState::SendingToolResults, "timeout");
 }
 
 #[test]
