@@ -14,7 +14,7 @@ use crate::codegen::describe::Layout;
 use crate::model::{Model, RowModel, bindings, irrefutable_below, mentions, row_code};
 use crate::parse::{Ctor, Init};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{FieldPat, Ident, Member, Pat, Token};
@@ -559,7 +559,6 @@ pub(crate) fn constructor(model: &Model, context_ty: &TokenStream, has_context: 
         let text = format!("Carried data ({list}) starts from `Default`.");
         quote!(#[doc = ""] #[doc = #text])
     });
-    let _ = format_ident!("x");
     quote! {
         #[doc = #doc]
         #carried_doc
