@@ -225,9 +225,6 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     if mentions(guard_tokens.clone(), &ctx) {
         event_shadows.push(quote!(let #ctx = &*__ctx;));
     }
-    // Eventless rows (in `__settle`) match the state; the others match the
-    // event, inside the arm of their state.
-    let arm_pattern = |state_pat: TokenStream| if eventless { state_pat } else { quote!(#event_pat) };
     let refutable = user_pat.is_some_and(|p| !irrefutable_below(p));
 
     // The pattern and guard are checked by reference before the arm is
@@ -339,8 +336,9 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             continue;
         },
     };
-    let arm_pat =
-        if eventless { quote!(__s @ __Some(#state_ty::#src_ident { .. })) } else { arm_pattern(TokenStream::new()) };
+    // Eventless rows (in `__settle`) match the state; the others match the
+    // event, inside the arm of their state.
+    let arm_pat = if eventless { quote!(__s @ __Some(#state_ty::#src_ident { .. })) } else { quote!(#event_pat) };
     quote! {
         #arm_pat #check => {
             #take
