@@ -7,6 +7,7 @@ use crate::ctxt::Ctxt;
 use crate::parse::{Args, Ctor, Outcome, Row, Source, Table};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::ToTokens;
+use std::collections::{HashMap, HashSet};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Field, Fields, Ident, Item, ItemEnum, ItemMod, Pat, Token};
@@ -61,10 +62,23 @@ pub(crate) struct RowModel {
     pub(crate) span: Span,
     /// Inherited from a variant's base (its spans point into the base).
     pub(crate) from_base: bool,
-    /// Source, event and guard as written, for duplicate checks.
-    pub(crate) key: String,
+    /// The source as written, for [`key`](Self::key).
+    key_source: Source,
+    /// Source, event and guard as written, built when first compared.
+    key: std::cell::OnceCell<String>,
     /// The row names an action that does not exist (already reported).
     pub(crate) action_unknown: bool,
+}
+
+impl RowModel {
+    /// Source, event and guard as written, for duplicate checks; only rows
+    /// that share a state and an event are ever compared, so most rows
+    /// never build it.
+    pub(crate) fn key(&self) -> &str {
+        self.key.get_or_init(|| {
+            crate::parse::key_text(&self.key_source, self.event.as_ref().map(|(_, p)| p), self.guard.as_ref())
+        })
+    }
 }
 
 /// A `=> ignore` row.
@@ -111,6 +125,10 @@ pub(crate) struct Model {
     /// table is final) so checks and codegen never rescan the table per
     /// pair: a 2,000-row table would otherwise cost millions of scans.
     pub(crate) index: std::cell::OnceCell<RowIndex>,
+    /// Variant indices by name: comparing two `Ident`s inside a proc macro
+    /// formats both, so scanning the lists for each of 2,000 rows was a
+    /// tenth of a big table's expansion.
+    lookup: [HashMap<String, usize>; 3],
 }
 
 /// Row indices, in table order, by what they leave.
@@ -198,7 +216,7 @@ impl Model {
     }
 
     pub(crate) fn state_index(&self, ident: &Ident) -> Option<usize> {
-        self.states.iter().position(|s| s.ident == *ident)
+        self.lookup[0].get(&ident.to_string()).copied()
     }
 
     /// The index of the state marked `#[initial]`, if exactly one is.
@@ -297,7 +315,13 @@ impl Model {
             variant: None,
             table_span,
             index: std::cell::OnceCell::new(),
+            lookup: Default::default(),
         };
+        model.lookup = [
+            by_name(model.states.iter().map(|s| &s.ident)),
+            by_name(model.events.iter().map(|e| &e.ident)),
+            by_name(model.actions.iter().map(|a| &a.ident)),
+        ];
         if let Some(ctor) = args.fallback {
             if let Some(i) = model.resolve_action(cx, &ctor.ident) {
                 model.fallback = Some((i, ctor));
@@ -346,7 +370,7 @@ impl Model {
     }
 
     fn resolve_event(&self, cx: &Ctxt, ident: &Ident) -> Option<usize> {
-        let found = self.events.iter().position(|s| s.ident == *ident);
+        let found = self.lookup[1].get(&ident.to_string()).copied();
         if found.is_none() {
             cx.error_spanned_by(
                 ident,
@@ -357,7 +381,7 @@ impl Model {
     }
 
     fn resolve_action(&self, cx: &Ctxt, ident: &Ident) -> Option<usize> {
-        let found = self.actions.iter().position(|s| s.ident == *ident);
+        let found = self.lookup[2].get(&ident.to_string()).copied();
         if found.is_none() {
             cx.error_spanned_by(
                 ident,
@@ -369,7 +393,6 @@ impl Model {
 
     fn add_row(&mut self, cx: &Ctxt, row: Row) {
         let span = row.head_span();
-        let key = row.key_text();
         if self.context.is_none() {
             let mut code = TokenStream::new();
             if let Some(g) = &row.guard {
@@ -382,7 +405,7 @@ impl Model {
                     ctor_code(a).to_tokens(&mut code);
                 }
             }
-            if mentions(code, &Ident::new("ctx", Span::call_site())) {
+            if Uses::of(code).has(&Ident::new("ctx", Span::call_site())) {
                 cx.error_at(
                     span,
                     "this row uses `ctx`, but the machine has no context: add a `#[context]` struct, or `#[context] type Context = T;`",
@@ -505,7 +528,8 @@ impl Model {
                     action,
                     span,
                     from_base: row.from_base,
-                    key,
+                    key_source: row.source,
+                    key: std::cell::OnceCell::new(),
                     action_unknown,
                 });
             }
@@ -789,18 +813,58 @@ pub(crate) fn irrefutable_below(pat: &Pat) -> bool {
     }
 }
 
-/// Whether `tokens` mention the identifier `name` anywhere.
-pub(crate) fn mentions(tokens: TokenStream, name: &Ident) -> bool {
-    tokens.into_iter().any(|tt| match tt {
-        TokenTree::Ident(i) => i == *name,
-        TokenTree::Group(g) => mentions(g.stream(), name),
-        // `format!("{name}")` captures `name` from inside a string literal.
-        TokenTree::Literal(l) => {
-            let text = l.to_string();
-            text.starts_with('"')
-                && [format!("{{{name}}}"), format!("{{{name}:")].iter().any(|p| text.contains(p.as_str()))
+/// Index by name; the first of two equal names wins, as a scan would.
+fn by_name<'a>(idents: impl Iterator<Item = &'a Ident>) -> HashMap<String, usize> {
+    let mut map = HashMap::new();
+    for (i, ident) in idents.enumerate() {
+        map.entry(ident.to_string()).or_insert(i);
+    }
+    map
+}
+
+/// The names a stretch of code uses, collected once: asking a token stream
+/// about each binding and field in turn formats every identifier again.
+#[derive(Default)]
+pub(crate) struct Uses(HashSet<String>);
+
+impl Uses {
+    pub(crate) fn of(tokens: TokenStream) -> Self {
+        let mut uses = Uses::default();
+        uses.add(tokens);
+        uses
+    }
+
+    pub(crate) fn add(&mut self, tokens: TokenStream) {
+        for tt in tokens {
+            match tt {
+                TokenTree::Ident(i) => {
+                    self.0.insert(i.to_string());
+                }
+                TokenTree::Group(g) => self.add(g.stream()),
+                // `format!("{name}")` captures `name` from inside a string literal.
+                TokenTree::Literal(l) => {
+                    let text = l.to_string();
+                    if text.starts_with('"') {
+                        self.0.extend(captured(&text));
+                    }
+                }
+                TokenTree::Punct(_) => {}
+            }
         }
-        TokenTree::Punct(_) => false,
+    }
+
+    /// Whether the code names `name`.
+    pub(crate) fn has(&self, name: &Ident) -> bool {
+        self.0.contains(&name.to_string())
+    }
+}
+
+/// The names a format string captures: `{name}` and `{name:...}`.
+fn captured(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split('{').skip(1).filter_map(|rest| {
+        let end = rest.find(['}', ':'])?;
+        let name = &rest[..end];
+        (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then(|| name.to_owned())
     })
 }
 

@@ -206,7 +206,8 @@ fn check_duplicate_rows(cx: &Ctxt, model: &Model) {
     for (j, later) in model.rows.iter().enumerate() {
         // Rows with the same key share the event, so only siblings can match.
         for earlier in index.siblings(later).into_iter().take_while(|&i| i < j).map(|i| &model.rows[i]) {
-            if earlier.key == later.key {
+            // Cheap test first: the key is text built from the tokens.
+            if earlier.guard.is_some() == later.guard.is_some() && earlier.key() == later.key() {
                 if later.from_base && !earlier.from_base {
                     let base = model.variant.as_ref().map_or("the base", |v| v.base.as_str());
                     cx.error_at(
@@ -253,7 +254,7 @@ fn check_shadowed_rows(cx: &Ctxt, model: &Model) {
                 continue;
             }
             // An identical row is reported as a duplicate instead.
-            if earlier.key == later.key {
+            if later.guard.is_none() && earlier.key() == later.key() {
                 continue;
             }
             let event =

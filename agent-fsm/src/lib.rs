@@ -40,7 +40,46 @@ pub mod __private {
     pub use ::serde;
     pub use ::tracing;
 
-    use crate::{Description, Unhandled, UnhandledReason};
+    use crate::{Description, StateInfo, Transition, Unhandled, UnhandledReason};
+
+    /// No event (an eventless row) or no action (a row into a transient
+    /// state), in [`row`]'s index arguments.
+    pub const NONE: usize = usize::MAX;
+
+    /// A state of `DESCRIPTION.states`; `flags` is `1` initial, `2`
+    /// terminal, `4` transient.
+    #[must_use]
+    pub const fn state(name: &'static str, flags: u8) -> StateInfo {
+        StateInfo { name, initial: flags & 1 != 0, terminal: flags & 2 != 0, transient: flags & 4 != 0 }
+    }
+
+    /// A row of `DESCRIPTION.transitions` from indices into the machine's
+    /// name lists ([`NONE`] for no event or action); `flags` is `1` in
+    /// place, `2` any-state. Written as one short call per row because a
+    /// 2,000-row table spelled as struct literals was a third of its
+    /// expansion.
+    #[must_use]
+    #[allow(clippy::too_many_arguments)]
+    pub const fn row(
+        names: (&'static [StateInfo], &'static [&'static str], &'static [&'static str]),
+        from: usize,
+        event: usize,
+        guard: Option<&'static str>,
+        to: usize,
+        action: usize,
+        flags: u8,
+    ) -> Transition {
+        let (states, events, actions) = names;
+        Transition {
+            from: states[from].name,
+            event: if event == NONE { None } else { Some(events[event]) },
+            guard,
+            to: states[to].name,
+            action: if action == NONE { None } else { Some(actions[action]) },
+            in_place: flags & 1 != 0,
+            any_state: flags & 2 != 0,
+        }
+    }
 
     /// The catch-all of every generated machine: decides why no row
     /// accepted the event (no row for the pair, rows that all refused it, a

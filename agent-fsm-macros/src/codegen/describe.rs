@@ -38,27 +38,35 @@ pub(crate) fn guard_text(row: &RowModel) -> Option<String> {
 }
 
 /// `pub const DESCRIPTION: Description = ...;`
+///
+/// Rows are short calls that name states, events and actions by index
+/// (`__r(0, 3, __N, 1, 2, 0)`); a struct literal per row made the constant
+/// a third of a big table's expansion.
 pub(crate) fn description(model: &Model, layout: &Layout) -> TokenStream {
+    use proc_macro2::Literal;
     let name = model.machine.to_string();
+    let index = |i: usize| Literal::usize_unsuffixed(i);
+    let none = || quote!(__X);
     let states = model.states.iter().map(|s| {
         let n = s.ident.to_string();
-        let (i, te, tr) = (s.initial.is_some(), s.terminal.is_some(), s.transient.is_some());
-        quote!(::agent_fsm::StateInfo { name: #n, initial: #i, terminal: #te, transient: #tr })
+        let flags = Literal::u8_unsuffixed(
+            u8::from(s.initial.is_some())
+                | (u8::from(s.terminal.is_some()) << 1)
+                | (u8::from(s.transient.is_some()) << 2),
+        );
+        quote!(__st(#n, #flags))
     });
     let events = model.events.iter().map(|e| e.ident.to_string());
     let actions = model.actions.iter().map(|a| a.ident.to_string());
     let rows = layout.entries.iter().map(|&(r, s)| {
         let row = &model.rows[r];
-        let from = model.states[s].ident.to_string();
-        let to = model.states[row.target].ident.to_string();
-        let event = opt(row.event.as_ref().map(|(e, _)| model.events[*e].ident.to_string()));
+        let from = index(s);
+        let to = index(row.target);
+        let event = row.event.as_ref().map_or_else(none, |(e, _)| index(*e).into_token_stream());
         let guard = opt(guard_text(row));
-        let action = opt(row.action.as_ref().map(|(a, _)| model.actions[*a].ident.to_string()));
-        let in_place = model.in_place(row, s);
-        let any = row.any;
-        quote! {
-            __T { from: #from, event: #event, guard: #guard, to: #to, action: #action, in_place: #in_place, any_state: #any }
-        }
+        let action = row.action.as_ref().map_or_else(none, |(a, _)| index(*a).into_token_stream());
+        let flags = Literal::u8_unsuffixed(u8::from(model.in_place(row, s)) | (u8::from(row.any) << 1));
+        quote!(__r(#from, #event, #guard, #to, #action, #flags))
     });
     let ignored = model.ignores.iter().flat_map(|ig| {
         ig.sources.iter().map(move |&s| {
@@ -75,14 +83,28 @@ pub(crate) fn description(model: &Model, layout: &Layout) -> TokenStream {
         pub const DESCRIPTION: ::agent_fsm::Description = {
             // Short names: a big table spells them thousands of times.
             #[allow(unused_imports)]
-            use ::agent_fsm::Transition as __T;
+            use ::agent_fsm::__private::{NONE as __X, state as __st};
             #[allow(unused_imports)]
-            use ::core::option::Option::{None as __N, Some as __S};
+            use ::core::option::Option::{self, None as __N, Some as __S};
+            const __STATES: &[::agent_fsm::StateInfo] = &[#(#states),*];
+            const __EVENTS: &[&str] = &[#(#events),*];
+            const __ACTIONS: &[&str] = &[#(#actions),*];
+            /// Row `from + event [guard] => to / action`, by index.
+            const fn __r(
+                from: usize,
+                event: usize,
+                guard: Option<&'static str>,
+                to: usize,
+                action: usize,
+                flags: u8,
+            ) -> ::agent_fsm::Transition {
+                ::agent_fsm::__private::row((__STATES, __EVENTS, __ACTIONS), from, event, guard, to, action, flags)
+            }
             ::agent_fsm::Description {
                 name: #name,
-                states: &[#(#states),*],
-                events: &[#(#events),*],
-                actions: &[#(#actions),*],
+                states: __STATES,
+                events: __EVENTS,
+                actions: __ACTIONS,
                 transitions: &[#(#rows),*],
                 ignored: &[#(#ignored),*],
                 fallback: #fallback,

@@ -11,7 +11,7 @@
 //! events.
 
 use crate::codegen::describe::Layout;
-use crate::model::{Model, RowModel, bindings, irrefutable_below, mentions, row_code};
+use crate::model::{Model, RowModel, Uses, bindings, irrefutable_below, row_code};
 use crate::parse::{Ctor, Init};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -169,15 +169,9 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let eventless = row.event.is_none();
     // Names the row's code uses are bound with the row's span (hygiene).
     let here = |name: &Ident| Ident::new(&name.to_string(), row.span);
-    let code = row_code(row);
+    let code = Uses::of(row_code(row));
     let carried_used: Vec<(&Ident, Ident)> = if src.carries {
-        model
-            .carried
-            .iter()
-            .filter_map(|f| f.ident.as_ref())
-            .filter(|c| mentions(code.clone(), c))
-            .map(|c| (c, here(c)))
-            .collect()
+        model.carried.iter().filter_map(|f| f.ident.as_ref()).filter(|c| code.has(c)).map(|c| (c, here(c))).collect()
     } else {
         Vec::new()
     };
@@ -191,9 +185,9 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         if let Some((_, a)) = &row.action {
             ts.extend(crate::model::ctor_code(a));
         }
-        ts
+        Uses::of(ts)
     };
-    let ctx_in_body = mentions(body_code.clone(), &ctx).then(|| quote!(let #ctx = &mut *__ctx;));
+    let ctx_in_body = body_code.has(&ctx).then(|| quote!(let #ctx = &mut *__ctx;));
     let event_pat = row.event.as_ref().map(|(_, p)| prefix_pat(p, n.event));
     let mut event_bindings = Vec::new();
     if let Some((_, p)) = &row.event {
@@ -216,13 +210,10 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             __guard
         }}
     });
-    let guard_tokens = row.guard.as_ref().map(quote::ToTokens::to_token_stream).unwrap_or_default();
-    let mut event_shadows = event_bindings
-        .iter()
-        .filter(|b| mentions(guard_tokens.clone(), b))
-        .map(|b| quote!(let #b = &#b;))
-        .collect::<Vec<_>>();
-    if mentions(guard_tokens.clone(), &ctx) {
+    let guard_uses = row.guard.as_ref().map(|g| Uses::of(quote::ToTokens::to_token_stream(g))).unwrap_or_default();
+    let mut event_shadows =
+        event_bindings.iter().filter(|b| guard_uses.has(b)).map(|b| quote!(let #b = &#b;)).collect::<Vec<_>>();
+    if guard_uses.has(&ctx) {
         event_shadows.push(quote!(let #ctx = &*__ctx;));
     }
     let refutable = user_pat.is_some_and(|p| !irrefutable_below(p));
@@ -232,9 +223,8 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     // matched again only when the guard reads its fields or the pattern
     // can fail.
     let check = (guard.is_some() || refutable).then(|| {
-        let checked = user_pat.map(|p| by_reference(p, Some(&guard_tokens)));
-        let in_guard: Vec<(&Ident, Ident)> =
-            carried_used.iter().filter(|(_, b)| mentions(guard_tokens.clone(), b)).cloned().collect();
+        let checked = user_pat.map(|p| by_reference(p, Some(&guard_uses)));
+        let in_guard: Vec<(&Ident, Ident)> = carried_used.iter().filter(|(_, b)| guard_uses.has(b)).cloned().collect();
         let guard = guard.clone().unwrap_or_else(|| quote!(true));
         if !refutable && in_guard.is_empty() && checked.as_ref().is_none_or(|p| !binds(p)) {
             return quote!(if { #(#event_shadows)* #guard });
@@ -361,13 +351,13 @@ fn binds(pat: &Pat) -> bool {
 /// The user's state pattern for matching through a reference: binding
 /// modes (`mut`, `ref`) removed, since the reference decides them, and, with
 /// `keep`, bindings the guard does not use replaced by `_`.
-fn by_reference(pat: &Pat, keep: Option<&TokenStream>) -> Pat {
+fn by_reference(pat: &Pat, keep: Option<&Uses>) -> Pat {
     prune(pat, true, keep)
 }
 
 /// `by_reference`, with binding modes kept unless `strip_modes`.
-fn prune(pat: &Pat, strip_modes: bool, keep: Option<&TokenStream>) -> Pat {
-    fn walk(pat: &mut Pat, keep: Option<&TokenStream>, strip: bool) {
+fn prune(pat: &Pat, strip_modes: bool, keep: Option<&Uses>) -> Pat {
+    fn walk(pat: &mut Pat, keep: Option<&Uses>, strip: bool) {
         match pat {
             Pat::Ident(p) => {
                 if strip {
@@ -375,7 +365,7 @@ fn prune(pat: &Pat, strip_modes: bool, keep: Option<&TokenStream>) -> Pat {
                     p.by_ref = None;
                 }
                 let binding = p.ident.to_string().starts_with(|c: char| c.is_lowercase() || c == '_');
-                if binding && keep.is_some_and(|k| !mentions(k.clone(), &p.ident)) {
+                if binding && keep.is_some_and(|k| !k.has(&p.ident)) {
                     *pat = match p.subpat.take() {
                         Some((_, mut sub)) => {
                             walk(&mut sub, keep, strip);

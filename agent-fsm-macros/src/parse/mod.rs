@@ -6,4 +6,4 @@ mod args;
 mod row;
 
 pub(crate) use args::Args;
-pub(crate) use row::{Ctor, Init, Outcome, Row, Source, Table};
+pub(crate) use row::{Ctor, Init, Outcome, Row, Source, Table, key_text};

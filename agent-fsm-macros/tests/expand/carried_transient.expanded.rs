@@ -563,130 +563,52 @@ stateDiagram-v2
         /// per state) and the Mermaid diagram.
         pub const DESCRIPTION: ::agent_fsm::Description = {
             #[allow(unused_imports)]
-            use ::agent_fsm::Transition as __T;
+            use ::agent_fsm::__private::{NONE as __X, state as __st};
             #[allow(unused_imports)]
-            use ::core::option::Option::{None as __N, Some as __S};
+            use ::core::option::Option::{self, None as __N, Some as __S};
+            const __STATES: &[::agent_fsm::StateInfo] = &[
+                __st("Idle", 1),
+                __st("Calling", 0),
+                __st("Checking", 4),
+                __st("Stopped", 2),
+            ];
+            const __EVENTS: &[&str] = &["Input", "Delta", "Reply", "Failed", "Stop"];
+            const __ACTIONS: &[&str] = &["Wait", "Call", "Show", "Retry", "Halt"];
+            /// Row `from + event [guard] => to / action`, by index.
+            const fn __r(
+                from: usize,
+                event: usize,
+                guard: Option<&'static str>,
+                to: usize,
+                action: usize,
+                flags: u8,
+            ) -> ::agent_fsm::Transition {
+                ::agent_fsm::__private::row(
+                    (__STATES, __EVENTS, __ACTIONS),
+                    from,
+                    event,
+                    guard,
+                    to,
+                    action,
+                    flags,
+                )
+            }
             ::agent_fsm::Description {
                 name: "Agent",
-                states: &[
-                    ::agent_fsm::StateInfo {
-                        name: "Idle",
-                        initial: true,
-                        terminal: false,
-                        transient: false,
-                    },
-                    ::agent_fsm::StateInfo {
-                        name: "Calling",
-                        initial: false,
-                        terminal: false,
-                        transient: false,
-                    },
-                    ::agent_fsm::StateInfo {
-                        name: "Checking",
-                        initial: false,
-                        terminal: false,
-                        transient: true,
-                    },
-                    ::agent_fsm::StateInfo {
-                        name: "Stopped",
-                        initial: false,
-                        terminal: true,
-                        transient: false,
-                    },
-                ],
-                events: &["Input", "Delta", "Reply", "Failed", "Stop"],
-                actions: &["Wait", "Call", "Show", "Retry", "Halt"],
+                states: __STATES,
+                events: __EVENTS,
+                actions: __ACTIONS,
                 transitions: &[
-                    __T {
-                        from: "Idle",
-                        event: __S("Input"),
-                        guard: __N,
-                        to: "Calling",
-                        action: __S("Call"),
-                        in_place: false,
-                        any_state: false,
-                    },
-                    __T {
-                        from: "Calling",
-                        event: __S("Delta"),
-                        guard: __N,
-                        to: "Calling",
-                        action: __S("Show"),
-                        in_place: true,
-                        any_state: false,
-                    },
-                    __T {
-                        from: "Calling",
-                        event: __S("Reply"),
-                        guard: __N,
-                        to: "Checking",
-                        action: __N,
-                        in_place: false,
-                        any_state: false,
-                    },
-                    __T {
-                        from: "Calling",
-                        event: __S("Failed"),
-                        guard: __S("* retries + 1 < ctx.max_retries"),
-                        to: "Calling",
-                        action: __S("Retry"),
-                        in_place: false,
-                        any_state: false,
-                    },
-                    __T {
-                        from: "Calling",
-                        event: __S("Failed"),
-                        guard: __N,
-                        to: "Idle",
-                        action: __S("Wait"),
-                        in_place: false,
-                        any_state: false,
-                    },
-                    __T {
-                        from: "Checking",
-                        event: __N,
-                        guard: __S("reply.is_empty()"),
-                        to: "Idle",
-                        action: __S("Wait"),
-                        in_place: false,
-                        any_state: false,
-                    },
-                    __T {
-                        from: "Checking",
-                        event: __N,
-                        guard: __N,
-                        to: "Idle",
-                        action: __S("Show"),
-                        in_place: false,
-                        any_state: false,
-                    },
-                    __T {
-                        from: "Idle",
-                        event: __S("Stop"),
-                        guard: __N,
-                        to: "Stopped",
-                        action: __S("Halt"),
-                        in_place: false,
-                        any_state: true,
-                    },
-                    __T {
-                        from: "Calling",
-                        event: __S("Stop"),
-                        guard: __N,
-                        to: "Stopped",
-                        action: __S("Halt"),
-                        in_place: false,
-                        any_state: true,
-                    },
-                    __T {
-                        from: "Stopped",
-                        event: __S("Stop"),
-                        guard: __N,
-                        to: "Stopped",
-                        action: __S("Halt"),
-                        in_place: true,
-                        any_state: true,
-                    },
+                    __r(0, 0, __N, 1, 1, 0),
+                    __r(1, 1, __N, 1, 2, 1),
+                    __r(1, 2, __N, 2, __X, 0),
+                    __r(1, 3, __S("* retries + 1 < ctx.max_retries"), 1, 3, 0),
+                    __r(1, 3, __N, 0, 0, 0),
+                    __r(2, __X, __S("reply.is_empty()"), 0, 0, 0),
+                    __r(2, __X, __N, 0, 2, 0),
+                    __r(0, 4, __N, 3, 4, 2),
+                    __r(1, 4, __N, 3, 4, 2),
+                    __r(3, 4, __N, 3, 4, 3),
                 ],
                 ignored: &[],
                 fallback: "Wait",

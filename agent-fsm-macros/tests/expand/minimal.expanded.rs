@@ -374,55 +374,43 @@ stateDiagram-v2
         /// per state) and the Mermaid diagram.
         pub const DESCRIPTION: ::agent_fsm::Description = {
             #[allow(unused_imports)]
-            use ::agent_fsm::Transition as __T;
+            use ::agent_fsm::__private::{NONE as __X, state as __st};
             #[allow(unused_imports)]
-            use ::core::option::Option::{None as __N, Some as __S};
+            use ::core::option::Option::{self, None as __N, Some as __S};
+            const __STATES: &[::agent_fsm::StateInfo] = &[
+                __st("Closed", 1),
+                __st("Open", 0),
+            ];
+            const __EVENTS: &[&str] = &["Push", "Pull", "Knock"];
+            const __ACTIONS: &[&str] = &["Nothing", "Creak", "Answer"];
+            /// Row `from + event [guard] => to / action`, by index.
+            const fn __r(
+                from: usize,
+                event: usize,
+                guard: Option<&'static str>,
+                to: usize,
+                action: usize,
+                flags: u8,
+            ) -> ::agent_fsm::Transition {
+                ::agent_fsm::__private::row(
+                    (__STATES, __EVENTS, __ACTIONS),
+                    from,
+                    event,
+                    guard,
+                    to,
+                    action,
+                    flags,
+                )
+            }
             ::agent_fsm::Description {
                 name: "Machine",
-                states: &[
-                    ::agent_fsm::StateInfo {
-                        name: "Closed",
-                        initial: true,
-                        terminal: false,
-                        transient: false,
-                    },
-                    ::agent_fsm::StateInfo {
-                        name: "Open",
-                        initial: false,
-                        terminal: false,
-                        transient: false,
-                    },
-                ],
-                events: &["Push", "Pull", "Knock"],
-                actions: &["Nothing", "Creak", "Answer"],
+                states: __STATES,
+                events: __EVENTS,
+                actions: __ACTIONS,
                 transitions: &[
-                    __T {
-                        from: "Closed",
-                        event: __S("Push"),
-                        guard: __N,
-                        to: "Open",
-                        action: __S("Creak"),
-                        in_place: false,
-                        any_state: false,
-                    },
-                    __T {
-                        from: "Closed",
-                        event: __S("Knock"),
-                        guard: __S("* times > 2"),
-                        to: "Closed",
-                        action: __S("Answer"),
-                        in_place: true,
-                        any_state: false,
-                    },
-                    __T {
-                        from: "Open",
-                        event: __S("Pull"),
-                        guard: __N,
-                        to: "Closed",
-                        action: __S("Creak"),
-                        in_place: false,
-                        any_state: false,
-                    },
+                    __r(0, 0, __N, 1, 1, 0),
+                    __r(0, 2, __S("* times > 2"), 0, 2, 1),
+                    __r(1, 1, __N, 0, 1, 0),
                 ],
                 ignored: &[],
                 fallback: "Nothing",

@@ -408,79 +408,46 @@ stateDiagram-v2
         /// per state) and the Mermaid diagram.
         pub const DESCRIPTION: ::agent_fsm::Description = {
             #[allow(unused_imports)]
-            use ::agent_fsm::Transition as __T;
+            use ::agent_fsm::__private::{NONE as __X, state as __st};
             #[allow(unused_imports)]
-            use ::core::option::Option::{None as __N, Some as __S};
+            use ::core::option::Option::{self, None as __N, Some as __S};
+            const __STATES: &[::agent_fsm::StateInfo] = &[
+                __st("Off", 1),
+                __st("On", 0),
+                __st("Broken", 0),
+            ];
+            const __EVENTS: &[&str] = &["Toggle", "Smash", "Repair"];
+            const __ACTIONS: &[&str] = &["None", "Glow", "Dark", "Sparks"];
+            /// Row `from + event [guard] => to / action`, by index.
+            const fn __r(
+                from: usize,
+                event: usize,
+                guard: Option<&'static str>,
+                to: usize,
+                action: usize,
+                flags: u8,
+            ) -> ::agent_fsm::Transition {
+                ::agent_fsm::__private::row(
+                    (__STATES, __EVENTS, __ACTIONS),
+                    from,
+                    event,
+                    guard,
+                    to,
+                    action,
+                    flags,
+                )
+            }
             ::agent_fsm::Description {
                 name: "Machine",
-                states: &[
-                    ::agent_fsm::StateInfo {
-                        name: "Off",
-                        initial: true,
-                        terminal: false,
-                        transient: false,
-                    },
-                    ::agent_fsm::StateInfo {
-                        name: "On",
-                        initial: false,
-                        terminal: false,
-                        transient: false,
-                    },
-                    ::agent_fsm::StateInfo {
-                        name: "Broken",
-                        initial: false,
-                        terminal: false,
-                        transient: false,
-                    },
-                ],
-                events: &["Toggle", "Smash", "Repair"],
-                actions: &["None", "Glow", "Dark", "Sparks"],
+                states: __STATES,
+                events: __EVENTS,
+                actions: __ACTIONS,
                 transitions: &[
-                    __T {
-                        from: "Off",
-                        event: __S("Toggle"),
-                        guard: __N,
-                        to: "On",
-                        action: __S("Glow"),
-                        in_place: false,
-                        any_state: false,
-                    },
-                    __T {
-                        from: "On",
-                        event: __S("Toggle"),
-                        guard: __N,
-                        to: "Off",
-                        action: __S("Dark"),
-                        in_place: false,
-                        any_state: false,
-                    },
-                    __T {
-                        from: "Off",
-                        event: __S("Smash"),
-                        guard: __N,
-                        to: "Broken",
-                        action: __S("Sparks"),
-                        in_place: false,
-                        any_state: true,
-                    },
-                    __T {
-                        from: "On",
-                        event: __S("Smash"),
-                        guard: __N,
-                        to: "Broken",
-                        action: __S("Sparks"),
-                        in_place: false,
-                        any_state: true,
-                    },
-                    __T {
-                        from: "Broken",
-                        event: __S("Repair"),
-                        guard: __N,
-                        to: "Off",
-                        action: __S("Dark"),
-                        in_place: false,
-                        any_state: false,
-                    },
+                    __r(0, 0, __N, 1, 1, 0),
+                    __r(1, 0, __N, 0, 2, 0),
+                    __r(0, 1, __N, 2, 3, 2),
+                    __r(1, 1, __N, 2, 3, 2),
+                    __r(2, 2, __N, 0, 2, 0),
                 ],
                 ignored: &[
                     ("Off", "Repair"),
