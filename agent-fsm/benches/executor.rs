@@ -11,11 +11,14 @@
 //! that way, so that the gain of the send path and the cost of the worker
 //! can be told apart. The executor runs with everything it promises:
 //! history, status, notifications, effects (`()`), ordering and control
-//! checks between steps. Each executor bench has two variants:
+//! checks between steps. Each executor bench has three variants:
 //!
 //! - `executor_observed`: an observer attached, i.e. a subscriber draining
 //!   every notification (two per event: the transition and the action) on
 //!   its own task, as a UI would; its work is counted.
+//! - `executor_observed_transitions`: the same subscriber, subscribed to
+//!   `Topics::TRANSITIONS` only (one notification per event), as a state
+//!   display would.
 //! - `executor_unobserved`: nobody subscribed (history and status are kept
 //!   all the same).
 //!
@@ -42,7 +45,7 @@ use std::process::Command;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
-use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle};
+use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, Topics};
 use agent_fsm::{Description, Named, Observer, StateInfo, StateMachine, Step, Transition};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use tokio::runtime::Runtime;
@@ -258,8 +261,17 @@ fn executor_spawn() -> Handle {
 /// With an observer attached: a subscriber draining every notification on
 /// its own task (it ends when the worker does).
 fn executor_spawn_observed() -> Handle {
+    observed(Topics::ALL)
+}
+
+/// A subscriber of transitions only.
+fn executor_spawn_observed_transitions() -> Handle {
+    observed(Topics::TRANSITIONS)
+}
+
+fn observed(topics: Topics) -> Handle {
     let handle = executor_spawn();
-    let mut subscription = handle.subscribe();
+    let mut subscription = handle.subscribe_to(topics);
     tokio::spawn(async move {
         while let Some(notification) = subscription.recv().await {
             black_box(notification);
@@ -271,9 +283,12 @@ fn executor_spawn_observed() -> Handle {
 /// Spawns one agent of an executor variant.
 type Spawn = fn() -> Handle;
 
-/// The two executor variants, in the order they are benched.
-const VARIANTS: [(&str, Spawn); 2] =
-    [("executor_observed", executor_spawn_observed), ("executor_unobserved", executor_spawn)];
+/// The executor variants, in the order they are benched.
+const VARIANTS: [(&str, Spawn); 3] = [
+    ("executor_observed", executor_spawn_observed),
+    ("executor_observed_transitions", executor_spawn_observed_transitions),
+    ("executor_unobserved", executor_spawn),
+];
 
 async fn executor_fire(handle: &Handle, n: u64) {
     for i in 0..n {

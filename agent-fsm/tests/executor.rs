@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use agent_fsm::StateMachine;
 use agent_fsm::runtime::{
-    self, EffectContext, EffectFailure, Effects, MachineHandle, Notification, RequestError, SendError, WorkerError,
-    replay,
+    self, EffectContext, EffectFailure, Effects, MachineHandle, Notification, RequestError, SendError, Topics,
+    WorkerError, replay,
 };
 use support::{Action, Agent, End, Event, Reply, Scripted, assert_chained, config};
 use tokio::time::{Instant, sleep};
@@ -77,6 +77,30 @@ async fn llm_error_retries_after_backoff_and_gives_up_through_the_machine() {
         }
     }
     assert_eq!(outputs.last().map(String::as_str), Some("error: the LLM failed"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_subscription_to_some_topics_sees_exactly_those_notifications_in_order() {
+    let script = Scripted::new([Reply::tools(&["a:10", "b:20"]), Reply::text(&["hello", " there"])]);
+    let handle = start(&script, config());
+    let mut everything = handle.subscribe();
+    let mut hops_and_output = handle.subscribe_to(Topics::TRANSITIONS | Topics::OUTPUT);
+    let mut actions = handle.subscribe_to(Topics::ACTIONS);
+    assert_eq!(actions.topics(), Topics::ACTIONS);
+    handle.send(input("go")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+    handle.shutdown().await.unwrap();
+
+    let all: Vec<_> = std::iter::from_fn(|| everything.try_recv()).collect();
+    let some: Vec<_> = std::iter::from_fn(|| hops_and_output.try_recv()).collect();
+    let acts: Vec<_> = std::iter::from_fn(|| actions.try_recv()).collect();
+    // Each filtered subscription reads the full feed's notifications of
+    // its topics, in the same order, none missing.
+    let of = |keep: fn(&Notification<String>) -> bool| all.iter().filter(|n| keep(n)).cloned().collect::<Vec<_>>();
+    assert_eq!(some, of(|n| matches!(n, Notification::Transition(_) | Notification::Output(_))));
+    assert_eq!(acts, of(|n| matches!(n, Notification::Action { .. })));
+    assert!(some.iter().any(|n| matches!(n, Notification::Output(_))), "{some:?}");
+    assert!(acts.len() >= 4, "{acts:?}");
 }
 
 #[tokio::test(start_paused = true)]

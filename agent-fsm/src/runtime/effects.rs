@@ -312,6 +312,6 @@ where
     /// [`Notification::Output`](super::Notification::Output), in order with
     /// the transitions. Free when nobody subscribed.
     pub fn output(&mut self, output: O) {
-        self.notifier.publish(|| super::Notification::Output(output));
+        self.notifier.publish(super::Topics::OUTPUT, || super::Notification::Output(output));
     }
 }

@@ -39,7 +39,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 use super::config::ExecutorConfig;
 use super::effects::{EffectContext, Effects, Env};
 use super::error::{WorkerError, panic_message};
-use super::feed::Notifier;
+use super::feed::{Notifier, Topics};
 use super::handle::{Control, Delivered, Envelope, MachineHandle, Notification, Shared};
 use super::history::{EventRecord, History};
 use super::work::{Produced, Work};
@@ -475,7 +475,7 @@ where
             self.perform(action, action_name, mode == Mode::Final);
         } else {
             tracing::debug!(action = action_name, "action not performed: the worker is cancelling or draining");
-            self.notifier.publish(|| Notification::Action { name: action_name, performed: false });
+            self.notifier.publish(Topics::ACTIONS, || Notification::Action { name: action_name, performed: false });
         }
         if let Some(reply) = reply {
             self.flush_status();
@@ -490,7 +490,7 @@ where
     /// Hands `action` (named `name`) to the effects; with `discard`, any
     /// work it schedules is dropped.
     fn perform(&mut self, action: M::Action, name: &'static str, discard: bool) {
-        self.notifier.publish(|| Notification::Action { name, performed: true });
+        self.notifier.publish(Topics::ACTIONS, || Notification::Action { name, performed: true });
         let settings = &*self.shared.settings;
         let mut cx = EffectContext {
             machine: &self.machine,
@@ -529,7 +529,7 @@ where
             other => tracing::warn!(key = key.as_deref(), failure = %other, "effect failed"),
         }
         self.refresh_notifier();
-        self.notifier.publish(|| Notification::EffectFailed { key, failure });
+        self.notifier.publish(Topics::FAULTS, || Notification::EffectFailed { key, failure });
         match catch_unwind(AssertUnwindSafe(callback)) {
             Ok(event) => event,
             Err(payload) => {
@@ -564,7 +564,7 @@ where
         history_mut(&mut self.history, &self.machine, &self.shared)
             .record_interrupt(Arc::clone(&cause), Instant::now());
         self.refresh_notifier();
-        self.notifier.publish(|| Notification::Interrupted { cause: Arc::clone(&cause) });
+        self.notifier.publish(Topics::FAULTS, || Notification::Interrupted { cause: Arc::clone(&cause) });
         let settings = Arc::clone(&self.shared.settings);
         if let Some(make) = &settings.interrupt_event {
             match catch_unwind(AssertUnwindSafe(|| make(&cause))) {
@@ -724,7 +724,7 @@ impl<E, O> Observer for Recorder<'_, E, O> {
             *self.visit = self.visit.wrapping_add(1);
         }
         tracing::debug!(from = hop.from, to = hop.to, event = hop.event, action = hop.action, "transition");
-        self.notifier.publish(|| Notification::Transition(*hop));
+        self.notifier.publish(Topics::TRANSITIONS, || Notification::Transition(*hop));
     }
 
     fn on_unhandled(&mut self, unhandled: &Unhandled) {
@@ -734,7 +734,7 @@ impl<E, O> Observer for Recorder<'_, E, O> {
             reason = %unhandled.reason,
             "event not handled"
         );
-        self.notifier.publish(|| Notification::Unhandled(*unhandled));
+        self.notifier.publish(Topics::UNHANDLED, || Notification::Unhandled(*unhandled));
     }
 }
 

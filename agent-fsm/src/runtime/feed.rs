@@ -11,15 +11,22 @@
 //! (the only subscription swaps the log's buffer for its own, so nothing is
 //! copied) and returns it one by one.
 //!
+//! A subscription names the [`Topics`] it wants; the worker builds and
+//! records only what some live subscription wants, so a subscriber of
+//! transitions alone costs one notification per step, not two.
+//!
 //! What subscribers see is what a broadcast channel gives them:
 //!
-//! - every notification produced after `subscribe` returned, in order (each
+//! - every notification of their topics produced after `subscribe`
+//!   returned, in order (each
 //!   has a sequence number; a subscription starts at the next one, so a batch
 //!   flushed later never shows it what came before it subscribed);
 //! - the log keeps the last `capacity` notifications; a subscription that
 //!   has not taken one before it is dropped from the log gets
-//!   [`Notification::Lagged`] with the number it missed, then goes on with
-//!   the oldest one still kept (what it has already taken is never lost);
+//!   [`Notification::Lagged`] with the number of notifications dropped from
+//!   the log before it read them (those of other topics included), then
+//!   goes on with the oldest one still kept (what it has already taken is
+//!   never lost);
 //! - once the worker has exited and everything was read, the end.
 //!
 //! The worker flushes its buffer whenever it pauses, before it answers any
@@ -32,6 +39,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
+use std::ops::BitOr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -41,11 +49,83 @@ use futures::Stream;
 
 use super::handle::Notification;
 
+/// Which [`Notification`]s a [`Subscription`] receives; combine with `|`.
+/// [`Notification::Lagged`] reaches every subscription.
+///
+/// ```
+/// use agent_fsm::runtime::Topics;
+///
+/// let topics = Topics::TRANSITIONS | Topics::OUTPUT;
+/// assert!(topics.contains(Topics::OUTPUT));
+/// assert!(!topics.contains(Topics::ACTIONS));
+/// assert!(Topics::ALL.contains(topics));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Topics(u8);
+
+impl Topics {
+    /// [`Notification::Transition`]: every hop, transient ones included.
+    pub const TRANSITIONS: Self = Self(1);
+    /// [`Notification::Unhandled`]: events the machine refused.
+    pub const UNHANDLED: Self = Self(1 << 1);
+    /// [`Notification::Action`]: every action, performed or not.
+    pub const ACTIONS: Self = Self(1 << 2);
+    /// [`Notification::Output`]: what the effects publish.
+    pub const OUTPUT: Self = Self(1 << 3);
+    /// [`Notification::EffectFailed`] and [`Notification::Interrupted`].
+    pub const FAULTS: Self = Self(1 << 4);
+    /// Everything ([`subscribe`](super::MachineHandle::subscribe)).
+    pub const ALL: Self = Self((1 << KINDS) - 1);
+
+    /// Whether every topic of `other` is in `self`.
+    #[must_use]
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The topic of `notification`; `None` for a lag notice, which every
+    /// subscription receives.
+    fn of<O>(notification: &Notification<O>) -> Option<Self> {
+        Some(match notification {
+            Notification::Transition(_) => Self::TRANSITIONS,
+            Notification::Unhandled(_) => Self::UNHANDLED,
+            Notification::Action { .. } => Self::ACTIONS,
+            Notification::Output(_) => Self::OUTPUT,
+            Notification::EffectFailed { .. } | Notification::Interrupted { .. } => Self::FAULTS,
+            Notification::Lagged(_) => return None,
+        })
+    }
+
+    /// The topics one by one, as indices into the feed's counts.
+    fn bits(self) -> impl Iterator<Item = usize> {
+        (0..KINDS).filter(move |&i| self.0 & (1 << i) != 0)
+    }
+
+    /// The index of a single topic.
+    fn index(self) -> usize {
+        self.0.trailing_zeros() as usize
+    }
+}
+
+impl BitOr for Topics {
+    type Output = Self;
+
+    fn bitor(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+}
+
+/// How many topics there are.
+const KINDS: usize = 5;
+
 /// The log shared by the worker and the subscriptions.
 pub(crate) struct Feed<O> {
     state: Mutex<FeedState<O>>,
     /// Live subscriptions: while there are none, the worker records nothing.
     subscribers: AtomicUsize,
+    /// Live subscriptions by topic: the worker records a notification only
+    /// if one wants it.
+    wanted: [AtomicUsize; KINDS],
     /// Sequence number of the next notification the worker records; a new
     /// subscription starts there.
     produced: AtomicU64,
@@ -89,13 +169,15 @@ impl<O> Feed<O> {
                 next_id: 0,
             }),
             subscribers: AtomicUsize::new(0),
+            wanted: Default::default(),
             produced: AtomicU64::new(0),
             capacity: capacity.max(1),
         }
     }
 
-    /// A new subscription, starting after every notification recorded so far.
-    pub(crate) fn subscribe(self: &Arc<Self>) -> Subscription<O> {
+    /// A new subscription to `topics`, starting after every notification
+    /// recorded so far.
+    pub(crate) fn subscribe(self: &Arc<Self>, topics: Topics) -> Subscription<O> {
         let id = {
             let mut state = lock(&self.state);
             state.next_id += 1;
@@ -104,16 +186,19 @@ impl<O> Feed<O> {
         // Counted before reading the position: the worker records whatever
         // it produces from here on, and the subscription skips what came
         // before its position.
+        for i in topics.bits() {
+            self.wanted[i].fetch_add(1, Ordering::SeqCst);
+        }
         self.subscribers.fetch_add(1, Ordering::SeqCst);
         let next = self.produced.load(Ordering::SeqCst);
-        Subscription { feed: Arc::clone(self), id, next, taken: VecDeque::new() }
+        Subscription { feed: Arc::clone(self), id, topics, next, taken: VecDeque::new() }
     }
 
     /// A subscription that ends at once (the worker is gone).
     pub(crate) fn ended() -> Subscription<O> {
         let feed = Arc::new(Self::new(1));
         lock(&feed.state).closed = true;
-        feed.subscribe()
+        feed.subscribe(Topics::ALL)
     }
 
     /// Ends every subscription once it has read what is kept.
@@ -164,11 +249,12 @@ impl<O> Notifier<O> {
         self.attached = Some(Box::new(Attached { feed, pending: VecDeque::new(), produced, wake: Vec::new() }));
     }
 
-    /// Records the notification `make` builds, if anyone is subscribed.
+    /// Records the notification `make` builds, if a subscription wants
+    /// its `topic`.
     #[inline]
-    pub(crate) fn publish(&mut self, make: impl FnOnce() -> Notification<O>) {
+    pub(crate) fn publish(&mut self, topic: Topics, make: impl FnOnce() -> Notification<O>) {
         if let Some(attached) = &mut self.attached
-            && attached.feed.subscribers.load(Ordering::Relaxed) > 0
+            && attached.feed.wanted[topic.index()].load(Ordering::Relaxed) > 0
         {
             attached.pending.push_back(make());
             attached.produced += 1;
@@ -237,6 +323,9 @@ impl<O> Attached<O> {
 pub struct Subscription<O> {
     feed: Arc<Feed<O>>,
     id: u64,
+    /// What it receives; the log may hold other topics for other
+    /// subscriptions.
+    topics: Topics,
     /// Sequence number of the next notification to take from the feed.
     next: u64,
     /// Taken from the feed, not returned yet.
@@ -250,7 +339,30 @@ impl<O> fmt::Debug for Subscription<O> {
             state.end().saturating_sub(self.next.max(state.first))
         };
         let queued = in_feed + self.taken.len() as u64;
-        f.debug_struct("Subscription").field("queued", &queued).finish()
+        f.debug_struct("Subscription").field("topics", &self.topics).field("queued", &queued).finish()
+    }
+}
+
+impl<O> Subscription<O> {
+    /// The next taken notification of this subscription's topics; the
+    /// others are dropped on the way.
+    #[inline]
+    fn next_taken(&mut self) -> Option<Notification<O>> {
+        if self.topics == Topics::ALL {
+            return self.taken.pop_front();
+        }
+        while let Some(notification) = self.taken.pop_front() {
+            if Topics::of(&notification).is_none_or(|t| self.topics.contains(t)) {
+                return Some(notification);
+            }
+        }
+        None
+    }
+
+    /// The topics this subscription receives.
+    #[must_use]
+    pub fn topics(&self) -> Topics {
+        self.topics
     }
 }
 
@@ -259,11 +371,23 @@ impl<O: Clone> Subscription<O> {
     /// `taken` is empty): a lag notice, a notification, `Ready(None)` at the
     /// end, or `Pending` (registering `waker`, if given).
     fn poll_feed(&mut self, waker: Option<&Waker>) -> Poll<Option<Notification<O>>> {
+        loop {
+            match self.poll_feed_once(waker) {
+                // Everything taken was of other topics: look again.
+                Poll::Ready(Some(Taken::Nothing)) => {}
+                Poll::Ready(Some(Taken::One(notification))) => return Poll::Ready(Some(notification)),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+
+    fn poll_feed_once(&mut self, waker: Option<&Waker>) -> Poll<Option<Taken<O>>> {
         let mut state = lock(&self.feed.state);
         if self.next < state.first {
             let missed = state.first - self.next;
             self.next = state.first;
-            return Poll::Ready(Some(Notification::Lagged(missed)));
+            return Poll::Ready(Some(Taken::One(Notification::Lagged(missed))));
         }
         let end = state.end();
         if self.next < end {
@@ -279,7 +403,7 @@ impl<O: Clone> Subscription<O> {
             }
             self.next = end;
             drop(state);
-            return Poll::Ready(self.taken.pop_front());
+            return Poll::Ready(Some(self.next_taken().map_or(Taken::Nothing, Taken::One)));
         }
         if state.closed {
             return Poll::Ready(None);
@@ -321,7 +445,7 @@ impl<O: Clone + Send + 'static> Subscription<O> {
 
     /// The next notification if one is ready; `None` if none is (yet).
     pub fn try_recv(&mut self) -> Option<Notification<O>> {
-        if let Some(notification) = self.taken.pop_front() {
+        if let Some(notification) = self.next_taken() {
             return Some(notification);
         }
         match self.poll_feed(None) {
@@ -338,6 +462,9 @@ impl<O: Clone + Send + 'static> Subscription<O> {
 
 impl<O> Drop for Subscription<O> {
     fn drop(&mut self) {
+        for i in self.topics.bits() {
+            self.feed.wanted[i].fetch_sub(1, Ordering::SeqCst);
+        }
         let last = self.feed.subscribers.fetch_sub(1, Ordering::SeqCst) == 1;
         let freed = {
             let mut state = lock(&self.feed.state);
@@ -357,6 +484,13 @@ impl<O> Drop for Subscription<O> {
     }
 }
 
+/// What one visit to the feed took.
+enum Taken<O> {
+    One(Notification<O>),
+    /// Only notifications of other topics.
+    Nothing,
+}
+
 /// The future of [`Subscription::recv`]: written out rather than an `async`
 /// block, which moved each notification through two more stack slots.
 struct Recv<'a, O> {
@@ -369,7 +503,7 @@ impl<O: Clone> Future for Recv<'_, O> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let subscription = &mut *self.get_mut().subscription;
-        match subscription.taken.pop_front() {
+        match subscription.next_taken() {
             Some(notification) => Poll::Ready(Some(notification)),
             None => subscription.poll_recv(cx),
         }
@@ -406,37 +540,97 @@ mod tests {
     #[test]
     fn nothing_is_recorded_without_subscribers_and_a_subscription_starts_at_the_next_one() {
         let (feed, mut notifier) = feed(8);
-        notifier.publish(|| hop(0));
+        notifier.publish(Topics::TRANSITIONS, || hop(0));
         notifier.flush();
-        let mut first = feed.subscribe();
-        notifier.publish(|| hop(1));
+        let mut first = feed.subscribe(Topics::ALL);
+        notifier.publish(Topics::TRANSITIONS, || hop(1));
         // Subscribed between a record and its flush: sees nothing before it.
-        let mut second = feed.subscribe();
-        notifier.publish(|| hop(2));
+        let mut second = feed.subscribe(Topics::ALL);
+        notifier.publish(Topics::TRANSITIONS, || hop(2));
         assert!(first.try_recv().is_none(), "nothing is visible before a flush");
         notifier.flush();
         assert_eq!(rows(&mut first), [Ok(1), Ok(2)]);
         assert_eq!(rows(&mut second), [Ok(2)]);
     }
 
+    fn action(name: &'static str) -> Notification<()> {
+        Notification::Action { name, performed: true }
+    }
+
+    #[test]
+    fn a_subscription_receives_its_topics_only_and_unwanted_topics_are_not_built() {
+        let (feed, mut notifier) = feed(64);
+        let built = std::cell::Cell::new(0);
+        let mut hops = feed.subscribe(Topics::TRANSITIONS);
+        notifier.publish(Topics::TRANSITIONS, || hop(0));
+        notifier.publish(Topics::ACTIONS, || {
+            built.set(built.get() + 1);
+            action("Ignored")
+        });
+        notifier.flush();
+        assert_eq!(built.get(), 0, "nobody wants actions, so none is built");
+        assert_eq!(rows(&mut hops), [Ok(0)]);
+
+        // A second subscription wants everything: the log holds both
+        // topics, and each subscription reads its own.
+        let mut all = feed.subscribe(Topics::TRANSITIONS | Topics::ACTIONS);
+        notifier.publish(Topics::TRANSITIONS, || hop(1));
+        notifier.publish(Topics::ACTIONS, || action("Call"));
+        notifier.publish(Topics::TRANSITIONS, || hop(2));
+        notifier.flush();
+        assert_eq!(rows(&mut hops), [Ok(1), Ok(2)]);
+        let read: Vec<_> = std::iter::from_fn(|| all.try_recv()).collect();
+        assert_eq!(read, [hop(1), action("Call"), hop(2)]);
+        assert_eq!(hops.topics(), Topics::TRANSITIONS);
+
+        // Once it is gone, actions are no longer built.
+        drop(all);
+        notifier.publish(Topics::ACTIONS, || {
+            built.set(built.get() + 1);
+            action("Dropped")
+        });
+        notifier.publish(Topics::TRANSITIONS, || hop(3));
+        notifier.flush();
+        assert_eq!(built.get(), 0);
+        assert_eq!(rows(&mut hops), [Ok(3)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn recv_skips_a_batch_of_other_topics_and_waits_for_its_own() {
+        let (feed, mut notifier) = feed(64);
+        let _all = feed.subscribe(Topics::ALL);
+        let mut hops = feed.subscribe(Topics::TRANSITIONS);
+        notifier.publish(Topics::ACTIONS, || action("A"));
+        notifier.flush();
+        // Only an action in the log: nothing for this subscription yet.
+        let waiting = tokio::time::timeout(std::time::Duration::from_millis(1), hops.recv()).await;
+        assert!(waiting.is_err(), "a batch of other topics is not a notification");
+        notifier.publish(Topics::ACTIONS, || action("B"));
+        notifier.publish(Topics::TRANSITIONS, || hop(7));
+        notifier.flush();
+        assert_eq!(hops.recv().await, Some(hop(7)));
+        notifier.close();
+        assert_eq!(hops.recv().await, None);
+    }
+
     #[test]
     fn every_subscription_reads_every_notification_in_order() {
         let (feed, mut notifier) = feed(64);
-        let mut a = feed.subscribe();
-        let mut b = feed.subscribe();
+        let mut a = feed.subscribe(Topics::ALL);
+        let mut b = feed.subscribe(Topics::ALL);
         for row in 0..5 {
-            notifier.publish(|| hop(row));
+            notifier.publish(Topics::TRANSITIONS, || hop(row));
         }
         notifier.flush();
         assert_eq!(rows(&mut a), [Ok(0), Ok(1), Ok(2), Ok(3), Ok(4)]);
-        notifier.publish(|| hop(5));
+        notifier.publish(Topics::TRANSITIONS, || hop(5));
         notifier.flush();
         assert_eq!(rows(&mut a), [Ok(5)]);
         assert_eq!(rows(&mut b), [Ok(0), Ok(1), Ok(2), Ok(3), Ok(4), Ok(5)]);
         drop(b);
         // Alone now, `a` takes the log whole; nothing is lost or repeated.
         for row in 6..9 {
-            notifier.publish(|| hop(row));
+            notifier.publish(Topics::TRANSITIONS, || hop(row));
         }
         notifier.flush();
         assert_eq!(rows(&mut a), [Ok(6), Ok(7), Ok(8)]);
@@ -445,20 +639,20 @@ mod tests {
     #[test]
     fn a_subscription_behind_by_more_than_the_capacity_lags_by_what_it_missed() {
         let (feed, mut notifier) = feed(3);
-        let mut slow = feed.subscribe();
+        let mut slow = feed.subscribe(Topics::ALL);
         for row in 0..5 {
-            notifier.publish(|| hop(row));
+            notifier.publish(Topics::TRANSITIONS, || hop(row));
             notifier.flush();
         }
         assert_eq!(rows(&mut slow), [Err(2), Ok(2), Ok(3), Ok(4)]);
         // What a subscription has taken is not lost by later overflows.
         for row in 5..7 {
-            notifier.publish(|| hop(row));
+            notifier.publish(Topics::TRANSITIONS, || hop(row));
         }
         notifier.flush();
         assert_eq!(slow.try_recv(), Some(hop(5)));
         for row in 7..12 {
-            notifier.publish(|| hop(row));
+            notifier.publish(Topics::TRANSITIONS, || hop(row));
         }
         notifier.flush();
         assert_eq!(rows(&mut slow), [Ok(6), Err(2), Ok(9), Ok(10), Ok(11)]);
@@ -467,8 +661,8 @@ mod tests {
     #[test]
     fn closing_ends_subscriptions_after_what_is_kept() {
         let (feed, mut notifier) = feed(8);
-        let mut subscription = feed.subscribe();
-        notifier.publish(|| hop(0));
+        let mut subscription = feed.subscribe(Topics::ALL);
+        notifier.publish(Topics::TRANSITIONS, || hop(0));
         notifier.close();
         assert_eq!(subscription.try_recv(), Some(hop(0)));
         let rt = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
@@ -481,10 +675,10 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
         rt.block_on(async {
             let (feed, mut notifier) = feed(8);
-            let mut subscription = feed.subscribe();
+            let mut subscription = feed.subscribe(Topics::ALL);
             let reader = tokio::spawn(async move { subscription.recv().await });
             tokio::task::yield_now().await;
-            notifier.publish(|| hop(7));
+            notifier.publish(Topics::TRANSITIONS, || hop(7));
             notifier.flush();
             assert_eq!(reader.await.ok().flatten(), Some(hop(7)));
         });

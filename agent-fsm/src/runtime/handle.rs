@@ -43,7 +43,7 @@ use super::config::Settings;
 
 use super::effects::EffectFailure;
 use super::error::{RequestError, SendError, WorkerError, panic_message};
-use super::feed::{Feed, Subscription};
+use super::feed::{Feed, Subscription, Topics};
 use super::history::History;
 use crate::{StateMachine, Step, Unhandled};
 
@@ -509,12 +509,20 @@ where
         self.with_history(History::clone).await
     }
 
-    /// Subscribes to the machine's [`Notification`]s from now on. The
-    /// notification log is created on the first call, so machines nobody
-    /// watches pay nothing for it; the worker hands notifications over in
-    /// batches, at the latest when it pauses or answers a request (see the
-    /// [module docs](super)).
+    /// Subscribes to all the machine's [`Notification`]s from now on; see
+    /// [`subscribe_to`](Self::subscribe_to).
     pub fn subscribe(&self) -> Subscription<O> {
+        self.subscribe_to(Topics::ALL)
+    }
+
+    /// Subscribes to the machine's [`Notification`]s of `topics` from now
+    /// on. The notification log is created on the first call, so machines
+    /// nobody watches pay nothing for it, and the worker builds only the
+    /// notifications some live subscription wants (a subscriber of
+    /// [`Topics::TRANSITIONS`] alone costs one per step, not two); it hands
+    /// them over in batches, at the latest when it pauses or answers a
+    /// request (see the [module docs](super)).
+    pub fn subscribe_to(&self, topics: Topics) -> Subscription<O> {
         let feed = {
             let mut locked = lock(&self.shared.locked);
             if locked.closed {
@@ -526,7 +534,7 @@ where
             self.shared.subscribed.store(true, Ordering::Release);
             feed
         };
-        feed.subscribe()
+        feed.subscribe(topics)
     }
 
     /// Interrupts the machine and waits until the interrupt is carried out:

@@ -13,7 +13,7 @@
 //! | `work.rs` | the streams, tasks and timers in flight (internal) |
 //! | `executor.rs` | the worker loop, [`spawn`], [`pair`] |
 //! | `handle.rs` | [`MachineHandle`], [`Notification`] |
-//! | `feed.rs` | [`Subscription`] and the notification log behind it (internal) |
+//! | `feed.rs` | [`Subscription`], [`Topics`] and the notification log behind them (internal) |
 //! | `config.rs` | [`ExecutorConfig`] |
 //! | `history.rs` | [`History`], [`replay`] |
 //! | `retry.rs` | [`RetryPolicy`] |
@@ -49,7 +49,9 @@
 //! a `call`, `interrupt`, `wait_idle` or query returns. The
 //! [`Notification`]s for subscribers are handed over on the same schedule,
 //! in one batch, in order; on a current-thread runtime a subscriber never
-//! runs before they are there. The history's timestamps are read on the
+//! runs before they are there. A subscription names its [`Topics`]
+//! ([`subscribe_to`](MachineHandle::subscribe_to)); a notification no live
+//! subscription wants is never built. The history's timestamps are read on the
 //! same schedule too (once per burst): the hops of one burst share a
 //! timestamp. All of this keeps locks, wake-ups and clock reads off the
 //! per-event path.
@@ -118,7 +120,7 @@ pub use config::ExecutorConfig;
 pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, from_fn};
 pub use error::{ReplayError, RequestError, SendError, WorkerError};
 pub use executor::{pair, spawn};
-pub use feed::Subscription;
+pub use feed::{Subscription, Topics};
 pub use handle::{Delivered, MachineHandle, Notification};
 pub use history::{EventRecord, History, InterruptRecord, StateTime, TransitionRecord, replay};
 pub use retry::RetryPolicy;
