@@ -1,9 +1,5 @@
 //! Dispatch cost of the generated `Loom::handle_event` against a hand-written
 //! machine over the same types (`support/hand.rs`, `HandLoom`: the baseline).
-//! A third machine, `HandTupleLoom` (`support/hand_tuple.rs`), is the same
-//! hand-written table in the generated code's `match (&mut state, event)`
-//! shape; it is measured on traces (a) and (b) only, to attribute the
-//! difference.
 //!
 //! Traces (built outside the timed region, fed by value so the machine drops
 //! the events' strings as a real run would; every action is dropped right
@@ -23,12 +19,12 @@
 //!
 //! Modes:
 //! - `cargo bench --bench dispatch -- [criterion args]`: criterion.
-//! - `DISPATCH_CALLGRIND=<gen|hand|tuple>-<a|b|flat10|flat100|flat1000|flat10000>`
+//! - `DISPATCH_CALLGRIND=<gen|hand>-<a|b|flat10|flat100|flat1000|flat10000>`
 //!   (and optionally `DISPATCH_REPS=n`, default 5): runs that trace `n`
-//!   times through `run_gen` / `run_hand` / `run_tuple` (`#[inline(never)]`,
+//!   times through `run_gen` / `run_hand` (`#[inline(never)]`,
 //!   the functions to pass to callgrind's `--toggle-collect`) and prints
 //!   `events=<total events fed>`; see `scripts/callgrind_dispatch.sh`.
-//! - `DISPATCH_AB=<rounds>`: generated, hand-written and tuple-shaped run
+//! - `DISPATCH_AB=<rounds>`: generated and hand-written run
 //!   one after the other, round after round (default 200), on every trace;
 //!   prints min and median ns/event (wall clock, noise hits all alike).
 //! - `DISPATCH_VERIFY=0` skips the lockstep check (it runs otherwise, in
@@ -41,7 +37,6 @@ use agent_fsm_examples::loom::{AgentConfig, AgentEvent, AgentState, Loom};
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use support::hand::{HAND_UNHANDLED, HandLoom};
-use support::hand_tuple::HandTupleLoom;
 use support::traces::{self, Trace};
 
 /// Feeds `events` to the generated machine; the timed (and, under
@@ -61,14 +56,6 @@ fn run_hand(machine: &mut HandLoom, events: &mut Vec<AgentEvent>) {
     }
 }
 
-/// Feeds `events` to the tuple-shaped hand-written machine (attribution only).
-#[inline(never)]
-fn run_tuple(machine: &mut HandTupleLoom, events: &mut Vec<AgentEvent>) {
-    for event in events.drain(..) {
-        black_box(machine.handle_event(event));
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Verification
 
@@ -81,25 +68,21 @@ impl Observer for CountUnhandled {
     }
 }
 
-/// Runs the generated machine and both hand-written ones in lockstep over
-/// `trace`; panics on the first difference. Returns how many events the
-/// generated one and the hand-written ones (together) left unhandled.
+/// Runs the generated machine and the hand-written one in lockstep over
+/// `trace`; panics on the first difference. Returns how many events each
+/// left unhandled.
 fn lockstep(trace: &Trace) -> (usize, usize) {
     let mut generated = Loom::with_state(trace.start.clone(), traces::config());
     let mut hand = HandLoom::with_state(trace.start.clone(), traces::config());
-    let mut tuple = HandTupleLoom::with_state(trace.start.clone(), traces::config());
     let mut observer = CountUnhandled::default();
     let hand_before = HAND_UNHANDLED.load(std::sync::atomic::Ordering::Relaxed);
     for (i, event) in trace.events.iter().enumerate() {
         let a = generated.handle_event_with(event.clone(), &mut observer);
         let b = hand.handle_event(event.clone());
-        let c = tuple.handle_event(event.clone());
         let name = &trace.name;
         assert_eq!(a, b, "{name}: event #{i} ({event:?}): actions differ");
-        assert_eq!(a, c, "{name}: event #{i} ({event:?}): actions differ (tuple)");
         let state = generated.state();
         assert_eq!(state, &hand.state, "{name}: event #{i} ({event:?}): states differ");
-        assert_eq!(state, &tuple.state, "{name}: event #{i} ({event:?}): states differ (tuple)");
     }
     let hand_unhandled = HAND_UNHANDLED.load(std::sync::atomic::Ordering::Relaxed) - hand_before;
     (observer.0, hand_unhandled)
@@ -114,7 +97,7 @@ fn verify() {
     }
     for trace in support::coverage::traces() {
         let (g, h) = lockstep(&trace);
-        assert_eq!(2 * g, h, "{}: unhandled counts differ", trace.name);
+        assert_eq!(g, h, "{}: unhandled counts differ", trace.name);
         assert!(g > 0, "{}: the coverage trace should reach the catch-all", trace.name);
     }
     eprintln!(
@@ -148,7 +131,6 @@ fn bench_trace(c: &mut Criterion, trace: &Trace) {
     group.throughput(Throughput::Elements(trace.events.len() as u64));
     group.bench_function("generated", |b| time_trace(b, trace, Loom::with_state, run_gen));
     group.bench_function("hand", |b| time_trace(b, trace, HandLoom::with_state, run_hand));
-    group.bench_function("hand_tuple", |b| time_trace(b, trace, HandTupleLoom::with_state, run_tuple));
     group.finish();
 }
 
@@ -172,7 +154,7 @@ fn bench_flatness(c: &mut Criterion) {
 
 fn callgrind(spec: &str) {
     let (which, trace) =
-        spec.split_once('-').unwrap_or_else(|| panic!("DISPATCH_CALLGRIND={spec}: expected <gen|hand|tuple>-<trace>"));
+        spec.split_once('-').unwrap_or_else(|| panic!("DISPATCH_CALLGRIND={spec}: expected <gen|hand>-<trace>"));
     let trace = match trace {
         "a" => traces::text_turn(),
         "b" => traces::tool_loop(),
@@ -184,26 +166,13 @@ fn callgrind(spec: &str) {
     let reps: usize = std::env::var("DISPATCH_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(5);
     let mut fed = 0;
     for _ in 0..reps {
-        let mut events = trace.events.clone();
+        let events = trace.events.clone();
         fed += events.len();
         match which {
-            "gen" => {
-                let mut machine = Loom::with_state(trace.start.clone(), traces::config());
-                run_gen(&mut machine, &mut events);
-                black_box(&machine);
-            }
-            "hand" => {
-                let mut machine = HandLoom::with_state(trace.start.clone(), traces::config());
-                run_hand(&mut machine, &mut events);
-                black_box(&machine);
-            }
-            "tuple" => {
-                let mut machine = HandTupleLoom::with_state(trace.start.clone(), traces::config());
-                run_tuple(&mut machine, &mut events);
-                black_box(&machine);
-            }
-            other => panic!("unknown machine `{other}`; expected gen, hand or tuple"),
-        }
+            "gen" => black_box(once(&trace, Loom::with_state, run_gen, events)),
+            "hand" => black_box(once(&trace, HandLoom::with_state, run_hand, events)),
+            other => panic!("unknown machine `{other}`; expected gen or hand"),
+        };
     }
     println!("events={fed}");
 }
@@ -211,38 +180,29 @@ fn callgrind(spec: &str) {
 // ---------------------------------------------------------------------------
 // Interleaved A/B mode
 
-/// ns per event of one run of `trace` through `which`, setup excluded.
-fn time_once(which: &str, trace: &Trace) -> f64 {
-    let mut events = trace.events.clone();
-    let n = events.len() as f64;
+/// Time of one run of `trace` through a fresh machine, setup excluded.
+fn once<M>(
+    trace: &Trace,
+    make: fn(AgentState, AgentConfig) -> M,
+    run: fn(&mut M, &mut Vec<AgentEvent>),
+    mut events: Vec<AgentEvent>,
+) -> std::time::Duration {
+    let mut machine = make(trace.start.clone(), traces::config());
     let start = std::time::Instant::now();
+    run(&mut machine, &mut events);
+    let elapsed = start.elapsed();
+    black_box(&machine);
+    elapsed
+}
+
+/// ns per event of one run of `trace` through `which`.
+fn time_once(which: &str, trace: &Trace) -> f64 {
+    let events = trace.events.clone();
+    let n = events.len() as f64;
     let elapsed = match which {
-        "gen" => {
-            let mut machine = Loom::with_state(trace.start.clone(), traces::config());
-            let t = std::time::Instant::now();
-            run_gen(&mut machine, &mut events);
-            let e = t.elapsed();
-            black_box(&machine);
-            e
-        }
-        "hand" => {
-            let mut machine = HandLoom::with_state(trace.start.clone(), traces::config());
-            let t = std::time::Instant::now();
-            run_hand(&mut machine, &mut events);
-            let e = t.elapsed();
-            black_box(&machine);
-            e
-        }
-        _ => {
-            let mut machine = HandTupleLoom::with_state(trace.start.clone(), traces::config());
-            let t = std::time::Instant::now();
-            run_tuple(&mut machine, &mut events);
-            let e = t.elapsed();
-            black_box(&machine);
-            e
-        }
+        "gen" => once(trace, Loom::with_state, run_gen, events),
+        _ => once(trace, HandLoom::with_state, run_hand, events),
     };
-    black_box(start);
     elapsed.as_nanos() as f64 / n
 }
 
@@ -253,13 +213,13 @@ fn ab(rounds: usize) {
     let mut all = vec![traces::text_turn(), traces::tool_loop()];
     all.extend(traces::FLAT_SIZES.iter().map(|&n| traces::flat(n)));
     println!(
-        "{:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "trace", "gen min", "hand min", "tuple min", "gen med", "hand med", "tuple med", "min g/h", "med g/h"
+        "{:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "trace", "gen min", "hand min", "gen med", "hand med", "min g/h", "med g/h"
     );
     for trace in &all {
-        let mut t = [Vec::new(), Vec::new(), Vec::new()];
+        let mut t = [Vec::new(), Vec::new()];
         for _ in 0..rounds {
-            for (i, which) in ["gen", "hand", "tuple"].iter().enumerate() {
+            for (i, which) in ["gen", "hand"].iter().enumerate() {
                 t[i].push(time_once(which, trace));
             }
         }
@@ -269,9 +229,8 @@ fn ab(rounds: usize) {
         };
         let (gmin, gmed) = stats(&mut t[0]);
         let (hmin, hmed) = stats(&mut t[1]);
-        let (tmin, tmed) = stats(&mut t[2]);
         println!(
-            "{:<14} {gmin:>9.2} {hmin:>9.2} {tmin:>9.2} {gmed:>9.2} {hmed:>9.2} {tmed:>9.2} {:>9.3} {:>9.3}",
+            "{:<14} {gmin:>9.2} {hmin:>9.2} {gmed:>9.2} {hmed:>9.2} {:>9.3} {:>9.3}",
             trace.name,
             gmin / hmin,
             gmed / hmed

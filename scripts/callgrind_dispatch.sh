@@ -3,11 +3,9 @@
 # against the hand-written baseline `HandLoom` (benches/support/hand.rs), on
 # the traces of benches/dispatch.rs: (a) a text turn, (b) a tool loop, and the
 # flatness streams (1,000 TextDelta with 10 / 100 / 1,000 / 10,000 messages
-# in the conversation). `HandTupleLoom` (the same hand-written table in the
-# generated code's `match (&mut state, event)` shape) is counted on (a) and
-# (b) to attribute the difference.
+# in the conversation).
 #
-# Only `run_gen` / `run_hand` / `run_tuple` (the loop feeding the events,
+# Only `run_gen` / `run_hand` (the loop feeding the events,
 # #[inline(never)]) is counted, via --toggle-collect: dispatch, the row
 # bodies and dropping each event and action; nothing of building the traces.
 # Columns:
@@ -45,7 +43,7 @@ echo "binary: $bin"
 DISPATCH_CALLGRIND=gen-a DISPATCH_REPS=1 "$bin" 2>&1 >/dev/null | sed 's/^/check: /'
 
 out=$(mktemp -d /tmp/callgrind_dispatch.XXXXXX)
-count() { # <gen|hand|tuple> <trace> -> "total_Ir dispatch_self_Ir events"
+count() { # <gen|hand> <trace> -> "total_Ir dispatch_self_Ir events"
     local which=$1 trace=$2 events file
     events=$(DISPATCH_VERIFY=0 DISPATCH_REPS=$reps DISPATCH_CALLGRIND="$which-$trace" \
         valgrind --tool=callgrind --callgrind-out-file="$out/cg.$which-$trace.%p" \
@@ -68,26 +66,20 @@ print(total, disp, sys.argv[1])
 ' "$events"
 }
 
-printf '%-10s %7s | %9s %9s %9s %8s | %8s %8s %8s %8s\n' \
-    trace events gen/ev hand/ev tuple/ev gen/hand disp:gen hand tuple gen/hand
+printf '%-10s %7s | %9s %9s %8s | %8s %8s %8s\n' \
+    trace events gen/ev hand/ev gen/hand disp:gen hand gen/hand
 for trace in a b flat10 flat100 flat1000 flat10000; do
     read -r gir gd gev < <(count gen "$trace")
     read -r hir hd hev < <(count hand "$trace")
-    if [[ $trace == a || $trace == b ]]; then
-        read -r tir td tev < <(count tuple "$trace")
-    else
-        tir=0 td=0 tev=$gev
-    fi
-    python3 - "$trace" "$gir" "$gd" "$gev" "$hir" "$hd" "$hev" "$tir" "$td" "$tev" <<'PY'
+    python3 - "$trace" "$gir" "$gd" "$gev" "$hir" "$hd" "$hev" <<'PY'
 import sys
 t = sys.argv[1]
-gir, gd, gev, hir, hd, hev, tir, td, tev = map(int, sys.argv[2:])
-assert gev == hev == tev, "event counts differ"
-g, h, tu = gir / gev, hir / hev, tir / tev
-dg, dh, dt = gd / gev, hd / hev, td / tev
-opt = lambda x: f"{x:.1f}" if x else "-"
-print(f"{t:<10} {gev // 1:>7} | {g:>9.1f} {h:>9.1f} {opt(tu):>9} {g / h:>8.3f} | "
-      f"{dg:>8.1f} {dh:>8.1f} {opt(dt):>8} {dg / dh:>8.3f}")
+gir, gd, gev, hir, hd, hev = map(int, sys.argv[2:])
+assert gev == hev, "event counts differ"
+g, h = gir / gev, hir / hev
+dg, dh = gd / gev, hd / hev
+print(f"{t:<10} {gev // 1:>7} | {g:>9.1f} {h:>9.1f} {g / h:>8.3f} | "
+      f"{dg:>8.1f} {dh:>8.1f} {dg / dh:>8.3f}")
 PY
 done
 echo "(per event; $reps runs of each trace; callgrind files in $out)"

@@ -121,4 +121,44 @@ pub mod __private {
         };
         Unhandled { state, event, reason }
     }
+
+    #[cfg(test)]
+    mod tests {
+        use super::{NONE, row, state};
+        use crate::{StateInfo, Transition};
+
+        const STATES: &[StateInfo] = &[state("Idle", 1), state("Check", 4), state("Done", 2)];
+
+        #[test]
+        fn rows_and_states_built_from_indices_name_what_they_point_at() {
+            assert_eq!(STATES[0], StateInfo { name: "Idle", initial: true, terminal: false, transient: false });
+            assert_eq!(STATES[1], StateInfo { name: "Check", initial: false, terminal: false, transient: true });
+            assert_eq!(STATES[2], StateInfo { name: "Done", initial: false, terminal: true, transient: false });
+            let names = (STATES, &["Go", "Poke"][..], &["Start", "Stop"][..]);
+            assert_eq!(
+                row(names, 0, 1, Some("n > 0"), 0, 1, 3),
+                Transition {
+                    from: "Idle",
+                    event: Some("Poke"),
+                    guard: Some("n > 0"),
+                    to: "Idle",
+                    action: Some("Stop"),
+                    in_place: true,
+                    any_state: true,
+                }
+            );
+            assert_eq!(
+                row(names, 1, NONE, None, 2, NONE, 0),
+                Transition {
+                    from: "Check",
+                    event: None,
+                    guard: None,
+                    to: "Done",
+                    action: None,
+                    in_place: false,
+                    any_state: false,
+                }
+            );
+        }
+    }
 }

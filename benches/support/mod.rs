@@ -2,5 +2,4 @@
 
 pub(crate) mod coverage;
 pub(crate) mod hand;
-pub(crate) mod hand_tuple;
 pub(crate) mod traces;
