@@ -11,9 +11,13 @@
 //! that way, so that the gain of the send path and the cost of the worker
 //! can be told apart. The executor runs with everything it promises:
 //! history, status, notifications, effects (`()`), ordering and control
-//! checks between steps. Each executor bench has three variants:
+//! checks between steps. Each executor bench has four variants:
 //!
-//! - `executor_observed`: an observer attached, i.e. a subscriber draining
+//! - `executor_observer`: a synchronous observer attached
+//!   (`ExecutorConfig::observer`) that counts hops and publishes the state's
+//!   name on a `watch`, in the worker's step, as a metrics exporter or a
+//!   status display would.
+//! - `executor_observed`: a subscriber draining
 //!   every notification (two per event: the transition and the action) on
 //!   its own task, as a UI would; its work is counted.
 //! - `executor_observed_transitions`: the same subscriber, subscribed to
@@ -42,14 +46,15 @@
 
 use std::hint::black_box;
 use std::process::Command;
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, Topics};
 use agent_fsm::{Description, Named, Observer, StateInfo, StateMachine, Step, Transition};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use tokio::runtime::Runtime;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 // ===== a two-state machine =====
 
@@ -283,8 +288,40 @@ fn observed(topics: Topics) -> Handle {
 /// Spawns one agent of an executor variant.
 type Spawn = fn() -> Handle;
 
+/// Counts every agent's hops and publishes each agent's state name on a
+/// `watch`: what a metrics exporter or a status display needs, in the
+/// worker's step, with no other task.
+struct StatusObserver {
+    hops: Arc<AtomicU64>,
+    state: watch::Sender<&'static str>,
+}
+
+impl Observer for StatusObserver {
+    fn on_transition(&mut self, step: &Step) {
+        self.hops.fetch_add(1, Ordering::Relaxed);
+        self.state.send_if_modified(|name| {
+            let changed = *name != step.to;
+            *name = step.to;
+            changed
+        });
+    }
+}
+
+/// The configuration with [`StatusObserver`] attached.
+static OBSERVER_CONFIG: LazyLock<ExecutorConfig<PingPong>> = LazyLock::new(|| {
+    let hops = Arc::new(AtomicU64::new(0));
+    ExecutorConfig::new()
+        .observer(move || StatusObserver { hops: Arc::clone(&hops), state: watch::Sender::new(State::Ping.name()) })
+});
+
+/// With a synchronous observer attached ([`StatusObserver`]).
+fn executor_spawn_with_observer() -> Handle {
+    runtime::spawn(PingPong::default(), (), OBSERVER_CONFIG.clone())
+}
+
 /// The executor variants, in the order they are benched.
-const VARIANTS: [(&str, Spawn); 3] = [
+const VARIANTS: [(&str, Spawn); 4] = [
+    ("executor_observer", executor_spawn_with_observer),
     ("executor_observed", executor_spawn_observed),
     ("executor_observed_transitions", executor_spawn_observed_transitions),
     ("executor_unobserved", executor_spawn),

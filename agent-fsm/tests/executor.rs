@@ -103,6 +103,80 @@ async fn a_subscription_to_some_topics_sees_exactly_those_notifications_in_order
     assert!(acts.len() >= 4, "{acts:?}");
 }
 
+/// Shares one agent's [`agent_fsm::Recorder`] with the test.
+struct Shared(Arc<Mutex<agent_fsm::Recorder>>);
+
+impl agent_fsm::Observer for Shared {
+    fn on_transition(&mut self, step: &agent_fsm::Step) {
+        self.0.lock().unwrap().on_transition(step);
+    }
+
+    fn on_unhandled(&mut self, unhandled: &agent_fsm::Unhandled) {
+        self.0.lock().unwrap().on_unhandled(unhandled);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attached_observer_sees_every_hop_and_refusal_of_its_own_agent_in_order() {
+    // One recorder per agent: the configuration builds an observer per spawn.
+    let made: Arc<Mutex<Vec<Arc<Mutex<agent_fsm::Recorder>>>>> = Arc::default();
+    let registry = Arc::clone(&made);
+    let config = config().observer(move || {
+        let recorder = Arc::new(Mutex::new(agent_fsm::Recorder::default()));
+        registry.lock().unwrap().push(Arc::clone(&recorder));
+        Shared(recorder)
+    });
+    let script = Scripted::new([Reply::tools(&["a:10", "b:20"]), Reply::text(&["hello"])]);
+    let first = start(&script, config.clone());
+    let idle = start(&Scripted::new([]), config);
+    let mut feed = first.subscribe_to(Topics::TRANSITIONS | Topics::UNHANDLED);
+    first.send(Event::RetryFired).await.unwrap(); // no row in `Waiting`
+    first.send(input("go")).await.unwrap();
+    first.wait_idle().await.unwrap();
+    idle.wait_idle().await.unwrap();
+
+    let recorders = made.lock().unwrap().clone();
+    assert_eq!(recorders.len(), 2, "one observer per spawned agent");
+    let seen = recorders[0].lock().unwrap().clone();
+    let (mut hops, mut refused) = (Vec::new(), Vec::new());
+    while let Some(n) = feed.try_recv() {
+        match n {
+            Notification::Transition(step) => hops.push(step),
+            Notification::Unhandled(u) => refused.push(u),
+            other => panic!("not subscribed to {other:?}"),
+        }
+    }
+    // The same hops and refusals as the notification feed, in order.
+    assert_eq!(seen.steps, hops);
+    assert_eq!(seen.unhandled, refused);
+    assert_eq!(refused.len(), 1);
+    assert_eq!((refused[0].state, refused[0].event), ("Waiting", "RetryFired"));
+    assert_eq!(seen.states().first().copied(), Some("Waiting"));
+    assert!(seen.states().contains(&"ExecutingTools"), "{:?}", seen.states());
+    let history = first.history().await.unwrap();
+    assert_eq!(seen.steps.len(), history.transitions().len());
+    // The idle agent's observer heard nothing of the other agent.
+    assert_eq!(*recorders[1].lock().unwrap(), agent_fsm::Recorder::default());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_observer_fails_its_agent() {
+    struct Broken;
+    impl agent_fsm::Observer for Broken {
+        fn on_transition(&mut self, _: &agent_fsm::Step) {
+            panic!("observer is broken");
+        }
+    }
+    let handle = start(&Scripted::new([Reply::text(&["x"])]), config().observer(|| Broken));
+    handle.send(input("go")).await.unwrap();
+    let err = handle.wait_finished().await.unwrap_err();
+    let RequestError::Failed(cause) = &err else { panic!("expected Failed, got {err:?}") };
+    assert!(
+        matches!(&**cause, WorkerError::MachinePanicked { event: "UserInput", message } if message == "observer is broken"),
+        "{cause:?}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn input_sent_during_tools_is_delivered_after_them_in_order() {
     let script = Scripted::new([

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::StateMachine;
+use crate::{Observer, StateMachine};
 
 /// Builds the event delivered after an interrupt, from its cause.
 pub(crate) type InterruptEventFn<E> = dyn Fn(&str) -> Option<E> + Send + Sync;
@@ -19,6 +19,8 @@ pub(crate) type InterruptEventFn<E> = dyn Fn(&str) -> Option<E> + Send + Sync;
 pub(crate) type CloneEventFn<E> = fn(&E) -> E;
 /// Builds the event delivered on shutdown.
 pub(crate) type ShutdownEventFn<E> = dyn Fn() -> Option<E> + Send + Sync;
+/// Builds one agent's synchronous observer.
+pub(crate) type MakeObserverFn = dyn Fn() -> Box<dyn Observer + Send> + Send + Sync;
 
 /// How an executor runs one machine. Cheap to clone: clones share the
 /// settings and the [`TaskTracker`].
@@ -54,6 +56,7 @@ pub(crate) struct Settings<M: StateMachine> {
     pub(crate) notification_capacity: usize,
     pub(crate) interrupt_event: Option<Arc<InterruptEventFn<M::Event>>>,
     pub(crate) shutdown_event: Option<Arc<ShutdownEventFn<M::Event>>>,
+    pub(crate) observer: Option<Arc<MakeObserverFn>>,
     pub(crate) tracker: TaskTracker,
     pub(crate) cancel: Option<CancellationToken>,
     /// Whether the machine's description has a terminal state at all.
@@ -74,6 +77,7 @@ impl<M: StateMachine> Clone for Settings<M> {
             notification_capacity: self.notification_capacity,
             interrupt_event: self.interrupt_event.clone(),
             shutdown_event: self.shutdown_event.clone(),
+            observer: self.observer.clone(),
             tracker: self.tracker.clone(),
             cancel: self.cancel.clone(),
             has_terminal: self.has_terminal,
@@ -108,6 +112,7 @@ impl<M: StateMachine> fmt::Debug for ExecutorConfig<M> {
             .field("notification_capacity", &s.notification_capacity)
             .field("interrupt_event", &s.interrupt_event.is_some())
             .field("shutdown_event", &s.shutdown_event.is_some())
+            .field("observer", &s.observer.is_some())
             .field("tracker", &s.tracker)
             .field("cancel", &s.cancel)
             .finish()
@@ -145,6 +150,7 @@ impl<M: StateMachine> ExecutorConfig<M> {
                 notification_capacity: Self::DEFAULT_NOTIFICATION_CAPACITY,
                 interrupt_event: None,
                 shutdown_event: None,
+                observer: None,
                 tracker: TaskTracker::new(),
                 cancel: None,
                 has_terminal: M::DESCRIPTION.states.iter().any(|s| s.terminal),
@@ -239,6 +245,50 @@ impl<M: StateMachine> ExecutorConfig<M> {
     #[must_use]
     pub fn shutdown_event(self, f: impl Fn() -> Option<M::Event> + Send + Sync + 'static) -> Self {
         self.edit(|s| s.shutdown_event = Some(Arc::new(f)))
+    }
+
+    /// Attaches a synchronous [`Observer`] to every agent spawned with this
+    /// configuration: `make` builds one per agent when it is spawned. The
+    /// worker calls it on every hop (transient states included) and every
+    /// refused event, in order, inside the step, after the history has
+    /// recorded the hop and before the action is performed.
+    ///
+    /// It costs one call per hop, with no allocation and no other task:
+    /// metrics, logs, or publishing the state to a `watch` belong here. It
+    /// runs on the agent's task, so it must be quick and must not block; a
+    /// panic in it fails the agent like a panicking machine
+    /// ([`WorkerError::MachinePanicked`](super::WorkerError::MachinePanicked)).
+    /// To receive hops elsewhere, asynchronously, use
+    /// [`subscribe_to`](super::MachineHandle::subscribe_to) instead.
+    /// Calling it again replaces the earlier observer.
+    ///
+    /// ```
+    /// # use agent_fsm::runtime::ExecutorConfig;
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use agent_fsm::{Observer, Step};
+    ///
+    /// /// Counts hops across every agent.
+    /// struct Hops(Arc<AtomicU64>);
+    ///
+    /// impl Observer for Hops {
+    ///     fn on_transition(&mut self, _: &Step) {
+    ///         self.0.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    /// }
+    ///
+    /// # fn config<M: agent_fsm::StateMachine>() -> ExecutorConfig<M> {
+    /// let hops = Arc::new(AtomicU64::new(0));
+    /// ExecutorConfig::new().observer(move || Hops(Arc::clone(&hops)))
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn observer<O>(self, make: impl Fn() -> O + Send + Sync + 'static) -> Self
+    where
+        O: Observer + Send + 'static,
+    {
+        let make: Arc<MakeObserverFn> = Arc::new(move || Box::new(make()));
+        self.edit(|s| s.observer = Some(make))
     }
 
     /// The tracker that [`spawn`](super::spawn) puts the worker on and that

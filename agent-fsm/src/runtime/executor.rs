@@ -98,6 +98,7 @@ where
     // this order the allocator packs an agent tighter.
     let shared = Arc::new(Shared::new(initial, Arc::clone(&settings)));
     let (tx, rx) = mpsc::channel(settings.inbox_capacity.max(1));
+    let observer = settings.observer.as_ref().map(|make| make());
     let mut worker = Worker {
         history: None,
         terminal: machine.is_terminal(),
@@ -107,6 +108,7 @@ where
         shared: Arc::clone(&shared),
         work: None,
         notifier: Notifier::new(),
+        observer,
         extras: None,
         clock: None,
         status_dirty: false,
@@ -156,6 +158,8 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     /// Allocated by the first action that schedules work.
     work: Option<Box<Work<M::Event>>>,
     notifier: Notifier<E::Output>,
+    /// The observer attached by [`ExecutorConfig::observer`], if any.
+    observer: Option<Box<dyn Observer + Send>>,
     /// Waiters and the cancellation token: rarely used, so boxed on first
     /// use to keep idle agents small.
     extras: Option<Box<Extras>>,
@@ -437,8 +441,14 @@ where
         }
         self.refresh_notifier();
         let history = history_mut(&mut self.history, &self.machine, &self.shared);
-        let mut recorder =
-            Recorder { history, visit: &mut self.visit, notifier: &mut self.notifier, step, now: &mut self.clock };
+        let mut recorder = Recorder {
+            history,
+            visit: &mut self.visit,
+            notifier: &mut self.notifier,
+            user: self.observer.as_deref_mut(),
+            step,
+            now: &mut self.clock,
+        };
         let machine = &mut self.machine;
         let action = match catch_unwind(AssertUnwindSafe(|| machine.handle_event_with(event, &mut recorder))) {
             Ok(action) => action,
@@ -703,11 +713,12 @@ fn new_history<M: StateMachine, O>(machine: &M, shared: &Shared<M, O>) -> Box<Hi
 }
 
 /// The observer the worker passes to `handle_event_with`: history, visit
-/// counter, tracing and notifications, per hop.
+/// counter, tracing, the user's observer and notifications, per hop.
 struct Recorder<'a, E, O> {
     history: &'a mut History<E>,
     visit: &'a mut u32,
     notifier: &'a mut Notifier<O>,
+    user: Option<&'a mut (dyn Observer + Send + 'static)>,
     step: u64,
     /// The worker's clock for this burst, read on the first hop that needs it.
     now: &'a mut Option<Instant>,
@@ -724,6 +735,9 @@ impl<E, O> Observer for Recorder<'_, E, O> {
             *self.visit = self.visit.wrapping_add(1);
         }
         tracing::debug!(from = hop.from, to = hop.to, event = hop.event, action = hop.action, "transition");
+        if let Some(user) = &mut self.user {
+            user.on_transition(hop);
+        }
         self.notifier.publish(Topics::TRANSITIONS, || Notification::Transition(*hop));
     }
 
@@ -734,6 +748,9 @@ impl<E, O> Observer for Recorder<'_, E, O> {
             reason = %unhandled.reason,
             "event not handled"
         );
+        if let Some(user) = &mut self.user {
+            user.on_unhandled(unhandled);
+        }
         self.notifier.publish(Topics::UNHANDLED, || Notification::Unhandled(*unhandled));
     }
 }
