@@ -98,7 +98,10 @@ where
     // this order the allocator packs an agent tighter.
     let shared = Arc::new(Shared::new(initial, Arc::clone(&settings)));
     let (tx, rx) = mpsc::channel(settings.inbox_capacity.max(1));
-    let observer = settings.observer.as_ref().map(|make| make());
+    // The observer lives with the rarely used parts: a field of its own
+    // would make every agent's task a cache line bigger.
+    let extras =
+        settings.observer.as_ref().map(|make| Box::new(Extras { observer: Some(make()), ..Extras::default() }));
     let mut worker = Worker {
         history: None,
         terminal: machine.is_terminal(),
@@ -108,8 +111,7 @@ where
         shared: Arc::clone(&shared),
         work: None,
         notifier: Notifier::new(),
-        observer,
-        extras: None,
+        extras,
         clock: None,
         status_dirty: false,
         visit: 0,
@@ -158,9 +160,7 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     /// Allocated by the first action that schedules work.
     work: Option<Box<Work<M::Event>>>,
     notifier: Notifier<E::Output>,
-    /// The observer attached by [`ExecutorConfig::observer`], if any.
-    observer: Option<Box<dyn Observer + Send>>,
-    /// Waiters and the cancellation token: rarely used, so boxed on first
+    /// Waiters, the cancellation token and the attached observer: rarely used, so boxed on first
     /// use to keep idle agents small.
     extras: Option<Box<Extras>>,
     /// The time read for the current burst of events; cleared when the
@@ -445,7 +445,7 @@ where
             history,
             visit: &mut self.visit,
             notifier: &mut self.notifier,
-            user: self.observer.as_deref_mut(),
+            user: self.extras.as_deref_mut().and_then(|e| e.observer.as_deref_mut()),
             step,
             now: &mut self.clock,
         };
@@ -668,6 +668,8 @@ impl<M: StateMachine, E: Effects<M>> Drop for Worker<M, E> {
 struct Extras {
     waiters: Vec<Waiter>,
     cancel: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    /// Set by [`ExecutorConfig::observer`].
+    observer: Option<Box<dyn Observer + Send>>,
 }
 
 /// Someone waiting on the worker.
