@@ -10,10 +10,10 @@
 # bodies and dropping each event and action; nothing of building the traces.
 # Columns:
 #   total/ev   all instructions counted, per event
-#   disp/ev    self instructions of the dispatch functions only (generated:
-#              Loom::handle_event_with + Loom::__settle; hand-written:
-#              *::handle_event), per event: what the row bodies, allocator
-#              and drops do is excluded
+#   disp/ev    self instructions of the feeding loop and the dispatch
+#              functions it calls (both `handle_event`s are inlined into
+#              it; the generated `__settle` is not), per event: the
+#              allocator and the drops of events and actions are excluded
 #
 # Usage: scripts/callgrind_dispatch.sh            (DISPATCH_REPS=5 by default)
 set -euo pipefail
@@ -60,7 +60,7 @@ for line in sys.stdin:
     n, what = int(m.group(1).replace(",", "")), m.group(3)
     if "PROGRAM TOTALS" in what:
         total = n
-    elif re.search(r"Loom::handle_event|Loom::__settle", what):
+    elif re.search(r"run_(gen|hand)\b|Loom::handle_event|Loom::__settle|HandLoom::", what):
         disp += n
 print(total, disp, sys.argv[1])
 ' "$events"
