@@ -1,0 +1,310 @@
+//! Per-event dispatch cost of the Loom agent machine written with three
+//! peer state-machine crates, side by side with the generated
+//! `agent_fsm_examples::loom::Loom` and the hand-written baseline `HandLoom`
+//! (`benches/support/hand.rs`, included from the main package as are its
+//! traces, `benches/support/traces.rs`).
+//!
+//! # Machines
+//! - `gen`: `Loom::handle_event`, generated from the `#[state_machine]`
+//!   table in `src/loom.rs`.
+//! - `hand`: `HandLoom`, the same rows written as one hand-made `match`.
+//! - `smlang`: smlang's `statemachine!` DSL (`peers/smlang.rs`). Its events
+//!   are its own flat enum, converted from `AgentEvent` on every step; state
+//!   data reaches guards and actions only by `&`, so the data that is
+//!   mutated or moved from state to state (conversation, executions) lives
+//!   in the context, and states carry only what is read (retries, the
+//!   pending request, the retry data).
+//! - `rust_fsm`: rust-fsm's `state_machine!` DSL (`peers/rust_fsm.rs`). Its
+//!   states, inputs and outputs are unit variants with no guards, so all of
+//!   Loom's state data lives in a struct beside the machine; the driver
+//!   turns each event and Loom's guards into an input, consumes it, and
+//!   performs the output kind on the data to build the action.
+//! - `statig`: statig's hierarchical `#[state_machine]` (`peers/statig.rs`).
+//!   State-local storage carries Loom's data (moved with `mem::take`, which
+//!   leaves a fresh empty conversation behind); events arrive by `&`, so
+//!   what Loom moves out of an event (message, text, tool calls, outcomes)
+//!   is cloned; the `*` rows are a superstate.
+//!
+//! Every peer returns the shared `AgentAction` (smlang and statig leave it
+//! in their context, rust-fsm's driver builds it from the output kind),
+//! threads the conversation as Loom does (user message on `UserInput`,
+//! assistant message on `Completed`, tool results in call order once all are
+//! done), resolves the transient `ProcessingLlmResponse` inline as
+//! `HandLoom` does, and falls back to `WaitForInput` with the same warning
+//! when no row takes an event. Each writes every row of Loom's table; the
+//! peers start only in `WaitingForUserInput`, the start of both traces.
+//!
+//! # Traces
+//! Built outside the timed region and fed by value (each machine drops the
+//! events' strings, as a real run would; every action is dropped at once):
+//! - `a_text_turn`: `UserInput`, 2,000 `TextDelta`, text-only `Completed`;
+//! - `b_tool_loop`: `UserInput`, 500 x (`Completed` with 4 tool calls, 4
+//!   `ToolCompleted` out of call order, `PostToolsHookCompleted`), text-only
+//!   `Completed`.
+//!
+//! Before anything is measured, every machine runs in lockstep with
+//! `HandLoom` over both traces: each event must give an equal action (`==`)
+//! and leave both in states of the same name, and no machine may reach its
+//! catch-all; the first difference panics.
+//!
+//! # Running
+//! - criterion: `cargo bench --manifest-path benches/dispatch-peers/Cargo.toml
+//!   -- [criterion args]` (from the repository root); groups `a_text_turn`
+//!   and `b_tool_loop`, one function per machine, throughput in events.
+//! - callgrind: `benches/dispatch-peers/callgrind.sh` prints instructions
+//!   per event of every machine on both traces and the ratio to `hand`. It
+//!   runs this binary with `PEERS_DISPATCH_CALLGRIND=<machine>-<a|b>`
+//!   (`machine`: `gen`, `hand`, `smlang`, `rust_fsm`, `statig`; optionally
+//!   `DISPATCH_REPS=n`, default 5), which feeds that trace `n` times through
+//!   `run_<machine>` (`#[inline(never)]`, the function given to
+//!   `--toggle-collect`) and prints `events=<total events fed>`.
+//! - `PEERS_DISPATCH_VERIFY=0` skips the lockstep check (the script runs it
+//!   once natively, then skips it under valgrind).
+
+#[path = "../../support/hand.rs"]
+mod hand;
+mod peers;
+// Only the two benched traces are used here; the flatness traces and their
+// helpers stay unused.
+#[allow(dead_code)]
+#[path = "../../support/traces.rs"]
+mod traces;
+
+use agent_fsm::{Observer, Unhandled};
+use agent_fsm_examples::loom::{AgentAction, AgentConfig, AgentEvent, AgentState, Loom};
+use criterion::{BatchSize, Criterion, Throughput};
+use hand::{HAND_UNHANDLED, HandLoom};
+use peers::PEER_UNHANDLED;
+use peers::rust_fsm::RustFsmLoom;
+use peers::smlang::SmlangLoom;
+use peers::statig::StatigLoom;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use traces::Trace;
+
+// ---------------------------------------------------------------------------
+// The machines, behind one face
+
+/// What the lockstep check needs of a machine.
+trait Machine: Sized {
+    /// A machine resumed in `state`.
+    fn with_state(state: AgentState, config: AgentConfig) -> Self;
+    /// One event in, its action out.
+    fn step(&mut self, event: AgentEvent) -> AgentAction;
+    /// The current state's name, as Loom spells it.
+    fn state_name(&self) -> &'static str;
+}
+
+/// Events the generated machine left unhandled, over the whole process.
+static GEN_UNHANDLED: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts the generated machine's catch-alls into `GEN_UNHANDLED`.
+struct CountUnhandled;
+
+impl Observer for CountUnhandled {
+    fn on_unhandled(&mut self, _: &Unhandled) {
+        GEN_UNHANDLED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Machine for Loom {
+    fn with_state(state: AgentState, config: AgentConfig) -> Self {
+        Loom::with_state(state, config)
+    }
+    fn step(&mut self, event: AgentEvent) -> AgentAction {
+        // Observed, so that a catch-all is seen (only in the check).
+        self.handle_event_with(event, &mut CountUnhandled)
+    }
+    fn state_name(&self) -> &'static str {
+        self.state().name()
+    }
+}
+
+impl Machine for HandLoom {
+    fn with_state(state: AgentState, config: AgentConfig) -> Self {
+        HandLoom::with_state(state, config)
+    }
+    fn step(&mut self, event: AgentEvent) -> AgentAction {
+        self.handle_event(event)
+    }
+    fn state_name(&self) -> &'static str {
+        self.state.name()
+    }
+}
+
+/// `Machine` for a peer wrapper, whose methods have the same names.
+macro_rules! peer_machine {
+    ($($ty:ty),*) => {$(
+        impl Machine for $ty {
+            fn with_state(state: AgentState, config: AgentConfig) -> Self {
+                <$ty>::with_state(state, config)
+            }
+            fn step(&mut self, event: AgentEvent) -> AgentAction {
+                self.handle_event(event)
+            }
+            fn state_name(&self) -> &'static str {
+                <$ty>::state_name(self)
+            }
+        }
+    )*};
+}
+peer_machine!(SmlangLoom, RustFsmLoom, StatigLoom);
+
+// ---------------------------------------------------------------------------
+// The timed (and, under callgrind, counted) regions
+
+/// Feeds `events` to the generated machine.
+#[inline(never)]
+fn run_gen(machine: &mut Loom, events: &mut Vec<AgentEvent>) {
+    for event in events.drain(..) {
+        black_box(machine.handle_event(event));
+    }
+}
+
+/// Feeds `events` to the hand-written machine.
+#[inline(never)]
+fn run_hand(machine: &mut HandLoom, events: &mut Vec<AgentEvent>) {
+    for event in events.drain(..) {
+        black_box(machine.handle_event(event));
+    }
+}
+
+/// Feeds `events` to the smlang machine.
+#[inline(never)]
+fn run_smlang(machine: &mut SmlangLoom, events: &mut Vec<AgentEvent>) {
+    for event in events.drain(..) {
+        black_box(machine.handle_event(event));
+    }
+}
+
+/// Feeds `events` to the rust-fsm machine.
+#[inline(never)]
+fn run_rust_fsm(machine: &mut RustFsmLoom, events: &mut Vec<AgentEvent>) {
+    for event in events.drain(..) {
+        black_box(machine.handle_event(event));
+    }
+}
+
+/// Feeds `events` to the statig machine.
+#[inline(never)]
+fn run_statig(machine: &mut StatigLoom, events: &mut Vec<AgentEvent>) {
+    for event in events.drain(..) {
+        black_box(machine.handle_event(event));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Verification
+
+/// Runs `M` and `HandLoom` in lockstep over `trace`; panics on the first
+/// difference in action or state.
+fn lockstep<M: Machine>(machine: &str, trace: &Trace) {
+    let mut peer = M::with_state(trace.start.clone(), traces::config());
+    let mut hand = HandLoom::with_state(trace.start.clone(), traces::config());
+    let name = &trace.name;
+    for (i, event) in trace.events.iter().enumerate() {
+        let a = peer.step(event.clone());
+        let b = hand.step(event.clone());
+        assert_eq!(a, b, "{machine} on {name}: event #{i} ({event:?}): actions differ from hand's");
+        assert_eq!(
+            peer.state_name(),
+            Machine::state_name(&hand),
+            "{machine} on {name}: event #{i} ({event:?}): states differ from hand's"
+        );
+    }
+}
+
+/// Every machine against `HandLoom` on both benched traces; none may reach
+/// its catch-all there.
+fn verify() {
+    for trace in [traces::text_turn(), traces::tool_loop()] {
+        lockstep::<Loom>("gen", &trace);
+        lockstep::<SmlangLoom>("smlang", &trace);
+        lockstep::<RustFsmLoom>("rust_fsm", &trace);
+        lockstep::<StatigLoom>("statig", &trace);
+    }
+    let unhandled = [&GEN_UNHANDLED, &HAND_UNHANDLED, &PEER_UNHANDLED].map(|c| c.load(Ordering::Relaxed));
+    assert_eq!(unhandled, [0; 3], "a benched trace reached a catch-all (gen, hand, peers)");
+    eprintln!("dispatch_peers: gen, smlang, rust_fsm and statig agree with hand on both traces (actions and states)");
+}
+
+// ---------------------------------------------------------------------------
+// Criterion
+
+/// Times `run` on `trace`, each iteration on a fresh machine and a fresh
+/// copy of the events, both built outside the timed region.
+fn time_trace<M: Machine>(b: &mut criterion::Bencher<'_>, trace: &Trace, run: fn(&mut M, &mut Vec<AgentEvent>)) {
+    b.iter_batched(
+        || (M::with_state(trace.start.clone(), traces::config()), trace.events.clone()),
+        |(mut machine, mut events)| {
+            run(&mut machine, &mut events);
+            // Returned, so that dropping them is not timed.
+            (machine, events)
+        },
+        BatchSize::LargeInput,
+    );
+}
+
+/// One criterion group per trace, the five machines in it.
+fn bench_trace(c: &mut Criterion, trace: &Trace) {
+    let mut group = c.benchmark_group(trace.name.as_str());
+    group.throughput(Throughput::Elements(trace.events.len() as u64));
+    group.bench_function("gen", |b| time_trace(b, trace, run_gen));
+    group.bench_function("hand", |b| time_trace(b, trace, run_hand));
+    group.bench_function("smlang", |b| time_trace(b, trace, run_smlang));
+    group.bench_function("rust_fsm", |b| time_trace(b, trace, run_rust_fsm));
+    group.bench_function("statig", |b| time_trace(b, trace, run_statig));
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------
+// Callgrind mode
+
+/// One run of `trace` through a fresh `M`, setup outside `run`.
+fn once<M: Machine>(trace: &Trace, run: fn(&mut M, &mut Vec<AgentEvent>)) -> usize {
+    let mut machine = M::with_state(trace.start.clone(), traces::config());
+    let mut events = trace.events.clone();
+    let fed = events.len();
+    run(&mut machine, &mut events);
+    black_box(&machine);
+    fed
+}
+
+/// `PEERS_DISPATCH_CALLGRIND=<machine>-<a|b>`: that trace, `DISPATCH_REPS`
+/// times, through `run_<machine>`; prints the events fed.
+fn callgrind(spec: &str) {
+    let (which, trace) =
+        spec.split_once('-').unwrap_or_else(|| panic!("PEERS_DISPATCH_CALLGRIND={spec}: expected <machine>-<a|b>"));
+    let trace = match trace {
+        "a" => traces::text_turn(),
+        "b" => traces::tool_loop(),
+        other => panic!("unknown trace `{other}`; expected a or b"),
+    };
+    let reps: usize = std::env::var("DISPATCH_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(5);
+    let mut fed = 0;
+    for _ in 0..reps {
+        fed += match which {
+            "gen" => once(&trace, run_gen),
+            "hand" => once(&trace, run_hand),
+            "smlang" => once(&trace, run_smlang),
+            "rust_fsm" => once(&trace, run_rust_fsm),
+            "statig" => once(&trace, run_statig),
+            other => panic!("unknown machine `{other}`; expected gen, hand, smlang, rust_fsm or statig"),
+        };
+    }
+    println!("events={fed}");
+}
+
+fn main() {
+    if std::env::var("PEERS_DISPATCH_VERIFY").as_deref() != Ok("0") {
+        verify();
+    }
+    if let Ok(spec) = std::env::var("PEERS_DISPATCH_CALLGRIND") {
+        callgrind(&spec);
+        return;
+    }
+    let mut c = Criterion::default().configure_from_args();
+    bench_trace(&mut c, &traces::text_turn());
+    bench_trace(&mut c, &traces::tool_loop());
+    c.final_summary();
+}

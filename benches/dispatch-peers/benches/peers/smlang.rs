@@ -1,0 +1,333 @@
+//! The Loom machine written with smlang's `statemachine!` DSL.
+//!
+//! How smlang shapes it:
+//! - **Its own event enum.** The macro generates `LoomEvents` with one data
+//!   type per variant and cannot match inside a payload, so the nested
+//!   `AgentEvent::LlmEvent(LlmEvent::..)` is flattened into `TextDelta`,
+//!   `LlmCompleted`, ... by a `From<AgentEvent>` conversion (part of every
+//!   measured step).
+//! - **State data is read-only.** Guards and actions get a state's data by
+//!   `&`, and the next state is rebuilt from what the action returns (even
+//!   for a self-loop such as `= _`). Data that must be mutated in place or
+//!   moved from state to state — the conversation and the tool executions —
+//!   therefore lives in the context (`Agent`); moving it through the states
+//!   would mean cloning it on every transition (and, for the conversation,
+//!   copying its messages, since the old state still shares them when the
+//!   action pushes). States carry what is only read: `CallingLlm(u32)`
+//!   retries, `PostToolsHook(HookWait)`, `Error(RetryWait)`.
+//! - **No eventless rows**: the transient `ProcessingLlmResponse` is resolved
+//!   inline by two guarded `LlmCompleted` rows (as `HandLoom` does).
+//! - **Actions return nothing to the caller**: each action leaves the
+//!   `AgentAction` in the context, and the wrapper takes it out after
+//!   `process_event`. `Err(InvalidEvent | TransitionsFailed)` is the
+//!   catch-all: fallback action, state unchanged.
+//! - **`* + ShutdownRequested`** is smlang's wildcard row; since a wildcard
+//!   action would have to take every state's data type at once, it has no
+//!   action and the `on_entry_shutting_down` hook does the work.
+//!   `* + Interrupted` is written state by state for the same reason.
+
+use agent_fsm_examples::loom::{
+    AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, CompletedToolInfo, ConversationContext, ErrorOrigin,
+    Executions, LlmError, LlmEvent, LlmRequest, LlmResponse, Message, ToolExecutionOutcome, ToolProgressEvent,
+};
+use std::mem;
+
+/// A tool's result, as one event payload (smlang takes one type per event).
+#[derive(Debug)]
+pub(crate) struct ToolResult {
+    /// The call it answers.
+    call_id: String,
+    /// How it ended.
+    outcome: ToolExecutionOutcome,
+}
+
+/// `PostToolsHook`'s data: read once, when the hook is done.
+#[derive(Debug)]
+pub(crate) struct HookWait {
+    /// The model call to make once the hook is done.
+    pending_llm_request: LlmRequest,
+    /// What the hook decides on (kept as Loom keeps it, though no row reads
+    /// it back).
+    _completed_tools: Vec<CompletedToolInfo>,
+}
+
+/// `Error`'s data.
+#[derive(Debug)]
+pub(crate) struct RetryWait {
+    /// What failed (kept as Loom keeps it).
+    _error: AgentError,
+    /// Failed attempts so far.
+    retries: u32,
+    /// Where it failed, which decides the recovery.
+    origin: ErrorOrigin,
+}
+
+::smlang::statemachine! {
+    name: Loom,
+    derive_states: [Debug],
+    derive_events: [Debug],
+    transitions: {
+        *WaitingForUserInput + UserInput(Message) / start_turn = CallingLlm(u32),
+        WaitingForUserInput + Interrupted(String) / interrupt = _,
+
+        CallingLlm(u32) + TextDelta(String) / display_delta = _,
+        CallingLlm(u32) + ToolCallDelta / skip_fragment = _,
+        CallingLlm(u32) + LlmCompleted(LlmResponse) [has_tool_calls] / execute_tools = ExecutingTools,
+        CallingLlm(u32) + LlmCompleted(LlmResponse) / finish_turn = WaitingForUserInput,
+        CallingLlm(u32) + LlmFailed(LlmError) [can_retry] / schedule_retry = Error(RetryWait),
+        CallingLlm(u32) + LlmFailed(LlmError) / give_up = WaitingForUserInput,
+        CallingLlm(u32) + Interrupted(String) / interrupt_call = WaitingForUserInput,
+
+        ExecutingTools + ToolCompleted(ToolResult) [result_not_pending] / report_unknown_result = _,
+        ExecutingTools + ToolCompleted(ToolResult) [more_pending] / complete_tool = _,
+        ExecutingTools + ToolCompleted(ToolResult) [round_mutates] / run_hook = PostToolsHook(HookWait),
+        ExecutingTools + ToolCompleted(ToolResult) / resume_llm = CallingLlm(u32),
+        ExecutingTools + ToolProgress(ToolProgressEvent) [progress_pending] / record_progress = _,
+        ExecutingTools + ToolProgress(ToolProgressEvent) / report_unknown_progress = _,
+        ExecutingTools + Interrupted(String) / interrupt = WaitingForUserInput,
+
+        PostToolsHook(HookWait) + PostToolsHookCompleted(bool) / send_pending = CallingLlm(u32),
+        PostToolsHook(HookWait) + Interrupted(String) / interrupt_hook = WaitingForUserInput,
+
+        Error(RetryWait) + RetryTimeoutFired [llm_failure] / retry = CallingLlm(u32),
+        Error(RetryWait) + Interrupted(String) / interrupt_retry = WaitingForUserInput,
+
+        // Listed before the wildcard, which then skips `ShuttingDown`.
+        ShuttingDown + ShutdownRequested / shutdown = _,
+        _ + ShutdownRequested = ShuttingDown,
+    }
+}
+
+impl From<AgentEvent> for LoomEvents {
+    /// Flattens Loom's nested events into smlang's one-level enum.
+    #[inline]
+    fn from(event: AgentEvent) -> Self {
+        match event {
+            AgentEvent::UserInput(message) => LoomEvents::UserInput(message),
+            AgentEvent::LlmEvent(LlmEvent::TextDelta { content }) => LoomEvents::TextDelta(content),
+            AgentEvent::LlmEvent(LlmEvent::ToolCallDelta { .. }) => LoomEvents::ToolCallDelta,
+            AgentEvent::LlmEvent(LlmEvent::Completed(response)) => LoomEvents::LlmCompleted(response),
+            AgentEvent::LlmEvent(LlmEvent::Error(error)) => LoomEvents::LlmFailed(error),
+            AgentEvent::ToolProgress(report) => LoomEvents::ToolProgress(report),
+            AgentEvent::ToolCompleted { call_id, outcome } => {
+                LoomEvents::ToolCompleted(ToolResult { call_id, outcome })
+            }
+            AgentEvent::PostToolsHookCompleted { action_taken } => LoomEvents::PostToolsHookCompleted(action_taken),
+            AgentEvent::RetryTimeoutFired => LoomEvents::RetryTimeoutFired,
+            AgentEvent::ShutdownRequested => LoomEvents::ShutdownRequested,
+            AgentEvent::Interrupted { cause } => LoomEvents::Interrupted(cause),
+        }
+    }
+}
+
+/// The context: configuration, the data smlang's states cannot mutate or
+/// move (conversation, executions), and the action of the last step.
+#[derive(Debug)]
+pub(crate) struct Agent {
+    /// What the rows read as `ctx` in Loom.
+    config: AgentConfig,
+    /// The conversation every state but `ShuttingDown` carries in Loom.
+    conversation: ConversationContext,
+    /// `ExecutingTools`' data in Loom; empty in every other state.
+    executions: Executions,
+    /// The action the last accepted event produced.
+    action: AgentAction,
+}
+
+impl LoomStateMachineContext for Agent {
+    fn has_tool_calls(&self, _retries: &u32, response: &LlmResponse) -> Result<bool, ()> {
+        Ok(!response.tool_calls.is_empty())
+    }
+
+    fn can_retry(&self, retries: &u32, _error: &LlmError) -> Result<bool, ()> {
+        Ok(retries.saturating_add(1) < self.config.max_retries)
+    }
+
+    fn result_not_pending(&self, result: &ToolResult) -> Result<bool, ()> {
+        Ok(!self.executions.is_pending(&result.call_id))
+    }
+
+    fn more_pending(&self, _result: &ToolResult) -> Result<bool, ()> {
+        Ok(self.executions.pending_count() > 1)
+    }
+
+    fn round_mutates(&self, result: &ToolResult) -> Result<bool, ()> {
+        Ok(self.executions.mutates_with(&result.call_id, &result.outcome, &self.config.mutating_tools))
+    }
+
+    fn progress_pending(&self, report: &ToolProgressEvent) -> Result<bool, ()> {
+        Ok(self.executions.is_pending(&report.call_id))
+    }
+
+    fn llm_failure(&self, wait: &RetryWait) -> Result<bool, ()> {
+        Ok(wait.origin == ErrorOrigin::Llm)
+    }
+
+    fn start_turn(&mut self, message: Message) -> Result<u32, ()> {
+        self.conversation.push(message);
+        self.action = AgentAction::SendLlmRequest(self.config.request(&self.conversation, 0));
+        Ok(0)
+    }
+
+    fn interrupt(&mut self, cause: String) -> Result<(), ()> {
+        self.executions = Executions::default();
+        self.action = AgentAction::DisplayError(format!("interrupted: {cause}"));
+        Ok(())
+    }
+
+    fn display_delta(&mut self, retries: &u32, content: String) -> Result<u32, ()> {
+        self.action = AgentAction::DisplayMessage(content);
+        Ok(*retries)
+    }
+
+    fn skip_fragment(&mut self, retries: &u32) -> Result<u32, ()> {
+        self.action = AgentAction::WaitForInput;
+        Ok(*retries)
+    }
+
+    fn execute_tools(&mut self, _retries: &u32, response: LlmResponse) -> Result<(), ()> {
+        self.conversation.push(Message::assistant(response.content.clone(), response.tool_calls.clone()));
+        self.executions = Executions::pending(&response.tool_calls);
+        self.action = AgentAction::ExecuteTools(response.tool_calls);
+        Ok(())
+    }
+
+    fn finish_turn(&mut self, _retries: &u32, response: LlmResponse) -> Result<(), ()> {
+        self.conversation.push(Message::assistant(response.content.clone(), response.tool_calls.clone()));
+        self.action = AgentAction::WaitForInput;
+        Ok(())
+    }
+
+    fn schedule_retry(&mut self, retries: &u32, error: LlmError) -> Result<RetryWait, ()> {
+        let retries = retries.saturating_add(1);
+        self.action = AgentAction::ScheduleRetry { attempt: retries };
+        Ok(RetryWait { _error: AgentError::Llm(error), retries, origin: ErrorOrigin::Llm })
+    }
+
+    fn give_up(&mut self, _retries: &u32, error: LlmError) -> Result<(), ()> {
+        self.action = AgentAction::DisplayError(error.to_string());
+        Ok(())
+    }
+
+    fn interrupt_call(&mut self, _retries: &u32, cause: String) -> Result<(), ()> {
+        self.interrupt(cause)
+    }
+
+    fn report_unknown_result(&mut self, result: ToolResult) -> Result<(), ()> {
+        let call_id = result.call_id;
+        self.action = AgentAction::DisplayError(format!("tool result for unknown or finished call `{call_id}`"));
+        Ok(())
+    }
+
+    fn complete_tool(&mut self, result: ToolResult) -> Result<(), ()> {
+        self.executions.complete(&result.call_id, result.outcome);
+        self.action = AgentAction::WaitForInput;
+        Ok(())
+    }
+
+    fn run_hook(&mut self, result: ToolResult) -> Result<HookWait, ()> {
+        // Leaving `ExecutingTools`: its executions go, as in Loom.
+        let mut executions = mem::take(&mut self.executions);
+        executions.complete(&result.call_id, result.outcome);
+        let completed_tools = executions.record_results(&mut self.conversation);
+        self.action = AgentAction::RunPostToolsHook { completed_tools: completed_tools.clone() };
+        Ok(HookWait {
+            pending_llm_request: self.config.request(&self.conversation, 0),
+            _completed_tools: completed_tools,
+        })
+    }
+
+    fn resume_llm(&mut self, result: ToolResult) -> Result<u32, ()> {
+        let mut executions = mem::take(&mut self.executions);
+        executions.complete(&result.call_id, result.outcome);
+        executions.record_results(&mut self.conversation);
+        self.action = AgentAction::SendLlmRequest(self.config.request(&self.conversation, 0));
+        Ok(0)
+    }
+
+    fn record_progress(&mut self, report: ToolProgressEvent) -> Result<(), ()> {
+        self.executions.progress(&report.call_id, report.progress);
+        self.action = AgentAction::WaitForInput;
+        Ok(())
+    }
+
+    fn report_unknown_progress(&mut self, report: ToolProgressEvent) -> Result<(), ()> {
+        let call_id = report.call_id;
+        self.action = AgentAction::DisplayError(format!("progress for unknown or finished call `{call_id}`"));
+        Ok(())
+    }
+
+    fn send_pending(&mut self, wait: &HookWait, _action_taken: bool) -> Result<u32, ()> {
+        // The state's data is only lent: the request is cloned (an `Arc`
+        // and two integers), where Loom moves it out.
+        self.action = AgentAction::SendLlmRequest(wait.pending_llm_request.clone());
+        Ok(0)
+    }
+
+    fn interrupt_hook(&mut self, _wait: &HookWait, cause: String) -> Result<(), ()> {
+        self.interrupt(cause)
+    }
+
+    fn retry(&mut self, wait: &RetryWait) -> Result<u32, ()> {
+        self.action = AgentAction::SendLlmRequest(self.config.request(&self.conversation, wait.retries));
+        Ok(wait.retries)
+    }
+
+    fn interrupt_retry(&mut self, _wait: &RetryWait, cause: String) -> Result<(), ()> {
+        self.interrupt(cause)
+    }
+
+    fn shutdown(&mut self) -> Result<(), ()> {
+        self.action = AgentAction::Shutdown;
+        Ok(())
+    }
+
+    fn on_entry_shutting_down(&mut self) {
+        // `ShuttingDown` carries nothing in Loom.
+        self.conversation = ConversationContext::default();
+        self.executions = Executions::default();
+        self.action = AgentAction::Shutdown;
+    }
+}
+
+/// The smlang machine behind Loom's calling convention: an `AgentEvent` in,
+/// an `AgentAction` out. (Not `Debug`: smlang's machine type is not.)
+pub(crate) struct SmlangLoom {
+    /// The generated machine and its context.
+    machine: LoomStateMachine<Agent>,
+}
+
+impl SmlangLoom {
+    /// A machine resumed in `start`, which must be `WaitingForUserInput`
+    /// (the only start the benched traces use).
+    pub(crate) fn with_state(start: AgentState, config: AgentConfig) -> Self {
+        let AgentState::WaitingForUserInput { conversation } = start else {
+            panic!("the smlang machine starts in WaitingForUserInput only, not {}", start.name());
+        };
+        let agent =
+            Agent { config, conversation, executions: Executions::default(), action: AgentAction::WaitForInput };
+        SmlangLoom { machine: LoomStateMachine::new(agent) }
+    }
+
+    /// Feeds one event and returns the action to perform.
+    #[inline]
+    pub(crate) fn handle_event(&mut self, event: AgentEvent) -> AgentAction {
+        let name = event.name();
+        match self.machine.process_event(LoomEvents::from(event)) {
+            Ok(_) => mem::replace(&mut self.machine.context_mut().action, AgentAction::WaitForInput),
+            Err(_) => super::unhandled(self.state_name(), name),
+        }
+    }
+
+    /// The current state's name, as Loom spells it.
+    pub(crate) fn state_name(&self) -> &'static str {
+        match self.machine.state() {
+            LoomStates::WaitingForUserInput => "WaitingForUserInput",
+            LoomStates::CallingLlm(_) => "CallingLlm",
+            LoomStates::ExecutingTools => "ExecutingTools",
+            LoomStates::PostToolsHook(_) => "PostToolsHook",
+            LoomStates::Error(_) => "Error",
+            LoomStates::ShuttingDown => "ShuttingDown",
+        }
+    }
+}
