@@ -1,5 +1,8 @@
 //! The machine struct and its step function: the state is matched first,
 //! then the event, with one arm per row and source state, in table order.
+//! An event that only one state takes is matched before the state instead,
+//! as a hand-written `match` would: one compare of the state rather than a
+//! jump through every state.
 //!
 //! Rows that keep their state and write no payload mutate the state's data
 //! in place through `&mut` bindings; every other row takes the old state
@@ -35,15 +38,54 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
     // The state is matched first (by reference), then the event by value:
     // a `(state, event)` tuple would copy the whole event on every call.
     let mut per_state: Vec<Vec<TokenStream>> = vec![Vec::new(); model.states.len()];
-    for (r, row) in model.rows.iter().enumerate() {
-        if row.event.is_none() {
-            continue;
+    // An event that only one state takes is matched before the state: one
+    // compare of the state instead of a jump through every state, as a
+    // hand-written `match` on the event would do.
+    let mut takers: Vec<Option<usize>> = vec![None; model.events.len()];
+    let mut shared = vec![false; model.events.len()];
+    for row in &model.rows {
+        if let Some((e, _)) = &row.event {
+            for &s in &row.sources {
+                match takers[*e] {
+                    None => takers[*e] = Some(s),
+                    Some(t) if t != s => shared[*e] = true,
+                    Some(_) => {}
+                }
+            }
         }
+    }
+    let mut single: Vec<Vec<TokenStream>> = vec![Vec::new(); model.events.len()];
+    for (r, row) in model.rows.iter().enumerate() {
+        let Some((e, _)) = &row.event else {
+            continue;
+        };
         for &s in &row.sources {
-            per_state[s].push(row_arm(n, r, row, s));
+            if shared[*e] {
+                per_state[s].push(row_arm(n, r, row, s));
+            } else {
+                single[*e].push(row_arm(n, r, row, s));
+            }
         }
     }
     let catch_all = |state_name: TokenStream, event_expr: TokenStream| quote!(return Self::__unhandled(__observer, #state_name, #event_expr.name()));
+    let single_arms = single.iter().enumerate().filter(|(_, a)| !a.is_empty()).map(|(e, arms)| {
+        let ev = &model.events[e].ident;
+        let Some(s) = takers[e] else { return TokenStream::new() };
+        let v = &model.states[s].ident;
+        let name = v.to_string();
+        let rest = catch_all(quote!(__Some(#name)), quote!(__event));
+        let others = catch_all(quote!(__s.as_ref().map(#state::name)), quote!(event));
+        quote! {
+            #event::#ev { .. } => match *__s {
+                __Some(#state::#v { .. }) => match event {
+                    #(#arms)*
+                    #[allow(unreachable_patterns)]
+                    __event => #rest
+                },
+                _ => #others
+            },
+        }
+    });
     let arms = per_state.iter().enumerate().filter(|(_, a)| !a.is_empty()).map(|(s, arms)| {
         let v = &model.states[s].ident;
         let name = v.to_string();
@@ -115,18 +157,25 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             #prelude
             let __ctx = &mut self.context;
             let __s = &mut self.state;
-            // Each arm names its row in `__row`, reported once below: one
-            // observer call in the function instead of one per row keeps
-            // big tables quick to compile. Refused, ignored and unlisted
-            // pairs, a poisoned machine, and rows into a transient state
-            // return from inside the match.
+            // Each arm that changes the state names its row in `__row`,
+            // reported once below: one observer call in the function
+            // instead of one per row keeps big tables quick to compile.
+            // Rows that keep their state (the hot ones: streamed text)
+            // report and return from their arm, which spares a check of
+            // what is left of the event at the join. Refused, ignored and
+            // unlisted pairs, a poisoned machine, and rows into a
+            // transient state return from inside the match too.
             let __row: usize;
-            let __action: #action = match *__s {
-                #(#arms)*
+            let __action: #action = match event {
+                #(#single_arms)*
                 #[allow(unreachable_patterns)]
-                _ => #others
+                _ => match *__s {
+                    #(#arms)*
+                    #[allow(unreachable_patterns)]
+                    _ => #others
+                },
             };
-            // Unreachable when every row enters a transient state.
+            // Unreachable when no row ends at the join.
             #[allow(unreachable_code)]
             Self::__hop(__observer, __row);
             __action
@@ -255,8 +304,8 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
                 #ctx_in_body
                 #effects
                 let __action: #action_ty = #action;
-                __row = #flat;
-                __action
+                Self::__hop(__observer, #flat);
+                return __action;
             }
         };
     }

@@ -383,125 +383,222 @@ stateDiagram-v2
             let __ctx = &mut self.context;
             let __s = &mut self.state;
             let __row: usize;
-            let __action: Action = match *__s {
-                __Some(State::Idle { .. }) => {
-                    match event {
-                        Event::Input(text) => {
-                            #[allow(unused_mut)]
-                            let __Some(State::Idle { log: mut log, .. }) = __s.take()
-                            else { return Self::__fallback() };
-                            log.push(text);
-                            let __action: Action = Action::Call(log.len());
-                            *__s = __Some(State::Calling {
-                                retries: 0,
-                                log: log,
-                            });
-                            __row = 0usize;
-                            __action
-                        }
-                        Event::Stop => {
-                            *__s = __None;
-                            let __action: Action = Action::Halt;
-                            *__s = __Some(State::Stopped);
-                            __row = 7usize;
-                            __action
-                        }
-                        #[allow(unreachable_patterns)]
-                        __event => {
-                            return Self::__unhandled(
-                                __observer,
-                                __Some("Idle"),
-                                __event.name(),
-                            );
-                        }
-                    }
-                }
-                __Some(State::Calling { .. }) => {
-                    match event {
-                        Event::Delta(text) => {
-                            let __action: Action = Action::Show(text);
-                            __row = 1usize;
-                            __action
-                        }
-                        Event::Reply(reply) => {
-                            #[allow(unused_mut)]
-                            let __Some(State::Calling { log: mut log, .. }) = __s.take()
-                            else { return Self::__fallback() };
-                            *__s = __Some(State::Checking { reply, log: log });
-                            Self::__hop(__observer, 2usize);
-                            return Self::__settle(__s, __ctx, __observer);
-                        }
-                        Event::Failed if match &*__s {
-                            __Some(State::Calling { retries, .. }) => {
-                                let ctx = &*__ctx;
-                                {
-                                    let __guard: bool = *retries + 1 < ctx.max_retries;
-                                    __guard
+            let __action: Action = match event {
+                Event::Input { .. } => {
+                    match *__s {
+                        __Some(State::Idle { .. }) => {
+                            match event {
+                                Event::Input(text) => {
+                                    #[allow(unused_mut)]
+                                    let __Some(State::Idle { log: mut log, .. }) = __s.take()
+                                    else { return Self::__fallback() };
+                                    log.push(text);
+                                    let __action: Action = Action::Call(log.len());
+                                    *__s = __Some(State::Calling {
+                                        retries: 0,
+                                        log: log,
+                                    });
+                                    __row = 0usize;
+                                    __action
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("Idle"),
+                                        __event.name(),
+                                    );
                                 }
                             }
-                            _ => false,
-                        } => {
-                            #[allow(unused_mut)]
-                            let __Some(State::Calling { retries, log: mut log, .. }) = __s
-                                .take() else { return Self::__fallback() };
-                            let __action: Action = Action::Retry(retries + 1);
-                            *__s = __Some(State::Calling {
-                                retries: retries + 1,
-                                log: log,
-                            });
-                            __row = 3usize;
-                            __action
                         }
-                        Event::Failed => {
-                            #[allow(unused_mut)]
-                            let __Some(State::Calling { log: mut log, .. }) = __s.take()
-                            else { return Self::__fallback() };
-                            let __action: Action = Action::Wait;
-                            *__s = __Some(State::Idle { log: log });
-                            __row = 4usize;
-                            __action
-                        }
-                        Event::Stop => {
-                            *__s = __None;
-                            let __action: Action = Action::Halt;
-                            *__s = __Some(State::Stopped);
-                            __row = 8usize;
-                            __action
-                        }
-                        #[allow(unreachable_patterns)]
-                        __event => {
+                        _ => {
                             return Self::__unhandled(
                                 __observer,
-                                __Some("Calling"),
-                                __event.name(),
+                                __s.as_ref().map(State::name),
+                                event.name(),
                             );
                         }
                     }
                 }
-                __Some(State::Stopped { .. }) => {
-                    match event {
-                        Event::Stop => {
-                            let __action: Action = Action::Halt;
-                            __row = 9usize;
-                            __action
+                Event::Delta { .. } => {
+                    match *__s {
+                        __Some(State::Calling { .. }) => {
+                            match event {
+                                Event::Delta(text) => {
+                                    let __action: Action = Action::Show(text);
+                                    Self::__hop(__observer, 1usize);
+                                    return __action;
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("Calling"),
+                                        __event.name(),
+                                    );
+                                }
+                            }
                         }
-                        #[allow(unreachable_patterns)]
-                        __event => {
+                        _ => {
                             return Self::__unhandled(
                                 __observer,
-                                __Some("Stopped"),
-                                __event.name(),
+                                __s.as_ref().map(State::name),
+                                event.name(),
+                            );
+                        }
+                    }
+                }
+                Event::Reply { .. } => {
+                    match *__s {
+                        __Some(State::Calling { .. }) => {
+                            match event {
+                                Event::Reply(reply) => {
+                                    #[allow(unused_mut)]
+                                    let __Some(State::Calling { log: mut log, .. }) = __s.take()
+                                    else { return Self::__fallback() };
+                                    *__s = __Some(State::Checking { reply, log: log });
+                                    Self::__hop(__observer, 2usize);
+                                    return Self::__settle(__s, __ctx, __observer);
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("Calling"),
+                                        __event.name(),
+                                    );
+                                }
+                            }
+                        }
+                        _ => {
+                            return Self::__unhandled(
+                                __observer,
+                                __s.as_ref().map(State::name),
+                                event.name(),
+                            );
+                        }
+                    }
+                }
+                Event::Failed { .. } => {
+                    match *__s {
+                        __Some(State::Calling { .. }) => {
+                            match event {
+                                Event::Failed if match &*__s {
+                                    __Some(State::Calling { retries, .. }) => {
+                                        let ctx = &*__ctx;
+                                        {
+                                            let __guard: bool = *retries + 1 < ctx.max_retries;
+                                            __guard
+                                        }
+                                    }
+                                    _ => false,
+                                } => {
+                                    #[allow(unused_mut)]
+                                    let __Some(State::Calling { retries, log: mut log, .. }) = __s
+                                        .take() else { return Self::__fallback() };
+                                    let __action: Action = Action::Retry(retries + 1);
+                                    *__s = __Some(State::Calling {
+                                        retries: retries + 1,
+                                        log: log,
+                                    });
+                                    __row = 3usize;
+                                    __action
+                                }
+                                Event::Failed => {
+                                    #[allow(unused_mut)]
+                                    let __Some(State::Calling { log: mut log, .. }) = __s.take()
+                                    else { return Self::__fallback() };
+                                    let __action: Action = Action::Wait;
+                                    *__s = __Some(State::Idle { log: log });
+                                    __row = 4usize;
+                                    __action
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("Calling"),
+                                        __event.name(),
+                                    );
+                                }
+                            }
+                        }
+                        _ => {
+                            return Self::__unhandled(
+                                __observer,
+                                __s.as_ref().map(State::name),
+                                event.name(),
                             );
                         }
                     }
                 }
                 #[allow(unreachable_patterns)]
                 _ => {
-                    return Self::__unhandled(
-                        __observer,
-                        __s.as_ref().map(State::name),
-                        event.name(),
-                    );
+                    match *__s {
+                        __Some(State::Idle { .. }) => {
+                            match event {
+                                Event::Stop => {
+                                    *__s = __None;
+                                    let __action: Action = Action::Halt;
+                                    *__s = __Some(State::Stopped);
+                                    __row = 7usize;
+                                    __action
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("Idle"),
+                                        __event.name(),
+                                    );
+                                }
+                            }
+                        }
+                        __Some(State::Calling { .. }) => {
+                            match event {
+                                Event::Stop => {
+                                    *__s = __None;
+                                    let __action: Action = Action::Halt;
+                                    *__s = __Some(State::Stopped);
+                                    __row = 8usize;
+                                    __action
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("Calling"),
+                                        __event.name(),
+                                    );
+                                }
+                            }
+                        }
+                        __Some(State::Stopped { .. }) => {
+                            match event {
+                                Event::Stop => {
+                                    let __action: Action = Action::Halt;
+                                    Self::__hop(__observer, 9usize);
+                                    return __action;
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("Stopped"),
+                                        __event.name(),
+                                    );
+                                }
+                            }
+                        }
+                        #[allow(unreachable_patterns)]
+                        _ => {
+                            return Self::__unhandled(
+                                __observer,
+                                __s.as_ref().map(State::name),
+                                event.name(),
+                            );
+                        }
+                    }
                 }
             };
             #[allow(unreachable_code)] Self::__hop(__observer, __row);

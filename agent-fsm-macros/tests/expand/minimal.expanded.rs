@@ -281,65 +281,115 @@ stateDiagram-v2
             let __ctx = &mut self.context;
             let __s = &mut self.state;
             let __row: usize;
-            let __action: Action = match *__s {
-                __Some(State::Closed { .. }) => {
-                    match event {
-                        Event::Push => {
-                            *__s = __None;
-                            let __action: Action = Action::Creak;
-                            *__s = __Some(State::Open);
-                            __row = 0usize;
-                            __action
-                        }
-                        Event::Knock(
-                            times,
-                        ) if {
-                            let times = &times;
-                            {
-                                let __guard: bool = *times > 2;
-                                __guard
+            let __action: Action = match event {
+                Event::Push { .. } => {
+                    match *__s {
+                        __Some(State::Closed { .. }) => {
+                            match event {
+                                Event::Push => {
+                                    *__s = __None;
+                                    let __action: Action = Action::Creak;
+                                    *__s = __Some(State::Open);
+                                    __row = 0usize;
+                                    __action
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("Closed"),
+                                        __event.name(),
+                                    );
+                                }
                             }
-                        } => {
-                            let __action: Action = Action::Answer(times);
-                            __row = 1usize;
-                            __action
                         }
-                        #[allow(unreachable_patterns)]
-                        __event => {
+                        _ => {
                             return Self::__unhandled(
                                 __observer,
-                                __Some("Closed"),
-                                __event.name(),
+                                __s.as_ref().map(State::name),
+                                event.name(),
                             );
                         }
                     }
                 }
-                __Some(State::Open { .. }) => {
-                    match event {
-                        Event::Pull => {
-                            *__s = __None;
-                            let __action: Action = Action::Creak;
-                            *__s = __Some(State::Closed);
-                            __row = 2usize;
-                            __action
+                Event::Pull { .. } => {
+                    match *__s {
+                        __Some(State::Open { .. }) => {
+                            match event {
+                                Event::Pull => {
+                                    *__s = __None;
+                                    let __action: Action = Action::Creak;
+                                    *__s = __Some(State::Closed);
+                                    __row = 2usize;
+                                    __action
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("Open"),
+                                        __event.name(),
+                                    );
+                                }
+                            }
                         }
-                        #[allow(unreachable_patterns)]
-                        __event => {
+                        _ => {
                             return Self::__unhandled(
                                 __observer,
-                                __Some("Open"),
-                                __event.name(),
+                                __s.as_ref().map(State::name),
+                                event.name(),
+                            );
+                        }
+                    }
+                }
+                Event::Knock { .. } => {
+                    match *__s {
+                        __Some(State::Closed { .. }) => {
+                            match event {
+                                Event::Knock(
+                                    times,
+                                ) if {
+                                    let times = &times;
+                                    {
+                                        let __guard: bool = *times > 2;
+                                        __guard
+                                    }
+                                } => {
+                                    let __action: Action = Action::Answer(times);
+                                    Self::__hop(__observer, 1usize);
+                                    return __action;
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("Closed"),
+                                        __event.name(),
+                                    );
+                                }
+                            }
+                        }
+                        _ => {
+                            return Self::__unhandled(
+                                __observer,
+                                __s.as_ref().map(State::name),
+                                event.name(),
                             );
                         }
                     }
                 }
                 #[allow(unreachable_patterns)]
                 _ => {
-                    return Self::__unhandled(
-                        __observer,
-                        __s.as_ref().map(State::name),
-                        event.name(),
-                    );
+                    match *__s {
+                        #[allow(unreachable_patterns)]
+                        _ => {
+                            return Self::__unhandled(
+                                __observer,
+                                __s.as_ref().map(State::name),
+                                event.name(),
+                            );
+                        }
+                    }
                 }
             };
             #[allow(unreachable_code)] Self::__hop(__observer, __row);

@@ -295,85 +295,101 @@ stateDiagram-v2
             let __ctx = &mut self.context;
             let __s = &mut self.state;
             let __row: usize;
-            let __action: Action = match *__s {
-                __Some(State::Off { .. }) => {
-                    match event {
-                        Event::Toggle => {
-                            *__s = __None;
-                            let __action: Action = Action::Glow;
-                            *__s = __Some(State::On);
-                            __row = 0usize;
-                            __action
+            let __action: Action = match event {
+                Event::Repair { .. } => {
+                    match *__s {
+                        __Some(State::Broken { .. }) => {
+                            match event {
+                                Event::Repair => {
+                                    *__s = __None;
+                                    let __action: Action = Action::Dark;
+                                    *__s = __Some(State::Off);
+                                    __row = 4usize;
+                                    __action
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("Broken"),
+                                        __event.name(),
+                                    );
+                                }
+                            }
                         }
-                        Event::Smash => {
-                            *__s = __None;
-                            let __action: Action = Action::Sparks;
-                            *__s = __Some(State::Broken);
-                            __row = 2usize;
-                            __action
-                        }
-                        #[allow(unreachable_patterns)]
-                        __event => {
+                        _ => {
                             return Self::__unhandled(
                                 __observer,
-                                __Some("Off"),
-                                __event.name(),
-                            );
-                        }
-                    }
-                }
-                __Some(State::On { .. }) => {
-                    match event {
-                        Event::Toggle => {
-                            *__s = __None;
-                            let __action: Action = Action::Dark;
-                            *__s = __Some(State::Off);
-                            __row = 1usize;
-                            __action
-                        }
-                        Event::Smash => {
-                            *__s = __None;
-                            let __action: Action = Action::Sparks;
-                            *__s = __Some(State::Broken);
-                            __row = 3usize;
-                            __action
-                        }
-                        #[allow(unreachable_patterns)]
-                        __event => {
-                            return Self::__unhandled(
-                                __observer,
-                                __Some("On"),
-                                __event.name(),
-                            );
-                        }
-                    }
-                }
-                __Some(State::Broken { .. }) => {
-                    match event {
-                        Event::Repair => {
-                            *__s = __None;
-                            let __action: Action = Action::Dark;
-                            *__s = __Some(State::Off);
-                            __row = 4usize;
-                            __action
-                        }
-                        #[allow(unreachable_patterns)]
-                        __event => {
-                            return Self::__unhandled(
-                                __observer,
-                                __Some("Broken"),
-                                __event.name(),
+                                __s.as_ref().map(State::name),
+                                event.name(),
                             );
                         }
                     }
                 }
                 #[allow(unreachable_patterns)]
                 _ => {
-                    return Self::__unhandled(
-                        __observer,
-                        __s.as_ref().map(State::name),
-                        event.name(),
-                    );
+                    match *__s {
+                        __Some(State::Off { .. }) => {
+                            match event {
+                                Event::Toggle => {
+                                    *__s = __None;
+                                    let __action: Action = Action::Glow;
+                                    *__s = __Some(State::On);
+                                    __row = 0usize;
+                                    __action
+                                }
+                                Event::Smash => {
+                                    *__s = __None;
+                                    let __action: Action = Action::Sparks;
+                                    *__s = __Some(State::Broken);
+                                    __row = 2usize;
+                                    __action
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("Off"),
+                                        __event.name(),
+                                    );
+                                }
+                            }
+                        }
+                        __Some(State::On { .. }) => {
+                            match event {
+                                Event::Toggle => {
+                                    *__s = __None;
+                                    let __action: Action = Action::Dark;
+                                    *__s = __Some(State::Off);
+                                    __row = 1usize;
+                                    __action
+                                }
+                                Event::Smash => {
+                                    *__s = __None;
+                                    let __action: Action = Action::Sparks;
+                                    *__s = __Some(State::Broken);
+                                    __row = 3usize;
+                                    __action
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some("On"),
+                                        __event.name(),
+                                    );
+                                }
+                            }
+                        }
+                        #[allow(unreachable_patterns)]
+                        _ => {
+                            return Self::__unhandled(
+                                __observer,
+                                __s.as_ref().map(State::name),
+                                event.name(),
+                            );
+                        }
+                    }
                 }
             };
             #[allow(unreachable_code)] Self::__hop(__observer, __row);
