@@ -135,9 +135,18 @@ fi
 if [ "$diagnose" = 1 ]; then
     echo
     echo "== the floor: the typestate = false expansion compiled as plain code (no macro runs)"
-    OUT="$out/expansion.rs" REPS=1 "$CARGO_TARGET_DIR/debug/bigtable-expand" lean/src/lib.rs >/dev/null
+    expander="$CARGO_TARGET_DIR/debug/bigtable-expand"
+    if [ ! -x "$expander" ]; then
+        echo "the floor needs bigtable-expand, which did not build (see $out/expand-build.log)" >&2
+        exit 1
+    fi
+    OUT="$out/expansion.rs" REPS=1 "$expander" lean/src/lib.rs >/dev/null
     python3 "$root/scripts/gen_big_table.py" --out "$out" --diagnose "$out/expansion.rs"
-    cargo build -q -p bigtable-diag-full >/dev/null 2>&1
+    if ! cargo build -q -p bigtable-diag-full >"$out/diag-build.log" 2>&1; then
+        echo "the expansion does not build as plain code:" >&2
+        grep -E '^error' -A6 "$out/diag-build.log" | head -40 >&2
+        exit 1
+    fi
     f="" l="" h=""
     for i in $(seq "$runs"); do
         f="$f $(timed diag-full build)"

@@ -14,8 +14,9 @@ Layout of --out (a workspace of its own, with its own target dir):
             to both machines and asserting the same actions and states
     expand/ crate `bigtable-expand`: a binary that runs the macro's own
             pipeline (its source files, included read-only with #[path]) on
-            gen/src/lib.rs outside rustc, to time the expansion itself, and
-            with OUT=path writes the expansion
+            the crate source it is given (gen/ or lean/ src/lib.rs) outside
+            rustc, to time the expansion itself, and with OUT=path writes the
+            expansion
     diag-full/: filled by `--diagnose EXPANSION` (see diagnose()): the
             expansion as plain code
 
@@ -496,7 +497,7 @@ fn generated_and_hand_written_agree() {
 
 EXPAND_MAIN = """\
 //! Runs the macro's own pipeline (parse -> model -> validate -> codegen),
-//! compiled from agent-fsm-macros/src read-only, on gen/src/lib.rs, outside
+//! compiled from agent-fsm-macros/src read-only, on the given lib.rs, outside
 //! rustc, and prints how long each phase takes.
 #![allow(dead_code, unused_imports, unreachable_pub, missing_docs, clippy::all)]
 

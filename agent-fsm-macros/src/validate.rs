@@ -315,18 +315,26 @@ fn check_ignored_pairs(cx: &Ctxt, model: &Model) {
 
 /// A state no row leaves is a dead end the machine can never get out of,
 /// unless the table says so with `#[terminal]`. A machine of one state has
-/// nowhere else to go: its self-loops are the whole machine (a counter).
+/// nowhere else to go: its self-loops are the whole machine (a counter),
+/// so there the state needs a row, not an exit.
 fn check_states_have_exits(cx: &Ctxt, model: &Model) {
-    if model.states.len() == 1 {
-        return;
-    }
+    let alone = model.states.len() == 1;
     for (i, state) in model.states.iter().enumerate() {
         // Transient states have their own rule (they must always resolve).
         if state.terminal.is_some() || state.transient.is_some() {
             continue;
         }
-        let exits = model.index().from(i).iter().any(|&r| model.rows[r].target != i);
-        if !exits {
+        let exits = model.index().from(i).iter().any(|&r| alone || model.rows[r].target != i);
+        if !exits && alone {
+            cx.error_spanned_by(
+                &state.ident,
+                format!(
+                    "state `{}` has no rows{}: add a row for an event it takes, or mark it `#[terminal]`",
+                    state.ident,
+                    variant_note(model)
+                ),
+            );
+        } else if !exits {
             cx.error_spanned_by(
                 &state.ident,
                 format!(

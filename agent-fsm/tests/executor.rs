@@ -178,6 +178,51 @@ async fn a_panicking_observer_fails_its_agent() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_panicking_observer_constructor_fails_the_agent_at_start() {
+    struct Never;
+    impl agent_fsm::Observer for Never {}
+    let handle = start(
+        &Scripted::new([]),
+        config().observer(|| -> Never {
+            panic!("no observer today");
+        }),
+    );
+    let err = handle.wait_finished().await.unwrap_err();
+    let RequestError::Failed(cause) = &err else { panic!("expected Failed, got {err:?}") };
+    assert!(
+        matches!(&**cause, WorkerError::ConfigPanicked { callback: "observer", message } if message == "no observer today"),
+        "{cause:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_observer_is_dropped_before_the_agent_is_seen_finished() {
+    type Slot = Arc<OnceLock<MachineHandle<Agent, String>>>;
+    /// Notes, when dropped, whether its agent already looked finished.
+    struct Flushing {
+        handle: Slot,
+        finished_at_drop: Arc<Mutex<Option<bool>>>,
+    }
+    impl agent_fsm::Observer for Flushing {}
+    impl Drop for Flushing {
+        fn drop(&mut self) {
+            *self.finished_at_drop.lock().unwrap() = self.handle.get().map(MachineHandle::is_finished);
+        }
+    }
+    let slot: Slot = Arc::default();
+    let finished_at_drop = Arc::new(Mutex::new(None));
+    let (s, f) = (Arc::clone(&slot), Arc::clone(&finished_at_drop));
+    let config = config().observer(move || Flushing { handle: Arc::clone(&s), finished_at_drop: Arc::clone(&f) });
+    let handle = start(&Scripted::new([Reply::text(&["x"])]), config);
+    assert!(slot.set(handle.clone()).is_ok());
+    handle.send(input("go")).await.unwrap();
+    handle.shutdown().await.unwrap();
+    handle.wait_finished().await.unwrap();
+    assert!(handle.is_finished());
+    assert_eq!(*finished_at_drop.lock().unwrap(), Some(false), "dropped before the agent was seen finished");
+}
+
+#[tokio::test(start_paused = true)]
 async fn input_sent_during_tools_is_delivered_after_them_in_order() {
     let script = Scripted::new([
         Reply::tools(&["a:100", "b:150"]),

@@ -13,6 +13,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")"
+command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind is not installed" >&2; exit 1; }
 
 variants=(bare_actor executor executor_observer executor_watch executor_subscribed ractor kameo tokio_fsm)
 modes=(fire call)

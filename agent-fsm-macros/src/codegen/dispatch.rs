@@ -8,10 +8,11 @@
 //! in place through `&mut` bindings; every other row takes the old state
 //! out (`Option::take`), moves the fields it uses into its code, drops the
 //! rest, and writes its target. Guards see every binding by shared
-//! reference. Each arm names its row; the observer hears of it once, after
-//! the match. Rows into a transient state continue in `__settle`, which
-//! runs eventless rows until the machine rests in a state that waits for
-//! events.
+//! reference. An arm that changes the state names its row, and the observer
+//! hears of it once, after the match; an in-place arm reports its row and
+//! returns on its own. Rows into a transient state continue in
+//! `__settle`, which runs eventless rows until the machine rests in a state
+//! that waits for events.
 
 use crate::codegen::describe::Layout;
 use crate::model::{Model, RowModel, Uses, bindings, irrefutable_below, row_code};
@@ -35,8 +36,9 @@ pub(crate) struct Names<'a> {
 pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
     let model = n.model;
     let (state, event, action) = (n.state, n.event, n.action);
-    // The state is matched first (by reference), then the event by value:
-    // a `(state, event)` tuple would copy the whole event on every call.
+    // Events several states take: the state is matched first (by
+    // reference), then the event by value; a `(state, event)` tuple would
+    // copy the whole event on every call.
     let mut per_state: Vec<Vec<TokenStream>> = vec![Vec::new(); model.states.len()];
     // An event that only one state takes is matched before the state: one
     // compare of the state instead of a jump through every state, as a

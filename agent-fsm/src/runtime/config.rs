@@ -248,16 +248,23 @@ impl<M: StateMachine> ExecutorConfig<M> {
     }
 
     /// Attaches a synchronous [`Observer`] to every agent spawned with this
-    /// configuration: `make` builds one per agent when it is spawned. The
-    /// worker calls it on every hop (transient states included) and every
-    /// refused event, in order, inside the step, after the history has
-    /// recorded the hop and before the action is performed.
+    /// configuration: `make` builds one per agent when its worker starts.
+    /// The worker calls it on every hop (transient states included) and
+    /// every refused event of every event it delivers, in order, inside the
+    /// step, after the history has recorded the hop and before the action,
+    /// if it is to be performed, is performed (events drained after a stop
+    /// are observed too, though their actions are not performed). The
+    /// observer is dropped when the worker finishes, before anyone waiting
+    /// on it ([`wait_finished`](super::MachineHandle::wait_finished)) hears
+    /// so.
     ///
     /// It costs one call per hop, with no allocation and no other task:
-    /// metrics, logs, or publishing the state to a `watch` belong here. It
-    /// runs on the agent's task, so it must be quick and must not block; a
-    /// panic in it fails the agent like a panicking machine
-    /// ([`WorkerError::MachinePanicked`](super::WorkerError::MachinePanicked)).
+    /// metrics and logs belong here. It runs on the agent's task, so it
+    /// must be quick and must not block; a panic in it fails the agent like
+    /// a panicking machine
+    /// ([`WorkerError::MachinePanicked`](super::WorkerError::MachinePanicked)),
+    /// and a panic in `make` fails it with
+    /// [`WorkerError::ConfigPanicked`](super::WorkerError::ConfigPanicked).
     /// To receive hops elsewhere, asynchronously, use
     /// [`subscribe_to`](super::MachineHandle::subscribe_to) instead.
     /// Calling it again replaces the earlier observer.

@@ -34,7 +34,7 @@ pub enum WorkerError {
         message: String,
     },
     /// A closure from the executor's configuration (the interrupt or
-    /// shutdown event) panicked.
+    /// shutdown event, or the observer's constructor) panicked.
     #[error("the configured `{callback}` callback panicked: {message}")]
     ConfigPanicked {
         /// Which callback.

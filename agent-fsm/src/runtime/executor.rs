@@ -98,10 +98,6 @@ where
     // this order the allocator packs an agent tighter.
     let shared = Arc::new(Shared::new(initial, Arc::clone(&settings)));
     let (tx, rx) = mpsc::channel(settings.inbox_capacity.max(1));
-    // The observer lives with the rarely used parts: a field of its own
-    // would make every agent's task a cache line bigger.
-    let extras =
-        settings.observer.as_ref().map(|make| Box::new(Extras { observer: Some(make()), ..Extras::default() }));
     let mut worker = Worker {
         history: None,
         terminal: machine.is_terminal(),
@@ -111,7 +107,7 @@ where
         shared: Arc::clone(&shared),
         work: None,
         notifier: Notifier::new(),
-        extras,
+        extras: None,
         clock: None,
         status_dirty: false,
         visit: 0,
@@ -160,8 +156,9 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     /// Allocated by the first action that schedules work.
     work: Option<Box<Work<M::Event>>>,
     notifier: Notifier<E::Output>,
-    /// Waiters, the cancellation token and the attached observer: rarely used, so boxed on first
-    /// use to keep idle agents small.
+    /// Waiters, the cancellation token and the attached observer: rarely
+    /// used, so boxed on first use (at start with an observer) to keep idle
+    /// agents small.
     extras: Option<Box<Extras>>,
     /// The time read for the current burst of events; cleared when the
     /// worker sleeps and every [`STATUS_EVERY`] events, so one clock read
@@ -221,6 +218,18 @@ where
         }
         if let Some(token) = &self.shared.settings.cancel {
             self.extras().cancel = Some(Box::pin(token.clone().cancelled_owned()));
+        }
+        // The observer lives with the rarely used parts: a field of its own
+        // would make every agent's task a cache line bigger.
+        let settings = Arc::clone(&self.shared.settings);
+        if let Some(make) = &settings.observer {
+            match catch_unwind(AssertUnwindSafe(|| make())) {
+                Ok(observer) => self.extras().observer = Some(observer),
+                Err(payload) => {
+                    self.fail(WorkerError::ConfigPanicked { callback: "observer", message: panic_message(&*payload) });
+                    return false;
+                }
+            }
         }
         self.shared.set_started(Instant::now());
         tracing::debug!(machine = M::DESCRIPTION.name, state = self.machine.state_name(), "worker started");
@@ -641,6 +650,9 @@ where
     /// Records the outcome and closes the shared state: handles waiting
     /// on the worker wake up.
     fn finish(&mut self) {
+        // The observer goes first, so that whatever its `Drop` flushes is
+        // done before anyone waiting on the worker hears it finished.
+        self.drop_observer();
         let state = self.machine.state_name();
         if !self.failed {
             let _ = self.shared.outcome.set(Ok(state));
@@ -659,7 +671,17 @@ impl<M: StateMachine, E: Effects<M>> Drop for Worker<M, E> {
     /// mid-run: handles then read `Closed`, and `Work`'s own drop aborts
     /// the tasks.
     fn drop(&mut self) {
+        self.drop_observer();
         drop(self.shared.close());
+    }
+}
+
+impl<M: StateMachine, E: Effects<M>> Worker<M, E> {
+    /// Drops the attached observer, if any.
+    fn drop_observer(&mut self) {
+        if let Some(extras) = &mut self.extras {
+            extras.observer = None;
+        }
     }
 }
 

@@ -58,9 +58,10 @@
 //!
 //! An [`Observer`](crate::Observer) attached with
 //! [`ExecutorConfig::observer`] is different: it is called synchronously,
-//! inside each step, on every hop and refused event, before the action is
-//! performed; it costs one call per hop and no other task, so it suits
-//! metrics and logs. Subscriptions suit consumers on other tasks (a UI).
+//! inside each step, on every hop and refused event, before the step's
+//! action is performed; it costs one call per hop and no other task, so it
+//! suits metrics and logs. Subscriptions suit consumers on other tasks (a
+//! UI).
 //!
 //! # Tasks and timers
 //! Tasks run on the configured [`TaskTracker`](tokio_util::task::TaskTracker),
