@@ -51,137 +51,15 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, Topics};
-use agent_fsm::{Description, Named, Observer, StateInfo, StateMachine, Step, Transition};
+use agent_fsm::{Named, Observer, StateMachine, Step};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use tokio::runtime::Runtime;
 use tokio::sync::{mpsc, oneshot};
 
-// ===== a two-state machine =====
+#[path = "support/ping_pong.rs"]
+mod ping_pong;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Ping,
-    Pong,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Tick(u64);
-
-#[derive(Debug, Clone, Copy)]
-enum Action {
-    Count,
-}
-
-impl Named for State {
-    fn name(&self) -> &'static str {
-        match self {
-            Self::Ping => "Ping",
-            Self::Pong => "Pong",
-        }
-    }
-}
-
-impl Named for Tick {
-    fn name(&self) -> &'static str {
-        "Tick"
-    }
-}
-
-impl Named for Action {
-    fn name(&self) -> &'static str {
-        "Count"
-    }
-}
-
-static DESCRIPTION: Description = Description {
-    name: "PingPong",
-    states: &[
-        StateInfo { name: "Ping", initial: true, terminal: false, transient: false },
-        StateInfo { name: "Pong", initial: false, terminal: false, transient: false },
-    ],
-    events: &["Tick"],
-    actions: &["Count"],
-    transitions: &[
-        Transition {
-            from: "Ping",
-            event: Some("Tick"),
-            guard: None,
-            to: "Pong",
-            action: Some("Count"),
-            in_place: false,
-            any_state: false,
-        },
-        Transition {
-            from: "Pong",
-            event: Some("Tick"),
-            guard: None,
-            to: "Ping",
-            action: Some("Count"),
-            in_place: false,
-            any_state: false,
-        },
-    ],
-    ignored: &[],
-    fallback: "Count",
-    mermaid: "stateDiagram-v2\n",
-};
-
-#[derive(Debug, Default)]
-struct PingPong {
-    state: Option<State>,
-    total: u64,
-}
-
-impl StateMachine for PingPong {
-    type State = State;
-    type Event = Tick;
-    type Action = Action;
-    type Context = u64;
-
-    const DESCRIPTION: &'static Description = &DESCRIPTION;
-
-    fn handle_event(&mut self, event: Tick) -> Action {
-        self.handle_event_with(event, &mut ())
-    }
-
-    fn handle_event_with<O: Observer + ?Sized>(&mut self, event: Tick, observer: &mut O) -> Action {
-        let from = *self.state();
-        let (to, row) = match from {
-            State::Ping => (State::Pong, 0),
-            State::Pong => (State::Ping, 1),
-        };
-        self.total = self.total.wrapping_add(event.0);
-        self.state = Some(to);
-        observer.on_transition(&Step {
-            from: from.name(),
-            event: Some("Tick"),
-            to: to.name(),
-            action: Some("Count"),
-            row,
-        });
-        Action::Count
-    }
-
-    fn state(&self) -> &State {
-        self.state.as_ref().unwrap_or(&State::Ping)
-    }
-
-    fn from_parts(state: State, total: u64) -> Self {
-        Self { state: Some(state), total }
-    }
-
-    fn is_poisoned(&self) -> bool {
-        false
-    }
-
-    fn context(&self) -> &u64 {
-        &self.total
-    }
-
-    fn context_mut(&mut self) -> &mut u64 {
-        &mut self.total
-    }
-}
+use ping_pong::{PingPong, Tick, let_every_task_run, rss_bytes, time_rounds};
 
 // ===== the baseline: a bare mpsc actor =====
 
@@ -366,18 +244,6 @@ fn direct(c: &mut Criterion) {
     group.finish();
 }
 
-/// Times `iters` rounds of `round` on `rt`, all inside one `block_on`.
-fn time_rounds<F: Future<Output = ()>>(b: &mut criterion::Bencher<'_>, rt: &Runtime, mut round: impl FnMut() -> F) {
-    b.iter_custom(|iters| {
-        rt.block_on(async {
-            let start = Instant::now();
-            for _ in 0..iters {
-                round().await;
-            }
-            start.elapsed()
-        })
-    });
-}
 
 fn fire_and_forget(c: &mut Criterion) {
     const N: u64 = 1_000;
@@ -495,12 +361,6 @@ fn throughput_bare<const TRY_FIRST: bool>(
 const MEMORY_ENV: &str = "AGENT_FSM_BENCH_MEMORY";
 const IDLE_AGENTS: usize = 10_000;
 
-/// Resident set size in bytes, from `/proc/self/statm` (pages of 4 KiB).
-fn rss_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
-}
 
 /// In a child process: spawn 10,000 idle agents of one kind, make sure each
 /// worker ran once, and print the RSS growth per agent in bytes.
@@ -516,35 +376,20 @@ fn memory_child(kind: &str) {
 
         let before = rss_bytes().unwrap_or(0);
         match kind {
-            "bare_actor" => {
-                let agents: Vec<Bare> = (0..IDLE_AGENTS).map(|_| bare_spawn::<false>()).collect();
-                let_every_task_run().await;
-                report(kind, before);
-                black_box(agents);
-            }
-            "executor_observer" => {
-                let agents: Vec<Handle> = (0..IDLE_AGENTS).map(|_| executor_spawn_with_observer()).collect();
-                let_every_task_run().await;
-                report(kind, before);
-                black_box(agents);
-            }
-            _ => {
-                let agents: Vec<Handle> = (0..IDLE_AGENTS).map(|_| executor_spawn()).collect();
-                let_every_task_run().await;
-                report(kind, before);
-                black_box(agents);
-            }
+            "bare_actor" => idle(kind, before, bare_spawn::<false>).await,
+            "executor_observer" => idle(kind, before, executor_spawn_with_observer).await,
+            _ => idle(kind, before, executor_spawn).await,
         }
     });
 }
 
-/// On a current-thread runtime, `yield_now` reschedules the caller after
-/// every task already ready, so each spawned worker runs (and parks) once;
-/// no request is sent, so nothing transient is allocated.
-async fn let_every_task_run() {
-    for _ in 0..3 {
-        tokio::task::yield_now().await;
-    }
+
+/// Spawns 10,000 agents with `spawn`, lets each run once, and reports.
+async fn idle<T>(kind: &str, before: u64, spawn: impl Fn() -> T) {
+    let agents: Vec<T> = (0..IDLE_AGENTS).map(|_| spawn()).collect();
+    let_every_task_run().await;
+    report(kind, before);
+    black_box(agents);
 }
 
 fn report(kind: &str, before: u64) {

@@ -68,7 +68,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, Topics};
-use agent_fsm::{Description, Named, Observer, StateInfo, StateMachine, Step, Transition};
+use agent_fsm::{Named, Observer, StateMachine, Step};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use kameo::actor::Spawn as _;
@@ -79,142 +79,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 // ===== the machine =====
 
-/// The two states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// The initial state.
-    Ping,
-    /// The state after an odd number of ticks.
-    Pong,
-}
+#[path = "../../../agent-fsm/benches/support/ping_pong.rs"]
+mod ping_pong;
 
-/// The only event; its payload is added to the running total.
-#[derive(Debug, Clone, Copy)]
-struct Tick(u64);
-
-/// The only action, returned on every tick.
-#[derive(Debug, Clone, Copy)]
-enum Action {
-    /// Counted one tick.
-    Count,
-}
-
-impl Named for State {
-    fn name(&self) -> &'static str {
-        match self {
-            Self::Ping => "Ping",
-            Self::Pong => "Pong",
-        }
-    }
-}
-
-impl Named for Tick {
-    fn name(&self) -> &'static str {
-        "Tick"
-    }
-}
-
-impl Named for Action {
-    fn name(&self) -> &'static str {
-        "Count"
-    }
-}
-
-/// The table of `PingPong`, written out by hand so that the machine is the
-/// same code for every variant that runs a `StateMachine`.
-static DESCRIPTION: Description = Description {
-    name: "PingPong",
-    states: &[
-        StateInfo { name: "Ping", initial: true, terminal: false, transient: false },
-        StateInfo { name: "Pong", initial: false, terminal: false, transient: false },
-    ],
-    events: &["Tick"],
-    actions: &["Count"],
-    transitions: &[
-        Transition {
-            from: "Ping",
-            event: Some("Tick"),
-            guard: None,
-            to: "Pong",
-            action: Some("Count"),
-            in_place: false,
-            any_state: false,
-        },
-        Transition {
-            from: "Pong",
-            event: Some("Tick"),
-            guard: None,
-            to: "Ping",
-            action: Some("Count"),
-            in_place: false,
-            any_state: false,
-        },
-    ],
-    ignored: &[],
-    fallback: "Count",
-    mermaid: "stateDiagram-v2\n",
-};
-
-/// Ping/Pong with a running total of the ticks, hand-written so that the
-/// per-event work is a toggle and an add and nothing else.
-#[derive(Debug, Default)]
-struct PingPong {
-    /// `None` until the first tick, read as `Ping`.
-    state: Option<State>,
-    /// Sum of every tick handled.
-    total: u64,
-}
-
-impl StateMachine for PingPong {
-    type State = State;
-    type Event = Tick;
-    type Action = Action;
-    type Context = u64;
-
-    const DESCRIPTION: &'static Description = &DESCRIPTION;
-
-    fn handle_event(&mut self, event: Tick) -> Action {
-        self.handle_event_with(event, &mut ())
-    }
-
-    fn handle_event_with<O: Observer + ?Sized>(&mut self, event: Tick, observer: &mut O) -> Action {
-        let from = *self.state();
-        let (to, row) = match from {
-            State::Ping => (State::Pong, 0),
-            State::Pong => (State::Ping, 1),
-        };
-        self.total = self.total.wrapping_add(event.0);
-        self.state = Some(to);
-        observer.on_transition(&Step {
-            from: from.name(),
-            event: Some("Tick"),
-            to: to.name(),
-            action: Some("Count"),
-            row,
-        });
-        Action::Count
-    }
-
-    fn state(&self) -> &State {
-        self.state.as_ref().unwrap_or(&State::Ping)
-    }
-
-    fn from_parts(state: State, total: u64) -> Self {
-        Self { state: Some(state), total }
-    }
-
-    fn is_poisoned(&self) -> bool {
-        false
-    }
-
-    fn context(&self) -> &u64 {
-        &self.total
-    }
-
-    fn context_mut(&mut self) -> &mut u64 {
-        &mut self.total
-    }
-}
+use ping_pong::{Action, PingPong, State, Tick, let_every_task_run, rss_bytes, time_rounds};
 
 /// The machine's total and state name, read back to check a variant.
 type Snapshot = (u64, &'static str);
@@ -222,7 +90,7 @@ type Snapshot = (u64, &'static str);
 impl PingPong {
     /// What the checks compare.
     fn snapshot(&self) -> Snapshot {
-        (self.total, self.state().name())
+        (*self.context(), self.state().name())
     }
 }
 
@@ -753,19 +621,6 @@ fn current_thread() -> Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
-/// Times `iters` rounds of `round` on `rt`, all inside one `block_on`.
-fn time_rounds<F: Future<Output = ()>>(b: &mut criterion::Bencher<'_>, rt: &Runtime, mut round: impl FnMut() -> F) {
-    b.iter_custom(|iters| {
-        rt.block_on(async {
-            let start = Instant::now();
-            for _ in 0..iters {
-                round().await;
-            }
-            start.elapsed()
-        })
-    });
-}
-
 /// 1,000 one-way events then a flush, per variant that has one-way sends.
 fn fire_and_forget(c: &mut Criterion) {
     const N: u64 = 1_000;
@@ -860,13 +715,6 @@ const MEMORY_ENV: &str = "PEERS_MEMORY";
 /// Agents spawned in the memory measurement.
 const IDLE_AGENTS: usize = 10_000;
 
-/// Resident set size in bytes, from `/proc/self/statm` (pages of 4 KiB).
-fn rss_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
-}
-
 /// In a child process: spawn 10,000 idle agents of one variant, let each
 /// run once, and print the RSS growth per agent in bytes.
 fn memory_child(kind: Kind) {
@@ -890,16 +738,6 @@ fn memory_child(kind: Kind) {
         println!("{} {}", kind.name(), after.saturating_sub(before) / IDLE_AGENTS as u64);
         black_box((warm, agents));
     });
-}
-
-/// On a current-thread runtime, `yield_now` reschedules the caller after
-/// every task already ready, so each spawned agent runs until it parks on
-/// its empty inbox; a few rounds cover libraries whose start takes more
-/// than one poll. No event is sent, so nothing transient is allocated.
-async fn let_every_task_run() {
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
 }
 
 /// Runs the memory measurement of every variant, each in a child process,
