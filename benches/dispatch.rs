@@ -34,26 +34,17 @@ mod support;
 
 use agent_fsm::{Observer, Unhandled};
 use agent_fsm_examples::loom::{AgentConfig, AgentEvent, AgentState, Loom};
-use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
+use support::feed::{feeders, time_trace};
 use support::hand::{HAND_UNHANDLED, HandLoom};
 use support::traces::{self, Trace};
 
-/// Feeds `events` to the generated machine; the timed (and, under
-/// callgrind, the counted) region.
-#[inline(never)]
-fn run_gen(machine: &mut Loom, events: &mut Vec<AgentEvent>) {
-    for event in events.drain(..) {
-        black_box(machine.handle_event(event));
-    }
-}
-
-/// Feeds `events` to the hand-written machine; the timed (and counted) region.
-#[inline(never)]
-fn run_hand(machine: &mut HandLoom, events: &mut Vec<AgentEvent>) {
-    for event in events.drain(..) {
-        black_box(machine.handle_event(event));
-    }
+feeders! {
+    /// The generated machine.
+    run_gen: Loom;
+    /// The hand-written machine.
+    run_hand: HandLoom;
 }
 
 // ---------------------------------------------------------------------------
@@ -107,24 +98,6 @@ fn verify() {
 
 // ---------------------------------------------------------------------------
 // Criterion
-
-/// Times `run` on `trace`, each iteration on a fresh machine (`with_state`)
-/// and a fresh copy of the events, built outside the timed region.
-fn time_trace<M>(
-    b: &mut criterion::Bencher<'_>,
-    trace: &Trace,
-    with_state: fn(AgentState, AgentConfig) -> M,
-    run: fn(&mut M, &mut Vec<AgentEvent>),
-) {
-    b.iter_batched(
-        || (with_state(trace.start.clone(), traces::config()), trace.events.clone()),
-        |(mut machine, mut events)| {
-            run(&mut machine, &mut events);
-            (machine, events)
-        },
-        BatchSize::LargeInput,
-    );
-}
 
 fn bench_trace(c: &mut Criterion, trace: &Trace) {
     let mut group = c.benchmark_group(trace.name.as_str());

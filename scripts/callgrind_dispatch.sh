@@ -22,21 +22,7 @@ cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 reps=${DISPATCH_REPS:-5}
 
-# Build the bench binary and find it from cargo's own report.
-bin=$(cargo bench --bench dispatch --no-run --message-format=json 2>/dev/null |
-    python3 -c '
-import json, sys
-exe = None
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("reason") == "compiler-artifact" and m.get("target", {}).get("name") == "dispatch" and m.get("executable"):
-        exe = m["executable"]
-print(exe or "")
-')
-[ -n "$bin" ] || { echo "could not build or find the dispatch bench binary" >&2; exit 1; }
+bin=$(scripts/bench_exe.sh dispatch)
 echo "binary: $bin"
 
 # The lockstep check (same actions and states, no catch-all), once, natively.

@@ -17,21 +17,7 @@ command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1
 reps=${DISPATCH_REPS:-5}
 machines=(gen hand smlang rust_fsm statig)
 
-# Build the bench binary and find it from cargo's own report.
-bin=$(cargo bench --bench dispatch_peers --no-run --message-format=json 2>/dev/null |
-    python3 -c '
-import json, sys
-exe = None
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("reason") == "compiler-artifact" and m.get("target", {}).get("name") == "dispatch_peers" and m.get("executable"):
-        exe = m["executable"]
-print(exe or "")
-')
-[ -n "$bin" ] || { echo "could not build or find the dispatch_peers bench binary" >&2; exit 1; }
+bin=$(../../scripts/bench_exe.sh dispatch_peers)
 echo "binary: $bin"
 
 # The lockstep check (same actions and states as hand, no catch-all), once,

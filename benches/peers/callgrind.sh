@@ -20,19 +20,7 @@ modes=(fire call)
 small=1000
 large=11000
 
-# The bench executable, from cargo's JSON messages (its file name carries a
-# hash, so it cannot be guessed).
-bin=$(cargo bench --no-run --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "peers" and m.get("executable"):
-        print(m["executable"])
-' | tail -n 1)
-if [[ -z "$bin" || ! -x "$bin" ]]; then
-    echo "callgrind.sh: could not find the peers bench executable" >&2
-    exit 1
-fi
+bin=$(../../scripts/bench_exe.sh peers)
 
 out_dir=$(mktemp -d)
 trap 'rm -rf "$out_dir"' EXIT

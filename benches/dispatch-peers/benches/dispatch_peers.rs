@@ -61,6 +61,8 @@
 //! - `PEERS_DISPATCH_VERIFY=0` skips the lockstep check (the script runs it
 //!   once natively, then skips it under valgrind).
 
+#[path = "../../support/feed.rs"]
+mod feed;
 #[path = "../../support/hand.rs"]
 mod hand;
 mod peers;
@@ -72,7 +74,8 @@ mod traces;
 
 use agent_fsm::{Observer, Unhandled};
 use agent_fsm_examples::loom::{AgentAction, AgentConfig, AgentEvent, AgentState, Loom};
-use criterion::{BatchSize, Criterion, Throughput};
+use criterion::{Criterion, Throughput};
+use feed::{feeders, time_trace};
 use hand::{HAND_UNHANDLED, HandLoom};
 use peers::PEER_UNHANDLED;
 use peers::rust_fsm::RustFsmLoom;
@@ -153,44 +156,17 @@ peer_machine!(SmlangLoom, RustFsmLoom, StatigLoom);
 // ---------------------------------------------------------------------------
 // The timed (and, under callgrind, counted) regions
 
-/// Feeds `events` to the generated machine.
-#[inline(never)]
-fn run_gen(machine: &mut Loom, events: &mut Vec<AgentEvent>) {
-    for event in events.drain(..) {
-        black_box(machine.handle_event(event));
-    }
-}
-
-/// Feeds `events` to the hand-written machine.
-#[inline(never)]
-fn run_hand(machine: &mut HandLoom, events: &mut Vec<AgentEvent>) {
-    for event in events.drain(..) {
-        black_box(machine.handle_event(event));
-    }
-}
-
-/// Feeds `events` to the smlang machine.
-#[inline(never)]
-fn run_smlang(machine: &mut SmlangLoom, events: &mut Vec<AgentEvent>) {
-    for event in events.drain(..) {
-        black_box(machine.handle_event(event));
-    }
-}
-
-/// Feeds `events` to the rust-fsm machine.
-#[inline(never)]
-fn run_rust_fsm(machine: &mut RustFsmLoom, events: &mut Vec<AgentEvent>) {
-    for event in events.drain(..) {
-        black_box(machine.handle_event(event));
-    }
-}
-
-/// Feeds `events` to the statig machine.
-#[inline(never)]
-fn run_statig(machine: &mut StatigLoom, events: &mut Vec<AgentEvent>) {
-    for event in events.drain(..) {
-        black_box(machine.handle_event(event));
-    }
+feeders! {
+    /// The generated machine.
+    run_gen: Loom;
+    /// The hand-written machine.
+    run_hand: HandLoom;
+    /// The smlang machine.
+    run_smlang: SmlangLoom;
+    /// The rust-fsm machine.
+    run_rust_fsm: RustFsmLoom;
+    /// The statig machine.
+    run_statig: StatigLoom;
 }
 
 // ---------------------------------------------------------------------------
@@ -231,29 +207,15 @@ fn verify() {
 // ---------------------------------------------------------------------------
 // Criterion
 
-/// Times `run` on `trace`, each iteration on a fresh machine and a fresh
-/// copy of the events, both built outside the timed region.
-fn time_trace<M: Machine>(b: &mut criterion::Bencher<'_>, trace: &Trace, run: fn(&mut M, &mut Vec<AgentEvent>)) {
-    b.iter_batched(
-        || (M::with_state(trace.start.clone(), traces::config()), trace.events.clone()),
-        |(mut machine, mut events)| {
-            run(&mut machine, &mut events);
-            // Returned, so that dropping them is not timed.
-            (machine, events)
-        },
-        BatchSize::LargeInput,
-    );
-}
-
 /// One criterion group per trace, the five machines in it.
 fn bench_trace(c: &mut Criterion, trace: &Trace) {
     let mut group = c.benchmark_group(trace.name.as_str());
     group.throughput(Throughput::Elements(trace.events.len() as u64));
-    group.bench_function("gen", |b| time_trace(b, trace, run_gen));
-    group.bench_function("hand", |b| time_trace(b, trace, run_hand));
-    group.bench_function("smlang", |b| time_trace(b, trace, run_smlang));
-    group.bench_function("rust_fsm", |b| time_trace(b, trace, run_rust_fsm));
-    group.bench_function("statig", |b| time_trace(b, trace, run_statig));
+    group.bench_function("gen", |b| time_trace(b, trace, Loom::with_state, run_gen));
+    group.bench_function("hand", |b| time_trace(b, trace, HandLoom::with_state, run_hand));
+    group.bench_function("smlang", |b| time_trace(b, trace, SmlangLoom::with_state, run_smlang));
+    group.bench_function("rust_fsm", |b| time_trace(b, trace, RustFsmLoom::with_state, run_rust_fsm));
+    group.bench_function("statig", |b| time_trace(b, trace, StatigLoom::with_state, run_statig));
     group.finish();
 }
 
