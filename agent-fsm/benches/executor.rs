@@ -244,7 +244,6 @@ fn direct(c: &mut Criterion) {
     group.finish();
 }
 
-
 fn fire_and_forget(c: &mut Criterion) {
     const N: u64 = 1_000;
     let mut group = c.benchmark_group("fire_and_forget");
@@ -361,7 +360,6 @@ fn throughput_bare<const TRY_FIRST: bool>(
 const MEMORY_ENV: &str = "AGENT_FSM_BENCH_MEMORY";
 const IDLE_AGENTS: usize = 10_000;
 
-
 /// In a child process: spawn 10,000 idle agents of one kind, make sure each
 /// worker ran once, and print the RSS growth per agent in bytes.
 fn memory_child(kind: &str) {
@@ -382,7 +380,6 @@ fn memory_child(kind: &str) {
         }
     });
 }
-
 
 /// Spawns 10,000 agents with `spawn`, lets each run once, and reports.
 async fn idle<T>(kind: &str, before: u64, spawn: impl Fn() -> T) {
