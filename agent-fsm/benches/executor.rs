@@ -51,83 +51,14 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, Topics};
-use agent_fsm::{Named, Observer, StateMachine, Step};
+use agent_fsm::{Observer, StateMachine, Step};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use tokio::runtime::Runtime;
-use tokio::sync::{mpsc, oneshot};
 
 #[path = "support/ping_pong.rs"]
 mod ping_pong;
 
-use ping_pong::{PingPong, Tick, let_every_task_run, rss_bytes, time_rounds};
-
-// ===== the baseline: a bare mpsc actor =====
-
-enum Msg {
-    Event(Tick),
-    Call(Tick, oneshot::Sender<&'static str>),
-    Flush(oneshot::Sender<()>),
-}
-
-/// A handle to a bare actor. With `TRY_FIRST`, sends take the same fast
-/// path as the executor's handle (`try_send`, then `send(..).await` only
-/// when the channel is full); without it, every send is `send(..).await`.
-#[derive(Clone)]
-struct Bare<const TRY_FIRST: bool = false>(mpsc::Sender<Msg>);
-
-fn bare_spawn<const TRY_FIRST: bool>() -> Bare<TRY_FIRST> {
-    let (tx, mut rx) = mpsc::channel(32);
-    tokio::spawn(async move {
-        let mut machine = PingPong::default();
-        while let Some(msg) = rx.recv().await {
-            match msg {
-                Msg::Event(event) => {
-                    black_box(machine.handle_event(event));
-                }
-                Msg::Call(event, reply) => {
-                    let action = machine.handle_event(event);
-                    let _ = reply.send(action.name());
-                }
-                Msg::Flush(reply) => {
-                    let _ = reply.send(());
-                }
-            }
-        }
-    });
-    Bare(tx)
-}
-
-impl<const TRY_FIRST: bool> Bare<TRY_FIRST> {
-    async fn send(&self, msg: Msg) {
-        let msg = if TRY_FIRST {
-            match self.0.try_send(msg) {
-                Ok(()) => return,
-                Err(mpsc::error::TrySendError::Full(msg)) => msg,
-                Err(mpsc::error::TrySendError::Closed(_)) => panic!("the actor stopped"),
-            }
-        } else {
-            msg
-        };
-        self.0.send(msg).await.unwrap();
-    }
-
-    async fn fire(&self, n: u64) {
-        for i in 0..n {
-            self.send(Msg::Event(Tick(i))).await;
-        }
-        let (tx, rx) = oneshot::channel();
-        self.send(Msg::Flush(tx)).await;
-        rx.await.unwrap();
-    }
-
-    async fn calls(&self, n: u64) {
-        for i in 0..n {
-            let (tx, rx) = oneshot::channel();
-            self.send(Msg::Call(Tick(i), tx)).await;
-            black_box(rx.await.unwrap());
-        }
-    }
-}
+use ping_pong::{Bare, PingPong, Tick, bare_spawn, let_every_task_run, rss_bytes, time_rounds};
 
 // ===== the executor =====
 
@@ -269,9 +200,17 @@ fn request_response(c: &mut Criterion) {
     group.throughput(Throughput::Elements(N));
     for (name, rt) in runtimes() {
         let bare = rt.block_on(async { bare_spawn::<false>() });
-        group.bench_function(BenchmarkId::new("bare_actor", name), |b| time_rounds(b, &rt, || bare.calls(N)));
+        group.bench_function(BenchmarkId::new("bare_actor", name), |b| {
+            time_rounds(b, &rt, || async {
+                bare.calls(N).await;
+            });
+        });
         let bare = rt.block_on(async { bare_spawn::<true>() });
-        group.bench_function(BenchmarkId::new("bare_actor_try_send", name), |b| time_rounds(b, &rt, || bare.calls(N)));
+        group.bench_function(BenchmarkId::new("bare_actor_try_send", name), |b| {
+            time_rounds(b, &rt, || async {
+                bare.calls(N).await;
+            });
+        });
         for (variant, spawn) in VARIANTS {
             let handle = rt.block_on(async { spawn() });
             group.bench_function(BenchmarkId::new(variant, name), |b| {

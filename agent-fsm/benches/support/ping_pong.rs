@@ -1,13 +1,16 @@
 //! The two-state machine both executor benchmarks drive (this crate's
-//! `executor.rs` and the peer comparison in `benches/peers/`), and the
-//! helpers they share: timing rounds inside one `block_on`, and reading
-//! the resident set size for the memory-per-agent figures. Included with
-//! `#[path]` by each bench, so both measure the very same code.
+//! `executor.rs` and the peer comparison in `benches/peers/`), the bare
+//! tokio actor they both measure against, and the helpers they share:
+//! timing rounds inside one `block_on`, and reading the resident set size
+//! for the memory-per-agent figures. Included with `#[path]` by each bench,
+//! so both measure the very same code.
 
+use std::hint::black_box;
 use std::time::Instant;
 
 use agent_fsm::{Description, Named, Observer, StateInfo, StateMachine, Step, Transition};
 use tokio::runtime::Runtime;
+use tokio::sync::{mpsc, oneshot};
 
 /// The two states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +146,113 @@ impl StateMachine for PingPong {
 
     fn context_mut(&mut self) -> &mut u64 {
         &mut self.total
+    }
+}
+
+/// The machine's total and state name, read back to check a variant.
+pub(crate) type Snapshot = (u64, &'static str);
+
+impl PingPong {
+    /// What the checks compare.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        (self.total, self.state().name())
+    }
+}
+
+// ===== the baseline: a bare mpsc actor =====
+
+/// A message to the bare actor.
+pub(crate) enum Msg {
+    /// One-way event.
+    Event(Tick),
+    /// Event whose action name is sent back.
+    Call(Tick, oneshot::Sender<&'static str>),
+    /// Answered once every earlier message is handled.
+    Flush(oneshot::Sender<()>),
+    /// Reads the machine back; only the peer comparison's checks send it.
+    #[allow(dead_code)]
+    Inspect(oneshot::Sender<Snapshot>),
+}
+
+/// A handle to a bare actor, the usual shape: a bounded `mpsc` channel of
+/// the executor's default inbox capacity (32), `while let Some(msg) =
+/// rx.recv().await` in the actor, `handle_event` with no observer, a
+/// oneshot per reply. With `TRY_FIRST`, sends take the same fast path as
+/// the executor's handle (`try_send`, then `send(..).await` only when the
+/// channel is full); without it, every send is `send(..).await`.
+#[derive(Clone)]
+pub(crate) struct Bare<const TRY_FIRST: bool = false>(mpsc::Sender<Msg>);
+
+/// Starts a bare actor.
+pub(crate) fn bare_spawn<const TRY_FIRST: bool>() -> Bare<TRY_FIRST> {
+    let (tx, mut rx) = mpsc::channel(32);
+    tokio::spawn(async move {
+        let mut machine = PingPong::default();
+        while let Some(msg) = rx.recv().await {
+            match msg {
+                Msg::Event(event) => {
+                    black_box(machine.handle_event(event));
+                }
+                Msg::Call(event, reply) => {
+                    let action = machine.handle_event(event);
+                    let _ = reply.send(action.name());
+                }
+                Msg::Flush(reply) => {
+                    let _ = reply.send(());
+                }
+                Msg::Inspect(reply) => {
+                    let _ = reply.send(machine.snapshot());
+                }
+            }
+        }
+    });
+    Bare(tx)
+}
+
+impl<const TRY_FIRST: bool> Bare<TRY_FIRST> {
+    /// Sends one message, waiting for room in the inbox.
+    async fn send(&self, msg: Msg) {
+        let msg = if TRY_FIRST {
+            match self.0.try_send(msg) {
+                Ok(()) => return,
+                Err(mpsc::error::TrySendError::Full(msg)) => msg,
+                Err(mpsc::error::TrySendError::Closed(_)) => panic!("the actor stopped"),
+            }
+        } else {
+            msg
+        };
+        self.0.send(msg).await.unwrap();
+    }
+
+    /// Sends `msg_for(reply)` and waits for the reply.
+    async fn request<R>(&self, msg_for: impl FnOnce(oneshot::Sender<R>) -> Msg) -> R {
+        let (tx, rx) = oneshot::channel();
+        self.send(msg_for(tx)).await;
+        rx.await.unwrap()
+    }
+
+    /// Sends `n` events one way, then waits until all are handled.
+    pub(crate) async fn fire(&self, n: u64) {
+        for i in 0..n {
+            self.send(Msg::Event(Tick(i))).await;
+        }
+        self.request(Msg::Flush).await;
+    }
+
+    /// `n` round trips, each waiting for its reply; returns the last reply.
+    pub(crate) async fn calls(&self, n: u64) -> &'static str {
+        let mut last = "";
+        for i in 0..n {
+            last = black_box(self.request(|reply| Msg::Call(Tick(i), reply)).await);
+        }
+        last
+    }
+
+    /// The machine's total and state; only the peer comparison's checks
+    /// read it.
+    #[allow(dead_code)]
+    pub(crate) async fn inspect(&self) -> Snapshot {
+        self.request(Msg::Inspect).await
     }
 }
 

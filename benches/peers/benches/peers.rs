@@ -75,82 +75,16 @@ use kameo::actor::Spawn as _;
 use kameo::message::{Context, Message};
 use ractor::{ActorProcessingErr, RpcReplyPort};
 use tokio::runtime::Runtime;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 
 // ===== the machine =====
 
 #[path = "../../../agent-fsm/benches/support/ping_pong.rs"]
 mod ping_pong;
 
-use ping_pong::{Action, PingPong, State, Tick, let_every_task_run, rss_bytes, time_rounds};
-
-/// The machine's total and state name, read back to check a variant.
-type Snapshot = (u64, &'static str);
-
-impl PingPong {
-    /// What the checks compare.
-    fn snapshot(&self) -> Snapshot {
-        (*self.context(), self.state().name())
-    }
-}
-
-// ===== the baseline: a bare mpsc actor =====
-
-/// A message to the bare actor.
-enum Msg {
-    /// One-way event.
-    Event(Tick),
-    /// Event whose action name is sent back.
-    Call(Tick, oneshot::Sender<&'static str>),
-    /// Answered once every earlier message is handled.
-    Flush(oneshot::Sender<()>),
-    /// Reads the machine back, for the checks only.
-    Inspect(oneshot::Sender<Snapshot>),
-}
-
-/// A handle to a bare actor: every send is `send(..).await`.
-#[derive(Clone)]
-struct Bare(mpsc::Sender<Msg>);
-
-/// Starts a bare actor with the same inbox capacity as the executor's.
-fn bare_spawn() -> Bare {
-    let (tx, mut rx) = mpsc::channel(32);
-    tokio::spawn(async move {
-        let mut machine = PingPong::default();
-        while let Some(msg) = rx.recv().await {
-            match msg {
-                Msg::Event(event) => {
-                    black_box(machine.handle_event(event));
-                }
-                Msg::Call(event, reply) => {
-                    let action = machine.handle_event(event);
-                    let _ = reply.send(action.name());
-                }
-                Msg::Flush(reply) => {
-                    let _ = reply.send(());
-                }
-                Msg::Inspect(reply) => {
-                    let _ = reply.send(machine.snapshot());
-                }
-            }
-        }
-    });
-    Bare(tx)
-}
-
-impl Bare {
-    /// Sends one message, waiting for room in the inbox.
-    async fn send(&self, msg: Msg) {
-        self.0.send(msg).await.unwrap();
-    }
-
-    /// Sends `msg_for(reply)` and waits for the reply.
-    async fn request<R>(&self, msg_for: impl FnOnce(oneshot::Sender<R>) -> Msg) -> R {
-        let (tx, rx) = oneshot::channel();
-        self.send(msg_for(tx)).await;
-        rx.await.unwrap()
-    }
-}
+use ping_pong::{
+    Action, Bare, PingPong, Snapshot, State, Tick, bare_spawn, let_every_task_run, rss_bytes, time_rounds,
+};
 
 // ===== the executor =====
 
@@ -470,7 +404,7 @@ impl Kind {
     /// Starts one agent; must run inside a tokio runtime.
     async fn spawn(self) -> Agent {
         match self {
-            Self::BareActor => Agent::Bare(bare_spawn()),
+            Self::BareActor => Agent::Bare(bare_spawn::<false>()),
             Self::Executor => Agent::Executor(runtime::spawn(PingPong::default(), (), CONFIG.clone())),
             Self::ExecutorObserver => Agent::Executor(runtime::spawn(PingPong::default(), (), OBSERVED_CONFIG.clone())),
             Self::ExecutorWatch => Agent::Executor(runtime::spawn(PingPong::default(), (), WATCHED_CONFIG.clone())),
@@ -504,12 +438,7 @@ impl Agent {
     /// Sends `n` events one way, then waits until all are handled.
     async fn fire(&self, n: u64) {
         match self {
-            Self::Bare(bare) => {
-                for i in 0..n {
-                    bare.send(Msg::Event(Tick(i))).await;
-                }
-                bare.request(Msg::Flush).await;
-            }
+            Self::Bare(bare) => bare.fire(n).await,
             Self::Executor(handle) => {
                 for i in 0..n {
                     handle.send(Tick(i)).await.unwrap();
@@ -536,11 +465,7 @@ impl Agent {
     async fn calls(&self, n: u64) -> &'static str {
         let mut last = "";
         match self {
-            Self::Bare(bare) => {
-                for i in 0..n {
-                    last = black_box(bare.request(|reply| Msg::Call(Tick(i), reply)).await);
-                }
-            }
+            Self::Bare(bare) => last = bare.calls(n).await,
             Self::Executor(handle) => {
                 for i in 0..n {
                     last = black_box(handle.call(Tick(i)).await.unwrap()).action;
@@ -569,7 +494,7 @@ impl Agent {
     /// total and state.
     async fn finish(self) -> Snapshot {
         match self {
-            Self::Bare(bare) => bare.request(Msg::Inspect).await,
+            Self::Bare(bare) => bare.inspect().await,
             Self::Executor(handle) => handle.inspect(PingPong::snapshot).await.unwrap(),
             Self::Ractor(actor) => actor.call(RactorMsg::Inspect).await,
             Self::Kameo(actor) => actor.ask(KameoInspect).await.unwrap(),
