@@ -26,6 +26,14 @@ fn start(script: &Scripted, config: runtime::ExecutorConfig<Agent>) -> MachineHa
     runtime::spawn(Agent::new(3), script.clone(), config)
 }
 
+/// Why the worker failed; panics if it finished without failing.
+async fn failure(handle: &MachineHandle<Agent, String>) -> Arc<WorkerError> {
+    match handle.wait_finished().await {
+        Err(RequestError::Failed(cause)) => cause,
+        other => panic!("expected the worker to fail, got {other:?}"),
+    }
+}
+
 async fn event_log(handle: &MachineHandle<Agent, String>) -> Vec<Event> {
     let history = handle.history().await.unwrap();
     history.events().unwrap().iter().map(|r| r.event.clone()).collect()
@@ -169,10 +177,9 @@ async fn a_panicking_observer_fails_its_agent() {
     }
     let handle = start(&Scripted::new([Reply::text(&["x"])]), config().observer(|| Broken));
     handle.send(input("go")).await.unwrap();
-    let err = handle.wait_finished().await.unwrap_err();
-    let RequestError::Failed(cause) = &err else { panic!("expected Failed, got {err:?}") };
+    let cause = failure(&handle).await;
     assert!(
-        matches!(&**cause, WorkerError::MachinePanicked { event: "UserInput", message } if message == "observer is broken"),
+        matches!(&*cause, WorkerError::MachinePanicked { event: "UserInput", message } if message == "observer is broken"),
         "{cause:?}"
     );
 }
@@ -187,10 +194,9 @@ async fn a_panicking_observer_constructor_fails_the_agent_at_start() {
             panic!("no observer today");
         }),
     );
-    let err = handle.wait_finished().await.unwrap_err();
-    let RequestError::Failed(cause) = &err else { panic!("expected Failed, got {err:?}") };
+    let cause = failure(&handle).await;
     assert!(
-        matches!(&**cause, WorkerError::ConfigPanicked { callback: "observer", message } if message == "no observer today"),
+        matches!(&*cause, WorkerError::ConfigPanicked { callback: "observer", message } if message == "no observer today"),
         "{cause:?}"
     );
 }
