@@ -21,7 +21,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{FieldPat, Ident, Member, Pat, Token};
+use syn::{Expr, FieldPat, Ident, Member, Pat, Token};
 
 /// Paths and names shared by every arm.
 pub(crate) struct Names<'a> {
@@ -76,7 +76,9 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         let v = &model.states[s].ident;
         let name = v.to_string();
         let rest = catch_all(quote!(__Some(#name)), quote!(__event));
-        let others = catch_all(quote!(__s.as_ref().map(#state::name)), quote!(event));
+        // No argument but the two references already at hand: constants
+        // passed here would be set up on the hot path, before the compare.
+        let others = quote!(return Self::__unhandled_single::<#e, _>(__observer, __s));
         quote! {
             #event::#ev { .. } => match *__s {
                 __Some(#state::#v { .. }) => match event {
@@ -141,6 +143,18 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         ) -> #action {
             __observer.on_unhandled(&::agent_fsm::__private::unhandled(Self::__description(), state, event));
             Self::__fallback()
+        }
+
+        /// [`__unhandled`](Self::__unhandled) for event `E` (an index into
+        /// `DESCRIPTION.events`), which one state takes, in any other state
+        /// or a poisoned machine.
+        #[cold]
+        #[inline(never)]
+        fn __unhandled_single<const E: usize, __O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __observer: &mut __O,
+            state: &::core::option::Option<#state>,
+        ) -> #action {
+            Self::__unhandled(__observer, state.as_ref().map(#state::name), Self::__description().events[E])
         }
 
         /// Feeds one event, reporting every hop and every refused event to
@@ -300,6 +314,20 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             quote!(let __Some(#pat) = __s else { return Self::__fallback() };)
         });
         let action = row.action.as_ref().map_or_else(|| quote!(Self::__fallback()), |(_, c)| ctor(n.action, c, &[]));
+        // An action built only from bindings and literals cannot panic, so
+        // reporting the hop before building it is unobservable, and lets
+        // the action be built straight where the caller receives it.
+        if row.action.as_ref().is_some_and(|(_, c)| cannot_panic(c)) {
+            return quote! {
+                #event_pat #check => {
+                    #rebind
+                    #ctx_in_body
+                    #effects
+                    Self::__hop(__observer, #flat);
+                    return #action;
+                }
+            };
+        }
         return quote! {
             #event_pat #check => {
                 #rebind
@@ -389,6 +417,21 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             *__s = __Some(#target_expr);
             #tail
         }
+    }
+}
+
+/// Whether building `c` runs no code of the user's: every payload is a
+/// plain name (a binding or a constant) or a literal.
+fn cannot_panic(c: &Ctor) -> bool {
+    let plain = |e: &Expr| match e {
+        Expr::Path(p) => p.qself.is_none() && p.path.segments.len() == 1,
+        Expr::Lit(_) => true,
+        _ => false,
+    };
+    match &c.init {
+        Init::Unit => true,
+        Init::Named(_, fields) => fields.iter().all(|f| plain(&f.expr)),
+        Init::Unnamed(_, exprs) => exprs.iter().all(plain),
     }
 }
 

@@ -369,6 +369,21 @@ stateDiagram-v2
                 );
             Self::__fallback()
         }
+        /// [`__unhandled`](Self::__unhandled) for event `E` (an index into
+        /// `DESCRIPTION.events`), which one state takes, in any other state
+        /// or a poisoned machine.
+        #[cold]
+        #[inline(never)]
+        fn __unhandled_single<
+            const E: usize,
+            __O: ::agent_fsm::Observer + ?::core::marker::Sized,
+        >(__observer: &mut __O, state: &::core::option::Option<State>) -> Action {
+            Self::__unhandled(
+                __observer,
+                state.as_ref().map(State::name),
+                Self::__description().events[E],
+            )
+        }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
         #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
@@ -412,11 +427,7 @@ stateDiagram-v2
                             }
                         }
                         _ => {
-                            return Self::__unhandled(
-                                __observer,
-                                __s.as_ref().map(State::name),
-                                event.name(),
-                            );
+                            return Self::__unhandled_single::<0usize, _>(__observer, __s);
                         }
                     }
                 }
@@ -425,9 +436,8 @@ stateDiagram-v2
                         __Some(State::Calling { .. }) => {
                             match event {
                                 Event::Delta(text) => {
-                                    let __action: Action = Action::Show(text);
                                     Self::__hop(__observer, 1usize);
-                                    return __action;
+                                    return Action::Show(text);
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -440,11 +450,7 @@ stateDiagram-v2
                             }
                         }
                         _ => {
-                            return Self::__unhandled(
-                                __observer,
-                                __s.as_ref().map(State::name),
-                                event.name(),
-                            );
+                            return Self::__unhandled_single::<1usize, _>(__observer, __s);
                         }
                     }
                 }
@@ -471,11 +477,7 @@ stateDiagram-v2
                             }
                         }
                         _ => {
-                            return Self::__unhandled(
-                                __observer,
-                                __s.as_ref().map(State::name),
-                                event.name(),
-                            );
+                            return Self::__unhandled_single::<2usize, _>(__observer, __s);
                         }
                     }
                 }
@@ -524,11 +526,7 @@ stateDiagram-v2
                             }
                         }
                         _ => {
-                            return Self::__unhandled(
-                                __observer,
-                                __s.as_ref().map(State::name),
-                                event.name(),
-                            );
+                            return Self::__unhandled_single::<3usize, _>(__observer, __s);
                         }
                     }
                 }
@@ -576,9 +574,8 @@ stateDiagram-v2
                         __Some(State::Stopped { .. }) => {
                             match event {
                                 Event::Stop => {
-                                    let __action: Action = Action::Halt;
                                     Self::__hop(__observer, 9usize);
-                                    return __action;
+                                    return Action::Halt;
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {

@@ -267,6 +267,21 @@ stateDiagram-v2
                 );
             Self::__fallback()
         }
+        /// [`__unhandled`](Self::__unhandled) for event `E` (an index into
+        /// `DESCRIPTION.events`), which one state takes, in any other state
+        /// or a poisoned machine.
+        #[cold]
+        #[inline(never)]
+        fn __unhandled_single<
+            const E: usize,
+            __O: ::agent_fsm::Observer + ?::core::marker::Sized,
+        >(__observer: &mut __O, state: &::core::option::Option<State>) -> Action {
+            Self::__unhandled(
+                __observer,
+                state.as_ref().map(State::name),
+                Self::__description().events[E],
+            )
+        }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
         #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
@@ -304,11 +319,7 @@ stateDiagram-v2
                             }
                         }
                         _ => {
-                            return Self::__unhandled(
-                                __observer,
-                                __s.as_ref().map(State::name),
-                                event.name(),
-                            );
+                            return Self::__unhandled_single::<0usize, _>(__observer, __s);
                         }
                     }
                 }
@@ -334,11 +345,7 @@ stateDiagram-v2
                             }
                         }
                         _ => {
-                            return Self::__unhandled(
-                                __observer,
-                                __s.as_ref().map(State::name),
-                                event.name(),
-                            );
+                            return Self::__unhandled_single::<1usize, _>(__observer, __s);
                         }
                     }
                 }
@@ -355,9 +362,8 @@ stateDiagram-v2
                                         __guard
                                     }
                                 } => {
-                                    let __action: Action = Action::Answer(times);
                                     Self::__hop(__observer, 1usize);
-                                    return __action;
+                                    return Action::Answer(times);
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -370,11 +376,7 @@ stateDiagram-v2
                             }
                         }
                         _ => {
-                            return Self::__unhandled(
-                                __observer,
-                                __s.as_ref().map(State::name),
-                                event.name(),
-                            );
+                            return Self::__unhandled_single::<2usize, _>(__observer, __s);
                         }
                     }
                 }

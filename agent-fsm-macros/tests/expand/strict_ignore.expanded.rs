@@ -281,6 +281,21 @@ stateDiagram-v2
                 );
             Self::__fallback()
         }
+        /// [`__unhandled`](Self::__unhandled) for event `E` (an index into
+        /// `DESCRIPTION.events`), which one state takes, in any other state
+        /// or a poisoned machine.
+        #[cold]
+        #[inline(never)]
+        fn __unhandled_single<
+            const E: usize,
+            __O: ::agent_fsm::Observer + ?::core::marker::Sized,
+        >(__observer: &mut __O, state: &::core::option::Option<State>) -> Action {
+            Self::__unhandled(
+                __observer,
+                state.as_ref().map(State::name),
+                Self::__description().events[E],
+            )
+        }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
         #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
@@ -318,11 +333,7 @@ stateDiagram-v2
                             }
                         }
                         _ => {
-                            return Self::__unhandled(
-                                __observer,
-                                __s.as_ref().map(State::name),
-                                event.name(),
-                            );
+                            return Self::__unhandled_single::<2usize, _>(__observer, __s);
                         }
                     }
                 }
