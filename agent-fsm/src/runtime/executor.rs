@@ -309,7 +309,7 @@ where
         // through tokio's cooperative budget; the eighth goes through
         // `poll_recv`, which spends budget (so a flooded worker still yields
         // to its neighbours) and registers the worker when the inbox is empty.
-        let next = if self.steps % 8 != 0
+        let next = if !self.steps.is_multiple_of(8)
             && let Ok(envelope) = self.inbox.try_recv()
         {
             Poll::Ready(Some(envelope))
