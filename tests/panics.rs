@@ -69,6 +69,10 @@ pub mod rig {
         Poke,
         /// `Kept` to `Empty`.
         Reset,
+        /// `Full` in place, with an action whose payload runs row code.
+        Count,
+        /// `Full` in place, with an action built from a literal.
+        Ping,
     }
 
     /// Actions.
@@ -79,6 +83,8 @@ pub mod rig {
         Nothing,
         /// A row fired.
         Moved,
+        /// What `Count` counted.
+        Counted(usize),
     }
 
     /// The context.
@@ -90,6 +96,16 @@ pub mod rig {
         Full { keep } + Take => { ctx.log.lock().unwrap().push("effects".into()); } Kept { keep } / Moved,
         Full + Poke => { if ctx.fail { panic!("row code failed") } } Full / Moved,
         Kept + Reset => Empty / Nothing,
+        Full + Count => Full / Counted(ctx.count()),
+        Full + Ping => Full / Counted(1),
+    }
+}
+
+impl Rig {
+    /// Row code in an action's payload: panics when the rig fails.
+    fn count(&self) -> usize {
+        assert!(!self.fail, "payload code failed");
+        self.log.lock().unwrap().len()
     }
 }
 
@@ -142,4 +158,25 @@ fn a_moving_row_drops_the_fields_it_does_not_use_before_its_code_runs() {
     assert!(matches!(machine.state(), rig::State::Kept { keep } if keep.name == "keep"));
     assert_eq!(machine.handle_event(Event::Reset), Action::Nothing);
     assert_eq!(entries(&log), ["drop other", "effects", "drop keep"]);
+}
+
+#[test]
+fn a_hop_is_reported_only_once_the_rows_code_has_run() {
+    // The action's payload calls row code that panics: no hop is reported.
+    let (mut machine, _log) = rig(true);
+    let mut recorder = agent_fsm::Recorder::default();
+    let outcome = catch_unwind(AssertUnwindSafe(|| machine.handle_event_with(Event::Count, &mut recorder)));
+    assert!(outcome.is_err(), "the payload's code panicked");
+    assert!(recorder.hops().is_empty(), "a hop whose row failed was reported: {:?}", recorder.hops());
+    assert_eq!(machine.state().name(), "Full");
+
+    // The same rows, succeeding, report one hop each.
+    let (mut machine, _log) = rig(false);
+    let mut recorder = agent_fsm::Recorder::default();
+    assert_eq!(machine.handle_event_with(Event::Count, &mut recorder), Action::Counted(0));
+    assert_eq!(machine.handle_event_with(Event::Ping, &mut recorder), Action::Counted(1));
+    assert_eq!(
+        recorder.hops(),
+        [("Full", Some("Count"), "Full", Some("Counted")), ("Full", Some("Ping"), "Full", Some("Counted"))]
+    );
 }
