@@ -279,13 +279,19 @@ where
     /// flight) the inbox. `Ready(Some(reason))` asks the loop to stop.
     #[inline]
     fn poll_sources(&mut self, cx: &mut Context<'_>) -> Poll<Option<StopReason>> {
-        if let Some(extras) = &mut self.extras
-            && let Some(cancel) = &mut extras.cancel
-            && cancel.as_mut().poll(cx).is_ready()
-        {
-            extras.cancel = None;
-            return Poll::Ready(Some(StopReason::Shutdown));
-        }
+        // The rarely used parts, looked at once.
+        let waiting = match &mut self.extras {
+            Some(extras) => {
+                if let Some(cancel) = &mut extras.cancel
+                    && cancel.as_mut().poll(cx).is_ready()
+                {
+                    extras.cancel = None;
+                    return Poll::Ready(Some(StopReason::Shutdown));
+                }
+                !extras.waiters.is_empty()
+            }
+            None => false,
+        };
         if let Some(work) = &mut self.work
             && work.busy()
         {
@@ -302,7 +308,7 @@ where
                 return Poll::Pending;
             }
         }
-        if self.extras.as_ref().is_some_and(|e| !e.waiters.is_empty()) && self.inbox.is_empty() {
+        if waiting && self.inbox.is_empty() {
             self.answer_idle_waiters();
         }
         // Within a burst, seven events in eight are taken without a trip
@@ -477,9 +483,7 @@ where
                 return;
             }
         };
-        if let Some(history) = &mut self.history {
-            history.on_step(step);
-        }
+        recorder.history.on_step(step);
 
         if self.visit != visit_before {
             if let Some(work) = &mut self.work {
@@ -518,7 +522,9 @@ where
     }
 
     /// Hands `action` (named `name`) to the effects; with `discard`, any
-    /// work it schedules is dropped.
+    /// work it schedules is dropped. Inlined into both copies of
+    /// [`deliver_inline`](Self::deliver_inline), its only caller.
+    #[inline(always)]
     fn perform(&mut self, action: M::Action, name: &'static str, discard: bool) {
         self.notifier.publish(Topics::ACTIONS, || Notification::Action { name, performed: true });
         let settings = &*self.shared.settings;

@@ -127,28 +127,26 @@ impl<E> History<E> {
     /// `changed`: whether `hop.from != hop.to`, computed once by the caller.
     #[inline]
     pub(crate) fn on_hop(&mut self, hop: &Step, changed: bool, step: u64, now: Instant) {
-        self.steps = step;
         // Hops of one burst share `now`, so after the first change of state
         // in a burst the stay is empty: skip the clock arithmetic.
         let duration = if now == self.entered { Duration::ZERO } else { now.saturating_duration_since(self.entered) };
-        if self.capacity > 0 {
-            let record = TransitionRecord {
-                step,
-                from: hop.from,
-                event: hop.event,
-                to: hop.to,
-                action: hop.action,
-                row: hop.row,
-                start: self.entered,
-                duration,
-            };
-            if self.transitions.len() < self.capacity {
-                self.transitions.push(record);
-            } else if let Some(oldest) = self.transitions.get_mut(self.head) {
-                *oldest = record;
-                self.head = if self.head + 1 == self.transitions.len() { 0 } else { self.head + 1 };
-                self.evicted += 1;
-            }
+        let record = TransitionRecord {
+            step,
+            from: hop.from,
+            event: hop.event,
+            to: hop.to,
+            action: hop.action,
+            row: hop.row,
+            start: self.entered,
+            duration,
+        };
+        if self.transitions.len() < self.capacity {
+            self.transitions.push(record);
+        } else if let Some(oldest) = self.transitions.get_mut(self.head) {
+            // (With a capacity of 0 the log stays empty and this finds nothing.)
+            *oldest = record;
+            self.head = if self.head + 1 == self.transitions.len() { 0 } else { self.head + 1 };
+            self.evicted += 1;
         }
         if changed {
             let from = self.entry_mut(hop.from);
@@ -161,7 +159,7 @@ impl<E> History<E> {
         }
     }
 
-    /// Counts a delivered event that caused no hop (refused or unhandled).
+    /// Counts delivered event number `step`, after its hops (if any).
     pub(crate) fn on_step(&mut self, step: u64) {
         self.steps = step;
     }
