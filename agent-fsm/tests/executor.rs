@@ -656,6 +656,31 @@ async fn a_loop_of_sends_still_yields_to_other_tasks() {
     handle.shutdown().await.unwrap();
 }
 
+/// The worker takes most inbox events without spending tokio's budget, but
+/// not all: a worker with a flood of queued events still yields to the
+/// other tasks of its thread long before it has drained them.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_flooded_worker_still_yields_to_other_tasks() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const FLOOD: u64 = 4000;
+    let handle = runtime::spawn(Agent::new(3), (), config().inbox_capacity(5000));
+    // Queued before the worker first runs.
+    for _ in 0..FLOOD {
+        handle.try_send(Event::Interrupted).unwrap();
+    }
+    // Queued behind the worker: records how far the worker got before it
+    // yielded.
+    let seen = Arc::new(AtomicU64::new(u64::MAX));
+    let (probe_seen, probe_handle) = (Arc::clone(&seen), handle.clone());
+    let probe = tokio::spawn(async move { probe_seen.store(probe_handle.steps(), Ordering::SeqCst) });
+    probe.await.unwrap();
+    let seen = seen.load(Ordering::SeqCst);
+    assert!(seen > 0 && seen < FLOOD, "the other task ran after {seen} of {FLOOD} events");
+    handle.wait_idle().await.unwrap();
+    assert_eq!(handle.steps(), FLOOD);
+    handle.shutdown().await.unwrap();
+}
+
 #[test]
 fn a_worker_polled_outside_tokio_fails_with_no_runtime() {
     let (handle, worker) = runtime::pair(Agent::new(3), (), runtime::ExecutorConfig::new());
