@@ -814,3 +814,22 @@ fn same_name(a: &str, b: &str) -> bool {
         _ => a == b,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::same_name;
+
+    #[test]
+    fn names_are_the_same_by_content_whatever_their_address() {
+        // Separate buffers, so that no pointer match settles it.
+        let owned = |s: &str| s.to_owned();
+        let (ping, ping2, pong, pings) = (owned("Ping"), owned("Ping"), owned("Pong"), owned("Pings"));
+        assert!(same_name(&ping, &ping2), "equal bytes at different addresses");
+        assert!(same_name(&ping, &ping), "the same name");
+        assert!(!same_name(&ping, &pong), "same length and first byte, different later");
+        assert!(!same_name(&ping, "Xing"), "different first byte");
+        assert!(!same_name(&ping, &pings), "a prefix");
+        assert!(!same_name(&pings[..4], &pings), "a prefix at the same address");
+        assert!(same_name("", &owned("")), "empty names");
+    }
+}
