@@ -48,7 +48,7 @@ use std::hint::black_box;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, Topics};
 use agent_fsm::{Observer, StateMachine, Step};
@@ -58,7 +58,7 @@ use tokio::runtime::Runtime;
 #[path = "support/ping_pong.rs"]
 mod ping_pong;
 
-use ping_pong::{Bare, PingPong, Tick, bare_spawn, let_every_task_run, rss_bytes, time_rounds};
+use ping_pong::{Bare, PingPong, Tick, bare_spawn, let_every_task_run, rss_bytes, time_concurrent_rounds, time_rounds};
 
 // ===== the executor =====
 
@@ -238,24 +238,7 @@ fn throughput(c: &mut Criterion) {
     for (variant, spawn) in VARIANTS {
         let handles: Vec<Handle> = rt.block_on(async { (0..AGENTS).map(|_| spawn()).collect() });
         group.bench_function(variant, |b| {
-            b.iter_custom(|iters| {
-                rt.block_on(async {
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        let drivers: Vec<_> = handles
-                            .iter()
-                            .map(|handle| {
-                                let handle = handle.clone();
-                                tokio::spawn(async move { executor_fire(&handle, EVENTS).await })
-                            })
-                            .collect();
-                        for driver in drivers {
-                            driver.await.unwrap();
-                        }
-                    }
-                    start.elapsed()
-                })
-            });
+            time_concurrent_rounds(b, &rt, &handles, |handle| async move { executor_fire(&handle, EVENTS).await });
         });
         // Dropping the handles stops the workers (and their subscribers).
         drop(handles);
@@ -272,26 +255,8 @@ fn throughput_bare<const TRY_FIRST: bool>(
     events: u64,
 ) {
     let bares: Vec<Bare<TRY_FIRST>> = rt.block_on(async { (0..agents).map(|_| bare_spawn()).collect() });
-    group.bench_function(name, |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let start = Instant::now();
-                for _ in 0..iters {
-                    let drivers: Vec<_> = bares
-                        .iter()
-                        .map(|bare| {
-                            let bare = bare.clone();
-                            tokio::spawn(async move { bare.fire(events).await })
-                        })
-                        .collect();
-                    for driver in drivers {
-                        driver.await.unwrap();
-                    }
-                }
-                start.elapsed()
-            })
-        });
-    });
+    group
+        .bench_function(name, |b| time_concurrent_rounds(b, rt, &bares, |bare| async move { bare.fire(events).await }));
 }
 
 // ===== memory per idle agent =====

@@ -1,7 +1,7 @@
 //! The two-state machine both executor benchmarks drive (this crate's
 //! `executor.rs` and the peer comparison in `benches/peers/`), the bare
 //! tokio actor they both measure against, and the helpers they share:
-//! timing rounds inside one `block_on`, and reading the resident set size
+//! timing rounds inside one `block_on` (one driver or one per agent), and reading the resident set size
 //! for the memory-per-agent figures. Included with `#[path]` by each bench,
 //! so both measure the very same code.
 
@@ -270,6 +270,23 @@ pub(crate) fn time_rounds<F: Future<Output = ()>>(
             }
             start.elapsed()
         })
+    });
+}
+
+/// [`time_rounds`] for the throughput benches: in each round every agent
+/// gets a driver task of its own, running `drive` on its own clone of the
+/// agent, and the round ends when all of them have finished.
+pub(crate) fn time_concurrent_rounds<A, F, Fut>(b: &mut criterion::Bencher<'_>, rt: &Runtime, agents: &[A], drive: F)
+where
+    A: Clone,
+    F: Fn(A) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    time_rounds(b, rt, || async {
+        let drivers: Vec<_> = agents.iter().map(|agent| tokio::spawn(drive(agent.clone()))).collect();
+        for driver in drivers {
+            driver.await.unwrap();
+        }
     });
 }
 

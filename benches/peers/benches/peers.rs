@@ -65,7 +65,7 @@ use std::hint::black_box;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, Topics};
 use agent_fsm::{Named, Observer, StateMachine, Step};
@@ -83,7 +83,8 @@ use tokio::sync::watch;
 mod ping_pong;
 
 use ping_pong::{
-    Action, Bare, PingPong, Snapshot, State, Tick, bare_spawn, let_every_task_run, rss_bytes, time_rounds,
+    Action, Bare, PingPong, Snapshot, State, Tick, bare_spawn, let_every_task_run, rss_bytes, time_concurrent_rounds,
+    time_rounds,
 };
 
 // ===== the executor =====
@@ -609,24 +610,7 @@ fn throughput_one(group: &mut BenchmarkGroup<'_, WallTime>, rt: &Runtime, kind: 
         agents
     });
     group.bench_function(kind.name(), |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let start = Instant::now();
-                for _ in 0..iters {
-                    let drivers: Vec<_> = agents
-                        .iter()
-                        .map(|agent| {
-                            let agent = Arc::clone(agent);
-                            tokio::spawn(async move { agent.fire(EVENTS).await })
-                        })
-                        .collect();
-                    for driver in drivers {
-                        driver.await.unwrap();
-                    }
-                }
-                start.elapsed()
-            })
-        });
+        time_concurrent_rounds(b, rt, &agents, |agent| async move { agent.fire(EVENTS).await });
     });
     // Dropping the agents stops them (and their subscribers), so that the
     // next variant runs on a quiet runtime.
