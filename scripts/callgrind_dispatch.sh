@@ -30,26 +30,10 @@ DISPATCH_CALLGRIND=gen-a DISPATCH_REPS=1 "$bin" 2>&1 >/dev/null | sed 's/^/check
 
 out=$(mktemp -d /tmp/callgrind_dispatch.XXXXXX)
 count() { # <gen|hand> <trace> -> "total_Ir dispatch_self_Ir events"
-    local which=$1 trace=$2 events file
-    events=$(DISPATCH_VERIFY=0 DISPATCH_REPS=$reps DISPATCH_CALLGRIND="$which-$trace" \
-        valgrind --tool=callgrind --callgrind-out-file="$out/cg.$which-$trace.%p" \
-        --toggle-collect="*run_$which*" "$bin" 2>"$out/log.$which-$trace" | sed -n 's/^events=//p')
-    file=$(ls "$out"/cg."$which-$trace".*)
-    callgrind_annotate --inclusive=no --threshold=100 "$file" 2>/dev/null |
-        python3 -c '
-import re, sys
-total = disp = 0
-for line in sys.stdin:
-    m = re.match(r"\s*([\d,]+)\s+(\(\s*[\d.]+%\)\s+)?(.*)$", line)
-    if not m:
-        continue
-    n, what = int(m.group(1).replace(",", "")), m.group(3)
-    if "PROGRAM TOTALS" in what:
-        total = n
-    elif re.search(r"run_(gen|hand)\b|Loom::handle_event|Loom::__settle|HandLoom::", what):
-        disp += n
-print(total, disp, sys.argv[1])
-' "$events"
+    local which=$1 trace=$2
+    DISPATCH_VERIFY=0 DISPATCH_REPS=$reps DISPATCH_CALLGRIND="$which-$trace" \
+        scripts/callgrind_count.sh "$out" "$which-$trace" "*run_$which*" \
+        'run_(gen|hand)\b|Loom::handle_event|Loom::__settle|HandLoom::' "$bin"
 }
 
 printf '%-10s %7s | %9s %9s %8s | %8s %8s %8s\n' \

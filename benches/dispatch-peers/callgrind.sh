@@ -26,21 +26,10 @@ PEERS_DISPATCH_CALLGRIND=hand-a DISPATCH_REPS=1 "$bin" 2>&1 >/dev/null | sed 's/
 
 out=$(mktemp -d /tmp/callgrind_dispatch_peers.XXXXXX)
 count() { # <machine> <trace> -> "total_Ir events"
-    local which=$1 trace=$2 events file
-    events=$(PEERS_DISPATCH_VERIFY=0 DISPATCH_REPS=$reps PEERS_DISPATCH_CALLGRIND="$which-$trace" \
-        valgrind --tool=callgrind --callgrind-out-file="$out/cg.$which-$trace.%p" \
-        --toggle-collect="*run_$which*" "$bin" 2>"$out/log.$which-$trace" | sed -n 's/^events=//p')
-    file=$(ls "$out"/cg."$which-$trace".*)
-    callgrind_annotate --inclusive=no --threshold=100 "$file" 2>/dev/null |
-        python3 -c '
-import re, sys
-total = 0
-for line in sys.stdin:
-    m = re.match(r"\s*([\d,]+)\s+(\(\s*[\d.]+%\)\s+)?.*PROGRAM TOTALS", line)
-    if m:
-        total = int(m.group(1).replace(",", ""))
-print(total, sys.argv[1])
-' "$events"
+    local which=$1 trace=$2 total events
+    read -r total _ events < <(PEERS_DISPATCH_VERIFY=0 DISPATCH_REPS=$reps PEERS_DISPATCH_CALLGRIND="$which-$trace" \
+        ../../scripts/callgrind_count.sh "$out" "$which-$trace" "*run_$which*" "" "$bin")
+    echo "$total $events"
 }
 
 results="$out/results"
