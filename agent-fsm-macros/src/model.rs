@@ -853,6 +853,11 @@ impl Uses {
         }
     }
 
+    /// Adds the names `other` holds.
+    pub(crate) fn extend(&mut self, other: &Uses) {
+        self.0.extend(other.0.iter().cloned());
+    }
+
     /// Whether the code names `name`.
     pub(crate) fn has(&self, name: &Ident) -> bool {
         self.0.contains(&name.to_string())
@@ -866,26 +871,6 @@ fn captured(text: &str) -> impl Iterator<Item = String> + '_ {
         let name = &rest[..end];
         (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then(|| name.to_owned())
     })
-}
-
-/// Every token a row's code is written with (guard, effects, payloads), to
-/// find which carried fields it uses.
-pub(crate) fn row_code(row: &RowModel) -> TokenStream {
-    let mut ts = TokenStream::new();
-    if let Some(g) = &row.guard {
-        g.to_tokens(&mut ts);
-    }
-    if let Some(e) = &row.effects {
-        e.to_tokens(&mut ts);
-    }
-    ctor_code(&row.target_ctor).to_tokens(&mut ts);
-    if let Some((_, a)) = &row.action {
-        ctor_code(a).to_tokens(&mut ts);
-    }
-    if let Some(p) = &row.source_pat {
-        p.to_tokens(&mut ts);
-    }
-    ts
 }
 
 /// The code a constructor's payload runs: field values and shorthand

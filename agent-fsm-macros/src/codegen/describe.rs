@@ -42,11 +42,9 @@ pub(crate) fn guard_text(row: &RowModel) -> Option<String> {
 /// Rows are short calls that name states, events and actions by index
 /// (`__r(0, 3, __N, 1, 2, 0)`); a struct literal per row made the constant
 /// a third of a big table's expansion.
-pub(crate) fn description(model: &Model, layout: &Layout) -> TokenStream {
+pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> TokenStream {
     use proc_macro2::Literal;
     let name = model.machine.to_string();
-    let index = |i: usize| Literal::usize_unsuffixed(i);
-    let none = || quote!(__X);
     let states = model.states.iter().map(|s| {
         let n = s.ident.to_string();
         let flags = Literal::u8_unsuffixed(
@@ -58,12 +56,17 @@ pub(crate) fn description(model: &Model, layout: &Layout) -> TokenStream {
     });
     let events = model.events.iter().map(|e| e.ident.to_string());
     let actions = model.actions.iter().map(|a| a.ident.to_string());
+    let index = |i: usize| Literal::usize_unsuffixed(i);
+    let none = || quote!(__X);
     let rows = layout.entries.iter().map(|&(r, s)| {
         let row = &model.rows[r];
         let from = index(s);
         let to = index(row.target);
         let event = row.event.as_ref().map_or_else(none, |(e, _)| index(*e).into_token_stream());
-        let guard = opt(guard_text(row));
+        let guard = match guard_text(row) {
+            Some(text) => quote!(__S(#text)),
+            None => quote!(__N),
+        };
         let action = row.action.as_ref().map_or_else(none, |(a, _)| index(*a).into_token_stream());
         let flags = Literal::u8_unsuffixed(u8::from(model.in_place(row, s)) | (u8::from(row.any) << 1));
         quote!(__r(#from, #event, #guard, #to, #action, #flags))
@@ -76,7 +79,6 @@ pub(crate) fn description(model: &Model, layout: &Layout) -> TokenStream {
         })
     });
     let fallback = model.fallback.as_ref().map(|(a, _)| model.actions[*a].ident.to_string()).unwrap_or_default();
-    let mermaid = mermaid(model, layout);
     quote! {
         /// The table: states, events, actions, rows (any-state rows expanded
         /// per state) and the Mermaid diagram.
@@ -111,13 +113,6 @@ pub(crate) fn description(model: &Model, layout: &Layout) -> TokenStream {
                 mermaid: #mermaid,
             }
         };
-    }
-}
-
-fn opt(s: Option<String>) -> TokenStream {
-    match s {
-        Some(s) => quote!(__S(#s)),
-        None => quote!(__N),
     }
 }
 
@@ -164,7 +159,7 @@ fn sanitize(text: &str) -> String {
 
 /// The machine type's rustdoc: summary, the diagram rendered by Mermaid in
 /// the browser (the text stays readable without JavaScript).
-pub(crate) fn machine_docs(model: &Model, layout: &Layout) -> TokenStream {
+pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> TokenStream {
     let states = model.states.len();
     let events = model.events.len();
     let rows = layout.entries.len();
@@ -174,7 +169,7 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout) -> TokenStream {
     let summary = format!(
         "The state machine generated from this module's table: {states} states ([`{state}`]), {events} events ([`{event}`]), {rows} rows, returning [`{action}`]."
     );
-    let html = mermaid(model, layout).replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let html = mermaid.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     let diagram = format!(
         "<pre class=\"mermaid\">\n{html}</pre>\n<script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs\"; mermaid.initialize({{ startOnLoad: true }});</script>\n"
     );

@@ -15,12 +15,11 @@
 //! that waits for events.
 
 use crate::codegen::describe::Layout;
-use crate::model::{Model, RowModel, Uses, bindings, irrefutable_below, row_code};
+use crate::model::{Model, RowModel, Uses, bindings, irrefutable_below};
 use crate::parse::{Ctor, Init};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::punctuated::Punctuated;
-use syn::spanned::Spanned;
 use syn::{Expr, FieldPat, Ident, Member, Pat, Token};
 
 /// Paths and names shared by every arm.
@@ -234,13 +233,11 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let eventless = row.event.is_none();
     // Names the row's code uses are bound with the row's span (hygiene).
     let here = |name: &Ident| Ident::new(&name.to_string(), row.span);
-    let code = Uses::of(row_code(row));
-    let carried_used: Vec<(&Ident, Ident)> = if src.carries {
-        model.carried.iter().filter_map(|f| f.ident.as_ref()).filter(|c| code.has(c)).map(|c| (c, here(c))).collect()
-    } else {
-        Vec::new()
-    };
-    let ctx = Ident::new("ctx", row.span);
+    // The guard is printed once: its tokens go into the arm and tell which
+    // names it uses. Printing a `syn` tree is the costly part of a row's
+    // expansion in a debug build, where proc macros run unoptimized.
+    let guard_tokens = row.guard.as_ref().map(quote::ToTokens::to_token_stream);
+    let guard_uses = guard_tokens.clone().map(Uses::of).unwrap_or_default();
     let body_code = {
         let mut ts = TokenStream::new();
         if let Some(e) = &row.effects {
@@ -252,6 +249,19 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         }
         Uses::of(ts)
     };
+    // Every name the row's code uses: guard, effects, payloads, pattern.
+    let mut code = Uses::default();
+    code.extend(&guard_uses);
+    code.extend(&body_code);
+    if let Some(p) = &row.source_pat {
+        code.add(quote::ToTokens::to_token_stream(p));
+    }
+    let carried_used: Vec<(&Ident, Ident)> = if src.carries {
+        model.carried.iter().filter_map(|f| f.ident.as_ref()).filter(|c| code.has(c)).map(|c| (c, here(c))).collect()
+    } else {
+        Vec::new()
+    };
+    let ctx = Ident::new("ctx", row.span);
     let ctx_in_body = body_code.has(&ctx).then(|| quote!(let #ctx = &mut *__ctx;));
     let event_pat = row.event.as_ref().map(|(_, p)| prefix_pat(p, n.event));
     let mut event_bindings = Vec::new();
@@ -269,13 +279,15 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         });
         quote!(#(#stmts)*)
     });
-    let guard = row.guard.as_ref().map(|g| {
-        quote_spanned! {g.span()=> {
+    let guard = guard_tokens.map(|g| {
+        // The first token's span: what `Spanned::span` gives on stable,
+        // without printing the guard again to find it.
+        let span = g.clone().into_iter().next().map_or_else(Span::call_site, |t| t.span());
+        quote_spanned! {span=> {
             let __guard: bool = #g;
             __guard
         }}
     });
-    let guard_uses = row.guard.as_ref().map(|g| Uses::of(quote::ToTokens::to_token_stream(g))).unwrap_or_default();
     let mut event_shadows =
         event_bindings.iter().filter(|b| guard_uses.has(b)).map(|b| quote!(let #b = &#b;)).collect::<Vec<_>>();
     if guard_uses.has(&ctx) {
@@ -545,7 +557,7 @@ fn state_pattern(
     match user {
         Some(Pat::Struct(p)) => {
             let mut p = p.clone();
-            p.path = syn::parse_quote_spanned!(p.path.span()=> #state::#variant);
+            p.path = enum_path(state, variant, &p.path);
             for (c, binding) in carried {
                 if !p.fields.iter().any(|f| matches!(&f.member, Member::Named(m) if m == *c)) {
                     p.fields.push(field_pat(c, binding, by_move));
@@ -561,7 +573,7 @@ fn state_pattern(
         }
         Some(Pat::TupleStruct(p)) => {
             let mut p = p.clone();
-            p.path = syn::parse_quote_spanned!(p.path.span()=> #state::#variant);
+            p.path = enum_path(state, variant, &p.path);
             quote!(#p)
         }
         _ => {
@@ -572,9 +584,37 @@ fn state_pattern(
     }
 }
 
+/// `State::Variant` in place of the user's `path`, with the `::` spanned
+/// at the path's first token. Built directly rather than parsed from
+/// tokens: this runs for many rows, in code debug builds do not optimize.
+fn enum_path(state: &Ident, variant: &Ident, path: &syn::Path) -> syn::Path {
+    let span = first_span(path);
+    let mut segments = Punctuated::new();
+    segments.push_value(syn::PathSegment::from(state.clone()));
+    segments.push_punct(Token![::](span));
+    segments.push_value(syn::PathSegment::from(variant.clone()));
+    syn::Path { leading_colon: None, segments }
+}
+
+/// The span of a path's first token: what `Spanned::span` gives on stable,
+/// without printing the path to find it.
+fn first_span(path: &syn::Path) -> Span {
+    match (&path.leading_colon, path.segments.first()) {
+        (Some(colon), _) => colon.spans[0],
+        (None, Some(first)) => first.ident.span(),
+        (None, None) => Span::call_site(),
+    }
+}
+
 /// `member: binding`, the binding spelled with the row's span.
 fn field_pat(member: &Ident, binding: &Ident, by_move: bool) -> FieldPat {
-    let pat: Pat = if by_move { syn::parse_quote!(mut #binding) } else { syn::parse_quote!(#binding) };
+    let pat = Pat::Ident(syn::PatIdent {
+        attrs: Vec::new(),
+        by_ref: None,
+        mutability: by_move.then(|| Token![mut](Span::call_site())),
+        ident: binding.clone(),
+        subpat: None,
+    });
     FieldPat {
         attrs: Vec::new(),
         member: Member::Named(member.clone()),
@@ -583,35 +623,31 @@ fn field_pat(member: &Ident, binding: &Ident, by_move: bool) -> FieldPat {
     }
 }
 
-/// The user's event pattern with the event enum's name in front.
-fn prefix_pat(pat: &Pat, enum_ident: &Ident) -> Pat {
-    let prefix = |path: &syn::Path| -> syn::Path {
-        let e = Ident::new(&enum_ident.to_string(), path.span());
-        syn::parse_quote_spanned!(path.span()=> #e::#path)
-    };
-    match pat {
+/// The user's event pattern with the event enum's name in front, as
+/// tokens: `E2 { text }` becomes `Event::E2 { text }`. The name and `::`
+/// take the span of the pattern's first token (what `Spanned::span` gives
+/// on stable), and the user's tokens follow unchanged. Written without
+/// rebuilding a `syn::Pat`: this runs once per row, in proc-macro code that
+/// debug builds do not optimize.
+fn prefix_pat(pat: &Pat, enum_ident: &Ident) -> TokenStream {
+    let path = match pat {
+        // A unit variant's name: only the name is kept.
         Pat::Ident(p) => {
-            let ident = &p.ident;
-            let e = Ident::new(&enum_ident.to_string(), ident.span());
-            syn::parse_quote_spanned!(ident.span()=> #e::#ident)
+            let (span, ident) = (p.ident.span(), &p.ident);
+            let e = Ident::new(&enum_ident.to_string(), span);
+            return quote_spanned!(span=> #e::#ident);
         }
-        Pat::Path(p) => {
-            let mut p = p.clone();
-            p.path = prefix(&p.path);
-            Pat::Path(p)
-        }
-        Pat::Struct(p) => {
-            let mut p = p.clone();
-            p.path = prefix(&p.path);
-            Pat::Struct(p)
-        }
-        Pat::TupleStruct(p) => {
-            let mut p = p.clone();
-            p.path = prefix(&p.path);
-            Pat::TupleStruct(p)
-        }
-        other => other.clone(),
-    }
+        Pat::Path(p) => &p.path,
+        Pat::Struct(p) => &p.path,
+        Pat::TupleStruct(p) => &p.path,
+        // Anything else is written as it is (validation rejects it).
+        other => return quote::ToTokens::to_token_stream(other),
+    };
+    let span = first_span(path);
+    let e = Ident::new(&enum_ident.to_string(), span);
+    let mut tokens = quote_spanned!(span=> #e::);
+    quote::ToTokens::to_tokens(pat, &mut tokens);
+    tokens
 }
 
 /// `new`: the initial state's own fields as arguments, carried fields from

@@ -34,8 +34,10 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
     let names = Names { model, state, event, action, layout: &layout };
     let step = dispatch::step_fns(&names, &context_ty);
     let new = dispatch::constructor(model, &context_ty, has_context);
-    let description = describe::description(model, &layout);
-    let docs = describe::machine_docs(model, &layout);
+    // Built once: the constant and the rustdoc both show it.
+    let mermaid = describe::mermaid(model, &layout);
+    let description = describe::description(model, &layout, &mermaid);
+    let docs = describe::machine_docs(model, &layout, &mermaid);
     let typed = model.typestate.then(|| typestate::generate(model, &context_ty, has_context));
     let machine = &model.machine;
     let vis = &model.state_enum.vis;
