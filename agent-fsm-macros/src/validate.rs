@@ -124,11 +124,15 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
             continue;
         }
         let eventless: Vec<&RowModel> = model.index().eventless(i).iter().map(|&r| &model.rows[r]).collect();
-        if eventless.last().is_none_or(|r| r.guard.is_some()) {
+        // A row that always fires: no guard, and a source pattern (if
+        // any) that matches every value of the state. Without one, some
+        // value would leave the machine resting in a transient state.
+        let total = |r: &&RowModel| r.guard.is_none() && r.source_pat.as_ref().is_none_or(irrefutable_below);
+        if !eventless.iter().any(total) {
             cx.error_spanned_by(
                 &state.ident,
                 format!(
-                    "transient state `{}` must always resolve: end its rows with an unguarded `{} => Next / Action`",
+                    "transient state `{}` must always resolve: end its rows with an unguarded `{} => Next / Action` whose pattern matches every value",
                     state.ident, state.ident
                 ),
             );

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use agent_fsm::StateMachine;
 use agent_fsm::runtime::{
-    self, EffectContext, EffectFailure, Effects, MachineHandle, Notification, RequestError, SendError, Topics,
-    WorkerError, replay,
+    self, EffectContext, EffectFailure, Effects, MachineHandle, Notification, RequestError, RetryPolicy, SendError,
+    Topics, WorkerError, replay,
 };
 use support::{Action, Agent, End, Event, Reply, Scripted, assert_chained, config};
 use tokio::time::{Instant, sleep};
@@ -687,6 +687,30 @@ fn a_worker_polled_outside_tokio_fails_with_no_runtime() {
     std::thread::spawn(move || futures::executor::block_on(worker)).join().unwrap();
     let err = futures::executor::block_on(handle.wait_finished()).unwrap_err();
     assert!(matches!(err, RequestError::Failed(ref e) if **e == WorkerError::NoRuntime), "{err:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timer_past_the_end_of_the_clock_never_fires_and_harms_nothing() {
+    let mut script = Scripted::new([Reply::error(), Reply::text(&["ok"])]);
+    script.policy = RetryPolicy::default().with_base(Duration::MAX).with_cap(Duration::MAX).with_jitter(0.0);
+    assert_eq!(script.policy.delay(1), Duration::MAX);
+    let handle = start(&script, config());
+    handle.send(input("hi")).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    // The retry was scheduled but never fires; the agent waits, alive.
+    assert_eq!(script.produced().retries_scheduled, 1);
+    assert_eq!(handle.state_name(), "Error");
+    assert!(!handle.is_finished());
+    handle.shutdown().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_worker_future_reads_as_finished() {
+    let (handle, worker) = runtime::pair(Agent::new(3), (), runtime::ExecutorConfig::new());
+    assert!(!handle.is_finished());
+    drop(worker);
+    assert!(handle.wait_finished().await.is_err());
+    assert!(handle.is_finished());
 }
 
 mod interleavings {

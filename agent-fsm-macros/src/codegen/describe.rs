@@ -173,7 +173,8 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> Tok
     let diagram = format!(
         "<pre class=\"mermaid\">\n{html}</pre>\n<script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs\"; mermaid.initialize({{ startOnLoad: true }});</script>\n"
     );
-    let mut table = String::from("| from | event | guard | to | action |\n| --- | --- | --- | --- | --- |\n");
+    let mut table =
+        String::from("| from | event | guard | to | action | note |\n| --- | --- | --- | --- | --- | --- |\n");
     for &(r, s) in &layout.entries {
         let row = &model.rows[r];
         let cell = |t: Option<String>| t.map_or_else(|| "—".to_owned(), |t| format!("`{}`", t.replace('|', "\\|")));

@@ -5,7 +5,7 @@
 use crate::model::Model;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
-use syn::{Fields, ItemEnum};
+use syn::{Fields, Ident, ItemEnum};
 
 const STATE_MARKERS: [&str; 4] = ["initial", "terminal", "transient", "no_carry"];
 
@@ -130,7 +130,8 @@ pub(crate) fn state_methods(model: &Model) -> TokenStream {
     let initial = arms(&|s| s.initial.is_some());
     let per_state = model.states.iter().map(|s| {
         let v = &s.ident;
-        let method = format_ident!("is_{}", snake(&v.to_string()), span = v.span());
+        // `r#type` gives `is_type`.
+        let method = format_ident!("is_{}", snake(&syn::ext::IdentExt::unraw(v).to_string()), span = v.span());
         let doc = format!("Whether this is `{v}`.");
         quote! {
             #[doc = #doc]
@@ -213,6 +214,20 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
 
 /// `CallingLlm` -> `calling_llm`, the form used for predicates and
 /// serialized names.
+/// A method named after a variant, in snake case: `r#type` and `Type`
+/// give `r#type` (a keyword needs the raw form), `ToolCall` gives
+/// `tool_call`.
+pub(crate) fn snake_method(variant: &Ident) -> Ident {
+    let name = snake(&syn::ext::IdentExt::unraw(variant).to_string());
+    let span = variant.span();
+    match name.as_str() {
+        // Keywords that cannot be raw.
+        "self" | "super" | "crate" | "_" => Ident::new(&format!("{name}_"), span),
+        _ if syn::parse_str::<Ident>(&name).is_err() => Ident::new_raw(&name, span),
+        _ => Ident::new(&name, span),
+    }
+}
+
 pub(crate) fn snake(name: &str) -> String {
     let mut out = String::new();
     let chars: Vec<char> = name.chars().collect();

@@ -11,7 +11,7 @@
 //! Every method is `#[inline]`: a crate that defines a machine and never
 //! uses the view does not compile one function per (state, event) pair.
 
-use crate::codegen::enums::snake;
+use crate::codegen::enums::snake_method;
 use crate::model::{Model, irrefutable_below};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -183,7 +183,7 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
             .filter(|(e, _)| !model.index().pair(s, *e).is_empty())
             .map(|(e, ev)| {
                 let landing = landing(model, s, e);
-                let method = format_ident!("{}", snake(&ev.ident.to_string()), span = ev.ident.span());
+                let method = snake_method(&ev.ident);
                 let variant = &model.event_enum.variants[e];
                 let (params, build) = event_params(event_ty, variant);
                 let step = quote! {

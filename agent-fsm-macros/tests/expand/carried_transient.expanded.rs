@@ -218,8 +218,8 @@ stateDiagram-v2
 */
     ///# Transitions
     ///
-    /**| from | event | guard | to | action |
-| --- | --- | --- | --- | --- |
+    /**| from | event | guard | to | action | note |
+| --- | --- | --- | --- | --- | --- |
 | `Idle` | `Input` | — | `Calling` | `Call` |  |
 | `Calling` | `Delta` | — | `Calling` | `Show` |  |
 | `Calling` | `Reply` | — | `Checking` | — |  |

@@ -127,8 +127,8 @@ stateDiagram-v2
 */
     ///# Transitions
     ///
-    /**| from | event | guard | to | action |
-| --- | --- | --- | --- | --- |
+    /**| from | event | guard | to | action | note |
+| --- | --- | --- | --- | --- | --- |
 | `Closed` | `Push` | — | `Open` | `Creak` |  |
 | `Closed` | `Knock` | `* times > 2` | `Closed` | `Answer` |  |
 | `Open` | `Pull` | — | `Closed` | `Creak` |  |

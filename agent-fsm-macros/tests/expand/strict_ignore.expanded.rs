@@ -139,8 +139,8 @@ stateDiagram-v2
 */
     ///# Transitions
     ///
-    /**| from | event | guard | to | action |
-| --- | --- | --- | --- | --- |
+    /**| from | event | guard | to | action | note |
+| --- | --- | --- | --- | --- | --- |
 | `Off` | `Toggle` | — | `On` | `Glow` |  |
 | `On` | `Toggle` | — | `Off` | `Dark` |  |
 | `Off` | `Smash` | — | `Broken` | `Sparks` |  |

@@ -308,7 +308,8 @@ impl<M: StateMachine, O> MachineHandle<M, O> {
 
     /// Whether the worker has stopped (normally or not).
     pub fn is_finished(&self) -> bool {
-        self.shared.outcome.get().is_some()
+        // A worker future dropped mid-run records no outcome, but closes.
+        self.shared.outcome.get().is_some() || lock(&self.shared.locked).closed
     }
 
     /// The tracker the worker and its tasks run on (from the configuration).

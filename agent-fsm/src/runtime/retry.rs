@@ -132,7 +132,9 @@ impl RetryPolicy {
     pub fn delay(&self, retry: u32) -> Duration {
         let factor = if self.factor.is_finite() && self.factor >= 1.0 { self.factor } else { 1.0 };
         let jitter = if self.jitter.is_finite() { self.jitter.clamp(0.0, 1.0) } else { 0.0 };
-        let exponent = i32::try_from(retry.max(1) - 1).unwrap_or(i32::MAX);
+        // Retry 0 is read as 1, for the jitter as for the exponent.
+        let retry = retry.max(1);
+        let exponent = i32::try_from(retry - 1).unwrap_or(i32::MAX);
         let unit = unit_interval(splitmix64(self.seed ^ u64::from(retry)));
         let multiplier = 1.0 - jitter + 2.0 * jitter * unit;
         let millis = (self.base.as_secs_f64() * 1e3 * factor.powi(exponent) * multiplier).round();
@@ -185,6 +187,12 @@ mod tests {
             assert_eq!(p.delay(retry), RetryPolicy::default().with_seed(7).delay(retry));
         }
         assert_ne!(RetryPolicy::default().with_seed(1).delay(1), RetryPolicy::default().with_seed(2).delay(1));
+    }
+
+    #[test]
+    fn retry_zero_is_read_as_one() {
+        let p = RetryPolicy::default().with_seed(42);
+        assert_eq!(p.delay(0), p.delay(1));
     }
 
     #[test]

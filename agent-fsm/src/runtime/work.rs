@@ -155,7 +155,12 @@ impl<E: Send + 'static> Work<E> {
     }
 
     pub(crate) fn add_timer(&mut self, delay: Duration, visit: u32, event: E) {
-        let deadline = Instant::now() + delay;
+        // A delay past the end of the clock never fires: drop it rather
+        // than overflow.
+        let Some(deadline) = Instant::now().checked_add(delay) else {
+            tracing::debug!(?delay, "timer dropped: its delay is too long to ever fire");
+            return;
+        };
         let at = self.timers.partition_point(|t| t.deadline <= deadline);
         self.timers.insert(at, Timer { deadline, visit, event });
         if at == 0 {
