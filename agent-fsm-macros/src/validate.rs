@@ -14,12 +14,38 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_transient_rows(cx, model);
     check_transient_cycles(cx, model);
     check_missing_action(cx, model);
+    check_effects_run_to_their_end(cx, model);
     check_duplicate_rows(cx, model);
     check_shadowed_rows(cx, model);
     check_ignored_pairs(cx, model);
     check_states_have_exits(cx, model);
     check_unreachable_states(cx, model);
     check_strict(cx, model);
+}
+
+/// A row's effects are spliced into the step function: a `return` there
+/// would leave the step after the old state was taken out and before the
+/// target was written, poisoning the machine without a panic. Closures,
+/// async blocks and nested items have a `return` of their own.
+fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
+    use syn::visit::Visit;
+    struct Returns<'a>(&'a Ctxt);
+    impl<'ast> Visit<'ast> for Returns<'_> {
+        fn visit_expr_return(&mut self, e: &'ast syn::ExprReturn) {
+            self.0.error_spanned_by(
+                e.return_token,
+                "`return` in a row's effects would leave the step halfway, with the old state taken out and no target written; let the block run to its end",
+            );
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    for row in &model.rows {
+        if let Some(block) = &row.effects {
+            Returns(cx).visit_block(block);
+        }
+    }
 }
 
 /// The machine must start somewhere, and in one place only.
