@@ -84,6 +84,8 @@ impl RowModel {
 /// A `=> ignore` row.
 pub(crate) struct IgnoreModel {
     pub(crate) sources: Vec<usize>,
+    /// Written `* + Event => ignore`: states with rows for the event keep them.
+    any: bool,
     pub(crate) event: usize,
     pub(crate) span: Span,
 }
@@ -355,6 +357,14 @@ impl Model {
         for row in table.rows {
             model.add_row(cx, row);
         }
+        // `* + Event => ignore` stands for the states that have no row for
+        // the event, wherever those rows are written: specific rows win.
+        for ig in model.ignores.iter_mut().filter(|ig| ig.any) {
+            let rows = &model.rows;
+            ig.sources.retain(|s| {
+                !rows.iter().any(|r| r.sources.contains(s) && r.event.as_ref().is_some_and(|(e, _)| *e == ig.event))
+            });
+        }
         Some(model)
     }
 
@@ -484,7 +494,7 @@ impl Model {
                     let _ = dup;
                     cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
                 }
-                self.ignores.push(IgnoreModel { sources, event, span: kw.span });
+                self.ignores.push(IgnoreModel { sources, event, span: kw.span, any });
             }
             Outcome::To { effects, target: target_ctor, action } => {
                 let target = self.resolve_state(cx, &target_ctor.ident);

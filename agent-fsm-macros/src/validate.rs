@@ -262,27 +262,40 @@ fn check_shadowed_rows(cx: &Ctxt, model: &Model) {
     // A variant row that hides several base rows is reported once.
     let mut blamed: BTreeSet<usize> = BTreeSet::new();
     let index = model.index();
-    for (j, later) in model.rows.iter().enumerate() {
-        // Only rows for the same (state, event) can hide this one.
-        for i in index.siblings(later).into_iter().take_while(|&i| i < j) {
-            let earlier = &model.rows[i];
-            if earlier.guard.is_some() {
-                continue;
-            }
-            if earlier.source_pat.as_ref().is_some_and(|p| !irrefutable_below(p)) {
-                continue;
-            }
-            let same_event = match (&earlier.event, &later.event) {
+    // Whether `earlier` (written above) takes every event `later` takes,
+    // whatever the state's data.
+    let hides = |earlier: &RowModel, later: &RowModel| {
+        earlier.guard.is_none()
+            && earlier.source_pat.as_ref().is_none_or(irrefutable_below)
+            && match (&earlier.event, &later.event) {
                 (Some((e1, p1)), Some((e2, _))) => e1 == e2 && irrefutable_below(p1),
                 (None, None) => true,
                 _ => false,
-            };
+            }
+    };
+    for (j, later) in model.rows.iter().enumerate() {
+        let siblings = index.siblings(later);
+        // A `*` row yields to the specific rows above it: it is dead only
+        // if they take the event in every state it stands for.
+        if later.any
+            && !later.sources.iter().all(|s| {
+                siblings.iter().take_while(|&&i| i < j).any(|&i| {
+                    let earlier = &model.rows[i];
+                    earlier.sources.contains(s) && hides(earlier, later)
+                })
+            })
+        {
+            continue;
+        }
+        // Only rows for the same (state, event) can hide this one.
+        for i in siblings.into_iter().take_while(|&i| i < j) {
+            let earlier = &model.rows[i];
+            if !hides(earlier, later) {
+                continue;
+            }
             let Some(&state) = later.sources.iter().find(|s| earlier.sources.contains(s)) else {
                 continue;
             };
-            if !same_event {
-                continue;
-            }
             // An identical row is reported as a duplicate instead.
             if later.guard.is_none() && earlier.key() == later.key() {
                 continue;

@@ -45,6 +45,9 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
         /// The typestate view of the machine: one type per state that waits
         /// for events, with a method for each event the table accepts there.
         /// A step the table does not allow is a compile error.
+        // Types and variants take the states' names, however the user
+        // spelled those (`r#type` with the lint allowed on the enum).
+        #[allow(non_camel_case_types)]
         pub mod typed {
             #[allow(unused_imports)]
             use super::*;

@@ -473,6 +473,7 @@ stateDiagram-v2
     /// The typestate view of the machine: one type per state that waits
     /// for events, with a method for each event the table accepts there.
     /// A step the table does not allow is a compile error.
+    #[allow(non_camel_case_types)]
     pub mod typed {
         #[allow(unused_imports)]
         use super::*;
