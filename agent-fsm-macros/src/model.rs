@@ -107,6 +107,15 @@ pub(crate) struct Model {
     pub(crate) actions: Vec<VariantDef>,
     pub(crate) rows: Vec<RowModel>,
     pub(crate) ignores: Vec<IgnoreModel>,
+    /// A row was dropped after an error in it (an unknown name): rules
+    /// over the whole table would report what the dropped row would have
+    /// given (an exit, a way in) as missing.
+    pub(crate) incomplete: bool,
+    /// Source states of dropped rows, whose exits are unknown.
+    pub(crate) dropped_sources: Vec<usize>,
+    /// Rows dropped for an unknown event whose source and target are
+    /// known: still a way into their target for the reachability rule.
+    pub(crate) dropped_edges: Vec<(Vec<usize>, usize)>,
     /// The fallback action's index and constructor.
     pub(crate) fallback: Option<(usize, Ctor)>,
     pub(crate) strict: bool,
@@ -308,6 +317,9 @@ impl Model {
             actions,
             rows: Vec::new(),
             ignores: Vec::new(),
+            incomplete: false,
+            dropped_sources: Vec::new(),
+            dropped_edges: Vec::new(),
             fallback: None,
             strict: args.strict.is_some(),
             serde: args.serde.is_some(),
@@ -402,6 +414,9 @@ impl Model {
     }
 
     fn add_row(&mut self, cx: &Ctxt, row: Row) {
+        // Every early return below follows a reported error; only a row
+        // that is kept sets this back.
+        let complete = !std::mem::replace(&mut self.incomplete, true);
         let span = row.head_span();
         if self.context.is_none() {
             let mut code = TokenStream::new();
@@ -467,7 +482,18 @@ impl Model {
                 };
                 match self.resolve_event(cx, &ident) {
                     Some(i) => Some((i, pat.clone())),
-                    None => return,
+                    None => {
+                        self.dropped_sources.extend(&sources);
+                        // With its target known, the rules can still
+                        // count the row as a way in.
+                        if let Outcome::To { target, .. } = &row.outcome
+                            && let Some(t) = self.state_index(&target.ident)
+                        {
+                            self.dropped_edges.push((sources, t));
+                            self.incomplete = !complete;
+                        }
+                        return;
+                    }
                 }
             }
         };
@@ -495,6 +521,7 @@ impl Model {
                     cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
                 }
                 self.ignores.push(IgnoreModel { sources, event, span: kw.span, any });
+                self.incomplete = !complete;
             }
             Outcome::To { effects, target: target_ctor, action } => {
                 let target = self.resolve_state(cx, &target_ctor.ident);
@@ -509,7 +536,10 @@ impl Model {
                     }
                     None => None,
                 };
-                let Some(target) = target else { return };
+                let Some(target) = target else {
+                    self.dropped_sources.extend(&sources);
+                    return;
+                };
                 // `*` means every state that takes events; a terminal state
                 // is included only where the row leaves it untouched (its
                 // own target, no payload), as `ShuttingDown + Shutdown`.
@@ -542,6 +572,7 @@ impl Model {
                     key: std::cell::OnceCell::new(),
                     action_unknown,
                 });
+                self.incomplete = !complete;
             }
         }
     }

@@ -364,7 +364,8 @@ fn check_states_have_exits(cx: &Ctxt, model: &Model) {
     let alone = model.states.len() == 1;
     for (i, state) in model.states.iter().enumerate() {
         // Transient states have their own rule (they must always resolve).
-        if state.terminal.is_some() || state.transient.is_some() {
+        // A row dropped for an unknown name may have been its exit.
+        if state.terminal.is_some() || state.transient.is_some() || model.dropped_sources.contains(&i) {
             continue;
         }
         let exits = model.index().from(i).iter().any(|&r| alone || model.rows[r].target != i);
@@ -393,6 +394,10 @@ fn check_states_have_exits(cx: &Ctxt, model: &Model) {
 /// A state no path leads to is dead code in the table, usually a typo in a
 /// target or a forgotten row.
 fn check_unreachable_states(cx: &Ctxt, model: &Model) {
+    // A row dropped for an unknown name may have been the way in.
+    if model.incomplete {
+        return;
+    }
     let Some(initial) = model.initial() else {
         return;
     };
@@ -400,10 +405,12 @@ fn check_unreachable_states(cx: &Ctxt, model: &Model) {
     let mut queue = vec![initial];
     seen[initial] = true;
     while let Some(s) = queue.pop() {
-        for row in model.index().from(s).iter().map(|&r| &model.rows[r]) {
-            if !seen[row.target] {
-                seen[row.target] = true;
-                queue.push(row.target);
+        let rows = model.index().from(s).iter().map(|&r| model.rows[r].target);
+        let dropped = model.dropped_edges.iter().filter(|(from, _)| from.contains(&s)).map(|&(_, t)| t);
+        for target in rows.chain(dropped) {
+            if !seen[target] {
+                seen[target] = true;
+                queue.push(target);
             }
         }
     }
@@ -445,7 +452,8 @@ fn variant_note(model: &Model) -> String {
 /// In strict mode every (state, event) pair is decided in the table: handled
 /// by a row or marked `=> ignore`. The error lists every undecided pair.
 fn check_strict(cx: &Ctxt, model: &Model) {
-    if !model.strict {
+    // The pairs a dropped row would have handled are not missing.
+    if !model.strict || model.incomplete {
         return;
     }
     let mut handled = BTreeSet::new();
