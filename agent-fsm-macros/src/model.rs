@@ -430,7 +430,15 @@ impl Model {
                     ctor_code(a).to_tokens(&mut code);
                 }
             }
-            if Uses::of(code).has(&Ident::new("ctx", Span::call_site())) {
+            // A `ctx` the row's patterns bind is the user's own.
+            let mut bound = Vec::new();
+            if let Some(p) = &row.event {
+                bindings(p, &mut bound);
+            }
+            if let Source::One(p) = &row.source {
+                bindings(p, &mut bound);
+            }
+            if !bound.iter().any(|b| *b == "ctx") && Uses::of(code).has(&Ident::new("ctx", Span::call_site())) {
                 cx.error_at(
                     span,
                     "this row uses `ctx`, but the machine has no context: add a `#[context]` struct, or `#[context] type Context = T;`",
@@ -876,8 +884,18 @@ impl Uses {
     }
 
     pub(crate) fn add(&mut self, tokens: TokenStream) {
+        // Dots just before the current token: a name after one dot is a
+        // field or method (`msg.ctx`, `v.len()`), not a use of a binding;
+        // after `..` (`..base`) it is one.
+        let mut dots = 0;
         for tt in tokens {
+            let after_one_dot = dots == 1;
+            dots = match &tt {
+                TokenTree::Punct(p) if p.as_char() == '.' => dots + 1,
+                _ => 0,
+            };
             match tt {
+                TokenTree::Ident(_) if after_one_dot => {}
                 TokenTree::Ident(i) => {
                     self.0.insert(i.to_string());
                 }

@@ -262,12 +262,18 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         Vec::new()
     };
     let ctx = Ident::new("ctx", row.span);
-    let ctx_in_body = body_code.has(&ctx).then(|| quote!(let #ctx = &mut *__ctx;));
     let event_pat = row.event.as_ref().map(|(_, p)| prefix_pat(p, n.event));
     let mut event_bindings = Vec::new();
     if let Some((_, p)) = &row.event {
         bindings(p, &mut event_bindings);
     }
+    // A binding of the row's own named `ctx` is the user's, not the context.
+    let mut pattern_bindings = event_bindings.clone();
+    if let Some(p) = &row.source_pat {
+        bindings(p, &mut pattern_bindings);
+    }
+    let ctx_is_context = !pattern_bindings.iter().any(|b| *b == "ctx");
+    let ctx_in_body = (ctx_is_context && body_code.has(&ctx)).then(|| quote!(let #ctx = &mut *__ctx;));
     let user_pat = row.source_pat.as_ref().filter(|_| row.sources.len() == 1);
     let flat = n.layout.index(r, s);
     // The block's statements are spliced so its `let`s are in scope for
@@ -290,7 +296,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     });
     let mut event_shadows =
         event_bindings.iter().filter(|b| guard_uses.has(b)).map(|b| quote!(let #b = &#b;)).collect::<Vec<_>>();
-    if guard_uses.has(&ctx) {
+    if ctx_is_context && guard_uses.has(&ctx) {
         event_shadows.push(quote!(let #ctx = &*__ctx;));
     }
     let refutable = user_pat.is_some_and(|p| !irrefutable_below(p));

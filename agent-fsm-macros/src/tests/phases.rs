@@ -89,15 +89,27 @@ fn valid_table_builds_a_model_with_rows_in_order() {
 
 #[test]
 fn every_rule_reports_in_one_pass() {
-    // Unknown target, unknown action and an unreachable state at once.
-    let (_, result) = model(
-        quote!(fallback = Nop),
-        machine(quote!(A + Go => Nowhere / Run, A + Back => A / Jump, * + Stop => C / Nop)),
-    );
+    // Unknown event, unknown action and an unreachable state at once: the
+    // row with the unknown event leads back to `A`, so `B` is unreachable
+    // whatever the event was meant to be.
+    let (_, result) =
+        model(quote!(fallback = Nop), machine(quote!(A + Og => A / Run, A + Back => A / Jump, * + Stop => C / Nop)));
     let errors = result.expect_err("three problems");
-    assert!(errors.contains("unknown state `Nowhere`"), "{errors}");
+    assert!(errors.contains("unknown event `Og`"), "{errors}");
     assert!(errors.contains("unknown action `Jump`"), "{errors}");
     assert!(errors.contains("state `B` cannot be reached"), "{errors}");
+}
+
+#[test]
+fn a_misspelt_target_is_the_only_error() {
+    // `Nowhere` was probably meant to be `B`: saying `B` is unreachable
+    // too would be a cascade.
+    let (_, result) = model(
+        quote!(fallback = Nop),
+        machine(quote!(A + Go => Nowhere / Run, B + Back => A / Nop, * + Stop => C / Nop)),
+    );
+    let errors = result.expect_err("one problem");
+    assert_eq!(errors, "unknown state `Nowhere`; states are: `A`, `B`, `C`");
 }
 
 #[test]
