@@ -21,6 +21,7 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_states_have_exits(cx, model);
     check_unreachable_states(cx, model);
     check_strict(cx, model);
+    check_generated_names(cx, model);
 }
 
 /// A row's effects are spliced into the step function: a `return` there
@@ -44,6 +45,70 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
     for row in &model.rows {
         if let Some(block) = &row.effects {
             Returns(cx).visit_block(block);
+        }
+    }
+}
+
+/// Methods the macro generates take names from the table; a name that is
+/// already taken would be a duplicate definition reported at the
+/// attribute, without saying which name of the table caused it.
+fn check_generated_names(cx: &Ctxt, model: &Model) {
+    use crate::codegen::enums::snake_method;
+    let fixed = ["name", "is_terminal", "is_transient", "is_initial"];
+    let predicate =
+        |s: &crate::model::StateDef| format!("is_{}", snake_method(&s.ident).to_string().trim_start_matches("r#"));
+    for state in &model.states {
+        let method = predicate(state);
+        if fixed.contains(&method.as_str()) {
+            cx.error_spanned_by(
+                &state.ident,
+                format!(
+                    "state `{}` would get the predicate `{method}()`, a name the state enum already uses; rename the state",
+                    state.ident
+                ),
+            );
+        }
+    }
+    for field in model.carried.iter().filter_map(|f| f.ident.as_ref()) {
+        let name = field.to_string();
+        let taken = fixed.contains(&name.as_str())
+            || model.states.iter().any(|s| predicate(s) == name || format!("{}_mut", predicate(s)) == name);
+        if taken {
+            cx.error_spanned_by(
+                field,
+                format!("carried field `{name}` would get the accessor `{name}()`, which the state enum already has; rename the field"),
+            );
+        }
+    }
+    if !model.typestate {
+        return;
+    }
+    if let Some(any) = model.states.iter().find(|s| s.transient.is_none() && s.ident == "Any") {
+        cx.error_spanned_by(
+            &any.ident,
+            "a state named `Any` would clash with `typed::Any`, the typestate view's enum of every state; rename the state, or turn the view off with `typestate = false`",
+        );
+    }
+    // The typed view: each state's type has `state()`, `context()` and
+    // `into_machine()` (the initial one also `new`), and a method per event
+    // it takes.
+    for (e, event) in model.events.iter().enumerate() {
+        let method = snake_method(&event.ident).to_string();
+        let clash = model.states.iter().enumerate().find(|&(i, state)| {
+            state.terminal.is_none()
+                && state.transient.is_none()
+                && !model.index().pair(i, e).is_empty()
+                && (["state", "context", "into_machine"].contains(&method.as_str())
+                    || (method == "new" && state.initial.is_some()))
+        });
+        if let Some((_, state)) = clash {
+            cx.error_spanned_by(
+                &event.ident,
+                format!(
+                    "event `{}` would give the typestate method `{method}()` on `typed::{}`, which already has one; rename the event, or turn the view off with `typestate = false`",
+                    event.ident, state.ident
+                ),
+            );
         }
     }
 }

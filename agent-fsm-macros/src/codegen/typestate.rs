@@ -16,6 +16,7 @@ use crate::model::{Model, irrefutable_below};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use std::collections::BTreeSet;
+use syn::visit_mut::VisitMut;
 use syn::{Fields, Ident};
 
 /// `pub mod typed { ... }` and the conversions on the machine.
@@ -160,7 +161,23 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
     if def.carries {
         fields.extend(model.carried.iter().filter_map(|f| f.ident.clone().map(|i| (i, f.ty.clone()))));
     }
+    // A field named like an event method or a method every typed state
+    // has gets no accessor of its own: `state()` still reads it.
+    let taken: Vec<String> = ["state", "context", "into_machine", "new"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(
+            model
+                .events
+                .iter()
+                .enumerate()
+                .filter(|(e, _)| !model.index().pair(s, *e).is_empty())
+                .map(|(_, ev)| snake_method(&ev.ident).to_string()),
+        )
+        .collect();
+    fields.retain(|(name, _)| !taken.contains(&name.to_string()));
     let accessors = fields.iter().map(|(name, ty)| {
+        let ty = &outside(ty, model);
         let doc = format!("The state's `{name}`.");
         quote! {
             #[doc = #doc]
@@ -188,7 +205,7 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
                 let landing = landing(model, s, e);
                 let method = snake_method(&ev.ident);
                 let variant = &model.event_enum.variants[e];
-                let (params, build) = event_params(event_ty, variant);
+                let (params, build) = event_params(event_ty, variant, model);
                 let step = quote! {
                     let __action = self.machine.handle_event(#build);
                 };
@@ -237,7 +254,14 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
             .collect()
     };
     let ctor = (def.initial.is_some()).then(|| {
-        let params: Vec<_> = def.fields.iter().map(|(n, t)| quote!(#n: #t)).collect();
+        let params: Vec<_> = def
+            .fields
+            .iter()
+            .map(|(n, t)| {
+                let t = outside(t, model);
+                quote!(#n: #t)
+            })
+            .collect();
         let names: Vec<_> = def.fields.iter().map(|(n, _)| n).collect();
         let ctx_param = has_context.then(|| quote!(context: #context_ty,));
         let ctx_arg = has_context.then(|| quote!(context,));
@@ -304,14 +328,14 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
 
 /// A typed method's parameters for an event variant, and the event built
 /// from them.
-fn event_params(event_ty: &Ident, variant: &syn::Variant) -> (Vec<TokenStream>, TokenStream) {
+fn event_params(event_ty: &Ident, variant: &syn::Variant, model: &Model) -> (Vec<TokenStream>, TokenStream) {
     let v = &variant.ident;
     match &variant.fields {
         Fields::Unit => (Vec::new(), quote!(super::#event_ty::#v)),
         Fields::Named(named) => {
             let names: Vec<_> = named.named.iter().filter_map(|f| f.ident.clone()).collect();
             let params = named.named.iter().map(|f| {
-                let (n, t) = (&f.ident, &f.ty);
+                let (n, t) = (&f.ident, outside(&f.ty, model));
                 quote!(#n: #t)
             });
             (params.collect(), quote!(super::#event_ty::#v { #(#names),* }))
@@ -323,10 +347,34 @@ fn event_params(event_ty: &Ident, variant: &syn::Variant) -> (Vec<TokenStream>, 
                 (0..unnamed.unnamed.len()).map(|i| format_ident!("payload{}", i)).collect()
             };
             let params = names.iter().zip(&unnamed.unnamed).map(|(n, f)| {
-                let t = &f.ty;
+                let t = outside(&f.ty, model);
                 quote!(#n: #t)
             });
             (params.collect(), quote!(super::#event_ty::#v(#(#names),*)))
         }
     }
+}
+
+/// A type as written in the machine's module, for use inside `typed`: a
+/// path that starts with a state's name (`Error` for a state `Error` whose
+/// field has the user's type `Error`) would name the typed state's struct
+/// there, so it is reached through `super::`.
+fn outside(ty: &syn::Type, model: &Model) -> syn::Type {
+    struct Prefix<'a>(&'a Model);
+    impl VisitMut for Prefix<'_> {
+        fn visit_type_path_mut(&mut self, tp: &mut syn::TypePath) {
+            if tp.qself.is_none()
+                && tp.path.leading_colon.is_none()
+                && let Some(first) = tp.path.segments.first()
+                && self.0.states.iter().any(|s| s.transient.is_none() && s.ident == first.ident)
+            {
+                let span = first.ident.span();
+                tp.path.segments.insert(0, syn::PathSegment::from(Ident::new("super", span)));
+            }
+            syn::visit_mut::visit_type_path_mut(self, tp);
+        }
+    }
+    let mut ty = ty.clone();
+    Prefix(model).visit_type_mut(&mut ty);
+    ty
 }
