@@ -895,3 +895,139 @@ mod interleavings {
         }
     }
 }
+
+mod eager_subscriber {
+    //! A subscriber parked in `recv` keeps up with a burst bigger than the
+    //! notification log: the worker yields each time it fills the log.
+
+    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, Notification};
+
+    #[agent_fsm::state_machine(fallback = Nothing)]
+    pub mod bounce {
+        #[states]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum State {
+            #[initial]
+            A,
+            B,
+        }
+
+        #[events]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            Go,
+            Flip,
+        }
+
+        #[actions]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Action {
+            Nothing,
+            Start,
+            Flipped,
+        }
+
+        transitions! {
+            A + Go => B / Start,
+            B + Flip => A / Flipped,
+            A + Flip => B / Flipped,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_subscriber_that_keeps_up_never_lags_behind_a_ready_stream() {
+        use bounce::{Action, Event, Machine};
+        const ITEMS: usize = 300;
+        let fx = runtime::from_fn(|action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+            // Three notifications per step (transition, action, output):
+            // 300 ready items make 900, more than three logs of 256.
+            cx.output(());
+            if action == Action::Start {
+                cx.stream(futures::stream::iter(vec![Event::Flip; ITEMS]), |_| None);
+            }
+        });
+        let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
+        let mut subscription = handle.subscribe();
+        let reader = tokio::spawn(async move {
+            let (mut transitions, mut lagged) = (0, 0);
+            while let Some(n) = subscription.recv().await {
+                match n {
+                    Notification::Transition(_) => transitions += 1,
+                    Notification::Lagged(k) => lagged += k,
+                    _ => {}
+                }
+            }
+            (transitions, lagged)
+        });
+        tokio::task::yield_now().await; // the reader waits in `recv`
+        handle.send(Event::Go).await.unwrap();
+        handle.wait_idle().await.unwrap();
+        handle.shutdown().await.unwrap();
+        assert_eq!(reader.await.unwrap(), (ITEMS + 1, 0));
+    }
+}
+
+mod nested_sends {
+    //! Events sent by effects are delivered depth first: what a step's
+    //! action sends comes before what earlier steps sent and is still
+    //! waiting, so it is taken in the state that step left.
+
+    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig};
+
+    #[agent_fsm::state_machine(fallback = Nothing)]
+    pub mod chain {
+        #[states]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum State {
+            #[initial]
+            A,
+            B {
+                n: u32,
+            },
+        }
+
+        #[events]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            Go(u32),
+            Back,
+        }
+
+        #[actions]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Action {
+            Nothing,
+            Went(u32),
+            Returned(u32),
+        }
+
+        transitions! {
+            A + Go(n) => B { n } / Went(n),
+            B { n } + Back => A / Returned(n),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_follow_up_is_taken_in_the_state_its_step_left() {
+        use chain::{Action, Event, Machine, State};
+        let fx = runtime::from_fn(|action: Action, cx: &mut EffectContext<'_, Machine, ()>| match action {
+            // Go(1) leads to B; Back then returns to A, whose action sends
+            // Go(99) for A; Go(7) was sent before it, by the first step.
+            Action::Went(1) => {
+                cx.send(Event::Back);
+                cx.send(Event::Go(7));
+            }
+            Action::Returned(1) => cx.send(Event::Go(99)),
+            _ => {}
+        });
+        let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
+        handle.send(Event::Go(1)).await.unwrap();
+        handle.wait_idle().await.unwrap();
+        // Go(1), Back, Go(99) (taken in A), then Go(7) (refused in B).
+        assert_eq!(handle.state().await.unwrap(), State::B { n: 99 });
+        let history = handle.history().await.unwrap();
+        let events: Vec<Option<&str>> = history.transitions().map(|t| t.event).collect();
+        assert_eq!(events, [Some("Go"), Some("Back"), Some("Go")]);
+        handle.shutdown().await.unwrap();
+    }
+}

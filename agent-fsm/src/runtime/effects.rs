@@ -222,7 +222,10 @@ where
     }
 
     /// Delivers `event` right after the current step, before any other
-    /// event. Several `send`s are delivered in call order.
+    /// event. Several `send`s are delivered in call order, and an event
+    /// sent by the step of an event sent earlier comes before the rest of
+    /// the earlier sends (depth first): each event is taken in the state the
+    /// step that sent it left.
     pub fn send(&mut self, event: M::Event) {
         if !self.discarding("send")
             && let Some(work) = self.env.work()

@@ -271,6 +271,14 @@ where
             if let Some(reason) = turn {
                 return Poll::Ready(Some(reason));
             }
+            // A flush in the middle of a burst woke subscribers: let them
+            // read before going on, or the next flush could push what they
+            // had no chance to take out of the log.
+            if self.notifier.take_filled() {
+                self.flush_status();
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
         }
     }
 
@@ -425,12 +433,26 @@ where
     /// Delivers the events effects sent for immediate delivery.
     fn drain_ready(&mut self) {
         while !self.failed {
-            let Some(event) = self.work.as_mut().and_then(|w| w.ready.pop_front()) else {
+            let Some(work) = self.work.as_mut() else {
                 break;
             };
+            let Some(event) = work.ready.pop_front() else {
+                break;
+            };
+            let (older, cleared) = (work.ready.len(), work.ready_cleared);
             // After a terminal state nothing more is performed.
             let mode = if self.terminal { Mode::Draining } else { Mode::Normal };
             self.deliver(event, mode, None);
+            // What this step's action sent goes before the events sent
+            // earlier: each lands in the state the step that sent it left.
+            if let Some(work) = self.work.as_mut()
+                && work.ready_cleared == cleared
+                && older > 0
+                && work.ready.len() > older
+            {
+                let sent = work.ready.len() - older;
+                work.ready.rotate_right(sent);
+            }
         }
     }
 

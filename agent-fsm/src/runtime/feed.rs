@@ -32,9 +32,12 @@
 //! The worker flushes its buffer whenever it pauses, before it answers any
 //! request, every 64 events of a long burst (the status's schedule, see
 //! the [module docs](super)), and whenever the buffer holds `capacity`
-//! notifications (so it stays bounded): on a current-thread runtime a subscriber never
-//! runs before the notifications are there, and elsewhere it sees them at
-//! most one short burst later.
+//! notifications (so it stays bounded). A flush in the middle of a burst
+//! that woke waiting subscriptions makes the worker yield before its next
+//! input, so a subscriber that keeps up reads what was flushed before the
+//! next flush can push it out of the log. On a current-thread runtime a
+//! subscriber never runs before the notifications are there, and elsewhere
+//! it sees them at most one short burst later.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -230,6 +233,8 @@ struct Attached<O> {
     produced: u64,
     /// Reused to wake the waiting subscriptions outside the lock.
     wake: Vec<(u64, Waker)>,
+    /// A flush woke waiting subscriptions since the worker last asked.
+    filled: bool,
 }
 
 impl<O> Notifier<O> {
@@ -246,7 +251,8 @@ impl<O> Notifier<O> {
     /// Picks up the feed created by a first `subscribe`.
     pub(crate) fn attach(&mut self, feed: Arc<Feed<O>>) {
         let produced = feed.produced.load(Ordering::SeqCst);
-        self.attached = Some(Box::new(Attached { feed, pending: VecDeque::new(), produced, wake: Vec::new() }));
+        self.attached =
+            Some(Box::new(Attached { feed, pending: VecDeque::new(), produced, wake: Vec::new(), filled: false }));
     }
 
     /// Records the notification `make` builds, if a subscription wants
@@ -265,6 +271,20 @@ impl<O> Notifier<O> {
             if attached.pending.len() >= attached.feed.capacity {
                 attached.flush();
             }
+        }
+    }
+
+    /// Whether a flush woke waiting subscriptions since the last call: the
+    /// worker then yields, so that they read the log before its next flush
+    /// can push what they have not taken out of it.
+    #[inline]
+    pub(crate) fn take_filled(&mut self) -> bool {
+        match &mut self.attached {
+            Some(attached) if attached.filled => {
+                attached.filled = false;
+                true
+            }
+            _ => false,
         }
     }
 
@@ -311,6 +331,9 @@ impl<O> Attached<O> {
             // Swapped rather than taken: both buffers keep their capacity.
             std::mem::swap(&mut state.waiters, &mut self.wake);
         }
+        // Subscribers were waiting: the worker lets them run before its
+        // next flush can push what they have not read out of the log.
+        self.filled |= !self.wake.is_empty();
         for (_, waker) in self.wake.drain(..) {
             waker.wake();
         }

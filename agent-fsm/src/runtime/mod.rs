@@ -24,7 +24,9 @@
 //!
 //! 1. **Immediate events** ([`EffectContext::send`]) are delivered right
 //!    after the step whose action sent them, in call order, before
-//!    anything else.
+//!    anything else, depth first: what the step of a sent event sends
+//!    comes before the earlier sends still waiting, so each is taken in
+//!    the state its own step left.
 //! 2. **Effect events** — stream items, task results, fired timers — are
 //!    delivered in the order the worker sees them arrive. Items of one
 //!    stream keep their order. Task results arrive in *completion* order,

@@ -74,6 +74,9 @@ struct Timer<E> {
 pub(crate) struct Work<E> {
     /// Events from `EffectContext::send`, delivered before anything else.
     pub(crate) ready: VecDeque<E>,
+    /// How many times `ready` was emptied by a cancellation; tells the
+    /// worker whether the events after a step's are still the older ones.
+    pub(crate) ready_cleared: u64,
     streams: Vec<StreamSlot<E>>,
     /// Running tasks, in spawn order.
     tasks: Vec<TaskSlot<E>>,
@@ -95,6 +98,7 @@ impl<E: Send + 'static> Work<E> {
     pub(crate) fn new(runtime: Handle, tracker: TaskTracker, limit: usize) -> Self {
         Self {
             ready: VecDeque::new(),
+            ready_cleared: 0,
             streams: Vec::new(),
             tasks: Vec::new(),
             queued: VecDeque::new(),
@@ -243,6 +247,7 @@ impl<E: Send + 'static> Work<E> {
         self.timers.clear();
         self.sleep = None;
         self.ready.clear();
+        self.ready_cleared += 1;
         self.aborted.retain(|h| !h.is_finished());
         owed
     }
@@ -259,6 +264,7 @@ impl<E: Send + 'static> Work<E> {
         self.timers.clear();
         self.sleep = None;
         self.ready.clear();
+        self.ready_cleared += 1;
     }
 
     /// Ready once every aborted task has stopped.
