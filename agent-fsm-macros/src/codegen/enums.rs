@@ -18,7 +18,7 @@ pub(crate) fn state_enum(model: &Model) -> ItemEnum {
             field.attrs.push(syn::parse_quote!(#[doc = "Carried by every state that does not say `#[no_carry]`, and moved from state to state."]));
         }
     }
-    ensure_debug(&mut e);
+    ensure_debug(&mut e, model);
     for (v, def) in e.variants.iter_mut().zip(&model.states) {
         v.attrs.retain(|a| !STATE_MARKERS.iter().any(|m| a.path().is_ident(m)));
         let mut doc = Vec::new();
@@ -50,26 +50,45 @@ pub(crate) fn state_enum(model: &Model) -> ItemEnum {
 }
 
 /// An event or action enum, with `Debug` derived if the user did not.
-pub(crate) fn plain_enum(e: &ItemEnum) -> ItemEnum {
+pub(crate) fn plain_enum(e: &ItemEnum, model: &Model) -> ItemEnum {
     let mut e = e.clone();
-    ensure_debug(&mut e);
+    ensure_debug(&mut e, model);
     e
 }
 
-/// The trait contract needs `Debug`; derive it unless the user already does.
-fn ensure_debug(e: &mut ItemEnum) {
+/// Whether the enum's own `#[derive(..)]` names `name` (`Debug`,
+/// `serde::Serialize`).
+fn derives(e: &ItemEnum, name: &str) -> bool {
     let mut has = false;
     for attr in &e.attrs {
         if attr.path().is_ident("derive") {
             let _ = attr.parse_nested_meta(|m| {
-                if m.path.is_ident("Debug") || m.path.segments.last().is_some_and(|s| s.ident == "Debug") {
+                if m.path.segments.last().is_some_and(|s| s.ident == name) {
                     has = true;
                 }
                 Ok(())
             });
         }
     }
-    if !has {
+    has
+}
+
+/// The trait contract needs `Debug`; derive it unless the user already
+/// does, with a derive or with an `impl Debug for` the enum in the module
+/// (to redact what a state holds, say).
+fn ensure_debug(e: &mut ItemEnum, model: &Model) {
+    let implemented = model.passthrough.iter().any(|item| match item {
+        syn::Item::Impl(imp) => {
+            let for_enum = matches!(&*imp.self_ty, syn::Type::Path(p) if p.path.is_ident(&e.ident));
+            let debug = imp
+                .trait_
+                .as_ref()
+                .is_some_and(|(_, path, _)| path.segments.last().is_some_and(|s| s.ident == "Debug"));
+            for_enum && debug
+        }
+        _ => false,
+    });
+    if !implemented && !derives(e, "Debug") {
         e.attrs.push(syn::parse_quote!(#[derive(Debug)]));
     }
 }
@@ -77,7 +96,12 @@ fn ensure_debug(e: &mut ItemEnum) {
 /// serde derives in the stable form snapshots and UIs rely on: adjacently
 /// tagged, snake_case names (`{"state": "calling_llm", "data": {..}}`, a
 /// unit variant as `{"state": "idle"}`).
+///
+/// An enum that derives serde itself keeps the user's form.
 pub(crate) fn derive_serde(e: &mut ItemEnum, tag: &str) {
+    if derives(e, "Serialize") || derives(e, "Deserialize") {
+        return;
+    }
     e.attrs.push(syn::parse_quote!(
         #[derive(::agent_fsm::__private::serde::Serialize, ::agent_fsm::__private::serde::Deserialize)]
     ));

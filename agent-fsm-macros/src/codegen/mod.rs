@@ -15,8 +15,8 @@ use quote::quote;
 pub(crate) fn generate(model: &Model) -> TokenStream {
     let layout = describe::Layout::new(model);
     let mut state_enum = enums::state_enum(model);
-    let mut event_enum = enums::plain_enum(&model.event_enum);
-    let mut action_enum = enums::plain_enum(&model.action_enum);
+    let mut event_enum = enums::plain_enum(&model.event_enum, model);
+    let mut action_enum = enums::plain_enum(&model.action_enum, model);
     if model.serde {
         enums::derive_serde(&mut state_enum, "state");
         enums::derive_serde(&mut event_enum, "event");

@@ -1,0 +1,50 @@
+// An `impl Debug` written in the module replaces the derived one, to keep
+// a secret out of logs: the macro does not derive a second.
+#![deny(warnings)]
+
+#[agent_fsm::state_machine(fallback = Wait)]
+pub mod login {
+    #[states]
+    #[derive(PartialEq)]
+    pub enum State {
+        #[initial]
+        Idle,
+        Authed { token: String },
+    }
+
+    impl std::fmt::Debug for State {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match self {
+                Self::Idle => f.write_str("Idle"),
+                Self::Authed { .. } => f.write_str("Authed { token: <redacted> }"),
+            }
+        }
+    }
+
+    #[events]
+    pub enum Event {
+        Login(String),
+        Logout,
+    }
+
+    #[actions]
+    #[derive(Debug, PartialEq)]
+    pub enum Action {
+        Wait,
+    }
+
+    transitions! {
+        Idle + Login(token) => Authed { token } / Wait,
+        Authed + Logout => Idle / Wait,
+    }
+}
+
+fn main() {
+    let mut m = login::Machine::new();
+    m.handle_event(login::Event::Login("s3cret".to_owned()));
+    assert_eq!(format!("{:?}", m.state()), "Authed { token: <redacted> }");
+    if let login::State::Authed { token } = m.state() {
+        assert_eq!(token, "s3cret");
+    }
+    m.handle_event(login::Event::Logout);
+}
