@@ -116,6 +116,7 @@ pub(crate) struct Model {
     /// Rows dropped for an unknown event whose source and target are
     /// known: still a way into their target for the reachability rule.
     pub(crate) dropped_edges: Vec<(Vec<usize>, usize)>,
+    resting_names: std::cell::OnceCell<std::collections::HashSet<String>>,
     /// The fallback action's index and constructor.
     pub(crate) fallback: Option<(usize, Ctor)>,
     pub(crate) strict: bool,
@@ -320,6 +321,7 @@ impl Model {
             incomplete: false,
             dropped_sources: Vec::new(),
             dropped_edges: Vec::new(),
+            resting_names: std::cell::OnceCell::new(),
             fallback: None,
             strict: args.strict.is_some(),
             serde: args.serde.is_some(),
@@ -583,6 +585,13 @@ impl Model {
                 self.incomplete = !complete;
             }
         }
+    }
+
+    /// The names of the states that wait for events (the typed view's
+    /// types), built once.
+    pub(crate) fn resting_names(&self) -> &std::collections::HashSet<String> {
+        self.resting_names
+            .get_or_init(|| self.states.iter().filter(|s| s.transient.is_none()).map(|s| s.ident.to_string()).collect())
     }
 
     /// Whether state `i` takes events (neither transient nor terminal).

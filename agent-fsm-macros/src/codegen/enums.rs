@@ -247,10 +247,65 @@ pub(crate) fn snake_method(variant: &Ident) -> Ident {
     match name.as_str() {
         // Keywords that cannot be raw.
         "self" | "super" | "crate" | "_" => Ident::new(&format!("{name}_"), span),
-        _ if syn::parse_str::<Ident>(&name).is_err() => Ident::new_raw(&name, span),
+        _ if KEYWORDS.contains(&name.as_str()) => Ident::new_raw(&name, span),
         _ => Ident::new(&name, span),
     }
 }
+
+/// Lower-case keywords, strict and reserved, of every edition: a method
+/// with one of these names needs the raw form.
+const KEYWORDS: [&str; 50] = [
+    "abstract",
+    "as",
+    "async",
+    "await",
+    "become",
+    "box",
+    "break",
+    "const",
+    "continue",
+    "do",
+    "dyn",
+    "else",
+    "enum",
+    "extern",
+    "false",
+    "final",
+    "fn",
+    "for",
+    "gen",
+    "if",
+    "impl",
+    "in",
+    "let",
+    "loop",
+    "macro",
+    "match",
+    "mod",
+    "move",
+    "mut",
+    "override",
+    "priv",
+    "pub",
+    "ref",
+    "return",
+    "static",
+    "struct",
+    "trait",
+    "true",
+    "try",
+    "type",
+    "typeof",
+    "unsafe",
+    "unsized",
+    "use",
+    "virtual",
+    "where",
+    "while",
+    "yield",
+    "macro_rules",
+    "union",
+];
 
 pub(crate) fn snake(name: &str) -> String {
     let mut out = String::new();

@@ -360,13 +360,13 @@ fn event_params(event_ty: &Ident, variant: &syn::Variant, model: &Model) -> (Vec
 /// field has the user's type `Error`) would name the typed state's struct
 /// there, so it is reached through `super::`.
 fn outside(ty: &syn::Type, model: &Model) -> syn::Type {
-    struct Prefix<'a>(&'a Model);
+    struct Prefix<'a>(&'a std::collections::HashSet<String>);
     impl VisitMut for Prefix<'_> {
         fn visit_type_path_mut(&mut self, tp: &mut syn::TypePath) {
             if tp.qself.is_none()
                 && tp.path.leading_colon.is_none()
                 && let Some(first) = tp.path.segments.first()
-                && self.0.states.iter().any(|s| s.transient.is_none() && s.ident == first.ident)
+                && self.0.contains(&first.ident.to_string())
             {
                 let span = first.ident.span();
                 tp.path.segments.insert(0, syn::PathSegment::from(Ident::new("super", span)));
@@ -375,6 +375,6 @@ fn outside(ty: &syn::Type, model: &Model) -> syn::Type {
         }
     }
     let mut ty = ty.clone();
-    Prefix(model).visit_type_mut(&mut ty);
+    Prefix(model.resting_names()).visit_type_mut(&mut ty);
     ty
 }
