@@ -110,6 +110,7 @@ where
         extras: None,
         clock: None,
         status_dirty: false,
+        yield_due: false,
         visit: 0,
         steps: 0,
         failed: false,
@@ -167,6 +168,9 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     /// The state changed (or the machine was poisoned) since the status was
     /// last published.
     status_dirty: bool,
+    /// A flush in the middle of a burst woke subscribers: yield to them
+    /// after the current input.
+    yield_due: bool,
     /// Incremented on every change of state (not on self-transitions);
     /// timers are stamped with it and die when it moves on.
     visit: u32,
@@ -274,7 +278,7 @@ where
             // A flush in the middle of a burst woke subscribers: let them
             // read before going on, or the next flush could push what they
             // had no chance to take out of the log.
-            if self.notifier.take_filled() {
+            if std::mem::take(&mut self.yield_due) | self.notifier.take_filled() {
                 self.flush_status();
                 cx.waker().wake_by_ref();
                 return Poll::Pending;
@@ -350,13 +354,14 @@ where
     /// sleep, before it serves any request or reply, and every
     /// [`STATUS_EVERY`] events, rather than on every event: a burst of
     /// events costs one publication.
-    fn flush_status(&mut self) {
+    /// Returns whether the flush woke a waiting subscription.
+    fn flush_status(&mut self) -> bool {
         if self.status_dirty {
             self.status_dirty = false;
             self.shared.publish_state(self.machine.state_name());
         }
         self.shared.publish_steps(self.steps);
-        self.notifier.flush();
+        self.notifier.flush()
     }
 
     /// Picks up the notification feed once someone has subscribed; one
@@ -539,7 +544,9 @@ where
             let state = self.machine.state_name();
             let _ = reply.send(Delivered { action: action_name, state, performed });
         } else if status_due {
-            self.flush_status();
+            // In the middle of a burst: subscribers it woke get to read
+            // before the worker goes on (see `poll_run`).
+            self.yield_due |= self.flush_status();
         }
     }
 

@@ -233,7 +233,8 @@ struct Attached<O> {
     produced: u64,
     /// Reused to wake the waiting subscriptions outside the lock.
     wake: Vec<(u64, Waker)>,
-    /// A flush woke waiting subscriptions since the worker last asked.
+    /// A flush at capacity woke waiting subscriptions since the worker
+    /// last asked.
     filled: bool,
 }
 
@@ -269,14 +270,14 @@ impl<O> Notifier<O> {
             // over once it fills the log, so the buffer stays bounded and a
             // subscriber that keeps up does not lag behind a single burst.
             if attached.pending.len() >= attached.feed.capacity {
-                attached.flush();
+                attached.filled |= attached.flush();
             }
         }
     }
 
-    /// Whether a flush woke waiting subscriptions since the last call: the
-    /// worker then yields, so that they read the log before its next flush
-    /// can push what they have not taken out of it.
+    /// Whether a flush at capacity woke waiting subscriptions since the
+    /// last call: the worker then yields, so that they read the log before
+    /// its next flush can push what they have not taken out of it.
     #[inline]
     pub(crate) fn take_filled(&mut self) -> bool {
         match &mut self.attached {
@@ -290,13 +291,15 @@ impl<O> Notifier<O> {
 
     /// Hands the recorded notifications to the subscriptions and wakes the
     /// waiting ones.
+    /// Returns whether it woke a waiting subscription.
     #[inline]
-    pub(crate) fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) -> bool {
         if let Some(attached) = &mut self.attached
             && !attached.pending.is_empty()
         {
-            attached.flush();
+            return attached.flush();
         }
+        false
     }
 
     /// Flushes and ends every subscription once it has read what is kept.
@@ -309,8 +312,9 @@ impl<O> Notifier<O> {
 }
 
 impl<O> Attached<O> {
+    /// Returns whether it woke a waiting subscription.
     #[cold]
-    fn flush(&mut self) {
+    fn flush(&mut self) -> bool {
         let feed = &self.feed;
         let start = self.produced - self.pending.len() as u64;
         {
@@ -331,12 +335,11 @@ impl<O> Attached<O> {
             // Swapped rather than taken: both buffers keep their capacity.
             std::mem::swap(&mut state.waiters, &mut self.wake);
         }
-        // Subscribers were waiting: the worker lets them run before its
-        // next flush can push what they have not read out of the log.
-        self.filled |= !self.wake.is_empty();
+        let woke = !self.wake.is_empty();
         for (_, waker) in self.wake.drain(..) {
             waker.wake();
         }
+        woke
     }
 }
 
