@@ -4,7 +4,7 @@
 //! A machine is a synchronous, pure step function: it takes one event, moves
 //! to its next state and returns one action for the caller to perform. All
 //! I/O lives outside, in whoever performs the actions (the executor in
-//! [`crate::executor`], or a plain loop in a test).
+//! [`crate::runtime`], or a plain loop in a test).
 
 use core::fmt;
 
@@ -26,7 +26,8 @@ pub trait Named {
 ///   state and the same action. It performs no I/O and never blocks.
 /// - It never panics on any event. An event the table does not accept leaves
 ///   the state unchanged, is reported to the observer and to `tracing` as a
-///   warning, and returns the table's fallback action.
+///   warning (at debug level for pairs marked `=> ignore`), and returns the
+///   table's fallback action.
 /// - Transient states are resolved inside the same call: after it returns,
 ///   [`state`](StateMachine::state) is never a transient state.
 pub trait StateMachine {
@@ -52,9 +53,10 @@ pub trait StateMachine {
     /// The current state.
     ///
     /// # Panics
-    /// Only if user code inside a row (a guard, an effect block or a payload
-    /// expression) panicked during an earlier transition and the panic was
-    /// caught: the machine is then poisoned, see
+    /// Only if the effects block, action or target payload of a row that
+    /// moves the state panicked during an earlier transition and the panic
+    /// was caught (a guard runs before the state is taken out, and never
+    /// poisons): the machine is then poisoned, see
     /// [`is_poisoned`](StateMachine::is_poisoned).
     fn state(&self) -> &Self::State;
 

@@ -902,6 +902,8 @@ mod eager_subscriber {
 
     use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, Notification};
 
+    // Public enums in a test's private module, as a user's crate has them.
+    #[allow(unreachable_pub)]
     #[agent_fsm::state_machine(fallback = Nothing)]
     pub mod bounce {
         #[states]
@@ -974,6 +976,8 @@ mod nested_sends {
 
     use agent_fsm::runtime::{self, EffectContext, ExecutorConfig};
 
+    // Public enums in a test's private module, as a user's crate has them.
+    #[allow(unreachable_pub)]
     #[agent_fsm::state_machine(fallback = Nothing)]
     pub mod chain {
         #[states]

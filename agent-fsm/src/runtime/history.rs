@@ -233,8 +233,9 @@ impl<E> History<E> {
         (self.current, self.entered)
     }
 
-    /// Time spent per state, in order of first exit, the current state last
-    /// (its stay counted up to when the history was read).
+    /// Time spent per state, in order of first exit; the current state's
+    /// stay is counted up to when the history was read, in its entry if it
+    /// was visited before, or last if this is its first visit.
     #[must_use]
     pub fn time_in_state(&self) -> Vec<StateTime> {
         let mut times = self.closed.clone();
