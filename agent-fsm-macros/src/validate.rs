@@ -22,6 +22,35 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_unreachable_states(cx, model);
     check_strict(cx, model);
     check_generated_names(cx, model);
+    check_serde_form(cx, model);
+}
+
+/// With `serde`, the macro derives the one form snapshots read back
+/// (snake_case names as tags): the user's own derive would clash with it,
+/// and a `#[serde(..)]` on an enum or a variant would change the names the
+/// snapshot reader checks.
+fn check_serde_form(cx: &Ctxt, model: &Model) {
+    use crate::codegen::enums::derives;
+    if !model.serde {
+        return;
+    }
+    for e in [&model.state_enum, &model.event_enum, &model.action_enum] {
+        for name in ["Serialize", "Deserialize"] {
+            if derives(e, name) {
+                cx.error_spanned_by(
+                    &e.ident,
+                    format!("`serde` derives `{name}` on `{}` in the form snapshots read back; remove this derive", e.ident),
+                );
+            }
+        }
+        let attrs = e.attrs.iter().chain(e.variants.iter().flat_map(|v| &v.attrs));
+        for attr in attrs.filter(|a| a.path().is_ident("serde")) {
+            cx.error_spanned_by(
+                attr,
+                "with `serde`, snapshots name states, events and actions in snake_case and read them back by those names; a `#[serde(..)]` here would change them (attributes on fields are fine)",
+            );
+        }
+    }
 }
 
 /// A row's effects are spliced into the step function: a `return` there

@@ -58,7 +58,7 @@ pub(crate) fn plain_enum(e: &ItemEnum, model: &Model) -> ItemEnum {
 
 /// Whether the enum's own `#[derive(..)]` names `name` (`Debug`,
 /// `serde::Serialize`).
-fn derives(e: &ItemEnum, name: &str) -> bool {
+pub(crate) fn derives(e: &ItemEnum, name: &str) -> bool {
     let mut has = false;
     for attr in &e.attrs {
         if attr.path().is_ident("derive") {
@@ -96,12 +96,7 @@ fn ensure_debug(e: &mut ItemEnum, model: &Model) {
 /// serde derives in the stable form snapshots and UIs rely on: adjacently
 /// tagged, snake_case names (`{"state": "calling_llm", "data": {..}}`, a
 /// unit variant as `{"state": "idle"}`).
-///
-/// An enum that derives serde itself keeps the user's form.
 pub(crate) fn derive_serde(e: &mut ItemEnum, tag: &str) {
-    if derives(e, "Serialize") || derives(e, "Deserialize") {
-        return;
-    }
     e.attrs.push(syn::parse_quote!(
         #[derive(::agent_fsm::__private::serde::Serialize, ::agent_fsm::__private::serde::Deserialize)]
     ));
