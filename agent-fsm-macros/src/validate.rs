@@ -39,7 +39,10 @@ fn check_serde_form(cx: &Ctxt, model: &Model) {
             if derives(e, name) {
                 cx.error_spanned_by(
                     &e.ident,
-                    format!("`serde` derives `{name}` on `{}` in the form snapshots read back; remove this derive", e.ident),
+                    format!(
+                        "`serde` derives `{name}` on `{}` in the form snapshots read back; remove this derive",
+                        e.ident
+                    ),
                 );
             }
         }

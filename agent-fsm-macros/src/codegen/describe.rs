@@ -5,6 +5,7 @@
 use crate::model::{Model, RowModel};
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
+use syn::ext::IdentExt;
 
 /// Rows expanded to one entry per source state, in the order they are
 /// tried; `Step::row` indexes this list.
@@ -46,7 +47,7 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
     use proc_macro2::Literal;
     let name = model.machine.to_string();
     let states = model.states.iter().map(|s| {
-        let n = s.ident.to_string();
+        let n = s.ident.unraw().to_string();
         let flags = Literal::u8_unsuffixed(
             u8::from(s.initial.is_some())
                 | (u8::from(s.terminal.is_some()) << 1)
@@ -54,8 +55,8 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
         );
         quote!(__st(#n, #flags))
     });
-    let events = model.events.iter().map(|e| e.ident.to_string());
-    let actions = model.actions.iter().map(|a| a.ident.to_string());
+    let events = model.events.iter().map(|e| e.ident.unraw().to_string());
+    let actions = model.actions.iter().map(|a| a.ident.unraw().to_string());
     let index = |i: usize| Literal::usize_unsuffixed(i);
     let none = || quote!(__X);
     let rows = layout.entries.iter().map(|&(r, s)| {
@@ -73,12 +74,13 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
     });
     let ignored = model.ignores.iter().flat_map(|ig| {
         ig.sources.iter().map(move |&s| {
-            let sn = model.states[s].ident.to_string();
-            let en = model.events[ig.event].ident.to_string();
+            let sn = model.states[s].ident.unraw().to_string();
+            let en = model.events[ig.event].ident.unraw().to_string();
             quote!((#sn, #en))
         })
     });
-    let fallback = model.fallback.as_ref().map(|(a, _)| model.actions[*a].ident.to_string()).unwrap_or_default();
+    let fallback =
+        model.fallback.as_ref().map(|(a, _)| model.actions[*a].ident.unraw().to_string()).unwrap_or_default();
     quote! {
         /// The table: states, events, actions, rows (any-state rows expanded
         /// per state) and the Mermaid diagram.
@@ -121,11 +123,11 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
 pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
     let mut out = String::from("stateDiagram-v2\n");
     if let Some(i) = model.initial() {
-        out.push_str(&format!("    [*] --> {}\n", model.states[i].ident));
+        out.push_str(&format!("    [*] --> {}\n", model.states[i].ident.unraw()));
     }
     for s in &model.states {
         if s.transient.is_some() {
-            out.push_str(&format!("    {} : {} (transient)\n", s.ident, s.ident));
+            out.push_str(&format!("    {} : {} (transient)\n", s.ident.unraw(), s.ident.unraw()));
         }
     }
     for &(r, s) in &layout.entries {
@@ -139,14 +141,19 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
             label.push(format!("[{}]", sanitize(&conditions.join("; "))));
         }
         if let Some((a, _)) = &row.action {
-            label.push(format!("/ {}", model.actions[*a].ident));
+            label.push(format!("/ {}", model.actions[*a].ident.unraw()));
         }
         let label = if label.is_empty() { String::new() } else { format!(" : {}", label.join(" ")) };
-        out.push_str(&format!("    {} --> {}{}\n", model.states[s].ident, model.states[row.target].ident, label));
+        out.push_str(&format!(
+            "    {} --> {}{}\n",
+            model.states[s].ident.unraw(),
+            model.states[row.target].ident.unraw(),
+            label
+        ));
     }
     for s in &model.states {
         if s.terminal.is_some() {
-            out.push_str(&format!("    {} --> [*]\n", s.ident));
+            out.push_str(&format!("    {} --> [*]\n", s.ident.unraw()));
         }
     }
     out
@@ -163,9 +170,9 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> Tok
     let states = model.states.len();
     let events = model.events.len();
     let rows = layout.entries.len();
-    let state = model.state_enum.ident.to_string();
-    let event = model.event_enum.ident.to_string();
-    let action = model.action_enum.ident.to_string();
+    let state = model.state_enum.ident.unraw().to_string();
+    let event = model.event_enum.ident.unraw().to_string();
+    let action = model.action_enum.ident.unraw().to_string();
     let summary = format!(
         "The state machine generated from this module's table: {states} states ([`{state}`]), {events} events ([`{event}`]), {rows} rows, returning [`{action}`]."
     );
@@ -180,11 +187,11 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> Tok
         let cell = |t: Option<String>| t.map_or_else(|| "—".to_owned(), |t| format!("`{}`", t.replace('|', "\\|")));
         table.push_str(&format!(
             "| `{}` | {} | {} | `{}` | {} | {} |\n",
-            model.states[s].ident,
-            cell(row.event.as_ref().map(|(e, _)| model.events[*e].ident.to_string())),
+            model.states[s].ident.unraw(),
+            cell(row.event.as_ref().map(|(e, _)| model.events[*e].ident.unraw().to_string())),
             cell(guard_text(row)),
-            model.states[row.target].ident,
-            cell(row.action.as_ref().map(|(a, _)| model.actions[*a].ident.to_string())),
+            model.states[row.target].ident.unraw(),
+            cell(row.action.as_ref().map(|(a, _)| model.actions[*a].ident.unraw().to_string())),
             row_note(row),
         ));
     }
@@ -223,10 +230,10 @@ fn row_note(row: &RowModel) -> String {
 /// `LlmEvent(LlmEvent::TextDelta { content })` reads `LlmEvent(TextDelta)`.
 pub(crate) fn pattern_label(pat: &syn::Pat) -> Option<String> {
     use syn::Pat;
-    let last = |path: &syn::Path| path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+    let last = |path: &syn::Path| path.segments.last().map(|s| s.ident.unraw().to_string()).unwrap_or_default();
     match pat {
         Pat::Ident(p) => {
-            let name = p.ident.to_string();
+            let name = p.ident.unraw().to_string();
             if name.starts_with(|c: char| c.is_lowercase() || c == '_') {
                 p.subpat.as_ref().and_then(|(_, sub)| pattern_label(sub))
             } else {

@@ -73,7 +73,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         let ev = &model.events[e].ident;
         let Some(s) = takers[e] else { return TokenStream::new() };
         let v = &model.states[s].ident;
-        let name = v.to_string();
+        let name = syn::ext::IdentExt::unraw(v).to_string();
         let rest = catch_all(quote!(__Some(#name)), quote!(__event));
         // No argument but the two references already at hand: constants
         // passed here would be set up on the hot path, before the compare.
@@ -91,7 +91,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
     });
     let arms = per_state.iter().enumerate().filter(|(_, a)| !a.is_empty()).map(|(s, arms)| {
         let v = &model.states[s].ident;
-        let name = v.to_string();
+        let name = syn::ext::IdentExt::unraw(v).to_string();
         let rest = catch_all(quote!(__Some(#name)), quote!(__event));
         quote! {
             __Some(#state::#v { .. }) => match event {
@@ -232,7 +232,11 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let target = &model.states[row.target];
     let eventless = row.event.is_none();
     // Names the row's code uses are bound with the row's span (hygiene).
-    let here = |name: &Ident| Ident::new(&name.to_string(), row.span);
+    let here = |name: &Ident| {
+        let mut name = name.clone();
+        name.set_span(row.span);
+        name
+    };
     // The guard is printed once: its tokens go into the arm and tell which
     // names it uses. Printing a `syn` tree is the costly part of a row's
     // expansion in a debug build, where proc macros run unoptimized.

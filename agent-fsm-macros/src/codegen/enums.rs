@@ -109,7 +109,8 @@ pub(crate) fn derive_serde(e: &mut ItemEnum, tag: &str) {
 pub(crate) fn names(e: &ItemEnum, what: &str) -> TokenStream {
     let ident = &e.ident;
     let variants: Vec<_> = e.variants.iter().map(|v| &v.ident).collect();
-    let strings: Vec<String> = variants.iter().map(ToString::to_string).collect();
+    // `r#type` is named `type`, as serde names it.
+    let strings: Vec<String> = variants.iter().map(|v| syn::ext::IdentExt::unraw(*v).to_string()).collect();
     let name_doc = format!("The {what}'s name as written in the table.");
     let names_doc = format!("Every {what} name, in declaration order.");
     quote! {
