@@ -121,6 +121,31 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             "a state named `Any` would clash with `typed::Any`, the typestate view's enum of every state; rename the state, or turn the view off with `typestate = false`",
         );
     }
+    // A step that can land in several states returns an enum named
+    // `{State}After{Event}`.
+    for (i, state) in model.states.iter().enumerate() {
+        if state.terminal.is_some() || state.transient.is_some() {
+            continue;
+        }
+        for (e, event) in model.events.iter().enumerate() {
+            if model.index().pair(i, e).is_empty() {
+                continue;
+            }
+            let landing = format!("{}After{}", state.ident, event.ident);
+            if model.resting_names().contains(&landing)
+                && crate::codegen::typestate::landing(model, i, e).len() > 1
+                && let Some(clash) = model.states.iter().find(|s| s.ident == landing)
+            {
+                cx.error_spanned_by(
+                    &clash.ident,
+                    format!(
+                        "state `{landing}` has the name of the typestate view's enum for where `{}` + `{}` can land; rename the state, or turn the view off with `typestate = false`",
+                        state.ident, event.ident
+                    ),
+                );
+            }
+        }
+    }
     // The typed view: each state's type has `state()`, `context()` and
     // `into_machine()` (the initial one also `new`), and a method per event
     // it takes.

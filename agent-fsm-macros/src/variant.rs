@@ -92,6 +92,12 @@ pub(crate) fn merge(input: TokenStream) -> TokenStream {
     };
     let base_name = base_args.name.as_ref().map_or_else(|| "Machine".to_owned(), ToString::to_string);
     let cx = Ctxt::new();
+    if let Some(name) = &variant_args.export {
+        cx.error_spanned_by(
+            name,
+            "a variant cannot be exported: its table is the base's plus differences; export the base, or write this machine as a base of its own",
+        );
+    }
     let merged = merge_modules(&cx, &base_name, base_mod, variant_mod.clone());
     // On error the merged module (with the base's enums) is what the rest
     // of the user's code should still see.
@@ -164,6 +170,16 @@ fn merge_modules(
                 let role =
                     ["states", "events", "actions"].into_iter().find(|r| has_attr(&e.attrs, r)).unwrap_or("states");
                 let Some(target) = base_enums.iter_mut().find(|b| has_attr(&b.attrs, role)) else { continue };
+                // The merged enum is the base's, with its attributes: only
+                // the variants of an added enum are taken.
+                for attr in e.attrs.iter().filter(|a| !a.path().is_ident(role) && !a.path().is_ident("doc")) {
+                    cx.error_spanned_by(
+                        attr,
+                        format!(
+                            "a variant's `#[{role}]` enum only adds variants to `{base_name}`'s; its attributes are not used (the base's enum keeps its own)"
+                        ),
+                    );
+                }
                 let what = &role[..role.len() - 1];
                 for v in e.variants {
                     if target.variants.iter().any(|b| b.ident == v.ident) {
@@ -220,9 +236,20 @@ fn merge_modules(
         _ => String::new(),
     };
     let mut changes = Vec::new();
+    // Base rows already replaced or removed: a second change to one would
+    // silently undo the first.
+    let mut touched = vec![false; keys.len()];
+    let mut twice = |kw: Span, i: usize, key: &str| {
+        if std::mem::replace(&mut touched[i], true) {
+            cx.error_at(kw, format!("`{key}` is also replaced or removed by another change in this variant; keep one change per base row"));
+            return true;
+        }
+        false
+    };
     for (kw, row) in variant_table.replaces {
         let key = row.key_text();
         match keys.iter().position(|k| *k == key) {
+            Some(i) if twice(kw.span, i, &key) => {}
             Some(i) => {
                 changes.push((kw.span, target_of(&rows[i])));
                 rows[i] = Some(row);
@@ -233,6 +260,7 @@ fn merge_modules(
     for (kw, key) in &variant_table.removes {
         let key_text = key.text();
         match keys.iter().position(|k| *k == key_text) {
+            Some(i) if twice(kw.span, i, &key_text) => {}
             Some(i) => {
                 changes.push((kw.span, target_of(&rows[i])));
                 rows[i] = None;
@@ -242,6 +270,9 @@ fn merge_modules(
             }
         }
     }
+    // Rows leaving any removed state go with it, whatever the order the
+    // removals are written in.
+    let removed: Vec<&Ident> = variant_table.removed_states.iter().map(|(_, s)| s).collect();
     for (_, state) in &variant_table.removed_states {
         if !base_states.contains(&state.to_string()) {
             cx.error_spanned_by(state, format!("`remove state`: `{base_name}` has no state `{state}`"));
@@ -262,7 +293,7 @@ fn merge_modules(
         let into: Vec<String> = rows
             .iter()
             .flatten()
-            .filter(|r| !row_source_is(r, state))
+            .filter(|r| !removed.iter().any(|s| row_source_is(r, s)))
             .filter(|r| matches!(&r.outcome, crate::parse::Outcome::To { target, .. } if target.ident == *state))
             .map(|r| format!("`{}`", r.key_text()))
             .collect();

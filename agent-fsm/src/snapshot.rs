@@ -11,7 +11,9 @@
 //! snake_case names (`{"state": "executing_tool", "data": {..}}`, a unit
 //! state as `{"state": "idle"}`), a stable form a UI can switch on.
 //!
-//! Resuming never produces a wrong state: a snapshot of another machine, a
+//! Resuming never produces a wrong state: a snapshot of a machine with
+//! another name (machines are told apart by `name = ..`, `Machine` by
+//! default, so give machines that share a program distinct names), a
 //! state name the machine does not have, a transient state (never at rest
 //! between steps), data of the wrong shape, or data that breaks the
 //! machine's declared invariants (`invariants = path` in the attribute) is

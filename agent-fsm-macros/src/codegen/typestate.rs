@@ -114,7 +114,7 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
 }
 
 /// The resting states `(s, event)` can land in, in declaration order.
-fn landing(model: &Model, s: usize, e: usize) -> BTreeSet<usize> {
+pub(crate) fn landing(model: &Model, s: usize, e: usize) -> BTreeSet<usize> {
     let mut out = BTreeSet::new();
     let rows: Vec<_> = model.index().pair(s, e).iter().map(|&r| &model.rows[r]).collect();
     let mut total = false;

@@ -37,7 +37,8 @@ impl Args {
             strict: over.strict.or(self.strict),
             name: over.name.or(self.name),
             serde: over.serde.or(self.serde),
-            invariants: over.invariants.or(self.invariants),
+            // The base's check takes the base's types: a variant names its own.
+            invariants: over.invariants,
             export: over.export,
             extends: None,
             typestate: over.typestate.or(self.typestate),
