@@ -17,7 +17,9 @@
 //! state name the machine does not have, a transient state (never at rest
 //! between steps), data of the wrong shape, or data that breaks the
 //! machine's declared invariants (`invariants = path` in the attribute) is
-//! rejected with a [`SnapshotError`].
+//! rejected with a [`SnapshotError`]. Fields and keys the machine does not
+//! know are ignored, as serde does by default, so a snapshot written by a
+//! later version that added a field still resumes.
 
 use crate::{Named, StateMachine};
 use serde::de::DeserializeOwned;
