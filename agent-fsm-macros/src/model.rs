@@ -471,6 +471,14 @@ impl Model {
                 let Some(all) = resolved.into_iter().collect::<Option<Vec<_>>>() else {
                     return;
                 };
+                for (k, name) in names.iter().enumerate() {
+                    if all[..k].contains(&all[k]) {
+                        cx.error_spanned_by(
+                            name,
+                            format!("`{name}` is already a source of this row; name each state once"),
+                        );
+                    }
+                }
                 (all, false, None)
             }
             Source::One(pat) => {

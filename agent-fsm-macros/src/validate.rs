@@ -23,6 +23,50 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_strict(cx, model);
     check_generated_names(cx, model);
     check_serde_form(cx, model);
+    check_carried_fields_set(cx, model);
+}
+
+/// A row from a state without the carried fields (`#[no_carry]`) into one
+/// with them has nothing to move along: its target must set them.
+fn check_carried_fields_set(cx: &Ctxt, model: &Model) {
+    for row in &model.rows {
+        let target = &model.states[row.target];
+        if !target.carries {
+            continue;
+        }
+        let set = |name: &syn::Ident| match &row.target_ctor.init {
+            crate::parse::Init::Named(_, fields) => {
+                fields.iter().any(|f| matches!(&f.member, syn::Member::Named(m) if m == name))
+            }
+            _ => false,
+        };
+        // A tuple state cannot carry, which is reported on its own.
+        let no_carry = |s: usize| !model.states[s].carries && model.states[s].shape != crate::model::Shape::Unnamed;
+        let Some(&bare) = row.sources.iter().find(|&&s| no_carry(s)) else {
+            continue;
+        };
+        let missing: Vec<String> = model
+            .carried
+            .iter()
+            .filter_map(|f| f.ident.as_ref())
+            .filter(|c| !set(c))
+            .map(|c| format!("`{c}`"))
+            .collect();
+        if !missing.is_empty() {
+            cx.error_spanned_by(
+                &row.target_ctor.ident,
+                format!(
+                    "`{}` is `#[no_carry]`, so this row has no {} to move into `{}`; set {} in the target (`{} {{ {}: .. }}`)",
+                    model.states[bare].ident,
+                    missing.join(", "),
+                    target.ident,
+                    if missing.len() == 1 { "it" } else { "them" },
+                    target.ident,
+                    missing[0].trim_matches('`'),
+                ),
+            );
+        }
+    }
 }
 
 /// With `serde`, the macro derives the one form snapshots read back

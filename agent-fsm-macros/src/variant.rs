@@ -220,7 +220,8 @@ fn merge_modules(
         })
         .collect();
     let keys: Vec<String> = rows.iter().flatten().map(crate::parse::Row::key_text).collect();
-    let source_of = |key: &str| key.split(" + ").next().unwrap_or(key).split(" [").next().unwrap_or(key).to_owned();
+    // The source state's name: `Open { since }` and `Open` are one state.
+    let source_of = |key: &str| key.split([' ', '{', '(', '[', '+', '|']).next().unwrap_or(key).to_owned();
     let known = |key: &str| -> String {
         let source = source_of(key);
         let same: Vec<String> =
