@@ -967,6 +967,35 @@ mod eager_subscriber {
         handle.shutdown().await.unwrap();
         assert_eq!(reader.await.unwrap(), (ITEMS + 1, 0));
     }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_subscriber_that_keeps_up_never_lags_behind_a_full_inbox() {
+        use bounce::{Action, Event, Machine};
+        const EVENTS: usize = 600;
+        let fx = runtime::from_fn(|_: Action, cx: &mut EffectContext<'_, Machine, ()>| cx.output(()));
+        let config = ExecutorConfig::new().inbox_capacity(EVENTS);
+        let handle = runtime::spawn(Machine::new(), fx, config);
+        let mut subscription = handle.subscribe();
+        let reader = tokio::spawn(async move {
+            let (mut transitions, mut lagged) = (0, 0);
+            while let Some(n) = subscription.recv().await {
+                match n {
+                    Notification::Transition(_) => transitions += 1,
+                    Notification::Lagged(k) => lagged += k,
+                    _ => {}
+                }
+            }
+            (transitions, lagged)
+        });
+        tokio::task::yield_now().await; // the reader waits in `recv`
+        // Queued before the worker runs: one burst of 600 steps.
+        for _ in 0..EVENTS {
+            handle.try_send(Event::Flip).unwrap();
+        }
+        handle.wait_idle().await.unwrap();
+        handle.shutdown().await.unwrap();
+        assert_eq!(reader.await.unwrap(), (EVENTS, 0));
+    }
 }
 
 mod nested_sends {

@@ -125,6 +125,8 @@ where
 /// How often, in events, a long burst refreshes the clock and publishes
 /// the status and the notifications.
 const STATUS_EVERY: u64 = 64;
+// The inbox path looks for a due yield on every eighth step only.
+const _: () = assert!(STATUS_EVERY % 8 == 0);
 
 /// How the action returned by a delivered event is treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,14 +277,6 @@ where
             if let Some(reason) = turn {
                 return Poll::Ready(Some(reason));
             }
-            // A flush in the middle of a burst woke subscribers: let them
-            // read before going on, or the next flush could push what they
-            // had no chance to take out of the log.
-            if std::mem::take(&mut self.yield_due) | self.notifier.take_filled() {
-                self.flush_status();
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
         }
     }
 
@@ -311,6 +305,12 @@ where
                 if let Some(event) = self.resolve(produced) {
                     self.deliver(event, Mode::Normal, None);
                 }
+                if self.take_yield() {
+                    // What the step sent is delivered before the pause.
+                    self.drain_ready();
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
                 return Poll::Ready(None);
             }
             // External events wait while effect work is in flight. A stream
@@ -332,6 +332,12 @@ where
         {
             Poll::Ready(Some(envelope))
         } else {
+            // Checked here, off the path of the other seven: the periodic
+            // flush happens on a multiple of eight steps.
+            if self.take_yield() {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             self.inbox.poll_recv(cx)
         };
         match next {
@@ -347,6 +353,14 @@ where
             Poll::Ready(None) => Poll::Ready(Some(StopReason::HandlesDropped)),
             Poll::Pending => Poll::Pending,
         }
+    }
+
+    /// Whether a flush in the middle of a burst woke subscribers: the worker
+    /// then yields before its next input, so that they read before the next
+    /// flush can push what they had no chance to take out of the log.
+    #[inline]
+    fn take_yield(&mut self) -> bool {
+        std::mem::take(&mut self.yield_due) | self.notifier.take_filled()
     }
 
     /// Publishes the state name, the step count and the buffered
