@@ -126,7 +126,7 @@ where
 /// the status and the notifications.
 const STATUS_EVERY: u64 = 64;
 // The inbox path looks for a due yield on every eighth step only.
-const _: () = assert!(STATUS_EVERY % 8 == 0);
+const _: () = assert!(STATUS_EVERY.is_multiple_of(8));
 
 /// How the action returned by a delivered event is treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
