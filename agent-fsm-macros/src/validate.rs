@@ -24,6 +24,29 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_generated_names(cx, model);
     check_serde_form(cx, model);
     check_carried_fields_set(cx, model);
+    check_default_state(cx, model);
+}
+
+/// `derive(Default)` builds the `#[default]` variant, which must be a unit
+/// variant; the carried fields the macro adds to it would make it one no
+/// longer, and rustc would point at a variant written as a unit.
+fn check_default_state(cx: &Ctxt, model: &Model) {
+    if model.carried.is_empty() || !crate::codegen::enums::derives(&model.state_enum, "Default") {
+        return;
+    }
+    for (variant, state) in model.state_enum.variants.iter().zip(&model.states) {
+        if let Some(attr) = variant.attrs.iter().find(|a| a.path().is_ident("default"))
+            && state.carries
+        {
+            cx.error_spanned_by(
+                attr,
+                format!(
+                    "`{}` gets the `#[carry]` fields, so `derive(Default)` cannot build it; implement `Default` for the state by hand, or mark it `#[no_carry]`",
+                    state.ident
+                ),
+            );
+        }
+    }
 }
 
 /// A row from a state without the carried fields (`#[no_carry]`) into one
