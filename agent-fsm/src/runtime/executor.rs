@@ -305,11 +305,14 @@ where
                 if let Some(event) = self.resolve(produced) {
                     self.deliver(event, Mode::Normal, None);
                 }
-                if self.take_yield() {
+                // Not once the worker must stop: the loop sees to that first.
+                if !self.failed && !self.terminal && self.take_yield() {
                     // What the step sent is delivered before the pause.
                     self.drain_ready();
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
+                    if !self.failed && !self.terminal {
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
                 }
                 return Poll::Ready(None);
             }
