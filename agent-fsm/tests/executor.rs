@@ -936,6 +936,27 @@ mod eager_subscriber {
         }
     }
 
+    /// A task that counts the transitions and lag notices it receives,
+    /// already waiting in `recv` when this returns.
+    async fn parked_reader(
+        handle: &runtime::MachineHandle<bounce::Machine, ()>,
+    ) -> tokio::task::JoinHandle<(usize, u64)> {
+        let mut subscription = handle.subscribe();
+        let reader = tokio::spawn(async move {
+            let (mut transitions, mut lagged) = (0, 0);
+            while let Some(n) = subscription.recv().await {
+                match n {
+                    Notification::Transition(_) => transitions += 1,
+                    Notification::Lagged(k) => lagged += k,
+                    _ => {}
+                }
+            }
+            (transitions, lagged)
+        });
+        tokio::task::yield_now().await;
+        reader
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_subscriber_that_keeps_up_never_lags_behind_a_ready_stream() {
         use bounce::{Action, Event, Machine};
@@ -949,19 +970,7 @@ mod eager_subscriber {
             }
         });
         let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
-        let mut subscription = handle.subscribe();
-        let reader = tokio::spawn(async move {
-            let (mut transitions, mut lagged) = (0, 0);
-            while let Some(n) = subscription.recv().await {
-                match n {
-                    Notification::Transition(_) => transitions += 1,
-                    Notification::Lagged(k) => lagged += k,
-                    _ => {}
-                }
-            }
-            (transitions, lagged)
-        });
-        tokio::task::yield_now().await; // the reader waits in `recv`
+        let reader = parked_reader(&handle).await;
         handle.send(Event::Go).await.unwrap();
         handle.wait_idle().await.unwrap();
         handle.shutdown().await.unwrap();
@@ -975,19 +984,7 @@ mod eager_subscriber {
         let fx = runtime::from_fn(|_: Action, cx: &mut EffectContext<'_, Machine, ()>| cx.output(()));
         let config = ExecutorConfig::new().inbox_capacity(EVENTS);
         let handle = runtime::spawn(Machine::new(), fx, config);
-        let mut subscription = handle.subscribe();
-        let reader = tokio::spawn(async move {
-            let (mut transitions, mut lagged) = (0, 0);
-            while let Some(n) = subscription.recv().await {
-                match n {
-                    Notification::Transition(_) => transitions += 1,
-                    Notification::Lagged(k) => lagged += k,
-                    _ => {}
-                }
-            }
-            (transitions, lagged)
-        });
-        tokio::task::yield_now().await; // the reader waits in `recv`
+        let reader = parked_reader(&handle).await;
         // Queued before the worker runs: one burst of 600 steps.
         for _ in 0..EVENTS {
             handle.try_send(Event::Flip).unwrap();
