@@ -416,9 +416,15 @@ impl Model {
     }
 
     fn add_row(&mut self, cx: &Ctxt, row: Row) {
-        // Every early return below follows a reported error; only a row
-        // that is kept sets this back.
-        let complete = !std::mem::replace(&mut self.incomplete, true);
+        if !self.place_row(cx, row) {
+            self.incomplete = true;
+        }
+    }
+
+    /// Resolves a row and adds it to the model. False when it was dropped
+    /// after an error and the rules over the whole table cannot tell what
+    /// it would have given.
+    fn place_row(&mut self, cx: &Ctxt, row: Row) -> bool {
         let span = row.head_span();
         if self.context.is_none() {
             let mut code = TokenStream::new();
@@ -432,15 +438,11 @@ impl Model {
                     ctor_code(a).to_tokens(&mut code);
                 }
             }
-            // A `ctx` the row's patterns bind is the user's own.
-            let mut bound = Vec::new();
-            if let Some(p) = &row.event {
-                bindings(p, &mut bound);
-            }
-            if let Source::One(p) = &row.source {
-                bindings(p, &mut bound);
-            }
-            if !bound.iter().any(|b| *b == "ctx") && Uses::of(code).has(&Ident::new("ctx", Span::call_site())) {
+            let source = match &row.source {
+                Source::One(p) => Some(p),
+                _ => None,
+            };
+            if !binds_ctx(row.event.as_ref(), source) && Uses::of(code).has(&Ident::new("ctx", Span::call_site())) {
                 cx.error_at(
                     span,
                     "this row uses `ctx`, but the machine has no context: add a `#[context]` struct, or `#[context] type Context = T;`",
@@ -461,7 +463,7 @@ impl Model {
                     })
                     .collect();
                 if !ok {
-                    return;
+                    return false;
                 }
                 let all = (0..self.states.len()).filter(|i| !excluded.contains(i)).collect();
                 (all, true, None)
@@ -469,7 +471,7 @@ impl Model {
             Source::Several(names) => {
                 let resolved: Vec<Option<usize>> = names.iter().map(|n| self.resolve_state(cx, n)).collect();
                 let Some(all) = resolved.into_iter().collect::<Option<Vec<_>>>() else {
-                    return;
+                    return false;
                 };
                 for (k, name) in names.iter().enumerate() {
                     if all[..k].contains(&all[k]) {
@@ -483,10 +485,10 @@ impl Model {
             }
             Source::One(pat) => {
                 let Some(ident) = pat_variant(cx, pat, "state") else {
-                    return;
+                    return false;
                 };
                 let Some(i) = self.resolve_state(cx, &ident) else {
-                    return;
+                    return false;
                 };
                 let destructures = !matches!(pat, Pat::Ident(_) | Pat::Path(_));
                 (vec![i], false, destructures.then(|| pat.clone()))
@@ -496,7 +498,7 @@ impl Model {
             None => None,
             Some(pat) => {
                 let Some(ident) = pat_variant(cx, pat, "event") else {
-                    return;
+                    return false;
                 };
                 match self.resolve_event(cx, &ident) {
                     Some(i) => Some((i, pat.clone())),
@@ -508,9 +510,9 @@ impl Model {
                             && let Some(t) = self.state_index(&target.ident)
                         {
                             self.dropped_edges.push((sources, t));
-                            self.incomplete = !complete;
+                            return true;
                         }
-                        return;
+                        return false;
                     }
                 }
             }
@@ -519,7 +521,7 @@ impl Model {
             Outcome::Ignore(kw) => {
                 let Some((event, pat)) = event else {
                     cx.error_spanned_by(kw, "`=> ignore` needs an event: `State + Event => ignore`");
-                    return;
+                    return false;
                 };
                 if !irrefutable_below(&pat) {
                     cx.error_spanned_by(
@@ -539,7 +541,7 @@ impl Model {
                     cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
                 }
                 self.ignores.push(IgnoreModel { sources, event, span: kw.span, any });
-                self.incomplete = !complete;
+                true
             }
             Outcome::To { effects, target: target_ctor, action } => {
                 let target = self.resolve_state(cx, &target_ctor.ident);
@@ -556,7 +558,7 @@ impl Model {
                 };
                 let Some(target) = target else {
                     self.dropped_sources.extend(&sources);
-                    return;
+                    return false;
                 };
                 // `*` means every state that takes events; a terminal state
                 // is included only where the row leaves it untouched (its
@@ -590,7 +592,7 @@ impl Model {
                     key: std::cell::OnceCell::new(),
                     action_unknown,
                 });
-                self.incomplete = !complete;
+                true
             }
         }
     }
@@ -822,6 +824,26 @@ fn pat_variant(cx: &Ctxt, pat: &Pat, what: &str) -> Option<Ident> {
     }
     cx.error_spanned_by(path, format!("write the {what} variant's bare name; the enum prefix is added for you"));
     None
+}
+
+/// Whether a constructor's named payload sets field `name`.
+pub(crate) fn sets_field(ctor: &Ctor, name: &Ident) -> bool {
+    match &ctor.init {
+        crate::parse::Init::Named(_, fields) => {
+            fields.iter().any(|f| matches!(&f.member, syn::Member::Named(m) if m == name))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a row's own patterns (event, source) bind a `ctx`: the row then
+/// means its own value by that name, not the context.
+pub(crate) fn binds_ctx(event: Option<&Pat>, source: Option<&Pat>) -> bool {
+    let mut bound = Vec::new();
+    for pat in event.into_iter().chain(source) {
+        bindings(pat, &mut bound);
+    }
+    bound.iter().any(|b| *b == "ctx")
 }
 
 /// The names a pattern binds. A lower-case identifier pattern is a binding;

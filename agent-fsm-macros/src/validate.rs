@@ -57,12 +57,6 @@ fn check_carried_fields_set(cx: &Ctxt, model: &Model) {
         if !target.carries {
             continue;
         }
-        let set = |name: &syn::Ident| match &row.target_ctor.init {
-            crate::parse::Init::Named(_, fields) => {
-                fields.iter().any(|f| matches!(&f.member, syn::Member::Named(m) if m == name))
-            }
-            _ => false,
-        };
         // A tuple state cannot carry, which is reported on its own.
         let no_carry = |s: usize| !model.states[s].carries && model.states[s].shape != crate::model::Shape::Unnamed;
         let Some(&bare) = row.sources.iter().find(|&&s| no_carry(s)) else {
@@ -72,7 +66,7 @@ fn check_carried_fields_set(cx: &Ctxt, model: &Model) {
             .carried
             .iter()
             .filter_map(|f| f.ident.as_ref())
-            .filter(|c| !set(c))
+            .filter(|c| !crate::model::sets_field(&row.target_ctor, c))
             .map(|c| format!("`{c}`"))
             .collect();
         if !missing.is_empty() {
@@ -152,10 +146,10 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
 /// already taken would be a duplicate definition reported at the
 /// attribute, without saying which name of the table caused it.
 fn check_generated_names(cx: &Ctxt, model: &Model) {
-    use crate::codegen::enums::snake_method;
+    use crate::codegen::enums::{predicate_name, snake_method};
+    use crate::codegen::typestate::{BUILT_IN, landing, landing_enum};
     let fixed = ["name", "is_terminal", "is_transient", "is_initial"];
-    let predicate =
-        |s: &crate::model::StateDef| format!("is_{}", snake_method(&s.ident).to_string().trim_start_matches("r#"));
+    let predicate = |s: &crate::model::StateDef| predicate_name(&s.ident);
     for state in &model.states {
         let method = predicate(state);
         if fixed.contains(&method.as_str()) {
@@ -170,8 +164,10 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
     }
     for field in model.carried.iter().filter_map(|f| f.ident.as_ref()) {
         let name = field.to_string();
-        let taken = fixed.contains(&name.as_str())
-            || model.states.iter().any(|s| predicate(s) == name || format!("{}_mut", predicate(s)) == name);
+        // The field gets `name()` and `name_mut()`.
+        let taken = [name.clone(), format!("{name}_mut")].iter().any(|accessor| {
+            fixed.contains(&accessor.as_str()) || model.states.iter().any(|s| predicate(s) == *accessor)
+        });
         if taken {
             cx.error_spanned_by(
                 field,
@@ -198,15 +194,15 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             if model.index().pair(i, e).is_empty() {
                 continue;
             }
-            let landing = format!("{}After{}", state.ident, event.ident);
-            if model.resting_names().contains(&landing)
-                && crate::codegen::typestate::landing(model, i, e).len() > 1
-                && let Some(clash) = model.states.iter().find(|s| s.ident == landing)
+            let name = landing_enum(&state.ident, &event.ident).to_string();
+            if model.resting_names().contains(&name)
+                && landing(model, i, e).len() > 1
+                && let Some(clash) = model.states.iter().find(|s| s.ident == name)
             {
                 cx.error_spanned_by(
                     &clash.ident,
                     format!(
-                        "state `{landing}` has the name of the typestate view's enum for where `{}` + `{}` can land; rename the state, or turn the view off with `typestate = false`",
+                        "state `{name}` has the name of the typestate view's enum for where `{}` + `{}` can land; rename the state, or turn the view off with `typestate = false`",
                         state.ident, event.ident
                     ),
                 );
@@ -222,8 +218,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             state.terminal.is_none()
                 && state.transient.is_none()
                 && !model.index().pair(i, e).is_empty()
-                && (["state", "context", "into_machine"].contains(&method.as_str())
-                    || (method == "new" && state.initial.is_some()))
+                && (BUILT_IN.contains(&method.as_str()) || (method == "new" && state.initial.is_some()))
         });
         if let Some((_, state)) = clash {
             cx.error_spanned_by(

@@ -15,7 +15,7 @@
 //! that waits for events.
 
 use crate::codegen::describe::Layout;
-use crate::model::{Model, RowModel, Uses, bindings, irrefutable_below};
+use crate::model::{Model, RowModel, Uses, bindings, binds_ctx, irrefutable_below, sets_field};
 use crate::parse::{Ctor, Init};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -271,12 +271,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     if let Some((_, p)) = &row.event {
         bindings(p, &mut event_bindings);
     }
-    // A binding of the row's own named `ctx` is the user's, not the context.
-    let mut pattern_bindings = event_bindings.clone();
-    if let Some(p) = &row.source_pat {
-        bindings(p, &mut pattern_bindings);
-    }
-    let ctx_is_context = !pattern_bindings.iter().any(|b| *b == "ctx");
+    let ctx_is_context = !binds_ctx(row.event.as_ref().map(|(_, p)| p), row.source_pat.as_ref());
     let ctx_in_body = (ctx_is_context && body_code.has(&ctx)).then(|| quote!(let #ctx = &mut *__ctx;));
     let user_pat = row.source_pat.as_ref().filter(|_| row.sources.len() == 1);
     let flat = n.layout.index(r, s);
@@ -369,7 +364,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             .iter()
             .filter_map(|f| f.ident.as_ref())
             .filter(|c| {
-                carried_used.iter().any(|(u, _)| u == c) || (target.carries && !init_names(&row.target_ctor, c))
+                carried_used.iter().any(|(u, _)| u == c) || (target.carries && !sets_field(&row.target_ctor, c))
             })
             .map(|c| (c, here(c)))
             .collect()
@@ -398,7 +393,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             .carried
             .iter()
             .filter_map(|f| f.ident.as_ref())
-            .filter(|c| !init_names(&row.target_ctor, c))
+            .filter(|c| !sets_field(&row.target_ctor, c))
             .map(|c| (c, here(c)))
             .collect()
     } else {
@@ -514,14 +509,6 @@ fn prune(pat: &Pat, strip_modes: bool, keep: Option<&Uses>) -> Pat {
     let mut pat = pat.clone();
     walk(&mut pat, keep, strip_modes);
     pat
-}
-
-/// Whether a constructor's named payload sets field `name`.
-fn init_names(ctor: &Ctor, name: &Ident) -> bool {
-    match &ctor.init {
-        Init::Named(_, fields) => fields.iter().any(|f| matches!(&f.member, Member::Named(m) if m == name)),
-        _ => false,
-    }
 }
 
 /// `Enum::Variant`, with the payload written in the row plus shorthand

@@ -150,8 +150,7 @@ pub(crate) fn state_methods(model: &Model) -> TokenStream {
     let initial = arms(&|s| s.initial.is_some());
     let per_state = model.states.iter().map(|s| {
         let v = &s.ident;
-        // `r#type` gives `is_type`.
-        let method = format_ident!("is_{}", snake(&syn::ext::IdentExt::unraw(v).to_string()), span = v.span());
+        let method = Ident::new(&predicate_name(v), v.span());
         let doc = format!("Whether this is `{v}`.");
         quote! {
             #[doc = #doc]
@@ -232,8 +231,12 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
     }
 }
 
-/// `CallingLlm` -> `calling_llm`, the form used for predicates and
-/// serialized names.
+/// The predicate a state gets: `CallingLlm` gives `is_calling_llm`, and
+/// `r#type` gives `is_type`.
+pub(crate) fn predicate_name(state: &Ident) -> String {
+    format!("is_{}", snake(&syn::ext::IdentExt::unraw(state).to_string()))
+}
+
 /// A method named after a variant, in snake case: `r#type` and `Type`
 /// give `r#type` (a keyword needs the raw form), `ToolCall` gives
 /// `tool_call`.
@@ -303,6 +306,8 @@ const KEYWORDS: [&str; 50] = [
     "union",
 ];
 
+/// `CallingLlm` -> `calling_llm`, the form used for predicates and
+/// serialized names.
 pub(crate) fn snake(name: &str) -> String {
     let mut out = String::new();
     let chars: Vec<char> = name.chars().collect();

@@ -19,6 +19,15 @@ use std::collections::BTreeSet;
 use syn::visit_mut::VisitMut;
 use syn::{Fields, Ident};
 
+/// Methods every typed state has (the initial one also `new`): an event
+/// or a field may not take their names.
+pub(crate) const BUILT_IN: [&str; 3] = ["state", "context", "into_machine"];
+
+/// The enum a step that can land in several states returns.
+pub(crate) fn landing_enum(state: &Ident, event: &Ident) -> Ident {
+    format_ident!("{}After{}", state, event)
+}
+
 /// `pub mod typed { ... }` and the conversions on the machine.
 pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: bool) -> TokenStream {
     let machine = &model.machine;
@@ -163,8 +172,9 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
     }
     // A field named like an event method or a method every typed state
     // has gets no accessor of its own: `state()` still reads it.
-    let taken: Vec<String> = ["state", "context", "into_machine", "new"]
+    let taken: Vec<String> = BUILT_IN
         .into_iter()
+        .chain(def.initial.map(|_| "new"))
         .map(str::to_owned)
         .chain(
             model
@@ -221,7 +231,7 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
                         }
                     }
                 } else {
-                    let next = format_ident!("{}After{}", v, ev.ident);
+                    let next = landing_enum(v, &ev.ident);
                     let names: Vec<&Ident> = landing.iter().map(|&t| &model.states[t].ident).collect();
                     let enum_doc = format!("Where `{v}` + `{}` can land, with the row's action.", ev.ident);
                     let var_docs = names.iter().map(|n| format!("Landed in `{n}`."));
