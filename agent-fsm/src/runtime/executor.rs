@@ -371,6 +371,7 @@ where
     /// sleep, before it serves any request or reply, and every
     /// [`STATUS_EVERY`] events, rather than on every event: a burst of
     /// events costs one publication.
+    ///
     /// Returns whether the flush woke a waiting subscription.
     fn flush_status(&mut self) -> bool {
         if self.status_dirty {

@@ -290,8 +290,7 @@ impl<O> Notifier<O> {
     }
 
     /// Hands the recorded notifications to the subscriptions and wakes the
-    /// waiting ones.
-    /// Returns whether it woke a waiting subscription.
+    /// waiting ones; returns whether it woke any.
     #[inline]
     pub(crate) fn flush(&mut self) -> bool {
         if let Some(attached) = &mut self.attached
@@ -312,7 +311,8 @@ impl<O> Notifier<O> {
 }
 
 impl<O> Attached<O> {
-    /// Returns whether it woke a waiting subscription.
+    /// Hands the buffer over; returns whether it woke a waiting
+    /// subscription.
     #[cold]
     fn flush(&mut self) -> bool {
         let feed = &self.feed;
