@@ -318,7 +318,9 @@ impl Model {
             actions,
             rows: Vec::new(),
             ignores: Vec::new(),
-            incomplete: false,
+            // Rules over the whole table would blame the variants a
+            // removed `#[cfg]` was meant to leave out.
+            incomplete: roles.cfg_stripped,
             dropped_sources: Vec::new(),
             dropped_edges: Vec::new(),
             resting_names: std::cell::OnceCell::new(),
@@ -333,6 +335,7 @@ impl Model {
             index: std::cell::OnceCell::new(),
             lookup: Default::default(),
         };
+        model.check_item_names(cx, args.name.as_ref());
         model.lookup = [
             by_name(model.states.iter().map(|s| &s.ident)),
             by_name(model.events.iter().map(|e| &e.ident)),
@@ -379,15 +382,74 @@ impl Model {
                 !rows.iter().any(|r| r.sources.contains(s) && r.event.as_ref().is_some_and(|(e, _)| *e == ig.event))
             });
         }
+        // A specific `State + Event => ignore` wins over the `*` rows for
+        // the event, as specific rows do.
+        let specific: Vec<(usize, Vec<usize>)> =
+            model.ignores.iter().filter(|ig| !ig.any).map(|ig| (ig.event, ig.sources.clone())).collect();
+        for row in model.rows.iter_mut().filter(|r| r.any) {
+            if let Some((e, _)) = &row.event {
+                for (_, ignored) in specific.iter().filter(|(ev, _)| ev == e) {
+                    row.sources.retain(|s| !ignored.contains(s));
+                }
+            }
+        }
         Some(model)
+    }
+
+    /// The items the macro adds to the module (the machine, `typed`) must
+    /// not take a name the module already uses: rustc would report the
+    /// clash at the attribute, with follow-on errors from every use of it.
+    fn check_item_names(&self, cx: &Ctxt, named: Option<&Ident>) {
+        let mut taken: Vec<(&Ident, &str)> = vec![
+            (&self.state_enum.ident, "the state enum"),
+            (&self.event_enum.ident, "the event enum"),
+            (&self.action_enum.ident, "the action enum"),
+        ];
+        if let Some((_, c)) = &self.context {
+            taken.push((c, "the context"));
+        }
+        let mut own = Vec::new();
+        for item in &self.passthrough {
+            type_names(item, &mut own);
+        }
+        taken.extend(own.iter().map(|i| (*i, "an item")));
+        if let Some((clash, what)) = taken.iter().find(|(i, _)| *i == &self.machine) {
+            match named {
+                Some(name) => cx.error_spanned_by(
+                    name,
+                    format!("`{name}` is already {what} of this module; give the machine another name"),
+                ),
+                None => cx.error_spanned_by(
+                    clash,
+                    format!(
+                        "`{}` is the name the generated machine takes by default; rename this, or name the machine with `#[state_machine(name = ..)]`",
+                        self.machine
+                    ),
+                ),
+            }
+        }
+        if self.typestate
+            && let Some(typed) = own.iter().find(|i| **i == "typed")
+        {
+            cx.error_spanned_by(
+                typed,
+                "the typestate view is generated as `mod typed` in this module; rename this item, or turn the view off with `typestate = false`",
+            );
+        }
     }
 
     fn resolve_state(&self, cx: &Ctxt, ident: &Ident) -> Option<usize> {
         let found = self.state_index(ident);
         if found.is_none() {
+            // An action where the target goes: the target was left out.
+            let hint = if self.lookup[2].contains_key(&ident.to_string()) {
+                format!(" (`{ident}` is an action: write the target first, `=> State / {ident}`)")
+            } else {
+                String::new()
+            };
             cx.error_spanned_by(
                 ident,
-                format!("unknown state `{ident}`; states are: {}", list(self.states.iter().map(|s| &s.ident))),
+                format!("unknown state `{ident}`{hint}; states are: {}", list(self.states.iter().map(|s| &s.ident))),
             );
         }
         found
@@ -619,6 +681,36 @@ pub(crate) struct Roles {
     carried: Vec<Field>,
     table: Option<(Span, Table)>,
     table_broken: bool,
+    /// A `#[cfg]` was removed from a variant (and reported).
+    cfg_stripped: bool,
+}
+
+/// Reports and removes `#[cfg]` on the variants of a role
+/// enum: the table, its checks, the diagram and snapshots describe one set
+/// of states, events and actions, the same in every build. True if any.
+fn strip_variant_cfgs(cx: &Ctxt, e: &mut ItemEnum, role: &str) -> bool {
+    let (a, what) = match role {
+        "states" => ("a", "state"),
+        "events" => ("an", "event"),
+        _ => ("an", "action"),
+    };
+    let mut found = false;
+    for variant in &mut e.variants {
+        variant.attrs.retain(|attr| {
+            let cfg = attr.path().is_ident("cfg");
+            if cfg {
+                found = true;
+                cx.error_spanned_by(
+                    attr,
+                    format!(
+                        "{a} {what} cannot be compiled in or out: the table, its checks and the diagram are the same in every build; keep the variant (a machine with more {what}s can be a variant, `extends = ..`)"
+                    ),
+                );
+            }
+            !cfg
+        });
+    }
+    found
 }
 
 /// Sorts one module item into its role, stripping the role attributes.
@@ -626,6 +718,9 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
     match item {
         Item::Enum(mut e) => {
             let role = take_role(cx, &mut e.attrs, &["states", "events", "actions"]);
+            if let Some(role) = &role {
+                roles.cfg_stripped |= strip_variant_cfgs(cx, &mut e, role);
+            }
             if role.as_deref() == Some("states") {
                 roles.carried = take_carry(cx, &mut e.attrs);
             }
@@ -898,6 +993,31 @@ pub(crate) fn irrefutable_below(pat: &Pat) -> bool {
         Pat::Struct(p) => p.fields.iter().all(|f| irrefutable(&f.pat)),
         Pat::TupleStruct(p) => p.elems.iter().all(irrefutable),
         _ => false,
+    }
+}
+
+/// The names an item of the module declares in the type namespace, where
+/// the machine's struct and the `typed` module go.
+fn type_names<'a>(item: &'a Item, out: &mut Vec<&'a Ident>) {
+    fn tree<'a>(t: &'a syn::UseTree, out: &mut Vec<&'a Ident>) {
+        match t {
+            syn::UseTree::Path(p) => tree(&p.tree, out),
+            syn::UseTree::Name(n) if n.ident != "self" => out.push(&n.ident),
+            syn::UseTree::Rename(r) => out.push(&r.rename),
+            syn::UseTree::Group(g) => g.items.iter().for_each(|t| tree(t, out)),
+            _ => {}
+        }
+    }
+    match item {
+        Item::Mod(i) => out.push(&i.ident),
+        Item::Struct(i) => out.push(&i.ident),
+        Item::Enum(i) => out.push(&i.ident),
+        Item::Union(i) => out.push(&i.ident),
+        Item::Trait(i) => out.push(&i.ident),
+        Item::TraitAlias(i) => out.push(&i.ident),
+        Item::Type(i) => out.push(&i.ident),
+        Item::Use(i) => tree(&i.tree, out),
+        _ => {}
     }
 }
 

@@ -3,7 +3,7 @@
 //! build reports every broken rule.
 
 use crate::ctxt::Ctxt;
-use crate::model::{Model, RowModel, irrefutable_below, list};
+use crate::model::{Model, RowModel, bindings, irrefutable_below, list};
 use std::collections::BTreeSet;
 
 /// Runs every rule.
@@ -15,6 +15,9 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_transient_cycles(cx, model);
     check_missing_action(cx, model);
     check_effects_run_to_their_end(cx, model);
+    check_effects_keep_carried_fields(cx, model);
+    check_row_bindings(cx, model);
+    check_source_patterns(cx, model);
     check_duplicate_rows(cx, model);
     check_shadowed_rows(cx, model);
     check_ignored_pairs(cx, model);
@@ -119,17 +122,63 @@ fn check_serde_form(cx: &Ctxt, model: &Model) {
 
 /// A row's effects are spliced into the step function: a `return` there
 /// would leave the step after the old state was taken out and before the
-/// target was written, poisoning the machine without a panic. Closures,
-/// async blocks and nested items have a `return` of their own.
+/// target was written, poisoning the machine without a panic; so would a
+/// `break` or `continue` that leaves the block (in a transient state's
+/// rows, the block sits inside the loop that resolves it). Closures, async
+/// blocks and nested items have a `return` of their own; loops and labelled
+/// blocks inside the effects are theirs to leave.
 fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
     use syn::visit::Visit;
-    struct Returns<'a>(&'a Ctxt);
-    impl<'ast> Visit<'ast> for Returns<'_> {
+    struct Escapes<'a> {
+        cx: &'a Ctxt,
+        loops: usize,
+        labels: Vec<String>,
+    }
+    impl Escapes<'_> {
+        fn inside(&mut self, label: Option<&syn::Label>, is_loop: bool, body: impl FnOnce(&mut Self)) {
+            let labels = self.labels.len();
+            if let Some(l) = label {
+                self.labels.push(l.name.ident.to_string());
+            }
+            self.loops += usize::from(is_loop);
+            body(self);
+            self.loops -= usize::from(is_loop);
+            self.labels.truncate(labels);
+        }
+        fn leaves(&self, label: Option<&syn::Lifetime>) -> bool {
+            match label {
+                Some(l) => !self.labels.contains(&l.ident.to_string()),
+                None => self.loops == 0,
+            }
+        }
+    }
+    const HALFWAY: &str = "would leave the step halfway, with the old state taken out and no target written; let the block run to its end";
+    impl<'ast> Visit<'ast> for Escapes<'_> {
         fn visit_expr_return(&mut self, e: &'ast syn::ExprReturn) {
-            self.0.error_spanned_by(
-                e.return_token,
-                "`return` in a row's effects would leave the step halfway, with the old state taken out and no target written; let the block run to its end",
-            );
+            self.cx.error_spanned_by(e.return_token, format!("`return` in a row's effects {HALFWAY}"));
+        }
+        fn visit_expr_break(&mut self, e: &'ast syn::ExprBreak) {
+            if self.leaves(e.label.as_ref()) {
+                self.cx.error_spanned_by(e.break_token, format!("`break` out of a row's effects {HALFWAY}"));
+            }
+            syn::visit::visit_expr_break(self, e);
+        }
+        fn visit_expr_continue(&mut self, e: &'ast syn::ExprContinue) {
+            if self.leaves(e.label.as_ref()) {
+                self.cx.error_spanned_by(e.continue_token, format!("`continue` out of a row's effects {HALFWAY}"));
+            }
+        }
+        fn visit_expr_loop(&mut self, e: &'ast syn::ExprLoop) {
+            self.inside(e.label.as_ref(), true, |v| syn::visit::visit_expr_loop(v, e));
+        }
+        fn visit_expr_while(&mut self, e: &'ast syn::ExprWhile) {
+            self.inside(e.label.as_ref(), true, |v| syn::visit::visit_expr_while(v, e));
+        }
+        fn visit_expr_for_loop(&mut self, e: &'ast syn::ExprForLoop) {
+            self.inside(e.label.as_ref(), true, |v| syn::visit::visit_expr_for_loop(v, e));
+        }
+        fn visit_expr_block(&mut self, e: &'ast syn::ExprBlock) {
+            self.inside(e.label.as_ref(), false, |v| syn::visit::visit_expr_block(v, e));
         }
         fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
         fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
@@ -137,7 +186,162 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
     }
     for row in &model.rows {
         if let Some(block) = &row.effects {
-            Returns(cx).visit_block(block);
+            Escapes { cx, loops: 0, labels: Vec::new() }.visit_block(block);
+        }
+    }
+}
+
+/// The effects' statements are spliced before the target is built, so that
+/// their `let`s reach the payloads; a `let` named like a carried field
+/// would then be moved into the target in place of the carried value,
+/// which the row never said to change.
+fn check_effects_keep_carried_fields(cx: &Ctxt, model: &Model) {
+    for row in &model.rows {
+        let Some(block) = &row.effects else {
+            continue;
+        };
+        if !model.states[row.target].carries || row.sources.iter().all(|&s| model.in_place(row, s)) {
+            continue;
+        }
+        for stmt in &block.stmts {
+            let syn::Stmt::Local(local) = stmt else {
+                continue;
+            };
+            let mut bound = Vec::new();
+            bindings(&local.pat, &mut bound);
+            for name in bound {
+                if model.carried.iter().any(|f| f.ident.as_ref() == Some(&name))
+                    && !crate::model::sets_field(&row.target_ctor, &name)
+                {
+                    cx.error_spanned_by(
+                        &name,
+                        format!(
+                            "`{name}` is a carried field: this `let` would replace it in `{}`; to change it, set it there (`{} {{ {name}: .. }}`), otherwise choose another name",
+                            model.states[row.target].ident, model.states[row.target].ident
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The state and the event are matched apart, so a name both bind would
+/// not be rejected as in one pattern: one value would silently hide the
+/// other. The same holds for a carried field, which the row's code reads
+/// by its name.
+fn check_row_bindings(cx: &Ctxt, model: &Model) {
+    for row in &model.rows {
+        let Some((_, event_pat)) = &row.event else {
+            continue;
+        };
+        let mut event = Vec::new();
+        bindings(event_pat, &mut event);
+        if event.is_empty() {
+            continue;
+        }
+        let mut state = Vec::new();
+        if let Some(p) = &row.source_pat {
+            bindings(p, &mut state);
+        }
+        let carries = row.sources.iter().any(|&s| model.states[s].carries);
+        for name in &event {
+            if state.contains(name) {
+                cx.error_spanned_by(
+                    name,
+                    format!(
+                        "`{name}` is bound by both the state pattern and the event pattern, and one would hide the other; rename one (`field: other_name`)"
+                    ),
+                );
+            } else if carries && model.carried.iter().any(|f| f.ident.as_ref() == Some(name)) {
+                cx.error_spanned_by(
+                    name,
+                    format!(
+                        "`{name}` is a carried field, which the row's code reads by that name; bind the event's value under another name"
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// A source pattern is matched only for the fields the row uses, so rustc
+/// never sees a field name the row destructures and then ignores: every
+/// field a pattern names must exist, and the shape must be the state's.
+fn check_source_patterns(cx: &Ctxt, model: &Model) {
+    use crate::model::Shape;
+    use syn::{Member, Pat};
+    for row in &model.rows {
+        let (Some(pat), [s]) = (&row.source_pat, row.sources.as_slice()) else {
+            continue;
+        };
+        let def = &model.states[*s];
+        let carried = || model.carried.iter().filter_map(|f| f.ident.as_ref()).filter(|_| def.carries);
+        let shape = if def.carries { Shape::Named } else { def.shape };
+        match pat {
+            Pat::Struct(p) if shape == Shape::Unnamed => {
+                for f in &p.fields {
+                    if let Member::Unnamed(i) = &f.member
+                        && (i.index as usize) < def.fields.len()
+                    {
+                        continue;
+                    }
+                    cx.error_spanned_by(
+                        &f.member,
+                        format!(
+                            "`{}` is a tuple state with {} fields: write `{}(..)`",
+                            def.ident,
+                            def.fields.len(),
+                            def.ident
+                        ),
+                    );
+                }
+            }
+            Pat::Struct(p) => {
+                for f in &p.fields {
+                    let known = match &f.member {
+                        Member::Named(name) => {
+                            def.fields.iter().any(|(n, _)| n == name) || carried().any(|c| c == name)
+                        }
+                        Member::Unnamed(_) => false,
+                    };
+                    if !known {
+                        let fields: Vec<&syn::Ident> = def.fields.iter().map(|(n, _)| n).chain(carried()).collect();
+                        let what = if fields.is_empty() {
+                            format!("state `{}` has no fields", def.ident)
+                        } else {
+                            format!(
+                                "state `{}` has no field `{}`; its fields are {}",
+                                def.ident,
+                                quote::ToTokens::to_token_stream(&f.member),
+                                list(fields.into_iter())
+                            )
+                        };
+                        cx.error_spanned_by(&f.member, what);
+                    }
+                }
+            }
+            Pat::TupleStruct(p) if shape != Shape::Unnamed => {
+                cx.error_spanned_by(
+                    &p.path,
+                    if shape == Shape::Named {
+                        format!("`{}` has named fields: write `{} {{ field, .. }}`", def.ident, def.ident)
+                    } else {
+                        format!("state `{}` has no fields: write `{}`", def.ident, def.ident)
+                    },
+                );
+            }
+            Pat::TupleStruct(p) => {
+                let rest = p.elems.iter().any(|e| matches!(e, Pat::Rest(_)));
+                let written = p.elems.iter().filter(|e| !matches!(e, Pat::Rest(_))).count();
+                if written > def.fields.len() || (!rest && written != def.fields.len()) {
+                    cx.error_spanned_by(
+                        &p.path,
+                        format!("`{}` has {} fields; this pattern has {written}", def.ident, def.fields.len()),
+                    );
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -164,6 +368,12 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
     }
     for field in model.carried.iter().filter_map(|f| f.ident.as_ref()) {
         let name = field.to_string();
+        if name == "ctx" {
+            cx.error_spanned_by(
+                field,
+                "a carried field cannot be named `ctx`: rows read the context by that name; rename the field",
+            );
+        }
         // The field gets `name()` and `name_mut()`.
         let taken = [name.clone(), format!("{name}_mut")].iter().any(|accessor| {
             fixed.contains(&accessor.as_str()) || model.states.iter().any(|s| predicate(s) == *accessor)
@@ -545,6 +755,11 @@ fn check_ignored_pairs(cx: &Ctxt, model: &Model) {
 /// nowhere else to go: its self-loops are the whole machine (a counter),
 /// so there the state needs a row, not an exit.
 fn check_states_have_exits(cx: &Ctxt, model: &Model) {
+    // Some rows or states are in doubt (already reported): a dead end now
+    // may be one only because of them.
+    if model.incomplete {
+        return;
+    }
     let alone = model.states.len() == 1;
     for (i, state) in model.states.iter().enumerate() {
         // Transient states have their own rule (they must always resolve).

@@ -71,7 +71,10 @@ pub trait StateMachine {
     fn context_mut(&mut self) -> &mut Self::Context;
 
     /// A machine in `state` with `context`: resuming a snapshot, replaying,
-    /// or testing one row. No row runs.
+    /// or testing one row. No row runs, except in a transient state: the
+    /// machine never rests in one, so its eventless rows resolve it at once
+    /// and the action of the row that does is dropped (no caller is there
+    /// to take it). Start from the resting state before it to receive it.
     fn from_parts(state: Self::State, context: Self::Context) -> Self;
 
     /// Checks the invariants the table declares (`invariants = path` in the

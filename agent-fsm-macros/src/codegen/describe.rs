@@ -134,7 +134,7 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
         let row = &model.rows[r];
         let mut label = Vec::new();
         if let Some((_, p)) = &row.event {
-            label.push(pattern_label(p).unwrap_or_default());
+            label.push(sanitize(&pattern_label(p).unwrap_or_default()));
         }
         let conditions: Vec<String> = source_refinement(row).into_iter().chain(guard_text(row)).collect();
         if !conditions.is_empty() {
@@ -184,7 +184,7 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> Tok
         String::from("| from | event | guard | to | action | note |\n| --- | --- | --- | --- | --- | --- |\n");
     for &(r, s) in &layout.entries {
         let row = &model.rows[r];
-        let cell = |t: Option<String>| t.map_or_else(|| "—".to_owned(), |t| format!("`{}`", t.replace('|', "\\|")));
+        let cell = |t: Option<String>| t.map_or_else(|| "—".to_owned(), |t| code_span(&t.replace('|', "\\|")));
         table.push_str(&format!(
             "| `{}` | {} | {} | `{}` | {} | {} |\n",
             model.states[s].ident.unraw(),
@@ -213,6 +213,23 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> Tok
     ts
 }
 
+/// `text` as a Markdown code span: fenced with more backticks than it
+/// holds in a row, so a backtick in a guard does not end the span early
+/// (and let what follows through as HTML).
+fn code_span(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    if longest == 0 {
+        return format!("`{text}`");
+    }
+    let fence = "`".repeat(longest + 1);
+    format!("{fence} {text} {fence}")
+}
+
 /// A row's `///` comment on one line, for the transitions table.
 fn row_note(row: &RowModel) -> String {
     let mut lines = Vec::new();
@@ -227,7 +244,8 @@ fn row_note(row: &RowModel) -> String {
 }
 
 /// The shape of a pattern without its bindings, for labels:
-/// `LlmEvent(LlmEvent::TextDelta { content })` reads `LlmEvent(TextDelta)`.
+/// `LlmEvent(LlmEvent::TextDelta { content })` reads `LlmEvent(TextDelta)`, and
+/// `Reply { allowed: true, .. }` reads `Reply(allowed = true)`.
 pub(crate) fn pattern_label(pat: &syn::Pat) -> Option<String> {
     use syn::Pat;
     let last = |path: &syn::Path| path.segments.last().map(|s| s.ident.unraw().to_string()).unwrap_or_default();
@@ -247,7 +265,8 @@ pub(crate) fn pattern_label(pat: &syn::Pat) -> Option<String> {
         }
         Pat::Struct(p) => {
             let inner = struct_refinements(p);
-            Some(if inner.is_empty() { last(&p.path) } else { format!("{} {{ {} }}", last(&p.path), inner.join(", ")) })
+            // Parentheses and `=`: braces and colons are Mermaid syntax.
+            Some(if inner.is_empty() { last(&p.path) } else { format!("{}({})", last(&p.path), inner.join(", ")) })
         }
         Pat::Lit(l) => Some(l.to_token_stream().to_string()),
         Pat::Or(o) => Some(o.cases.iter().filter_map(pattern_label).collect::<Vec<_>>().join(" | ")),
@@ -266,12 +285,12 @@ fn struct_refinements(p: &syn::PatStruct) -> Vec<String> {
                 syn::Member::Named(n) => n.to_string(),
                 syn::Member::Unnamed(i) => i.index.to_string(),
             };
-            Some(format!("{member}: {label}"))
+            Some(format!("{member} = {label}"))
         })
         .collect()
 }
 
-/// What a destructured source requires beyond its variant (`origin: Llm`).
+/// What a destructured source requires beyond its variant (`origin = Llm`).
 fn source_refinement(row: &RowModel) -> Option<String> {
     match row.source_pat.as_ref()? {
         syn::Pat::Struct(p) => {

@@ -647,6 +647,14 @@ fn prefix_pat(pat: &Pat, enum_ident: &Ident) -> TokenStream {
     tokens
 }
 
+/// `T: Default` for a carried type, spanned at the type so that a missing
+/// `Default` is traced to the `#[carry]` field. The binder it needs is
+/// unused: the function carries `#[allow(unused_lifetimes)]`.
+pub(crate) fn default_bound(ty: &syn::Type) -> TokenStream {
+    let span = syn::spanned::Spanned::span(ty);
+    quote_spanned!(span=> for<'__carried> #ty: ::core::default::Default)
+}
+
 /// `new`: the initial state's own fields as arguments, carried fields from
 /// `Default`.
 pub(crate) fn constructor(model: &Model, context_ty: &TokenStream, has_context: bool) -> TokenStream {
@@ -671,14 +679,26 @@ pub(crate) fn constructor(model: &Model, context_ty: &TokenStream, has_context: 
     let doc = format!("A machine in its initial state `{v}`.");
     let carried_doc = (!carried.is_empty()).then(|| {
         let list = carried.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ");
-        let text = format!("Carried data ({list}) starts from `Default`.");
+        let text = format!(
+            "Carried data ({list}) starts from `Default`: this constructor exists when the carried types implement it; otherwise start from [`with_state`](Self::with_state)."
+        );
         quote!(#[doc = ""] #[doc = #text])
     });
+    // Behind a bound, so that a carried type without `Default` leaves the
+    // machine without `new` (an error where `new` is called) rather than
+    // failing the whole expansion; the binder keeps rustc from rejecting
+    // a bound on a concrete type outright.
+    let where_default = (def.carries && !model.carried.is_empty()).then(|| {
+        let bounds = model.carried.iter().map(|f| default_bound(&f.ty));
+        quote!(where #(#bounds),*)
+    });
+    let allow = where_default.as_ref().map(|_| quote!(#[allow(unused_lifetimes)]));
     quote! {
         #[doc = #doc]
         #carried_doc
         #[must_use]
-        pub fn new(#ctx_param #(#params),*) -> Self {
+        #allow
+        pub fn new(#ctx_param #(#params),*) -> Self #where_default {
             Self { state: ::core::option::Option::Some(#value), #ctx_value }
         }
     }

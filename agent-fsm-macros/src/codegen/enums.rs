@@ -194,15 +194,18 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
     let carriers: Vec<_> = model.states.iter().filter(|s| s.carries).map(|s| &s.ident).collect();
     let doc = format!("The `{name}` every carrying state holds.");
     let doc_mut = format!("The `{name}` every carrying state holds, mutably.");
+    // As visible as the enum: these are spanned at the user's field, where
+    // `unreachable_pub` would flag a `pub` on a `pub(crate)` enum.
+    let vis = &model.state_enum.vis;
     if carriers.len() == model.states.len() {
         quote_spanned! {name.span()=>
             #[doc = #doc]
             #[must_use]
-            pub const fn #name(&self) -> &#ty {
+            #vis const fn #name(&self) -> &#ty {
                 match self { #( Self::#carriers { #name, .. } )|* => #name }
             }
             #[doc = #doc_mut]
-            pub fn #name_mut(&mut self) -> &mut #ty {
+            #vis fn #name_mut(&mut self) -> &mut #ty {
                 match self { #( Self::#carriers { #name, .. } )|* => #name }
             }
         }
@@ -212,7 +215,7 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
             #[doc = ""]
             #[doc = "`None` in the states marked `#[no_carry]`."]
             #[must_use]
-            pub const fn #name(&self) -> ::core::option::Option<&#ty> {
+            #vis const fn #name(&self) -> ::core::option::Option<&#ty> {
                 match self {
                     #( Self::#carriers { #name, .. } )|* => ::core::option::Option::Some(#name),
                     #[allow(unreachable_patterns)]
@@ -220,7 +223,7 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
                 }
             }
             #[doc = #doc_mut]
-            pub fn #name_mut(&mut self) -> ::core::option::Option<&mut #ty> {
+            #vis fn #name_mut(&mut self) -> ::core::option::Option<&mut #ty> {
                 match self {
                     #( Self::#carriers { #name, .. } )|* => ::core::option::Option::Some(#name),
                     #[allow(unreachable_patterns)]

@@ -33,6 +33,10 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
     let machine = &model.machine;
     let state_ty = &model.state_enum.ident;
     let resting: Vec<usize> = (0..model.states.len()).filter(|&s| model.states[s].transient.is_none()).collect();
+    // The context lives in the machine's module, where a typed state may
+    // not take its name.
+    let context_ty = &if has_context { quote!(super::#context_ty) } else { context_ty.clone() };
+    let aliases = outer_aliases(model);
     let structs = resting.iter().map(|&s| state_struct(model, s, context_ty, has_context));
     let any_variants = resting.iter().map(|&s| {
         let v = &model.states[s].ident;
@@ -52,6 +56,8 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
         quote!(Any::#v(typed) => typed.machine.state().name())
     });
     quote! {
+        #aliases
+
         /// The typestate view of the machine: one type per state that waits
         /// for events, with a method for each event the table accepts there.
         /// A step the table does not allow is a compile error.
@@ -187,7 +193,7 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
         .collect();
     fields.retain(|(name, _)| !taken.contains(&name.to_string()));
     let accessors = fields.iter().map(|(name, ty)| {
-        let ty = &outside(ty, model);
+        let ty = &outside(ty, model, state_ty);
         let doc = format!("The state's `{name}`.");
         quote! {
             #[doc = #doc]
@@ -268,17 +274,26 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
             .fields
             .iter()
             .map(|(n, t)| {
-                let t = outside(t, model);
+                let t = outside(t, model, state_ty);
                 quote!(#n: #t)
             })
             .collect();
         let names: Vec<_> = def.fields.iter().map(|(n, _)| n).collect();
         let ctx_param = has_context.then(|| quote!(context: #context_ty,));
         let ctx_arg = has_context.then(|| quote!(context,));
+        // The machine's `new` is there only when the carried types have a
+        // `Default`, and so is this one.
+        let where_default = (def.carries && !model.carried.is_empty()).then(|| {
+            let bounds =
+                model.carried.iter().map(|f| crate::codegen::dispatch::default_bound(&outside(&f.ty, model, state_ty)));
+            quote!(where #(#bounds),*)
+        });
+        let allow = where_default.as_ref().map(|_| quote!(#[allow(unused_lifetimes)]));
         quote! {
             /// A machine in its initial state, typed.
             #[must_use]
-            pub fn new(#ctx_param #(#params),*) -> Self {
+            #allow
+            pub fn new(#ctx_param #(#params),*) -> Self #where_default {
                 Self { machine: super::#machine::new(#ctx_arg #(#names),*) }
             }
         }
@@ -345,7 +360,7 @@ fn event_params(event_ty: &Ident, variant: &syn::Variant, model: &Model) -> (Vec
         Fields::Named(named) => {
             let names: Vec<_> = named.named.iter().filter_map(|f| f.ident.clone()).collect();
             let params = named.named.iter().map(|f| {
-                let (n, t) = (&f.ident, outside(&f.ty, model));
+                let (n, t) = (&f.ident, outside(&f.ty, model, event_ty));
                 quote!(#n: #t)
             });
             (params.collect(), quote!(super::#event_ty::#v { #(#names),* }))
@@ -357,7 +372,7 @@ fn event_params(event_ty: &Ident, variant: &syn::Variant, model: &Model) -> (Vec
                 (0..unnamed.unnamed.len()).map(|i| format_ident!("payload{}", i)).collect()
             };
             let params = names.iter().zip(&unnamed.unnamed).map(|(n, f)| {
-                let t = outside(&f.ty, model);
+                let t = outside(&f.ty, model, event_ty);
                 quote!(#n: #t)
             });
             (params.collect(), quote!(super::#event_ty::#v(#(#names),*)))
@@ -365,26 +380,137 @@ fn event_params(event_ty: &Ident, variant: &syn::Variant, model: &Model) -> (Vec
     }
 }
 
-/// A type as written in the machine's module, for use inside `typed`: a
-/// path that starts with a state's name (`Error` for a state `Error` whose
-/// field has the user's type `Error`) would name the typed state's struct
-/// there, so it is reached through `super::`.
-fn outside(ty: &syn::Type, model: &Model) -> syn::Type {
-    struct Prefix<'a>(&'a std::collections::HashSet<String>);
-    impl VisitMut for Prefix<'_> {
-        fn visit_type_path_mut(&mut self, tp: &mut syn::TypePath) {
-            if tp.qself.is_none()
-                && tp.path.leading_colon.is_none()
-                && let Some(first) = tp.path.segments.first()
-                && self.0.contains(&first.ident.to_string())
+/// Whether a name, inside `typed`, means one of the view's own items (a
+/// typed state or `Any`) rather than what it means in the machine's module.
+fn shadowed(model: &Model, name: &str) -> bool {
+    name == "Any" || model.resting_names().contains(name)
+}
+
+/// Primitive types: not items, so not reachable through a `use` alias.
+const PRIMITIVES: [&str; 17] = [
+    "bool", "char", "str", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
+    "f32", "f64",
+];
+
+/// The name under which the machine's module re-imports a type that the
+/// view shadows (`use Option as ..;` reaches the prelude as well as the
+/// module's own items, which `super::Option` would not).
+fn outer_alias(name: &Ident) -> Ident {
+    use syn::ext::IdentExt;
+    format_ident!("__agent_fsm_outer_{}", name.unraw())
+}
+
+/// How a path of a field's type is spelled inside `typed`.
+enum Respell {
+    /// `Self`: the enum that declares the field.
+    SelfType,
+    /// A name the view shadows: through its alias in the machine's module.
+    Alias,
+    /// A primitive the view shadows: `::core::primitive::..`.
+    Primitive,
+}
+
+fn respell(model: &Model, path: &syn::Path) -> Option<Respell> {
+    if path.leading_colon.is_some() {
+        return None;
+    }
+    let name = path.segments.first()?.ident.to_string();
+    if name == "Self" {
+        Some(Respell::SelfType)
+    } else if !shadowed(model, &name) {
+        None
+    } else if PRIMITIVES.contains(&name.as_str()) {
+        Some(Respell::Primitive)
+    } else {
+        Some(Respell::Alias)
+    }
+}
+
+/// The `use` aliases `outside` relies on, one per shadowed name that a
+/// state's, a carried or an event's field type starts with.
+fn outer_aliases(model: &Model) -> TokenStream {
+    use syn::visit::Visit;
+    struct Collect<'a>(&'a Model, BTreeSet<Ident>);
+    impl Collect<'_> {
+        fn path(&mut self, path: &syn::Path) {
+            if let Some(Respell::Alias) = respell(self.0, path)
+                && let Some(first) = path.segments.first()
             {
-                let span = first.ident.span();
-                tp.path.segments.insert(0, syn::PathSegment::from(Ident::new("super", span)));
+                self.1.insert(first.ident.clone());
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Collect<'_> {
+        fn visit_type_path(&mut self, tp: &'ast syn::TypePath) {
+            if tp.qself.is_none() {
+                self.path(&tp.path);
+            }
+            syn::visit::visit_type_path(self, tp);
+        }
+        fn visit_trait_bound(&mut self, b: &'ast syn::TraitBound) {
+            self.path(&b.path);
+            syn::visit::visit_trait_bound(self, b);
+        }
+    }
+    let mut collect = Collect(model, BTreeSet::new());
+    for def in &model.states {
+        def.fields.iter().for_each(|(_, ty)| collect.visit_type(ty));
+    }
+    model.carried.iter().for_each(|f| collect.visit_type(&f.ty));
+    for variant in &model.event_enum.variants {
+        variant.fields.iter().for_each(|f| collect.visit_type(&f.ty));
+    }
+    let uses = collect.1.iter().map(|name| {
+        let alias = outer_alias(name);
+        quote!(#[allow(unused_imports)] use #name as #alias;)
+    });
+    quote!(#(#uses)*)
+}
+
+/// A type as written in the machine's module, for use inside `typed`: a
+/// path that starts with a name the view shadows (`Error` for a state
+/// `Error` whose field has the user's type `Error`, `Option` for a state
+/// `Option`, `Any` in `Box<dyn Any>`) is reached through its alias in the
+/// machine's module, and `Self` becomes `self_ty`, the enum the field
+/// belongs to.
+fn outside(ty: &syn::Type, model: &Model, self_ty: &Ident) -> syn::Type {
+    struct Rewrite<'a>(&'a Model, &'a Ident);
+    impl Rewrite<'_> {
+        fn fix(&self, path: &mut syn::Path) {
+            let Some(how) = respell(self.0, path) else {
+                return;
+            };
+            let Some(first) = path.segments.first_mut() else {
+                return;
+            };
+            let span = first.ident.span();
+            let segment = |name: &str| syn::PathSegment::from(Ident::new(name, span));
+            match how {
+                Respell::SelfType => first.ident = self.1.clone(),
+                Respell::Alias => first.ident = outer_alias(&first.ident),
+                Respell::Primitive => {
+                    path.leading_colon = Some(Default::default());
+                    path.segments.insert(0, segment("primitive"));
+                    path.segments.insert(0, segment("core"));
+                    return;
+                }
+            }
+            path.segments.insert(0, segment("super"));
+        }
+    }
+    impl VisitMut for Rewrite<'_> {
+        fn visit_type_path_mut(&mut self, tp: &mut syn::TypePath) {
+            if tp.qself.is_none() {
+                self.fix(&mut tp.path);
             }
             syn::visit_mut::visit_type_path_mut(self, tp);
         }
+        fn visit_trait_bound_mut(&mut self, b: &mut syn::TraitBound) {
+            self.fix(&mut b.path);
+            syn::visit_mut::visit_trait_bound_mut(self, b);
+        }
     }
     let mut ty = ty.clone();
-    Prefix(model.resting_names()).visit_type_mut(&mut ty);
+    Rewrite(model, self_ty).visit_type_mut(&mut ty);
     ty
 }

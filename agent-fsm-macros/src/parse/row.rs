@@ -246,7 +246,13 @@ pub(crate) enum Outcome {
 impl Parse for Outcome {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         if input.peek(kw::ignore) {
-            return Ok(Outcome::Ignore(input.parse()?));
+            let kw: kw::ignore = input.parse()?;
+            if input.peek(Token![/]) {
+                return Err(input.error(
+                    "an ignored pair returns the fallback action and names none: end the row after `ignore`, or write `=> State / Action` to handle the pair",
+                ));
+            }
+            return Ok(Outcome::Ignore(kw));
         }
         let effects = if input.peek(syn::token::Brace) { Some(input.parse()?) } else { None };
         let target = input.parse()?;

@@ -246,9 +246,13 @@ stateDiagram-v2
     impl Agent {
         ///A machine in its initial state `Idle`.
         ///
-        ///Carried data (`log`) starts from `Default`.
+        ///Carried data (`log`) starts from `Default`: this constructor exists when the carried types implement it; otherwise start from [`with_state`](Self::with_state).
         #[must_use]
-        pub fn new(context: Config) -> Self {
+        #[allow(unused_lifetimes)]
+        pub fn new(context: Config) -> Self
+        where
+            for<'__carried> Vec<String>: ::core::default::Default,
+        {
             Self {
                 state: ::core::option::Option::Some(State::Idle {
                     log: ::core::default::Default::default(),
@@ -735,7 +739,11 @@ stateDiagram-v2
         impl Idle {
             /// A machine in its initial state, typed.
             #[must_use]
-            pub fn new(context: Config) -> Self {
+            #[allow(unused_lifetimes)]
+            pub fn new(context: super::Config) -> Self
+            where
+                for<'__carried> Vec<String>: ::core::default::Default,
+            {
                 Self {
                     machine: super::Agent::new(context),
                 }
@@ -749,7 +757,7 @@ stateDiagram-v2
             /// The context.
             #[must_use]
             #[inline]
-            pub fn context(&self) -> &Config {
+            pub fn context(&self) -> &super::Config {
                 self.machine.context()
             }
             /// The dynamic machine back, to hand to an executor.
@@ -812,7 +820,7 @@ stateDiagram-v2
             /// The context.
             #[must_use]
             #[inline]
-            pub fn context(&self) -> &Config {
+            pub fn context(&self) -> &super::Config {
                 self.machine.context()
             }
             /// The dynamic machine back, to hand to an executor.
@@ -918,7 +926,7 @@ stateDiagram-v2
             /// The context.
             #[must_use]
             #[inline]
-            pub fn context(&self) -> &Config {
+            pub fn context(&self) -> &super::Config {
                 self.machine.context()
             }
             /// The dynamic machine back, to hand to an executor.

@@ -1,0 +1,25 @@
+// Rows read the context as `ctx`; a carried field cannot take that name.
+#[agent_fsm::state_machine(fallback = Nothing)]
+mod m {
+    #[states]
+    #[carry(ctx: u32)]
+    pub enum State {
+        #[initial]
+        Idle,
+        Busy,
+    }
+    #[events]
+    pub enum Event {
+        Go,
+    }
+    #[actions]
+    pub enum Action {
+        Nothing,
+    }
+    transitions! {
+        Idle + Go => Busy / Nothing,
+        Busy + Go => Idle / Nothing,
+    }
+}
+
+fn main() {}
