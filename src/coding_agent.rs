@@ -279,15 +279,23 @@ impl std::fmt::Debug for LoomEffects {
     }
 }
 
+/// The key of the LLM response stream, by which a retry cancels the last.
+const LLM_STREAM: &str = "llm";
+
 impl Effects<Loom> for LoomEffects {
     type Output = Output;
 
     fn perform(&mut self, action: AgentAction, cx: &mut EffectContext<'_, Loom, Output>) {
         match action {
             AgentAction::SendLlmRequest(request) => {
+                // A retry's request: whatever is left of the failed
+                // attempt's stream must not reach this one.
+                cx.cancel_task(LLM_STREAM);
                 let stream = self.llm.stream(&request).map(AgentEvent::LlmEvent);
-                cx.stream(stream, |failure: EffectFailure| {
-                    Some(AgentEvent::LlmEvent(LlmEvent::Error(LlmError { message: failure.to_string() })))
+                cx.stream_keyed(LLM_STREAM, stream, |failure: EffectFailure| match failure {
+                    // Cancelled above, for a newer attempt: nothing to report.
+                    EffectFailure::Cancelled => None,
+                    failure => Some(AgentEvent::LlmEvent(LlmEvent::Error(LlmError { message: failure.to_string() }))),
                 });
             }
             AgentAction::ExecuteTools(calls) => {

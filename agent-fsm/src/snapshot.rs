@@ -20,6 +20,13 @@
 //! rejected with a [`SnapshotError`]. Fields and keys the machine does not
 //! know are ignored, as serde does by default, so a snapshot written by a
 //! later version that added a field still resumes.
+//!
+//! A snapshot holds the state and the context, not the work a runtime has
+//! in flight for the machine (an open stream, running tools, a retry
+//! timer): a machine resumed from a snapshot taken mid-work waits for
+//! events nothing will produce. Under the tokio runtime, take one when the
+//! agent is idle: [`MachineHandle::wait_idle`](crate::runtime::MachineHandle::wait_idle),
+//! then [`inspect`](crate::runtime::MachineHandle::inspect).
 
 use crate::{Named, StateMachine};
 use serde::de::DeserializeOwned;

@@ -13,7 +13,7 @@ use std::time::Duration;
 use agent_fsm::StateMachine;
 use agent_fsm::runtime::{
     self, EffectContext, EffectFailure, Effects, MachineHandle, Notification, RequestError, RetryPolicy, SendError,
-    Topics, WorkerError, replay,
+    Topics, TryRecvError, WorkerError, replay,
 };
 use support::{Action, Agent, End, Event, Reply, Scripted, assert_chained, config};
 use tokio::time::{Instant, sleep};
@@ -79,7 +79,7 @@ async fn llm_error_retries_after_backoff_and_gives_up_through_the_machine() {
     assert_eq!((last.from, last.to, last.action), ("CallingLlm", "Waiting", Some("DisplayError")));
 
     let mut outputs = Vec::new();
-    while let Some(n) = notifications.try_recv() {
+    while let Ok(n) = notifications.try_recv() {
         if let Notification::Output(text) = n {
             outputs.push(text);
         }
@@ -99,9 +99,11 @@ async fn a_subscription_to_some_topics_sees_exactly_those_notifications_in_order
     handle.wait_idle().await.unwrap();
     handle.shutdown().await.unwrap();
 
-    let all: Vec<_> = std::iter::from_fn(|| everything.try_recv()).collect();
-    let some: Vec<_> = std::iter::from_fn(|| hops_and_output.try_recv()).collect();
-    let acts: Vec<_> = std::iter::from_fn(|| actions.try_recv()).collect();
+    let all: Vec<_> = std::iter::from_fn(|| everything.try_recv().ok()).collect();
+    let some: Vec<_> = std::iter::from_fn(|| hops_and_output.try_recv().ok()).collect();
+    let acts: Vec<_> = std::iter::from_fn(|| actions.try_recv().ok()).collect();
+    // Read to the end, which the worker reached: nothing more will come.
+    assert_eq!(everything.try_recv(), Err(TryRecvError::Closed));
     // Each filtered subscription reads the full feed's notifications of
     // its topics, in the same order, none missing.
     let of = |keep: fn(&Notification<String>) -> bool| all.iter().filter(|n| keep(n)).cloned().collect::<Vec<_>>();
@@ -147,7 +149,7 @@ async fn an_attached_observer_sees_every_hop_and_refusal_of_its_own_agent_in_ord
     assert_eq!(recorders.len(), 2, "one observer per spawned agent");
     let seen = recorders[0].lock().unwrap().clone();
     let (mut hops, mut refused) = (Vec::new(), Vec::new());
-    while let Some(n) = feed.try_recv() {
+    while let Ok(n) = feed.try_recv() {
         match n {
             Notification::Transition(step) => hops.push(step),
             Notification::Unhandled(u) => refused.push(u),
@@ -357,6 +359,28 @@ async fn a_task_timeout_fails_that_task_only() {
     assert_eq!(handle.history().await.unwrap().time_in("ExecutingTools"), Duration::from_millis(50));
 }
 
+#[test]
+#[should_panic(expected = "`CallLLM` is not an action of `Agent`; its actions are: SendLlmRequest, ExecuteTools, \
+                           ScheduleRetry, Display, DisplayError, WaitForInput, Shutdown")]
+fn a_timeout_for_an_action_the_machine_lacks_panics_naming_its_actions() {
+    let _ = config().action_timeout("CallLLM", Duration::from_millis(100));
+}
+
+#[test]
+fn effect_failures_and_request_errors_are_comparable_errors() {
+    fn describe(error: &dyn std::error::Error) -> String {
+        error.to_string()
+    }
+    assert_eq!(describe(&EffectFailure::TimedOut), "timed out");
+    assert_eq!(describe(&EffectFailure::Cancelled), "cancelled");
+    assert_eq!(describe(&EffectFailure::Panicked("boom".to_owned())), "panicked: boom");
+    assert_eq!(RequestError::Closed, RequestError::Closed);
+    assert_ne!(RequestError::Closed, RequestError::Poisoned);
+    let failed = RequestError::Failed(Arc::new(WorkerError::NoRuntime));
+    assert_eq!(failed, RequestError::Failed(Arc::new(WorkerError::NoRuntime)));
+    assert_eq!(describe(&TryRecvError::Empty), "no notification is ready");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_stream_timeout_becomes_an_llm_error_and_the_machine_retries() {
     let hang = Reply { deltas: vec!["par".to_owned()], end: End::Hang };
@@ -368,6 +392,93 @@ async fn a_stream_timeout_becomes_an_llm_error_and_the_machine_retries() {
     assert_eq!(script.produced().llm_requests, 2);
     let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
     assert_eq!(transcript, ["fine"]);
+}
+
+/// An LLM whose first reply reports an error and then goes on (a provider
+/// that sends an error chunk, then more): its last items come while the
+/// retry's stream runs. With `cancel`, the retry cancels the old stream by
+/// key first.
+struct ErrorThenMore {
+    cancel: bool,
+    /// What each `cancel_task` returned, and each failure the cancelled
+    /// streams reported.
+    seen: Arc<Mutex<(Vec<bool>, Vec<EffectFailure>)>>,
+}
+
+impl Effects<Agent> for ErrorThenMore {
+    type Output = String;
+
+    fn perform(&mut self, action: Action, cx: &mut EffectContext<'_, Agent, String>) {
+        use futures::StreamExt;
+        let timed = |items: Vec<(u64, Event)>| {
+            futures::stream::iter(items).then(|(ms, event)| async move {
+                sleep(Duration::from_millis(ms)).await;
+                event
+            })
+        };
+        let seen = Arc::clone(&self.seen);
+        let on_failure = move |failure| {
+            seen.lock().unwrap().1.push(failure);
+            None
+        };
+        match action {
+            Action::SendLlmRequest { attempt: 1 } => {
+                let first = timed(vec![
+                    (10, Event::Delta("x".to_owned())),
+                    (10, Event::LlmError),
+                    // 250 ms after the error, into the second attempt.
+                    (250, Event::Delta("STALE".to_owned())),
+                    (10, Event::Completed { tool_calls: Vec::new() }),
+                ]);
+                cx.stream_keyed("llm", first, on_failure);
+            }
+            Action::SendLlmRequest { .. } => {
+                let second = timed(vec![
+                    (100, Event::Delta("good".to_owned())),
+                    (100, Event::Completed { tool_calls: Vec::new() }),
+                ]);
+                cx.stream_keyed("llm", second, on_failure);
+            }
+            Action::ScheduleRetry { .. } => {
+                if self.cancel {
+                    let cancelled = cx.cancel_task("llm");
+                    let again = cx.cancel_task("llm");
+                    self.seen.lock().unwrap().0.extend([cancelled, again]);
+                }
+                cx.after(Duration::from_millis(200), Event::RetryFired);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The transcript after one question answered by [`ErrorThenMore`], and
+/// what it saw.
+async fn retry_after_an_error_item(cancel: bool) -> (Vec<String>, (Vec<bool>, Vec<EffectFailure>)) {
+    let effects = ErrorThenMore { cancel, seen: Arc::default() };
+    let seen = Arc::clone(&effects.seen);
+    let handle = runtime::spawn(Agent::new(3), effects, config());
+    handle.send(input("go")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+    assert_eq!(handle.state_name(), "Waiting");
+    let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    (transcript, seen)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_cancelled_by_key_delivers_nothing_more() {
+    // Left open, the failed attempt's stream is read to its end, whatever
+    // the machine's state: its late items land in the retry.
+    let (transcript, _) = retry_after_an_error_item(false).await;
+    assert_eq!(transcript, ["STALE"], "the late items of the first stream reach the retry");
+
+    // Cancelled by key when the retry is scheduled, it is dropped at once:
+    // the retry reads its own stream only.
+    let (transcript, (cancelled, failures)) = retry_after_an_error_item(true).await;
+    assert_eq!(transcript, ["good"]);
+    assert_eq!(cancelled, [true, false], "found once, then gone");
+    assert_eq!(failures, [EffectFailure::Cancelled], "its on_failure hears of the cancellation");
 }
 
 /// Scripted effects that, on `ScheduleRetry`, also send `Interrupted`, so
@@ -416,7 +527,7 @@ async fn a_slow_subscriber_sees_lagged_and_keeps_receiving() {
     let first = slow.recv().await.unwrap();
     assert!(matches!(first, Notification::Lagged(n) if n > 0), "{first:?}");
     let mut after = 0;
-    while let Some(n) = slow.try_recv() {
+    while let Ok(n) = slow.try_recv() {
         assert!(!matches!(n, Notification::Lagged(_)));
         after += 1;
     }
@@ -478,7 +589,47 @@ async fn reaching_a_terminal_state_stops_the_worker() {
     assert!(handle.is_finished());
     assert!(matches!(handle.send(input("late")).await, Err(SendError::Closed(_))));
     assert!(matches!(handle.wait_idle().await, Err(RequestError::Closed)));
-    assert!(matches!(handle.state().await, Err(RequestError::Closed)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_final_state_and_history_stay_readable_once_terminal() {
+    let script = Scripted::new([Reply::tools(&["a:10"]), Reply::text(&["answer"])]);
+    let handle = start(&script, config());
+    handle.send(input("question")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+    sleep(Duration::from_secs(3)).await;
+    handle.call(Event::Shutdown).await.unwrap();
+    assert_eq!(handle.wait_finished().await.unwrap(), "Done");
+    // Much later, the machine and its history are still there, as the
+    // worker left them.
+    sleep(Duration::from_secs(60)).await;
+    assert_eq!(handle.state().await.unwrap(), support::State::Done);
+    let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+    assert_eq!(transcript, ["calling tools", "answer"]);
+    let history = handle.history().await.unwrap();
+    assert_chained(&history);
+    assert_eq!(history.current().0, "Done");
+    assert_eq!(history.steps(), handle.steps());
+    // The last stay ended when the worker stopped, not when it was read.
+    assert_eq!(history.time_in("Done"), Duration::ZERO);
+    assert!(history.time_in("Waiting") >= Duration::from_secs(3));
+    // The event log reproduces the run.
+    let mut fresh = Agent::new(3);
+    replay(&mut fresh, history.events().unwrap()).unwrap();
+    assert_eq!(fresh, handle.inspect(Agent::clone).await.unwrap());
+    // A panicking query is still reported as such.
+    let err = handle.inspect(|_| -> u32 { panic!("bad query") }).await.unwrap_err();
+    assert!(matches!(err, RequestError::InspectPanicked(ref m) if m == "bad query"));
+    assert_eq!(handle.with_history(|h| h.steps()).await.unwrap(), history.steps());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_worker_leaves_nothing_to_read() {
+    let handle = runtime::spawn(Agent::new(3), PanicOnDisplay, runtime::ExecutorConfig::new());
+    handle.send(input("go")).await.unwrap();
+    assert!(handle.wait_finished().await.is_err());
+    assert!(matches!(handle.state().await, Err(RequestError::Failed(_))));
+    assert!(matches!(handle.history().await, Err(RequestError::Failed(_))));
 }
 
 #[tokio::test(start_paused = true)]
@@ -575,10 +726,10 @@ async fn notifications_and_status_are_published_before_any_reply() {
         assert_eq!((delivered.action, delivered.state), ("WaitForInput", "Waiting"));
         assert_eq!(handle.steps(), round);
         let first = notifications.try_recv();
-        assert!(matches!(first, Some(Notification::Unhandled(ref u)) if u.event == "Interrupted"), "{first:?}");
+        assert!(matches!(first, Ok(Notification::Unhandled(ref u)) if u.event == "Interrupted"), "{first:?}");
         let second = notifications.try_recv();
-        assert!(matches!(second, Some(Notification::Action { name: "WaitForInput", performed: true })), "{second:?}");
-        assert_eq!(notifications.try_recv(), None);
+        assert!(matches!(second, Ok(Notification::Action { name: "WaitForInput", performed: true })), "{second:?}");
+        assert_eq!(notifications.try_recv(), Err(TryRecvError::Empty));
     }
     for _ in 0..100 {
         handle.send(Event::Interrupted).await.unwrap();
@@ -586,7 +737,7 @@ async fn notifications_and_status_are_published_before_any_reply() {
     handle.wait_idle().await.unwrap();
     assert_eq!(handle.steps(), 300);
     let mut received = 0;
-    while let Some(notification) = notifications.try_recv() {
+    while let Ok(notification) = notifications.try_recv() {
         assert!(!matches!(notification, Notification::Lagged(_)), "{notification:?}");
         received += 1;
     }
@@ -986,6 +1137,81 @@ mod eager_subscriber {
         let handle = runtime::spawn(Machine::new(), fx, config);
         let reader = parked_reader(&handle).await;
         // Queued before the worker runs: one burst of 600 steps.
+        for _ in 0..EVENTS {
+            handle.try_send(Event::Flip).unwrap();
+        }
+        handle.wait_idle().await.unwrap();
+        handle.shutdown().await.unwrap();
+        assert_eq!(reader.await.unwrap(), (EVENTS, 0));
+    }
+    /// Runs a stream of `items` Flips whose every step publishes `outputs`
+    /// outputs (so `outputs + 2` notifications a step), with a log of
+    /// `capacity`, and returns what a parked reader counted.
+    async fn stream_with_outputs(capacity: usize, outputs: usize, items: usize, paced: bool) -> (usize, u64) {
+        use bounce::{Action, Event, Machine};
+        use futures::StreamExt;
+        let fx = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+            for _ in 0..outputs {
+                cx.output(());
+            }
+            if action == Action::Start {
+                let flips = futures::stream::iter(vec![Event::Flip; items]);
+                if paced {
+                    // Each item behind a timer that is already due, as a
+                    // network stream delivers chunk by chunk.
+                    cx.stream(
+                        flips.then(|e| async move {
+                            tokio::time::sleep(std::time::Duration::ZERO).await;
+                            e
+                        }),
+                        |_| None,
+                    );
+                } else {
+                    cx.stream(flips, |_| None);
+                }
+            }
+        });
+        let config = ExecutorConfig::new().notification_capacity(capacity);
+        let handle = runtime::spawn(Machine::new(), fx, config);
+        let reader = parked_reader(&handle).await;
+        handle.send(Event::Go).await.unwrap();
+        handle.wait_idle().await.unwrap();
+        handle.shutdown().await.unwrap();
+        reader.await.unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_subscriber_that_keeps_up_never_lags_behind_a_small_log_and_chatty_steps() {
+        // Six notifications a step against a log of 16: the log fills in
+        // the middle of a step.
+        for paced in [false, true] {
+            assert_eq!(stream_with_outputs(16, 4, 500, paced).await, (501, 0), "paced: {paced}");
+        }
+        // As many notifications a step as the log holds.
+        assert_eq!(stream_with_outputs(16, 14, 200, false).await, (201, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_subscriber_that_keeps_up_never_lags_behind_the_default_log_and_chatty_steps() {
+        for paced in [false, true] {
+            assert_eq!(stream_with_outputs(256, 3, 1000, paced).await, (1001, 0), "paced: {paced}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_subscriber_that_keeps_up_never_lags_behind_a_small_log_and_a_full_inbox() {
+        use bounce::{Action, Event, Machine};
+        const EVENTS: usize = 600;
+        let fx = runtime::from_fn(|_: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+            for _ in 0..3 {
+                cx.output(());
+            }
+        });
+        let config = ExecutorConfig::new().inbox_capacity(EVENTS).notification_capacity(16);
+        let handle = runtime::spawn(Machine::new(), fx, config);
+        let reader = parked_reader(&handle).await;
+        // Queued before the worker runs: one burst of 600 steps, each
+        // publishing five notifications into a log of 16.
         for _ in 0..EVENTS {
             handle.try_send(Event::Flip).unwrap();
         }

@@ -46,8 +46,7 @@ async fn shutdown_cleanly(
 ) -> Vec<(Option<&'static str>, &'static str)> {
     let mut notifications = handle.subscribe();
     assert_eq!(handle.shutdown().await.unwrap(), "Done");
-    // The history is gone with the worker; the notifications tell what
-    // the machine received during shutdown.
+    // The notifications tell what the machine received during shutdown.
     let mut hops = Vec::new();
     while let Some(n) = notifications.recv().await {
         if let Notification::Transition(step) = n {
@@ -55,6 +54,14 @@ async fn shutdown_cleanly(
         }
     }
     assert_eq!(hops.last(), Some(&(Some("Shutdown"), "Done")));
+    // So does the history, which outlives the worker, and its event log
+    // reproduces the final machine.
+    let history = handle.history().await.unwrap();
+    let recorded: Vec<_> = history.transitions().map(|t| (t.event, t.to)).collect();
+    assert!(recorded.ends_with(&hops), "{recorded:?} does not end with {hops:?}");
+    let mut fresh = Agent::new(3);
+    runtime::replay(&mut fresh, history.events().unwrap()).unwrap();
+    assert_eq!(fresh, handle.inspect(Agent::clone).await.unwrap());
     // No task outlives the worker: the tracker empties without any time
     // passing.
     let now = Instant::now();
@@ -158,6 +165,21 @@ async fn shutdown_is_idempotent_and_later_calls_say_closed() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn queries_queued_behind_a_shutdown_read_the_final_machine() {
+    let (handle, _, tracker) = agent_in("ExecutingTools").await;
+    // Both queued before the worker runs again: it stops on the shutdown
+    // and never takes the query itself.
+    let (finished, state, history) = tokio::join!(handle.shutdown(), handle.state(), handle.history());
+    assert_eq!(finished.unwrap(), "Done");
+    assert_eq!(state.unwrap(), support::State::Done);
+    assert_eq!(history.unwrap().current().0, "Done");
+    // Other requests find the worker gone.
+    assert!(matches!(handle.wait_idle().await, Err(RequestError::Closed)));
+    tracker.close();
+    tracker.wait().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_shutdown_without_shutdown_event_keeps_the_state() {
     let script = Scripted::new([]);
     let handle = runtime::spawn(Agent::new(3), script, runtime::ExecutorConfig::new());
@@ -176,6 +198,8 @@ async fn dropping_the_worker_future_aborts_its_tasks() {
     worker.abort();
     assert!(worker.await.unwrap_err().is_cancelled());
     assert!(matches!(handle.wait_finished().await, Err(RequestError::Closed)));
+    // Dropped mid-run, it left nothing to read.
+    assert!(matches!(handle.state().await, Err(RequestError::Closed)));
     tracker.close();
     tracker.wait().await;
     assert!(tracker.is_empty());

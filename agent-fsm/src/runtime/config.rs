@@ -25,6 +25,11 @@ pub(crate) type MakeObserverFn = dyn Fn() -> Box<dyn Observer + Send> + Send + S
 /// How an executor runs one machine. Cheap to clone: clones share the
 /// settings and the [`TaskTracker`].
 ///
+/// The limits are per agent, even when one configuration is shared:
+/// every agent spawned from it gets its own inbox, concurrency limit,
+/// timeouts, history and notification log (and an observer of its own).
+/// Only the tracker and the cancellation token, if any, are shared.
+///
 /// # Examples
 /// ```
 /// # use agent_fsm::runtime::ExecutorConfig;
@@ -172,8 +177,10 @@ impl<M: StateMachine> ExecutorConfig<M> {
     }
 
     /// How many tasks ([`EffectContext::spawn_task`](super::EffectContext::spawn_task))
-    /// run at once; later ones wait, in the order they were spawned. `1`
-    /// runs tasks one after the other; `0` is read as `1`. Unlimited by default.
+    /// of one agent run at once; later ones wait, in the order they were
+    /// spawned. `1` runs tasks one after the other; `0` is read as `1`.
+    /// Unlimited by default. The limit is per agent: ten agents spawned
+    /// from a configuration with a limit of 4 may run 40 tasks at once.
     #[must_use]
     pub fn concurrency_limit(self, limit: usize) -> Self {
         self.edit(|s| s.concurrency_limit = limit.max(1))
@@ -196,8 +203,21 @@ impl<M: StateMachine> ExecutorConfig<M> {
     /// Overrides both timeouts for the streams and tasks started while
     /// performing the action named `action` (for example a longer one for
     /// `ExecuteTools` than for `RunPostToolsHook`).
+    ///
+    /// # Panics
+    /// If `action` is not the name of one of the machine's actions (as
+    /// listed in its [`Description`](crate::Description)): a misspelt name
+    /// would otherwise leave the action without its timeout, silently. The
+    /// message lists the machine's actions.
     #[must_use]
     pub fn action_timeout(self, action: &'static str, timeout: Duration) -> Self {
+        let actions = M::DESCRIPTION.actions;
+        assert!(
+            actions.contains(&action),
+            "`{action}` is not an action of `{}`; its actions are: {}",
+            M::DESCRIPTION.name,
+            actions.join(", "),
+        );
         self.edit(|s| {
             s.action_timeouts.retain(|(name, _)| *name != action);
             s.action_timeouts.push((action, timeout));
@@ -227,6 +247,16 @@ impl<M: StateMachine> ExecutorConfig<M> {
     /// subscriber further behind than that receives
     /// [`Notification::Lagged`](super::Notification::Lagged) with the number
     /// it missed; what it has already taken is never lost.
+    ///
+    /// A subscriber that waits in [`recv`](super::Subscription::recv) never
+    /// falls behind, however small the log: after handing it a batch, the
+    /// worker lets it read before going on. That holds as long as no single
+    /// step publishes more than `capacity` notifications (each hop, action,
+    /// output and failure is one; an interrupt or a stop counts as one
+    /// step); a step that publishes more overflows the log, and even a
+    /// waiting subscriber then misses the oldest of them. A subscriber busy
+    /// elsewhere keeps up only if it comes back before `capacity` more
+    /// notifications are published.
     #[must_use]
     pub fn notification_capacity(self, capacity: usize) -> Self {
         self.edit(|s| s.notification_capacity = capacity.clamp(1, Self::MAX_CAPACITY))

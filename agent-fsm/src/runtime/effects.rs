@@ -10,10 +10,26 @@
 //! | --- | --- |
 //! | nothing | return |
 //! | one event, right away | [`send`](EffectContext::send) |
-//! | a stream of events (an LLM response) | [`stream`](EffectContext::stream) |
+//! | a stream of events (an LLM response) | [`stream`](EffectContext::stream), [`stream_keyed`](EffectContext::stream_keyed) |
 //! | concurrent keyed tasks, one event each (tool calls) | [`spawn_task`](EffectContext::spawn_task) |
 //! | an event after a delay (a retry timer) | [`after`](EffectContext::after) |
 //! | something for subscribers (text to display) | [`output`](EffectContext::output) |
+//! | stop a task or keyed stream it started earlier | [`cancel_task`](EffectContext::cancel_task) |
+//!
+//! Scheduled work lives until it ends, whatever the machine does meanwhile:
+//! a stream is read until it ends, times out or is cancelled, and a task
+//! runs until it returns, times out or is cancelled, even after the
+//! machine has left the state that started them; their events then reach
+//! whatever state the machine is in. An action that gives up on earlier
+//! work (a retry after an error item, while the failed stream is still
+//! open) should cancel it by key first, so that none of its late events
+//! reach the new attempt. Only timers are tied to the state that set them.
+//!
+//! Work scheduled here must never wait on its own agent's
+//! [`MachineHandle`](super::MachineHandle) (`call`, `wait_idle`, or `send`
+//! on a full inbox): the inbox is read only once no work is in flight, and
+//! the work waiting *is* in flight, so it waits forever. Report progress
+//! with the events the stream yields or the task returns instead.
 
 use std::fmt;
 use std::future::Future;
@@ -124,7 +140,7 @@ pub enum EffectFailure {
     /// It outlived its timeout (see [`ExecutorConfig`](super::ExecutorConfig)).
     TimedOut,
     /// It was cancelled by an interrupt, a shutdown or
-    /// [`EffectContext::cancel_task`].
+    /// [`EffectContext::cancel_task`] (tasks and keyed streams).
     Cancelled,
 }
 
@@ -137,6 +153,8 @@ impl fmt::Display for EffectFailure {
         }
     }
 }
+
+impl std::error::Error for EffectFailure {}
 
 /// Where the worker keeps what `perform` schedules.
 pub(crate) struct Env<'w, E> {
@@ -236,12 +254,65 @@ where
 
     /// Opens a stream whose items are delivered in order, as they arrive.
     ///
+    /// The stream is read until it ends, times out or is cancelled,
+    /// whatever state the machine is in meanwhile: items that come after
+    /// the machine has moved on (an error item sent it to a retry, say) are
+    /// still delivered. To be able to drop it early, open it with
+    /// [`stream_keyed`](Self::stream_keyed) and cancel it with
+    /// [`cancel_task`](Self::cancel_task), for example when performing the
+    /// retry.
+    ///
     /// While it is open, external events wait (see the module docs). If it
-    /// times out, panics or is cancelled (interrupt, shutdown), it is dropped
-    /// and `on_failure` says what the machine receives, if anything; items
-    /// already delivered stay delivered. A stream that simply ends produces
-    /// nothing more.
+    /// times out, panics or is cancelled (interrupt, shutdown,
+    /// `cancel_task`), it is dropped and `on_failure` says what the machine
+    /// receives, if anything; items already delivered stay delivered.
+    ///
+    /// A stream that simply ends produces nothing more. If it ends without
+    /// the event that would move the machine on (a connection closed before
+    /// the end of the reply), the machine stays where it is; if the table
+    /// needs to hear of it, wrap the stream to append an event of your own,
+    /// such as `stream.chain(futures::stream::iter([Event::StreamClosed]))`,
+    /// which the states the final event already left ignore.
     pub fn stream<S, F>(&mut self, stream: S, on_failure: F)
+    where
+        S: Stream<Item = M::Event> + Send + 'static,
+        F: FnOnce(EffectFailure) -> Option<M::Event> + Send + 'static,
+    {
+        self.open_stream(None, stream, on_failure);
+    }
+
+    /// Like [`stream`](Self::stream), with a `key` by which
+    /// [`cancel_task`](Self::cancel_task) can cancel it; the key is also
+    /// reported in [`Notification::EffectFailed`](super::Notification::EffectFailed)
+    /// if the stream fails. Keys are the caller's to choose, and shared with
+    /// tasks.
+    ///
+    /// ```
+    /// # use agent_fsm::runtime::EffectContext;
+    /// # #[derive(Debug)] enum Event { Delta(String), RetryFired }
+    /// # enum Action { CallLlm, ScheduleRetry(std::time::Duration) }
+    /// # fn llm() -> impl futures::Stream<Item = Event> + Send + 'static { futures::stream::empty() }
+    /// # fn perform<M: agent_fsm::StateMachine<Action = Action, Event = Event>>(action: Action, cx: &mut EffectContext<'_, M, ()>) {
+    /// match action {
+    ///     Action::CallLlm => cx.stream_keyed("llm", llm(), |_failure| None),
+    ///     Action::ScheduleRetry(delay) => {
+    ///         // The failed attempt's stream may still be open: nothing
+    ///         // more of it may reach the next attempt.
+    ///         cx.cancel_task("llm");
+    ///         cx.after(delay, Event::RetryFired);
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn stream_keyed<S, F>(&mut self, key: impl Into<String>, stream: S, on_failure: F)
+    where
+        S: Stream<Item = M::Event> + Send + 'static,
+        F: FnOnce(EffectFailure) -> Option<M::Event> + Send + 'static,
+    {
+        self.open_stream(Some(key.into()), stream, on_failure);
+    }
+
+    fn open_stream<S, F>(&mut self, key: Option<String>, stream: S, on_failure: F)
     where
         S: Stream<Item = M::Event> + Send + 'static,
         F: FnOnce(EffectFailure) -> Option<M::Event> + Send + 'static,
@@ -250,7 +321,7 @@ where
         if !self.discarding("stream")
             && let Some(work) = self.env.work()
         {
-            work.open_stream(Box::pin(stream), timeout, Box::new(on_failure));
+            work.open_stream(key, Box::pin(stream), timeout, Box::new(on_failure));
         }
     }
 
@@ -261,7 +332,9 @@ where
     /// waiting in spawn order; results are delivered in completion order.
     /// A task that panics, outlives its timeout or is cancelled yields
     /// `on_failure(key, why)` instead, for that task only, so every task
-    /// produces exactly one event.
+    /// produces exactly one event. The task runs to its end whatever state
+    /// the machine is in meanwhile (cancel it by key to stop it early), and
+    /// it must not wait on its own agent's handle (see the module docs).
     pub fn spawn_task<T, F>(&mut self, key: impl Into<String>, task: T, on_failure: F)
     where
         T: Future<Output = M::Event> + Send + 'static,
@@ -275,15 +348,22 @@ where
         }
     }
 
-    /// Cancels the running or queued task with `key`: it yields
-    /// `on_failure(key, Cancelled)` right after the current step (or its
-    /// real result, if it had already finished). Returns whether such a
-    /// task existed.
+    /// Cancels the task or stream with `key`: the running or queued task
+    /// ([`spawn_task`](Self::spawn_task)) with that key or, if there is
+    /// none, the open stream ([`stream_keyed`](Self::stream_keyed)); the
+    /// first started, if several share the key.
+    ///
+    /// A task yields `on_failure(key, Cancelled)` right after the current
+    /// step (or its real result, if it had already finished). A stream is
+    /// dropped at once, so nothing more of it is delivered, and its
+    /// `on_failure(Cancelled)` event, if it returns one, is delivered right
+    /// after the current step. Returns whether such a task or stream
+    /// existed.
     pub fn cancel_task(&mut self, key: &str) -> bool {
         let Some(work) = self.env.work.as_deref_mut() else {
             return false;
         };
-        let Some(produced) = work.cancel_task(key) else {
+        let Some(produced) = work.cancel(key) else {
             return false;
         };
         // A failure callback is user code; it runs here, inside `perform`'s
@@ -291,7 +371,7 @@ where
         let event = match produced {
             super::work::Produced::Event(event) => Some(event),
             super::work::Produced::TaskFailed { key, on_failure, failure } => Some(on_failure(key, failure)),
-            super::work::Produced::StreamFailed { on_failure, failure } => on_failure(failure),
+            super::work::Produced::StreamFailed { on_failure, failure, .. } => on_failure(failure),
         };
         if let Some(event) = event {
             work.ready.push_back(event);
@@ -302,6 +382,10 @@ where
     /// Delivers `event` after `delay`, unless the machine has left its
     /// current state by then (the timer is then dropped) or the machine is
     /// interrupted or shut down first.
+    ///
+    /// A pending timer is work in flight: external events wait until it
+    /// fires or its state is left (see the [module docs](super)), so a long
+    /// timer in a state that expects user input delays that input.
     pub fn after(&mut self, delay: Duration, event: M::Event) {
         let visit = self.visit;
         if !self.discarding("after")

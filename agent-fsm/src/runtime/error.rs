@@ -1,7 +1,8 @@
 //! The runtime's public error enums, one per domain: sending an event
 //! ([`SendError`]), any other request to the worker ([`RequestError`]), the
-//! worker's own failure ([`WorkerError`]) and a replay that diverged
-//! ([`ReplayError`]).
+//! worker's own failure ([`WorkerError`]), a replay that diverged
+//! ([`ReplayError`]) and a subscription with nothing to read
+//! ([`TryRecvError`]).
 //!
 //! A worker failure is stored once, behind an `Arc`, by the worker
 //! ([`executor`](super::executor)) and handed out by every later handle call
@@ -75,7 +76,7 @@ impl<E> SendError<E> {
 }
 
 /// A request to the worker (a query, an interrupt, a wait) failed.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RequestError {
     /// The worker has stopped normally and cannot answer.
@@ -91,6 +92,19 @@ pub enum RequestError {
     /// panicked; the worker caught it and carries on.
     #[error("the inspect closure panicked: {0}")]
     InspectPanicked(String),
+}
+
+/// Why [`Subscription::try_recv`](super::Subscription::try_recv) returned
+/// no notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TryRecvError {
+    /// Nothing to read right now; more may come.
+    #[error("no notification is ready")]
+    Empty,
+    /// The worker has exited and every notification was read: nothing
+    /// more will come.
+    #[error("the machine's worker has stopped and every notification was read")]
+    Closed,
 }
 
 /// Replaying an event log into a fresh machine did not reproduce the

@@ -22,7 +22,10 @@
 //! nothing to do: a burst of events goes through it without returning to
 //! the future's machinery, and everything published to the handles (status,
 //! notifications) is handed over once per burst, when the worker pauses or
-//! answers someone, rather than once per event.
+//! answers someone, rather than once per event. A batch of notifications
+//! that woke a subscriber makes the worker yield before its next input, so
+//! that the subscriber reads it before the next batch can push it out of
+//! the log.
 
 use std::future::{Future, poll_fn};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -40,7 +43,7 @@ use super::config::ExecutorConfig;
 use super::effects::{EffectContext, Effects, Env};
 use super::error::{WorkerError, panic_message};
 use super::feed::{Notifier, Topics};
-use super::handle::{Control, Delivered, Envelope, MachineHandle, Notification, Shared};
+use super::handle::{Control, Delivered, Envelope, Final, MachineHandle, Notification, Shared};
 use super::history::{EventRecord, History};
 use super::work::{Produced, Work};
 // Through the crate's own name (`extern crate self as agent_fsm` in lib.rs),
@@ -104,13 +107,11 @@ where
         machine,
         effects,
         inbox: rx,
-        shared: Arc::clone(&shared),
+        link: Link { shared: Arc::clone(&shared), extras: None },
         work: None,
         notifier: Notifier::new(),
-        extras: None,
         clock: None,
         status_dirty: false,
-        yield_due: false,
         visit: 0,
         steps: 0,
         failed: false,
@@ -119,7 +120,10 @@ where
     // taking it by value: an `async fn` keeps its argument and the moved
     // local in separate slots of the future, doubling what every agent
     // costs at rest.
-    (MachineHandle::new(tx, shared), async move { worker.run().await })
+    (MachineHandle::new(tx, shared), async move {
+        worker.run().await;
+        worker.park();
+    })
 }
 
 /// How often, in events, a long burst refreshes the clock and publishes
@@ -153,16 +157,13 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     effects: E,
     /// Receiver of the handles' inbox; closed by the worker when it stops.
     inbox: mpsc::Receiver<Envelope<M::Event>>,
-    shared: Arc<Shared<M, E::Output>>,
+    /// The state shared with the handles, and the rarely used parts.
+    link: Link<M, E::Output>,
     /// Created on first use, so that idle agents stay small.
     history: Option<Box<History<M::Event>>>,
     /// Allocated by the first action that schedules work.
     work: Option<Box<Work<M::Event>>>,
     notifier: Notifier<E::Output>,
-    /// Waiters, the cancellation token and the attached observer: rarely
-    /// used, so boxed on first use (at start with an observer) to keep idle
-    /// agents small.
-    extras: Option<Box<Extras>>,
     /// The time read for the current burst of events; cleared when the
     /// worker sleeps and every [`STATUS_EVERY`] events, so one clock read
     /// serves a burst.
@@ -170,9 +171,6 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     /// The state changed (or the machine was poisoned) since the status was
     /// last published.
     status_dirty: bool,
-    /// A flush in the middle of a burst woke subscribers: yield to them
-    /// after the current input.
-    yield_due: bool,
     /// Incremented on every change of state (not on self-transitions);
     /// timers are stamped with it and die when it moves on.
     visit: u32,
@@ -193,12 +191,14 @@ where
     async fn run(&mut self) {
         if self.start() {
             if let Some(reason) = poll_fn(|cx| self.poll_run(cx)).await {
+                poll_fn(|cx| self.poll_pause(cx)).await;
                 self.begin_stop(reason);
             }
             if !self.failed {
                 poll_fn(|cx| self.poll_drain_inbox(cx)).await;
             }
         }
+        poll_fn(|cx| self.poll_pause(cx)).await;
         // What the drain published is visible while the tasks wind down.
         self.flush_status();
         if let Some(work) = &mut self.work {
@@ -222,22 +222,22 @@ where
             self.fail(WorkerError::NoRuntime);
             return false;
         }
-        if let Some(token) = &self.shared.settings.cancel {
-            self.extras().cancel = Some(Box::pin(token.clone().cancelled_owned()));
+        if let Some(token) = &self.link.shared.settings.cancel {
+            self.extras_mut().cancel = Some(Box::pin(token.clone().cancelled_owned()));
         }
         // The observer lives with the rarely used parts: a field of its own
         // would make every agent's task a cache line bigger.
-        let settings = Arc::clone(&self.shared.settings);
+        let settings = Arc::clone(&self.link.shared.settings);
         if let Some(make) = &settings.observer {
             match catch_unwind(AssertUnwindSafe(|| make())) {
-                Ok(observer) => self.extras().observer = Some(observer),
+                Ok(observer) => self.extras_mut().observer = Some(observer),
                 Err(payload) => {
                     self.fail(WorkerError::ConfigPanicked { callback: "observer", message: panic_message(&*payload) });
                     return false;
                 }
             }
         }
-        self.shared.set_started(Instant::now());
+        self.link.shared.set_started(Instant::now());
         tracing::debug!(machine = M::DESCRIPTION.name, state = self.machine.state_name(), "worker started");
         true
     }
@@ -248,10 +248,24 @@ where
     /// published and the worker is registered for every source).
     fn poll_run(&mut self, cx: &mut Context<'_>) -> Poll<Option<StopReason>> {
         loop {
+            // What effects sent comes first, before control requests too;
+            // this stops early only to yield (below).
+            self.drain_ready();
+            if self.failed {
+                return Poll::Ready(None);
+            }
             if self.terminal {
                 return Poll::Ready(Some(StopReason::Terminal));
             }
-            let turn = match self.shared.pop_control() {
+            if self.notifier.take_woke() {
+                // A batch of notifications woke subscribers: let them read
+                // it before the next input, whose batch could otherwise
+                // push it out of the log. One test per input, and only a
+                // worker someone subscribed to ever yields here.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            let turn = match self.link.shared.pop_control() {
                 Some(control) => self.on_control(control),
                 None => match self.poll_sources(cx) {
                     Poll::Ready(turn) => turn,
@@ -262,21 +276,39 @@ where
                         // off the per-event path.
                         self.flush_status();
                         self.clock = None;
-                        self.shared.register(cx.waker());
-                        match self.shared.pop_control() {
+                        self.link.shared.register(cx.waker());
+                        match self.link.shared.pop_control() {
                             Some(control) => self.on_control(control),
-                            None => return Poll::Pending,
+                            None => {
+                                // Sleeping lets the subscribers just woken
+                                // run: no yield is owed to them any more.
+                                self.notifier.take_woke();
+                                return Poll::Pending;
+                            }
                         }
                     }
                 },
             };
-            self.drain_ready();
             if self.failed {
                 return Poll::Ready(None);
             }
+            // A turn that stops the worker delivers nothing, so nothing
+            // sent by effects is left behind here.
             if let Some(reason) = turn {
                 return Poll::Ready(Some(reason));
             }
+        }
+    }
+
+    /// Yields once if a batch of notifications woke subscribers since the
+    /// worker last yielded (see [`poll_run`](Self::poll_run)); used on the
+    /// way out, before the stop protocol and the last flushes.
+    fn poll_pause(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.notifier.take_woke() {
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        } else {
+            Poll::Ready(())
         }
     }
 
@@ -286,7 +318,7 @@ where
     #[inline]
     fn poll_sources(&mut self, cx: &mut Context<'_>) -> Poll<Option<StopReason>> {
         // The rarely used parts, looked at once.
-        let waiting = match &mut self.extras {
+        let waiting = match &mut self.link.extras {
             Some(extras) => {
                 if let Some(cancel) = &mut extras.cancel
                     && cancel.as_mut().poll(cx).is_ready()
@@ -304,15 +336,6 @@ where
             if let Poll::Ready(produced) = work.poll_next(cx) {
                 if let Some(event) = self.resolve(produced) {
                     self.deliver(event, Mode::Normal, None);
-                }
-                // Not once the worker must stop: the loop sees to that first.
-                if !self.failed && !self.terminal && self.take_yield() {
-                    // What the step sent is delivered before the pause.
-                    self.drain_ready();
-                    if !self.failed && !self.terminal {
-                        cx.waker().wake_by_ref();
-                        return Poll::Pending;
-                    }
                 }
                 return Poll::Ready(None);
             }
@@ -335,12 +358,6 @@ where
         {
             Poll::Ready(Some(envelope))
         } else {
-            // Checked here, off the path of the other seven: the periodic
-            // flush happens on a multiple of eight steps.
-            if self.take_yield() {
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
             self.inbox.poll_recv(cx)
         };
         match next {
@@ -358,48 +375,38 @@ where
         }
     }
 
-    /// Whether a flush in the middle of a burst woke subscribers: the worker
-    /// then yields before its next input, so that they read before the next
-    /// flush can push what they had no chance to take out of the log.
-    #[inline]
-    fn take_yield(&mut self) -> bool {
-        std::mem::take(&mut self.yield_due) | self.notifier.take_filled()
-    }
-
     /// Publishes the state name, the step count and the buffered
     /// notifications to the handles. Called when the worker is about to
     /// sleep, before it serves any request or reply, and every
     /// [`STATUS_EVERY`] events, rather than on every event: a burst of
     /// events costs one publication.
-    ///
-    /// Returns whether the flush woke a waiting subscription.
-    fn flush_status(&mut self) -> bool {
+    fn flush_status(&mut self) {
         if self.status_dirty {
             self.status_dirty = false;
-            self.shared.publish_state(self.machine.state_name());
+            self.link.shared.publish_state(self.machine.state_name());
         }
-        self.shared.publish_steps(self.steps);
-        self.notifier.flush()
+        self.link.shared.publish_steps(self.steps);
+        self.notifier.flush();
     }
 
     /// Picks up the notification feed once someone has subscribed; one
     /// atomic load until then.
     #[inline]
     fn refresh_notifier(&mut self) {
-        if !self.notifier.attached() && self.shared.has_feed() {
+        if !self.notifier.attached() && self.link.shared.has_feed() {
             self.attach_notifier();
         }
     }
 
     #[cold]
     fn attach_notifier(&mut self) {
-        if let Some(feed) = self.shared.feed() {
+        if let Some(feed) = self.link.shared.feed() {
             self.notifier.attach(feed);
         }
     }
 
-    fn extras(&mut self) -> &mut Extras {
-        self.extras.get_or_insert_with(Box::default)
+    fn extras_mut(&mut self) -> &mut Extras {
+        self.link.extras.get_or_insert_with(Box::default)
     }
 
     /// Answers the idle waiters (the caller checked that nothing is in
@@ -408,7 +415,7 @@ where
         self.flush_status();
         // `take` rather than `retain`: frees the buffer, since an idle agent
         // should hold no allocation it does not need.
-        let Some(extras) = &mut self.extras else {
+        let Some(extras) = &mut self.link.extras else {
             return;
         };
         for waiter in std::mem::take(&mut extras.waiters) {
@@ -436,16 +443,17 @@ where
             Control::Shutdown => Some(StopReason::Shutdown),
             // The job catches its own panics and carries its reply.
             Control::Inspect(job) => {
-                let history = history_mut(&mut self.history, &self.machine, &self.shared);
+                let history = history_mut(&mut self.history, &self.machine, &self.link.shared);
+                history.mark_read(Instant::now());
                 job(&self.machine, history);
                 None
             }
             Control::WaitIdle(waiter) => {
-                self.extras().waiters.push(Waiter::Idle(waiter));
+                self.extras_mut().waiters.push(Waiter::Idle(waiter));
                 None
             }
             Control::WaitFinished(waiter) => {
-                let waiters = &mut self.extras().waiters;
+                let waiters = &mut self.extras_mut().waiters;
                 waiters.retain(|w| !w.is_closed());
                 waiters.push(Waiter::Finished(waiter));
                 None
@@ -453,12 +461,18 @@ where
         }
     }
 
-    /// Delivers the events effects sent for immediate delivery.
+    /// Delivers the events effects sent for immediate delivery. Stops
+    /// early, leaving the rest first in line, when a batch of notifications
+    /// woke subscribers (the worker yields to them, see
+    /// [`poll_run`](Self::poll_run)), except once the machine is terminal.
     fn drain_ready(&mut self) {
         while !self.failed {
             let Some(work) = self.work.as_mut() else {
                 break;
             };
+            if work.ready.is_empty() || (!self.terminal && self.notifier.woke()) {
+                break;
+            }
             let Some(event) = work.ready.pop_front() else {
                 break;
             };
@@ -503,7 +517,7 @@ where
         let span = tracing::debug_span!("step", machine = M::DESCRIPTION.name, event = event_name, step);
         let _entered = span.enter();
 
-        let logged = self.shared.settings.record_events.map(|clone| clone(&event));
+        let logged = self.link.shared.settings.record_events.map(|clone| clone(&event));
         let visit_before = self.visit;
         let status_due = step.is_multiple_of(STATUS_EVERY);
         if status_due {
@@ -511,12 +525,12 @@ where
             self.clock = None;
         }
         self.refresh_notifier();
-        let history = history_mut(&mut self.history, &self.machine, &self.shared);
+        let history = history_mut(&mut self.history, &self.machine, &self.link.shared);
         let mut recorder = Recorder {
             history,
             visit: &mut self.visit,
             notifier: &mut self.notifier,
-            user: self.extras.as_deref_mut().and_then(|e| e.observer.as_deref_mut()),
+            user: self.link.extras.as_deref_mut().and_then(|e| e.observer.as_deref_mut()),
             step,
             now: &mut self.clock,
         };
@@ -535,7 +549,7 @@ where
                 work.retain_timers(self.visit);
             }
             // Machines without terminal states skip the name lookup.
-            self.terminal = self.shared.settings.has_terminal && self.machine.is_terminal();
+            self.terminal = self.link.shared.settings.has_terminal && self.machine.is_terminal();
             self.status_dirty = true;
         } else if self.machine.is_poisoned() {
             self.status_dirty = true;
@@ -564,7 +578,7 @@ where
         } else if status_due {
             // In the middle of a burst: subscribers it woke get to read
             // before the worker goes on (see `poll_run`).
-            self.yield_due |= self.flush_status();
+            self.flush_status();
         }
     }
 
@@ -574,7 +588,7 @@ where
     #[inline(always)]
     fn perform(&mut self, action: M::Action, name: &'static str, discard: bool) {
         self.notifier.publish(Topics::ACTIONS, || Notification::Action { name, performed: true });
-        let settings = &*self.shared.settings;
+        let settings = &*self.link.shared.settings;
         let mut cx = EffectContext {
             machine: &self.machine,
             env: Env { work: &mut self.work, tracker: &settings.tracker, limit: settings.concurrency_limit },
@@ -595,9 +609,9 @@ where
     fn resolve(&mut self, produced: Produced<M::Event>) -> Option<M::Event> {
         let (key, failure, callback) = match produced {
             Produced::Event(event) => return Some(event),
-            Produced::StreamFailed { on_failure, failure } => {
+            Produced::StreamFailed { key, on_failure, failure } => {
                 let f = failure.clone();
-                (None, failure, Box::new(move || on_failure(f)) as Box<dyn FnOnce() -> Option<M::Event>>)
+                (key, failure, Box::new(move || on_failure(f)) as Box<dyn FnOnce() -> Option<M::Event>>)
             }
             Produced::TaskFailed { key, on_failure, failure } => {
                 let (k, f) = (key.clone(), failure.clone());
@@ -644,11 +658,11 @@ where
         if self.failed {
             return;
         }
-        history_mut(&mut self.history, &self.machine, &self.shared)
+        history_mut(&mut self.history, &self.machine, &self.link.shared)
             .record_interrupt(Arc::clone(&cause), Instant::now());
         self.refresh_notifier();
         self.notifier.publish(Topics::FAULTS, || Notification::Interrupted { cause: Arc::clone(&cause) });
-        let settings = Arc::clone(&self.shared.settings);
+        let settings = Arc::clone(&self.link.shared.settings);
         if let Some(make) = &settings.interrupt_event {
             match catch_unwind(AssertUnwindSafe(|| make(&cause))) {
                 Ok(Some(event)) => self.deliver(event, Mode::Normal, None),
@@ -670,7 +684,7 @@ where
             return;
         }
         if reason == StopReason::Shutdown {
-            let settings = Arc::clone(&self.shared.settings);
+            let settings = Arc::clone(&self.link.shared.settings);
             if let Some(make) = &settings.shutdown_event {
                 match catch_unwind(AssertUnwindSafe(|| make())) {
                     Ok(Some(event)) => self.deliver(event, Mode::Final, None),
@@ -691,11 +705,17 @@ where
     /// closed inbox is empty.
     fn poll_drain_inbox(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         while !self.failed {
+            // Subscribers woken by a batch read it before the next event.
+            if self.notifier.take_woke() {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             match self.inbox.poll_recv(cx) {
                 Poll::Ready(Some(envelope)) => self.deliver_envelope(envelope, Mode::Draining),
                 Poll::Ready(None) => break,
                 Poll::Pending => {
                     self.flush_status();
+                    self.notifier.take_woke();
                     return Poll::Pending;
                 }
             }
@@ -706,46 +726,83 @@ where
     fn fail(&mut self, error: WorkerError) {
         tracing::error!(machine = M::DESCRIPTION.name, error = %error, "worker failed");
         // Before closing the inbox, so that a refused send reads the failure.
-        let _ = self.shared.outcome.set(Err(Arc::new(error)));
+        let _ = self.link.shared.outcome.set(Err(Arc::new(error)));
         self.inbox.close();
         self.failed = true;
     }
 
-    /// Records the outcome and closes the shared state: handles waiting
-    /// on the worker wake up.
+    /// Hands the last notifications over; `park` then records the outcome
+    /// and closes the shared state.
     fn finish(&mut self) {
         // The observer goes first, so that whatever its `Drop` flushes is
         // done before anyone waiting on the worker hears it finished.
         self.drop_observer();
         let state = self.machine.state_name();
-        if !self.failed {
-            let _ = self.shared.outcome.set(Ok(state));
-        }
         self.status_dirty = true;
         self.flush_status();
         self.notifier.close();
-        drop(self.shared.close());
-        self.extras = None;
         tracing::debug!(machine = M::DESCRIPTION.name, state, failed = self.failed, "worker finished");
     }
-}
 
-impl<M: StateMachine, E: Effects<M>> Drop for Worker<M, E> {
-    /// Runs on every exit, and alone when the worker future is dropped
-    /// mid-run: handles then read `Closed`, and `Work`'s own drop aborts
-    /// the tasks.
-    fn drop(&mut self) {
-        self.drop_observer();
-        drop(self.shared.close());
+    /// Drops the attached observer, if any.
+    fn drop_observer(&mut self) {
+        if let Some(extras) = &mut self.link.extras {
+            extras.observer = None;
+        }
+    }
+
+    /// The end of the worker's life, after [`run`](Self::run): unless it
+    /// failed (its outcome is recorded already), records the outcome with
+    /// the machine and its history, which the handles read from then on,
+    /// and closes the shared state, which wakes whoever waits on the worker.
+    fn park(self) {
+        let Self { machine, history, mut link, failed, .. } = self;
+        if failed {
+            return;
+        }
+        let mut history = match history {
+            Some(history) => *history,
+            None => *new_history(&machine, &link.shared),
+        };
+        // The last stay ends now: reads of the parked history count up
+        // to here, however much later they come.
+        history.mark_read(Instant::now());
+        let last = Final::new(machine.state_name(), machine, history);
+        // Before closing: a query that finds the worker closed finds the
+        // machine there.
+        let _ = link.shared.outcome.set(Ok(Arc::new(last)));
+        link.close();
     }
 }
 
-impl<M: StateMachine, E: Effects<M>> Worker<M, E> {
-    /// Drops the attached observer, if any.
-    fn drop_observer(&mut self) {
+/// What the worker shares with its handles, and its rarely used parts:
+/// closes the shared state when the worker goes, however it goes.
+struct Link<M: StateMachine, O> {
+    shared: Arc<Shared<M, O>>,
+    /// Waiters, the cancellation token and the attached observer: rarely
+    /// used, so boxed on first use (at start with an observer) to keep idle
+    /// agents small.
+    extras: Option<Box<Extras>>,
+}
+
+impl<M: StateMachine, O> Link<M, O> {
+    /// Closes the shared state. The observer is dropped first, the waiters
+    /// last, once the handles can read everything.
+    fn close(&mut self) {
         if let Some(extras) = &mut self.extras {
             extras.observer = None;
         }
+        drop(self.shared.close());
+        self.extras = None;
+    }
+}
+
+impl<M: StateMachine, O> Drop for Link<M, O> {
+    /// Runs alone when the worker future is dropped mid-run: handles then
+    /// read `Closed`, and `Work`'s own drop aborts the tasks. After `park`,
+    /// closing again changes nothing.
+    fn drop(&mut self) {
+        self.close();
     }
 }
 

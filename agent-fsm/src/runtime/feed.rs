@@ -32,12 +32,18 @@
 //! The worker flushes its buffer whenever it pauses, before it answers any
 //! request, every 64 events of a long burst (the status's schedule, see
 //! the [module docs](super)), and whenever the buffer holds `capacity`
-//! notifications (so it stays bounded). A flush in the middle of a burst
-//! that woke waiting subscriptions makes the worker yield before its next
-//! input, so a subscriber that keeps up reads what was flushed before the
-//! next flush can push it out of the log. On a current-thread runtime a
-//! subscriber never runs before the notifications are there, and elsewhere
-//! it sees them at most one short burst later.
+//! notifications (so it stays bounded). A flush that woke waiting
+//! subscriptions makes the worker yield to them before its next input
+//! (events sent by effects included), and until it has yielded the log
+//! keeps up to twice `capacity`, so that what the current step still hands
+//! over cannot push out what they were woken for. So a subscriber waiting
+//! in `recv` never lags, whatever the capacity, as long as no single step
+//! publishes more than `capacity` notifications (an interrupt or a stop,
+//! which settle all the work in flight at once, count as one step). A step
+//! that publishes more overflows the log: even a waiting subscriber then
+//! misses the oldest of them. On a current-thread runtime a subscriber
+//! never runs before the notifications are there, and elsewhere it sees
+//! them at most one short burst later.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -50,6 +56,7 @@ use std::task::{Context, Poll, Waker};
 
 use futures::Stream;
 
+use super::error::TryRecvError;
 use super::handle::Notification;
 
 /// Which [`Notification`]s a [`Subscription`] receives; combine with `|`.
@@ -233,9 +240,10 @@ struct Attached<O> {
     produced: u64,
     /// Reused to wake the waiting subscriptions outside the lock.
     wake: Vec<(u64, Waker)>,
-    /// A flush at capacity woke waiting subscriptions since the worker
-    /// last asked.
-    filled: bool,
+    /// A flush woke waiting subscriptions and the worker has not yielded
+    /// since: until it does, the log keeps what they have not had a turn
+    /// to read.
+    woke: bool,
 }
 
 impl<O> Notifier<O> {
@@ -253,7 +261,7 @@ impl<O> Notifier<O> {
     pub(crate) fn attach(&mut self, feed: Arc<Feed<O>>) {
         let produced = feed.produced.load(Ordering::SeqCst);
         self.attached =
-            Some(Box::new(Attached { feed, pending: VecDeque::new(), produced, wake: Vec::new(), filled: false }));
+            Some(Box::new(Attached { feed, pending: VecDeque::new(), produced, wake: Vec::new(), woke: false }));
     }
 
     /// Records the notification `make` builds, if a subscription wants
@@ -267,22 +275,27 @@ impl<O> Notifier<O> {
             attached.produced += 1;
             attached.feed.produced.store(attached.produced, Ordering::Release);
             // A long burst (an action publishing many outputs) is handed
-            // over once it fills the log, so the buffer stays bounded and a
-            // subscriber that keeps up does not lag behind a single burst.
+            // over once it fills the log, so the buffer stays bounded.
             if attached.pending.len() >= attached.feed.capacity {
-                attached.filled |= attached.flush();
+                attached.flush();
             }
         }
     }
 
-    /// Whether a flush at capacity woke waiting subscriptions since the
-    /// last call: the worker then yields, so that they read the log before
-    /// its next flush can push what they have not taken out of it.
+    /// Whether a flush woke waiting subscriptions since the worker last
+    /// yielded: it must yield before its next input, so that they read
+    /// what was handed over.
     #[inline]
-    pub(crate) fn take_filled(&mut self) -> bool {
+    pub(crate) fn woke(&self) -> bool {
+        matches!(&self.attached, Some(attached) if attached.woke)
+    }
+
+    /// Like [`woke`](Self::woke), and records that the worker yields now.
+    #[inline]
+    pub(crate) fn take_woke(&mut self) -> bool {
         match &mut self.attached {
-            Some(attached) if attached.filled => {
-                attached.filled = false;
+            Some(attached) if attached.woke => {
+                attached.woke = false;
                 true
             }
             _ => false,
@@ -290,15 +303,14 @@ impl<O> Notifier<O> {
     }
 
     /// Hands the recorded notifications to the subscriptions and wakes the
-    /// waiting ones; returns whether it woke any.
+    /// waiting ones.
     #[inline]
-    pub(crate) fn flush(&mut self) -> bool {
+    pub(crate) fn flush(&mut self) {
         if let Some(attached) = &mut self.attached
             && !attached.pending.is_empty()
         {
-            return attached.flush();
+            attached.flush();
         }
-        false
     }
 
     /// Flushes and ends every subscription once it has read what is kept.
@@ -311,10 +323,9 @@ impl<O> Notifier<O> {
 }
 
 impl<O> Attached<O> {
-    /// Hands the buffer over; returns whether it woke a waiting
-    /// subscription.
+    /// Hands the buffer over and wakes the waiting subscriptions.
     #[cold]
-    fn flush(&mut self) -> bool {
+    fn flush(&mut self) {
         let feed = &self.feed;
         let start = self.produced - self.pending.len() as u64;
         {
@@ -327,7 +338,13 @@ impl<O> Attached<O> {
             } else {
                 state.ring.extend(self.pending.drain(..));
             }
-            let excess = state.ring.len().saturating_sub(feed.capacity);
+            // Subscriptions woken by an earlier flush have not had their
+            // turn yet if the worker has not yielded since: the log then
+            // keeps up to one more log's worth, so that what was handed over
+            // since (at most one step's notifications) does not push out
+            // what they were woken for.
+            let keep = if self.woke { feed.capacity.saturating_mul(2) } else { feed.capacity };
+            let excess = state.ring.len().saturating_sub(keep);
             if excess > 0 {
                 state.ring.drain(..excess);
                 state.first += excess as u64;
@@ -335,11 +352,10 @@ impl<O> Attached<O> {
             // Swapped rather than taken: both buffers keep their capacity.
             std::mem::swap(&mut state.waiters, &mut self.wake);
         }
-        let woke = !self.wake.is_empty();
+        self.woke |= !self.wake.is_empty();
         for (_, waker) in self.wake.drain(..) {
             waker.wake();
         }
-        woke
     }
 }
 
@@ -469,14 +485,20 @@ impl<O: Clone + Send + 'static> Subscription<O> {
         Recv { subscription: self }
     }
 
-    /// The next notification if one is ready; `None` if none is (yet).
-    pub fn try_recv(&mut self) -> Option<Notification<O>> {
+    /// The next notification if one is ready, without waiting.
+    ///
+    /// # Errors
+    /// [`TryRecvError::Empty`] if none is ready yet,
+    /// [`TryRecvError::Closed`] once the worker has exited and every
+    /// notification was read.
+    pub fn try_recv(&mut self) -> Result<Notification<O>, TryRecvError> {
         if let Some(notification) = self.next_taken() {
-            return Some(notification);
+            return Ok(notification);
         }
         match self.poll_feed(None) {
-            Poll::Ready(notification) => notification,
-            Poll::Pending => None,
+            Poll::Ready(Some(notification)) => Ok(notification),
+            Poll::Ready(None) => Err(TryRecvError::Closed),
+            Poll::Pending => Err(TryRecvError::Empty),
         }
     }
 
@@ -546,7 +568,7 @@ mod tests {
     }
 
     fn rows(subscription: &mut Subscription<()>) -> Vec<Result<usize, u64>> {
-        std::iter::from_fn(|| subscription.try_recv())
+        std::iter::from_fn(|| subscription.try_recv().ok())
             .map(|n| match n {
                 Notification::Transition(step) => Ok(step.row),
                 Notification::Lagged(missed) => Err(missed),
@@ -573,7 +595,7 @@ mod tests {
         // Subscribed between a record and its flush: sees nothing before it.
         let mut second = feed.subscribe(Topics::ALL);
         notifier.publish(Topics::TRANSITIONS, || hop(2));
-        assert!(first.try_recv().is_none(), "nothing is visible before a flush");
+        assert_eq!(first.try_recv(), Err(TryRecvError::Empty), "nothing is visible before a flush");
         notifier.flush();
         assert_eq!(rows(&mut first), [Ok(1), Ok(2)]);
         assert_eq!(rows(&mut second), [Ok(2)]);
@@ -605,7 +627,7 @@ mod tests {
         notifier.publish(Topics::TRANSITIONS, || hop(2));
         notifier.flush();
         assert_eq!(rows(&mut hops), [Ok(1), Ok(2)]);
-        let read: Vec<_> = std::iter::from_fn(|| all.try_recv()).collect();
+        let read: Vec<_> = std::iter::from_fn(|| all.try_recv().ok()).collect();
         assert_eq!(read, [hop(1), action("Call"), hop(2)]);
         assert_eq!(hops.topics(), Topics::TRANSITIONS);
 
@@ -676,7 +698,7 @@ mod tests {
             notifier.publish(Topics::TRANSITIONS, || hop(row));
         }
         notifier.flush();
-        assert_eq!(slow.try_recv(), Some(hop(5)));
+        assert_eq!(slow.try_recv(), Ok(hop(5)));
         for row in 7..12 {
             notifier.publish(Topics::TRANSITIONS, || hop(row));
         }
@@ -685,12 +707,39 @@ mod tests {
     }
 
     #[test]
+    fn the_log_keeps_what_woken_subscriptions_have_not_read_until_the_worker_yields() {
+        let (feed, mut notifier) = feed(4);
+        let mut parked = feed.subscribe(Topics::ALL);
+        let waker = futures::task::noop_waker();
+        assert!(parked.poll_feed(Some(&waker)).is_pending(), "waiting, registered");
+        // The fourth fills the log and wakes it; the rest of the step
+        // follows before the worker yields, and the log keeps it all.
+        for row in 0..7 {
+            notifier.publish(Topics::TRANSITIONS, || hop(row));
+        }
+        notifier.flush();
+        assert!(notifier.take_woke(), "the worker owes the subscription a turn");
+        assert!(!notifier.take_woke());
+        assert_eq!(rows(&mut parked), (0..7).map(Ok).collect::<Vec<_>>());
+        // Once it has yielded, the log is back to its capacity: a
+        // subscription that did not wait lags as before.
+        let mut idle = feed.subscribe(Topics::ALL);
+        for row in 7..13 {
+            notifier.publish(Topics::TRANSITIONS, || hop(row));
+        }
+        notifier.flush();
+        assert!(!notifier.take_woke(), "nobody was waiting");
+        assert_eq!(rows(&mut idle), [Err(2), Ok(9), Ok(10), Ok(11), Ok(12)]);
+    }
+
+    #[test]
     fn closing_ends_subscriptions_after_what_is_kept() {
         let (feed, mut notifier) = feed(8);
         let mut subscription = feed.subscribe(Topics::ALL);
         notifier.publish(Topics::TRANSITIONS, || hop(0));
         notifier.close();
-        assert_eq!(subscription.try_recv(), Some(hop(0)));
+        assert_eq!(subscription.try_recv(), Ok(hop(0)));
+        assert_eq!(subscription.try_recv(), Err(TryRecvError::Closed), "read to the end");
         let rt = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
         assert_eq!(rt.block_on(subscription.recv()), None);
         assert_eq!(rt.block_on(Feed::<()>::ended().recv()), None);

@@ -13,7 +13,8 @@
 //!   plain queue rather than a second mpsc channel because a tokio channel
 //!   preallocates a block of 32 slots, and an idle agent should cost little.
 //!   The worker closes it when it exits, dropping unanswered requests, which
-//!   their callers read as the worker's outcome.
+//!   their callers read as the worker's outcome; queries still queued run
+//!   on the final machine, which queries made later read too.
 //! - **Status** (the state name under the shared mutex, an atomic step
 //!   count): read without a round trip by
 //!   [`state_name`](MachineHandle::state_name). The worker publishes it
@@ -66,10 +67,11 @@ pub enum Notification<O> {
     },
     /// An output published by the effects.
     Output(O),
-    /// A stream (`key` `None`) or a task failed; the machine receives the
-    /// failure event its effects chose.
+    /// A stream or a task failed; the machine receives the failure event
+    /// its effects chose.
     EffectFailed {
-        /// The task's key, `None` for a stream.
+        /// The task's or keyed stream's key; `None` for a stream opened
+        /// without one.
         key: Option<String>,
         /// Why.
         failure: EffectFailure,
@@ -80,7 +82,9 @@ pub enum Notification<O> {
         cause: Arc<str>,
     },
     /// This subscriber fell behind and missed this many notifications; the
-    /// subscription goes on with the oldest one still kept.
+    /// subscription goes on with the oldest one still kept. The log is
+    /// shared by every subscription, so the count includes notifications
+    /// of topics this subscription does not receive.
     Lagged(u64),
 }
 
@@ -102,8 +106,33 @@ pub(crate) enum Envelope<E> {
     Call(E, oneshot::Sender<Delivered>),
 }
 
-/// A query run on the worker with the machine and its history.
-type InspectJob<M> = Box<dyn FnOnce(&M, &mut History<<M as StateMachine>::Event>) + Send>;
+/// A query run with the machine and its history: on the worker, or on what
+/// it left when it stopped.
+type InspectJob<M> = Box<dyn FnOnce(&M, &History<<M as StateMachine>::Event>) + Send>;
+
+/// How the worker ended when it stopped normally: the final state's name,
+/// and the machine and its history as it left them, for the handles to
+/// read from then on. Allocated only then, so an agent pays for it only
+/// once it has stopped.
+pub(crate) struct Final<M: StateMachine> {
+    pub(crate) state: &'static str,
+    /// Behind a lock of its own, so that a query never runs under the
+    /// shared one.
+    parked: Mutex<(M, History<M::Event>)>,
+}
+
+impl<M: StateMachine> Final<M> {
+    pub(crate) fn new(state: &'static str, machine: M, history: History<M::Event>) -> Self {
+        Self { state, parked: Mutex::new((machine, history)) }
+    }
+
+    /// Runs a query on the parked machine. The query catches its own
+    /// panics, so none poisons the lock.
+    fn run(&self, job: InspectJob<M>) {
+        let parked = lock(&self.parked);
+        job(&parked.0, &parked.1);
+    }
+}
 
 /// A request that bypasses the inbox.
 pub(crate) enum Control<M: StateMachine> {
@@ -150,8 +179,10 @@ pub(crate) struct Shared<M: StateMachine, O> {
     /// The worker's waker, woken by every control request.
     waker: AtomicWaker,
     steps: AtomicU64,
-    /// Set once when the worker stops: the final state's name, or the failure.
-    pub(crate) outcome: OnceLock<Result<&'static str, Arc<WorkerError>>>,
+    /// Set once when the worker stops: how it ended (with the final machine
+    /// for queries), or the failure. Nothing when its future was dropped
+    /// mid-run.
+    pub(crate) outcome: OnceLock<Result<Arc<Final<M>>, Arc<WorkerError>>>,
     /// The configuration, shared by every agent spawned from it.
     pub(crate) settings: Arc<Settings<M>>,
 }
@@ -240,8 +271,10 @@ impl<M: StateMachine, O> Shared<M, O> {
     }
 
     /// Closes the control queue and the notification feed (subscriptions
-    /// end once they have read what it holds). Returns what was left, for
-    /// the caller to drop outside the lock.
+    /// end once they have read what it holds). The queries still queued
+    /// run on the final machine if the worker left one (the outcome is set
+    /// first); the rest of what was left is returned, for the caller to
+    /// drop outside the lock.
     pub(crate) fn close(&self) -> impl Sized + use<M, O> {
         let (queue, feed) = {
             let mut locked = lock(&self.locked);
@@ -252,7 +285,31 @@ impl<M: StateMachine, O> Shared<M, O> {
         if let Some(feed) = &feed {
             feed.close();
         }
-        (queue, feed)
+        let mut rest = Vec::new();
+        for control in queue {
+            match control {
+                Control::Inspect(job) => {
+                    if let Err(job) = self.inspect_final(job) {
+                        rest.push(Control::Inspect(job));
+                    }
+                }
+                other => rest.push(other),
+            }
+        }
+        (rest, feed)
+    }
+
+    /// Runs `job` on the machine the worker left when it stopped normally;
+    /// hands it back if there is none (the worker is running, failed or
+    /// was dropped).
+    fn inspect_final(&self, job: InspectJob<M>) -> Result<(), InspectJob<M>> {
+        match self.outcome.get() {
+            Some(Ok(last)) => {
+                last.run(job);
+                Ok(())
+            }
+            _ => Err(job),
+        }
     }
 
     /// Whether anyone ever subscribed (the feed exists); no lock.
@@ -271,7 +328,16 @@ impl<M: StateMachine, O> Shared<M, O> {
 /// [`spawn`](super::spawn) and [`pair`](super::pair)).
 ///
 /// Dropping every handle lets the worker finish what is in flight, deliver
-/// what is queued and exit.
+/// what is queued and exit; nothing is cancelled, so a stream or task that
+/// never ends keeps the worker alive. Give streams and tasks timeouts, or
+/// stop the agent with [`shutdown`](Self::shutdown) or
+/// [`ExecutorConfig::cancel_on`](super::ExecutorConfig::cancel_on).
+///
+/// An effect's task or stream must not wait on its own agent's handle
+/// ([`call`](Self::call), [`wait_idle`](Self::wait_idle), or
+/// [`send`](Self::send) on a full inbox): the inbox is read only while no
+/// work is in flight, so it would wait forever (see the
+/// [module docs](super)).
 pub struct MachineHandle<M: StateMachine, O = ()> {
     inbox: mpsc::Sender<Envelope<M::Event>>,
     shared: Arc<Shared<M, O>>,
@@ -353,7 +419,10 @@ where
     ///
     /// The event is delivered after every event effects produce for work
     /// already in flight (see the [module docs](super)), in the order the
-    /// inbox received it, and never dropped once accepted.
+    /// inbox received it, and never dropped once accepted. Pending timers
+    /// count as work in flight: they hold the event back until they fire
+    /// or their state is left. Never await this from the agent's own tasks
+    /// or streams: with a full inbox it waits forever.
     ///
     /// # Errors
     /// [`SendError::Closed`] if the worker has stopped,
@@ -413,7 +482,9 @@ where
     }
 
     /// Sends `event` like [`send`](Self::send) and waits until the machine
-    /// has handled it (and its action was performed or skipped).
+    /// has handled it (and its action was performed or skipped). Never
+    /// await this from the agent's own tasks or streams: the event waits
+    /// until no work is in flight, them included, so it waits forever.
     ///
     /// # Errors
     /// [`RequestError::Closed`] or [`RequestError::Failed`] if the worker
@@ -442,9 +513,21 @@ where
     /// returns its result. Requests like this one are served before pending
     /// events, even while effects run.
     ///
+    /// Once the worker has stopped normally (a terminal state, a shutdown),
+    /// `f` runs on the machine as the worker left it, on the caller's task:
+    /// the final state and context stay readable for as long as a handle
+    /// lives, as does the [`History`] (see [`history`](Self::history)).
+    ///
+    /// To snapshot a machine for resuming later, take it when the agent is
+    /// idle ([`wait_idle`](Self::wait_idle), then `inspect`): a snapshot
+    /// holds the state and context, not the streams, tasks and timers in
+    /// flight, so a machine resumed from one taken mid-work waits for
+    /// events that nothing will produce.
+    ///
     /// # Errors
-    /// [`RequestError::Closed`]/[`RequestError::Failed`] if the worker has
-    /// stopped, [`RequestError::InspectPanicked`] if `f` panicked (the
+    /// [`RequestError::Failed`] if the worker failed,
+    /// [`RequestError::Closed`] if its future was dropped before it
+    /// finished, [`RequestError::InspectPanicked`] if `f` panicked (the
     /// worker carries on).
     pub async fn inspect<R, F>(&self, f: F) -> Result<R, RequestError>
     where
@@ -472,13 +555,21 @@ where
         F: FnOnce(&M, &History<M::Event>) -> R + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
-        let job = move |machine: &M, history: &mut History<M::Event>| {
-            history.mark_read(tokio::time::Instant::now());
+        let job = move |machine: &M, history: &History<M::Event>| {
             let result = catch_unwind(AssertUnwindSafe(|| f(machine, history)));
             // The caller may have given up waiting; nothing to do then.
             let _ = tx.send(result.map_err(|payload| panic_message(&*payload)));
         };
-        self.request(Control::Inspect(Box::new(job))).await?;
+        match self.shared.push_control(Control::Inspect(Box::new(job))) {
+            Ok(()) => {}
+            // The worker has stopped: what it left, if it stopped normally.
+            Err(Control::Inspect(job)) => {
+                if self.shared.inspect_final(job).is_err() {
+                    return Err(self.closed_error());
+                }
+            }
+            Err(_) => return Err(self.closed_error()),
+        }
         match rx.await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(message)) => Err(RequestError::InspectPanicked(message)),
@@ -486,7 +577,8 @@ where
         }
     }
 
-    /// A snapshot of the full state.
+    /// A snapshot of the full state; the final one once the worker has
+    /// stopped normally.
     ///
     /// # Errors
     /// [`RequestError::Poisoned`] if the machine is poisoned, otherwise as
@@ -499,7 +591,9 @@ where
     }
 
     /// A snapshot of the history (hops, time per state, interrupts and the
-    /// event log if enabled).
+    /// event log if enabled). Once the worker has stopped normally, the
+    /// history it stopped with, whose last stay ends when it stopped: its
+    /// event log then reproduces the whole run ([`replay`](super::replay)).
     ///
     /// # Errors
     /// As [`inspect`](Self::inspect).
@@ -583,7 +677,9 @@ where
     }
 
     /// Waits until no stream, task or timer is in flight and the inbox is
-    /// empty: everything sent before the call has been handled.
+    /// empty: everything sent before the call has been handled. Never await
+    /// this from the agent's own tasks or streams, which are in flight
+    /// while they wait: it would wait forever.
     ///
     /// # Errors
     /// [`RequestError::Closed`]/[`RequestError::Failed`] if the worker has
@@ -607,7 +703,7 @@ where
             let _ = rx.await;
         }
         match self.shared.outcome.get() {
-            Some(Ok(state)) => Ok(state),
+            Some(Ok(last)) => Ok(last.state),
             Some(Err(e)) => Err(RequestError::Failed(Arc::clone(e))),
             None => Err(RequestError::Closed),
         }

@@ -17,7 +17,7 @@
 //! | `config.rs` | [`ExecutorConfig`] |
 //! | `history.rs` | [`History`], [`replay`] |
 //! | `retry.rs` | [`RetryPolicy`] |
-//! | `error.rs` | [`SendError`], [`RequestError`], [`WorkerError`], [`ReplayError`] |
+//! | `error.rs` | [`SendError`], [`RequestError`], [`WorkerError`], [`ReplayError`], [`TryRecvError`] |
 //!
 //! # Ordering
 //! There is one path into `handle_event`, so events never race:
@@ -38,8 +38,20 @@
 //!    delivered, in the order received, only when *no effect work is in
 //!    flight*: no open stream, no running or queued task, no pending timer.
 //!    So user input sent while tools run is delivered after every tool
-//!    result, never interleaved and never dropped. (A stream that never
-//!    ends holds the inbox back; give streams a timeout.)
+//!    result, never interleaved and never dropped. A pending timer holds
+//!    the inbox back too, until it fires or its state is left (a 60 s
+//!    "nudge the user" timer delays the user's reply by up to 60 s; for
+//!    such a timer, sleep on a task of your own and `send` the event
+//!    through a handle), and a stream that never ends holds it back for
+//!    good: give streams a timeout.
+//!
+//!    A consequence: an effect's task or stream must never wait on its own
+//!    agent's handle ([`call`](MachineHandle::call),
+//!    [`wait_idle`](MachineHandle::wait_idle), or
+//!    [`send`](MachineHandle::send) on a full inbox). It is itself work in
+//!    flight, so the inbox is not read while it waits: it waits forever.
+//!    Report progress with the events the task returns or the stream
+//!    yields instead.
 //! 4. **Control requests** (interrupt, shutdown, [`state`](MachineHandle::state),
 //!    [`inspect`](MachineHandle::inspect), waits) bypass the inbox and are
 //!    served before anything else, between two steps.
@@ -50,8 +62,13 @@
 //! reply, and every 64 events of a long burst, so they are current whenever
 //! a `call`, `interrupt`, `wait_idle` or query returns. The
 //! [`Notification`]s for subscribers are handed over on the same schedule,
-//! in one batch, in order; on a current-thread runtime a subscriber never
-//! runs before they are there. A subscription names its [`Topics`]
+//! in one batch, in order, and also whenever the buffer holds
+//! [`notification_capacity`](ExecutorConfig::notification_capacity) of
+//! them; on a current-thread runtime a subscriber never runs before they
+//! are there. A batch that wakes a waiting subscriber makes the worker
+//! yield to it before its next input, so a subscriber waiting in
+//! [`recv`](Subscription::recv) never lags unless one step publishes more
+//! than the capacity. A subscription names its [`Topics`]
 //! ([`subscribe_to`](MachineHandle::subscribe_to)); a notification no live
 //! subscription wants is never built. The history's timestamps are read on the
 //! same schedule too (once per burst): the hops of one burst share a
@@ -68,7 +85,8 @@
 //! # Tasks and timers
 //! Tasks run on the configured [`TaskTracker`](tokio_util::task::TaskTracker),
 //! at most [`concurrency_limit`](ExecutorConfig::concurrency_limit) at once
-//! (later ones wait, in spawn order; a limit of 1 runs them one by one),
+//! per agent (agents spawned from one configuration each get that many;
+//! later ones wait, in spawn order; a limit of 1 runs them one by one),
 //! each with its own timeout (counted from when it starts) and its own
 //! cancellation. A task that panics, times out or is cancelled yields its
 //! `on_failure(key, why)` event, for that task only: every task yields
@@ -77,6 +95,14 @@
 //! A timer ([`EffectContext::after`]) belongs to the *visit* of the state
 //! it was set in: the worker counts changes of state (self-transitions do
 //! not count), and a timer whose state was left before it fired is dropped.
+//!
+//! Streams and tasks, on the contrary, outlive the state that started
+//! them: a stream is read until it ends, times out or is cancelled, and a
+//! task runs until it returns, whatever the machine does meanwhile. An
+//! action that abandons one (a retry while the failed stream is still
+//! open) cancels it by key ([`EffectContext::stream_keyed`],
+//! [`EffectContext::cancel_task`]), so that nothing of it reaches the next
+//! attempt.
 //!
 //! # Cancellation: interrupt
 //! [`MachineHandle::interrupt`] is a protocol, carried out between two steps:
@@ -93,7 +119,11 @@
 //! # Shutdown
 //! The worker stops on [`MachineHandle::shutdown`] (or the configured
 //! cancellation token), when the machine enters a terminal state, or when
-//! every handle is dropped and nothing is left in flight. In every case:
+//! every handle is dropped and nothing is left in flight. Dropping the
+//! handles cancels nothing: the work in flight finishes first, so a stream
+//! or task that never ends keeps the worker alive. Give streams and tasks
+//! timeouts, or stop agents with [`shutdown`](MachineHandle::shutdown) or
+//! a token ([`ExecutorConfig::cancel_on`]). In every case:
 //!
 //! 1. in-flight work is cancelled as for an interrupt, its events
 //!    delivered, their actions not performed;
@@ -106,7 +136,21 @@
 //!    actions, so no accepted event is silently lost;
 //! 4. every cancelled task is awaited, then the worker exits:
 //!    [`MachineHandle::wait_finished`] returns the final state and no task
-//!    of the machine is left running.
+//!    of the machine is left running;
+//! 5. the worker leaves the machine and its history to the handles:
+//!    [`state`](MachineHandle::state), [`inspect`](MachineHandle::inspect),
+//!    [`history`](MachineHandle::history) and
+//!    [`with_history`](MachineHandle::with_history) go on answering with
+//!    the final machine (and the event log, which reproduces the run),
+//!    while sends fail with [`SendError::Closed`] and `call`, `interrupt`
+//!    and `wait_idle` with [`RequestError::Closed`].
+//!
+//! # Snapshots
+//! A snapshot (the `serde` feature) holds the machine's state and context,
+//! not the streams, tasks and timers in flight: resumed from a snapshot
+//! taken mid-work, a machine waits for events that nothing will produce.
+//! Take one when the agent is idle: [`wait_idle`](MachineHandle::wait_idle),
+//! then [`inspect`](MachineHandle::inspect).
 //!
 //! # Failure
 //! Nothing in the executor panics on bad input. If the machine or the
@@ -127,7 +171,7 @@ mod work;
 
 pub use config::ExecutorConfig;
 pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, from_fn};
-pub use error::{ReplayError, RequestError, SendError, WorkerError};
+pub use error::{ReplayError, RequestError, SendError, TryRecvError, WorkerError};
 pub use executor::{pair, spawn};
 pub use feed::{Subscription, Topics};
 pub use handle::{Delivered, MachineHandle, Notification};

@@ -3,12 +3,14 @@
 //!
 //! The machine decides *whether* to retry (a guard such as
 //! `retries < max`); the policy only says *how long* to wait, so a retry
-//! always follows the table's own path. The jitter is drawn from a tiny
-//! SplitMix64 hash of `(seed, attempt)`: the same policy and attempt always
-//! give the same delay, which makes paused-time tests exact, and no `rand`
-//! dependency is needed.
+//! always follows the table's own path. The jitter is a tiny SplitMix64
+//! hash, so no `rand` dependency is needed: of `(seed, retry)` for a seeded
+//! policy, so that the same retry always gets the same delay (paused-time
+//! tests are exact), and otherwise of a process-wide draw counter hashed
+//! with per-process random keys, so that every call gets fresh jitter.
 
 use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How long to wait before each retry.
@@ -17,6 +19,12 @@ use std::time::Duration;
 /// failed) is `min(cap, base × factorⁿ⁻¹ × j)` where `j` is drawn uniformly
 /// from `[1 − jitter, 1 + jitter]`. The cap applies last, so no delay ever
 /// exceeds it.
+///
+/// Unseeded (the default), every call to [`delay`](Self::delay) draws
+/// fresh jitter, so agents sharing one configured policy, or copies of it,
+/// do not retry in lockstep. [`with_seed`](Self::with_seed) makes every
+/// delay a function of the seed and the retry number, for reproducible
+/// tests.
 ///
 /// # Examples
 /// ```
@@ -47,11 +55,17 @@ pub struct RetryPolicy {
     /// `[1 − jitter, 1 + jitter]` (default 0.5, so ×[0.5, 1.5]). Clamped to
     /// `[0, 1]`.
     pub jitter: f64,
-    /// Seeds the jitter. Random by default, so that agents started together
-    /// do not retry in lockstep; fix it with [`with_seed`](Self::with_seed)
-    /// for reproducible tests.
-    pub seed: u64,
+    /// Seeds the jitter. `None` by default: each call to
+    /// [`delay`](Self::delay) draws fresh jitter, so that agents started
+    /// together do not retry in lockstep even when they share one policy.
+    /// `Some` (see [`with_seed`](Self::with_seed)) gives the same delay for
+    /// the same retry every time, for reproducible tests.
+    pub seed: Option<u64>,
 }
+
+/// Draws made by unseeded policies, process-wide: each draw hashes a
+/// number no other draw used.
+static DRAWS: AtomicU64 = AtomicU64::new(0);
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -61,9 +75,7 @@ impl Default for RetryPolicy {
             factor: 2.0,
             cap: Duration::from_secs(5),
             jitter: 0.5,
-            // std's RandomState is seeded per process (and varies per
-            // instance), which is all the decorrelation jitter needs.
-            seed: RandomState::new().hash_one(0x5eed_u64),
+            seed: None,
         }
     }
 }
@@ -110,10 +122,11 @@ impl RetryPolicy {
         self
     }
 
-    /// Sets [`seed`](Self::seed), making every delay reproducible.
+    /// Sets [`seed`](Self::seed), making every delay reproducible: the
+    /// same retry number always gives the same delay.
     #[must_use]
     pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
+        self.seed = Some(seed);
         self
     }
 
@@ -127,7 +140,8 @@ impl RetryPolicy {
     /// The delay before retry number `retry` (1 = the first retry, i.e. after
     /// one failed attempt), rounded to whole milliseconds (tokio's timer
     /// resolution). `0` is read as `1`. Never panics: overflow saturates at
-    /// the cap.
+    /// the cap. Unseeded, two calls with the same `retry` usually differ
+    /// (see [`seed`](Self::seed)).
     #[must_use]
     pub fn delay(&self, retry: u32) -> Duration {
         let factor = if self.factor.is_finite() && self.factor >= 1.0 { self.factor } else { 1.0 };
@@ -135,7 +149,13 @@ impl RetryPolicy {
         // Retry 0 is read as 1, for the jitter as for the exponent.
         let retry = retry.max(1);
         let exponent = i32::try_from(retry - 1).unwrap_or(i32::MAX);
-        let unit = unit_interval(splitmix64(self.seed ^ u64::from(retry)));
+        let bits = match self.seed {
+            Some(seed) => seed,
+            // std's RandomState has per-process random keys; the counter
+            // makes every draw's input new.
+            None => RandomState::new().hash_one(DRAWS.fetch_add(1, Ordering::Relaxed)),
+        };
+        let unit = unit_interval(splitmix64(bits ^ u64::from(retry)));
         let multiplier = 1.0 - jitter + 2.0 * jitter * unit;
         let millis = (self.base.as_secs_f64() * 1e3 * factor.powi(exponent) * multiplier).round();
         // Whole milliseconds: tokio's timers have millisecond resolution, so
@@ -187,6 +207,21 @@ mod tests {
             assert_eq!(p.delay(retry), RetryPolicy::default().with_seed(7).delay(retry));
         }
         assert_ne!(RetryPolicy::default().with_seed(1).delay(1), RetryPolicy::default().with_seed(2).delay(1));
+    }
+
+    #[test]
+    fn unseeded_policies_draw_fresh_jitter_on_every_call() {
+        let shared = RetryPolicy::default();
+        assert_eq!(shared.seed, None);
+        // Copies of one configured policy, as agents sharing it hold: the
+        // delays still spread (a few draws, so that an equal pair by
+        // chance cannot fail the test).
+        let (a, b) = (shared, shared);
+        let delays: std::collections::BTreeSet<Duration> = (0..8).flat_map(|_| [a.delay(1), b.delay(1)]).collect();
+        assert!(delays.len() > 4, "{delays:?}");
+        for d in delays {
+            assert!(d >= Duration::from_millis(100) && d <= Duration::from_millis(300), "{d:?}");
+        }
     }
 
     #[test]

@@ -37,13 +37,16 @@ type TaskResult<E> = Result<E, EffectFailure>;
 pub(crate) enum Produced<E> {
     /// An event to deliver.
     Event(E),
-    /// A stream failed (timed out, panicked or was cancelled).
-    StreamFailed { on_failure: StreamFailureFn<E>, failure: EffectFailure },
+    /// A stream failed (timed out, panicked or was cancelled); `key` if it
+    /// was opened with one.
+    StreamFailed { key: Option<String>, on_failure: StreamFailureFn<E>, failure: EffectFailure },
     /// A task failed (timed out, panicked or was cancelled).
     TaskFailed { key: String, on_failure: TaskFailureFn<E>, failure: EffectFailure },
 }
 
 struct StreamSlot<E> {
+    /// Set by `EffectContext::stream_keyed`, for `cancel`.
+    key: Option<String>,
     stream: Pin<Box<dyn Stream<Item = E> + Send>>,
     deadline: Option<Pin<Box<Sleep>>>,
     on_failure: StreamFailureFn<E>,
@@ -119,12 +122,13 @@ impl<E: Send + 'static> Work<E> {
 
     pub(crate) fn open_stream(
         &mut self,
+        key: Option<String>,
         stream: Pin<Box<dyn Stream<Item = E> + Send>>,
         timeout: Option<Duration>,
         on_failure: StreamFailureFn<E>,
     ) {
         let deadline = timeout.map(|t| Box::pin(tokio::time::sleep(t)));
-        self.streams.push(StreamSlot { stream, deadline, on_failure });
+        self.streams.push(StreamSlot { key, stream, deadline, on_failure });
     }
 
     pub(crate) fn spawn_task(
@@ -193,17 +197,28 @@ impl<E: Send + 'static> Work<E> {
         }
     }
 
-    /// Cancels the task with `key` (running or queued), if any.
-    pub(crate) fn cancel_task(&mut self, key: &str) -> Option<Produced<E>> {
+    /// Cancels the task (running, then queued) or else the open stream
+    /// with `key`, if any: the first found. A cancelled stream is dropped
+    /// at once, so nothing more of it is delivered.
+    pub(crate) fn cancel(&mut self, key: &str) -> Option<Produced<E>> {
         if let Some(i) = self.tasks.iter().position(|t| t.key == key) {
             let slot = self.tasks.remove(i);
             let produced = self.cancel_running(slot);
             self.start_queued();
             return Some(produced);
         }
-        let i = self.queued.iter().position(|t| t.key == key)?;
-        let task = self.queued.remove(i)?;
-        Some(Produced::TaskFailed { key: task.key, on_failure: task.on_failure, failure: EffectFailure::Cancelled })
+        if let Some(i) = self.queued.iter().position(|t| t.key == key)
+            && let Some(task) = self.queued.remove(i)
+        {
+            return Some(Produced::TaskFailed {
+                key: task.key,
+                on_failure: task.on_failure,
+                failure: EffectFailure::Cancelled,
+            });
+        }
+        let i = self.streams.iter().position(|s| s.key.as_deref() == Some(key))?;
+        let slot = self.streams.remove(i);
+        Some(Produced::StreamFailed { key: slot.key, on_failure: slot.on_failure, failure: EffectFailure::Cancelled })
     }
 
     /// A task that already finished keeps its real result, so no event it
@@ -227,7 +242,11 @@ impl<E: Send + 'static> Work<E> {
     pub(crate) fn cancel_all(&mut self) -> Vec<Produced<E>> {
         let mut owed = Vec::with_capacity(self.streams.len() + self.tasks.len() + self.queued.len());
         for slot in self.streams.drain(..) {
-            owed.push(Produced::StreamFailed { on_failure: slot.on_failure, failure: EffectFailure::Cancelled });
+            owed.push(Produced::StreamFailed {
+                key: slot.key,
+                on_failure: slot.on_failure,
+                failure: EffectFailure::Cancelled,
+            });
         }
         let tasks = std::mem::take(&mut self.tasks);
         for slot in tasks {
@@ -318,7 +337,11 @@ impl<E: Send + 'static> Work<E> {
                 && deadline.as_mut().poll(cx).is_ready()
             {
                 let slot = self.streams.remove(i);
-                return Some(Produced::StreamFailed { on_failure: slot.on_failure, failure: EffectFailure::TimedOut });
+                return Some(Produced::StreamFailed {
+                    key: slot.key,
+                    on_failure: slot.on_failure,
+                    failure: EffectFailure::TimedOut,
+                });
             }
             let stream = &mut slot.stream;
             match catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))) {
@@ -330,6 +353,7 @@ impl<E: Send + 'static> Work<E> {
                 Err(payload) => {
                     let slot = self.streams.remove(i);
                     return Some(Produced::StreamFailed {
+                        key: slot.key,
                         on_failure: slot.on_failure,
                         failure: EffectFailure::Panicked(panic_message(&*payload)),
                     });
