@@ -16,6 +16,9 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error) -> TokenStrea
     let Some(mut module) = module else {
         return errors;
     };
+    // Imports and types used only by what failed to expand (the carried
+    // fields, the table) would add warnings to the real errors.
+    module.attrs.push(syn::parse_quote!(#[allow(unused_imports, dead_code)]));
     if let Some((_, items)) = &mut module.content {
         items.retain(|item| !matches!(item, Item::Macro(m) if m.mac.path.is_ident("transitions")));
         for item in items.iter_mut() {

@@ -62,6 +62,8 @@ pub(crate) struct RowModel {
     pub(crate) span: Span,
     /// Inherited from a variant's base (its spans point into the base).
     pub(crate) from_base: bool,
+    /// Replaced a base `ignore`: wins over `*` rows wherever written.
+    pub(crate) replaced_ignore: bool,
     /// The source as written, for [`key`](Self::key).
     key_source: Source,
     /// Source, event and guard as written, built when first compared.
@@ -86,6 +88,8 @@ pub(crate) struct IgnoreModel {
     pub(crate) sources: Vec<usize>,
     /// Written `* + Event => ignore`: states with rows for the event keep them.
     any: bool,
+    /// Inherited from a variant's base: the variant's own rows win over it.
+    from_base: bool,
     pub(crate) event: usize,
     pub(crate) span: Span,
 }
@@ -374,26 +378,81 @@ impl Model {
         for row in table.rows {
             model.add_row(cx, row);
         }
-        // `* + Event => ignore` stands for the states that have no row for
-        // the event, wherever those rows are written: specific rows win.
-        for ig in model.ignores.iter_mut().filter(|ig| ig.any) {
-            let rows = &model.rows;
-            ig.sources.retain(|s| {
-                !rows.iter().any(|r| r.sources.contains(s) && r.event.as_ref().is_some_and(|(e, _)| *e == ig.event))
-            });
+        model.settle_precedence(cx);
+        Some(model)
+    }
+
+    /// Decides, per (state, event), between `*` rows, specific rows and
+    /// ignores, so that every later use (dispatch, `DESCRIPTION`, the
+    /// diagram, reachability, the typed view) sees only rows that can fire:
+    /// - a variant's own rows win over the base's ignores for their pairs
+    ///   (they are tried before the base's rows too);
+    /// - `* + Event => ignore` stands for the states that have no row for
+    ///   the event, wherever those rows are written;
+    /// - a `*` row stands only for the states that do not decide the event
+    ///   otherwise: a specific `ignore` (wherever written), a row that
+    ///   replaced a base `ignore`, or an earlier specific row that takes
+    ///   every such event in every data of the state.
+    fn settle_precedence(&mut self, cx: &Ctxt) {
+        let takes =
+            |r: &RowModel, s: usize, e: usize| r.sources.contains(&s) && r.event.as_ref().is_some_and(|(x, _)| *x == e);
+        for ig in self.ignores.iter_mut().filter(|ig| ig.from_base) {
+            let rows = &self.rows;
+            ig.sources.retain(|&s| !rows.iter().any(|r| !r.from_base && takes(r, s, ig.event)));
         }
-        // A specific `State + Event => ignore` wins over the `*` rows for
-        // the event, as specific rows do.
-        let specific: Vec<(usize, Vec<usize>)> =
-            model.ignores.iter().filter(|ig| !ig.any).map(|ig| (ig.event, ig.sources.clone())).collect();
-        for row in model.rows.iter_mut().filter(|r| r.any) {
-            if let Some((e, _)) = &row.event {
-                for (_, ignored) in specific.iter().filter(|(ev, _)| ev == e) {
-                    row.sources.retain(|s| !ignored.contains(s));
-                }
+        for ig in self.ignores.iter_mut().filter(|ig| ig.any) {
+            let before = ig.sources.len();
+            let rows = &self.rows;
+            ig.sources.retain(|&s| !rows.iter().any(|r| takes(r, s, ig.event)));
+            if before > 0 && ig.sources.is_empty() {
+                cx.error_at(
+                    ig.span,
+                    format!(
+                        "this `ignore` covers no state: every state that takes events has rows for `{}`; remove it",
+                        self.events[ig.event].ident
+                    ),
+                );
             }
         }
-        Some(model)
+        let ignored: Vec<(usize, usize)> = self
+            .ignores
+            .iter()
+            .filter(|ig| !ig.any)
+            .flat_map(|ig| ig.sources.iter().map(move |&s| (s, ig.event)))
+            .collect();
+        // Whether a row takes every event of its pair, whatever the data.
+        let total = |r: &RowModel| {
+            r.guard.is_none()
+                && r.source_pat.as_ref().is_none_or(irrefutable_below)
+                && r.event.as_ref().is_some_and(|(_, p)| irrefutable_below(p))
+        };
+        for j in 0..self.rows.len() {
+            let (any, Some(e)) = (self.rows[j].any, self.rows[j].event.as_ref().map(|(e, _)| *e)) else {
+                continue;
+            };
+            if !any {
+                continue;
+            }
+            let rows = &self.rows;
+            let decided = |s: usize| {
+                ignored.contains(&(s, e))
+                    || rows
+                        .iter()
+                        .enumerate()
+                        .any(|(i, r)| !r.any && takes(r, s, e) && (r.replaced_ignore || (i < j && total(r))))
+            };
+            let keep: Vec<usize> = rows[j].sources.iter().copied().filter(|&s| !decided(s)).collect();
+            if !rows[j].sources.is_empty() && keep.is_empty() {
+                cx.error_at(
+                    rows[j].span,
+                    format!(
+                        "this `*` row never fires: every state it stands for ignores `{}` or has an earlier row without a guard for it; remove it",
+                        self.events[e].ident
+                    ),
+                );
+            }
+            self.rows[j].sources = keep;
+        }
     }
 
     /// The items the macro adds to the module (the machine, `typed`) must
@@ -602,7 +661,7 @@ impl Model {
                     let _ = dup;
                     cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
                 }
-                self.ignores.push(IgnoreModel { sources, event, span: kw.span, any });
+                self.ignores.push(IgnoreModel { sources, event, span: kw.span, any, from_base: row.from_base });
                 true
             }
             Outcome::To { effects, target: target_ctor, action } => {
@@ -650,6 +709,7 @@ impl Model {
                     action,
                     span,
                     from_base: row.from_base,
+                    replaced_ignore: row.replaced_ignore,
                     key_source: row.source,
                     key: std::cell::OnceCell::new(),
                     action_unknown,

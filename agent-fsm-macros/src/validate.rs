@@ -120,17 +120,21 @@ fn check_serde_form(cx: &Ctxt, model: &Model) {
     }
 }
 
-/// A row's effects are spliced into the step function: a `return` there
-/// would leave the step after the old state was taken out and before the
-/// target was written, poisoning the machine without a panic; so would a
-/// `break` or `continue` that leaves the block (in a transient state's
-/// rows, the block sits inside the loop that resolves it). Closures, async
-/// blocks and nested items have a `return` of their own; loops and labelled
-/// blocks inside the effects are theirs to leave.
+/// A row's code (guard, effects, payloads) is spliced into the step
+/// function: a `return` there would leave the step after the old state was
+/// taken out and before the target was written, poisoning the machine
+/// without a panic; so would a `break` or `continue` that leaves it (in a
+/// transient state's rows, the code sits inside the loop that resolves it,
+/// where a `continue` in a guard would spin forever). Closures, async blocks
+/// and nested items have a `return` of their own; loops and labelled
+/// blocks inside the code are its own to leave. (Code a user macro expands
+/// to is not seen.)
 fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
     use syn::visit::Visit;
     struct Escapes<'a> {
         cx: &'a Ctxt,
+        /// Where the code is: "effects", "guard" or "payload".
+        part: &'static str,
         loops: usize,
         labels: Vec<String>,
     }
@@ -151,21 +155,28 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
                 None => self.loops == 0,
             }
         }
+        fn report(&self, token: impl quote::ToTokens, what: &str) {
+            let why = if self.part == "guard" {
+                "would jump out of the step's own code (in a transient state's rows, into the loop that resolves it); a guard only computes a `bool`"
+            } else {
+                "would leave the step halfway, with the old state taken out and no target written; let the code run to its end"
+            };
+            self.cx.error_spanned_by(token, format!("{what} a row's {} {why}", self.part));
+        }
     }
-    const HALFWAY: &str = "would leave the step halfway, with the old state taken out and no target written; let the block run to its end";
     impl<'ast> Visit<'ast> for Escapes<'_> {
         fn visit_expr_return(&mut self, e: &'ast syn::ExprReturn) {
-            self.cx.error_spanned_by(e.return_token, format!("`return` in a row's effects {HALFWAY}"));
+            self.report(e.return_token, "`return` in");
         }
         fn visit_expr_break(&mut self, e: &'ast syn::ExprBreak) {
             if self.leaves(e.label.as_ref()) {
-                self.cx.error_spanned_by(e.break_token, format!("`break` out of a row's effects {HALFWAY}"));
+                self.report(e.break_token, "`break` out of");
             }
             syn::visit::visit_expr_break(self, e);
         }
         fn visit_expr_continue(&mut self, e: &'ast syn::ExprContinue) {
             if self.leaves(e.label.as_ref()) {
-                self.cx.error_spanned_by(e.continue_token, format!("`continue` out of a row's effects {HALFWAY}"));
+                self.report(e.continue_token, "`continue` out of");
             }
         }
         fn visit_expr_loop(&mut self, e: &'ast syn::ExprLoop) {
@@ -184,10 +195,27 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
         fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
         fn visit_item(&mut self, _: &'ast syn::Item) {}
     }
+    let scan = |part, visit: &mut dyn FnMut(&mut Escapes<'_>)| {
+        visit(&mut Escapes { cx, part, loops: 0, labels: Vec::new() });
+    };
+    let payload = |c: &crate::parse::Ctor, v: &mut Escapes<'_>| match &c.init {
+        crate::parse::Init::Unit => {}
+        crate::parse::Init::Named(_, fields) => fields.iter().for_each(|f| v.visit_expr(&f.expr)),
+        crate::parse::Init::Unnamed(_, exprs) => exprs.iter().for_each(|e| v.visit_expr(e)),
+    };
     for row in &model.rows {
-        if let Some(block) = &row.effects {
-            Escapes { cx, loops: 0, labels: Vec::new() }.visit_block(block);
+        if let Some(guard) = &row.guard {
+            scan("guard", &mut |v| v.visit_expr(guard));
         }
+        if let Some(block) = &row.effects {
+            scan("effects", &mut |v| v.visit_block(block));
+        }
+        scan("payload", &mut |v| {
+            payload(&row.target_ctor, v);
+            if let Some((_, action)) = &row.action {
+                payload(action, v);
+            }
+        });
     }
 }
 

@@ -222,10 +222,17 @@ fn merge_modules(
     let keys: Vec<String> = rows.iter().flatten().map(crate::parse::Row::key_text).collect();
     // The source state's name: `Open { since }` and `Open` are one state.
     let source_of = |key: &str| key.split([' ', '{', '(', '[', '+', '|']).next().unwrap_or(key).to_owned();
+    // Every state an `A | B` source names.
+    let sources_of = |key: &str| -> Vec<String> {
+        key.split('+').next().unwrap_or(key).split('|').map(|s| source_of(s.trim())).collect()
+    };
     let known = |key: &str| -> String {
         let source = source_of(key);
-        let same: Vec<String> =
-            keys.iter().filter(|k| source_of(k) == source || k.starts_with('*')).map(|k| format!("`{k}`")).collect();
+        let same: Vec<String> = keys
+            .iter()
+            .filter(|k| sources_of(k).contains(&source) || k.starts_with('*'))
+            .map(|k| format!("`{k}`"))
+            .collect();
         if same.is_empty() {
             String::new()
         } else {
@@ -253,6 +260,9 @@ fn merge_modules(
             Some(i) if twice(kw.span, i, &key) => {}
             Some(i) => {
                 changes.push((kw.span, target_of(&rows[i])));
+                let mut row = row;
+                row.replaced_ignore =
+                    matches!(&rows[i], Some(crate::parse::Row { outcome: crate::parse::Outcome::Ignore(_), .. }));
                 rows[i] = Some(row);
             }
             None => cx.error_spanned_by(kw, format!("`replace`: `{base_name}` has no row `{key}`{}", known(&key))),

@@ -328,7 +328,10 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         // when the row uses them.
         let rebind = (!carried_used.is_empty() || by_ref.as_ref().is_some_and(binds)).then(|| {
             let pat = state_pattern(state_ty, src_ident, by_ref.as_ref(), &carried_used, false);
-            quote!(let __Some(#pat) = __s else { return Self::__fallback() };)
+            // A name the row's code uses may be its own `let`, not this
+            // field: the binding then goes unused, through no fault of
+            // the user's.
+            quote!(#[allow(unused_variables)] let __Some(#pat) = __s else { return Self::__fallback() };)
         });
         let action = row.action.as_ref().map_or_else(|| quote!(Self::__fallback()), |(_, c)| ctor(n.action, c, &[]));
         // An action built only from bindings and literals cannot panic, so

@@ -129,6 +129,9 @@ pub(crate) struct Row {
     pub(crate) outcome: Outcome,
     /// Set on rows a variant inherits from its base, for error messages.
     pub(crate) from_base: bool,
+    /// A variant's row that replaced a base `ignore`: it decides its pair
+    /// over `*` rows, wherever written, as the ignore did.
+    pub(crate) replaced_ignore: bool,
 }
 
 impl Row {
@@ -180,7 +183,7 @@ impl Parse for Row {
             )
         })?;
         let outcome = input.parse()?;
-        Ok(Row { docs, source, event, guard, guard_text, arrow, outcome, from_base: false })
+        Ok(Row { docs, source, event, guard, guard_text, arrow, outcome, from_base: false, replaced_ignore: false })
     }
 }
 
