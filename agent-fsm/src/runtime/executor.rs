@@ -250,18 +250,24 @@ where
         loop {
             // What effects sent comes first, before control requests too;
             // this stops early only to yield (below).
-            self.drain_ready();
+            if self.work.as_ref().is_some_and(|w| !w.ready.is_empty()) {
+                self.drain_ready();
+            }
             if self.failed {
                 return Poll::Ready(None);
             }
             if self.terminal {
                 return Poll::Ready(Some(StopReason::Terminal));
             }
-            if self.notifier.take_woke() {
+            if self.notifier.woke() && self.input_waiting() {
                 // A batch of notifications woke subscribers: let them read
                 // it before the next input, whose batch could otherwise
                 // push it out of the log. One test per input, and only a
-                // worker someone subscribed to ever yields here.
+                // worker someone subscribed to ever yields here. With no
+                // input waiting the worker is about to sleep, which lets
+                // them run without the cost of a yield (a round trip's
+                // reply, say).
+                self.notifier.take_woke();
                 cx.waker().wake_by_ref();
                 return Poll::Pending;
             }
@@ -289,15 +295,20 @@ where
                     }
                 },
             };
-            if self.failed {
-                return Poll::Ready(None);
-            }
             // A turn that stops the worker delivers nothing, so nothing
-            // sent by effects is left behind here.
+            // sent by effects is left behind here; a failed worker is
+            // seen at the top of the loop.
             if let Some(reason) = turn {
-                return Poll::Ready(Some(reason));
+                return Poll::Ready(if self.failed { None } else { Some(reason) });
             }
         }
+    }
+
+    /// Whether an input may be taken at once: a control request, an event
+    /// in the inbox, or effect work in flight (which may be ready).
+    #[inline]
+    fn input_waiting(&self) -> bool {
+        self.link.shared.control_pending() || !self.inbox.is_empty() || self.work.as_ref().is_some_and(|w| w.busy())
     }
 
     /// Yields once if a batch of notifications woke subscribers since the

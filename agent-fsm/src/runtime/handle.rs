@@ -231,6 +231,12 @@ impl<M: StateMachine, O> Shared<M, O> {
         self.waker.register(waker);
     }
 
+    /// Whether a control request is waiting (one atomic load).
+    #[inline]
+    pub(crate) fn control_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire) != 0
+    }
+
     /// The next control request, if any: one atomic load when there is none
     /// (checked before every event).
     #[inline]
