@@ -394,16 +394,46 @@ impl Model {
     ///   replaced a base `ignore`, or an earlier specific row that takes
     ///   every such event in every data of the state.
     fn settle_precedence(&mut self, cx: &Ctxt) {
-        let takes =
-            |r: &RowModel, s: usize, e: usize| r.sources.contains(&s) && r.event.as_ref().is_some_and(|(x, _)| *x == e);
+        /// What the rows say about one (state, event) pair, gathered in one
+        /// pass so that big tables do not scan every row per state.
+        #[derive(Default, Clone, Copy)]
+        struct Pair {
+            /// Some row takes it (`*` rows included).
+            rows: bool,
+            /// Some row of the variant's own (not the base's) takes it.
+            own_rows: bool,
+            /// The first specific row that takes every such event.
+            first_total: Option<usize>,
+            /// A specific row replaced a base `ignore` for it.
+            replaced_ignore: bool,
+        }
+        let events = self.events.len();
+        let mut pairs = vec![Pair::default(); self.states.len() * events];
+        for (i, r) in self.rows.iter().enumerate() {
+            let Some((e, p)) = &r.event else {
+                continue;
+            };
+            // Takes every event of its pair, whatever the data.
+            let total =
+                r.guard.is_none() && r.source_pat.as_ref().is_none_or(irrefutable_below) && irrefutable_below(p);
+            for &s in &r.sources {
+                let pair = &mut pairs[s * events + e];
+                pair.rows = true;
+                pair.own_rows |= !r.from_base;
+                if !r.any {
+                    if total && pair.first_total.is_none() {
+                        pair.first_total = Some(i);
+                    }
+                    pair.replaced_ignore |= r.replaced_ignore;
+                }
+            }
+        }
         for ig in self.ignores.iter_mut().filter(|ig| ig.from_base) {
-            let rows = &self.rows;
-            ig.sources.retain(|&s| !rows.iter().any(|r| !r.from_base && takes(r, s, ig.event)));
+            ig.sources.retain(|&s| !pairs[s * events + ig.event].own_rows);
         }
         for ig in self.ignores.iter_mut().filter(|ig| ig.any) {
             let before = ig.sources.len();
-            let rows = &self.rows;
-            ig.sources.retain(|&s| !rows.iter().any(|r| takes(r, s, ig.event)));
+            ig.sources.retain(|&s| !pairs[s * events + ig.event].rows);
             if before > 0 && ig.sources.is_empty() {
                 cx.error_at(
                     ig.span,
@@ -414,37 +444,25 @@ impl Model {
                 );
             }
         }
-        let ignored: Vec<(usize, usize)> = self
-            .ignores
-            .iter()
-            .filter(|ig| !ig.any)
-            .flat_map(|ig| ig.sources.iter().map(move |&s| (s, ig.event)))
-            .collect();
-        // Whether a row takes every event of its pair, whatever the data.
-        let total = |r: &RowModel| {
-            r.guard.is_none()
-                && r.source_pat.as_ref().is_none_or(irrefutable_below)
-                && r.event.as_ref().is_some_and(|(_, p)| irrefutable_below(p))
-        };
-        for j in 0..self.rows.len() {
-            let (any, Some(e)) = (self.rows[j].any, self.rows[j].event.as_ref().map(|(e, _)| *e)) else {
-                continue;
-            };
-            if !any {
-                continue;
+        let mut ignored = vec![false; self.states.len() * events];
+        for ig in self.ignores.iter().filter(|ig| !ig.any) {
+            for &s in &ig.sources {
+                ignored[s * events + ig.event] = true;
             }
-            let rows = &self.rows;
-            let decided = |s: usize| {
-                ignored.contains(&(s, e))
-                    || rows
-                        .iter()
-                        .enumerate()
-                        .any(|(i, r)| !r.any && takes(r, s, e) && (r.replaced_ignore || (i < j && total(r))))
+        }
+        for j in 0..self.rows.len() {
+            let row = &self.rows[j];
+            let (true, Some(e)) = (row.any, row.event.as_ref().map(|(e, _)| *e)) else {
+                continue;
             };
-            let keep: Vec<usize> = rows[j].sources.iter().copied().filter(|&s| !decided(s)).collect();
-            if !rows[j].sources.is_empty() && keep.is_empty() {
+            let decided = |s: usize| {
+                let pair = &pairs[s * events + e];
+                ignored[s * events + e] || pair.replaced_ignore || pair.first_total.is_some_and(|i| i < j)
+            };
+            let keep: Vec<usize> = row.sources.iter().copied().filter(|&s| !decided(s)).collect();
+            if !row.sources.is_empty() && keep.is_empty() {
                 cx.error_at(
-                    rows[j].span,
+                    row.span,
                     format!(
                         "this `*` row never fires: every state it stands for ignores `{}` or has an earlier row without a guard for it; remove it",
                         self.events[e].ident

@@ -1144,6 +1144,43 @@ mod eager_subscriber {
         handle.shutdown().await.unwrap();
         assert_eq!(reader.await.unwrap(), (EVENTS, 0));
     }
+    /// An event an action sends is delivered right after its step, even
+    /// when that step's flush (a round trip's reply, or a log it filled)
+    /// woke a subscriber and nothing else is waiting: the worker must not
+    /// go to sleep with it queued, and `wait_idle` must not answer first.
+    #[tokio::test(start_paused = true)]
+    async fn an_event_sent_by_a_step_that_woke_a_subscriber_is_still_delivered() {
+        use bounce::{Action, Event, Machine, State};
+        let sender = |outputs: usize| {
+            runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+                for _ in 0..outputs {
+                    cx.output(());
+                }
+                if action == Action::Start {
+                    cx.send(Event::Flip);
+                }
+            })
+        };
+        // The reply's flush wakes the reader; then nothing else comes.
+        let handle = runtime::spawn(Machine::new(), sender(0), ExecutorConfig::new());
+        let reader = parked_reader(&handle).await;
+        handle.call(Event::Go).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        assert_eq!(handle.steps(), 2, "the sent Flip still waits a minute later");
+        handle.shutdown().await.unwrap();
+        assert_eq!(reader.await.unwrap().0, 2);
+        // The step fills a log of 4; `wait_idle` is already queued.
+        let config = ExecutorConfig::new().notification_capacity(4);
+        let handle = runtime::spawn(Machine::new(), sender(6), config);
+        let reader = parked_reader(&handle).await;
+        handle.send(Event::Go).await.unwrap();
+        handle.wait_idle().await.unwrap();
+        assert_eq!(handle.steps(), 2, "idle with the sent Flip undelivered");
+        assert_eq!(handle.state().await.unwrap(), State::A);
+        handle.shutdown().await.unwrap();
+        reader.await.unwrap();
+    }
+
     /// Runs a stream of `items` Flips whose every step publishes `outputs`
     /// outputs (so `outputs + 2` notifications a step), with a log of
     /// `capacity`, and returns what a parked reader counted.

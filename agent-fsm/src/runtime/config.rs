@@ -248,15 +248,19 @@ impl<M: StateMachine> ExecutorConfig<M> {
     /// [`Notification::Lagged`](super::Notification::Lagged) with the number
     /// it missed; what it has already taken is never lost.
     ///
-    /// A subscriber that waits in [`recv`](super::Subscription::recv) never
-    /// falls behind, however small the log: after handing it a batch, the
-    /// worker lets it read before going on. That holds as long as no single
-    /// step publishes more than `capacity` notifications (each hop, action,
+    /// A subscriber task waiting in [`recv`](super::Subscription::recv) on
+    /// the worker's current-thread runtime never falls behind, however small
+    /// the log: after handing it a batch, the worker yields so that it reads
+    /// before the worker goes on. That holds as long as no single step
+    /// publishes more than `capacity` notifications (each hop, action,
     /// output and failure is one; an interrupt or a stop counts as one
     /// step); a step that publishes more overflows the log, and even a
-    /// waiting subscriber then misses the oldest of them. A subscriber busy
-    /// elsewhere keeps up only if it comes back before `capacity` more
-    /// notifications are published.
+    /// waiting subscriber then misses the oldest of them. A yield is no
+    /// promise that a reader on another thread (a multi-thread runtime, the
+    /// future a `block_on` runs) gets there first: such a reader, like one
+    /// busy elsewhere, keeps up only if it comes back before `capacity`
+    /// more notifications are published, so give it a log to match the
+    /// bursts it must follow.
     #[must_use]
     pub fn notification_capacity(self, capacity: usize) -> Self {
         self.edit(|s| s.notification_capacity = capacity.clamp(1, Self::MAX_CAPACITY))

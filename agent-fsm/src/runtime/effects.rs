@@ -284,8 +284,9 @@ where
     /// Like [`stream`](Self::stream), with a `key` by which
     /// [`cancel_task`](Self::cancel_task) can cancel it; the key is also
     /// reported in [`Notification::EffectFailed`](super::Notification::EffectFailed)
-    /// if the stream fails. Keys are the caller's to choose, and shared with
-    /// tasks.
+    /// if the stream fails (panics, times out, or is cancelled by an
+    /// interrupt or a shutdown). Keys are the caller's to choose, and
+    /// shared with tasks.
     ///
     /// ```
     /// # use agent_fsm::runtime::EffectContext;
@@ -358,7 +359,9 @@ where
     /// dropped at once, so nothing more of it is delivered, and its
     /// `on_failure(Cancelled)` event, if it returns one, is delivered right
     /// after the current step. Returns whether such a task or stream
-    /// existed.
+    /// existed. Being the effects' own decision, it is not published as a
+    /// [`Notification::EffectFailed`](super::Notification::EffectFailed)
+    /// (a cancellation by an interrupt or a shutdown is).
     pub fn cancel_task(&mut self, key: &str) -> bool {
         let Some(work) = self.env.work.as_deref_mut() else {
             return false;

@@ -304,11 +304,14 @@ where
         }
     }
 
-    /// Whether an input may be taken at once: a control request, an event
-    /// in the inbox, or effect work in flight (which may be ready).
+    /// Whether an input may be taken at once: an event effects sent, a
+    /// control request, an event in the inbox, or effect work in flight
+    /// (which may be ready).
     #[inline]
     fn input_waiting(&self) -> bool {
-        self.link.shared.control_pending() || !self.inbox.is_empty() || self.work.as_ref().is_some_and(|w| w.busy())
+        self.work.as_ref().is_some_and(|w| w.busy() || !w.ready.is_empty())
+            || self.link.shared.control_pending()
+            || !self.inbox.is_empty()
     }
 
     /// Yields once if a batch of notifications woke subscribers since the

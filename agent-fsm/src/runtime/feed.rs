@@ -36,8 +36,9 @@
 //! subscriptions makes the worker yield to them before its next input
 //! (events sent by effects included), and until it has yielded the log
 //! keeps up to twice `capacity`, so that what the current step still hands
-//! over cannot push out what they were woken for. So a subscriber waiting
-//! in `recv` never lags, whatever the capacity, as long as no single step
+//! over cannot push out what they were woken for. So a subscriber task
+//! waiting in `recv` on the worker's current-thread runtime (which runs it
+//! when the worker yields) never lags, whatever the capacity, as long as no single step
 //! publishes more than `capacity` notifications (an interrupt or a stop,
 //! which settle all the work in flight at once, count as one step). A step
 //! that publishes more overflows the log: even a waiting subscriber then

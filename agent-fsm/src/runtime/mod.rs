@@ -66,9 +66,11 @@
 //! [`notification_capacity`](ExecutorConfig::notification_capacity) of
 //! them; on a current-thread runtime a subscriber never runs before they
 //! are there. A batch that wakes a waiting subscriber makes the worker
-//! yield to it before its next input, so a subscriber waiting in
-//! [`recv`](Subscription::recv) never lags unless one step publishes more
-//! than the capacity. A subscription names its [`Topics`]
+//! yield to it before its next input, so a subscriber task waiting in
+//! [`recv`](Subscription::recv) on the worker's current-thread runtime
+//! never lags unless one step publishes more than the capacity (a reader
+//! on another thread gets no such promise: it needs a log as big as the
+//! bursts it follows). A subscription names its [`Topics`]
 //! ([`subscribe_to`](MachineHandle::subscribe_to)); a notification no live
 //! subscription wants is never built. The history's timestamps are read on the
 //! same schedule too (once per burst): the hops of one burst share a
