@@ -157,6 +157,10 @@ fn tampered_snapshots_are_rejected() {
     assert!(matches!(&err, SnapshotError::Invariant { state: "AwaitingApproval", .. }), "{err}");
     assert!(err.to_string().contains("does not correlate"), "{err}");
 
+    let mut extra = waiting_snapshot();
+    extra["state"]["data"]["log"] = serde_json::json!(["from another machine"]);
+    assert!(matches!(resume(&extra), Err(SnapshotError::Data(_))));
+
     let mut other = waiting_snapshot();
     other["machine"] = "Loom".into();
     assert!(matches!(resume(&other), Err(SnapshotError::WrongMachine { found, .. }) if found == "Loom"));

@@ -515,6 +515,20 @@ impl Model {
         }
     }
 
+    /// A bare event name (`HumanReply`) for an event that carries data
+    /// matches it whatever the data, as in `ignore` rows: written
+    /// `HumanReply { .. }`, which fits tuple and struct variants alike.
+    fn whole_event(&self, event: usize, pat: &Pat) -> Pat {
+        let carries_data = self.event_enum.variants.get(event).is_some_and(|v| !v.fields.is_empty());
+        match pat {
+            Pat::Ident(p) if carries_data && p.subpat.is_none() && p.by_ref.is_none() && p.mutability.is_none() => {
+                let ident = &p.ident;
+                syn::parse_quote_spanned!(ident.span()=> #ident { .. })
+            }
+            _ => pat.clone(),
+        }
+    }
+
     fn resolve_state(&self, cx: &Ctxt, ident: &Ident) -> Option<usize> {
         let found = self.state_index(ident);
         if found.is_none() {
@@ -581,9 +595,11 @@ impl Model {
                 Source::One(p) => Some(p),
                 _ => None,
             };
-            if !binds_ctx(row.event.as_ref(), source) && Uses::of(code).has(&Ident::new("ctx", Span::call_site())) {
+            if !binds_ctx(row.event.as_ref(), source)
+                && Uses::of(code.clone()).has(&Ident::new("ctx", Span::call_site()))
+            {
                 cx.error_at(
-                    span,
+                    first_ident(code, "ctx").unwrap_or(span),
                     "this row uses `ctx`, but the machine has no context: add a `#[context]` struct, or `#[context] type Context = T;`",
                 );
             }
@@ -640,7 +656,7 @@ impl Model {
                     return false;
                 };
                 match self.resolve_event(cx, &ident) {
-                    Some(i) => Some((i, pat.clone())),
+                    Some(i) => Some((i, self.whole_event(i, pat))),
                     None => {
                         self.dropped_sources.extend(&sources);
                         // With its target known, the rules can still
@@ -1097,6 +1113,16 @@ fn type_names<'a>(item: &'a Item, out: &mut Vec<&'a Ident>) {
         Item::Use(i) => tree(&i.tree, out),
         _ => {}
     }
+}
+
+/// Where `name` first appears as an identifier in `tokens`, for an error
+/// at the token rather than at the row.
+fn first_ident(tokens: TokenStream, name: &str) -> Option<Span> {
+    tokens.into_iter().find_map(|t| match t {
+        proc_macro2::TokenTree::Ident(i) if i == name => Some(i.span()),
+        proc_macro2::TokenTree::Group(g) => first_ident(g.stream(), name),
+        _ => None,
+    })
 }
 
 /// Index by name; the first of two equal names wins, as a scan would.

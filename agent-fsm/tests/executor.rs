@@ -1324,3 +1324,107 @@ mod nested_sends {
         handle.shutdown().await.unwrap();
     }
 }
+
+mod deadlines {
+    //! `timeout` timers let input through while they wait; `after` timers
+    //! hold it back until they fire.
+
+    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig};
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    #[allow(unreachable_pub)]
+    #[agent_fsm::state_machine(fallback = Nothing)]
+    pub mod desk {
+        #[states]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum State {
+            #[initial]
+            Idle,
+            Waiting,
+        }
+
+        #[events]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            Ask,
+            Reply,
+            Timeout,
+        }
+
+        #[actions]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Action {
+            Nothing,
+            AskHuman,
+            Answered,
+            TimedOut,
+        }
+
+        transitions! {
+            Idle + Ask => Waiting / AskHuman,
+            Waiting + Reply => Idle / Answered,
+            Waiting + Timeout => Idle / TimedOut,
+        }
+    }
+
+    /// Asks, sends the reply after one second, and returns the hops (event
+    /// and the second it came at) and how many events the machine took.
+    async fn ask_then_reply(holds: bool) -> (Vec<(&'static str, u64)>, u64) {
+        use desk::{Action, Event, Machine};
+        let fx = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+            if action == Action::AskHuman {
+                if holds {
+                    cx.after(Duration::from_secs(30), Event::Timeout);
+                } else {
+                    cx.timeout(Duration::from_secs(30), Event::Timeout);
+                }
+            }
+        });
+        let start = Instant::now();
+        let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
+        handle.send(Event::Ask).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        handle.send(Event::Reply).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        let history = handle.history().await.unwrap();
+        handle.shutdown().await.unwrap();
+        let hops =
+            history.transitions().map(|t| (t.event.unwrap_or("-"), (t.start + t.duration - start).as_secs())).collect();
+        (hops, history.steps())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reply_beats_a_pending_timeout_and_drops_it() {
+        // The timer died with the state: no `Timeout` a minute later.
+        assert_eq!(ask_then_reply(false).await, (vec![("Ask", 0), ("Reply", 1)], 2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pending_after_timer_holds_the_reply_back_until_it_fires() {
+        // The reply waited for the timer, then found the machine back in
+        // `Idle`, which refuses it (no hop, one more step).
+        assert_eq!(ask_then_reply(true).await, (vec![("Ask", 0), ("Timeout", 30)], 3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_timeout_fires_when_nothing_comes_and_does_not_keep_the_agent_busy() {
+        use desk::{Action, Event, Machine, State};
+        let fx = runtime::from_fn(|action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+            if action == Action::AskHuman {
+                cx.timeout(Duration::from_secs(30), Event::Timeout);
+            }
+        });
+        let start = Instant::now();
+        let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
+        handle.send(Event::Ask).await.unwrap();
+        // Idle while it waits: nothing is in flight that holds input back.
+        handle.wait_idle().await.unwrap();
+        assert_eq!(start.elapsed(), Duration::ZERO);
+        assert_eq!(handle.state().await.unwrap(), State::Waiting);
+        tokio::time::sleep(Duration::from_secs(31)).await;
+        assert_eq!(handle.state().await.unwrap(), State::Idle);
+        assert_eq!(handle.steps(), 2);
+        handle.shutdown().await.unwrap();
+    }
+}

@@ -103,6 +103,11 @@ pub(crate) fn derive_serde(e: &mut ItemEnum, tag: &str) {
     e.attrs.push(syn::parse_quote!(
         #[serde(crate = "::agent_fsm::__private::serde", tag = #tag, content = "data", rename_all = "snake_case")]
     ));
+    // A state's data with a field it does not have is another machine's
+    // (or another version's): rejected, not read with the field dropped.
+    if tag == "state" {
+        e.attrs.push(syn::parse_quote!(#[serde(deny_unknown_fields)]));
+    }
 }
 
 /// `name()`, `NAMES` and the `Named` impl for one enum.

@@ -387,14 +387,45 @@ where
     /// interrupted or shut down first.
     ///
     /// A pending timer is work in flight: external events wait until it
-    /// fires or its state is left (see the [module docs](super)), so a long
-    /// timer in a state that expects user input delays that input.
+    /// fires or its state is left (see the [module docs](super)), as suits
+    /// a retry's backoff. In a state that waits for input with a deadline,
+    /// use [`timeout`](Self::timeout), which lets input through.
     pub fn after(&mut self, delay: Duration, event: M::Event) {
+        self.add_timer("after", delay, true, event);
+    }
+
+    /// Delivers `event` after `delay` unless the machine leaves its current
+    /// state first, like [`after`](Self::after), but lets external events
+    /// through while it is pending: a wait for a reply with a deadline
+    /// (`WaitingForHuman` + `Timeout`), where the reply that comes first
+    /// leaves the state and so drops the timer. It does not keep the agent
+    /// from being idle ([`wait_idle`](super::MachineHandle::wait_idle)
+    /// answers while it is pending).
+    ///
+    /// ```
+    /// # use agent_fsm::runtime::EffectContext;
+    /// # use std::time::Duration;
+    /// # #[derive(Debug)] enum Event { HumanReply(String), Timeout }
+    /// # enum Action { AskHuman, Escalate }
+    /// # fn perform<M: agent_fsm::StateMachine<Action = Action, Event = Event>>(action: Action, cx: &mut EffectContext<'_, M, ()>) {
+    /// match action {
+    ///     // The human's reply, sent through a handle, is delivered as soon
+    ///     // as it comes; `Timeout` only if it has not come in 30 s.
+    ///     Action::AskHuman => cx.timeout(Duration::from_secs(30), Event::Timeout),
+    ///     Action::Escalate => {}
+    /// }
+    /// # }
+    /// ```
+    pub fn timeout(&mut self, delay: Duration, event: M::Event) {
+        self.add_timer("timeout", delay, false, event);
+    }
+
+    fn add_timer(&mut self, what: &'static str, delay: Duration, holds: bool, event: M::Event) {
         let visit = self.visit;
-        if !self.discarding("after")
+        if !self.discarding(what)
             && let Some(work) = self.env.work()
         {
-            work.add_timer(delay, visit, event);
+            work.add_timer(delay, visit, holds, event);
         }
     }
 

@@ -309,7 +309,7 @@ where
     /// (which may be ready).
     #[inline]
     fn input_waiting(&self) -> bool {
-        self.work.as_ref().is_some_and(|w| w.busy() || !w.ready.is_empty())
+        self.work.as_ref().is_some_and(|w| w.in_flight() || !w.ready.is_empty())
             || self.link.shared.control_pending()
             || !self.inbox.is_empty()
     }
@@ -345,7 +345,7 @@ where
             None => false,
         };
         if let Some(work) = &mut self.work
-            && work.busy()
+            && work.in_flight()
         {
             if let Poll::Ready(produced) = work.poll_next(cx) {
                 if let Some(event) = self.resolve(produced) {
@@ -353,9 +353,10 @@ where
                 }
                 return Poll::Ready(None);
             }
-            // External events wait while effect work is in flight. A stream
-            // that just ended may have left nothing in flight: go on to the
-            // inbox then, or nothing would wake the worker.
+            // External events wait while effect work is in flight (but for
+            // `timeout` timers, which let them through). A stream that just
+            // ended may have left nothing in flight: go on to the inbox
+            // then, or nothing would wake the worker.
             if work.busy() {
                 return Poll::Pending;
             }

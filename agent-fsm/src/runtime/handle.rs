@@ -425,9 +425,10 @@ where
     ///
     /// The event is delivered after every event effects produce for work
     /// already in flight (see the [module docs](super)), in the order the
-    /// inbox received it, and never dropped once accepted. Pending timers
-    /// count as work in flight: they hold the event back until they fire
-    /// or their state is left. Never await this from the agent's own tasks
+    /// inbox received it, and never dropped once accepted. Pending
+    /// [`after`](super::EffectContext::after) timers count as work in
+    /// flight: they hold the event back until they fire or their state is
+    /// left (`timeout` timers do not). Never await this from the agent's own tasks
     /// or streams: with a full inbox it waits forever.
     ///
     /// # Errors

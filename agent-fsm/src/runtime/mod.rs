@@ -36,14 +36,15 @@
 //! 3. **External events** ([`MachineHandle::send`], [`try_send`](MachineHandle::try_send),
 //!    [`call`](MachineHandle::call)) wait in a bounded inbox and are
 //!    delivered, in the order received, only when *no effect work is in
-//!    flight*: no open stream, no running or queued task, no pending timer.
-//!    So user input sent while tools run is delivered after every tool
-//!    result, never interleaved and never dropped. A pending timer holds
-//!    the inbox back too, until it fires or its state is left (a 60 s
-//!    "nudge the user" timer delays the user's reply by up to 60 s; for
-//!    such a timer, sleep on a task of your own and `send` the event
-//!    through a handle), and a stream that never ends holds it back for
-//!    good: give streams a timeout.
+//!    flight*: no open stream, no running or queued task, no pending
+//!    [`after`](EffectContext::after) timer. So user input sent while
+//!    tools run is delivered after every tool result, never interleaved
+//!    and never dropped. An `after` timer holds the inbox back until it
+//!    fires or its state is left (right for a retry's backoff); a
+//!    [`timeout`](EffectContext::timeout) timer lets it through, for a
+//!    state that waits for input with a deadline ("nudge the user after
+//!    60 s" must not delay the user's reply). A stream that never ends
+//!    holds the inbox back for good: give streams a timeout.
 //!
 //!    A consequence: an effect's task or stream must never wait on its own
 //!    agent's handle ([`call`](MachineHandle::call),
@@ -94,7 +95,7 @@
 //! `on_failure(key, why)` event, for that task only: every task yields
 //! exactly one event.
 //!
-//! A timer ([`EffectContext::after`]) belongs to the *visit* of the state
+//! A timer ([`EffectContext::after`], [`EffectContext::timeout`]) belongs to the *visit* of the state
 //! it was set in: the worker counts changes of state (self-transitions do
 //! not count), and a timer whose state was left before it fired is dropped.
 //!

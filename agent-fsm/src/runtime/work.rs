@@ -70,6 +70,9 @@ struct Timer<E> {
     /// The machine's visit counter when the timer was set; the timer dies
     /// when the machine leaves that state.
     visit: u32,
+    /// Holds external input back while pending (`after`), or lets it
+    /// through (`timeout`).
+    holds: bool,
     event: E,
 }
 
@@ -89,6 +92,8 @@ pub(crate) struct Work<E> {
     timers: Vec<Timer<E>>,
     /// Armed for `timers[0]`.
     sleep: Option<Pin<Box<Sleep>>>,
+    /// How many of `timers` hold external input back.
+    holding: usize,
     /// Cancelled tasks that may still be unwinding; awaited before the
     /// worker exits so that no task outlives it.
     aborted: Vec<JoinHandle<TaskResult<E>>>,
@@ -107,6 +112,7 @@ impl<E: Send + 'static> Work<E> {
             queued: VecDeque::new(),
             timers: Vec::new(),
             sleep: None,
+            holding: 0,
             aborted: Vec::new(),
             limit,
             runtime,
@@ -114,10 +120,17 @@ impl<E: Send + 'static> Work<E> {
         }
     }
 
-    /// Whether any stream, task or timer is in flight. Events in `ready`
-    /// do not count: the worker drains them before it polls again.
+    /// Whether any stream, task or timer that holds external input back is
+    /// in flight. Events in `ready` do not count: the worker drains them
+    /// before it polls again.
     pub(crate) fn busy(&self) -> bool {
-        !(self.streams.is_empty() && self.tasks.is_empty() && self.queued.is_empty() && self.timers.is_empty())
+        !(self.streams.is_empty() && self.tasks.is_empty() && self.queued.is_empty() && self.holding == 0)
+    }
+
+    /// Whether anything is in flight, timers that let input through
+    /// included: the work must be polled.
+    pub(crate) fn in_flight(&self) -> bool {
+        self.busy() || !self.timers.is_empty()
     }
 
     pub(crate) fn open_stream(
@@ -162,7 +175,7 @@ impl<E: Send + 'static> Work<E> {
         }
     }
 
-    pub(crate) fn add_timer(&mut self, delay: Duration, visit: u32, event: E) {
+    pub(crate) fn add_timer(&mut self, delay: Duration, visit: u32, holds: bool, event: E) {
         // A delay past the end of the clock never fires: drop it rather
         // than overflow.
         let Some(deadline) = Instant::now().checked_add(delay) else {
@@ -170,7 +183,8 @@ impl<E: Send + 'static> Work<E> {
             return;
         };
         let at = self.timers.partition_point(|t| t.deadline <= deadline);
-        self.timers.insert(at, Timer { deadline, visit, event });
+        self.timers.insert(at, Timer { deadline, visit, holds, event });
+        self.holding += usize::from(holds);
         if at == 0 {
             self.arm();
         }
@@ -183,6 +197,7 @@ impl<E: Send + 'static> Work<E> {
         }
         let before = self.timers.len();
         self.timers.retain(|t| t.visit == visit);
+        self.holding = self.timers.iter().filter(|t| t.holds).count();
         if self.timers.len() != before {
             tracing::debug!(dropped = before - self.timers.len(), "timers dropped: their state was left");
             self.arm();
@@ -264,6 +279,7 @@ impl<E: Send + 'static> Work<E> {
             tracing::debug!(dropped = self.timers.len(), "timers dropped: cancelled");
         }
         self.timers.clear();
+        self.holding = 0;
         self.sleep = None;
         self.ready.clear();
         self.ready_cleared += 1;
@@ -281,6 +297,7 @@ impl<E: Send + 'static> Work<E> {
         self.queued.clear();
         self.streams.clear();
         self.timers.clear();
+        self.holding = 0;
         self.sleep = None;
         self.ready.clear();
         self.ready_cleared += 1;
@@ -314,6 +331,7 @@ impl<E: Send + 'static> Work<E> {
             return None;
         }
         let timer = self.timers.remove(0);
+        self.holding -= usize::from(timer.holds);
         self.arm();
         Some(Produced::Event(timer.event))
     }
