@@ -1128,21 +1128,30 @@ mod eager_subscriber {
         assert_eq!(reader.await.unwrap(), (ITEMS + 1, 0));
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_subscriber_that_keeps_up_never_lags_behind_a_full_inbox() {
+    /// Queues `events` Flips before the worker runs (one burst), each step
+    /// publishing `outputs` outputs (so `outputs + 2` notifications) into a
+    /// log of `capacity`, and returns what a parked reader counted.
+    async fn full_inbox(events: usize, outputs: usize, capacity: usize) -> (usize, u64) {
         use bounce::{Action, Event, Machine};
-        const EVENTS: usize = 600;
-        let fx = runtime::from_fn(|_: Action, cx: &mut EffectContext<'_, Machine, ()>| cx.output(()));
-        let config = ExecutorConfig::new().inbox_capacity(EVENTS);
+        let fx = runtime::from_fn(move |_: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+            for _ in 0..outputs {
+                cx.output(());
+            }
+        });
+        let config = ExecutorConfig::new().inbox_capacity(events).notification_capacity(capacity);
         let handle = runtime::spawn(Machine::new(), fx, config);
         let reader = parked_reader(&handle).await;
-        // Queued before the worker runs: one burst of 600 steps.
-        for _ in 0..EVENTS {
+        for _ in 0..events {
             handle.try_send(Event::Flip).unwrap();
         }
         handle.wait_idle().await.unwrap();
         handle.shutdown().await.unwrap();
-        assert_eq!(reader.await.unwrap(), (EVENTS, 0));
+        reader.await.unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_subscriber_that_keeps_up_never_lags_behind_a_full_inbox() {
+        assert_eq!(full_inbox(600, 1, 256).await, (600, 0));
     }
     /// An event an action sends is delivered right after its step, even
     /// when that step's flush (a round trip's reply, or a log it filled)
@@ -1237,24 +1246,8 @@ mod eager_subscriber {
 
     #[tokio::test(start_paused = true)]
     async fn a_subscriber_that_keeps_up_never_lags_behind_a_small_log_and_a_full_inbox() {
-        use bounce::{Action, Event, Machine};
-        const EVENTS: usize = 600;
-        let fx = runtime::from_fn(|_: Action, cx: &mut EffectContext<'_, Machine, ()>| {
-            for _ in 0..3 {
-                cx.output(());
-            }
-        });
-        let config = ExecutorConfig::new().inbox_capacity(EVENTS).notification_capacity(16);
-        let handle = runtime::spawn(Machine::new(), fx, config);
-        let reader = parked_reader(&handle).await;
-        // Queued before the worker runs: one burst of 600 steps, each
-        // publishing five notifications into a log of 16.
-        for _ in 0..EVENTS {
-            handle.try_send(Event::Flip).unwrap();
-        }
-        handle.wait_idle().await.unwrap();
-        handle.shutdown().await.unwrap();
-        assert_eq!(reader.await.unwrap(), (EVENTS, 0));
+        // Five notifications a step into a log of 16.
+        assert_eq!(full_inbox(600, 3, 16).await, (600, 0));
     }
 }
 
