@@ -760,6 +760,16 @@ impl Model {
             .get_or_init(|| self.states.iter().filter(|s| s.transient.is_none()).map(|s| s.ident.to_string()).collect())
     }
 
+    /// The names of the `#[carry]` fields.
+    pub(crate) fn carried_names(&self) -> impl Iterator<Item = &Ident> + '_ {
+        self.carried.iter().filter_map(|f| f.ident.as_ref())
+    }
+
+    /// Whether `name` is a `#[carry]` field.
+    pub(crate) fn is_carried(&self, name: &Ident) -> bool {
+        self.carried_names().any(|c| c == name)
+    }
+
     /// Whether state `i` takes events (neither transient nor terminal).
     pub(crate) fn takes_events(&self, i: usize) -> bool {
         self.states[i].transient.is_none() && self.states[i].terminal.is_none()

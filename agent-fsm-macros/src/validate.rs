@@ -66,9 +66,7 @@ fn check_carried_fields_set(cx: &Ctxt, model: &Model) {
             continue;
         };
         let missing: Vec<String> = model
-            .carried
-            .iter()
-            .filter_map(|f| f.ident.as_ref())
+            .carried_names()
             .filter(|c| !crate::model::sets_field(&row.target_ctor, c))
             .map(|c| format!("`{c}`"))
             .collect();
@@ -131,10 +129,16 @@ fn check_serde_form(cx: &Ctxt, model: &Model) {
 /// to is not seen.)
 fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
     use syn::visit::Visit;
+    /// Where in the row the code is.
+    #[derive(Clone, Copy)]
+    enum Part {
+        Guard,
+        Effects,
+        Payload,
+    }
     struct Escapes<'a> {
         cx: &'a Ctxt,
-        /// Where the code is: "effects", "guard" or "payload".
-        part: &'static str,
+        part: Part,
         loops: usize,
         labels: Vec<String>,
     }
@@ -156,12 +160,16 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
             }
         }
         fn report(&self, token: impl quote::ToTokens, what: &str) {
-            let why = if self.part == "guard" {
-                "would jump out of the step's own code (in a transient state's rows, into the loop that resolves it); a guard only computes a `bool`"
-            } else {
-                "would leave the step halfway, with the old state taken out and no target written; let the code run to its end"
+            const HALFWAY: &str = "would leave the step halfway, with the old state taken out and no target written; let the code run to its end";
+            let (part, why) = match self.part {
+                Part::Guard => (
+                    "guard",
+                    "would jump out of the step's own code (in a transient state's rows, into the loop that resolves it); a guard only computes a `bool`",
+                ),
+                Part::Effects => ("effects", HALFWAY),
+                Part::Payload => ("payload", HALFWAY),
             };
-            self.cx.error_spanned_by(token, format!("{what} a row's {} {why}", self.part));
+            self.cx.error_spanned_by(token, format!("{what} a row's {part} {why}"));
         }
     }
     impl<'ast> Visit<'ast> for Escapes<'_> {
@@ -205,12 +213,12 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
     };
     for row in &model.rows {
         if let Some(guard) = &row.guard {
-            scan("guard", &mut |v| v.visit_expr(guard));
+            scan(Part::Guard, &mut |v| v.visit_expr(guard));
         }
         if let Some(block) = &row.effects {
-            scan("effects", &mut |v| v.visit_block(block));
+            scan(Part::Effects, &mut |v| v.visit_block(block));
         }
-        scan("payload", &mut |v| {
+        scan(Part::Payload, &mut |v| {
             payload(&row.target_ctor, v);
             if let Some((_, action)) = &row.action {
                 payload(action, v);
@@ -238,9 +246,7 @@ fn check_effects_keep_carried_fields(cx: &Ctxt, model: &Model) {
             let mut bound = Vec::new();
             bindings(&local.pat, &mut bound);
             for name in bound {
-                if model.carried.iter().any(|f| f.ident.as_ref() == Some(&name))
-                    && !crate::model::sets_field(&row.target_ctor, &name)
-                {
+                if model.is_carried(&name) && !crate::model::sets_field(&row.target_ctor, &name) {
                     cx.error_spanned_by(
                         &name,
                         format!(
@@ -281,7 +287,7 @@ fn check_row_bindings(cx: &Ctxt, model: &Model) {
                         "`{name}` is bound by both the state pattern and the event pattern, and one would hide the other; rename one (`field: other_name`)"
                     ),
                 );
-            } else if carries && model.carried.iter().any(|f| f.ident.as_ref() == Some(name)) {
+            } else if carries && model.is_carried(name) {
                 cx.error_spanned_by(
                     name,
                     format!(
@@ -304,7 +310,7 @@ fn check_source_patterns(cx: &Ctxt, model: &Model) {
             continue;
         };
         let def = &model.states[*s];
-        let carried = || model.carried.iter().filter_map(|f| f.ident.as_ref()).filter(|_| def.carries);
+        let carried = || model.carried_names().filter(|_| def.carries);
         let shape = if def.carries { Shape::Named } else { def.shape };
         match pat {
             Pat::Struct(p) if shape == Shape::Unnamed => {
@@ -394,7 +400,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             );
         }
     }
-    for field in model.carried.iter().filter_map(|f| f.ident.as_ref()) {
+    for field in model.carried_names() {
         let name = field.to_string();
         if name == "ctx" {
             cx.error_spanned_by(
@@ -425,7 +431,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
     // A step that can land in several states returns an enum named
     // `{State}After{Event}`.
     for (i, state) in model.states.iter().enumerate() {
-        if state.terminal.is_some() || state.transient.is_some() {
+        if !model.takes_events(i) {
             continue;
         }
         for (e, event) in model.events.iter().enumerate() {
@@ -453,8 +459,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
     for (e, event) in model.events.iter().enumerate() {
         let method = snake_method(&event.ident).to_string();
         let clash = model.states.iter().enumerate().find(|&(i, state)| {
-            state.terminal.is_none()
-                && state.transient.is_none()
+            model.takes_events(i)
                 && !model.index().pair(i, e).is_empty()
                 && (BUILT_IN.contains(&method.as_str()) || (method == "new" && state.initial.is_some()))
         });

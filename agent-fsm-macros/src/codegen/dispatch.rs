@@ -261,7 +261,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         code.add(quote::ToTokens::to_token_stream(p));
     }
     let carried_used: Vec<(&Ident, Ident)> = if src.carries {
-        model.carried.iter().filter_map(|f| f.ident.as_ref()).filter(|c| code.has(c)).map(|c| (c, here(c))).collect()
+        model.carried_names().filter(|c| code.has(c)).map(|c| (c, here(c))).collect()
     } else {
         Vec::new()
     };
@@ -363,9 +363,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     // Moves the state out.
     let carried_moved: Vec<(&Ident, Ident)> = if src.carries {
         model
-            .carried
-            .iter()
-            .filter_map(|f| f.ident.as_ref())
+            .carried_names()
             .filter(|c| {
                 carried_used.iter().any(|(u, _)| u == c) || (target.carries && !sets_field(&row.target_ctor, c))
             })
@@ -392,13 +390,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         quote!(*__s = __None;)
     };
     let fill: Vec<(&Ident, Ident)> = if target.carries {
-        model
-            .carried
-            .iter()
-            .filter_map(|f| f.ident.as_ref())
-            .filter(|c| !sets_field(&row.target_ctor, c))
-            .map(|c| (c, here(c)))
-            .collect()
+        model.carried_names().filter(|c| !sets_field(&row.target_ctor, c)).map(|c| (c, here(c))).collect()
     } else {
         Vec::new()
     };
@@ -650,12 +642,27 @@ fn prefix_pat(pat: &Pat, enum_ident: &Ident) -> TokenStream {
     tokens
 }
 
-/// `T: Default` for a carried type, spanned at the type so that a missing
-/// `Default` is traced to the `#[carry]` field. The binder it needs is
-/// unused: the function carries `#[allow(unused_lifetimes)]`.
-pub(crate) fn default_bound(ty: &syn::Type) -> TokenStream {
-    let span = syn::spanned::Spanned::span(ty);
-    quote_spanned!(span=> for<'__carried> #ty: ::core::default::Default)
+/// The lint allowance and the `where` clause of a constructor that starts
+/// the carried fields of `def` from `Default` (both empty when it carries
+/// none), each carried type spelled by `spell`. Behind a bound, a carried
+/// type without `Default` leaves the machine without `new` (an error where
+/// `new` is called, traced to the `#[carry]` field) rather than failing
+/// the whole expansion; the binder, unused, keeps rustc from rejecting a
+/// bound on a concrete type outright.
+pub(crate) fn default_where(
+    model: &Model,
+    def: &crate::model::StateDef,
+    spell: impl Fn(&syn::Type) -> syn::Type,
+) -> (TokenStream, TokenStream) {
+    if !def.carries || model.carried.is_empty() {
+        return (TokenStream::new(), TokenStream::new());
+    }
+    let bounds = model.carried.iter().map(|f| {
+        let ty = spell(&f.ty);
+        let span = syn::spanned::Spanned::span(&f.ty);
+        quote_spanned!(span=> for<'__carried> #ty: ::core::default::Default)
+    });
+    (quote!(#[allow(unused_lifetimes)]), quote!(where #(#bounds),*))
 }
 
 /// `new`: the initial state's own fields as arguments, carried fields from
@@ -669,8 +676,7 @@ pub(crate) fn constructor(model: &Model, context_ty: &TokenStream, has_context: 
     let v = &def.ident;
     let params: Vec<_> = def.fields.iter().map(|(name, ty)| quote!(#name: #ty)).collect();
     let names: Vec<_> = def.fields.iter().map(|(name, _)| name).collect();
-    let carried: Vec<_> =
-        if def.carries { model.carried.iter().filter_map(|f| f.ident.as_ref()).collect() } else { Vec::new() };
+    let carried: Vec<_> = if def.carries { model.carried_names().collect() } else { Vec::new() };
     let carried_init = carried.iter().map(|c| quote!(#c: ::core::default::Default::default()));
     let value = match def.shape {
         crate::model::Shape::Unnamed => quote!(#state::#v(#(#names),*)),
@@ -687,15 +693,7 @@ pub(crate) fn constructor(model: &Model, context_ty: &TokenStream, has_context: 
         );
         quote!(#[doc = ""] #[doc = #text])
     });
-    // Behind a bound, so that a carried type without `Default` leaves the
-    // machine without `new` (an error where `new` is called) rather than
-    // failing the whole expansion; the binder keeps rustc from rejecting
-    // a bound on a concrete type outright.
-    let where_default = (def.carries && !model.carried.is_empty()).then(|| {
-        let bounds = model.carried.iter().map(|f| default_bound(&f.ty));
-        quote!(where #(#bounds),*)
-    });
-    let allow = where_default.as_ref().map(|_| quote!(#[allow(unused_lifetimes)]));
+    let (allow, where_default) = default_where(model, def, |ty| ty.clone());
     quote! {
         #[doc = #doc]
         #carried_doc

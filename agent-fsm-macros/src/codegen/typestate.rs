@@ -174,7 +174,7 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
     let mut fields: Vec<(Ident, syn::Type)> =
         if def.shape == crate::model::Shape::Unnamed { Vec::new() } else { def.fields.clone() };
     if def.carries {
-        fields.extend(model.carried.iter().filter_map(|f| f.ident.clone().map(|i| (i, f.ty.clone()))));
+        fields.extend(model.carried.iter().filter_map(|f| Some((f.ident.clone()?, f.ty.clone()))));
     }
     // A field named like an event method or a method every typed state
     // has gets no accessor of its own: `state()` still reads it.
@@ -283,12 +283,8 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
         let ctx_arg = has_context.then(|| quote!(context,));
         // The machine's `new` is there only when the carried types have a
         // `Default`, and so is this one.
-        let where_default = (def.carries && !model.carried.is_empty()).then(|| {
-            let bounds =
-                model.carried.iter().map(|f| crate::codegen::dispatch::default_bound(&outside(&f.ty, model, state_ty)));
-            quote!(where #(#bounds),*)
-        });
-        let allow = where_default.as_ref().map(|_| quote!(#[allow(unused_lifetimes)]));
+        let (allow, where_default) =
+            crate::codegen::dispatch::default_where(model, def, |ty| outside(ty, model, state_ty));
         quote! {
             /// A machine in its initial state, typed.
             #[must_use]

@@ -92,8 +92,6 @@ pub(crate) struct Work<E> {
     timers: Vec<Timer<E>>,
     /// Armed for `timers[0]`.
     sleep: Option<Pin<Box<Sleep>>>,
-    /// How many of `timers` hold external input back.
-    holding: usize,
     /// Cancelled tasks that may still be unwinding; awaited before the
     /// worker exits so that no task outlives it.
     aborted: Vec<JoinHandle<TaskResult<E>>>,
@@ -112,7 +110,6 @@ impl<E: Send + 'static> Work<E> {
             queued: VecDeque::new(),
             timers: Vec::new(),
             sleep: None,
-            holding: 0,
             aborted: Vec::new(),
             limit,
             runtime,
@@ -124,7 +121,8 @@ impl<E: Send + 'static> Work<E> {
     /// in flight. Events in `ready` do not count: the worker drains them
     /// before it polls again.
     pub(crate) fn busy(&self) -> bool {
-        !(self.streams.is_empty() && self.tasks.is_empty() && self.queued.is_empty() && self.holding == 0)
+        !(self.streams.is_empty() && self.tasks.is_empty() && self.queued.is_empty())
+            || self.timers.iter().any(|t| t.holds)
     }
 
     /// Whether anything is in flight, timers that let input through
@@ -184,7 +182,6 @@ impl<E: Send + 'static> Work<E> {
         };
         let at = self.timers.partition_point(|t| t.deadline <= deadline);
         self.timers.insert(at, Timer { deadline, visit, holds, event });
-        self.holding += usize::from(holds);
         if at == 0 {
             self.arm();
         }
@@ -197,7 +194,6 @@ impl<E: Send + 'static> Work<E> {
         }
         let before = self.timers.len();
         self.timers.retain(|t| t.visit == visit);
-        self.holding = self.timers.iter().filter(|t| t.holds).count();
         if self.timers.len() != before {
             tracing::debug!(dropped = before - self.timers.len(), "timers dropped: their state was left");
             self.arm();
@@ -279,7 +275,6 @@ impl<E: Send + 'static> Work<E> {
             tracing::debug!(dropped = self.timers.len(), "timers dropped: cancelled");
         }
         self.timers.clear();
-        self.holding = 0;
         self.sleep = None;
         self.ready.clear();
         self.ready_cleared += 1;
@@ -297,7 +292,6 @@ impl<E: Send + 'static> Work<E> {
         self.queued.clear();
         self.streams.clear();
         self.timers.clear();
-        self.holding = 0;
         self.sleep = None;
         self.ready.clear();
         self.ready_cleared += 1;
@@ -331,7 +325,6 @@ impl<E: Send + 'static> Work<E> {
             return None;
         }
         let timer = self.timers.remove(0);
-        self.holding -= usize::from(timer.holds);
         self.arm();
         Some(Produced::Event(timer.event))
     }
