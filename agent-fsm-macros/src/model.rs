@@ -461,8 +461,12 @@ impl Model {
             };
             let keep: Vec<usize> = row.sources.iter().copied().filter(|&s| !decided(s)).collect();
             if !row.sources.is_empty() && keep.is_empty() {
+                let star = match &row.key_source {
+                    Source::Any { star, .. } => *star,
+                    _ => row.span,
+                };
                 cx.error_at(
-                    row.span,
+                    star,
                     format!(
                         "this `*` row never fires: every state it stands for ignores `{}` or has an earlier row without a guard for it; remove it",
                         self.events[e].ident

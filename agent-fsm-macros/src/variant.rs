@@ -335,7 +335,7 @@ fn merge_modules(
                         *slot = None;
                     }
                 }
-                Source::Any { except } => except.retain(|n| n != state),
+                Source::Any { except, .. } => except.retain(|n| n != state),
                 Source::One(_) => {}
             }
         }

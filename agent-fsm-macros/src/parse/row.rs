@@ -75,8 +75,8 @@ impl RowKey {
 pub(crate) fn key_text(source: &Source, event: Option<&Pat>, guard: Option<&Expr>) -> String {
     use quote::ToTokens;
     let source = match source {
-        Source::Any { except } if except.is_empty() => "*".to_owned(),
-        Source::Any { except } => {
+        Source::Any { except, .. } if except.is_empty() => "*".to_owned(),
+        Source::Any { except, .. } => {
             format!("* except ({})", except.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | "))
         }
         Source::Several(names) => names.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | "),
@@ -189,8 +189,9 @@ impl Parse for Row {
 
 /// The states a row leaves from.
 pub(crate) enum Source {
-    /// `*` or `* except (A | B)`: every state that takes events.
-    Any { except: Vec<Ident> },
+    /// `*` or `* except (A | B)`: every state that takes events. The
+    /// star's span is where errors about the whole `*` row point.
+    Any { star: Span, except: Vec<Ident> },
     /// `A | B`: several states, without field patterns.
     Several(Vec<Ident>),
     /// One state, optionally destructured: `CallingLlm { retries }`.
@@ -200,7 +201,7 @@ pub(crate) enum Source {
 impl Parse for Source {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         if input.peek(Token![*]) {
-            input.parse::<Token![*]>()?;
+            let star = input.parse::<Token![*]>()?.span;
             let mut except = Vec::new();
             if input.peek(kw::except) {
                 input.parse::<kw::except>()?;
@@ -212,7 +213,7 @@ impl Parse for Source {
                 }
                 except.extend(names);
             }
-            return Ok(Source::Any { except });
+            return Ok(Source::Any { star, except });
         }
         let first = Pat::parse_single(input)?;
         if !input.peek(Token![|]) {
