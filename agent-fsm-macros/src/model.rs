@@ -1180,7 +1180,7 @@ impl Uses {
                 // `format!("{name}")` captures `name` from inside a string literal.
                 TokenTree::Literal(l) => {
                     let text = l.to_string();
-                    if text.starts_with('"') {
+                    if text.starts_with('"') || text.starts_with("r\"") || text.starts_with("r#") {
                         self.0.extend(captured(&text));
                     }
                 }
@@ -1200,12 +1200,25 @@ impl Uses {
     }
 }
 
-/// The names a format string captures: `{name}` and `{name:...}`.
-fn captured(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split('{').skip(1).filter_map(|rest| {
-        let end = rest.find(['}', ':'])?;
-        let name = &rest[..end];
-        (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then(|| name.to_owned())
+/// The names a format string captures: `{name}`, `{name:...}`, and the
+/// `width$` and `precision$` arguments of a format spec (`{:>w$.p$}`).
+/// Plain and raw strings alike; an escaped `{{` at worst adds a name the
+/// code does not use, which only keeps a binding that was not needed.
+pub(crate) fn captured(text: &str) -> impl Iterator<Item = String> + '_ {
+    let is_name =
+        |name: &str| name.starts_with(|c: char| c.is_alphabetic() || c == '_') && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+    text.split('{').skip(1).flat_map(move |rest| {
+        let inner = rest.find('}').map_or("", |end| &rest[..end]);
+        let (name, spec) = inner.split_once(':').unwrap_or((inner, ""));
+        // Each `$` ends an argument: the name just before it (`{:1$}`
+        // names one by position, not a binding).
+        let args = spec.match_indices('$').filter_map(move |(at, _)| {
+            let before = &spec[..at];
+            let start = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+            let arg = &before[start..];
+            is_name(arg).then(|| arg.to_owned())
+        });
+        is_name(name).then(|| name.to_owned()).into_iter().chain(args)
     })
 }
 

@@ -199,6 +199,10 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
         fn visit_expr_block(&mut self, e: &'ast syn::ExprBlock) {
             self.inside(e.label.as_ref(), false, |v| syn::visit::visit_expr_block(v, e));
         }
+        fn visit_expr_try(&mut self, e: &'ast syn::ExprTry) {
+            self.report(e.question_token, "`?` in");
+            syn::visit::visit_expr_try(self, e);
+        }
         fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
         fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
         fn visit_item(&mut self, _: &'ast syn::Item) {}
@@ -266,6 +270,26 @@ fn check_effects_keep_carried_fields(cx: &Ctxt, model: &Model) {
 /// by its name.
 fn check_row_bindings(cx: &Ctxt, model: &Model) {
     for row in &model.rows {
+        let carries = row.sources.iter().any(|&s| model.states[s].carries);
+        // `Busy { items: log }` with a carried `log`: the row's code would
+        // read one of the two by that name, and the other would be lost.
+        if let (true, Some(syn::Pat::Struct(p))) = (carries, &row.source_pat) {
+            for f in &p.fields {
+                let mut names = Vec::new();
+                bindings(&f.pat, &mut names);
+                for name in names {
+                    let own = matches!(&f.member, syn::Member::Named(m) if *m == name);
+                    if !own && model.is_carried(&name) {
+                        cx.error_spanned_by(
+                            &name,
+                            format!(
+                                "`{name}` is a carried field, which the row's code reads by that name; bind this field under another name"
+                            ),
+                        );
+                    }
+                }
+            }
+        }
         let Some((_, event_pat)) = &row.event else {
             continue;
         };
@@ -278,7 +302,6 @@ fn check_row_bindings(cx: &Ctxt, model: &Model) {
         if let Some(p) = &row.source_pat {
             bindings(p, &mut state);
         }
-        let carries = row.sources.iter().any(|&s| model.states[s].carries);
         for name in &event {
             if state.contains(name) {
                 cx.error_spanned_by(
@@ -400,6 +423,19 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             );
         }
     }
+    // `HTTPWait` and `HttpWait` both give `is_http_wait()`.
+    let mut predicates: std::collections::HashMap<String, &syn::Ident> = std::collections::HashMap::new();
+    for state in &model.states {
+        let method = predicate(state);
+        if let Some(first) = predicates.get(&method) {
+            cx.error_spanned_by(
+                &state.ident,
+                format!("states `{first}` and `{}` would both get the predicate `{method}()`; rename one", state.ident),
+            );
+        } else {
+            predicates.insert(method, &state.ident);
+        }
+    }
     for field in model.carried_names() {
         let name = field.to_string();
         if name == "ctx" {
@@ -430,6 +466,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
     }
     // A step that can land in several states returns an enum named
     // `{State}After{Event}`.
+    let mut landing_enums: std::collections::HashMap<String, (&syn::Ident, &syn::Ident)> = std::collections::HashMap::new();
     for (i, state) in model.states.iter().enumerate() {
         if !model.takes_events(i) {
             continue;
@@ -439,6 +476,20 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
                 continue;
             }
             let name = landing_enum(&state.ident, &event.ident).to_string();
+            if landing(model, i, e).len() > 1 {
+                match landing_enums.get(&name) {
+                    Some((s0, e0)) => cx.error_spanned_by(
+                        &event.ident,
+                        format!(
+                            "`{}` + `{}` and `{s0}` + `{e0}` would both name the typestate view's enum of where they land `{name}`; rename a state or an event, or turn the view off with `typestate = false`",
+                            state.ident, event.ident
+                        ),
+                    ),
+                    None => {
+                        landing_enums.insert(name.clone(), (&state.ident, &event.ident));
+                    }
+                }
+            }
             if model.resting_names().contains(&name)
                 && landing(model, i, e).len() > 1
                 && let Some(clash) = model.states.iter().find(|s| s.ident == name)
@@ -456,6 +507,26 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
     // The typed view: each state's type has `state()`, `context()` and
     // `into_machine()` (the initial one also `new`), and a method per event
     // it takes.
+    // `HTTPDone` and `HttpDone` both give `http_done()`, a clash on every
+    // state that takes both.
+    for (e, event) in model.events.iter().enumerate() {
+        let method = snake_method(&event.ident);
+        let twin = model.events[..e].iter().enumerate().find(|&(f, other)| {
+            snake_method(&other.ident) == method
+                && (0..model.states.len()).any(|i| {
+                    model.takes_events(i) && !model.index().pair(i, e).is_empty() && !model.index().pair(i, f).is_empty()
+                })
+        });
+        if let Some((_, other)) = twin {
+            cx.error_spanned_by(
+                &event.ident,
+                format!(
+                    "events `{}` and `{}` would both give the typestate method `{method}()` on a state that takes both; rename one, or turn the view off with `typestate = false`",
+                    other.ident, event.ident
+                ),
+            );
+        }
+    }
     for (e, event) in model.events.iter().enumerate() {
         let method = snake_method(&event.ident).to_string();
         let clash = model.states.iter().enumerate().find(|&(i, state)| {

@@ -17,9 +17,11 @@
 //! state name the machine does not have, a transient state (never at rest
 //! between steps), data of the wrong shape, or data that breaks the
 //! machine's declared invariants (`invariants = path` in the attribute) is
-//! rejected with a [`SnapshotError`]. Fields and keys the machine does not
-//! know are ignored, as serde does by default, so a snapshot written by a
-//! later version that added a field still resumes.
+//! rejected with a [`SnapshotError`]; so is state data with a field its
+//! state does not have (a snapshot of another machine, or of a version
+//! whose state gained a field, is refused rather than resumed with the
+//! field dropped). Keys beside `machine`, `state` and `context` at the top
+//! level are ignored. The context follows its own serde derive.
 //!
 //! A snapshot holds the state and the context, not the work a runtime has
 //! in flight for the machine (an open stream, running tools, a retry

@@ -217,6 +217,9 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> Tok
 /// holds in a row, so a backtick in a guard does not end the span early
 /// (and let what follows through as HTML).
 fn code_span(text: &str) -> String {
+    // A line break would end the table row.
+    let text = text.replace(['\n', '\r'], " ");
+    let text = text.as_str();
     let mut longest = 0;
     let mut run = 0;
     for c in text.chars() {
@@ -269,6 +272,18 @@ pub(crate) fn pattern_label(pat: &syn::Pat) -> Option<String> {
             Some(if inner.is_empty() { last(&p.path) } else { format!("{}({})", last(&p.path), inner.join(", ")) })
         }
         Pat::Lit(l) => Some(l.to_token_stream().to_string()),
+        // `0..=99`, `i64::MIN..=-1`: rows that differ only in the range
+        // would otherwise read the same.
+        Pat::Range(r) => {
+            let end = |e: &Option<Box<syn::Expr>>| {
+                e.as_ref().map(|e| crate::parse::tidy(&e.to_token_stream().to_string()).replace("- ", "-")).unwrap_or_default()
+            };
+            let limits = match r.limits {
+                syn::RangeLimits::HalfOpen(_) => "..",
+                syn::RangeLimits::Closed(_) => "..=",
+            };
+            Some(format!("{}{limits}{}", end(&r.start), end(&r.end)))
+        }
         Pat::Or(o) => Some(o.cases.iter().filter_map(pattern_label).collect::<Vec<_>>().join(" | ")),
         Pat::Paren(p) => pattern_label(&p.pat),
         Pat::Reference(p) => pattern_label(&p.pat),

@@ -665,6 +665,13 @@ pub(crate) fn default_where(
     (quote!(#[allow(unused_lifetimes)]), quote!(where #(#bounds),*))
 }
 
+/// The name of `new`'s context argument: `context`, unless the initial
+/// state has a field of that name, which takes it.
+pub(crate) fn context_param(def: &crate::model::StateDef) -> Ident {
+    let taken = def.fields.iter().any(|(name, _)| name == "context");
+    Ident::new(if taken { "context_" } else { "context" }, Span::call_site())
+}
+
 /// `new`: the initial state's own fields as arguments, carried fields from
 /// `Default`.
 pub(crate) fn constructor(model: &Model, context_ty: &TokenStream, has_context: bool) -> TokenStream {
@@ -683,8 +690,13 @@ pub(crate) fn constructor(model: &Model, context_ty: &TokenStream, has_context: 
         _ if names.is_empty() && carried.is_empty() => quote!(#state::#v),
         _ => quote!(#state::#v { #(#names,)* #(#carried_init),* }),
     };
-    let ctx_param = has_context.then(|| quote!(context: #context_ty,));
-    let ctx_value = if has_context { quote!(context) } else { quote!(context: ()) };
+    let ctx = context_param(def);
+    let ctx_param = has_context.then(|| quote!(#ctx: #context_ty,));
+    let ctx_value = match has_context {
+        true if ctx == "context" => quote!(context),
+        true => quote!(context: #ctx),
+        false => quote!(context: ()),
+    };
     let doc = format!("A machine in its initial state `{v}`.");
     let carried_doc = (!carried.is_empty()).then(|| {
         let list = carried.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ");

@@ -94,7 +94,7 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
 
                 /// The current state's name.
                 #[must_use]
-                pub fn name(&self) -> &'static str {
+                pub fn name(&self) -> &'static ::core::primitive::str {
                     match self { #(#any_name,)* }
                 }
             }
@@ -279,8 +279,9 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
             })
             .collect();
         let names: Vec<_> = def.fields.iter().map(|(n, _)| n).collect();
-        let ctx_param = has_context.then(|| quote!(context: #context_ty,));
-        let ctx_arg = has_context.then(|| quote!(context,));
+        let ctx = crate::codegen::dispatch::context_param(def);
+        let ctx_param = has_context.then(|| quote!(#ctx: #context_ty,));
+        let ctx_arg = has_context.then(|| quote!(#ctx,));
         // The machine's `new` is there only when the carried types have a
         // `Default`, and so is this one.
         let (allow, where_default) =

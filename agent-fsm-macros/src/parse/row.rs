@@ -165,12 +165,15 @@ impl Parse for Row {
             let content;
             let bracket = bracketed!(content in input);
             let expr = content.parse::<Expr>()?;
-            // The source text when the compiler provides it; the tokens otherwise.
+            // The source text when the compiler provides it, on one line
+            // without comments (it goes into a table row and a diagram
+            // label); the tokens otherwise.
             let text = bracket
                 .span
                 .join()
                 .source_text()
                 .and_then(|t| t.strip_prefix('[')?.strip_suffix(']').map(|t| t.trim().to_owned()))
+                .map(|t| one_line(&t))
                 .unwrap_or_else(|| tidy(&quote::ToTokens::to_token_stream(&expr).to_string()));
             (Some(expr), Some(text))
         } else {
@@ -301,6 +304,62 @@ impl Parse for Ctor {
         };
         Ok(Ctor { ident, init })
     }
+}
+
+/// Source text on one line: comments dropped, each run of whitespace one
+/// space, string and character literals kept as written.
+pub(crate) fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut space = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'/') => {
+                chars.by_ref().find(|&c| c == '\n');
+                space = true;
+                continue;
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                chars.by_ref().find(|&c| std::mem::replace(&mut last, c) == '*' && c == '/');
+                space = true;
+                continue;
+            }
+            c if c.is_whitespace() => {
+                space = true;
+                continue;
+            }
+            _ => {}
+        }
+        if space && !out.is_empty() {
+            out.push(' ');
+        }
+        space = false;
+        out.push(c);
+        // A string literal is copied as it is, escapes and all (a raw
+        // string's `r"`/`r#"` reaches here at its quote).
+        if c == '"' {
+            let hashes = out[..out.len() - 1].chars().rev().take_while(|&h| h == '#').count();
+            let raw = out[..out.len() - 1 - hashes].ends_with('r');
+            let mut escaped = false;
+            while let Some(c) = chars.next() {
+                out.push(c);
+                if raw {
+                    if c == '"' && (0..hashes).all(|_| chars.next_if_eq(&'#').map(|h| out.push(h)).is_some()) {
+                        break;
+                    }
+                } else if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == '"' {
+                    break;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Token text with the spaces `to_string` puts around punctuation removed,

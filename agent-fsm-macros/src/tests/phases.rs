@@ -138,3 +138,37 @@ fn typestate_takes_a_bool_once() {
     assert!(err.to_string().contains("duplicate `typestate` argument"), "{err}");
     assert!(syn::parse2::<Args>(quote!(fallback = X, typestate = off)).is_err(), "`off` is not a bool");
 }
+
+#[test]
+fn format_strings_capture_names_and_dollar_arguments() {
+    use crate::model::captured;
+    let names = |s: &str| captured(s).collect::<Vec<_>>();
+    assert_eq!(names(r#""done {job}""#), ["job"]);
+    assert_eq!(names(r#""{n:>w$.p$} {:1$}""#), ["n", "w", "p"]);
+    assert_eq!(names(r###"r#"{n:?} {{literal}}"#"###), ["n", "literal"]);
+    assert_eq!(names(r#""{0} {} {:width$}""#), ["width"]);
+}
+
+#[test]
+fn range_patterns_label_with_their_bounds() {
+    use crate::codegen::describe::pattern_label;
+    let label = |p: proc_macro2::TokenStream| {
+        pattern_label(&syn::parse::Parser::parse2(syn::Pat::parse_single, p).expect("a pattern"))
+    };
+    assert_eq!(label(quote!(Code(0..=99))).as_deref(), Some("Code(0..=99)"));
+    assert_eq!(label(quote!(Num(i64::MIN..=-1))).as_deref(), Some("Num(i64::MIN..=-1)"));
+    assert_eq!(label(quote!(Num(10..))).as_deref(), Some("Num(10..)"));
+    assert_eq!(label(quote!(Code(_))).as_deref(), Some("Code"));
+}
+
+#[test]
+fn a_guard_over_several_lines_reads_as_one_without_comments() {
+    use crate::parse::one_line;
+    assert_eq!(one_line("*n > 3 // big enough\n            && ctx.ok"), "*n > 3 && ctx.ok");
+    assert_eq!(one_line("a /* why */ &&\n\tb"), "a && b");
+    // Literals are kept as written: no comment inside a string.
+    assert_eq!(one_line("url.starts_with(\"http://x  y\") // scheme"), "url.starts_with(\"http://x  y\")");
+    assert_eq!(one_line("s == \"a\\\" // b\""), "s == \"a\\\" // b\"");
+    assert_eq!(one_line("s == r#\"a\" // b\"# && t"), "s == r#\"a\" // b\"# && t");
+    assert_eq!(one_line("x > 1"), "x > 1");
+}

@@ -975,7 +975,7 @@ stateDiagram-v2
             }
             /// The current state's name.
             #[must_use]
-            pub fn name(&self) -> &'static str {
+            pub fn name(&self) -> &'static ::core::primitive::str {
                 match self {
                     Any::Idle(typed) => typed.machine.state().name(),
                     Any::Calling(typed) => typed.machine.state().name(),

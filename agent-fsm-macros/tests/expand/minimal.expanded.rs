@@ -615,7 +615,7 @@ stateDiagram-v2
             }
             /// The current state's name.
             #[must_use]
-            pub fn name(&self) -> &'static str {
+            pub fn name(&self) -> &'static ::core::primitive::str {
                 match self {
                     Any::Closed(typed) => typed.machine.state().name(),
                     Any::Open(typed) => typed.machine.state().name(),

@@ -689,7 +689,7 @@ stateDiagram-v2
             }
             /// The current state's name.
             #[must_use]
-            pub fn name(&self) -> &'static str {
+            pub fn name(&self) -> &'static ::core::primitive::str {
                 match self {
                     Any::Off(typed) => typed.machine.state().name(),
                     Any::On(typed) => typed.machine.state().name(),

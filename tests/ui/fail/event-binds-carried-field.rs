@@ -1,5 +1,6 @@
-// A carried field is read by its name in every row: an event binding of
-// the same name would hide it (or be hidden by it).
+// A carried field is read by its name in every row: an event binding, or
+// a binding of another field in the state pattern, of the same name would
+// hide it (or be hidden by it).
 #[agent_fsm::state_machine(fallback = Nothing)]
 mod m {
     #[states]
@@ -7,7 +8,7 @@ mod m {
     pub enum State {
         #[initial]
         Idle,
-        Busy,
+        Busy { items: Vec<String> },
     }
     #[events]
     pub enum Event {
@@ -20,8 +21,8 @@ mod m {
         Echo(String),
     }
     transitions! {
-        Idle + Input(note) => Busy / Echo(note.clone()),
-        Busy + Done => Idle / Nothing,
+        Idle + Input(note) => Busy { items: Vec::new() } / Echo(note.clone()),
+        Busy { items: note } + Done => Idle / Echo(note.join(",")),
     }
 }
 

@@ -1,6 +1,7 @@
 // Field types that the typed view would otherwise misread: `Self`, a state
-// named like a prelude type (`Option`) or like a user type, `dyn Any`
-// (the view has its own `Any`), and a context named like nothing special.
+// named like a prelude type (`Option`), a primitive (`str`) or a user type,
+// `dyn Any` (the view has its own `Any`), and an initial state with a field
+// named `context` in a machine with a context (`new` takes both).
 #![deny(warnings)]
 
 use std::any::Any;
@@ -13,11 +14,19 @@ mod m {
     #[derive(Debug, PartialEq)]
     pub struct Error(pub u8);
 
+    #[context]
+    #[derive(Debug, Default)]
+    pub struct Settings {
+        pub limit: u8,
+    }
+
     #[states]
     #[derive(Debug)]
+    #[allow(non_camel_case_types)]
     pub enum State {
         #[initial]
-        Idle,
+        Idle { context: u8 },
+        str,
         Option { pick: Option<u32> },
         Nested { prev: Option<Box<Self>>, depth: u8 },
         Error { last: Error },
@@ -28,6 +37,7 @@ mod m {
     #[derive(Debug)]
     pub enum Event {
         Pick(Option<u32>),
+        Text,
         Batch(Vec<Self>),
         Fail(Error),
         Hold(Box<dyn Any + Send>),
@@ -43,16 +53,22 @@ mod m {
 
     transitions! {
         Idle + Pick(pick) => Option { pick } / Nothing,
+        Idle + Text => str / Nothing,
         Option + Batch(events) => Nested { prev: None, depth: 1 } / Count(events.len()),
         Nested + Fail(e) => Error { last: e } / Nothing,
         Error + Hold(thing) => Holding { thing } / Nothing,
-        * + Reset => Idle / Nothing,
+        * + Reset => Idle { context: ctx.limit } / Nothing,
     }
 }
 
 fn main() {
-    use m::{Action, Error, Event, typed};
-    let idle = typed::Idle::new();
+    use m::{Action, Error, Event, Settings, typed};
+    let idle = typed::Idle::new(Settings { limit: 4 }, 9);
+    assert!(matches!(idle.state(), m::State::Idle { context: 9 }));
+    assert_eq!(idle.context().limit, 4);
+    let (text, _) = idle.text();
+    assert_eq!(typed::Any::str(text).name(), "str");
+    let idle = typed::Idle::new(Settings::default(), 1);
     let (option, _) = idle.pick(Some(3));
     assert_eq!(option.pick(), &Some(3));
     let (nested, action) = option.batch(vec![Event::Reset, Event::Reset]);
