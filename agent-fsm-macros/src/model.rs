@@ -1205,8 +1205,10 @@ impl Uses {
 /// Plain and raw strings alike; an escaped `{{` at worst adds a name the
 /// code does not use, which only keeps a binding that was not needed.
 pub(crate) fn captured(text: &str) -> impl Iterator<Item = String> + '_ {
-    let is_name =
-        |name: &str| name.starts_with(|c: char| c.is_alphabetic() || c == '_') && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+    let is_name = |name: &str| {
+        name.starts_with(|c: char| c.is_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
     text.split('{').skip(1).flat_map(move |rest| {
         let inner = rest.find('}').map_or("", |end| &rest[..end]);
         let (name, spec) = inner.split_once(':').unwrap_or((inner, ""));

@@ -466,7 +466,8 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
     }
     // A step that can land in several states returns an enum named
     // `{State}After{Event}`.
-    let mut landing_enums: std::collections::HashMap<String, (&syn::Ident, &syn::Ident)> = std::collections::HashMap::new();
+    let mut landing_enums: std::collections::HashMap<String, (&syn::Ident, &syn::Ident)> =
+        std::collections::HashMap::new();
     for (i, state) in model.states.iter().enumerate() {
         if !model.takes_events(i) {
             continue;
@@ -514,7 +515,9 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
         let twin = model.events[..e].iter().enumerate().find(|&(f, other)| {
             snake_method(&other.ident) == method
                 && (0..model.states.len()).any(|i| {
-                    model.takes_events(i) && !model.index().pair(i, e).is_empty() && !model.index().pair(i, f).is_empty()
+                    model.takes_events(i)
+                        && !model.index().pair(i, e).is_empty()
+                        && !model.index().pair(i, f).is_empty()
                 })
         });
         if let Some((_, other)) = twin {

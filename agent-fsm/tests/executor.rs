@@ -1190,6 +1190,55 @@ mod eager_subscriber {
         reader.await.unwrap();
     }
 
+    /// An action that sends the event that leads to it again makes a chain
+    /// of sends that never ends. The worker still yields to the other tasks
+    /// of its thread, and still serves control requests and its
+    /// cancellation token between two steps of the chain. Run on a thread
+    /// of its own, so that a worker that never yields fails the test rather
+    /// than hanging it.
+    #[test]
+    fn an_endless_chain_of_sends_still_yields_and_stops() {
+        use bounce::{Action, Event, Machine};
+        let endless = || {
+            runtime::from_fn(|action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+                if action != Action::Nothing {
+                    cx.send(Event::Flip);
+                }
+            })
+        };
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+            rt.block_on(async {
+                // Interrupt ends the chain: the events it had sent are dropped.
+                let handle = runtime::spawn(Machine::new(), endless(), ExecutorConfig::new());
+                handle.send(Event::Go).await.unwrap();
+                tokio::spawn(async {}).await.unwrap();
+                assert!(handle.steps() > 1, "the chain ran before the other task");
+                handle.interrupt("stop").await.unwrap();
+                handle.wait_idle().await.unwrap();
+                let after = handle.steps();
+                tokio::task::yield_now().await;
+                assert_eq!(handle.steps(), after, "the chain went on after the interrupt");
+                handle.shutdown().await.unwrap();
+                // Shutdown and the cancellation token stop a chain running.
+                let handle = runtime::spawn(Machine::new(), endless(), ExecutorConfig::new());
+                handle.send(Event::Go).await.unwrap();
+                handle.shutdown().await.unwrap();
+                let token = tokio_util::sync::CancellationToken::new();
+                let handle = runtime::spawn(Machine::new(), endless(), ExecutorConfig::new().cancel_on(token.clone()));
+                handle.send(Event::Go).await.unwrap();
+                tokio::task::yield_now().await;
+                token.cancel();
+                handle.wait_finished().await.unwrap();
+            });
+            let _ = done.send(());
+        });
+        finished
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("the worker never yielded, or never stopped, in an endless chain of sends");
+    }
+
     /// Runs a stream of `items` Flips whose every step publishes `outputs`
     /// outputs (so `outputs + 2` notifications a step), with a log of
     /// `capacity`, and returns what a parked reader counted.
@@ -1398,6 +1447,36 @@ mod deadlines {
         // The reply waited for the timer, then found the machine back in
         // `Idle`, which refuses it (no hop, one more step).
         assert_eq!(ask_then_reply(true).await, (vec![("Ask", 0), ("Timeout", 30)], 3));
+    }
+
+    /// Dropping every handle cancels nothing: a pending `timeout` still
+    /// fires, as an `after` timer does, and only then does the worker stop.
+    #[tokio::test(start_paused = true)]
+    async fn dropped_handles_leave_a_pending_timeout_to_fire() {
+        use desk::{Action, Event, Machine};
+        use std::sync::{Arc, Mutex};
+        for holds in [false, true] {
+            let performed = Arc::new(Mutex::new(Vec::new()));
+            let seen = Arc::clone(&performed);
+            let fx = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+                if action == Action::AskHuman {
+                    if holds {
+                        cx.after(Duration::from_secs(30), Event::Timeout);
+                    } else {
+                        cx.timeout(Duration::from_secs(30), Event::Timeout);
+                    }
+                }
+                seen.lock().unwrap().push(action);
+            });
+            let start = Instant::now();
+            let (handle, worker) = runtime::pair(Machine::new(), fx, ExecutorConfig::new());
+            let worker = tokio::spawn(worker);
+            handle.send(Event::Ask).await.unwrap();
+            drop(handle);
+            worker.await.unwrap();
+            assert_eq!(start.elapsed(), Duration::from_secs(30), "holds: {holds}");
+            assert_eq!(*performed.lock().unwrap(), [Action::AskHuman, Action::TimedOut], "holds: {holds}");
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -276,7 +276,9 @@ pub(crate) fn pattern_label(pat: &syn::Pat) -> Option<String> {
         // would otherwise read the same.
         Pat::Range(r) => {
             let end = |e: &Option<Box<syn::Expr>>| {
-                e.as_ref().map(|e| crate::parse::tidy(&e.to_token_stream().to_string()).replace("- ", "-")).unwrap_or_default()
+                e.as_ref()
+                    .map(|e| crate::parse::tidy(&e.to_token_stream().to_string()).replace("- ", "-"))
+                    .unwrap_or_default()
             };
             let limits = match r.limits {
                 syn::RangeLimits::HalfOpen(_) => "..",

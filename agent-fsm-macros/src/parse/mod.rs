@@ -6,6 +6,6 @@ mod args;
 mod row;
 
 pub(crate) use args::Args;
-pub(crate) use row::{Ctor, Init, Outcome, Row, Source, Table, key_text, tidy};
 #[cfg(test)]
 pub(crate) use row::one_line;
+pub(crate) use row::{Ctor, Init, Outcome, Row, Source, Table, key_text, tidy};

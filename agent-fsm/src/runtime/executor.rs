@@ -129,6 +129,15 @@ where
 /// How often, in events, a long burst refreshes the clock and publishes
 /// the status and the notifications.
 const STATUS_EVERY: u64 = 64;
+
+/// How many events in an unbroken chain of sends by effects the worker
+/// delivers between two looks at the control requests.
+const CHAIN_CHECK: u32 = 64;
+
+/// How many events in an unbroken chain of sends by effects the worker
+/// delivers before it yields to the other tasks of its thread (as tokio's
+/// budget makes a flooded inbox do).
+const CHAIN_YIELD: u32 = 1024;
 // The inbox path looks for a due yield on every eighth step only.
 const _: () = assert!(STATUS_EVERY.is_multiple_of(8));
 
@@ -249,9 +258,16 @@ where
     fn poll_run(&mut self, cx: &mut Context<'_>) -> Poll<Option<StopReason>> {
         loop {
             // What effects sent comes first, before control requests too;
-            // this stops early only to yield (below).
-            if self.work.as_ref().is_some_and(|w| !w.ready.is_empty()) {
-                self.drain_ready();
+            // this stops early only to yield (below), and in a long chain
+            // of sends for a control request or to let other tasks run.
+            if self.work.as_ref().is_some_and(|w| !w.ready.is_empty()) && self.drain_ready() {
+                // The cancellation token is looked at with the other
+                // sources, which a chain of sends keeps the worker from.
+                if self.cancelled(cx) {
+                    return Poll::Ready(Some(StopReason::Shutdown));
+                }
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
             }
             if self.failed {
                 return Poll::Ready(None);
@@ -332,18 +348,10 @@ where
     #[inline]
     fn poll_sources(&mut self, cx: &mut Context<'_>) -> Poll<Option<StopReason>> {
         // The rarely used parts, looked at once.
-        let waiting = match &mut self.link.extras {
-            Some(extras) => {
-                if let Some(cancel) = &mut extras.cancel
-                    && cancel.as_mut().poll(cx).is_ready()
-                {
-                    extras.cancel = None;
-                    return Poll::Ready(Some(StopReason::Shutdown));
-                }
-                !extras.waiters.is_empty()
-            }
-            None => false,
-        };
+        if self.cancelled(cx) {
+            return Poll::Ready(Some(StopReason::Shutdown));
+        }
+        let waiting = self.link.extras.as_ref().is_some_and(|extras| !extras.waiters.is_empty());
         if let Some(work) = &mut self.work
             && work.in_flight()
         {
@@ -385,9 +393,27 @@ where
                 self.deliver(event, Mode::Normal, Some(reply));
                 Poll::Ready(None)
             }
+            // Every handle is gone: stop once nothing is in flight, the
+            // timers that let input through included (a deadline with no one
+            // left to answer before it still fires).
+            Poll::Ready(None) if self.work.as_ref().is_some_and(|w| w.in_flight()) => Poll::Pending,
             Poll::Ready(None) => Poll::Ready(Some(StopReason::HandlesDropped)),
             Poll::Pending => Poll::Pending,
         }
+    }
+
+    /// Whether the cancellation token of `ExecutorConfig::cancel_on` has
+    /// fired (once: it is dropped then).
+    #[inline]
+    fn cancelled(&mut self, cx: &mut Context<'_>) -> bool {
+        if let Some(extras) = &mut self.link.extras
+            && let Some(cancel) = &mut extras.cancel
+            && cancel.as_mut().poll(cx).is_ready()
+        {
+            extras.cancel = None;
+            return true;
+        }
+        false
     }
 
     /// Publishes the state name, the step count and the buffered
@@ -464,7 +490,12 @@ where
                 None
             }
             Control::WaitIdle(waiter) => {
-                self.extras_mut().waiters.push(Waiter::Idle(waiter));
+                // A caller that gave up waiting (a `wait_idle` under a
+                // timeout, polled by a UI) leaves its waiter behind: drop
+                // those, as for `WaitFinished`.
+                let waiters = &mut self.extras_mut().waiters;
+                waiters.retain(|w| !w.is_closed());
+                waiters.push(Waiter::Idle(waiter));
                 None
             }
             Control::WaitFinished(waiter) => {
@@ -480,8 +511,22 @@ where
     /// early, leaving the rest first in line, when a batch of notifications
     /// woke subscribers (the worker yields to them, see
     /// [`poll_run`](Self::poll_run)), except once the machine is terminal.
-    fn drain_ready(&mut self) {
+    /// A chain of sends may not end (an action that sends the event that
+    /// leads to it again): every [`CHAIN_CHECK`] events a control request
+    /// waiting stops it, so interrupt and shutdown are still served, and
+    /// after [`CHAIN_YIELD`] it returns true, for the worker to yield to
+    /// the other tasks of its thread.
+    fn drain_ready(&mut self) -> bool {
+        let mut delivered: u32 = 0;
         while !self.failed {
+            if delivered > 0 && delivered.is_multiple_of(CHAIN_CHECK) {
+                if self.link.shared.control_pending() {
+                    return false;
+                }
+                if delivered >= CHAIN_YIELD {
+                    return true;
+                }
+            }
             let Some(work) = self.work.as_mut() else {
                 break;
             };
@@ -495,6 +540,7 @@ where
             // After a terminal state nothing more is performed.
             let mode = if self.terminal { Mode::Draining } else { Mode::Normal };
             self.deliver(event, mode, None);
+            delivered += 1;
             // What this step's action sent goes before the events sent
             // earlier: each lands in the state the step that sent it left.
             if let Some(work) = self.work.as_mut()
@@ -506,6 +552,7 @@ where
                 work.ready.rotate_right(sent);
             }
         }
+        false
     }
 
     fn deliver_envelope(&mut self, envelope: Envelope<M::Event>, mode: Mode) {

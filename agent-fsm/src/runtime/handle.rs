@@ -333,8 +333,9 @@ impl<M: StateMachine, O> Shared<M, O> {
 /// A cloneable handle to a machine running on its worker (see
 /// [`spawn`](super::spawn) and [`pair`](super::pair)).
 ///
-/// Dropping every handle lets the worker finish what is in flight, deliver
-/// what is queued and exit; nothing is cancelled, so a stream or task that
+/// Dropping every handle lets the worker finish what is in flight (pending
+/// timers of both kinds fire), deliver what is queued and exit; nothing is
+/// cancelled, so a stream or task that
 /// never ends keeps the worker alive. Give streams and tasks timeouts, or
 /// stop the agent with [`shutdown`](Self::shutdown) or
 /// [`ExecutorConfig::cancel_on`](super::ExecutorConfig::cancel_on).
@@ -529,7 +530,9 @@ where
     /// idle ([`wait_idle`](Self::wait_idle), then `inspect`): a snapshot
     /// holds the state and context, not the streams, tasks and timers in
     /// flight, so a machine resumed from one taken mid-work waits for
-    /// events that nothing will produce.
+    /// events that nothing will produce. A pending `timeout` timer does not
+    /// keep the agent from idle (it waits for input), and is not in the
+    /// snapshot: a resumed agent sets such a deadline again itself.
     ///
     /// # Errors
     /// [`RequestError::Failed`] if the worker failed,

@@ -26,7 +26,10 @@
 //!    after the step whose action sent them, in call order, before
 //!    anything else, depth first: what the step of a sent event sends
 //!    comes before the earlier sends still waiting, so each is taken in
-//!    the state its own step left.
+//!    the state its own step left. A chain of sends that never ends (an
+//!    action whose send leads back to it) is still stopped: every 64 of
+//!    its events the worker serves a waiting control request (point 4),
+//!    and every 1,024 it yields to the other tasks of its thread.
 //! 2. **Effect events** — stream items, task results, fired timers — are
 //!    delivered in the order the worker sees them arrive. Items of one
 //!    stream keep their order. Task results arrive in *completion* order,
@@ -123,8 +126,9 @@
 //! The worker stops on [`MachineHandle::shutdown`] (or the configured
 //! cancellation token), when the machine enters a terminal state, or when
 //! every handle is dropped and nothing is left in flight. Dropping the
-//! handles cancels nothing: the work in flight finishes first, so a stream
-//! or task that never ends keeps the worker alive. Give streams and tasks
+//! handles cancels nothing: the work in flight finishes first (pending
+//! timers of both kinds fire), so a stream or task that never ends keeps
+//! the worker alive. Give streams and tasks
 //! timeouts, or stop agents with [`shutdown`](MachineHandle::shutdown) or
 //! a token ([`ExecutorConfig::cancel_on`]). In every case:
 //!

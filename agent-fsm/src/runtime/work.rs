@@ -243,6 +243,10 @@ impl<E: Send + 'static> Work<E> {
             }
         }
         slot.handle.abort();
+        // Aborted tasks are joined at the stop; the ones that have stopped
+        // since are let go now, so that an agent that cancels tasks one by
+        // one (`cancel_task`) does not keep every one of them until then.
+        self.aborted.retain(|h| !h.is_finished());
         self.aborted.push(slot.handle);
         Produced::TaskFailed { key: slot.key, on_failure: slot.on_failure, failure: EffectFailure::Cancelled }
     }
@@ -413,5 +417,26 @@ impl<E> Drop for Work<E> {
         for slot in &self.tasks {
             slot.handle.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Work;
+    use tokio::runtime::Handle;
+    use tokio_util::task::TaskTracker;
+
+    /// Cancelling tasks one by one keeps only the aborted tasks that have
+    /// not stopped yet, not every one cancelled since the agent started.
+    #[tokio::test(start_paused = true)]
+    async fn cancelled_tasks_that_stopped_are_let_go() {
+        let mut work: Work<u32> = Work::new(Handle::current(), TaskTracker::new(), 4);
+        for round in 0..100 {
+            work.spawn_task("tool".to_owned(), Box::pin(std::future::pending()), None, Box::new(|_, _| 0));
+            assert!(work.cancel("tool").is_some(), "round {round}: the task was running");
+            // The runtime stops the aborted task.
+            tokio::task::yield_now().await;
+        }
+        assert!(work.aborted.len() <= 2, "{} aborted handles kept", work.aborted.len());
     }
 }
