@@ -337,6 +337,29 @@ pub(crate) fn one_line(text: &str) -> String {
         }
         space = false;
         out.push(c);
+        // A character literal (`'"'`, `'\''`) is copied as it is; a
+        // lifetime (`'a`) has no closing quote and is plain text.
+        if c == '\'' {
+            let mut ahead = chars.clone();
+            let literal = match (ahead.next(), ahead.next()) {
+                (Some('\\'), _) => true,
+                (Some(_), Some('\'')) => true,
+                _ => false,
+            };
+            if literal {
+                let mut escaped = false;
+                for c in chars.by_ref() {
+                    out.push(c);
+                    match c {
+                        _ if escaped => escaped = false,
+                        '\\' => escaped = true,
+                        '\'' => break,
+                        _ => {}
+                    }
+                }
+            }
+            continue;
+        }
         // A string literal is copied as it is, escapes and all (a raw
         // string's `r"`/`r#"` reaches here at its quote).
         if c == '"' {

@@ -171,4 +171,8 @@ fn a_guard_over_several_lines_reads_as_one_without_comments() {
     assert_eq!(one_line("s == \"a\\\" // b\""), "s == \"a\\\" // b\"");
     assert_eq!(one_line("s == r#\"a\" // b\"# && t"), "s == r#\"a\" // b\"# && t");
     assert_eq!(one_line("x > 1"), "x > 1");
+    // A quote in a character literal opens no string.
+    assert_eq!(one_line("c == '\"' &&  s == \"a  b\""), "c == '\"' && s == \"a  b\"");
+    assert_eq!(one_line("c == '\\''  // q"), "c == '\\''");
+    assert_eq!(one_line("f::<'a>(x)  // l"), "f::<'a>(x)");
 }
