@@ -1201,27 +1201,39 @@ impl Uses {
 }
 
 /// The names a format string captures: `{name}`, `{name:...}`, and the
-/// `width$` and `precision$` arguments of a format spec (`{:>w$.p$}`).
-/// Plain and raw strings alike; an escaped `{{` at worst adds a name the
-/// code does not use, which only keeps a binding that was not needed.
-pub(crate) fn captured(text: &str) -> impl Iterator<Item = String> + '_ {
+/// `width$` and `precision$` arguments of a format spec (`{:>w$.p$}`), in
+/// plain and raw strings alike; `{{` is an escaped brace, not a capture.
+pub(crate) fn captured(text: &str) -> Vec<String> {
     let is_name = |name: &str| {
         name.starts_with(|c: char| c.is_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_alphanumeric() || c == '_')
     };
-    text.split('{').skip(1).flat_map(move |rest| {
-        let inner = rest.find('}').map_or("", |end| &rest[..end]);
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        rest = &rest[open + 1..];
+        if let Some(after) = rest.strip_prefix('{') {
+            rest = after;
+            continue;
+        }
+        let Some(close) = rest.find('}') else { break };
+        let inner = &rest[..close];
+        rest = &rest[close + 1..];
         let (name, spec) = inner.split_once(':').unwrap_or((inner, ""));
+        if is_name(name) {
+            names.push(name.to_owned());
+        }
         // Each `$` ends an argument: the name just before it (`{:1$}`
         // names one by position, not a binding).
-        let args = spec.match_indices('$').filter_map(move |(at, _)| {
+        for (at, _) in spec.match_indices('$') {
             let before = &spec[..at];
             let start = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
-            let arg = &before[start..];
-            is_name(arg).then(|| arg.to_owned())
-        });
-        is_name(name).then(|| name.to_owned()).into_iter().chain(args)
-    })
+            if is_name(&before[start..]) {
+                names.push(before[start..].to_owned());
+            }
+        }
+    }
+    names
 }
 
 /// The code a constructor's payload runs: field values and shorthand

@@ -1231,12 +1231,62 @@ mod eager_subscriber {
                 tokio::task::yield_now().await;
                 token.cancel();
                 handle.wait_finished().await.unwrap();
+                // A subscriber the chain's notifications keep waking makes
+                // the worker yield to it again and again; the chain is
+                // still cut for shutdown and the token.
+                let handle = runtime::spawn(Machine::new(), endless(), ExecutorConfig::new());
+                let reader = parked_reader(&handle).await;
+                handle.send(Event::Go).await.unwrap();
+                handle.shutdown().await.unwrap();
+                reader.await.unwrap();
+                let token = tokio_util::sync::CancellationToken::new();
+                let handle = runtime::spawn(Machine::new(), endless(), ExecutorConfig::new().cancel_on(token.clone()));
+                let reader = parked_reader(&handle).await;
+                handle.send(Event::Go).await.unwrap();
+                tokio::task::yield_now().await;
+                token.cancel();
+                handle.wait_finished().await.unwrap();
+                reader.await.unwrap();
             });
             let _ = done.send(());
         });
         finished
             .recv_timeout(std::time::Duration::from_secs(120))
             .expect("the worker never yielded, or never stopped, in an endless chain of sends");
+    }
+
+    /// What one action sends at once is delivered as one burst, however
+    /// long: only a chain whose own steps keep sending is cut. A task the
+    /// first action spawns runs only after the burst.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_long_burst_from_one_action_is_not_cut() {
+        use bounce::{Action, Event, Machine};
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        const BURST: usize = 3000;
+        let other_ran = Arc::new(AtomicBool::new(false));
+        let seen_mid_burst = Arc::new(AtomicUsize::new(0));
+        let (flag, seen) = (Arc::clone(&other_ran), Arc::clone(&seen_mid_burst));
+        let fx = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| match action {
+            Action::Start => {
+                let flag = Arc::clone(&flag);
+                tokio::spawn(async move { flag.store(true, Ordering::SeqCst) });
+                for _ in 0..BURST {
+                    cx.send(Event::Flip);
+                }
+            }
+            _ if flag.load(Ordering::SeqCst) => {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+            _ => {}
+        });
+        let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
+        handle.send(Event::Go).await.unwrap();
+        handle.wait_idle().await.unwrap();
+        assert_eq!(handle.steps(), 1 + BURST as u64);
+        assert!(other_ran.load(Ordering::SeqCst));
+        assert_eq!(seen_mid_burst.load(Ordering::SeqCst), 0, "the burst was cut");
+        handle.shutdown().await.unwrap();
     }
 
     /// Runs a stream of `items` Flips whose every step publishes `outputs`

@@ -666,10 +666,14 @@ pub(crate) fn default_where(
 }
 
 /// The name of `new`'s context argument: `context`, unless the initial
-/// state has a field of that name, which takes it.
+/// state has a field of that name, which takes it (then `context_`, and so
+/// on).
 pub(crate) fn context_param(def: &crate::model::StateDef) -> Ident {
-    let taken = def.fields.iter().any(|(name, _)| name == "context");
-    Ident::new(if taken { "context_" } else { "context" }, Span::call_site())
+    let mut name = String::from("context");
+    while def.fields.iter().any(|(field, _)| field == name.as_str()) {
+        name.push('_');
+    }
+    Ident::new(&name, Span::call_site())
 }
 
 /// `new`: the initial state's own fields as arguments, carried fields from

@@ -320,9 +320,22 @@ pub(crate) fn one_line(text: &str) -> String {
                 continue;
             }
             '/' if chars.peek() == Some(&'*') => {
+                // Block comments nest.
                 chars.next();
-                let mut last = ' ';
-                chars.by_ref().find(|&c| std::mem::replace(&mut last, c) == '*' && c == '/');
+                let (mut depth, mut last) = (1, ' ');
+                for c in chars.by_ref() {
+                    match (last, c) {
+                        ('*', '/') => depth -= 1,
+                        ('/', '*') => depth += 1,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        break;
+                    }
+                    // A `*` or `/` that closed or opened a comment pairs with
+                    // nothing after it.
+                    last = if matches!((last, c), ('*', '/') | ('/', '*')) { ' ' } else { c };
+                }
                 space = true;
                 continue;
             }

@@ -142,10 +142,11 @@ fn typestate_takes_a_bool_once() {
 #[test]
 fn format_strings_capture_names_and_dollar_arguments() {
     use crate::model::captured;
-    let names = |s: &str| captured(s).collect::<Vec<_>>();
+    let names = |s: &str| captured(s);
     assert_eq!(names(r#""done {job}""#), ["job"]);
     assert_eq!(names(r#""{n:>w$.p$} {:1$}""#), ["n", "w", "p"]);
-    assert_eq!(names(r###"r#"{n:?} {{literal}}"#"###), ["n", "literal"]);
+    assert_eq!(names(r###"r#"{n:?} {{literal}} {{{m}}}"#"###), ["n", "m"]);
+    assert_eq!(names(r#""{{ctx}}""#), Vec::<String>::new());
     assert_eq!(names(r#""{0} {} {:width$}""#), ["width"]);
 }
 
@@ -166,6 +167,7 @@ fn a_guard_over_several_lines_reads_as_one_without_comments() {
     use crate::parse::one_line;
     assert_eq!(one_line("*n > 3 // big enough\n            && ctx.ok"), "*n > 3 && ctx.ok");
     assert_eq!(one_line("a /* why */ &&\n\tb"), "a && b");
+    assert_eq!(one_line("a /* x /* y */ z */ && b"), "a && b");
     // Literals are kept as written: no comment inside a string.
     assert_eq!(one_line("url.starts_with(\"http://x  y\") // scheme"), "url.starts_with(\"http://x  y\")");
     assert_eq!(one_line("s == \"a\\\" // b\""), "s == \"a\\\" // b\"");

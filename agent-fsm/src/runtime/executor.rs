@@ -130,14 +130,11 @@ where
 /// the status and the notifications.
 const STATUS_EVERY: u64 = 64;
 
-/// How many events in an unbroken chain of sends by effects the worker
-/// delivers between two looks at the control requests.
-const CHAIN_CHECK: u32 = 64;
-
-/// How many events in an unbroken chain of sends by effects the worker
-/// delivers before it yields to the other tasks of its thread (as tokio's
-/// budget makes a flooded inbox do).
-const CHAIN_YIELD: u32 = 1024;
+/// How many events the steps of an unbroken chain of sends may send before
+/// the worker looks at its control requests and cancellation token, or
+/// yields to the other tasks of its thread (as tokio's budget makes a
+/// flooded inbox do).
+const CHAIN_LIMIT: u32 = 1024;
 // The inbox path looks for a due yield on every eighth step only.
 const _: () = assert!(STATUS_EVERY.is_multiple_of(8));
 
@@ -258,16 +255,21 @@ where
     fn poll_run(&mut self, cx: &mut Context<'_>) -> Poll<Option<StopReason>> {
         loop {
             // What effects sent comes first, before control requests too;
-            // this stops early only to yield (below), and in a long chain
-            // of sends for a control request or to let other tasks run.
-            if self.work.as_ref().is_some_and(|w| !w.ready.is_empty()) && self.drain_ready() {
-                // The cancellation token is looked at with the other
-                // sources, which a chain of sends keeps the worker from.
+            // this stops early only to yield (below), or to cut a chain of
+            // sends that keeps going.
+            let cut = self.work.as_ref().is_some_and(|w| !w.ready.is_empty()) && self.drain_ready();
+            if cut {
+                // The chain keeps the worker from its other sources: the
+                // cancellation token, then control requests (below, past
+                // the yield to subscribers); with neither, let the other
+                // tasks of the thread run.
                 if self.cancelled(cx) {
                     return Poll::Ready(Some(StopReason::Shutdown));
                 }
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
+                if !self.link.shared.control_pending() {
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
             }
             if self.failed {
                 return Poll::Ready(None);
@@ -275,7 +277,7 @@ where
             if self.terminal {
                 return Poll::Ready(Some(StopReason::Terminal));
             }
-            if self.notifier.woke() && self.input_waiting() {
+            if !cut && self.notifier.woke() && self.input_waiting() {
                 // A batch of notifications woke subscribers: let them read
                 // it before the next input, whose batch could otherwise
                 // push it out of the log. One test per input, and only a
@@ -511,26 +513,23 @@ where
     /// early, leaving the rest first in line, when a batch of notifications
     /// woke subscribers (the worker yields to them, see
     /// [`poll_run`](Self::poll_run)), except once the machine is terminal.
-    /// A chain of sends may not end (an action that sends the event that
-    /// leads to it again): every [`CHAIN_CHECK`] events a control request
-    /// waiting stops it, so interrupt and shutdown are still served, and
-    /// after [`CHAIN_YIELD`] it returns true, for the worker to yield to
-    /// the other tasks of its thread.
+    ///
+    /// A chain of sends may not end (an action whose send leads back to
+    /// it). Returns true, to cut the chain, each time the chain's own steps
+    /// have sent another [`CHAIN_LIMIT`] events, counted across calls until
+    /// the chain ends: the worker then serves the cancellation token and
+    /// control requests, or yields to the other tasks of its thread. What
+    /// one action sends at once, however much, is never cut.
     fn drain_ready(&mut self) -> bool {
-        let mut delivered: u32 = 0;
         while !self.failed {
-            if delivered > 0 && delivered.is_multiple_of(CHAIN_CHECK) {
-                if self.link.shared.control_pending() {
-                    return false;
-                }
-                if delivered >= CHAIN_YIELD {
-                    return true;
-                }
-            }
             let Some(work) = self.work.as_mut() else {
                 break;
             };
-            if work.ready.is_empty() || (!self.terminal && self.notifier.woke()) {
+            if work.ready.is_empty() {
+                work.chain = 0;
+                break;
+            }
+            if !self.terminal && self.notifier.woke() {
                 break;
             }
             let Some(event) = work.ready.pop_front() else {
@@ -540,16 +539,21 @@ where
             // After a terminal state nothing more is performed.
             let mode = if self.terminal { Mode::Draining } else { Mode::Normal };
             self.deliver(event, mode, None);
-            delivered += 1;
-            // What this step's action sent goes before the events sent
-            // earlier: each lands in the state the step that sent it left.
             if let Some(work) = self.work.as_mut()
                 && work.ready_cleared == cleared
-                && older > 0
                 && work.ready.len() > older
             {
                 let sent = work.ready.len() - older;
-                work.ready.rotate_right(sent);
+                // What this step's action sent goes before the events sent
+                // earlier: each lands in the state the step that sent it left.
+                if older > 0 {
+                    work.ready.rotate_right(sent);
+                }
+                work.chain = work.chain.saturating_add(u32::try_from(sent).unwrap_or(u32::MAX));
+                if !self.terminal && work.chain >= CHAIN_LIMIT {
+                    work.chain = 0;
+                    return true;
+                }
             }
         }
         false

@@ -335,8 +335,9 @@ impl<M: StateMachine, O> Shared<M, O> {
 ///
 /// Dropping every handle lets the worker finish what is in flight (pending
 /// timers of both kinds fire), deliver what is queued and exit; nothing is
-/// cancelled, so a stream or task that
-/// never ends keeps the worker alive. Give streams and tasks timeouts, or
+/// cancelled, so a stream or task that never ends (or a state that sets a
+/// timer again each time one fires) keeps the worker alive. Give streams
+/// and tasks timeouts, or
 /// stop the agent with [`shutdown`](Self::shutdown) or
 /// [`ExecutorConfig::cancel_on`](super::ExecutorConfig::cancel_on).
 ///

@@ -27,9 +27,11 @@
 //!    anything else, depth first: what the step of a sent event sends
 //!    comes before the earlier sends still waiting, so each is taken in
 //!    the state its own step left. A chain of sends that never ends (an
-//!    action whose send leads back to it) is still stopped: every 64 of
-//!    its events the worker serves a waiting control request (point 4),
-//!    and every 1,024 it yields to the other tasks of its thread.
+//!    action whose send leads back to it) is still stopped: each time the
+//!    chain's own steps have sent 1,024 more events, the worker serves a
+//!    waiting control request (point 4) or its cancellation token, or
+//!    yields to the other tasks of its thread. What one action sends at
+//!    once, however much, is delivered as one burst.
 //! 2. **Effect events** — stream items, task results, fired timers — are
 //!    delivered in the order the worker sees them arrive. Items of one
 //!    stream keep their order. Task results arrive in *completion* order,
@@ -127,8 +129,9 @@
 //! cancellation token), when the machine enters a terminal state, or when
 //! every handle is dropped and nothing is left in flight. Dropping the
 //! handles cancels nothing: the work in flight finishes first (pending
-//! timers of both kinds fire), so a stream or task that never ends keeps
-//! the worker alive. Give streams and tasks
+//! timers of both kinds fire), so a stream or task that never ends, or a
+//! state that sets a timer again each time one fires, keeps the worker
+//! alive. Give streams and tasks
 //! timeouts, or stop agents with [`shutdown`](MachineHandle::shutdown) or
 //! a token ([`ExecutorConfig::cancel_on`]). In every case:
 //!

@@ -83,6 +83,9 @@ pub(crate) struct Work<E> {
     /// How many times `ready` was emptied by a cancellation; tells the
     /// worker whether the events after a step's are still the older ones.
     pub(crate) ready_cleared: u64,
+    /// Events the steps of the current chain of sends have sent since it
+    /// was last cut; the worker keeps it (see `drain_ready`).
+    pub(crate) chain: u32,
     streams: Vec<StreamSlot<E>>,
     /// Running tasks, in spawn order.
     tasks: Vec<TaskSlot<E>>,
@@ -105,6 +108,7 @@ impl<E: Send + 'static> Work<E> {
         Self {
             ready: VecDeque::new(),
             ready_cleared: 0,
+            chain: 0,
             streams: Vec::new(),
             tasks: Vec::new(),
             queued: VecDeque::new(),
