@@ -354,11 +354,7 @@ pub(crate) fn one_line(text: &str) -> String {
         // lifetime (`'a`) has no closing quote and is plain text.
         if c == '\'' {
             let mut ahead = chars.clone();
-            let literal = match (ahead.next(), ahead.next()) {
-                (Some('\\'), _) => true,
-                (Some(_), Some('\'')) => true,
-                _ => false,
-            };
+            let literal = matches!((ahead.next(), ahead.next()), (Some('\\'), _) | (Some(_), Some('\'')));
             if literal {
                 let mut escaped = false;
                 for c in chars.by_ref() {
