@@ -100,7 +100,7 @@ fn tool_progress() -> impl Strategy<Value = AgentEvent> {
     })
 }
 
-/// Any event, all seven kinds; shutdown is rare so sequences get somewhere.
+/// Any event, every kind; shutdown is rare so sequences get somewhere.
 fn event() -> impl Strategy<Value = AgentEvent> {
     prop_oneof![
         10 => text().prop_map(|t| AgentEvent::UserInput(Message::user(t))),
@@ -111,6 +111,7 @@ fn event() -> impl Strategy<Value = AgentEvent> {
             action_taken
         }),
         6 => Just(AgentEvent::RetryTimeoutFired),
+        2 => text().prop_map(|cause| AgentEvent::Interrupted { cause }),
         1 => Just(AgentEvent::ShutdownRequested),
     ]
 }
@@ -121,8 +122,8 @@ fn events() -> impl Strategy<Value = Vec<AgentEvent>> {
 
 /// One event of every kind, to probe each reachable state with.
 fn probes() -> impl Strategy<Value = Vec<AgentEvent>> {
-    (text(), llm_event(), tool_progress(), tool_completed(), any::<bool>()).prop_map(
-        |(t, llm, progress, completed, action_taken)| {
+    (text(), llm_event(), tool_progress(), tool_completed(), any::<bool>(), text()).prop_map(
+        |(t, llm, progress, completed, action_taken, cause)| {
             vec![
                 AgentEvent::UserInput(Message::user(t)),
                 AgentEvent::LlmEvent(llm),
@@ -130,6 +131,7 @@ fn probes() -> impl Strategy<Value = Vec<AgentEvent>> {
                 completed,
                 AgentEvent::PostToolsHookCompleted { action_taken },
                 AgentEvent::RetryTimeoutFired,
+                AgentEvent::Interrupted { cause },
                 AgentEvent::ShutdownRequested,
             ]
         },

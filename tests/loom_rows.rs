@@ -882,7 +882,18 @@ fn observer_sees_the_transient_hop_on_completed() {
 
 #[test]
 fn interrupted_ends_the_turn_from_any_waiting_state() {
-    for state in [calling(1, history()), executing(Executions::pending(&[call("a", "bash")]), history())] {
+    let hook = AgentState::PostToolsHook {
+        pending_llm_request: request(history(), 0),
+        completed_tools: Vec::new(),
+        conversation: conv(history()),
+    };
+    for state in [
+        AgentState::WaitingForUserInput { conversation: conv(history()) },
+        calling(1, history()),
+        executing(Executions::pending(&[call("a", "bash")]), history()),
+        hook,
+        llm_failed(1, ErrorOrigin::Llm, "overloaded"),
+    ] {
         let mut m = Loom::with_state(state, cfg());
         let action = m.handle_event(AgentEvent::Interrupted { cause: "user pressed stop".into() });
         assert_eq!(action, AgentAction::DisplayError("interrupted: user pressed stop".into()));

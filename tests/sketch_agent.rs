@@ -10,13 +10,14 @@ use std::time::Duration;
 use agent_fsm::runtime::replay;
 use agent_fsm::{Named, Recorder};
 use agent_fsm_examples::sketch::{
-    Budget, CANCELLED_RESULT, Commit, FormatReport, Message, NOT_EXECUTED, Sketch, SketchContext, SketchEvent,
-    ToolCall, ToolResult, Usage, cancelled_results,
+    Budget, CANCELLED_RESULT, Commit, FormatReport, LlmReply, Message, NOT_EXECUTED, Sketch, SketchContext,
+    SketchEvent, ToolCall, ToolResult, Usage, cancelled_results,
 };
 use agent_fsm_examples::sketch_agent::{
-    DEMO_PROMPT, Hop, Output, ScriptedLlm, SessionReport, SketchAgent, SketchEffects, UNFORMATTED_LIB_RS, Workspace,
-    head, prepare_workspace, run_session,
+    DEMO_PROMPT, Hop, Llm, Output, ScriptedLlm, SessionReport, SketchAgent, SketchEffects, UNFORMATTED_LIB_RS,
+    Workspace, head, prepare_workspace, run_session,
 };
+use futures::future::{BoxFuture, FutureExt};
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -43,13 +44,39 @@ async fn start(dir: &TempDir, llm: ScriptedLlm, budget: Budget) -> SketchAgent {
     SketchAgent::start(effects(dir, llm), budget, |_| {}).await.expect("agent started")
 }
 
-/// Waits (up to 5 s) until `done` holds.
+/// Waits until `done` holds (a deadline of 60 s, for a test that would
+/// otherwise hang).
 async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while !done() {
         assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// The scripted model, holding every reply until the test opens the gate:
+/// what the test sends while the model "thinks" arrives first, however
+/// slow the machine.
+struct GatedLlm {
+    inner: ScriptedLlm,
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+impl Llm for GatedLlm {
+    fn reply(&self, conversation: Vec<Message>) -> BoxFuture<'static, Result<LlmReply, String>> {
+        let reply = self.inner.reply(conversation);
+        let gate = Arc::clone(&self.gate);
+        async move {
+            let _open = gate.acquire().await;
+            reply.await
+        }
+        .boxed()
+    }
+}
+
+/// Waits until the machine has taken another step after `steps`.
+async fn until_step_after(agent: &SketchAgent, steps: u64) {
+    until("the next step", || agent.handle().steps() > steps).await;
 }
 
 /// Waits until the machine rests in `state`.
@@ -260,11 +287,17 @@ async fn the_recorded_history_is_exactly_the_tables_path_for_the_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_before_the_tool_run_gives_every_requested_call_a_synthetic_result() {
     let dir = repo().await;
-    // The model thinks for 300 ms: the cancel arrives while it does.
-    let agent = start(&dir, ScriptedLlm { delay: Duration::from_millis(300), usage: USAGE }, budget()).await;
+    // The model replies only once the cancel has been taken.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let llm = GatedLlm { inner: ScriptedLlm::instant(USAGE), gate: Arc::clone(&gate) };
+    let effects = SketchEffects::new(Arc::new(llm), Workspace::new(dir.path()));
+    let agent = SketchAgent::start(effects, budget(), |_| {}).await.expect("agent started");
     agent.say("multi_bash: echo one > one.txt ||| echo two > two.txt").await.expect("sent");
-    until("the turn to start", || agent.in_turn()).await;
+    until_state(&agent, "SendingToLlm").await;
+    let steps = agent.handle().steps();
     agent.cancel().await.expect("sent");
+    until_step_after(&agent, steps).await;
+    gate.add_permits(tokio::sync::Semaphore::MAX_PERMITS);
     let report = agent.finish().await.expect("report");
 
     assert_eq!(
@@ -323,12 +356,11 @@ fn assert_tool_cancelled(report: &SessionReport, dir: &TempDir) {
 async fn a_cancel_while_the_tool_runs_kills_it_and_ends_the_turn_in_error() {
     let dir = repo().await;
     let agent = start(&dir, ScriptedLlm::instant(USAGE), budget()).await;
-    let began = std::time::Instant::now();
+    // Killed, the command never writes `late.txt` (checked below).
     agent.say("bash: sleep 5; echo late > late.txt").await.expect("sent");
     until_state(&agent, "RunningTool").await;
     agent.cancel().await.expect("sent");
     let report = agent.finish().await.expect("report");
-    assert!(began.elapsed() < Duration::from_secs(3), "the tool was not aborted");
 
     let expected = path(&[
         &[START, SEND, REPLY],
@@ -428,9 +460,13 @@ async fn an_exceeded_budget_ends_the_turn_with_a_message_and_stays_exceeded() {
 async fn a_message_sent_while_the_tool_runs_goes_with_the_tool_results() {
     let dir = repo().await;
     let agent = start(&dir, ScriptedLlm::instant(USAGE), budget()).await;
-    agent.say("bash: sleep 0.3; echo done").await.expect("sent");
+    // The command ends only once the message has been taken.
+    agent.say("bash: while [ ! -e go ]; do sleep 0.01; done; echo done").await.expect("sent");
     until_state(&agent, "RunningTool").await;
+    let steps = agent.handle().steps();
     agent.say("also update the README").await.expect("sent");
+    until_step_after(&agent, steps).await;
+    std::fs::write(dir.path().join("go"), "").expect("go");
     let report = agent.finish().await.expect("report");
 
     let expected = path(&[

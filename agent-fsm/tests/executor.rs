@@ -2,7 +2,10 @@
 //! `support/`: concurrency limits, retries through the machine's own path,
 //! ordering of external input, interrupts, failures of tasks and streams,
 //! notifications, history and replay, and a property test over random
-//! interleavings. Every test runs on paused tokio time: no real sleeps.
+//! interleavings. The tests run on paused tokio time (no real sleeps),
+//! but for the few that need a real multi-thread runtime, which wait only
+//! on the worker, with a generous deadline for one that would otherwise
+//! hang.
 
 mod support;
 
