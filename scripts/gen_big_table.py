@@ -653,6 +653,9 @@ def main():
     ap.add_argument("--rows", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--agent-fsm", default=os.path.normpath(os.path.join(here, "..", "agent-fsm")))
+    ap.add_argument("--optimized-macros", action="store_true",
+                    help="build proc macros and their dependencies optimized in the dev profile "
+                         "([profile.dev.build-override] opt-level = 3), as a project with big tables may")
     ap.add_argument("--diagnose", metavar="EXPANSION",
                     help="only fill diag-full/ of --out from this expansion file")
     a = ap.parse_args()
@@ -673,7 +676,7 @@ def main():
         version = "0.0.0"
         edition = "2024"
         publish = false
-        """))
+        """) + ("\n[profile.dev.build-override]\nopt-level = 3\n" if a.optimized_macros else ""))
     write(f"{out}/gen/Cargo.toml", textwrap.dedent(f"""\
         [package]
         name = "bigtable-gen"
