@@ -1025,6 +1025,10 @@ mod interleavings {
         let mut fresh = Agent::new(3);
         replay(&mut fresh, history.events().unwrap()).unwrap();
         assert_eq!(fresh.state(), &handle.state().await.unwrap());
+        // The context too: inputs, transcript (partial texts included) and
+        // tool batches in arrival order.
+        let context = handle.inspect(|m| m.context().clone()).await.unwrap();
+        assert_eq!(fresh.context(), &context);
 
         assert_eq!(handle.shutdown().await.unwrap(), "Done");
         tracker.close();
