@@ -17,7 +17,9 @@
 //! machine or the executor.
 
 use agent_fsm::runtime::{Notification, RetryPolicy};
-use agent_fsm_examples::coding_agent::{LoomEffects, Output, ScriptedLlm, Workspace, prepare_workspace, run_session};
+use agent_fsm_examples::coding_agent::{
+    GREETING_WITH_TYPO, LoomEffects, Output, ScriptedLlm, Workspace, prepare_workspace, run_session,
+};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
@@ -85,7 +87,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         p.flush();
     }
 
-    println!("\ngreeting.sh after: {:?}", std::fs::read_to_string(dir.path().join("greeting.sh"))?);
+    let after = std::fs::read_to_string(dir.path().join("greeting.sh"))?;
+    println!("\ngreeting.sh after: {after:?}");
     println!(
         "\n{} turn, {} transitions, {} tool calls, ended in {}",
         summary.turns, summary.transitions, summary.tool_calls, summary.final_state
@@ -93,6 +96,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("time in each state:");
     for (state, entries, total) in &summary.time_in_state {
         println!("  {state:<24} {entries:>3}x {:>8.3}s", total.as_secs_f64());
+    }
+    // The session's point: the file on disk is fixed. Anything else is a
+    // failure, and the exit status says so.
+    if after != GREETING_WITH_TYPO.replace("wrold", "world") {
+        return Err("the session ended without fixing greeting.sh".into());
     }
     Ok(())
 }
