@@ -473,26 +473,21 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             continue;
         }
         for (e, event) in model.events.iter().enumerate() {
-            if model.index().pair(i, e).is_empty() {
+            // Only a step that can land in several states has the enum.
+            if model.index().pair(i, e).is_empty() || landing(model, i, e).len() < 2 {
                 continue;
             }
             let name = landing_enum(&state.ident, &event.ident).to_string();
-            if landing(model, i, e).len() > 1 {
-                match landing_enums.get(&name) {
-                    Some((s0, e0)) => cx.error_spanned_by(
-                        &event.ident,
-                        format!(
-                            "`{}` + `{}` and `{s0}` + `{e0}` would both name the typestate view's enum of where they land `{name}`; rename a state or an event, or turn the view off with `typestate = false`",
-                            state.ident, event.ident
-                        ),
+            if let Some((s0, e0)) = landing_enums.get(&name) {
+                cx.error_spanned_by(
+                    &event.ident,
+                    format!(
+                        "`{}` + `{}` and `{s0}` + `{e0}` would both name the typestate view's enum of where they land `{name}`; rename a state or an event, or turn the view off with `typestate = false`",
+                        state.ident, event.ident
                     ),
-                    None => {
-                        landing_enums.insert(name.clone(), (&state.ident, &event.ident));
-                    }
-                }
+                );
             }
             if model.resting_names().contains(&name)
-                && landing(model, i, e).len() > 1
                 && let Some(clash) = model.states.iter().find(|s| s.ident == name)
             {
                 cx.error_spanned_by(
@@ -503,39 +498,18 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
                     ),
                 );
             }
+            landing_enums.entry(name).or_insert((&state.ident, &event.ident));
         }
     }
     // The typed view: each state's type has `state()`, `context()` and
     // `into_machine()` (the initial one also `new`), and a method per event
-    // it takes.
-    // `HTTPDone` and `HttpDone` both give `http_done()`, a clash on every
-    // state that takes both.
-    for (e, event) in model.events.iter().enumerate() {
-        let method = snake_method(&event.ident);
-        let twin = model.events[..e].iter().enumerate().find(|&(f, other)| {
-            snake_method(&other.ident) == method
-                && (0..model.states.len()).any(|i| {
-                    model.takes_events(i)
-                        && !model.index().pair(i, e).is_empty()
-                        && !model.index().pair(i, f).is_empty()
-                })
-        });
-        if let Some((_, other)) = twin {
-            cx.error_spanned_by(
-                &event.ident,
-                format!(
-                    "events `{}` and `{}` would both give the typestate method `{method}()` on a state that takes both; rename one, or turn the view off with `typestate = false`",
-                    other.ident, event.ident
-                ),
-            );
-        }
-    }
+    // it takes; two events that give one method name (`HTTPDone` and
+    // `HttpDone` both give `http_done()`) clash on a state that takes both.
+    let takes = |i: usize, e: usize| model.takes_events(i) && !model.index().pair(i, e).is_empty();
     for (e, event) in model.events.iter().enumerate() {
         let method = snake_method(&event.ident).to_string();
         let clash = model.states.iter().enumerate().find(|&(i, state)| {
-            model.takes_events(i)
-                && !model.index().pair(i, e).is_empty()
-                && (BUILT_IN.contains(&method.as_str()) || (method == "new" && state.initial.is_some()))
+            takes(i, e) && (BUILT_IN.contains(&method.as_str()) || (method == "new" && state.initial.is_some()))
         });
         if let Some((_, state)) = clash {
             cx.error_spanned_by(
@@ -543,6 +517,18 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
                 format!(
                     "event `{}` would give the typestate method `{method}()` on `typed::{}`, which already has one; rename the event, or turn the view off with `typestate = false`",
                     event.ident, state.ident
+                ),
+            );
+        }
+        let twin = model.events[..e].iter().enumerate().find(|&(f, other)| {
+            snake_method(&other.ident) == method && (0..model.states.len()).any(|i| takes(i, e) && takes(i, f))
+        });
+        if let Some((_, other)) = twin {
+            cx.error_spanned_by(
+                &event.ident,
+                format!(
+                    "events `{}` and `{}` would both give the typestate method `{method}()` on a state that takes both; rename one, or turn the view off with `typestate = false`",
+                    other.ident, event.ident
                 ),
             );
         }

@@ -356,16 +356,7 @@ pub(crate) fn one_line(text: &str) -> String {
             let mut ahead = chars.clone();
             let literal = matches!((ahead.next(), ahead.next()), (Some('\\'), _) | (Some(_), Some('\'')));
             if literal {
-                let mut escaped = false;
-                for c in chars.by_ref() {
-                    out.push(c);
-                    match c {
-                        _ if escaped => escaped = false,
-                        '\\' => escaped = true,
-                        '\'' => break,
-                        _ => {}
-                    }
-                }
+                copy_quoted(&mut chars, &mut out, '\'');
             }
             continue;
         }
@@ -374,24 +365,37 @@ pub(crate) fn one_line(text: &str) -> String {
         if c == '"' {
             let hashes = out[..out.len() - 1].chars().rev().take_while(|&h| h == '#').count();
             let raw = out[..out.len() - 1 - hashes].ends_with('r');
-            let mut escaped = false;
+            if !raw {
+                copy_quoted(&mut chars, &mut out, '"');
+                continue;
+            }
+            // No escapes: the closing quote is the one followed by as
+            // many `#`s as opened it.
             while let Some(c) = chars.next() {
                 out.push(c);
-                if raw {
-                    if c == '"' && (0..hashes).all(|_| chars.next_if_eq(&'#').map(|h| out.push(h)).is_some()) {
-                        break;
-                    }
-                } else if escaped {
-                    escaped = false;
-                } else if c == '\\' {
-                    escaped = true;
-                } else if c == '"' {
+                if c == '"' && (0..hashes).all(|_| chars.next_if_eq(&'#').map(|h| out.push(h)).is_some()) {
                     break;
                 }
             }
         }
     }
     out
+}
+
+/// Copies the rest of a quoted literal, its closing `quote` included,
+/// skipping escaped characters (`\"`, `\'`, `\\`).
+fn copy_quoted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, out: &mut String, quote: char) {
+    let mut escaped = false;
+    for c in chars.by_ref() {
+        out.push(c);
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == quote {
+            break;
+        }
+    }
 }
 
 /// Token text with the spaces `to_string` puts around punctuation removed,
