@@ -492,18 +492,11 @@ where
                 None
             }
             Control::WaitIdle(waiter) => {
-                // A caller that gave up waiting (a `wait_idle` under a
-                // timeout, polled by a UI) leaves its waiter behind: drop
-                // those, as for `WaitFinished`.
-                let waiters = &mut self.extras_mut().waiters;
-                waiters.retain(|w| !w.is_closed());
-                waiters.push(Waiter::Idle(waiter));
+                Waiter::Idle(waiter).join(&mut self.extras_mut().waiters);
                 None
             }
             Control::WaitFinished(waiter) => {
-                let waiters = &mut self.extras_mut().waiters;
-                waiters.retain(|w| !w.is_closed());
-                waiters.push(Waiter::Finished(waiter));
+                Waiter::Finished(waiter).join(&mut self.extras_mut().waiters);
                 None
             }
         }
@@ -802,19 +795,12 @@ where
     fn finish(&mut self) {
         // The observer goes first, so that whatever its `Drop` flushes is
         // done before anyone waiting on the worker hears it finished.
-        self.drop_observer();
+        self.link.drop_observer();
         let state = self.machine.state_name();
         self.status_dirty = true;
         self.flush_status();
         self.notifier.close();
         tracing::debug!(machine = M::DESCRIPTION.name, state, failed = self.failed, "worker finished");
-    }
-
-    /// Drops the attached observer, if any.
-    fn drop_observer(&mut self) {
-        if let Some(extras) = &mut self.link.extras {
-            extras.observer = None;
-        }
     }
 
     /// The end of the worker's life, after [`run`](Self::run): unless it
@@ -852,12 +838,17 @@ struct Link<M: StateMachine, O> {
 }
 
 impl<M: StateMachine, O> Link<M, O> {
-    /// Closes the shared state. The observer is dropped first, the waiters
-    /// last, once the handles can read everything.
-    fn close(&mut self) {
+    /// Drops the attached observer, if any.
+    fn drop_observer(&mut self) {
         if let Some(extras) = &mut self.extras {
             extras.observer = None;
         }
+    }
+
+    /// Closes the shared state. The observer is dropped first, the waiters
+    /// last, once the handles can read everything.
+    fn close(&mut self) {
+        self.drop_observer();
         drop(self.shared.close());
         self.extras = None;
     }
@@ -894,6 +885,14 @@ impl Waiter {
         match self {
             Self::Idle(tx) | Self::Finished(tx) => tx.is_closed(),
         }
+    }
+
+    /// Joins `waiters`, dropping those whose caller gave up waiting (a
+    /// `wait_idle` under a timeout, polled by a UI): they would otherwise
+    /// pile up until the next answer.
+    fn join(self, waiters: &mut Vec<Waiter>) {
+        waiters.retain(|w| !w.is_closed());
+        waiters.push(self);
     }
 }
 
@@ -987,7 +986,22 @@ fn same_name(a: &str, b: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::same_name;
+    use super::{Waiter, same_name};
+    use tokio::sync::oneshot;
+
+    #[test]
+    fn waiters_whose_caller_gave_up_are_dropped_when_another_joins() {
+        let mut waiters = Vec::new();
+        let (given_up, gone) = oneshot::channel();
+        Waiter::Idle(given_up).join(&mut waiters);
+        let (finished, _keep_finished) = oneshot::channel();
+        Waiter::Finished(finished).join(&mut waiters);
+        drop(gone);
+        let (idle, _keep_idle) = oneshot::channel();
+        Waiter::Idle(idle).join(&mut waiters);
+        assert_eq!(waiters.len(), 2, "the abandoned waiter is still kept");
+        assert!(waiters.iter().all(|w| !w.is_closed()));
+    }
 
     #[test]
     fn names_are_the_same_by_content_whatever_their_address() {

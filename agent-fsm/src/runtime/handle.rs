@@ -337,9 +337,8 @@ impl<M: StateMachine, O> Shared<M, O> {
 /// timers of both kinds fire), deliver what is queued and exit; nothing is
 /// cancelled, so a stream or task that never ends (or a state that sets a
 /// timer again each time one fires) keeps the worker alive. Give streams
-/// and tasks timeouts, or
-/// stop the agent with [`shutdown`](Self::shutdown) or
-/// [`ExecutorConfig::cancel_on`](super::ExecutorConfig::cancel_on).
+/// and tasks timeouts, or stop the agent with [`shutdown`](Self::shutdown)
+/// or [`ExecutorConfig::cancel_on`](super::ExecutorConfig::cancel_on).
 ///
 /// An effect's task or stream must not wait on its own agent's handle
 /// ([`call`](Self::call), [`wait_idle`](Self::wait_idle), or
@@ -430,8 +429,8 @@ where
     /// inbox received it, and never dropped once accepted. Pending
     /// [`after`](super::EffectContext::after) timers count as work in
     /// flight: they hold the event back until they fire or their state is
-    /// left (`timeout` timers do not). Never await this from the agent's own tasks
-    /// or streams: with a full inbox it waits forever.
+    /// left (`timeout` timers do not). Never await this from the agent's
+    /// own tasks or streams: with a full inbox it waits forever.
     ///
     /// # Errors
     /// [`SendError::Closed`] if the worker has stopped,

@@ -65,6 +65,20 @@ struct QueuedTask<E> {
     timeout: Option<Duration>,
 }
 
+impl<E> StreamSlot<E> {
+    /// What the stream owes the machine when it ends in `failure`.
+    fn failed(self, failure: EffectFailure) -> Produced<E> {
+        Produced::StreamFailed { key: self.key, on_failure: self.on_failure, failure }
+    }
+}
+
+impl<E> QueuedTask<E> {
+    /// What a task cancelled before it started owes the machine.
+    fn cancelled(self) -> Produced<E> {
+        Produced::TaskFailed { key: self.key, on_failure: self.on_failure, failure: EffectFailure::Cancelled }
+    }
+}
+
 struct Timer<E> {
     deadline: Instant,
     /// The machine's visit counter when the timer was set; the timer dies
@@ -225,15 +239,11 @@ impl<E: Send + 'static> Work<E> {
         if let Some(i) = self.queued.iter().position(|t| t.key == key)
             && let Some(task) = self.queued.remove(i)
         {
-            return Some(Produced::TaskFailed {
-                key: task.key,
-                on_failure: task.on_failure,
-                failure: EffectFailure::Cancelled,
-            });
+            return Some(task.cancelled());
         }
         let i = self.streams.iter().position(|s| s.key.as_deref() == Some(key))?;
         let slot = self.streams.remove(i);
-        Some(Produced::StreamFailed { key: slot.key, on_failure: slot.on_failure, failure: EffectFailure::Cancelled })
+        Some(slot.failed(EffectFailure::Cancelled))
     }
 
     /// A task that already finished keeps its real result, so no event it
@@ -261,24 +271,14 @@ impl<E: Send + 'static> Work<E> {
     pub(crate) fn cancel_all(&mut self) -> Vec<Produced<E>> {
         let mut owed = Vec::with_capacity(self.streams.len() + self.tasks.len() + self.queued.len());
         for slot in self.streams.drain(..) {
-            owed.push(Produced::StreamFailed {
-                key: slot.key,
-                on_failure: slot.on_failure,
-                failure: EffectFailure::Cancelled,
-            });
+            owed.push(slot.failed(EffectFailure::Cancelled));
         }
         let tasks = std::mem::take(&mut self.tasks);
         for slot in tasks {
             let produced = self.cancel_running(slot);
             owed.push(produced);
         }
-        for task in self.queued.drain(..) {
-            owed.push(Produced::TaskFailed {
-                key: task.key,
-                on_failure: task.on_failure,
-                failure: EffectFailure::Cancelled,
-            });
-        }
+        owed.extend(self.queued.drain(..).map(QueuedTask::cancelled));
         if !self.timers.is_empty() {
             tracing::debug!(dropped = self.timers.len(), "timers dropped: cancelled");
         }
@@ -355,12 +355,7 @@ impl<E: Send + 'static> Work<E> {
             if let Some(deadline) = &mut slot.deadline
                 && deadline.as_mut().poll(cx).is_ready()
             {
-                let slot = self.streams.remove(i);
-                return Some(Produced::StreamFailed {
-                    key: slot.key,
-                    on_failure: slot.on_failure,
-                    failure: EffectFailure::TimedOut,
-                });
+                return Some(self.streams.remove(i).failed(EffectFailure::TimedOut));
             }
             let stream = &mut slot.stream;
             match catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))) {
@@ -370,12 +365,7 @@ impl<E: Send + 'static> Work<E> {
                 }
                 Ok(Poll::Pending) => i += 1,
                 Err(payload) => {
-                    let slot = self.streams.remove(i);
-                    return Some(Produced::StreamFailed {
-                        key: slot.key,
-                        on_failure: slot.on_failure,
-                        failure: EffectFailure::Panicked(panic_message(&*payload)),
-                    });
+                    return Some(self.streams.remove(i).failed(EffectFailure::Panicked(panic_message(&*payload))));
                 }
             }
         }
