@@ -8,6 +8,7 @@ use crate::parse::{Args, Ctor, Outcome, Row, Source, Table};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::ToTokens;
 use std::collections::{HashMap, HashSet};
+use syn::ext::IdentExt;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Field, Fields, Ident, Item, ItemEnum, ItemMod, Pat, Token};
@@ -32,6 +33,9 @@ pub(crate) struct StateDef {
     pub(crate) transient: Option<Span>,
     /// Whether the machine's carried fields live in this state.
     pub(crate) carries: bool,
+    /// Marked `#[no_carry]` (a tuple state without it is an error, and
+    /// carries nothing either).
+    pub(crate) no_carry: bool,
 }
 
 /// One event or action variant.
@@ -521,13 +525,19 @@ impl Model {
 
     /// A bare event name (`HumanReply`) for an event that carries data
     /// matches it whatever the data, as in `ignore` rows: written
-    /// `HumanReply { .. }`, which fits tuple and struct variants alike.
+    /// `HumanReply { .. }`, which fits tuple and struct variants alike. A
+    /// bare unit event becomes a path, so that a lower-case name
+    /// (`r#type`) is never taken for a binding.
     fn whole_event(&self, event: usize, pat: &Pat) -> Pat {
         let carries_data = self.event_enum.variants.get(event).is_some_and(|v| !v.fields.is_empty());
         match pat {
-            Pat::Ident(p) if carries_data && p.subpat.is_none() && p.by_ref.is_none() && p.mutability.is_none() => {
+            Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() && p.mutability.is_none() => {
                 let ident = &p.ident;
-                syn::parse_quote_spanned!(ident.span()=> #ident { .. })
+                if carries_data {
+                    syn::parse_quote_spanned!(ident.span()=> #ident { .. })
+                } else {
+                    Pat::Path(syn::PatPath { attrs: p.attrs.clone(), qself: None, path: ident.clone().into() })
+                }
             }
             _ => pat.clone(),
         }
@@ -958,6 +968,7 @@ fn state_defs(cx: &Ctxt, e: &ItemEnum, carried: &[Field]) -> Vec<StateDef> {
                 terminal: None,
                 transient: None,
                 carries: !carried.is_empty(),
+                no_carry: false,
             };
             for attr in &v.attrs {
                 let Some(marker) =
@@ -974,6 +985,7 @@ fn state_defs(cx: &Ctxt, e: &ItemEnum, carried: &[Field]) -> Vec<StateDef> {
                     "transient" => &mut def.transient,
                     _ => {
                         def.carries = false;
+                        def.no_carry = true;
                         continue;
                     }
                 };
@@ -1049,13 +1061,18 @@ pub(crate) fn binds_ctx(event: Option<&Pat>, source: Option<&Pat>) -> bool {
     bound.iter().any(|b| *b == "ctx")
 }
 
-/// The names a pattern binds. A lower-case identifier pattern is a binding;
-/// upper-case ones are constants or unit variants, as rustc itself assumes.
+/// Whether an identifier pattern binds a name: any that does not start
+/// with an upper-case letter (`n`, `_n`, `r#type`, `数`); upper-case ones
+/// are constants or unit variants, as rustc's own lints assume.
+pub(crate) fn is_binding_name(ident: &Ident) -> bool {
+    !ident.unraw().to_string().starts_with(char::is_uppercase)
+}
+
+/// The names a pattern binds (see [`is_binding_name`]).
 pub(crate) fn bindings(pat: &Pat, out: &mut Vec<Ident>) {
     match pat {
         Pat::Ident(p) => {
-            let first = p.ident.to_string().chars().next().unwrap_or('A');
-            if first.is_lowercase() || first == '_' {
+            if is_binding_name(&p.ident) {
                 out.push(p.ident.clone());
             }
             if let Some((_, sub)) = &p.subpat {
@@ -1084,10 +1101,7 @@ pub(crate) fn bindings(pat: &Pat, out: &mut Vec<Ident>) {
 pub(crate) fn irrefutable_below(pat: &Pat) -> bool {
     fn irrefutable(pat: &Pat) -> bool {
         match pat {
-            Pat::Ident(p) => {
-                let first = p.ident.to_string().chars().next().unwrap_or('A');
-                (first.is_lowercase() || first == '_') && p.subpat.as_ref().is_none_or(|(_, s)| irrefutable(s))
-            }
+            Pat::Ident(p) => is_binding_name(&p.ident) && p.subpat.as_ref().is_none_or(|(_, s)| irrefutable(s)),
             Pat::Wild(_) | Pat::Rest(_) => true,
             Pat::Tuple(p) => p.elems.iter().all(irrefutable),
             Pat::Paren(p) => irrefutable(&p.pat),

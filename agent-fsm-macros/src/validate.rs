@@ -28,6 +28,90 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_serde_form(cx, model);
     check_carried_fields_set(cx, model);
     check_default_state(cx, model);
+    check_visibility(cx, model);
+    check_conditional_derives(cx, model);
+}
+
+/// The macro derives `Debug` (and, with `serde`, the serde traits) when an
+/// enum does not: under `cfg_attr` it cannot tell whether the user's derive
+/// is there, and either answer fails in some build.
+fn check_conditional_derives(cx: &Ctxt, model: &Model) {
+    use syn::punctuated::Punctuated;
+    let mut managed = vec!["Debug"];
+    if model.serde {
+        managed.extend(["Serialize", "Deserialize"]);
+    }
+    for e in [&model.state_enum, &model.event_enum, &model.action_enum] {
+        for attr in e.attrs.iter().filter(|a| a.path().is_ident("cfg_attr")) {
+            let Ok(args) = attr.parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated) else {
+                continue;
+            };
+            for meta in args.iter().skip(1) {
+                let syn::Meta::List(list) = meta else { continue };
+                if !list.path.is_ident("derive") {
+                    continue;
+                }
+                let Ok(paths) = list.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated) else {
+                    continue;
+                };
+                for path in paths {
+                    if let Some(name) = path.segments.last().map(|s| s.ident.to_string())
+                        && managed.contains(&name.as_str())
+                    {
+                        cx.error_spanned_by(
+                            &path,
+                            format!(
+                                "`{name}` is derived under `cfg_attr`: `{}` needs it in every build, and the macro derives it when the enum does not; derive it unconditionally, or leave it out",
+                                e.ident
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The machine type is as public as the state enum, and names the event
+/// and action enums and the context struct in its methods and its `StateMachine`
+/// impl: one of them less visible would fail with rustc's E0446 at the
+/// attribute. Only levels that compare for sure are checked (`pub` above
+/// `pub(crate)` above private); `pub(super)` and `pub(in ..)` are left to
+/// rustc.
+fn check_visibility(cx: &Ctxt, model: &Model) {
+    fn level(vis: &syn::Visibility) -> Option<u8> {
+        match vis {
+            syn::Visibility::Public(_) => Some(3),
+            syn::Visibility::Restricted(r) if r.path.is_ident("crate") => Some(2),
+            syn::Visibility::Restricted(r) if r.path.is_ident("self") => Some(0),
+            syn::Visibility::Restricted(_) => None,
+            syn::Visibility::Inherited => Some(0),
+        }
+    }
+    let states = &model.state_enum;
+    let Some(wanted) = level(&states.vis) else {
+        return;
+    };
+    let mut others: Vec<(&syn::Visibility, &syn::Ident, &str)> = vec![
+        (&model.event_enum.vis, &model.event_enum.ident, "event enum"),
+        (&model.action_enum.vis, &model.action_enum.ident, "action enum"),
+    ];
+    // A `type` alias is looked through: only the type it names counts.
+    if let Some((syn::Item::Struct(s), _)) = &model.context {
+        others.push((&s.vis, &s.ident, "context"));
+    }
+    for (vis, ident, what) in others {
+        if level(vis).is_some_and(|have| have < wanted) {
+            let vis_text = quote::ToTokens::to_token_stream(&states.vis).to_string().replace(' ', "");
+            cx.error_spanned_by(
+                ident,
+                format!(
+                    "the {what} `{ident}` is less visible than `{}`: the machine type `{}` is as visible as the state enum and names it; make it `{vis_text}`",
+                    states.ident, model.machine
+                ),
+            );
+        }
+    }
 }
 
 /// `derive(Default)` builds the `#[default]` variant, which must be a unit
@@ -60,8 +144,11 @@ fn check_carried_fields_set(cx: &Ctxt, model: &Model) {
         if !target.carries {
             continue;
         }
-        // A tuple state cannot carry, which is reported on its own.
-        let no_carry = |s: usize| !model.states[s].carries && model.states[s].shape != crate::model::Shape::Unnamed;
+        // A tuple state not marked `#[no_carry]` is reported on its own.
+        let no_carry = |s: usize| {
+            let state = &model.states[s];
+            !state.carries && (state.no_carry || state.shape != crate::model::Shape::Unnamed)
+        };
         let Some(&bare) = row.sources.iter().find(|&&s| no_carry(s)) else {
             continue;
         };

@@ -162,7 +162,8 @@ where
 }
 
 /// `CallingLlm` -> `calling_llm`: the form state names take in snapshots,
-/// the same rule serde's `rename_all = "snake_case"` applies.
+/// the same rule serde's `rename_all = "snake_case"` applies, which
+/// lowers ASCII letters only (`Étape` stays `Étape`).
 #[must_use]
 pub fn snake_case(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 4);
@@ -171,7 +172,7 @@ pub fn snake_case(name: &str) -> String {
             if i > 0 {
                 out.push('_');
             }
-            out.extend(c.to_lowercase());
+            out.push(c.to_ascii_lowercase());
         } else {
             out.push(c);
         }
@@ -186,5 +187,8 @@ mod tests {
         assert_eq!(super::snake_case("ExecutingTool"), "executing_tool");
         assert_eq!(super::snake_case("Idle"), "idle");
         assert_eq!(super::snake_case("WaitingForSubAgent"), "waiting_for_sub_agent");
+        // serde lowers ASCII letters only, and splits at any capital.
+        assert_eq!(super::snake_case("Étape"), "Étape");
+        assert_eq!(super::snake_case("PrêtÀPartir"), "prêt_À_partir");
     }
 }

@@ -469,6 +469,128 @@ async fn retry_after_an_error_item(cancel: bool) -> (Vec<String>, (Vec<bool>, Ve
     (transcript, seen)
 }
 
+/// A stream whose `Drop` panics: user code the worker must survive.
+struct DropPanics {
+    items: std::collections::VecDeque<Event>,
+    /// Ends after its items; otherwise stays open.
+    ends: bool,
+}
+
+impl futures::Stream for DropPanics {
+    type Item = Event;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Event>> {
+        match self.items.pop_front() {
+            Some(item) => std::task::Poll::Ready(Some(item)),
+            None if self.ends => std::task::Poll::Ready(None),
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
+impl Drop for DropPanics {
+    fn drop(&mut self) {
+        panic!("the stream's drop broke");
+    }
+}
+
+/// Scripted effects whose first LLM request opens a `DropPanics` stream,
+/// recording the failures its `on_failure` hears of.
+struct FirstStreamPanicsOnDrop {
+    inner: Scripted,
+    ends: bool,
+    armed: bool,
+    failures: Arc<Mutex<Vec<EffectFailure>>>,
+}
+
+impl Effects<Agent> for FirstStreamPanicsOnDrop {
+    type Output = String;
+
+    fn perform(&mut self, action: Action, cx: &mut EffectContext<'_, Agent, String>) {
+        if self.armed && matches!(action, Action::SendLlmRequest { .. }) {
+            self.armed = false;
+            let failures = Arc::clone(&self.failures);
+            let stream = DropPanics { items: [Event::Delta("x".to_owned())].into(), ends: self.ends };
+            cx.stream(stream, move |failure| {
+                let cancelled = failure == EffectFailure::Cancelled;
+                failures.lock().unwrap().push(failure);
+                (!cancelled).then_some(Event::LlmError)
+            });
+            return;
+        }
+        self.inner.perform(action, cx);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_panics_when_dropped_does_not_stop_the_agent() {
+    for ends in [false, true] {
+        let script = Scripted::new([Reply::text(&["fine"])]);
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let fx = FirstStreamPanicsOnDrop { inner: script.clone(), ends, armed: true, failures: Arc::clone(&failures) };
+        let handle = runtime::spawn(Agent::new(3), fx, config());
+        handle.call(input("hi")).await.unwrap();
+        sleep(Duration::from_millis(10)).await;
+        if ends {
+            // Its end panicked: the stream's failure, as a panic while
+            // polling it is, and the machine takes its error path (a retry
+            // that reads the scripted reply).
+            handle.wait_idle().await.unwrap();
+            assert_eq!(*failures.lock().unwrap(), [EffectFailure::Panicked("the stream's drop broke".to_owned())]);
+            assert_eq!(script.produced().llm_requests, 1, "the retry");
+        } else {
+            // Dropped by the interrupt: the cancellation stands.
+            handle.interrupt("esc").await.unwrap();
+            assert_eq!(*failures.lock().unwrap(), [EffectFailure::Cancelled]);
+            handle.call(input("again")).await.unwrap();
+            handle.wait_idle().await.unwrap();
+            assert_eq!(script.produced().llm_requests, 1, "the next turn");
+        }
+        assert_eq!(handle.state_name(), "Waiting", "ends: {ends}");
+        let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+        assert_eq!(transcript.last().map(String::as_str), Some("fine"), "ends: {ends}");
+        // Stopped by the shutdown, not failed.
+        assert_eq!(handle.shutdown().await.unwrap(), "Done", "ends: {ends}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn history_capacity_bounds_hops_and_interrupts_and_counts_what_it_drops() {
+    async fn session(capacity: Option<usize>) -> runtime::History<Event> {
+        let script = Scripted::new([Reply::tools(&["a:10"]), Reply::text(&["done"])]);
+        let config = match capacity {
+            Some(capacity) => config().history_capacity(capacity),
+            None => config(),
+        };
+        let handle = start(&script, config);
+        handle.call(input("go")).await.unwrap();
+        handle.wait_idle().await.unwrap();
+        for cause in ["one", "two", "three"] {
+            handle.interrupt(cause).await.unwrap();
+        }
+        handle.history().await.unwrap()
+    }
+    let all = session(None).await;
+    assert_eq!(all.evicted(), 0);
+    let hops = all.transitions().len() as u64;
+    assert!(hops >= 3, "{hops}");
+    let causes = |h: &runtime::History<Event>| h.interrupts().map(|i| i.cause.to_string()).collect::<Vec<_>>();
+    assert_eq!(causes(&all), ["one", "two", "three"]);
+
+    let two = session(Some(2)).await;
+    assert_eq!((two.transitions().len(), two.evicted()), (2, hops - 2));
+    assert_eq!(causes(&two), ["two", "three"]);
+
+    let none = session(Some(0)).await;
+    assert_eq!((none.transitions().len(), none.evicted()), (0, hops));
+    assert!(causes(&none).is_empty());
+    // Time per state is still summed.
+    assert_eq!(none.time_in("ExecutingTools"), all.time_in("ExecutingTools"));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_stream_cancelled_by_key_delivers_nothing_more() {
     // Left open, the failed attempt's stream is read to its end, whatever

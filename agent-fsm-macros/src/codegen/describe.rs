@@ -159,9 +159,24 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
     out
 }
 
-/// Characters Mermaid reads as syntax inside a label.
+/// Characters Mermaid reads as syntax inside a label. Raw identifiers lose
+/// their `r#` first: `r#match` reads `match`.
 fn sanitize(text: &str) -> String {
-    text.replace(';', ",").replace('#', "no.").replace(['{', '}'], "").replace(':', "\u{2236}").replace('\n', " ")
+    let mut plain = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("r#") {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + 2..].chars().next();
+        let raw_ident = before.is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+            && after.is_some_and(|c| c.is_alphabetic() || c == '_');
+        plain.push_str(&rest[..at]);
+        if !raw_ident {
+            plain.push_str("r#");
+        }
+        rest = &rest[at + 2..];
+    }
+    plain.push_str(rest);
+    plain.replace(';', ",").replace('#', "no.").replace(['{', '}'], "").replace(':', "\u{2236}").replace('\n', " ")
 }
 
 /// The machine type's rustdoc: summary, the diagram rendered by Mermaid in
@@ -255,7 +270,7 @@ pub(crate) fn pattern_label(pat: &syn::Pat) -> Option<String> {
     match pat {
         Pat::Ident(p) => {
             let name = p.ident.unraw().to_string();
-            if name.starts_with(|c: char| c.is_lowercase() || c == '_') {
+            if crate::model::is_binding_name(&p.ident) {
                 p.subpat.as_ref().and_then(|(_, sub)| pattern_label(sub))
             } else {
                 Some(name)

@@ -470,7 +470,7 @@ fn prune(pat: &Pat, strip_modes: bool, keep: Option<&Uses>) -> Pat {
                     p.mutability = None;
                     p.by_ref = None;
                 }
-                let binding = p.ident.to_string().starts_with(|c: char| c.is_lowercase() || c == '_');
+                let binding = crate::model::is_binding_name(&p.ident);
                 if binding && keep.is_some_and(|k| !k.has(&p.ident)) {
                     *pat = match p.subpat.take() {
                         Some((_, mut sub)) => {
@@ -665,6 +665,29 @@ pub(crate) fn default_where(
     (quote!(#[allow(unused_lifetimes)]), quote!(where #(#bounds),*))
 }
 
+/// A field's type as written outside its enum: `Self` (the enum, in a
+/// field) is spelled `state`, as it must be in `impl Machine`.
+fn self_as(ty: &syn::Type, state: &Ident) -> syn::Type {
+    use syn::visit_mut::VisitMut;
+    struct Rename<'a>(&'a Ident);
+    impl VisitMut for Rename<'_> {
+        fn visit_path_mut(&mut self, path: &mut syn::Path) {
+            if path.leading_colon.is_none()
+                && let Some(first) = path.segments.first_mut()
+                && first.ident == "Self"
+            {
+                let span = first.ident.span();
+                first.ident = self.0.clone();
+                first.ident.set_span(span);
+            }
+            syn::visit_mut::visit_path_mut(self, path);
+        }
+    }
+    let mut ty = ty.clone();
+    Rename(state).visit_type_mut(&mut ty);
+    ty
+}
+
 /// The name of `new`'s context argument: `context`, unless the initial
 /// state has a field of that name, which takes it (then `context_`, and so
 /// on).
@@ -685,7 +708,14 @@ pub(crate) fn constructor(model: &Model, context_ty: &TokenStream, has_context: 
     let def = &model.states[init];
     let state = &model.state_enum.ident;
     let v = &def.ident;
-    let params: Vec<_> = def.fields.iter().map(|(name, ty)| quote!(#name: #ty)).collect();
+    let params: Vec<_> = def
+        .fields
+        .iter()
+        .map(|(name, ty)| {
+            let ty = self_as(ty, state);
+            quote!(#name: #ty)
+        })
+        .collect();
     let names: Vec<_> = def.fields.iter().map(|(name, _)| name).collect();
     let carried: Vec<_> = if def.carries { model.carried_names().collect() } else { Vec::new() };
     let carried_init = carried.iter().map(|c| quote!(#c: ::core::default::Default::default()));

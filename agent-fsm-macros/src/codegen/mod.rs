@@ -66,11 +66,15 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
     let carrier = model.export.as_ref().map(|(name, args, item)| crate::variant::carrier(name, args, item));
     let passthrough = &model.passthrough;
     let module = &model.module;
-    let (mod_attrs, mod_vis, mod_ident) = (&module.attrs, &module.vis, &module.ident);
+    let (mod_vis, mod_ident) = (&module.vis, &module.ident);
+    // `//!` docs and `#![..]` written inside the module stay inside it.
+    let (inner_attrs, outer_attrs): (Vec<_>, Vec<_>) =
+        module.attrs.iter().partition(|a| matches!(a.style, syn::AttrStyle::Inner(_)));
 
     quote! {
-        #(#mod_attrs)*
+        #(#outer_attrs)*
         #mod_vis mod #mod_ident {
+            #(#inner_attrs)*
             #(#passthrough)*
             #carrier
 

@@ -241,9 +241,12 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
                     let names: Vec<&Ident> = landing.iter().map(|&t| &model.states[t].ident).collect();
                     let enum_doc = format!("Where `{v}` + `{}` can land, with the row's action.", ev.ident);
                     let var_docs = names.iter().map(|n| format!("Landed in `{n}`."));
+                    // Nothing in the view reads the variants' fields, and a
+                    // private machine whose user ignores one would warn.
                     next_enums.push(quote! {
                         #[doc = #enum_doc]
                         #[derive(Debug)]
+                        #[allow(dead_code)]
                         pub enum #next {
                             #( #[doc = #var_docs] #names(#names, super::#action_ty), )*
                         }
@@ -405,6 +408,10 @@ enum Respell {
     Alias,
     /// A primitive the view shadows: `::core::primitive::..`.
     Primitive,
+    /// `self::..`, the machine's module: `super::..` from the view.
+    SelfModule,
+    /// `super::..`, one module further out from the view: `super::super::..`.
+    Super,
 }
 
 fn respell(model: &Model, path: &syn::Path) -> Option<Respell> {
@@ -414,6 +421,10 @@ fn respell(model: &Model, path: &syn::Path) -> Option<Respell> {
     let name = path.segments.first()?.ident.to_string();
     if name == "Self" {
         Some(Respell::SelfType)
+    } else if name == "self" {
+        Some(Respell::SelfModule)
+    } else if name == "super" {
+        Some(Respell::Super)
     } else if !shadowed(model, &name) {
         None
     } else if PRIMITIVES.contains(&name.as_str()) {
@@ -485,6 +496,11 @@ fn outside(ty: &syn::Type, model: &Model, self_ty: &Ident) -> syn::Type {
             match how {
                 Respell::SelfType => first.ident = self.1.clone(),
                 Respell::Alias => first.ident = outer_alias(&first.ident),
+                Respell::Super => {}
+                Respell::SelfModule => {
+                    first.ident = Ident::new("super", span);
+                    return;
+                }
                 Respell::Primitive => {
                     path.leading_colon = Some(Default::default());
                     path.segments.insert(0, segment("primitive"));

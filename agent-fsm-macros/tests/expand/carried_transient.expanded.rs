@@ -905,6 +905,7 @@ stateDiagram-v2
         }
         ///Where `Calling` + `Failed` can land, with the row's action.
         #[derive(Debug)]
+        #[allow(dead_code)]
         pub enum CallingAfterFailed {
             ///Landed in `Idle`.
             Idle(Idle, super::Action),

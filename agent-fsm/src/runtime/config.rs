@@ -224,8 +224,9 @@ impl<M: StateMachine> ExecutorConfig<M> {
         })
     }
 
-    /// How many hops the history keeps (older ones are evicted); `0` keeps
-    /// none but still sums time per state.
+    /// How many hops the history keeps (older ones are evicted, and
+    /// counted), and how many interrupt records; `0` keeps none of either
+    /// but still sums time per state.
     #[must_use]
     pub fn history_capacity(self, capacity: usize) -> Self {
         self.edit(|s| s.history_capacity = capacity)

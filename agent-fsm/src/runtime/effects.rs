@@ -226,8 +226,10 @@ where
     }
 
     /// Whether this is the final action (the machine entered a terminal
-    /// state, or the worker is shutting down): every scheduling call below
-    /// is then ignored, and only [`output`](Self::output) still works.
+    /// state, or the worker is shutting down): every call below that sends
+    /// or starts work is then ignored; [`cancel_task`](Self::cancel_task)
+    /// still cancels (the machine gets the failure event, whose action is
+    /// not performed), and [`output`](Self::output) still works.
     pub fn is_final(&self) -> bool {
         self.discard
     }

@@ -686,8 +686,11 @@ where
         self.wait_finished().await
     }
 
-    /// Waits until no stream, task or timer is in flight and the inbox is
-    /// empty: everything sent before the call has been handled. Never await
+    /// Waits until no stream, task or [`after`](super::EffectContext::after)
+    /// timer is in flight and the inbox is empty: everything sent before
+    /// the call has been handled. A pending
+    /// [`timeout`](super::EffectContext::timeout) timer does not count: the
+    /// agent is idle, waiting for input. Never await
     /// this from the agent's own tasks or streams, which are in flight
     /// while they wait: it would wait forever.
     ///

@@ -142,10 +142,12 @@ impl<E> History<E> {
         };
         if self.transitions.len() < self.capacity {
             self.transitions.push(record);
-        } else if let Some(oldest) = self.transitions.get_mut(self.head) {
-            // (With a capacity of 0 the log stays empty and this finds nothing.)
-            *oldest = record;
-            self.head = if self.head + 1 == self.transitions.len() { 0 } else { self.head + 1 };
+        } else {
+            // With a capacity of 0 the log stays empty: every hop is dropped.
+            if let Some(oldest) = self.transitions.get_mut(self.head) {
+                *oldest = record;
+                self.head = if self.head + 1 == self.transitions.len() { 0 } else { self.head + 1 };
+            }
             self.evicted += 1;
         }
         if changed {
@@ -171,9 +173,13 @@ impl<E> History<E> {
         }
     }
 
-    /// Records an interrupt; keeps at most `capacity` of them.
+    /// Records an interrupt; keeps at most `capacity` of them, as the hop
+    /// log does (none for 0).
     pub(crate) fn record_interrupt(&mut self, cause: Arc<str>, now: Instant) {
-        if self.interrupts.len() >= self.capacity.max(1) {
+        if self.capacity == 0 {
+            return;
+        }
+        if self.interrupts.len() >= self.capacity {
             self.interrupts.pop_front();
         }
         self.interrupts.push_back(InterruptRecord { at: now, cause });
@@ -215,7 +221,8 @@ impl<E> History<E> {
         Hops { older: older.iter(), newer: newer.iter() }
     }
 
-    /// How many hops were dropped from the front of the bounded log.
+    /// How many hops were dropped from the front of the bounded log (with
+    /// a capacity of 0, every hop).
     #[must_use]
     pub fn evicted(&self) -> u64 {
         self.evicted
@@ -263,7 +270,9 @@ impl<E> History<E> {
         self.events.as_deref()
     }
 
-    /// The most recent interrupts, oldest first.
+    /// The most recent interrupts, oldest first: at most the configured
+    /// [`history_capacity`](super::ExecutorConfig::history_capacity), as
+    /// for hops.
     pub fn interrupts(&self) -> impl ExactSizeIterator<Item = &InterruptRecord> + '_ {
         self.interrupts.iter()
     }

@@ -37,7 +37,10 @@
 //!    stream keep their order. Task results arrive in *completion* order,
 //!    not spawn order (a machine that needs call order, such as tool
 //!    messages for an LLM, orders them itself, by key). When several are
-//!    ready at once the worker takes timers, then tasks, then streams.
+//!    ready at the same poll the worker takes timers, then tasks, then
+//!    streams. A task's result is ready only once the task itself has run
+//!    on its own tokio task, so a task and a stream item due at the same
+//!    instant may come in either order.
 //! 3. **External events** ([`MachineHandle::send`], [`try_send`](MachineHandle::try_send),
 //!    [`call`](MachineHandle::call)) wait in a bounded inbox and are
 //!    delivered, in the order received, only when *no effect work is in

@@ -66,10 +66,31 @@ struct QueuedTask<E> {
 }
 
 impl<E> StreamSlot<E> {
-    /// What the stream owes the machine when it ends in `failure`.
+    /// What the stream owes the machine when it ends in `failure`. The
+    /// stream is dropped here; a panic in its `Drop` is logged, and the
+    /// failure already owed stands.
     fn failed(self, failure: EffectFailure) -> Produced<E> {
+        if let Some(message) = drop_stream(self.stream) {
+            tracing::error!(key = self.key.as_deref(), panic = %message, "a stream panicked while being dropped");
+        }
         Produced::StreamFailed { key: self.key, on_failure: self.on_failure, failure }
     }
+}
+
+/// Drops every stream without asking for its event, each under
+/// `catch_unwind` (see `drop_stream`).
+fn drop_streams<E>(streams: &mut Vec<StreamSlot<E>>) {
+    for slot in streams.drain(..) {
+        if let Some(message) = drop_stream(slot.stream) {
+            tracing::error!(key = slot.key.as_deref(), panic = %message, "a stream panicked while being dropped");
+        }
+    }
+}
+
+/// Drops a stream under `catch_unwind`: user code in its `Drop` must not
+/// unwind through the worker. Returns the panic's message, if it panicked.
+fn drop_stream<E>(stream: Pin<Box<dyn Stream<Item = E> + Send>>) -> Option<String> {
+    catch_unwind(AssertUnwindSafe(move || drop(stream))).err().map(|payload| panic_message(&*payload))
 }
 
 impl<E> QueuedTask<E> {
@@ -298,7 +319,7 @@ impl<E: Send + 'static> Work<E> {
             self.aborted.push(slot.handle);
         }
         self.queued.clear();
-        self.streams.clear();
+        drop_streams(&mut self.streams);
         self.timers.clear();
         self.sleep = None;
         self.ready.clear();
@@ -361,7 +382,17 @@ impl<E: Send + 'static> Work<E> {
             match catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))) {
                 Ok(Poll::Ready(Some(event))) => return Some(Produced::Event(event)),
                 Ok(Poll::Ready(None)) => {
-                    self.streams.remove(i);
+                    let slot = self.streams.remove(i);
+                    // An end that panics is the stream's failure, as a
+                    // panic while polling it is.
+                    if let Some(message) = drop_stream(slot.stream) {
+                        let (key, on_failure) = (slot.key, slot.on_failure);
+                        return Some(Produced::StreamFailed {
+                            key,
+                            on_failure,
+                            failure: EffectFailure::Panicked(message),
+                        });
+                    }
                 }
                 Ok(Poll::Pending) => i += 1,
                 Err(payload) => {
@@ -411,6 +442,7 @@ impl<E> Drop for Work<E> {
         for slot in &self.tasks {
             slot.handle.abort();
         }
+        drop_streams(&mut self.streams);
     }
 }
 

@@ -1,5 +1,6 @@
 // Rule: a row from a `#[no_carry]` state into a carrying state has no
-// carried data to move along; its target sets it.
+// carried data to move along; its target sets it. Tuple states, which
+// must be `#[no_carry]`, are held to it too.
 #[agent_fsm::state_machine(fallback = Wait)]
 pub mod machine {
     #[states]
@@ -9,11 +10,14 @@ pub mod machine {
         Idle,
         #[no_carry]
         Paused,
+        #[no_carry]
+        Held(u8),
     }
 
     #[events]
     pub enum Event {
         Pause,
+        Hold,
         Resume,
     }
 
@@ -24,7 +28,9 @@ pub mod machine {
 
     transitions! {
         Idle + Pause => Paused / Wait,
+        Idle + Hold => Held(1) / Wait,
         Paused + Resume => Idle / Wait,
+        Held + Resume => Idle / Wait,
     }
 }
 
