@@ -38,7 +38,7 @@ pub mod m {
         Prêt + Go(数) [*数 > 1] => Check { 数 },
         Prêt + Go(n) => Étape { n } / Got(n),
         Check { 数 } => Étape { n: 数 } / Got(数),
-        Étape + r#type => Prêt / Wait,
+        Étape + r#type [*r#type == 0] => Prêt / Wait,
     }
 }
 
@@ -47,7 +47,9 @@ fn main() {
     let mut machine = Machine::new();
     assert_eq!(machine.handle_event(Event::Go(7)), Action::Got(7));
     assert_eq!(machine.state(), &State::Étape { n: 7, r#type: 0 });
-    assert!(Machine::DESCRIPTION.mermaid.contains("Étape --> Prêt : type / Wait"), "{}", Machine::DESCRIPTION.mermaid);
+    // Raw identifiers read without `r#` in the diagram.
+    let mermaid = Machine::DESCRIPTION.mermaid;
+    assert!(mermaid.contains("Étape --> Prêt : type [*type == 0] / Wait"), "{mermaid}");
 
     let json = agent_fsm::snapshot::to_json(&machine).unwrap();
     assert!(json.contains("\"state\":\"Étape\""), "{json}");
