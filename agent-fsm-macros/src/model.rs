@@ -270,6 +270,7 @@ impl Model {
             );
             return None;
         };
+        note_caseless_items(&items);
         let mut roles = Roles::default();
         let mut passthrough = Vec::new();
         for item in items {
@@ -1061,11 +1062,55 @@ pub(crate) fn binds_ctx(event: Option<&Pat>, source: Option<&Pat>) -> bool {
     bound.iter().any(|b| *b == "ctx")
 }
 
-/// Whether an identifier pattern binds a name: any that does not start
-/// with an upper-case letter (`n`, `_n`, `r#type`, `数`); upper-case ones
-/// are constants or unit variants, as rustc's own lints assume.
+thread_local! {
+    /// Names the module being expanded declares or imports (constants,
+    /// statics, structs, `use`s) that start with a character without case:
+    /// a pattern naming one matches that item. Set by `Model::build`.
+    static CASELESS_ITEMS: std::cell::RefCell<HashSet<String>> = std::cell::RefCell::new(HashSet::new());
+}
+
+/// Records the module's items whose names start without case (see
+/// [`is_binding_name`]); usually none.
+fn note_caseless_items(items: &[Item]) {
+    fn caseless(ident: &Ident) -> Option<String> {
+        let name = ident.unraw().to_string();
+        let first = name.chars().next()?;
+        (!first.is_uppercase() && !first.is_lowercase() && first != '_').then_some(name)
+    }
+    fn use_names(tree: &syn::UseTree, out: &mut HashSet<String>) {
+        match tree {
+            syn::UseTree::Path(p) => use_names(&p.tree, out),
+            syn::UseTree::Name(n) => out.extend(caseless(&n.ident)),
+            syn::UseTree::Rename(r) => out.extend(caseless(&r.rename)),
+            syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_names(t, out)),
+            syn::UseTree::Glob(_) => {}
+        }
+    }
+    let mut names = HashSet::new();
+    for item in items {
+        match item {
+            Item::Const(c) => names.extend(caseless(&c.ident)),
+            Item::Static(s) => names.extend(caseless(&s.ident)),
+            Item::Struct(s) => names.extend(caseless(&s.ident)),
+            Item::Use(u) => use_names(&u.tree, &mut names),
+            _ => {}
+        }
+    }
+    CASELESS_ITEMS.with(|set| *set.borrow_mut() = names);
+}
+
+/// Whether an identifier pattern binds a name, as rustc would decide:
+/// one that starts with a lower-case letter or `_` does (`n`, `_n`,
+/// `r#type`), one that starts with a capital is a constant or a unit
+/// variant, and one that starts without case (`数`) binds unless the
+/// module declares or imports an item of that name.
 pub(crate) fn is_binding_name(ident: &Ident) -> bool {
-    !ident.unraw().to_string().starts_with(char::is_uppercase)
+    let name = ident.unraw().to_string();
+    match name.chars().next() {
+        Some(c) if c.is_uppercase() => false,
+        Some(c) if c.is_lowercase() || c == '_' => true,
+        _ => !CASELESS_ITEMS.with(|set| set.borrow().contains(&name)),
+    }
 }
 
 /// The names a pattern binds (see [`is_binding_name`]).

@@ -42,6 +42,9 @@ fn check_conditional_derives(cx: &Ctxt, model: &Model) {
         managed.extend(["Serialize", "Deserialize"]);
     }
     for e in [&model.state_enum, &model.event_enum, &model.action_enum] {
+        // With an `impl Debug` of their own in the module, users manage
+        // `Debug` themselves (and the macro derives none).
+        let own_debug = crate::codegen::enums::implements_debug(e, model);
         for attr in e.attrs.iter().filter(|a| a.path().is_ident("cfg_attr")) {
             let Ok(args) = attr.parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated) else {
                 continue;
@@ -55,13 +58,20 @@ fn check_conditional_derives(cx: &Ctxt, model: &Model) {
                     continue;
                 };
                 for path in paths {
-                    if let Some(name) = path.segments.last().map(|s| s.ident.to_string())
-                        && managed.contains(&name.as_str())
-                    {
+                    let Some(name) = path.segments.last().map(|s| s.ident.to_string()) else { continue };
+                    if name == "Debug" && !own_debug {
                         cx.error_spanned_by(
                             &path,
                             format!(
-                                "`{name}` is derived under `cfg_attr`: `{}` needs it in every build, and the macro derives it when the enum does not; derive it unconditionally, or leave it out",
+                                "`Debug` is derived under `cfg_attr`: `{}` needs it in every build, and the macro derives it when the enum does not; derive it unconditionally, or leave it out",
+                                e.ident
+                            ),
+                        );
+                    } else if name != "Debug" && managed.contains(&name.as_str()) {
+                        cx.error_spanned_by(
+                            &path,
+                            format!(
+                                "with `serde`, the macro derives `{name}` on `{}` itself; remove this derive",
                                 e.ident
                             ),
                         );
@@ -102,7 +112,7 @@ fn check_visibility(cx: &Ctxt, model: &Model) {
     }
     for (vis, ident, what) in others {
         if level(vis).is_some_and(|have| have < wanted) {
-            let vis_text = quote::ToTokens::to_token_stream(&states.vis).to_string().replace(' ', "");
+            let vis_text = if wanted == 3 { "pub" } else { "pub(crate)" };
             cx.error_spanned_by(
                 ident,
                 format!(

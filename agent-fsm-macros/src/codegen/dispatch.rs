@@ -739,7 +739,7 @@ pub(crate) fn constructor(model: &Model, context_ty: &TokenStream, has_context: 
         );
         quote!(#[doc = ""] #[doc = #text])
     });
-    let (allow, where_default) = default_where(model, def, |ty| ty.clone());
+    let (allow, where_default) = default_where(model, def, |ty| self_as(ty, state));
     quote! {
         #[doc = #doc]
         #carried_doc

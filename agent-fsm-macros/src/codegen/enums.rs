@@ -77,7 +77,14 @@ pub(crate) fn derives(e: &ItemEnum, name: &str) -> bool {
 /// does, with a derive or with an `impl Debug for` the enum in the module
 /// (to redact what a state holds, say).
 fn ensure_debug(e: &mut ItemEnum, model: &Model) {
-    let implemented = model.passthrough.iter().any(|item| match item {
+    if !implements_debug(e, model) && !derives(e, "Debug") {
+        e.attrs.push(syn::parse_quote!(#[derive(Debug)]));
+    }
+}
+
+/// Whether the module has an `impl Debug for` the enum.
+pub(crate) fn implements_debug(e: &ItemEnum, model: &Model) -> bool {
+    model.passthrough.iter().any(|item| match item {
         syn::Item::Impl(imp) => {
             let for_enum = matches!(&*imp.self_ty, syn::Type::Path(p) if p.path.is_ident(&e.ident));
             let debug = imp
@@ -87,10 +94,7 @@ fn ensure_debug(e: &mut ItemEnum, model: &Model) {
             for_enum && debug
         }
         _ => false,
-    });
-    if !implemented && !derives(e, "Debug") {
-        e.attrs.push(syn::parse_quote!(#[derive(Debug)]));
-    }
+    })
 }
 
 /// serde derives in the stable form snapshots and UIs rely on: adjacently

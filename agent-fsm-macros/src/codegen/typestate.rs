@@ -513,10 +513,29 @@ fn outside(ty: &syn::Type, model: &Model, self_ty: &Ident) -> syn::Type {
     }
     impl VisitMut for Rewrite<'_> {
         fn visit_type_path_mut(&mut self, tp: &mut syn::TypePath) {
-            if tp.qself.is_none() {
-                self.fix(&mut tp.path);
+            match &mut tp.qself {
+                None => self.fix(&mut tp.path),
+                // `<X as Trait>::Y`: the path starts with the trait's, and
+                // the `as` position moves with what is put in front of it.
+                Some(qself) if qself.position > 0 => {
+                    let before = tp.path.segments.len();
+                    self.fix(&mut tp.path);
+                    qself.position += tp.path.segments.len() - before;
+                }
+                Some(_) => {}
             }
             syn::visit_mut::visit_type_path_mut(self, tp);
+        }
+        /// Paths in expressions inside types: array lengths, const
+        /// generic arguments (`[u8; super::N]`).
+        fn visit_expr_path_mut(&mut self, ep: &mut syn::ExprPath) {
+            // Only the module-relative forms: aliases exist for types only.
+            let relative =
+                matches!(respell(self.0, &ep.path), Some(Respell::SelfType | Respell::SelfModule | Respell::Super));
+            if ep.qself.is_none() && relative {
+                self.fix(&mut ep.path);
+            }
+            syn::visit_mut::visit_expr_path_mut(self, ep);
         }
         fn visit_trait_bound_mut(&mut self, b: &mut syn::TraitBound) {
             self.fix(&mut b.path);

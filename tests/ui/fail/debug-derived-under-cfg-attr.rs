@@ -1,6 +1,8 @@
-// Rule: `Debug` is derived in every build or not by the user at all; under
-// `cfg_attr` the macro cannot tell whether to derive it itself.
-#[agent_fsm::state_machine(fallback = Wait)]
+// Rule: the derives the macro manages are not left to `cfg_attr`: `Debug`
+// is derived in every build or not by the user at all (the macro cannot
+// tell whether to derive it itself), and with `serde` the macro derives
+// the serde traits itself.
+#[agent_fsm::state_machine(fallback = Wait, serde)]
 pub mod machine {
     #[states]
     #[cfg_attr(test, derive(Debug))]
@@ -11,6 +13,7 @@ pub mod machine {
     }
 
     #[events]
+    #[cfg_attr(test, derive(serde::Serialize))]
     pub enum Event {
         Go,
         Back,

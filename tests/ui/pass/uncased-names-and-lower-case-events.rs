@@ -1,6 +1,7 @@
 // Names outside the upper/lower-case split: an identifier pattern binds
 // unless it starts with a capital, so `数` binds like `n` (and guards see
-// it by reference); a unit event spelled in lower case (`r#type`) is the
+// it by reference), unless the module declares an item of that name (the
+// constant `零`); a unit event spelled in lower case (`r#type`) is the
 // event, not a binding. Non-ASCII names survive a snapshot round trip, as
 // serde (which lowers ASCII letters only) names them.
 #![deny(warnings)]
@@ -34,7 +35,10 @@ pub mod m {
         Got(u32),
     }
 
+    const 零: u32 = 0;
+
     transitions! {
+        Prêt + Go(零) => Prêt / Wait,
         Prêt + Go(数) [*数 > 1] => Check { 数 },
         Prêt + Go(n) => Étape { n } / Got(n),
         Check { 数 } => Étape { n: 数 } / Got(数),
@@ -45,6 +49,8 @@ pub mod m {
 fn main() {
     use m::{Action, Event, Machine, State};
     let mut machine = Machine::new();
+    assert_eq!(machine.handle_event(Event::Go(0)), Action::Wait, "the constant");
+    assert_eq!(machine.state(), &State::Prêt { r#type: 0 });
     assert_eq!(machine.handle_event(Event::Go(7)), Action::Got(7));
     assert_eq!(machine.state(), &State::Étape { n: 7, r#type: 0 });
     // Raw identifiers read without `r#` in the diagram.
