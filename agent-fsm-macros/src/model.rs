@@ -1074,8 +1074,7 @@ thread_local! {
 fn note_caseless_items(items: &[Item]) {
     fn caseless(ident: &Ident) -> Option<String> {
         let name = ident.unraw().to_string();
-        let first = name.chars().next()?;
-        (!first.is_uppercase() && !first.is_lowercase() && first != '_').then_some(name)
+        starts_without_case(&name).then_some(name)
     }
     fn use_names(tree: &syn::UseTree, out: &mut HashSet<String>) {
         match tree {
@@ -1106,11 +1105,16 @@ fn note_caseless_items(items: &[Item]) {
 /// module declares or imports an item of that name.
 pub(crate) fn is_binding_name(ident: &Ident) -> bool {
     let name = ident.unraw().to_string();
-    match name.chars().next() {
-        Some(c) if c.is_uppercase() => false,
-        Some(c) if c.is_lowercase() || c == '_' => true,
-        _ => !CASELESS_ITEMS.with(|set| set.borrow().contains(&name)),
+    if starts_without_case(&name) {
+        !CASELESS_ITEMS.with(|set| set.borrow().contains(&name))
+    } else {
+        !name.starts_with(char::is_uppercase)
     }
+}
+
+/// Whether a name starts with neither a letter of either case nor `_`.
+fn starts_without_case(name: &str) -> bool {
+    name.starts_with(|c: char| !c.is_uppercase() && !c.is_lowercase() && c != '_')
 }
 
 /// The names a pattern binds (see [`is_binding_name`]).

@@ -37,10 +37,6 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
 /// is there, and either answer fails in some build.
 fn check_conditional_derives(cx: &Ctxt, model: &Model) {
     use syn::punctuated::Punctuated;
-    let mut managed = vec!["Debug"];
-    if model.serde {
-        managed.extend(["Serialize", "Deserialize"]);
-    }
     for e in [&model.state_enum, &model.event_enum, &model.action_enum] {
         // With an `impl Debug` of their own in the module, users manage
         // `Debug` themselves (and the macro derives none).
@@ -67,7 +63,7 @@ fn check_conditional_derives(cx: &Ctxt, model: &Model) {
                                 e.ident
                             ),
                         );
-                    } else if name != "Debug" && managed.contains(&name.as_str()) {
+                    } else if model.serde && matches!(name.as_str(), "Serialize" | "Deserialize") {
                         cx.error_spanned_by(
                             &path,
                             format!(

@@ -70,20 +70,25 @@ impl<E> StreamSlot<E> {
     /// stream is dropped here; a panic in its `Drop` is logged, and the
     /// failure already owed stands.
     fn failed(self, failure: EffectFailure) -> Produced<E> {
+        let (key, on_failure) = self.discard();
+        Produced::StreamFailed { key, on_failure, failure }
+    }
+
+    /// Drops the stream, logging a panic in its `Drop`; gives back what
+    /// the slot held besides.
+    fn discard(self) -> (Option<String>, StreamFailureFn<E>) {
         if let Some(message) = drop_stream(self.stream) {
             tracing::error!(key = self.key.as_deref(), panic = %message, "a stream panicked while being dropped");
         }
-        Produced::StreamFailed { key: self.key, on_failure: self.on_failure, failure }
+        (self.key, self.on_failure)
     }
 }
 
-/// Drops every stream without asking for its event, each under
-/// `catch_unwind` (see `drop_stream`).
+/// Drops every stream without asking for its event (see `discard`).
 fn drop_streams<E>(streams: &mut Vec<StreamSlot<E>>) {
     for slot in streams.drain(..) {
-        if let Some(message) = drop_stream(slot.stream) {
-            tracing::error!(key = slot.key.as_deref(), panic = %message, "a stream panicked while being dropped");
-        }
+        // Nobody asks for the event: the callback goes unused.
+        let _ = slot.discard();
     }
 }
 
@@ -386,12 +391,8 @@ impl<E: Send + 'static> Work<E> {
                     // An end that panics is the stream's failure, as a
                     // panic while polling it is.
                     if let Some(message) = drop_stream(slot.stream) {
-                        let (key, on_failure) = (slot.key, slot.on_failure);
-                        return Some(Produced::StreamFailed {
-                            key,
-                            on_failure,
-                            failure: EffectFailure::Panicked(message),
-                        });
+                        let failure = EffectFailure::Panicked(message);
+                        return Some(Produced::StreamFailed { key: slot.key, on_failure: slot.on_failure, failure });
                     }
                 }
                 Ok(Poll::Pending) => i += 1,
