@@ -1679,3 +1679,184 @@ mod deadlines {
         handle.shutdown().await.unwrap();
     }
 }
+
+mod user_code {
+    //! Streams that are always ready, and user code (effects, observers,
+    //! an event's `Clone`) that panics where the worker calls or drops it.
+
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, RequestError, WorkerError};
+
+    #[allow(unreachable_pub)]
+    #[agent_fsm::state_machine(fallback = Nothing)]
+    pub mod streams {
+        #[states]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum State {
+            #[initial]
+            Idle,
+            Busy,
+        }
+
+        #[events]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            Go,
+            Second,
+            Item(u32),
+        }
+
+        #[actions]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Action {
+            Nothing,
+            Start,
+            OpenSecond,
+            Got(u32),
+        }
+
+        transitions! {
+            Idle + Go => Busy / Start,
+            Busy + Second => Busy / OpenSecond,
+            Busy + Item(n) => Busy / Got(n),
+            Busy + Go => Idle / Nothing,
+        }
+    }
+
+    /// A payload whose `Clone` panics.
+    #[allow(unreachable_pub)]
+    #[derive(Debug)]
+    pub struct Brittle;
+
+    impl Clone for Brittle {
+        fn clone(&self) -> Self {
+            panic!("Brittle cannot be cloned")
+        }
+    }
+
+    #[allow(unreachable_pub)]
+    #[agent_fsm::state_machine(fallback = Nothing)]
+    pub mod brittle {
+        #[states]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum State {
+            #[initial]
+            Idle,
+        }
+
+        #[events]
+        #[derive(Debug, Clone)]
+        pub enum Event {
+            Poke(super::Brittle),
+        }
+
+        #[actions]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Action {
+            Nothing,
+        }
+
+        transitions! {
+            Idle + Poke(_) => Idle / Nothing,
+        }
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_always_ready_stream_neither_starves_another_nor_hides_its_deadline() {
+        use streams::{Action, Event, Machine};
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&log);
+        let fx = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| match action {
+            Action::Start => {
+                cx.stream(futures::stream::repeat(Event::Item(0)), |_| None);
+                cx.send(Event::Second);
+            }
+            Action::OpenSecond => {
+                let failures = Arc::clone(&seen);
+                let second =
+                    futures::StreamExt::chain(futures::stream::iter([Event::Item(7)]), futures::stream::pending());
+                cx.stream(second, move |failure| {
+                    failures.lock().unwrap().push(format!("second: {failure:?}"));
+                    None
+                });
+            }
+            Action::Got(7) => seen.lock().unwrap().push("got 7".to_owned()),
+            _ => {}
+        });
+        let config = ExecutorConfig::new().action_timeout("OpenSecond", ms(10));
+        let handle = runtime::spawn(Machine::new(), fx, config);
+        handle.send(Event::Go).await.unwrap();
+        // The first stream never rests, so time only moves when told to.
+        for _ in 0..20 {
+            tokio::time::advance(ms(5)).await;
+            tokio::task::yield_now().await;
+        }
+        let seen_by_100ms = log.lock().unwrap().clone();
+        handle.interrupt("stop").await.unwrap();
+        assert_eq!(seen_by_100ms, ["got 7", "second: TimedOut"]);
+        handle.shutdown().await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_whose_action_panics_in_the_effects_reports_the_failure() {
+        use streams::{Action, Event, Machine};
+        let fx = runtime::from_fn(|_: Action, _: &mut EffectContext<'_, Machine, ()>| panic!("effects always panic"));
+        let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
+        let Err(RequestError::Failed(error)) = handle.call(Event::Go).await else {
+            panic!("the call must report the failure");
+        };
+        assert!(matches!(&*error, WorkerError::EffectsPanicked { action: "Start", .. }), "{error:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panicking_clone_for_the_event_log_fails_the_worker_without_unwinding_it() {
+        use brittle::{Action, Event, Machine};
+        let fx = runtime::from_fn(|_: Action, _: &mut EffectContext<'_, Machine, ()>| {});
+        let (handle, worker) = runtime::pair(Machine::new(), fx, ExecutorConfig::new().record_events());
+        let worker = tokio::spawn(worker);
+        let Err(RequestError::Failed(error)) = handle.call(Event::Poke(Brittle)).await else {
+            panic!("the call must report the failure");
+        };
+        assert_eq!(
+            *error,
+            WorkerError::EventClonePanicked { event: "Poke", message: "Brittle cannot be cloned".to_owned() }
+        );
+        assert!(worker.await.is_ok(), "the worker future must not panic");
+    }
+
+    /// Panics when dropped.
+    struct DropPanics;
+
+    impl Drop for DropPanics {
+        fn drop(&mut self) {
+            panic!("dropped")
+        }
+    }
+
+    struct PanickyObserver(#[allow(dead_code)] DropPanics);
+
+    impl agent_fsm::Observer for PanickyObserver {}
+
+    #[tokio::test(start_paused = true)]
+    async fn effects_and_an_observer_that_panic_when_dropped_do_not_unwind_the_worker() {
+        use streams::{Action, Machine};
+        let guard = DropPanics;
+        let fx = runtime::from_fn(move |_: Action, _: &mut EffectContext<'_, Machine, ()>| {
+            let _ = &guard;
+        });
+        let config = ExecutorConfig::new().observer(|| PanickyObserver(DropPanics));
+        let (handle, worker) = runtime::pair(Machine::new(), fx, config);
+        let worker = tokio::spawn(worker);
+        handle.send(streams::Event::Go).await.unwrap();
+        assert_eq!(handle.shutdown().await.unwrap(), "Busy");
+        assert!(worker.await.is_ok(), "the worker future must not panic");
+        // The outcome stands: the final state is readable.
+        assert_eq!(handle.state_name(), "Busy");
+    }
+}

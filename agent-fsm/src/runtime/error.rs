@@ -34,6 +34,16 @@ pub enum WorkerError {
         /// The panic payload, if it was a string.
         message: String,
     },
+    /// The event's `Clone` panicked while the worker copied it into the
+    /// event log ([`record_events`](super::ExecutorConfig::record_events)).
+    /// The event was not handled.
+    #[error("cloning `{event}` for the event log panicked: {message}")]
+    EventClonePanicked {
+        /// The event being cloned.
+        event: &'static str,
+        /// The panic payload, if it was a string.
+        message: String,
+    },
     /// A closure from the executor's configuration (the interrupt or
     /// shutdown event, or the observer's constructor) panicked.
     #[error("the configured `{callback}` callback panicked: {message}")]
@@ -129,6 +139,15 @@ pub enum ReplayError {
         /// The replayed state after the event.
         actual_state: &'static str,
     },
+}
+
+/// Drops `value` under `catch_unwind`: user code in its `Drop` (a stream,
+/// the effects, an observer) must not unwind through the worker. Returns
+/// the panic's message, if it panicked.
+pub(crate) fn drop_caught<T>(value: T) -> Option<String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(value)))
+        .err()
+        .map(|payload| panic_message(&*payload))
 }
 
 /// The text of a panic payload, for error messages.

@@ -41,7 +41,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::config::ExecutorConfig;
 use super::effects::{EffectContext, Effects, Env};
-use super::error::{WorkerError, panic_message};
+use super::error::{WorkerError, drop_caught, panic_message};
 use super::feed::{Notifier, Topics};
 use super::handle::{Control, Delivered, Envelope, Final, MachineHandle, Notification, Shared};
 use super::history::{EventRecord, History};
@@ -576,7 +576,17 @@ where
         let span = tracing::debug_span!("step", machine = M::DESCRIPTION.name, event = event_name, step);
         let _entered = span.enter();
 
-        let logged = self.link.shared.settings.record_events.map(|clone| clone(&event));
+        // The event's `Clone` is user code.
+        let logged = match self.link.shared.settings.record_events {
+            None => None,
+            Some(clone) => match catch_unwind(AssertUnwindSafe(|| clone(&event))) {
+                Ok(copy) => Some(copy),
+                Err(payload) => {
+                    self.fail(WorkerError::EventClonePanicked { event: event_name, message: panic_message(&*payload) });
+                    return;
+                }
+            },
+        };
         let visit_before = self.visit;
         let status_due = step.is_multiple_of(STATUS_EVERY);
         if status_due {
@@ -629,7 +639,9 @@ where
             tracing::debug!(action = action_name, "action not performed: the worker is cancelling or draining");
             self.notifier.publish(Topics::ACTIONS, || Notification::Action { name: action_name, performed: false });
         }
-        if let Some(reply) = reply {
+        // A failed worker owes no reply: dropped, it tells the caller the
+        // worker failed, as every later request does.
+        if let Some(reply) = reply.filter(|_| !self.failed) {
             self.flush_status();
             // The caller may have stopped waiting.
             let state = self.machine.state_name();
@@ -808,7 +820,12 @@ where
     /// the machine and its history, which the handles read from then on,
     /// and closes the shared state, which wakes whoever waits on the worker.
     fn park(self) {
-        let Self { machine, history, mut link, failed, .. } = self;
+        let Self { machine, history, mut link, failed, effects, .. } = self;
+        // Before the outcome is recorded, so that whatever the effects'
+        // `Drop` flushes is done before anyone hears the worker finished.
+        if let Some(message) = drop_caught(effects) {
+            tracing::error!(machine = M::DESCRIPTION.name, panic = %message, "the effects panicked while being dropped");
+        }
         if failed {
             return;
         }
@@ -840,8 +857,10 @@ struct Link<M: StateMachine, O> {
 impl<M: StateMachine, O> Link<M, O> {
     /// Drops the attached observer, if any.
     fn drop_observer(&mut self) {
-        if let Some(extras) = &mut self.extras {
-            extras.observer = None;
+        if let Some(observer) = self.extras.as_mut().and_then(|extras| extras.observer.take())
+            && let Some(message) = drop_caught(observer)
+        {
+            tracing::error!(panic = %message, "the observer panicked while being dropped");
         }
     }
 

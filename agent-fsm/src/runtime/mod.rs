@@ -38,7 +38,10 @@
 //!    not spawn order (a machine that needs call order, such as tool
 //!    messages for an LLM, orders them itself, by key). When several are
 //!    ready at the same poll the worker takes timers, then tasks, then
-//!    streams. A task's result is ready only once the task itself has run
+//!    streams. Open streams take turns, so one that is always ready
+//!    starves no other, and every stream's timeout is checked before its
+//!    items: a stream that is always ready still times out, and an item
+//!    due at the deadline's very instant comes too late. A task's result is ready only once the task itself has run
 //!    on its own tokio task, so a task and a stream item due at the same
 //!    instant may come in either order.
 //! 3. **External events** ([`MachineHandle::send`], [`try_send`](MachineHandle::try_send),
@@ -167,10 +170,14 @@
 //!
 //! # Failure
 //! Nothing in the executor panics on bad input. If the machine or the
-//! effects panic (a broken contract), the worker stores a [`WorkerError`]
-//! once, aborts its tasks and exits; every later call on any handle
-//! returns that error (`Failed`), which is distinct from `Closed` (the
-//! worker stopped normally).
+//! effects panic (a broken contract), or the event's `Clone` does while
+//! the event log copies it, the worker stores a [`WorkerError`] once,
+//! aborts its tasks and exits; every later call on any handle returns
+//! that error (`Failed`), which is distinct from `Closed` (the worker
+//! stopped normally), and so does the `call` whose event caused it. A
+//! panic in the `Drop` of the effects, the observer or a stream is caught
+//! and logged (a stream's, at its normal end, is that stream's failure);
+//! it never unwinds through the worker's future.
 
 mod config;
 mod effects;

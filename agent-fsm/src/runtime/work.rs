@@ -4,7 +4,8 @@
 //! delivers what it yields; [`EffectContext`](super::EffectContext) fills it.
 //!
 //! Ordering inside one poll: due timers first, then finished tasks (in
-//! spawn order), then streams (in opening order). Everything here is
+//! spawn order), then expired stream deadlines, then stream items, the
+//! streams taking turns. Everything here is
 //! allocated on first use, so an idle agent pays for none of it.
 
 use std::collections::VecDeque;
@@ -21,7 +22,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::task::TaskTracker;
 
 use super::effects::EffectFailure;
-use super::error::panic_message;
+use super::error::{drop_caught, panic_message};
 
 /// The boxed future of a task.
 pub(crate) type TaskFuture<E> = Pin<Box<dyn Future<Output = E> + Send>>;
@@ -77,7 +78,7 @@ impl<E> StreamSlot<E> {
     /// Drops the stream, logging a panic in its `Drop`; gives back what
     /// the slot held besides.
     fn discard(self) -> (Option<String>, StreamFailureFn<E>) {
-        if let Some(message) = drop_stream(self.stream) {
+        if let Some(message) = drop_caught(self.stream) {
             tracing::error!(key = self.key.as_deref(), panic = %message, "a stream panicked while being dropped");
         }
         (self.key, self.on_failure)
@@ -90,12 +91,6 @@ fn drop_streams<E>(streams: &mut Vec<StreamSlot<E>>) {
         // Nobody asks for the event: the callback goes unused.
         let _ = slot.discard();
     }
-}
-
-/// Drops a stream under `catch_unwind`: user code in its `Drop` must not
-/// unwind through the worker. Returns the panic's message, if it panicked.
-fn drop_stream<E>(stream: Pin<Box<dyn Stream<Item = E> + Send>>) -> Option<String> {
-    catch_unwind(AssertUnwindSafe(move || drop(stream))).err().map(|payload| panic_message(&*payload))
 }
 
 impl<E> QueuedTask<E> {
@@ -127,6 +122,8 @@ pub(crate) struct Work<E> {
     /// was last cut; the worker keeps it (see `drain_ready`).
     pub(crate) chain: u32,
     streams: Vec<StreamSlot<E>>,
+    /// Where the next search for a ready stream starts (see `poll_streams`).
+    stream_turn: usize,
     /// Running tasks, in spawn order.
     tasks: Vec<TaskSlot<E>>,
     /// Tasks waiting for a concurrency slot, in spawn order.
@@ -150,6 +147,7 @@ impl<E: Send + 'static> Work<E> {
             ready_cleared: 0,
             chain: 0,
             streams: Vec::new(),
+            stream_turn: 0,
             tasks: Vec::new(),
             queued: VecDeque::new(),
             timers: Vec::new(),
@@ -375,22 +373,38 @@ impl<E: Send + 'static> Work<E> {
     }
 
     fn poll_streams(&mut self, cx: &mut Context<'_>) -> Option<Produced<E>> {
-        let mut i = 0;
-        while i < self.streams.len() {
-            let slot = &mut self.streams[i];
-            if let Some(deadline) = &mut slot.deadline
-                && deadline.as_mut().poll(cx).is_ready()
-            {
-                return Some(self.streams.remove(i).failed(EffectFailure::TimedOut));
+        // Every deadline first: a stream that is always ready must not keep
+        // another's deadline from being seen. A stream's own deadline goes
+        // before its items too, or one that is always ready never times out.
+        let expired = self
+            .streams
+            .iter_mut()
+            .position(|slot| slot.deadline.as_mut().is_some_and(|d| d.as_mut().poll(cx).is_ready()));
+        if let Some(i) = expired {
+            return Some(self.streams.remove(i).failed(EffectFailure::TimedOut));
+        }
+        // Streams take turns: the search starts after the one that yielded
+        // last, so one that is always ready cannot starve the others. Each
+        // open stream is polled at most once.
+        let mut unpolled = self.streams.len();
+        let mut i = self.stream_turn;
+        while unpolled > 0 {
+            if i >= self.streams.len() {
+                i = 0;
             }
-            let stream = &mut slot.stream;
+            unpolled -= 1;
+            let stream = &mut self.streams[i].stream;
             match catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))) {
-                Ok(Poll::Ready(Some(event))) => return Some(Produced::Event(event)),
+                Ok(Poll::Ready(Some(event))) => {
+                    self.stream_turn = i + 1;
+                    return Some(Produced::Event(event));
+                }
+                // The next stream moves into `i`.
                 Ok(Poll::Ready(None)) => {
                     let slot = self.streams.remove(i);
                     // An end that panics is the stream's failure, as a
                     // panic while polling it is.
-                    if let Some(message) = drop_stream(slot.stream) {
+                    if let Some(message) = drop_caught(slot.stream) {
                         let failure = EffectFailure::Panicked(message);
                         return Some(Produced::StreamFailed { key: slot.key, on_failure: slot.on_failure, failure });
                     }
