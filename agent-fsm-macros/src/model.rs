@@ -828,6 +828,26 @@ fn strip_variant_cfgs(cx: &Ctxt, e: &mut ItemEnum, role: &str) -> bool {
             }
             !cfg
         });
+        // The constructor, the typed view's methods and the accessors take
+        // or read every field of a state or an event.
+        if role == "actions" {
+            continue;
+        }
+        for field in &mut variant.fields {
+            field.attrs.retain(|attr| {
+                let cfg = attr.path().is_ident("cfg");
+                if cfg {
+                    found = true;
+                    cx.error_spanned_by(
+                        attr,
+                        format!(
+                            "a field of {a} {what} cannot be compiled in or out: `new`, the typed view and the accessors take and read every field, the same in every build; keep the field (an `Option` can stay empty)"
+                        ),
+                    );
+                }
+                !cfg
+            });
+        }
     }
     found
 }

@@ -368,6 +368,20 @@ fn check_row_bindings(cx: &Ctxt, model: &Model) {
         // read one of the two by that name, and the other would be lost.
         if let (true, Some(syn::Pat::Struct(p))) = (carries, &row.source_pat) {
             for f in &p.fields {
+                // `Busy { log: l }` or `{ log: _ }`: the row moves the field
+                // along by its own name, which the pattern has taken away.
+                if let syn::Member::Named(member) = &f.member
+                    && model.is_carried(member)
+                    && !matches!(&*f.pat, syn::Pat::Ident(i) if i.ident == *member && i.subpat.is_none())
+                {
+                    cx.error_spanned_by(
+                        &f.pat,
+                        format!(
+                            "`{member}` is a carried field, which rows bind by its own name only: write `{member}` (or leave it out of the pattern; the row reads it by that name either way)"
+                        ),
+                    );
+                    continue;
+                }
                 let mut names = Vec::new();
                 bindings(&f.pat, &mut names);
                 for name in names {

@@ -144,13 +144,19 @@ where
     if found != M::DESCRIPTION.name {
         return Err(SnapshotError::WrongMachine { expected: M::DESCRIPTION.name, found: found.to_owned() });
     }
-    if let Some(tag) = raw.get("state").and_then(|s| s.get("state")).and_then(serde_json::Value::as_str) {
-        let known = M::DESCRIPTION.states.iter().any(|s| snake_case(s.name) == tag);
-        if !known {
-            return Err(SnapshotError::UnknownState(tag.to_owned()));
-        }
-    }
-    let snapshot: SnapshotOwned<M::State, M::Context> = serde_json::from_value(raw)?;
+    // The macro's form tags the state `{"state": "calling_llm", ..}`; a
+    // state enum that derives serde itself may use any form, so a tag that
+    // names no state only explains a snapshot that does not deserialize.
+    let unknown = raw
+        .get("state")
+        .and_then(|s| s.get("state"))
+        .and_then(serde_json::Value::as_str)
+        .filter(|tag| !M::DESCRIPTION.states.iter().any(|s| s.name == *tag || snake_case(s.name) == *tag))
+        .map(str::to_owned);
+    let snapshot: SnapshotOwned<M::State, M::Context> = match serde_json::from_value(raw) {
+        Ok(snapshot) => snapshot,
+        Err(e) => return Err(unknown.map_or_else(|| e.into(), SnapshotError::UnknownState)),
+    };
     let _ = snapshot.machine;
     let name = snapshot.state.name();
     if M::DESCRIPTION.is_transient(name) {

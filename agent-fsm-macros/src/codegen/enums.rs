@@ -86,7 +86,9 @@ fn ensure_debug(e: &mut ItemEnum, model: &Model) {
 pub(crate) fn implements_debug(e: &ItemEnum, model: &Model) -> bool {
     model.passthrough.iter().any(|item| match item {
         syn::Item::Impl(imp) => {
-            let for_enum = matches!(&*imp.self_ty, syn::Type::Path(p) if p.path.is_ident(&e.ident));
+            // `State` or `self::State`.
+            let for_enum =
+                matches!(&*imp.self_ty, syn::Type::Path(p) if p.qself.is_none() && names_local(&p.path, &e.ident));
             let debug = imp
                 .trait_
                 .as_ref()
@@ -95,6 +97,16 @@ pub(crate) fn implements_debug(e: &ItemEnum, model: &Model) -> bool {
         }
         _ => false,
     })
+}
+
+/// Whether `path` is `ident` or `self::ident`: the item declared in the
+/// module.
+fn names_local(path: &syn::Path, ident: &syn::Ident) -> bool {
+    let mut segments = path.segments.iter().peekable();
+    if path.leading_colon.is_none() && segments.peek().is_some_and(|s| s.ident == "self") && path.segments.len() == 2 {
+        segments.next();
+    }
+    segments.next().is_some_and(|s| s.ident == *ident && s.arguments.is_none()) && segments.next().is_none()
 }
 
 /// serde derives in the stable form snapshots and UIs rely on: adjacently
@@ -123,6 +135,9 @@ pub(crate) fn names(e: &ItemEnum, what: &str) -> TokenStream {
     let name_doc = format!("The {what}'s name as written in the table.");
     let names_doc = format!("Every {what} name, in declaration order.");
     quote! {
+        // Generated code uses every variant; deprecating one warns where
+        // the user's own code uses it, not here.
+        #[allow(deprecated)]
         impl #ident {
             #[doc = #name_doc]
             #[must_use]
@@ -152,7 +167,7 @@ pub(crate) fn state_methods(model: &Model) -> TokenStream {
     let ident = &model.state_enum.ident;
     let arms = |pred: &dyn Fn(&crate::model::StateDef) -> bool| {
         let idents: Vec<_> = model.states.iter().filter(|s| pred(s)).map(|s| &s.ident).collect();
-        if idents.is_empty() { quote!(false) } else { quote!(matches!(self, #( Self::#idents { .. } )|*)) }
+        if idents.is_empty() { quote!(false) } else { quote!(::core::matches!(self, #( Self::#idents { .. } )|*)) }
     };
     let terminal = arms(&|s| s.terminal.is_some());
     let transient = arms(&|s| s.transient.is_some());
@@ -166,12 +181,13 @@ pub(crate) fn state_methods(model: &Model) -> TokenStream {
             #[must_use]
             #[inline]
             pub const fn #method(&self) -> bool {
-                matches!(self, Self::#v { .. })
+                ::core::matches!(self, Self::#v { .. })
             }
         }
     });
     let accessors = model.carried.iter().map(|field| carried_accessor(model, field));
     quote! {
+        #[allow(deprecated)]
         impl #ident {
             /// Whether this state is terminal: no row leaves it.
             #[must_use]

@@ -45,7 +45,7 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
     });
     let any_from = resting.iter().map(|&s| {
         let v = &model.states[s].ident;
-        quote!(super::#state_ty::#v { .. } => Ok(Any::#v(#v { machine })))
+        quote!(super::#state_ty::#v { .. } => ::core::result::Result::Ok(Any::#v(#v { machine })))
     });
     let any_into = resting.iter().map(|&s| {
         let v = &model.states[s].ident;
@@ -63,7 +63,7 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
         /// A step the table does not allow is a compile error.
         // Types and variants take the states' names, however the user
         // spelled those (`r#type` with the lint allowed on the enum).
-        #[allow(non_camel_case_types)]
+        #[allow(non_camel_case_types, deprecated)]
         pub mod typed {
             #[allow(unused_imports)]
             use super::*;
@@ -80,6 +80,9 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
             #(#structs)*
 
             /// The machine in any state, typed.
+            // A private machine's user may match some states and ignore
+            // the others' typed values.
+            #[allow(dead_code)]
             #[derive(Debug)]
             pub enum Any {
                 #(#any_variants,)*
@@ -108,9 +111,9 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
                         ::core::option::Option::Some(state) => match state {
                             #(#any_from,)*
                             #[allow(unreachable_patterns)]
-                            _ => Err(machine),
+                            _ => ::core::result::Result::Err(machine),
                         },
-                        ::core::option::Option::None => Err(machine),
+                        ::core::option::Option::None => ::core::result::Result::Err(machine),
                     }
                 }
             }
@@ -340,9 +343,9 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
             #[inline]
             fn try_from(machine: super::#machine) -> ::core::result::Result<Self, super::#machine> {
                 if ::core::matches!(machine.try_state(), ::core::option::Option::Some(super::#state_ty::#v { .. })) {
-                    Ok(Self { machine })
+                    ::core::result::Result::Ok(Self { machine })
                 } else {
-                    Err(machine)
+                    ::core::result::Result::Err(machine)
                 }
             }
         }

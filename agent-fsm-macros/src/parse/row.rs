@@ -167,11 +167,13 @@ impl Parse for Row {
             let expr = content.parse::<Expr>()?;
             // The source text when the compiler provides it, on one line
             // without comments (it goes into a table row and a diagram
-            // label); the tokens otherwise.
+            // label); the tokens otherwise, and for a table written by a
+            // `macro_rules!`, whose source text is the macro's (`$limit`).
             let text = bracket
                 .span
                 .join()
                 .source_text()
+                .filter(|t| !t.contains('$'))
                 .and_then(|t| t.strip_prefix('[')?.strip_suffix(']').map(|t| t.trim().to_owned()))
                 .map(|t| one_line(&t))
                 .unwrap_or_else(|| tidy(&quote::ToTokens::to_token_stream(&expr).to_string()));

@@ -42,6 +42,7 @@ Terminal: no row leaves it.*/
     pub struct Config {
         pub max_retries: u32,
     }
+    #[allow(deprecated)]
     impl State {
         ///The state's name as written in the table.
         #[must_use]
@@ -69,6 +70,7 @@ Terminal: no row leaves it.*/
             State::name(self)
         }
     }
+    #[allow(deprecated)]
     impl Event {
         ///The event's name as written in the table.
         #[must_use]
@@ -98,6 +100,7 @@ Terminal: no row leaves it.*/
             Event::name(self)
         }
     }
+    #[allow(deprecated)]
     impl Action {
         ///The action's name as written in the table.
         #[must_use]
@@ -127,48 +130,49 @@ Terminal: no row leaves it.*/
             Action::name(self)
         }
     }
+    #[allow(deprecated)]
     impl State {
         /// Whether this state is terminal: no row leaves it.
         #[must_use]
         #[inline]
         pub const fn is_terminal(&self) -> bool {
-            matches!(self, Self::Stopped { .. })
+            ::core::matches!(self, Self::Stopped { .. })
         }
         /// Whether this state is transient (resolved without waiting for an event).
         #[must_use]
         #[inline]
         pub const fn is_transient(&self) -> bool {
-            matches!(self, Self::Checking { .. })
+            ::core::matches!(self, Self::Checking { .. })
         }
         /// Whether this is the initial state.
         #[must_use]
         #[inline]
         pub const fn is_initial(&self) -> bool {
-            matches!(self, Self::Idle { .. })
+            ::core::matches!(self, Self::Idle { .. })
         }
         ///Whether this is `Idle`.
         #[must_use]
         #[inline]
         pub const fn is_idle(&self) -> bool {
-            matches!(self, Self::Idle { .. })
+            ::core::matches!(self, Self::Idle { .. })
         }
         ///Whether this is `Calling`.
         #[must_use]
         #[inline]
         pub const fn is_calling(&self) -> bool {
-            matches!(self, Self::Calling { .. })
+            ::core::matches!(self, Self::Calling { .. })
         }
         ///Whether this is `Checking`.
         #[must_use]
         #[inline]
         pub const fn is_checking(&self) -> bool {
-            matches!(self, Self::Checking { .. })
+            ::core::matches!(self, Self::Checking { .. })
         }
         ///Whether this is `Stopped`.
         #[must_use]
         #[inline]
         pub const fn is_stopped(&self) -> bool {
-            matches!(self, Self::Stopped { .. })
+            ::core::matches!(self, Self::Stopped { .. })
         }
         ///The `log` every carrying state holds.
         ///
@@ -243,6 +247,7 @@ stateDiagram-v2
                 .finish_non_exhaustive()
         }
     }
+    #[allow(deprecated)]
     impl Agent {
         ///A machine in its initial state `Idle`.
         ///
@@ -717,7 +722,7 @@ stateDiagram-v2
     /// The typestate view of the machine: one type per state that waits
     /// for events, with a method for each event the table accepts there.
     /// A step the table does not allow is a compile error.
-    #[allow(non_camel_case_types)]
+    #[allow(non_camel_case_types, deprecated)]
     pub mod typed {
         #[allow(unused_imports)]
         use super::*;
@@ -799,9 +804,9 @@ stateDiagram-v2
                     machine.try_state(), ::core::option::Option::Some(super::State::Idle
                     { .. })
                 ) {
-                    Ok(Self { machine })
+                    ::core::result::Result::Ok(Self { machine })
                 } else {
-                    Err(machine)
+                    ::core::result::Result::Err(machine)
                 }
             }
         }
@@ -897,9 +902,9 @@ stateDiagram-v2
                     machine.try_state(),
                     ::core::option::Option::Some(super::State::Calling { .. })
                 ) {
-                    Ok(Self { machine })
+                    ::core::result::Result::Ok(Self { machine })
                 } else {
-                    Err(machine)
+                    ::core::result::Result::Err(machine)
                 }
             }
         }
@@ -948,13 +953,14 @@ stateDiagram-v2
                     machine.try_state(),
                     ::core::option::Option::Some(super::State::Stopped { .. })
                 ) {
-                    Ok(Self { machine })
+                    ::core::result::Result::Ok(Self { machine })
                 } else {
-                    Err(machine)
+                    ::core::result::Result::Err(machine)
                 }
             }
         }
         /// The machine in any state, typed.
+        #[allow(dead_code)]
         #[derive(Debug)]
         pub enum Any {
             ///The machine in `Idle`.
@@ -993,18 +999,24 @@ stateDiagram-v2
                 match machine.try_state() {
                     ::core::option::Option::Some(state) => {
                         match state {
-                            super::State::Idle { .. } => Ok(Any::Idle(Idle { machine })),
+                            super::State::Idle { .. } => {
+                                ::core::result::Result::Ok(Any::Idle(Idle { machine }))
+                            }
                             super::State::Calling { .. } => {
-                                Ok(Any::Calling(Calling { machine }))
+                                ::core::result::Result::Ok(
+                                    Any::Calling(Calling { machine }),
+                                )
                             }
                             super::State::Stopped { .. } => {
-                                Ok(Any::Stopped(Stopped { machine }))
+                                ::core::result::Result::Ok(
+                                    Any::Stopped(Stopped { machine }),
+                                )
                             }
                             #[allow(unreachable_patterns)]
-                            _ => Err(machine),
+                            _ => ::core::result::Result::Err(machine),
                         }
                     }
-                    ::core::option::Option::None => Err(machine),
+                    ::core::option::Option::None => ::core::result::Result::Err(machine),
                 }
             }
         }

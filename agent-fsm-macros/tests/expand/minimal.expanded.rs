@@ -18,6 +18,7 @@ The initial state.*/
         Creak,
         Answer(u8),
     }
+    #[allow(deprecated)]
     impl State {
         ///The state's name as written in the table.
         #[must_use]
@@ -38,6 +39,7 @@ The initial state.*/
             State::name(self)
         }
     }
+    #[allow(deprecated)]
     impl Event {
         ///The event's name as written in the table.
         #[must_use]
@@ -59,6 +61,7 @@ The initial state.*/
             Event::name(self)
         }
     }
+    #[allow(deprecated)]
     impl Action {
         ///The action's name as written in the table.
         #[must_use]
@@ -80,6 +83,7 @@ The initial state.*/
             Action::name(self)
         }
     }
+    #[allow(deprecated)]
     impl State {
         /// Whether this state is terminal: no row leaves it.
         #[must_use]
@@ -97,19 +101,19 @@ The initial state.*/
         #[must_use]
         #[inline]
         pub const fn is_initial(&self) -> bool {
-            matches!(self, Self::Closed { .. })
+            ::core::matches!(self, Self::Closed { .. })
         }
         ///Whether this is `Closed`.
         #[must_use]
         #[inline]
         pub const fn is_closed(&self) -> bool {
-            matches!(self, Self::Closed { .. })
+            ::core::matches!(self, Self::Closed { .. })
         }
         ///Whether this is `Open`.
         #[must_use]
         #[inline]
         pub const fn is_open(&self) -> bool {
-            matches!(self, Self::Open { .. })
+            ::core::matches!(self, Self::Open { .. })
         }
     }
     ///The state machine generated from this module's table: 2 states ([`State`]), 3 events ([`Event`]), 3 rows, returning [`Action`].
@@ -145,6 +149,7 @@ stateDiagram-v2
                 .finish_non_exhaustive()
         }
     }
+    #[allow(deprecated)]
     impl Machine {
         ///A machine in its initial state `Closed`.
         #[must_use]
@@ -473,7 +478,7 @@ stateDiagram-v2
     /// The typestate view of the machine: one type per state that waits
     /// for events, with a method for each event the table accepts there.
     /// A step the table does not allow is a compile error.
-    #[allow(non_camel_case_types)]
+    #[allow(non_camel_case_types, deprecated)]
     pub mod typed {
         #[allow(unused_imports)]
         use super::*;
@@ -542,9 +547,9 @@ stateDiagram-v2
                     machine.try_state(),
                     ::core::option::Option::Some(super::State::Closed { .. })
                 ) {
-                    Ok(Self { machine })
+                    ::core::result::Result::Ok(Self { machine })
                 } else {
-                    Err(machine)
+                    ::core::result::Result::Err(machine)
                 }
             }
         }
@@ -590,13 +595,14 @@ stateDiagram-v2
                     machine.try_state(), ::core::option::Option::Some(super::State::Open
                     { .. })
                 ) {
-                    Ok(Self { machine })
+                    ::core::result::Result::Ok(Self { machine })
                 } else {
-                    Err(machine)
+                    ::core::result::Result::Err(machine)
                 }
             }
         }
         /// The machine in any state, typed.
+        #[allow(dead_code)]
         #[derive(Debug)]
         pub enum Any {
             ///The machine in `Closed`.
@@ -632,14 +638,16 @@ stateDiagram-v2
                     ::core::option::Option::Some(state) => {
                         match state {
                             super::State::Closed { .. } => {
-                                Ok(Any::Closed(Closed { machine }))
+                                ::core::result::Result::Ok(Any::Closed(Closed { machine }))
                             }
-                            super::State::Open { .. } => Ok(Any::Open(Open { machine })),
+                            super::State::Open { .. } => {
+                                ::core::result::Result::Ok(Any::Open(Open { machine }))
+                            }
                             #[allow(unreachable_patterns)]
-                            _ => Err(machine),
+                            _ => ::core::result::Result::Err(machine),
                         }
                     }
-                    ::core::option::Option::None => Err(machine),
+                    ::core::option::Option::None => ::core::result::Result::Err(machine),
                 }
             }
         }

@@ -20,6 +20,7 @@ The initial state.*/
         Dark,
         Sparks,
     }
+    #[allow(deprecated)]
     impl State {
         ///The state's name as written in the table.
         #[must_use]
@@ -41,6 +42,7 @@ The initial state.*/
             State::name(self)
         }
     }
+    #[allow(deprecated)]
     impl Event {
         ///The event's name as written in the table.
         #[must_use]
@@ -62,6 +64,7 @@ The initial state.*/
             Event::name(self)
         }
     }
+    #[allow(deprecated)]
     impl Action {
         ///The action's name as written in the table.
         #[must_use]
@@ -84,6 +87,7 @@ The initial state.*/
             Action::name(self)
         }
     }
+    #[allow(deprecated)]
     impl State {
         /// Whether this state is terminal: no row leaves it.
         #[must_use]
@@ -101,25 +105,25 @@ The initial state.*/
         #[must_use]
         #[inline]
         pub const fn is_initial(&self) -> bool {
-            matches!(self, Self::Off { .. })
+            ::core::matches!(self, Self::Off { .. })
         }
         ///Whether this is `Off`.
         #[must_use]
         #[inline]
         pub const fn is_off(&self) -> bool {
-            matches!(self, Self::Off { .. })
+            ::core::matches!(self, Self::Off { .. })
         }
         ///Whether this is `On`.
         #[must_use]
         #[inline]
         pub const fn is_on(&self) -> bool {
-            matches!(self, Self::On { .. })
+            ::core::matches!(self, Self::On { .. })
         }
         ///Whether this is `Broken`.
         #[must_use]
         #[inline]
         pub const fn is_broken(&self) -> bool {
-            matches!(self, Self::Broken { .. })
+            ::core::matches!(self, Self::Broken { .. })
         }
     }
     ///The state machine generated from this module's table: 3 states ([`State`]), 3 events ([`Event`]), 5 rows, returning [`Action`].
@@ -159,6 +163,7 @@ stateDiagram-v2
                 .finish_non_exhaustive()
         }
     }
+    #[allow(deprecated)]
     impl Machine {
         ///A machine in its initial state `Off`.
         #[must_use]
@@ -490,7 +495,7 @@ stateDiagram-v2
     /// The typestate view of the machine: one type per state that waits
     /// for events, with a method for each event the table accepts there.
     /// A step the table does not allow is a compile error.
-    #[allow(non_camel_case_types)]
+    #[allow(non_camel_case_types, deprecated)]
     pub mod typed {
         #[allow(unused_imports)]
         use super::*;
@@ -559,9 +564,9 @@ stateDiagram-v2
                     machine.try_state(), ::core::option::Option::Some(super::State::Off {
                     .. })
                 ) {
-                    Ok(Self { machine })
+                    ::core::result::Result::Ok(Self { machine })
                 } else {
-                    Err(machine)
+                    ::core::result::Result::Err(machine)
                 }
             }
         }
@@ -613,9 +618,9 @@ stateDiagram-v2
                     machine.try_state(), ::core::option::Option::Some(super::State::On {
                     .. })
                 ) {
-                    Ok(Self { machine })
+                    ::core::result::Result::Ok(Self { machine })
                 } else {
-                    Err(machine)
+                    ::core::result::Result::Err(machine)
                 }
             }
         }
@@ -661,13 +666,14 @@ stateDiagram-v2
                     machine.try_state(),
                     ::core::option::Option::Some(super::State::Broken { .. })
                 ) {
-                    Ok(Self { machine })
+                    ::core::result::Result::Ok(Self { machine })
                 } else {
-                    Err(machine)
+                    ::core::result::Result::Err(machine)
                 }
             }
         }
         /// The machine in any state, typed.
+        #[allow(dead_code)]
         #[derive(Debug)]
         pub enum Any {
             ///The machine in `Off`.
@@ -706,16 +712,20 @@ stateDiagram-v2
                 match machine.try_state() {
                     ::core::option::Option::Some(state) => {
                         match state {
-                            super::State::Off { .. } => Ok(Any::Off(Off { machine })),
-                            super::State::On { .. } => Ok(Any::On(On { machine })),
+                            super::State::Off { .. } => {
+                                ::core::result::Result::Ok(Any::Off(Off { machine }))
+                            }
+                            super::State::On { .. } => {
+                                ::core::result::Result::Ok(Any::On(On { machine }))
+                            }
                             super::State::Broken { .. } => {
-                                Ok(Any::Broken(Broken { machine }))
+                                ::core::result::Result::Ok(Any::Broken(Broken { machine }))
                             }
                             #[allow(unreachable_patterns)]
-                            _ => Err(machine),
+                            _ => ::core::result::Result::Err(machine),
                         }
                     }
-                    ::core::option::Option::None => Err(machine),
+                    ::core::option::Option::None => ::core::result::Result::Err(machine),
                 }
             }
         }

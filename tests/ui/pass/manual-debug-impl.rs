@@ -1,7 +1,7 @@
 // An `impl Debug` written in the module replaces the derived one, to keep
 // a secret out of logs: the macro does not derive a second. Whoever writes
 // their own may also derive one under `cfg_attr` (never, here) for builds
-// that leave theirs out.
+// that leave theirs out. The impl may name the enum through `self::`.
 #![deny(warnings)]
 
 #[agent_fsm::state_machine(fallback = Wait)]
@@ -30,6 +30,13 @@ pub mod login {
         Logout,
     }
 
+    // Named through `self::`, still the module's own enum.
+    impl core::fmt::Debug for self::Event {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            f.write_str(self.name())
+        }
+    }
+
     #[actions]
     #[derive(Debug, PartialEq)]
     pub enum Action {
@@ -50,4 +57,5 @@ fn main() {
         assert_eq!(token, "s3cret");
     }
     m.handle_event(login::Event::Logout);
+    assert_eq!(format!("{:?}", login::Event::Login("s3cret".to_owned())), "Login");
 }

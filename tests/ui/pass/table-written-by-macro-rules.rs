@@ -1,0 +1,62 @@
+// A table written by a `macro_rules!`: its guards' text in the description
+// and the diagram is the expanded guard, never the macro's `$metavariables`.
+#![deny(warnings)]
+
+fn small(n: &u32) -> bool {
+    *n < 3
+}
+
+macro_rules! gate {
+    ($name:ident, $limit:expr, $check:path) => {
+        #[agent_fsm::state_machine(fallback = Wait)]
+        pub mod $name {
+            #[states]
+            #[derive(Debug, PartialEq)]
+            pub enum State {
+                #[initial]
+                Idle,
+                Busy,
+            }
+
+            #[events]
+            #[derive(Debug)]
+            pub enum Event {
+                Go(u32),
+                Back,
+            }
+
+            #[actions]
+            #[derive(Debug, PartialEq)]
+            pub enum Action {
+                Wait,
+                Work,
+            }
+
+            transitions! {
+                Idle + Go(n) [*n > $limit] => Busy / Work,
+                Idle + Go(n) [$check(n)] => Busy / Work,
+                Busy + Back => Idle / Wait,
+            }
+        }
+    };
+}
+
+gate!(gate, 10, super::small);
+
+fn main() {
+    let guards: Vec<&str> = gate::Machine::DESCRIPTION.transitions.iter().filter_map(|t| t.guard).collect();
+    assert_eq!(guards.len(), 2);
+    for guard in &guards {
+        assert!(!guard.contains('$'), "{guard}");
+    }
+    assert!(guards[0].contains("10"), "{}", guards[0]);
+    assert!(guards[1].contains("small"), "{}", guards[1]);
+    assert!(!gate::Machine::DESCRIPTION.mermaid.contains('$'));
+
+    let mut m = gate::Machine::new();
+    assert_eq!(m.handle_event(gate::Event::Go(5)), gate::Action::Wait);
+    assert_eq!(m.handle_event(gate::Event::Go(11)), gate::Action::Work);
+    assert_eq!(m.handle_event(gate::Event::Back), gate::Action::Wait);
+    assert_eq!(m.handle_event(gate::Event::Go(1)), gate::Action::Work);
+    assert_eq!(m.state(), &gate::State::Busy);
+}
