@@ -2,6 +2,7 @@
 //! and every error, so the IDE keeps seeing the types and the user sees the
 //! real errors rather than a cascade of "cannot find type".
 
+use crate::codegen::enums::{derives, implements_debug};
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Item, ItemMod};
@@ -21,6 +22,27 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error) -> TokenStrea
     module.attrs.push(syn::parse_quote!(#[allow(unused_imports, dead_code)]));
     if let Some((_, items)) = &mut module.content {
         items.retain(|item| !matches!(item, Item::Macro(m) if m.mac.path.is_ident("transitions")));
+        // The role enums get `Debug` as in a good build, so that code
+        // formatting them adds no error of its own.
+        let undebugged: Vec<usize> = items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| match item {
+                Item::Enum(e)
+                    if e.attrs.iter().any(|a| ["states", "events", "actions"].iter().any(|m| a.path().is_ident(m)))
+                        && !derives_debug_anyhow(e)
+                        && !implements_debug(e, items) =>
+                {
+                    Some(i)
+                }
+                _ => None,
+            })
+            .collect();
+        for i in undebugged {
+            if let Item::Enum(e) = &mut items[i] {
+                e.attrs.push(syn::parse_quote!(#[derive(Debug)]));
+            }
+        }
         for item in items.iter_mut() {
             match item {
                 Item::Enum(e) => {
@@ -36,6 +58,15 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error) -> TokenStrea
         }
     }
     quote!(#module #errors)
+}
+
+/// A `Debug` derive, plain or under `cfg_attr` (which the good build
+/// rejects, and adding a second could only add an error).
+fn derives_debug_anyhow(e: &syn::ItemEnum) -> bool {
+    derives(e, "Debug")
+        || e.attrs.iter().any(|a| {
+            a.path().is_ident("cfg_attr") && a.meta.require_list().is_ok_and(|l| l.tokens.to_string().contains("Debug"))
+        })
 }
 
 fn strip(attrs: &mut Vec<syn::Attribute>) {

@@ -351,6 +351,15 @@ impl Model {
             by_name(model.actions.iter().map(|a| &a.ident)),
         ];
         if let Some(ctor) = args.fallback {
+            // The catch-all builds the fallback with nothing in scope: no
+            // state, event or context.
+            let ctx = Ident::new("ctx", Span::call_site());
+            if Uses::of(ctor_code(&ctor)).has(&ctx) {
+                cx.error_spanned_by(
+                    &ctor.ident,
+                    "the fallback action cannot read `ctx`: it is built with nothing in scope (no state, event or context); give it constant data, or handle the pairs that need the context with rows",
+                );
+            }
             if let Some(i) = model.resolve_action(cx, &ctor.ident) {
                 model.fallback = Some((i, ctor));
             }
@@ -732,8 +741,9 @@ impl Model {
                 };
                 // `*` means every state that takes events; a terminal state
                 // is included only where the row leaves it untouched (its
-                // own target, no payload), as `ShuttingDown + Shutdown`.
-                let keeps = matches!(target_ctor.init, crate::parse::Init::Unit);
+                // own target, no payload, no block), as `ShuttingDown +
+                // Shutdown`.
+                let keeps = matches!(target_ctor.init, crate::parse::Init::Unit) && effects.is_none();
                 let sources = if any {
                     sources
                         .into_iter()

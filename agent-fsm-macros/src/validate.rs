@@ -40,7 +40,7 @@ fn check_conditional_derives(cx: &Ctxt, model: &Model) {
     for e in [&model.state_enum, &model.event_enum, &model.action_enum] {
         // With an `impl Debug` of their own in the module, users manage
         // `Debug` themselves (and the macro derives none).
-        let own_debug = crate::codegen::enums::implements_debug(e, model);
+        let own_debug = crate::codegen::enums::implements_debug(e, &model.passthrough);
         for attr in e.attrs.iter().filter(|a| a.path().is_ident("cfg_attr")) {
             let Ok(args) = attr.parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated) else {
                 continue;
@@ -513,6 +513,44 @@ fn check_source_patterns(cx: &Ctxt, model: &Model) {
 /// Methods the macro generates take names from the table; a name that is
 /// already taken would be a duplicate definition reported at the
 /// attribute, without saying which name of the table caused it.
+/// An `impl State { fn name(..) }` in the module beside the generated
+/// one: rustc would report two definitions at the attribute, and calls
+/// of `name()` as ambiguous.
+fn check_user_methods(cx: &Ctxt, model: &Model, fixed: &[&str]) {
+    use crate::codegen::enums::{names_local, predicate_name};
+    let mut state_items: Vec<String> = fixed.iter().map(|s| (*s).to_owned()).collect();
+    state_items.extend(model.states.iter().map(|s| predicate_name(&s.ident)));
+    for field in model.carried_names() {
+        state_items.push(field.to_string());
+        state_items.push(format!("{field}_mut"));
+    }
+    let enums =
+        [(&model.state_enum.ident, "state"), (&model.event_enum.ident, "event"), (&model.action_enum.ident, "action")];
+    for item in &model.passthrough {
+        let syn::Item::Impl(imp) = item else { continue };
+        let syn::Type::Path(ty) = &*imp.self_ty else { continue };
+        if imp.trait_.is_some() || ty.qself.is_some() {
+            continue;
+        }
+        let Some(&(ident, what)) = enums.iter().find(|(ident, _)| names_local(&ty.path, ident)) else { continue };
+        for member in &imp.items {
+            let (name, kind) = match member {
+                syn::ImplItem::Fn(f) => (&f.sig.ident, "method"),
+                syn::ImplItem::Const(c) => (&c.ident, "constant"),
+                _ => continue,
+            };
+            let text = name.to_string();
+            let generated = text == "NAMES" || text == "name" || (what == "state" && state_items.contains(&text));
+            if generated {
+                cx.error_spanned_by(
+                    name,
+                    format!("the macro generates `{ident}::{text}` from the table; rename this {kind}"),
+                );
+            }
+        }
+    }
+}
+
 fn check_generated_names(cx: &Ctxt, model: &Model) {
     use crate::codegen::enums::{predicate_name, snake_method};
     use crate::codegen::typestate::{BUILT_IN, landing, landing_enum};
@@ -562,6 +600,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             );
         }
     }
+    check_user_methods(cx, model, &fixed);
     if !model.typestate {
         return;
     }

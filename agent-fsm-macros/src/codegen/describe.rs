@@ -122,12 +122,19 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
 /// labelled `Event [guard] / Action`.
 pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
     let mut out = String::from("stateDiagram-v2\n");
-    if let Some(i) = model.initial() {
-        out.push_str(&format!("    [*] --> {}\n", model.states[i].ident.unraw()));
+    let ids = mermaid_ids(model);
+    for (s, id) in model.states.iter().zip(&ids) {
+        let name = s.ident.unraw().to_string();
+        if *id != name {
+            out.push_str(&format!("    state \"{name}\" as {id}\n"));
+        }
     }
-    for s in &model.states {
+    if let Some(i) = model.initial() {
+        out.push_str(&format!("    [*] --> {}\n", ids[i]));
+    }
+    for (s, id) in model.states.iter().zip(&ids) {
         if s.transient.is_some() {
-            out.push_str(&format!("    {} : {} (transient)\n", s.ident.unraw(), s.ident.unraw()));
+            out.push_str(&format!("    {id} : {} (transient)\n", s.ident.unraw()));
         }
     }
     for &(r, s) in &layout.entries {
@@ -138,29 +145,49 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
         }
         let conditions: Vec<String> = source_refinement(row).into_iter().chain(guard_text(row)).collect();
         if !conditions.is_empty() {
-            label.push(format!("[{}]", sanitize(&conditions.join("; "))));
+            label.push(format!("[{}]", sanitize(&conditions.join(", "))));
         }
         if let Some((a, _)) = &row.action {
             label.push(format!("/ {}", model.actions[*a].ident.unraw()));
         }
         let label = if label.is_empty() { String::new() } else { format!(" : {}", label.join(" ")) };
-        out.push_str(&format!(
-            "    {} --> {}{}\n",
-            model.states[s].ident.unraw(),
-            model.states[row.target].ident.unraw(),
-            label
-        ));
+        out.push_str(&format!("    {} --> {}{}\n", ids[s], ids[row.target], label));
     }
-    for s in &model.states {
+    for (s, id) in model.states.iter().zip(&ids) {
         if s.terminal.is_some() {
-            out.push_str(&format!("    {} --> [*]\n", s.ident.unraw()));
+            out.push_str(&format!("    {id} --> [*]\n"));
         }
     }
     out
 }
 
+/// Each state's id in the diagram: its name, except where Mermaid reads
+/// the name as a keyword (`Note`, `State`, `Style`...). Such a state gets
+/// an id of its own and is declared with its name as the label.
+fn mermaid_ids(model: &Model) -> Vec<String> {
+    const KEYWORDS: [&str; 10] =
+        ["note", "state", "style", "class", "classdef", "click", "scale", "acctitle", "accdescr", "default"];
+    let names: Vec<String> = model.states.iter().map(|s| s.ident.unraw().to_string()).collect();
+    names
+        .iter()
+        .map(|name| {
+            if !KEYWORDS.contains(&name.to_lowercase().as_str()) {
+                return name.clone();
+            }
+            let mut id = format!("{name}_");
+            while names.contains(&id) {
+                id.push('_');
+            }
+            id
+        })
+        .collect()
+}
+
 /// Characters Mermaid reads as syntax inside a label. Raw identifiers lose
-/// their `r#` first: `r#match` reads `match`.
+/// their `r#` first: `r#match` reads `match`. `#` and `;` become Mermaid's
+/// entity codes, which it draws as those characters; `:` becomes a ratio
+/// sign that reads the same (`LlmEvent∶∶Error` stays legible as text,
+/// where `#58;#58;` would not), and braces go (`Busy n`).
 fn sanitize(text: &str) -> String {
     let mut plain = String::with_capacity(text.len());
     let mut rest = text;
@@ -176,7 +203,18 @@ fn sanitize(text: &str) -> String {
         rest = &rest[at + 2..];
     }
     plain.push_str(rest);
-    plain.replace(';', ",").replace('#', "no.").replace(['{', '}'], "").replace(':', "\u{2236}").replace('\n', " ")
+    let mut out = String::with_capacity(plain.len());
+    for c in plain.chars() {
+        match c {
+            '#' => out.push_str("#35;"),
+            ';' => out.push_str("#59;"),
+            '{' | '}' => {}
+            ':' => out.push('\u{2236}'),
+            '\n' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The machine type's rustdoc: summary, the diagram rendered by Mermaid in
@@ -334,5 +372,17 @@ fn source_refinement(row: &RowModel) -> Option<String> {
             (!inner.is_empty()).then(|| inner.join(", "))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn labels_keep_what_guards_say() {
+        assert_eq!(
+            super::sanitize(r##"s.starts_with('#') && s.ends_with("#;") && r#match"##),
+            r##"s.starts_with('#35;') && s.ends_with("#35;#59;") && match"##
+        );
+        assert_eq!(super::sanitize("LlmEvent::Error { e }"), "LlmEvent\u{2236}\u{2236}Error  e ");
     }
 }

@@ -77,14 +77,14 @@ pub(crate) fn derives(e: &ItemEnum, name: &str) -> bool {
 /// does, with a derive or with an `impl Debug for` the enum in the module
 /// (to redact what a state holds, say).
 fn ensure_debug(e: &mut ItemEnum, model: &Model) {
-    if !implements_debug(e, model) && !derives(e, "Debug") {
+    if !implements_debug(e, &model.passthrough) && !derives(e, "Debug") {
         e.attrs.push(syn::parse_quote!(#[derive(Debug)]));
     }
 }
 
-/// Whether the module has an `impl Debug for` the enum.
-pub(crate) fn implements_debug(e: &ItemEnum, model: &Model) -> bool {
-    model.passthrough.iter().any(|item| match item {
+/// Whether `items` (the module's) hold an `impl Debug for` the enum.
+pub(crate) fn implements_debug(e: &ItemEnum, items: &[syn::Item]) -> bool {
+    items.iter().any(|item| match item {
         syn::Item::Impl(imp) => {
             // `State` or `self::State`.
             let for_enum =
@@ -101,7 +101,7 @@ pub(crate) fn implements_debug(e: &ItemEnum, model: &Model) -> bool {
 
 /// Whether `path` is `ident` or `self::ident`: the item declared in the
 /// module.
-fn names_local(path: &syn::Path, ident: &syn::Ident) -> bool {
+pub(crate) fn names_local(path: &syn::Path, ident: &syn::Ident) -> bool {
     let mut segments = path.segments.iter().peekable();
     if path.leading_colon.is_none() && segments.peek().is_some_and(|s| s.ident == "self") && path.segments.len() == 2 {
         segments.next();

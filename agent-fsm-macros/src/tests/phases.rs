@@ -178,3 +178,44 @@ fn a_guard_over_several_lines_reads_as_one_without_comments() {
     assert_eq!(one_line("c == '\\''  // q"), "c == '\\''");
     assert_eq!(one_line("f::<'a>(x)  // l"), "f::<'a>(x)");
 }
+
+#[test]
+fn states_mermaid_reads_as_keywords_get_ids_of_their_own() {
+    let (model, result) = model(
+        quote!(fallback = Nop),
+        quote! {
+            mod m {
+                #[states] pub enum S { #[initial] Draft, Note, Note_, #[transient] Style, #[terminal] Default }
+                #[events] pub enum E { Go, Back, Stop }
+                #[actions] pub enum X { Nop, Run }
+                transitions! {
+                    Draft + Go => Note / Run,
+                    Note + Go => Note_ / Run,
+                    Note_ + Go => Style,
+                    Style => Draft / Nop,
+                    Note + Back => Default / Nop,
+                    Draft + Stop => Default / Nop,
+                }
+            }
+        },
+    );
+    assert_eq!(result, Ok(()));
+    let model = model.expect("model");
+    let layout = crate::codegen::describe::Layout::new(&model);
+    let text = crate::codegen::describe::mermaid(&model, &layout);
+    let expected = "stateDiagram-v2
+    state \"Note\" as Note__
+    state \"Style\" as Style_
+    state \"Default\" as Default_
+    [*] --> Draft
+    Style_ : Style (transient)
+    Draft --> Note__ : Go / Run
+    Note__ --> Note_ : Go / Run
+    Note_ --> Style_ : Go
+    Style_ --> Draft : / Nop
+    Note__ --> Default_ : Back / Nop
+    Draft --> Default_ : Stop / Nop
+    Default_ --> [*]
+";
+    assert_eq!(text, expected);
+}
