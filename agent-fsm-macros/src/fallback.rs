@@ -2,7 +2,7 @@
 //! and every error, so the IDE keeps seeing the types and the user sees the
 //! real errors rather than a cascade of "cannot find type".
 
-use crate::codegen::enums::{derives, implements_debug};
+use crate::codegen::enums::{cfg_attr_derives, derives, implements_debug};
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Item, ItemMod};
@@ -63,10 +63,7 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error) -> TokenStrea
 /// A `Debug` derive, plain or under `cfg_attr` (which the good build
 /// rejects, and adding a second could only add an error).
 fn derives_debug_anyhow(e: &syn::ItemEnum) -> bool {
-    derives(e, "Debug")
-        || e.attrs.iter().any(|a| {
-            a.path().is_ident("cfg_attr") && a.meta.require_list().is_ok_and(|l| l.tokens.to_string().contains("Debug"))
-        })
+    derives(e, "Debug") || cfg_attr_derives(e).iter().any(|p| p.segments.last().is_some_and(|s| s.ident == "Debug"))
 }
 
 fn strip(attrs: &mut Vec<syn::Attribute>) {

@@ -823,43 +823,37 @@ fn strip_variant_cfgs(cx: &Ctxt, e: &mut ItemEnum, role: &str) -> bool {
         "events" => ("an", "event"),
         _ => ("an", "action"),
     };
+    let variant_error = format!(
+        "{a} {what} cannot be compiled in or out: the table, its checks and the diagram are the same in every build; keep the variant (a machine with more {what}s can be a variant, `extends = ..`)"
+    );
+    let field_error = format!(
+        "a field of {a} {what} cannot be compiled in or out: `new`, the typed view and the accessors take and read every field, the same in every build; keep the field (an `Option` can stay empty)"
+    );
     let mut found = false;
     for variant in &mut e.variants {
-        variant.attrs.retain(|attr| {
-            let cfg = attr.path().is_ident("cfg");
-            if cfg {
-                found = true;
-                cx.error_spanned_by(
-                    attr,
-                    format!(
-                        "{a} {what} cannot be compiled in or out: the table, its checks and the diagram are the same in every build; keep the variant (a machine with more {what}s can be a variant, `extends = ..`)"
-                    ),
-                );
-            }
-            !cfg
-        });
+        found |= strip_cfgs(cx, &mut variant.attrs, &variant_error);
         // The constructor, the typed view's methods and the accessors take
         // or read every field of a state or an event.
-        if role == "actions" {
-            continue;
-        }
-        for field in &mut variant.fields {
-            field.attrs.retain(|attr| {
-                let cfg = attr.path().is_ident("cfg");
-                if cfg {
-                    found = true;
-                    cx.error_spanned_by(
-                        attr,
-                        format!(
-                            "a field of {a} {what} cannot be compiled in or out: `new`, the typed view and the accessors take and read every field, the same in every build; keep the field (an `Option` can stay empty)"
-                        ),
-                    );
-                }
-                !cfg
-            });
+        if role != "actions" {
+            for field in &mut variant.fields {
+                found |= strip_cfgs(cx, &mut field.attrs, &field_error);
+            }
         }
     }
     found
+}
+
+/// Reports each `#[cfg]` in `attrs` with `message` and removes it. True if any.
+fn strip_cfgs(cx: &Ctxt, attrs: &mut Vec<Attribute>, message: &str) -> bool {
+    let before = attrs.len();
+    attrs.retain(|attr| {
+        let cfg = attr.path().is_ident("cfg");
+        if cfg {
+            cx.error_spanned_by(attr, message);
+        }
+        !cfg
+    });
+    attrs.len() != before
 }
 
 /// Sorts one module item into its role, stripping the role attributes.

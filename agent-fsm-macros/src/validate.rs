@@ -36,43 +36,25 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
 /// enum does not: under `cfg_attr` it cannot tell whether the user's derive
 /// is there, and either answer fails in some build.
 fn check_conditional_derives(cx: &Ctxt, model: &Model) {
-    use syn::punctuated::Punctuated;
     for e in [&model.state_enum, &model.event_enum, &model.action_enum] {
         // With an `impl Debug` of their own in the module, users manage
         // `Debug` themselves (and the macro derives none).
         let own_debug = crate::codegen::enums::implements_debug(e, &model.passthrough);
-        for attr in e.attrs.iter().filter(|a| a.path().is_ident("cfg_attr")) {
-            let Ok(args) = attr.parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated) else {
-                continue;
-            };
-            for meta in args.iter().skip(1) {
-                let syn::Meta::List(list) = meta else { continue };
-                if !list.path.is_ident("derive") {
-                    continue;
-                }
-                let Ok(paths) = list.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated) else {
-                    continue;
-                };
-                for path in paths {
-                    let Some(name) = path.segments.last().map(|s| s.ident.to_string()) else { continue };
-                    if name == "Debug" && !own_debug {
-                        cx.error_spanned_by(
-                            &path,
-                            format!(
-                                "`Debug` is derived under `cfg_attr`: `{}` needs it in every build, and the macro derives it when the enum does not; derive it unconditionally, or leave it out",
-                                e.ident
-                            ),
-                        );
-                    } else if model.serde && matches!(name.as_str(), "Serialize" | "Deserialize") {
-                        cx.error_spanned_by(
-                            &path,
-                            format!(
-                                "with `serde`, the macro derives `{name}` on `{}` itself; remove this derive",
-                                e.ident
-                            ),
-                        );
-                    }
-                }
+        for path in crate::codegen::enums::cfg_attr_derives(e) {
+            let Some(name) = path.segments.last().map(|s| s.ident.to_string()) else { continue };
+            if name == "Debug" && !own_debug {
+                cx.error_spanned_by(
+                    &path,
+                    format!(
+                        "`Debug` is derived under `cfg_attr`: `{}` needs it in every build, and the macro derives it when the enum does not; derive it unconditionally, or leave it out",
+                        e.ident
+                    ),
+                );
+            } else if model.serde && matches!(name.as_str(), "Serialize" | "Deserialize") {
+                cx.error_spanned_by(
+                    &path,
+                    format!("with `serde`, the macro derives `{name}` on `{}` itself; remove this derive", e.ident),
+                );
             }
         }
     }

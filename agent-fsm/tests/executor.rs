@@ -1589,17 +1589,23 @@ mod deadlines {
         }
     }
 
+    /// A `Timeout` in 30 s: an `after` timer, which holds input back, if
+    /// `holds`, otherwise a `timeout` timer, which lets it through.
+    fn set_deadline(cx: &mut EffectContext<'_, desk::Machine, ()>, holds: bool) {
+        if holds {
+            cx.after(Duration::from_secs(30), desk::Event::Timeout);
+        } else {
+            cx.timeout(Duration::from_secs(30), desk::Event::Timeout);
+        }
+    }
+
     /// Asks, sends the reply after one second, and returns the hops (event
     /// and the second it came at) and how many events the machine took.
     async fn ask_then_reply(holds: bool) -> (Vec<(&'static str, u64)>, u64) {
         use desk::{Action, Event, Machine};
         let fx = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
             if action == Action::AskHuman {
-                if holds {
-                    cx.after(Duration::from_secs(30), Event::Timeout);
-                } else {
-                    cx.timeout(Duration::from_secs(30), Event::Timeout);
-                }
+                set_deadline(cx, holds);
             }
         });
         let start = Instant::now();
@@ -1639,11 +1645,7 @@ mod deadlines {
             let seen = Arc::clone(&performed);
             let fx = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
                 if action == Action::AskHuman {
-                    if holds {
-                        cx.after(Duration::from_secs(30), Event::Timeout);
-                    } else {
-                        cx.timeout(Duration::from_secs(30), Event::Timeout);
-                    }
+                    set_deadline(cx, holds);
                 }
                 seen.lock().unwrap().push(action);
             });

@@ -82,6 +82,27 @@ fn ensure_debug(e: &mut ItemEnum, model: &Model) {
     }
 }
 
+/// The traits derived under `cfg_attr(.., derive(..))` on the enum.
+pub(crate) fn cfg_attr_derives(e: &ItemEnum) -> Vec<syn::Path> {
+    use syn::punctuated::Punctuated;
+    let mut found = Vec::new();
+    for attr in e.attrs.iter().filter(|a| a.path().is_ident("cfg_attr")) {
+        let Ok(args) = attr.parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated) else {
+            continue;
+        };
+        for meta in args.iter().skip(1) {
+            let syn::Meta::List(list) = meta else { continue };
+            if !list.path.is_ident("derive") {
+                continue;
+            }
+            if let Ok(paths) = list.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated) {
+                found.extend(paths);
+            }
+        }
+    }
+    found
+}
+
 /// Whether `items` (the module's) hold an `impl Debug for` the enum.
 pub(crate) fn implements_debug(e: &ItemEnum, items: &[syn::Item]) -> bool {
     items.iter().any(|item| match item {
