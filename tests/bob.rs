@@ -314,3 +314,78 @@ async fn the_executor_waits_for_approvals_sent_through_the_handle() {
     assert_eq!(state, RunnerState::Ready);
     handle.shutdown().await.expect("shutdown");
 }
+
+/// Snapshots of state data that serde can only read from the text itself,
+/// not from a buffered copy: integer map keys and 128-bit integers.
+mod keyed {
+    use agent_fsm::snapshot::{self, SnapshotError};
+    use std::collections::HashMap;
+
+    #[agent_fsm::state_machine(fallback = Nop, serde, name = Keyed)]
+    pub mod keyed {
+        use std::collections::HashMap;
+
+        #[states]
+        #[derive(Debug, PartialEq)]
+        pub enum State {
+            #[initial]
+            Idle,
+            #[terminal]
+            ById { by_id: HashMap<u32, String> },
+            #[terminal]
+            Big { n: u128 },
+        }
+
+        #[events]
+        pub enum Event {
+            Load(HashMap<u32, String>),
+            Huge(u128),
+        }
+
+        #[actions]
+        #[derive(Debug, PartialEq)]
+        pub enum Action {
+            Nop,
+            Loaded,
+        }
+
+        transitions! {
+            Idle + Load(by_id) => ById { by_id } / Loaded,
+            Idle + Huge(n) => Big { n } / Loaded,
+        }
+    }
+    use keyed::{Event, Keyed, State};
+
+    fn round_trip(event: Event) -> (Keyed, Result<Keyed, SnapshotError>) {
+        let mut machine = Keyed::new();
+        machine.handle_event(event);
+        let json = snapshot::to_json(&machine).expect("snapshot");
+        let resumed = snapshot::from_json::<Keyed>(&json);
+        (machine, resumed)
+    }
+
+    #[test]
+    fn integer_map_keys_and_wide_integers_resume() {
+        let ids = HashMap::from([(7, "seven".to_owned()), (8, "eight".to_owned())]);
+        let (machine, resumed) = round_trip(Event::Load(ids));
+        assert_eq!(resumed.expect("resume").state(), machine.state());
+
+        let (machine, resumed) = round_trip(Event::Huge(u128::MAX));
+        assert_eq!(resumed.expect("resume").state(), &State::Big { n: u128::MAX });
+        assert_eq!(machine.state(), &State::Big { n: u128::MAX });
+    }
+
+    #[test]
+    fn a_repeated_key_or_a_snapshot_that_is_not_an_object_is_refused() {
+        let repeated = r#"{"machine":"Keyed","state":{"state":"big","data":{"n":1,"n":2}},"context":null}"#;
+        let err = snapshot::from_json::<Keyed>(repeated).map(|_| ()).expect_err("repeated key");
+        assert!(matches!(&err, SnapshotError::Data(e) if e.to_string().contains("duplicate field")), "{err}");
+
+        let err = snapshot::from_json::<Keyed>("[1, 2]").map(|_| ()).expect_err("an array");
+        assert!(matches!(&err, SnapshotError::Data(e) if e.to_string().contains("JSON object")), "{err}");
+
+        let unnamed = r#"{"state":{"state":"idle"},"context":null}"#;
+        let err = snapshot::from_json::<Keyed>(unnamed).map(|_| ()).expect_err("no machine name");
+        assert!(matches!(&err, SnapshotError::Data(e) if e.to_string().contains("machine")), "{err}");
+    }
+}

@@ -21,7 +21,12 @@
 //! state does not have (a snapshot of another machine, or of a version
 //! whose state gained a field, is refused rather than resumed with the
 //! field dropped). Keys beside `machine`, `state` and `context` at the top
-//! level are ignored. The context follows its own serde derive.
+//! level are ignored. The context follows its own serde derive, and so
+//! does a state enum that derives serde itself instead of taking the
+//! macro's `serde` form: it drops fields it does not know unless it denies
+//! them (`#[serde(deny_unknown_fields)]`), and a state name it does not
+//! know is then a [`SnapshotError::Data`] unless the snapshot tags states
+//! as the macro's form does.
 //!
 //! A snapshot holds the state and the context, not the work a runtime has
 //! in flight for the machine (an open stream, running tools, a retry
@@ -138,10 +143,20 @@ where
     M::Context: DeserializeOwned,
 {
     // Look at the names first, so a wrong machine or an unknown state is
-    // reported as such rather than as a serde message.
+    // reported as such rather than as a serde message. The snapshot itself
+    // is then read from the text, not from this `Value`: serde reads data
+    // it had to buffer (as `Value` orders keys, `data` before its tag) in
+    // a poorer form, without integer map keys or 128-bit integers, and a
+    // `Value` has already let a repeated key overwrite the first.
     let raw: serde_json::Value = serde_json::from_str(json)?;
-    let found = raw.get("machine").and_then(serde_json::Value::as_str).unwrap_or_default();
-    if found != M::DESCRIPTION.name {
+    if !raw.is_object() {
+        return Err(SnapshotError::Data(serde::de::Error::custom(
+            "a snapshot is a JSON object with `machine`, `state` and `context`",
+        )));
+    }
+    if let Some(found) = raw.get("machine").and_then(serde_json::Value::as_str)
+        && found != M::DESCRIPTION.name
+    {
         return Err(SnapshotError::WrongMachine { expected: M::DESCRIPTION.name, found: found.to_owned() });
     }
     // The macro's form tags the state `{"state": "calling_llm", ..}`; a
@@ -153,11 +168,14 @@ where
         .and_then(serde_json::Value::as_str)
         .filter(|tag| !M::DESCRIPTION.states.iter().any(|s| s.name == *tag || snake_case(s.name) == *tag))
         .map(str::to_owned);
-    let snapshot: SnapshotOwned<M::State, M::Context> = match serde_json::from_value(raw) {
+    drop(raw);
+    let snapshot: SnapshotOwned<M::State, M::Context> = match serde_json::from_str(json) {
         Ok(snapshot) => snapshot,
         Err(e) => return Err(unknown.map_or_else(|| e.into(), SnapshotError::UnknownState)),
     };
-    let _ = snapshot.machine;
+    if snapshot.machine != M::DESCRIPTION.name {
+        return Err(SnapshotError::WrongMachine { expected: M::DESCRIPTION.name, found: snapshot.machine });
+    }
     let name = snapshot.state.name();
     if M::DESCRIPTION.is_transient(name) {
         return Err(SnapshotError::TransientState(name));
