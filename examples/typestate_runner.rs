@@ -1,9 +1,10 @@
 //! bob's typestate runner, stepped through the typestate view: a scripted
 //! model asks to write two notes, a human approves each write (on stdin when
 //! run in a terminal, automatically otherwise), the tools write the files in
-//! a temporary directory, and the model answers. Before every step the
-//! machine is snapshotted to JSON and resumed from it, as a process that
-//! suspends between steps would.
+//! a temporary directory, and the model answers. Stepped one step at a
+//! time, the machine is snapshotted to JSON and resumed from it before
+//! every step, as a process that suspends between steps would; then the
+//! same run goes through in one call.
 //!
 //! ```text
 //! cargo run --example typestate_runner
@@ -123,7 +124,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     println!("  denied: {:?}", done.reason());
                     return Ok(());
                 }
-                typed::AwaitingApprovalAfterDeny::AwaitingApproval(a, _) => approving = a,
+                typed::AwaitingApprovalAfterDeny::AwaitingApproval(a, _) => {
+                    approving = suspend_and_resume::<typed::AwaitingApproval>(a.into_machine())?;
+                }
             }
             continue;
         }
@@ -138,6 +141,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     };
+    let awaiting = suspend_and_resume::<typed::AwaitingToolCall>(awaiting.into_machine())?;
     let results = tools.run(awaiting.pending_calls());
     let (ready, action) = awaiting.provide_tool_results(results);
     println!("  AwaitingToolCall -> Ready: {action:?}");

@@ -10,9 +10,15 @@
 //! # Choices
 //! - **Approvals are correlated.** `RequireApproval` opens one approval per
 //!   tool call, each with its own request id; `Approve { request_id }`
-//!   settles exactly that one, in any order. A reply whose id is not pending
-//!   is rejected with [`RunnerAction::RejectReply`] and changes nothing.
-//!   `Deny` finishes the run, as in the reference.
+//!   settles exactly that one, in any order. While approvals are awaited, a
+//!   reply whose id is not pending is rejected with
+//!   [`RunnerAction::RejectReply`] and changes nothing; in the other states
+//!   the table has no row for a reply, so a late one gets the fallback
+//!   (`Nothing`, with the unhandled warning) and the typestate view has no
+//!   method for it. `Deny` finishes the run, as in the reference.
+//! - **Call ids are distinct.** Approvals and results name a call by its
+//!   id, so a model reply with two calls of one id finishes the run with
+//!   [`FinishReason::RepeatedCallId`] instead of running either.
 //! - **A step guard**: every `Infer` counts a step; at `max_steps` the run
 //!   finishes with [`FinishReason::MaxSteps`] instead of calling tools.
 //! - **Snapshots** carry the whole state and context; resuming checks
@@ -110,6 +116,8 @@ pub enum FinishReason {
     Denied,
     /// Cancelled.
     Cancelled,
+    /// The model asked for two tool calls with one id.
+    RepeatedCallId,
 }
 
 /// Everything outside the states: the transcript and the step budget.
@@ -162,6 +170,13 @@ fn approvals_for(calls: &[ToolCall]) -> Vec<Approval> {
         .iter()
         .map(|c| Approval { request_id: format!("approve-{}", c.id), call: c.clone(), approved: false })
         .collect()
+}
+
+/// Whether two of the calls share an id.
+fn repeats_an_id(calls: &[ToolCall]) -> bool {
+    let mut ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.windows(2).any(|w| w[0] == w[1])
 }
 
 fn is_pending(approvals: &[Approval], request_id: &str) -> bool {
@@ -260,6 +275,9 @@ pub mod machine {
         /// A reply with an empty list of tool calls is an empty answer.
         Ready + Infer(ModelReply::ToolCalls(calls)) [calls.is_empty()] => { ctx.steps_taken += 1; }
             Finished { response: String::new(), reason: FinishReason::Answered } / Respond(String::new()),
+        /// Calls are told apart by id; a reply that repeats one runs nothing.
+        Ready + Infer(ModelReply::ToolCalls(calls)) [repeats_an_id(calls)] => { ctx.steps_taken += 1; }
+            Finished { response: String::new(), reason: FinishReason::RepeatedCallId } / Respond(String::new()),
         Ready + Infer(reply) => { ctx.steps_taken += 1; let calls = reply.into_tool_calls(); }
             AwaitingToolCall { pending_calls: calls } / RunTools(calls.clone()),
 

@@ -406,8 +406,9 @@ pub async fn run_session(
             .map_err(|_| agent_fsm::runtime::RequestError::Closed)?;
         handle.wait_idle().await?;
     }
-    let history = handle.history().await?;
     let final_state = handle.shutdown().await?;
+    // Read after the stop, so it holds the shutdown's own hop.
+    let history = handle.history().await?;
     // The subscription ends when the worker is gone.
     let tool_calls = printer.await.unwrap_or_default();
     let mut states = vec![history.transitions().next().map_or("WaitingForUserInput", |t| t.from)];

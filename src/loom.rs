@@ -450,9 +450,11 @@ impl AgentConfig {
 pub mod machine {
     use super::*;
 
-    /// The context rows read as `ctx`: the agent's configuration.
+    /// The context rows read as `ctx`: the agent's configuration. (Named
+    /// from the crate's root, as a variant in another crate reaches it
+    /// too: `tests/cross-crate`.)
     #[context]
-    pub type Context = AgentConfig;
+    pub type Context = crate::loom::AgentConfig;
 
     /// Where the agent is.
     #[states]

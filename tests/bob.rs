@@ -67,6 +67,20 @@ fn an_empty_tool_call_list_is_an_empty_answer() {
 }
 
 #[test]
+fn a_reply_that_repeats_a_call_id_runs_nothing() {
+    let mut m = Runner::new(ctx());
+    let harmless = call("1");
+    let other = ToolCall { input: "rm -rf /".into(), ..call("1") };
+    let action = m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![harmless, other])));
+    assert_eq!(action, RunnerAction::Respond(String::new()));
+    assert_eq!(m.state(), &RunnerState::Finished { response: String::new(), reason: FinishReason::RepeatedCallId });
+    // The state the table reached resumes from its snapshot.
+    let json = snapshot::to_json(&m).expect("snapshot");
+    let resumed: Runner = snapshot::from_json(&json).expect("resume");
+    assert_eq!(resumed.state(), m.state());
+}
+
+#[test]
 fn the_step_guard_finishes_the_run() {
     let mut m = Runner::new(RunnerContext::new("loop forever", 1));
     m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1")])));

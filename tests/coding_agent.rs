@@ -42,6 +42,8 @@ async fn the_scripted_session_fixes_the_file_for_real() {
             "CallingLlm",
             "ProcessingLlmResponse",
             "WaitingForUserInput",
+            // the shutdown the session ends with
+            "ShuttingDown",
         ]
     );
     assert_eq!(summary.tool_calls, 4);

@@ -251,7 +251,26 @@ impl Model {
     /// Whether `row` keeps state `source` and mutates its data in place:
     /// the target is the source and no payload is written.
     pub(crate) fn in_place(&self, row: &RowModel, source: usize) -> bool {
-        row.target == source && matches!(row.target_ctor.init, crate::parse::Init::Unit)
+        row.target == source
+            && matches!(row.target_ctor.init, crate::parse::Init::Unit)
+            // A row written for several states, which moves out of the
+            // others, moves out of its target too when its code names a
+            // carried field: that name then has one type, a value, in
+            // every state the row stands for.
+            && (row.sources.len() == 1 || !self.states[source].carries || !self.code_names_carried(row))
+    }
+
+    /// Whether the row's effects or action name a carried field.
+    fn code_names_carried(&self, row: &RowModel) -> bool {
+        let mut code = TokenStream::new();
+        if let Some(e) = &row.effects {
+            e.to_tokens(&mut code);
+        }
+        if let Some((_, a)) = &row.action {
+            code.extend(ctor_code(a));
+        }
+        let uses = Uses::of(code);
+        self.carried_names().any(|c| uses.has(c))
     }
 
     /// Builds the model; every problem is recorded in `cx`, and whatever

@@ -18,8 +18,8 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_effects_keep_carried_fields(cx, model);
     check_row_bindings(cx, model);
     check_source_patterns(cx, model);
-    check_duplicate_rows(cx, model);
-    check_shadowed_rows(cx, model);
+    let repeats = check_duplicate_rows(cx, model);
+    check_shadowed_rows(cx, model, repeats);
     check_ignored_pairs(cx, model);
     check_states_have_exits(cx, model);
     check_unreachable_states(cx, model);
@@ -846,14 +846,18 @@ fn check_missing_action(cx: &Ctxt, model: &Model) {
 }
 
 /// Two identical rows can only mean a copy-paste slip: the second never fires.
-fn check_duplicate_rows(cx: &Ctxt, model: &Model) {
+/// Returns the variant's rows reported as repeating a base row, which
+/// are not reported again for hiding the base's other rows.
+fn check_duplicate_rows(cx: &Ctxt, model: &Model) -> BTreeSet<usize> {
+    let mut repeats = BTreeSet::new();
     let index = model.index();
     for (j, later) in model.rows.iter().enumerate() {
         // Rows with the same key share the event, so only siblings can match.
-        for earlier in index.siblings(later).into_iter().take_while(|&i| i < j).map(|i| &model.rows[i]) {
+        for (i, earlier) in index.siblings(later).into_iter().take_while(|&i| i < j).map(|i| (i, &model.rows[i])) {
             // Cheap test first: the key is text built from the tokens.
             if earlier.guard.is_some() == later.guard.is_some() && earlier.key() == later.key() {
                 if later.from_base && !earlier.from_base {
+                    repeats.insert(i);
                     let base = model.variant.as_ref().map_or("the base", |v| v.base.as_str());
                     cx.error_at(
                         earlier.span,
@@ -869,13 +873,15 @@ fn check_duplicate_rows(cx: &Ctxt, model: &Model) {
             }
         }
     }
+    repeats
 }
 
 /// Rows are tried in the order written; a row after an unguarded row that
 /// accepts every value of the same (state, event) can never fire.
-fn check_shadowed_rows(cx: &Ctxt, model: &Model) {
-    // A variant row that hides several base rows is reported once.
-    let mut blamed: BTreeSet<usize> = BTreeSet::new();
+fn check_shadowed_rows(cx: &Ctxt, model: &Model, repeats: BTreeSet<usize>) {
+    // A variant row that hides several base rows is reported once, and
+    // not at all when it was reported as repeating one of them.
+    let mut blamed = repeats;
     let index = model.index();
     // Whether `earlier` (written above) takes every event `later` takes,
     // whatever the state's data.

@@ -176,7 +176,8 @@ impl Parse for Row {
                 .filter(|t| !t.contains('$'))
                 .and_then(|t| t.strip_prefix('[')?.strip_suffix(']').map(|t| t.trim().to_owned()))
                 .map(|t| one_line(&t))
-                .unwrap_or_else(|| tidy(&quote::ToTokens::to_token_stream(&expr).to_string()));
+                // A base's `crate::` reaches a variant as `$crate::`.
+                .unwrap_or_else(|| tidy(&quote::ToTokens::to_token_stream(&expr).to_string()).replace("$crate", "crate"));
             (Some(expr), Some(text))
         } else {
             (None, None)

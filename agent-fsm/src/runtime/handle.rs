@@ -432,6 +432,12 @@ where
     /// left (`timeout` timers do not). Never await this from the agent's
     /// own tasks or streams: with a full inbox it waits forever.
     ///
+    /// Returning means queued, not handled: requests such as
+    /// [`state`](Self::state) are answered before queued events, so one
+    /// made right after may still see the state before this event. To act
+    /// on the outcome, use [`call`](Self::call), or
+    /// [`wait_idle`](Self::wait_idle) before reading.
+    ///
     /// # Errors
     /// [`SendError::Closed`] if the worker has stopped,
     /// [`SendError::Failed`] if it failed; both hand the event back.
@@ -588,7 +594,8 @@ where
     }
 
     /// A snapshot of the full state; the final one once the worker has
-    /// stopped normally.
+    /// stopped normally. Answered before events still queued in the inbox
+    /// (see [`send`](Self::send)).
     ///
     /// # Errors
     /// [`RequestError::Poisoned`] if the machine is poisoned, otherwise as

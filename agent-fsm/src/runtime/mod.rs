@@ -82,7 +82,9 @@
 //! [`recv`](Subscription::recv) on the worker's current-thread runtime
 //! never lags unless one step publishes more than the capacity (a reader
 //! on another thread gets no such promise: it needs a log as big as the
-//! bursts it follows). A subscription names its [`Topics`]
+//! bursts it follows). A reader task just spawned is not waiting yet: let
+//! it start (`tokio::task::yield_now().await`) before sending the input
+//! it is to follow. A subscription names its [`Topics`]
 //! ([`subscribe_to`](MachineHandle::subscribe_to)); a notification no live
 //! subscription wants is never built. The history's timestamps are read on the
 //! same schedule too (once per burst): the hops of one burst share a

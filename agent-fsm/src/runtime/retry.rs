@@ -139,8 +139,9 @@ impl RetryPolicy {
 
     /// The delay before retry number `retry` (1 = the first retry, i.e. after
     /// one failed attempt), rounded to whole milliseconds (tokio's timer
-    /// resolution). `0` is read as `1`. Never panics: overflow saturates at
-    /// the cap. Unseeded, two calls with the same `retry` usually differ
+    /// resolution), and at most the cap (which is returned as set, whole
+    /// milliseconds or not). `0` is read as `1`. Never panics: overflow
+    /// saturates at the cap; a zero base gives zero delays. Unseeded, two calls with the same `retry` usually differ
     /// (see [`seed`](Self::seed)).
     #[must_use]
     pub fn delay(&self, retry: u32) -> Duration {
@@ -157,7 +158,13 @@ impl RetryPolicy {
         };
         let unit = unit_interval(splitmix64(bits ^ u64::from(retry)));
         let multiplier = 1.0 - jitter + 2.0 * jitter * unit;
-        let millis = (self.base.as_secs_f64() * 1e3 * factor.powi(exponent) * multiplier).round();
+        let start = self.base.as_secs_f64() * 1e3 * multiplier;
+        // Nothing grows from zero, however large the exponent (whose
+        // power may be infinite: zero times that is NaN, not zero).
+        if start <= 0.0 {
+            return Duration::ZERO;
+        }
+        let millis = (start * factor.powi(exponent)).round();
         // Whole milliseconds: tokio's timers have millisecond resolution, so
         // a timer set with this delay fires exactly this late.
         // `try_from_secs_f64` refuses NaN, negatives and overflow; all of them
@@ -238,5 +245,13 @@ mod tests {
         let p = RetryPolicy::default().with_factor(1e300).with_jitter(0.0);
         assert_eq!(p.delay(1_000), p.cap);
         assert_eq!(p.delay(1), Duration::from_millis(200));
+    }
+
+    #[test]
+    fn a_zero_base_stays_zero_past_any_exponent() {
+        let p = RetryPolicy::default().with_base(Duration::ZERO);
+        for retry in [1, 1_024, 1_025, 5_000, u32::MAX] {
+            assert_eq!(p.delay(retry), Duration::ZERO, "retry {retry}");
+        }
     }
 }
