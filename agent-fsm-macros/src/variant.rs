@@ -58,7 +58,9 @@ fn dollar_crate(tokens: TokenStream) -> TokenStream {
                 group.set_span(g.span());
                 out.push(TokenTree::Group(group));
             }
-            TokenTree::Ident(i) if i == "crate" && matches!(iter.peek(), Some(TokenTree::Punct(p)) if p.as_char() == ':') => {
+            TokenTree::Ident(i)
+                if i == "crate" && matches!(iter.peek(), Some(TokenTree::Punct(p)) if p.as_char() == ':') =>
+            {
                 let mut dollar = Punct::new('$', Spacing::Alone);
                 dollar.set_span(i.span());
                 out.push(TokenTree::Punct(dollar));

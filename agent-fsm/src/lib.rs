@@ -42,10 +42,6 @@ pub mod __private {
 
     use crate::{Description, StateInfo, Transition, Unhandled, UnhandledReason};
 
-    /// No event (an eventless row) or no action (a row into a transient
-    /// state), in [`row`]'s index arguments.
-    pub const NONE: usize = usize::MAX;
-
     /// A state of `DESCRIPTION.states`; `flags` is `1` initial, `2`
     /// terminal, `4` transient.
     #[must_use]
@@ -53,32 +49,57 @@ pub mod __private {
         StateInfo { name, initial: flags & 1 != 0, terminal: flags & 2 != 0, transient: flags & 4 != 0 }
     }
 
-    /// A row of `DESCRIPTION.transitions` from indices into the machine's
-    /// name lists ([`NONE`] for no event or action); `flags` is `1` in
-    /// place, `2` any-state. Written as one short call per row because a
-    /// 2,000-row table spelled as struct literals was a third of its
-    /// expansion.
+    /// The name lists rows index: states, events, actions, guard texts.
+    pub type Names = (&'static [StateInfo], &'static [&'static str], &'static [&'static str], &'static [&'static str]);
+
+    /// The `N` rows of `DESCRIPTION.transitions`, decoded from `code`:
+    /// per row, five indices of `width` bytes each, little-endian (from,
+    /// event, guard, to, action; all ones for no event, guard or action),
+    /// then a flags byte (`1` in place, `2` any-state). One byte string
+    /// is one token, where a call per row was a dozen: the tokens of a
+    /// 2,000-row table's rows cost the compiler more to read than this
+    /// loop costs to evaluate.
     #[must_use]
-    #[allow(clippy::too_many_arguments)]
-    pub const fn row(
-        names: (&'static [StateInfo], &'static [&'static str], &'static [&'static str]),
-        from: usize,
-        event: usize,
-        guard: Option<&'static str>,
-        to: usize,
-        action: usize,
-        flags: u8,
-    ) -> Transition {
-        let (states, events, actions) = names;
-        Transition {
-            from: states[from].name,
-            event: if event == NONE { None } else { Some(events[event]) },
-            guard,
-            to: states[to].name,
-            action: if action == NONE { None } else { Some(actions[action]) },
-            in_place: flags & 1 != 0,
-            any_state: flags & 2 != 0,
+    pub const fn rows<const N: usize>(names: Names, width: usize, code: &[u8]) -> [Transition; N] {
+        const EMPTY: Transition =
+            Transition { from: "", event: None, guard: None, to: "", action: None, in_place: false, any_state: false };
+        let (states, events, actions, guards) = names;
+        let none = if width >= 8 { usize::MAX } else { (1 << (8 * width)) - 1 };
+        let mut out = [EMPTY; N];
+        let mut i = 0;
+        while i < N {
+            let at = i * (5 * width + 1);
+            let (from, event, guard, to, action) = (
+                index(code, at, width),
+                index(code, at + width, width),
+                index(code, at + 2 * width, width),
+                index(code, at + 3 * width, width),
+                index(code, at + 4 * width, width),
+            );
+            let flags = code[at + 5 * width];
+            out[i] = Transition {
+                from: states[from].name,
+                event: if event == none { None } else { Some(events[event]) },
+                guard: if guard == none { None } else { Some(guards[guard]) },
+                to: states[to].name,
+                action: if action == none { None } else { Some(actions[action]) },
+                in_place: flags & 1 != 0,
+                any_state: flags & 2 != 0,
+            };
+            i += 1;
         }
+        out
+    }
+
+    /// The `width`-byte little-endian number at `code[at..]`.
+    const fn index(code: &[u8], at: usize, width: usize) -> usize {
+        let mut value = 0;
+        let mut k = width;
+        while k > 0 {
+            k -= 1;
+            value = (value << 8) | code[at + k] as usize;
+        }
+        value
     }
 
     /// The catch-all of every generated machine: decides why no row
@@ -124,7 +145,7 @@ pub mod __private {
 
     #[cfg(test)]
     mod tests {
-        use super::{NONE, row, state};
+        use super::{rows, state};
         use crate::{StateInfo, Transition};
 
         const STATES: &[StateInfo] = &[state("Idle", 1), state("Check", 4), state("Done", 2)];
@@ -134,9 +155,8 @@ pub mod __private {
             assert_eq!(STATES[0], StateInfo { name: "Idle", initial: true, terminal: false, transient: false });
             assert_eq!(STATES[1], StateInfo { name: "Check", initial: false, terminal: false, transient: true });
             assert_eq!(STATES[2], StateInfo { name: "Done", initial: false, terminal: true, transient: false });
-            let names = (STATES, &["Go", "Poke"][..], &["Start", "Stop"][..]);
-            assert_eq!(
-                row(names, 0, 1, Some("n > 0"), 0, 1, 3),
+            let names = (STATES, &["Go", "Poke"][..], &["Start", "Stop"][..], &["", "n > 0"][..]);
+            let expected = [
                 Transition {
                     from: "Idle",
                     event: Some("Poke"),
@@ -145,10 +165,7 @@ pub mod __private {
                     action: Some("Stop"),
                     in_place: true,
                     any_state: true,
-                }
-            );
-            assert_eq!(
-                row(names, 1, NONE, None, 2, NONE, 0),
+                },
                 Transition {
                     from: "Check",
                     event: None,
@@ -157,8 +174,19 @@ pub mod __private {
                     action: None,
                     in_place: false,
                     any_state: false,
-                }
+                },
+            ];
+            // One byte per index, all ones for none.
+            const NARROW: [Transition; 2] = rows(
+                (STATES, &["Go", "Poke"], &["Start", "Stop"], &["", "n > 0"]),
+                1,
+                &[0, 1, 1, 0, 1, 3, 1, 0xff, 0xff, 2, 0xff, 0],
             );
+            assert_eq!(NARROW, expected);
+            // Two bytes per index, little-endian.
+            let wide: [Transition; 2] =
+                rows(names, 2, &[0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 3, 1, 0, 0xff, 0xff, 0xff, 0xff, 2, 0, 0xff, 0xff, 0]);
+            assert_eq!(wide, expected);
         }
     }
 }

@@ -5,6 +5,7 @@
 use crate::model::{Model, RowModel};
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
+use std::collections::HashMap;
 use syn::ext::IdentExt;
 
 /// Rows expanded to one entry per source state, in the order they are
@@ -40,9 +41,10 @@ pub(crate) fn guard_text(row: &RowModel) -> Option<String> {
 
 /// `pub const DESCRIPTION: Description = ...;`
 ///
-/// Rows are short calls that name states, events and actions by index
-/// (`__r(0, 3, __N, 1, 2, 0)`); a struct literal per row made the constant
-/// a third of a big table's expansion.
+/// The rows are one byte string of indices into the name lists, decoded by
+/// a `const fn` (`agent_fsm::__private::rows`): a call
+/// per row was a dozen tokens, and a big table's rows then cost the
+/// compiler more to read after every touch than the decoding costs once.
 pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> TokenStream {
     use proc_macro2::Literal;
     let name = model.machine.to_string();
@@ -57,21 +59,51 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
     });
     let events = model.events.iter().map(|e| e.ident.unraw().to_string());
     let actions = model.actions.iter().map(|a| a.ident.unraw().to_string());
-    let index = |i: usize| Literal::usize_unsuffixed(i);
-    let none = || quote!(__X);
-    let rows = layout.entries.iter().map(|&(r, s)| {
+    // Each guard's text once, however many rows (or states of a `*` row)
+    // share it.
+    let mut guards: Vec<String> = Vec::new();
+    let mut guard_index: HashMap<String, usize> = HashMap::new();
+    let mut indices: Vec<[Option<usize>; 5]> = Vec::with_capacity(layout.entries.len());
+    let mut flags = Vec::with_capacity(layout.entries.len());
+    for &(r, s) in &layout.entries {
         let row = &model.rows[r];
-        let from = index(s);
-        let to = index(row.target);
-        let event = row.event.as_ref().map_or_else(none, |(e, _)| index(*e).into_token_stream());
-        let guard = match guard_text(row) {
-            Some(text) => quote!(__S(#text)),
-            None => quote!(__N),
-        };
-        let action = row.action.as_ref().map_or_else(none, |(a, _)| index(*a).into_token_stream());
-        let flags = Literal::u8_unsuffixed(u8::from(model.in_place(row, s)) | (u8::from(row.any) << 1));
-        quote!(__r(#from, #event, #guard, #to, #action, #flags))
-    });
+        let guard = guard_text(row).map(|text| {
+            *guard_index.entry(text).or_insert_with_key(|text| {
+                guards.push(text.clone());
+                guards.len() - 1
+            })
+        });
+        indices.push([
+            Some(s),
+            row.event.as_ref().map(|(e, _)| *e),
+            guard,
+            Some(row.target),
+            row.action.as_ref().map(|(a, _)| *a),
+        ]);
+        flags.push(u8::from(model.in_place(row, s)) | (u8::from(row.any) << 1));
+    }
+    // The narrowest width that holds every index and leaves all ones for
+    // "none".
+    let most =
+        [model.states.len(), model.events.len(), model.actions.len(), guards.len()].into_iter().max().unwrap_or(0);
+    let width: usize = if most < 0xff {
+        1
+    } else if most < 0xffff {
+        2
+    } else {
+        4
+    };
+    let mut code = Vec::with_capacity(indices.len() * (5 * width + 1));
+    for (row, flag) in indices.iter().zip(flags) {
+        for index in row {
+            let value = index.map_or(u32::MAX, |i| u32::try_from(i).unwrap_or(u32::MAX));
+            code.extend_from_slice(&value.to_le_bytes()[..width]);
+        }
+        code.push(flag);
+    }
+    let count = Literal::usize_unsuffixed(indices.len());
+    let width = Literal::usize_unsuffixed(width);
+    let code = Literal::byte_string(&code);
     let ignored = model.ignores.iter().flat_map(|ig| {
         ig.sources.iter().map(move |&s| {
             let sn = model.states[s].ident.unraw().to_string();
@@ -85,31 +117,20 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
         /// The table: states, events, actions, rows (any-state rows expanded
         /// per state) and the Mermaid diagram.
         pub const DESCRIPTION: ::agent_fsm::Description = {
-            // Short names: a big table spells them thousands of times.
             #[allow(unused_imports)]
-            use ::agent_fsm::__private::{NONE as __X, state as __st};
-            #[allow(unused_imports)]
-            use ::core::option::Option::{self, None as __N, Some as __S};
+            use ::agent_fsm::__private::state as __st;
             const __STATES: &[::agent_fsm::StateInfo] = &[#(#states),*];
             const __EVENTS: &[&str] = &[#(#events),*];
             const __ACTIONS: &[&str] = &[#(#actions),*];
-            /// Row `from + event [guard] => to / action`, by index.
-            const fn __r(
-                from: usize,
-                event: usize,
-                guard: Option<&'static str>,
-                to: usize,
-                action: usize,
-                flags: u8,
-            ) -> ::agent_fsm::Transition {
-                ::agent_fsm::__private::row((__STATES, __EVENTS, __ACTIONS), from, event, guard, to, action, flags)
-            }
+            const __GUARDS: &[&str] = &[#(#guards),*];
+            const __ROWS: [::agent_fsm::Transition; #count] =
+                ::agent_fsm::__private::rows((__STATES, __EVENTS, __ACTIONS, __GUARDS), #width, #code);
             ::agent_fsm::Description {
                 name: #name,
                 states: __STATES,
                 events: __EVENTS,
                 actions: __ACTIONS,
-                transitions: &[#(#rows),*],
+                transitions: &__ROWS,
                 ignored: &[#(#ignored),*],
                 fallback: #fallback,
                 mermaid: #mermaid,

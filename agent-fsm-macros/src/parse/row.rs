@@ -177,7 +177,9 @@ impl Parse for Row {
                 .and_then(|t| t.strip_prefix('[')?.strip_suffix(']').map(|t| t.trim().to_owned()))
                 .map(|t| one_line(&t))
                 // A base's `crate::` reaches a variant as `$crate::`.
-                .unwrap_or_else(|| tidy(&quote::ToTokens::to_token_stream(&expr).to_string()).replace("$crate", "crate"));
+                .unwrap_or_else(|| {
+                    tidy(&quote::ToTokens::to_token_stream(&expr).to_string()).replace("$crate", "crate")
+                });
             (Some(expr), Some(text))
         } else {
             (None, None)

@@ -497,10 +497,8 @@ stateDiagram-v2
                                 Event::Failed if match &*__s {
                                     __Some(State::Calling { retries, .. }) => {
                                         let ctx = &*__ctx;
-                                        {
-                                            let __guard: bool = *retries + 1 < ctx.max_retries;
-                                            __guard
-                                        }
+                                        let __guard: bool = *retries + 1 < ctx.max_retries;
+                                        __guard
                                     }
                                     _ => false,
                                 } => {
@@ -519,10 +517,9 @@ stateDiagram-v2
                                     #[allow(unused_mut)]
                                     let __Some(State::Calling { log: mut log, .. }) = __s.take()
                                     else { return Self::__fallback() };
-                                    let __action: Action = Action::Wait;
                                     *__s = __Some(State::Idle { log: log });
                                     __row = 4usize;
-                                    __action
+                                    Action::Wait
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -546,10 +543,9 @@ stateDiagram-v2
                             match event {
                                 Event::Stop => {
                                     *__s = __None;
-                                    let __action: Action = Action::Halt;
                                     *__s = __Some(State::Stopped);
                                     __row = 7usize;
-                                    __action
+                                    Action::Halt
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -565,10 +561,9 @@ stateDiagram-v2
                             match event {
                                 Event::Stop => {
                                     *__s = __None;
-                                    let __action: Action = Action::Halt;
                                     *__s = __Some(State::Stopped);
                                     __row = 8usize;
-                                    __action
+                                    Action::Halt
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -666,9 +661,7 @@ stateDiagram-v2
         /// per state) and the Mermaid diagram.
         pub const DESCRIPTION: ::agent_fsm::Description = {
             #[allow(unused_imports)]
-            use ::agent_fsm::__private::{NONE as __X, state as __st};
-            #[allow(unused_imports)]
-            use ::core::option::Option::{self, None as __N, Some as __S};
+            use ::agent_fsm::__private::state as __st;
             const __STATES: &[::agent_fsm::StateInfo] = &[
                 __st("Idle", 1),
                 __st("Calling", 0),
@@ -677,42 +670,21 @@ stateDiagram-v2
             ];
             const __EVENTS: &[&str] = &["Input", "Delta", "Reply", "Failed", "Stop"];
             const __ACTIONS: &[&str] = &["Wait", "Call", "Show", "Retry", "Halt"];
-            /// Row `from + event [guard] => to / action`, by index.
-            const fn __r(
-                from: usize,
-                event: usize,
-                guard: Option<&'static str>,
-                to: usize,
-                action: usize,
-                flags: u8,
-            ) -> ::agent_fsm::Transition {
-                ::agent_fsm::__private::row(
-                    (__STATES, __EVENTS, __ACTIONS),
-                    from,
-                    event,
-                    guard,
-                    to,
-                    action,
-                    flags,
-                )
-            }
+            const __GUARDS: &[&str] = &[
+                "* retries + 1 < ctx.max_retries",
+                "reply.is_empty()",
+            ];
+            const __ROWS: [::agent_fsm::Transition; 10] = ::agent_fsm::__private::rows(
+                (__STATES, __EVENTS, __ACTIONS, __GUARDS),
+                1,
+                b"\0\0\xFF\x01\x01\0\x01\x01\xFF\x01\x02\x01\x01\x02\xFF\x02\xFF\0\x01\x03\0\x01\x03\0\x01\x03\xFF\0\0\0\x02\xFF\x01\0\0\0\x02\xFF\xFF\0\x02\0\0\x04\xFF\x03\x04\x02\x01\x04\xFF\x03\x04\x02\x03\x04\xFF\x03\x04\x03",
+            );
             ::agent_fsm::Description {
                 name: "Agent",
                 states: __STATES,
                 events: __EVENTS,
                 actions: __ACTIONS,
-                transitions: &[
-                    __r(0, 0, __N, 1, 1, 0),
-                    __r(1, 1, __N, 1, 2, 1),
-                    __r(1, 2, __N, 2, __X, 0),
-                    __r(1, 3, __S("* retries + 1 < ctx.max_retries"), 1, 3, 0),
-                    __r(1, 3, __N, 0, 0, 0),
-                    __r(2, __X, __S("reply.is_empty()"), 0, 0, 0),
-                    __r(2, __X, __N, 0, 2, 0),
-                    __r(0, 4, __N, 3, 4, 2),
-                    __r(1, 4, __N, 3, 4, 2),
-                    __r(3, 4, __N, 3, 4, 3),
-                ],
+                transitions: &__ROWS,
                 ignored: &[],
                 fallback: "Wait",
                 mermaid: "stateDiagram-v2\n    [*] --> Idle\n    Checking : Checking (transient)\n    Idle --> Calling : Input / Call\n    Calling --> Calling : Delta / Show\n    Calling --> Checking : Reply\n    Calling --> Calling : Failed [* retries + 1 < ctx.max_retries] / Retry\n    Calling --> Idle : Failed / Wait\n    Checking --> Idle : [reply.is_empty()] / Wait\n    Checking --> Idle : / Show\n    Idle --> Stopped : Stop / Halt\n    Calling --> Stopped : Stop / Halt\n    Stopped --> Stopped : Stop / Halt\n    Stopped --> [*]\n",

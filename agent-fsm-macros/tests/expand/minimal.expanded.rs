@@ -307,11 +307,9 @@ stateDiagram-v2
                         __Some(State::Closed { .. }) => {
                             match event {
                                 Event::Push => {
-                                    *__s = __None;
-                                    let __action: Action = Action::Creak;
                                     *__s = __Some(State::Open);
                                     __row = 0usize;
-                                    __action
+                                    Action::Creak
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -333,11 +331,9 @@ stateDiagram-v2
                         __Some(State::Open { .. }) => {
                             match event {
                                 Event::Pull => {
-                                    *__s = __None;
-                                    let __action: Action = Action::Creak;
                                     *__s = __Some(State::Closed);
                                     __row = 2usize;
-                                    __action
+                                    Action::Creak
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -362,10 +358,8 @@ stateDiagram-v2
                                     times,
                                 ) if {
                                     let times = &times;
-                                    {
-                                        let __guard: bool = *times > 2;
-                                        __guard
-                                    }
+                                    let __guard: bool = *times > 2;
+                                    __guard
                                 } => {
                                     Self::__hop(__observer, 1usize);
                                     return Action::Answer(times);
@@ -431,44 +425,25 @@ stateDiagram-v2
         /// per state) and the Mermaid diagram.
         pub const DESCRIPTION: ::agent_fsm::Description = {
             #[allow(unused_imports)]
-            use ::agent_fsm::__private::{NONE as __X, state as __st};
-            #[allow(unused_imports)]
-            use ::core::option::Option::{self, None as __N, Some as __S};
+            use ::agent_fsm::__private::state as __st;
             const __STATES: &[::agent_fsm::StateInfo] = &[
                 __st("Closed", 1),
                 __st("Open", 0),
             ];
             const __EVENTS: &[&str] = &["Push", "Pull", "Knock"];
             const __ACTIONS: &[&str] = &["Nothing", "Creak", "Answer"];
-            /// Row `from + event [guard] => to / action`, by index.
-            const fn __r(
-                from: usize,
-                event: usize,
-                guard: Option<&'static str>,
-                to: usize,
-                action: usize,
-                flags: u8,
-            ) -> ::agent_fsm::Transition {
-                ::agent_fsm::__private::row(
-                    (__STATES, __EVENTS, __ACTIONS),
-                    from,
-                    event,
-                    guard,
-                    to,
-                    action,
-                    flags,
-                )
-            }
+            const __GUARDS: &[&str] = &["* times > 2"];
+            const __ROWS: [::agent_fsm::Transition; 3] = ::agent_fsm::__private::rows(
+                (__STATES, __EVENTS, __ACTIONS, __GUARDS),
+                1,
+                b"\0\0\xFF\x01\x01\0\0\x02\0\0\x02\x01\x01\x01\xFF\0\x01\0",
+            );
             ::agent_fsm::Description {
                 name: "Machine",
                 states: __STATES,
                 events: __EVENTS,
                 actions: __ACTIONS,
-                transitions: &[
-                    __r(0, 0, __N, 1, 1, 0),
-                    __r(0, 2, __S("* times > 2"), 0, 2, 1),
-                    __r(1, 1, __N, 0, 1, 0),
-                ],
+                transitions: &__ROWS,
                 ignored: &[],
                 fallback: "Nothing",
                 mermaid: "stateDiagram-v2\n    [*] --> Closed\n    Closed --> Open : Push / Creak\n    Closed --> Closed : Knock [* times > 2] / Answer\n    Open --> Closed : Pull / Creak\n",

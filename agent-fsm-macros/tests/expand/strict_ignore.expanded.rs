@@ -321,11 +321,9 @@ stateDiagram-v2
                         __Some(State::Broken { .. }) => {
                             match event {
                                 Event::Repair => {
-                                    *__s = __None;
-                                    let __action: Action = Action::Dark;
                                     *__s = __Some(State::Off);
                                     __row = 4usize;
-                                    __action
+                                    Action::Dark
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -348,18 +346,14 @@ stateDiagram-v2
                         __Some(State::Off { .. }) => {
                             match event {
                                 Event::Toggle => {
-                                    *__s = __None;
-                                    let __action: Action = Action::Glow;
                                     *__s = __Some(State::On);
                                     __row = 0usize;
-                                    __action
+                                    Action::Glow
                                 }
                                 Event::Smash => {
-                                    *__s = __None;
-                                    let __action: Action = Action::Sparks;
                                     *__s = __Some(State::Broken);
                                     __row = 2usize;
-                                    __action
+                                    Action::Sparks
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -374,18 +368,14 @@ stateDiagram-v2
                         __Some(State::On { .. }) => {
                             match event {
                                 Event::Toggle => {
-                                    *__s = __None;
-                                    let __action: Action = Action::Dark;
                                     *__s = __Some(State::Off);
                                     __row = 1usize;
-                                    __action
+                                    Action::Dark
                                 }
                                 Event::Smash => {
-                                    *__s = __None;
-                                    let __action: Action = Action::Sparks;
                                     *__s = __Some(State::Broken);
                                     __row = 3usize;
-                                    __action
+                                    Action::Sparks
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -440,9 +430,7 @@ stateDiagram-v2
         /// per state) and the Mermaid diagram.
         pub const DESCRIPTION: ::agent_fsm::Description = {
             #[allow(unused_imports)]
-            use ::agent_fsm::__private::{NONE as __X, state as __st};
-            #[allow(unused_imports)]
-            use ::core::option::Option::{self, None as __N, Some as __S};
+            use ::agent_fsm::__private::state as __st;
             const __STATES: &[::agent_fsm::StateInfo] = &[
                 __st("Off", 1),
                 __st("On", 0),
@@ -450,37 +438,18 @@ stateDiagram-v2
             ];
             const __EVENTS: &[&str] = &["Toggle", "Smash", "Repair"];
             const __ACTIONS: &[&str] = &["None", "Glow", "Dark", "Sparks"];
-            /// Row `from + event [guard] => to / action`, by index.
-            const fn __r(
-                from: usize,
-                event: usize,
-                guard: Option<&'static str>,
-                to: usize,
-                action: usize,
-                flags: u8,
-            ) -> ::agent_fsm::Transition {
-                ::agent_fsm::__private::row(
-                    (__STATES, __EVENTS, __ACTIONS),
-                    from,
-                    event,
-                    guard,
-                    to,
-                    action,
-                    flags,
-                )
-            }
+            const __GUARDS: &[&str] = &[];
+            const __ROWS: [::agent_fsm::Transition; 5] = ::agent_fsm::__private::rows(
+                (__STATES, __EVENTS, __ACTIONS, __GUARDS),
+                1,
+                b"\0\0\xFF\x01\x01\0\x01\0\xFF\0\x02\0\0\x01\xFF\x02\x03\x02\x01\x01\xFF\x02\x03\x02\x02\x02\xFF\0\x02\0",
+            );
             ::agent_fsm::Description {
                 name: "Machine",
                 states: __STATES,
                 events: __EVENTS,
                 actions: __ACTIONS,
-                transitions: &[
-                    __r(0, 0, __N, 1, 1, 0),
-                    __r(1, 0, __N, 0, 2, 0),
-                    __r(0, 1, __N, 2, 3, 2),
-                    __r(1, 1, __N, 2, 3, 2),
-                    __r(2, 2, __N, 0, 2, 0),
-                ],
+                transitions: &__ROWS,
                 ignored: &[
                     ("Off", "Repair"),
                     ("On", "Repair"),
