@@ -517,9 +517,10 @@ stateDiagram-v2
                                     #[allow(unused_mut)]
                                     let __Some(State::Calling { log: mut log, .. }) = __s.take()
                                     else { return Self::__fallback() };
+                                    let __action: Action = Action::Wait;
                                     *__s = __Some(State::Idle { log: log });
                                     __row = 4usize;
-                                    Action::Wait
+                                    __action
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -543,9 +544,10 @@ stateDiagram-v2
                             match event {
                                 Event::Stop => {
                                     *__s = __None;
+                                    let __action: Action = Action::Halt;
                                     *__s = __Some(State::Stopped);
                                     __row = 7usize;
-                                    Action::Halt
+                                    __action
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -561,9 +563,10 @@ stateDiagram-v2
                             match event {
                                 Event::Stop => {
                                     *__s = __None;
+                                    let __action: Action = Action::Halt;
                                     *__s = __Some(State::Stopped);
                                     __row = 8usize;
-                                    Action::Halt
+                                    __action
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
