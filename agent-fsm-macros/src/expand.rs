@@ -5,12 +5,13 @@ use crate::ctxt::Ctxt;
 use crate::model::Model;
 use crate::parse::Args;
 use crate::{codegen, fallback, validate};
-use proc_macro2::TokenStream;
+use proc_macro2::{Delimiter, Group, TokenStream, TokenTree};
 use syn::ItemMod;
 
 /// `#[state_machine(args)] mod name { ... }`.
 pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream {
-    let module: ItemMod = match syn::parse2(item) {
+    let (item, tables) = set_tables_aside(item);
+    let module: ItemMod = match syn::parse2(item).map(|m| put_tables_back(m, tables)) {
         Ok(m) => m,
         Err(e) => {
             let e = syn::Error::new(
@@ -44,4 +45,51 @@ pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream
             fallback::expand(Some(module), &syn::Error::new(proc_macro2::Span::call_site(), "invalid state machine"))
         }
     }
+}
+
+/// The module with the bodies of its `transitions!` tables emptied, and
+/// those bodies. syn would otherwise walk a big table's tokens twice, once
+/// to parse the module (where the table is a macro's opaque tokens) and
+/// once to parse the table; each walk crosses the compiler's token bridge
+/// for every group. Anything unexpected leaves the item as it is.
+fn set_tables_aside(item: TokenStream) -> (TokenStream, Vec<TokenStream>) {
+    let mut trees: Vec<TokenTree> = item.into_iter().collect();
+    let mut tables = Vec::new();
+    if let Some(TokenTree::Group(body)) = trees.last_mut()
+        && body.delimiter() == Delimiter::Brace
+    {
+        let mut inner: Vec<TokenTree> = body.stream().into_iter().collect();
+        for i in 2..inner.len() {
+            let is_table = matches!(&inner[i - 2], TokenTree::Ident(name) if name == "transitions")
+                && matches!(&inner[i - 1], TokenTree::Punct(bang) if bang.as_char() == '!');
+            if let (true, TokenTree::Group(table)) = (is_table, &inner[i]) {
+                tables.push(table.stream());
+                let mut empty = Group::new(table.delimiter(), TokenStream::new());
+                empty.set_span(table.span());
+                inner[i] = TokenTree::Group(empty);
+            }
+        }
+        if !tables.is_empty() {
+            let mut emptied = Group::new(Delimiter::Brace, inner.into_iter().collect());
+            emptied.set_span(body.span());
+            *body = emptied;
+        }
+    }
+    (trees.into_iter().collect(), tables)
+}
+
+/// Gives the `transitions!` items of `module` their bodies back, in order.
+fn put_tables_back(mut module: ItemMod, tables: Vec<TokenStream>) -> ItemMod {
+    let mut tables = tables.into_iter();
+    if let Some((_, items)) = &mut module.content {
+        for item in items {
+            if let syn::Item::Macro(m) = item
+                && m.mac.path.is_ident("transitions")
+                && let Some(table) = tables.next()
+            {
+                m.mac.tokens = table;
+            }
+        }
+    }
+    module
 }
