@@ -331,35 +331,52 @@ async fn the_executor_waits_for_approvals_sent_through_the_handle() {
 
 /// Snapshots of state data that serde can only read from the text itself,
 /// not from a buffered copy: integer map keys and 128-bit integers.
-mod keyed {
+pub mod keyed {
     use agent_fsm::snapshot::{self, SnapshotError};
     use std::collections::HashMap;
 
+    /// A machine whose states hold an id-keyed map and a 128-bit number.
     #[agent_fsm::state_machine(fallback = Nop, serde, name = Keyed)]
     pub mod keyed {
         use std::collections::HashMap;
 
+        /// Where it is.
         #[states]
         #[derive(Debug, PartialEq)]
         pub enum State {
+            /// Nothing loaded.
             #[initial]
             Idle,
+            /// Names by id.
             #[terminal]
-            ById { by_id: HashMap<u32, String> },
+            ById {
+                /// The names.
+                by_id: HashMap<u32, String>,
+            },
+            /// A wide number.
             #[terminal]
-            Big { n: u128 },
+            Big {
+                /// The number.
+                n: u128,
+            },
         }
 
+        /// What it is given.
         #[events]
         pub enum Event {
+            /// Names by id.
             Load(HashMap<u32, String>),
+            /// A wide number.
             Huge(u128),
         }
 
+        /// What it answers.
         #[actions]
         #[derive(Debug, PartialEq)]
         pub enum Action {
+            /// Nothing.
             Nop,
+            /// Took it.
             Loaded,
         }
 
