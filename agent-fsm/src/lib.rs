@@ -64,7 +64,9 @@ pub mod __private {
         const EMPTY: Transition =
             Transition { from: "", event: None, guard: None, to: "", action: None, in_place: false, any_state: false };
         let (states, events, actions, guards) = names;
-        let none = if width >= 8 { usize::MAX } else { (1 << (8 * width)) - 1 };
+        // All ones in `width` bytes (all of `usize` on a 32-bit target
+        // with 4-byte indices).
+        let none = if 8 * width >= usize::BITS as usize { usize::MAX } else { (1 << (8 * width)) - 1 };
         let mut out = [EMPTY; N];
         let mut i = 0;
         while i < N {
