@@ -492,9 +492,6 @@ fn check_source_patterns(cx: &Ctxt, model: &Model) {
     }
 }
 
-/// Methods the macro generates take names from the table; a name that is
-/// already taken would be a duplicate definition reported at the
-/// attribute, without saying which name of the table caused it.
 /// An `impl State { fn name(..) }` in the module beside the generated
 /// one: rustc would report two definitions at the attribute, and calls
 /// of `name()` as ambiguous.
@@ -533,6 +530,9 @@ fn check_user_methods(cx: &Ctxt, model: &Model, fixed: &[&str]) {
     }
 }
 
+/// Methods the macro generates take names from the table; a name that is
+/// already taken would be a duplicate definition reported at the
+/// attribute, without saying which name of the table caused it.
 fn check_generated_names(cx: &Ctxt, model: &Model) {
     use crate::codegen::enums::{predicate_name, snake_method};
     use crate::codegen::typestate::{BUILT_IN, landing, landing_enum};

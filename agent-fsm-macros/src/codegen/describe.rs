@@ -63,8 +63,8 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
     // share it.
     let mut guards: Vec<String> = Vec::new();
     let mut guard_index: HashMap<String, usize> = HashMap::new();
-    let mut indices: Vec<[Option<usize>; 5]> = Vec::with_capacity(layout.entries.len());
-    let mut flags = Vec::with_capacity(layout.entries.len());
+    // Per row: from, event, guard, to, action, and the flags.
+    let mut rows: Vec<([Option<usize>; 5], u8)> = Vec::with_capacity(layout.entries.len());
     for &(r, s) in &layout.entries {
         let row = &model.rows[r];
         let guard = guard_text(row).map(|text| {
@@ -73,14 +73,14 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
                 guards.len() - 1
             })
         });
-        indices.push([
+        let indices = [
             Some(s),
             row.event.as_ref().map(|(e, _)| *e),
             guard,
             Some(row.target),
             row.action.as_ref().map(|(a, _)| *a),
-        ]);
-        flags.push(u8::from(model.in_place(row, s)) | (u8::from(row.any) << 1));
+        ];
+        rows.push((indices, u8::from(model.in_place(row, s)) | (u8::from(row.any) << 1)));
     }
     // The narrowest width that holds every index and leaves all ones for
     // "none".
@@ -93,15 +93,15 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
     } else {
         4
     };
-    let mut code = Vec::with_capacity(indices.len() * (5 * width + 1));
-    for (row, flag) in indices.iter().zip(flags) {
-        for index in row {
+    let mut code = Vec::with_capacity(rows.len() * (5 * width + 1));
+    for (indices, flags) in &rows {
+        for index in indices {
             let value = index.map_or(u32::MAX, |i| u32::try_from(i).unwrap_or(u32::MAX));
             code.extend_from_slice(&value.to_le_bytes()[..width]);
         }
-        code.push(flag);
+        code.push(*flags);
     }
-    let count = Literal::usize_unsuffixed(indices.len());
+    let count = Literal::usize_unsuffixed(rows.len());
     let width = Literal::usize_unsuffixed(width);
     let code = Literal::byte_string(&code);
     let ignored = model.ignores.iter().flat_map(|ig| {
