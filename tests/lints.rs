@@ -89,6 +89,53 @@ pub mod agent {
     }
 }
 
+/// A carried type complex enough that the accessors' `Option<&T>`, in a
+/// machine with a `#[no_carry]` state, would cross clippy's
+/// `type_complexity` threshold; the user's own declaration does not.
+#[agent_fsm::state_machine(fallback = Nothing, name = Index)]
+pub mod index {
+    use std::collections::BTreeMap;
+
+    /// States.
+    #[states]
+    #[carry(tree: BTreeMap<i64, Vec<Option<(u8, String)>>>)]
+    #[derive(Debug, PartialEq)]
+    pub enum State {
+        /// Filling the tree.
+        #[initial]
+        Filling,
+        /// Raw numbers, outside the tree.
+        #[no_carry]
+        Raw(u64),
+    }
+
+    /// Events.
+    #[events]
+    #[derive(Debug)]
+    pub enum Event {
+        /// Adds an entry.
+        Add(i64, u8, String),
+        /// Leaves the tree.
+        Drop,
+    }
+
+    /// Actions.
+    #[actions]
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum Action {
+        /// Nothing to do.
+        Nothing,
+        /// How many keys the tree holds.
+        Keys(usize),
+    }
+
+    transitions! {
+        Filling + Add(key, tag, text) => { tree.entry(key).or_default().push(Some((tag, text))); } Filling / Keys(tree.len()),
+        Filling + Drop => Raw(0) / Nothing,
+        Raw + Add(..) => Filling { tree: BTreeMap::new() } / Keys(0),
+    }
+}
+
 #[test]
 fn strict_lints_accept_the_generated_code() {
     use agent::{Action, Agent, Config, Event, State};
@@ -100,4 +147,14 @@ fn strict_lints_accept_the_generated_code() {
     assert_eq!(m.handle_event(Event::Noise), Action::Wait);
     assert_eq!(m.handle_event(Event::Stop), Action::Halt);
     assert!(m.state().is_terminal());
+}
+
+#[test]
+fn complex_carried_types_pass_clippy() {
+    use index::{Action, Event, Index};
+    let mut m = Index::new();
+    assert_eq!(m.handle_event(Event::Add(3, 1, "a".into())), Action::Keys(1));
+    assert_eq!(m.state().tree().map(|t| t[&3].len()), Some(1));
+    assert_eq!(m.handle_event(Event::Drop), Action::Nothing);
+    assert_eq!(m.state().tree(), None);
 }

@@ -236,7 +236,7 @@ impl Model {
     }
 
     pub(crate) fn state_index(&self, ident: &Ident) -> Option<usize> {
-        self.lookup[0].get(&ident.to_string()).copied()
+        self.lookup[0].get(&name_key(ident)).copied()
     }
 
     /// The index of the state marked `#[initial]`, if exactly one is.
@@ -329,6 +329,7 @@ impl Model {
         }
         let carried = roles.carried;
         let states = state_defs(cx, &state_enum, &carried);
+        let contradicted = states.iter().any(crate::validate::contradictory);
         let events = variant_defs(&event_enum);
         let actions = variant_defs(&action_enum);
 
@@ -347,8 +348,9 @@ impl Model {
             rows: Vec::new(),
             ignores: Vec::new(),
             // Rules over the whole table would blame the variants a
-            // removed `#[cfg]` was meant to leave out.
-            incomplete: roles.cfg_stripped,
+            // removed `#[cfg]` was meant to leave out, the rows of a second
+            // table, or a state whose markers contradict each other.
+            incomplete: roles.cfg_stripped || roles.table_doubled || contradicted,
             dropped_sources: Vec::new(),
             dropped_edges: Vec::new(),
             resting_names: std::cell::OnceCell::new(),
@@ -576,7 +578,7 @@ impl Model {
         let found = self.state_index(ident);
         if found.is_none() {
             // An action where the target goes: the target was left out.
-            let hint = if self.lookup[2].contains_key(&ident.to_string()) {
+            let hint = if self.lookup[2].contains_key(&name_key(ident)) {
                 format!(" (`{ident}` is an action: write the target first, `=> State / {ident}`)")
             } else {
                 String::new()
@@ -590,7 +592,7 @@ impl Model {
     }
 
     fn resolve_event(&self, cx: &Ctxt, ident: &Ident) -> Option<usize> {
-        let found = self.lookup[1].get(&ident.to_string()).copied();
+        let found = self.lookup[1].get(&name_key(ident)).copied();
         if found.is_none() {
             cx.error_spanned_by(
                 ident,
@@ -601,7 +603,7 @@ impl Model {
     }
 
     fn resolve_action(&self, cx: &Ctxt, ident: &Ident) -> Option<usize> {
-        let found = self.lookup[2].get(&ident.to_string()).copied();
+        let found = self.lookup[2].get(&name_key(ident)).copied();
         if found.is_none() {
             cx.error_spanned_by(
                 ident,
@@ -773,6 +775,17 @@ impl Model {
                 } else {
                     sources
                 };
+                // Nothing left to stand for: every state is excluded, ends
+                // the machine or resolves itself. (A base's `*` row whose
+                // states a variant removed is the variant's to decide.)
+                if let (Source::Any { star, .. }, true, false, Some(_)) =
+                    (&row.source, sources.is_empty(), row.from_base, &event)
+                {
+                    cx.error_at(
+                        *star,
+                        "this `*` row stands for no state: every state is excluded, `#[terminal]` or `#[transient]`; remove it, or name the states it is for",
+                    );
+                }
                 self.rows.push(RowModel {
                     docs: row.docs,
                     sources,
@@ -829,6 +842,8 @@ pub(crate) struct Roles {
     carried: Vec<Field>,
     table: Option<(Span, Table)>,
     table_broken: bool,
+    /// A second table was found (and reported); the first one is checked.
+    table_doubled: bool,
     /// A `#[cfg]` was removed from a variant (and reported).
     cfg_stripped: bool,
 }
@@ -924,6 +939,7 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
             let span = m.mac.path.span();
             if roles.table.is_some() {
                 cx.error_at(span, "a second `transitions!` table; one machine has one table");
+                roles.table_doubled = true;
                 return;
             }
             match syn::parse2::<Table>(m.mac.tokens) {
@@ -1249,9 +1265,18 @@ fn first_ident(tokens: TokenStream, name: &str) -> Option<Span> {
 fn by_name<'a>(idents: impl Iterator<Item = &'a Ident>) -> HashMap<String, usize> {
     let mut map = HashMap::new();
     for (i, ident) in idents.enumerate() {
-        map.entry(ident.to_string()).or_insert(i);
+        map.entry(name_key(ident)).or_insert(i);
     }
     map
+}
+
+/// A name as looked up: `r#Loop` and `Loop` are one identifier to Rust.
+fn name_key(ident: &Ident) -> String {
+    let text = ident.to_string();
+    match text.strip_prefix("r#") {
+        Some(bare) => bare.to_owned(),
+        None => text,
+    }
 }
 
 /// The names a stretch of code uses, collected once: asking a token stream

@@ -309,15 +309,19 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
 /// The effects' statements are spliced before the target is built, so that
 /// their `let`s reach the payloads; a `let` named like a carried field
 /// would then be moved into the target in place of the carried value,
-/// which the row never said to change.
+/// which the row never said to change. In a row that keeps its state, the
+/// `let` would hide the field instead, and what the row did to it would be
+/// lost.
 fn check_effects_keep_carried_fields(cx: &Ctxt, model: &Model) {
     for row in &model.rows {
         let Some(block) = &row.effects else {
             continue;
         };
-        if !model.states[row.target].carries || row.sources.iter().all(|&s| model.in_place(row, s)) {
+        if !model.states[row.target].carries {
             continue;
         }
+        let target = &model.states[row.target].ident;
+        let keeps = row.sources.iter().all(|&s| model.in_place(row, s));
         for stmt in &block.stmts {
             let syn::Stmt::Local(local) = stmt else {
                 continue;
@@ -325,15 +329,19 @@ fn check_effects_keep_carried_fields(cx: &Ctxt, model: &Model) {
             let mut bound = Vec::new();
             bindings(&local.pat, &mut bound);
             for name in bound {
-                if model.is_carried(&name) && !crate::model::sets_field(&row.target_ctor, &name) {
-                    cx.error_spanned_by(
-                        &name,
-                        format!(
-                            "`{name}` is a carried field: this `let` would replace it in `{}`; to change it, set it there (`{} {{ {name}: .. }}`), otherwise choose another name",
-                            model.states[row.target].ident, model.states[row.target].ident
-                        ),
-                    );
+                if !model.is_carried(&name) || crate::model::sets_field(&row.target_ctor, &name) {
+                    continue;
                 }
+                let message = if keeps {
+                    format!(
+                        "`{name}` is a carried field: this `let` would hide it, and `{target}` would keep its `{name}` unchanged; to change it, mutate it in place (`{name}.push(..)`, `*{name} = ..`), otherwise choose another name"
+                    )
+                } else {
+                    format!(
+                        "`{name}` is a carried field: this `let` would replace it in `{target}`; to change it, set it there (`{target} {{ {name}: .. }}`), otherwise choose another name"
+                    )
+                };
+                cx.error_spanned_by(&name, message);
             }
         }
     }
@@ -680,6 +688,13 @@ fn check_single_initial_state(cx: &Ctxt, model: &Model) {
     }
 }
 
+/// Whether a state's markers contradict each other (reported by
+/// [`check_state_markers`]); the rules that read those markers pass over
+/// it, so the one mistake gives one error.
+pub(crate) fn contradictory(s: &crate::model::StateDef) -> bool {
+    s.transient.is_some() && (s.initial.is_some() || s.terminal.is_some())
+}
+
 /// Contradictory markers: a terminal state cannot resolve itself, and a
 /// transient state can be neither where the machine waits first nor last.
 fn check_state_markers(cx: &Ctxt, model: &Model) {
@@ -705,7 +720,7 @@ fn check_terminal_exits(cx: &Ctxt, model: &Model) {
     for row in &model.rows {
         for &s in &row.sources {
             let state = &model.states[s];
-            if state.terminal.is_some() && row.target != s && !row.any {
+            if state.terminal.is_some() && row.target != s && !row.any && !contradictory(state) {
                 cx.error_spanned_by(
                     &row.target_ctor.ident,
                     format!(
@@ -734,6 +749,9 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
         }
         for &s in &row.sources {
             let state = &model.states[s];
+            if contradictory(state) {
+                continue;
+            }
             match (&row.event, state.transient.is_some()) {
                 (Some((_, pat)), true) if !row.any => cx.error_spanned_by(
                     pat,
@@ -759,6 +777,10 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
                 _ => {}
             }
         }
+    }
+    // A row dropped for an unknown name may have been the way out.
+    if model.incomplete {
+        return;
     }
     for (i, state) in model.states.iter().enumerate() {
         if state.transient.is_none() {
@@ -825,6 +847,9 @@ fn check_transient_cycles(cx: &Ctxt, model: &Model) {
 fn check_missing_action(cx: &Ctxt, model: &Model) {
     for row in &model.rows {
         let target = &model.states[row.target];
+        if contradictory(target) {
+            continue;
+        }
         match (&row.action, target.transient.is_some()) {
             (None, false) if !row.action_unknown => cx.error_spanned_by(
                 &row.target_ctor.ident,

@@ -184,18 +184,37 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
 
 /// Each state's id in the diagram: its name, except where Mermaid reads
 /// the name as a keyword (`Note`, `State`, `Style`...). Such a state gets
-/// an id of its own and is declared with its name as the label.
+/// an id of its own and is declared with its name as the label. Mermaid's
+/// lexer takes `default` (and, in recent versions, `click`) wherever a
+/// token starts with it, in any case, so `DefaultMode` reads as the
+/// keyword and `Mode`; such names get an id that starts otherwise.
 fn mermaid_ids(model: &Model) -> Vec<String> {
-    const KEYWORDS: [&str; 10] =
-        ["note", "state", "style", "class", "classdef", "click", "scale", "acctitle", "accdescr", "default"];
+    const KEYWORDS: [&str; 11] = [
+        "note",
+        "state",
+        "style",
+        "class",
+        "classdef",
+        "click",
+        "scale",
+        "acctitle",
+        "accdescr",
+        "default",
+        "statediagram",
+    ];
+    const PREFIXES: [&str; 2] = ["default", "click"];
     let names: Vec<String> = model.states.iter().map(|s| s.ident.unraw().to_string()).collect();
     names
         .iter()
         .map(|name| {
-            if !KEYWORDS.contains(&name.to_lowercase().as_str()) {
+            let lower = name.to_lowercase();
+            let mut id = if PREFIXES.iter().any(|p| lower.starts_with(p)) {
+                format!("s_{name}")
+            } else if KEYWORDS.contains(&lower.as_str()) {
+                format!("{name}_")
+            } else {
                 return name.clone();
-            }
-            let mut id = format!("{name}_");
+            };
             while names.contains(&id) {
                 id.push('_');
             }

@@ -261,6 +261,9 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
             #[doc = ""]
             #[doc = "`None` in the states marked `#[no_carry]`."]
             #[must_use]
+            // Wrapping the user's type adds to its complexity; the type
+            // itself is linted where it is declared.
+            #[allow(clippy::type_complexity)]
             #vis const fn #name(&self) -> ::core::option::Option<&#ty> {
                 match self {
                     #( Self::#carriers { #name, .. } )|* => ::core::option::Option::Some(#name),
@@ -269,6 +272,7 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
                 }
             }
             #[doc = #doc_mut]
+            #[allow(clippy::type_complexity)]
             #vis fn #name_mut(&mut self) -> ::core::option::Option<&mut #ty> {
                 match self {
                     #( Self::#carriers { #name, .. } )|* => ::core::option::Option::Some(#name),

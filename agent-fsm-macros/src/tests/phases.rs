@@ -185,7 +185,7 @@ fn states_mermaid_reads_as_keywords_get_ids_of_their_own() {
         quote!(fallback = Nop),
         quote! {
             mod m {
-                #[states] pub enum S { #[initial] Draft, Note, Note_, #[transient] Style, #[terminal] Default }
+                #[states] pub enum S { #[initial] Draft, Note, Note_, #[transient] Style, #[terminal] Default, DefaultMode, StateDiagram }
                 #[events] pub enum E { Go, Back, Stop }
                 #[actions] pub enum X { Nop, Run }
                 transitions! {
@@ -195,6 +195,9 @@ fn states_mermaid_reads_as_keywords_get_ids_of_their_own() {
                     Style => Draft / Nop,
                     Note + Back => Default / Nop,
                     Draft + Stop => Default / Nop,
+                    Draft + Back => DefaultMode / Run,
+                    DefaultMode + Go => StateDiagram / Run,
+                    StateDiagram + Go => Draft / Nop,
                 }
             }
         },
@@ -206,16 +209,21 @@ fn states_mermaid_reads_as_keywords_get_ids_of_their_own() {
     let expected = "stateDiagram-v2
     state \"Note\" as Note__
     state \"Style\" as Style_
-    state \"Default\" as Default_
+    state \"Default\" as s_Default
+    state \"DefaultMode\" as s_DefaultMode
+    state \"StateDiagram\" as StateDiagram_
     [*] --> Draft
     Style_ : Style (transient)
     Draft --> Note__ : Go / Run
     Note__ --> Note_ : Go / Run
     Note_ --> Style_ : Go
     Style_ --> Draft : / Nop
-    Note__ --> Default_ : Back / Nop
-    Draft --> Default_ : Stop / Nop
-    Default_ --> [*]
+    Note__ --> s_Default : Back / Nop
+    Draft --> s_Default : Stop / Nop
+    Draft --> s_DefaultMode : Back / Run
+    s_DefaultMode --> StateDiagram_ : Go / Run
+    StateDiagram_ --> Draft : Go / Nop
+    s_Default --> [*]
 ";
     assert_eq!(text, expected);
 }

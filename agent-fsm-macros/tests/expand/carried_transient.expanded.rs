@@ -178,6 +178,7 @@ Terminal: no row leaves it.*/
         ///
         ///`None` in the states marked `#[no_carry]`.
         #[must_use]
+        #[allow(clippy::type_complexity)]
         pub const fn log(&self) -> ::core::option::Option<&Vec<String>> {
             match self {
                 Self::Idle { log, .. }
@@ -188,6 +189,7 @@ Terminal: no row leaves it.*/
             }
         }
         ///The `log` every carrying state holds, mutably.
+        #[allow(clippy::type_complexity)]
         pub fn log_mut(&mut self) -> ::core::option::Option<&mut Vec<String>> {
             match self {
                 Self::Idle { log, .. }

@@ -1,10 +1,13 @@
-// Rule: one machine has one `transitions!` table.
+// Rule: one machine has one `transitions!` table. The rules over the
+// whole table (exits, reachability) are not checked on the first one alone,
+// which leaves `Busy` with no way in or out.
 #[agent_fsm::state_machine(fallback = Wait)]
 pub mod machine {
     #[states]
     pub enum State {
         #[initial]
         Idle,
+        Busy,
         #[terminal]
         Done,
     }
@@ -22,11 +25,12 @@ pub mod machine {
     }
 
     transitions! {
-        Idle + Go => Done / Finish,
+        Idle + Stop => Done / Finish,
     }
 
     transitions! {
-        Idle + Stop => Done / Finish,
+        Idle + Go => Busy / Wait,
+        Busy + Stop => Done / Finish,
     }
 }
 
