@@ -223,8 +223,9 @@ pub(crate) struct VariantInfo {
     /// The base's states, to tell inherited ones from added ones.
     pub(crate) base_states: Vec<String>,
     /// The variant's `replace` and `remove` rows: where each is written,
-    /// and the state the base row it drops led into.
-    pub(crate) changes: Vec<(Span, String)>,
+    /// the state the base row it drops led into, and the states that row
+    /// left (`*` for a `*` row).
+    pub(crate) changes: Vec<(Span, String, Vec<String>)>,
     /// Where the variant's own table is, for errors with no better place.
     pub(crate) table: Span,
 }
@@ -410,6 +411,9 @@ impl Model {
                 "`remove` rows belong to a variant: add `extends = path::to::base` to the attribute",
             );
         }
+        // The rows those changes meant to add or drop are not in the table:
+        // its exits and paths are in doubt, as after any dropped row.
+        model.incomplete |= !(table.replaces.is_empty() && table.removes.is_empty() && table.removed_states.is_empty());
         for row in table.rows {
             model.add_row(cx, row);
         }

@@ -1020,6 +1020,30 @@ fn check_states_have_exits(cx: &Ctxt, model: &Model) {
             continue;
         }
         let exits = model.index().from(i).iter().any(|&r| alone || model.rows[r].target != i);
+        // A base state whose exits a variant's changes took away: point at
+        // the last change that dropped a row leaving it (or the first
+        // change, or the table); `#[terminal]` is the base's to give.
+        if !exits
+            && let Some(v) = &model.variant
+            && v.base_states.contains(&state.ident.to_string())
+        {
+            let name = state.ident.to_string();
+            let at = v
+                .changes
+                .iter()
+                .rev()
+                .find(|(_, _, from)| from.iter().any(|f| *f == name || f == "*"))
+                .or(v.changes.first())
+                .map_or(v.table, |c| c.0);
+            cx.error_at(
+                at,
+                format!(
+                    "after this variant's changes, `{}` of `{}` has no way out; keep a row leaving it, add one, or drop it with `remove state {}`",
+                    state.ident, v.base, state.ident
+                ),
+            );
+            continue;
+        }
         if !exits && alone {
             cx.error_spanned_by(
                 &state.ident,
@@ -1074,7 +1098,7 @@ fn check_unreachable_states(cx: &Ctxt, model: &Model) {
             {
                 let name = state.ident.to_string();
                 let at =
-                    v.changes.iter().rev().find(|(_, t)| *t == name).or(v.changes.first()).map_or(v.table, |c| c.0);
+                    v.changes.iter().rev().find(|(_, t, _)| *t == name).or(v.changes.first()).map_or(v.table, |c| c.0);
                 cx.error_at(
                     at,
                     format!(

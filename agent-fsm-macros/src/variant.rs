@@ -267,6 +267,26 @@ fn merge_modules(
             format!("; its rows for that state (matched as written, binding names included): {}", same.join(", "))
         }
     };
+    // A key that names no state or event of the machine: say so, rather
+    // than that no row has the key.
+    let role_names = |role: &str| -> Vec<String> {
+        base_enums
+            .iter()
+            .find(|e| has_attr(&e.attrs, role))
+            .map(|e| e.variants.iter().map(|v| v.ident.to_string()).collect())
+            .unwrap_or_default()
+    };
+    let (state_names, event_names) = (role_names("states"), role_names("events"));
+    let unknown_name = |key: &str| -> Option<String> {
+        let listed = |names: &[String]| names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+        if !key.starts_with('*')
+            && let Some(state) = sources_of(key).into_iter().find(|s| !state_names.contains(s))
+        {
+            return Some(format!("has no state `{state}`; states are: {}", listed(&state_names)));
+        }
+        let event = key.split(" + ").nth(1)?.split([' ', '{', '(', '[']).next()?.to_owned();
+        (!event_names.contains(&event)).then(|| format!("has no event `{event}`; events are: {}", listed(&event_names)))
+    };
     let target_of = |row: &Option<crate::parse::Row>| match row {
         Some(crate::parse::Row { outcome: crate::parse::Outcome::To { target, .. }, .. }) => target.ident.to_string(),
         _ => String::new(),
@@ -287,13 +307,16 @@ fn merge_modules(
         match keys.iter().position(|k| *k == key) {
             Some(i) if twice(kw.span, i, &key) => {}
             Some(i) => {
-                changes.push((kw.span, target_of(&rows[i])));
+                changes.push((kw.span, target_of(&rows[i]), sources_of(&keys[i])));
                 let mut row = row;
                 row.replaced_ignore =
                     matches!(&rows[i], Some(crate::parse::Row { outcome: crate::parse::Outcome::Ignore(_), .. }));
                 rows[i] = Some(row);
             }
-            None => cx.error_spanned_by(kw, format!("`replace`: `{base_name}` has no row `{key}`{}", known(&key))),
+            None => match unknown_name(&key) {
+                Some(why) => cx.error_spanned_by(kw, format!("`replace`: `{base_name}` {why}")),
+                None => cx.error_spanned_by(kw, format!("`replace`: `{base_name}` has no row `{key}`{}", known(&key))),
+            },
         }
     }
     for (kw, key) in &variant_table.removes {
@@ -301,12 +324,16 @@ fn merge_modules(
         match keys.iter().position(|k| *k == key_text) {
             Some(i) if twice(kw.span, i, &key_text) => {}
             Some(i) => {
-                changes.push((kw.span, target_of(&rows[i])));
+                changes.push((kw.span, target_of(&rows[i]), sources_of(&keys[i])));
                 rows[i] = None;
             }
-            None => {
-                cx.error_spanned_by(kw, format!("`remove`: `{base_name}` has no row `{key_text}`{}", known(&key_text)))
-            }
+            None => match unknown_name(&key_text) {
+                Some(why) => cx.error_spanned_by(kw, format!("`remove`: `{base_name}` {why}")),
+                None => cx.error_spanned_by(
+                    kw,
+                    format!("`remove`: `{base_name}` has no row `{key_text}`{}", known(&key_text)),
+                ),
+            },
         }
     }
     // Rows leaving any removed state go with it, whatever the order the

@@ -45,6 +45,11 @@ impl Parse for Table {
             } else if input.peek(kw::remove) {
                 let kw = input.parse()?;
                 table.removes.push((kw, input.parse()?));
+                if input.peek(Token![=>]) {
+                    return Err(input.error(
+                        "a `remove` row names only the base row it drops, `remove State + Event [guard]`; leave out `=>` and what follows",
+                    ));
+                }
             } else {
                 table.rows.push(input.parse()?);
             }
