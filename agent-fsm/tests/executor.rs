@@ -362,6 +362,21 @@ async fn a_task_timeout_fails_that_task_only() {
     assert_eq!(handle.history().await.unwrap().time_in("ExecutingTools"), Duration::from_millis(50));
 }
 
+/// A task's result is judged by when it came, not by whether it was ready
+/// at the poll that saw the deadline: one that finishes at the deadline's
+/// very instant is late, as a stream item is (a task that blocks its thread
+/// past the deadline and then returns is the case this rule is for).
+#[tokio::test(start_paused = true)]
+async fn a_task_done_at_its_deadline_has_timed_out() {
+    let script = Scripted::new([Reply::tools(&["a:49", "b:50"])]);
+    let handle = start(&script, config().task_timeout(Duration::from_millis(50)));
+    handle.send(input("go")).await.unwrap();
+    handle.wait_idle().await.unwrap();
+    let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
+    assert_eq!(batches, [vec![("a:49".to_owned(), true), ("b:50".to_owned(), false)]]);
+    assert_eq!(script.produced().tool_failures, [("b:50".to_owned(), EffectFailure::TimedOut)]);
+}
+
 #[test]
 #[should_panic(expected = "`CallLLM` is not an action of `Agent`; its actions are: SendLlmRequest, ExecuteTools, \
                            ScheduleRetry, Display, DisplayError, WaitForInput, Shutdown")]

@@ -392,6 +392,11 @@ where
     /// fires or its state is left (see the [module docs](super)), as suits
     /// a retry's backoff. In a state that waits for input with a deadline,
     /// use [`timeout`](Self::timeout), which lets input through.
+    ///
+    /// A delay past the end of the clock (`Duration::MAX`, or a
+    /// [`RetryPolicy`](super::RetryPolicy) whose cap is that long) would
+    /// never fire: such a timer is dropped, with a `debug` trace, and holds
+    /// nothing back.
     pub fn after(&mut self, delay: Duration, event: M::Event) {
         self.add_timer("after", delay, true, event);
     }

@@ -680,7 +680,9 @@ where
     /// delivered, their actions not performed), then the configured shutdown
     /// event is delivered and its action performed (any work it schedules
     /// is discarded), then the events still queued are delivered without
-    /// performing their actions, every task is awaited, and the worker exits.
+    /// performing their actions, every task is awaited, and the worker exits
+    /// (see [`wait_finished`](Self::wait_finished) for the moment its own
+    /// tokio task takes to return).
     ///
     /// # Errors
     /// [`RequestError::Failed`] if the worker failed;
@@ -710,8 +712,16 @@ where
         rx.await.map_err(|_| self.closed_error())
     }
 
-    /// Waits until the worker has exited, every task it spawned included,
+    /// Waits until the worker has finished, every task it spawned ended,
     /// and returns the final state's name.
+    ///
+    /// The worker answers as the last thing its future does, so its own
+    /// tokio task may still be returning, for a moment, when this returns:
+    /// a `JoinHandle` of it (from [`pair`](crate::runtime::pair)) may not
+    /// be finished yet, and a `TaskTracker` given to
+    /// [`ExecutorConfig::tracker`](crate::runtime::ExecutorConfig::tracker)
+    /// may still count it. To know the tracker is empty, `close()` it and
+    /// await its `wait()`.
     ///
     /// # Errors
     /// [`RequestError::Failed`] if the worker failed;

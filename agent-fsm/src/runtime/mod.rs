@@ -41,7 +41,10 @@
 //!    streams. Open streams take turns, so one that is always ready
 //!    starves no other, and every stream's timeout is checked before its
 //!    items: a stream that is always ready still times out, and an item
-//!    due at the deadline's very instant comes too late. A task's result is ready only once the task itself has run
+//!    due at the deadline's very instant comes too late. A task is held to
+//!    the same rule: one that finishes at or after its deadline (one that
+//!    blocked its thread past it, say) has timed out, whatever it returned.
+//!    A task's result is ready only once the task itself has run
 //!    on its own tokio task, so a task and a stream item due at the same
 //!    instant may come in either order.
 //! 3. **External events** ([`MachineHandle::send`], [`try_send`](MachineHandle::try_send),

@@ -441,10 +441,18 @@ fn task_outcome<E>(
 async fn run_task<E>(future: TaskFuture<E>, timeout: Option<Duration>) -> TaskResult<E> {
     let guarded = AssertUnwindSafe(future).catch_unwind();
     let result = match timeout {
-        Some(limit) => match tokio::time::timeout(limit, guarded).await {
-            Ok(result) => result,
-            Err(_elapsed) => return Err(EffectFailure::TimedOut),
-        },
+        Some(limit) => {
+            let deadline = Instant::now().checked_add(limit);
+            match tokio::time::timeout(limit, guarded).await {
+                // `timeout` polls the task before its clock, so a task that
+                // blocked past the deadline and then finished on that poll
+                // would count as on time. Its result is judged by when it
+                // came, with the streams' rule: at the deadline is too late.
+                Ok(_) if deadline.is_some_and(|d| Instant::now() >= d) => return Err(EffectFailure::TimedOut),
+                Ok(result) => result,
+                Err(_elapsed) => return Err(EffectFailure::TimedOut),
+            }
+        }
         None => guarded.await,
     };
     result.map_err(|payload| EffectFailure::Panicked(panic_message(&*payload)))
