@@ -222,12 +222,29 @@ pub(crate) struct VariantInfo {
     pub(crate) base: String,
     /// The base's states, to tell inherited ones from added ones.
     pub(crate) base_states: Vec<String>,
-    /// The variant's `replace` and `remove` rows: where each is written,
-    /// the state the base row it drops led into, and the states that row
-    /// left (`*` for a `*` row).
-    pub(crate) changes: Vec<(Span, String, Vec<String>)>,
+    /// The variant's `replace` and `remove` rows, in the order written.
+    pub(crate) changes: Vec<Change>,
     /// Where the variant's own table is, for errors with no better place.
     pub(crate) table: Span,
+}
+
+/// One `replace` or `remove` row of a variant, and the base row it drops.
+pub(crate) struct Change {
+    /// Where the change is written.
+    pub(crate) at: Span,
+    /// The state the dropped row led into.
+    pub(crate) target: String,
+    /// The states the dropped row left (`*` for a `*` row).
+    pub(crate) sources: Vec<String>,
+}
+
+impl VariantInfo {
+    /// Where to report what the changes did to a base state: the last
+    /// change that `concerns` it, or else the first change, or else the
+    /// table.
+    pub(crate) fn blame(&self, concerns: impl Fn(&Change) -> bool) -> Span {
+        self.changes.iter().rev().find(|c| concerns(c)).or(self.changes.first()).map_or(self.table, |c| c.at)
+    }
 }
 
 impl Model {

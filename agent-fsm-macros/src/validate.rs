@@ -1028,13 +1028,7 @@ fn check_states_have_exits(cx: &Ctxt, model: &Model) {
             && v.base_states.contains(&state.ident.to_string())
         {
             let name = state.ident.to_string();
-            let at = v
-                .changes
-                .iter()
-                .rev()
-                .find(|(_, _, from)| from.iter().any(|f| *f == name || f == "*"))
-                .or(v.changes.first())
-                .map_or(v.table, |c| c.0);
+            let at = v.blame(|c| c.sources.iter().any(|f| *f == name || f == "*"));
             cx.error_at(
                 at,
                 format!(
@@ -1097,8 +1091,7 @@ fn check_unreachable_states(cx: &Ctxt, model: &Model) {
                 && v.base_states.contains(&state.ident.to_string())
             {
                 let name = state.ident.to_string();
-                let at =
-                    v.changes.iter().rev().find(|(_, t, _)| *t == name).or(v.changes.first()).map_or(v.table, |c| c.0);
+                let at = v.blame(|c| c.target == name);
                 cx.error_at(
                     at,
                     format!(

@@ -11,7 +11,7 @@
 
 use crate::codegen;
 use crate::ctxt::Ctxt;
-use crate::model::{Model, VariantInfo};
+use crate::model::{Change, Model, VariantInfo};
 use crate::parse::{Args, Source, Table};
 use crate::{fallback, validate};
 use proc_macro2::{Group, Punct, Spacing, Span, TokenStream, TokenTree};
@@ -182,11 +182,7 @@ fn merge_modules(
         }
     }
     let base_table = base_table.unwrap_or_default();
-    let base_states: Vec<String> = base_enums
-        .iter()
-        .find(|e| has_attr(&e.attrs, "states"))
-        .map(|e| e.variants.iter().map(|v| v.ident.to_string()).collect())
-        .unwrap_or_default();
+    let base_states = role_names(&base_enums, "states");
 
     let mut items = Vec::new();
     let mut context = base_context;
@@ -267,25 +263,23 @@ fn merge_modules(
             format!("; its rows for that state (matched as written, binding names included): {}", same.join(", "))
         }
     };
-    // A key that names no state or event of the machine: say so, rather
-    // than that no row has the key.
-    let role_names = |role: &str| -> Vec<String> {
-        base_enums
-            .iter()
-            .find(|e| has_attr(&e.attrs, role))
-            .map(|e| e.variants.iter().map(|v| v.ident.to_string()).collect())
-            .unwrap_or_default()
-    };
-    let (state_names, event_names) = (role_names("states"), role_names("events"));
-    let unknown_name = |key: &str| -> Option<String> {
+    // Why no base row has `key`: a state or an event the machine does not
+    // have, named as such, or else the rows it does have for that state.
+    let (state_names, event_names) = (role_names(&base_enums, "states"), role_names(&base_enums, "events"));
+    let missing = |key: &str| -> String {
         let listed = |names: &[String]| names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
         if !key.starts_with('*')
             && let Some(state) = sources_of(key).into_iter().find(|s| !state_names.contains(s))
         {
-            return Some(format!("has no state `{state}`; states are: {}", listed(&state_names)));
+            return format!("has no state `{state}`; states are: {}", listed(&state_names));
         }
-        let event = key.split(" + ").nth(1)?.split([' ', '{', '(', '[']).next()?.to_owned();
-        (!event_names.contains(&event)).then(|| format!("has no event `{event}`; events are: {}", listed(&event_names)))
+        let event = key.split(" + ").nth(1).and_then(|e| e.split([' ', '{', '(', '[']).next());
+        match event {
+            Some(event) if !event_names.iter().any(|n| n == event) => {
+                format!("has no event `{event}`; events are: {}", listed(&event_names))
+            }
+            _ => format!("has no row `{key}`{}", known(key)),
+        }
     };
     let target_of = |row: &Option<crate::parse::Row>| match row {
         Some(crate::parse::Row { outcome: crate::parse::Outcome::To { target, .. }, .. }) => target.ident.to_string(),
@@ -307,16 +301,13 @@ fn merge_modules(
         match keys.iter().position(|k| *k == key) {
             Some(i) if twice(kw.span, i, &key) => {}
             Some(i) => {
-                changes.push((kw.span, target_of(&rows[i]), sources_of(&keys[i])));
+                changes.push(Change { at: kw.span, target: target_of(&rows[i]), sources: sources_of(&keys[i]) });
                 let mut row = row;
                 row.replaced_ignore =
                     matches!(&rows[i], Some(crate::parse::Row { outcome: crate::parse::Outcome::Ignore(_), .. }));
                 rows[i] = Some(row);
             }
-            None => match unknown_name(&key) {
-                Some(why) => cx.error_spanned_by(kw, format!("`replace`: `{base_name}` {why}")),
-                None => cx.error_spanned_by(kw, format!("`replace`: `{base_name}` has no row `{key}`{}", known(&key))),
-            },
+            None => cx.error_spanned_by(kw, format!("`replace`: `{base_name}` {}", missing(&key))),
         }
     }
     for (kw, key) in &variant_table.removes {
@@ -324,16 +315,10 @@ fn merge_modules(
         match keys.iter().position(|k| *k == key_text) {
             Some(i) if twice(kw.span, i, &key_text) => {}
             Some(i) => {
-                changes.push((kw.span, target_of(&rows[i]), sources_of(&keys[i])));
+                changes.push(Change { at: kw.span, target: target_of(&rows[i]), sources: sources_of(&keys[i]) });
                 rows[i] = None;
             }
-            None => match unknown_name(&key_text) {
-                Some(why) => cx.error_spanned_by(kw, format!("`remove`: `{base_name}` {why}")),
-                None => cx.error_spanned_by(
-                    kw,
-                    format!("`remove`: `{base_name}` has no row `{key_text}`{}", known(&key_text)),
-                ),
-            },
+            None => cx.error_spanned_by(kw, format!("`remove`: `{base_name}` {}", missing(&key_text))),
         }
     }
     // Rows leaving any removed state go with it, whatever the order the
@@ -418,4 +403,14 @@ fn row_source_is(row: &crate::parse::Row, state: &Ident) -> bool {
         Source::One(syn::Pat::TupleStruct(p)) => p.path.is_ident(state),
         _ => false,
     }
+}
+
+/// The names of the variants of the enum with role `role` (`states`,
+/// `events`) among `enums`.
+fn role_names(enums: &[ItemEnum], role: &str) -> Vec<String> {
+    enums
+        .iter()
+        .find(|e| has_attr(&e.attrs, role))
+        .map(|e| e.variants.iter().map(|v| v.ident.to_string()).collect())
+        .unwrap_or_default()
 }
