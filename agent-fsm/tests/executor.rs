@@ -377,6 +377,24 @@ async fn a_task_done_at_its_deadline_has_timed_out() {
     assert_eq!(script.produced().tool_failures, [("b:50".to_owned(), EffectFailure::TimedOut)]);
 }
 
+/// Task and stream timeouts at, or within a millisecond of, the end of the
+/// clock never come: the work runs as without one.
+#[tokio::test(start_paused = true)]
+async fn timeouts_at_the_end_of_the_clock_never_come() {
+    let longest = deadlines::longest_delay();
+    for limit in [longest, longest - Duration::from_micros(500)] {
+        let script = Scripted::new([Reply::tools(&["a:10"]), Reply::text(&["done"])]);
+        let handle = start(&script, config().task_timeout(limit).stream_timeout(limit));
+        handle.send(input("go")).await.unwrap();
+        handle.wait_idle().await.unwrap();
+        let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
+        assert_eq!(batches, [vec![("a:10".to_owned(), true)]], "{limit:?}");
+        let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+        assert_eq!(transcript, ["calling tools", "done"], "{limit:?}");
+        handle.shutdown().await.unwrap();
+    }
+}
+
 #[test]
 #[should_panic(expected = "`CallLLM` is not an action of `Agent`; its actions are: SendLlmRequest, ExecuteTools, \
                            ScheduleRetry, Display, DisplayError, WaitForInput, Shutdown")]
@@ -1297,6 +1315,49 @@ mod eager_subscriber {
     async fn a_subscriber_that_keeps_up_never_lags_behind_a_full_inbox() {
         assert_eq!(full_inbox(600, 1, 256).await, (600, 0));
     }
+
+    /// A subscriber woken because a step filled the log runs while the
+    /// worker pauses, so the status it reads (state name, steps) already
+    /// counts every transition it has been handed.
+    #[tokio::test(start_paused = true)]
+    async fn a_subscriber_woken_by_a_full_log_reads_a_current_status() {
+        use bounce::{Action, Event, Machine};
+        for (outputs, capacity, flips) in [(300, 256, 0), (0, 1, 20), (3, 4, 20)] {
+            let fx = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+                for _ in 0..outputs {
+                    cx.output(());
+                }
+                // More input is waiting after the step: the worker yields
+                // to the subscriber instead of going to sleep.
+                if action == Action::Start {
+                    cx.stream(futures::stream::iter(vec![Event::Flip; flips + 1]), |_| None);
+                }
+            });
+            let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new().notification_capacity(capacity));
+            let mut subscription = handle.subscribe();
+            let reader_handle = handle.clone();
+            let reader = tokio::spawn(async move {
+                let (mut seen, mut stale) = (0_u64, Vec::new());
+                while let Some(n) = subscription.recv().await {
+                    if let Notification::Transition(step) = n {
+                        seen += 1;
+                        let (name, steps) = (reader_handle.state_name(), reader_handle.steps());
+                        if steps < seen || (seen == 1 && name != step.to) {
+                            stale.push((seen, step.to, name, steps));
+                        }
+                    }
+                }
+                (seen, stale)
+            });
+            tokio::task::yield_now().await;
+            handle.send(Event::Go).await.unwrap();
+            handle.wait_idle().await.unwrap();
+            handle.shutdown().await.unwrap();
+            let (seen, stale) = reader.await.unwrap();
+            assert_eq!(seen, flips as u64 + 2, "outputs {outputs}, capacity {capacity}");
+            assert_eq!(stale, [], "outputs {outputs}, capacity {capacity}: (transition, to, state_name, steps)");
+        }
+    }
     /// An event an action sends is delivered right after its step, even
     /// when that step's flush (a round trip's reply, or a log it filled)
     /// woke a subscriber and nothing else is waiting: the worker must not
@@ -1694,6 +1755,51 @@ mod deadlines {
         assert_eq!(handle.state().await.unwrap(), State::Idle);
         assert_eq!(handle.steps(), 2);
         handle.shutdown().await.unwrap();
+    }
+
+    fn nanos(n: u128) -> Duration {
+        Duration::new((n / 1_000_000_000) as u64, (n % 1_000_000_000) as u32)
+    }
+
+    /// The longest delay the clock can add to now, found by bisection.
+    pub(crate) fn longest_delay() -> Duration {
+        let now = Instant::now();
+        let (mut short, mut long) = (0_u128, u128::from(u64::MAX) * 1_000_000_000);
+        while short < long {
+            let mid = short + (long - short).div_ceil(2);
+            if now.checked_add(nanos(mid)).is_some() { short = mid } else { long = mid - 1 }
+        }
+        nanos(short)
+    }
+
+    /// Delays that end at, or within a millisecond of, the end of the
+    /// clock: tokio's timer rounds a deadline up to the next millisecond,
+    /// which overflowed there and took the worker down.
+    #[tokio::test(start_paused = true)]
+    async fn timers_at_the_end_of_the_clock_are_dropped_and_the_worker_lives_on() {
+        use desk::{Action, Event, Machine, State};
+        let longest = longest_delay();
+        for delay in [longest, longest - Duration::from_micros(500), longest - Duration::from_millis(1)] {
+            for holds in [false, true] {
+                let fx = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+                    if action == Action::AskHuman {
+                        if holds {
+                            cx.after(delay, Event::Timeout);
+                        } else {
+                            cx.timeout(delay, Event::Timeout);
+                        }
+                    }
+                });
+                let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
+                handle.send(Event::Ask).await.unwrap();
+                // Dropped, so even an `after` timer holds nothing back.
+                handle.wait_idle().await.unwrap();
+                let delivered = handle.call(Event::Reply).await.unwrap();
+                assert_eq!(delivered.state, "Idle", "{delay:?}, holds: {holds}");
+                assert_eq!(handle.state().await.unwrap(), State::Idle);
+                assert_eq!(handle.shutdown().await.unwrap(), "Idle");
+            }
+        }
     }
 }
 

@@ -187,14 +187,16 @@ impl<M: StateMachine> ExecutorConfig<M> {
     }
 
     /// Default timeout of each task, counted from when it starts running
-    /// (not while it waits for a concurrency slot).
+    /// (not while it waits for a concurrency slot). A timeout of 30 years
+    /// or more is taken as none.
     #[must_use]
     pub fn task_timeout(self, timeout: Duration) -> Self {
         self.edit(|s| s.task_timeout = Some(timeout))
     }
 
     /// Default timeout of each stream, counted from when it is opened: the
-    /// whole stream must end within it.
+    /// whole stream must end within it. A timeout of 30 years or more is
+    /// taken as none.
     #[must_use]
     pub fn stream_timeout(self, timeout: Duration) -> Self {
         self.edit(|s| s.stream_timeout = Some(timeout))

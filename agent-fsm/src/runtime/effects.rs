@@ -393,10 +393,10 @@ where
     /// a retry's backoff. In a state that waits for input with a deadline,
     /// use [`timeout`](Self::timeout), which lets input through.
     ///
-    /// A delay past the end of the clock (`Duration::MAX`, or a
-    /// [`RetryPolicy`](super::RetryPolicy) whose cap is that long) would
-    /// never fire: such a timer is dropped, with a `debug` trace, and holds
-    /// nothing back.
+    /// A delay of 30 years or more (`Duration::MAX`, or a
+    /// [`RetryPolicy`](super::RetryPolicy) whose cap is that long) is taken
+    /// to never come, as tokio's timer counts no further: such a timer is
+    /// dropped, with a `debug` trace, and holds nothing back.
     pub fn after(&mut self, delay: Duration, event: M::Event) {
         self.add_timer("after", delay, true, event);
     }

@@ -267,7 +267,7 @@ where
                     return Poll::Ready(Some(StopReason::Shutdown));
                 }
                 if !self.link.shared.control_pending() {
-                    cx.waker().wake_by_ref();
+                    self.yield_now(cx);
                     return Poll::Pending;
                 }
             }
@@ -285,8 +285,7 @@ where
                 // input waiting the worker is about to sleep, which lets
                 // them run without the cost of a yield (a round trip's
                 // reply, say).
-                self.notifier.take_woke();
-                cx.waker().wake_by_ref();
+                self.yield_now(cx);
                 return Poll::Pending;
             }
             let turn = match self.link.shared.pop_control() {
@@ -336,12 +335,23 @@ where
     /// worker last yielded (see [`poll_run`](Self::poll_run)); used on the
     /// way out, before the stop protocol and the last flushes.
     fn poll_pause(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.notifier.take_woke() {
-            cx.waker().wake_by_ref();
+        if self.notifier.woke() {
+            self.yield_now(cx);
             Poll::Pending
         } else {
             Poll::Ready(())
         }
+    }
+
+    /// Yields the thread, to the subscribers a flush woke or to the other
+    /// tasks, and publishes the status first: whoever runs meanwhile reads
+    /// a state name and step count as current as the notifications it was
+    /// handed (the status is otherwise published only when the worker
+    /// sleeps, serves a request or every `STATUS_EVERY` events).
+    fn yield_now(&mut self, cx: &mut Context<'_>) {
+        self.flush_status();
+        self.notifier.take_woke();
+        cx.waker().wake_by_ref();
     }
 
     /// Takes and handles the next input after control requests: the
@@ -777,8 +787,8 @@ where
     fn poll_drain_inbox(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         while !self.failed {
             // Subscribers woken by a batch read it before the next event.
-            if self.notifier.take_woke() {
-                cx.waker().wake_by_ref();
+            if self.notifier.woke() {
+                self.yield_now(cx);
                 return Poll::Pending;
             }
             match self.inbox.poll_recv(cx) {

@@ -81,7 +81,9 @@
 //! [`notification_capacity`](ExecutorConfig::notification_capacity) of
 //! them; on a current-thread runtime a subscriber never runs before they
 //! are there. A batch that wakes a waiting subscriber makes the worker
-//! yield to it before its next input, so a subscriber task waiting in
+//! yield to it before its next input, with the status published first (a
+//! subscriber that reads `state_name` or `steps` as it takes the batch
+//! finds every transition in it counted), so a subscriber task waiting in
 //! [`recv`](Subscription::recv) on the worker's current-thread runtime
 //! never lags unless one step publishes more than the capacity (a reader
 //! on another thread gets no such promise: it needs a log as big as the

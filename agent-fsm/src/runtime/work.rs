@@ -180,7 +180,7 @@ impl<E: Send + 'static> Work<E> {
         timeout: Option<Duration>,
         on_failure: StreamFailureFn<E>,
     ) {
-        let deadline = timeout.map(|t| Box::pin(tokio::time::sleep(t)));
+        let deadline = timeout.and_then(deadline_in).map(|at| Box::pin(tokio::time::sleep_until(at)));
         self.streams.push(StreamSlot { key, stream, deadline, on_failure });
     }
 
@@ -216,9 +216,7 @@ impl<E: Send + 'static> Work<E> {
     }
 
     pub(crate) fn add_timer(&mut self, delay: Duration, visit: u32, holds: bool, event: E) {
-        // A delay past the end of the clock never fires: drop it rather
-        // than overflow.
-        let Some(deadline) = Instant::now().checked_add(delay) else {
+        let Some(deadline) = deadline_in(delay) else {
             tracing::debug!(?delay, "timer dropped: its delay is too long to ever fire");
             return;
         };
@@ -436,23 +434,31 @@ fn task_outcome<E>(
     Produced::TaskFailed { key, on_failure, failure }
 }
 
+/// Delays from this long on never come: timers this far off are dropped
+/// and timeouts this long left out. Tokio's own `sleep` counts no further,
+/// and a deadline near the end of the clock (`Duration::MAX` away, or
+/// within the millisecond tokio's timer rounds up to) would overflow.
+const NEVER: Duration = Duration::from_secs(30 * 365 * 86_400);
+
+/// The deadline `delay` from now, or `None` for a delay that never comes.
+fn deadline_in(delay: Duration) -> Option<Instant> {
+    if delay >= NEVER { None } else { Instant::now().checked_add(delay) }
+}
+
 /// The spawned body of a task: its future under `catch_unwind` and the
 /// timeout, which starts when the task starts running.
 async fn run_task<E>(future: TaskFuture<E>, timeout: Option<Duration>) -> TaskResult<E> {
     let guarded = AssertUnwindSafe(future).catch_unwind();
-    let result = match timeout {
-        Some(limit) => {
-            let deadline = Instant::now().checked_add(limit);
-            match tokio::time::timeout(limit, guarded).await {
-                // `timeout` polls the task before its clock, so a task that
-                // blocked past the deadline and then finished on that poll
-                // would count as on time. Its result is judged by when it
-                // came, with the streams' rule: at the deadline is too late.
-                Ok(_) if deadline.is_some_and(|d| Instant::now() >= d) => return Err(EffectFailure::TimedOut),
-                Ok(result) => result,
-                Err(_elapsed) => return Err(EffectFailure::TimedOut),
-            }
-        }
+    let result = match timeout.and_then(deadline_in) {
+        Some(deadline) => match tokio::time::timeout_at(deadline, guarded).await {
+            // `timeout_at` polls the task before its clock, so a task that
+            // blocked past the deadline and then finished on that poll
+            // would count as on time. Its result is judged by when it
+            // came, with the streams' rule: at the deadline is too late.
+            Ok(_) if Instant::now() >= deadline => return Err(EffectFailure::TimedOut),
+            Ok(result) => result,
+            Err(_elapsed) => return Err(EffectFailure::TimedOut),
+        },
         None => guarded.await,
     };
     result.map_err(|payload| EffectFailure::Panicked(panic_message(&*payload)))
