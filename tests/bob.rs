@@ -420,3 +420,79 @@ pub mod keyed {
         assert!(matches!(&err, SnapshotError::Data(e) if e.to_string().contains("machine")), "{err}");
     }
 }
+
+/// Names with a run of capitals (`HTTPWait`, `GetURL`) are one word each
+/// everywhere: in serde tags and in the generated methods alike.
+pub mod acronyms {
+    use agent_fsm::snapshot::{self, SnapshotError};
+
+    /// A fetcher.
+    #[agent_fsm::state_machine(fallback = Nop, serde, name = Fetcher)]
+    pub mod fetcher {
+        /// Where it is.
+        #[states]
+        #[derive(Debug, PartialEq)]
+        pub enum State {
+            /// Nothing asked.
+            #[initial]
+            Idle,
+            /// Waiting for the page.
+            HTTPWait {
+                /// What was asked for.
+                url: String,
+            },
+        }
+
+        /// What it is given.
+        #[events]
+        #[derive(Debug, PartialEq)]
+        pub enum Event {
+            /// Fetch this page.
+            GetURL(String),
+            /// The page came.
+            GotHTML,
+        }
+
+        /// What it answers.
+        #[actions]
+        #[derive(Debug, PartialEq)]
+        pub enum Action {
+            /// Nothing.
+            Nop,
+            /// Fetch the page.
+            FetchURL(String),
+        }
+
+        transitions! {
+            Idle + GetURL(url) => HTTPWait { url } / FetchURL(url.clone()),
+            HTTPWait + GotHTML => Idle / Nop,
+        }
+    }
+    use fetcher::{Action, Event, Fetcher, State, typed};
+
+    #[test]
+    fn tags_and_methods_spell_a_run_of_capitals_alike() {
+        let event = Event::GetURL("a".to_owned());
+        assert_eq!(serde_json::to_value(&event).expect("event"), serde_json::json!({"event": "get_url", "data": "a"}));
+        let action = Action::FetchURL("a".to_owned());
+        assert_eq!(
+            serde_json::to_value(&action).expect("action"),
+            serde_json::json!({"action": "fetch_url", "data": "a"})
+        );
+        // The typed view's method for the same event, and the predicate.
+        let (waiting, action) = typed::Idle::new().get_url("a".to_owned());
+        let waiting = waiting.into_machine();
+        assert_eq!(action, Action::FetchURL("a".to_owned()));
+        assert!(waiting.state().is_http_wait());
+        let json = snapshot::to_json(&waiting).expect("snapshot");
+        assert!(json.contains(r#""state":"http_wait""#), "{json}");
+        let back: Fetcher = snapshot::from_json(&json).expect("resume");
+        assert_eq!(back.state(), &State::HTTPWait { url: "a".to_owned() });
+        // serde's own `rename_all` spelling is not a name of this machine.
+        let split = json.replace("http_wait", "h_t_t_p_wait");
+        let err = snapshot::from_json::<Fetcher>(&split).map(|_| ()).expect_err("not a state");
+        assert!(matches!(&err, SnapshotError::UnknownState(s) if s == "h_t_t_p_wait"), "{err}");
+        let event: Event = serde_json::from_str(r#"{"event": "got_html"}"#).expect("event back");
+        assert_eq!(event, Event::GotHTML);
+    }
+}

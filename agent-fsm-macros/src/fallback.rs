@@ -28,13 +28,7 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error) -> TokenStrea
             .iter()
             .enumerate()
             .filter_map(|(i, item)| match item {
-                Item::Enum(e)
-                    if e.attrs.iter().any(|a| ["states", "events", "actions"].iter().any(|m| a.path().is_ident(m)))
-                        && !derives_debug_anyhow(e)
-                        && !implements_debug(e, items) =>
-                {
-                    Some(i)
-                }
+                Item::Enum(e) if is_role_enum(e) && !derives_debug_anyhow(e) && !implements_debug(e, items) => Some(i),
                 _ => None,
             })
             .collect();
@@ -46,6 +40,12 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error) -> TokenStrea
         for item in items.iter_mut() {
             match item {
                 Item::Enum(e) => {
+                    // With `serde`, the derives that `#[serde(..)]` on fields
+                    // belongs to are the macro's, and do not come out with an
+                    // error: the attributes would each add one of their own.
+                    if is_role_enum(e) && !derives_serde(e) {
+                        strip_serde(e);
+                    }
                     strip(&mut e.attrs);
                     for v in &mut e.variants {
                         strip(&mut v.attrs);
@@ -58,6 +58,32 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error) -> TokenStrea
         }
     }
     quote!(#module #errors)
+}
+
+/// The `#[states]`, `#[events]` or `#[actions]` enum.
+fn is_role_enum(e: &syn::ItemEnum) -> bool {
+    e.attrs.iter().any(|a| ["states", "events", "actions"].iter().any(|m| a.path().is_ident(m)))
+}
+
+/// A serde derive of the user's own, plain or under `cfg_attr`: the
+/// enum's `#[serde(..)]` attributes are then the user's to keep.
+fn derives_serde(e: &syn::ItemEnum) -> bool {
+    let cfg = cfg_attr_derives(e);
+    ["Serialize", "Deserialize"]
+        .iter()
+        .any(|t| derives(e, t) || cfg.iter().any(|p| p.segments.last().is_some_and(|s| s.ident == t)))
+}
+
+/// Drops `#[serde(..)]` from the enum, its variants and their fields.
+fn strip_serde(e: &mut syn::ItemEnum) {
+    let not_serde = |a: &syn::Attribute| !a.path().is_ident("serde");
+    e.attrs.retain(not_serde);
+    for v in &mut e.variants {
+        v.attrs.retain(not_serde);
+        for f in &mut v.fields {
+            f.attrs.retain(not_serde);
+        }
+    }
 }
 
 /// A `Debug` derive, plain or under `cfg_attr` (which the good build

@@ -1228,21 +1228,25 @@ pub(crate) fn bindings(pat: &Pat, out: &mut Vec<Ident>) {
 /// Whether a pattern accepts every value of its variant: only bindings,
 /// wildcards and `..` below the variant's own path.
 pub(crate) fn irrefutable_below(pat: &Pat) -> bool {
-    fn irrefutable(pat: &Pat) -> bool {
-        match pat {
-            Pat::Ident(p) => is_binding_name(&p.ident) && p.subpat.as_ref().is_none_or(|(_, s)| irrefutable(s)),
-            Pat::Wild(_) | Pat::Rest(_) => true,
-            Pat::Tuple(p) => p.elems.iter().all(irrefutable),
-            Pat::Paren(p) => irrefutable(&p.pat),
-            Pat::Type(p) => irrefutable(&p.pat),
-            Pat::Reference(p) => irrefutable(&p.pat),
-            _ => false,
-        }
-    }
     match pat {
         Pat::Ident(_) | Pat::Path(_) => true,
         Pat::Struct(p) => p.fields.iter().all(|f| irrefutable(&f.pat)),
         Pat::TupleStruct(p) => p.elems.iter().all(irrefutable),
+        _ => false,
+    }
+}
+
+/// Whether a field's pattern surely matches every value: bindings,
+/// wildcards and tuples of them. A nested `Name { .. }` or `Name(..)` is
+/// not, as it may name an enum's variant as well as a struct.
+pub(crate) fn irrefutable(pat: &Pat) -> bool {
+    match pat {
+        Pat::Ident(p) => is_binding_name(&p.ident) && p.subpat.as_ref().is_none_or(|(_, s)| irrefutable(s)),
+        Pat::Wild(_) | Pat::Rest(_) => true,
+        Pat::Tuple(p) => p.elems.iter().all(irrefutable),
+        Pat::Paren(p) => irrefutable(&p.pat),
+        Pat::Type(p) => irrefutable(&p.pat),
+        Pat::Reference(p) => irrefutable(&p.pat),
         _ => false,
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::ctxt::Ctxt;
 use crate::model::{Model, RowModel, bindings, irrefutable_below, list};
+use proc_macro2::TokenStream;
 use std::collections::BTreeSet;
 
 /// Runs every rule.
@@ -27,6 +28,7 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_generated_names(cx, model);
     check_serde_form(cx, model);
     check_carried_fields_set(cx, model);
+    check_carried_fields_read(cx, model);
     check_default_state(cx, model);
     check_visibility(cx, model);
     check_conditional_derives(cx, model);
@@ -347,6 +349,97 @@ fn check_effects_keep_carried_fields(cx: &Ctxt, model: &Model) {
     }
 }
 
+/// A row leaving a state without the carried fields (`#[no_carry]`) has
+/// none to read: a carried name in its guard, effects or payloads would be
+/// rustc's bare "cannot find value", at the use, naming neither the state
+/// nor the way out.
+fn check_carried_fields_read(cx: &Ctxt, model: &Model) {
+    use quote::ToTokens;
+    // A tuple state not marked `#[no_carry]` is reported on its own.
+    let bare = |s: usize| {
+        let state = &model.states[s];
+        !state.carries && (state.no_carry || state.shape != crate::model::Shape::Unnamed)
+    };
+    for row in &model.rows {
+        let Some(&without) = row.sources.iter().find(|&&s| bare(s)) else {
+            continue;
+        };
+        let mut bound = Vec::new();
+        if let Some((_, p)) = &row.event {
+            bindings(p, &mut bound);
+        }
+        if let Some(p) = &row.source_pat {
+            bindings(p, &mut bound);
+        }
+        // Names the effects bind with `let` are theirs from there on.
+        let mut body = TokenStream::new();
+        let mut lets = Vec::new();
+        if let Some(block) = &row.effects {
+            block.to_tokens(&mut body);
+            for stmt in &block.stmts {
+                if let syn::Stmt::Local(local) = stmt {
+                    bindings(&local.pat, &mut lets);
+                }
+            }
+        }
+        body.extend(crate::model::ctor_code(&row.target_ctor));
+        if let Some((_, action)) = &row.action {
+            body.extend(crate::model::ctor_code(action));
+        }
+        let guard = row.guard.as_ref().map(ToTokens::to_token_stream).unwrap_or_default();
+        for name in model.carried_names().filter(|c| !bound.contains(c)) {
+            let used = first_use(guard.clone(), name)
+                .or_else(|| if lets.contains(name) { None } else { first_use(body.clone(), name) });
+            let Some(at) = used else {
+                continue;
+            };
+            let state = &model.states[without].ident;
+            let message = if row.any {
+                format!(
+                    "`{name}` is a carried field, and `{state}`, which this `*` row also leaves, is `#[no_carry]` and has none; leave it out (`* except ({state})`)"
+                )
+            } else if row.sources.len() > 1 {
+                format!(
+                    "`{name}` is a carried field, and `{state}`, which this row also leaves, is `#[no_carry]` and has none; give `{state}` a row of its own"
+                )
+            } else {
+                format!(
+                    "`{name}` is a carried field, and `{state}` is `#[no_carry]`: this row has no `{name}` to read; leave it out, or drop `#[no_carry]` from `{state}`"
+                )
+            };
+            cx.error_at(at, message);
+            break;
+        }
+    }
+}
+
+/// Where `tokens` first read `name` as a value: not after one `.` (a
+/// field or method), but also in a format string's `{name}`.
+fn first_use(tokens: TokenStream, name: &syn::Ident) -> Option<proc_macro2::Span> {
+    use proc_macro2::TokenTree;
+    let mut dots = 0;
+    for tt in tokens {
+        let after_one_dot = dots == 1;
+        dots = match &tt {
+            TokenTree::Punct(p) if p.as_char() == '.' => dots + 1,
+            _ => 0,
+        };
+        match tt {
+            TokenTree::Ident(i) if !after_one_dot && i == *name => return Some(i.span()),
+            TokenTree::Group(g) => {
+                if let Some(at) = first_use(g.stream(), name) {
+                    return Some(at);
+                }
+            }
+            TokenTree::Literal(l) if crate::model::captured(&l.to_string()).iter().any(|c| name == c) => {
+                return Some(l.span());
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The state and the event are matched apart, so a name both bind would
 /// not be rejected as in one pattern: one value would silently hide the
 /// other. The same holds for a carried field, which the row's code reads
@@ -580,14 +673,32 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             );
         }
         // The field gets `name()` and `name_mut()`.
-        let taken = [name.clone(), format!("{name}_mut")].iter().any(|accessor| {
+        let taken = [name.clone(), format!("{name}_mut")].into_iter().find(|accessor| {
             fixed.contains(&accessor.as_str()) || model.states.iter().any(|s| predicate(s) == *accessor)
         });
-        if taken {
+        if let Some(accessor) = taken {
             cx.error_spanned_by(
                 field,
-                format!("carried field `{name}` would get the accessor `{name}()`, which the state enum already has; rename the field"),
+                format!("carried field `{name}` would get the accessor `{accessor}()`, which the state enum already has; rename the field"),
             );
+        }
+    }
+    // `log` and `log_mut` would both give `log_mut()`.
+    let mut accessors: std::collections::HashMap<String, &syn::Ident> = std::collections::HashMap::new();
+    for field in model.carried_names() {
+        let name = field.to_string();
+        for accessor in [name.clone(), format!("{name}_mut")] {
+            match accessors.get(&accessor) {
+                Some(first) => cx.error_spanned_by(
+                    field,
+                    format!(
+                        "carried fields `{first}` and `{name}` would both get the accessor `{accessor}()` (each field gets `field()` and `field_mut()`); rename one"
+                    ),
+                ),
+                None => {
+                    accessors.insert(accessor, field);
+                }
+            }
         }
     }
     check_user_methods(cx, model, &fixed);
@@ -791,15 +902,68 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
         // any) that matches every value of the state. Without one, some
         // value would leave the machine resting in a transient state.
         let total = |r: &&RowModel| r.guard.is_none() && r.source_pat.as_ref().is_none_or(irrefutable_below);
-        if !eventless.iter().any(total) {
-            cx.error_spanned_by(
+        if eventless.iter().any(total) {
+            continue;
+        }
+        // An unguarded row whose pattern takes a field apart: say which
+        // part the macro cannot tell matches every value.
+        let unsure = eventless
+            .iter()
+            .filter(|r| r.guard.is_none())
+            .find_map(|r| r.source_pat.as_ref().and_then(refutable_field));
+        // `Some(..)`, `None`, `Ok(..)`, `Err(..)` are variants for sure.
+        let prelude_variant = |p: &syn::Pat| {
+            let path = match p {
+                syn::Pat::Struct(p) => &p.path,
+                syn::Pat::TupleStruct(p) => &p.path,
+                syn::Pat::Path(p) => &p.path,
+                _ => return false,
+            };
+            path.segments.last().is_some_and(|s| ["Some", "None", "Ok", "Err"].iter().any(|v| s.ident == v))
+        };
+        match unsure {
+            Some((field, part @ (syn::Pat::Struct(_) | syn::Pat::TupleStruct(_) | syn::Pat::Path(_))))
+                if !prelude_variant(part) =>
+            {
+                let name = match field {
+                    Some(syn::Member::Named(f)) => format!("`{f}`"),
+                    _ => "the field".to_owned(),
+                };
+                cx.error_spanned_by(
+                    part,
+                    format!(
+                        "transient state `{}` must always resolve, and the macro cannot tell that this pattern matches every value (a struct's would, an enum variant's would not): bind {name} whole and read its parts in the row's code",
+                        state.ident
+                    ),
+                );
+            }
+            Some((_, part)) => cx.error_spanned_by(
+                part,
+                format!(
+                    "transient state `{}` must always resolve, and this pattern does not match every value: end its rows with an unguarded one that binds the field whole (or leaves it out with `..`)",
+                    state.ident
+                ),
+            ),
+            None => cx.error_spanned_by(
                 &state.ident,
                 format!(
                     "transient state `{}` must always resolve: end its rows with an unguarded `{} => Next / Action` whose pattern matches every value",
                     state.ident, state.ident
                 ),
-            );
+            ),
         }
+    }
+}
+
+/// The first field of a state pattern whose pattern may not match every
+/// value, with the field's name when it has one.
+fn refutable_field(pat: &syn::Pat) -> Option<(Option<&syn::Member>, &syn::Pat)> {
+    match pat {
+        syn::Pat::Struct(p) => {
+            p.fields.iter().find(|f| !crate::model::irrefutable(&f.pat)).map(|f| (Some(&f.member), &*f.pat))
+        }
+        syn::Pat::TupleStruct(p) => p.elems.iter().find(|e| !crate::model::irrefutable(e)).map(|e| (None, e)),
+        _ => None,
     }
 }
 
