@@ -355,6 +355,9 @@ fn check_effects_keep_carried_fields(cx: &Ctxt, model: &Model) {
 /// nor the way out.
 fn check_carried_fields_read(cx: &Ctxt, model: &Model) {
     use quote::ToTokens;
+    if model.carried_names().next().is_none() {
+        return;
+    }
     // A tuple state not marked `#[no_carry]` is reported on its own.
     let bare = |s: usize| {
         let state = &model.states[s];
