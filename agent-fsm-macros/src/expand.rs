@@ -24,13 +24,14 @@ pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream
     let raw_args = args.clone();
     let args: Args = match syn::parse2(args) {
         Ok(a) => a,
-        Err(e) => return fallback::expand(Some(module), &e),
+        Err(e) => return fallback::expand(Some(module), &e, fallback::mentions_serde(&raw_args)),
     };
     if let Some(base) = &args.extends {
         return crate::variant::call_base(base, &raw_args, &quote::ToTokens::to_token_stream(&module));
     }
     let export = args.export.clone().map(|name| (name, raw_args, quote::ToTokens::to_token_stream(&module)));
     let cx = Ctxt::new();
+    let serde = args.serde.is_some();
     let mut model = Model::from_syntax(&cx, args, module.clone());
     if let Some(m) = &mut model {
         m.export = export;
@@ -40,10 +41,12 @@ pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream
     }
     match (cx.check(), model) {
         (Ok(()), Some(model)) => codegen::generate(&model),
-        (Err(e), _) => fallback::expand(Some(module), &e),
-        (Ok(()), None) => {
-            fallback::expand(Some(module), &syn::Error::new(proc_macro2::Span::call_site(), "invalid state machine"))
-        }
+        (Err(e), _) => fallback::expand(Some(module), &e, serde),
+        (Ok(()), None) => fallback::expand(
+            Some(module),
+            &syn::Error::new(proc_macro2::Span::call_site(), "invalid state machine"),
+            serde,
+        ),
     }
 }
 

@@ -12,7 +12,9 @@ const MARKERS: [&str; 9] =
 
 /// The module as written, minus the table and the macro's own attributes,
 /// followed by the errors.
-pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error) -> TokenStream {
+/// `serde`: the machine asked for the macro's serde derives, which the
+/// fields' `#[serde(..)]` attributes belong to.
+pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error, serde: bool) -> TokenStream {
     let errors = errors.to_compile_error();
     let Some(mut module) = module else {
         return errors;
@@ -43,7 +45,8 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error) -> TokenStrea
                     // With `serde`, the derives that `#[serde(..)]` on fields
                     // belongs to are the macro's, and do not come out with an
                     // error: the attributes would each add one of their own.
-                    if is_role_enum(e) && !derives_serde(e) {
+                    // (Without it, such an attribute is an error of its own.)
+                    if serde && is_role_enum(e) && !derives_serde(e) {
                         strip_serde(e);
                     }
                     strip(&mut e.attrs);
@@ -94,4 +97,9 @@ fn derives_debug_anyhow(e: &syn::ItemEnum) -> bool {
 
 fn strip(attrs: &mut Vec<syn::Attribute>) {
     attrs.retain(|a| !MARKERS.iter().any(|m| a.path().is_ident(m)));
+}
+
+/// Whether attribute arguments that did not parse name `serde`.
+pub(crate) fn mentions_serde(args: &TokenStream) -> bool {
+    args.clone().into_iter().any(|t| matches!(t, proc_macro2::TokenTree::Ident(i) if i == "serde"))
 }

@@ -4,7 +4,6 @@
 
 use crate::ctxt::Ctxt;
 use crate::model::{Model, RowModel, bindings, irrefutable_below, list};
-use proc_macro2::TokenStream;
 use std::collections::BTreeSet;
 
 /// Runs every rule.
@@ -350,11 +349,13 @@ fn check_effects_keep_carried_fields(cx: &Ctxt, model: &Model) {
 }
 
 /// A row leaving a state without the carried fields (`#[no_carry]`) has
-/// none to read: a carried name in its guard, effects or payloads would be
-/// rustc's bare "cannot find value", at the use, naming neither the state
-/// nor the way out.
+/// none to read: a carried name read in its guard, effects or payloads
+/// would be rustc's bare "cannot find value", naming neither the state nor
+/// the way out. Only plain reads count (`log`, `log.len()`, `S { log }`),
+/// outside macros, and a name the row's code binds anywhere (a closure's
+/// parameter, a `let`, a match arm) is left to rustc.
 fn check_carried_fields_read(cx: &Ctxt, model: &Model) {
-    use quote::ToTokens;
+    use syn::visit::Visit;
     if model.carried_names().next().is_none() {
         return;
     }
@@ -367,80 +368,86 @@ fn check_carried_fields_read(cx: &Ctxt, model: &Model) {
         let Some(&without) = row.sources.iter().find(|&&s| bare(s)) else {
             continue;
         };
-        let mut bound = Vec::new();
-        if let Some((_, p)) = &row.event {
-            bindings(p, &mut bound);
+        let mut reads = Reads::default();
+        for pat in row.event.as_ref().map(|(_, p)| p).into_iter().chain(row.source_pat.as_ref()) {
+            reads.visit_pat(pat);
         }
-        if let Some(p) = &row.source_pat {
-            bindings(p, &mut bound);
+        if let Some(guard) = &row.guard {
+            reads.visit_expr(guard);
         }
-        // Names the effects bind with `let` are theirs from there on.
-        let mut body = TokenStream::new();
-        let mut lets = Vec::new();
         if let Some(block) = &row.effects {
-            block.to_tokens(&mut body);
-            for stmt in &block.stmts {
-                if let syn::Stmt::Local(local) = stmt {
-                    bindings(&local.pat, &mut lets);
-                }
+            reads.visit_block(block);
+        }
+        for ctor in std::iter::once(&row.target_ctor).chain(row.action.as_ref().map(|(_, a)| a)) {
+            match &ctor.init {
+                crate::parse::Init::Unit => {}
+                crate::parse::Init::Named(_, fields) => fields.iter().for_each(|f| reads.visit_expr(&f.expr)),
+                crate::parse::Init::Unnamed(_, exprs) => exprs.iter().for_each(|e| reads.visit_expr(e)),
             }
         }
-        body.extend(crate::model::ctor_code(&row.target_ctor));
-        if let Some((_, action)) = &row.action {
-            body.extend(crate::model::ctor_code(action));
-        }
-        let guard = row.guard.as_ref().map(ToTokens::to_token_stream).unwrap_or_default();
-        for name in model.carried_names().filter(|c| !bound.contains(c)) {
-            let used = first_use(guard.clone(), name)
-                .or_else(|| if lets.contains(name) { None } else { first_use(body.clone(), name) });
-            let Some(at) = used else {
-                continue;
-            };
-            let state = &model.states[without].ident;
-            let message = if row.any {
-                format!(
-                    "`{name}` is a carried field, and `{state}`, which this `*` row also leaves, is `#[no_carry]` and has none; leave it out (`* except ({state})`)"
-                )
-            } else if row.sources.len() > 1 {
-                format!(
-                    "`{name}` is a carried field, and `{state}`, which this row also leaves, is `#[no_carry]` and has none; give `{state}` a row of its own"
-                )
-            } else {
-                format!(
-                    "`{name}` is a carried field, and `{state}` is `#[no_carry]`: this row has no `{name}` to read; leave it out, or drop `#[no_carry]` from `{state}`"
-                )
-            };
-            cx.error_at(at, message);
-            break;
-        }
+        let key = |i: &syn::Ident| syn::ext::IdentExt::unraw(i).to_string();
+        let first = model.carried_names().find_map(|name| {
+            let name = key(name);
+            if reads.bound.contains(&name) {
+                return None;
+            }
+            reads.reads.iter().find(|r| key(r) == name).map(|r| (name, r.span()))
+        });
+        let Some((name, at)) = first else {
+            continue;
+        };
+        let state = &model.states[without].ident;
+        let message = if row.any {
+            format!(
+                "`{name}` is a carried field, and `{state}`, which this `*` row also leaves, is `#[no_carry]` and has none; leave it out (`* except ({state})`)"
+            )
+        } else if row.sources.len() > 1 {
+            format!(
+                "`{name}` is a carried field, and `{state}`, which this row also leaves, is `#[no_carry]` and has none; give `{state}` a row of its own"
+            )
+        } else {
+            format!(
+                "`{name}` is a carried field, and `{state}` is `#[no_carry]`: this row has no `{name}` to read; leave it out, or drop `#[no_carry]` from `{state}`"
+            )
+        };
+        cx.error_at(at, message);
     }
 }
 
-/// Where `tokens` first read `name` as a value: not after one `.` (a
-/// field or method), but also in a format string's `{name}`.
-fn first_use(tokens: TokenStream, name: &syn::Ident) -> Option<proc_macro2::Span> {
-    use proc_macro2::TokenTree;
-    let mut dots = 0;
-    for tt in tokens {
-        let after_one_dot = dots == 1;
-        dots = match &tt {
-            TokenTree::Punct(p) if p.as_char() == '.' => dots + 1,
-            _ => 0,
-        };
-        match tt {
-            TokenTree::Ident(i) if !after_one_dot && i == *name => return Some(i.span()),
-            TokenTree::Group(g) => {
-                if let Some(at) = first_use(g.stream(), name) {
-                    return Some(at);
-                }
-            }
-            TokenTree::Literal(l) if crate::model::captured(&l.to_string()).iter().any(|c| name == c) => {
-                return Some(l.span());
-            }
-            _ => {}
+/// The names a row's code reads as plain one-segment paths, and every
+/// name it binds in a pattern anywhere.
+#[derive(Default)]
+struct Reads {
+    reads: Vec<syn::Ident>,
+    bound: std::collections::HashSet<String>,
+}
+
+impl<'ast> syn::visit::Visit<'ast> for Reads {
+    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+        self.bound.insert(syn::ext::IdentExt::unraw(&p.ident).to_string());
+        syn::visit::visit_pat_ident(self, p);
+    }
+
+    fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+        if p.qself.is_none()
+            && p.path.leading_colon.is_none()
+            && let [segment] = p.path.segments.iter().collect::<Vec<_>>()[..]
+            && segment.arguments.is_none()
+        {
+            self.reads.push(segment.ident.clone());
         }
     }
-    None
+
+    // `log(..)` calls a function of that name, not the field.
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        if !matches!(&*c.func, syn::Expr::Path(_)) {
+            self.visit_expr(&c.func);
+        }
+        c.args.iter().for_each(|a| self.visit_expr(a));
+    }
+
+    // An item inside the code has a scope of its own.
+    fn visit_item(&mut self, _: &'ast syn::Item) {}
 }
 
 /// The state and the event are matched apart, so a name both bind would
@@ -914,20 +921,8 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
             .iter()
             .filter(|r| r.guard.is_none())
             .find_map(|r| r.source_pat.as_ref().and_then(refutable_field));
-        // `Some(..)`, `None`, `Ok(..)`, `Err(..)` are variants for sure.
-        let prelude_variant = |p: &syn::Pat| {
-            let path = match p {
-                syn::Pat::Struct(p) => &p.path,
-                syn::Pat::TupleStruct(p) => &p.path,
-                syn::Pat::Path(p) => &p.path,
-                _ => return false,
-            };
-            path.segments.last().is_some_and(|s| ["Some", "None", "Ok", "Err"].iter().any(|v| s.ident == v))
-        };
-        match unsure {
-            Some((field, part @ (syn::Pat::Struct(_) | syn::Pat::TupleStruct(_) | syn::Pat::Path(_))))
-                if !prelude_variant(part) =>
-            {
+        match unsure.map(|(field, part)| (field, doubt(part))) {
+            Some((field, (part, true))) => {
                 let name = match field {
                     Some(syn::Member::Named(f)) => format!("`{f}`"),
                     _ => "the field".to_owned(),
@@ -940,7 +935,7 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
                     ),
                 );
             }
-            Some((_, part)) => cx.error_spanned_by(
+            Some((_, (part, false))) => cx.error_spanned_by(
                 part,
                 format!(
                     "transient state `{}` must always resolve, and this pattern does not match every value: end its rows with an unguarded one that binds the field whole (or leaves it out with `..`)",
@@ -967,6 +962,31 @@ fn refutable_field(pat: &syn::Pat) -> Option<(Option<&syn::Member>, &syn::Pat)> 
         }
         syn::Pat::TupleStruct(p) => p.elems.iter().find(|e| !crate::model::irrefutable(e)).map(|e| (None, e)),
         _ => None,
+    }
+}
+
+/// Within a field's pattern that may not match every value, the part that
+/// decides it, and whether the doubt is only that a `Name { .. }`,
+/// `Name(..)` or `Name` may be a struct (which matches every value) or an
+/// enum's variant (which does not). `Some`, `None`, `Ok`, `Err` are
+/// variants for sure.
+fn doubt(pat: &syn::Pat) -> (&syn::Pat, bool) {
+    use crate::model::irrefutable;
+    use syn::Pat;
+    let prelude = |path: &syn::Path| {
+        path.segments.last().is_some_and(|s| ["Some", "None", "Ok", "Err"].iter().any(|v| s.ident == v))
+    };
+    match pat {
+        Pat::Ident(p) if p.subpat.is_some() => p.subpat.as_ref().map_or((pat, false), |(_, sub)| doubt(sub)),
+        Pat::Paren(p) => doubt(&p.pat),
+        Pat::Reference(p) => doubt(&p.pat),
+        Pat::Type(p) => doubt(&p.pat),
+        Pat::Struct(p) if !prelude(&p.path) => {
+            p.fields.iter().find(|f| !irrefutable(&f.pat)).map_or((pat, true), |f| doubt(&f.pat))
+        }
+        Pat::TupleStruct(p) if !prelude(&p.path) => p.elems.iter().find(|e| !irrefutable(e)).map_or((pat, true), doubt),
+        Pat::Path(p) if !prelude(&p.path) => (pat, true),
+        _ => (pat, false),
     }
 }
 
@@ -1192,7 +1212,7 @@ fn check_states_have_exits(cx: &Ctxt, model: &Model) {
         // change, or the table); `#[terminal]` is the base's to give.
         if !exits
             && let Some(v) = &model.variant
-            && v.base_states.contains(&state.ident.to_string())
+            && v.base_states.contains(&syn::ext::IdentExt::unraw(&state.ident).to_string())
         {
             let name = state.ident.to_string();
             let at = v.blame(|c| c.sources.iter().any(|f| *f == name || f == "*"));
@@ -1255,7 +1275,7 @@ fn check_unreachable_states(cx: &Ctxt, model: &Model) {
             // A base state a variant's changes cut off: point at the change
             // that dropped a row into it (or the first change, or the table).
             if let Some(v) = &model.variant
-                && v.base_states.contains(&state.ident.to_string())
+                && v.base_states.contains(&syn::ext::IdentExt::unraw(&state.ident).to_string())
             {
                 let name = state.ident.to_string();
                 let at = v.blame(|c| c.target == name);

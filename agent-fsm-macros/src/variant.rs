@@ -109,6 +109,7 @@ pub(crate) fn merge(input: TokenStream) -> TokenStream {
         Ok(m) => m,
         Err(e) => return e.to_compile_error(),
     };
+    let serde = fallback::mentions_serde(&input.base_args) || fallback::mentions_serde(&input.variant_args);
     let parsed = (
         syn::parse2::<Args>(input.base_args),
         syn::parse2::<ItemMod>(input.base_item),
@@ -116,7 +117,7 @@ pub(crate) fn merge(input: TokenStream) -> TokenStream {
     );
     let (base_args, base_mod, variant_args) = match parsed {
         (Ok(a), Ok(b), Ok(c)) => (a, b, c),
-        (Err(e), ..) | (_, Err(e), _) | (.., Err(e)) => return fallback::expand(Some(variant_mod), &e),
+        (Err(e), ..) | (_, Err(e), _) | (.., Err(e)) => return fallback::expand(Some(variant_mod), &e, serde),
     };
     let base_name = base_args.name.as_ref().map_or_else(|| "Machine".to_owned(), ToString::to_string);
     let cx = Ctxt::new();
@@ -141,8 +142,8 @@ pub(crate) fn merge(input: TokenStream) -> TokenStream {
     }
     match (cx.check(), model) {
         (Ok(()), Some(model)) => codegen::generate(&model),
-        (Err(e), _) => fallback::expand(Some(shown), &e),
-        (Ok(()), None) => fallback::expand(Some(shown), &syn::Error::new(Span::call_site(), "invalid variant")),
+        (Err(e), _) => fallback::expand(Some(shown), &e, serde),
+        (Ok(()), None) => fallback::expand(Some(shown), &syn::Error::new(Span::call_site(), "invalid variant"), serde),
     }
 }
 
@@ -325,7 +326,7 @@ fn merge_modules(
     // removals are written in.
     let removed: Vec<&Ident> = variant_table.removed_states.iter().map(|(_, s)| s).collect();
     for (_, state) in &variant_table.removed_states {
-        if !base_states.contains(&state.to_string()) {
+        if !base_states.contains(&syn::ext::IdentExt::unraw(state).to_string()) {
             cx.error_spanned_by(state, format!("`remove state`: `{base_name}` has no state `{state}`"));
             continue;
         }
@@ -411,6 +412,6 @@ fn role_names(enums: &[ItemEnum], role: &str) -> Vec<String> {
     enums
         .iter()
         .find(|e| has_attr(&e.attrs, role))
-        .map(|e| e.variants.iter().map(|v| v.ident.to_string()).collect())
+        .map(|e| e.variants.iter().map(|v| syn::ext::IdentExt::unraw(&v.ident).to_string()).collect())
         .unwrap_or_default()
 }

@@ -185,23 +185,18 @@ where
     Ok(M::from_parts(snapshot.state, snapshot.context))
 }
 
-/// `CallingLlm` -> `calling_llm`, `HTTPWait` -> `http_wait`: the form state
-/// names take in snapshots, by the rule the macro names its generated
-/// methods with (`is_http_wait()`): a word starts at a capital after a
-/// lower-case letter or a digit, and at the last capital of a run followed
-/// by a lower-case letter.
+/// `CallingLlm` -> `calling_llm`: the form state names take in snapshots,
+/// the same rule serde's `rename_all = "snake_case"` applies, which
+/// lowers ASCII letters only (`Étape` stays `Étape`).
 #[must_use]
 pub fn snake_case(name: &str) -> String {
-    let chars: Vec<char> = name.chars().collect();
     let mut out = String::with_capacity(name.len() + 4);
-    for (i, &c) in chars.iter().enumerate() {
+    for (i, c) in name.char_indices() {
         if c.is_uppercase() {
-            let after_lower = i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
-            let ends_run = i > 0 && chars[i - 1].is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-            if after_lower || ends_run {
+            if i > 0 {
                 out.push('_');
             }
-            out.extend(c.to_lowercase());
+            out.push(c.to_ascii_lowercase());
         } else {
             out.push(c);
         }
@@ -212,16 +207,12 @@ pub fn snake_case(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn names_follow_the_generated_methods_snake_case() {
+    fn names_follow_serdes_snake_case() {
         assert_eq!(super::snake_case("ExecutingTool"), "executing_tool");
         assert_eq!(super::snake_case("Idle"), "idle");
         assert_eq!(super::snake_case("WaitingForSubAgent"), "waiting_for_sub_agent");
-        // A run of capitals is one word, up to the capital that starts the
-        // next one, as in `is_http_wait()`.
-        assert_eq!(super::snake_case("HTTPWait"), "http_wait");
-        assert_eq!(super::snake_case("GetURL"), "get_url");
-        assert_eq!(super::snake_case("Step2Done"), "step2_done");
-        assert_eq!(super::snake_case("Étape"), "étape");
-        assert_eq!(super::snake_case("PrêtÀPartir"), "prêt_à_partir");
+        // serde lowers ASCII letters only, and splits at any capital.
+        assert_eq!(super::snake_case("Étape"), "Étape");
+        assert_eq!(super::snake_case("PrêtÀPartir"), "prêt_À_partir");
     }
 }

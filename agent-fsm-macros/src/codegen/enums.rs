@@ -132,20 +132,14 @@ pub(crate) fn names_local(path: &syn::Path, ident: &syn::Ident) -> bool {
 
 /// serde derives in the stable form snapshots and UIs rely on: adjacently
 /// tagged, snake_case names (`{"state": "calling_llm", "data": {..}}`, a
-/// unit variant as `{"state": "idle"}`). Each variant is renamed by the
-/// rule that names the generated methods (`HTTPWait` is `http_wait` in
-/// both), not by serde's `rename_all`, which splits at every capital.
+/// unit variant as `{"state": "idle"}`).
 pub(crate) fn derive_serde(e: &mut ItemEnum, tag: &str) {
     e.attrs.push(syn::parse_quote!(
         #[derive(::agent_fsm::__private::serde::Serialize, ::agent_fsm::__private::serde::Deserialize)]
     ));
     e.attrs.push(syn::parse_quote!(
-        #[serde(crate = "::agent_fsm::__private::serde", tag = #tag, content = "data")]
+        #[serde(crate = "::agent_fsm::__private::serde", tag = #tag, content = "data", rename_all = "snake_case")]
     ));
-    for v in &mut e.variants {
-        let name = snake(&syn::ext::IdentExt::unraw(&v.ident).to_string());
-        v.attrs.push(syn::parse_quote!(#[serde(rename = #name)]));
-    }
     // A state's data with a field it does not have is another machine's
     // (or another version's): rejected, not read with the field dropped.
     if tag == "state" {

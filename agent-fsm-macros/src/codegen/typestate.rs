@@ -19,9 +19,10 @@ use std::collections::BTreeSet;
 use syn::visit_mut::VisitMut;
 use syn::{Fields, Ident};
 
-/// Methods every typed state has (the initial one also `new`): an event
+/// Methods every typed state has (the initial one also `new`), and
+/// `try_from`, which an inherent one would hide from `TryFrom`: an event
 /// or a field may not take their names.
-pub(crate) const BUILT_IN: [&str; 3] = ["state", "context", "into_machine"];
+pub(crate) const BUILT_IN: [&str; 4] = ["state", "context", "into_machine", "try_from"];
 
 /// The enum a step that can land in several states returns.
 pub(crate) fn landing_enum(state: &Ident, event: &Ident) -> Ident {

@@ -97,7 +97,8 @@ pub(crate) fn key_text(source: &Source, event: Option<&Pat>, guard: Option<&Expr
         text.push_str(&tidy(&g.to_token_stream().to_string()));
         text.push(']');
     }
-    text
+    // `r#Stop` and `Stop` are one name, to Rust and to the table.
+    text.replace("r#", "")
 }
 
 impl Parse for RowKey {

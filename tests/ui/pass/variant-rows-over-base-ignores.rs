@@ -1,6 +1,7 @@
 // A variant's rows decide a pair its base ignores: an added row wins over
 // the base's `ignore`, and a `replace` of an `ignore` wins over the base's
-// `*` row, as the ignore did.
+// `*` row, as the ignore did. `replace` and `remove` name base rows with or
+// without `r#`, as they were written or not.
 #![deny(warnings)]
 
 #[agent_fsm::state_machine(fallback = Nop, export = job_table)]
@@ -44,7 +45,24 @@ pub mod careful {
     }
 }
 
+#[agent_fsm::state_machine(extends = crate::job::job_table, name = Raw)]
+pub mod raw {
+    transitions! {
+        replace r#Busy + r#Stop => r#Idle / Halt,
+        remove Busy + r#Go,
+    }
+}
+
 fn main() {
+    {
+        use raw::{Action, Event, Raw, State};
+        let mut r = Raw::new();
+        r.handle_event(Event::Go);
+        assert_eq!(r.handle_event(Event::Go), Action::Nop, "removed");
+        assert_eq!(r.state(), &State::Busy);
+        assert_eq!(r.handle_event(Event::Stop), Action::Halt, "replaced");
+        assert_eq!(r.state(), &State::Idle);
+    }
     use careful::{Action, Careful, Event, State};
     let mut c = Careful::new();
     assert_eq!(c.handle_event(Event::Noise), Action::Listen);
