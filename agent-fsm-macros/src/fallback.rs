@@ -30,7 +30,9 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error, serde: bool) 
             .iter()
             .enumerate()
             .filter_map(|(i, item)| match item {
-                Item::Enum(e) if is_role_enum(e) && !derives_debug_anyhow(e) && !implements_debug(e, items) => Some(i),
+                Item::Enum(e) if is_role_enum(e) && !derives_anyhow(e, "Debug") && !implements_debug(e, items) => {
+                    Some(i)
+                }
                 _ => None,
             })
             .collect();
@@ -71,10 +73,7 @@ fn is_role_enum(e: &syn::ItemEnum) -> bool {
 /// A serde derive of the user's own, plain or under `cfg_attr`: the
 /// enum's `#[serde(..)]` attributes are then the user's to keep.
 fn derives_serde(e: &syn::ItemEnum) -> bool {
-    let cfg = cfg_attr_derives(e);
-    ["Serialize", "Deserialize"]
-        .iter()
-        .any(|t| derives(e, t) || cfg.iter().any(|p| p.segments.last().is_some_and(|s| s.ident == t)))
+    derives_anyhow(e, "Serialize") || derives_anyhow(e, "Deserialize")
 }
 
 /// Drops `#[serde(..)]` from the enum, its variants and their fields.
@@ -89,10 +88,10 @@ fn strip_serde(e: &mut syn::ItemEnum) {
     }
 }
 
-/// A `Debug` derive, plain or under `cfg_attr` (which the good build
-/// rejects, and adding a second could only add an error).
-fn derives_debug_anyhow(e: &syn::ItemEnum) -> bool {
-    derives(e, "Debug") || cfg_attr_derives(e).iter().any(|p| p.segments.last().is_some_and(|s| s.ident == "Debug"))
+/// A derive of `name`, plain or under `cfg_attr` (which the good build
+/// rejects for `Debug`, and adding a second could only add an error).
+fn derives_anyhow(e: &syn::ItemEnum, name: &str) -> bool {
+    derives(e, name) || cfg_attr_derives(e).iter().any(|p| p.segments.last().is_some_and(|s| s.ident == name))
 }
 
 fn strip(attrs: &mut Vec<syn::Attribute>) {

@@ -1296,7 +1296,7 @@ fn by_name<'a>(idents: impl Iterator<Item = &'a Ident>) -> HashMap<String, usize
 }
 
 /// A name as looked up: `r#Loop` and `Loop` are one identifier to Rust.
-fn name_key(ident: &Ident) -> String {
+pub(crate) fn name_key(ident: &Ident) -> String {
     let text = ident.to_string();
     match text.strip_prefix("r#") {
         Some(bare) => bare.to_owned(),

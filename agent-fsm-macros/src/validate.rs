@@ -3,7 +3,7 @@
 //! build reports every broken rule.
 
 use crate::ctxt::Ctxt;
-use crate::model::{Model, RowModel, bindings, irrefutable_below, list};
+use crate::model::{Model, RowModel, bindings, irrefutable_below, list, name_key};
 use std::collections::BTreeSet;
 
 /// Runs every rule.
@@ -385,13 +385,12 @@ fn check_carried_fields_read(cx: &Ctxt, model: &Model) {
                 crate::parse::Init::Unnamed(_, exprs) => exprs.iter().for_each(|e| reads.visit_expr(e)),
             }
         }
-        let key = |i: &syn::Ident| syn::ext::IdentExt::unraw(i).to_string();
         let first = model.carried_names().find_map(|name| {
-            let name = key(name);
+            let name = name_key(name);
             if reads.bound.contains(&name) {
                 return None;
             }
-            reads.reads.iter().find(|r| key(r) == name).map(|r| (name, r.span()))
+            reads.reads.iter().find(|r| name_key(r) == name).map(|r| (name, r.span()))
         });
         let Some((name, at)) = first else {
             continue;
@@ -424,17 +423,15 @@ struct Reads {
 
 impl<'ast> syn::visit::Visit<'ast> for Reads {
     fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
-        self.bound.insert(syn::ext::IdentExt::unraw(&p.ident).to_string());
+        self.bound.insert(name_key(&p.ident));
         syn::visit::visit_pat_ident(self, p);
     }
 
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
         if p.qself.is_none()
-            && p.path.leading_colon.is_none()
-            && let [segment] = p.path.segments.iter().collect::<Vec<_>>()[..]
-            && segment.arguments.is_none()
+            && let Some(name) = p.path.get_ident()
         {
-            self.reads.push(segment.ident.clone());
+            self.reads.push(name.clone());
         }
     }
 
@@ -977,7 +974,7 @@ fn doubt(pat: &syn::Pat) -> (&syn::Pat, bool) {
         path.segments.last().is_some_and(|s| ["Some", "None", "Ok", "Err"].iter().any(|v| s.ident == v))
     };
     match pat {
-        Pat::Ident(p) if p.subpat.is_some() => p.subpat.as_ref().map_or((pat, false), |(_, sub)| doubt(sub)),
+        Pat::Ident(syn::PatIdent { subpat: Some((_, sub)), .. }) => doubt(sub),
         Pat::Paren(p) => doubt(&p.pat),
         Pat::Reference(p) => doubt(&p.pat),
         Pat::Type(p) => doubt(&p.pat),
@@ -1212,7 +1209,7 @@ fn check_states_have_exits(cx: &Ctxt, model: &Model) {
         // change, or the table); `#[terminal]` is the base's to give.
         if !exits
             && let Some(v) = &model.variant
-            && v.base_states.contains(&syn::ext::IdentExt::unraw(&state.ident).to_string())
+            && v.base_states.contains(&name_key(&state.ident))
         {
             let name = state.ident.to_string();
             let at = v.blame(|c| c.sources.iter().any(|f| *f == name || f == "*"));
@@ -1275,7 +1272,7 @@ fn check_unreachable_states(cx: &Ctxt, model: &Model) {
             // A base state a variant's changes cut off: point at the change
             // that dropped a row into it (or the first change, or the table).
             if let Some(v) = &model.variant
-                && v.base_states.contains(&syn::ext::IdentExt::unraw(&state.ident).to_string())
+                && v.base_states.contains(&name_key(&state.ident))
             {
                 let name = state.ident.to_string();
                 let at = v.blame(|c| c.target == name);

@@ -326,7 +326,7 @@ fn merge_modules(
     // removals are written in.
     let removed: Vec<&Ident> = variant_table.removed_states.iter().map(|(_, s)| s).collect();
     for (_, state) in &variant_table.removed_states {
-        if !base_states.contains(&syn::ext::IdentExt::unraw(state).to_string()) {
+        if !base_states.contains(&crate::model::name_key(state)) {
             cx.error_spanned_by(state, format!("`remove state`: `{base_name}` has no state `{state}`"));
             continue;
         }
@@ -412,6 +412,6 @@ fn role_names(enums: &[ItemEnum], role: &str) -> Vec<String> {
     enums
         .iter()
         .find(|e| has_attr(&e.attrs, role))
-        .map(|e| e.variants.iter().map(|v| syn::ext::IdentExt::unraw(&v.ident).to_string()).collect())
+        .map(|e| e.variants.iter().map(|v| crate::model::name_key(&v.ident)).collect())
         .unwrap_or_default()
 }
