@@ -2,7 +2,8 @@
 //! and when the old state's fields are dropped: a moving row takes the old
 //! state out before its code runs, so a panic there poisons the machine and
 //! the fields it does not use are dropped first; an in-place row keeps the
-//! state.
+//! state; a panic while a transient state resolves, in a guard too,
+//! poisons the machine rather than leave it resting there.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
@@ -179,4 +180,70 @@ fn a_hop_is_reported_only_once_the_rows_code_has_run() {
         recorder.hops(),
         [("Full", Some("Count"), "Full", Some("Counted")), ("Full", Some("Ping"), "Full", Some("Counted"))]
     );
+}
+
+/// A transient state whose guard can panic.
+#[agent_fsm::state_machine(fallback = Wait)]
+pub mod router {
+    /// States.
+    #[states]
+    #[derive(PartialEq)]
+    pub enum State {
+        /// Waits for a number.
+        #[initial]
+        Idle,
+        /// Routes the number; its guard panics on zero.
+        #[transient]
+        Route {
+            /// The number routed.
+            n: u32,
+        },
+        /// A big number arrived.
+        Big,
+    }
+
+    /// Events.
+    #[events]
+    pub enum Event {
+        /// A number to route.
+        Number(u32),
+        /// Back to `Idle`.
+        Back,
+    }
+
+    /// Actions.
+    #[actions]
+    #[derive(PartialEq)]
+    pub enum Action {
+        /// The fallback.
+        Wait,
+        /// Routed.
+        Routed,
+    }
+
+    transitions! {
+        Idle + Number(n) => Route { n },
+        Route { n } [{ assert!(*n != 0, "guard failed"); *n > 10 }] => Big / Routed,
+        Route => Idle / Routed,
+        Big + Back => Idle / Wait,
+    }
+}
+
+#[test]
+fn a_panic_in_a_transient_states_guard_poisons_the_machine() {
+    let mut machine = router::Machine::new();
+    assert_eq!(machine.handle_event(router::Event::Number(20)), router::Action::Routed);
+    assert_eq!(machine.state(), &router::State::Big);
+    assert_eq!(machine.handle_event(router::Event::Back), router::Action::Wait);
+
+    let outcome = catch_unwind(AssertUnwindSafe(|| machine.handle_event(router::Event::Number(0))));
+    assert!(outcome.is_err(), "the guard panicked");
+    // Never left resting in the transient state, whose guard already ran.
+    assert!(machine.is_poisoned());
+    assert_eq!(machine.handle_event(router::Event::Number(20)), router::Action::Wait);
+
+    // `with_state` resolves a transient state with the same rows.
+    let outcome = catch_unwind(|| router::Machine::with_state(router::State::Route { n: 0 }).is_poisoned());
+    assert!(outcome.is_err(), "the guard panicked inside `with_state`, which returns no machine");
+    assert!(!router::Machine::with_state(router::State::Route { n: 3 }).is_poisoned());
 }

@@ -10,9 +10,12 @@ use syn::ItemMod;
 
 /// `#[state_machine(args)] mod name { ... }`.
 pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream {
+    let inline = is_inline_module(&item);
     let (item, tables) = set_tables_aside(item);
     let module: ItemMod = match syn::parse2(item).map(|m| put_tables_back(m, tables)) {
         Ok(m) => m,
+        // A mistake inside an inline module's body: syn's message says it.
+        Err(e) if inline => return e.to_compile_error(),
         Err(e) => {
             let e = syn::Error::new(
                 e.span(),
@@ -50,11 +53,23 @@ pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream
     }
 }
 
+/// Whether `item` reads `.. mod name { .. }`.
+fn is_inline_module(item: &TokenStream) -> bool {
+    let trees: Vec<TokenTree> = item.clone().into_iter().collect();
+    matches!(trees.last(), Some(TokenTree::Group(body)) if body.delimiter() == Delimiter::Brace)
+        && trees.len() >= 3
+        && matches!(&trees[trees.len() - 3], TokenTree::Ident(m) if m == "mod")
+}
+
 /// The module with the bodies of its `transitions!` tables emptied, and
 /// those bodies. syn would otherwise walk a big table's tokens twice, once
 /// to parse the module (where the table is a macro's opaque tokens) and
 /// once to parse the table; each walk crosses the compiler's token bridge
 /// for every group. Anything unexpected leaves the item as it is.
+///
+/// A `transitions! [..]` or `transitions! (..)` without its `;` gets one:
+/// the compiler has already reported the missing `;` at the table, and the
+/// table is then checked as if it were there.
 fn set_tables_aside(item: TokenStream) -> (TokenStream, Vec<TokenStream>) {
     let mut trees: Vec<TokenTree> = item.into_iter().collect();
     let mut tables = Vec::new();
@@ -62,6 +77,7 @@ fn set_tables_aside(item: TokenStream) -> (TokenStream, Vec<TokenStream>) {
         && body.delimiter() == Delimiter::Brace
     {
         let mut inner: Vec<TokenTree> = body.stream().into_iter().collect();
+        let mut missing_semis = Vec::new();
         for i in 2..inner.len() {
             let is_table = matches!(&inner[i - 2], TokenTree::Ident(name) if name == "transitions")
                 && matches!(&inner[i - 1], TokenTree::Punct(bang) if bang.as_char() == '!');
@@ -69,8 +85,19 @@ fn set_tables_aside(item: TokenStream) -> (TokenStream, Vec<TokenStream>) {
                 tables.push(table.stream());
                 let mut empty = Group::new(table.delimiter(), TokenStream::new());
                 empty.set_span(table.span());
+                if table.delimiter() != Delimiter::Brace
+                    && !matches!(inner.get(i + 1), Some(TokenTree::Punct(semi)) if semi.as_char() == ';')
+                {
+                    let mut semi = proc_macro2::Punct::new(';', proc_macro2::Spacing::Alone);
+                    semi.set_span(table.span());
+                    missing_semis.push((i + 1, semi));
+                }
                 inner[i] = TokenTree::Group(empty);
             }
+        }
+        // Last table first, so that earlier positions hold.
+        for (at, semi) in missing_semis.into_iter().rev() {
+            inner.insert(at, TokenTree::Punct(semi));
         }
         if !tables.is_empty() {
             let mut emptied = Group::new(Delimiter::Brace, inner.into_iter().collect());

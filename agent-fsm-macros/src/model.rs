@@ -758,8 +758,19 @@ impl Model {
                 if let Some(dup) =
                     self.ignores.iter().find(|i| i.event == event && i.sources.iter().any(|s| sources.contains(s)))
                 {
-                    let _ = dup;
-                    cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
+                    if any && !dup.any && !dup.from_base && !row.from_base {
+                        // The `*` row covers more than the earlier one: the
+                        // earlier one is what deleting leaves unchanged.
+                        cx.error_at(
+                            dup.span,
+                            format!(
+                                "this pair is ignored again by the `* + {} => ignore` row below, which covers every state without a row for the event; delete this row",
+                                self.events[event].ident
+                            ),
+                        );
+                    } else {
+                        cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
+                    }
                 }
                 self.ignores.push(IgnoreModel { sources, event, span: kw.span, any, from_base: row.from_base });
                 true

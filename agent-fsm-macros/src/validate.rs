@@ -5,6 +5,7 @@
 use crate::ctxt::Ctxt;
 use crate::model::{Model, RowModel, bindings, irrefutable_below, list, name_key};
 use std::collections::BTreeSet;
+use syn::Ident;
 
 /// Runs every rule.
 pub(crate) fn check(cx: &Ctxt, model: &Model) {
@@ -14,6 +15,7 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_transient_rows(cx, model);
     check_transient_cycles(cx, model);
     check_missing_action(cx, model);
+    check_struct_payloads(cx, model);
     check_effects_run_to_their_end(cx, model);
     check_effects_keep_carried_fields(cx, model);
     check_row_bindings(cx, model);
@@ -1051,6 +1053,50 @@ fn check_missing_action(cx: &Ctxt, model: &Model) {
             ),
             _ => {}
         }
+    }
+}
+
+/// A struct variant named without its braces (`=> Busy` for
+/// `Busy { attempts: u32 }`): rustc's own error would point into the
+/// generated path, with a suggestion that rewrites the module.
+fn check_struct_payloads(cx: &Ctxt, model: &Model) {
+    let report = |ident: &Ident, fields: &mut dyn Iterator<Item = &Ident>| {
+        let fields: Vec<String> = fields.map(|f| format!("{f}: ..")).collect();
+        cx.error_spanned_by(
+            ident,
+            format!("`{ident}` has fields: write them in the row, `{ident} {{ {} }}`", fields.join(", ")),
+        );
+    };
+    let unit = |ctor: &crate::parse::Ctor| matches!(ctor.init, crate::parse::Init::Unit);
+    let action_fields = |a: usize| match model.action_enum.variants.get(a).map(|v| &v.fields) {
+        Some(syn::Fields::Named(named)) if !named.named.is_empty() => Some(named),
+        _ => None,
+    };
+    for row in model.rows.iter().filter(|r| !r.from_base) {
+        let target = &model.states[row.target];
+        // A field also carried is reported where it is declared.
+        let own = || {
+            target.fields.iter().map(|(f, _)| f).filter(|f| !model.carried_names().any(|c| name_key(c) == name_key(f)))
+        };
+        if unit(&row.target_ctor)
+            && target.shape == crate::model::Shape::Named
+            && row.sources.iter().any(|&s| !model.in_place(row, s))
+            && own().next().is_some()
+        {
+            report(&row.target_ctor.ident, &mut own());
+        }
+        if let Some((a, ctor)) = &row.action
+            && unit(ctor)
+            && let Some(named) = action_fields(*a)
+        {
+            report(&ctor.ident, &mut named.named.iter().filter_map(|f| f.ident.as_ref()));
+        }
+    }
+    if let Some((a, ctor)) = &model.fallback
+        && unit(ctor)
+        && let Some(named) = action_fields(*a)
+    {
+        report(&ctor.ident, &mut named.named.iter().filter_map(|f| f.ident.as_ref()));
     }
 }
 

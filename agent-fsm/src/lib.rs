@@ -93,6 +93,46 @@ pub mod __private {
         out
     }
 
+    /// Holds a machine's state while its transient states resolve. Unless
+    /// [`finish`](Self::finish) is reached, the rows unwound (a guard, a
+    /// block or a payload panicked) and the state is emptied: the machine
+    /// is poisoned instead of resting in a transient state.
+    #[derive(Debug)]
+    pub struct Settling<'a, S> {
+        state: &'a mut Option<S>,
+        done: bool,
+    }
+
+    impl<'a, S> Settling<'a, S> {
+        /// Starts holding `state`.
+        #[inline]
+        pub fn new(state: &'a mut Option<S>) -> Self {
+            Settling { state, done: false }
+        }
+
+        /// The state, for the rows.
+        #[inline]
+        pub fn state(&mut self) -> &mut Option<S> {
+            self.state
+        }
+
+        /// The rows returned: the state stays as they left it.
+        #[inline]
+        pub fn finish<A>(mut self, action: A) -> A {
+            self.done = true;
+            action
+        }
+    }
+
+    impl<S> Drop for Settling<'_, S> {
+        #[inline]
+        fn drop(&mut self) {
+            if !self.done {
+                *self.state = None;
+            }
+        }
+    }
+
     /// The `width`-byte little-endian number at `code[at..]`.
     const fn index(code: &[u8], at: usize, width: usize) -> usize {
         let mut value = 0;
@@ -118,7 +158,7 @@ pub mod __private {
             tracing::error!(
                 machine,
                 event,
-                "machine poisoned by a panic inside an earlier transition; fallback action returned"
+                "machine poisoned: an earlier transition did not finish (its row's code panicked or left it early); fallback action returned"
             );
             return Unhandled { state: "<poisoned>", event, reason: UnhandledReason::Poisoned };
         };

@@ -53,15 +53,19 @@ pub trait StateMachine {
     /// The current state.
     ///
     /// # Panics
-    /// Only if the effects block, action or target payload of a row that
-    /// moves the state panicked during an earlier transition and the panic
-    /// was caught (a guard runs before the state is taken out, and never
-    /// poisons): the machine is then poisoned, see
-    /// [`is_poisoned`](StateMachine::is_poisoned).
+    /// Only if the machine is poisoned (see
+    /// [`is_poisoned`](StateMachine::is_poisoned)): the effects block,
+    /// action or target payload of a row that moves the state panicked
+    /// during an earlier transition and the panic was caught (a guard runs
+    /// before the state is taken out, and poisons only while a transient
+    /// state resolves), or a macro of the user's in that code left the row
+    /// early.
     fn state(&self) -> &Self::State;
 
-    /// Whether a panic inside a row's own code left the machine without a
-    /// state. A poisoned machine returns the fallback action for every event.
+    /// Whether a transition that did not finish (a panic inside a row's own
+    /// code, or a macro of the user's that left it early) left the machine
+    /// without a state. A poisoned machine returns the fallback action for
+    /// every event.
     fn is_poisoned(&self) -> bool;
 
     /// The context.

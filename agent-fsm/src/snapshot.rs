@@ -55,7 +55,11 @@ pub enum SnapshotError {
         /// The machine named in the snapshot.
         found: String,
     },
-    /// The snapshot names a state this machine does not have.
+    /// The snapshot names a state this machine does not have, under
+    /// neither its tag (`calling_llm`) nor its Rust name (`CallingLlm`,
+    /// which a state enum deriving serde itself may use). A state's Rust
+    /// name where the macro's form expects its tag is a [`Data`](Self::Data)
+    /// error, whose message lists the tags.
     UnknownState(String),
     /// The snapshot holds a transient state, which is never at rest.
     TransientState(&'static str),

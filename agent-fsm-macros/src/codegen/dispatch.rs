@@ -197,14 +197,27 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         }
 
         /// Runs eventless rows until the machine rests in a state that
-        /// waits for events.
+        /// waits for events; if they panic (a guard too), the machine is
+        /// poisoned rather than left in a transient state.
+        #[inline]
+        fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __state: &mut ::core::option::Option<#state>,
+            __ctx: &mut #context_ty,
+            __observer: &mut __O,
+        ) -> #action {
+            let mut __settling = ::agent_fsm::__private::Settling::new(__state);
+            let __action = Self::__settle_rows(__settling.state(), __ctx, __observer);
+            __settling.finish(__action)
+        }
+
+        /// The eventless rows, tried until one leaves for a resting state.
         #[allow(
             unused_variables,
             non_shorthand_field_patterns,
             clippy::needless_pass_by_ref_mut,
             clippy::redundant_field_names
         )]
-        fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+        fn __settle_rows<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<#state>,
             __ctx: &mut #context_ty,
             __observer: &mut __O,

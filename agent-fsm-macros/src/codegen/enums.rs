@@ -103,21 +103,46 @@ pub(crate) fn cfg_attr_derives(e: &ItemEnum) -> Vec<syn::Path> {
     found
 }
 
-/// Whether `items` (the module's) hold an `impl Debug for` the enum.
+/// Whether `items` (the module's) hold an `impl Debug for` the enum: in
+/// the module itself, in a `const _: () = { .. };` block or a function
+/// body there (`State`, `self::State`), or in an inline module inside it
+/// (`super::State`, one `super` per level).
 pub(crate) fn implements_debug(e: &ItemEnum, items: &[syn::Item]) -> bool {
+    implements_debug_at(e, items, 0)
+}
+
+fn implements_debug_at(e: &ItemEnum, items: &[syn::Item], depth: usize) -> bool {
+    let nested = |stmts: &[syn::Stmt]| {
+        stmts
+            .iter()
+            .any(|s| matches!(s, syn::Stmt::Item(item) if implements_debug_at(e, std::slice::from_ref(item), depth)))
+    };
     items.iter().any(|item| match item {
         syn::Item::Impl(imp) => {
-            // `State` or `self::State`.
-            let for_enum =
-                matches!(&*imp.self_ty, syn::Type::Path(p) if p.qself.is_none() && names_local(&p.path, &e.ident));
+            let for_enum = matches!(&*imp.self_ty, syn::Type::Path(p) if p.qself.is_none() && names_from(&p.path, &e.ident, depth));
             let debug = imp
                 .trait_
                 .as_ref()
                 .is_some_and(|(_, path, _)| path.segments.last().is_some_and(|s| s.ident == "Debug"));
             for_enum && debug
         }
+        syn::Item::Mod(m) => m.content.as_ref().is_some_and(|(_, items)| implements_debug_at(e, items, depth + 1)),
+        syn::Item::Const(c) => matches!(&*c.expr, syn::Expr::Block(b) if nested(&b.block.stmts)),
+        syn::Item::Fn(f) => nested(&f.block.stmts),
         _ => false,
     })
+}
+
+/// Whether `path`, written `depth` inline modules below the machine's
+/// module, names `ident` declared there.
+fn names_from(path: &syn::Path, ident: &syn::Ident, depth: usize) -> bool {
+    if depth == 0 {
+        return names_local(path, ident);
+    }
+    path.leading_colon.is_none()
+        && path.segments.len() == depth + 1
+        && path.segments.iter().take(depth).all(|s| s.ident == "super" && s.arguments.is_none())
+        && path.segments.last().is_some_and(|s| s.ident == *ident && s.arguments.is_none())
 }
 
 /// Whether `path` is `ident` or `self::ident`: the item declared in the

@@ -126,14 +126,15 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
                 /// The current state.
                 ///
                 /// # Panics
-                /// Only if the machine is poisoned: code inside a row panicked
-                /// during an earlier step and the panic was caught.
+                /// Only if the machine is poisoned: an earlier step did not
+                /// finish (code inside a row panicked and the panic was
+                /// caught, or left the row early).
                 #[must_use]
                 #[inline]
                 pub fn state(&self) -> &#state {
                     match &self.state {
                         ::core::option::Option::Some(state) => state,
-                        ::core::option::Option::None => ::core::panic!("state machine poisoned by a panic inside a transition"),
+                        ::core::option::Option::None => ::core::panic!("state machine poisoned: an earlier transition did not finish (its row's code panicked or left it early)"),
                     }
                 }
 

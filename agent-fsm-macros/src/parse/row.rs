@@ -106,7 +106,7 @@ impl Parse for RowKey {
         let source = input.parse()?;
         let event = if input.peek(Token![+]) {
             input.parse::<Token![+]>()?;
-            Some(Pat::parse_single(input)?)
+            Some(super::quick::pattern(input)?)
         } else {
             None
         };
@@ -163,7 +163,7 @@ impl Parse for Row {
         let source: Source = input.parse()?;
         let event = if input.peek(Token![+]) {
             input.parse::<Token![+]>()?;
-            Some(Pat::parse_single(input)?)
+            Some(super::quick::pattern(input)?)
         } else {
             None
         };
@@ -229,7 +229,7 @@ impl Parse for Source {
             }
             return Ok(Source::Any { star, except });
         }
-        let first = Pat::parse_single(input)?;
+        let first = super::quick::pattern(input)?;
         if !input.peek(Token![|]) {
             return Ok(Source::One(first));
         }
@@ -305,11 +305,11 @@ impl Parse for Ctor {
         let init = if input.peek(syn::token::Brace) {
             let content;
             let brace = syn::braced!(content in input);
-            Init::Named(brace, content.parse_terminated(FieldValue::parse, Token![,])?)
+            Init::Named(brace, content.parse_terminated(super::quick::field_value, Token![,])?)
         } else if input.peek(syn::token::Paren) {
             let content;
             let paren = parenthesized!(content in input);
-            Init::Unnamed(paren, content.parse_terminated(Expr::parse, Token![,])?)
+            Init::Unnamed(paren, content.parse_terminated(super::quick::value, Token![,])?)
         } else {
             Init::Unit
         };

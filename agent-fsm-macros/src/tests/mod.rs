@@ -4,3 +4,4 @@
 
 mod expand;
 mod phases;
+mod quick;

@@ -182,8 +182,9 @@ stateDiagram-v2
         /// The current state.
         ///
         /// # Panics
-        /// Only if the machine is poisoned: code inside a row panicked
-        /// during an earlier step and the panic was caught.
+        /// Only if the machine is poisoned: an earlier step did not
+        /// finish (code inside a row panicked and the panic was
+        /// caught, or left the row early).
         #[must_use]
         #[inline]
         pub fn state(&self) -> &State {
@@ -191,7 +192,7 @@ stateDiagram-v2
                 ::core::option::Option::Some(state) => state,
                 ::core::option::Option::None => {
                     ::core::panic!(
-                        "state machine poisoned by a panic inside a transition"
+                        "state machine poisoned: an earlier transition did not finish (its row's code panicked or left it early)"
                     )
                 }
             }
@@ -397,14 +398,26 @@ stateDiagram-v2
             __action
         }
         /// Runs eventless rows until the machine rests in a state that
-        /// waits for events.
+        /// waits for events; if they panic (a guard too), the machine is
+        /// poisoned rather than left in a transient state.
+        #[inline]
+        fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+            __state: &mut ::core::option::Option<State>,
+            __ctx: &mut (),
+            __observer: &mut __O,
+        ) -> Action {
+            let mut __settling = ::agent_fsm::__private::Settling::new(__state);
+            let __action = Self::__settle_rows(__settling.state(), __ctx, __observer);
+            __settling.finish(__action)
+        }
+        /// The eventless rows, tried until one leaves for a resting state.
         #[allow(
             unused_variables,
             non_shorthand_field_patterns,
             clippy::needless_pass_by_ref_mut,
             clippy::redundant_field_names
         )]
-        fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+        fn __settle_rows<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<State>,
             __ctx: &mut (),
             __observer: &mut __O,

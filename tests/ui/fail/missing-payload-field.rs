@@ -1,4 +1,6 @@
-// Rule: a target with fields needs its payload (rustc's error, at the row).
+// Rule: a target with fields needs its payload; so does an action with
+// named fields (a macro error at the name: rustc's own would point into the
+// generated path).
 #[agent_fsm::state_machine(fallback = Wait)]
 pub mod machine {
     #[states]
@@ -21,12 +23,13 @@ pub mod machine {
     #[actions]
     pub enum Action {
         Wait,
-        Finish,
+        Finish { code: u8, r#type: u8 },
     }
 
     transitions! {
         Idle + Go => Busy / Wait,
         Busy + Go => Done / Finish,
+        Busy + Stop => Done / Finish { code: 0, r#type: 1 },
     }
 }
 
