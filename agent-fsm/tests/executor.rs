@@ -1983,3 +1983,87 @@ mod user_code {
         assert_eq!(handle.state_name(), "Busy");
     }
 }
+
+mod cancel_after_failure {
+    //! `cancel_task` on a task that already failed on its own: the machine
+    //! gets the real failure, and subscribers hear of it as of any other.
+
+    use agent_fsm::runtime::{self, EffectContext, EffectFailure, ExecutorConfig, Notification, Topics};
+
+    #[allow(unreachable_pub)]
+    #[agent_fsm::state_machine(fallback = Nothing)]
+    pub mod tool {
+        #[states]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum State {
+            #[initial]
+            Idle,
+            Running,
+        }
+
+        #[events]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            Go,
+            Tick(u32),
+            Result(Result<String, String>),
+        }
+
+        #[actions]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Action {
+            Nothing,
+            Spawn,
+            Work(u32),
+            Got(Result<String, String>),
+        }
+
+        transitions! {
+            Idle + Go => Running / Spawn,
+            Running + Tick(n) => Running / Work(n),
+            Running + Result(r) => Idle / Got(r),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_task_that_failed_before_its_cancel_is_published_as_failed() {
+        use tool::{Action, Event, Machine};
+        let fx = runtime::from_fn(|action: Action, cx: &mut EffectContext<'_, Machine, ()>| match action {
+            Action::Spawn => {
+                cx.spawn_task("t1", async move { panic!("tool blew up") }, |_key, why| {
+                    Event::Result(Err(why.to_string()))
+                });
+                cx.send(Event::Tick(1));
+            }
+            // A chain of sends longer than 1,024 pauses once, which lets
+            // the task run (and panic) before the worker looks at it; the
+            // cancel then finds it finished.
+            Action::Work(n) if n < 1100 => cx.send(Event::Tick(n + 1)),
+            Action::Work(_) => assert!(cx.cancel_task("t1")),
+            _ => {}
+        });
+        let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new().record_events());
+        let mut faults = handle.subscribe_to(Topics::FAULTS);
+        handle.send(Event::Go).await.unwrap();
+        handle.wait_idle().await.unwrap();
+        let history = handle.history().await.unwrap();
+        handle.shutdown().await.unwrap();
+        let results: Vec<_> = history
+            .events()
+            .unwrap()
+            .iter()
+            .filter_map(|r| match &r.event {
+                Event::Result(x) => Some(x.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results, [Err("panicked: tool blew up".to_owned())]);
+        let mut seen = Vec::new();
+        while let Some(notification) = faults.recv().await {
+            if let Notification::EffectFailed { key, failure } = notification {
+                seen.push((key, failure));
+            }
+        }
+        assert_eq!(seen, [(Some("t1".to_owned()), EffectFailure::Panicked("tool blew up".into()))]);
+    }
+}

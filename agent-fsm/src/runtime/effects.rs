@@ -361,9 +361,12 @@ where
     /// dropped at once, so nothing more of it is delivered, and its
     /// `on_failure(Cancelled)` event, if it returns one, is delivered right
     /// after the current step. Returns whether such a task or stream
-    /// existed. Being the effects' own decision, it is not published as a
+    /// existed. Being the effects' own decision, the cancellation is not
+    /// published as a
     /// [`Notification::EffectFailed`](super::Notification::EffectFailed)
-    /// (a cancellation by an interrupt or a shutdown is).
+    /// (a cancellation by an interrupt or a shutdown is); a task found to
+    /// have already failed on its own (panicked, timed out) is published
+    /// as that failure.
     pub fn cancel_task(&mut self, key: &str) -> bool {
         let Some(work) = self.env.work.as_deref_mut() else {
             return false;
@@ -375,7 +378,20 @@ where
         // own `catch_unwind`.
         let event = match produced {
             super::work::Produced::Event(event) => Some(event),
-            super::work::Produced::TaskFailed { key, on_failure, failure } => Some(on_failure(key, failure)),
+            super::work::Produced::TaskFailed { key, on_failure, failure } => {
+                // The task had already failed on its own (panicked, timed
+                // out): that failure is not the effects' decision, and is
+                // reported as any other.
+                if failure != super::EffectFailure::Cancelled {
+                    tracing::warn!(key = %key, failure = %failure, "effect failed");
+                    let (k, f) = (key.clone(), failure.clone());
+                    self.notifier.publish(super::Topics::FAULTS, || super::Notification::EffectFailed {
+                        key: Some(k),
+                        failure: f,
+                    });
+                }
+                Some(on_failure(key, failure))
+            }
             super::work::Produced::StreamFailed { on_failure, failure, .. } => on_failure(failure),
         };
         if let Some(event) = event {

@@ -656,7 +656,10 @@ where
     /// 2. every pending task is cancelled and yields its
     ///    `on_failure(key, Cancelled)` event, in spawn order (a task that had
     ///    already finished yields its real result instead);
-    /// 3. pending timers are dropped;
+    /// 3. pending timers are dropped, and so are events the effects sent
+    ///    ([`send`](super::EffectContext::send)) that are still waiting:
+    ///    an interrupt served at one of a long chain's pauses (see the
+    ///    [module docs](super), Ordering) cuts the chain there;
     /// 4. the cause is recorded in the history and notified;
     /// 5. the configured interrupt event, if any, is delivered and its
     ///    action performed.
@@ -677,7 +680,8 @@ where
 
     /// Shuts the machine down and waits for the worker to exit:
     /// in-flight work is cancelled as for an interrupt (the events it owes are
-    /// delivered, their actions not performed), then the configured shutdown
+    /// delivered, their actions not performed; sent events still waiting
+    /// are dropped), then the configured shutdown
     /// event is delivered and its action performed (any work it schedules
     /// is discarded), then the events still queued are delivered without
     /// performing their actions, every task is awaited, and the worker exits

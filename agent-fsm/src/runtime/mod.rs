@@ -31,7 +31,9 @@
 //!    chain's own steps have sent 1,024 more events, the worker serves a
 //!    waiting control request (point 4) or its cancellation token, or
 //!    yields to the other tasks of its thread. What one action sends at
-//!    once, however much, is delivered as one burst.
+//!    once, however much, is delivered as one burst. An interrupt or a
+//!    shutdown served at such a pause cuts the chain: the sent events
+//!    still waiting are dropped (a `debug` trace counts them).
 //! 2. **Effect events** — stream items, task results, fired timers — are
 //!    delivered in the order the worker sees them arrive. Items of one
 //!    stream keep their order. Task results arrive in *completion* order,

@@ -289,7 +289,8 @@ impl<E: Send + 'static> Work<E> {
 
     /// Cancels everything in flight. Returns what each stream and task owes,
     /// streams first (opening order), then tasks (spawn order). Timers and
-    /// `ready` events are dropped.
+    /// `ready` events (what is left of a chain of sends cut at one of its
+    /// pauses) are dropped.
     pub(crate) fn cancel_all(&mut self) -> Vec<Produced<E>> {
         let mut owed = Vec::with_capacity(self.streams.len() + self.tasks.len() + self.queued.len());
         for slot in self.streams.drain(..) {
@@ -306,6 +307,10 @@ impl<E: Send + 'static> Work<E> {
         }
         self.timers.clear();
         self.sleep = None;
+        if !self.ready.is_empty() {
+            // The rest of a chain of sends cut at one of its pauses.
+            tracing::debug!(dropped = self.ready.len(), "sent events dropped: cancelled");
+        }
         self.ready.clear();
         self.ready_cleared += 1;
         self.aborted.retain(|h| !h.is_finished());
