@@ -14,6 +14,12 @@ pub(crate) struct Layout {
     entries: Vec<(usize, usize)>,
     /// Where each row's entries start in `entries`.
     starts: Vec<usize>,
+    /// State, event and action names as the description and the docs
+    /// spell them (without `r#`), each made once: a name is a trip across
+    /// the token bridge every time it is printed.
+    states: Vec<String>,
+    events: Vec<String>,
+    actions: Vec<String>,
 }
 
 impl Layout {
@@ -24,7 +30,14 @@ impl Layout {
             starts.push(entries.len());
             entries.extend(row.sources.iter().map(|&s| (r, s)));
         }
-        Layout { entries, starts }
+        let names = |idents: &mut dyn Iterator<Item = &syn::Ident>| idents.map(|i| i.unraw().to_string()).collect();
+        Layout {
+            entries,
+            starts,
+            states: names(&mut model.states.iter().map(|s| &s.ident)),
+            events: names(&mut model.events.iter().map(|e| &e.ident)),
+            actions: names(&mut model.actions.iter().map(|a| &a.ident)),
+        }
     }
 
     /// The flat index of `row` leaving `state`.
@@ -48,8 +61,7 @@ pub(crate) fn guard_text(row: &RowModel) -> Option<String> {
 pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> TokenStream {
     use proc_macro2::Literal;
     let name = model.machine.to_string();
-    let states = model.states.iter().map(|s| {
-        let n = s.ident.unraw().to_string();
+    let states = model.states.iter().zip(&layout.states).map(|(s, n)| {
         let flags = Literal::u8_unsuffixed(
             u8::from(s.initial.is_some())
                 | (u8::from(s.terminal.is_some()) << 1)
@@ -57,8 +69,8 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
         );
         quote!(__st(#n, #flags))
     });
-    let events = model.events.iter().map(|e| e.ident.unraw().to_string());
-    let actions = model.actions.iter().map(|a| a.ident.unraw().to_string());
+    let events = &layout.events;
+    let actions = &layout.actions;
     // Each guard's text once, however many rows (or states of a `*` row)
     // share it.
     let mut guards: Vec<String> = Vec::new();
@@ -106,13 +118,12 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
     let code = Literal::byte_string(&code);
     let ignored = model.ignores.iter().flat_map(|ig| {
         ig.sources.iter().map(move |&s| {
-            let sn = model.states[s].ident.unraw().to_string();
-            let en = model.events[ig.event].ident.unraw().to_string();
+            let sn = &layout.states[s];
+            let en = &layout.events[ig.event];
             quote!((#sn, #en))
         })
     });
-    let fallback =
-        model.fallback.as_ref().map(|(a, _)| model.actions[*a].ident.unraw().to_string()).unwrap_or_default();
+    let fallback = model.fallback.as_ref().map(|(a, _)| layout.actions[*a].as_str()).unwrap_or_default();
     quote! {
         /// The table: states, events, actions, rows (any-state rows expanded
         /// per state) and the Mermaid diagram.
@@ -143,19 +154,18 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
 /// labelled `Event [guard] / Action`.
 pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
     let mut out = String::from("stateDiagram-v2\n");
-    let ids = mermaid_ids(model);
-    for (s, id) in model.states.iter().zip(&ids) {
-        let name = s.ident.unraw().to_string();
-        if *id != name {
+    let ids = mermaid_ids(&layout.states);
+    for (name, id) in layout.states.iter().zip(&ids) {
+        if id != name {
             out.push_str(&format!("    state \"{name}\" as {id}\n"));
         }
     }
     if let Some(i) = model.initial() {
         out.push_str(&format!("    [*] --> {}\n", ids[i]));
     }
-    for (s, id) in model.states.iter().zip(&ids) {
+    for ((s, id), name) in model.states.iter().zip(&ids).zip(&layout.states) {
         if s.transient.is_some() {
-            out.push_str(&format!("    {id} : {} (transient)\n", s.ident.unraw()));
+            out.push_str(&format!("    {id} : {name} (transient)\n"));
         }
     }
     for &(r, s) in &layout.entries {
@@ -169,7 +179,7 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
             label.push(format!("[{}]", sanitize(&conditions.join(", "))));
         }
         if let Some((a, _)) = &row.action {
-            label.push(format!("/ {}", model.actions[*a].ident.unraw()));
+            label.push(format!("/ {}", layout.actions[*a]));
         }
         let label = if label.is_empty() { String::new() } else { format!(" : {}", label.join(" ")) };
         out.push_str(&format!("    {} --> {}{}\n", ids[s], ids[row.target], label));
@@ -188,7 +198,7 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
 /// lexer takes `default` (and, in recent versions, `click`) wherever a
 /// token starts with it, in any case, so `DefaultMode` reads as the
 /// keyword and `Mode`; such names get an id that starts otherwise.
-fn mermaid_ids(model: &Model) -> Vec<String> {
+fn mermaid_ids(names: &[String]) -> Vec<String> {
     const KEYWORDS: [&str; 11] = [
         "note",
         "state",
@@ -203,7 +213,6 @@ fn mermaid_ids(model: &Model) -> Vec<String> {
         "statediagram",
     ];
     const PREFIXES: [&str; 2] = ["default", "click"];
-    let names: Vec<String> = model.states.iter().map(|s| s.ident.unraw().to_string()).collect();
     names
         .iter()
         .map(|name| {
@@ -277,14 +286,19 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> Tok
         String::from("| from | event | guard | to | action | note |\n| --- | --- | --- | --- | --- | --- |\n");
     for &(r, s) in &layout.entries {
         let row = &model.rows[r];
-        let cell = |t: Option<String>| t.map_or_else(|| "—".to_owned(), |t| code_span(&t.replace('|', "\\|")));
+        // Most cells hold nothing Markdown would read: written as they are.
+        let cell = |t: Option<&str>| match t {
+            None => "—".to_owned(),
+            Some(t) if t.bytes().all(|b| !matches!(b, b'`' | b'|' | b'\n' | b'\r')) => format!("`{t}`"),
+            Some(t) => code_span(&t.replace('|', "\\|")),
+        };
         table.push_str(&format!(
             "| `{}` | {} | {} | `{}` | {} | {} |\n",
-            model.states[s].ident.unraw(),
-            cell(row.event.as_ref().map(|(e, _)| model.events[*e].ident.unraw().to_string())),
-            cell(guard_text(row)),
-            model.states[row.target].ident.unraw(),
-            cell(row.action.as_ref().map(|(a, _)| model.actions[*a].ident.unraw().to_string())),
+            layout.states[s],
+            cell(row.event.as_ref().map(|(e, _)| layout.events[*e].as_str())),
+            cell(row.guard_text.as_deref()),
+            layout.states[row.target],
+            cell(row.action.as_ref().map(|(a, _)| layout.actions[*a].as_str())),
             row_note(row),
         ));
     }
