@@ -247,3 +247,32 @@ fn a_panic_in_a_transient_states_guard_poisons_the_machine() {
     assert!(outcome.is_err(), "the guard panicked inside `with_state`, which returns no machine");
     assert!(!router::Machine::with_state(router::State::Route { n: 3 }).is_poisoned());
 }
+
+/// An observer that panics on one hop, `from` to `to`.
+struct PanicOn(&'static str, &'static str);
+
+impl agent_fsm::Observer for PanicOn {
+    fn on_transition(&mut self, hop: &agent_fsm::Step) {
+        assert!(!(hop.from == self.0 && hop.to == self.1), "observer failed");
+    }
+}
+
+#[test]
+fn an_observer_panic_poisons_only_a_machine_it_leaves_in_a_transient_state() {
+    // On the hop into the transient state: the machine would rest there.
+    let mut machine = router::Machine::new();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        machine.handle_event_with(router::Event::Number(20), &mut PanicOn("Idle", "Route"))
+    }));
+    assert!(outcome.is_err(), "the observer panicked");
+    assert!(machine.is_poisoned());
+
+    // On the hop out of it: the machine already rests in `Big`.
+    let mut machine = router::Machine::new();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        machine.handle_event_with(router::Event::Number(20), &mut PanicOn("Route", "Big"))
+    }));
+    assert!(outcome.is_err(), "the observer panicked");
+    assert!(!machine.is_poisoned());
+    assert_eq!(machine.state(), &router::State::Big);
+}

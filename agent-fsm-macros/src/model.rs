@@ -755,22 +755,25 @@ impl Model {
                 }
                 let sources =
                     if any { sources.into_iter().filter(|&s| self.takes_events(s)).collect() } else { sources };
-                if let Some(dup) =
-                    self.ignores.iter().find(|i| i.event == event && i.sources.iter().any(|s| sources.contains(s)))
-                {
-                    if any && !dup.any && !dup.from_base && !row.from_base {
-                        // The `*` row covers more than the earlier one: the
-                        // earlier one is what deleting leaves unchanged.
+                let dups: Vec<&IgnoreModel> = self
+                    .ignores
+                    .iter()
+                    .filter(|i| i.event == event && i.sources.iter().any(|s| sources.contains(s)))
+                    .collect();
+                if any && !row.from_base && !dups.is_empty() && dups.iter().all(|d| !d.any && !d.from_base) {
+                    // The `*` row covers more than the earlier ones: they
+                    // are what deleting leaves unchanged.
+                    for dup in dups {
                         cx.error_at(
                             dup.span,
                             format!(
-                                "this pair is ignored again by the `* + {} => ignore` row below, which covers every state without a row for the event; delete this row",
+                                "this pair is ignored again by the `*` row ignoring `{}` below, which covers every state without a row for the event; delete this row",
                                 self.events[event].ident
                             ),
                         );
-                    } else {
-                        cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
                     }
+                } else if !dups.is_empty() {
+                    cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
                 }
                 self.ignores.push(IgnoreModel { sources, event, span: kw.span, any, from_base: row.from_base });
                 true

@@ -94,20 +94,23 @@ pub mod __private {
     }
 
     /// Holds a machine's state while its transient states resolve. Unless
-    /// [`finish`](Self::finish) is reached, the rows unwound (a guard, a
-    /// block or a payload panicked) and the state is emptied: the machine
-    /// is poisoned instead of resting in a transient state.
+    /// [`finish`](Self::finish) is reached, the step unwound (a guard, a
+    /// block, a payload or an observer panicked); if it left the machine in
+    /// a transient state, the state is emptied: the machine is poisoned
+    /// instead of resting there.
     #[derive(Debug)]
     pub struct Settling<'a, S> {
         state: &'a mut Option<S>,
+        transient: fn(&S) -> bool,
         done: bool,
     }
 
     impl<'a, S> Settling<'a, S> {
-        /// Starts holding `state`.
+        /// Starts holding `state`; `transient` tells the states that may
+        /// not be rested in.
         #[inline]
-        pub fn new(state: &'a mut Option<S>) -> Self {
-            Settling { state, done: false }
+        pub fn new(state: &'a mut Option<S>, transient: fn(&S) -> bool) -> Self {
+            Settling { state, transient, done: false }
         }
 
         /// The state, for the rows.
@@ -127,7 +130,7 @@ pub mod __private {
     impl<S> Drop for Settling<'_, S> {
         #[inline]
         fn drop(&mut self) {
-            if !self.done {
+            if !self.done && self.state.as_ref().is_some_and(self.transient) {
                 *self.state = None;
             }
         }

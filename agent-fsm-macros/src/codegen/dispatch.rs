@@ -196,16 +196,22 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             __action
         }
 
-        /// Runs eventless rows until the machine rests in a state that
-        /// waits for events; if they panic (a guard too), the machine is
-        /// poisoned rather than left in a transient state.
+        /// Reports the hop `entered` into a transient state, if any, then
+        /// runs eventless rows until the machine rests in a state that
+        /// waits for events; if either panics (a guard, an observer) with
+        /// the machine in a transient state, the machine is poisoned rather
+        /// than left there.
         #[inline]
         fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<#state>,
             __ctx: &mut #context_ty,
             __observer: &mut __O,
+            __entered: ::core::option::Option<usize>,
         ) -> #action {
-            let mut __settling = ::agent_fsm::__private::Settling::new(__state);
+            let mut __settling = ::agent_fsm::__private::Settling::new(__state, #state::is_transient);
+            if let ::core::option::Option::Some(__row) = __entered {
+                Self::__hop(__observer, __row);
+            }
             let __action = Self::__settle_rows(__settling.state(), __ctx, __observer);
             __settling.finish(__action)
         }
@@ -446,8 +452,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             __action
         },
         (false, true) => quote! {
-            Self::__hop(__observer, #flat);
-            return Self::__settle(__s, __ctx, __observer);
+            return Self::__settle(__s, __ctx, __observer, ::core::option::Option::Some(#flat));
         },
         (true, false) => quote! {
             Self::__hop(__observer, #flat);

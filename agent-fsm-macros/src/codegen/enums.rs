@@ -105,32 +105,75 @@ pub(crate) fn cfg_attr_derives(e: &ItemEnum) -> Vec<syn::Path> {
 
 /// Whether `items` (the module's) hold an `impl Debug for` the enum: in
 /// the module itself, in a `const _: () = { .. };` block or a function
-/// body there (`State`, `self::State`), or in an inline module inside it
-/// (`super::State`, one `super` per level).
+/// body there (`State`, `self::State`, unless the block declares a `State`
+/// of its own), or in an inline module inside it (`super::State`, one
+/// `super` per level, or `State` that module imports with `use super::..`).
 pub(crate) fn implements_debug(e: &ItemEnum, items: &[syn::Item]) -> bool {
-    implements_debug_at(e, items, 0)
+    implements_debug_at(e, items, 0, false)
 }
 
-fn implements_debug_at(e: &ItemEnum, items: &[syn::Item], depth: usize) -> bool {
+fn implements_debug_at(e: &ItemEnum, items: &[syn::Item], depth: usize, imported: bool) -> bool {
     let nested = |stmts: &[syn::Stmt]| {
-        stmts
+        let block: Vec<syn::Item> = stmts
             .iter()
-            .any(|s| matches!(s, syn::Stmt::Item(item) if implements_debug_at(e, std::slice::from_ref(item), depth)))
+            .filter_map(|s| if let syn::Stmt::Item(item) = s { Some(item.clone()) } else { None })
+            .collect();
+        !block.iter().any(|item| declares(item, &e.ident)) && implements_debug_at(e, &block, depth, imported)
     };
     items.iter().any(|item| match item {
         syn::Item::Impl(imp) => {
-            let for_enum = matches!(&*imp.self_ty, syn::Type::Path(p) if p.qself.is_none() && names_from(&p.path, &e.ident, depth));
+            let for_enum = matches!(&*imp.self_ty, syn::Type::Path(p) if p.qself.is_none()
+                && (names_from(&p.path, &e.ident, depth) || (imported && names_local(&p.path, &e.ident))));
             let debug = imp
                 .trait_
                 .as_ref()
                 .is_some_and(|(_, path, _)| path.segments.last().is_some_and(|s| s.ident == "Debug"));
             for_enum && debug
         }
-        syn::Item::Mod(m) => m.content.as_ref().is_some_and(|(_, items)| implements_debug_at(e, items, depth + 1)),
+        syn::Item::Mod(m) => m.content.as_ref().is_some_and(|(_, inner)| {
+            let imported =
+                inner.iter().any(|i| matches!(i, syn::Item::Use(u) if imports(&u.tree, &e.ident, depth + 1)));
+            implements_debug_at(e, inner, depth + 1, imported)
+        }),
         syn::Item::Const(c) => matches!(&*c.expr, syn::Expr::Block(b) if nested(&b.block.stmts)),
         syn::Item::Fn(f) => nested(&f.block.stmts),
         _ => false,
     })
+}
+
+/// Whether `item` declares a type or an import named `ident`.
+fn declares(item: &syn::Item, ident: &syn::Ident) -> bool {
+    match item {
+        syn::Item::Enum(i) => i.ident == *ident,
+        syn::Item::Struct(i) => i.ident == *ident,
+        syn::Item::Union(i) => i.ident == *ident,
+        syn::Item::Type(i) => i.ident == *ident,
+        syn::Item::Use(u) => introduces(&u.tree, ident),
+        _ => false,
+    }
+}
+
+/// Whether a `use` brings a name `ident` into scope (a glob may).
+fn introduces(tree: &syn::UseTree, ident: &syn::Ident) -> bool {
+    match tree {
+        syn::UseTree::Path(p) => introduces(&p.tree, ident),
+        syn::UseTree::Name(n) => n.ident == *ident,
+        syn::UseTree::Rename(r) => r.rename == *ident,
+        syn::UseTree::Glob(_) => true,
+        syn::UseTree::Group(g) => g.items.iter().any(|t| introduces(t, ident)),
+    }
+}
+
+/// Whether `tree` is `super::..::ident` or `super::..::*`, with `supers`
+/// `super`s, without renaming.
+fn imports(tree: &syn::UseTree, ident: &syn::Ident, supers: usize) -> bool {
+    match tree {
+        syn::UseTree::Path(p) if supers > 0 && p.ident == "super" => imports(&p.tree, ident, supers - 1),
+        syn::UseTree::Group(g) => g.items.iter().any(|t| imports(t, ident, supers)),
+        syn::UseTree::Name(n) => supers == 0 && n.ident == *ident,
+        syn::UseTree::Glob(_) => supers == 0,
+        _ => false,
+    }
 }
 
 /// Whether `path`, written `depth` inline modules below the machine's

@@ -118,7 +118,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
                 pub fn with_state(state: #state #with_state_ctx) -> Self {
                     let mut machine = Self { state: ::core::option::Option::Some(state), #with_state_value };
                     if machine.state.as_ref().is_some_and(#state::is_transient) {
-                        let _ = Self::__settle(&mut machine.state, &mut machine.context, &mut ());
+                        let _ = Self::__settle(&mut machine.state, &mut machine.context, &mut (), ::core::option::Option::None);
                     }
                     machine
                 }

@@ -189,6 +189,7 @@ stateDiagram-v2
                     &mut machine.state,
                     &mut machine.context,
                     &mut (),
+                    ::core::option::Option::None,
                 );
             }
             machine
@@ -402,16 +403,25 @@ stateDiagram-v2
             #[allow(unreachable_code)] Self::__hop(__observer, __row);
             __action
         }
-        /// Runs eventless rows until the machine rests in a state that
-        /// waits for events; if they panic (a guard too), the machine is
-        /// poisoned rather than left in a transient state.
+        /// Reports the hop `entered` into a transient state, if any, then
+        /// runs eventless rows until the machine rests in a state that
+        /// waits for events; if either panics (a guard, an observer) with
+        /// the machine in a transient state, the machine is poisoned rather
+        /// than left there.
         #[inline]
         fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<State>,
             __ctx: &mut (),
             __observer: &mut __O,
+            __entered: ::core::option::Option<usize>,
         ) -> Action {
-            let mut __settling = ::agent_fsm::__private::Settling::new(__state);
+            let mut __settling = ::agent_fsm::__private::Settling::new(
+                __state,
+                State::is_transient,
+            );
+            if let ::core::option::Option::Some(__row) = __entered {
+                Self::__hop(__observer, __row);
+            }
             let __action = Self::__settle_rows(__settling.state(), __ctx, __observer);
             __settling.finish(__action)
         }

@@ -1,7 +1,7 @@
 // Rule: a pair is ignored once. When a `* + Event => ignore` row follows
-// an ignore of the same pair for one state, the one-state row is the one
-// to delete: the `*` row also covers every other state without a row for
-// the event.
+// ignores of the same pair for single states, those are the rows to
+// delete (each reported): the `*` row also covers every other state
+// without a row for the event.
 #[agent_fsm::state_machine(fallback = Wait)]
 pub mod machine {
     #[states]
@@ -29,7 +29,8 @@ pub mod machine {
         B + Go => C / Went,
         C + Go => A / Went,
         A + Noise => ignore,
-        * + Noise => ignore,
+        B + Noise => ignore,
+        * except (C) + Noise => ignore,
     }
 }
 

@@ -1,7 +1,9 @@
 // An `impl Debug` of the user's may sit in an inline module inside the
-// machine's module (naming the enum through `super::`) or in a
-// `const _: () = { .. };` block there: the macro then derives none, which
-// would conflict with it.
+// machine's module (naming the enum through `super::`, or importing it
+// with `use super::..`) or in a `const _: () = { .. };` block there: the
+// macro then derives none, which would conflict with it. An impl for a
+// type of the same name declared inside a function is not one for the
+// enum, which then gets the derived one.
 #![deny(warnings)]
 
 #[agent_fsm::state_machine(fallback = Wait)]
@@ -21,10 +23,21 @@ pub mod door {
     }
 
     #[actions]
-    #[derive(Debug, PartialEq)]
+    #[derive(PartialEq)]
     pub enum Action {
         Wait,
     }
+
+    mod quiet {
+        use super::Action;
+
+        impl std::fmt::Debug for Action {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("(action)")
+            }
+        }
+    }
+
 
     mod redact {
         impl std::fmt::Debug for super::State {
@@ -48,8 +61,50 @@ pub mod door {
     }
 }
 
+#[agent_fsm::state_machine(fallback = Wait)]
+pub mod plain {
+    #[states]
+    pub enum State {
+        #[initial]
+        Idle,
+        Busy,
+    }
+
+    #[events]
+    pub enum Event {
+        Go,
+    }
+
+    #[actions]
+    pub enum Action {
+        Wait,
+    }
+
+    transitions! {
+        Idle + Go => Busy / Wait,
+        Busy + Go => Idle / Wait,
+    }
+
+    /// A local `State` of its own, with its own `Debug`.
+    pub fn local() -> String {
+        #[allow(dead_code)]
+        enum State {
+            Here,
+        }
+        impl std::fmt::Debug for State {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("local")
+            }
+        }
+        format!("{:?}", State::Here)
+    }
+}
+
 fn main() {
     let m = door::Machine::new(1234);
     assert_eq!(format!("{:?}", m.state()), "Locked(****)");
     assert_eq!(format!("{:?}", door::Event::Unlock(1)), "event Unlock");
+    assert_eq!(format!("{:?}", door::Action::Wait), "(action)");
+    assert_eq!(plain::local(), "local");
+    assert_eq!(format!("{:?}", plain::Machine::new().state()), "Idle");
 }
