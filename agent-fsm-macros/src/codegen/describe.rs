@@ -30,7 +30,7 @@ impl Layout {
             starts.push(entries.len());
             entries.extend(row.sources.iter().map(|&s| (r, s)));
         }
-        let names = |idents: &mut dyn Iterator<Item = &syn::Ident>| idents.map(|i| i.unraw().to_string()).collect();
+        let names = |idents: &mut dyn Iterator<Item = &syn::Ident>| idents.map(crate::model::name_key).collect();
         Layout {
             entries,
             starts,

@@ -109,15 +109,13 @@ pub(crate) fn cfg_attr_derives(e: &ItemEnum) -> Vec<syn::Path> {
 /// of its own), or in an inline module inside it (`super::State`, one
 /// `super` per level, or `State` that module imports with `use super::..`).
 pub(crate) fn implements_debug(e: &ItemEnum, items: &[syn::Item]) -> bool {
-    implements_debug_at(e, items, 0, false)
+    implements_debug_at(e, &items.iter().collect::<Vec<_>>(), 0, false)
 }
 
-fn implements_debug_at(e: &ItemEnum, items: &[syn::Item], depth: usize, imported: bool) -> bool {
+fn implements_debug_at(e: &ItemEnum, items: &[&syn::Item], depth: usize, imported: bool) -> bool {
     let nested = |stmts: &[syn::Stmt]| {
-        let block: Vec<syn::Item> = stmts
-            .iter()
-            .filter_map(|s| if let syn::Stmt::Item(item) = s { Some(item.clone()) } else { None })
-            .collect();
+        let block: Vec<&syn::Item> =
+            stmts.iter().filter_map(|s| if let syn::Stmt::Item(item) = s { Some(item) } else { None }).collect();
         !block.iter().any(|item| declares(item, &e.ident)) && implements_debug_at(e, &block, depth, imported)
     };
     items.iter().any(|item| match item {
@@ -133,7 +131,7 @@ fn implements_debug_at(e: &ItemEnum, items: &[syn::Item], depth: usize, imported
         syn::Item::Mod(m) => m.content.as_ref().is_some_and(|(_, inner)| {
             let imported =
                 inner.iter().any(|i| matches!(i, syn::Item::Use(u) if imports(&u.tree, &e.ident, depth + 1)));
-            implements_debug_at(e, inner, depth + 1, imported)
+            implements_debug_at(e, &inner.iter().collect::<Vec<_>>(), depth + 1, imported)
         }),
         syn::Item::Const(c) => matches!(&*c.expr, syn::Expr::Block(b) if nested(&b.block.stmts)),
         syn::Item::Fn(f) => nested(&f.block.stmts),

@@ -70,6 +70,24 @@ fn same<T: PartialEq + std::fmt::Debug>(
     assert_eq!(ours, syn, "`{text}` parses differently with the shortcut");
 }
 
+/// The shortcut `quick` takes every one of `taken` and none of `left`, and
+/// `ours` (shortcut, then syn) parses each of both as `syn` does.
+#[track_caller]
+fn compare<T: PartialEq + std::fmt::Debug>(
+    quick: fn(&syn::parse::ParseBuffer<'_>) -> syn::Result<T>,
+    ours: fn(ParseStream<'_>) -> syn::Result<T>,
+    syn: fn(ParseStream<'_>) -> syn::Result<T>,
+    taken: &[&str],
+    left: &[&str],
+) {
+    for (texts, expected) in [(taken, true), (left, false)] {
+        for text in texts {
+            assert_eq!(shortcut(quick, text), expected, "`{text}`: shortcut taken should be {expected}");
+            same(run(ours, text), run(syn, text), text);
+        }
+    }
+}
+
 /// Patterns as sources and events are written, with what may follow them.
 const QUICK_PATTERNS: &[&str] = &[
     "Idle",
@@ -134,14 +152,7 @@ const SYN_PATTERNS: &[&str] = &[
 
 #[test]
 fn patterns_are_built_as_syn_builds_them() {
-    for text in QUICK_PATTERNS {
-        assert!(shortcut(quick::quick_pattern, text), "`{text}` should take the shortcut");
-        same(run(quick::pattern, text), run(syn::Pat::parse_single, text), text);
-    }
-    for text in SYN_PATTERNS {
-        assert!(!shortcut(quick::quick_pattern, text), "`{text}` should go to syn");
-        same(run(quick::pattern, text), run(syn::Pat::parse_single, text), text);
-    }
+    compare(quick::quick_pattern, quick::pattern, syn::Pat::parse_single, QUICK_PATTERNS, SYN_PATTERNS);
 }
 
 /// Payload values, as in `Target(a, b)`.
@@ -172,14 +183,7 @@ const SYN_VALUES: &[&str] = &[
 #[test]
 fn payload_values_are_built_as_syn_builds_them() {
     let syn_expr: fn(ParseStream<'_>) -> syn::Result<syn::Expr> = |input| input.parse();
-    for text in QUICK_VALUES {
-        assert!(shortcut(quick::quick_value, text), "`{text}` should take the shortcut");
-        same(run(quick::value, text), run(syn_expr, text), text);
-    }
-    for text in SYN_VALUES {
-        assert!(!shortcut(quick::quick_value, text), "`{text}` should go to syn");
-        same(run(quick::value, text), run(syn_expr, text), text);
-    }
+    compare(quick::quick_value, quick::value, syn_expr, QUICK_VALUES, SYN_VALUES);
 }
 
 #[test]
@@ -198,12 +202,5 @@ fn payload_fields_are_built_as_syn_builds_them() {
         "ref n",
         "",
     ];
-    for text in quick_fields {
-        assert!(shortcut(quick::quick_field_value, text), "`{text}` should take the shortcut");
-        same(run(quick::field_value, text), run(syn_field, text), text);
-    }
-    for text in syn_fields {
-        assert!(!shortcut(quick::quick_field_value, text), "`{text}` should go to syn");
-        same(run(quick::field_value, text), run(syn_field, text), text);
-    }
+    compare(quick::quick_field_value, quick::field_value, syn_field, &quick_fields, &syn_fields);
 }
