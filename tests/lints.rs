@@ -158,3 +158,77 @@ fn complex_carried_types_pass_clippy() {
     assert_eq!(m.handle_event(Event::Drop), Action::Nothing);
     assert_eq!(m.state().tree(), None);
 }
+
+/// Signatures the user chose: an event with seven fields (its typed
+/// method takes `self` and seven more), an initial state with seven
+/// fields beside a context (`new` takes eight), a boxed carried field (its
+/// accessor returns `&Box<..>`): clippy's `too_many_arguments` and
+/// `borrowed_box` are not the user's to fix there.
+#[agent_fsm::state_machine(fallback = Nothing, name = Plotter)]
+pub mod plotter {
+    /// Context.
+    #[context]
+    #[derive(Debug)]
+    pub struct Pen {
+        /// Ink left.
+        pub ink: u32,
+    }
+
+    /// States.
+    #[states]
+    #[carry(buffer: Box<[u8; 16]>)]
+    #[derive(Debug, PartialEq)]
+    pub enum State {
+        /// At a point.
+        #[initial]
+        At {
+            /// Coordinates.
+            x: i32,
+            /// Coordinates.
+            y: i32,
+            /// Coordinates.
+            z: i32,
+            /// Tilt.
+            a: i32,
+            /// Tilt.
+            b: i32,
+            /// Tilt.
+            c: i32,
+            /// Speed.
+            v: i32,
+        },
+    }
+
+    /// Events.
+    #[events]
+    #[derive(Debug)]
+    pub enum Event {
+        /// Moves to a point.
+        Move(i32, i32, i32, i32, i32, i32, i32),
+    }
+
+    /// Actions.
+    #[actions]
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum Action {
+        /// Nothing to do.
+        Nothing,
+        /// Drew a line.
+        Drew(i32),
+    }
+
+    transitions! {
+        At + Move(x, y, z, a, b, c, v) => { buffer[0] = buffer[0].wrapping_add(1); } At { x, y, z, a, b, c, v } / Drew(x + y + z + a + b + c + v),
+    }
+}
+
+#[test]
+fn user_chosen_signatures_pass_clippy() {
+    use plotter::{Action, Event, Pen, Plotter};
+    let mut m = Plotter::new(Pen { ink: 1 }, 0, 0, 0, 0, 0, 0, 0);
+    assert_eq!(m.handle_event(Event::Move(1, 1, 1, 1, 1, 1, 1)), Action::Drew(7));
+    assert_eq!(m.state().buffer()[0], 1);
+    let typed = plotter::typed::At::new(Pen { ink: 1 }, 0, 0, 0, 0, 0, 0, 0);
+    let (_at, action) = typed.r#move(1, 2, 3, 4, 5, 6, 7);
+    assert_eq!(action, Action::Drew(28));
+}

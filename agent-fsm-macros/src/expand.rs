@@ -27,7 +27,7 @@ pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream
     let raw_args = args.clone();
     let args: Args = match syn::parse2(args) {
         Ok(a) => a,
-        Err(e) => return fallback::expand(Some(module), &e, fallback::mentions_serde(&raw_args)),
+        Err(e) => return fallback::expand(Some(module), &e, fallback::mentions_serde(&raw_args), None),
     };
     if let Some(base) = &args.extends {
         return crate::variant::call_base(base, &raw_args, &quote::ToTokens::to_token_stream(&module));
@@ -44,11 +44,12 @@ pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream
     }
     match (cx.check(), model) {
         (Ok(()), Some(model)) => codegen::generate(&model),
-        (Err(e), _) => fallback::expand(Some(module), &e, serde),
+        (Err(e), model) => fallback::expand(Some(module), &e, serde, model.as_ref().map(|m| &m.machine)),
         (Ok(()), None) => fallback::expand(
             Some(module),
             &syn::Error::new(proc_macro2::Span::call_site(), "invalid state machine"),
             serde,
+            None,
         ),
     }
 }

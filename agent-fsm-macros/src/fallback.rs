@@ -13,8 +13,15 @@ const MARKERS: [&str; 9] =
 /// The module as written, minus the table and the macro's own attributes,
 /// followed by the errors.
 /// `serde`: the machine asked for the macro's serde derives, which the
-/// fields' `#[serde(..)]` attributes belong to.
-pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error, serde: bool) -> TokenStream {
+/// fields' `#[serde(..)]` attributes belong to. `machine`: the machine
+/// type's name, when known; it is not generated on error, so the user's
+/// `impl` blocks for it are left out rather than reported as unresolved.
+pub(crate) fn expand(
+    module: Option<ItemMod>,
+    errors: &syn::Error,
+    serde: bool,
+    machine: Option<&syn::Ident>,
+) -> TokenStream {
     let errors = errors.to_compile_error();
     let Some(mut module) = module else {
         return errors;
@@ -23,14 +30,22 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error, serde: bool) 
     // fields, the table) would add warnings to the real errors.
     module.attrs.push(syn::parse_quote!(#[allow(unused_imports, dead_code)]));
     if let Some((_, items)) = &mut module.content {
-        items.retain(|item| !matches!(item, Item::Macro(m) if m.mac.path.is_ident("transitions")));
+        items.retain(|item| match item {
+            Item::Macro(m) => !m.mac.path.is_ident("transitions"),
+            Item::Impl(imp) => !machine.is_some_and(
+                |name| matches!(&*imp.self_ty, syn::Type::Path(p) if crate::codegen::enums::names_local(&p.path, name)),
+            ),
+            _ => true,
+        });
         // The role enums get `Debug` as in a good build, so that code
         // formatting them adds no error of its own.
         let undebugged: Vec<usize> = items
             .iter()
             .enumerate()
             .filter_map(|(i, item)| match item {
-                Item::Enum(e) if is_role_enum(e) && !derives_anyhow(e, "Debug") && !implements_debug(e, items) => {
+                Item::Enum(e)
+                    if is_role_enum(e) && !derives_anyhow(e, "Debug") && !implements_debug(e, items, &module.ident) =>
+                {
                     Some(i)
                 }
                 _ => None,

@@ -663,10 +663,11 @@ impl Model {
             };
             if !binds_ctx(row.event.as_ref(), source)
                 && Uses::of(code.clone()).has(&Ident::new("ctx", Span::call_site()))
+                && !declares(code.clone(), "ctx")
             {
                 cx.error_at(
                     first_ident(code, "ctx").unwrap_or(span),
-                    "this row uses `ctx`, but the machine has no context: add a `#[context]` struct, or `#[context] type Context = T;`",
+                    "this row uses `ctx`, but the machine has no context: add a `#[context]` struct or enum, or `#[context] type Context = T;`",
                 );
             }
         }
@@ -940,6 +941,11 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
                 Some("states") => &mut roles.states,
                 Some("events") => &mut roles.events,
                 Some("actions") => &mut roles.actions,
+                _ if take_role(cx, &mut e.attrs, &["context"]).is_some() => {
+                    let ident = e.ident.clone();
+                    set_context(cx, roles, &e.generics.clone(), Item::Enum(e), ident);
+                    return;
+                }
                 _ => {
                     passthrough.push(Item::Enum(e));
                     return;
@@ -1035,7 +1041,16 @@ fn take_carry(cx: &Ctxt, attrs: &mut Vec<Attribute>) -> Vec<Field> {
             Punctuated::<Field, Token![,]>::parse_terminated_with(input, Field::parse_named)
         };
         match attr.parse_args_with(parser) {
-            Ok(fields) => carried.extend(fields),
+            Ok(fields) => {
+                for mut field in fields {
+                    strip_cfgs(
+                        cx,
+                        &mut field.attrs,
+                        "a carried field cannot be compiled in or out: every state holds it and every transition moves it, the same in every build; keep the field (an `Option` can stay empty)",
+                    );
+                    carried.push(field);
+                }
+            }
             Err(e) => cx.syn_error(syn::Error::new(
                 e.span(),
                 format!("{e}; write `#[carry(name: Type, ...)]` for data every state carries"),
@@ -1300,6 +1315,28 @@ fn first_ident(tokens: TokenStream, name: &str) -> Option<Span> {
     })
 }
 
+/// Whether the code declares a local `name` of its own (`let name`,
+/// `let mut name`): a machine without a context leaves it to the user.
+fn declares(tokens: TokenStream, name: &str) -> bool {
+    let mut after_let = false;
+    tokens.into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(i) if i == "let" => {
+            after_let = true;
+            false
+        }
+        proc_macro2::TokenTree::Ident(i) if after_let && i == "mut" => false,
+        proc_macro2::TokenTree::Ident(i) if after_let && i == name => true,
+        proc_macro2::TokenTree::Group(g) => {
+            after_let = false;
+            declares(g.stream(), name)
+        }
+        _ => {
+            after_let = false;
+            false
+        }
+    })
+}
+
 /// Index by name; the first of two equal names wins, as a scan would.
 fn by_name<'a>(idents: impl Iterator<Item = &'a Ident>) -> HashMap<String, usize> {
     let mut map = HashMap::new();
@@ -1321,7 +1358,7 @@ pub(crate) fn name_key(ident: &Ident) -> String {
 /// The names a stretch of code uses, collected once: asking a token stream
 /// about each binding and field in turn formats every identifier again.
 #[derive(Default)]
-pub(crate) struct Uses(HashSet<String>);
+pub(crate) struct Uses(HashMap<String, Span>);
 
 impl Uses {
     pub(crate) fn of(tokens: TokenStream) -> Self {
@@ -1335,23 +1372,31 @@ impl Uses {
         // field or method (`msg.ctx`, `v.len()`), not a use of a binding;
         // after `..` (`..base`) it is one.
         let mut dots = 0;
-        for tt in tokens {
+        let mut tokens = tokens.into_iter().peekable();
+        while let Some(tt) = tokens.next() {
             let after_one_dot = dots == 1;
             dots = match &tt {
                 TokenTree::Punct(p) if p.as_char() == '.' => dots + 1,
                 _ => 0,
             };
+            // A name before a lone `:` is a field's label (`Info { ctx: 1 }`,
+            // `Msg { log: true, .. }`) or a name being declared with its
+            // type (`let n: u32`, `|n: u32|`), never a use.
+            let labels = matches!(&tt, TokenTree::Ident(_))
+                && matches!(tokens.peek(), Some(TokenTree::Punct(p)) if p.as_char() == ':' && p.spacing() == proc_macro2::Spacing::Alone);
             match tt {
-                TokenTree::Ident(_) if after_one_dot => {}
+                TokenTree::Ident(_) if after_one_dot || labels => {}
                 TokenTree::Ident(i) => {
-                    self.0.insert(i.to_string());
+                    self.0.entry(name_key(&i)).or_insert(i.span());
                 }
                 TokenTree::Group(g) => self.add(g.stream()),
                 // `format!("{name}")` captures `name` from inside a string literal.
                 TokenTree::Literal(l) => {
                     let text = l.to_string();
                     if text.starts_with('"') || text.starts_with("r\"") || text.starts_with("r#") {
-                        self.0.extend(captured(&text));
+                        for name in captured(&text) {
+                            self.0.entry(name).or_insert(l.span());
+                        }
                     }
                 }
                 TokenTree::Punct(_) => {}
@@ -1361,12 +1406,21 @@ impl Uses {
 
     /// Adds the names `other` holds.
     pub(crate) fn extend(&mut self, other: &Uses) {
-        self.0.extend(other.0.iter().cloned());
+        for (name, span) in &other.0 {
+            self.0.entry(name.clone()).or_insert(*span);
+        }
     }
 
     /// Whether the code names `name`.
     pub(crate) fn has(&self, name: &Ident) -> bool {
-        self.0.contains(&name.to_string())
+        self.0.contains_key(&name_key(name))
+    }
+
+    /// Where the code first names `name`: a binding the row's code reads
+    /// takes this span, so it resolves however the code was written (a
+    /// row spliced in by a `macro_rules!` has that macro's hygiene).
+    pub(crate) fn span_of(&self, name: &Ident) -> Option<Span> {
+        self.0.get(&name_key(name)).copied()
     }
 }
 

@@ -29,10 +29,31 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_generated_names(cx, model);
     check_serde_form(cx, model);
     check_carried_fields_set(cx, model);
+    check_discriminants_with_carry(cx, model);
     check_carried_fields_read(cx, model);
     check_default_state(cx, model);
     check_visibility(cx, model);
     check_conditional_derives(cx, model);
+}
+
+/// `#[carry]` gives the states fields, and Rust takes explicit
+/// discriminants on an enum with fields only under a `#[repr(..)]`.
+fn check_discriminants_with_carry(cx: &Ctxt, model: &Model) {
+    let e = &model.state_enum;
+    if model.carried.is_empty() || e.attrs.iter().any(|a| a.path().is_ident("repr")) {
+        return;
+    }
+    for v in &e.variants {
+        if let Some((eq, value)) = &v.discriminant {
+            cx.error_spanned_by(
+                quote::quote!(#eq #value),
+                format!(
+                    "`#[carry]` adds fields to `{}`, and an enum whose variants have fields takes explicit discriminants only with a `#[repr(..)]`: add one (`#[repr(u8)]`), or remove the discriminant",
+                    v.ident
+                ),
+            );
+        }
+    }
 }
 
 /// The macro derives `Debug` (and, with `serde`, the serde traits) when an
@@ -42,7 +63,7 @@ fn check_conditional_derives(cx: &Ctxt, model: &Model) {
     for e in [&model.state_enum, &model.event_enum, &model.action_enum] {
         // With an `impl Debug` of their own in the module, users manage
         // `Debug` themselves (and the macro derives none).
-        let own_debug = crate::codegen::enums::implements_debug(e, &model.passthrough);
+        let own_debug = crate::codegen::enums::implements_debug(e, &model.passthrough, &model.module.ident);
         for path in crate::codegen::enums::cfg_attr_derives(e) {
             let Some(name) = path.segments.last().map(|s| s.ident.to_string()) else { continue };
             if name == "Debug" && !own_debug {
@@ -88,8 +109,10 @@ fn check_visibility(cx: &Ctxt, model: &Model) {
         (&model.action_enum.vis, &model.action_enum.ident, "action enum"),
     ];
     // A `type` alias is looked through: only the type it names counts.
-    if let Some((syn::Item::Struct(s), _)) = &model.context {
-        others.push((&s.vis, &s.ident, "context"));
+    match &model.context {
+        Some((syn::Item::Struct(s), _)) => others.push((&s.vis, &s.ident, "context")),
+        Some((syn::Item::Enum(e), _)) => others.push((&e.vis, &e.ident, "context")),
+        _ => {}
     }
     for (vis, ident, what) in others {
         if level(vis).is_some_and(|have| have < wanted) {
@@ -184,6 +207,30 @@ fn check_serde_form(cx: &Ctxt, model: &Model) {
                         e.ident
                     ),
                 );
+            }
+        }
+        // serde's `snake_case` puts `_` before every capital but the first:
+        // `AB` and `A_b` are both `a_b`, and a snapshot would come back as
+        // whichever variant serde tries first.
+        let mut tags: std::collections::BTreeMap<String, &Ident> = std::collections::BTreeMap::new();
+        for v in &e.variants {
+            let name = syn::ext::IdentExt::unraw(&v.ident).to_string();
+            let tag: String = name
+                .char_indices()
+                .flat_map(|(i, c)| {
+                    (i > 0 && c.is_uppercase()).then_some('_').into_iter().chain([c.to_ascii_lowercase()])
+                })
+                .collect();
+            if let Some(earlier) = tags.get(&tag) {
+                cx.error_spanned_by(
+                    &v.ident,
+                    format!(
+                        "with `serde`, `{}` and `{earlier}` are both written `{tag}` (serde's snake_case puts `_` before every capital but the first), so one would be read back as the other: rename one",
+                        v.ident
+                    ),
+                );
+            } else {
+                tags.insert(tag, &v.ident);
             }
         }
         let attrs = e.attrs.iter().chain(e.variants.iter().flat_map(|v| &v.attrs));
@@ -557,7 +604,8 @@ fn check_source_patterns(cx: &Ctxt, model: &Model) {
                 for f in &p.fields {
                     let known = match &f.member {
                         Member::Named(name) => {
-                            def.fields.iter().any(|(n, _)| n == name) || carried().any(|c| c == name)
+                            let key = name_key(name);
+                            def.fields.iter().any(|(n, _)| name_key(n) == key) || carried().any(|c| name_key(c) == key)
                         }
                         Member::Unnamed(_) => false,
                     };
@@ -605,6 +653,34 @@ fn check_source_patterns(cx: &Ctxt, model: &Model) {
 /// An `impl State { fn name(..) }` in the module beside the generated
 /// one: rustc would report two definitions at the attribute, and calls
 /// of `name()` as ambiguous.
+/// An `impl Machine` of the user's that defines what the macro generates
+/// on the machine type (rustc would report a duplicate at the attribute).
+fn check_machine_methods(cx: &Ctxt, model: &Model, imp: &syn::ItemImpl) {
+    const GENERATED: [&str; 10] = [
+        "new",
+        "with_state",
+        "state",
+        "try_state",
+        "context",
+        "context_mut",
+        "handle_event",
+        "handle_event_with",
+        "into_parts",
+        "DESCRIPTION",
+    ];
+    for member in &imp.items {
+        let (name, kind) = match member {
+            syn::ImplItem::Fn(f) => (&f.sig.ident, "method"),
+            syn::ImplItem::Const(c) => (&c.ident, "constant"),
+            _ => continue,
+        };
+        let text = name_key(name);
+        if GENERATED.contains(&text.as_str()) || (model.typestate && text == "into_typed") {
+            cx.error_spanned_by(name, format!("the macro generates `{}::{text}`; rename this {kind}", model.machine));
+        }
+    }
+}
+
 fn check_user_methods(cx: &Ctxt, model: &Model, fixed: &[&str]) {
     use crate::codegen::enums::{names_local, predicate_name};
     let mut state_items: Vec<String> = fixed.iter().map(|s| (*s).to_owned()).collect();
@@ -619,6 +695,10 @@ fn check_user_methods(cx: &Ctxt, model: &Model, fixed: &[&str]) {
         let syn::Item::Impl(imp) = item else { continue };
         let syn::Type::Path(ty) = &*imp.self_ty else { continue };
         if imp.trait_.is_some() || ty.qself.is_some() {
+            continue;
+        }
+        if names_local(&ty.path, &model.machine) {
+            check_machine_methods(cx, model, imp);
             continue;
         }
         let Some(&(ident, what)) = enums.iter().find(|(ident, _)| names_local(&ty.path, ident)) else { continue };
@@ -1331,10 +1411,17 @@ fn check_unreachable_states(cx: &Ctxt, model: &Model) {
                 );
                 continue;
             }
+            // Rows may lead to it from states that are themselves cut off.
+            let led_to = model.rows.iter().any(|r| r.target == i && !r.sources.iter().all(|&s| s == i));
+            let why = if led_to {
+                "the rows that lead to it start in states that cannot be reached either"
+            } else {
+                "no row leads to it"
+            };
             cx.error_spanned_by(
                 &state.ident,
                 format!(
-                    "state `{}` cannot be reached from the initial state `{}`: no row leads to it",
+                    "state `{}` cannot be reached from the initial state `{}`: {why}",
                     state.ident, model.states[initial].ident
                 ),
             );

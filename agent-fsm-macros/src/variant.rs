@@ -117,7 +117,7 @@ pub(crate) fn merge(input: TokenStream) -> TokenStream {
     );
     let (base_args, base_mod, variant_args) = match parsed {
         (Ok(a), Ok(b), Ok(c)) => (a, b, c),
-        (Err(e), ..) | (_, Err(e), _) | (.., Err(e)) => return fallback::expand(Some(variant_mod), &e, serde),
+        (Err(e), ..) | (_, Err(e), _) | (.., Err(e)) => return fallback::expand(Some(variant_mod), &e, serde, None),
     };
     let base_name = base_args.name.as_ref().map_or_else(|| "Machine".to_owned(), ToString::to_string);
     let cx = Ctxt::new();
@@ -131,7 +131,10 @@ pub(crate) fn merge(input: TokenStream) -> TokenStream {
     // On error the merged module (with the base's enums) is what the rest
     // of the user's code should still see.
     let shown = merged.as_ref().map_or_else(|| variant_mod.clone(), |(m, ..)| m.clone());
-    let model = merged.and_then(|(module, table, info)| {
+    let model = merged.and_then(|(module, table, info, broken)| {
+        if broken {
+            return None;
+        }
         let args = base_args.overridden_by(variant_args);
         let mut model = Model::build(&cx, args, module, Some(table))?;
         model.variant = Some(info);
@@ -142,8 +145,10 @@ pub(crate) fn merge(input: TokenStream) -> TokenStream {
     }
     match (cx.check(), model) {
         (Ok(()), Some(model)) => codegen::generate(&model),
-        (Err(e), _) => fallback::expand(Some(shown), &e, serde),
-        (Ok(()), None) => fallback::expand(Some(shown), &syn::Error::new(Span::call_site(), "invalid variant"), serde),
+        (Err(e), _) => fallback::expand(Some(shown), &e, serde, None),
+        (Ok(()), None) => {
+            fallback::expand(Some(shown), &syn::Error::new(Span::call_site(), "invalid variant"), serde, None)
+        }
     }
 }
 
@@ -158,7 +163,7 @@ fn merge_modules(
     base_name: &str,
     base: ItemMod,
     variant: ItemMod,
-) -> Option<(ItemMod, (Span, Table), VariantInfo)> {
+) -> Option<(ItemMod, (Span, Table), VariantInfo, bool)> {
     let (_, base_items) = base.content?;
     let Some((_, variant_items)) = variant.content.clone() else {
         cx.error_spanned_by(&variant.ident, "a variant needs an inline module: `mod name { ... }`");
@@ -188,6 +193,9 @@ fn merge_modules(
     let mut items = Vec::new();
     let mut context = base_context;
     let mut variant_table = None;
+    // A syntax error in the variant's table: only that error is reported,
+    // as rules over a half-read table would find problems that are not there.
+    let mut table_broken = false;
     let mut table_span = variant.ident.span();
     for item in variant_items {
         match item {
@@ -227,7 +235,10 @@ fn merge_modules(
                 table_span = m.mac.path.segments[0].ident.span();
                 match syn::parse2::<Table>(m.mac.tokens) {
                     Ok(t) => variant_table = Some(t),
-                    Err(e) => cx.syn_error(e),
+                    Err(e) => {
+                        cx.syn_error(e);
+                        table_broken = true;
+                    }
                 }
             }
             other => items.push(other),
@@ -393,6 +404,7 @@ fn merge_modules(
         module,
         (table_span, table),
         VariantInfo { base: base_name.to_owned(), base_states, changes, table: table_span },
+        table_broken,
     ))
 }
 

@@ -347,7 +347,8 @@ fn row_note(row: &RowModel) -> String {
         if let syn::Meta::NameValue(nv) = &attr.meta
             && let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = &nv.value
         {
-            lines.push(s.value().trim().to_owned());
+            // A `/** .. */` note spans lines; a table cell may not.
+            lines.push(s.value().split_whitespace().collect::<Vec<_>>().join(" "));
         }
     }
     lines.join(" ").replace('|', "\\|")

@@ -68,6 +68,9 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             }
         }
     }
+    // The event parameter, which rows spliced into the function must not
+    // see: a row calling a function of the module's named `event` calls it.
+    let event_param = &Ident::new("event", Span::mixed_site());
     let catch_all = |state_name: TokenStream, event_expr: TokenStream| quote!(return Self::__unhandled(__observer, #state_name, #event_expr.name()));
     let single_arms = single.iter().enumerate().filter(|(_, a)| !a.is_empty()).map(|(e, arms)| {
         let ev = &model.events[e].ident;
@@ -80,7 +83,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         let others = quote!(return Self::__unhandled_single::<#e, _>(__observer, __s));
         quote! {
             #event::#ev { .. } => match *__s {
-                __Some(#state::#v { .. }) => match event {
+                __Some(#state::#v { .. }) => match #event_param {
                     #(#arms)*
                     #[allow(unreachable_patterns)]
                     __event => #rest
@@ -94,14 +97,14 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         let name = syn::ext::IdentExt::unraw(v).to_string();
         let rest = catch_all(quote!(__Some(#name)), quote!(__event));
         quote! {
-            __Some(#state::#v { .. }) => match event {
+            __Some(#state::#v { .. }) => match #event_param {
                 #(#arms)*
                 #[allow(unreachable_patterns)]
                 __event => #rest
             },
         }
     });
-    let others = catch_all(quote!(__s.as_ref().map(#state::name)), quote!(event));
+    let others = catch_all(quote!(__s.as_ref().map(#state::name)), quote!(#event_param));
     let settle_arms = model
         .rows
         .iter()
@@ -164,7 +167,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         #[inline]
         pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
             &mut self,
-            event: #event,
+            #event_param: #event,
             __observer: &mut __O,
         ) -> #action {
             // Each row binds `ctx` itself, with the row's own span, so rows
@@ -181,7 +184,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             // unlisted pairs, a poisoned machine, and rows into a
             // transient state return from inside the match too.
             let __row: usize;
-            let __action: #action = match event {
+            let __action: #action = match #event_param {
                 #(#single_arms)*
                 #[allow(unreachable_patterns)]
                 _ => match *__s {
@@ -250,12 +253,6 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let src_ident = &src.ident;
     let target = &model.states[row.target];
     let eventless = row.event.is_none();
-    // Names the row's code uses are bound with the row's span (hygiene).
-    let here = |name: &Ident| {
-        let mut name = name.clone();
-        name.set_span(row.span);
-        name
-    };
     // The guard is printed once: its tokens go into the arm and tell which
     // names it uses. Printing a `syn` tree is the costly part of a row's
     // expansion in a debug build, where proc macros run unoptimized.
@@ -279,19 +276,28 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     if let Some(p) = &row.source_pat {
         code.add(quote::ToTokens::to_token_stream(p));
     }
+    // Names the row's code uses are bound with the span of their first use
+    // there, the rest with the row's (hygiene: the code resolves them even
+    // when a `macro_rules!` wrote it).
+    let here = |name: &Ident| {
+        let mut name = name.clone();
+        name.set_span(code.span_of(&name).unwrap_or(row.span));
+        name
+    };
     let carried_used: Vec<(&Ident, Ident)> = if src.carries {
         model.carried_names().filter(|c| code.has(c)).map(|c| (c, here(c))).collect()
     } else {
         Vec::new()
     };
-    let ctx = Ident::new("ctx", row.span);
+    let ctx = here(&Ident::new("ctx", row.span));
     let event_pat = row.event.as_ref().map(|(_, p)| prefix_pat(p, n.event));
     let mut event_bindings = Vec::new();
     if let Some((_, p)) = &row.event {
         bindings(p, &mut event_bindings);
     }
     let ctx_is_context = !binds_ctx(row.event.as_ref().map(|(_, p)| p), row.source_pat.as_ref());
-    let ctx_in_body = (ctx_is_context && body_code.has(&ctx)).then(|| quote!(let #ctx = &mut *__ctx;));
+    let ctx_in_body =
+        (ctx_is_context && body_code.has(&ctx)).then(|| quote!(#[allow(unused_variables)] let #ctx = &mut *__ctx;));
     let user_pat = row.source_pat.as_ref().filter(|_| row.sources.len() == 1);
     let flat = n.layout.index(r, s);
     // The block's statements are spliced so its `let`s are in scope for
@@ -313,10 +319,13 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             __guard
         }
     });
-    let mut event_shadows =
-        event_bindings.iter().filter(|b| guard_uses.has(b)).map(|b| quote!(let #b = &#b;)).collect::<Vec<_>>();
+    let mut event_shadows = event_bindings
+        .iter()
+        .filter(|b| guard_uses.has(b))
+        .map(|b| quote!(#[allow(unused_variables)] let #b = &#b;))
+        .collect::<Vec<_>>();
     if ctx_is_context && guard_uses.has(&ctx) {
-        event_shadows.push(quote!(let #ctx = &*__ctx;));
+        event_shadows.push(quote!(#[allow(unused_variables)] let #ctx = &*__ctx;));
     }
     let refutable = user_pat.is_some_and(|p| !irrefutable_below(p));
 
@@ -325,16 +334,22 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     // matched again only when the guard reads its fields or the pattern
     // can fail.
     let check = (guard.is_some() || refutable).then(|| {
-        let checked = user_pat.map(|p| by_reference(p, Some(&guard_uses)));
+        let mut checked = user_pat.map(|p| by_reference(p, Some(&guard_uses)));
+        let explicit = checked.as_mut().is_some_and(|p| explicit_modes(p, false));
         let in_guard: Vec<(&Ident, Ident)> = carried_used.iter().filter(|(_, b)| guard_uses.has(b)).cloned().collect();
         let guard = guard.clone().unwrap_or_else(|| quote!(true));
         if !refutable && in_guard.is_empty() && checked.as_ref().is_none_or(|p| !binds(p)) {
             return quote!(if { #(#event_shadows)* #guard });
         }
-        let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &in_guard, false);
+        let mode = if explicit { Bind::Ref } else { Bind::Default };
+        let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &in_guard, mode);
+        let amp = explicit.then(|| quote!(&));
         quote! {
             if match &*__s {
-                __Some(#pat) => { #(#event_shadows)* #guard }
+                // A name the guard seems to use may be a label or its own
+                // local (`matches!(m, Msg { log: true, .. })`).
+                #[allow(unused_variables)]
+                #amp __Some(#pat) => { #(#event_shadows)* #guard }
                 _ => false,
             }
         }
@@ -343,15 +358,18 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     // Keeps its state: bind fields `&mut`, no move. (Never eventless: a
     // transient state staying in itself is rejected by validation.)
     if model.in_place(row, s) {
-        let by_ref = user_pat.map(|p| prune(p, true, Some(&body_code)));
+        let mut by_ref = user_pat.map(|p| prune(p, true, Some(&body_code)));
+        let explicit = by_ref.as_mut().is_some_and(|p| explicit_modes(p, true));
         // The outer arm matched the state; fields are bound again only
         // when the row uses them.
         let rebind = (!carried_used.is_empty() || by_ref.as_ref().is_some_and(binds)).then(|| {
-            let pat = state_pattern(state_ty, src_ident, by_ref.as_ref(), &carried_used, false);
+            let mode = if explicit { Bind::RefMut } else { Bind::Default };
+            let pat = state_pattern(state_ty, src_ident, by_ref.as_ref(), &carried_used, mode);
+            let amp = explicit.then(|| quote!(&mut));
             // A name the row's code uses may be its own `let`, not this
             // field: the binding then goes unused, through no fault of
             // the user's.
-            quote!(#[allow(unused_variables)] let __Some(#pat) = __s else { return Self::__fallback() };)
+            quote!(#[allow(unused_variables)] let #amp __Some(#pat) = __s else { return Self::__fallback() };)
         });
         let action = row.action.as_ref().map_or_else(|| quote!(Self::__fallback()), |(_, c)| ctor(n.action, c, &[]));
         // An action built only from bindings and literals cannot panic, so
@@ -400,7 +418,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     // matched the variant a moment ago, so the `else` is unreachable (and
     // written without a panic).
     let take = if !carried_moved.is_empty() || taken.as_ref().is_some_and(binds) {
-        let take_pat = state_pattern(state_ty, src_ident, taken.as_ref(), &carried_moved, true);
+        let take_pat = state_pattern(state_ty, src_ident, taken.as_ref(), &carried_moved, Bind::Move);
         quote! {
             #[allow(unused_mut)]
             let __Some(#take_pat) = __s.take() else { return Self::__fallback() };
@@ -552,6 +570,74 @@ fn prune(pat: &Pat, strip_modes: bool, keep: Option<&Uses>) -> Pat {
     pat
 }
 
+/// How the bindings a state pattern adds (carried fields) are written.
+#[derive(Clone, Copy)]
+enum Bind {
+    /// Plain: matched through a reference, the reference decides.
+    Default,
+    /// `mut`, out of a state taken by value.
+    Move,
+    /// `ref`, in a pattern matched as `&__Some(..)`.
+    Ref,
+    /// `ref mut`, in a pattern matched as `&mut __Some(..)`.
+    RefMut,
+}
+
+/// A pattern about to be matched through a reference that holds a `&`
+/// pattern of the user's (`Busy { r: &r }`, on a field that is a
+/// reference): since edition 2024 a `&` may not appear where the reference
+/// chose the binding mode, so such a pattern is matched as `&__Some(..)`
+/// with every binding outside a `&` written `ref` (`ref mut` when
+/// `mutable`), which binds exactly what the implicit form binds in every
+/// edition. Returns whether it rewrote the pattern.
+fn explicit_modes(pat: &mut Pat, mutable: bool) -> bool {
+    fn has_reference(pat: &Pat) -> bool {
+        match pat {
+            Pat::Reference(_) => true,
+            Pat::Ident(p) => p.subpat.as_ref().is_some_and(|(_, s)| has_reference(s)),
+            Pat::Struct(p) => p.fields.iter().any(|f| has_reference(&f.pat)),
+            Pat::TupleStruct(p) => p.elems.iter().any(has_reference),
+            Pat::Tuple(p) => p.elems.iter().any(has_reference),
+            Pat::Slice(p) => p.elems.iter().any(has_reference),
+            Pat::Paren(p) => has_reference(&p.pat),
+            Pat::Or(p) => p.cases.iter().any(has_reference),
+            _ => false,
+        }
+    }
+    fn walk(pat: &mut Pat, mutable: bool) {
+        match pat {
+            Pat::Ident(p) => {
+                if crate::model::is_binding_name(&p.ident) {
+                    p.by_ref = Some(Token![ref](p.ident.span()));
+                    p.mutability = mutable.then(|| Token![mut](p.ident.span()));
+                }
+                if let Some((_, sub)) = &mut p.subpat {
+                    walk(sub, mutable);
+                }
+            }
+            Pat::Struct(p) => p.fields.iter_mut().for_each(|f| {
+                walk(&mut f.pat, mutable);
+                if f.colon_token.is_none() && !matches!(&*f.pat, Pat::Ident(_)) {
+                    f.colon_token = Some(Token![:](Span::call_site()));
+                }
+            }),
+            Pat::TupleStruct(p) => p.elems.iter_mut().for_each(|e| walk(e, mutable)),
+            Pat::Tuple(p) => p.elems.iter_mut().for_each(|e| walk(e, mutable)),
+            Pat::Slice(p) => p.elems.iter_mut().for_each(|e| walk(e, mutable)),
+            Pat::Paren(p) => walk(&mut p.pat, mutable),
+            Pat::Or(p) => p.cases.iter_mut().for_each(|c| walk(c, mutable)),
+            // Below a `&`, the user's pattern binds by value, as it does
+            // with the implicit form.
+            _ => {}
+        }
+    }
+    if !has_reference(pat) {
+        return false;
+    }
+    walk(pat, mutable);
+    true
+}
+
 /// `Enum::Variant`, with the payload written in the row plus shorthand
 /// fields in `fill` (carried data moved along).
 pub(crate) fn ctor(enum_ident: &Ident, c: &Ctor, fill: &[(&Ident, Ident)]) -> TokenStream {
@@ -590,7 +676,7 @@ fn state_pattern(
     variant: &Ident,
     user: Option<&Pat>,
     carried: &[(&Ident, Ident)],
-    by_move: bool,
+    mode: Bind,
 ) -> TokenStream {
     match user {
         Some(Pat::Struct(p)) => {
@@ -598,7 +684,7 @@ fn state_pattern(
             p.path = enum_path(state, variant, &p.path);
             for (c, binding) in carried {
                 if !p.fields.iter().any(|f| matches!(&f.member, Member::Named(m) if m == *c)) {
-                    p.fields.push(field_pat(c, binding, by_move));
+                    p.fields.push(field_pat(c, binding, mode));
                 }
             }
             if p.rest.is_none() {
@@ -616,7 +702,7 @@ fn state_pattern(
         }
         _ => {
             let fields: Punctuated<FieldPat, Token![,]> =
-                carried.iter().map(|(c, binding)| field_pat(c, binding, by_move)).collect();
+                carried.iter().map(|(c, binding)| field_pat(c, binding, mode)).collect();
             if fields.is_empty() { quote!(#state::#variant { .. }) } else { quote!(#state::#variant { #fields, .. }) }
         }
     }
@@ -645,11 +731,11 @@ fn first_span(path: &syn::Path) -> Span {
 }
 
 /// `member: binding`, the binding spelled with the row's span.
-fn field_pat(member: &Ident, binding: &Ident, by_move: bool) -> FieldPat {
+fn field_pat(member: &Ident, binding: &Ident, mode: Bind) -> FieldPat {
     let pat = Pat::Ident(syn::PatIdent {
         attrs: Vec::new(),
-        by_ref: None,
-        mutability: by_move.then(|| Token![mut](Span::call_site())),
+        by_ref: matches!(mode, Bind::Ref | Bind::RefMut).then(|| Token![ref](Span::call_site())),
+        mutability: matches!(mode, Bind::Move | Bind::RefMut).then(|| Token![mut](Span::call_site())),
         ident: binding.clone(),
         subpat: None,
     });
@@ -791,6 +877,8 @@ pub(crate) fn constructor(model: &Model, context_ty: &TokenStream, has_context: 
         #carried_doc
         #[must_use]
         #allow
+        // One parameter per field of the initial state: the user chose them.
+        #[allow(clippy::too_many_arguments)]
         pub fn new(#ctx_param #(#params),*) -> Self #where_default {
             Self { state: ::core::option::Option::Some(#value), #ctx_value }
         }

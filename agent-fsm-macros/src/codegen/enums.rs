@@ -77,7 +77,7 @@ pub(crate) fn derives(e: &ItemEnum, name: &str) -> bool {
 /// does, with a derive or with an `impl Debug for` the enum in the module
 /// (to redact what a state holds, say).
 fn ensure_debug(e: &mut ItemEnum, model: &Model) {
-    if !implements_debug(e, &model.passthrough) && !derives(e, "Debug") {
+    if !implements_debug(e, &model.passthrough, &model.module.ident) && !derives(e, "Debug") {
         e.attrs.push(syn::parse_quote!(#[derive(Debug)]));
     }
 }
@@ -108,20 +108,31 @@ pub(crate) fn cfg_attr_derives(e: &ItemEnum) -> Vec<syn::Path> {
 /// body there (`State`, `self::State`, unless the block declares a `State`
 /// of its own), or in an inline module inside it (`super::State`, one
 /// `super` per level, or `State` that module imports with `use super::..`).
-pub(crate) fn implements_debug(e: &ItemEnum, items: &[syn::Item]) -> bool {
-    implements_debug_at(e, &items.iter().collect::<Vec<_>>(), 0, false)
+/// A path from the crate's root also counts: `crate::..::machine::State`,
+/// ending in the machine module's name and the enum's.
+pub(crate) fn implements_debug(e: &ItemEnum, items: &[syn::Item], module: &syn::Ident) -> bool {
+    implements_debug_at(e, &items.iter().collect::<Vec<_>>(), 0, false, module)
 }
 
-fn implements_debug_at(e: &ItemEnum, items: &[&syn::Item], depth: usize, imported: bool) -> bool {
+fn implements_debug_at(e: &ItemEnum, items: &[&syn::Item], depth: usize, imported: bool, module: &syn::Ident) -> bool {
     let nested = |stmts: &[syn::Stmt]| {
         let block: Vec<&syn::Item> =
             stmts.iter().filter_map(|s| if let syn::Stmt::Item(item) = s { Some(item) } else { None }).collect();
-        !block.iter().any(|item| declares(item, &e.ident)) && implements_debug_at(e, &block, depth, imported)
+        !block.iter().any(|item| declares(item, &e.ident)) && implements_debug_at(e, &block, depth, imported, module)
+    };
+    let from_root = |path: &syn::Path| {
+        let n = path.segments.len();
+        path.leading_colon.is_none()
+            && n >= 3
+            && path.segments[0].ident == "crate"
+            && path.segments[n - 2].ident == *module
+            && path.segments.iter().all(|s| s.arguments.is_none())
+            && path.segments[n - 1].ident == e.ident
     };
     items.iter().any(|item| match item {
         syn::Item::Impl(imp) => {
             let for_enum = matches!(&*imp.self_ty, syn::Type::Path(p) if p.qself.is_none()
-                && (names_from(&p.path, &e.ident, depth) || (imported && names_local(&p.path, &e.ident))));
+                && (names_from(&p.path, &e.ident, depth) || (imported && names_local(&p.path, &e.ident)) || from_root(&p.path)));
             let debug = imp
                 .trait_
                 .as_ref()
@@ -131,7 +142,7 @@ fn implements_debug_at(e: &ItemEnum, items: &[&syn::Item], depth: usize, importe
         syn::Item::Mod(m) => m.content.as_ref().is_some_and(|(_, inner)| {
             let imported =
                 inner.iter().any(|i| matches!(i, syn::Item::Use(u) if imports(&u.tree, &e.ident, depth + 1)));
-            implements_debug_at(e, &inner.iter().collect::<Vec<_>>(), depth + 1, imported)
+            implements_debug_at(e, &inner.iter().collect::<Vec<_>>(), depth + 1, imported, module)
         }),
         syn::Item::Const(c) => matches!(&*c.expr, syn::Expr::Block(b) if nested(&b.block.stmts)),
         syn::Item::Fn(f) => nested(&f.block.stmts),
@@ -313,6 +324,8 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
         quote_spanned! {name.span()=>
             #[doc = #doc]
             #[must_use]
+            // The user's type as declared, `Box` or not.
+            #[allow(clippy::borrowed_box)]
             #vis const fn #name(&self) -> &#ty {
                 match self { #( Self::#carriers { #name, .. } )|* => #name }
             }
@@ -329,7 +342,7 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
             #[must_use]
             // Wrapping the user's type adds to its complexity; the type
             // itself is linted where it is declared.
-            #[allow(clippy::type_complexity)]
+            #[allow(clippy::type_complexity, clippy::borrowed_box)]
             #vis const fn #name(&self) -> ::core::option::Option<&#ty> {
                 match self {
                     #( Self::#carriers { #name, .. } )|* => ::core::option::Option::Some(#name),

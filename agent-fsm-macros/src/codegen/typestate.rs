@@ -229,12 +229,15 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
                 let step = quote! {
                     let __action = self.machine.handle_event(#build);
                 };
+                // One parameter per field of the event: the user chose them.
+                let many = (params.len() >= 3).then(|| quote!(#[allow(clippy::too_many_arguments)]));
                 if landing.len() == 1 {
                     let t = &model.states[*landing.iter().next().unwrap_or(&s)].ident;
                     let doc = format!("`{v}` + `{}` -> `{t}`, with the row's action.", ev.ident);
                     quote! {
                         #[doc = #doc]
                         #[inline]
+                        #many
                         pub fn #method(mut self #(, #params)*) -> (#t, super::#action_ty) {
                             #step
                             (#t { machine: self.machine }, __action)
@@ -263,6 +266,7 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
                     quote! {
                         #[doc = #doc]
                         #[inline]
+                        #many
                         pub fn #method(mut self #(, #params)*) -> #next {
                             #step
                             match self.machine.state() {
@@ -297,6 +301,7 @@ fn state_struct(model: &Model, s: usize, context_ty: &TokenStream, has_context: 
             /// A machine in its initial state, typed.
             #[must_use]
             #allow
+            #[allow(clippy::too_many_arguments)]
             pub fn new(#ctx_param #(#params),*) -> Self #where_default {
                 Self { machine: super::#machine::new(#ctx_arg #(#names),*) }
             }

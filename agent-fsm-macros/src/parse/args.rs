@@ -46,6 +46,18 @@ impl Args {
     }
 }
 
+/// The `=` after an argument's name; its absence is reported at the name
+/// (at the end of the arguments, syn would point at the whole attribute).
+fn equals(input: ParseStream<'_>, key: proc_macro2::Span, form: &str) -> syn::Result<()> {
+    if input.peek(Token![=]) {
+        input.parse::<Token![=]>()?;
+        Ok(())
+    } else {
+        let name = form.split(' ').next().unwrap_or(form);
+        Err(syn::Error::new(key, format!("`{name}` takes a value: `{form}`")))
+    }
+}
+
 impl Parse for Args {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let mut args = Args::default();
@@ -53,8 +65,14 @@ impl Parse for Args {
             let lookahead = input.lookahead1();
             if lookahead.peek(kw::fallback) {
                 let key: kw::fallback = input.parse()?;
-                input.parse::<Token![=]>()?;
+                equals(input, key.span, "fallback = Wait")?;
                 let value: Ctor = input.parse()?;
+                if input.peek(Token![::]) {
+                    return Err(syn::Error::new(
+                        value.ident.span(),
+                        "`fallback` names a variant of the action enum alone, as rows do: `fallback = Wait`, not `Action::Wait`",
+                    ));
+                }
                 if args.fallback.replace(value).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `fallback` argument"));
                 }
@@ -65,7 +83,7 @@ impl Parse for Args {
                 }
             } else if lookahead.peek(kw::name) {
                 let key: kw::name = input.parse()?;
-                input.parse::<Token![=]>()?;
+                equals(input, key.span, "name = Agent")?;
                 let value: Ident = input.parse()?;
                 if args.name.replace(value).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `name` argument"));
@@ -77,25 +95,25 @@ impl Parse for Args {
                 }
             } else if lookahead.peek(kw::invariants) {
                 let key: kw::invariants = input.parse()?;
-                input.parse::<Token![=]>()?;
+                equals(input, key.span, "invariants = path::to::check")?;
                 if args.invariants.replace(input.parse()?).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `invariants` argument"));
                 }
             } else if lookahead.peek(kw::export) {
                 let key: kw::export = input.parse()?;
-                input.parse::<Token![=]>()?;
+                equals(input, key.span, "export = name")?;
                 if args.export.replace(input.parse()?).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `export` argument"));
                 }
             } else if lookahead.peek(kw::extends) {
                 let key: kw::extends = input.parse()?;
-                input.parse::<Token![=]>()?;
+                equals(input, key.span, "extends = path::to::base")?;
                 if args.extends.replace(input.parse()?).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `extends` argument"));
                 }
             } else if lookahead.peek(kw::typestate) {
                 let key: kw::typestate = input.parse()?;
-                input.parse::<Token![=]>()?;
+                equals(input, key.span, "typestate = false")?;
                 if args.typestate.replace(input.parse()?).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `typestate` argument"));
                 }

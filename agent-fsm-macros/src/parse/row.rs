@@ -12,7 +12,7 @@
 //! ```
 
 use crate::kw;
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream};
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -35,9 +35,23 @@ impl Parse for Table {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let mut table = Table::default();
         while !input.is_empty() {
+            // A row's docs come first, before a variant's `replace` too.
+            let docs = row_docs(input)?;
             if input.peek(kw::replace) {
                 let kw = input.parse()?;
-                table.replaces.push((kw, input.parse()?));
+                let mut row: Row = input.parse()?;
+                row.docs.splice(0..0, docs);
+                table.replaces.push((kw, row));
+            } else if let Some(doc) = docs.first() {
+                if input.peek(kw::remove) {
+                    return Err(syn::Error::new_spanned(
+                        doc,
+                        "a `remove` drops a row from the table, where its doc comment would have nowhere to go; remove the comment (or make it a `//` one)",
+                    ));
+                }
+                let mut row: Row = input.parse()?;
+                row.docs.splice(0..0, docs);
+                table.rows.push(row);
             } else if input.peek(kw::remove) && input.peek2(kw::state) {
                 let kw = input.parse()?;
                 input.parse::<kw::state>()?;
@@ -79,26 +93,59 @@ impl RowKey {
 /// `Source + Event [guard]` as comparable text.
 pub(crate) fn key_text(source: &Source, event: Option<&Pat>, guard: Option<&Expr>) -> String {
     use quote::ToTokens;
-    let source = match source {
+    // `r#Stop` and `Stop` are one name, to Rust and to the table.
+    let mut text = match source {
         Source::Any { except, .. } if except.is_empty() => "*".to_owned(),
         Source::Any { except, .. } => {
             format!("* except ({})", except.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | "))
+                .replace("r#", "")
         }
-        Source::Several(names) => names.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | "),
-        Source::One(pat) => pat.to_token_stream().to_string(),
+        Source::Several(names) => {
+            names.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | ").replace("r#", "")
+        }
+        Source::One(pat) => key_piece(pat.to_token_stream()),
     };
-    let mut text = tidy(&source);
     if let Some(e) = event {
         text.push_str(" + ");
-        text.push_str(&tidy(&e.to_token_stream().to_string()));
+        text.push_str(&key_piece(e.to_token_stream()));
     }
     if let Some(g) = guard {
         text.push_str(" [");
-        text.push_str(&tidy(&g.to_token_stream().to_string()));
+        text.push_str(&key_piece(g.to_token_stream()));
         text.push(']');
     }
-    // `r#Stop` and `Stop` are one name, to Rust and to the table.
-    text.replace("r#", "")
+    text
+}
+
+/// Code as key text: tidied, with `r#` dropped from names, and literals
+/// kept exactly as written (`"("` and `" ("`, `"r#x"` and `"x"` differ).
+fn key_piece(tokens: TokenStream) -> String {
+    use proc_macro2::{Group, TokenTree};
+    fn mask(tokens: TokenStream, literals: &mut Vec<String>) -> TokenStream {
+        tokens
+            .into_iter()
+            .map(|t| match t {
+                TokenTree::Literal(l) => {
+                    let ident = proc_macro2::Ident::new(&format!("__agent_fsm_lit_{}_", literals.len()), l.span());
+                    literals.push(l.to_string());
+                    TokenTree::Ident(ident)
+                }
+                TokenTree::Group(g) => {
+                    let mut masked = Group::new(g.delimiter(), mask(g.stream(), literals));
+                    masked.set_span(g.span());
+                    TokenTree::Group(masked)
+                }
+                other => other,
+            })
+            .collect()
+    }
+    let mut literals = Vec::new();
+    let masked = mask(tokens, &mut literals);
+    let mut text = tidy(&masked.to_string()).replace("r#", "");
+    for (i, literal) in literals.iter().enumerate() {
+        text = text.replacen(&format!("__agent_fsm_lit_{i}_"), literal, 1);
+    }
+    text
 }
 
 impl Parse for RowKey {
@@ -152,14 +199,20 @@ impl Row {
     }
 }
 
+/// The `///` comments before a row; any other attribute is an error.
+fn row_docs(input: ParseStream<'_>) -> syn::Result<Vec<Attribute>> {
+    let docs = input.call(Attribute::parse_outer)?;
+    for attr in &docs {
+        if !attr.path().is_ident("doc") {
+            return Err(syn::Error::new_spanned(attr, "only `///` doc comments may annotate a row"));
+        }
+    }
+    Ok(docs)
+}
+
 impl Parse for Row {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        let docs = input.call(Attribute::parse_outer)?;
-        for attr in &docs {
-            if !attr.path().is_ident("doc") {
-                return Err(syn::Error::new_spanned(attr, "only `///` doc comments may annotate a row"));
-            }
-        }
+        let docs = row_docs(input)?;
         let source: Source = input.parse()?;
         let event = if input.peek(Token![+]) {
             input.parse::<Token![+]>()?;

@@ -178,7 +178,7 @@ Terminal: no row leaves it.*/
         ///
         ///`None` in the states marked `#[no_carry]`.
         #[must_use]
-        #[allow(clippy::type_complexity)]
+        #[allow(clippy::type_complexity, clippy::borrowed_box)]
         pub const fn log(&self) -> ::core::option::Option<&Vec<String>> {
             match self {
                 Self::Idle { log, .. }
@@ -256,6 +256,7 @@ stateDiagram-v2
         ///Carried data (`log`) starts from `Default`: this constructor exists when the carried types implement it; otherwise start from [`with_state`](Self::with_state).
         #[must_use]
         #[allow(unused_lifetimes)]
+        #[allow(clippy::too_many_arguments)]
         pub fn new(context: Config) -> Self
         where
             for<'__carried> Vec<String>: ::core::default::Default,
@@ -503,7 +504,9 @@ stateDiagram-v2
                         __Some(State::Calling { .. }) => {
                             match event {
                                 Event::Failed if match &*__s {
+                                    #[allow(unused_variables)]
                                     __Some(State::Calling { retries, .. }) => {
+                                        #[allow(unused_variables)]
                                         let ctx = &*__ctx;
                                         let __guard: bool = *retries + 1 < ctx.max_retries;
                                         __guard
@@ -657,6 +660,7 @@ stateDiagram-v2
                     __s @ __Some(
                         State::Checking { .. },
                     ) if match &*__s {
+                        #[allow(unused_variables)]
                         __Some(State::Checking { reply, .. }) => {
                             let __guard: bool = reply.is_empty();
                             __guard
@@ -749,6 +753,7 @@ stateDiagram-v2
             /// A machine in its initial state, typed.
             #[must_use]
             #[allow(unused_lifetimes)]
+            #[allow(clippy::too_many_arguments)]
             pub fn new(context: super::Config) -> Self
             where
                 for<'__carried> Vec<String>: ::core::default::Default,

@@ -135,7 +135,7 @@ stateDiagram-v2
 | --- | --- | --- | --- | --- | --- |
 | `Closed` | `Push` | — | `Open` | `Creak` |  |
 | `Closed` | `Knock` | `* times > 2` | `Closed` | `Answer` |  |
-| `Open` | `Pull` | — | `Closed` | `Creak` |  |
+| `Open` | `Pull` | — | `Closed` | `Creak` | The note of this row spans two lines. |
 */
     pub struct Machine {
         state: ::core::option::Option<State>,
@@ -153,6 +153,7 @@ stateDiagram-v2
     impl Machine {
         ///A machine in its initial state `Closed`.
         #[must_use]
+        #[allow(clippy::too_many_arguments)]
         pub fn new() -> Self {
             Self {
                 state: ::core::option::Option::Some(State::Closed),
@@ -359,6 +360,7 @@ stateDiagram-v2
                                 Event::Knock(
                                     times,
                                 ) if {
+                                    #[allow(unused_variables)]
                                     let times = &times;
                                     let __guard: bool = *times > 2;
                                     __guard
@@ -498,6 +500,7 @@ stateDiagram-v2
         impl Closed {
             /// A machine in its initial state, typed.
             #[must_use]
+            #[allow(clippy::too_many_arguments)]
             pub fn new() -> Self {
                 Self {
                     machine: super::Machine::new(),

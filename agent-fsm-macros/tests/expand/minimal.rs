@@ -25,6 +25,8 @@ mod door {
     transitions! {
         Closed + Push => Open / Creak,
         Closed + Knock(times) [*times > 2] => Closed / Answer(times),
+        /** The note of this row
+            spans two lines. */
         Open + Pull => Closed / Creak,
     }
 }

@@ -167,6 +167,7 @@ stateDiagram-v2
     impl Machine {
         ///A machine in its initial state `Off`.
         #[must_use]
+        #[allow(clippy::too_many_arguments)]
         pub fn new() -> Self {
             Self {
                 state: ::core::option::Option::Some(State::Off),
@@ -509,6 +510,7 @@ stateDiagram-v2
         impl Off {
             /// A machine in its initial state, typed.
             #[must_use]
+            #[allow(clippy::too_many_arguments)]
             pub fn new() -> Self {
                 Self {
                     machine: super::Machine::new(),
