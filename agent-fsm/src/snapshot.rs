@@ -123,6 +123,12 @@ struct SnapshotOwned<S, C> {
 /// # Errors
 /// [`SnapshotError::Poisoned`] for a poisoned machine, [`SnapshotError::Data`]
 /// if a value refuses to serialize.
+///
+/// JSON has no NaN or infinity: `serde_json` writes a non-finite `f32` or
+/// `f64` as `null` without an error, and `null` does not read back into a
+/// float, so [`from_json`] then fails with [`SnapshotError::Data`]. Keep a
+/// value that may not be finite as an `Option<f64>` (`None` for "no score
+/// yet"), or give its field a `#[serde(with = ..)]` that writes it as text.
 pub fn to_json<M>(machine: &M) -> Result<String, SnapshotError>
 where
     M: StateMachine,

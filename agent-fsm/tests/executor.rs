@@ -998,6 +998,18 @@ fn a_worker_polled_outside_tokio_fails_with_no_runtime() {
     assert!(matches!(err, RequestError::Failed(ref e) if **e == WorkerError::NoRuntime), "{err:?}");
 }
 
+#[test]
+fn a_worker_on_a_runtime_without_timers_fails_with_no_timers() {
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let err = rt.block_on(async {
+        let handle = runtime::spawn(Agent::new(3), (), runtime::ExecutorConfig::new());
+        handle.wait_finished().await.unwrap_err()
+    });
+    let RequestError::Failed(cause) = err else { panic!("expected a failure, got {err:?}") };
+    assert_eq!(*cause, WorkerError::NoTimers);
+    assert!(cause.to_string().contains("enable_time"), "{cause}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_timer_past_the_end_of_the_clock_never_fires_and_harms_nothing() {
     let mut script = Scripted::new([Reply::error(), Reply::text(&["ok"])]);
@@ -2065,5 +2077,119 @@ mod cancel_after_failure {
             }
         }
         assert_eq!(seen, [(Some("t1".to_owned()), EffectFailure::Panicked("tool blew up".into()))]);
+    }
+}
+
+/// Timing and subscriptions around the worker's yields and a first
+/// subscription made in the middle of a step.
+mod feed_and_clock {
+    use std::sync::{Arc, Mutex, OnceLock};
+    use std::time::Duration;
+
+    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, MachineHandle, Notification, Subscription};
+    use tokio::time::Instant;
+
+    #[allow(unreachable_pub)]
+    #[agent_fsm::state_machine(fallback = Nop)]
+    mod pinger {
+        #[states]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum State {
+            #[initial]
+            Idle,
+            Busy,
+        }
+        #[events]
+        #[derive(Debug, Clone)]
+        pub enum Event {
+            Go,
+            Tick,
+            Done,
+            Ping,
+        }
+        #[actions]
+        #[derive(Debug)]
+        pub enum Action {
+            Nop,
+            Start,
+            Show,
+            Pong,
+        }
+        transitions! {
+            Idle + Go => Busy / Start,
+            Busy + Tick => Busy / Show,
+            Busy + Done => Idle / Show,
+            Idle + Ping => Idle / Pong,
+        }
+    }
+    use pinger::{Action, Event, Machine};
+
+    /// Records when each hop really happened.
+    struct At(Arc<Mutex<Vec<(&'static str, Instant)>>>);
+
+    impl agent_fsm::Observer for At {
+        fn on_transition(&mut self, step: &agent_fsm::Step) {
+            self.0.lock().unwrap().push((step.to, Instant::now()));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn time_spent_while_the_worker_yields_to_a_subscriber_is_charged_to_the_right_state() {
+        let effects = runtime::from_fn(|action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+            if let Action::Start = action {
+                cx.stream(futures::stream::iter([Event::Tick, Event::Tick, Event::Done]), |_| None);
+            }
+        });
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let recorder = Arc::clone(&seen);
+        // Two notifications a step fill a log of two: the flush wakes the
+        // reader and the worker yields to it.
+        let config = ExecutorConfig::new().notification_capacity(2).observer(move || At(Arc::clone(&recorder)));
+        let handle = runtime::spawn(Machine::new(), effects, config);
+        let mut subscription = handle.subscribe();
+        let reader = tokio::spawn(async move {
+            let mut first = true;
+            while subscription.recv().await.is_some() {
+                if first {
+                    first = false;
+                    // A reader busy for a second of the worker's time.
+                    tokio::time::advance(Duration::from_secs(1)).await;
+                }
+            }
+        });
+        tokio::task::yield_now().await;
+        handle.send(Event::Go).await.unwrap();
+        handle.wait_idle().await.unwrap();
+        let history = handle.history().await.unwrap();
+        let seen = seen.lock().unwrap().clone();
+        let busy = seen.last().unwrap().1 - seen[0].1;
+        assert_eq!(busy, Duration::from_secs(1), "{seen:?}");
+        assert_eq!(history.time_in("Busy"), busy, "{:?}", history.time_in_state());
+        handle.shutdown().await.unwrap();
+        reader.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_first_subscription_made_during_a_step_sees_the_rest_of_it() {
+        let handle: Arc<OnceLock<MachineHandle<Machine, ()>>> = Arc::new(OnceLock::new());
+        let slot: Arc<Mutex<Option<Subscription<()>>>> = Arc::new(Mutex::new(None));
+        let (own, put) = (Arc::clone(&handle), Arc::clone(&slot));
+        let effects = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+            if let Action::Pong = action {
+                // A watcher attaching lazily, from inside the step.
+                *put.lock().unwrap() = Some(own.get().unwrap().subscribe());
+                cx.output(());
+            }
+        });
+        let agent = runtime::spawn(Machine::new(), effects, ExecutorConfig::new());
+        assert!(handle.set(agent.clone()).is_ok());
+        agent.call(Event::Ping).await.unwrap();
+        agent.shutdown().await.unwrap();
+        let mut subscription = slot.lock().unwrap().take().unwrap();
+        let mut got = Vec::new();
+        while let Some(notification) = subscription.recv().await {
+            got.push(notification);
+        }
+        assert!(got.contains(&Notification::Output(())), "{got:?}");
     }
 }

@@ -57,6 +57,10 @@ pub enum WorkerError {
     /// spawn tasks or start timers.
     #[error("the worker was polled outside a tokio runtime")]
     NoRuntime,
+    /// The worker's tokio runtime has no time driver, so it could not start
+    /// timers: build the runtime with `enable_time()` (or `enable_all()`).
+    #[error("the worker's tokio runtime has timers disabled: build it with `enable_time()` or `enable_all()`")]
+    NoTimers,
 }
 
 /// Sending an event to a machine failed; the event is handed back.

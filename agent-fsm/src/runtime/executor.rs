@@ -83,7 +83,7 @@ where
 /// Like [`spawn`], but returns the worker as a future for the caller to run
 /// (`tokio::spawn`, a `select!`, a `LocalSet`...). It must be polled inside
 /// a tokio runtime with time enabled; otherwise the worker stops at once
-/// with [`WorkerError::NoRuntime`]. Dropping the future before it completes
+/// with [`WorkerError::NoRuntime`] or [`WorkerError::NoTimers`]. Dropping the future before it completes
 /// aborts the machine's tasks; handles then report `Closed`.
 pub fn pair<M, E>(
     machine: M,
@@ -109,7 +109,7 @@ where
         inbox: rx,
         link: Link { shared: Arc::clone(&shared), extras: None },
         work: None,
-        notifier: Notifier::new(),
+        notifier: Notifier::new(Arc::clone(&shared.feed_slot)),
         clock: None,
         status_dirty: false,
         visit: 0,
@@ -225,7 +225,7 @@ where
         // Creating a timer panics when the runtime's time driver is off;
         // find out now rather than in the middle of an action.
         if catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_err() {
-            self.fail(WorkerError::NoRuntime);
+            self.fail(WorkerError::NoTimers);
             return false;
         }
         if let Some(token) = &self.link.shared.settings.cancel {
@@ -349,6 +349,9 @@ where
     /// handed (the status is otherwise published only when the worker
     /// sleeps, serves a request or every `STATUS_EVERY` events).
     fn yield_now(&mut self, cx: &mut Context<'_>) {
+        // Time passes while others run: the next hop reads the clock again,
+        // or the history would charge that time to the wrong state.
+        self.clock = None;
         self.flush_status();
         self.notifier.take_woke();
         cx.waker().wake_by_ref();

@@ -52,7 +52,7 @@ use std::future::Future;
 use std::ops::BitOr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use futures::Stream;
@@ -230,7 +230,12 @@ impl<O> Feed<O> {
 pub(crate) struct Notifier<O> {
     /// Boxed: an agent nobody ever watched carries one pointer for it.
     attached: Option<Box<Attached<O>>>,
+    /// Where a first `subscribe` puts the feed.
+    slot: FeedSlot<O>,
 }
+
+/// The feed of an agent, set by its first `subscribe`.
+pub(crate) type FeedSlot<O> = Arc<OnceLock<Arc<Feed<O>>>>;
 
 /// The notifier of an agent someone subscribed to.
 struct Attached<O> {
@@ -248,8 +253,8 @@ struct Attached<O> {
 }
 
 impl<O> Notifier<O> {
-    pub(crate) fn new() -> Self {
-        Self { attached: None }
+    pub(crate) fn new(slot: FeedSlot<O>) -> Self {
+        Self { attached: None, slot }
     }
 
     /// Whether the feed was picked up (someone subscribed once).
@@ -269,6 +274,13 @@ impl<O> Notifier<O> {
     /// its `topic`.
     #[inline]
     pub(crate) fn publish(&mut self, topic: Topics, make: impl FnOnce() -> Notification<O>) {
+        // A first subscription made during this step (from another thread,
+        // an observer or the effects) sees what follows it.
+        if self.attached.is_none()
+            && let Some(feed) = self.slot.get()
+        {
+            self.attach(Arc::clone(feed));
+        }
         if let Some(attached) = &mut self.attached
             && attached.feed.wanted[topic.index()].load(Ordering::Relaxed) > 0
         {
@@ -581,7 +593,7 @@ mod tests {
     /// A feed and its worker side, with `capacity`.
     fn feed(capacity: usize) -> (Arc<Feed<()>>, Notifier<()>) {
         let feed = Arc::new(Feed::new(capacity));
-        let mut notifier = Notifier::new();
+        let mut notifier = Notifier::new(Arc::default());
         notifier.attach(Arc::clone(&feed));
         (feed, notifier)
     }
