@@ -650,7 +650,8 @@ where
             self.perform(action, action_name, mode == Mode::Final);
         } else {
             tracing::debug!(action = action_name, "action not performed: the worker is cancelling or draining");
-            self.notifier.publish(Topics::ACTIONS, || Notification::Action { name: action_name, performed: false });
+            self.notifier
+                .publish_in_step(Topics::ACTIONS, || Notification::Action { name: action_name, performed: false });
         }
         // A failed worker owes no reply: dropped, it tells the caller the
         // worker failed, as every later request does.
@@ -671,7 +672,7 @@ where
     /// [`deliver_inline`](Self::deliver_inline), its only caller.
     #[inline(always)]
     fn perform(&mut self, action: M::Action, name: &'static str, discard: bool) {
-        self.notifier.publish(Topics::ACTIONS, || Notification::Action { name, performed: true });
+        self.notifier.publish_in_step(Topics::ACTIONS, || Notification::Action { name, performed: true });
         let settings = &*self.link.shared.settings;
         let mut cx = EffectContext {
             machine: &self.machine,
@@ -980,7 +981,7 @@ impl<E, O> Observer for Recorder<'_, E, O> {
         if let Some(user) = &mut self.user {
             user.on_transition(hop);
         }
-        self.notifier.publish(Topics::TRANSITIONS, || Notification::Transition(*hop));
+        self.notifier.publish_in_step(Topics::TRANSITIONS, || Notification::Transition(*hop));
     }
 
     fn on_unhandled(&mut self, unhandled: &Unhandled) {
@@ -993,7 +994,7 @@ impl<E, O> Observer for Recorder<'_, E, O> {
         if let Some(user) = &mut self.user {
             user.on_unhandled(unhandled);
         }
-        self.notifier.publish(Topics::UNHANDLED, || Notification::Unhandled(*unhandled));
+        self.notifier.publish_in_step(Topics::UNHANDLED, || Notification::Unhandled(*unhandled));
     }
 }
 

@@ -20,7 +20,12 @@
 //! - every notification of their topics produced after `subscribe`
 //!   returned, in order (each
 //!   has a sequence number; a subscription starts at the next one, so a batch
-//!   flushed later never shows it what came before it subscribed);
+//!   flushed later never shows it what came before it subscribed). One
+//!   exception keeps unwatched machines cheap: the first subscription a
+//!   machine ever gets, if made in the middle of a step (by the effects
+//!   performing its action, or an observer), starts with the first output
+//!   or fault that step publishes after it, or else with the next step,
+//!   so that step's own transitions and action are not in it;
 //! - the log keeps the last `capacity` notifications; a subscription that
 //!   has not taken one before it is dropped from the log gets
 //!   [`Notification::Lagged`] with the number of notifications dropped from
@@ -274,16 +279,15 @@ impl<O> Notifier<O> {
     /// its `topic`.
     #[inline]
     pub(crate) fn publish(&mut self, topic: Topics, make: impl FnOnce() -> Notification<O>) {
-        // A first subscription made during this step (from another thread,
-        // an observer or the effects) sees what follows it.
-        if self.attached.is_none()
-            && let Some(feed) = self.slot.get()
-        {
-            self.attach(Arc::clone(feed));
-        }
-        if let Some(attached) = &mut self.attached
-            && attached.feed.wanted[topic.index()].load(Ordering::Relaxed) > 0
-        {
+        let Some(attached) = &mut self.attached else {
+            // A first subscription made during this step (from another
+            // thread, an observer or the effects) sees what follows it.
+            if self.slot.get().is_some() {
+                self.publish_first(topic, make);
+            }
+            return;
+        };
+        if attached.feed.wanted[topic.index()].load(Ordering::Relaxed) > 0 {
             attached.pending.push_back(make());
             attached.produced += 1;
             attached.feed.produced.store(attached.produced, Ordering::Release);
@@ -292,6 +296,31 @@ impl<O> Notifier<O> {
             if attached.pending.len() >= attached.feed.capacity {
                 attached.flush();
             }
+        }
+    }
+
+    /// [`publish`](Self::publish) without looking for a feed created since
+    /// the step began, for what the step itself reports (its hops, its
+    /// action): the step's start picked up any subscription made before
+    /// it. A subscription made during the step, by the effects performing
+    /// its action (or an observer), is picked up by the first output or
+    /// fault the effects publish, and by the next step otherwise; one made
+    /// on another thread meanwhile is not ordered with the step anyway.
+    #[inline]
+    pub(crate) fn publish_in_step(&mut self, topic: Topics, make: impl FnOnce() -> Notification<O>) {
+        if self.attached.is_some() {
+            self.publish(topic, make);
+        }
+    }
+
+    /// Picks up the feed a first `subscribe` just created, then publishes;
+    /// out of line, so agents nobody watches pay one check per publish.
+    #[cold]
+    #[inline(never)]
+    fn publish_first(&mut self, topic: Topics, make: impl FnOnce() -> Notification<O>) {
+        if let Some(feed) = self.slot.get() {
+            self.attach(Arc::clone(feed));
+            self.publish(topic, make);
         }
     }
 
