@@ -1358,7 +1358,12 @@ pub(crate) fn name_key(ident: &Ident) -> String {
 /// The names a stretch of code uses, collected once: asking a token stream
 /// about each binding and field in turn formats every identifier again.
 #[derive(Default)]
-pub(crate) struct Uses(HashMap<String, Span>);
+pub(crate) struct Uses {
+    names: HashMap<String, Span>,
+    /// The code has a block, a closure, a `let` or a macro call, where a
+    /// name may be a local of its own rather than a use of a binding.
+    pub(crate) unsure: bool,
+}
 
 impl Uses {
     pub(crate) fn of(tokens: TokenStream) -> Self {
@@ -1387,40 +1392,50 @@ impl Uses {
             match tt {
                 TokenTree::Ident(_) if after_one_dot || labels => {}
                 TokenTree::Ident(i) => {
-                    self.0.entry(name_key(&i)).or_insert(i.span());
+                    self.unsure |= i == "let";
+                    self.names.entry(name_key(&i)).or_insert(i.span());
                 }
-                TokenTree::Group(g) => self.add(g.stream()),
+                TokenTree::Group(g) => {
+                    self.unsure |= g.delimiter() == proc_macro2::Delimiter::Brace;
+                    self.add(g.stream());
+                }
                 // `format!("{name}")` captures `name` from inside a string literal.
                 TokenTree::Literal(l) => {
                     let text = l.to_string();
                     if text.starts_with('"') || text.starts_with("r\"") || text.starts_with("r#") {
                         for name in captured(&text) {
-                            self.0.entry(name).or_insert(l.span());
+                            self.names.entry(name).or_insert(l.span());
                         }
                     }
                 }
-                TokenTree::Punct(_) => {}
+                // A closure's `|x|`, or a macro call's `name!(..)` (not
+                // `!x` or `!=`).
+                TokenTree::Punct(p) => {
+                    self.unsure |= p.as_char() == '|'
+                        || (p.as_char() == '!' && matches!(tokens.peek(), Some(TokenTree::Group(_))));
+                }
             }
         }
     }
 
     /// Adds the names `other` holds.
     pub(crate) fn extend(&mut self, other: &Uses) {
-        for (name, span) in &other.0 {
-            self.0.entry(name.clone()).or_insert(*span);
+        for (name, span) in &other.names {
+            self.names.entry(name.clone()).or_insert(*span);
         }
+        self.unsure |= other.unsure;
     }
 
     /// Whether the code names `name`.
     pub(crate) fn has(&self, name: &Ident) -> bool {
-        self.0.contains_key(&name_key(name))
+        self.names.contains_key(&name_key(name))
     }
 
     /// Where the code first names `name`: a binding the row's code reads
     /// takes this span, so it resolves however the code was written (a
     /// row spliced in by a `macro_rules!` has that macro's hygiene).
     pub(crate) fn span_of(&self, name: &Ident) -> Option<Span> {
-        self.0.get(&name_key(name)).copied()
+        self.names.get(&name_key(name)).copied()
     }
 }
 

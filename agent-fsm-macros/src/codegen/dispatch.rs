@@ -309,6 +309,11 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         });
         quote!(#(#stmts)*)
     });
+    // A name the guard seems to use may be a label or a local of its own
+    // (`matches!(m, Msg { log: true, .. })`); only then are the bindings
+    // made for it allowed to go unused (an attribute per binding costs
+    // build time on big tables).
+    let unsure = guard_uses.unsure.then(|| quote!(#[allow(unused_variables)]));
     let guard = guard_tokens.map(|g| {
         // The first token's span: what `Spanned::span` gives on stable,
         // without printing the guard again to find it.
@@ -319,13 +324,10 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             __guard
         }
     });
-    let mut event_shadows = event_bindings
-        .iter()
-        .filter(|b| guard_uses.has(b))
-        .map(|b| quote!(#[allow(unused_variables)] let #b = &#b;))
-        .collect::<Vec<_>>();
+    let mut event_shadows =
+        event_bindings.iter().filter(|b| guard_uses.has(b)).map(|b| quote!(#unsure let #b = &#b;)).collect::<Vec<_>>();
     if ctx_is_context && guard_uses.has(&ctx) {
-        event_shadows.push(quote!(#[allow(unused_variables)] let #ctx = &*__ctx;));
+        event_shadows.push(quote!(#unsure let #ctx = &*__ctx;));
     }
     let refutable = user_pat.is_some_and(|p| !irrefutable_below(p));
 
@@ -346,9 +348,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         let amp = explicit.then(|| quote!(&));
         quote! {
             if match &*__s {
-                // A name the guard seems to use may be a label or its own
-                // local (`matches!(m, Msg { log: true, .. })`).
-                #[allow(unused_variables)]
+                #unsure
                 #amp __Some(#pat) => { #(#event_shadows)* #guard }
                 _ => false,
             }

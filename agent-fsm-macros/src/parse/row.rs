@@ -139,6 +139,11 @@ fn key_piece(tokens: TokenStream) -> String {
             })
             .collect()
     }
+    // Only string and char literals hold text the tidying could change.
+    let text = tokens.to_string();
+    if !text.contains(['"', '\'']) {
+        return tidy(&text).replace("r#", "");
+    }
     let mut literals = Vec::new();
     let masked = mask(tokens, &mut literals);
     let mut text = tidy(&masked.to_string()).replace("r#", "");

@@ -504,9 +504,7 @@ stateDiagram-v2
                         __Some(State::Calling { .. }) => {
                             match event {
                                 Event::Failed if match &*__s {
-                                    #[allow(unused_variables)]
                                     __Some(State::Calling { retries, .. }) => {
-                                        #[allow(unused_variables)]
                                         let ctx = &*__ctx;
                                         let __guard: bool = *retries + 1 < ctx.max_retries;
                                         __guard
@@ -660,7 +658,6 @@ stateDiagram-v2
                     __s @ __Some(
                         State::Checking { .. },
                     ) if match &*__s {
-                        #[allow(unused_variables)]
                         __Some(State::Checking { reply, .. }) => {
                             let __guard: bool = reply.is_empty();
                             __guard

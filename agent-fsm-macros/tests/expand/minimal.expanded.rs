@@ -360,7 +360,6 @@ stateDiagram-v2
                                 Event::Knock(
                                     times,
                                 ) if {
-                                    #[allow(unused_variables)]
                                     let times = &times;
                                     let __guard: bool = *times > 2;
                                     __guard
