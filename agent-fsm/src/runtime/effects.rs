@@ -187,6 +187,9 @@ pub struct EffectContext<'a, M: StateMachine, O> {
     pub(crate) machine: &'a M,
     pub(crate) env: Env<'a, M::Event>,
     pub(crate) notifier: &'a mut Notifier<O>,
+    /// Where a first subscription made by the effects themselves leaves the
+    /// feed, picked up before they publish.
+    pub(crate) shared: &'a super::handle::Shared<M, O>,
     /// Where the timeouts are looked up, only when a stream or task starts
     /// (most actions start neither).
     pub(crate) settings: &'a Settings<M>,
@@ -385,6 +388,7 @@ where
                 if failure != super::EffectFailure::Cancelled {
                     tracing::warn!(key = %key, failure = %failure, "effect failed");
                     let (k, f) = (key.clone(), failure.clone());
+                    notice_subscribers(self.notifier, self.shared);
                     self.notifier.publish(super::Topics::FAULTS, || super::Notification::EffectFailed {
                         key: Some(k),
                         failure: f,
@@ -452,10 +456,34 @@ where
         }
     }
 
+    /// Picks up the feed a first subscription made during this step (by
+    /// these effects, say) created: what they publish after it reaches it.
+    #[inline]
+    fn notice_subscribers(&mut self) {
+        notice_subscribers(self.notifier, self.shared);
+    }
+
     /// Publishes `output` to subscribers as a
     /// [`Notification::Output`](super::Notification::Output), in order with
     /// the transitions. Free when nobody subscribed.
     pub fn output(&mut self, output: O) {
+        self.notice_subscribers();
         self.notifier.publish(super::Topics::OUTPUT, || super::Notification::Output(output));
+    }
+}
+
+/// [`EffectContext::notice_subscribers`], on the two fields it needs (the
+/// caller may hold a borrow of the rest).
+#[inline]
+fn notice_subscribers<M: StateMachine, O>(notifier: &mut Notifier<O>, shared: &super::handle::Shared<M, O>) {
+    if !notifier.attached() && shared.has_feed() {
+        attach_feed(notifier, shared);
+    }
+}
+
+#[cold]
+fn attach_feed<M: StateMachine, O>(notifier: &mut Notifier<O>, shared: &super::handle::Shared<M, O>) {
+    if let Some(feed) = shared.feed() {
+        notifier.attach(feed);
     }
 }

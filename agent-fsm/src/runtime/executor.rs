@@ -109,7 +109,7 @@ where
         inbox: rx,
         link: Link { shared: Arc::clone(&shared), extras: None },
         work: None,
-        notifier: Notifier::new(Arc::clone(&shared.feed_slot)),
+        notifier: Notifier::new(),
         clock: None,
         status_dirty: false,
         visit: 0,
@@ -650,8 +650,7 @@ where
             self.perform(action, action_name, mode == Mode::Final);
         } else {
             tracing::debug!(action = action_name, "action not performed: the worker is cancelling or draining");
-            self.notifier
-                .publish_in_step(Topics::ACTIONS, || Notification::Action { name: action_name, performed: false });
+            self.notifier.publish(Topics::ACTIONS, || Notification::Action { name: action_name, performed: false });
         }
         // A failed worker owes no reply: dropped, it tells the caller the
         // worker failed, as every later request does.
@@ -672,12 +671,13 @@ where
     /// [`deliver_inline`](Self::deliver_inline), its only caller.
     #[inline(always)]
     fn perform(&mut self, action: M::Action, name: &'static str, discard: bool) {
-        self.notifier.publish_in_step(Topics::ACTIONS, || Notification::Action { name, performed: true });
+        self.notifier.publish(Topics::ACTIONS, || Notification::Action { name, performed: true });
         let settings = &*self.link.shared.settings;
         let mut cx = EffectContext {
             machine: &self.machine,
             env: Env { work: &mut self.work, tracker: &settings.tracker, limit: settings.concurrency_limit },
             notifier: &mut self.notifier,
+            shared: &self.link.shared,
             settings,
             action: name,
             visit: self.visit,
@@ -981,7 +981,7 @@ impl<E, O> Observer for Recorder<'_, E, O> {
         if let Some(user) = &mut self.user {
             user.on_transition(hop);
         }
-        self.notifier.publish_in_step(Topics::TRANSITIONS, || Notification::Transition(*hop));
+        self.notifier.publish(Topics::TRANSITIONS, || Notification::Transition(*hop));
     }
 
     fn on_unhandled(&mut self, unhandled: &Unhandled) {
@@ -994,7 +994,7 @@ impl<E, O> Observer for Recorder<'_, E, O> {
         if let Some(user) = &mut self.user {
             user.on_unhandled(unhandled);
         }
-        self.notifier.publish_in_step(Topics::UNHANDLED, || Notification::Unhandled(*unhandled));
+        self.notifier.publish(Topics::UNHANDLED, || Notification::Unhandled(*unhandled));
     }
 }
 

@@ -57,7 +57,7 @@ use std::future::Future;
 use std::ops::BitOr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use futures::Stream;
@@ -235,12 +235,7 @@ impl<O> Feed<O> {
 pub(crate) struct Notifier<O> {
     /// Boxed: an agent nobody ever watched carries one pointer for it.
     attached: Option<Box<Attached<O>>>,
-    /// Where a first `subscribe` puts the feed.
-    slot: FeedSlot<O>,
 }
-
-/// The feed of an agent, set by its first `subscribe`.
-pub(crate) type FeedSlot<O> = Arc<OnceLock<Arc<Feed<O>>>>;
 
 /// The notifier of an agent someone subscribed to.
 struct Attached<O> {
@@ -258,8 +253,8 @@ struct Attached<O> {
 }
 
 impl<O> Notifier<O> {
-    pub(crate) fn new(slot: FeedSlot<O>) -> Self {
-        Self { attached: None, slot }
+    pub(crate) fn new() -> Self {
+        Self { attached: None }
     }
 
     /// Whether the feed was picked up (someone subscribed once).
@@ -279,15 +274,9 @@ impl<O> Notifier<O> {
     /// its `topic`.
     #[inline]
     pub(crate) fn publish(&mut self, topic: Topics, make: impl FnOnce() -> Notification<O>) {
-        let Some(attached) = &mut self.attached else {
-            // A first subscription made during this step (from another
-            // thread, an observer or the effects) sees what follows it.
-            if self.slot.get().is_some() {
-                self.publish_first(topic, make);
-            }
-            return;
-        };
-        if attached.feed.wanted[topic.index()].load(Ordering::Relaxed) > 0 {
+        if let Some(attached) = &mut self.attached
+            && attached.feed.wanted[topic.index()].load(Ordering::Relaxed) > 0
+        {
             attached.pending.push_back(make());
             attached.produced += 1;
             attached.feed.produced.store(attached.produced, Ordering::Release);
@@ -296,31 +285,6 @@ impl<O> Notifier<O> {
             if attached.pending.len() >= attached.feed.capacity {
                 attached.flush();
             }
-        }
-    }
-
-    /// [`publish`](Self::publish) without looking for a feed created since
-    /// the step began, for what the step itself reports (its hops, its
-    /// action): the step's start picked up any subscription made before
-    /// it. A subscription made during the step, by the effects performing
-    /// its action (or an observer), is picked up by the first output or
-    /// fault the effects publish, and by the next step otherwise; one made
-    /// on another thread meanwhile is not ordered with the step anyway.
-    #[inline]
-    pub(crate) fn publish_in_step(&mut self, topic: Topics, make: impl FnOnce() -> Notification<O>) {
-        if self.attached.is_some() {
-            self.publish(topic, make);
-        }
-    }
-
-    /// Picks up the feed a first `subscribe` just created, then publishes;
-    /// out of line, so agents nobody watches pay one check per publish.
-    #[cold]
-    #[inline(never)]
-    fn publish_first(&mut self, topic: Topics, make: impl FnOnce() -> Notification<O>) {
-        if let Some(feed) = self.slot.get() {
-            self.attach(Arc::clone(feed));
-            self.publish(topic, make);
         }
     }
 
@@ -622,7 +586,7 @@ mod tests {
     /// A feed and its worker side, with `capacity`.
     fn feed(capacity: usize) -> (Arc<Feed<()>>, Notifier<()>) {
         let feed = Arc::new(Feed::new(capacity));
-        let mut notifier = Notifier::new(Arc::default());
+        let mut notifier = Notifier::new();
         notifier.attach(Arc::clone(&feed));
         (feed, notifier)
     }

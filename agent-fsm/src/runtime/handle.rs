@@ -33,7 +33,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use futures::task::AtomicWaker;
@@ -44,7 +44,7 @@ use super::config::Settings;
 
 use super::effects::EffectFailure;
 use super::error::{RequestError, SendError, WorkerError, panic_message};
-use super::feed::{Feed, FeedSlot, Subscription, Topics};
+use super::feed::{Feed, Subscription, Topics};
 use super::history::History;
 use crate::{StateMachine, Step, Unhandled};
 
@@ -174,10 +174,8 @@ pub(crate) struct Shared<M: StateMachine, O> {
     /// Length of the control queue, readable without the lock: the worker's
     /// fast path when no request is waiting (the usual case).
     pending: AtomicUsize,
-    /// The notification feed once someone subscribed, readable without the
-    /// lock; the worker's notifier holds it too, and picks the feed up the
-    /// moment it exists, mid-step included.
-    pub(crate) feed_slot: FeedSlot<O>,
+    /// Whether the notification feed exists, so the worker need not lock.
+    subscribed: AtomicBool,
     /// The worker's waker, woken by every control request.
     waker: AtomicWaker,
     steps: AtomicU64,
@@ -206,7 +204,7 @@ impl<M: StateMachine, O> Shared<M, O> {
                 started: None,
             }),
             pending: AtomicUsize::new(0),
-            feed_slot: Arc::new(OnceLock::new()),
+            subscribed: AtomicBool::new(false),
             waker: AtomicWaker::new(),
             steps: AtomicU64::new(0),
             outcome: OnceLock::new(),
@@ -323,7 +321,7 @@ impl<M: StateMachine, O> Shared<M, O> {
     /// Whether anyone ever subscribed (the feed exists); no lock.
     #[inline]
     pub(crate) fn has_feed(&self) -> bool {
-        self.feed_slot.get().is_some()
+        self.subscribed.load(Ordering::Acquire)
     }
 
     /// The notification feed, if anyone ever subscribed.
@@ -645,8 +643,7 @@ where
             }
             let capacity = self.shared.settings.notification_capacity;
             let feed = Arc::clone(locked.feed.get_or_insert_with(|| Arc::new(Feed::new(capacity))));
-            // Set once; later subscriptions share the same feed.
-            let _ = self.shared.feed_slot.set(Arc::clone(&feed));
+            self.shared.subscribed.store(true, Ordering::Release);
             feed
         };
         feed.subscribe(topics)
