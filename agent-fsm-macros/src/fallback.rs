@@ -30,6 +30,17 @@ pub(crate) fn expand(
     // fields, the table) would add warnings to the real errors.
     module.attrs.push(syn::parse_quote!(#[allow(unused_imports, dead_code)]));
     if let Some((_, items)) = &mut module.content {
+        // A type of the user's that has the machine's name (an error of its
+        // own) keeps its impls.
+        let machine = machine.filter(|name| {
+            !items.iter().any(|item| match item {
+                Item::Struct(s) => s.ident == **name,
+                Item::Enum(e) => e.ident == **name,
+                Item::Type(t) => t.ident == **name,
+                Item::Union(u) => u.ident == **name,
+                _ => false,
+            })
+        });
         items.retain(|item| match item {
             Item::Macro(m) => !m.mac.path.is_ident("transitions"),
             Item::Impl(imp) => !machine.is_some_and(

@@ -1316,25 +1316,28 @@ fn first_ident(tokens: TokenStream, name: &str) -> Option<Span> {
 }
 
 /// Whether the code declares a local `name` of its own (`let name`,
-/// `let mut name`): a machine without a context leaves it to the user.
+/// `let mut name`) before it names it anywhere else: a machine without a
+/// context then leaves it to the user.
 fn declares(tokens: TokenStream, name: &str) -> bool {
-    let mut after_let = false;
-    tokens.into_iter().any(|t| match t {
-        proc_macro2::TokenTree::Ident(i) if i == "let" => {
-            after_let = true;
-            false
+    /// `Some(answer)` once the first `name` is found.
+    fn first(tokens: TokenStream, name: &str, after_let: &mut bool) -> Option<bool> {
+        for t in tokens {
+            match t {
+                proc_macro2::TokenTree::Ident(i) if i == name => return Some(*after_let),
+                proc_macro2::TokenTree::Ident(i) if i == "let" => *after_let = true,
+                proc_macro2::TokenTree::Ident(i) if *after_let && i == "mut" => {}
+                proc_macro2::TokenTree::Group(g) => {
+                    *after_let = false;
+                    if let Some(answer) = first(g.stream(), name, after_let) {
+                        return Some(answer);
+                    }
+                }
+                _ => *after_let = false,
+            }
         }
-        proc_macro2::TokenTree::Ident(i) if after_let && i == "mut" => false,
-        proc_macro2::TokenTree::Ident(i) if after_let && i == name => true,
-        proc_macro2::TokenTree::Group(g) => {
-            after_let = false;
-            declares(g.stream(), name)
-        }
-        _ => {
-            after_let = false;
-            false
-        }
-    })
+        None
+    }
+    first(tokens, name, &mut false).unwrap_or(false)
 }
 
 /// Index by name; the first of two equal names wins, as a scan would.
@@ -1373,31 +1376,53 @@ impl Uses {
     }
 
     pub(crate) fn add(&mut self, tokens: TokenStream) {
+        self.add_in(tokens, false);
+    }
+
+    /// `in_macro`: inside a macro call's arguments, where `name:` may be an
+    /// expression (`json!({ key: 1 })`), so a label counts as a use.
+    fn add_in(&mut self, tokens: TokenStream, in_macro: bool) {
+        use proc_macro2::Spacing;
         // Dots just before the current token: a name after one dot is a
         // field or method (`msg.ctx`, `v.len()`), not a use of a binding;
         // after `..` (`..base`) it is one.
         let mut dots = 0;
+        // Colons just before it: a name after `::` is a path's segment.
+        let mut colons = 0;
+        // The token before was a `!`: a group now is a macro's arguments.
+        let mut bang = false;
         let mut tokens = tokens.into_iter().peekable();
         while let Some(tt) = tokens.next() {
-            let after_one_dot = dots == 1;
-            dots = match &tt {
-                TokenTree::Punct(p) if p.as_char() == '.' => dots + 1,
-                _ => 0,
+            let (after_one_dot, after_path) = (dots == 1, colons == 2);
+            let after_bang = bang;
+            (dots, colons, bang) = match &tt {
+                TokenTree::Punct(p) if p.as_char() == '.' => (dots + 1, 0, false),
+                TokenTree::Punct(p) if p.as_char() == ':' => (0, colons + 1, false),
+                TokenTree::Punct(p) if p.as_char() == '!' => (0, 0, true),
+                _ => (0, 0, false),
             };
-            // A name before a lone `:` is a field's label (`Info { ctx: 1 }`,
-            // `Msg { log: true, .. }`) or a name being declared with its
-            // type (`let n: u32`, `|n: u32|`), never a use.
-            let labels = matches!(&tt, TokenTree::Ident(_))
-                && matches!(tokens.peek(), Some(TokenTree::Punct(p)) if p.as_char() == ':' && p.spacing() == proc_macro2::Spacing::Alone);
+            // A name before `::` is a path's first segment (a module or a
+            // type, `log::enabled()`), never a local. One before a lone `:`
+            // is a field's label (`Info { ctx: 1 }`) or a name being
+            // declared with its type (`let n: u32`, `|n: u32|`), except in
+            // a macro's arguments.
+            let next_colon = match tokens.peek() {
+                Some(TokenTree::Punct(p)) if p.as_char() == ':' => Some(p.spacing()),
+                _ => None,
+            };
+            let not_a_use = after_one_dot
+                || after_path
+                || next_colon == Some(Spacing::Joint)
+                || (!in_macro && next_colon == Some(Spacing::Alone));
             match tt {
-                TokenTree::Ident(_) if after_one_dot || labels => {}
+                TokenTree::Ident(_) if not_a_use => {}
                 TokenTree::Ident(i) => {
                     self.unsure |= i == "let";
                     self.names.entry(name_key(&i)).or_insert(i.span());
                 }
                 TokenTree::Group(g) => {
                     self.unsure |= g.delimiter() == proc_macro2::Delimiter::Brace;
-                    self.add(g.stream());
+                    self.add_in(g.stream(), in_macro || after_bang);
                 }
                 // `format!("{name}")` captures `name` from inside a string literal.
                 TokenTree::Literal(l) => {

@@ -178,6 +178,7 @@ fn merge_modules(
                 base_enums.push(e)
             }
             Item::Struct(s) if has_attr(&s.attrs, "context") => base_context = Some(Item::Struct(s)),
+            Item::Enum(e) if has_attr(&e.attrs, "context") => base_context = Some(Item::Enum(e)),
             Item::Type(t) if has_attr(&t.attrs, "context") => base_context = Some(Item::Type(t)),
             Item::Macro(m) if m.mac.path.is_ident("transitions") => {
                 base_table = syn::parse2::<Table>(m.mac.tokens).ok()
@@ -230,6 +231,7 @@ fn merge_modules(
                 }
             }
             Item::Struct(s) if has_attr(&s.attrs, "context") => context = Some(Item::Struct(s)),
+            Item::Enum(e) if has_attr(&e.attrs, "context") => context = Some(Item::Enum(e)),
             Item::Type(t) if has_attr(&t.attrs, "context") => context = Some(Item::Type(t)),
             Item::Macro(m) if m.mac.path.is_ident("transitions") => {
                 table_span = m.mac.path.segments[0].ident.span();

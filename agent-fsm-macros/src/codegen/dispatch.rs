@@ -277,19 +277,23 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         code.add(quote::ToTokens::to_token_stream(p));
     }
     // Names the row's code uses are bound with the span of their first use
-    // there, the rest with the row's (hygiene: the code resolves them even
-    // when a `macro_rules!` wrote it).
-    let here = |name: &Ident| {
+    // in the part that reads the binding (guard, or effects and payloads),
+    // the rest with the row's (hygiene: the code resolves them even when
+    // a `macro_rules!` wrote it, and one macro may write the guard and
+    // another the effects).
+    let bind_for = |part: &Uses, name: &Ident| {
         let mut name = name.clone();
-        name.set_span(code.span_of(&name).unwrap_or(row.span));
+        name.set_span(part.span_of(&name).or_else(|| code.span_of(&name)).unwrap_or(row.span));
         name
     };
+    let here = |name: &Ident| bind_for(&body_code, name);
     let carried_used: Vec<(&Ident, Ident)> = if src.carries {
         model.carried_names().filter(|c| code.has(c)).map(|c| (c, here(c))).collect()
     } else {
         Vec::new()
     };
     let ctx = here(&Ident::new("ctx", row.span));
+    let ctx_in_guard = bind_for(&guard_uses, &ctx);
     let event_pat = row.event.as_ref().map(|(_, p)| prefix_pat(p, n.event));
     let mut event_bindings = Vec::new();
     if let Some((_, p)) = &row.event {
@@ -327,7 +331,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let mut event_shadows =
         event_bindings.iter().filter(|b| guard_uses.has(b)).map(|b| quote!(#unsure let #b = &#b;)).collect::<Vec<_>>();
     if ctx_is_context && guard_uses.has(&ctx) {
-        event_shadows.push(quote!(#unsure let #ctx = &*__ctx;));
+        event_shadows.push(quote!(#unsure let #ctx_in_guard = &*__ctx;));
     }
     let refutable = user_pat.is_some_and(|p| !irrefutable_below(p));
 
@@ -337,8 +341,12 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     // can fail.
     let check = (guard.is_some() || refutable).then(|| {
         let mut checked = user_pat.map(|p| by_reference(p, Some(&guard_uses)));
-        let explicit = checked.as_mut().is_some_and(|p| explicit_modes(p, false));
-        let in_guard: Vec<(&Ident, Ident)> = carried_used.iter().filter(|(_, b)| guard_uses.has(b)).cloned().collect();
+        let explicit = checked.as_mut().is_some_and(|p| explicit_modes(p, false, &src.fields));
+        let in_guard: Vec<(&Ident, Ident)> = carried_used
+            .iter()
+            .filter(|(_, b)| guard_uses.has(b))
+            .map(|(c, _)| (*c, bind_for(&guard_uses, c)))
+            .collect();
         let guard = guard.clone().unwrap_or_else(|| quote!(true));
         if !refutable && in_guard.is_empty() && checked.as_ref().is_none_or(|p| !binds(p)) {
             return quote!(if { #(#event_shadows)* #guard });
@@ -359,7 +367,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     // transient state staying in itself is rejected by validation.)
     if model.in_place(row, s) {
         let mut by_ref = user_pat.map(|p| prune(p, true, Some(&body_code)));
-        let explicit = by_ref.as_mut().is_some_and(|p| explicit_modes(p, true));
+        let explicit = by_ref.as_mut().is_some_and(|p| explicit_modes(p, true, &src.fields));
         // The outer arm matched the state; fields are bound again only
         // when the row uses them.
         let rebind = (!carried_used.is_empty() || by_ref.as_ref().is_some_and(binds)).then(|| {
@@ -561,6 +569,7 @@ fn prune(pat: &Pat, strip_modes: bool, keep: Option<&Uses>) -> Pat {
             Pat::Tuple(p) => p.elems.iter_mut().for_each(|e| walk(e, keep, strip)),
             Pat::Slice(p) => p.elems.iter_mut().for_each(|e| walk(e, keep, strip)),
             Pat::Paren(p) => walk(&mut p.pat, keep, strip),
+            Pat::Reference(p) => walk(&mut p.pat, keep, strip),
             Pat::Or(p) => p.cases.iter_mut().for_each(|c| walk(c, keep, strip)),
             _ => {}
         }
@@ -589,8 +598,12 @@ enum Bind {
 /// chose the binding mode, so such a pattern is matched as `&__Some(..)`
 /// with every binding outside a `&` written `ref` (`ref mut` when
 /// `mutable`), which binds exactly what the implicit form binds in every
-/// edition. Returns whether it rewrote the pattern.
-fn explicit_modes(pat: &mut Pat, mutable: bool) -> bool {
+/// edition. A field whose type is a reference, matched by a pattern that
+/// takes it apart (`p: Point { x, .. }` on a `&Point`), is left as written:
+/// there Rust dereferences and binds by shared reference in every edition,
+/// and an added `ref` would be refused. Returns whether it rewrote the
+/// pattern.
+fn explicit_modes(pat: &mut Pat, mutable: bool, fields: &[(Ident, syn::Type)]) -> bool {
     fn has_reference(pat: &Pat) -> bool {
         match pat {
             Pat::Reference(_) => true,
@@ -634,7 +647,39 @@ fn explicit_modes(pat: &mut Pat, mutable: bool) -> bool {
     if !has_reference(pat) {
         return false;
     }
-    walk(pat, mutable);
+    // Whether the state's field `i` (or named `name`) is a reference that
+    // the pattern `p` takes apart.
+    let through_reference = |ty: Option<&syn::Type>, p: &Pat| {
+        matches!(ty, Some(syn::Type::Reference(_))) && !matches!(p, Pat::Ident(_) | Pat::Reference(_) | Pat::Wild(_))
+    };
+    match pat {
+        Pat::Struct(p) => {
+            for f in &mut p.fields {
+                let ty = match &f.member {
+                    Member::Named(name) => fields.iter().find(|(n, _)| n == name).map(|(_, t)| t),
+                    Member::Unnamed(i) => fields.get(i.index as usize).map(|(_, t)| t),
+                };
+                if !through_reference(ty, &f.pat) {
+                    walk(&mut f.pat, mutable);
+                }
+                if f.colon_token.is_none() && !matches!(&*f.pat, Pat::Ident(_)) {
+                    f.colon_token = Some(Token![:](Span::call_site()));
+                }
+            }
+        }
+        Pat::TupleStruct(p) => {
+            // After a `..`, positions no longer say which field is which.
+            let mut rest = false;
+            for (i, e) in p.elems.iter_mut().enumerate() {
+                rest |= matches!(e, Pat::Rest(_));
+                let ty = if rest { None } else { fields.get(i).map(|(_, t)| t) };
+                if !through_reference(ty, e) {
+                    walk(e, mutable);
+                }
+            }
+        }
+        other => walk(other, mutable),
+    }
     true
 }
 

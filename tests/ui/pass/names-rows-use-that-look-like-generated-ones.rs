@@ -26,6 +26,20 @@ pub mod machine {
         n * 10
     }
 
+    /// A module named like the carried field.
+    pub mod log {
+        pub fn enabled() -> bool {
+            true
+        }
+    }
+
+    /// Takes `name: value`, as `serde_json::json!` keys do.
+    macro_rules! keyed {
+        ($key:ident : $value:expr) => {
+            $key + $value
+        };
+    }
+
     #[states]
     #[carry(log: Vec<u32>)]
     #[derive(Debug, PartialEq)]
@@ -64,7 +78,7 @@ pub mod machine {
         Idle + Say(s) [s.starts_with("(")] => Idle / Paren,
         Idle + Say(s) [s.starts_with(" (")] => Idle / Spaced,
         Idle + Check(info) [matches!(info, Info { ctx: 1, log: true })] => Idle / Show(Info { ctx: 2, log: false }),
-        Busy { r#k } + Back => { let ctx = k; log.push(ctx); } Idle / Work(k),
+        Busy { r#k } + Back [log::enabled()] => { let ctx = k; log.push(ctx); } Idle / Work(keyed!(k: 1)),
     }
 }
 
@@ -76,7 +90,7 @@ fn main() {
     assert_eq!(m.handle_event(Event::Say(" (a".into())), Action::Spaced);
     assert_eq!(m.handle_event(Event::Check(Info { ctx: 1, log: true })), Action::Show(Info { ctx: 2, log: false }));
     assert_eq!(m.handle_event(Event::Go(2)), Action::Work(20));
-    assert_eq!(m.handle_event(Event::Back), Action::Work(2));
+    assert_eq!(m.handle_event(Event::Back), Action::Work(3));
     assert_eq!(m.state().log(), &vec![2]);
     assert_eq!(format!("{:?}", Event::Back), "Back");
 }

@@ -11,7 +11,16 @@ pub mod machine {
         #[initial]
         Idle,
         Busy { r: &'static u32, name: String, pair: (u32, &'static str) },
+        At { p: &'static Point, n: &'static u32, count: u32 },
     }
+
+    #[derive(Debug, PartialEq)]
+    pub struct Point {
+        pub x: u32,
+        pub y: u32,
+    }
+
+    pub static P: Point = Point { x: 1, y: 2 };
 
     #[events]
     pub enum Event {
@@ -19,6 +28,7 @@ pub mod machine {
         Tick,
         Back,
         Peek,
+        Aim,
     }
 
     #[actions]
@@ -34,6 +44,11 @@ pub mod machine {
         Busy { r: &r, name, .. } + Tick [r > 3 && name.len() == 2 && log.len() == 1] => Idle / Work(r),
         Busy { r: &r, name, pair: (p, s) } + Back => { name.push('y'); log.push(r + *p + s.len() as u32); } Busy / Named(name.len()),
         Busy { pair: (ref mut p, _), .. } + Peek => { *p += 1; } Busy / Work(*p),
+        Idle + Aim => At { p: &P, n: &7, count: 0 } / Nothing,
+        // A field that is a reference, taken apart without a `&`, beside
+        // one matched with a `&`, in a row that keeps its state.
+        At { p: Point { x, .. }, n: &n, count } + Tick => { *count += *x + n; } At / Work(*count),
+        At + Back => Idle / Nothing,
     }
 }
 
@@ -49,4 +64,7 @@ fn main() {
     assert_eq!(m.state().log(), &vec![8]);
     assert_eq!(m.handle_event(Event::Tick), Action::Work(5));
     assert!(matches!(m.state(), State::Idle { .. }));
+    assert_eq!(m.handle_event(Event::Aim), Action::Nothing);
+    assert_eq!(m.handle_event(Event::Tick), Action::Work(8));
+    assert_eq!(m.handle_event(Event::Tick), Action::Work(16));
 }

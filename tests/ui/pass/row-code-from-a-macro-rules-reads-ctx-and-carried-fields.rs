@@ -4,7 +4,7 @@
 #![deny(warnings)]
 
 macro_rules! gate {
-    ($name:ident, $guard:expr, $effects:block) => {
+    ($name:ident, $guard:expr, $effects:block, $back:expr) => {
         #[agent_fsm::state_machine(fallback = Wait)]
         pub mod $name {
             #[context]
@@ -37,21 +37,28 @@ macro_rules! gate {
 
             transitions! {
                 Idle + Go(_) [$guard] => $effects Busy / Work,
+                // The caller's guard reads `ctx` and `log`; the macro's own
+                // effects write them.
+                Busy + Back [$back] => { ctx.max += 1; log.clear(); } Idle / Wait,
                 Busy + Back => Idle / Wait,
             }
         }
     };
 }
 
-gate!(gate, ctx.max > 2 && log.is_empty(), { log.push(ctx.max); });
+gate!(gate, ctx.max > 2 && log.is_empty(), { log.push(ctx.max); }, ctx.max < 5 && !log.is_empty());
 
 fn main() {
     let mut m = gate::Machine::new(gate::Limits { max: 3 });
     assert_eq!(m.handle_event(gate::Event::Go(1)), gate::Action::Work);
     assert_eq!(m.state().log(), &vec![3]);
+    // The caller's guard holds: the macro's effects raise the limit and
+    // clear the log.
     assert_eq!(m.handle_event(gate::Event::Back), gate::Action::Wait);
-    // The guard reads the carried log: no longer empty, it refuses.
-    assert_eq!(m.handle_event(gate::Event::Go(1)), gate::Action::Wait);
+    assert_eq!(m.context().max, 4);
+    assert!(m.state().log().is_empty());
+    assert_eq!(m.handle_event(gate::Event::Go(1)), gate::Action::Work);
+    assert_eq!(m.state().log(), &vec![4]);
     let mut low = gate::Machine::new(gate::Limits { max: 1 });
     assert_eq!(low.handle_event(gate::Event::Go(1)), gate::Action::Wait);
 }
