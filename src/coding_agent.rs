@@ -11,7 +11,8 @@
 //!   directory.
 //! - [`LoomEffects`]: performs Loom's actions: a model call becomes a
 //!   stream of `LlmEvent`s, tool calls become concurrent tasks, the post-tool
-//!   hook a task, a retry a timer after the [`RetryPolicy`]'s backoff, and
+//!   hook reports the tools that succeeded as output and sends its completion
+//!   event at once, a retry a timer after the [`RetryPolicy`]'s backoff, and
 //!   text and errors become [`Output`]s for subscribers.
 
 use crate::loom::{

@@ -4,7 +4,7 @@
 //! A snapshot records the machine's name, its state and its context:
 //!
 //! ```json
-//! {"machine":"Loom","state":{"state":"calling_llm","data":{"retries":0,"conversation":[..]}},"context":{..}}
+//! {"machine":"Chat","state":{"state":"calling_llm","data":{"retries":0,"conversation":[..]}},"context":{..}}
 //! ```
 //!
 //! With `#[state_machine(serde, ..)]` states serialize adjacently tagged with
@@ -33,9 +33,9 @@
 //! timer): a machine resumed from a snapshot taken mid-work waits for
 //! events nothing will produce; a pending `timeout` timer, which leaves
 //! the agent idle, is not in it either (set the deadline again after
-//! resuming). Under the tokio runtime, take one when the
-//! agent is idle: [`MachineHandle::wait_idle`](crate::runtime::MachineHandle::wait_idle),
-//! then [`inspect`](crate::runtime::MachineHandle::inspect).
+//! resuming). Under the tokio runtime (the `runtime` feature), take one
+//! when the agent is idle: `MachineHandle::wait_idle`, then
+//! `MachineHandle::inspect`.
 
 use crate::{Named, StateMachine};
 use serde::de::DeserializeOwned;

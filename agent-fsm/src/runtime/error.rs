@@ -7,7 +7,7 @@
 //! A worker failure is stored once, behind an `Arc`, by the worker
 //! ([`executor`](super::executor)) and handed out by every later handle call
 //! ([`handle`](super::handle)), so `Failed` is always distinguishable from a
-//! plain `Closed` (the worker stopped normally).
+//! plain `Closed` (the worker stopped normally, or its future was dropped).
 
 use std::sync::Arc;
 
@@ -16,8 +16,11 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorkerError {
-    /// The machine's `handle_event` panicked (a hand-written machine broke
-    /// the trait's contract). The machine is not touched again.
+    /// Handling the event panicked: code of the table's rows (a guard, a
+    /// block, a payload expression), a hand-written machine's
+    /// `handle_event`, or the configured
+    /// [`observer`](super::ExecutorConfig::observer). The machine is not
+    /// touched again.
     #[error("the machine panicked while handling `{event}`: {message}")]
     MachinePanicked {
         /// The event being handled.
@@ -93,7 +96,11 @@ impl<E> SendError<E> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RequestError {
-    /// The worker has stopped normally and cannot answer.
+    /// The worker is gone without an answer to this request: it stopped
+    /// normally and the request needs a running worker (an interrupt, a
+    /// wait for idle), or its future was dropped before it finished, so
+    /// not even the final machine is left to
+    /// [`inspect`](super::MachineHandle::inspect).
     #[error("the machine's worker has stopped")]
     Closed,
     /// The worker failed earlier; every later call reports the same cause.

@@ -71,7 +71,9 @@
 //!    yields instead.
 //! 4. **Control requests** (interrupt, shutdown, [`state`](MachineHandle::state),
 //!    [`inspect`](MachineHandle::inspect), waits) bypass the inbox and are
-//!    served before anything else, between two steps.
+//!    served between two steps, ahead of effect and external events; a
+//!    chain of immediate events (point 1) runs first, up to one of its
+//!    pauses.
 //!
 //! # Status and notifications
 //! [`MachineHandle::state_name`] and [`MachineHandle::steps`] read a status
