@@ -816,6 +816,20 @@ fn description_lists_every_tested_row() {
     assert_eq!(rows.len(), expected.len() + shutdown_sources.len() + interrupt_sources.len());
     assert_eq!(rows[..expected.len()], expected[..]);
 
+    // What the rows' patterns ask beyond the names: the retry row takes
+    // only a failed model call, the stream rows one kind of LLM event each.
+    let pattern = |from: &str, event: &str, to: &str| {
+        Loom::DESCRIPTION
+            .transitions
+            .iter()
+            .find(|t| (t.from, t.event, t.to) == (from, Some(event), to))
+            .map(|t| t.pattern)
+    };
+    assert_eq!(pattern("Error", "RetryTimeoutFired", "CallingLlm"), Some(Some("origin = Llm")));
+    assert_eq!(pattern("CallingLlm", "LlmEvent", "ProcessingLlmResponse"), Some(Some("LlmEvent(Completed)")));
+    assert_eq!(pattern("WaitingForUserInput", "UserInput", "CallingLlm"), Some(None));
+    assert_eq!(pattern("PostToolsHook", "ShutdownRequested", "ShuttingDown"), Some(None));
+
     // In-place rows are exactly the self-transitions without a payload.
     for t in Loom::DESCRIPTION.transitions {
         assert_eq!(t.in_place, t.from == t.to, "{t:?}");

@@ -141,6 +141,9 @@ pub(crate) struct Model {
     pub(crate) export: Option<(Ident, TokenStream, TokenStream)>,
     /// Set when this machine is a variant of another.
     pub(crate) variant: Option<VariantInfo>,
+    /// The base states a variant removed, named in errors about rows
+    /// that still use them.
+    pub(crate) removed_states: Vec<String>,
     /// Rows by source state and event, built on first use (after the
     /// table is final) so checks and codegen never rescan the table per
     /// pair: a 2,000-row table would otherwise cost millions of scans.
@@ -330,7 +333,7 @@ impl Model {
             }
             return None;
         };
-        if roles.table_broken {
+        if roles.table_broken || roles.role_doubled {
             return None;
         }
         let Some((table_span, table)) = table.or(roles.table) else {
@@ -379,6 +382,7 @@ impl Model {
             invariants: args.invariants.clone(),
             export: None,
             variant: None,
+            removed_states: table.removed.clone(),
             table_span,
             index: std::cell::OnceCell::new(),
             lookup: Default::default(),
@@ -601,6 +605,8 @@ impl Model {
             // An action where the target goes: the target was left out.
             let hint = if self.lookup[2].contains_key(&name_key(ident)) {
                 format!(" (`{ident}` is an action: write the target first, `=> State / {ident}`)")
+            } else if self.removed_states.contains(&name_key(ident)) {
+                format!(" (this variant removes it: `remove state {ident}`)")
             } else {
                 String::new()
             };
@@ -754,8 +760,11 @@ impl Model {
                 if row.guard.is_some() {
                     cx.error_spanned_by(kw, "an ignored pair takes no guard: `State + Event => ignore`");
                 }
-                let sources =
+                let sources: Vec<usize> =
                     if any { sources.into_iter().filter(|&s| self.takes_events(s)).collect() } else { sources };
+                if let (Source::Any { star, .. }, true, false) = (&row.source, sources.is_empty(), row.from_base) {
+                    star_for_no_state(cx, *star);
+                }
                 let dups: Vec<&IgnoreModel> = self
                     .ignores
                     .iter()
@@ -764,7 +773,7 @@ impl Model {
                 if any && !row.from_base && !dups.is_empty() && dups.iter().all(|d| !d.any && !d.from_base) {
                     // The `*` row covers more than the earlier ones: they
                     // are what deleting leaves unchanged.
-                    for dup in dups {
+                    for dup in &dups {
                         cx.error_at(
                             dup.span,
                             format!(
@@ -773,10 +782,36 @@ impl Model {
                             ),
                         );
                     }
+                } else if row.from_base {
+                    // A variant's rows come first, but the base's table is
+                    // not the variant author's to edit: a specific row of
+                    // the variant that the base already ignores is the one
+                    // to delete. (A variant's `*` row covers more states;
+                    // overlapping a base `ignore` is no mistake.)
+                    for dup in dups.iter().filter(|d| !d.from_base && !d.any) {
+                        cx.error_at(
+                            dup.span,
+                            format!(
+                                "the base's table already ignores `{}` in this state; delete this row",
+                                self.events[event].ident
+                            ),
+                        );
+                    }
                 } else if !dups.is_empty() {
                     cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
                 }
-                self.ignores.push(IgnoreModel { sources, event, span: kw.span, any, from_base: row.from_base });
+                // A pair the variant already ignores is listed once.
+                let sources: Vec<usize> = if row.from_base {
+                    sources
+                        .into_iter()
+                        .filter(|s| !dups.iter().any(|d| !d.from_base && d.sources.contains(s)))
+                        .collect()
+                } else {
+                    sources
+                };
+                if !(row.from_base && sources.is_empty()) {
+                    self.ignores.push(IgnoreModel { sources, event, span: kw.span, any, from_base: row.from_base });
+                }
                 true
             }
             Outcome::To { effects, target: target_ctor, action } => {
@@ -814,13 +849,13 @@ impl Model {
                 // Nothing left to stand for: every state is excluded, ends
                 // the machine or resolves itself. (A base's `*` row whose
                 // states a variant removed is the variant's to decide.)
-                if let (Source::Any { star, .. }, true, false, Some(_)) =
-                    (&row.source, sources.is_empty(), row.from_base, &event)
+                // Left with only a terminal state's self-loop, it stands for
+                // none either: that loop is what a `*` row adds beside the
+                // states it is for, never a row of its own.
+                if let (Source::Any { star, .. }, false, Some(_)) = (&row.source, row.from_base, &event)
+                    && sources.iter().all(|&s| !self.takes_events(s))
                 {
-                    cx.error_at(
-                        *star,
-                        "this `*` row stands for no state: every state is excluded, `#[terminal]` or `#[transient]`; remove it, or name the states it is for",
-                    );
+                    star_for_no_state(cx, *star);
                 }
                 self.rows.push(RowModel {
                     docs: row.docs,
@@ -882,6 +917,18 @@ pub(crate) struct Roles {
     table_doubled: bool,
     /// A `#[cfg]` was removed from a variant (and reported).
     cfg_stripped: bool,
+    /// A second enum claimed a role (reported): which one the rows mean is
+    /// unknown, so no rule runs on them.
+    role_doubled: bool,
+}
+
+/// A `*` row whose exclusions, terminal and transient states leave it no
+/// state to stand for.
+fn star_for_no_state(cx: &Ctxt, star: Span) {
+    cx.error_at(
+        star,
+        "this `*` row stands for no state: every state is excluded, `#[terminal]` or `#[transient]`; remove it, or name the states it is for",
+    );
 }
 
 /// Reports and removes `#[cfg]` on the variants of a role
@@ -956,6 +1003,7 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
                     &e.ident,
                     format!("a second `#[{}]` enum; `{}` already has this role", role.unwrap_or_default(), first.ident),
                 );
+                roles.role_doubled = true;
             } else {
                 *slot = Some(e);
             }

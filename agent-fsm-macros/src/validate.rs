@@ -1437,7 +1437,8 @@ fn variant_note(model: &Model) -> String {
 /// In strict mode every (state, event) pair is decided in the table: handled
 /// by a row or marked `=> ignore`. The error lists every undecided pair.
 fn check_strict(cx: &Ctxt, model: &Model) {
-    // The pairs a dropped row would have handled are not missing.
+    // The pairs a dropped row would have handled are not missing: a row
+    // dropped for an unknown name (reported) leaves its states out.
     if !model.strict || model.incomplete {
         return;
     }
@@ -1456,7 +1457,7 @@ fn check_strict(cx: &Ctxt, model: &Model) {
     }
     let mut missing = Vec::new();
     for (s, state) in model.states.iter().enumerate() {
-        if !model.takes_events(s) {
+        if !model.takes_events(s) || model.dropped_sources.contains(&s) {
             continue;
         }
         for (e, event) in model.events.iter().enumerate() {

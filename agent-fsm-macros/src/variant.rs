@@ -258,18 +258,17 @@ fn merge_modules(
         })
         .collect();
     let keys: Vec<String> = rows.iter().flatten().map(crate::parse::Row::key_text).collect();
-    // The source state's name: `Open { since }` and `Open` are one state.
-    let source_of = |key: &str| key.split([' ', '{', '(', '[', '+', '|']).next().unwrap_or(key).to_owned();
-    // Every state an `A | B` source names.
-    let sources_of = |key: &str| -> Vec<String> {
-        key.split('+').next().unwrap_or(key).split('|').map(|s| source_of(s.trim())).collect()
-    };
-    let known = |key: &str| -> String {
-        let source = source_of(key);
+    // The states each base row leaves, read from its parsed source (`*`
+    // for a `*` row), never from its text: a guard or an or-pattern in a
+    // field holds `|` and `+` too.
+    let heads: Vec<Vec<String>> = rows.iter().flatten().map(|r| source_names(&r.source)).collect();
+    let known = |source: &Source| -> String {
+        let mine = source_names(source);
         let same: Vec<String> = keys
             .iter()
-            .filter(|k| sources_of(k).contains(&source) || k.starts_with('*'))
-            .map(|k| format!("`{k}`"))
+            .zip(&heads)
+            .filter(|(_, h)| h.iter().any(|s| s == "*" || mine.contains(s)))
+            .map(|(k, _)| format!("`{k}`"))
             .collect();
         if same.is_empty() {
             String::new()
@@ -280,19 +279,16 @@ fn merge_modules(
     // Why no base row has `key`: a state or an event the machine does not
     // have, named as such, or else the rows it does have for that state.
     let (state_names, event_names) = (role_names(&base_enums, "states"), role_names(&base_enums, "events"));
-    let missing = |key: &str| -> String {
+    let missing = |source: &Source, event: Option<&syn::Pat>, key: &str| -> String {
         let listed = |names: &[String]| names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
-        if !key.starts_with('*')
-            && let Some(state) = sources_of(key).into_iter().find(|s| !state_names.contains(s))
-        {
+        if let Some(state) = source_names(source).into_iter().find(|s| s != "*" && !state_names.contains(s)) {
             return format!("has no state `{state}`; states are: {}", listed(&state_names));
         }
-        let event = key.split(" + ").nth(1).and_then(|e| e.split([' ', '{', '(', '[']).next());
-        match event {
-            Some(event) if !event_names.iter().any(|n| n == event) => {
+        match event.and_then(pat_name) {
+            Some(event) if !event_names.contains(&event) => {
                 format!("has no event `{event}`; events are: {}", listed(&event_names))
             }
-            _ => format!("has no row `{key}`{}", known(key)),
+            _ => format!("has no row `{key}`{}", known(source)),
         }
     };
     let target_of = |row: &Option<crate::parse::Row>| match row {
@@ -315,13 +311,16 @@ fn merge_modules(
         match keys.iter().position(|k| *k == key) {
             Some(i) if twice(kw.span, i, &key) => {}
             Some(i) => {
-                changes.push(Change { at: kw.span, target: target_of(&rows[i]), sources: sources_of(&keys[i]) });
+                changes.push(Change { at: kw.span, target: target_of(&rows[i]), sources: heads[i].clone() });
                 let mut row = row;
                 row.replaced_ignore =
                     matches!(&rows[i], Some(crate::parse::Row { outcome: crate::parse::Outcome::Ignore(_), .. }));
                 rows[i] = Some(row);
             }
-            None => cx.error_spanned_by(kw, format!("`replace`: `{base_name}` {}", missing(&key))),
+            None => cx.error_spanned_by(
+                kw,
+                format!("`replace`: `{base_name}` {}", missing(&row.source, row.event.as_ref(), &key)),
+            ),
         }
     }
     for (kw, key) in &variant_table.removes {
@@ -329,18 +328,32 @@ fn merge_modules(
         match keys.iter().position(|k| *k == key_text) {
             Some(i) if twice(kw.span, i, &key_text) => {}
             Some(i) => {
-                changes.push(Change { at: kw.span, target: target_of(&rows[i]), sources: sources_of(&keys[i]) });
+                changes.push(Change { at: kw.span, target: target_of(&rows[i]), sources: heads[i].clone() });
                 rows[i] = None;
             }
-            None => cx.error_spanned_by(kw, format!("`remove`: `{base_name}` {}", missing(&key_text))),
+            None => cx.error_spanned_by(
+                kw,
+                format!("`remove`: `{base_name}` {}", missing(&key.source, key.event.as_ref(), &key_text)),
+            ),
         }
     }
     // Rows leaving any removed state go with it, whatever the order the
     // removals are written in.
     let removed: Vec<&Ident> = variant_table.removed_states.iter().map(|(_, s)| s).collect();
-    for (_, state) in &variant_table.removed_states {
+    let mut gone: Vec<String> = Vec::new();
+    for (k, (_, state)) in variant_table.removed_states.iter().enumerate() {
         if !base_states.contains(&crate::model::name_key(state)) {
-            cx.error_spanned_by(state, format!("`remove state`: `{base_name}` has no state `{state}`"));
+            cx.error_spanned_by(
+                state,
+                format!(
+                    "`remove state`: `{base_name}` has no state `{state}`; states are: {}",
+                    base_states.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                ),
+            );
+            continue;
+        }
+        if removed[..k].iter().any(|s| crate::model::name_key(s) == crate::model::name_key(state)) {
+            cx.error_spanned_by(state, format!("`{state}` is already removed by an earlier `remove state`; keep one"));
             continue;
         }
         let initial = base_enums
@@ -376,6 +389,7 @@ fn merge_modules(
         if let Some(states) = base_enums.iter_mut().find(|e| has_attr(&e.attrs, "states")) {
             states.variants = states.variants.clone().into_iter().filter(|v| v.ident != *state).collect();
         }
+        gone.push(crate::model::name_key(state));
         for slot in &mut rows {
             let Some(row) = slot else { continue };
             if row_source_is(row, state) {
@@ -396,10 +410,16 @@ fn merge_modules(
     }
 
     // The variant's own rows are tried before the base's.
-    let mut table = Table { rows: variant_table.rows, ..Table::default() };
+    let mut table = Table { rows: variant_table.rows, removed: gone, ..Table::default() };
     table.rows.extend(rows.into_iter().flatten());
 
-    items.extend(base_enums.into_iter().map(Item::Enum));
+    // The merged enums are written with the base's tokens: a variant of
+    // theirs the program never builds would be reported twice, the second
+    // time at the base's declaration as if it were the variant's.
+    items.extend(base_enums.into_iter().map(|mut e| {
+        e.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+        Item::Enum(e)
+    }));
     items.extend(context);
     let module = ItemMod { content: Some((variant.content.map_or_else(Default::default, |c| c.0), items)), ..variant };
     Some((
@@ -408,6 +428,28 @@ fn merge_modules(
         VariantInfo { base: base_name.to_owned(), base_states, changes, table: table_span },
         table_broken,
     ))
+}
+
+/// The states a row's source names, `*` for a `*` row (with or without
+/// `except`).
+fn source_names(source: &Source) -> Vec<String> {
+    match source {
+        Source::Any { .. } => vec!["*".to_owned()],
+        Source::Several(names) => names.iter().map(crate::model::name_key).collect(),
+        Source::One(pat) => pat_name(pat).into_iter().collect(),
+    }
+}
+
+/// The variant a state or event pattern names, when it is one plain name.
+fn pat_name(pat: &syn::Pat) -> Option<String> {
+    let path = match pat {
+        syn::Pat::Ident(p) => return Some(crate::model::name_key(&p.ident)),
+        syn::Pat::Path(p) => &p.path,
+        syn::Pat::Struct(p) => &p.path,
+        syn::Pat::TupleStruct(p) => &p.path,
+        _ => return None,
+    };
+    path.get_ident().map(crate::model::name_key)
 }
 
 fn row_source_is(row: &crate::parse::Row, state: &Ident) -> bool {

@@ -49,20 +49,30 @@ pub mod __private {
         StateInfo { name, initial: flags & 1 != 0, terminal: flags & 2 != 0, transient: flags & 4 != 0 }
     }
 
-    /// The name lists rows index: states, events, actions, guard texts.
+    /// The name lists rows index: states, events, actions, guard and
+    /// pattern texts.
     pub type Names = (&'static [StateInfo], &'static [&'static str], &'static [&'static str], &'static [&'static str]);
 
     /// The `N` rows of `DESCRIPTION.transitions`, decoded from `code`:
-    /// per row, five indices of `width` bytes each, little-endian (from,
-    /// event, guard, to, action; all ones for no event, guard or action),
+    /// per row, six indices of `width` bytes each, little-endian (from,
+    /// event, guard, pattern, to, action; all ones for no event, guard,
+    /// pattern or action),
     /// then a flags byte (`1` in place, `2` any-state). One byte string
     /// is one token, where a call per row was a dozen: the tokens of a
     /// 2,000-row table's rows cost the compiler more to read than this
     /// loop costs to evaluate.
     #[must_use]
     pub const fn rows<const N: usize>(names: Names, width: usize, code: &[u8]) -> [Transition; N] {
-        const EMPTY: Transition =
-            Transition { from: "", event: None, guard: None, to: "", action: None, in_place: false, any_state: false };
+        const EMPTY: Transition = Transition {
+            from: "",
+            event: None,
+            guard: None,
+            pattern: None,
+            to: "",
+            action: None,
+            in_place: false,
+            any_state: false,
+        };
         let (states, events, actions, guards) = names;
         // All ones in `width` bytes (all of `usize` on a 32-bit target
         // with 4-byte indices).
@@ -70,19 +80,21 @@ pub mod __private {
         let mut out = [EMPTY; N];
         let mut i = 0;
         while i < N {
-            let at = i * (5 * width + 1);
-            let (from, event, guard, to, action) = (
+            let at = i * (6 * width + 1);
+            let (from, event, guard, pattern, to, action) = (
                 index(code, at, width),
                 index(code, at + width, width),
                 index(code, at + 2 * width, width),
                 index(code, at + 3 * width, width),
                 index(code, at + 4 * width, width),
+                index(code, at + 5 * width, width),
             );
-            let flags = code[at + 5 * width];
+            let flags = code[at + 6 * width];
             out[i] = Transition {
                 from: states[from].name,
                 event: if event == none { None } else { Some(events[event]) },
                 guard: if guard == none { None } else { Some(guards[guard]) },
+                pattern: if pattern == none { None } else { Some(guards[pattern]) },
                 to: states[to].name,
                 action: if action == none { None } else { Some(actions[action]) },
                 in_place: flags & 1 != 0,
@@ -200,12 +212,13 @@ pub mod __private {
             assert_eq!(STATES[0], StateInfo { name: "Idle", initial: true, terminal: false, transient: false });
             assert_eq!(STATES[1], StateInfo { name: "Check", initial: false, terminal: false, transient: true });
             assert_eq!(STATES[2], StateInfo { name: "Done", initial: false, terminal: true, transient: false });
-            let names = (STATES, &["Go", "Poke"][..], &["Start", "Stop"][..], &["", "n > 0"][..]);
+            let names = (STATES, &["Go", "Poke"][..], &["Start", "Stop"][..], &["", "n > 0", "Poke(1)"][..]);
             let expected = [
                 Transition {
                     from: "Idle",
                     event: Some("Poke"),
                     guard: Some("n > 0"),
+                    pattern: Some("Poke(1)"),
                     to: "Idle",
                     action: Some("Stop"),
                     in_place: true,
@@ -215,6 +228,7 @@ pub mod __private {
                     from: "Check",
                     event: None,
                     guard: None,
+                    pattern: None,
                     to: "Done",
                     action: None,
                     in_place: false,
@@ -223,14 +237,20 @@ pub mod __private {
             ];
             // One byte per index, all ones for none.
             const NARROW: [Transition; 2] = rows(
-                (STATES, &["Go", "Poke"], &["Start", "Stop"], &["", "n > 0"]),
+                (STATES, &["Go", "Poke"], &["Start", "Stop"], &["", "n > 0", "Poke(1)"]),
                 1,
-                &[0, 1, 1, 0, 1, 3, 1, 0xff, 0xff, 2, 0xff, 0],
+                &[0, 1, 1, 2, 0, 1, 3, 1, 0xff, 0xff, 0xff, 2, 0xff, 0],
             );
             assert_eq!(NARROW, expected);
             // Two bytes per index, little-endian.
-            let wide: [Transition; 2] =
-                rows(names, 2, &[0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 3, 1, 0, 0xff, 0xff, 0xff, 0xff, 2, 0, 0xff, 0xff, 0]);
+            let wide: [Transition; 2] = rows(
+                names,
+                2,
+                &[
+                    0, 0, 1, 0, 1, 0, 2, 0, 0, 0, 1, 0, 3, //
+                    1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0xff, 0xff, 0,
+                ],
+            );
             assert_eq!(wide, expected);
         }
     }

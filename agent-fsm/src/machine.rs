@@ -313,6 +313,11 @@ pub struct Transition {
     pub event: Option<&'static str>,
     /// The guard's source text, if the row has one.
     pub guard: Option<&'static str>,
+    /// What the row's patterns ask beyond the state's and the event's
+    /// names, as the diagram writes it: the state's fields (`origin =
+    /// Llm`), then the event as matched (`LlmEvent(TextDelta)`), joined by
+    /// `; `. `None` when the row takes every such state and event.
+    pub pattern: Option<&'static str>,
     /// Target state.
     pub to: &'static str,
     /// Action variant, `None` for a row into a transient state.
@@ -337,6 +342,7 @@ mod tests {
             from: "Idle",
             event: Some("Go"),
             guard: None,
+            pattern: None,
             to: "Check",
             action: None,
             in_place: false,
@@ -346,6 +352,7 @@ mod tests {
             from: "Check",
             event: None,
             guard: None,
+            pattern: None,
             to: "Done",
             action: Some("Finish"),
             in_place: false,

@@ -20,6 +20,50 @@ pub(crate) struct Layout {
     states: Vec<String>,
     events: Vec<String>,
     actions: Vec<String>,
+    /// Per row, what its patterns ask beyond the names, made once for the
+    /// description, the diagram and the docs.
+    labels: Vec<RowLabel>,
+}
+
+/// What a row's patterns say, as tables and diagrams write it.
+struct RowLabel {
+    /// The event as matched (`LlmEvent(TextDelta)`, or the bare name).
+    event: Option<String>,
+    /// The state's field patterns (`origin = Llm`), if any refine.
+    fields: Option<String>,
+}
+
+impl RowLabel {
+    fn new(row: &RowModel, event_name: Option<&str>) -> Self {
+        let event = row
+            .event
+            .as_ref()
+            .map(|(_, p)| pattern_label(p).unwrap_or_else(|| event_name.unwrap_or_default().to_owned()));
+        RowLabel { event, fields: source_refinement(row) }
+    }
+
+    /// The `pattern` of `DESCRIPTION`'s rows: the fields, then the event
+    /// when the row matches more than its name.
+    fn pattern(&self, event_name: Option<&str>) -> Option<String> {
+        let event = self.event.as_deref().filter(|e| Some(*e) != event_name);
+        match (&self.fields, event) {
+            (None, None) => None,
+            (Some(f), None) => Some(f.clone()),
+            (None, Some(e)) => Some(e.to_owned()),
+            (Some(f), Some(e)) => Some(format!("{f}; {e}")),
+        }
+    }
+
+    /// The conditions a diagram edge or a docs row shows in brackets: the
+    /// fields, then the guard.
+    fn conditions(&self, row: &RowModel) -> Option<String> {
+        match (&self.fields, row.guard_text.as_deref()) {
+            (None, None) => None,
+            (Some(f), None) => Some(f.clone()),
+            (None, Some(g)) => Some(g.to_owned()),
+            (Some(f), Some(g)) => Some(format!("{f}, {g}")),
+        }
+    }
 }
 
 impl Layout {
@@ -31,12 +75,19 @@ impl Layout {
             entries.extend(row.sources.iter().map(|&s| (r, s)));
         }
         let names = |idents: &mut dyn Iterator<Item = &syn::Ident>| idents.map(crate::model::name_key).collect();
+        let events: Vec<String> = names(&mut model.events.iter().map(|e| &e.ident));
+        let labels = model
+            .rows
+            .iter()
+            .map(|row| RowLabel::new(row, row.event.as_ref().map(|(e, _)| events[*e].as_str())))
+            .collect();
         Layout {
             entries,
             starts,
             states: names(&mut model.states.iter().map(|s| &s.ident)),
-            events: names(&mut model.events.iter().map(|e| &e.ident)),
+            events,
             actions: names(&mut model.actions.iter().map(|a| &a.ident)),
+            labels,
         }
     }
 
@@ -71,24 +122,33 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
     });
     let events = &layout.events;
     let actions = &layout.actions;
-    // Each guard's text once, however many rows (or states of a `*` row)
-    // share it.
+    // Each guard's and pattern's text once, however many rows (or states
+    // of a `*` row) share it.
     let mut guards: Vec<String> = Vec::new();
     let mut guard_index: HashMap<String, usize> = HashMap::new();
-    // Per row: from, event, guard, to, action, and the flags.
-    let mut rows: Vec<([Option<usize>; 5], u8)> = Vec::with_capacity(layout.entries.len());
-    for &(r, s) in &layout.entries {
-        let row = &model.rows[r];
-        let guard = guard_text(row).map(|text| {
+    let mut text = |text: Option<String>| {
+        text.map(|text| {
             *guard_index.entry(text).or_insert_with_key(|text| {
                 guards.push(text.clone());
                 guards.len() - 1
             })
-        });
+        })
+    };
+    let patterns: Vec<Option<usize>> = model
+        .rows
+        .iter()
+        .zip(&layout.labels)
+        .map(|(row, label)| text(label.pattern(row.event.as_ref().map(|(e, _)| layout.events[*e].as_str()))))
+        .collect();
+    // Per row: from, event, guard, pattern, to, action, and the flags.
+    let mut rows: Vec<([Option<usize>; 6], u8)> = Vec::with_capacity(layout.entries.len());
+    for &(r, s) in &layout.entries {
+        let row = &model.rows[r];
         let indices = [
             Some(s),
             row.event.as_ref().map(|(e, _)| *e),
-            guard,
+            text(guard_text(row)),
+            patterns[r],
             Some(row.target),
             row.action.as_ref().map(|(a, _)| *a),
         ];
@@ -105,7 +165,7 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
     } else {
         4
     };
-    let mut code = Vec::with_capacity(rows.len() * (5 * width + 1));
+    let mut code = Vec::with_capacity(rows.len() * (6 * width + 1));
     for (indices, flags) in &rows {
         for index in indices {
             let value = index.map_or(u32::MAX, |i| u32::try_from(i).unwrap_or(u32::MAX));
@@ -171,12 +231,12 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
     for &(r, s) in &layout.entries {
         let row = &model.rows[r];
         let mut label = Vec::new();
-        if let Some((_, p)) = &row.event {
-            label.push(sanitize(&pattern_label(p).unwrap_or_default()));
+        let labels = &layout.labels[r];
+        if let Some(event) = &labels.event {
+            label.push(sanitize(event));
         }
-        let conditions: Vec<String> = source_refinement(row).into_iter().chain(guard_text(row)).collect();
-        if !conditions.is_empty() {
-            label.push(format!("[{}]", sanitize(&conditions.join(", "))));
+        if let Some(conditions) = labels.conditions(row) {
+            label.push(format!("[{}]", sanitize(&conditions)));
         }
         if let Some((a, _)) = &row.action {
             label.push(format!("/ {}", layout.actions[*a]));
@@ -295,8 +355,8 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> Tok
         table.push_str(&format!(
             "| `{}` | {} | {} | `{}` | {} | {} |\n",
             layout.states[s],
-            cell(row.event.as_ref().map(|(e, _)| layout.events[*e].as_str())),
-            cell(row.guard_text.as_deref()),
+            cell(layout.labels[r].event.as_deref()),
+            cell(layout.labels[r].conditions(row).as_deref()),
             layout.states[row.target],
             cell(row.action.as_ref().map(|(a, _)| layout.actions[*a].as_str())),
             row_note(row),

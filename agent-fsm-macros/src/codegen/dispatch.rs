@@ -313,6 +313,15 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         });
         quote!(#(#stmts)*)
     });
+    // A block that ends in a macro call may never finish (`todo!()`,
+    // `panic!(..)`): the code the arm builds after it would then be
+    // reported as unreachable, at the attribute.
+    let may_diverge = row
+        .effects
+        .as_ref()
+        .and_then(|b| b.stmts.last())
+        .is_some_and(|s| matches!(s, syn::Stmt::Macro(_) | syn::Stmt::Expr(syn::Expr::Macro(_), _)));
+    let arm_attr = may_diverge.then(|| quote!(#[allow(unreachable_code)]));
     // A name the guard seems to use may be a label or a local of its own
     // (`matches!(m, Msg { log: true, .. })`); only then are the bindings
     // made for it allowed to go unused (an attribute per binding costs
@@ -385,6 +394,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         // the action be built straight where the caller receives it.
         if row.action.as_ref().is_some_and(|(_, c)| cannot_panic(c)) {
             return quote! {
+                #arm_attr
                 #event_pat #check => {
                     #rebind
                     #ctx_in_body
@@ -395,6 +405,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
             };
         }
         return quote! {
+            #arm_attr
             #event_pat #check => {
                 #rebind
                 #ctx_in_body
@@ -493,6 +504,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     // event, inside the arm of their state.
     let arm_pat = if eventless { quote!(__s @ __Some(#state_ty::#src_ident { .. })) } else { quote!(#event_pat) };
     quote! {
+        #arm_attr
         #arm_pat #check => {
             #take
             #ctx_in_body

@@ -29,6 +29,9 @@ pub(crate) struct Table {
     pub(crate) removes: Vec<(kw::remove, RowKey)>,
     /// `remove state Name`: drops a base state and every row leaving it.
     pub(crate) removed_states: Vec<(kw::remove, Ident)>,
+    /// In a variant's merged table, the names of the base states its
+    /// `remove state` rows dropped (for errors that name one).
+    pub(crate) removed: Vec<String>,
 }
 
 impl Parse for Table {
@@ -295,19 +298,24 @@ impl Parse for Source {
         while input.peek(Token![|]) {
             input.parse::<Token![|]>()?;
             names.push(input.parse()?);
+            if input.peek(syn::token::Brace) || input.peek(syn::token::Paren) {
+                let fields: proc_macro2::TokenTree = input.parse()?;
+                return Err(syn::Error::new_spanned(fields, SEVERAL_NO_FIELDS));
+            }
         }
         Ok(Source::Several(names))
     }
 }
 
+/// Why `A | B` rows take no field patterns.
+const SEVERAL_NO_FIELDS: &str =
+    "several source states `A | B` cannot destructure fields; write one row per state to bind fields";
+
 fn bare_ident(pat: &Pat) -> syn::Result<Ident> {
     match pat {
         Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() && p.mutability.is_none() => Ok(p.ident.clone()),
         Pat::Path(p) if p.path.get_ident().is_some() => Ok(p.path.segments[0].ident.clone()),
-        other => Err(syn::Error::new(
-            other.span(),
-            "several source states `A | B` cannot destructure fields; write one row per state to bind fields",
-        )),
+        other => Err(syn::Error::new(other.span(), SEVERAL_NO_FIELDS)),
     }
 }
 

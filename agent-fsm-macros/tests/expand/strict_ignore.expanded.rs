@@ -466,7 +466,7 @@ stateDiagram-v2
             const __ROWS: [::agent_fsm::Transition; 5] = ::agent_fsm::__private::rows(
                 (__STATES, __EVENTS, __ACTIONS, __GUARDS),
                 1,
-                b"\0\0\xFF\x01\x01\0\x01\0\xFF\0\x02\0\0\x01\xFF\x02\x03\x02\x01\x01\xFF\x02\x03\x02\x02\x02\xFF\0\x02\0",
+                b"\0\0\xFF\xFF\x01\x01\0\x01\0\xFF\xFF\0\x02\0\0\x01\xFF\xFF\x02\x03\x02\x01\x01\xFF\xFF\x02\x03\x02\x02\x02\xFF\xFF\0\x02\0",
             );
             ::agent_fsm::Description {
                 name: "Machine",

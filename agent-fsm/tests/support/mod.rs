@@ -147,7 +147,7 @@ const fn row(
     in_place: bool,
     any_state: bool,
 ) -> Transition {
-    Transition { from, event, guard, to, action, in_place, any_state }
+    Transition { from, event, guard, pattern: None, to, action, in_place, any_state }
 }
 
 const ROW_INPUT: usize = 0;

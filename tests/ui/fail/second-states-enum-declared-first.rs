@@ -1,7 +1,6 @@
-// KNOWN BUG. Rule: one enum has the `#[states]` role.
-// Expected: only the `a second #[states] enum` error. Got: the first enum
-// (`Other`) wins and three cascading errors follow (unknown state `Idle`, no
-// initial state, `A` has no way out).
+// Rule: one enum has the `#[states]` role; when a stray one comes first,
+// only the second-enum error is reported (rules over rows would follow the
+// wrong enum).
 #[agent_fsm::state_machine(fallback = Wait)]
 pub mod machine {
     #[states]
