@@ -103,18 +103,20 @@ where
     let (tx, rx) = mpsc::channel(settings.inbox_capacity.max(1));
     let mut worker = Worker {
         history: None,
-        terminal: machine.is_terminal(),
+        hot: Hot {
+            notifier: Notifier::new(),
+            clock: None,
+            visit: 0,
+            status_dirty: false,
+            terminal: machine.is_terminal(),
+            failed: false,
+        },
         machine,
         effects,
         inbox: rx,
         link: Link { shared: Arc::clone(&shared), extras: None },
         work: None,
-        notifier: Notifier::new(),
-        clock: None,
-        status_dirty: false,
-        visit: 0,
         steps: 0,
-        failed: false,
     };
     // An `async` block over the captured worker rather than an `async fn`
     // taking it by value: an `async fn` keeps its argument and the moved
@@ -169,20 +171,9 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     history: Option<Box<History<M::Event>>>,
     /// Allocated by the first action that schedules work.
     work: Option<Box<Work<M::Event>>>,
-    notifier: Notifier<E::Output>,
-    /// The time read for the current burst of events; cleared when the
-    /// worker sleeps and every [`STATUS_EVERY`] events, so one clock read
-    /// serves a burst.
-    clock: Option<Instant>,
-    /// The state changed (or the machine was poisoned) since the status was
-    /// last published.
-    status_dirty: bool,
-    /// Incremented on every change of state (not on self-transitions);
-    /// timers are stamped with it and die when it moves on.
-    visit: u32,
+    /// The small fields every step reads or writes.
+    hot: Hot<E::Output>,
     steps: u64,
-    terminal: bool,
-    failed: bool,
 }
 
 impl<M, E> Worker<M, E>
@@ -200,7 +191,7 @@ where
                 poll_fn(|cx| self.poll_pause(cx)).await;
                 self.begin_stop(reason);
             }
-            if !self.failed {
+            if !self.hot.failed {
                 poll_fn(|cx| self.poll_drain_inbox(cx)).await;
             }
         }
@@ -271,13 +262,13 @@ where
                     return Poll::Pending;
                 }
             }
-            if self.failed {
+            if self.hot.failed {
                 return Poll::Ready(None);
             }
-            if self.terminal {
+            if self.hot.terminal {
                 return Poll::Ready(Some(StopReason::Terminal));
             }
-            if !cut && self.notifier.woke() && self.input_waiting() {
+            if !cut && self.hot.notifier.woke() && self.input_waiting() {
                 // A batch of notifications woke subscribers: let them read
                 // it before the next input, whose batch could otherwise
                 // push it out of the log. One test per input, and only a
@@ -298,14 +289,14 @@ where
                         // between is missed. Registering only here keeps it
                         // off the per-event path.
                         self.flush_status();
-                        self.clock = None;
+                        self.hot.clock = None;
                         self.link.shared.register(cx.waker());
                         match self.link.shared.pop_control() {
                             Some(control) => self.on_control(control),
                             None => {
                                 // Sleeping lets the subscribers just woken
                                 // run: no yield is owed to them any more.
-                                self.notifier.take_woke();
+                                self.hot.notifier.take_woke();
                                 return Poll::Pending;
                             }
                         }
@@ -316,7 +307,7 @@ where
             // sent by effects is left behind here; a failed worker is
             // seen at the top of the loop.
             if let Some(reason) = turn {
-                return Poll::Ready(if self.failed { None } else { Some(reason) });
+                return Poll::Ready(if self.hot.failed { None } else { Some(reason) });
             }
         }
     }
@@ -335,7 +326,7 @@ where
     /// worker last yielded (see [`poll_run`](Self::poll_run)); used on the
     /// way out, before the stop protocol and the last flushes.
     fn poll_pause(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.notifier.woke() {
+        if self.hot.notifier.woke() {
             self.yield_now(cx);
             Poll::Pending
         } else {
@@ -351,9 +342,9 @@ where
     fn yield_now(&mut self, cx: &mut Context<'_>) {
         // Time passes while others run: the next hop reads the clock again,
         // or the history would charge that time to the wrong state.
-        self.clock = None;
+        self.hot.clock = None;
         self.flush_status();
-        self.notifier.take_woke();
+        self.hot.notifier.take_woke();
         cx.waker().wake_by_ref();
     }
 
@@ -437,19 +428,19 @@ where
     /// [`STATUS_EVERY`] events, rather than on every event: a burst of
     /// events costs one publication.
     fn flush_status(&mut self) {
-        if self.status_dirty {
-            self.status_dirty = false;
+        if self.hot.status_dirty {
+            self.hot.status_dirty = false;
             self.link.shared.publish_state(self.machine.state_name());
         }
         self.link.shared.publish_steps(self.steps);
-        self.notifier.flush();
+        self.hot.notifier.flush();
     }
 
     /// Picks up the notification feed once someone has subscribed; one
     /// atomic load until then.
     #[inline]
     fn refresh_notifier(&mut self) {
-        if !self.notifier.attached() && self.link.shared.has_feed() {
+        if !self.hot.notifier.attached() && self.link.shared.has_feed() {
             self.attach_notifier();
         }
     }
@@ -457,7 +448,7 @@ where
     #[cold]
     fn attach_notifier(&mut self) {
         if let Some(feed) = self.link.shared.feed() {
-            self.notifier.attach(feed);
+            self.hot.notifier.attach(feed);
         }
     }
 
@@ -491,7 +482,7 @@ where
             Control::Interrupt { cause, done } => {
                 self.interrupt(cause);
                 self.flush_status();
-                if !self.failed {
+                if !self.hot.failed {
                     let _ = done.send(());
                 }
                 None
@@ -527,7 +518,7 @@ where
     /// control requests, or yields to the other tasks of its thread. What
     /// one action sends at once, however much, is never cut.
     fn drain_ready(&mut self) -> bool {
-        while !self.failed {
+        while !self.hot.failed {
             let Some(work) = self.work.as_mut() else {
                 break;
             };
@@ -535,7 +526,7 @@ where
                 work.chain = 0;
                 break;
             }
-            if !self.terminal && self.notifier.woke() {
+            if !self.hot.terminal && self.hot.notifier.woke() {
                 break;
             }
             let Some(event) = work.ready.pop_front() else {
@@ -543,7 +534,7 @@ where
             };
             let (older, cleared) = (work.ready.len(), work.ready_cleared);
             // After a terminal state nothing more is performed.
-            let mode = if self.terminal { Mode::Draining } else { Mode::Normal };
+            let mode = if self.hot.terminal { Mode::Draining } else { Mode::Normal };
             self.deliver(event, mode, None);
             if let Some(work) = self.work.as_mut()
                 && work.ready_cleared == cleared
@@ -556,7 +547,7 @@ where
                     work.ready.rotate_right(sent);
                 }
                 work.chain = work.chain.saturating_add(u32::try_from(sent).unwrap_or(u32::MAX));
-                if !self.terminal && work.chain >= CHAIN_LIMIT {
+                if !self.hot.terminal && work.chain >= CHAIN_LIMIT {
                     work.chain = 0;
                     return true;
                 }
@@ -589,8 +580,10 @@ where
         let span = tracing::debug_span!("step", machine = M::DESCRIPTION.name, event = event_name, step);
         let _entered = span.enter();
 
+        self.refresh_notifier();
+        let history = history_mut(&mut self.history, &self.machine, &self.link.shared);
         // The event's `Clone` is user code.
-        let logged = match self.link.shared.settings.record_events {
+        let logged = match history.clone_event() {
             None => None,
             Some(clone) => match catch_unwind(AssertUnwindSafe(|| clone(&event))) {
                 Ok(copy) => Some(copy),
@@ -600,21 +593,16 @@ where
                 }
             },
         };
-        let visit_before = self.visit;
+        let visit_before = self.hot.visit;
         let status_due = step.is_multiple_of(STATUS_EVERY);
         if status_due {
             // Long bursts still refresh the clock now and then.
-            self.clock = None;
+            self.hot.clock = None;
         }
-        self.refresh_notifier();
-        let history = history_mut(&mut self.history, &self.machine, &self.link.shared);
         let mut recorder = Recorder {
             history,
-            visit: &mut self.visit,
-            notifier: &mut self.notifier,
+            hot: &mut self.hot,
             user: self.link.extras.as_deref_mut().and_then(|e| e.observer.as_deref_mut()),
-            step,
-            now: &mut self.clock,
         };
         let machine = &mut self.machine;
         let action = match catch_unwind(AssertUnwindSafe(|| machine.handle_event_with(event, &mut recorder))) {
@@ -626,15 +614,15 @@ where
         };
         recorder.history.on_step(step);
 
-        if self.visit != visit_before {
+        if self.hot.visit != visit_before {
             if let Some(work) = &mut self.work {
-                work.retain_timers(self.visit);
+                work.retain_timers(self.hot.visit);
             }
             // Machines without terminal states skip the name lookup.
-            self.terminal = self.link.shared.settings.has_terminal && self.machine.is_terminal();
-            self.status_dirty = true;
+            self.hot.terminal = self.link.shared.settings.has_terminal && self.machine.is_terminal();
+            self.hot.status_dirty = true;
         } else if self.machine.is_poisoned() {
-            self.status_dirty = true;
+            self.hot.status_dirty = true;
         }
         let action_name = action.name();
         if let Some(event) = logged
@@ -644,17 +632,17 @@ where
             history.record_event(|| EventRecord { event, action: action_name, state });
         }
 
-        let mode = if self.terminal && mode == Mode::Normal { Mode::Final } else { mode };
+        let mode = if self.hot.terminal && mode == Mode::Normal { Mode::Final } else { mode };
         let performed = mode != Mode::Draining;
         if performed {
             self.perform(action, action_name, mode == Mode::Final);
         } else {
             tracing::debug!(action = action_name, "action not performed: the worker is cancelling or draining");
-            self.notifier.publish(Topics::ACTIONS, || Notification::Action { name: action_name, performed: false });
+            self.hot.notifier.publish(Topics::ACTIONS, || Notification::Action { name: action_name, performed: false });
         }
         // A failed worker owes no reply: dropped, it tells the caller the
         // worker failed, as every later request does.
-        if let Some(reply) = reply.filter(|_| !self.failed) {
+        if let Some(reply) = reply.filter(|_| !self.hot.failed) {
             self.flush_status();
             // The caller may have stopped waiting.
             let state = self.machine.state_name();
@@ -671,16 +659,16 @@ where
     /// [`deliver_inline`](Self::deliver_inline), its only caller.
     #[inline(always)]
     fn perform(&mut self, action: M::Action, name: &'static str, discard: bool) {
-        self.notifier.publish(Topics::ACTIONS, || Notification::Action { name, performed: true });
+        self.hot.notifier.publish(Topics::ACTIONS, || Notification::Action { name, performed: true });
         let settings = &*self.link.shared.settings;
         let mut cx = EffectContext {
             machine: &self.machine,
             env: Env { work: &mut self.work, tracker: &settings.tracker, limit: settings.concurrency_limit },
-            notifier: &mut self.notifier,
+            notifier: &mut self.hot.notifier,
             shared: &self.link.shared,
             settings,
             action: name,
-            visit: self.visit,
+            visit: self.hot.visit,
             discard,
         };
         let effects = &mut self.effects;
@@ -711,7 +699,7 @@ where
             other => tracing::warn!(key = key.as_deref(), failure = %other, "effect failed"),
         }
         self.refresh_notifier();
-        self.notifier.publish(Topics::FAULTS, || Notification::EffectFailed { key, failure });
+        self.hot.notifier.publish(Topics::FAULTS, || Notification::EffectFailed { key, failure });
         match catch_unwind(AssertUnwindSafe(callback)) {
             Ok(event) => event,
             Err(payload) => {
@@ -731,7 +719,7 @@ where
             if let Some(event) = self.resolve(produced) {
                 self.deliver(event, Mode::Draining, None);
             }
-            if self.failed {
+            if self.hot.failed {
                 return;
             }
         }
@@ -740,13 +728,13 @@ where
     fn interrupt(&mut self, cause: Arc<str>) {
         tracing::info!(machine = M::DESCRIPTION.name, cause = &*cause, "interrupt");
         self.cancel_in_flight();
-        if self.failed {
+        if self.hot.failed {
             return;
         }
         history_mut(&mut self.history, &self.machine, &self.link.shared)
             .record_interrupt(Arc::clone(&cause), Instant::now());
         self.refresh_notifier();
-        self.notifier.publish(Topics::FAULTS, || Notification::Interrupted { cause: Arc::clone(&cause) });
+        self.hot.notifier.publish(Topics::FAULTS, || Notification::Interrupted { cause: Arc::clone(&cause) });
         let settings = Arc::clone(&self.link.shared.settings);
         if let Some(make) = &settings.interrupt_event {
             match catch_unwind(AssertUnwindSafe(|| make(&cause))) {
@@ -765,7 +753,7 @@ where
     fn begin_stop(&mut self, reason: StopReason) {
         tracing::debug!(machine = M::DESCRIPTION.name, ?reason, "stopping");
         self.cancel_in_flight();
-        if self.failed {
+        if self.hot.failed {
             return;
         }
         if reason == StopReason::Shutdown {
@@ -789,9 +777,9 @@ where
     /// a stop, without performing it. `poll_recv` returns `None` once the
     /// closed inbox is empty.
     fn poll_drain_inbox(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        while !self.failed {
+        while !self.hot.failed {
             // Subscribers woken by a batch read it before the next event.
-            if self.notifier.woke() {
+            if self.hot.notifier.woke() {
                 self.yield_now(cx);
                 return Poll::Pending;
             }
@@ -800,7 +788,7 @@ where
                 Poll::Ready(None) => break,
                 Poll::Pending => {
                     self.flush_status();
-                    self.notifier.take_woke();
+                    self.hot.notifier.take_woke();
                     return Poll::Pending;
                 }
             }
@@ -813,7 +801,7 @@ where
         // Before closing the inbox, so that a refused send reads the failure.
         let _ = self.link.shared.outcome.set(Err(Arc::new(error)));
         self.inbox.close();
-        self.failed = true;
+        self.hot.failed = true;
     }
 
     /// Hands the last notifications over; `park` then records the outcome
@@ -823,10 +811,10 @@ where
         // done before anyone waiting on the worker hears it finished.
         self.link.drop_observer();
         let state = self.machine.state_name();
-        self.status_dirty = true;
+        self.hot.status_dirty = true;
         self.flush_status();
-        self.notifier.close();
-        tracing::debug!(machine = M::DESCRIPTION.name, state, failed = self.failed, "worker finished");
+        self.hot.notifier.close();
+        tracing::debug!(machine = M::DESCRIPTION.name, state, failed = self.hot.failed, "worker finished");
     }
 
     /// The end of the worker's life, after [`run`](Self::run): unless it
@@ -834,13 +822,13 @@ where
     /// the machine and its history, which the handles read from then on,
     /// and closes the shared state, which wakes whoever waits on the worker.
     fn park(self) {
-        let Self { machine, history, mut link, failed, effects, .. } = self;
+        let Self { machine, history, mut link, hot, effects, .. } = self;
         // Before the outcome is recorded, so that whatever the effects'
         // `Drop` flushes is done before anyone hears the worker finished.
         if let Some(message) = drop_caught(effects) {
             tracing::error!(machine = M::DESCRIPTION.name, panic = %message, "the effects panicked while being dropped");
         }
-        if failed {
+        if hot.failed {
             return;
         }
         let mut history = match history {
@@ -947,41 +935,52 @@ fn history_mut<'h, M: StateMachine, O>(
 #[inline(never)]
 fn new_history<M: StateMachine, O>(machine: &M, shared: &Shared<M, O>) -> Box<History<M::Event>> {
     let settings = &shared.settings;
-    Box::new(History::new(
-        machine.state_name(),
-        settings.history_capacity,
-        settings.record_events.is_some(),
-        shared.started(),
-    ))
+    Box::new(History::new(machine.state_name(), settings.history_capacity, settings.record_events, shared.started()))
 }
 
 /// The observer the worker passes to `handle_event_with`: history, visit
 /// counter, tracing, the user's observer and notifications, per hop.
 struct Recorder<'a, E, O> {
     history: &'a mut History<E>,
-    visit: &'a mut u32,
-    notifier: &'a mut Notifier<O>,
+    hot: &'a mut Hot<O>,
     user: Option<&'a mut (dyn Observer + Send + 'static)>,
-    step: u64,
-    /// The worker's clock for this burst, read on the first hop that needs it.
-    now: &'a mut Option<Instant>,
+}
+
+/// The worker's small fields that every step reads or writes, together:
+/// a step's recorder reaches them through one pointer, and packed in one
+/// struct they leave no padding that would make every agent's task a size
+/// class bigger.
+struct Hot<O> {
+    notifier: Notifier<O>,
+    /// The time read for the current burst of events; cleared when the
+    /// worker sleeps and every [`STATUS_EVERY`] events, so one clock read
+    /// serves a burst.
+    clock: Option<Instant>,
+    /// Incremented on every change of state (not on self-transitions);
+    /// timers are stamped with it and die when it moves on.
+    visit: u32,
+    /// The state changed (or the machine was poisoned) since the status was
+    /// last published.
+    status_dirty: bool,
+    terminal: bool,
+    failed: bool,
 }
 
 impl<E, O> Observer for Recorder<'_, E, O> {
     #[inline]
     fn on_transition(&mut self, hop: &Step) {
-        let now = *self.now.get_or_insert_with(Instant::now);
+        let now = *self.hot.clock.get_or_insert_with(Instant::now);
         let changed = !same_name(hop.from, hop.to);
-        self.history.on_hop(hop, changed, self.step, now);
+        self.history.on_hop(hop, changed, now);
         if changed {
             // Wrapping: timers compare visits for equality only.
-            *self.visit = self.visit.wrapping_add(1);
+            self.hot.visit = self.hot.visit.wrapping_add(1);
         }
         tracing::debug!(from = hop.from, to = hop.to, event = hop.event, action = hop.action, "transition");
         if let Some(user) = &mut self.user {
             user.on_transition(hop);
         }
-        self.notifier.publish(Topics::TRANSITIONS, || Notification::Transition(*hop));
+        self.hot.notifier.publish(Topics::TRANSITIONS, || Notification::Transition(*hop));
     }
 
     fn on_unhandled(&mut self, unhandled: &Unhandled) {
@@ -994,7 +993,7 @@ impl<E, O> Observer for Recorder<'_, E, O> {
         if let Some(user) = &mut self.user {
             user.on_unhandled(unhandled);
         }
-        self.notifier.publish(Topics::UNHANDLED, || Notification::Unhandled(*unhandled));
+        self.hot.notifier.publish(Topics::UNHANDLED, || Notification::Unhandled(*unhandled));
     }
 }
 

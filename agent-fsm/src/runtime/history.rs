@@ -95,6 +95,9 @@ pub struct History<E> {
     entered: Instant,
     /// `None` unless event recording is enabled in the configuration.
     events: Option<Vec<EventRecord<E>>>,
+    /// The event type's `Clone`, when events are recorded: read here, on
+    /// the step's path, rather than through the shared configuration.
+    clone_event: Option<fn(&E) -> E>,
     interrupts: VecDeque<InterruptRecord>,
     steps: u64,
     /// When the history was last read, to close the current stay in
@@ -107,7 +110,7 @@ pub struct History<E> {
 impl<E> History<E> {
     /// An empty history of a machine in `initial` since `now`. Allocates
     /// nothing until the first hop, so idle machines stay small.
-    pub(crate) fn new(initial: &'static str, capacity: usize, record_events: bool, now: Instant) -> Self {
+    pub(crate) fn new(initial: &'static str, capacity: usize, clone_event: Option<fn(&E) -> E>, now: Instant) -> Self {
         Self {
             transitions: Vec::new(),
             head: 0,
@@ -116,17 +119,20 @@ impl<E> History<E> {
             closed: Vec::new(),
             current: initial,
             entered: now,
-            events: record_events.then(Vec::new),
+            events: clone_event.map(|_| Vec::new()),
+            clone_event,
             interrupts: VecDeque::new(),
             steps: 0,
             read_at: now,
         }
     }
 
-    /// Records one hop of delivered event number `step`.
+    /// Records one hop of the event being delivered, the one after the
+    /// last [`on_step`](Self::on_step) counted.
     /// `changed`: whether `hop.from != hop.to`, computed once by the caller.
     #[inline]
-    pub(crate) fn on_hop(&mut self, hop: &Step, changed: bool, step: u64, now: Instant) {
+    pub(crate) fn on_hop(&mut self, hop: &Step, changed: bool, now: Instant) {
+        let step = self.steps + 1;
         // Hops of one burst share `now`, so after the first change of state
         // in a burst the stay is empty: skip the clock arithmetic.
         let duration = if now == self.entered { Duration::ZERO } else { now.saturating_duration_since(self.entered) };
@@ -159,6 +165,12 @@ impl<E> History<E> {
             self.current = hop.to;
             self.entered = now;
         }
+    }
+
+    /// The event type's `Clone`, if events are recorded.
+    #[inline]
+    pub(crate) fn clone_event(&self) -> Option<fn(&E) -> E> {
+        self.clone_event
     }
 
     /// Counts delivered event number `step`, after its hops (if any).
@@ -343,10 +355,11 @@ mod tests {
     #[test]
     fn the_hop_log_keeps_the_latest_hops_oldest_first() {
         let start = Instant::now();
-        let mut history = History::<()>::new("A", 3, false, start);
+        let mut history = History::<()>::new("A", 3, None, start);
         for step in 1..=7 {
             let (from, to) = if step % 2 == 1 { ("A", "B") } else { ("B", "A") };
-            history.on_hop(&hop(from, to), true, step, start);
+            history.on_hop(&hop(from, to), true, start);
+            history.on_step(step);
         }
         let steps: Vec<u64> = history.transitions().map(|t| t.step).collect();
         assert_eq!(steps, [5, 6, 7]);
@@ -354,8 +367,8 @@ mod tests {
         assert_eq!(history.evicted(), 4);
         assert_eq!(history.transitions().last().map(|t| (t.from, t.to)), Some(("A", "B")));
 
-        let mut empty = History::<()>::new("A", 0, false, start);
-        empty.on_hop(&hop("A", "B"), true, 1, start);
+        let mut empty = History::<()>::new("A", 0, None, start);
+        empty.on_hop(&hop("A", "B"), true, start);
         assert_eq!(empty.transitions().len(), 0);
         assert_eq!(empty.current().0, "B");
     }
