@@ -94,6 +94,8 @@ pub(crate) struct IgnoreModel {
     any: bool,
     /// Inherited from a variant's base: the variant's own rows win over it.
     from_base: bool,
+    /// A variant's `replace` of a base row with `ignore`.
+    replacement: bool,
     pub(crate) event: usize,
     pub(crate) span: Span,
 }
@@ -144,6 +146,9 @@ pub(crate) struct Model {
     /// The base states a variant removed, named in errors about rows
     /// that still use them.
     pub(crate) removed_states: Vec<String>,
+    /// A variant's own `ignore` (index in `ignores`) and the states a base
+    /// `*` ignore also covers: repeats if no row takes the event there.
+    star_repeats: Vec<(usize, Vec<usize>)>,
     /// Rows by source state and event, built on first use (after the
     /// table is final) so checks and codegen never rescan the table per
     /// pair: a 2,000-row table would otherwise cost millions of scans.
@@ -383,6 +388,7 @@ impl Model {
             export: None,
             variant: None,
             removed_states: table.removed.clone(),
+            star_repeats: Vec::new(),
             table_span,
             index: std::cell::OnceCell::new(),
             lookup: Default::default(),
@@ -479,8 +485,8 @@ impl Model {
             for &s in &r.sources {
                 let pair = &mut pairs[s * events + e];
                 pair.rows = true;
-                pair.own_rows |= !r.from_base;
                 if !r.any {
+                    pair.own_rows |= !r.from_base;
                     if total && pair.first_total.is_none() {
                         pair.first_total = Some(i);
                     }
@@ -488,8 +494,16 @@ impl Model {
                 }
             }
         }
+        // A base `ignore` the variant's own rows take over still keeps the
+        // `*` rows out of its pair, as it did in the base: when the
+        // variant's rows refuse, the event is unhandled there, never
+        // taken by a `*` row the base kept away.
         for ig in self.ignores.iter_mut().filter(|ig| ig.from_base) {
-            ig.sources.retain(|&s| !pairs[s * events + ig.event].own_rows);
+            ig.sources.retain(|&s| {
+                let pair = &mut pairs[s * events + ig.event];
+                pair.replaced_ignore |= pair.own_rows;
+                !pair.own_rows
+            });
         }
         for ig in self.ignores.iter_mut().filter(|ig| ig.any) {
             let before = ig.sources.len();
@@ -510,6 +524,13 @@ impl Model {
                 ignored[s * events + ig.event] = true;
             }
         }
+        for (k, both) in std::mem::take(&mut self.star_repeats) {
+            let dup = &self.ignores[k];
+            let both: Vec<usize> = both.into_iter().filter(|&s| !pairs[s * events + dup.event].rows).collect();
+            if !both.is_empty() {
+                self.report_repeat(cx, dup, &both);
+            }
+        }
         for j in 0..self.rows.len() {
             let row = &self.rows[j];
             let (true, Some(e)) = (row.any, row.event.as_ref().map(|(e, _)| *e)) else {
@@ -520,7 +541,13 @@ impl Model {
                 ignored[s * events + e] || pair.replaced_ignore || pair.first_total.is_some_and(|i| i < j)
             };
             let keep: Vec<usize> = row.sources.iter().copied().filter(|&s| !decided(s)).collect();
-            if !row.sources.is_empty() && keep.is_empty() {
+            // Left with only a terminal state's self-loop, it never fires
+            // in a state that takes events either.
+            // (One that never stood for such a state is reported already.)
+            let only_loops = !row.from_base
+                && keep.iter().all(|&s| !self.takes_events(s))
+                && row.sources.iter().any(|&s| self.takes_events(s));
+            if !row.sources.is_empty() && (keep.is_empty() || only_loops) {
                 let star = match &row.key_source {
                     Source::Any { star, .. } => *star,
                     _ => row.span,
@@ -535,6 +562,22 @@ impl Model {
             }
             self.rows[j].sources = keep;
         }
+    }
+
+    /// A variant's own `ignore` of states (`both`) the base's table already
+    /// ignores the event in.
+    fn report_repeat(&self, cx: &Ctxt, dup: &IgnoreModel, both: &[usize]) {
+        let event = &self.events[dup.event].ident;
+        let message = if both.len() == dup.sources.len() {
+            format!("the base's table already ignores `{event}` in this state; delete this row")
+        } else {
+            format!(
+                "the base's table already ignores `{event}` in {}; take {} out of this row",
+                list(both.iter().map(|&s| &self.states[s].ident)),
+                if both.len() == 1 { "it" } else { "them" }
+            )
+        };
+        cx.error_at(dup.span, message);
     }
 
     /// The items the macro adds to the module (the machine, `typed`) must
@@ -786,17 +829,25 @@ impl Model {
                     // A variant's rows come first, but the base's table is
                     // not the variant author's to edit: a specific row of
                     // the variant that the base already ignores is the one
-                    // to delete. (A variant's `*` row covers more states;
-                    // overlapping a base `ignore` is no mistake.)
-                    for dup in dups.iter().filter(|d| !d.from_base && !d.any) {
-                        cx.error_at(
-                            dup.span,
-                            format!(
-                                "the base's table already ignores `{}` in this state; delete this row",
-                                self.events[event].ident
-                            ),
-                        );
+                    // to delete. (A variant's `*` row covers more states,
+                    // and a `replace` of a base row with `ignore` changes
+                    // what the base does: neither repeats it.) A base `*`
+                    // ignore stands only for the states without rows for the
+                    // event, known once every row is in: settled then.
+                    let mut repeats = Vec::new();
+                    for (k, dup) in self.ignores.iter().enumerate() {
+                        if dup.event != event || dup.from_base || dup.any || dup.replacement {
+                            continue;
+                        }
+                        let both: Vec<usize> = dup.sources.iter().copied().filter(|s| sources.contains(s)).collect();
+                        if both.is_empty() {
+                        } else if any {
+                            repeats.push((k, both));
+                        } else {
+                            self.report_repeat(cx, dup, &both);
+                        }
                     }
+                    self.star_repeats.extend(repeats);
                 } else if !dups.is_empty() {
                     cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
                 }
@@ -810,7 +861,14 @@ impl Model {
                     sources
                 };
                 if !(row.from_base && sources.is_empty()) {
-                    self.ignores.push(IgnoreModel { sources, event, span: kw.span, any, from_base: row.from_base });
+                    self.ignores.push(IgnoreModel {
+                        sources,
+                        event,
+                        span: kw.span,
+                        any,
+                        from_base: row.from_base,
+                        replacement: row.replacement,
+                    });
                 }
                 true
             }

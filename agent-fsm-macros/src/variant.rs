@@ -190,6 +190,15 @@ fn merge_modules(
     }
     let base_table = base_table.unwrap_or_default();
     let base_states = role_names(&base_enums, "states");
+    // The merged enums are written with the base's tokens: a base variant
+    // the program never builds would be reported twice, the second time at
+    // the base's declaration as if it were the variant's. The variants a
+    // variant adds keep the lint.
+    for e in &mut base_enums {
+        for v in &mut e.variants {
+            v.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+        }
+    }
 
     let mut items = Vec::new();
     let mut context = base_context;
@@ -306,6 +315,8 @@ fn merge_modules(
         }
         false
     };
+    // Where each replaced base row's `replace` is written.
+    let mut replaced_at: Vec<Option<Span>> = vec![None; keys.len()];
     for (kw, row) in variant_table.replaces {
         let key = row.key_text();
         match keys.iter().position(|k| *k == key) {
@@ -313,9 +324,11 @@ fn merge_modules(
             Some(i) => {
                 changes.push(Change { at: kw.span, target: target_of(&rows[i]), sources: heads[i].clone() });
                 let mut row = row;
+                row.replacement = true;
                 row.replaced_ignore =
                     matches!(&rows[i], Some(crate::parse::Row { outcome: crate::parse::Outcome::Ignore(_), .. }));
                 rows[i] = Some(row);
+                replaced_at[i] = Some(kw.span);
             }
             None => cx.error_spanned_by(
                 kw,
@@ -372,7 +385,7 @@ fn merge_modules(
             .iter()
             .flatten()
             .filter(|r| !removed.iter().any(|s| row_source_is(r, s)))
-            .filter(|r| matches!(&r.outcome, crate::parse::Outcome::To { target, .. } if target.ident == *state))
+            .filter(|r| matches!(&r.outcome, crate::parse::Outcome::To { target, .. } if same(&target.ident, state)))
             .map(|r| format!("`{}`", r.key_text()))
             .collect();
         if !into.is_empty() {
@@ -387,23 +400,32 @@ fn merge_modules(
             continue;
         }
         if let Some(states) = base_enums.iter_mut().find(|e| has_attr(&e.attrs, "states")) {
-            states.variants = states.variants.clone().into_iter().filter(|v| v.ident != *state).collect();
+            states.variants = states.variants.clone().into_iter().filter(|v| !same(&v.ident, state)).collect();
         }
         gone.push(crate::model::name_key(state));
-        for slot in &mut rows {
+        for (slot, replaced) in rows.iter_mut().zip(&replaced_at) {
             let Some(row) = slot else { continue };
             if row_source_is(row, state) {
+                // The replacement would go with the state, silently.
+                if let Some(at) = replaced {
+                    cx.error_at(
+                        *at,
+                        format!(
+                            "`replace`: this row leaves `{state}`, which `remove state {state}` drops with every row leaving it; remove the `replace`"
+                        ),
+                    );
+                }
                 *slot = None;
                 continue;
             }
             match &mut row.source {
                 Source::Several(names) => {
-                    names.retain(|n| n != state);
+                    names.retain(|n| !same(n, state));
                     if names.is_empty() {
                         *slot = None;
                     }
                 }
-                Source::Any { except, .. } => except.retain(|n| n != state),
+                Source::Any { except, .. } => except.retain(|n| !same(n, state)),
                 Source::One(_) => {}
             }
         }
@@ -413,13 +435,7 @@ fn merge_modules(
     let mut table = Table { rows: variant_table.rows, removed: gone, ..Table::default() };
     table.rows.extend(rows.into_iter().flatten());
 
-    // The merged enums are written with the base's tokens: a variant of
-    // theirs the program never builds would be reported twice, the second
-    // time at the base's declaration as if it were the variant's.
-    items.extend(base_enums.into_iter().map(|mut e| {
-        e.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
-        Item::Enum(e)
-    }));
+    items.extend(base_enums.into_iter().map(Item::Enum));
     items.extend(context);
     let module = ItemMod { content: Some((variant.content.map_or_else(Default::default, |c| c.0), items)), ..variant };
     Some((
@@ -454,12 +470,14 @@ fn pat_name(pat: &syn::Pat) -> Option<String> {
 
 fn row_source_is(row: &crate::parse::Row, state: &Ident) -> bool {
     match &row.source {
-        Source::One(syn::Pat::Ident(p)) => p.ident == *state,
-        Source::One(syn::Pat::Path(p)) => p.path.is_ident(state),
-        Source::One(syn::Pat::Struct(p)) => p.path.is_ident(state),
-        Source::One(syn::Pat::TupleStruct(p)) => p.path.is_ident(state),
+        Source::One(pat) => pat_name(pat).is_some_and(|name| name == crate::model::name_key(state)),
         _ => false,
     }
+}
+
+/// One name to Rust and to the table: `r#B` is `B`.
+fn same(a: &Ident, b: &Ident) -> bool {
+    crate::model::name_key(a) == crate::model::name_key(b)
 }
 
 /// The names of the variants of the enum with role `role` (`states`,

@@ -430,10 +430,13 @@ pub(crate) fn pattern_label(pat: &syn::Pat) -> Option<String> {
             }
         }
         Pat::Path(p) => Some(last(&p.path)),
-        Pat::TupleStruct(p) => {
-            let inner: Vec<String> = p.elems.iter().filter_map(pattern_label).collect();
-            Some(if inner.is_empty() { last(&p.path) } else { format!("{}({})", last(&p.path), inner.join(", ")) })
-        }
+        Pat::TupleStruct(p) => Some(match positional(&p.elems) {
+            Some(inner) => format!("{}({inner})", last(&p.path)),
+            None => last(&p.path),
+        }),
+        // Fields in place: `(1, _)` and `(_, 1)` ask different things.
+        Pat::Tuple(t) => positional(&t.elems).map(|inner| format!("({inner})")),
+        Pat::Slice(t) => positional(&t.elems).map(|inner| format!("[{inner}]")),
         Pat::Struct(p) => {
             let inner = struct_refinements(p);
             // Parentheses and `=`: braces and colons are Mermaid syntax.
@@ -467,7 +470,7 @@ fn struct_refinements(p: &syn::PatStruct) -> Vec<String> {
         .filter_map(|f| {
             let label = pattern_label(&f.pat)?;
             let member = match &f.member {
-                syn::Member::Named(n) => n.to_string(),
+                syn::Member::Named(n) => n.unraw().to_string(),
                 syn::Member::Unnamed(i) => i.index.to_string(),
             };
             Some(format!("{member} = {label}"))
@@ -482,12 +485,23 @@ fn source_refinement(row: &RowModel) -> Option<String> {
             let inner = struct_refinements(p);
             (!inner.is_empty()).then(|| inner.join(", "))
         }
-        syn::Pat::TupleStruct(p) => {
-            let inner: Vec<String> = p.elems.iter().filter_map(pattern_label).collect();
-            (!inner.is_empty()).then(|| inner.join(", "))
-        }
+        syn::Pat::TupleStruct(p) => positional(&p.elems),
         _ => None,
     }
+}
+
+/// Positional fields as a label, each in its place (`_, 3`), or `None`
+/// when none of them asks for anything.
+fn positional(elems: &syn::punctuated::Punctuated<syn::Pat, syn::Token![,]>) -> Option<String> {
+    let mut any = false;
+    let labels: Vec<String> = elems
+        .iter()
+        .map(|e| match e {
+            syn::Pat::Rest(_) => "..".to_owned(),
+            e => pattern_label(e).inspect(|_| any = true).unwrap_or_else(|| "_".to_owned()),
+        })
+        .collect();
+    any.then(|| labels.join(", "))
 }
 
 #[cfg(test)]

@@ -313,15 +313,10 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         });
         quote!(#(#stmts)*)
     });
-    // A block that ends in a macro call may never finish (`todo!()`,
-    // `panic!(..)`): the code the arm builds after it would then be
-    // reported as unreachable, at the attribute.
-    let may_diverge = row
-        .effects
-        .as_ref()
-        .and_then(|b| b.stmts.last())
-        .is_some_and(|s| matches!(s, syn::Stmt::Macro(_) | syn::Stmt::Expr(syn::Expr::Macro(_), _)));
-    let arm_attr = may_diverge.then(|| quote!(#[allow(unreachable_code)]));
+    // A block that never finishes (`todo!()`, `process::exit(1)`) makes
+    // what the arm does after it unreachable; rustc's lint then points at
+    // the row's target, not at the attribute.
+    let block_end = row.effects.as_ref().map(|_| row.target_ctor.ident.span());
     // A name the guard seems to use may be a label or a local of its own
     // (`matches!(m, Msg { log: true, .. })`); only then are the bindings
     // made for it allowed to go unused (an attribute per binding costs
@@ -393,24 +388,24 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         // reporting the hop before building it is unobservable, and lets
         // the action be built straight where the caller receives it.
         if row.action.as_ref().is_some_and(|(_, c)| cannot_panic(c)) {
+            let hop = after_block(quote!(Self::__hop(__observer, #flat);), block_end);
             return quote! {
-                #arm_attr
                 #event_pat #check => {
                     #rebind
                     #ctx_in_body
                     #effects
-                    Self::__hop(__observer, #flat);
+                    #hop
                     return #action;
                 }
             };
         }
+        let bind_action = after_block(quote!(let __action: #action_ty = #action;), block_end);
         return quote! {
-            #arm_attr
             #event_pat #check => {
                 #rebind
                 #ctx_in_body
                 #effects
-                let __action: #action_ty = #action;
+                #bind_action
                 Self::__hop(__observer, #flat);
                 return __action;
             }
@@ -503,17 +498,42 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     // Eventless rows (in `__settle`) match the state; the others match the
     // event, inside the arm of their state.
     let arm_pat = if eventless { quote!(__s @ __Some(#state_ty::#src_ident { .. })) } else { quote!(#event_pat) };
+    let mut put = quote!(*__s = __Some(#target_expr););
+    let action = match action {
+        Some(action) => Some(after_block(action, block_end)),
+        None => {
+            put = after_block(put, block_end);
+            None
+        }
+    };
     quote! {
-        #arm_attr
         #arm_pat #check => {
             #take
             #ctx_in_body
             #effects
             #action
-            *__s = __Some(#target_expr);
+            #put
             #tail
         }
     }
+}
+
+/// The first statement after a row's block, reported at `at` (the row's
+/// target): when the block never finishes, rustc's unreachable-code lint
+/// points at the user's row, as it would in a hand-written function.
+/// Only the first and last tokens move (the statement's span runs from one
+/// to the other); the names keep the macro's resolution.
+fn after_block(stmt: TokenStream, at: Option<Span>) -> TokenStream {
+    let Some(at) = at else { return stmt };
+    let at = Span::call_site().located_at(at);
+    let mut tokens: Vec<proc_macro2::TokenTree> = stmt.into_iter().collect();
+    if let Some(first) = tokens.first_mut() {
+        first.set_span(at);
+    }
+    if let Some(last) = tokens.last_mut() {
+        last.set_span(at);
+    }
+    tokens.into_iter().collect()
 }
 
 /// Whether building `c` runs no code of the user's: every payload is a

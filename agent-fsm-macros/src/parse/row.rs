@@ -193,6 +193,8 @@ pub(crate) struct Row {
     /// A variant's row that replaced a base `ignore`: it decides its pair
     /// over `*` rows, wherever written, as the ignore did.
     pub(crate) replaced_ignore: bool,
+    /// A variant's `replace` row, standing in for a base row.
+    pub(crate) replacement: bool,
 }
 
 impl Row {
@@ -258,7 +260,18 @@ impl Parse for Row {
             )
         })?;
         let outcome = input.parse()?;
-        Ok(Row { docs, source, event, guard, guard_text, arrow, outcome, from_base: false, replaced_ignore: false })
+        Ok(Row {
+            docs,
+            source,
+            event,
+            guard,
+            guard_text,
+            arrow,
+            outcome,
+            from_base: false,
+            replaced_ignore: false,
+            replacement: false,
+        })
     }
 }
 

@@ -84,7 +84,11 @@ pub enum Notification<O> {
     /// This subscriber fell behind and missed this many notifications; the
     /// subscription goes on with the oldest one still kept. The log is
     /// shared by every subscription, so the count includes notifications
-    /// of topics this subscription does not receive.
+    /// of topics this subscription does not receive, and a subscription to
+    /// a quiet topic can lag, having missed none of its own, while another
+    /// topic is busy: size the log
+    /// ([`notification_capacity`](super::ExecutorConfig::notification_capacity))
+    /// for every topic subscribed.
     Lagged(u64),
 }
 

@@ -120,6 +120,10 @@
 //! A timer ([`EffectContext::after`], [`EffectContext::timeout`]) belongs to the *visit* of the state
 //! it was set in: the worker counts changes of state (self-transitions do
 //! not count), and a timer whose state was left before it fired is dropped.
+//! A hop through a transient state counts, even one that comes back to
+//! the same state (`Waiting → Checking → Waiting`): the state was left,
+//! so a backoff timer set in it is gone. Keep such a check out of states
+//! that wait on a timer, or set the timer again in the row that returns.
 //!
 //! Streams and tasks, on the contrary, outlive the state that started
 //! them: a stream is read until it ends, times out or is cancelled, and a
