@@ -472,6 +472,11 @@ impl Model {
             first_total: Option<usize>,
             /// A specific row replaced a base `ignore` for it.
             replaced_ignore: bool,
+            /// Some row of the base's takes it (`*` rows included).
+            base_rows: bool,
+            /// The base ignored it and the variant's own rows took it over:
+            /// the base's `*` rows stay out of it.
+            base_kept_out: bool,
         }
         let events = self.events.len();
         let mut pairs = vec![Pair::default(); self.states.len() * events];
@@ -485,6 +490,7 @@ impl Model {
             for &s in &r.sources {
                 let pair = &mut pairs[s * events + e];
                 pair.rows = true;
+                pair.base_rows |= r.from_base;
                 if !r.any {
                     pair.own_rows |= !r.from_base;
                     if total && pair.first_total.is_none() {
@@ -495,13 +501,16 @@ impl Model {
             }
         }
         // A base `ignore` the variant's own rows take over still keeps the
-        // `*` rows out of its pair, as it did in the base: when the
-        // variant's rows refuse, the event is unhandled there, never
-        // taken by a `*` row the base kept away.
+        // base's `*` rows out of its pair, as it did in the base: when the
+        // variant's rows refuse, the event is unhandled there, never taken
+        // by a `*` row the base kept away. (A base `*` ignore kept them out
+        // only of the states where no base row took the event.)
         for ig in self.ignores.iter_mut().filter(|ig| ig.from_base) {
             ig.sources.retain(|&s| {
                 let pair = &mut pairs[s * events + ig.event];
-                pair.replaced_ignore |= pair.own_rows;
+                if pair.own_rows && (!ig.any || !pair.base_rows) {
+                    pair.base_kept_out = true;
+                }
                 !pair.own_rows
             });
         }
@@ -538,16 +547,13 @@ impl Model {
             };
             let decided = |s: usize| {
                 let pair = &pairs[s * events + e];
-                ignored[s * events + e] || pair.replaced_ignore || pair.first_total.is_some_and(|i| i < j)
+                ignored[s * events + e]
+                    || pair.replaced_ignore
+                    || (row.from_base && pair.base_kept_out)
+                    || pair.first_total.is_some_and(|i| i < j)
             };
             let keep: Vec<usize> = row.sources.iter().copied().filter(|&s| !decided(s)).collect();
-            // Left with only a terminal state's self-loop, it never fires
-            // in a state that takes events either.
-            // (One that never stood for such a state is reported already.)
-            let only_loops = !row.from_base
-                && keep.iter().all(|&s| !self.takes_events(s))
-                && row.sources.iter().any(|&s| self.takes_events(s));
-            if !row.sources.is_empty() && (keep.is_empty() || only_loops) {
+            if !row.sources.is_empty() && keep.is_empty() {
                 let star = match &row.key_source {
                     Source::Any { star, .. } => *star,
                     _ => row.span,
@@ -849,7 +855,16 @@ impl Model {
                     }
                     self.star_repeats.extend(repeats);
                 } else if !dups.is_empty() {
-                    cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
+                    // Only base `*` ignores before this row of the variant's
+                    // (a `replace` sits where the base row was): settled
+                    // once rows are known, as in the other order.
+                    if dups.iter().any(|d| !(d.from_base && d.any)) {
+                        cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
+                    } else if !row.replacement && !any {
+                        let both: Vec<usize> =
+                            sources.iter().copied().filter(|s| dups.iter().any(|d| d.sources.contains(s))).collect();
+                        self.star_repeats.push((self.ignores.len(), both));
+                    }
                 }
                 // A pair the variant already ignores is listed once.
                 let sources: Vec<usize> = if row.from_base {
@@ -860,6 +875,13 @@ impl Model {
                 } else {
                     sources
                 };
+                // A base `*` ignore written before stands aside for the
+                // variant's own ignores: each pair is listed once.
+                if !row.from_base {
+                    for ig in self.ignores.iter_mut().filter(|ig| ig.from_base && ig.any && ig.event == event) {
+                        ig.sources.retain(|s| !sources.contains(s));
+                    }
+                }
                 if !(row.from_base && sources.is_empty()) {
                     self.ignores.push(IgnoreModel {
                         sources,

@@ -202,6 +202,7 @@ fn merge_modules(
 
     let mut items = Vec::new();
     let mut context = base_context;
+    let mut own_context = false;
     let mut variant_table = None;
     // A syntax error in the variant's table: only that error is reported,
     // as rules over a half-read table would find problems that are not there.
@@ -225,7 +226,7 @@ fn merge_modules(
                 }
                 let what = &role[..role.len() - 1];
                 for v in e.variants {
-                    if target.variants.iter().any(|b| b.ident == v.ident) {
+                    if target.variants.iter().any(|b| same(&b.ident, &v.ident)) {
                         cx.error_spanned_by(
                             &v.ident,
                             format!(
@@ -239,9 +240,18 @@ fn merge_modules(
                     }
                 }
             }
-            Item::Struct(s) if has_attr(&s.attrs, "context") => context = Some(Item::Struct(s)),
-            Item::Enum(e) if has_attr(&e.attrs, "context") => context = Some(Item::Enum(e)),
-            Item::Type(t) if has_attr(&t.attrs, "context") => context = Some(Item::Type(t)),
+            Item::Struct(s) if has_attr(&s.attrs, "context") => {
+                own_context = true;
+                context = Some(Item::Struct(s));
+            }
+            Item::Enum(e) if has_attr(&e.attrs, "context") => {
+                own_context = true;
+                context = Some(Item::Enum(e));
+            }
+            Item::Type(t) if has_attr(&t.attrs, "context") => {
+                own_context = true;
+                context = Some(Item::Type(t));
+            }
             Item::Macro(m) if m.mac.path.is_ident("transitions") => {
                 table_span = m.mac.path.segments[0].ident.span();
                 match syn::parse2::<Table>(m.mac.tokens) {
@@ -256,6 +266,16 @@ fn merge_modules(
         }
     }
     let variant_table = variant_table.unwrap_or_default();
+    // A context copied from the base, whose fields the base's rows read,
+    // reports no field that only a row this variant replaced read.
+    if !own_context {
+        let allow: syn::Attribute = syn::parse_quote!(#[allow(dead_code)]);
+        match &mut context {
+            Some(Item::Struct(s)) => s.attrs.push(allow),
+            Some(Item::Enum(e)) => e.attrs.push(allow),
+            _ => {}
+        }
+    }
 
     // Base rows, with replacements in place and removals dropped.
     let mut rows: Vec<Option<crate::parse::Row>> = base_table
@@ -372,7 +392,7 @@ fn merge_modules(
         let initial = base_enums
             .iter()
             .find(|e| has_attr(&e.attrs, "states"))
-            .and_then(|e| e.variants.iter().find(|v| v.ident == *state))
+            .and_then(|e| e.variants.iter().find(|v| same(&v.ident, state)))
             .is_some_and(|v| has_attr(&v.attrs, "initial"));
         if initial {
             cx.error_spanned_by(
@@ -408,10 +428,11 @@ fn merge_modules(
             if row_source_is(row, state) {
                 // The replacement would go with the state, silently.
                 if let Some(at) = replaced {
+                    let name = crate::model::name_key(state);
                     cx.error_at(
                         *at,
                         format!(
-                            "`replace`: this row leaves `{state}`, which `remove state {state}` drops with every row leaving it; remove the `replace`"
+                            "`replace`: this row leaves `{name}`, which `remove state {name}` drops with every row leaving it; remove the `replace`"
                         ),
                     );
                 }

@@ -458,6 +458,8 @@ pub(crate) fn pattern_label(pat: &syn::Pat) -> Option<String> {
             Some(format!("{}{limits}{}", end(&r.start), end(&r.end)))
         }
         Pat::Or(o) => Some(o.cases.iter().filter_map(pattern_label).collect::<Vec<_>>().join(" | ")),
+        // What a macro matches is unknown here: shown as written.
+        Pat::Macro(m) => Some(crate::parse::tidy(&m.to_token_stream().to_string())),
         Pat::Paren(p) => pattern_label(&p.pat),
         Pat::Reference(p) => pattern_label(&p.pat),
         _ => None,
@@ -498,6 +500,9 @@ fn positional(elems: &syn::punctuated::Punctuated<syn::Pat, syn::Token![,]>) -> 
         .iter()
         .map(|e| match e {
             syn::Pat::Rest(_) => "..".to_owned(),
+            syn::Pat::Ident(syn::PatIdent { subpat: Some((_, sub)), .. }) if matches!(**sub, syn::Pat::Rest(_)) => {
+                "..".to_owned()
+            }
             e => pattern_label(e).inspect(|_| any = true).unwrap_or_else(|| "_".to_owned()),
         })
         .collect();

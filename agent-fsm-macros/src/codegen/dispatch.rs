@@ -388,7 +388,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
         // reporting the hop before building it is unobservable, and lets
         // the action be built straight where the caller receives it.
         if row.action.as_ref().is_some_and(|(_, c)| cannot_panic(c)) {
-            let hop = after_block(quote!(Self::__hop(__observer, #flat);), block_end);
+            let hop = after_block(quote!(Self::__hop(__observer, #flat);), block_end, true);
             return quote! {
                 #event_pat #check => {
                     #rebind
@@ -399,7 +399,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
                 }
             };
         }
-        let bind_action = after_block(quote!(let __action: #action_ty = #action;), block_end);
+        let bind_action = after_block(quote!(let __action: #action_ty = #action;), block_end, false);
         return quote! {
             #event_pat #check => {
                 #rebind
@@ -500,9 +500,9 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let arm_pat = if eventless { quote!(__s @ __Some(#state_ty::#src_ident { .. })) } else { quote!(#event_pat) };
     let mut put = quote!(*__s = __Some(#target_expr););
     let action = match action {
-        Some(action) => Some(after_block(action, block_end)),
+        Some(action) => Some(after_block(action, block_end, false)),
         None => {
-            put = after_block(put, block_end);
+            put = after_block(put, block_end, true);
             None
         }
     };
@@ -520,18 +520,21 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
 
 /// The first statement after a row's block, reported at `at` (the row's
 /// target): when the block never finishes, rustc's unreachable-code lint
-/// points at the user's row, as it would in a hand-written function.
-/// Only the first and last tokens move (the statement's span runs from one
-/// to the other); the names keep the macro's resolution.
-fn after_block(stmt: TokenStream, at: Option<Span>) -> TokenStream {
+/// points at the user's row, as it would in a hand-written function. The
+/// names keep the macro's resolution. A `let` statement's span runs from
+/// `let` to `;`, so only those two move, and errors in its value still
+/// point at the user's tokens; an expression statement (`all`), all of
+/// whose tokens the macro wrote, moves every top-level token, its
+/// parentheses included (their span bounds the expression's).
+fn after_block(stmt: TokenStream, at: Option<Span>, all: bool) -> TokenStream {
     let Some(at) = at else { return stmt };
     let at = Span::call_site().located_at(at);
     let mut tokens: Vec<proc_macro2::TokenTree> = stmt.into_iter().collect();
-    if let Some(first) = tokens.first_mut() {
-        first.set_span(at);
-    }
-    if let Some(last) = tokens.last_mut() {
-        last.set_span(at);
+    let last = tokens.len().saturating_sub(1);
+    for (i, token) in tokens.iter_mut().enumerate() {
+        if all || i == 0 || i == last {
+            token.set_span(at);
+        }
     }
     tokens.into_iter().collect()
 }

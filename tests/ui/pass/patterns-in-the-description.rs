@@ -29,6 +29,7 @@ mod machine {
         Idle + Two(3, _) => Pair(3, 0) / X,
         Idle + Tup((1, _)) => Idle / X,
         Idle + Arr([1, _]) => Idle / X,
+        Idle + Arr([2, _rest @ ..]) => Idle / X,
         Idle + Rec { r#type: 5 } => Idle / X,
         Pair(_, 3) + Two(a, b) => Pair(a, b) / X,
         Pair(..) + Two(a, b) => Pair(a, b) / Nop,
@@ -48,7 +49,8 @@ fn main() {
     assert_eq!(pattern("Idle", "X", 1), Some(Some("Two(3, _)")));
     assert_eq!(pattern("Idle", "X", 2), Some(Some("Tup((1, _))")));
     assert_eq!(pattern("Idle", "X", 3), Some(Some("Arr([1, _])")));
-    assert_eq!(pattern("Idle", "X", 4), Some(Some("Rec(type = 5)")));
+    assert_eq!(pattern("Idle", "X", 4), Some(Some("Arr([2, ..])")));
+    assert_eq!(pattern("Idle", "X", 5), Some(Some("Rec(type = 5)")));
     assert_eq!(pattern("Pair", "X", 0), Some(Some("_, 3")));
     // Rows that take every such state and event ask nothing more.
     assert!(rows.iter().filter(|t| t.action == Some("Nop")).all(|t| t.pattern.is_none()));
