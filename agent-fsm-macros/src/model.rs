@@ -68,6 +68,8 @@ pub(crate) struct RowModel {
     pub(crate) from_base: bool,
     /// Replaced a base `ignore`: wins over `*` rows wherever written.
     pub(crate) replaced_ignore: bool,
+    /// A variant's `replace` of a base row: it stands where the base's was.
+    pub(crate) replacement: bool,
     /// The source as written, for [`key`](Self::key).
     key_source: Source,
     /// Source, event and guard as written, built when first compared.
@@ -517,7 +519,8 @@ impl Model {
         for ig in self.ignores.iter_mut().filter(|ig| ig.any) {
             let before = ig.sources.len();
             ig.sources.retain(|&s| !pairs[s * events + ig.event].rows);
-            if before > 0 && ig.sources.is_empty() {
+            // (A base's, which the variant's rows took over, just drops out.)
+            if before > 0 && ig.sources.is_empty() && !ig.from_base {
                 cx.error_at(
                     ig.span,
                     format!(
@@ -549,7 +552,7 @@ impl Model {
                 let pair = &pairs[s * events + e];
                 ignored[s * events + e]
                     || pair.replaced_ignore
-                    || (row.from_base && pair.base_kept_out)
+                    || ((row.from_base || row.replacement) && pair.base_kept_out)
                     || pair.first_total.is_some_and(|i| i < j)
             };
             let keep: Vec<usize> = row.sources.iter().copied().filter(|&s| !decided(s)).collect();
@@ -858,7 +861,10 @@ impl Model {
                     // Only base `*` ignores before this row of the variant's
                     // (a `replace` sits where the base row was): settled
                     // once rows are known, as in the other order.
-                    if dups.iter().any(|d| !(d.from_base && d.any)) {
+                    // A `*` ignore of the variant's (a `replace` of a base
+                    // `*` row) yields to the base's own ignores, as a `*`
+                    // ignore does wherever written.
+                    if dups.iter().any(|d| !d.from_base || (!d.any && !any)) {
                         cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
                     } else if !row.replacement && !any {
                         let both: Vec<usize> =
@@ -871,6 +877,16 @@ impl Model {
                     sources
                         .into_iter()
                         .filter(|s| !dups.iter().any(|d| !d.from_base && d.sources.contains(s)))
+                        .collect()
+                } else {
+                    sources
+                };
+                // A `*` ignore of the variant's stands aside for the base's
+                // specific ignores written before it: each pair is listed once.
+                let sources: Vec<usize> = if any && !row.from_base {
+                    sources
+                        .into_iter()
+                        .filter(|s| !dups.iter().any(|d| d.from_base && !d.any && d.sources.contains(s)))
                         .collect()
                 } else {
                     sources
@@ -952,6 +968,7 @@ impl Model {
                     span,
                     from_base: row.from_base,
                     replaced_ignore: row.replaced_ignore,
+                    replacement: row.replacement,
                     key_source: row.source,
                     key: std::cell::OnceCell::new(),
                     action_unknown,
