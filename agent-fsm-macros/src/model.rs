@@ -151,6 +151,9 @@ pub(crate) struct Model {
     /// A variant's own `ignore` (index in `ignores`) and the states a base
     /// `*` ignore also covers: repeats if no row takes the event there.
     star_repeats: Vec<(usize, Vec<usize>)>,
+    /// One-state ignores (indices in `ignores`) that a later `*` ignore of
+    /// the same table also covers, if no row takes the event there.
+    ignored_again: Vec<usize>,
     /// Rows by source state and event, built on first use (after the
     /// table is final) so checks and codegen never rescan the table per
     /// pair: a 2,000-row table would otherwise cost millions of scans.
@@ -391,6 +394,7 @@ impl Model {
             variant: None,
             removed_states: table.removed.clone(),
             star_repeats: Vec::new(),
+            ignored_again: Vec::new(),
             table_span,
             index: std::cell::OnceCell::new(),
             lookup: Default::default(),
@@ -534,6 +538,18 @@ impl Model {
         for ig in self.ignores.iter().filter(|ig| !ig.any) {
             for &s in &ig.sources {
                 ignored[s * events + ig.event] = true;
+            }
+        }
+        for k in std::mem::take(&mut self.ignored_again) {
+            let dup = &self.ignores[k];
+            if dup.sources.iter().any(|&s| !pairs[s * events + dup.event].rows) {
+                cx.error_at(
+                    dup.span,
+                    format!(
+                        "this pair is ignored again by the `*` row ignoring `{}` below, which covers every state without a row for the event; delete this row",
+                        self.events[dup.event].ident
+                    ),
+                );
             }
         }
         for (k, both) in std::mem::take(&mut self.star_repeats) {
@@ -824,16 +840,17 @@ impl Model {
                     .collect();
                 if any && !row.from_base && !dups.is_empty() && dups.iter().all(|d| !d.any && !d.from_base) {
                     // The `*` row covers more than the earlier ones: they
-                    // are what deleting leaves unchanged.
-                    for dup in &dups {
-                        cx.error_at(
-                            dup.span,
-                            format!(
-                                "this pair is ignored again by the `*` row ignoring `{}` below, which covers every state without a row for the event; delete this row",
-                                self.events[event].ident
-                            ),
-                        );
-                    }
+                    // are what deleting leaves unchanged. Whether it stands
+                    // for their states is known once every row is in (a
+                    // state with rows for the event has another error).
+                    let again: Vec<usize> = self
+                        .ignores
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, i)| i.event == event && i.sources.iter().any(|s| sources.contains(s)))
+                        .map(|(k, _)| k)
+                        .collect();
+                    self.ignored_again.extend(again);
                 } else if row.from_base {
                     // A variant's rows come first, but the base's table is
                     // not the variant author's to edit: a specific row of
