@@ -151,9 +151,10 @@ pub(crate) struct Model {
     /// A variant's own `ignore` (index in `ignores`) and the states a base
     /// `*` ignore also covers: repeats if no row takes the event there.
     star_repeats: Vec<(usize, Vec<usize>)>,
-    /// One-state ignores (indices in `ignores`) that a later `*` ignore of
-    /// the same table also covers, if no row takes the event there.
-    ignored_again: Vec<usize>,
+    /// Specific ignores (indices in `ignores`) and the states a later `*`
+    /// ignore of the same table also names: repeats where no row takes the
+    /// event.
+    ignored_again: Vec<(usize, Vec<usize>)>,
     /// Rows by source state and event, built on first use (after the
     /// table is final) so checks and codegen never rescan the table per
     /// pair: a 2,000-row table would otherwise cost millions of scans.
@@ -457,8 +458,9 @@ impl Model {
     /// Decides, per (state, event), between `*` rows, specific rows and
     /// ignores, so that every later use (dispatch, `DESCRIPTION`, the
     /// diagram, reachability, the typed view) sees only rows that can fire:
-    /// - a variant's own rows win over the base's ignores for their pairs
-    ///   (they are tried before the base's rows too);
+    /// - a variant's own specific (not `*`) rows win over the base's
+    ///   ignores for their pairs (they are tried before the base's rows
+    ///   too), and those ignores still keep the base's `*` rows out;
     /// - `* + Event => ignore` stands for the states that have no row for
     ///   the event, wherever those rows are written;
     /// - a `*` row stands only for the states that do not decide the event
@@ -472,7 +474,7 @@ impl Model {
         struct Pair {
             /// Some row takes it (`*` rows included).
             rows: bool,
-            /// Some row of the variant's own (not the base's) takes it.
+            /// Some specific row of the variant's own (not the base's) takes it.
             own_rows: bool,
             /// The first specific row that takes every such event.
             first_total: Option<usize>,
@@ -496,7 +498,8 @@ impl Model {
             for &s in &r.sources {
                 let pair = &mut pairs[s * events + e];
                 pair.rows = true;
-                pair.base_rows |= r.from_base;
+                // A `replace` stands where the base's row was.
+                pair.base_rows |= r.from_base || r.replacement;
                 if !r.any {
                     pair.own_rows |= !r.from_base;
                     if total && pair.first_total.is_none() {
@@ -540,17 +543,24 @@ impl Model {
                 ignored[s * events + ig.event] = true;
             }
         }
-        for k in std::mem::take(&mut self.ignored_again) {
+        for (k, both) in std::mem::take(&mut self.ignored_again) {
             let dup = &self.ignores[k];
-            if dup.sources.iter().any(|&s| !pairs[s * events + dup.event].rows) {
-                cx.error_at(
-                    dup.span,
-                    format!(
-                        "this pair is ignored again by the `*` row ignoring `{}` below, which covers every state without a row for the event; delete this row",
-                        self.events[dup.event].ident
-                    ),
-                );
+            let both: Vec<usize> = both.into_iter().filter(|&s| !pairs[s * events + dup.event].rows).collect();
+            if both.is_empty() {
+                continue;
             }
+            let event = &self.events[dup.event].ident;
+            let fix = if both.len() == dup.sources.len() {
+                "delete this row".to_owned()
+            } else {
+                format!("take {} out of this row", list(both.iter().map(|&s| &self.states[s].ident)))
+            };
+            cx.error_at(
+                dup.span,
+                format!(
+                    "this pair is ignored again by the `*` row ignoring `{event}` below, which covers every state without a row for the event; {fix}"
+                ),
+            );
         }
         for (k, both) in std::mem::take(&mut self.star_repeats) {
             let dup = &self.ignores[k];
@@ -843,12 +853,13 @@ impl Model {
                     // are what deleting leaves unchanged. Whether it stands
                     // for their states is known once every row is in (a
                     // state with rows for the event has another error).
-                    let again: Vec<usize> = self
+                    let again: Vec<(usize, Vec<usize>)> = self
                         .ignores
                         .iter()
                         .enumerate()
-                        .filter(|(_, i)| i.event == event && i.sources.iter().any(|s| sources.contains(s)))
-                        .map(|(k, _)| k)
+                        .filter(|(_, i)| i.event == event)
+                        .map(|(k, i)| (k, i.sources.iter().copied().filter(|s| sources.contains(s)).collect()))
+                        .filter(|(_, both): &(usize, Vec<usize>)| !both.is_empty())
                         .collect();
                     self.ignored_again.extend(again);
                 } else if row.from_base {
@@ -875,18 +886,14 @@ impl Model {
                     }
                     self.star_repeats.extend(repeats);
                 } else if !dups.is_empty() {
-                    // Only base `*` ignores before this row of the variant's
-                    // (a `replace` sits where the base row was): settled
-                    // once rows are known, as in the other order.
-                    // A `*` ignore of the variant's (a `replace` of a base
-                    // `*` row) yields to the base's own ignores, as a `*`
-                    // ignore does wherever written.
+                    // A variant's own rows come before the base's, so a row
+                    // of the variant's that meets a base ignore here is a
+                    // `replace`, at the base row's place: beside a base `*`
+                    // ignore it is no repeat, and as a `*` ignore it yields
+                    // to the base's own ignores, as a `*` ignore does
+                    // wherever written.
                     if dups.iter().any(|d| !d.from_base || (!d.any && !any)) {
                         cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
-                    } else if !row.replacement && !any {
-                        let both: Vec<usize> =
-                            sources.iter().copied().filter(|s| dups.iter().any(|d| d.sources.contains(s))).collect();
-                        self.star_repeats.push((self.ignores.len(), both));
                     }
                 }
                 // A pair the variant already ignores is listed once.

@@ -373,6 +373,21 @@ fn merge_modules(
     // Rows leaving any removed state go with it, whatever the order the
     // removals are written in.
     let removed: Vec<&Ident> = variant_table.removed_states.iter().map(|(_, s)| s).collect();
+    let initial: Option<String> = base_enums
+        .iter()
+        .find(|e| has_attr(&e.attrs, "states"))
+        .and_then(|e| e.variants.iter().find(|v| has_attr(&v.attrs, "initial")))
+        .map(|v| crate::model::name_key(&v.ident));
+    let is_initial = |state: &Ident| initial.as_deref() == Some(crate::model::name_key(state).as_str());
+    // The removals that can go ahead (a state of the base's, not the
+    // initial one): rows leaving them lead nowhere once they are gone,
+    // whatever order the removals are written in. A refused one keeps its
+    // rows, so they still count.
+    let going: Vec<&Ident> = removed
+        .iter()
+        .copied()
+        .filter(|s| base_states.contains(&crate::model::name_key(s)) && !is_initial(s))
+        .collect();
     let mut gone: Vec<String> = Vec::new();
     for (k, (_, state)) in variant_table.removed_states.iter().enumerate() {
         if !base_states.contains(&crate::model::name_key(state)) {
@@ -389,12 +404,7 @@ fn merge_modules(
             cx.error_spanned_by(state, format!("`{state}` is already removed by an earlier `remove state`; keep one"));
             continue;
         }
-        let initial = base_enums
-            .iter()
-            .find(|e| has_attr(&e.attrs, "states"))
-            .and_then(|e| e.variants.iter().find(|v| same(&v.ident, state)))
-            .is_some_and(|v| has_attr(&v.attrs, "initial"));
-        if initial {
+        if is_initial(state) {
             cx.error_spanned_by(
                 state,
                 format!("`remove state`: `{state}` is where `{base_name}` starts; a variant keeps the initial state"),
@@ -404,7 +414,7 @@ fn merge_modules(
         let into: Vec<String> = rows
             .iter()
             .flatten()
-            .filter(|r| !removed.iter().any(|s| row_source_is(r, s)))
+            .filter(|r| !going.iter().any(|s| row_source_is(r, s)))
             .filter(|r| matches!(&r.outcome, crate::parse::Outcome::To { target, .. } if same(&target.ident, state)))
             .map(|r| format!("`{}`", r.key_text()))
             .collect();

@@ -1,5 +1,5 @@
 //! What the table says about itself: the `DESCRIPTION` constant (states,
-//! events, actions, rows with their guard text), the Mermaid diagram, and
+//! events, actions, rows with their guard text and patterns), the Mermaid diagram, and
 //! the rustdoc of the machine type that shows it.
 
 use crate::model::{Model, RowModel};
@@ -211,7 +211,8 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
 }
 
 /// The table as a Mermaid `stateDiagram-v2`: one edge per row and source,
-/// labelled `Event [guard] / Action`.
+/// labelled `Event [conditions] / Action` (the event as matched; the
+/// state's field patterns, then the guard).
 pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
     let mut out = String::from("stateDiagram-v2\n");
     let ids = mermaid_ids(&layout.states);
@@ -343,7 +344,7 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> Tok
         "<pre class=\"mermaid\">\n{html}</pre>\n<script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs\"; mermaid.initialize({{ startOnLoad: true }});</script>\n"
     );
     let mut table =
-        String::from("| from | event | guard | to | action | note |\n| --- | --- | --- | --- | --- | --- |\n");
+        String::from("| from | event | conditions | to | action | note |\n| --- | --- | --- | --- | --- | --- |\n");
     for &(r, s) in &layout.entries {
         let row = &model.rows[r];
         // Most cells hold nothing Markdown would read: written as they are.

@@ -523,9 +523,10 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
 /// points at the user's row, as it would in a hand-written function. The
 /// names keep the macro's resolution. A `let` statement's span runs from
 /// `let` to `;`, so only those two move, and errors in its value still
-/// point at the user's tokens; an expression statement (`all`), all of
-/// whose tokens the macro wrote, moves every top-level token, its
-/// parentheses included (their span bounds the expression's).
+/// point at the user's tokens; an expression statement (`all`), whose
+/// top-level tokens the macro wrote (any of the user's sit inside its
+/// parentheses, which keep theirs), moves every top-level token, the
+/// parentheses' own span included (it bounds the expression's).
 fn after_block(stmt: TokenStream, at: Option<Span>, all: bool) -> TokenStream {
     let Some(at) = at else { return stmt };
     let at = Span::call_site().located_at(at);

@@ -224,7 +224,7 @@ stateDiagram-v2
 */
     ///# Transitions
     ///
-    /**| from | event | guard | to | action | note |
+    /**| from | event | conditions | to | action | note |
 | --- | --- | --- | --- | --- | --- |
 | `Idle` | `Input` | — | `Calling` | `Call` |  |
 | `Calling` | `Delta` | — | `Calling` | `Show` |  |

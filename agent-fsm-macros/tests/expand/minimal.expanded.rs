@@ -131,7 +131,7 @@ stateDiagram-v2
 */
     ///# Transitions
     ///
-    /**| from | event | guard | to | action | note |
+    /**| from | event | conditions | to | action | note |
 | --- | --- | --- | --- | --- | --- |
 | `Closed` | `Push` | — | `Open` | `Creak` |  |
 | `Closed` | `Knock` | `* times > 2` | `Closed` | `Answer` |  |

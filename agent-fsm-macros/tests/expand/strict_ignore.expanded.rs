@@ -143,7 +143,7 @@ stateDiagram-v2
 */
     ///# Transitions
     ///
-    /**| from | event | guard | to | action | note |
+    /**| from | event | conditions | to | action | note |
 | --- | --- | --- | --- | --- | --- |
 | `Off` | `Toggle` | — | `On` | `Glow` |  |
 | `On` | `Toggle` | — | `Off` | `Dark` |  |

@@ -171,7 +171,7 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     history: Option<Box<History<M::Event>>>,
     /// Allocated by the first action that schedules work.
     work: Option<Box<Work<M::Event>>>,
-    /// The small fields every step reads or writes.
+    /// The small fields a step's hops and its bookkeeping touch.
     hot: Hot<E::Output>,
     steps: u64,
 }
@@ -946,7 +946,8 @@ struct Recorder<'a, E, O> {
     user: Option<&'a mut (dyn Observer + Send + 'static)>,
 }
 
-/// The worker's small fields that every step reads or writes, together:
+/// The worker's small fields that a step's hops and its bookkeeping touch
+/// (the step counter lives beside it), together:
 /// a step's recorder reaches them through one pointer, and packed in one
 /// struct they leave no padding that would make every agent's task a size
 /// class bigger.
