@@ -148,13 +148,11 @@ pub(crate) struct Model {
     /// The base states a variant removed, named in errors about rows
     /// that still use them.
     pub(crate) removed_states: Vec<String>,
-    /// A variant's own `ignore` (index in `ignores`) and the states a base
-    /// `*` ignore also covers: repeats if no row takes the event there.
-    star_repeats: Vec<(usize, Vec<usize>)>,
-    /// Specific ignores (indices in `ignores`) and the states a later `*`
-    /// ignore of the same table also names: repeats where no row takes the
-    /// event.
-    ignored_again: Vec<(usize, Vec<usize>)>,
+    /// Specific ignores (indices in `ignores`) that another ignore also
+    /// names, with those states: repeats where no row takes the event,
+    /// known once every row is in (a state with rows has an error of its
+    /// own).
+    repeats: Vec<(usize, Vec<usize>, Repeated)>,
     /// Rows by source state and event, built on first use (after the
     /// table is final) so checks and codegen never rescan the table per
     /// pair: a 2,000-row table would otherwise cost millions of scans.
@@ -394,8 +392,7 @@ impl Model {
             export: None,
             variant: None,
             removed_states: table.removed.clone(),
-            star_repeats: Vec::new(),
-            ignored_again: Vec::new(),
+            repeats: Vec::new(),
             table_span,
             index: std::cell::OnceCell::new(),
             lookup: Default::default(),
@@ -543,30 +540,11 @@ impl Model {
                 ignored[s * events + ig.event] = true;
             }
         }
-        for (k, both) in std::mem::take(&mut self.ignored_again) {
-            let dup = &self.ignores[k];
-            let both: Vec<usize> = both.into_iter().filter(|&s| !pairs[s * events + dup.event].rows).collect();
-            if both.is_empty() {
-                continue;
-            }
-            let event = &self.events[dup.event].ident;
-            let fix = if both.len() == dup.sources.len() {
-                "delete this row".to_owned()
-            } else {
-                format!("take {} out of this row", list(both.iter().map(|&s| &self.states[s].ident)))
-            };
-            cx.error_at(
-                dup.span,
-                format!(
-                    "this pair is ignored again by the `*` row ignoring `{event}` below, which covers every state without a row for the event; {fix}"
-                ),
-            );
-        }
-        for (k, both) in std::mem::take(&mut self.star_repeats) {
+        for (k, both, by) in std::mem::take(&mut self.repeats) {
             let dup = &self.ignores[k];
             let both: Vec<usize> = both.into_iter().filter(|&s| !pairs[s * events + dup.event].rows).collect();
             if !both.is_empty() {
-                self.report_repeat(cx, dup, &both);
+                self.report_repeat(cx, dup, &both, by);
             }
         }
         for j in 0..self.rows.len() {
@@ -599,20 +577,43 @@ impl Model {
         }
     }
 
-    /// A variant's own `ignore` of states (`both`) the base's table already
-    /// ignores the event in.
-    fn report_repeat(&self, cx: &Ctxt, dup: &IgnoreModel, both: &[usize]) {
+    /// The ignores of `event` that `keep` accepts, each with the states of
+    /// `sources` it also names.
+    fn overlaps(
+        &self,
+        event: usize,
+        sources: &[usize],
+        keep: impl Fn(&IgnoreModel) -> bool,
+        by: Repeated,
+    ) -> Vec<(usize, Vec<usize>, Repeated)> {
+        self.ignores
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.event == event && keep(i))
+            .map(|(k, i)| (k, i.sources.iter().copied().filter(|s| sources.contains(s)).collect::<Vec<_>>()))
+            .filter(|(_, both)| !both.is_empty())
+            .map(|(k, both)| (k, both, by))
+            .collect()
+    }
+
+    /// A specific ignore whose states `both` another ignore also makes:
+    /// the row to delete, or the states to take out of it.
+    fn report_repeat(&self, cx: &Ctxt, dup: &IgnoreModel, both: &[usize], by: Repeated) {
         let event = &self.events[dup.event].ident;
-        let message = if both.len() == dup.sources.len() {
-            format!("the base's table already ignores `{event}` in this state; delete this row")
-        } else {
-            format!(
-                "the base's table already ignores `{event}` in {}; take {} out of this row",
-                list(both.iter().map(|&s| &self.states[s].ident)),
-                if both.len() == 1 { "it" } else { "them" }
-            )
+        let whole = both.len() == dup.sources.len();
+        let what = match (by, whole) {
+            (Repeated::ByLaterAny, _) => format!(
+                "this pair is ignored again by the `*` row ignoring `{event}` below, which covers every state without a row for the event"
+            ),
+            (Repeated::ByBase, true) => format!("the base's table already ignores `{event}` in this state"),
+            (Repeated::ByBase, false) => format!("the base's table already ignores `{event}` in some of these states"),
         };
-        cx.error_at(dup.span, message);
+        let fix = if whole {
+            "delete this row".to_owned()
+        } else {
+            format!("take {} out of this row", list(both.iter().map(|&s| &self.states[s].ident)))
+        };
+        cx.error_at(dup.span, format!("{what}; {fix}"));
     }
 
     /// The items the macro adds to the module (the machine, `typed`) must
@@ -853,15 +854,8 @@ impl Model {
                     // are what deleting leaves unchanged. Whether it stands
                     // for their states is known once every row is in (a
                     // state with rows for the event has another error).
-                    let again: Vec<(usize, Vec<usize>)> = self
-                        .ignores
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, i)| i.event == event)
-                        .map(|(k, i)| (k, i.sources.iter().copied().filter(|s| sources.contains(s)).collect()))
-                        .filter(|(_, both): &(usize, Vec<usize>)| !both.is_empty())
-                        .collect();
-                    self.ignored_again.extend(again);
+                    let again = self.overlaps(event, &sources, |_| true, Repeated::ByLaterAny);
+                    self.repeats.extend(again);
                 } else if row.from_base {
                     // A variant's rows come first, but the base's table is
                     // not the variant author's to edit: a specific row of
@@ -871,20 +865,9 @@ impl Model {
                     // what the base does: neither repeats it.) A base `*`
                     // ignore stands only for the states without rows for the
                     // event, known once every row is in: settled then.
-                    let mut repeats = Vec::new();
-                    for (k, dup) in self.ignores.iter().enumerate() {
-                        if dup.event != event || dup.from_base || dup.any || dup.replacement {
-                            continue;
-                        }
-                        let both: Vec<usize> = dup.sources.iter().copied().filter(|s| sources.contains(s)).collect();
-                        if both.is_empty() {
-                        } else if any {
-                            repeats.push((k, both));
-                        } else {
-                            self.report_repeat(cx, dup, &both);
-                        }
-                    }
-                    self.star_repeats.extend(repeats);
+                    let repeats =
+                        self.overlaps(event, &sources, |d| !d.from_base && !d.any && !d.replacement, Repeated::ByBase);
+                    self.repeats.extend(repeats);
                 } else if !dups.is_empty() {
                     // A variant's own rows come before the base's, so a row
                     // of the variant's that meets a base ignore here is a
@@ -896,25 +879,16 @@ impl Model {
                         cx.error_spanned_by(kw, "this pair is already ignored by an earlier row; delete one");
                     }
                 }
-                // A pair the variant already ignores is listed once.
-                let sources: Vec<usize> = if row.from_base {
-                    sources
-                        .into_iter()
-                        .filter(|s| !dups.iter().any(|d| !d.from_base && d.sources.contains(s)))
-                        .collect()
-                } else {
-                    sources
+                // Each pair is listed once: a base ignore stands aside for
+                // the variant's own, and a `*` ignore of the variant's for
+                // the base's specific ones written before it.
+                let stands_aside = |d: &IgnoreModel| {
+                    if row.from_base { !d.from_base } else { any && d.from_base && !d.any }
                 };
-                // A `*` ignore of the variant's stands aside for the base's
-                // specific ignores written before it: each pair is listed once.
-                let sources: Vec<usize> = if any && !row.from_base {
-                    sources
-                        .into_iter()
-                        .filter(|s| !dups.iter().any(|d| d.from_base && !d.any && d.sources.contains(s)))
-                        .collect()
-                } else {
-                    sources
-                };
+                let sources: Vec<usize> = sources
+                    .into_iter()
+                    .filter(|s| !dups.iter().any(|d| stands_aside(d) && d.sources.contains(s)))
+                    .collect();
                 // A base `*` ignore written before stands aside for the
                 // variant's own ignores: each pair is listed once.
                 if !row.from_base {
@@ -929,7 +903,7 @@ impl Model {
                         span: kw.span,
                         any,
                         from_base: row.from_base,
-                        replacement: row.replacement,
+                        replacement: row.replacement.is_some(),
                     });
                 }
                 true
@@ -992,7 +966,7 @@ impl Model {
                     span,
                     from_base: row.from_base,
                     replaced_ignore: row.replaced_ignore,
-                    replacement: row.replacement,
+                    replacement: row.replacement.is_some(),
                     key_source: row.source,
                     key: std::cell::OnceCell::new(),
                     action_unknown,
@@ -1041,6 +1015,15 @@ pub(crate) struct Roles {
     /// A second enum claimed a role (reported): which one the rows mean is
     /// unknown, so no rule runs on them.
     role_doubled: bool,
+}
+
+/// What makes a specific `ignore` a repeat.
+#[derive(Clone, Copy)]
+enum Repeated {
+    /// A `*` ignore written below it in the same table.
+    ByLaterAny,
+    /// An ignore of the base's table, the row being the variant's.
+    ByBase,
 }
 
 /// A `*` row whose exclusions, terminal and transient states leave it no

@@ -156,6 +156,16 @@ fn has_attr(attrs: &[syn::Attribute], name: &str) -> bool {
     attrs.iter().any(|a| a.path().is_ident(name))
 }
 
+/// The `#[context]` item: a struct, an enum or a type alias.
+fn is_context(item: &Item) -> bool {
+    match item {
+        Item::Struct(s) => has_attr(&s.attrs, "context"),
+        Item::Enum(e) => has_attr(&e.attrs, "context"),
+        Item::Type(t) => has_attr(&t.attrs, "context"),
+        _ => false,
+    }
+}
+
 /// The module to build the variant from, its merged table, and what error
 /// messages need to know about the base.
 fn merge_modules(
@@ -177,9 +187,7 @@ fn merge_modules(
             Item::Enum(e) if ["states", "events", "actions"].iter().any(|r| has_attr(&e.attrs, r)) => {
                 base_enums.push(e)
             }
-            Item::Struct(s) if has_attr(&s.attrs, "context") => base_context = Some(Item::Struct(s)),
-            Item::Enum(e) if has_attr(&e.attrs, "context") => base_context = Some(Item::Enum(e)),
-            Item::Type(t) if has_attr(&t.attrs, "context") => base_context = Some(Item::Type(t)),
+            item if is_context(&item) => base_context = Some(item),
             Item::Macro(m) if m.mac.path.is_ident("transitions") => {
                 base_table = syn::parse2::<Table>(m.mac.tokens).ok()
             }
@@ -240,17 +248,9 @@ fn merge_modules(
                     }
                 }
             }
-            Item::Struct(s) if has_attr(&s.attrs, "context") => {
+            item if is_context(&item) => {
                 own_context = true;
-                context = Some(Item::Struct(s));
-            }
-            Item::Enum(e) if has_attr(&e.attrs, "context") => {
-                own_context = true;
-                context = Some(Item::Enum(e));
-            }
-            Item::Type(t) if has_attr(&t.attrs, "context") => {
-                own_context = true;
-                context = Some(Item::Type(t));
+                context = Some(item);
             }
             Item::Macro(m) if m.mac.path.is_ident("transitions") => {
                 table_span = m.mac.path.segments[0].ident.span();
@@ -335,8 +335,6 @@ fn merge_modules(
         }
         false
     };
-    // Where each replaced base row's `replace` is written.
-    let mut replaced_at: Vec<Option<Span>> = vec![None; keys.len()];
     for (kw, row) in variant_table.replaces {
         let key = row.key_text();
         match keys.iter().position(|k| *k == key) {
@@ -344,11 +342,10 @@ fn merge_modules(
             Some(i) => {
                 changes.push(Change { at: kw.span, target: target_of(&rows[i]), sources: heads[i].clone() });
                 let mut row = row;
-                row.replacement = true;
+                row.replacement = Some(kw.span);
                 row.replaced_ignore =
                     matches!(&rows[i], Some(crate::parse::Row { outcome: crate::parse::Outcome::Ignore(_), .. }));
                 rows[i] = Some(row);
-                replaced_at[i] = Some(kw.span);
             }
             None => cx.error_spanned_by(
                 kw,
@@ -400,7 +397,7 @@ fn merge_modules(
             );
             continue;
         }
-        if removed[..k].iter().any(|s| crate::model::name_key(s) == crate::model::name_key(state)) {
+        if removed[..k].iter().any(|s| same(s, state)) {
             cx.error_spanned_by(state, format!("`{state}` is already removed by an earlier `remove state`; keep one"));
             continue;
         }
@@ -433,14 +430,14 @@ fn merge_modules(
             states.variants = states.variants.clone().into_iter().filter(|v| !same(&v.ident, state)).collect();
         }
         gone.push(crate::model::name_key(state));
-        for (slot, replaced) in rows.iter_mut().zip(&replaced_at) {
+        for slot in &mut rows {
             let Some(row) = slot else { continue };
             if row_source_is(row, state) {
                 // The replacement would go with the state, silently.
-                if let Some(at) = replaced {
+                if let Some(at) = row.replacement {
                     let name = crate::model::name_key(state);
                     cx.error_at(
-                        *at,
+                        at,
                         format!(
                             "`replace`: this row leaves `{name}`, which `remove state {name}` drops with every row leaving it; remove the `replace`"
                         ),

@@ -45,24 +45,21 @@ impl RowLabel {
     /// The `pattern` of `DESCRIPTION`'s rows: the fields, then the event
     /// when the row matches more than its name.
     fn pattern(&self, event_name: Option<&str>) -> Option<String> {
-        let event = self.event.as_deref().filter(|e| Some(*e) != event_name);
-        match (&self.fields, event) {
-            (None, None) => None,
-            (Some(f), None) => Some(f.clone()),
-            (None, Some(e)) => Some(e.to_owned()),
-            (Some(f), Some(e)) => Some(format!("{f}; {e}")),
-        }
+        joined(self.fields.as_deref(), self.event.as_deref().filter(|e| Some(*e) != event_name), "; ")
     }
 
     /// The conditions a diagram edge or a docs row shows in brackets: the
     /// fields, then the guard.
     fn conditions(&self, row: &RowModel) -> Option<String> {
-        match (&self.fields, row.guard_text.as_deref()) {
-            (None, None) => None,
-            (Some(f), None) => Some(f.clone()),
-            (None, Some(g)) => Some(g.to_owned()),
-            (Some(f), Some(g)) => Some(format!("{f}, {g}")),
-        }
+        joined(self.fields.as_deref(), row.guard_text.as_deref(), ", ")
+    }
+}
+
+/// `a` and `b`, whichever there are, joined by `sep`.
+fn joined(a: Option<&str>, b: Option<&str>, sep: &str) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(format!("{a}{sep}{b}")),
+        (a, b) => a.or(b).map(str::to_owned),
     }
 }
 

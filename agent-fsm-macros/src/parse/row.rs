@@ -193,8 +193,9 @@ pub(crate) struct Row {
     /// A variant's row that replaced a base `ignore`: it decides its pair
     /// over `*` rows, wherever written, as the ignore did.
     pub(crate) replaced_ignore: bool,
-    /// A variant's `replace` row, standing in for a base row.
-    pub(crate) replacement: bool,
+    /// A variant's `replace` row, standing in for a base row: where the
+    /// `replace` is written.
+    pub(crate) replacement: Option<Span>,
 }
 
 impl Row {
@@ -270,7 +271,7 @@ impl Parse for Row {
             outcome,
             from_base: false,
             replaced_ignore: false,
-            replacement: false,
+            replacement: None,
         })
     }
 }
