@@ -11,6 +11,14 @@
 //! snake_case names (`{"state": "executing_tool", "data": {..}}`, a unit
 //! state as `{"state": "idle"}`), a stable form a UI can switch on.
 //!
+//! A store that reorders keys (`serde_json::Value`, Postgres `jsonb`)
+//! writes `data` before its tag, and serde then reads the data from a
+//! buffered copy that has no integer map keys and no 128-bit integers:
+//! when that fails, [`from_json`] reads the snapshot again with every tag
+//! of the macro's form (`state`, `event`, `action`) first. Events and
+//! actions read with serde directly get no such help; keep their JSON as
+//! written, or with the tag first.
+//!
 //! Resuming never produces a wrong state: a snapshot of a machine with
 //! another name (machines are told apart by `name = ..`, `Machine` by
 //! default, so give machines that share a program distinct names), a
@@ -40,6 +48,7 @@
 use crate::{Named, StateMachine};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use std::fmt;
 
 /// Why a snapshot could not be taken or resumed.
@@ -181,7 +190,14 @@ where
     drop(raw);
     let snapshot: SnapshotOwned<M::State, M::Context> = match serde_json::from_str(json) {
         Ok(snapshot) => snapshot,
-        Err(e) => return Err(unknown.map_or_else(|| e.into(), SnapshotError::UnknownState)),
+        // A store that reorders keys (`serde_json::Value`, Postgres
+        // `jsonb`) puts `data` before its tag, and serde then reads the
+        // data in the poorer buffered form: read it again with every
+        // tag first, and keep the first error if that does not help.
+        Err(e) => match tags_first(json).map(|text| serde_json::from_str(&text)) {
+            Some(Ok(snapshot)) => snapshot,
+            _ => return Err(unknown.map_or_else(|| e.into(), SnapshotError::UnknownState)),
+        },
     };
     if snapshot.machine != M::DESCRIPTION.name {
         return Err(SnapshotError::WrongMachine { expected: M::DESCRIPTION.name, found: snapshot.machine });
@@ -193,6 +209,84 @@ where
     M::check_invariants(&snapshot.state, &snapshot.context)
         .map_err(|reason| SnapshotError::Invariant { state: name, reason })?;
     Ok(M::from_parts(snapshot.state, snapshot.context))
+}
+
+/// The macro's tags, each of which its form writes before `data`.
+const TAGS: [&str; 3] = ["state", "event", "action"];
+
+/// `json` with every object of the macro's form (`{"data": .., "state": ..}`,
+/// `event` or `action` for the tag) rewritten with its tag first, every
+/// other byte as it was; `None` when no object needed it or the text is
+/// not JSON.
+fn tags_first(json: &str) -> Option<String> {
+    let value: &RawValue = serde_json::from_str(json).ok()?;
+    let mut out = String::with_capacity(json.len());
+    let mut moved = false;
+    write_tags_first(value, &mut out, &mut moved).ok()?;
+    moved.then_some(out)
+}
+
+/// Writes `value` to `out` with tags first (see [`tags_first`]), setting
+/// `moved` when it moved one.
+fn write_tags_first(value: &RawValue, out: &mut String, moved: &mut bool) -> Result<(), serde_json::Error> {
+    let text = value.get();
+    if text.starts_with('{') {
+        let Entries(mut entries) = serde_json::from_str(text)?;
+        if let [(first, _), (second, _)] = entries.as_slice()
+            && first == "data"
+            && TAGS.contains(&second.as_str())
+        {
+            entries.swap(0, 1);
+            *moved = true;
+        }
+        out.push('{');
+        for (i, (key, value)) in entries.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&serde_json::to_string(key)?);
+            out.push(':');
+            write_tags_first(value, out, moved)?;
+        }
+        out.push('}');
+    } else if text.starts_with('[') {
+        let items: Vec<&RawValue> = serde_json::from_str(text)?;
+        out.push('[');
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_tags_first(item, out, moved)?;
+        }
+        out.push(']');
+    } else {
+        out.push_str(text);
+    }
+    Ok(())
+}
+
+/// A JSON object's entries in written order, each value as its text
+/// (repeated keys kept, so that serde still reports them).
+struct Entries<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Entries<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Entries<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Entries<'de>, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
 }
 
 /// `CallingLlm` -> `calling_llm`: the form state names take in snapshots,
