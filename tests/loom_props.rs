@@ -391,7 +391,9 @@ proptest! {
                 reason: UnhandledReason::Refused,
             }]
         );
-        prop_assert!(text.contains("WARN"), "{:?}", text);
+        // Under the crate's own target, the machine named in a field.
+        prop_assert!(text.contains("WARN agent_fsm: "), "{:?}", text);
+        prop_assert!(text.contains("machine=\"Loom\""), "{:?}", text);
         prop_assert!(text.contains("Error"), "{:?}", text);
         prop_assert!(text.contains("RetryTimeoutFired"), "{:?}", text);
         prop_assert!(text.contains("refused"), "{:?}", text);

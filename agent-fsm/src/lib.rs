@@ -171,6 +171,7 @@ pub mod __private {
         let machine = description.name;
         let Some(state) = state else {
             tracing::error!(
+                target: "agent_fsm",
                 machine,
                 event,
                 "machine poisoned: an earlier transition did not finish (its row's code panicked or left it early); fallback action returned"
@@ -178,10 +179,11 @@ pub mod __private {
             return Unhandled { state: "<poisoned>", event, reason: UnhandledReason::Poisoned };
         };
         let reason = if description.ignored.iter().any(|&(s, e)| s == state && e == event) {
-            tracing::debug!(machine, state, event, "event ignored by the table");
+            tracing::debug!(target: "agent_fsm", machine, state, event, "event ignored by the table");
             UnhandledReason::Ignored
         } else if description.transitions.iter().any(|t| t.from == state && t.event == Some(event)) {
             tracing::warn!(
+                target: "agent_fsm",
                 machine,
                 state,
                 event,
@@ -190,6 +192,7 @@ pub mod __private {
             UnhandledReason::Refused
         } else {
             tracing::warn!(
+                target: "agent_fsm",
                 machine,
                 state,
                 event,
