@@ -353,8 +353,13 @@ impl Parse for Outcome {
             return Ok(Outcome::Ignore(kw));
         }
         let effects = if input.peek(syn::token::Brace) { Some(input.parse()?) } else { None };
-        let target = input.parse()?;
-        let action = if input.peek(Token![/]) { Some((input.parse()?, input.parse()?)) } else { None };
+        let target = bare_name(input, "state")?.parse()?;
+        let action = if input.peek(Token![/]) {
+            let slash = input.parse()?;
+            Some((slash, bare_name(input, "action")?.parse()?))
+        } else {
+            None
+        };
         Ok(Outcome::To { effects, target, action })
     }
 }
@@ -375,6 +380,25 @@ pub(crate) enum Init {
     Named(syn::token::Brace, Punctuated<FieldValue, Token![,]>),
     /// `Variant(expr, expr)`.
     Unnamed(syn::token::Paren, Punctuated<Expr, Token![,]>),
+}
+
+/// `input`, unless it starts with an enum path (`State::Busy`): then an
+/// error at the path that says what to write, rather than "expected `,`"
+/// at the `::`.
+fn bare_name<'a>(input: ParseStream<'a>, what: &str) -> syn::Result<ParseStream<'a>> {
+    if input.peek(Ident) && input.peek2(Token![::]) {
+        let fork = input.fork();
+        let prefix: Ident = fork.parse()?;
+        let colons: Token![::] = fork.parse()?;
+        let name: Ident = fork.parse()?;
+        return Err(syn::Error::new_spanned(
+            quote::quote!(#prefix #colons #name),
+            format!(
+                "write the {what} variant's bare name: `{name}`, not `{prefix}::{name}`; the enum prefix is added for you"
+            ),
+        ));
+    }
+    Ok(input)
 }
 
 impl Parse for Ctor {
