@@ -233,6 +233,34 @@ async fn the_observer_is_dropped_before_the_agent_is_seen_finished() {
     assert_eq!(*finished_at_drop.lock().unwrap(), Some(false), "dropped before the agent was seen finished");
 }
 
+/// Two tools that end within one jump of the clock are found finished
+/// together: their results come in the order they ended, not spawn order.
+#[tokio::test(start_paused = true)]
+async fn tool_results_found_together_come_in_the_order_they_ended() {
+    let script = Scripted::new([Reply::tools(&["slow:10", "fast:5"]), Reply::text(&["done"])]);
+    let handle = start(&script, config());
+    let mut actions = handle.subscribe_to(Topics::ACTIONS);
+    handle.send(input("go")).await.unwrap();
+    // The tools are spawned (at 0 ms of their own) once the action is
+    // reported performed; then the clock jumps past both their ends.
+    while let Some(notification) = actions.recv().await {
+        if matches!(notification, Notification::Action { name: "ExecuteTools", performed: true }) {
+            break;
+        }
+    }
+    tokio::time::advance(Duration::from_millis(10)).await;
+    handle.wait_idle().await.unwrap();
+    let done: Vec<String> = event_log(&handle)
+        .await
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::ToolDone { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(done, ["fast:5", "slow:10"]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn input_sent_during_tools_is_delivered_after_them_in_order() {
     let script = Scripted::new([

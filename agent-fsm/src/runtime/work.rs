@@ -3,15 +3,16 @@
 //! delivery. The worker ([`executor`](super::executor)) polls it and
 //! delivers what it yields; [`EffectContext`](super::EffectContext) fills it.
 //!
-//! Ordering inside one poll: due timers first, then finished tasks (in
-//! spawn order), then expired stream deadlines, then stream items, the
-//! streams taking turns. Everything here is
+//! Ordering inside one poll: due timers first, then finished tasks (in the
+//! order they finished), then expired stream deadlines, then stream items,
+//! the streams taking turns. Everything here is
 //! allocated on first use, so an idle agent pays for none of it.
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -32,6 +33,15 @@ pub(crate) type TaskFailureFn<E> = Box<dyn FnOnce(String, EffectFailure) -> E + 
 pub(crate) type StreamFailureFn<E> = Box<dyn FnOnce(EffectFailure) -> Option<E> + Send>;
 /// What a spawned task returns to the worker.
 type TaskResult<E> = Result<E, EffectFailure>;
+/// A task's result, stamped with when it finished (see [`FINISHED`]).
+type Stamped<E> = (u64, TaskResult<E>);
+/// What joining a task gives.
+type Joined<E> = Result<Stamped<E>, tokio::task::JoinError>;
+
+/// Counts task ends, across agents: each task takes the next number as it
+/// finishes, so the worker delivers results it finds together in the order
+/// they came (one counter for all, rather than a field in every idle agent).
+static FINISHED: AtomicU64 = AtomicU64::new(0);
 
 /// Something the work produced. Failure callbacks are user code, so they
 /// are handed to the worker, which calls them under `catch_unwind`.
@@ -55,8 +65,18 @@ struct StreamSlot<E> {
 
 struct TaskSlot<E> {
     key: String,
-    handle: JoinHandle<TaskResult<E>>,
+    handle: JoinHandle<Stamped<E>>,
     on_failure: TaskFailureFn<E>,
+    /// Joined, waiting for the results that finished before it.
+    done: Option<Joined<E>>,
+}
+
+impl<E> TaskSlot<E> {
+    /// When it finished; a task the runtime stopped from outside goes
+    /// after every stamped one.
+    fn finished_at(&self) -> Option<u64> {
+        self.done.as_ref().map(|joined| joined.as_ref().map_or(u64::MAX, |(at, _)| *at))
+    }
 }
 
 struct QueuedTask<E> {
@@ -134,7 +154,7 @@ pub(crate) struct Work<E> {
     sleep: Option<Pin<Box<Sleep>>>,
     /// Cancelled tasks that may still be unwinding; awaited before the
     /// worker exits so that no task outlives it.
-    aborted: Vec<JoinHandle<TaskResult<E>>>,
+    aborted: Vec<JoinHandle<Stamped<E>>>,
     limit: usize,
     runtime: Handle,
     tracker: TaskTracker,
@@ -202,7 +222,7 @@ impl<E: Send + 'static> Work<E> {
     fn start(&mut self, task: QueuedTask<E>) {
         let QueuedTask { key, future, on_failure, timeout } = task;
         let handle = self.tracker.spawn_on(run_task(future, timeout), &self.runtime);
-        self.tasks.push(TaskSlot { key, handle, on_failure });
+        self.tasks.push(TaskSlot { key, handle, on_failure, done: None });
     }
 
     /// Starts queued tasks while slots are free, in spawn order.
@@ -271,6 +291,9 @@ impl<E: Send + 'static> Work<E> {
     /// A task that already finished keeps its real result, so no event it
     /// produced is lost; any other is aborted and reported as cancelled.
     fn cancel_running(&mut self, mut slot: TaskSlot<E>) -> Produced<E> {
+        if let Some(joined) = slot.done {
+            return task_outcome(slot.key, slot.on_failure, joined);
+        }
         if slot.handle.is_finished() {
             // `unconstrained`: a finished handle must not report Pending
             // because the worker's coop budget ran out.
@@ -320,7 +343,8 @@ impl<E: Send + 'static> Work<E> {
     /// Aborts every task without asking for its event (the worker is
     /// failing or being dropped).
     pub(crate) fn abort_all(&mut self) {
-        for slot in self.tasks.drain(..) {
+        // A joined handle is not polled again.
+        for slot in self.tasks.drain(..).filter(|slot| slot.done.is_none()) {
             slot.handle.abort();
             self.aborted.push(slot.handle);
         }
@@ -364,15 +388,25 @@ impl<E: Send + 'static> Work<E> {
         Some(Produced::Event(timer.event))
     }
 
+    /// The result of the task that finished first among those that have.
     fn poll_tasks(&mut self, cx: &mut Context<'_>) -> Option<Produced<E>> {
-        let (i, result) =
-            self.tasks.iter_mut().enumerate().find_map(|(i, slot)| match Pin::new(&mut slot.handle).poll(cx) {
-                Poll::Ready(result) => Some((i, result)),
-                Poll::Pending => None,
-            })?;
-        let slot = self.tasks.remove(i);
+        let mut first: Option<(usize, u64)> = None;
+        for (i, slot) in self.tasks.iter_mut().enumerate() {
+            if slot.done.is_none()
+                && let Poll::Ready(joined) = Pin::new(&mut slot.handle).poll(cx)
+            {
+                slot.done = Some(joined);
+            }
+            if let Some(at) = slot.finished_at()
+                && first.is_none_or(|(_, best)| at < best)
+            {
+                first = Some((i, at));
+            }
+        }
+        let slot = self.tasks.remove(first?.0);
         self.start_queued();
-        Some(task_outcome(slot.key, slot.on_failure, result))
+        let joined = slot.done?;
+        Some(task_outcome(slot.key, slot.on_failure, joined))
     }
 
     fn poll_streams(&mut self, cx: &mut Context<'_>) -> Option<Produced<E>> {
@@ -423,14 +457,10 @@ impl<E: Send + 'static> Work<E> {
 }
 
 /// Maps a task's join result to what the machine receives.
-fn task_outcome<E>(
-    key: String,
-    on_failure: TaskFailureFn<E>,
-    result: Result<TaskResult<E>, tokio::task::JoinError>,
-) -> Produced<E> {
+fn task_outcome<E>(key: String, on_failure: TaskFailureFn<E>, result: Joined<E>) -> Produced<E> {
     let failure = match result {
-        Ok(Ok(event)) => return Produced::Event(event),
-        Ok(Err(failure)) => failure,
+        Ok((_, Ok(event))) => return Produced::Event(event),
+        Ok((_, Err(failure))) => failure,
         // Panics are caught inside `run_task`; a join error can only be an
         // abort from outside (runtime shutdown) or a panic in the wrapper.
         Err(e) if e.is_panic() => EffectFailure::Panicked(panic_message(&*e.into_panic())),
@@ -451,8 +481,14 @@ fn deadline_in(delay: Duration) -> Option<Instant> {
 }
 
 /// The spawned body of a task: its future under `catch_unwind` and the
-/// timeout, which starts when the task starts running.
-async fn run_task<E>(future: TaskFuture<E>, timeout: Option<Duration>) -> TaskResult<E> {
+/// timeout, which starts when the task starts running; the result is
+/// stamped as it comes.
+async fn run_task<E>(future: TaskFuture<E>, timeout: Option<Duration>) -> Stamped<E> {
+    let result = run_guarded(future, timeout).await;
+    (FINISHED.fetch_add(1, Ordering::Relaxed), result)
+}
+
+async fn run_guarded<E>(future: TaskFuture<E>, timeout: Option<Duration>) -> TaskResult<E> {
     let guarded = AssertUnwindSafe(future).catch_unwind();
     let result = match timeout.and_then(deadline_in) {
         Some(deadline) => match tokio::time::timeout_at(deadline, guarded).await {
@@ -482,9 +518,66 @@ impl<E> Drop for Work<E> {
 
 #[cfg(test)]
 mod tests {
-    use super::Work;
+    use super::{Produced, Work};
+    use std::future::poll_fn;
     use tokio::runtime::Handle;
+    use tokio::sync::oneshot;
     use tokio_util::task::TaskTracker;
+
+    fn event(produced: Produced<&'static str>) -> &'static str {
+        match produced {
+            Produced::Event(event) => event,
+            _ => panic!("a task failed"),
+        }
+    }
+
+    /// Results the worker finds together come in the order their tasks
+    /// finished, not the order they were spawned in; one cancelled after
+    /// it finished keeps its result.
+    #[tokio::test]
+    async fn finished_tasks_are_delivered_in_the_order_they_finished() {
+        let mut work: Work<&'static str> = Work::new(Handle::current(), TaskTracker::new(), 4);
+        let (b_done, b_finished) = oneshot::channel::<()>();
+        let (c_done, c_finished) = oneshot::channel::<()>();
+        // `a` waits for `b`, and `b` for `c`: they finish c, b, a.
+        let failed = |_, _| "failed";
+        work.spawn_task(
+            "a".into(),
+            Box::pin(async move { b_finished.await.map_or("a", |()| "a") }),
+            None,
+            Box::new(failed),
+        );
+        work.spawn_task(
+            "b".into(),
+            Box::pin(async move {
+                let _ = c_finished.await;
+                let _ = b_done.send(());
+                "b"
+            }),
+            None,
+            Box::new(failed),
+        );
+        work.spawn_task(
+            "c".into(),
+            Box::pin(async move {
+                let _ = c_done.send(());
+                "c"
+            }),
+            None,
+            Box::new(failed),
+        );
+        // All three end before the worker looks.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        let mut order = Vec::new();
+        for _ in 0..2 {
+            order.push(event(poll_fn(|cx| work.poll_next(cx)).await));
+        }
+        assert_eq!(order, ["c", "b"]);
+        assert_eq!(work.cancel("a").map(event), Some("a"));
+        assert!(!work.busy());
+    }
 
     /// Cancelling tasks one by one keeps only the aborted tasks that have
     /// not stopped yet, not every one cancelled since the agent started.
