@@ -2221,3 +2221,92 @@ mod feed_and_clock {
         assert!(got.contains(&Notification::Output(())), "{got:?}");
     }
 }
+
+mod owed_through_a_cut_chain {
+    //! A chain of sends that cancels its task and spawns a new one at every
+    //! step, cut by an interrupt or a shutdown at one of its pauses: the
+    //! result the last cancelled task still owed is delivered, not dropped
+    //! with the chain's sent events. Every task spawned yields one result.
+
+    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[allow(unreachable_pub)]
+    #[agent_fsm::state_machine(fallback = Nothing)]
+    pub mod relay {
+        #[states]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum State {
+            #[initial]
+            Idle,
+            Looping,
+        }
+
+        #[events]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            Start,
+            Tick,
+            ToolDone,
+            Interrupted,
+        }
+
+        #[actions]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Action {
+            Nothing,
+            Begin,
+            Again,
+        }
+
+        transitions! {
+            Idle + Start => Looping / Begin,
+            Looping + Tick => Looping / Again,
+            Looping | Idle + ToolDone => ignore,
+            Looping + Interrupted => Idle / Nothing,
+        }
+    }
+    use relay::{Action, Event, Machine};
+
+    /// Each step gives up its tool call for a fresh one and sends `Tick`.
+    fn effects(spawned: Arc<AtomicU64>) -> impl runtime::Effects<Machine, Output = ()> {
+        runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+            if action == Action::Nothing {
+                return;
+            }
+            if action == Action::Again {
+                assert!(cx.cancel_task("tool"));
+            }
+            spawned.fetch_add(1, Ordering::SeqCst);
+            cx.spawn_task("tool", std::future::pending(), |_, _| Event::ToolDone);
+            cx.send(Event::Tick);
+        })
+    }
+
+    async fn results(handle: &runtime::MachineHandle<Machine, ()>) -> u64 {
+        let history = handle.history().await.unwrap();
+        history.events().unwrap().iter().filter(|r| r.event == Event::ToolDone).count() as u64
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn an_interrupt_or_a_shutdown_at_a_pause_keeps_every_owed_result() {
+        for shutdown in [false, true] {
+            let spawned = Arc::new(AtomicU64::new(0));
+            let config = ExecutorConfig::new().record_events().interrupt_event(|_| Some(Event::Interrupted));
+            let handle = runtime::spawn(Machine::new(), effects(Arc::clone(&spawned)), config);
+            handle.send(Event::Start).await.unwrap();
+            // The worker runs the chain to its first pause.
+            tokio::task::yield_now().await;
+            assert!(handle.steps() > 1, "the chain has not started");
+            if shutdown {
+                handle.shutdown().await.unwrap();
+            } else {
+                handle.interrupt("runaway").await.unwrap();
+                handle.wait_idle().await.unwrap();
+            }
+            assert_eq!(results(&handle).await, spawned.load(Ordering::SeqCst), "shutdown: {shutdown}");
+            handle.shutdown().await.unwrap();
+        }
+    }
+}

@@ -253,7 +253,7 @@ where
         if !self.discarding("send")
             && let Some(work) = self.env.work()
         {
-            work.ready.push_back(event);
+            work.ready.push_back(super::work::Immediate { event, owed: false });
         }
     }
 
@@ -399,7 +399,7 @@ where
             super::work::Produced::StreamFailed { on_failure, failure, .. } => on_failure(failure),
         };
         if let Some(event) = event {
-            work.ready.push_back(event);
+            work.ready.push_back(super::work::Immediate { event, owed: true });
         }
         true
     }

@@ -529,7 +529,7 @@ where
             if !self.hot.terminal && self.hot.notifier.woke() {
                 break;
             }
-            let Some(event) = work.ready.pop_front() else {
+            let Some(super::work::Immediate { event, .. }) = work.ready.pop_front() else {
                 break;
             };
             let (older, cleared) = (work.ready.len(), work.ready_cleared);

@@ -655,8 +655,11 @@ where
 
     /// Interrupts the machine and waits until the interrupt is carried out:
     ///
-    /// 1. the open streams are dropped (their delivered items stay
-    ///    delivered) and each yields its `on_failure(Cancelled)` event, if any;
+    /// 1. what tasks and streams the effects cancelled themselves
+    ///    ([`cancel_task`](super::EffectContext::cancel_task)) still owe is
+    ///    delivered; then the open streams are dropped (their delivered
+    ///    items stay delivered) and each yields its `on_failure(Cancelled)`
+    ///    event, if any;
     /// 2. every pending task is cancelled and yields its
     ///    `on_failure(key, Cancelled)` event, in spawn order (a task that had
     ///    already finished yields its real result instead);

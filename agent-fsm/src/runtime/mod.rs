@@ -33,7 +33,9 @@
 //!    yields to the other tasks of its thread. What one action sends at
 //!    once, however much, is delivered as one burst. An interrupt or a
 //!    shutdown served at such a pause cuts the chain: the sent events
-//!    still waiting are dropped (a `debug` trace counts them).
+//!    still waiting are dropped (a `debug` trace counts them), while a
+//!    result still owed by a task or stream the effects cancelled
+//!    ([`cancel_task`](EffectContext::cancel_task)) is delivered first.
 //! 2. **Effect events** — stream items, task results, fired timers — are
 //!    delivered in the order the worker sees them arrive. Items of one
 //!    stream keep their order. Task results arrive in *completion* order,

@@ -131,10 +131,20 @@ struct Timer<E> {
     event: E,
 }
 
+/// An event for delivery right after the current step.
+pub(crate) struct Immediate<E> {
+    pub(crate) event: E,
+    /// Owed by a task or stream the effects cancelled (`cancel_task`),
+    /// rather than sent: a cancellation of everything (an interrupt, a
+    /// shutdown) delivers it instead of dropping it with the sends.
+    pub(crate) owed: bool,
+}
+
 /// All effect work of one machine.
 pub(crate) struct Work<E> {
-    /// Events from `EffectContext::send`, delivered before anything else.
-    pub(crate) ready: VecDeque<E>,
+    /// Events from `EffectContext::send` and `cancel_task`, delivered
+    /// before anything else.
+    pub(crate) ready: VecDeque<Immediate<E>>,
     /// How many times `ready` was emptied by a cancellation; tells the
     /// worker whether the events after a step's are still the older ones.
     pub(crate) ready_cleared: u64,
@@ -310,12 +320,27 @@ impl<E: Send + 'static> Work<E> {
         Produced::TaskFailed { key: slot.key, on_failure: slot.on_failure, failure: EffectFailure::Cancelled }
     }
 
-    /// Cancels everything in flight. Returns what each stream and task owes,
-    /// streams first (opening order), then tasks (spawn order). Timers and
-    /// `ready` events (what is left of a chain of sends cut at one of its
-    /// pauses) are dropped.
+    /// Cancels everything in flight. Returns what each stream and task owes:
+    /// first what those the effects cancelled themselves still owe (in
+    /// `ready`, due before this cancellation), then streams (opening order),
+    /// then tasks (spawn order). Timers and the events in `ready` that were
+    /// sent (what is left of a chain of sends cut at one of its pauses) are
+    /// dropped.
     pub(crate) fn cancel_all(&mut self) -> Vec<Produced<E>> {
         let mut owed = Vec::with_capacity(self.streams.len() + self.tasks.len() + self.queued.len());
+        let mut dropped = 0;
+        for immediate in self.ready.drain(..) {
+            if immediate.owed {
+                owed.push(Produced::Event(immediate.event));
+            } else {
+                dropped += 1;
+            }
+        }
+        if dropped > 0 {
+            // The rest of a chain of sends cut at one of its pauses.
+            tracing::debug!(dropped, "sent events dropped: cancelled");
+        }
+        self.ready_cleared += 1;
         for slot in self.streams.drain(..) {
             owed.push(slot.failed(EffectFailure::Cancelled));
         }
@@ -330,12 +355,6 @@ impl<E: Send + 'static> Work<E> {
         }
         self.timers.clear();
         self.sleep = None;
-        if !self.ready.is_empty() {
-            // The rest of a chain of sends cut at one of its pauses.
-            tracing::debug!(dropped = self.ready.len(), "sent events dropped: cancelled");
-        }
-        self.ready.clear();
-        self.ready_cleared += 1;
         self.aborted.retain(|h| !h.is_finished());
         owed
     }
