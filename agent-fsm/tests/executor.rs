@@ -2310,3 +2310,71 @@ mod owed_through_a_cut_chain {
         }
     }
 }
+
+mod poisoned_without_a_panic {
+    //! A row whose code leaves it early without panicking (a macro of the
+    //! user's that returns) poisons the machine: the worker fails with a
+    //! typed error, as for a panic, instead of running a machine that has
+    //! no state.
+
+    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, RequestError, WorkerError};
+
+    /// Leaves the row the way a user's macro might.
+    macro_rules! bail {
+        () => {
+            return Default::default()
+        };
+    }
+
+    // The row's code after `bail!()` never runs, which rustc notes.
+    #[allow(unreachable_pub, unreachable_code)]
+    #[agent_fsm::state_machine(fallback = Nothing)]
+    pub mod early {
+        #[states]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum State {
+            #[initial]
+            Idle,
+            Busy,
+        }
+
+        #[events]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            Go,
+            Bail,
+        }
+
+        #[actions]
+        #[derive(Debug, Clone, PartialEq, Default)]
+        pub enum Action {
+            #[default]
+            Nothing,
+            Start,
+        }
+
+        transitions! {
+            Idle + Go => Busy / Start,
+            Busy + Bail => { bail!(); } Idle / Nothing,
+        }
+    }
+    use early::{Event, Machine};
+
+    #[tokio::test(start_paused = true)]
+    async fn the_worker_fails_with_a_typed_error() {
+        let performed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = std::sync::Arc::clone(&performed);
+        let fx = runtime::from_fn(move |action: early::Action, _: &mut EffectContext<'_, Machine, ()>| {
+            log.lock().unwrap().push(action);
+        });
+        let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
+        handle.call(Event::Go).await.unwrap();
+        let poisoned = |e: &RequestError| matches!(e, RequestError::Failed(cause) if **cause == WorkerError::MachinePoisoned { event: "Bail" });
+        let err = handle.call(Event::Bail).await.expect_err("the machine is poisoned");
+        assert!(poisoned(&err), "{err:?}");
+        assert!(poisoned(&handle.wait_finished().await.expect_err("failed")));
+        assert!(handle.send(Event::Go).await.is_err());
+        // The action the early return gave is not performed.
+        assert_eq!(*performed.lock().unwrap(), [early::Action::Start]);
+    }
+}

@@ -28,6 +28,15 @@ pub enum WorkerError {
         /// The panic payload, if it was a string.
         message: String,
     },
+    /// Handling the event left the machine poisoned without a panic: its
+    /// row's code left the row early (a macro of the user's that returns
+    /// from it). The action returned is not performed, and the machine is
+    /// not touched again.
+    #[error("the machine was left poisoned while handling `{event}`: its row's code left the row early")]
+    MachinePoisoned {
+        /// The event being handled.
+        event: &'static str,
+    },
     /// The effects panicked while performing an action, or a callback the
     /// effects registered (an `on_failure` closure) panicked.
     #[error("the effects panicked while performing `{action}`: {message}")]

@@ -622,7 +622,10 @@ where
             self.hot.terminal = self.link.shared.settings.has_terminal && self.machine.is_terminal();
             self.hot.status_dirty = true;
         } else if self.machine.is_poisoned() {
-            self.hot.status_dirty = true;
+            // Left early without a panic; a step that changed state before
+            // that is caught here at its next event.
+            self.fail(WorkerError::MachinePoisoned { event: event_name });
+            return;
         }
         let action_name = action.name();
         if let Some(event) = logged

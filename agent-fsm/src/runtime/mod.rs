@@ -187,8 +187,10 @@
 //!
 //! # Failure
 //! Nothing in the executor panics on bad input. If the machine or the
-//! effects panic (a broken contract), or the event's `Clone` does while
-//! the event log copies it, the worker stores a [`WorkerError`] once,
+//! effects panic (a broken contract), the event's `Clone` does while
+//! the event log copies it, or a row's code leaves the row early without
+//! a panic (a macro of the user's that returns, which poisons the
+//! machine), the worker stores a [`WorkerError`] once,
 //! aborts its tasks and exits; every later call on any handle returns
 //! that error (`Failed`), which is distinct from `Closed` (the worker
 //! stopped normally), and so does the `call` whose event caused it. A
