@@ -374,6 +374,8 @@ impl<M: StateMachine, O> MachineHandle<M, O> {
     /// The current state's name, without a round trip to the worker, as of
     /// the worker's last pause or reply (see the [module docs](super)).
     /// Never a transient state (transient states resolve within a step).
+    /// `"<poisoned>"` once a step panicked or left its row early: the worker
+    /// has then failed, and the other methods return its [`WorkerError`].
     pub fn state_name(&self) -> &'static str {
         lock(&self.shared.locked).state
     }
