@@ -675,7 +675,12 @@ where
     ///
     /// The actions returned by the events of steps 1–2 are *not* performed:
     /// an interrupt starts no new work except what the machine asks for in
-    /// response to the interrupt event. Queued external events stay queued.
+    /// response to the interrupt event. Queued external events stay queued,
+    /// and the worker takes them up as soon as the interrupt is carried
+    /// out: by the time this returns, [`state_name`](Self::state_name) may
+    /// already show the state the next input led to. A subscription to
+    /// [`Topics::FAULTS`](super::Topics::FAULTS) and transitions sees the
+    /// interrupt and the state it left in order.
     ///
     /// # Errors
     /// [`RequestError::Closed`]/[`RequestError::Failed`] if the worker has
