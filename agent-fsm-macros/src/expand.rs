@@ -44,7 +44,7 @@ pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream
     }
     match (cx.check(), model) {
         (Ok(()), Some(model)) => codegen::generate(&model),
-        (Err(e), model) => fallback::expand(Some(module), &e, serde, model.as_ref().map(|m| &m.machine)),
+        (Err(e), model) => fallback::expand(Some(module), &e, serde, model.as_ref()),
         (Ok(()), None) => fallback::expand(
             Some(module),
             &syn::Error::new(proc_macro2::Span::call_site(), "invalid state machine"),

@@ -5,7 +5,8 @@
 use crate::codegen::enums::{cfg_attr_derives, derives, implements_debug};
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::{Item, ItemMod};
+use crate::model::Model;
+use syn::{Fields, Item, ItemMod};
 
 const MARKERS: [&str; 9] =
     ["states", "events", "actions", "context", "carry", "initial", "terminal", "transient", "no_carry"];
@@ -13,15 +14,13 @@ const MARKERS: [&str; 9] =
 /// The module as written, minus the table and the macro's own attributes,
 /// followed by the errors.
 /// `serde`: the machine asked for the macro's serde derives, which the
-/// fields' `#[serde(..)]` attributes belong to. `machine`: the machine
-/// type's name, when known; it is not generated on error, so the user's
-/// `impl` blocks for it are left out rather than reported as unresolved.
-pub(crate) fn expand(
-    module: Option<ItemMod>,
-    errors: &syn::Error,
-    serde: bool,
-    machine: Option<&syn::Ident>,
-) -> TokenStream {
+/// fields' `#[serde(..)]` attributes belong to. `model`: the machine, when
+/// its names were read. Its type is not generated on error, so the user's
+/// `impl` blocks for it are left out rather than reported as unresolved;
+/// its states get their carried fields, so that code building or matching
+/// them reports nothing of its own.
+pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error, serde: bool, model: Option<&Model>) -> TokenStream {
+    let machine = model.map(|m| &m.machine);
     let errors = errors.to_compile_error();
     let Some(mut module) = module else {
         return errors;
@@ -67,6 +66,15 @@ pub(crate) fn expand(
                 e.attrs.push(syn::parse_quote!(#[derive(Debug)]));
             }
         }
+        if let Some(model) = model.filter(|m| !m.carried.is_empty()) {
+            for item in items.iter_mut() {
+                if let Item::Enum(e) = item
+                    && e.attrs.iter().any(|a| a.path().is_ident("states"))
+                {
+                    carry(e, model);
+                }
+            }
+        }
         for item in items.iter_mut() {
             match item {
                 Item::Enum(e) => {
@@ -89,6 +97,29 @@ pub(crate) fn expand(
         }
     }
     quote!(#module #errors)
+}
+
+/// The carried fields added to the states that carry them, as in a good
+/// build (the model read the same enum, variant for variant). Where the
+/// error may be about carrying itself (a discriminant, a `#[default]`
+/// state, a field declared again), the state is left as written, so that
+/// the error stands alone.
+fn carry(e: &mut syn::ItemEnum, model: &Model) {
+    if e.variants.len() != model.states.len() || e.variants.iter().any(|v| v.discriminant.is_some()) {
+        return;
+    }
+    let carried = &model.carried;
+    let is_carried = |f: &syn::Field| carried.iter().any(|c| c.ident.is_some() && c.ident == f.ident);
+    for (v, def) in e.variants.iter_mut().zip(&model.states) {
+        if !def.carries || v.attrs.iter().any(|a| a.path().is_ident("default")) || v.fields.iter().any(is_carried) {
+            continue;
+        }
+        match &mut v.fields {
+            Fields::Unit => v.fields = Fields::Named(syn::parse_quote!({ #(#carried),* })),
+            Fields::Named(named) => named.named.extend(carried.iter().cloned()),
+            Fields::Unnamed(_) => {}
+        }
+    }
 }
 
 /// The `#[states]`, `#[events]` or `#[actions]` enum.
