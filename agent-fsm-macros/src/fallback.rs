@@ -3,9 +3,9 @@
 //! real errors rather than a cascade of "cannot find type".
 
 use crate::codegen::enums::{cfg_attr_derives, derives, implements_debug};
+use crate::model::Model;
 use proc_macro2::TokenStream;
 use quote::quote;
-use crate::model::Model;
 use syn::{Fields, Item, ItemMod};
 
 const MARKERS: [&str; 9] =
