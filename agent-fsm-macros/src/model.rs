@@ -93,13 +93,16 @@ impl RowModel {
 pub(crate) struct IgnoreModel {
     pub(crate) sources: Vec<usize>,
     /// Written `* + Event => ignore`: states with rows for the event keep them.
-    any: bool,
+    pub(crate) any: bool,
     /// Inherited from a variant's base: the variant's own rows win over it.
-    from_base: bool,
+    pub(crate) from_base: bool,
     /// A variant's `replace` of a base row with `ignore`.
-    replacement: bool,
+    pub(crate) replacement: bool,
     pub(crate) event: usize,
     pub(crate) span: Span,
+    /// How many rows were written before it: a specific ignore of a pair
+    /// with rows must follow them (it takes what they all refuse).
+    pub(crate) position: usize,
 }
 
 /// Everything codegen needs.
@@ -482,6 +485,9 @@ impl Model {
             /// The base ignored it and the variant's own rows took it over:
             /// the base's `*` rows stay out of it.
             base_kept_out: bool,
+            /// Some specific row of the base's (or a `replace` of one)
+            /// takes it: a base ignore of the pair takes what they refuse.
+            base_specific: bool,
         }
         let events = self.events.len();
         let mut pairs = vec![Pair::default(); self.states.len() * events];
@@ -499,6 +505,7 @@ impl Model {
                 pair.base_rows |= r.from_base || r.replacement;
                 if !r.any {
                     pair.own_rows |= !r.from_base;
+                    pair.base_specific |= r.from_base || r.replacement;
                     if total && pair.first_total.is_none() {
                         pair.first_total = Some(i);
                     }
@@ -511,13 +518,15 @@ impl Model {
         // variant's rows refuse, the event is unhandled there, never taken
         // by a `*` row the base kept away. (A base `*` ignore kept them out
         // only of the states where no base row took the event.)
+        // A base ignore that followed the base's own rows for its pair
+        // still takes what every row refuses, the variant's included.
         for ig in self.ignores.iter_mut().filter(|ig| ig.from_base) {
             ig.sources.retain(|&s| {
                 let pair = &mut pairs[s * events + ig.event];
                 if pair.own_rows && (!ig.any || !pair.base_rows) {
                     pair.base_kept_out = true;
                 }
-                !pair.own_rows
+                !pair.own_rows || (!ig.any && pair.base_specific)
             });
         }
         for ig in self.ignores.iter_mut().filter(|ig| ig.any) {
@@ -904,6 +913,7 @@ impl Model {
                         any,
                         from_base: row.from_base,
                         replacement: row.replacement.is_some(),
+                        position: self.rows.len(),
                     });
                 }
                 true

@@ -1285,31 +1285,69 @@ fn check_shadowed_rows(cx: &Ctxt, model: &Model, repeats: BTreeSet<usize>) {
     }
 }
 
-/// A pair is either handled or ignored: both at once is a contradiction.
+/// A pair with rows may also be ignored: the `ignore` then takes what every
+/// row refuses (a guard, a payload pattern), so it must come after them,
+/// and there must be something left for it. A variant's own ignore cannot
+/// follow the base's rows, which are tried after the variant's.
 fn check_ignored_pairs(cx: &Ctxt, model: &Model) {
-    for ig in &model.ignores {
+    for ig in model.ignores.iter().filter(|ig| !ig.any) {
+        let in_base = ig.from_base || ig.replacement;
         for &s in &ig.sources {
             let state = &model.states[s];
+            let (name, event) = (&state.ident, &model.events[ig.event].ident);
             if state.terminal.is_some() || state.transient.is_some() {
                 cx.error_at(
                     ig.span,
-                    format!("`{}` takes no events (it is terminal or transient); nothing to ignore", state.ident),
+                    format!("`{name}` takes no events (it is terminal or transient); nothing to ignore"),
                 );
-            } else if model
+                continue;
+            }
+            let rows = model
                 .rows
                 .iter()
-                .any(|r| r.sources.contains(&s) && r.event.as_ref().is_some_and(|(e, _)| *e == ig.event))
-            {
-                cx.error_at(
-                    ig.span,
-                    format!(
-                        "`{} + {}` has rows and is also ignored; remove the `ignore` row or the others",
-                        state.ident, model.events[ig.event].ident
-                    ),
-                );
+                .enumerate()
+                .filter(|(_, r)| r.sources.contains(&s) && r.event.as_ref().is_some_and(|(e, _)| *e == ig.event));
+            for (i, r) in rows {
+                let row_in_base = r.from_base || r.replacement;
+                if row_in_base != in_base {
+                    // The variant's own rows come first: a base ignore
+                    // after the base's rows still takes what they refuse.
+                    if !in_base {
+                        cx.error_at(
+                            ig.span,
+                            format!(
+                                "`{name} + {event}` has rows in the base's table, tried after this variant's rows: an `ignore` here cannot take what they refuse; write it below them in the base's table, or `replace` or `remove` them"
+                            ),
+                        );
+                        break;
+                    }
+                } else if i >= ig.position {
+                    cx.error_at(
+                        ig.span,
+                        format!(
+                            "`{name} + {event}` has rows below this `ignore`: an `ignore` of a pair with rows takes what they all refuse, so it goes after them; move it below its last `{name} + {event}` row"
+                        ),
+                    );
+                    break;
+                } else if takes_every(r) {
+                    cx.error_at(
+                        ig.span,
+                        format!(
+                            "this `ignore` never applies: a row above takes every `{name} + {event}` (no guard, the whole payload); remove the `ignore` or guard that row"
+                        ),
+                    );
+                    break;
+                }
             }
         }
     }
+}
+
+/// The row takes every event of its pair, whatever the data.
+fn takes_every(r: &crate::model::RowModel) -> bool {
+    r.guard.is_none()
+        && r.source_pat.as_ref().is_none_or(crate::model::irrefutable_below)
+        && r.event.as_ref().is_some_and(|(_, p)| crate::model::irrefutable_below(p))
 }
 
 /// A state no row leaves is a dead end the machine can never get out of,

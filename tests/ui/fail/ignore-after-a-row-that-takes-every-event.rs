@@ -1,4 +1,4 @@
-// Rule: a (state, event) pair is either handled or ignored.
+// Rule: an `ignore` after a row that takes every event of its pair never applies.
 #[agent_fsm::state_machine(fallback = Wait)]
 pub mod machine {
     #[states]

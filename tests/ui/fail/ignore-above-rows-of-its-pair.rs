@@ -1,6 +1,6 @@
-// Rule: a pair with rows cannot also be ignored; with a `*` ignore below,
-// that is the one error (the `*` ignore does not stand for a state with
-// rows, so it repeats nothing).
+// Rule: an `ignore` of a pair with rows takes what they all refuse, so it
+// goes below them; with a `*` ignore below, that is the one error (the `*`
+// ignore does not stand for a state with rows, so it repeats nothing).
 #[agent_fsm::state_machine(fallback = Nothing)]
 mod machine {
     #[states]

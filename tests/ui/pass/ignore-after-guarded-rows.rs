@@ -1,0 +1,118 @@
+// An `ignore` below the guarded rows of its pair takes what they all
+// refuse: the state stays, the fallback comes back, and the event is
+// reported as ignored (logged at debug level), not refused. A `*` row
+// stays out of that state. A variant's own rows come before the base's,
+// and the base's ignore still takes what every row refuses; `replace` of
+// a base row with `=> ignore` makes one.
+#![deny(warnings)]
+
+use agent_fsm::{Recorder, UnhandledReason};
+
+#[agent_fsm::state_machine(fallback = Nothing, strict, export = reply_table)]
+pub mod approval {
+    #[states]
+    #[derive(Debug, PartialEq)]
+    pub enum State {
+        #[initial]
+        Waiting { id: u32 },
+        Approved,
+    }
+    #[events]
+    pub enum Event {
+        Reply { id: u32, yes: bool },
+        Reset,
+    }
+    #[actions]
+    #[derive(Debug, PartialEq)]
+    pub enum Action {
+        Nothing,
+        Go,
+        Stop,
+    }
+    transitions! {
+        Waiting { id } + Reply { id: got, yes } [*got == *id && *yes] => Approved / Go,
+        Waiting { id } + Reply { id: got, .. } [*got == *id] => Waiting { id: id + 1 } / Stop,
+        Waiting + Reply => ignore,
+        * + Reply { .. } => Approved / Stop,
+        * + Reset => Waiting { id: 0 } / Nothing,
+    }
+}
+
+#[agent_fsm::state_machine(extends = reply_table, name = Lenient)]
+pub mod lenient {
+    transitions! {
+        Waiting + Reply { id: 99, .. } => Approved / Go,
+    }
+}
+
+#[agent_fsm::state_machine(fallback = Nothing, export = tick_table)]
+pub mod ticks {
+    #[states]
+    #[derive(Debug, PartialEq)]
+    pub enum State {
+        #[initial]
+        Idle,
+        Busy,
+    }
+    #[events]
+    pub enum Event {
+        Tick(u32),
+    }
+    #[actions]
+    #[derive(Debug, PartialEq)]
+    pub enum Action {
+        Nothing,
+        Work,
+        Wait,
+    }
+    transitions! {
+        Idle + Tick(n) [*n > 5] => Busy / Work,
+        Idle + Tick => Idle / Wait,
+        Busy + Tick => Idle / Nothing,
+    }
+}
+
+#[agent_fsm::state_machine(extends = tick_table, name = Quiet)]
+pub mod quiet {
+    transitions! {
+        replace Idle + Tick => ignore,
+    }
+}
+
+fn reason_of(m: &mut approval::Machine, event: approval::Event) -> Option<UnhandledReason> {
+    let mut rec = Recorder::default();
+    m.handle_event_with(event, &mut rec);
+    rec.unhandled.first().map(|u| u.reason)
+}
+
+fn main() {
+    use approval::{Action, Event, Machine, State};
+    let reply = |id, yes| Event::Reply { id, yes };
+    let mut m = Machine::with_state(State::Waiting { id: 7 });
+    // Another request's reply: both guards refuse, the ignore takes it.
+    assert_eq!(m.handle_event(reply(3, true)), Action::Nothing);
+    assert_eq!(m.state(), &State::Waiting { id: 7 });
+    assert_eq!(reason_of(&mut m, reply(3, true)), Some(UnhandledReason::Ignored));
+    assert_eq!(m.handle_event(reply(7, false)), Action::Stop);
+    assert_eq!(m.state(), &State::Waiting { id: 8 });
+    assert_eq!(m.handle_event(reply(8, true)), Action::Go);
+    assert_eq!(m.state(), &State::Approved);
+    // The `*` row stands for `Approved` only.
+    assert_eq!(m.handle_event(reply(1, false)), Action::Stop);
+    assert!(Machine::DESCRIPTION.ignored.contains(&("Waiting", "Reply")));
+    assert!(!Machine::DESCRIPTION.transitions.iter().any(|t| t.from == "Waiting" && t.to == "Approved" && t.action == Some("Stop")));
+
+    // The variant's row first, then the base's, then the base's ignore.
+    let mut v = lenient::Lenient::with_state(lenient::State::Waiting { id: 7 });
+    assert_eq!(v.handle_event(lenient::Event::Reply { id: 3, yes: true }), lenient::Action::Nothing);
+    assert_eq!(v.handle_event(lenient::Event::Reply { id: 99, yes: false }), lenient::Action::Go);
+    assert!(lenient::Lenient::DESCRIPTION.ignored.contains(&("Waiting", "Reply")));
+
+    // `replace` of the base's last row for a pair with `=> ignore`.
+    let mut q = quiet::Quiet::new();
+    let mut rec = Recorder::default();
+    assert_eq!(q.handle_event_with(quiet::Event::Tick(1), &mut rec), quiet::Action::Nothing);
+    assert_eq!(rec.unhandled[0].reason, UnhandledReason::Ignored);
+    assert_eq!(q.handle_event(quiet::Event::Tick(9)), quiet::Action::Work);
+    assert_eq!(ticks::Machine::new().handle_event(ticks::Event::Tick(1)), ticks::Action::Wait);
+}
