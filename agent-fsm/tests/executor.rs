@@ -2336,6 +2336,8 @@ mod poisoned_without_a_panic {
             #[initial]
             Idle,
             Busy,
+            #[transient]
+            Checking,
         }
 
         #[events]
@@ -2343,6 +2345,7 @@ mod poisoned_without_a_panic {
         pub enum Event {
             Go,
             Bail,
+            Check,
         }
 
         #[actions]
@@ -2356,6 +2359,8 @@ mod poisoned_without_a_panic {
         transitions! {
             Idle + Go => Busy / Start,
             Busy + Bail => { bail!(); } Idle / Nothing,
+            Busy + Check => Checking,
+            Checking => { bail!(); } Idle / Start,
         }
     }
     use early::{Event, Machine};
@@ -2376,5 +2381,18 @@ mod poisoned_without_a_panic {
         assert!(handle.send(Event::Go).await.is_err());
         // The action the early return gave is not performed.
         assert_eq!(*performed.lock().unwrap(), [early::Action::Start]);
+    }
+
+    /// The same after a hop into a transient state, in the step itself.
+    #[tokio::test(start_paused = true)]
+    async fn after_a_hop_into_a_transient_state_too() {
+        let fx = runtime::from_fn(|_: early::Action, _: &mut EffectContext<'_, Machine, ()>| {});
+        let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
+        handle.call(Event::Go).await.unwrap();
+        let err = handle.call(Event::Check).await.expect_err("the machine is poisoned");
+        assert!(
+            matches!(&err, RequestError::Failed(cause) if **cause == WorkerError::MachinePoisoned { event: "Check" }),
+            "{err:?}"
+        );
     }
 }

@@ -614,6 +614,12 @@ where
         };
         recorder.history.on_step(step);
 
+        if self.machine.is_poisoned() {
+            // A row's code left it early without a panic (after a hop into
+            // a transient state, maybe): nothing of the step is performed.
+            self.fail(WorkerError::MachinePoisoned { event: event_name });
+            return;
+        }
         if self.hot.visit != visit_before {
             if let Some(work) = &mut self.work {
                 work.retain_timers(self.hot.visit);
@@ -621,11 +627,6 @@ where
             // Machines without terminal states skip the name lookup.
             self.hot.terminal = self.link.shared.settings.has_terminal && self.machine.is_terminal();
             self.hot.status_dirty = true;
-        } else if self.machine.is_poisoned() {
-            // Left early without a panic; a step that changed state before
-            // that is caught here at its next event.
-            self.fail(WorkerError::MachinePoisoned { event: event_name });
-            return;
         }
         let action_name = action.name();
         if let Some(event) = logged
