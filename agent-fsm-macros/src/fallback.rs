@@ -105,10 +105,11 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error, serde: bool, 
 /// state, a field declared again), the state is left as written, so that
 /// the error stands alone.
 fn carry(e: &mut syn::ItemEnum, model: &Model) {
-    if e.variants.len() != model.states.len() || e.variants.iter().any(|v| v.discriminant.is_some()) {
+    let carried = &model.carried;
+    let named_twice = carried.iter().enumerate().any(|(i, f)| carried[..i].iter().any(|g| g.ident == f.ident));
+    if named_twice || e.variants.len() != model.states.len() || e.variants.iter().any(|v| v.discriminant.is_some()) {
         return;
     }
-    let carried = &model.carried;
     let is_carried = |f: &syn::Field| carried.iter().any(|c| c.ident.is_some() && c.ident == f.ident);
     for (v, def) in e.variants.iter_mut().zip(&model.states) {
         if !def.carries || v.attrs.iter().any(|a| a.path().is_ident("default")) || v.fields.iter().any(is_carried) {

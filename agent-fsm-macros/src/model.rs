@@ -488,6 +488,9 @@ impl Model {
             /// Some specific row of the base's (or a `replace` of one)
             /// takes it: a base ignore of the pair takes what they refuse.
             base_specific: bool,
+            /// Some specific row of the variant's own (or of a plain
+            /// table) takes it, a `replace` aside.
+            own_specific: bool,
         }
         let events = self.events.len();
         let mut pairs = vec![Pair::default(); self.states.len() * events];
@@ -506,6 +509,7 @@ impl Model {
                 if !r.any {
                     pair.own_rows |= !r.from_base;
                     pair.base_specific |= r.from_base || r.replacement;
+                    pair.own_specific |= !r.from_base && !r.replacement;
                     if total && pair.first_total.is_none() {
                         pair.first_total = Some(i);
                     }
@@ -514,19 +518,27 @@ impl Model {
             }
         }
         // A base `ignore` the variant's own rows take over still keeps the
-        // base's `*` rows out of its pair, as it did in the base: when the
-        // variant's rows refuse, the event is unhandled there, never taken
-        // by a `*` row the base kept away. (A base `*` ignore kept them out
-        // only of the states where no base row took the event.)
-        // A base ignore that followed the base's own rows for its pair
-        // still takes what every row refuses, the variant's included.
+        // base's `*` rows out of its pair, as it did in the base, never
+        // taken by a `*` row the base kept away (a base `*` ignore kept them
+        // out only of the states where no base row took the event). A
+        // specific one stays an ignore of the pair: what every row refuses,
+        // the variant's included, is ignored, not refused; one below the
+        // base's own rows for the pair keeps its place among them.
         for ig in self.ignores.iter_mut().filter(|ig| ig.from_base) {
+            let any = ig.any;
             ig.sources.retain(|&s| {
                 let pair = &mut pairs[s * events + ig.event];
-                if pair.own_rows && (!ig.any || !pair.base_rows) {
-                    pair.base_kept_out = true;
+                if any {
+                    if pair.own_rows && !pair.base_rows {
+                        pair.base_kept_out = true;
+                    }
+                    !pair.own_rows
+                } else {
+                    if pair.own_rows && !pair.base_specific {
+                        pair.base_kept_out = true;
+                    }
+                    true
                 }
-                !pair.own_rows || (!ig.any && pair.base_specific)
             });
         }
         for ig in self.ignores.iter_mut().filter(|ig| ig.any) {
@@ -543,10 +555,23 @@ impl Model {
                 );
             }
         }
-        let mut ignored = vec![false; self.states.len() * events];
+        // From which row on a specific ignore keeps `*` rows out of its
+        // state: every one for an ignore of a pair its table has no rows
+        // for; those written after it for one below rows of its pair (the
+        // rows above it, `*` rows included, are tried first). A base ignore
+        // the variant's own rows took over keeps only the base's out (with
+        // `base_kept_out`, above).
+        let mut ignored_from = vec![usize::MAX; self.states.len() * events];
         for ig in self.ignores.iter().filter(|ig| !ig.any) {
             for &s in &ig.sources {
-                ignored[s * events + ig.event] = true;
+                let pair = &pairs[s * events + ig.event];
+                if pair.base_kept_out && ig.from_base {
+                    continue;
+                }
+                let below_rows = if ig.from_base || ig.replacement { pair.base_specific } else { pair.own_specific };
+                let from = if below_rows { ig.position } else { 0 };
+                let slot = &mut ignored_from[s * events + ig.event];
+                *slot = (*slot).min(from);
             }
         }
         for (k, both, by) in std::mem::take(&mut self.repeats) {
@@ -563,7 +588,7 @@ impl Model {
             };
             let decided = |s: usize| {
                 let pair = &pairs[s * events + e];
-                ignored[s * events + e]
+                j >= ignored_from[s * events + e]
                     || pair.replaced_ignore
                     || ((row.from_base || row.replacement) && pair.base_kept_out)
                     || pair.first_total.is_some_and(|i| i < j)

@@ -772,10 +772,15 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             );
         }
     }
-    // `log` and `log_mut` would both give `log_mut()`.
+    // `log` and `log_mut` would both give `log_mut()`; `log` twice is one
+    // mistake, said once.
     let mut accessors: std::collections::HashMap<String, &syn::Ident> = std::collections::HashMap::new();
     for field in model.carried_names() {
         let name = field.to_string();
+        if accessors.get(&name).is_some_and(|first| first.to_string() == name) {
+            cx.error_spanned_by(field, format!("`{name}` is already carried (`#[carry]` names it twice); remove one"));
+            continue;
+        }
         for accessor in [name.clone(), format!("{name}_mut")] {
             match accessors.get(&accessor) {
                 Some(first) => cx.error_spanned_by(

@@ -1,9 +1,11 @@
 // An `ignore` below the guarded rows of its pair takes what they all
 // refuse: the state stays, the fallback comes back, and the event is
 // reported as ignored (logged at debug level), not refused. A `*` row
-// stays out of that state. A variant's own rows come before the base's,
-// and the base's ignore still takes what every row refuses; `replace` of
-// a base row with `=> ignore` makes one.
+// written above it is one of those rows; one below stays out of that
+// state. A variant's own rows come before the base's, and a base's
+// specific ignore still takes what every row refuses, with rows of the
+// base's for its pair or without; `replace` of a base row with
+// `=> ignore` makes one.
 #![deny(warnings)]
 
 use agent_fsm::{Recorder, UnhandledReason};
@@ -57,6 +59,7 @@ pub mod ticks {
     #[events]
     pub enum Event {
         Tick(u32),
+        Noise(u32),
     }
     #[actions]
     #[derive(Debug, PartialEq)]
@@ -69,6 +72,7 @@ pub mod ticks {
         Idle + Tick(n) [*n > 5] => Busy / Work,
         Idle + Tick => Idle / Wait,
         Busy + Tick => Idle / Nothing,
+        Idle | Busy + Noise => ignore,
     }
 }
 
@@ -76,6 +80,35 @@ pub mod ticks {
 pub mod quiet {
     transitions! {
         replace Idle + Tick => ignore,
+        Idle + Noise(n) [*n > 5] => Busy / Work,
+    }
+}
+
+#[agent_fsm::state_machine(fallback = Nothing)]
+pub mod probe {
+    #[states]
+    #[derive(Debug, PartialEq)]
+    pub enum State {
+        #[initial]
+        Idle,
+        Busy,
+    }
+    #[events]
+    pub enum Event {
+        Tick(u32),
+    }
+    #[actions]
+    #[derive(Debug, PartialEq)]
+    pub enum Action {
+        Nothing,
+        Work,
+        Wait,
+    }
+    transitions! {
+        * + Tick(n) [*n > 5] => Busy / Work,
+        Idle + Tick(n) [*n == 1] => Idle / Wait,
+        Idle + Tick => ignore,
+        Busy + Tick => Idle / Wait,
     }
 }
 
@@ -115,4 +148,20 @@ fn main() {
     assert_eq!(rec.unhandled[0].reason, UnhandledReason::Ignored);
     assert_eq!(q.handle_event(quiet::Event::Tick(9)), quiet::Action::Work);
     assert_eq!(ticks::Machine::new().handle_event(ticks::Event::Tick(1)), ticks::Action::Wait);
+    // A base ignore of a pair without base rows, taken over by the
+    // variant's row: what that row refuses is still ignored.
+    let mut q = quiet::Quiet::new();
+    let mut rec = Recorder::default();
+    assert_eq!(q.handle_event_with(quiet::Event::Noise(1), &mut rec), quiet::Action::Nothing);
+    assert_eq!(rec.unhandled[0].reason, UnhandledReason::Ignored);
+    assert_eq!(q.handle_event(quiet::Event::Noise(9)), quiet::Action::Work);
+
+    // A `*` row above the ignore is tried before it, in written order.
+    let mut p = probe::Machine::new();
+    assert_eq!(p.handle_event(probe::Event::Tick(1)), probe::Action::Wait);
+    let mut rec = Recorder::default();
+    assert_eq!(p.handle_event_with(probe::Event::Tick(3), &mut rec), probe::Action::Nothing);
+    assert_eq!(rec.unhandled[0].reason, UnhandledReason::Ignored);
+    assert_eq!(p.handle_event(probe::Event::Tick(9)), probe::Action::Work);
+    assert_eq!(p.state(), &probe::State::Busy);
 }
