@@ -15,9 +15,10 @@
 //! writes `data` before its tag, and serde then reads the data from a
 //! buffered copy that has no integer map keys and no 128-bit integers:
 //! when that fails, [`from_json`] reads the snapshot again with every tag
-//! of the macro's form (`state`, `event`, `action`) first. Events and
-//! actions read with serde directly get no such help; keep their JSON as
-//! written, or with the tag first.
+//! of the macro's form (`state`, `event`, `action`) first, in any object
+//! that has just that tag and `data` (the context's own included). Events
+//! and actions read with serde directly get no such help; keep their JSON
+//! as written, or with the tag first.
 //!
 //! Resuming never produces a wrong state: a snapshot of a machine with
 //! another name (machines are told apart by `name = ..`, `Machine` by
@@ -192,11 +193,14 @@ where
         Ok(snapshot) => snapshot,
         // A store that reorders keys (`serde_json::Value`, Postgres
         // `jsonb`) puts `data` before its tag, and serde then reads the
-        // data in the poorer buffered form: read it again with every
-        // tag first, and keep the first error if that does not help.
+        // data in the poorer buffered form: read it again with every tag
+        // first. If that fails too, its error is the one that says what
+        // is wrong (the first may only be the buffered form's limit), with
+        // a position in that compact text.
         Err(e) => match tags_first(json).map(|text| serde_json::from_str(&text)) {
             Some(Ok(snapshot)) => snapshot,
-            _ => return Err(unknown.map_or_else(|| e.into(), SnapshotError::UnknownState)),
+            Some(Err(again)) => return Err(unknown.map_or_else(|| again.into(), SnapshotError::UnknownState)),
+            None => return Err(unknown.map_or_else(|| e.into(), SnapshotError::UnknownState)),
         },
     };
     if snapshot.machine != M::DESCRIPTION.name {

@@ -411,10 +411,18 @@ impl<E: Send + 'static> Work<E> {
     fn poll_tasks(&mut self, cx: &mut Context<'_>) -> Option<Produced<E>> {
         let mut first: Option<(usize, u64)> = None;
         for (i, slot) in self.tasks.iter_mut().enumerate() {
-            if slot.done.is_none()
-                && let Poll::Ready(joined) = Pin::new(&mut slot.handle).poll(cx)
-            {
-                slot.done = Some(joined);
+            if slot.done.is_none() {
+                slot.done = if slot.handle.is_finished() {
+                    // Unconstrained: once the worker's coop budget ran out,
+                    // a finished handle would report `Pending`, and results
+                    // found together would come out of order.
+                    tokio::task::coop::unconstrained(&mut slot.handle).now_or_never()
+                } else {
+                    match Pin::new(&mut slot.handle).poll(cx) {
+                        Poll::Ready(joined) => Some(joined),
+                        Poll::Pending => None,
+                    }
+                };
             }
             if let Some(at) = slot.finished_at()
                 && first.is_none_or(|(_, best)| at < best)
