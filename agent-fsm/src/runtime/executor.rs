@@ -617,7 +617,7 @@ where
         if self.machine.is_poisoned() {
             // A row's code left it early without a panic (after a hop into
             // a transient state, maybe): nothing of the step is performed.
-            self.fail(WorkerError::MachinePoisoned { event: event_name });
+            self.fail_poisoned(event_name);
             return;
         }
         if self.hot.visit != visit_before {
@@ -798,6 +798,14 @@ where
             }
         }
         Poll::Ready(())
+    }
+
+    /// [`fail`](Self::fail) for a machine poisoned without a panic; out of
+    /// line, off the per-event path.
+    #[cold]
+    #[inline(never)]
+    fn fail_poisoned(&mut self, event: &'static str) {
+        self.fail(WorkerError::MachinePoisoned { event });
     }
 
     fn fail(&mut self, error: WorkerError) {

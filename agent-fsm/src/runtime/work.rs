@@ -408,6 +408,9 @@ impl<E: Send + 'static> Work<E> {
     }
 
     /// The result of the task that finished first among those that have.
+    /// Out of line: only an agent with tasks in flight comes here, and
+    /// inlined it made the worker's per-event path longer.
+    #[inline(never)]
     fn poll_tasks(&mut self, cx: &mut Context<'_>) -> Option<Produced<E>> {
         let mut first: Option<(usize, u64)> = None;
         for (i, slot) in self.tasks.iter_mut().enumerate() {
