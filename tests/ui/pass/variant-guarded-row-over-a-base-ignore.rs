@@ -1,6 +1,6 @@
 // A variant's guarded row for a pair the base ignores: when its guard
 // refuses, the base's `*` row, which the ignore kept out of that state,
-// stays out (the event is unhandled there, with the fallback action).
+// stays out (the base's ignore takes the event: the fallback action).
 // `replace .. => ignore` beside a base `*` ignore, and `remove state` of
 // a raw name, work too.
 #![deny(warnings)]
