@@ -79,6 +79,14 @@ pub(crate) struct RowModel {
 }
 
 impl RowModel {
+    /// Takes every event of its pair whatever the data (an eventless row:
+    /// every value of its state): no guard, and patterns that only bind.
+    pub(crate) fn takes_every(&self) -> bool {
+        self.guard.is_none()
+            && self.source_pat.as_ref().is_none_or(irrefutable_below)
+            && self.event.as_ref().is_none_or(|(_, p)| irrefutable_below(p))
+    }
+
     /// Source, event and guard as written, for duplicate checks; only rows
     /// that share a state and an event are ever compared, so most rows
     /// never build it.
@@ -474,8 +482,6 @@ impl Model {
         struct Pair {
             /// Some row takes it (`*` rows included).
             rows: bool,
-            /// Some specific row of the variant's own (not the base's) takes it.
-            own_rows: bool,
             /// The first specific row that takes every such event.
             first_total: Option<usize>,
             /// A specific row replaced a base `ignore` for it.
@@ -495,19 +501,16 @@ impl Model {
         let events = self.events.len();
         let mut pairs = vec![Pair::default(); self.states.len() * events];
         for (i, r) in self.rows.iter().enumerate() {
-            let Some((e, p)) = &r.event else {
+            let Some((e, _)) = &r.event else {
                 continue;
             };
-            // Takes every event of its pair, whatever the data.
-            let total =
-                r.guard.is_none() && r.source_pat.as_ref().is_none_or(irrefutable_below) && irrefutable_below(p);
+            let total = r.takes_every();
             for &s in &r.sources {
                 let pair = &mut pairs[s * events + e];
                 pair.rows = true;
                 // A `replace` stands where the base's row was.
                 pair.base_rows |= r.from_base || r.replacement;
                 if !r.any {
-                    pair.own_rows |= !r.from_base;
                     pair.base_specific |= r.from_base || r.replacement;
                     pair.own_specific |= !r.from_base && !r.replacement;
                     if total && pair.first_total.is_none() {
@@ -524,22 +527,14 @@ impl Model {
         // specific one stays an ignore of the pair: what every row refuses,
         // the variant's included, is ignored, not refused; one below the
         // base's own rows for the pair keeps its place among them.
-        for ig in self.ignores.iter_mut().filter(|ig| ig.from_base) {
-            let any = ig.any;
-            ig.sources.retain(|&s| {
+        // (A base `*` ignore no longer stands for states the variant's rows
+        // take: dropped with the others' below.)
+        for ig in self.ignores.iter().filter(|ig| ig.from_base) {
+            for &s in &ig.sources {
                 let pair = &mut pairs[s * events + ig.event];
-                if any {
-                    if pair.own_rows && !pair.base_rows {
-                        pair.base_kept_out = true;
-                    }
-                    !pair.own_rows
-                } else {
-                    if pair.own_rows && !pair.base_specific {
-                        pair.base_kept_out = true;
-                    }
-                    true
-                }
-            });
+                let base_took = if ig.any { pair.base_rows } else { pair.base_specific };
+                pair.base_kept_out |= pair.own_specific && !base_took;
+            }
         }
         for ig in self.ignores.iter_mut().filter(|ig| ig.any) {
             let before = ig.sources.len();

@@ -3,7 +3,7 @@
 //! build reports every broken rule.
 
 use crate::ctxt::Ctxt;
-use crate::model::{Model, RowModel, bindings, irrefutable_below, list, name_key};
+use crate::model::{Model, RowModel, bindings, list, name_key};
 use std::collections::BTreeSet;
 use syn::Ident;
 
@@ -995,8 +995,7 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
         // A row that always fires: no guard, and a source pattern (if
         // any) that matches every value of the state. Without one, some
         // value would leave the machine resting in a transient state.
-        let total = |r: &&RowModel| r.guard.is_none() && r.source_pat.as_ref().is_none_or(irrefutable_below);
-        if eventless.iter().any(total) {
+        if eventless.iter().any(|r| r.takes_every()) {
             continue;
         }
         // An unguarded row whose pattern takes a field apart: say which
@@ -1226,10 +1225,9 @@ fn check_shadowed_rows(cx: &Ctxt, model: &Model, repeats: BTreeSet<usize>) {
     // Whether `earlier` (written above) takes every event `later` takes,
     // whatever the state's data.
     let hides = |earlier: &RowModel, later: &RowModel| {
-        earlier.guard.is_none()
-            && earlier.source_pat.as_ref().is_none_or(irrefutable_below)
+        earlier.takes_every()
             && match (&earlier.event, &later.event) {
-                (Some((e1, p1)), Some((e2, _))) => e1 == e2 && irrefutable_below(p1),
+                (Some((e1, _)), Some((e2, _))) => e1 == e2,
                 (None, None) => true,
                 _ => false,
             }
@@ -1334,7 +1332,7 @@ fn check_ignored_pairs(cx: &Ctxt, model: &Model) {
                         ),
                     );
                     break;
-                } else if takes_every(r) {
+                } else if r.takes_every() {
                     cx.error_at(
                         ig.span,
                         format!(
@@ -1346,13 +1344,6 @@ fn check_ignored_pairs(cx: &Ctxt, model: &Model) {
             }
         }
     }
-}
-
-/// The row takes every event of its pair, whatever the data.
-fn takes_every(r: &crate::model::RowModel) -> bool {
-    r.guard.is_none()
-        && r.source_pat.as_ref().is_none_or(crate::model::irrefutable_below)
-        && r.event.as_ref().is_some_and(|(_, p)| crate::model::irrefutable_below(p))
 }
 
 /// A state no row leaves is a dead end the machine can never get out of,

@@ -12,7 +12,7 @@
 //! uses the view does not compile one function per (state, event) pair.
 
 use crate::codegen::enums::snake_method;
-use crate::model::{Model, irrefutable_below};
+use crate::model::Model;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use std::collections::BTreeSet;
@@ -139,9 +139,7 @@ pub(crate) fn landing(model: &Model, s: usize, e: usize) -> BTreeSet<usize> {
     let mut total = false;
     for row in &rows {
         resolve(model, row.target, &mut out, &mut Vec::new());
-        let whole_source = row.sources.len() > 1 || row.source_pat.as_ref().is_none_or(irrefutable_below);
-        let whole_event = row.event.as_ref().is_some_and(|(_, p)| irrefutable_below(p));
-        if row.guard.is_none() && whole_source && whole_event {
+        if row.takes_every() {
             total = true;
             break;
         }
