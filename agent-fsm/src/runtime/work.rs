@@ -72,6 +72,17 @@ struct TaskSlot<E> {
 }
 
 impl<E> TaskSlot<E> {
+    /// Takes a finished task's result into `done`; true once it is there.
+    /// Unconstrained: once the worker's coop budget ran out, a finished
+    /// handle would report `Pending`, and its result would be taken late
+    /// (out of order, or reported cancelled).
+    fn join_finished(&mut self) -> bool {
+        if self.done.is_none() && self.handle.is_finished() {
+            self.done = tokio::task::coop::unconstrained(&mut self.handle).now_or_never();
+        }
+        self.done.is_some()
+    }
+
     /// When it finished; a task the runtime stopped from outside goes
     /// after every stamped one.
     fn finished_at(&self) -> Option<u64> {
@@ -301,15 +312,10 @@ impl<E: Send + 'static> Work<E> {
     /// A task that already finished keeps its real result, so no event it
     /// produced is lost; any other is aborted and reported as cancelled.
     fn cancel_running(&mut self, mut slot: TaskSlot<E>) -> Produced<E> {
-        if let Some(joined) = slot.done {
+        if slot.join_finished()
+            && let Some(joined) = slot.done
+        {
             return task_outcome(slot.key, slot.on_failure, joined);
-        }
-        if slot.handle.is_finished() {
-            // `unconstrained`: a finished handle must not report Pending
-            // because the worker's coop budget ran out.
-            if let Some(result) = tokio::task::coop::unconstrained(&mut slot.handle).now_or_never() {
-                return task_outcome(slot.key, slot.on_failure, result);
-            }
         }
         slot.handle.abort();
         // Aborted tasks are joined at the stop; the ones that have stopped
@@ -414,18 +420,11 @@ impl<E: Send + 'static> Work<E> {
     fn poll_tasks(&mut self, cx: &mut Context<'_>) -> Option<Produced<E>> {
         let mut first: Option<(usize, u64)> = None;
         for (i, slot) in self.tasks.iter_mut().enumerate() {
-            if slot.done.is_none() {
-                slot.done = if slot.handle.is_finished() {
-                    // Unconstrained: once the worker's coop budget ran out,
-                    // a finished handle would report `Pending`, and results
-                    // found together would come out of order.
-                    tokio::task::coop::unconstrained(&mut slot.handle).now_or_never()
-                } else {
-                    match Pin::new(&mut slot.handle).poll(cx) {
-                        Poll::Ready(joined) => Some(joined),
-                        Poll::Pending => None,
-                    }
-                };
+            // A task still running registers the worker for its end.
+            if !slot.join_finished()
+                && let Poll::Ready(joined) = Pin::new(&mut slot.handle).poll(cx)
+            {
+                slot.done = Some(joined);
             }
             if let Some(at) = slot.finished_at()
                 && first.is_none_or(|(_, best)| at < best)
@@ -510,14 +509,15 @@ fn deadline_in(delay: Duration) -> Option<Instant> {
     if delay >= NEVER { None } else { Instant::now().checked_add(delay) }
 }
 
-/// The spawned body of a task: its future under `catch_unwind` and the
-/// timeout, which starts when the task starts running; the result is
-/// stamped as it comes.
+/// The spawned body of a task: [`run_guarded`], its result stamped as it
+/// comes (see [`FINISHED`]).
 async fn run_task<E>(future: TaskFuture<E>, timeout: Option<Duration>) -> Stamped<E> {
     let result = run_guarded(future, timeout).await;
     (FINISHED.fetch_add(1, Ordering::Relaxed), result)
 }
 
+/// The task's future under `catch_unwind` and its timeout, which starts
+/// when the task starts running.
 async fn run_guarded<E>(future: TaskFuture<E>, timeout: Option<Duration>) -> TaskResult<E> {
     let guarded = AssertUnwindSafe(future).catch_unwind();
     let result = match timeout.and_then(deadline_in) {
@@ -573,7 +573,10 @@ mod tests {
         let failed = |_, _| "failed";
         work.spawn_task(
             "a".into(),
-            Box::pin(async move { b_finished.await.map_or("a", |()| "a") }),
+            Box::pin(async move {
+                let _ = b_finished.await;
+                "a"
+            }),
             None,
             Box::new(failed),
         );
