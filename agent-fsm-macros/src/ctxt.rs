@@ -27,6 +27,21 @@ impl Ctxt {
         self.push(syn::Error::new(span, msg));
     }
 
+    /// Records an error underlining everything from `start` to `end` (a
+    /// row's head, say: the compiler joins the two spans).
+    pub(crate) fn error_between<M: Display>(&self, start: proc_macro2::Span, end: proc_macro2::Span, msg: M) {
+        let first = proc_macro2::Punct::new('#', proc_macro2::Spacing::Alone);
+        let last = proc_macro2::Punct::new('#', proc_macro2::Spacing::Alone);
+        let tokens: proc_macro2::TokenStream = [(first, start), (last, end)]
+            .into_iter()
+            .map(|(mut p, span)| {
+                p.set_span(span);
+                proc_macro2::TokenTree::Punct(p)
+            })
+            .collect();
+        self.push(syn::Error::new_spanned(tokens, msg));
+    }
+
     /// Records an error syn produced.
     pub(crate) fn syn_error(&self, err: syn::Error) {
         self.push(err);

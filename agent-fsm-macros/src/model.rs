@@ -87,6 +87,26 @@ impl RowModel {
             && self.event.as_ref().is_none_or(|(_, p)| irrefutable_below(p))
     }
 
+    /// The first token of the row's source and the last of its guard (or
+    /// event, or source): errors about which row fires underline its head.
+    pub(crate) fn head(&self) -> (Span, Span) {
+        let last = |tokens: TokenStream| tokens.into_iter().last().map(|t| t.span());
+        let (start, source_end) = match &self.key_source {
+            Source::Any { star, .. } => (*star, *star),
+            Source::Several(names) => {
+                (names.first().map_or(self.span, Ident::span), names.last().map_or(self.span, Ident::span))
+            }
+            Source::One(pat) => (pat.span(), last(pat.to_token_stream()).unwrap_or(self.span)),
+        };
+        let end = self
+            .guard
+            .as_ref()
+            .and_then(|g| last(g.to_token_stream()))
+            .or_else(|| self.event.as_ref().and_then(|(_, p)| last(p.to_token_stream())))
+            .unwrap_or(source_end);
+        (start, end)
+    }
+
     /// Source, event and guard as written, for duplicate checks; only rows
     /// that share a state and an event are ever compared, so most rows
     /// never build it.
@@ -136,6 +156,12 @@ pub(crate) struct Model {
     pub(crate) incomplete: bool,
     /// Source states of dropped rows, whose exits are unknown.
     pub(crate) dropped_sources: Vec<usize>,
+    /// A row was dropped for an unknown target: some state may have lost
+    /// its way in.
+    pub(crate) ways_in_unknown: bool,
+    /// The (state, event) pairs of dropped rows, `None` for an unknown
+    /// event: the pairs they would have decided.
+    pub(crate) dropped_pairs: Vec<(usize, Option<usize>)>,
     /// Rows dropped for an unknown event whose source and target are
     /// known: still a way into their target for the reachability rule.
     pub(crate) dropped_edges: Vec<(Vec<usize>, usize)>,
@@ -393,6 +419,8 @@ impl Model {
             // table, or a state whose markers contradict each other.
             incomplete: roles.cfg_stripped || roles.table_doubled || contradicted,
             dropped_sources: Vec::new(),
+            ways_in_unknown: false,
+            dropped_pairs: Vec::new(),
             dropped_edges: Vec::new(),
             resting_names: std::cell::OnceCell::new(),
             fallback: None,
@@ -456,6 +484,7 @@ impl Model {
         // The rows those changes meant to add or drop are not in the table:
         // its exits and paths are in doubt, as after any dropped row.
         model.incomplete |= !(table.replaces.is_empty() && table.removes.is_empty() && table.removed_states.is_empty());
+        model.incomplete |= table.partial;
         for row in table.rows {
             model.add_row(cx, row);
         }
@@ -821,6 +850,10 @@ impl Model {
             }
             Source::One(pat) => {
                 let Some(ident) = pat_variant(cx, pat, "state") else {
+                    // The event may be written the same way: one build.
+                    if let Some(event) = &row.event {
+                        pat_variant(cx, event, "event");
+                    }
                     return false;
                 };
                 let Some(i) = self.resolve_state(cx, &ident) else {
@@ -840,15 +873,17 @@ impl Model {
                     Some(i) => Some((i, self.whole_event(i, pat))),
                     None => {
                         self.dropped_sources.extend(&sources);
+                        self.dropped_pairs.extend(sources.iter().map(|&s| (s, None)));
                         // With its target known, the rules can still
                         // count the row as a way in.
-                        if let Outcome::To { target, .. } = &row.outcome
-                            && let Some(t) = self.state_index(&target.ident)
-                        {
-                            self.dropped_edges.push((sources, t));
-                            return true;
+                        match &row.outcome {
+                            Outcome::To { target, .. } => match self.state_index(&target.ident) {
+                                Some(t) => self.dropped_edges.push((sources, t)),
+                                None => self.ways_in_unknown = true,
+                            },
+                            Outcome::Ignore(_) => {}
                         }
-                        return false;
+                        return true;
                     }
                 }
             }
@@ -951,9 +986,16 @@ impl Model {
                     }
                     None => None,
                 };
+                // Its sources lose an exit of unknown kind, and some
+                // state a way in: the rules skip those sources, and the
+                // reachability rule the whole table.
                 let Some(target) = target else {
                     self.dropped_sources.extend(&sources);
-                    return false;
+                    if let Some((e, _)) = &event {
+                        self.dropped_pairs.extend(sources.iter().map(|&s| (s, Some(*e))));
+                    }
+                    self.ways_in_unknown = true;
+                    return true;
                 };
                 // `*` means every state that takes events; a terminal state
                 // is included only where the row leaves it untouched (its
@@ -1115,8 +1157,22 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
             if let Some(role) = &role {
                 roles.cfg_stripped |= strip_variant_cfgs(cx, &mut e, role);
             }
+            if let Some(role) = &role {
+                misplaced_markers(cx, &mut e, role);
+            }
             if role.as_deref() == Some("states") {
+                let has_carry = e.attrs.iter().any(|a| a.path().is_ident("carry"));
                 roles.carried = take_carry(cx, &mut e.attrs);
+                if !has_carry {
+                    for v in &e.variants {
+                        for attr in v.attrs.iter().filter(|a| a.path().is_ident("no_carry")) {
+                            cx.error_spanned_by(
+                                attr,
+                                "`#[no_carry]` leaves a state out of the `#[carry(..)]` fields, and this enum has none; remove it",
+                            );
+                        }
+                    }
+                }
             }
             let slot = match role.as_deref() {
                 Some("states") => &mut roles.states,
@@ -1166,7 +1222,15 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
                 return;
             }
             match syn::parse2::<Table>(m.mac.tokens) {
-                Ok(table) => roles.table = Some((span, table)),
+                Ok(mut table) => {
+                    // Rows skipped for their syntax errors: the rest is
+                    // still checked, but for the rules over the whole
+                    // table (see `Table::partial`).
+                    if let Some(e) = table.take_errors() {
+                        cx.syn_error(e);
+                    }
+                    roles.table = Some((span, table));
+                }
                 Err(e) => {
                     // Only the syntax error: rules over a half-read table
                     // would report problems that are not there.
@@ -1210,6 +1274,53 @@ fn take_role(cx: &Ctxt, attrs: &mut Vec<Attribute>, names: &[&str]) -> Option<St
         false
     });
     found
+}
+
+/// Reports and removes the macro's markers written where they mean
+/// nothing: `#[carry]` anywhere but on the `#[states]` enum, and the
+/// state markers anywhere but on a state. Left in, each would be rustc's
+/// "cannot find attribute", with errors from what it failed to add.
+///
+/// A `#[carry]` on a state is read as the enum's (unless the enum has its
+/// own), so that the rows and code using the carried fields add no errors.
+fn misplaced_markers(cx: &Ctxt, e: &mut ItemEnum, role: &str) {
+    const STATE_MARKERS: [&str; 4] = ["initial", "terminal", "transient", "no_carry"];
+    let mut moved = Vec::new();
+    let mut misplaced = |attrs: &mut Vec<Attribute>, on_variant: bool| {
+        attrs.retain(|attr| {
+            let Some(name) = attr.path().get_ident().map(ToString::to_string) else {
+                return true;
+            };
+            let message = match (name.as_str(), role, on_variant) {
+                ("carry", "states", true) => {
+                    "`#[carry(..)]` goes on the `#[states]` enum itself: every state carries its fields (mark a state that does not with `#[no_carry]`)".to_owned()
+                }
+                ("carry", _, _) if role != "states" => format!(
+                    "`#[carry(..)]` goes on the `#[states]` enum: it names data every state carries, not {}",
+                    if role == "events" { "events" } else { "actions" }
+                ),
+                (marker, "states", false) if STATE_MARKERS.contains(&marker) => {
+                    format!("`#[{marker}]` marks one state: put it on that variant of the enum")
+                }
+                (marker, _, _) if role != "states" && STATE_MARKERS.contains(&marker) => {
+                    format!("`#[{marker}]` marks a state: put it on a variant of the `#[states]` enum")
+                }
+                _ => return true,
+            };
+            cx.error_spanned_by(attr, message);
+            if role == "states" && name == "carry" {
+                moved.push(attr.clone());
+            }
+            false
+        });
+    };
+    misplaced(&mut e.attrs, false);
+    for v in &mut e.variants {
+        misplaced(&mut v.attrs, true);
+    }
+    if !e.attrs.iter().any(|a| a.path().is_ident("carry")) {
+        e.attrs.extend(moved.into_iter().take(1));
+    }
 }
 
 /// `#[carry(conversation: Conversation, ...)]` on the state enum.
@@ -1329,7 +1440,17 @@ fn pat_variant(cx: &Ctxt, pat: &Pat, what: &str) -> Option<Ident> {
     if let Some(ident) = path.get_ident() {
         return Some(ident.clone());
     }
-    cx.error_spanned_by(path, format!("write the {what} variant's bare name; the enum prefix is added for you"));
+    let message = match path.segments.last() {
+        Some(last) => {
+            let written = quote::ToTokens::to_token_stream(path).to_string().replace(' ', "");
+            format!(
+                "write the {what} variant's bare name: `{}`, not `{written}`; the enum prefix is added for you",
+                last.ident
+            )
+        }
+        None => format!("write the {what} variant's bare name; the enum prefix is added for you"),
+    };
+    cx.error_spanned_by(path, message);
     None
 }
 

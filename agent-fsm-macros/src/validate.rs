@@ -285,7 +285,7 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
             }
         }
         fn report(&self, token: impl quote::ToTokens, what: &str) {
-            const HALFWAY: &str = "would leave the step halfway, with the old state taken out and no target written; let the code run to its end";
+            const HALFWAY: &str = "would leave the step halfway, before the row's target and action are written; let the code run to its end";
             let (part, why) = match self.part {
                 Part::Guard => (
                     "guard",
@@ -983,12 +983,14 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
             }
         }
     }
-    // A row dropped for an unknown name may have been the way out.
+    // Rows or states are in doubt (already reported): any transient
+    // state's way out may be among them.
     if model.incomplete {
         return;
     }
     for (i, state) in model.states.iter().enumerate() {
-        if state.transient.is_none() {
+        // A row dropped for an unknown name may have been its way out.
+        if state.transient.is_none() || model.dropped_sources.contains(&i) {
             continue;
         }
         let eventless: Vec<&RowModel> = model.index().eventless(i).iter().map(|&r| &model.rows[r]).collect();
@@ -1203,8 +1205,10 @@ fn check_duplicate_rows(cx: &Ctxt, model: &Model) -> BTreeSet<usize> {
                         format!("this row repeats a row of `{base}`; write it as `replace ..` to change that row, or delete it"),
                     );
                 } else {
-                    cx.error_at(
-                        later.span,
+                    let (start, end) = later.head();
+                    cx.error_between(
+                        start,
+                        end,
                         "duplicate row: an earlier row has the same state, event and guard; delete one",
                     );
                 }
@@ -1275,12 +1279,20 @@ fn check_shadowed_rows(cx: &Ctxt, model: &Model, repeats: BTreeSet<usize>) {
                 }
                 break;
             }
-            let at = later.guard.as_ref().map_or(later.span, syn::spanned::Spanned::span);
-            cx.error_at(
-                at,
+            let (start, end) = later.head();
+            let pair = format!("{}{}", model.states[state].ident, event);
+            // A `*` row, or one of several states, does not name the
+            // pair alone: say which it takes.
+            let which = if earlier.any || earlier.sources.len() > 1 {
+                format!("`{}` (for `{pair}`)", earlier.key())
+            } else {
+                format!("`{}`", earlier.key())
+            };
+            cx.error_between(
+                start,
+                end,
                 format!(
-                    "this row can never fire: an earlier row for `{}{}` has no guard and accepts every event; move this row above it, or give the earlier row a guard",
-                    model.states[state].ident, event
+                    "this row can never fire: the earlier row {which} has no guard and takes every such event; move this row above it, or give the earlier row a guard"
                 ),
             );
             break;
@@ -1298,10 +1310,14 @@ fn check_ignored_pairs(cx: &Ctxt, model: &Model) {
         for &s in &ig.sources {
             let state = &model.states[s];
             let (name, event) = (&state.ident, &model.events[ig.event].ident);
-            if state.terminal.is_some() || state.transient.is_some() {
+            // A terminal state has no rows: an ignore there only quiets
+            // the catch-all for an event that may still arrive.
+            if state.transient.is_some() {
                 cx.error_at(
                     ig.span,
-                    format!("`{name}` takes no events (it is terminal or transient); nothing to ignore"),
+                    format!(
+                        "`{name}` is transient: it resolves within the step and takes no events; nothing to ignore"
+                    ),
                 );
                 continue;
             }
@@ -1408,7 +1424,7 @@ fn check_states_have_exits(cx: &Ctxt, model: &Model) {
 /// target or a forgotten row.
 fn check_unreachable_states(cx: &Ctxt, model: &Model) {
     // A row dropped for an unknown name may have been the way in.
-    if model.incomplete {
+    if model.incomplete || model.ways_in_unknown {
         return;
     }
     let Some(initial) = model.initial() else {
@@ -1472,7 +1488,8 @@ fn variant_note(model: &Model) -> String {
 /// by a row or marked `=> ignore`. The error lists every undecided pair.
 fn check_strict(cx: &Ctxt, model: &Model) {
     // The pairs a dropped row would have handled are not missing: a row
-    // dropped for an unknown name (reported) leaves its states out.
+    // dropped for an unknown name (reported) leaves its pairs out (every
+    // pair of its states, when the unknown name is its event).
     if !model.strict || model.incomplete {
         return;
     }
@@ -1491,11 +1508,11 @@ fn check_strict(cx: &Ctxt, model: &Model) {
     }
     let mut missing = Vec::new();
     for (s, state) in model.states.iter().enumerate() {
-        if !model.takes_events(s) || model.dropped_sources.contains(&s) {
+        if !model.takes_events(s) || model.dropped_pairs.contains(&(s, None)) {
             continue;
         }
         for (e, event) in model.events.iter().enumerate() {
-            if !handled.contains(&(s, e)) {
+            if !handled.contains(&(s, e)) && !model.dropped_pairs.contains(&(s, Some(e))) {
                 missing.push(format!("`{} + {}`", state.ident, event.ident));
             }
         }

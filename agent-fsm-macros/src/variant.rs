@@ -145,7 +145,7 @@ pub(crate) fn merge(input: TokenStream) -> TokenStream {
     }
     match (cx.check(), model) {
         (Ok(()), Some(model)) => codegen::generate(&model),
-        (Err(e), _) => fallback::expand(Some(shown), &e, serde, None),
+        (Err(e), model) => fallback::expand(Some(shown), &e, serde, model.as_ref()),
         (Ok(()), None) => {
             fallback::expand(Some(shown), &syn::Error::new(Span::call_site(), "invalid variant"), serde, None)
         }
@@ -255,7 +255,12 @@ fn merge_modules(
             Item::Macro(m) if m.mac.path.is_ident("transitions") => {
                 table_span = m.mac.path.segments[0].ident.span();
                 match syn::parse2::<Table>(m.mac.tokens) {
-                    Ok(t) => variant_table = Some(t),
+                    Ok(mut t) => {
+                        if let Some(e) = t.take_errors() {
+                            cx.syn_error(e);
+                        }
+                        variant_table = Some(t);
+                    }
                     Err(e) => {
                         cx.syn_error(e);
                         table_broken = true;
@@ -408,19 +413,30 @@ fn merge_modules(
             );
             continue;
         }
-        let into: Vec<String> = rows
-            .iter()
-            .flatten()
-            .filter(|r| !going.iter().any(|s| row_source_is(r, s)))
-            .filter(|r| matches!(&r.outcome, crate::parse::Outcome::To { target, .. } if same(&target.ident, state)))
-            .map(|r| format!("`{}`", r.key_text()))
-            .collect();
+        let leads_in = |r: &&crate::parse::Row| {
+            !going.iter().any(|s| row_source_is(r, s))
+                && matches!(&r.outcome, crate::parse::Outcome::To { target, .. } if same(&target.ident, state))
+        };
+        let into: Vec<String> = rows.iter().flatten().filter(leads_in).map(|r| format!("`{}`", r.key_text())).collect();
         if !into.is_empty() {
-            // Keep the state, so this is the only error.
+            // Keep the state, so this is the only error about it; the
+            // variant's own rows into it are named here too, as they
+            // would be unknown-state errors once the base's are gone.
+            let own: Vec<String> = variant_table
+                .rows
+                .iter()
+                .filter(|r| names_state(r, state))
+                .map(|r| format!("`{}`", r.key_text()))
+                .collect();
+            let own = if own.is_empty() {
+                String::new()
+            } else {
+                format!("; this variant's own rows name it too: {}", own.join(", "))
+            };
             cx.error_spanned_by(
                 state,
                 format!(
-                    "`remove state {state}`: rows of `{base_name}` still lead into it; replace or remove them: {}",
+                    "`remove state {state}`: rows of `{base_name}` still lead into it; replace or remove them: {}{own}",
                     into.join(", ")
                 ),
             );
@@ -460,7 +476,8 @@ fn merge_modules(
     }
 
     // The variant's own rows are tried before the base's.
-    let mut table = Table { rows: variant_table.rows, removed: gone, ..Table::default() };
+    let mut table =
+        Table { partial: variant_table.partial, rows: variant_table.rows, removed: gone, ..Table::default() };
     table.rows.extend(rows.into_iter().flatten());
 
     items.extend(base_enums.into_iter().map(Item::Enum));
@@ -494,6 +511,17 @@ fn pat_name(pat: &syn::Pat) -> Option<String> {
         _ => return None,
     };
     path.get_ident().map(crate::model::name_key)
+}
+
+/// Whether a row names `state`: as its source, among its sources or
+/// exceptions, or as its target.
+fn names_state(row: &crate::parse::Row, state: &Ident) -> bool {
+    let in_source = match &row.source {
+        Source::One(_) => row_source_is(row, state),
+        Source::Several(names) => names.iter().any(|n| same(n, state)),
+        Source::Any { except, .. } => except.iter().any(|n| same(n, state)),
+    };
+    in_source || matches!(&row.outcome, crate::parse::Outcome::To { target, .. } if same(&target.ident, state))
 }
 
 fn row_source_is(row: &crate::parse::Row, state: &Ident) -> bool {

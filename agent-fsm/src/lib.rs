@@ -190,6 +190,15 @@ pub mod __private {
                 "every row for this state and event refused it (guard or payload pattern); state unchanged, fallback action returned"
             );
             UnhandledReason::Refused
+        } else if description.is_terminal(state) {
+            tracing::warn!(
+                target: "agent_fsm",
+                machine,
+                state,
+                event,
+                "no row for this state and event: the state is terminal (mark the pair `=> ignore` if this is expected); state unchanged, fallback action returned"
+            );
+            UnhandledReason::NoRow
         } else {
             tracing::warn!(
                 target: "agent_fsm",

@@ -32,51 +32,127 @@ pub(crate) struct Table {
     /// In a variant's merged table, the names of the base states its
     /// `remove state` rows dropped (for errors that name one).
     pub(crate) removed: Vec<String>,
+    /// Syntax errors of rows that were skipped, not yet reported
+    /// ([`take_errors`](Self::take_errors)).
+    pub(crate) errors: Option<syn::Error>,
+    /// Rows were skipped for syntax errors: what the table says about
+    /// exits, ways in and coverage is in doubt.
+    pub(crate) partial: bool,
 }
 
 impl Parse for Table {
+    /// A row with a syntax error is reported and skipped, up to the next
+    /// `,` between rows, so that every row's syntax error comes out in
+    /// one build and the rest of the table is still read.
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        use syn::parse::discouraged::Speculative;
         let mut table = Table::default();
         while !input.is_empty() {
-            // A row's docs come first, before a variant's `replace` too.
-            let docs = row_docs(input)?;
-            if input.peek(kw::replace) {
-                let kw = input.parse()?;
-                let mut row: Row = input.parse()?;
-                row.docs.splice(0..0, docs);
-                table.replaces.push((kw, row));
-            } else if let Some(doc) = docs.first() {
-                if input.peek(kw::remove) {
-                    return Err(syn::Error::new_spanned(
-                        doc,
-                        "a `remove` drops a row from the table, where its doc comment would have nowhere to go; remove the comment (or make it a `//` one)",
-                    ));
+            // Each row is read on a fork: a row that fails leaves `input`
+            // at its start, and what syn noted inside its groups goes with
+            // the fork.
+            let fork = input.fork();
+            let read = table.parse_entry(&fork);
+            let read = match read {
+                Ok(()) if fork.is_empty() || fork.peek(Token![,]) => {
+                    input.advance_to(&fork);
+                    if !input.is_empty() {
+                        input.parse::<Token![,]>()?;
+                    }
+                    Ok(())
                 }
-                let mut row: Row = input.parse()?;
-                row.docs.splice(0..0, docs);
-                table.rows.push(row);
-            } else if input.peek(kw::remove) && input.peek2(kw::state) {
-                let kw = input.parse()?;
-                input.parse::<kw::state>()?;
-                table.removed_states.push((kw, input.parse()?));
-            } else if input.peek(kw::remove) {
-                let kw = input.parse()?;
-                table.removes.push((kw, input.parse()?));
-                if input.peek(Token![=>]) {
-                    return Err(input.error(
-                        "a `remove` row names only the base row it drops, `remove State + Event [guard]`; leave out `=>` and what follows",
-                    ));
+                // A whole row ended by `;`: the row is kept, and the next
+                // one read from there, as if it were the `,`.
+                Ok(()) if fork.peek(Token![;]) => {
+                    let error = fork.error("expected `,`: rows are separated by commas");
+                    input.advance_to(&fork);
+                    input.parse::<Token![;]>()?;
+                    Err(error)
                 }
-            } else {
-                table.rows.push(input.parse()?);
+                Ok(()) => {
+                    let error = fork.error("expected `,`");
+                    input.advance_to(&fork);
+                    skip_row(input)?;
+                    Err(error)
+                }
+                Err(e) => {
+                    skip_row(input)?;
+                    Err(e)
+                }
+            };
+            if let Err(e) = read {
+                match &mut table.errors {
+                    Some(errors) => errors.combine(e),
+                    None => table.errors = Some(e),
+                }
             }
-            if input.is_empty() {
-                break;
-            }
-            input.parse::<Token![,]>()?;
         }
         Ok(table)
     }
+}
+
+impl Table {
+    /// One entry of the table: a row, a `replace` row, a `remove` or a
+    /// `remove state`, without the `,` after it.
+    fn parse_entry(&mut self, input: ParseStream<'_>) -> syn::Result<()> {
+        // A row's docs come first, before a variant's `replace` too.
+        let docs = row_docs(input)?;
+        if input.peek(kw::replace) {
+            let kw = input.parse()?;
+            let mut row: Row = input.parse()?;
+            row.docs.splice(0..0, docs);
+            self.replaces.push((kw, row));
+        } else if let Some(doc) = docs.first() {
+            if input.peek(kw::remove) {
+                return Err(syn::Error::new_spanned(
+                    doc,
+                    "a `remove` drops a row from the table, where its doc comment would have nowhere to go; remove the comment (or make it a `//` one)",
+                ));
+            }
+            let mut row: Row = input.parse()?;
+            row.docs.splice(0..0, docs);
+            self.rows.push(row);
+        } else if input.peek(kw::remove) && input.peek2(kw::state) {
+            let kw = input.parse()?;
+            input.parse::<kw::state>()?;
+            self.removed_states.push((kw, input.parse()?));
+        } else if input.peek(kw::remove) {
+            let kw = input.parse()?;
+            let key = input.parse()?;
+            if input.peek(Token![=>]) {
+                return Err(input.error(
+                    "a `remove` row names only the base row it drops, `remove State + Event [guard]`; leave out `=>` and what follows",
+                ));
+            }
+            self.removes.push((kw, key));
+        } else {
+            self.rows.push(input.parse()?);
+        }
+        Ok(())
+    }
+
+    /// The syntax errors of the rows that were skipped, reported once by
+    /// whoever takes them; the table is then known to be partial.
+    pub(crate) fn take_errors(&mut self) -> Option<syn::Error> {
+        let errors = self.errors.take();
+        self.partial |= errors.is_some();
+        errors
+    }
+}
+
+/// Moves `input` past the next `,` between rows (or to the end): commas
+/// inside a row's brackets, parentheses and braces are inside groups.
+fn skip_row(input: ParseStream<'_>) -> syn::Result<()> {
+    input.step(|cursor| {
+        let mut rest = *cursor;
+        while let Some((tree, next)) = rest.token_tree() {
+            rest = next;
+            if matches!(&tree, proc_macro2::TokenTree::Punct(p) if p.as_char() == ',') {
+                break;
+            }
+        }
+        Ok(((), rest))
+    })
 }
 
 /// What identifies a row: its source, event and guard as written.
@@ -530,6 +606,9 @@ pub(crate) fn tidy(text: &str) -> String {
         (" ]", "]"),
         (" ::", "::"),
         (":: ", "::"),
+        (" : ", ": "),
+        ("[* ", "[*"),
+        ("(* ", "(*"),
     ] {
         out = out.replace(from, to);
     }

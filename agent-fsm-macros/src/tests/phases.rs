@@ -48,6 +48,28 @@ fn eventless_and_ignore_rows_parse() {
 }
 
 #[test]
+fn rows_with_syntax_errors_are_skipped_and_the_rest_read() {
+    let mut table: Table = syn::parse2(quote!(
+        A + Go -> B / X,
+        B + Back => A / Y;
+        B + Stop => [oops] C / Z,
+        C + Go => A / X,
+        A + Back => B / Y junk, B + Go => C / X,
+        C + Stop => C / Z
+    ))
+    .expect("a table with broken rows still parses");
+    // Kept: `B + Back` (ended by `;`), `C + Go`, `A + Back` (the junk
+    // after it is skipped up to the next `,`), `B + Go`, `C + Stop`.
+    let kept: Vec<String> = table.rows.iter().map(Row::key_text).collect();
+    assert_eq!(kept, ["B + Back", "C + Go", "A + Back", "B + Go", "C + Stop"]);
+    let errors: Vec<String> = table.take_errors().expect("errors").into_iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 4, "{errors:?}");
+    assert!(errors[1].contains("rows are separated by commas"), "{errors:?}");
+    assert!(table.partial);
+    assert!(table.take_errors().is_none(), "errors are taken once");
+}
+
+#[test]
 fn missing_arrow_says_what_a_row_looks_like() {
     let err = syn::parse2::<Row>(quote!(Idle + Go Busy / Work)).err().expect("a row needs `=>`");
     assert!(err.to_string().contains("rows read `State + Event [guard] => Target / Action`"), "{err}");

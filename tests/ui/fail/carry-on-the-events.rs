@@ -1,15 +1,16 @@
-// Rule: a terminal state takes no events, so it has nothing to ignore.
+// Rule: `#[carry(..)]` names data every state carries: it goes on the
+// `#[states]` enum, not on the events.
 #[agent_fsm::state_machine(fallback = Wait)]
 pub mod machine {
     #[states]
     pub enum State {
         #[initial]
         Idle,
-        #[terminal]
-        Done,
+        Busy,
     }
 
     #[events]
+    #[carry(trace: u64)]
     pub enum Event {
         Go,
         Stop,
@@ -18,12 +19,11 @@ pub mod machine {
     #[actions]
     pub enum Action {
         Wait,
-        Finish,
     }
 
     transitions! {
-        Idle + Go => Done / Finish,
-        Done + Go => ignore,
+        Idle + Go => Busy / Wait,
+        Busy + Stop => Idle / Wait,
     }
 }
 
