@@ -346,6 +346,8 @@ proptest! {
                         assert!(text.contains(state_name), "{text:?}");
                         assert!(text.contains(event_name), "{text:?}");
                         assert!(text.contains("no row"), "{text:?}");
+                        // The warning says when the state is terminal.
+                        assert_eq!(text.contains("the state is terminal"), p.state().is_terminal(), "{text:?}");
                         assert_eq!(text.lines().count(), 1, "{text:?}");
                     }
                 }
