@@ -854,7 +854,7 @@ async fn a_worker_failure_is_sticky_and_distinct_from_closed() {
     let err = handle.wait_finished().await.unwrap_err();
     let RequestError::Failed(cause) = &err else { panic!("expected Failed, got {err:?}") };
     assert!(
-        matches!(&**cause, WorkerError::EffectsPanicked { action: "Display", message } if message == "display is broken")
+        matches!(&**cause, WorkerError::EffectsPanicked { action: "Display", key: None, message } if message == "display is broken")
     );
     assert_eq!(err.to_string(), "the machine's worker failed", "lower-case Display without trailing punctuation");
     assert_eq!(cause.to_string(), "the effects panicked while performing `Display`: display is broken");
@@ -2394,5 +2394,95 @@ mod poisoned_without_a_panic {
             matches!(&err, RequestError::Failed(cause) if **cause == WorkerError::MachinePoisoned { event: "Check" }),
             "{err:?}"
         );
+    }
+}
+
+/// What a failed worker says about the failure: which task's callback
+/// panicked, and a state name that no longer looks alive.
+mod failure_reports {
+    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, RequestError, WorkerError};
+
+    #[allow(unreachable_pub)]
+    #[agent_fsm::state_machine(fallback = Nothing)]
+    pub mod touchy {
+        #[states]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum State {
+            #[initial]
+            Idle,
+            Busy,
+        }
+
+        #[events]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            Go(u32),
+            Back,
+        }
+
+        #[actions]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Action {
+            Nothing,
+            Work(u32),
+        }
+
+        transitions! {
+            Idle + Go(n) [{ assert!(*n != 13, "unlucky {n}"); true }] => Busy / Work(n),
+            Busy + Back => Idle / Nothing,
+        }
+    }
+
+    use touchy::{Action, Event, Machine};
+
+    fn failure(err: RequestError) -> WorkerError {
+        match err {
+            RequestError::Failed(cause) => (*cause).clone(),
+            other => panic!("expected the worker to fail, got {other:?}"),
+        }
+    }
+
+    /// A guard's panic leaves the state whole, but the worker has failed
+    /// and will not touch the machine again: its name reads as poisoned.
+    #[tokio::test(start_paused = true)]
+    async fn a_panic_in_a_guard_reads_as_poisoned() {
+        let handle = runtime::spawn(
+            Machine::new(),
+            runtime::from_fn(|_: Action, _: &mut EffectContext<'_, Machine, ()>| {}),
+            ExecutorConfig::new(),
+        );
+        let err = handle.call(Event::Go(13)).await.expect_err("the guard panics");
+        assert!(matches!(failure(err), WorkerError::MachinePanicked { event: "Go", .. }));
+        let _ = handle.wait_finished().await;
+        assert_eq!(handle.state_name(), "<poisoned>");
+    }
+
+    /// A failure callback that panics is reported with its task's key:
+    /// among several tasks, that is the one to look at.
+    #[tokio::test(start_paused = true)]
+    async fn a_panicking_failure_callback_names_its_task() {
+        let fx = runtime::from_fn(|action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+            if let Action::Work(n) = action {
+                cx.spawn_task("quiet", std::future::pending(), |_, _| Event::Back);
+                cx.spawn_task(format!("tool-{n}"), async { panic!("tool blew up") }, |_, _| panic!("callback blew up"));
+            }
+        });
+        let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
+        handle.send(Event::Go(7)).await.unwrap();
+        let err = handle.wait_finished().await.expect_err("the callback panics");
+        let error = failure(err);
+        assert_eq!(
+            error,
+            WorkerError::EffectsPanicked {
+                action: "on_failure",
+                key: Some("tool-7".to_owned()),
+                message: "callback blew up".to_owned()
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            "the effects panicked while performing `on_failure` of `tool-7`: callback blew up"
+        );
+        assert_eq!(handle.state_name(), "Busy", "the machine itself did not fail");
     }
 }

@@ -354,17 +354,19 @@ where
         }
     }
 
-    /// Cancels the task or stream with `key`: the running or queued task
-    /// ([`spawn_task`](Self::spawn_task)) with that key or, if there is
-    /// none, the open stream ([`stream_keyed`](Self::stream_keyed)); the
-    /// first started, if several share the key.
+    /// Cancels every task and stream with `key`: running or queued tasks
+    /// ([`spawn_task`](Self::spawn_task)) and open streams
+    /// ([`stream_keyed`](Self::stream_keyed)). Every one, so that a retry
+    /// that abandons "the LLM stream" also stops an earlier stream under
+    /// the same key that delivered its last item but is not closed yet.
     ///
     /// A task yields `on_failure(key, Cancelled)` right after the current
     /// step (or its real result, if it had already finished). A stream is
     /// dropped at once, so nothing more of it is delivered, and its
     /// `on_failure(Cancelled)` event, if it returns one, is delivered right
-    /// after the current step. Returns whether such a task or stream
-    /// existed. Being the effects' own decision, the cancellation is not
+    /// after the current step. These events come in this order: running
+    /// tasks (spawn order), queued tasks, streams (opening order). Returns
+    /// whether any such task or stream existed. Being the effects' own decision, the cancellation is not
     /// published as a
     /// [`Notification::EffectFailed`](super::Notification::EffectFailed)
     /// (a cancellation by an interrupt or a shutdown is); a task found to
@@ -374,8 +376,19 @@ where
         let Some(work) = self.env.work.as_deref_mut() else {
             return false;
         };
-        let Some(produced) = work.cancel(key) else {
-            return false;
+        let cancelled = work.cancel(key);
+        let found = !cancelled.is_empty();
+        for produced in cancelled {
+            self.owe(produced);
+        }
+        found
+    }
+
+    /// Queues what a task or stream the effects cancelled owes, after the
+    /// current step.
+    fn owe(&mut self, produced: super::work::Produced<M::Event>) {
+        let Some(work) = self.env.work.as_deref_mut() else {
+            return;
         };
         // A failure callback is user code; it runs here, inside `perform`'s
         // own `catch_unwind`.
@@ -401,7 +414,6 @@ where
         if let Some(event) = event {
             work.ready.push_back(super::work::Immediate { event, owed: true });
         }
-        true
     }
 
     /// Delivers `event` after `delay`, unless the machine has left its

@@ -39,10 +39,15 @@ pub enum WorkerError {
     },
     /// The effects panicked while performing an action, or a callback the
     /// effects registered (an `on_failure` closure) panicked.
-    #[error("the effects panicked while performing `{action}`: {message}")]
+    #[error("the effects panicked while performing `{action}`{}: {message}", whose(key.as_deref(), action))]
     EffectsPanicked {
-        /// The action being performed, or the callback's description.
+        /// The action being performed, or the callback's description
+        /// (`"on_failure"`).
         action: &'static str,
+        /// For a failure callback run by the worker: the key of the task
+        /// or stream it belongs to (`None` for a stream opened without
+        /// one, and for an action).
+        key: Option<String>,
         /// The panic payload, if it was a string.
         message: String,
     },
@@ -178,5 +183,15 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "non-string panic payload".to_owned()
+    }
+}
+
+/// " of `key`" for a failure callback, so that the error says which of
+/// several tasks it was; nothing for an action.
+fn whose(key: Option<&str>, action: &str) -> String {
+    match key {
+        Some(key) => format!(" of `{key}`"),
+        None if action == "on_failure" => " of a stream opened without a key".to_owned(),
+        None => String::new(),
     }
 }

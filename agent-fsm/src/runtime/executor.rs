@@ -677,7 +677,7 @@ where
         };
         let effects = &mut self.effects;
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| effects.perform(action, &mut cx))) {
-            self.fail(WorkerError::EffectsPanicked { action: name, message: panic_message(&*payload) });
+            self.fail(WorkerError::EffectsPanicked { action: name, key: None, message: panic_message(&*payload) });
         }
     }
 
@@ -703,11 +703,16 @@ where
             other => tracing::warn!(key = key.as_deref(), failure = %other, "effect failed"),
         }
         self.refresh_notifier();
+        let owner = key.clone();
         self.hot.notifier.publish(Topics::FAULTS, || Notification::EffectFailed { key, failure });
         match catch_unwind(AssertUnwindSafe(callback)) {
             Ok(event) => event,
             Err(payload) => {
-                self.fail(WorkerError::EffectsPanicked { action: "on_failure", message: panic_message(&*payload) });
+                self.fail(WorkerError::EffectsPanicked {
+                    action: "on_failure",
+                    key: owner,
+                    message: panic_message(&*payload),
+                });
                 None
             }
         }
@@ -822,8 +827,18 @@ where
         // The observer goes first, so that whatever its `Drop` flushes is
         // done before anyone waiting on the worker hears it finished.
         self.link.drop_observer();
-        let state = self.machine.state_name();
-        self.hot.status_dirty = true;
+        // A step that panicked fails the worker, which never touches the
+        // machine again: it reads as poisoned even where the panic left
+        // the state whole (a guard's panic).
+        let step_failed = matches!(
+            self.link.shared.outcome.get(),
+            Some(Err(e)) if matches!(**e, WorkerError::MachinePanicked { .. } | WorkerError::MachinePoisoned { .. })
+        );
+        let state = if step_failed { "<poisoned>" } else { self.machine.state_name() };
+        if step_failed {
+            self.link.shared.publish_state(state);
+        }
+        self.hot.status_dirty = !step_failed;
         self.flush_status();
         self.hot.notifier.close();
         tracing::debug!(machine = M::DESCRIPTION.name, state, failed = self.hot.failed, "worker finished");

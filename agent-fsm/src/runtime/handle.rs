@@ -374,8 +374,10 @@ impl<M: StateMachine, O> MachineHandle<M, O> {
     /// The current state's name, without a round trip to the worker, as of
     /// the worker's last pause or reply (see the [module docs](super)).
     /// Never a transient state (transient states resolve within a step).
-    /// `"<poisoned>"` once a step panicked or left its row early: the worker
-    /// has then failed, and the other methods return its [`WorkerError`].
+    /// `"<poisoned>"` once a step panicked (in a guard too, which leaves the
+    /// state whole) or left its row early: the worker has then failed, will
+    /// not touch the machine again, and the other methods return its
+    /// [`WorkerError`].
     pub fn state_name(&self) -> &'static str {
         lock(&self.shared.locked).state
     }

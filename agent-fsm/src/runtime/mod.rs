@@ -119,6 +119,16 @@
 //! `on_failure(key, why)` event, for that task only: every task yields
 //! exactly one event.
 //!
+//! Cancelling a task is tokio's abort, which takes effect at the task's
+//! next `.await`: one in the middle of blocking work (a computation, a
+//! synchronous call) runs on to the end of that stretch, whose side
+//! effects happen, although its result is dropped and the machine has
+//! already heard `Cancelled`. It keeps its concurrency slot until it has
+//! stopped, so the limit holds for the tasks actually running; a task
+//! that never reaches an `.await` again keeps its slot for good. Blocking
+//! work awaited through `tokio::task::spawn_blocking` lets the task stop
+//! at once (the blocking call itself still runs to its end).
+//!
 //! A timer ([`EffectContext::after`], [`EffectContext::timeout`]) belongs to the *visit* of the state
 //! it was set in: the worker counts changes of state (self-transitions do
 //! not count), and a timer whose state was left before it fired is dropped.

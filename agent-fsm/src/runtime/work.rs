@@ -225,6 +225,14 @@ impl<E: Send + 'static> Work<E> {
         self.streams.push(StreamSlot { key, stream, deadline, on_failure });
     }
 
+    /// Tasks holding a concurrency slot: the running ones, and the
+    /// cancelled ones that have not stopped yet (tokio's abort takes effect
+    /// at a task's next `.await`; a task in the middle of blocking work
+    /// runs on until then, and still counts).
+    fn holding_slots(&self) -> usize {
+        self.tasks.len() + self.aborted.iter().filter(|h| !h.is_finished()).count()
+    }
+
     pub(crate) fn spawn_task(
         &mut self,
         key: String,
@@ -233,7 +241,7 @@ impl<E: Send + 'static> Work<E> {
         on_failure: TaskFailureFn<E>,
     ) {
         let task = QueuedTask { key, future, on_failure, timeout };
-        if self.tasks.len() < self.limit {
+        if self.holding_slots() < self.limit {
             self.start(task);
         } else {
             self.queued.push_back(task);
@@ -248,7 +256,12 @@ impl<E: Send + 'static> Work<E> {
 
     /// Starts queued tasks while slots are free, in spawn order.
     fn start_queued(&mut self) {
-        while self.tasks.len() < self.limit {
+        if self.queued.is_empty() {
+            return;
+        }
+        let mut holding = self.holding_slots();
+        while holding < self.limit {
+            holding += 1;
             match self.queued.pop_front() {
                 Some(task) => self.start(task),
                 None => break,
@@ -289,24 +302,52 @@ impl<E: Send + 'static> Work<E> {
         }
     }
 
-    /// Cancels the task (running, then queued) or else the open stream
-    /// with `key`, if any: the first found. A cancelled stream is dropped
-    /// at once, so nothing more of it is delivered.
-    pub(crate) fn cancel(&mut self, key: &str) -> Option<Produced<E>> {
-        if let Some(i) = self.tasks.iter().position(|t| t.key == key) {
-            let slot = self.tasks.remove(i);
-            let produced = self.cancel_running(slot);
+    /// Cancels every task and open stream with `key`, and returns what
+    /// each owes: running tasks (spawn order), queued ones, then streams
+    /// (opening order). A cancelled stream is dropped at once, so nothing
+    /// more of it is delivered. Every one, not the first found: a stream
+    /// that yielded its last item may still be open beside a newer one
+    /// under the same key, and a retry abandoning "the LLM stream" means
+    /// whichever of them is still talking.
+    pub(crate) fn cancel(&mut self, key: &str) -> Vec<Produced<E>> {
+        let mut owed = Vec::new();
+        // Queued tasks first, so that none starts in a slot freed below.
+        let mut queued = Vec::new();
+        let mut i = 0;
+        while i < self.queued.len() {
+            if self.queued[i].key == key {
+                queued.extend(self.queued.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        let mut running = Vec::new();
+        let mut i = 0;
+        while i < self.tasks.len() {
+            if self.tasks[i].key == key {
+                running.push(self.tasks.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        let freed = !running.is_empty();
+        for slot in running {
+            owed.push(self.cancel_running(slot));
+        }
+        owed.extend(queued.into_iter().map(QueuedTask::cancelled));
+        if freed {
             self.start_queued();
-            return Some(produced);
         }
-        if let Some(i) = self.queued.iter().position(|t| t.key == key)
-            && let Some(task) = self.queued.remove(i)
-        {
-            return Some(task.cancelled());
+        let mut i = 0;
+        while i < self.streams.len() {
+            if self.streams[i].key.as_deref() == Some(key) {
+                let slot = self.streams.remove(i);
+                owed.push(slot.failed(EffectFailure::Cancelled));
+            } else {
+                i += 1;
+            }
         }
-        let i = self.streams.iter().position(|s| s.key.as_deref() == Some(key))?;
-        let slot = self.streams.remove(i);
-        Some(slot.failed(EffectFailure::Cancelled))
+        owed
     }
 
     /// A task that already finished keeps its real result, so no event it
@@ -418,6 +459,12 @@ impl<E: Send + 'static> Work<E> {
     /// inlined it made the worker's per-event path longer.
     #[inline(never)]
     fn poll_tasks(&mut self, cx: &mut Context<'_>) -> Option<Produced<E>> {
+        // Queued tasks may be waiting for cancelled ones to stop: watch
+        // those, and start the queued ones in the slots they leave.
+        if !self.queued.is_empty() && !self.aborted.is_empty() {
+            self.aborted.retain_mut(|handle| Pin::new(handle).poll(cx).is_pending());
+            self.start_queued();
+        }
         let mut first: Option<(usize, u64)> = None;
         for (i, slot) in self.tasks.iter_mut().enumerate() {
             // A task still running registers the worker for its end.
@@ -608,7 +655,7 @@ mod tests {
             order.push(event(poll_fn(|cx| work.poll_next(cx)).await));
         }
         assert_eq!(order, ["c", "b"]);
-        assert_eq!(work.cancel("a").map(event), Some("a"));
+        assert_eq!(work.cancel("a").into_iter().map(event).collect::<Vec<_>>(), ["a"]);
         assert!(!work.busy());
     }
 
@@ -619,10 +666,103 @@ mod tests {
         let mut work: Work<u32> = Work::new(Handle::current(), TaskTracker::new(), 4);
         for round in 0..100 {
             work.spawn_task("tool".to_owned(), Box::pin(std::future::pending()), None, Box::new(|_, _| 0));
-            assert!(work.cancel("tool").is_some(), "round {round}: the task was running");
+            assert_eq!(work.cancel("tool").len(), 1, "round {round}: the task was running");
             // The runtime stops the aborted task.
             tokio::task::yield_now().await;
         }
         assert!(work.aborted.len() <= 2, "{} aborted handles kept", work.aborted.len());
+    }
+
+    fn failure(produced: Produced<&'static str>) -> Option<super::EffectFailure> {
+        match produced {
+            Produced::TaskFailed { failure, .. } | Produced::StreamFailed { failure, .. } => Some(failure),
+            Produced::Event(_) => None,
+        }
+    }
+
+    /// A retry that abandons "the LLM stream" cancels every stream and task
+    /// under that key: an older stream that delivered its last item but is
+    /// still open would otherwise go on delivering into the next attempt.
+    #[tokio::test]
+    async fn cancel_takes_every_task_and_stream_with_the_key() {
+        let mut work: Work<&'static str> = Work::new(Handle::current(), TaskTracker::new(), 1);
+        for _ in 0..2 {
+            work.open_stream(
+                Some("llm".into()),
+                Box::pin(futures::stream::pending()),
+                None,
+                Box::new(|_| Some("stream cancelled")),
+            );
+        }
+        work.open_stream(Some("other".into()), Box::pin(futures::stream::pending()), None, Box::new(|_| None));
+        // With a limit of 1, one runs and one waits.
+        for _ in 0..2 {
+            work.spawn_task("llm".into(), Box::pin(std::future::pending()), None, Box::new(|_, _| "task cancelled"));
+        }
+        let cancelled = work.cancel("llm");
+        assert_eq!(cancelled.len(), 4);
+        assert!(cancelled.into_iter().all(|p| failure(p) == Some(super::EffectFailure::Cancelled)));
+        assert!(work.cancel("llm").is_empty(), "nothing is left under the key");
+        assert_eq!(work.cancel("other").len(), 1, "other keys are left alone");
+        assert!(!work.busy());
+    }
+
+    /// A cancelled task that has not stopped yet (tokio's abort takes
+    /// effect at its next `.await`; this one is busy without one) keeps its
+    /// concurrency slot: the next task starts only once it has stopped.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cancelled_task_keeps_its_slot_until_it_stops() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let mut work: Work<&'static str> = Work::new(Handle::current(), TaskTracker::new(), 1);
+        let (entered, release, stopped) =
+            (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (e, r, s) = (Arc::clone(&entered), Arc::clone(&release), Arc::clone(&stopped));
+        work.spawn_task(
+            "busy".into(),
+            Box::pin(async move {
+                e.store(true, Ordering::SeqCst);
+                while !r.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+                s.store(true, Ordering::SeqCst);
+                // The abort takes effect here.
+                tokio::task::yield_now().await;
+                "busy"
+            }),
+            None,
+            Box::new(|_, _| "busy cancelled"),
+        );
+        // Whatever happens below, `busy` is let go, or the runtime would
+        // wait for it forever when the test ends.
+        struct Release(Arc<AtomicBool>);
+        impl Drop for Release {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let releasing = Release(Arc::clone(&release));
+        while !entered.load(Ordering::SeqCst) {
+            tokio::task::yield_now().await;
+        }
+        let cancelled: Vec<_> = work.cancel("busy").into_iter().map(failure).collect();
+        assert_eq!(cancelled, [Some(super::EffectFailure::Cancelled)]);
+        let s = Arc::clone(&stopped);
+        work.spawn_task(
+            "next".into(),
+            Box::pin(
+                async move { if s.load(Ordering::SeqCst) { "next after busy stopped" } else { "next beside busy" } },
+            ),
+            None,
+            Box::new(|_, _| "next failed"),
+        );
+        // Had `next` been started beside `busy`, the free worker would run
+        // it before these later probes (tasks spawned from outside the
+        // runtime are taken in order).
+        for _ in 0..3 {
+            tokio::spawn(async {}).await.expect("the probe runs");
+        }
+        drop(releasing);
+        assert_eq!(event(poll_fn(|cx| work.poll_next(cx)).await), "next after busy stopped");
     }
 }
