@@ -28,8 +28,22 @@ impl Ctxt {
     }
 
     /// Records an error underlining everything from `start` to `end` (a
-    /// row's head, say: the compiler joins the two spans).
-    pub(crate) fn error_between<M: Display>(&self, start: proc_macro2::Span, end: proc_macro2::Span, msg: M) {
+    /// row's head, say: the compiler joins the two spans), when both are
+    /// on one line of one file, start first; at `fallback` otherwise (in a
+    /// table a `macro_rules!` writes, the two may come from the call and
+    /// from the macro).
+    pub(crate) fn error_between<M: Display>(
+        &self,
+        start: proc_macro2::Span,
+        end: proc_macro2::Span,
+        fallback: proc_macro2::Span,
+        msg: M,
+    ) {
+        let (a, b) = (start.start(), end.end());
+        if start.file() != end.file() || a.line != b.line || a.column > b.column {
+            self.error_at(fallback, msg);
+            return;
+        }
         let first = proc_macro2::Punct::new('#', proc_macro2::Spacing::Alone);
         let last = proc_macro2::Punct::new('#', proc_macro2::Spacing::Alone);
         let tokens: proc_macro2::TokenStream = [(first, start), (last, end)]

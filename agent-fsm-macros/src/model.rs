@@ -1285,6 +1285,11 @@ fn take_role(cx: &Ctxt, attrs: &mut Vec<Attribute>, names: &[&str]) -> Option<St
 /// own), so that the rows and code using the carried fields add no errors.
 fn misplaced_markers(cx: &Ctxt, e: &mut ItemEnum, role: &str) {
     const STATE_MARKERS: [&str; 4] = ["initial", "terminal", "transient", "no_carry"];
+    // A derive of another crate's may declare helper attributes of the
+    // same names: the compiler then decides.
+    if derives_with_helpers(e) {
+        return;
+    }
     let mut moved = Vec::new();
     let mut misplaced = |attrs: &mut Vec<Attribute>, on_variant: bool| {
         attrs.retain(|attr| {
@@ -1321,6 +1326,29 @@ fn misplaced_markers(cx: &Ctxt, e: &mut ItemEnum, role: &str) {
     if !e.attrs.iter().any(|a| a.path().is_ident("carry")) {
         e.attrs.extend(moved.into_iter().take(1));
     }
+}
+
+/// Whether the enum derives anything beyond the standard derives and
+/// serde's, whose helper attributes are known.
+fn derives_with_helpers(e: &ItemEnum) -> bool {
+    const KNOWN: [&str; 11] = [
+        "Debug",
+        "Clone",
+        "Copy",
+        "PartialEq",
+        "Eq",
+        "Hash",
+        "PartialOrd",
+        "Ord",
+        "Default",
+        "Serialize",
+        "Deserialize",
+    ];
+    e.attrs.iter().filter(|a| a.path().is_ident("derive")).any(|attr| {
+        attr.parse_args_with(Punctuated::<syn::Path, Token![,]>::parse_terminated).map_or(true, |paths| {
+            paths.iter().any(|p| p.segments.last().is_none_or(|s| !KNOWN.contains(&s.ident.to_string().as_str())))
+        })
+    })
 }
 
 /// `#[carry(conversation: Conversation, ...)]` on the state enum.

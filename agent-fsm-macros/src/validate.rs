@@ -1209,6 +1209,7 @@ fn check_duplicate_rows(cx: &Ctxt, model: &Model) -> BTreeSet<usize> {
                     cx.error_between(
                         start,
                         end,
+                        later.span,
                         "duplicate row: an earlier row has the same state, event and guard; delete one",
                     );
                 }
@@ -1288,9 +1289,11 @@ fn check_shadowed_rows(cx: &Ctxt, model: &Model, repeats: BTreeSet<usize>) {
             } else {
                 format!("`{}`", earlier.key())
             };
+            let fallback = later.guard.as_ref().map_or(later.span, syn::spanned::Spanned::span);
             cx.error_between(
                 start,
                 end,
+                fallback,
                 format!(
                     "this row can never fire: the earlier row {which} has no guard and takes every such event; move this row above it, or give the earlier row a guard"
                 ),

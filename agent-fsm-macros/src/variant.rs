@@ -255,12 +255,16 @@ fn merge_modules(
             Item::Macro(m) if m.mac.path.is_ident("transitions") => {
                 table_span = m.mac.path.segments[0].ident.span();
                 match syn::parse2::<Table>(m.mac.tokens) {
-                    Ok(mut t) => {
-                        if let Some(e) = t.take_errors() {
+                    // Every row's syntax error, and only those: the
+                    // changes of a skipped `replace` or `remove` decide
+                    // what the other rules would say of the rest.
+                    Ok(mut t) => match t.take_errors() {
+                        Some(e) => {
                             cx.syn_error(e);
+                            table_broken = true;
                         }
-                        variant_table = Some(t);
-                    }
+                        None => variant_table = Some(t),
+                    },
                     Err(e) => {
                         cx.syn_error(e);
                         table_broken = true;

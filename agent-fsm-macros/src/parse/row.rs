@@ -48,10 +48,19 @@ impl Parse for Table {
         use syn::parse::discouraged::Speculative;
         let mut table = Table::default();
         while !input.is_empty() {
+            // A stray `;` (a row ended by `;;`) is skipped alone, so that
+            // the row after it is still read.
+            if input.peek(Token![;]) {
+                let error = input.error("expected a row: rows are separated by commas");
+                input.parse::<Token![;]>()?;
+                table.push_error(error);
+                continue;
+            }
             // Each row is read on a fork: a row that fails leaves `input`
             // at its start, and what syn noted inside its groups goes with
             // the fork.
             let fork = input.fork();
+            let before = table.lens();
             let read = table.parse_entry(&fork);
             let read = match read {
                 Ok(()) if fork.is_empty() || fork.peek(Token![,]) => {
@@ -69,9 +78,11 @@ impl Parse for Table {
                     input.parse::<Token![;]>()?;
                     Err(error)
                 }
+                // Junk after what read as a row: the row is not what was
+                // meant (`Busy -> Wait` read as `Busy`), so it goes too.
                 Ok(()) => {
                     let error = fork.error("expected `,`");
-                    input.advance_to(&fork);
+                    table.truncate(before);
                     skip_row(input)?;
                     Err(error)
                 }
@@ -81,10 +92,7 @@ impl Parse for Table {
                 }
             };
             if let Err(e) = read {
-                match &mut table.errors {
-                    Some(errors) => errors.combine(e),
-                    None => table.errors = Some(e),
-                }
+                table.push_error(e);
             }
         }
         Ok(table)
@@ -92,6 +100,26 @@ impl Parse for Table {
 }
 
 impl Table {
+    fn push_error(&mut self, error: syn::Error) {
+        match &mut self.errors {
+            Some(errors) => errors.combine(error),
+            None => self.errors = Some(error),
+        }
+    }
+
+    /// How many entries of each kind the table holds.
+    fn lens(&self) -> [usize; 4] {
+        [self.rows.len(), self.replaces.len(), self.removes.len(), self.removed_states.len()]
+    }
+
+    /// Drops the entries read since [`lens`](Self::lens) gave `lens`.
+    fn truncate(&mut self, [rows, replaces, removes, removed_states]: [usize; 4]) {
+        self.rows.truncate(rows);
+        self.replaces.truncate(replaces);
+        self.removes.truncate(removes);
+        self.removed_states.truncate(removed_states);
+    }
+
     /// One entry of the table: a row, a `replace` row, a `remove` or a
     /// `remove state`, without the `,` after it.
     fn parse_entry(&mut self, input: ParseStream<'_>) -> syn::Result<()> {
@@ -138,6 +166,17 @@ impl Table {
         self.partial |= errors.is_some();
         errors
     }
+}
+
+/// A guard's expression, and nothing after it: left inside the brackets,
+/// a stray token would be syn's note for the whole table, not an error
+/// of this row.
+fn guard_expr(content: ParseStream<'_>) -> syn::Result<Expr> {
+    let expr = content.parse::<Expr>()?;
+    if !content.is_empty() {
+        return Err(content.error("unexpected token in the guard: a guard is one `bool` expression, `[a && b]`"));
+    }
+    Ok(expr)
 }
 
 /// Moves `input` past the next `,` between rows (or to the end): commas
@@ -244,7 +283,7 @@ impl Parse for RowKey {
         let guard = if input.peek(syn::token::Bracket) {
             let content;
             bracketed!(content in input);
-            Some(content.parse()?)
+            Some(guard_expr(&content)?)
         } else {
             None
         };
@@ -310,7 +349,7 @@ impl Parse for Row {
         let (guard, guard_text) = if input.peek(syn::token::Bracket) {
             let content;
             let bracket = bracketed!(content in input);
-            let expr = content.parse::<Expr>()?;
+            let expr = guard_expr(&content)?;
             // The source text when the compiler provides it, on one line
             // without comments (it goes into a table row and a diagram
             // label); the tokens otherwise, and for a table written by a
@@ -410,6 +449,9 @@ fn bare_ident(pat: &Pat) -> syn::Result<Ident> {
 }
 
 /// What happens when a row fires.
+// A table's rows are built once and moved a few times: boxing the larger
+// variant would only add indirection where they are read.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Outcome {
     /// `=> ignore`: the pair is expected and deliberately does nothing.
     Ignore(kw::ignore),

@@ -55,16 +55,22 @@ fn rows_with_syntax_errors_are_skipped_and_the_rest_read() {
         B + Stop => [oops] C / Z,
         C + Go => A / X,
         A + Back => B / Y junk, B + Go => C / X,
+        A + Stop [x y] => B / Y,
+        C + Back => B -> Y,
+        B + Go => A / X;;
         C + Stop => C / Z
     ))
     .expect("a table with broken rows still parses");
-    // Kept: `B + Back` (ended by `;`), `C + Go`, `A + Back` (the junk
-    // after it is skipped up to the next `,`), `B + Go`, `C + Stop`.
+    // Kept: `B + Back` (ended by `;`), `C + Go`, `B + Go` (after the junk
+    // that took `A + Back` with it, up to the next `,`), `B + Go` again
+    // (ended by `;;`), `C + Stop`.
     let kept: Vec<String> = table.rows.iter().map(Row::key_text).collect();
-    assert_eq!(kept, ["B + Back", "C + Go", "A + Back", "B + Go", "C + Stop"]);
+    assert_eq!(kept, ["B + Back", "C + Go", "B + Go", "B + Go", "C + Stop"]);
     let errors: Vec<String> = table.take_errors().expect("errors").into_iter().map(|e| e.to_string()).collect();
-    assert_eq!(errors.len(), 4, "{errors:?}");
+    assert_eq!(errors.len(), 8, "{errors:?}");
     assert!(errors[1].contains("rows are separated by commas"), "{errors:?}");
+    assert!(errors[4].contains("unexpected token in the guard"), "{errors:?}");
+    assert!(errors[7].contains("expected a row"), "{errors:?}");
     assert!(table.partial);
     assert!(table.take_errors().is_none(), "errors are taken once");
 }

@@ -407,9 +407,12 @@ where
                         failure: f,
                     });
                 }
-                Some(on_failure(key, failure))
+                let owner = key.clone();
+                Some(naming_the_owner(Some(&owner), || on_failure(key, failure)))
             }
-            super::work::Produced::StreamFailed { on_failure, failure, .. } => on_failure(failure),
+            super::work::Produced::StreamFailed { key, on_failure, failure } => {
+                naming_the_owner(key.as_deref(), || on_failure(failure))
+            }
         };
         if let Some(event) = event {
             work.ready.push_back(super::work::Immediate { event, owed: true });
@@ -497,5 +500,20 @@ fn notice_subscribers<M: StateMachine, O>(notifier: &mut Notifier<O>, shared: &s
 fn attach_feed<M: StateMachine, O>(notifier: &mut Notifier<O>, shared: &super::handle::Shared<M, O>) {
     if let Some(feed) = shared.feed() {
         notifier.attach(feed);
+    }
+}
+
+/// Runs a failure callback of the task or stream `key` for `cancel_task`;
+/// if it panics, the panic goes on with the key in its message, so that
+/// the worker's error (`EffectsPanicked` for the action being performed)
+/// says whose callback it was.
+fn naming_the_owner<T>(key: Option<&str>, callback: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(callback)) {
+        Ok(value) => value,
+        Err(payload) => {
+            let owner = key.map_or_else(|| "a stream opened without a key".to_owned(), |k| format!("`{k}`"));
+            let message = super::error::panic_message(&*payload);
+            std::panic::resume_unwind(Box::new(format!("the `on_failure` of {owner} panicked: {message}")))
+        }
     }
 }

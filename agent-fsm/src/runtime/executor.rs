@@ -815,6 +815,11 @@ where
 
     fn fail(&mut self, error: WorkerError) {
         tracing::error!(machine = M::DESCRIPTION.name, error = %error, "worker failed");
+        // A failed step: the name reads as poisoned from now on (see
+        // `finish`), not only once the work in flight has stopped.
+        if matches!(error, WorkerError::MachinePanicked { .. } | WorkerError::MachinePoisoned { .. }) {
+            self.link.shared.publish_state("<poisoned>");
+        }
         // Before closing the inbox, so that a refused send reads the failure.
         let _ = self.link.shared.outcome.set(Err(Arc::new(error)));
         self.inbox.close();

@@ -241,10 +241,13 @@ impl<E: Send + 'static> Work<E> {
         on_failure: TaskFailureFn<E>,
     ) {
         let task = QueuedTask { key, future, on_failure, timeout };
-        if self.holding_slots() < self.limit {
+        // Behind tasks already waiting (for a cancelled one to stop, say),
+        // a new one waits its turn: tasks start in spawn order.
+        if self.queued.is_empty() && self.holding_slots() < self.limit {
             self.start(task);
         } else {
             self.queued.push_back(task);
+            self.start_queued();
         }
     }
 
@@ -764,5 +767,51 @@ mod tests {
         }
         drop(releasing);
         assert_eq!(event(poll_fn(|cx| work.poll_next(cx)).await), "next after busy stopped");
+    }
+
+    /// A task spawned while another waits for a cancelled one to stop
+    /// goes behind it: tasks start in spawn order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tasks_start_in_spawn_order_after_a_cancelled_one_stops() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let mut work: Work<&'static str> = Work::new(Handle::current(), TaskTracker::new(), 1);
+        let (entered, release) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (e, r) = (Arc::clone(&entered), Arc::clone(&release));
+        work.spawn_task(
+            "busy".into(),
+            Box::pin(async move {
+                e.store(true, Ordering::SeqCst);
+                while !r.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+                tokio::task::yield_now().await;
+                "busy"
+            }),
+            None,
+            Box::new(|_, _| "busy cancelled"),
+        );
+        while !entered.load(Ordering::SeqCst) {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(work.cancel("busy").len(), 1);
+        let started = Arc::new(Mutex::new(Vec::new()));
+        let task = |name: &'static str| {
+            let started = Arc::clone(&started);
+            Box::pin(async move {
+                started.lock().expect("not poisoned").push(name);
+                name
+            })
+        };
+        work.spawn_task("b".into(), task("b"), None, Box::new(|_, _| "b failed"));
+        release.store(true, Ordering::SeqCst);
+        while !work.aborted.iter().all(tokio::task::JoinHandle::is_finished) {
+            tokio::task::yield_now().await;
+        }
+        // A slot is free now, but `b` was there first.
+        work.spawn_task("c".into(), task("c"), None, Box::new(|_, _| "c failed"));
+        let delivered = [event(poll_fn(|cx| work.poll_next(cx)).await), event(poll_fn(|cx| work.poll_next(cx)).await)];
+        assert_eq!(delivered, ["b", "c"]);
+        assert_eq!(*started.lock().expect("not poisoned"), ["b", "c"]);
     }
 }
