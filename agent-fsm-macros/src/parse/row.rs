@@ -449,9 +449,6 @@ fn bare_ident(pat: &Pat) -> syn::Result<Ident> {
 }
 
 /// What happens when a row fires.
-// A table's rows are built once and moved a few times: boxing the larger
-// variant would only add indirection where they are read.
-#[allow(clippy::large_enum_variant)]
 pub(crate) enum Outcome {
     /// `=> ignore`: the pair is expected and deliberately does nothing.
     Ignore(kw::ignore),
