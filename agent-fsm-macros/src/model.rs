@@ -154,13 +154,13 @@ pub(crate) struct Model {
     /// over the whole table would report what the dropped row would have
     /// given (an exit, a way in) as missing.
     pub(crate) incomplete: bool,
-    /// Source states of dropped rows, whose exits are unknown.
-    pub(crate) dropped_sources: Vec<usize>,
     /// A row was dropped for an unknown target: some state may have lost
     /// its way in.
     pub(crate) ways_in_unknown: bool,
-    /// The (state, event) pairs of dropped rows, `None` for an unknown
-    /// event: the pairs they would have decided.
+    /// The (state, event) pairs of rows dropped for an unknown name, the
+    /// event `None` when it is the unknown name (or the row is
+    /// eventless): the pairs they would have decided. Their states'
+    /// exits are unknown.
     pub(crate) dropped_pairs: Vec<(usize, Option<usize>)>,
     /// Rows dropped for an unknown event whose source and target are
     /// known: still a way into their target for the reachability rule.
@@ -418,7 +418,6 @@ impl Model {
             // removed `#[cfg]` was meant to leave out, the rows of a second
             // table, or a state whose markers contradict each other.
             incomplete: roles.cfg_stripped || roles.table_doubled || contradicted,
-            dropped_sources: Vec::new(),
             ways_in_unknown: false,
             dropped_pairs: Vec::new(),
             dropped_edges: Vec::new(),
@@ -872,7 +871,6 @@ impl Model {
                 match self.resolve_event(cx, &ident) {
                     Some(i) => Some((i, self.whole_event(i, pat))),
                     None => {
-                        self.dropped_sources.extend(&sources);
                         self.dropped_pairs.extend(sources.iter().map(|&s| (s, None)));
                         // With its target known, the rules can still
                         // count the row as a way in.
@@ -990,10 +988,8 @@ impl Model {
                 // state a way in: the rules skip those sources, and the
                 // reachability rule the whole table.
                 let Some(target) = target else {
-                    self.dropped_sources.extend(&sources);
-                    if let Some((e, _)) = &event {
-                        self.dropped_pairs.extend(sources.iter().map(|&s| (s, Some(*e))));
-                    }
+                    let event = event.as_ref().map(|(e, _)| *e);
+                    self.dropped_pairs.extend(sources.iter().map(|&s| (s, event)));
                     self.ways_in_unknown = true;
                     return true;
                 };
@@ -1063,6 +1059,12 @@ impl Model {
     /// Whether `name` is a `#[carry]` field.
     pub(crate) fn is_carried(&self, name: &Ident) -> bool {
         self.carried_names().any(|c| c == name)
+    }
+
+    /// Whether a row leaving state `i` was dropped for an unknown name:
+    /// its exits are unknown.
+    pub(crate) fn lost_a_row(&self, i: usize) -> bool {
+        self.dropped_pairs.iter().any(|&(s, _)| s == i)
     }
 
     /// Whether state `i` takes events (neither transient nor terminal).

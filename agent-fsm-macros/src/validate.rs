@@ -990,7 +990,7 @@ fn check_transient_rows(cx: &Ctxt, model: &Model) {
     }
     for (i, state) in model.states.iter().enumerate() {
         // A row dropped for an unknown name may have been its way out.
-        if state.transient.is_none() || model.dropped_sources.contains(&i) {
+        if state.transient.is_none() || model.lost_a_row(i) {
             continue;
         }
         let eventless: Vec<&RowModel> = model.index().eventless(i).iter().map(|&r| &model.rows[r]).collect();
@@ -1379,7 +1379,7 @@ fn check_states_have_exits(cx: &Ctxt, model: &Model) {
     for (i, state) in model.states.iter().enumerate() {
         // Transient states have their own rule (they must always resolve).
         // A row dropped for an unknown name may have been its exit.
-        if state.terminal.is_some() || state.transient.is_some() || model.dropped_sources.contains(&i) {
+        if state.terminal.is_some() || state.transient.is_some() || model.lost_a_row(i) {
             continue;
         }
         let exits = model.index().from(i).iter().any(|&r| alone || model.rows[r].target != i);

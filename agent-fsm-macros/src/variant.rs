@@ -417,10 +417,7 @@ fn merge_modules(
             );
             continue;
         }
-        let leads_in = |r: &&crate::parse::Row| {
-            !going.iter().any(|s| row_source_is(r, s))
-                && matches!(&r.outcome, crate::parse::Outcome::To { target, .. } if same(&target.ident, state))
-        };
+        let leads_in = |r: &&crate::parse::Row| !going.iter().any(|s| row_source_is(r, s)) && leads_to(r, state);
         let into: Vec<String> = rows.iter().flatten().filter(leads_in).map(|r| format!("`{}`", r.key_text())).collect();
         if !into.is_empty() {
             // Keep the state, so this is the only error about it; the
@@ -480,8 +477,7 @@ fn merge_modules(
     }
 
     // The variant's own rows are tried before the base's.
-    let mut table =
-        Table { partial: variant_table.partial, rows: variant_table.rows, removed: gone, ..Table::default() };
+    let mut table = Table { rows: variant_table.rows, removed: gone, ..Table::default() };
     table.rows.extend(rows.into_iter().flatten());
 
     items.extend(base_enums.into_iter().map(Item::Enum));
@@ -525,7 +521,12 @@ fn names_state(row: &crate::parse::Row, state: &Ident) -> bool {
         Source::Several(names) => names.iter().any(|n| same(n, state)),
         Source::Any { except, .. } => except.iter().any(|n| same(n, state)),
     };
-    in_source || matches!(&row.outcome, crate::parse::Outcome::To { target, .. } if same(&target.ident, state))
+    in_source || leads_to(row, state)
+}
+
+/// Whether a row's target is `state`.
+fn leads_to(row: &crate::parse::Row, state: &Ident) -> bool {
+    matches!(&row.outcome, crate::parse::Outcome::To { target, .. } if same(&target.ident, state))
 }
 
 fn row_source_is(row: &crate::parse::Row, state: &Ident) -> bool {

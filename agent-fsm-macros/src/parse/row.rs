@@ -101,6 +101,7 @@ impl Parse for Table {
 
 impl Table {
     fn push_error(&mut self, error: syn::Error) {
+        self.partial = true;
         match &mut self.errors {
             Some(errors) => errors.combine(error),
             None => self.errors = Some(error),
@@ -159,12 +160,10 @@ impl Table {
         Ok(())
     }
 
-    /// The syntax errors of the rows that were skipped, reported once by
-    /// whoever takes them; the table is then known to be partial.
+    /// The syntax errors of the rows that were skipped, for whoever
+    /// reports them (once).
     pub(crate) fn take_errors(&mut self) -> Option<syn::Error> {
-        let errors = self.errors.take();
-        self.partial |= errors.is_some();
-        errors
+        self.errors.take()
     }
 }
 
