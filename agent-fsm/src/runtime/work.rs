@@ -313,43 +313,16 @@ impl<E: Send + 'static> Work<E> {
     /// under the same key, and a retry abandoning "the LLM stream" means
     /// whichever of them is still talking.
     pub(crate) fn cancel(&mut self, key: &str) -> Vec<Produced<E>> {
-        let mut owed = Vec::new();
         // Queued tasks first, so that none starts in a slot freed below.
-        let mut queued = Vec::new();
-        let mut i = 0;
-        while i < self.queued.len() {
-            if self.queued[i].key == key {
-                queued.extend(self.queued.remove(i));
-            } else {
-                i += 1;
-            }
-        }
-        let mut running = Vec::new();
-        let mut i = 0;
-        while i < self.tasks.len() {
-            if self.tasks[i].key == key {
-                running.push(self.tasks.remove(i));
-            } else {
-                i += 1;
-            }
-        }
-        let freed = !running.is_empty();
-        for slot in running {
-            owed.push(self.cancel_running(slot));
-        }
+        let (queued, waiting): (VecDeque<_>, VecDeque<_>) =
+            std::mem::take(&mut self.queued).into_iter().partition(|t| t.key == key);
+        self.queued = waiting;
+        let running: Vec<_> = self.tasks.extract_if(.., |t| t.key == key).collect();
+        let mut owed: Vec<_> = running.into_iter().map(|slot| self.cancel_running(slot)).collect();
         owed.extend(queued.into_iter().map(QueuedTask::cancelled));
-        if freed {
-            self.start_queued();
-        }
-        let mut i = 0;
-        while i < self.streams.len() {
-            if self.streams[i].key.as_deref() == Some(key) {
-                let slot = self.streams.remove(i);
-                owed.push(slot.failed(EffectFailure::Cancelled));
-            } else {
-                i += 1;
-            }
-        }
+        self.start_queued();
+        let streams: Vec<_> = self.streams.extract_if(.., |s| s.key.as_deref() == Some(key)).collect();
+        owed.extend(streams.into_iter().map(|slot| slot.failed(EffectFailure::Cancelled)));
         owed
     }
 
