@@ -6,7 +6,7 @@
 use std::io;
 use std::sync::{Arc, Mutex};
 
-use agent_fsm::{Recorder, Unhandled, UnhandledReason};
+use agent_fsm::{Recorder, StateMachine, Unhandled, UnhandledReason};
 use agent_fsm_examples::loom::{
     AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, ConversationContext, ErrorOrigin, LlmError, LlmEvent,
     LlmResponse, Loom, Message, ToolCall, ToolError, ToolExecutionOutcome, ToolProgress, ToolProgressEvent,
@@ -266,6 +266,9 @@ proptest! {
 
             prop_assert!(!state.is_transient());
             prop_assert_ne!(state.name(), "ProcessingLlmResponse");
+            // The index the executor publishes names the same state.
+            let index = m.state_index();
+            prop_assert_eq!(index.map(|i| Loom::DESCRIPTION.states[i].name), Some(state.name()));
             prop_assert_eq!(state.conversation().is_none(), state.name() == "ShuttingDown");
             // The conversation only grows.
             if let (Some(old), Some(new)) = (before.conversation(), state.conversation()) {

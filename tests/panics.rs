@@ -129,6 +129,7 @@ fn a_panic_in_a_moving_row_poisons_the_machine() {
     let outcome = catch_unwind(AssertUnwindSafe(|| machine.handle_event(Event::Go)));
     assert!(outcome.is_err(), "the row's code panicked");
     assert!(machine.is_poisoned());
+    assert_eq!(StateMachine::state_index(&machine), None, "a poisoned machine has no state to point at");
     // A poisoned machine answers every event with the fallback.
     assert_eq!(machine.handle_event(Event::Reset), Action::Nothing);
     assert!(machine.is_poisoned());

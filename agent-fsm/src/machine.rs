@@ -91,6 +91,20 @@ pub trait StateMachine {
         Ok(())
     }
 
+    /// The current state's position in
+    /// [`DESCRIPTION`](StateMachine::DESCRIPTION)`.states`, `None` if the
+    /// machine is poisoned or its state's name is not listed there.
+    /// Generated machines answer with one `match`; the default looks the
+    /// name up. The executor publishes the state as this index, which
+    /// handles read without a lock.
+    fn state_index(&self) -> Option<usize> {
+        if self.is_poisoned() {
+            return None;
+        }
+        let name = self.state().name();
+        Self::DESCRIPTION.states.iter().position(|s| s.name == name)
+    }
+
     /// The name of the current state.
     fn state_name(&self) -> &'static str {
         if self.is_poisoned() { "<poisoned>" } else { self.state().name() }

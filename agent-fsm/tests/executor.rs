@@ -1062,6 +1062,76 @@ async fn a_dropped_worker_future_reads_as_finished() {
     assert!(handle.is_finished());
 }
 
+/// A waker that counts how often it was woken.
+#[derive(Default)]
+struct CountingWaker(std::sync::atomic::AtomicUsize);
+
+impl CountingWaker {
+    fn count(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn control_requests_wake_the_worker_through_the_waker_it_last_slept_with() {
+    use std::task::{Context, Waker};
+
+    let (handle, worker) = runtime::pair(Agent::new(3), (), runtime::ExecutorConfig::new());
+    let mut worker = Box::pin(worker);
+    let (a, b) = (Arc::new(CountingWaker::default()), Arc::new(CountingWaker::default()));
+    let (wake_a, wake_b) = (Waker::from(Arc::clone(&a)), Waker::from(Arc::clone(&b)));
+    let mut sleeps_with = |waker: &Waker| worker.as_mut().poll(&mut Context::from_waker(waker)).is_pending();
+    // A query from another task.
+    let ask = || {
+        let asking = handle.clone();
+        tokio::spawn(async move { asking.inspect(|m| m.state_name()).await })
+    };
+    // Lets the querying task run until `woken` (it has queued its request).
+    let settle = async |woken: &dyn Fn() -> bool| {
+        for _ in 0..10 {
+            if woken() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let initial = handle.state_name();
+
+    assert!(sleeps_with(&wake_a));
+    let query = ask();
+    settle(&|| a.count() == 1).await;
+    assert_eq!((a.count(), b.count()), (1, 0), "the request woke the worker through its waker");
+    assert!(sleeps_with(&wake_a), "the worker served the request and slept again");
+    assert_eq!(query.await.unwrap().unwrap(), initial);
+
+    // Polled again with the same waker and no request in between: the
+    // registration it kept still wakes it.
+    assert!(sleeps_with(&wake_a));
+    let query = ask();
+    settle(&|| a.count() == 2).await;
+    assert_eq!((a.count(), b.count()), (2, 0));
+    assert!(sleeps_with(&wake_a));
+    assert_eq!(query.await.unwrap().unwrap(), initial);
+
+    // Polled by another task: the next request wakes that one.
+    assert!(sleeps_with(&wake_b));
+    let query = ask();
+    settle(&|| b.count() == 1).await;
+    assert_eq!((a.count(), b.count()), (2, 1), "the waker the worker last slept with was woken");
+    assert!(sleeps_with(&wake_b));
+    assert_eq!(query.await.unwrap().unwrap(), initial);
+}
+
 mod interleavings {
     //! Random interleavings of user input, LLM outcomes, tool outcomes,
     //! interrupts and time: nothing panics, every produced or sent event

@@ -8,7 +8,7 @@ pub(crate) mod typestate;
 
 use crate::model::Model;
 use dispatch::Names;
-use proc_macro2::TokenStream;
+use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
 /// The whole expansion of a valid table.
@@ -63,6 +63,9 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
             }
         }
     });
+    // In `DESCRIPTION.states`' order, which is `model.states`' too.
+    let state_idents = model.states.iter().map(|s| &s.ident);
+    let state_positions = (0..model.states.len()).map(Literal::usize_unsuffixed);
     let carrier = model.export.as_ref().map(|(name, args, item)| crate::variant::carrier(name, args, item));
     let passthrough = &model.passthrough;
     let module = &model.module;
@@ -221,6 +224,17 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
 
                 fn is_poisoned(&self) -> bool {
                     self.state.is_none()
+                }
+
+                #[inline]
+                #[allow(deprecated)]
+                fn state_index(&self) -> ::core::option::Option<usize> {
+                    match &self.state {
+                        ::core::option::Option::Some(state) => ::core::option::Option::Some(match state {
+                            #( #state::#state_idents { .. } => #state_positions, )*
+                        }),
+                        ::core::option::Option::None => ::core::option::Option::None,
+                    }
                 }
 
                 fn context(&self) -> &#context_ty {

@@ -1064,6 +1064,23 @@ stateDiagram-v2
         fn is_poisoned(&self) -> bool {
             self.state.is_none()
         }
+        #[inline]
+        #[allow(deprecated)]
+        fn state_index(&self) -> ::core::option::Option<usize> {
+            match &self.state {
+                ::core::option::Option::Some(state) => {
+                    ::core::option::Option::Some(
+                        match state {
+                            State::Idle { .. } => 0,
+                            State::Calling { .. } => 1,
+                            State::Checking { .. } => 2,
+                            State::Stopped { .. } => 3,
+                        },
+                    )
+                }
+                ::core::option::Option::None => ::core::option::Option::None,
+            }
+        }
         fn context(&self) -> &Config {
             &self.context
         }

@@ -764,6 +764,22 @@ stateDiagram-v2
         fn is_poisoned(&self) -> bool {
             self.state.is_none()
         }
+        #[inline]
+        #[allow(deprecated)]
+        fn state_index(&self) -> ::core::option::Option<usize> {
+            match &self.state {
+                ::core::option::Option::Some(state) => {
+                    ::core::option::Option::Some(
+                        match state {
+                            State::Off { .. } => 0,
+                            State::On { .. } => 1,
+                            State::Broken { .. } => 2,
+                        },
+                    )
+                }
+                ::core::option::Option::None => ::core::option::Option::None,
+            }
+        }
         fn context(&self) -> &() {
             &self.context
         }

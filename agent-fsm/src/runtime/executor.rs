@@ -430,7 +430,8 @@ where
     fn flush_status(&mut self) {
         if self.hot.status_dirty {
             self.hot.status_dirty = false;
-            self.link.shared.publish_state(self.machine.state_name());
+            let machine = &self.machine;
+            self.link.shared.publish_state(machine.state_index(), || machine.state_name());
         }
         self.link.shared.publish_steps(self.steps);
         self.hot.notifier.flush();
@@ -818,7 +819,7 @@ where
         // A failed step: the name reads as poisoned from now on (see
         // `finish`), not only once the work in flight has stopped.
         if matches!(error, WorkerError::MachinePanicked { .. } | WorkerError::MachinePoisoned { .. }) {
-            self.link.shared.publish_state("<poisoned>");
+            self.link.shared.publish_state(None, || "<poisoned>");
         }
         // Before closing the inbox, so that a refused send reads the failure.
         let _ = self.link.shared.outcome.set(Err(Arc::new(error)));
@@ -841,7 +842,7 @@ where
         );
         let state = if step_failed { "<poisoned>" } else { self.machine.state_name() };
         if step_failed {
-            self.link.shared.publish_state(state);
+            self.link.shared.publish_state(None, || state);
         }
         self.hot.status_dirty = !step_failed;
         self.flush_status();

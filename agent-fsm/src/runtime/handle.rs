@@ -12,11 +12,17 @@
 //!   anything else, so these are prompt even while effects run. It is a
 //!   plain queue rather than a second mpsc channel because a tokio channel
 //!   preallocates a block of 32 slots, and an idle agent should cost little.
+//!   The worker's waker sits beside the queue, under the same lock, so a
+//!   request takes it while it queues; the worker stores it again only
+//!   when a request took it or the worker's task changed (two loads
+//!   otherwise), which keeps atomic read-modify-writes off a round trip.
 //!   The worker closes it when it exits, dropping unanswered requests, which
 //!   their callers read as the worker's outcome; queries still queued run
 //!   on the final machine, which queries made later read too.
-//! - **Status** (the state name under the shared mutex, an atomic step
-//!   count): read without a round trip by
+//! - **Status** (the state as its index in the machine's description and
+//!   the step count, two atomics; a name the description does not list,
+//!   and a poisoned machine's, under the shared mutex): read without a
+//!   round trip by
 //!   [`state_name`](MachineHandle::state_name). The worker publishes it
 //!   when it pauses, before it answers any request (so it is current when
 //!   [`call`](MachineHandle::call), [`interrupt`](MachineHandle::interrupt)
@@ -33,10 +39,10 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::task::{RawWakerVTable, Waker};
 
-use futures::task::AtomicWaker;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 
@@ -159,9 +165,8 @@ pub(crate) enum Control<M: StateMachine> {
 struct Locked<M: StateMachine, O> {
     /// Control requests, oldest first; emptied buffers are freed.
     queue: VecDeque<Control<M>>,
-    /// Set by the worker when it exits: no more requests or subscriptions.
-    closed: bool,
-    /// The current state's name, updated by the worker on every change.
+    /// The current state's name when [`Shared::state`] is 0 (the initial
+    /// state, a poisoned machine, a name the description does not list).
     state: &'static str,
     /// Created by the first `subscribe`; closed when the worker exits,
     /// which ends every subscription.
@@ -170,6 +175,9 @@ struct Locked<M: StateMachine, O> {
     /// read once, rather than in the worker's future, which every idle
     /// agent carries.
     started: Option<tokio::time::Instant>,
+    /// The worker's waker while it sleeps, taken by the next control
+    /// request (see [`Shared::register`]).
+    waker: Option<Waker>,
 }
 
 /// What a machine's handles and its worker share.
@@ -177,18 +185,37 @@ pub(crate) struct Shared<M: StateMachine, O> {
     locked: Mutex<Locked<M, O>>,
     /// Length of the control queue, readable without the lock: the worker's
     /// fast path when no request is waiting (the usual case).
-    pending: AtomicUsize,
+    /// (`u32`s and `bool`s here keep every agent's `Shared` in a smaller
+    /// allocation.)
+    pending: AtomicU32,
+    /// Set by the worker when it exits, under the lock: no more requests
+    /// or subscriptions.
+    closed: AtomicBool,
     /// Whether the notification feed exists, so the worker need not lock.
     subscribed: AtomicBool,
-    /// The worker's waker, woken by every control request.
-    waker: AtomicWaker,
+    /// The registered waker's vtable and data pointers, so that the worker
+    /// can tell without the lock that the waker it would register is
+    /// already there. Only the worker stores them (under the lock); a
+    /// request that takes the waker resets the vtable to null, which no
+    /// waker has.
+    armed_vtable: AtomicPtr<RawWakerVTable>,
+    armed_data: AtomicPtr<()>,
     steps: AtomicU64,
+    /// The current state as its position in the description's states plus
+    /// one, readable without the lock; 0: read `Locked::state`.
+    state: AtomicU32,
     /// Set once when the worker stops: how it ended (with the final machine
     /// for queries), or the failure. Nothing when its future was dropped
     /// mid-run.
     pub(crate) outcome: OnceLock<Result<Arc<Final<M>>, Arc<WorkerError>>>,
     /// The configuration, shared by every agent spawned from it.
     pub(crate) settings: Arc<Settings<M>>,
+}
+
+/// The control queue's length for `Shared::pending` (only its being 0
+/// matters; saturated).
+fn queue_len<M: StateMachine, O>(locked: &Locked<M, O>) -> u32 {
+    u32::try_from(locked.queue.len()).unwrap_or(u32::MAX)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -202,37 +229,79 @@ impl<M: StateMachine, O> Shared<M, O> {
         Self {
             locked: Mutex::new(Locked {
                 queue: VecDeque::new(),
-                closed: false,
                 state: initial,
                 feed: None,
                 started: None,
+                waker: None,
             }),
-            pending: AtomicUsize::new(0),
+            pending: AtomicU32::new(0),
+            closed: AtomicBool::new(false),
             subscribed: AtomicBool::new(false),
-            waker: AtomicWaker::new(),
+            armed_vtable: AtomicPtr::new(std::ptr::null_mut()),
+            armed_data: AtomicPtr::new(std::ptr::null_mut()),
             steps: AtomicU64::new(0),
+            state: AtomicU32::new(0),
             outcome: OnceLock::new(),
             settings,
         }
     }
 
     fn push_control(&self, control: Control<M>) -> Result<(), Control<M>> {
-        {
+        let waker = {
             let mut locked = lock(&self.locked);
-            if locked.closed {
+            if self.closed.load(Ordering::Relaxed) {
                 return Err(control);
             }
             locked.queue.push_back(control);
-            self.pending.store(locked.queue.len(), Ordering::Release);
+            // Sequentially consistent with the worker's loads in
+            // `register` and `pop_control`: either the worker sees this
+            // request before it sleeps, or its waker is still here to take.
+            self.pending.store(queue_len(&locked), Ordering::SeqCst);
+            self.disarm(&mut locked)
+        };
+        // Woken outside the lock: a waker may run code of its own.
+        if let Some(waker) = waker {
+            waker.wake();
         }
-        self.waker.wake();
         Ok(())
+    }
+
+    /// Takes the registered waker (under the lock).
+    fn disarm(&self, locked: &mut Locked<M, O>) -> Option<Waker> {
+        self.armed_vtable.store(std::ptr::null_mut(), Ordering::SeqCst);
+        locked.waker.take()
     }
 
     /// Wakes the worker on the next control request. The worker calls this
     /// before its last check before sleeping, so no request is missed.
-    pub(crate) fn register(&self, waker: &std::task::Waker) {
-        self.waker.register(waker);
+    /// Registering the waker that is already there, untaken, costs two
+    /// loads: no lock, no read-modify-write.
+    #[inline]
+    pub(crate) fn register(&self, waker: &Waker) {
+        let vtable: *const RawWakerVTable = waker.vtable();
+        if std::ptr::eq(self.armed_vtable.load(Ordering::SeqCst), vtable)
+            && std::ptr::eq(self.armed_data.load(Ordering::SeqCst), waker.data())
+        {
+            return;
+        }
+        self.register_locked(waker);
+    }
+
+    #[cold]
+    fn register_locked(&self, waker: &Waker) {
+        let old = {
+            let mut locked = lock(&self.locked);
+            if self.closed.load(Ordering::Relaxed) {
+                return;
+            }
+            let old = locked.waker.replace(waker.clone());
+            // The data first: the vtable arms the pair.
+            self.armed_data.store(waker.data().cast_mut(), Ordering::SeqCst);
+            self.armed_vtable.store(std::ptr::from_ref(waker.vtable()).cast_mut(), Ordering::SeqCst);
+            old
+        };
+        // Dropped outside the lock, as a waker may run code of its own.
+        drop(old);
     }
 
     /// Whether a control request is waiting (one atomic load).
@@ -245,7 +314,7 @@ impl<M: StateMachine, O> Shared<M, O> {
     /// (checked before every event).
     #[inline]
     pub(crate) fn pop_control(&self) -> Option<Control<M>> {
-        if self.pending.load(Ordering::Acquire) == 0 {
+        if self.pending.load(Ordering::SeqCst) == 0 {
             return None;
         }
         self.pop_control_locked()
@@ -259,7 +328,7 @@ impl<M: StateMachine, O> Shared<M, O> {
             // the agent's lifetime.
             locked.queue = VecDeque::new();
         }
-        self.pending.store(locked.queue.len(), Ordering::Release);
+        self.pending.store(queue_len(&locked), Ordering::Release);
         control
     }
 
@@ -272,8 +341,32 @@ impl<M: StateMachine, O> Shared<M, O> {
         lock(&self.locked).started.unwrap_or_else(tokio::time::Instant::now)
     }
 
-    pub(crate) fn publish_state(&self, name: &'static str) {
+    /// Publishes the current state: its `index` in the description's
+    /// states (one atomic store), or, without one, its `name` under the
+    /// lock.
+    #[inline]
+    pub(crate) fn publish_state(&self, index: Option<usize>, name: impl FnOnce() -> &'static str) {
+        match index.and_then(|index| u32::try_from(index).ok()?.checked_add(1)) {
+            Some(encoded) => self.state.store(encoded, Ordering::Release),
+            None => self.publish_state_name(name()),
+        }
+    }
+
+    #[cold]
+    fn publish_state_name(&self, name: &'static str) {
         lock(&self.locked).state = name;
+        self.state.store(0, Ordering::Release);
+    }
+
+    /// The state last published.
+    fn state_name(&self) -> &'static str {
+        match self.state.load(Ordering::Acquire).checked_sub(1) {
+            Some(index) => match usize::try_from(index).ok().and_then(|index| M::DESCRIPTION.states.get(index)) {
+                Some(state) => state.name,
+                None => lock(&self.locked).state,
+            },
+            None => lock(&self.locked).state,
+        }
     }
 
     pub(crate) fn publish_steps(&self, steps: u64) {
@@ -286,11 +379,13 @@ impl<M: StateMachine, O> Shared<M, O> {
     /// first); the rest of what was left is returned, for the caller to
     /// drop outside the lock.
     pub(crate) fn close(&self) -> impl Sized + use<M, O> {
-        let (queue, feed) = {
+        let (queue, feed, _waker) = {
             let mut locked = lock(&self.locked);
-            locked.closed = true;
+            self.closed.store(true, Ordering::Release);
             self.pending.store(0, Ordering::Release);
-            (std::mem::take(&mut locked.queue), locked.feed.take())
+            // The worker's waker is not needed any more; dropped below.
+            let waker = self.disarm(&mut locked);
+            (std::mem::take(&mut locked.queue), locked.feed.take(), waker)
         };
         if let Some(feed) = &feed {
             feed.close();
@@ -379,7 +474,7 @@ impl<M: StateMachine, O> MachineHandle<M, O> {
     /// not touch the machine again, and the other methods return its
     /// [`WorkerError`].
     pub fn state_name(&self) -> &'static str {
-        lock(&self.shared.locked).state
+        self.shared.state_name()
     }
 
     /// How many events the machine has handled so far.
@@ -390,7 +485,7 @@ impl<M: StateMachine, O> MachineHandle<M, O> {
     /// Whether the worker has stopped (normally or not).
     pub fn is_finished(&self) -> bool {
         // A worker future dropped mid-run records no outcome, but closes.
-        self.shared.outcome.get().is_some() || lock(&self.shared.locked).closed
+        self.shared.outcome.get().is_some() || self.shared.closed.load(Ordering::Acquire)
     }
 
     /// The tracker the worker and its tasks run on (from the configuration).
@@ -645,7 +740,7 @@ where
     pub fn subscribe_to(&self, topics: Topics) -> Subscription<O> {
         let feed = {
             let mut locked = lock(&self.shared.locked);
-            if locked.closed {
+            if self.shared.closed.load(Ordering::Relaxed) {
                 // The worker is gone: a subscription that ends at once.
                 return Feed::ended();
             }
