@@ -1132,6 +1132,32 @@ async fn control_requests_wake_the_worker_through_the_waker_it_last_slept_with()
     assert_eq!(query.await.unwrap().unwrap(), initial);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_racing_events_on_two_threads_are_all_answered() {
+    // Every query is a control request that must wake a worker about to
+    // sleep (or asleep) after an event; one missed wake-up hangs here.
+    const ROUNDS: u64 = 2_000;
+    let handle = start(&Scripted::new([]), config());
+    let asking = handle.clone();
+    let queries = tokio::spawn(async move {
+        for _ in 0..ROUNDS {
+            assert_eq!(asking.inspect(|m| m.state_name()).await.unwrap(), "Waiting");
+        }
+    });
+    let calls = async {
+        for _ in 0..ROUNDS {
+            // Ignored in `Waiting`: the state stays.
+            handle.call(Event::Interrupted).await.unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), async { tokio::join!(queries, calls).0.unwrap() })
+        .await
+        .expect("a query or an event was never answered");
+    assert_eq!(handle.steps(), ROUNDS);
+    assert_eq!(handle.state_name(), "Waiting");
+    handle.shutdown().await.unwrap();
+}
+
 mod interleavings {
     //! Random interleavings of user input, LLM outcomes, tool outcomes,
     //! interrupts and time: nothing panics, every produced or sent event
