@@ -244,6 +244,7 @@ where
     /// (`None`) or has nothing to do (`Pending`, once everything is
     /// published and the worker is registered for every source).
     fn poll_run(&mut self, cx: &mut Context<'_>) -> Poll<Option<StopReason>> {
+        let mut replied = false;
         loop {
             // What effects sent comes first, before control requests too;
             // this stops early only to yield (below), or to cut a chain of
@@ -281,7 +282,7 @@ where
             }
             let turn = match self.link.shared.pop_control() {
                 Some(control) => self.on_control(control),
-                None => match self.poll_sources(cx) {
+                None => match self.poll_sources(cx, &mut replied) {
                     Poll::Ready(turn) => turn,
                     Poll::Pending => {
                         // Going to sleep: publish, then register for control
@@ -352,7 +353,8 @@ where
     /// cancellation token, then effect work, then (only when no work is in
     /// flight) the inbox. `Ready(Some(reason))` asks the loop to stop.
     #[inline]
-    fn poll_sources(&mut self, cx: &mut Context<'_>) -> Poll<Option<StopReason>> {
+    /// `replied`: the last input taken was a `call` (reset here).
+    fn poll_sources(&mut self, cx: &mut Context<'_>, replied: &mut bool) -> Poll<Option<StopReason>> {
         // The rarely used parts, looked at once.
         if self.cancelled(cx) {
             return Poll::Ready(Some(StopReason::Shutdown));
@@ -382,7 +384,12 @@ where
         // through tokio's cooperative budget; the eighth goes through
         // `poll_recv`, which spends budget (so a flooded worker still yields
         // to its neighbours) and registers the worker when the inbox is empty.
-        let next = if !self.steps.is_multiple_of(8)
+        // After a reply the inbox is most likely empty (its caller waits
+        // for the reply): straight to `poll_recv`, which looks and
+        // registers in one go, rather than an empty `try_recv` first.
+        let after_call = std::mem::take(replied);
+        let next = if !after_call
+            && !self.steps.is_multiple_of(8)
             && let Ok(envelope) = self.inbox.try_recv()
         {
             Poll::Ready(Some(envelope))
@@ -397,6 +404,7 @@ where
             }
             Poll::Ready(Some(Envelope::Call(event, reply))) => {
                 self.deliver(event, Mode::Normal, Some(reply));
+                *replied = true;
                 Poll::Ready(None)
             }
             // Every handle is gone: stop once nothing is in flight, the

@@ -17,8 +17,9 @@
 //! - `executor`: `agent_fsm::runtime::spawn` with nothing attached (history
 //!   and status are kept all the same).
 //! - `executor_observer`: the same with a synchronous observer attached
-//!   through `ExecutorConfig::observer`, counting hops in a shared atomic,
-//!   as a metrics exporter would.
+//!   through `ExecutorConfig::observer`, counting hops in an atomic cell of
+//!   the agent's own that an application-wide registry sums, as a metrics
+//!   exporter would.
 //! - `executor_watch`: the same with an observer that also publishes the new
 //!   state's name on a per-agent tokio `watch`, as a status display might
 //!   (tokio-fsm publishes its state on a `watch` on every transition).
@@ -64,7 +65,7 @@
 use std::hint::black_box;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, Topics};
@@ -96,26 +97,39 @@ type Handle = MachineHandle<PingPong, ()>;
 /// it: agents then share its settings and its task tracker.
 static CONFIG: LazyLock<ExecutorConfig<PingPong>> = LazyLock::new(ExecutorConfig::new);
 
-/// Hops seen by every observed agent together: one counter for the
-/// application, as a metrics gauge would be.
-static HOPS: LazyLock<Arc<AtomicU64>> = LazyLock::new(|| Arc::new(AtomicU64::new(0)));
+/// Every observed agent's hop counter, as a metrics registry holds its
+/// cells: each agent counts in a cell of its own, and the exporter sums
+/// them when it reads. (One cell shared by every agent would measure its
+/// cache line moving between the worker threads on every event, a cost of
+/// that observer that any runtime calling it pays: see `docs/performance.md`.)
+static HOPS: Mutex<Vec<Arc<AtomicU64>>> = Mutex::new(Vec::new());
+
+/// A new agent's hop counter, registered in [`HOPS`].
+fn hop_cell() -> Arc<AtomicU64> {
+    let cell = Arc::new(AtomicU64::new(0));
+    HOPS.lock().unwrap().push(Arc::clone(&cell));
+    cell
+}
+
+/// Hops seen by every observed agent so far, as the exporter reads them.
+fn hops_seen() -> u64 {
+    HOPS.lock().unwrap().iter().map(|cell| cell.load(Ordering::Relaxed)).sum()
+}
 
 /// The shared configuration of `executor_observer` agents: each agent gets
 /// its own [`HopCounter`] when it is spawned.
-static OBSERVED_CONFIG: LazyLock<ExecutorConfig<PingPong>> = LazyLock::new(|| {
-    let hops = Arc::clone(&HOPS);
-    ExecutorConfig::new().observer(move || HopCounter(Arc::clone(&hops)))
-});
+static OBSERVED_CONFIG: LazyLock<ExecutorConfig<PingPong>> =
+    LazyLock::new(|| ExecutorConfig::new().observer(|| HopCounter(hop_cell())));
 
 /// The shared configuration of `executor_watch` agents: each agent gets its
 /// own [`StatusObserver`] when it is spawned.
 static WATCHED_CONFIG: LazyLock<ExecutorConfig<PingPong>> = LazyLock::new(|| {
-    let hops = Arc::clone(&HOPS);
     ExecutorConfig::new()
-        .observer(move || StatusObserver { hops: Arc::clone(&hops), status: watch::Sender::new(State::Ping.name()) })
+        .observer(|| StatusObserver { hops: hop_cell(), status: watch::Sender::new(State::Ping.name()) })
 });
 
-/// Counts hops in the shared counter: a metrics exporter's observer.
+/// Counts hops in the agent's cell of [`HOPS`]: a metrics exporter's
+/// observer.
 struct HopCounter(Arc<AtomicU64>);
 
 impl Observer for HopCounter {
@@ -129,7 +143,7 @@ impl Observer for HopCounter {
 /// (`status.subscribe()`); none is kept here because the cost measured is
 /// the publishing, done on the agent's task, not the display's reading.
 struct StatusObserver {
-    /// Shared across agents.
+    /// The agent's cell of [`HOPS`].
     hops: Arc<AtomicU64>,
     /// This agent's state name.
     status: watch::Sender<&'static str>,
@@ -521,7 +535,7 @@ fn check_variants() {
     for kind in KINDS {
         rt.block_on(async {
             let agent = kind.spawn().await;
-            let hops_before = HOPS.load(Ordering::Relaxed);
+            let hops_before = hops_seen();
             let (total, events, reply) = if kind.fires() {
                 agent.fire(FIRED).await;
                 let reply = agent.calls(CALLED).await;
@@ -534,7 +548,7 @@ fn check_variants() {
             assert_eq!(reply, kind.expected_reply("Pong"), "{}: last reply", kind.name());
             assert_eq!(agent.finish().await, (total, "Pong"), "{}: total and state", kind.name());
             if matches!(kind, Kind::ExecutorObserver | Kind::ExecutorWatch) {
-                assert_eq!(HOPS.load(Ordering::Relaxed) - hops_before, events, "the observer saw every hop");
+                assert_eq!(hops_seen() - hops_before, events, "the observer saw every hop");
             }
         });
     }
