@@ -91,17 +91,15 @@ pub trait StateMachine {
         Ok(())
     }
 
-    /// The current state's position in
-    /// [`DESCRIPTION`](StateMachine::DESCRIPTION)`.states`, `None` if the
-    /// machine is poisoned or its state's name is not listed there.
+    /// The position in [`DESCRIPTION`](StateMachine::DESCRIPTION)`.states`
+    /// of the state [`state_name`](StateMachine::state_name) names, `None`
+    /// if the machine is poisoned or that name is not listed there.
     /// Generated machines answer with one `match`; the default looks the
     /// name up. The executor publishes the state as this index, which
-    /// handles read without a lock.
+    /// handles read without a lock, so an override must point at the
+    /// entry named by `state_name`.
     fn state_index(&self) -> Option<usize> {
-        if self.is_poisoned() {
-            return None;
-        }
-        let name = self.state().name();
+        let name = self.state_name();
         Self::DESCRIPTION.states.iter().position(|s| s.name == name)
     }
 
@@ -391,6 +389,73 @@ mod tests {
         assert!(D.is_transient("Check") && !D.is_transient("Done"));
         assert!(D.state("Nowhere").is_none());
         assert_eq!(D.rows_from("Check").map(|t| t.to).collect::<Vec<_>>(), ["Done"]);
+    }
+
+    /// A hand-written machine that names its states itself.
+    struct Renamed {
+        done: bool,
+        context: (),
+    }
+
+    #[derive(Debug)]
+    struct Unit;
+
+    impl Named for Unit {
+        fn name(&self) -> &'static str {
+            "Unit"
+        }
+    }
+
+    impl StateMachine for Renamed {
+        type State = Unit;
+        type Event = Unit;
+        type Action = Unit;
+        type Context = ();
+        const DESCRIPTION: &'static Description = &D;
+
+        fn handle_event(&mut self, event: Unit) -> Unit {
+            self.handle_event_with(event, &mut ())
+        }
+
+        fn handle_event_with<O: Observer + ?Sized>(&mut self, _: Unit, _: &mut O) -> Unit {
+            self.done = true;
+            Unit
+        }
+
+        fn state(&self) -> &Unit {
+            &Unit
+        }
+
+        fn is_poisoned(&self) -> bool {
+            false
+        }
+
+        fn context(&self) -> &() {
+            &self.context
+        }
+
+        fn context_mut(&mut self) -> &mut () {
+            &mut self.context
+        }
+
+        fn from_parts(_: Unit, context: ()) -> Self {
+            Self { done: false, context }
+        }
+
+        fn state_name(&self) -> &'static str {
+            if self.done { "Done" } else { "Idle" }
+        }
+    }
+
+    #[test]
+    fn the_default_state_index_points_at_the_state_state_name_names() {
+        let mut machine = Renamed::from_parts(Unit, ());
+        // `state()`'s own name, "Unit", is not listed: the index follows
+        // `state_name`, which the executor used to publish.
+        assert_eq!(machine.state_index(), Some(0));
+        machine.handle_event(Unit);
+        assert_eq!(machine.state_index(), Some(2));
+        assert_eq!(D.states[2].name, machine.state_name());
     }
 
     #[test]

@@ -828,6 +828,9 @@ where
         // `finish`), not only once the work in flight has stopped.
         if matches!(error, WorkerError::MachinePanicked { .. } | WorkerError::MachinePoisoned { .. }) {
             self.link.shared.publish_state(None, || "<poisoned>");
+            // A state change earlier in the burst, not yet published, must
+            // not overwrite it while the work in flight winds down.
+            self.hot.status_dirty = false;
         }
         // Before closing the inbox, so that a refused send reads the failure.
         let _ = self.link.shared.outcome.set(Err(Arc::new(error)));

@@ -20,8 +20,9 @@
 //!   their callers read as the worker's outcome; queries still queued run
 //!   on the final machine, which queries made later read too.
 //! - **Status** (the state as its index in the machine's description and
-//!   the step count, two atomics; a name the description does not list,
-//!   and a poisoned machine's, under the shared mutex): read without a
+//!   the step count, two atomics; the initial state's name, a name the
+//!   description does not list and a poisoned machine's under the shared
+//!   mutex): read without a
 //!   round trip by
 //!   [`state_name`](MachineHandle::state_name). The worker publishes it
 //!   when it pauses, before it answers any request (so it is current when
@@ -253,10 +254,10 @@ impl<M: StateMachine, O> Shared<M, O> {
                 return Err(control);
             }
             locked.queue.push_back(control);
-            // Sequentially consistent with the worker's loads in
-            // `register` and `pop_control`: either the worker sees this
-            // request before it sleeps, or its waker is still here to take.
-            self.pending.store(queue_len(&locked), Ordering::SeqCst);
+            // Under the lock, where the worker arms its waker: either the
+            // waker is here to take, or the worker arms it after this and
+            // then looks at the queue once more (see `register`).
+            self.pending.store(queue_len(&locked), Ordering::Release);
             self.disarm(&mut locked)
         };
         // Woken outside the lock: a waker may run code of its own.
@@ -268,19 +269,21 @@ impl<M: StateMachine, O> Shared<M, O> {
 
     /// Takes the registered waker (under the lock).
     fn disarm(&self, locked: &mut Locked<M, O>) -> Option<Waker> {
-        self.armed_vtable.store(std::ptr::null_mut(), Ordering::SeqCst);
+        self.armed_vtable.store(std::ptr::null_mut(), Ordering::Release);
         locked.waker.take()
     }
 
     /// Wakes the worker on the next control request. The worker calls this
     /// before its last check before sleeping, so no request is missed.
     /// Registering the waker that is already there, untaken, costs two
-    /// loads: no lock, no read-modify-write.
+    /// loads: no lock, no read-modify-write. Only the worker arms, so a
+    /// pair that reads as armed was armed by it; if a request has taken
+    /// the waker since, that request wakes it.
     #[inline]
     pub(crate) fn register(&self, waker: &Waker) {
         let vtable: *const RawWakerVTable = waker.vtable();
-        if std::ptr::eq(self.armed_vtable.load(Ordering::SeqCst), vtable)
-            && std::ptr::eq(self.armed_data.load(Ordering::SeqCst), waker.data())
+        if std::ptr::eq(self.armed_vtable.load(Ordering::Acquire), vtable)
+            && std::ptr::eq(self.armed_data.load(Ordering::Acquire), waker.data())
         {
             return;
         }
@@ -289,16 +292,20 @@ impl<M: StateMachine, O> Shared<M, O> {
 
     #[cold]
     fn register_locked(&self, waker: &Waker) {
+        // Cloned before locking (a clone runs the waker's code). The pair
+        // armed is the kept clone's: it stays valid as long as the clone
+        // is kept, where the borrowed waker's data may not, and a later
+        // waker could then reuse its address.
+        let kept = waker.clone();
         let old = {
             let mut locked = lock(&self.locked);
             if self.closed.load(Ordering::Relaxed) {
                 return;
             }
-            let old = locked.waker.replace(waker.clone());
             // The data first: the vtable arms the pair.
-            self.armed_data.store(waker.data().cast_mut(), Ordering::SeqCst);
-            self.armed_vtable.store(std::ptr::from_ref(waker.vtable()).cast_mut(), Ordering::SeqCst);
-            old
+            self.armed_data.store(kept.data().cast_mut(), Ordering::Release);
+            self.armed_vtable.store(std::ptr::from_ref(kept.vtable()).cast_mut(), Ordering::Release);
+            locked.waker.replace(kept)
         };
         // Dropped outside the lock, as a waker may run code of its own.
         drop(old);
@@ -314,7 +321,7 @@ impl<M: StateMachine, O> Shared<M, O> {
     /// (checked before every event).
     #[inline]
     pub(crate) fn pop_control(&self) -> Option<Control<M>> {
-        if self.pending.load(Ordering::SeqCst) == 0 {
+        if self.pending.load(Ordering::Acquire) == 0 {
             return None;
         }
         self.pop_control_locked()
