@@ -125,3 +125,21 @@ fn the_base_is_unchanged() {
     .handle_event(agent_fsm_examples::loom::AgentEvent::LlmEvent(LlmEvent::Error(LlmError { message: "503".into() })));
     assert_eq!(action, agent_fsm_examples::loom::AgentAction::DisplayError("llm call failed: 503".into()));
 }
+
+#[test]
+fn the_variants_state_index_points_at_its_states_the_added_one_included() {
+    use agent_fsm::StateMachine;
+    let states = [
+        AgentState::WaitingForUserInput { conversation: conv() },
+        AgentState::CallingLlm { retries: 1, conversation: conv() },
+        AgentState::ExecutingTools { executions: Executions::pending(&[call("1", "read_file")]), conversation: conv() },
+        AgentState::WaitingForPermission { calls: vec![], conversation: conv() },
+        AgentState::ShuttingDown,
+    ];
+    for state in states {
+        let name = state.name();
+        let m = LoomWithPermission::with_state(state, AgentConfig::default());
+        let index = StateMachine::state_index(&m).unwrap_or_else(|| panic!("{name} is listed"));
+        assert_eq!(LoomWithPermission::DESCRIPTION.states[index].name, name);
+    }
+}
