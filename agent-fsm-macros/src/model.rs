@@ -1158,8 +1158,6 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
             let role = take_role(cx, &mut e.attrs, &["states", "events", "actions"]);
             if let Some(role) = &role {
                 roles.cfg_stripped |= strip_variant_cfgs(cx, &mut e, role);
-            }
-            if let Some(role) = &role {
                 misplaced_markers(cx, &mut e, role);
             }
             if role.as_deref() == Some("states") {

@@ -186,6 +186,14 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+impl WorkerError {
+    /// Whether the machine's own step failed (a panic inside it, or a
+    /// row left halfway): the machine reads as poisoned from then on.
+    pub(crate) fn is_step_failure(&self) -> bool {
+        matches!(self, Self::MachinePanicked { .. } | Self::MachinePoisoned { .. })
+    }
+}
+
 /// " of `key`" for a failure callback, so that the error says which of
 /// several tasks it was; nothing for an action.
 fn whose(key: Option<&str>, action: &str) -> String {

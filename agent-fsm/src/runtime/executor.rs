@@ -352,8 +352,8 @@ where
     /// Takes and handles the next input after control requests: the
     /// cancellation token, then effect work, then (only when no work is in
     /// flight) the inbox. `Ready(Some(reason))` asks the loop to stop.
-    #[inline]
     /// `replied`: the last input taken was a `call` (reset here).
+    #[inline]
     fn poll_sources(&mut self, cx: &mut Context<'_>, replied: &mut bool) -> Poll<Option<StopReason>> {
         // The rarely used parts, looked at once.
         if self.cancelled(cx) {
@@ -826,7 +826,7 @@ where
         tracing::error!(machine = M::DESCRIPTION.name, error = %error, "worker failed");
         // A failed step: the name reads as poisoned from now on (see
         // `finish`), not only once the work in flight has stopped.
-        if matches!(error, WorkerError::MachinePanicked { .. } | WorkerError::MachinePoisoned { .. }) {
+        if error.is_step_failure() {
             self.link.shared.publish_state(None, || "<poisoned>");
             // A state change earlier in the burst, not yet published, must
             // not overwrite it while the work in flight winds down.
@@ -846,15 +846,9 @@ where
         self.link.drop_observer();
         // A step that panicked fails the worker, which never touches the
         // machine again: it reads as poisoned even where the panic left
-        // the state whole (a guard's panic).
-        let step_failed = matches!(
-            self.link.shared.outcome.get(),
-            Some(Err(e)) if matches!(**e, WorkerError::MachinePanicked { .. } | WorkerError::MachinePoisoned { .. })
-        );
+        // the state whole (a guard's panic), as `fail` published it.
+        let step_failed = matches!(self.link.shared.outcome.get(), Some(Err(e)) if e.is_step_failure());
         let state = if step_failed { "<poisoned>" } else { self.machine.state_name() };
-        if step_failed {
-            self.link.shared.publish_state(None, || state);
-        }
         self.hot.status_dirty = !step_failed;
         self.flush_status();
         self.hot.notifier.close();

@@ -573,6 +573,8 @@ impl<E> Drop for Work<E> {
 mod tests {
     use super::{Produced, Work};
     use std::future::poll_fn;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
     use tokio::runtime::Handle;
     use tokio::sync::oneshot;
     use tokio_util::task::TaskTracker;
@@ -683,52 +685,73 @@ mod tests {
         assert!(!work.busy());
     }
 
-    /// A cancelled task that has not stopped yet (tokio's abort takes
-    /// effect at its next `.await`; this one is busy without one) keeps its
-    /// concurrency slot: the next task starts only once it has stopped.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_cancelled_task_keeps_its_slot_until_it_stops() {
-        use std::sync::Arc;
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let mut work: Work<&'static str> = Work::new(Handle::current(), TaskTracker::new(), 1);
-        let (entered, release, stopped) =
-            (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        let (e, r, s) = (Arc::clone(&entered), Arc::clone(&release), Arc::clone(&stopped));
-        work.spawn_task(
-            "busy".into(),
-            Box::pin(async move {
-                e.store(true, Ordering::SeqCst);
-                while !r.load(Ordering::SeqCst) {
-                    std::hint::spin_loop();
-                }
-                s.store(true, Ordering::SeqCst);
-                // The abort takes effect here.
+    /// A task busy without an `.await` until released, so that tokio's
+    /// abort (which takes effect at a task's next `.await`) cannot stop
+    /// it before then. Dropping the spinner releases the task, or the
+    /// runtime would wait for it forever when a test ends early.
+    struct Spinner {
+        entered: Arc<AtomicBool>,
+        release: Arc<AtomicBool>,
+        stopped: Arc<AtomicBool>,
+    }
+
+    impl Spinner {
+        /// Spawns the busy task under `key` in `work`.
+        fn spawn(work: &mut Work<&'static str>, key: &str) -> Self {
+            let spinner = Self { entered: Arc::default(), release: Arc::default(), stopped: Arc::default() };
+            let (entered, release, stopped) =
+                (Arc::clone(&spinner.entered), Arc::clone(&spinner.release), Arc::clone(&spinner.stopped));
+            work.spawn_task(
+                key.to_owned(),
+                Box::pin(async move {
+                    entered.store(true, Ordering::SeqCst);
+                    while !release.load(Ordering::SeqCst) {
+                        std::hint::spin_loop();
+                    }
+                    stopped.store(true, Ordering::SeqCst);
+                    // The abort takes effect here.
+                    tokio::task::yield_now().await;
+                    "busy"
+                }),
+                None,
+                Box::new(|_, _| "busy cancelled"),
+            );
+            spinner
+        }
+
+        /// Waits until the task is spinning on another worker thread.
+        async fn entered(&self) {
+            while !self.entered.load(Ordering::SeqCst) {
                 tokio::task::yield_now().await;
-                "busy"
-            }),
-            None,
-            Box::new(|_, _| "busy cancelled"),
-        );
-        // Whatever happens below, `busy` is let go, or the runtime would
-        // wait for it forever when the test ends.
-        struct Release(Arc<AtomicBool>);
-        impl Drop for Release {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::SeqCst);
             }
         }
-        let releasing = Release(Arc::clone(&release));
-        while !entered.load(Ordering::SeqCst) {
-            tokio::task::yield_now().await;
+
+        fn release(&self) {
+            self.release.store(true, Ordering::SeqCst);
         }
+    }
+
+    impl Drop for Spinner {
+        fn drop(&mut self) {
+            self.release();
+        }
+    }
+
+    /// A cancelled task that has not stopped yet keeps its concurrency
+    /// slot: the next task starts only once it has stopped.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cancelled_task_keeps_its_slot_until_it_stops() {
+        let mut work: Work<&'static str> = Work::new(Handle::current(), TaskTracker::new(), 1);
+        let busy = Spinner::spawn(&mut work, "busy");
+        busy.entered().await;
         let cancelled: Vec<_> = work.cancel("busy").into_iter().map(failure).collect();
         assert_eq!(cancelled, [Some(super::EffectFailure::Cancelled)]);
-        let s = Arc::clone(&stopped);
+        let stopped = Arc::clone(&busy.stopped);
         work.spawn_task(
             "next".into(),
-            Box::pin(
-                async move { if s.load(Ordering::SeqCst) { "next after busy stopped" } else { "next beside busy" } },
-            ),
+            Box::pin(async move {
+                if stopped.load(Ordering::SeqCst) { "next after busy stopped" } else { "next beside busy" }
+            }),
             None,
             Box::new(|_, _| "next failed"),
         );
@@ -738,7 +761,7 @@ mod tests {
         for _ in 0..3 {
             tokio::spawn(async {}).await.expect("the probe runs");
         }
-        drop(releasing);
+        busy.release();
         assert_eq!(event(poll_fn(|cx| work.poll_next(cx)).await), "next after busy stopped");
     }
 
@@ -746,27 +769,9 @@ mod tests {
     /// goes behind it: tasks start in spawn order.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn tasks_start_in_spawn_order_after_a_cancelled_one_stops() {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        use std::sync::{Arc, Mutex};
         let mut work: Work<&'static str> = Work::new(Handle::current(), TaskTracker::new(), 1);
-        let (entered, release) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        let (e, r) = (Arc::clone(&entered), Arc::clone(&release));
-        work.spawn_task(
-            "busy".into(),
-            Box::pin(async move {
-                e.store(true, Ordering::SeqCst);
-                while !r.load(Ordering::SeqCst) {
-                    std::hint::spin_loop();
-                }
-                tokio::task::yield_now().await;
-                "busy"
-            }),
-            None,
-            Box::new(|_, _| "busy cancelled"),
-        );
-        while !entered.load(Ordering::SeqCst) {
-            tokio::task::yield_now().await;
-        }
+        let busy = Spinner::spawn(&mut work, "busy");
+        busy.entered().await;
         assert_eq!(work.cancel("busy").len(), 1);
         let started = Arc::new(Mutex::new(Vec::new()));
         let task = |name: &'static str| {
@@ -777,7 +782,7 @@ mod tests {
             })
         };
         work.spawn_task("b".into(), task("b"), None, Box::new(|_, _| "b failed"));
-        release.store(true, Ordering::SeqCst);
+        busy.release();
         while !work.aborted.iter().all(tokio::task::JoinHandle::is_finished) {
             tokio::task::yield_now().await;
         }
