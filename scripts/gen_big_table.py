@@ -501,6 +501,10 @@ EXPAND_MAIN = """\
 //! rustc, and prints how long each phase takes.
 #![allow(dead_code, unused_imports, unreachable_pub, missing_docs, clippy::all)]
 
+// The macro asks the compiler about spans through `proc_macro`, which
+// answers `is_available() == false` outside a macro.
+extern crate proc_macro;
+
 %MODULES%
 use proc_macro2::TokenStream;
 use quote::ToTokens;
