@@ -1138,17 +1138,39 @@ fn strip_variant_cfgs(cx: &Ctxt, e: &mut ItemEnum, role: &str) -> bool {
     found
 }
 
-/// Reports each `#[cfg]` in `attrs` with `message` and removes it. True if any.
+/// Reports each `#[cfg]` in `attrs`, plain or under `cfg_attr`, with
+/// `message` and removes the attribute. True if any.
 fn strip_cfgs(cx: &Ctxt, attrs: &mut Vec<Attribute>, message: &str) -> bool {
     let before = attrs.len();
     attrs.retain(|attr| {
-        let cfg = attr.path().is_ident("cfg");
-        if cfg {
-            cx.error_spanned_by(attr, message);
+        let cfg = match &attr.meta {
+            _ if attr.path().is_ident("cfg") => Some(attr.to_token_stream()),
+            syn::Meta::List(list) => cfg_in_list(list),
+            _ => None,
+        };
+        if let Some(tokens) = &cfg {
+            cx.error_spanned_by(tokens, message);
         }
-        !cfg
+        cfg.is_none()
     });
     attrs.len() != before
+}
+
+/// The `cfg(..)` that `#[cfg(..)]` is, or that a `#[cfg_attr(pred, ..)]`
+/// applies (at any depth of nested `cfg_attr`s).
+fn cfg_in_list(list: &syn::MetaList) -> Option<TokenStream> {
+    if list.path.is_ident("cfg") {
+        return Some(list.to_token_stream());
+    }
+    if !list.path.is_ident("cfg_attr") {
+        return None;
+    }
+    let metas = list.parse_args_with(Punctuated::<syn::Meta, Token![,]>::parse_terminated).ok()?;
+    metas.iter().skip(1).find_map(|meta| match meta {
+        syn::Meta::List(inner) => cfg_in_list(inner),
+        syn::Meta::Path(p) if p.is_ident("cfg") => Some(p.to_token_stream()),
+        _ => None,
+    })
 }
 
 /// Sorts one module item into its role, stripping the role attributes.
