@@ -743,6 +743,8 @@ impl Model {
                 format!(" (`{ident}` is an action: write the target first, `=> State / {ident}`)")
             } else if self.removed_states.contains(&name_key(ident)) {
                 format!(" (this variant removes it: `remove state {ident}`)")
+            } else if name_key(ident).starts_with("ignor") {
+                " (a pair the machine ignores on purpose is written `=> ignore`)".to_owned()
             } else {
                 String::new()
             };
@@ -768,9 +770,15 @@ impl Model {
     fn resolve_action(&self, cx: &Ctxt, ident: &Ident) -> Option<usize> {
         let found = self.lookup[2].get(&name_key(ident)).copied();
         if found.is_none() {
+            // A state where the action goes: target and action swapped.
+            let hint = if self.state_index(ident).is_some() {
+                format!(" (`{ident}` is a state: the target comes after `=>`, the action after `/`)")
+            } else {
+                String::new()
+            };
             cx.error_spanned_by(
                 ident,
-                format!("unknown action `{ident}`; actions are: {}", list(self.actions.iter().map(|s| &s.ident))),
+                format!("unknown action `{ident}`{hint}; actions are: {}", list(self.actions.iter().map(|s| &s.ident))),
             );
         }
         found

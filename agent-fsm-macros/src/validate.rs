@@ -579,6 +579,9 @@ fn check_source_patterns(cx: &Ctxt, model: &Model) {
             continue;
         };
         let def = &model.states[*s];
+        if model.in_place(row, *s) {
+            check_in_place_modes(cx, pat, &def.ident);
+        }
         let carried = || model.carried_names().filter(|_| def.carries);
         let shape = if def.carries { Shape::Named } else { def.shape };
         match pat {
@@ -647,6 +650,36 @@ fn check_source_patterns(cx: &Ctxt, model: &Model) {
             }
             _ => {}
         }
+    }
+}
+
+/// A row that keeps its state binds the state's fields `&mut`, whatever
+/// the pattern says: a `mut` there (`Busy { mut n }`) would read as an
+/// owned copy the row may change, and is refused rather than ignored.
+fn check_in_place_modes(cx: &Ctxt, pat: &syn::Pat, state: &Ident) {
+    use syn::Pat;
+    match pat {
+        Pat::Ident(p) => {
+            if let (None, Some(mutability)) = (&p.by_ref, &p.mutability) {
+                cx.error_spanned_by(
+                    mutability,
+                    format!(
+                        "this row keeps `{state}` in place, so `{}` is bound `&mut` to the state's field already (write `*{} += ..` to change it); remove `mut`",
+                        p.ident, p.ident
+                    ),
+                );
+            }
+            if let Some((_, sub)) = &p.subpat {
+                check_in_place_modes(cx, sub, state);
+            }
+        }
+        Pat::Struct(p) => p.fields.iter().for_each(|f| check_in_place_modes(cx, &f.pat, state)),
+        Pat::TupleStruct(p) => p.elems.iter().for_each(|e| check_in_place_modes(cx, e, state)),
+        Pat::Tuple(p) => p.elems.iter().for_each(|e| check_in_place_modes(cx, e, state)),
+        Pat::Slice(p) => p.elems.iter().for_each(|e| check_in_place_modes(cx, e, state)),
+        Pat::Paren(p) => check_in_place_modes(cx, &p.pat, state),
+        Pat::Or(p) => p.cases.iter().for_each(|c| check_in_place_modes(cx, c, state)),
+        _ => {}
     }
 }
 
@@ -726,7 +759,9 @@ fn check_user_methods(cx: &Ctxt, model: &Model, fixed: &[&str]) {
 fn check_generated_names(cx: &Ctxt, model: &Model) {
     use crate::codegen::enums::{predicate_name, snake_method};
     use crate::codegen::typestate::{BUILT_IN, landing, landing_enum};
-    let fixed = ["name", "is_terminal", "is_transient", "is_initial"];
+    // `NAMES` is an associated constant, in the same namespace as a
+    // carried field's accessor.
+    let fixed = ["name", "NAMES", "is_terminal", "is_transient", "is_initial"];
     let predicate = |s: &crate::model::StateDef| predicate_name(&s.ident);
     for state in &model.states {
         let method = predicate(state);
@@ -766,9 +801,14 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             fixed.contains(&accessor.as_str()) || model.states.iter().any(|s| predicate(s) == *accessor)
         });
         if let Some(accessor) = taken {
+            let has = if accessor == "NAMES" {
+                "whose name the state enum's constant `NAMES` takes"
+            } else {
+                "which the state enum already has"
+            };
             cx.error_spanned_by(
                 field,
-                format!("carried field `{name}` would get the accessor `{accessor}()`, which the state enum already has; rename the field"),
+                format!("carried field `{name}` would get the accessor `{accessor}()`, {has}; rename the field"),
             );
         }
     }

@@ -58,6 +58,16 @@ fn equals(input: ParseStream<'_>, key: proc_macro2::Span, form: &str) -> syn::Re
     }
 }
 
+/// A flag argument is its name alone: `strict = true` says so at the `=`.
+fn flag(input: ParseStream<'_>, name: &str) -> syn::Result<()> {
+    if input.peek(Token![=]) || input.peek(syn::token::Paren) {
+        return Err(input.error(format!(
+            "`{name}` takes no value: write `{name}` alone to turn it on, and leave it out to keep it off"
+        )));
+    }
+    Ok(())
+}
+
 impl Parse for Args {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let mut args = Args::default();
@@ -78,6 +88,7 @@ impl Parse for Args {
                 }
             } else if lookahead.peek(kw::strict) {
                 let key: kw::strict = input.parse()?;
+                flag(input, "strict")?;
                 if args.strict.replace(key).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `strict` argument"));
                 }
@@ -90,6 +101,7 @@ impl Parse for Args {
                 }
             } else if lookahead.peek(kw::serde) {
                 let key: kw::serde = input.parse()?;
+                flag(input, "serde")?;
                 if args.serde.replace(key).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `serde` argument"));
                 }

@@ -78,10 +78,23 @@ impl Parse for Table {
                     input.parse::<Token![;]>()?;
                     Err(error)
                 }
+                // The next row right after a whole one: the comma between
+                // them is missing. The row is kept, and the next one read.
+                Ok(()) if starts_row(&fork) => {
+                    let error = fork.error("expected `,` before this row: rows are separated by commas");
+                    input.advance_to(&fork);
+                    Err(error)
+                }
                 // Junk after what read as a row: the row is not what was
                 // meant (`Busy -> Wait` read as `Busy`), so it goes too.
                 Ok(()) => {
-                    let error = fork.error("expected `,`");
+                    let error = fork.error(if fork.peek(Token![/]) {
+                        "expected `,`: a row has one action, after its target (`=> Target / Action`)"
+                    } else if fork.peek(syn::token::Brace) {
+                        "expected `,`: a row's effects block goes before its target (`=> { .. } Target / Action`)"
+                    } else {
+                        "expected `,`: a row ends after its action (`Source + Event => Target / Action,`)"
+                    });
                     table.truncate(before);
                     skip_row(input)?;
                     Err(error)
@@ -180,6 +193,19 @@ fn guard_expr(content: ParseStream<'_>) -> syn::Result<Expr> {
 
 /// Moves `input` past the next `,` between rows (or to the end): commas
 /// inside a row's brackets, parentheses and braces are inside groups.
+/// Whether what follows looks like the start of a row: `A +`, `A | B`,
+/// `A { .. } +`, `A(..) +`, `* +`, `* except`, a doc comment or
+/// attribute, or a variant's `remove` or `replace`.
+fn starts_row(input: ParseStream<'_>) -> bool {
+    let group = |i: ParseStream<'_>| i.peek2(syn::token::Brace) || i.peek2(syn::token::Paren);
+    input.peek(Token![#])
+        || input.peek(kw::remove)
+        || input.peek(kw::replace)
+        || (input.peek(Token![*]) && (input.peek2(Token![+]) || input.peek2(kw::except)))
+        || (input.peek(syn::Ident) && (input.peek2(Token![+]) || input.peek2(Token![|])))
+        || (input.peek(syn::Ident) && group(input) && input.peek3(Token![+]))
+}
+
 fn skip_row(input: ParseStream<'_>) -> syn::Result<()> {
     input.step(|cursor| {
         let mut rest = *cursor;
@@ -408,6 +434,11 @@ impl Parse for Source {
             let mut except = Vec::new();
             if input.peek(kw::except) {
                 input.parse::<kw::except>()?;
+                if !input.peek(syn::token::Paren) {
+                    return Err(
+                        input.error("the excluded states go in parentheses: `* except (A)`, `* except (A | B)`")
+                    );
+                }
                 let content;
                 parenthesized!(content in input);
                 let names = Punctuated::<Ident, Token![|]>::parse_separated_nonempty(&content)?;

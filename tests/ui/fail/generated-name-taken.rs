@@ -1,7 +1,8 @@
 // Rule: names the macro generates from the table must not clash with the
-// ones it always generates: a state `Terminal` (its `is_terminal()`), a
-// carried field `name` (`State::name()`), an event `Context` (the typed
-// view's `context()`). Each is reported at the name that causes it.
+// ones it always generates: a state `Terminal` (its `is_terminal()`),
+// carried fields `name` (`State::name()`) and `NAMES` (`State::NAMES`),
+// an event `Context` (the typed view's `context()`). Each is reported at
+// the name that causes it.
 #[agent_fsm::state_machine(fallback = Wait)]
 pub mod machine {
     #[context]
@@ -9,7 +10,8 @@ pub mod machine {
     pub struct Config;
 
     #[states]
-    #[carry(name: String)]
+    #[carry(name: String, NAMES: u8)]
+    #[allow(non_snake_case)]
     pub enum State {
         #[initial]
         Idle,
