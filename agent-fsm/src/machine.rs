@@ -71,7 +71,9 @@ pub trait StateMachine {
     /// The context.
     fn context(&self) -> &Self::Context;
 
-    /// The context, mutably (configuration changes between events).
+    /// The context, mutably: configuration changes between events, on a
+    /// machine in hand (a running agent's handle reads it only, through
+    /// `inspect`; change it with an event whose row writes `ctx`).
     fn context_mut(&mut self) -> &mut Self::Context;
 
     /// A machine in `state` with `context`: resuming a snapshot, replaying,

@@ -18,7 +18,10 @@
 //! of the macro's form (`state`, `event`, `action`) first, in any object
 //! that has just that tag and `data` (the context's own included). Events
 //! and actions read with serde directly get no such help; keep their JSON
-//! as written, or with the tag first.
+//! as written, or with the tag first. A store must keep numbers as
+//! written, though: `serde_json::Value` without serde_json's
+//! `arbitrary_precision` feature turns an integer beyond 64 bits (a large
+//! `u128`) into a float, which then does not load.
 //!
 //! Resuming never produces a wrong state: a snapshot of a machine with
 //! another name (machines are told apart by `name = ..`, `Machine` by

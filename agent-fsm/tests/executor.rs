@@ -2592,6 +2592,7 @@ mod failure_reports {
 
         transitions! {
             Idle + Go(n) [{ assert!(*n != 13, "unlucky {n}"); true }] => Busy / Work(n),
+            Busy + Go(n) => { assert!(n != 13, "unlucky {n}"); } Idle / Nothing,
             Busy + Back => Idle / Nothing,
         }
     }
@@ -2618,6 +2619,27 @@ mod failure_reports {
         assert!(matches!(failure(err), WorkerError::MachinePanicked { event: "Go", .. }));
         let _ = handle.wait_finished().await;
         assert_eq!(handle.state_name(), "<poisoned>");
+    }
+
+    /// A machine poisoned before it was spawned (a block panicked after
+    /// its state was taken) fails the worker at once, with an error that
+    /// says so rather than blaming the first event sent to it.
+    #[tokio::test(start_paused = true)]
+    async fn a_machine_poisoned_before_it_was_spawned_fails_at_start() {
+        use agent_fsm::StateMachine;
+        let mut machine = Machine::new();
+        machine.handle_event(Event::Go(1));
+        let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| machine.handle_event(Event::Go(13))));
+        assert!(step.is_err() && machine.is_poisoned(), "the block's panic poisons the machine");
+        let handle = runtime::spawn(
+            machine,
+            runtime::from_fn(|_: Action, _: &mut EffectContext<'_, Machine, ()>| {}),
+            ExecutorConfig::new(),
+        );
+        let err = handle.call(Event::Back).await.expect_err("the worker never handles an event");
+        assert_eq!(failure(err), WorkerError::SpawnedPoisoned);
+        assert_eq!(handle.state_name(), "<poisoned>");
+        assert!(matches!(handle.history().await, Err(RequestError::Failed(_))), "every later request fails too");
     }
 
     /// A failure callback that panics is reported with its task's key:

@@ -372,6 +372,12 @@ where
     /// (a cancellation by an interrupt or a shutdown is); a task found to
     /// have already failed on its own (panicked, timed out) is published
     /// as that failure.
+    ///
+    /// Only the effects cancel one task: an event sent from a handle waits
+    /// in the inbox while work is in flight (see the
+    /// [ordering](super#ordering)), so it would arrive after the task it
+    /// means to stop. From outside, [`interrupt`](super::MachineHandle::interrupt)
+    /// cancels all of them.
     pub fn cancel_task(&mut self, key: &str) -> bool {
         let Some(work) = self.env.work.as_deref_mut() else {
             return false;

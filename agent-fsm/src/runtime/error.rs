@@ -37,6 +37,11 @@ pub enum WorkerError {
         /// The event being handled.
         event: &'static str,
     },
+    /// The machine was poisoned before the worker started: a step of it
+    /// failed before it was handed to [`spawn`](super::spawn) or
+    /// [`pair`](super::pair). No event was handled.
+    #[error("the machine was already poisoned when the worker started: a step failed before it was spawned")]
+    SpawnedPoisoned,
     /// The effects panicked while performing an action, or a callback the
     /// effects registered (an `on_failure` closure) panicked.
     #[error("the effects panicked while performing `{action}`{}: {message}", whose(key.as_deref(), action))]
@@ -188,9 +193,10 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 impl WorkerError {
     /// Whether the machine's own step failed (a panic inside it, or a
-    /// row left halfway): the machine reads as poisoned from then on.
+    /// row left halfway, now or before it was spawned): the machine reads
+    /// as poisoned from then on.
     pub(crate) fn is_step_failure(&self) -> bool {
-        matches!(self, Self::MachinePanicked { .. } | Self::MachinePoisoned { .. })
+        matches!(self, Self::MachinePanicked { .. } | Self::MachinePoisoned { .. } | Self::SpawnedPoisoned)
     }
 }
 

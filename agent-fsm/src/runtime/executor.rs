@@ -209,6 +209,11 @@ where
 
     /// Checks the runtime; false if the worker cannot run.
     fn start(&mut self) -> bool {
+        // Blaming the first event for it would name the wrong cause.
+        if self.machine.is_poisoned() {
+            self.fail(WorkerError::SpawnedPoisoned);
+            return false;
+        }
         if Handle::try_current().is_err() {
             self.fail(WorkerError::NoRuntime);
             return false;

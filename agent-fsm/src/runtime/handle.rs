@@ -479,7 +479,9 @@ impl<M: StateMachine, O> MachineHandle<M, O> {
     /// `"<poisoned>"` once a step panicked (in a guard too, which leaves the
     /// state whole) or left its row early: the worker has then failed, will
     /// not touch the machine again, and the other methods return its
-    /// [`WorkerError`].
+    /// [`WorkerError`]. After any other failure (the effects panicked, say)
+    /// the machine itself is whole, and this goes on naming the state it
+    /// was left in, while the other methods return the error.
     pub fn state_name(&self) -> &'static str {
         self.shared.state_name()
     }
