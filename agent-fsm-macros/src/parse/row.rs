@@ -658,26 +658,45 @@ fn copy_quoted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, out: &mut S
     }
 }
 
+/// `* sum + * x` -> `*sum + *x`: a `*`, `&`, `-` or `!` that starts the
+/// text or follows an operator, an opening bracket or a comma is a prefix
+/// operator, written against its operand.
+fn unary_tight(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut prev: Option<&str> = None;
+    let mut words = text.split(' ').peekable();
+    while let Some(word) = words.next() {
+        out.push_str(word);
+        // `to_string` writes a group's opening bracket against its first
+        // token: `(& m)`.
+        let bare = word.trim_start_matches(['(', '[', '{']);
+        let prefix = matches!(bare, "*" | "&" | "-" | "!")
+            && (bare.len() < word.len()
+                || prev.is_none_or(|p| p.ends_with(|c: char| "+-*/%=<>&|^!,([{".contains(c)) || p == "return"));
+        if words.peek().is_some() && !prefix {
+            out.push(' ');
+        }
+        prev = Some(word);
+    }
+    out
+}
+
 /// Token text with the spaces `to_string` puts around punctuation removed,
 /// for guard text when the compiler gives no source text (unit tests).
 pub(crate) fn tidy(text: &str) -> String {
-    let mut out = text.to_owned();
+    let mut out = unary_tight(text);
     for (from, to) in [
         (" . ", "."),
         (" (", "("),
         ("( ", "("),
         (" )", ")"),
         (" ,", ","),
-        ("! ", "!"),
-        ("& ", "&"),
         (" [", "["),
         ("[ ", "["),
         (" ]", "]"),
         (" ::", "::"),
         (":: ", "::"),
         (" : ", ": "),
-        ("[* ", "[*"),
-        ("(* ", "(*"),
     ] {
         out = out.replace(from, to);
     }

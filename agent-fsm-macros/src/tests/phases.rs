@@ -24,7 +24,7 @@ fn row_parses_every_part() {
     .expect("row parses");
     assert!(matches!(row.source, Source::One(_)));
     assert!(row.event.is_some());
-    assert_eq!(row.guard_text.as_deref(), Some("* retries < 3"));
+    assert_eq!(row.guard_text.as_deref(), Some("*retries < 3"));
     let Outcome::To { effects, target, action } = row.outcome else { panic!("expected a target") };
     assert!(effects.is_some());
     assert_eq!(target.ident, "Error");
@@ -254,4 +254,18 @@ fn states_mermaid_reads_as_keywords_get_ids_of_their_own() {
     s_Default --> [*]
 ";
     assert_eq!(text, expected);
+}
+
+/// Guard text from tokens (a table a `macro_rules!` writes has no source
+/// text of its own) keeps prefix operators against their operands, and
+/// binary ones apart.
+#[test]
+fn guard_text_from_tokens_reads_like_source() {
+    let text = |guard: proc_macro2::TokenStream| {
+        let row: Row = syn::parse2(quote!(A + Go [#guard] => B / X)).expect("row parses");
+        row.guard_text.unwrap_or_default()
+    };
+    assert_eq!(text(quote!(*sum + *x <= LIMIT)), "*sum + *x <= LIMIT");
+    assert_eq!(text(quote!(-*n < 0 && !done(&m))), "-*n < 0 && !done(&m)");
+    assert_eq!(text(quote!(a - b * c > f(*x, -1))), "a - b * c > f(*x, -1)");
 }

@@ -211,7 +211,7 @@ stateDiagram-v2
     Idle --&gt; Calling : Input / Call
     Calling --&gt; Calling : Delta / Show
     Calling --&gt; Checking : Reply
-    Calling --&gt; Calling : Failed [* retries + 1 &lt; ctx.max_retries] / Retry
+    Calling --&gt; Calling : Failed [*retries + 1 &lt; ctx.max_retries] / Retry
     Calling --&gt; Idle : Failed / Wait
     Checking --&gt; Idle : [reply.is_empty()] / Wait
     Checking --&gt; Idle : / Show
@@ -229,7 +229,7 @@ stateDiagram-v2
 | `Idle` | `Input` | — | `Calling` | `Call` |  |
 | `Calling` | `Delta` | — | `Calling` | `Show` |  |
 | `Calling` | `Reply` | — | `Checking` | — |  |
-| `Calling` | `Failed` | `* retries + 1 < ctx.max_retries` | `Calling` | `Retry` |  |
+| `Calling` | `Failed` | `*retries + 1 < ctx.max_retries` | `Calling` | `Retry` |  |
 | `Calling` | `Failed` | — | `Idle` | `Wait` |  |
 | `Checking` | — | `reply.is_empty()` | `Idle` | `Wait` |  |
 | `Checking` | — | — | `Idle` | `Show` |  |
@@ -704,7 +704,7 @@ stateDiagram-v2
             const __EVENTS: &[&str] = &["Input", "Delta", "Reply", "Failed", "Stop"];
             const __ACTIONS: &[&str] = &["Wait", "Call", "Show", "Retry", "Halt"];
             const __GUARDS: &[&str] = &[
-                "* retries + 1 < ctx.max_retries",
+                "*retries + 1 < ctx.max_retries",
                 "reply.is_empty()",
             ];
             const __ROWS: [::agent_fsm::Transition; 10] = ::agent_fsm::__private::rows(
@@ -720,7 +720,7 @@ stateDiagram-v2
                 transitions: &__ROWS,
                 ignored: &[],
                 fallback: "Wait",
-                mermaid: "stateDiagram-v2\n    [*] --> Idle\n    Checking : Checking (transient)\n    Idle --> Calling : Input / Call\n    Calling --> Calling : Delta / Show\n    Calling --> Checking : Reply\n    Calling --> Calling : Failed [* retries + 1 < ctx.max_retries] / Retry\n    Calling --> Idle : Failed / Wait\n    Checking --> Idle : [reply.is_empty()] / Wait\n    Checking --> Idle : / Show\n    Idle --> Stopped : Stop / Halt\n    Calling --> Stopped : Stop / Halt\n    Stopped --> Stopped : Stop / Halt\n    Stopped --> [*]\n",
+                mermaid: "stateDiagram-v2\n    [*] --> Idle\n    Checking : Checking (transient)\n    Idle --> Calling : Input / Call\n    Calling --> Calling : Delta / Show\n    Calling --> Checking : Reply\n    Calling --> Calling : Failed [*retries + 1 < ctx.max_retries] / Retry\n    Calling --> Idle : Failed / Wait\n    Checking --> Idle : [reply.is_empty()] / Wait\n    Checking --> Idle : / Show\n    Idle --> Stopped : Stop / Halt\n    Calling --> Stopped : Stop / Halt\n    Stopped --> Stopped : Stop / Halt\n    Stopped --> [*]\n",
             }
         };
     }

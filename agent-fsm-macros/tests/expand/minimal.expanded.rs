@@ -124,7 +124,7 @@ The initial state.*/
 stateDiagram-v2
     [*] --&gt; Closed
     Closed --&gt; Open : Push / Creak
-    Closed --&gt; Closed : Knock [* times &gt; 2] / Answer
+    Closed --&gt; Closed : Knock [*times &gt; 2] / Answer
     Open --&gt; Closed : Pull / Creak
 </pre>
 <script type="module">import mermaid from "https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs"; mermaid.initialize({ startOnLoad: true });</script>
@@ -134,7 +134,7 @@ stateDiagram-v2
     /**| from | event | conditions | to | action | note |
 | --- | --- | --- | --- | --- | --- |
 | `Closed` | `Push` | — | `Open` | `Creak` |  |
-| `Closed` | `Knock` | `* times > 2` | `Closed` | `Answer` |  |
+| `Closed` | `Knock` | `*times > 2` | `Closed` | `Answer` |  |
 | `Open` | `Pull` | — | `Closed` | `Creak` | The note of this row spans two lines. |
 */
     pub struct Machine {
@@ -456,7 +456,7 @@ stateDiagram-v2
             ];
             const __EVENTS: &[&str] = &["Push", "Pull", "Knock"];
             const __ACTIONS: &[&str] = &["Nothing", "Creak", "Answer"];
-            const __GUARDS: &[&str] = &["* times > 2"];
+            const __GUARDS: &[&str] = &["*times > 2"];
             const __ROWS: [::agent_fsm::Transition; 3] = ::agent_fsm::__private::rows(
                 (__STATES, __EVENTS, __ACTIONS, __GUARDS),
                 1,
@@ -470,7 +470,7 @@ stateDiagram-v2
                 transitions: &__ROWS,
                 ignored: &[],
                 fallback: "Nothing",
-                mermaid: "stateDiagram-v2\n    [*] --> Closed\n    Closed --> Open : Push / Creak\n    Closed --> Closed : Knock [* times > 2] / Answer\n    Open --> Closed : Pull / Creak\n",
+                mermaid: "stateDiagram-v2\n    [*] --> Closed\n    Closed --> Open : Push / Creak\n    Closed --> Closed : Knock [*times > 2] / Answer\n    Open --> Closed : Pull / Creak\n",
             }
         };
     }
