@@ -19,6 +19,7 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_effects_run_to_their_end(cx, model);
     check_effects_keep_carried_fields(cx, model);
     check_row_bindings(cx, model);
+    check_shared_rows_read_no_fields(cx, model);
     check_source_patterns(cx, model);
     let repeats = check_duplicate_rows(cx, model);
     check_shadowed_rows(cx, model, repeats);
@@ -562,6 +563,66 @@ fn check_row_bindings(cx: &Ctxt, model: &Model) {
                     format!(
                         "`{name}` is a carried field, which the row's code reads by that name; bind the event's value under another name"
                     ),
+                );
+            }
+        }
+    }
+}
+
+/// A row for several states (`*`, `A | B`) binds none of their own fields
+/// (the carried ones excepted): a name in its code that is a field of some
+/// of them would be rustc's "cannot find value", once per state, one of
+/// them at the attribute. Said once, at the use, with what to write.
+fn check_shared_rows_read_no_fields(cx: &Ctxt, model: &Model) {
+    use crate::model::{Uses, ctor_code};
+    use quote::ToTokens;
+    for row in model.rows.iter().filter(|r| r.sources.len() > 1) {
+        let mut code = proc_macro2::TokenStream::new();
+        row.guard.to_tokens(&mut code);
+        row.effects.to_tokens(&mut code);
+        code.extend(ctor_code(&row.target_ctor));
+        if let Some((_, a)) = &row.action {
+            code.extend(ctor_code(a));
+        }
+        let uses = Uses::of(code);
+        // A block, closure or `let` may declare the name itself.
+        if uses.unsure {
+            continue;
+        }
+        let mut bound = Vec::new();
+        if let Some((_, p)) = &row.event {
+            bindings(p, &mut bound);
+        }
+        let mut reported: Vec<String> = Vec::new();
+        for &s in &row.sources {
+            for (field, _) in &model.states[s].fields {
+                let key = name_key(field);
+                if model.is_carried(field) || bound.iter().any(|b| name_key(b) == key) || reported.contains(&key) {
+                    continue;
+                }
+                let Some(span) = uses.span_of(field) else { continue };
+                reported.push(key.clone());
+                let owners: Vec<&Ident> = row
+                    .sources
+                    .iter()
+                    .map(|&o| &model.states[o])
+                    .filter(|o| o.fields.iter().any(|(f, _)| name_key(f) == key))
+                    .map(|o| &o.ident)
+                    .collect();
+                let mut at = field.clone();
+                at.set_span(span);
+                cx.error_spanned_by(
+                    at,
+                    match owners.as_slice() {
+                        [one] => format!(
+                            "`{field}` is a field of `{one}` only, and a row for several states binds none of their fields (carried ones aside); write a row for `{one}` to read it"
+                        ),
+                        [rest @ .., last] => format!(
+                            "`{field}` is a field of {} and `{last}`, and a row for several states binds none of their fields (carried ones aside); write a row for each of them to read it",
+                            list(rest.iter().copied()),
+                        ),
+                        [] => continue,
+                    },
                 );
             }
         }
