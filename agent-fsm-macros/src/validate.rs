@@ -584,6 +584,7 @@ fn check_shared_rows_read_no_fields(cx: &Ctxt, model: &Model) {
         if let Some((_, a)) = &row.action {
             code.extend(ctor_code(a));
         }
+        let calls = called_names(code.clone());
         let uses = Uses::of(code);
         // A block, closure or `let` may declare the name itself.
         if uses.unsure {
@@ -597,7 +598,13 @@ fn check_shared_rows_read_no_fields(cx: &Ctxt, model: &Model) {
         for &s in &row.sources {
             for (field, _) in &model.states[s].fields {
                 let key = name_key(field);
-                if model.is_carried(field) || bound.iter().any(|b| name_key(b) == key) || reported.contains(&key) {
+                // `n(..)` calls a function, which the module may have.
+                if model.is_carried(field)
+                    || bound.iter().any(|b| name_key(b) == key)
+                    || reported.contains(&key)
+                    || calls.contains(&key)
+                    || module_item(model, field)
+                {
                     continue;
                 }
                 let Some(span) = uses.span_of(field) else { continue };
@@ -627,6 +634,52 @@ fn check_shared_rows_read_no_fields(cx: &Ctxt, model: &Model) {
             }
         }
     }
+}
+
+/// Names called as functions (`name(..)`) anywhere in `code`.
+fn called_names(code: proc_macro2::TokenStream) -> Vec<String> {
+    use proc_macro2::{Delimiter, TokenTree};
+    let mut out = Vec::new();
+    let mut last: Option<String> = None;
+    for tt in code {
+        match &tt {
+            TokenTree::Group(g) => {
+                if let (Delimiter::Parenthesis, Some(name)) = (g.delimiter(), last.take()) {
+                    out.push(name);
+                }
+                out.extend(called_names(g.stream()));
+            }
+            TokenTree::Ident(i) => {
+                last = Some(name_key(i));
+                continue;
+            }
+            _ => {}
+        }
+        last = None;
+    }
+    out
+}
+
+/// Whether the machine's module declares or imports, by name, a value
+/// item called `name` (a function, a constant, a static).
+fn module_item(model: &Model, name: &Ident) -> bool {
+    fn in_use(tree: &syn::UseTree, key: &str) -> bool {
+        match tree {
+            syn::UseTree::Path(p) => in_use(&p.tree, key),
+            syn::UseTree::Name(n) => name_key(&n.ident) == key,
+            syn::UseTree::Rename(r) => name_key(&r.rename) == key,
+            syn::UseTree::Group(g) => g.items.iter().any(|t| in_use(t, key)),
+            syn::UseTree::Glob(_) => false,
+        }
+    }
+    let key = name_key(name);
+    model.passthrough.iter().any(|item| match item {
+        syn::Item::Fn(f) => name_key(&f.sig.ident) == key,
+        syn::Item::Const(c) => name_key(&c.ident) == key,
+        syn::Item::Static(s) => name_key(&s.ident) == key,
+        syn::Item::Use(u) => in_use(&u.tree, &key),
+        _ => false,
+    })
 }
 
 /// A source pattern is matched only for the fields the row uses, so rustc

@@ -1,7 +1,8 @@
 // Rule: a row for several states binds none of their own fields, so its
 // guard or payload cannot read one; the error is at the use, once, and
-// says to write a row for the state that has it. A carried field and an
-// event binding of the same spelling are fine.
+// says to write a row for the state that has it. A carried field, an
+// event binding and a function of the module of the same spelling are
+// fine.
 #[agent_fsm::state_machine(fallback = Wait)]
 mod m {
     #[states]
@@ -20,6 +21,7 @@ mod m {
         Pause(String),
         Stop,
         Bump(u32),
+        Check,
     }
     #[actions]
     pub enum Action {
@@ -33,6 +35,11 @@ mod m {
         * + Stop [*n > 0] => Done / Fin(total),
         Busy | Idle + Bump(_) [*n > 1] => Idle / Wait,
         Busy | Paused + Bump(n) [*n > 1] => Idle / Fin(n + total),
+        Busy | Paused + Check [reason()] => Idle / Wait,
+    }
+
+    fn reason() -> bool {
+        true
     }
 }
 
