@@ -1546,26 +1546,34 @@ fn note_caseless_items(items: &[Item]) {
         let name = ident.unraw().to_string();
         starts_without_case(&name).then_some(name)
     }
-    fn use_names(tree: &syn::UseTree, out: &mut HashSet<String>) {
-        match tree {
-            syn::UseTree::Path(p) => use_names(&p.tree, out),
-            syn::UseTree::Name(n) => out.extend(caseless(&n.ident)),
-            syn::UseTree::Rename(r) => out.extend(caseless(&r.rename)),
-            syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_names(t, out)),
-            syn::UseTree::Glob(_) => {}
-        }
-    }
     let mut names = HashSet::new();
     for item in items {
         match item {
             Item::Const(c) => names.extend(caseless(&c.ident)),
             Item::Static(s) => names.extend(caseless(&s.ident)),
             Item::Struct(s) => names.extend(caseless(&s.ident)),
-            Item::Use(u) => use_names(&u.tree, &mut names),
+            Item::Use(u) => names.extend(use_names(&u.tree).into_iter().filter_map(caseless)),
             _ => {}
         }
     }
     CASELESS_ITEMS.with(|set| *set.borrow_mut() = names);
+}
+
+/// The names a `use` brings in by name (`a::b`, `a::{b, c as d}`: `b`,
+/// `c`'s `d`); a glob brings in none that can be told.
+pub(crate) fn use_names(tree: &syn::UseTree) -> Vec<&Ident> {
+    fn walk<'a>(tree: &'a syn::UseTree, out: &mut Vec<&'a Ident>) {
+        match tree {
+            syn::UseTree::Path(p) => walk(&p.tree, out),
+            syn::UseTree::Name(n) => out.push(&n.ident),
+            syn::UseTree::Rename(r) => out.push(&r.rename),
+            syn::UseTree::Group(g) => g.items.iter().for_each(|t| walk(t, out)),
+            syn::UseTree::Glob(_) => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(tree, &mut out);
+    out
 }
 
 /// Whether an identifier pattern binds a name, as rustc would decide:

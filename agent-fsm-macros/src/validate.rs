@@ -609,6 +609,7 @@ fn check_shared_rows_read_no_fields(cx: &Ctxt, model: &Model) {
                 }
                 let Some(span) = uses.span_of(field) else { continue };
                 reported.push(key.clone());
+                // `s` itself is among them.
                 let owners: Vec<&Ident> = row
                     .sources
                     .iter()
@@ -616,20 +617,21 @@ fn check_shared_rows_read_no_fields(cx: &Ctxt, model: &Model) {
                     .filter(|o| o.fields.iter().any(|(f, _)| name_key(f) == key))
                     .map(|o| &o.ident)
                     .collect();
+                let (owners, write) = match owners.split_last() {
+                    Some((last, rest)) if !rest.is_empty() => {
+                        (format!("{} and `{last}`", list(rest.iter().copied())), "a row for each of them".to_owned())
+                    }
+                    _ => {
+                        (format!("`{}` only", model.states[s].ident), format!("a row for `{}`", model.states[s].ident))
+                    }
+                };
                 let mut at = field.clone();
                 at.set_span(span);
                 cx.error_spanned_by(
                     at,
-                    match owners.as_slice() {
-                        [one] => format!(
-                            "`{field}` is a field of `{one}` only, and a row for several states binds none of their fields (carried ones aside); write a row for `{one}` to read it"
-                        ),
-                        [rest @ .., last] => format!(
-                            "`{field}` is a field of {} and `{last}`, and a row for several states binds none of their fields (carried ones aside); write a row for each of them to read it",
-                            list(rest.iter().copied()),
-                        ),
-                        [] => continue,
-                    },
+                    format!(
+                        "`{field}` is a field of {owners}, and a row for several states binds none of their fields (carried ones aside); write {write} to read it"
+                    ),
                 );
             }
         }
@@ -663,21 +665,12 @@ fn called_names(code: proc_macro2::TokenStream) -> Vec<String> {
 /// Whether the machine's module declares or imports, by name, a value
 /// item called `name` (a function, a constant, a static).
 fn module_item(model: &Model, name: &Ident) -> bool {
-    fn in_use(tree: &syn::UseTree, key: &str) -> bool {
-        match tree {
-            syn::UseTree::Path(p) => in_use(&p.tree, key),
-            syn::UseTree::Name(n) => name_key(&n.ident) == key,
-            syn::UseTree::Rename(r) => name_key(&r.rename) == key,
-            syn::UseTree::Group(g) => g.items.iter().any(|t| in_use(t, key)),
-            syn::UseTree::Glob(_) => false,
-        }
-    }
     let key = name_key(name);
     model.passthrough.iter().any(|item| match item {
         syn::Item::Fn(f) => name_key(&f.sig.ident) == key,
         syn::Item::Const(c) => name_key(&c.ident) == key,
         syn::Item::Static(s) => name_key(&s.ident) == key,
-        syn::Item::Use(u) => in_use(&u.tree, &key),
+        syn::Item::Use(u) => crate::model::use_names(&u.tree).into_iter().any(|n| name_key(n) == key),
         _ => false,
     })
 }
@@ -771,30 +764,23 @@ fn check_source_patterns(cx: &Ctxt, model: &Model) {
 /// the pattern says: a `mut` there (`Busy { mut n }`) would read as an
 /// owned copy the row may change, and is refused rather than ignored.
 fn check_in_place_modes(cx: &Ctxt, pat: &syn::Pat, state: &Ident) {
-    use syn::Pat;
-    match pat {
-        Pat::Ident(p) => {
+    use syn::visit::Visit;
+    struct Modes<'c>(&'c Ctxt, &'c Ident);
+    impl<'ast> Visit<'ast> for Modes<'_> {
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
             if let (None, Some(mutability)) = (&p.by_ref, &p.mutability) {
-                cx.error_spanned_by(
+                let (state, name) = (self.1, &p.ident);
+                self.0.error_spanned_by(
                     mutability,
                     format!(
-                        "this row keeps `{state}` in place, so `{}` is bound `&mut` to the state's field already (write `*{} += ..` to change it); remove `mut`",
-                        p.ident, p.ident
+                        "this row keeps `{state}` in place, so `{name}` is bound `&mut` to the state's field already (write `*{name} += ..` to change it); remove `mut`"
                     ),
                 );
             }
-            if let Some((_, sub)) = &p.subpat {
-                check_in_place_modes(cx, sub, state);
-            }
+            syn::visit::visit_pat_ident(self, p);
         }
-        Pat::Struct(p) => p.fields.iter().for_each(|f| check_in_place_modes(cx, &f.pat, state)),
-        Pat::TupleStruct(p) => p.elems.iter().for_each(|e| check_in_place_modes(cx, e, state)),
-        Pat::Tuple(p) => p.elems.iter().for_each(|e| check_in_place_modes(cx, e, state)),
-        Pat::Slice(p) => p.elems.iter().for_each(|e| check_in_place_modes(cx, e, state)),
-        Pat::Paren(p) => check_in_place_modes(cx, &p.pat, state),
-        Pat::Or(p) => p.cases.iter().for_each(|c| check_in_place_modes(cx, c, state)),
-        _ => {}
     }
+    Modes(cx, state).visit_pat(pat);
 }
 
 /// An `impl State { fn name(..) }` in the module beside the generated

@@ -269,3 +269,31 @@ fn guard_text_from_tokens_reads_like_source() {
     assert_eq!(text(quote!(-*n < 0 && !done(&m))), "-*n < 0 && !done(&m)");
     assert_eq!(text(quote!(a - b * c > f(*x, -1))), "a - b * c > f(*x, -1)");
 }
+
+/// A row for several states cannot read one state's field, but a name it
+/// calls, or one the module declares or imports by name, is not a field.
+#[test]
+fn a_shared_row_reading_a_field_is_refused_unless_the_name_is_an_item() {
+    let shared = |items: proc_macro2::TokenStream, guard: proc_macro2::TokenStream| {
+        model(
+            quote!(fallback = Nop),
+            quote! {
+                mod m {
+                    #items
+                    #[states] pub enum S { #[initial] A, B { n: u32 }, #[terminal] C }
+                    #[events] pub enum E { Go, Stop }
+                    #[actions] pub enum X { Nop }
+                    transitions! { A + Go => B { n: 1 } / Nop, B + Go => A / Nop, * + Stop [#guard] => C / Nop }
+                }
+            },
+        )
+        .1
+    };
+    let refused = shared(quote!(), quote!(*n > 0)).expect_err("`n` is `B`'s field");
+    assert!(refused.contains("`n` is a field of `B` only"), "{refused}");
+    // Called: a function, maybe from a glob import.
+    assert_eq!(shared(quote!(use super::*;), quote!(n() > 0)), Ok(()));
+    // Declared or imported by name in the module.
+    assert_eq!(shared(quote!(const n: u32 = 0;), quote!(n > 0)), Ok(()));
+    assert_eq!(shared(quote!(use std::u32::MAX as n;), quote!(n > 0)), Ok(()));
+}
