@@ -292,8 +292,9 @@ fn a_shared_row_reading_a_field_is_refused_unless_the_name_is_an_item() {
     let refused = shared(quote!(), quote!(*n > 0)).expect_err("`n` is `B`'s field");
     assert!(refused.contains("`n` is a field of `B` only"), "{refused}");
     // Called: a function, maybe from a glob import.
-    assert_eq!(shared(quote!(use super::*;), quote!(n() > 0)), Ok(()));
+    assert_eq!(shared(quote! { use super::*; }, quote!(n() > 0)), Ok(()));
     // Declared or imported by name in the module.
-    assert_eq!(shared(quote!(const n: u32 = 0;), quote!(n > 0)), Ok(()));
-    assert_eq!(shared(quote!(use std::u32::MAX as n;), quote!(n > 0)), Ok(()));
+    let (constant, import) = (quote! { const n: u32 = 0; }, quote! { use std::u32::MAX as n; });
+    assert_eq!(shared(constant, quote!(n > 0)), Ok(()));
+    assert_eq!(shared(import, quote!(n > 0)), Ok(()));
 }
