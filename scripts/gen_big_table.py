@@ -7,8 +7,9 @@ hand-written equivalent, to time how long the macro makes a build take.
     scripts/gen_big_table.py --out /tmp/bigtable --diagnose EXPANSION
 
 Layout of --out (a workspace of its own, with its own target dir):
-    gen/    crate `bigtable-gen`:  the table inside `#[agent_fsm::state_machine]`
-    lean/   crate `bigtable-lean`: the same with `typestate = false`
+    gen/    crate `bigtable-gen`:  the table inside `#[agent_fsm::state_machine]`,
+            with the `typestate` argument (the typestate view)
+    lean/   crate `bigtable-lean`: the same without it (the macro's default)
     hand/   crate `bigtable-hand`: the same enums and one big hand-written match
     equiv/  crate `bigtable-equiv`: a test feeding 50,000 pseudo-random events
             to both machines and asserting the same actions and states
@@ -369,7 +370,7 @@ GEN_TEMPLATE = """\
 //! A generated {n_states}-state, {n_rows}-row table (scripts/gen_big_table.py).
 #![allow(missing_docs, clippy::all)]
 
-#[agent_fsm::state_machine(fallback = Nothing, name = Big)]
+#[agent_fsm::state_machine(fallback = Nothing, name = Big, typestate)]
 pub mod machine {{
     #[states]
     #[derive(Debug, Clone, PartialEq)]
@@ -694,7 +695,7 @@ def main():
     write(f"{out}/gen/src/lib.rs", t.render_gen())
     # The same table without the typestate view.
     write(f"{out}/lean/Cargo.toml", open(f"{out}/gen/Cargo.toml").read().replace("bigtable-gen", "bigtable-lean"))
-    lean = t.render_gen().replace("(fallback = Nothing, name = Big)", "(fallback = Nothing, name = Big, typestate = false)")
+    lean = t.render_gen().replace("(fallback = Nothing, name = Big, typestate)", "(fallback = Nothing, name = Big)")
     write(f"{out}/lean/src/lib.rs", lean)
     write(f"{out}/hand/Cargo.toml", textwrap.dedent("""\
         [package]

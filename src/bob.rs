@@ -190,7 +190,7 @@ fn approve(approvals: &mut [Approval], request_id: &str) {
 }
 
 /// The runner's table.
-#[agent_fsm::state_machine(fallback = Nothing, name = Runner, serde, invariants = super::invariants)]
+#[agent_fsm::state_machine(fallback = Nothing, name = Runner, serde, invariants = super::invariants, typestate)]
 pub mod machine {
     use super::*;
 

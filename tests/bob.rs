@@ -467,7 +467,7 @@ pub mod acronyms {
     use agent_fsm::snapshot::{self, SnapshotError};
 
     /// A fetcher.
-    #[agent_fsm::state_machine(fallback = Nop, serde, name = Fetcher)]
+    #[agent_fsm::state_machine(fallback = Nop, serde, name = Fetcher, typestate)]
     pub mod fetcher {
         /// Where it is.
         #[states]

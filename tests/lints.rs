@@ -5,8 +5,9 @@
 #![deny(clippy::all, clippy::pedantic)]
 
 /// A machine using every construct: context, carried data, a transient
-/// state, guards, effects, in-place rows, any-state rows, `ignore`.
-#[agent_fsm::state_machine(fallback = Wait, name = Agent)]
+/// state, guards, effects, in-place rows, any-state rows, `ignore`, and the
+/// typestate view.
+#[agent_fsm::state_machine(fallback = Wait, name = Agent, typestate)]
 pub mod agent {
     /// Configuration.
     #[context]
@@ -164,7 +165,7 @@ fn complex_carried_types_pass_clippy() {
 /// fields beside a context (`new` takes eight), a boxed carried field (its
 /// accessor returns `&Box<..>`): clippy's `too_many_arguments` and
 /// `borrowed_box` are not the user's to fix there.
-#[agent_fsm::state_machine(fallback = Nothing, name = Plotter)]
+#[agent_fsm::state_machine(fallback = Nothing, name = Plotter, typestate)]
 pub mod plotter {
     /// Context.
     #[context]

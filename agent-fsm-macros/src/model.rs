@@ -171,7 +171,7 @@ pub(crate) struct Model {
     pub(crate) strict: bool,
     /// Derive serde on the enums.
     pub(crate) serde: bool,
-    /// Generate the typestate view (`typestate = false` turns it off).
+    /// Generate the typestate view (the `typestate` argument).
     pub(crate) typestate: bool,
     /// The user's invariant check, if declared.
     pub(crate) invariants: Option<syn::Path>,
@@ -425,7 +425,7 @@ impl Model {
             fallback: None,
             strict: args.strict.is_some(),
             serde: args.serde.is_some(),
-            typestate: args.typestate.as_ref().is_none_or(syn::LitBool::value),
+            typestate: args.typestate.is_some(),
             invariants: args.invariants.clone(),
             export: None,
             variant: None,
@@ -710,7 +710,7 @@ impl Model {
         {
             cx.error_spanned_by(
                 typed,
-                "the typestate view is generated as `mod typed` in this module; rename this item, or turn the view off with `typestate = false`",
+                "the typestate view is generated as `mod typed` in this module; rename this item, or leave the view out (drop `typestate` from the arguments)",
             );
         }
     }

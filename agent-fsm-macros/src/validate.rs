@@ -942,7 +942,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
     if let Some(any) = model.states.iter().find(|s| s.transient.is_none() && s.ident == "Any") {
         cx.error_spanned_by(
             &any.ident,
-            "a state named `Any` would clash with `typed::Any`, the typestate view's enum of every state; rename the state, or turn the view off with `typestate = false`",
+            "a state named `Any` would clash with `typed::Any`, the typestate view's enum of every state; rename the state, or leave the view out (drop `typestate` from the arguments)",
         );
     }
     // A step that can land in several states returns an enum named
@@ -963,7 +963,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
                 cx.error_spanned_by(
                     &event.ident,
                     format!(
-                        "`{}` + `{}` and `{s0}` + `{e0}` would both name the typestate view's enum of where they land `{name}`; rename a state or an event, or turn the view off with `typestate = false`",
+                        "`{}` + `{}` and `{s0}` + `{e0}` would both name the typestate view's enum of where they land `{name}`; rename a state or an event, or leave the view out (drop `typestate` from the arguments)",
                         state.ident, event.ident
                     ),
                 );
@@ -974,7 +974,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
                 cx.error_spanned_by(
                     &clash.ident,
                     format!(
-                        "state `{name}` has the name of the typestate view's enum for where `{}` + `{}` can land; rename the state, or turn the view off with `typestate = false`",
+                        "state `{name}` has the name of the typestate view's enum for where `{}` + `{}` can land; rename the state, or leave the view out (drop `typestate` from the arguments)",
                         state.ident, event.ident
                     ),
                 );
@@ -996,7 +996,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             cx.error_spanned_by(
                 &event.ident,
                 format!(
-                    "event `{}` would give the typestate method `{method}()` on `typed::{}`, which already has one; rename the event, or turn the view off with `typestate = false`",
+                    "event `{}` would give the typestate method `{method}()` on `typed::{}`, which already has one; rename the event, or leave the view out (drop `typestate` from the arguments)",
                     event.ident, state.ident
                 ),
             );
@@ -1008,7 +1008,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             cx.error_spanned_by(
                 &event.ident,
                 format!(
-                    "events `{}` and `{}` would both give the typestate method `{method}()` on a state that takes both; rename one, or turn the view off with `typestate = false`",
+                    "events `{}` and `{}` would both give the typestate method `{method}()` on a state that takes both; rename one, or leave the view out (drop `typestate` from the arguments)",
                     other.ident, event.ident
                 ),
             );

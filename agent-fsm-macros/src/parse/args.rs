@@ -24,8 +24,9 @@ pub(crate) struct Args {
     pub(crate) export: Option<Ident>,
     /// `extends = path::to::name`: this machine is a variant of that one.
     pub(crate) extends: Option<syn::Path>,
-    /// `typestate = false`: skip the typestate view (on by default).
-    pub(crate) typestate: Option<syn::LitBool>,
+    /// `typestate`: generate the typestate view, `mod typed` (off by
+    /// default: it is most of a big table's build time).
+    pub(crate) typestate: Option<kw::typestate>,
 }
 
 impl Args {
@@ -125,14 +126,14 @@ impl Parse for Args {
                 }
             } else if lookahead.peek(kw::typestate) {
                 let key: kw::typestate = input.parse()?;
-                equals(input, key.span, "typestate = false")?;
-                if args.typestate.replace(input.parse()?).is_some() {
+                flag(input, "typestate")?;
+                if args.typestate.replace(key).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `typestate` argument"));
                 }
             } else {
                 return Err(syn::Error::new(
                     input.span(),
-                    "unknown `state_machine` argument; expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path` or `typestate = false`",
+                    "unknown `state_machine` argument; expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path` or `typestate`",
                 ));
             }
             if !input.is_empty() {

@@ -86,7 +86,7 @@ fn unknown_argument_lists_the_accepted_ones() {
     let err = syn::parse2::<Args>(quote!(fallback = X, verbose)).err().expect("unknown argument");
     assert!(
         err.to_string()
-            .contains("expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path` or `typestate = false`"),
+            .contains("expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path` or `typestate`"),
         "{err}"
     );
 }
@@ -159,12 +159,24 @@ fn snake_case_names() {
 }
 
 #[test]
-fn typestate_takes_a_bool_once() {
-    let args = syn::parse2::<Args>(quote!(fallback = X, typestate = false)).expect("valid arguments");
-    assert!(args.typestate.is_some_and(|b| !b.value));
-    let err = syn::parse2::<Args>(quote!(fallback = X, typestate = false, typestate = true)).err().expect("twice");
+fn a_variant_keeps_or_adds_its_base_flags() {
+    let parse = |t: proc_macro2::TokenStream| syn::parse2::<Args>(t).expect("valid arguments");
+    let merged = parse(quote!(fallback = X, typestate, strict)).overridden_by(parse(quote!(name = V)));
+    assert!(merged.typestate.is_some() && merged.strict.is_some(), "inherited from the base");
+    let merged = parse(quote!(fallback = X)).overridden_by(parse(quote!(typestate)));
+    assert!(merged.typestate.is_some(), "added by the variant");
+    let merged = parse(quote!(fallback = X)).overridden_by(parse(quote!(name = V)));
+    assert!(merged.typestate.is_none() && merged.strict.is_none(), "neither asks");
+}
+
+#[test]
+fn typestate_is_a_flag_given_once() {
+    assert!(syn::parse2::<Args>(quote!(fallback = X)).expect("valid arguments").typestate.is_none(), "off by default");
+    assert!(syn::parse2::<Args>(quote!(fallback = X, typestate)).expect("valid arguments").typestate.is_some());
+    let err = syn::parse2::<Args>(quote!(fallback = X, typestate, typestate)).err().expect("twice");
     assert!(err.to_string().contains("duplicate `typestate` argument"), "{err}");
-    assert!(syn::parse2::<Args>(quote!(fallback = X, typestate = off)).is_err(), "`off` is not a bool");
+    let err = syn::parse2::<Args>(quote!(fallback = X, typestate = false)).err().expect("a flag takes no value");
+    assert!(err.to_string().contains("`typestate` takes no value"), "{err}");
 }
 
 #[test]

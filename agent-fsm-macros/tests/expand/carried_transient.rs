@@ -1,6 +1,7 @@
 // Carried data moved between states, a guard on state data and context, a
-// transient state, an in-place row and a terminal state.
-#[agent_fsm::state_machine(fallback = Wait, name = Agent)]
+// transient state, an in-place row and a terminal state; with the typestate
+// view.
+#[agent_fsm::state_machine(fallback = Wait, name = Agent, typestate)]
 mod agent {
     #[context]
     pub struct Config {

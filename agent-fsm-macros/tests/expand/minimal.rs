@@ -1,4 +1,5 @@
-// The smallest useful machine: unit states, one payload event, no context.
+// The smallest useful machine: unit states, one payload event, no context;
+// no typestate view (the default).
 #[agent_fsm::state_machine(fallback = Nothing)]
 mod door {
     #[states]

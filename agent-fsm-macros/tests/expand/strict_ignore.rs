@@ -1,6 +1,7 @@
 // Strict mode: every (state, event) pair is decided, some by `ignore`; an
-// any-state row with an exception; several sources in one row.
-#[agent_fsm::state_machine(fallback = None, strict)]
+// any-state row with an exception; several sources in one row; with the
+// typestate view.
+#[agent_fsm::state_machine(fallback = None, strict, typestate)]
 mod light {
     #[states]
     pub enum State {

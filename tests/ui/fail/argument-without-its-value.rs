@@ -1,6 +1,6 @@
-// Rule: `typestate`, `name`, `fallback`... take a value (`typestate = false`);
-// the error points at the argument, not at the whole attribute.
-#[agent_fsm::state_machine(fallback = Wait, typestate)]
+// Rule: `name`, `fallback`, `extends`... take a value (`name = Agent`); the
+// error points at the argument, not at the whole attribute.
+#[agent_fsm::state_machine(fallback = Wait, name)]
 pub mod machine {
     #[states]
     pub enum State {

@@ -1,6 +1,6 @@
 // Rule: an event whose typestate method would be `try_from()` would hide
 // the view's `TryFrom<Machine>` conversion on the states that take it.
-#[agent_fsm::state_machine(fallback = Nop)]
+#[agent_fsm::state_machine(fallback = Nop, typestate)]
 pub mod machine {
     #[states]
     #[derive(Debug, PartialEq)]

@@ -1,5 +1,5 @@
-// Rule: `strict` and `serde` are flags: `strict = true` is refused at the
-// `=`, saying to write the flag alone.
+// Rule: `strict`, `serde` and `typestate` are flags: `strict = true` is
+// refused at the `=`, saying to write the flag alone.
 #[agent_fsm::state_machine(fallback = Wait, strict = true)]
 mod m {
     #[states]

@@ -3,7 +3,7 @@
 // carried fields `name` (`State::name()`) and `NAMES` (`State::NAMES`),
 // an event `Context` (the typed view's `context()`). Each is reported at
 // the name that causes it.
-#[agent_fsm::state_machine(fallback = Wait)]
+#[agent_fsm::state_machine(fallback = Wait, typestate)]
 pub mod machine {
     #[context]
     #[derive(Debug, Default)]

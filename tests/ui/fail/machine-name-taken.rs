@@ -23,7 +23,7 @@ mod m {
     }
 }
 
-#[agent_fsm::state_machine(fallback = Nothing)]
+#[agent_fsm::state_machine(fallback = Nothing, typestate)]
 mod n {
     pub mod typed {}
 

@@ -1,6 +1,6 @@
 // Names that differ only in case give the same generated method: two
 // states the same predicate, two events the same typestate method.
-#[agent_fsm::state_machine(fallback = Wait)]
+#[agent_fsm::state_machine(fallback = Wait, typestate)]
 mod m {
     #[states]
     pub enum State {

@@ -2,7 +2,7 @@
 // generated code raises no deprecation warning of its own.
 #![deny(warnings)]
 
-#[agent_fsm::state_machine(fallback = Nothing)]
+#[agent_fsm::state_machine(fallback = Nothing, typestate)]
 mod door {
     #[states]
     #[derive(Debug, PartialEq)]

@@ -21,7 +21,7 @@ impl Wider for u8 {
     type Of = u16;
 }
 
-#[agent_fsm::state_machine(fallback = Wait)]
+#[agent_fsm::state_machine(fallback = Wait, typestate)]
 mod m {
     //! A machine that holds a thing.
     #![allow(clippy::large_enum_variant)]

@@ -10,7 +10,7 @@ pub struct Error {
     pub msg: String,
 }
 
-#[agent_fsm::state_machine(fallback = Wait)]
+#[agent_fsm::state_machine(fallback = Wait, typestate)]
 pub mod editor {
     use super::Error;
 

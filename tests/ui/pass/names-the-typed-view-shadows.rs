@@ -6,7 +6,7 @@
 
 use std::any::Any;
 
-#[agent_fsm::state_machine(fallback = Nothing)]
+#[agent_fsm::state_machine(fallback = Nothing, typestate)]
 mod m {
     use super::Any;
 

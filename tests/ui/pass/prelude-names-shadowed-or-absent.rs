@@ -28,7 +28,7 @@ macro_rules! matches {
     };
 }
 
-#[agent_fsm::state_machine(fallback = Wait)]
+#[agent_fsm::state_machine(fallback = Wait, typestate)]
 mod shadowed {
     #[allow(unused_imports)]
     use super::{Box, Default, Option, Result};
@@ -80,7 +80,7 @@ mod shadowed {
     }
 }
 
-#[agent_fsm::state_machine(fallback = Nothing)]
+#[agent_fsm::state_machine(fallback = Nothing, typestate)]
 mod bare {
     #![no_implicit_prelude]
 

@@ -5,7 +5,7 @@
 // row (`r#Stop` and `Stop` are one identifier to Rust).
 #![deny(warnings)]
 
-#[agent_fsm::state_machine(fallback = Wait, serde)]
+#[agent_fsm::state_machine(fallback = Wait, serde, typestate)]
 pub mod m {
     #[states]
     #[allow(non_camel_case_types)]

@@ -1,6 +1,6 @@
-// `typestate = false` leaves the typestate view out: there is no `typed`
+// Without the `typestate` argument there is no typestate view: no `typed`
 // module to use, and no `into_typed`.
-#[agent_fsm::state_machine(fallback = Nothing, typestate = false)]
+#[agent_fsm::state_machine(fallback = Nothing)]
 mod door {
     #[states]
     pub enum State {
