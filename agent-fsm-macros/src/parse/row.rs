@@ -191,21 +191,27 @@ fn guard_expr(content: ParseStream<'_>) -> syn::Result<Expr> {
     Ok(expr)
 }
 
-/// Moves `input` past the next `,` between rows (or to the end): commas
-/// inside a row's brackets, parentheses and braces are inside groups.
 /// Whether what follows looks like the start of a row: `A +`, `A | B`,
-/// `A { .. } +`, `A(..) +`, `* +`, `* except`, a doc comment or
+/// `A { .. } +`, `A(..) +`, a transient state's `A =>` or `A [guard]`
+/// (with or without a pattern), `* +`, `* except`, a doc comment or
 /// attribute, or a variant's `remove` or `replace`.
 fn starts_row(input: ParseStream<'_>) -> bool {
-    let group = |i: ParseStream<'_>| i.peek2(syn::token::Brace) || i.peek2(syn::token::Paren);
     input.peek(Token![#])
         || input.peek(kw::remove)
         || input.peek(kw::replace)
         || (input.peek(Token![*]) && (input.peek2(Token![+]) || input.peek2(kw::except)))
-        || (input.peek(syn::Ident) && (input.peek2(Token![+]) || input.peek2(Token![|])))
-        || (input.peek(syn::Ident) && group(input) && input.peek3(Token![+]))
+        || (input.peek(syn::Ident)
+            && (input.peek2(Token![+])
+                || input.peek2(Token![|])
+                || input.peek2(Token![=>])
+                || input.peek2(syn::token::Bracket)))
+        || (input.peek(syn::Ident)
+            && (input.peek2(syn::token::Brace) || input.peek2(syn::token::Paren))
+            && (input.peek3(Token![+]) || input.peek3(Token![=>]) || input.peek3(syn::token::Bracket)))
 }
 
+/// Moves `input` past the next `,` between rows (or to the end): commas
+/// inside a row's brackets, parentheses and braces are inside groups.
 fn skip_row(input: ParseStream<'_>) -> syn::Result<()> {
     input.step(|cursor| {
         let mut rest = *cursor;

@@ -76,6 +76,27 @@ fn rows_with_syntax_errors_are_skipped_and_the_rest_read() {
 }
 
 #[test]
+fn a_missing_comma_keeps_both_rows_whatever_the_next_row_starts_with() {
+    // Before: an eventless row, with and without a guard or a pattern; a
+    // row with a source pattern; a `*` row; a row for several states.
+    let mut table: Table = syn::parse2(quote!(
+        A + Go => Checking / X
+        Checking [ok] => B / Y
+        Checking => C / Z
+        Counting { n } [*n > 1] => B
+        Busy { n } + Go => A / X
+        * + Stop => C / Z
+        A | B + Back => A / X
+    ))
+    .expect("a table with missing commas still parses");
+    let kept: Vec<String> = table.rows.iter().map(Row::key_text).collect();
+    assert_eq!(kept.len(), 7, "every row is kept: {kept:?}");
+    let errors: Vec<String> = table.take_errors().expect("errors").into_iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 6, "{errors:?}");
+    assert!(errors.iter().all(|e| e.contains("rows are separated by commas")), "{errors:?}");
+}
+
+#[test]
 fn missing_arrow_says_what_a_row_looks_like() {
     let err = syn::parse2::<Row>(quote!(Idle + Go Busy / Work)).err().expect("a row needs `=>`");
     assert!(err.to_string().contains("rows read `State + Event [guard] => Target / Action`"), "{err}");
