@@ -79,6 +79,17 @@ pub(crate) struct RowModel {
 }
 
 impl RowModel {
+    /// The row's code after its guard, in the order it runs: the effects
+    /// block, then the target's payload and the action's.
+    pub(crate) fn body_code(&self) -> TokenStream {
+        let mut code = self.effects.to_token_stream();
+        code.extend(ctor_code(&self.target_ctor));
+        if let Some((_, a)) = &self.action {
+            code.extend(ctor_code(a));
+        }
+        code
+    }
+
     /// Takes every event of its pair whatever the data (an eventless row:
     /// every value of its state): no guard, and patterns that only bind.
     pub(crate) fn takes_every(&self) -> bool {
@@ -327,16 +338,9 @@ impl Model {
             && (row.sources.len() == 1 || !self.states[source].carries || !self.code_names_carried(row))
     }
 
-    /// Whether the row's effects or action name a carried field.
+    /// Whether the row's effects or payloads name a carried field.
     fn code_names_carried(&self, row: &RowModel) -> bool {
-        let mut code = TokenStream::new();
-        if let Some(e) = &row.effects {
-            e.to_tokens(&mut code);
-        }
-        if let Some((_, a)) = &row.action {
-            code.extend(ctor_code(a));
-        }
-        let uses = Uses::of(code);
+        let uses = Uses::of(row.body_code());
         self.carried_names().any(|c| uses.has(c))
     }
 
@@ -710,7 +714,10 @@ impl Model {
         {
             cx.error_spanned_by(
                 typed,
-                "the typestate view is generated as `mod typed` in this module; rename this item, or leave the view out (drop `typestate` from the arguments)",
+                format!(
+                    "the typestate view is generated as `mod typed` in this module; rename this item, or {}",
+                    crate::validate::VIEW_OUT
+                ),
             );
         }
     }

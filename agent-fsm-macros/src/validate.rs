@@ -574,16 +574,11 @@ fn check_row_bindings(cx: &Ctxt, model: &Model) {
 /// of them would be rustc's "cannot find value", once per state, one of
 /// them at the attribute. Said once, at the use, with what to write.
 fn check_shared_rows_read_no_fields(cx: &Ctxt, model: &Model) {
-    use crate::model::{Uses, ctor_code};
+    use crate::model::Uses;
     use quote::ToTokens;
     for row in model.rows.iter().filter(|r| r.sources.len() > 1) {
-        let mut code = proc_macro2::TokenStream::new();
-        row.guard.to_tokens(&mut code);
-        row.effects.to_tokens(&mut code);
-        code.extend(ctor_code(&row.target_ctor));
-        if let Some((_, a)) = &row.action {
-            code.extend(ctor_code(a));
-        }
+        let mut code = row.guard.to_token_stream();
+        code.extend(row.body_code());
         let calls = called_names(code.clone());
         let uses = Uses::of(code);
         // A block, closure or `let` may declare the name itself.
@@ -856,6 +851,9 @@ fn check_user_methods(cx: &Ctxt, model: &Model, fixed: &[&str]) {
 /// Methods the macro generates take names from the table; a name that is
 /// already taken would be a duplicate definition reported at the
 /// attribute, without saying which name of the table caused it.
+/// How an error caused by the typestate view alone says the way out.
+pub(crate) const VIEW_OUT: &str = "leave the view out (drop `typestate` from the arguments)";
+
 fn check_generated_names(cx: &Ctxt, model: &Model) {
     use crate::codegen::enums::{predicate_name, snake_method};
     use crate::codegen::typestate::{BUILT_IN, landing, landing_enum};
@@ -942,7 +940,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
     if let Some(any) = model.states.iter().find(|s| s.transient.is_none() && s.ident == "Any") {
         cx.error_spanned_by(
             &any.ident,
-            "a state named `Any` would clash with `typed::Any`, the typestate view's enum of every state; rename the state, or leave the view out (drop `typestate` from the arguments)",
+            format!("a state named `Any` would clash with `typed::Any`, the typestate view's enum of every state; rename the state, or {VIEW_OUT}"),
         );
     }
     // A step that can land in several states returns an enum named
@@ -963,7 +961,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
                 cx.error_spanned_by(
                     &event.ident,
                     format!(
-                        "`{}` + `{}` and `{s0}` + `{e0}` would both name the typestate view's enum of where they land `{name}`; rename a state or an event, or leave the view out (drop `typestate` from the arguments)",
+                        "`{}` + `{}` and `{s0}` + `{e0}` would both name the typestate view's enum of where they land `{name}`; rename a state or an event, or {VIEW_OUT}",
                         state.ident, event.ident
                     ),
                 );
@@ -974,7 +972,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
                 cx.error_spanned_by(
                     &clash.ident,
                     format!(
-                        "state `{name}` has the name of the typestate view's enum for where `{}` + `{}` can land; rename the state, or leave the view out (drop `typestate` from the arguments)",
+                        "state `{name}` has the name of the typestate view's enum for where `{}` + `{}` can land; rename the state, or {VIEW_OUT}",
                         state.ident, event.ident
                     ),
                 );
@@ -996,7 +994,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             cx.error_spanned_by(
                 &event.ident,
                 format!(
-                    "event `{}` would give the typestate method `{method}()` on `typed::{}`, which already has one; rename the event, or leave the view out (drop `typestate` from the arguments)",
+                    "event `{}` would give the typestate method `{method}()` on `typed::{}`, which already has one; rename the event, or {VIEW_OUT}",
                     event.ident, state.ident
                 ),
             );
@@ -1008,7 +1006,7 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
             cx.error_spanned_by(
                 &event.ident,
                 format!(
-                    "events `{}` and `{}` would both give the typestate method `{method}()` on a state that takes both; rename one, or leave the view out (drop `typestate` from the arguments)",
+                    "events `{}` and `{}` would both give the typestate method `{method}()` on a state that takes both; rename one, or {VIEW_OUT}",
                     other.ident, event.ident
                 ),
             );

@@ -258,17 +258,7 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     // expansion in a debug build, where proc macros run unoptimized.
     let guard_tokens = row.guard.as_ref().map(quote::ToTokens::to_token_stream);
     let guard_uses = guard_tokens.clone().map(Uses::of).unwrap_or_default();
-    let body_code = {
-        let mut ts = TokenStream::new();
-        if let Some(e) = &row.effects {
-            quote::ToTokens::to_tokens(e, &mut ts);
-        }
-        ts.extend(crate::model::ctor_code(&row.target_ctor));
-        if let Some((_, a)) = &row.action {
-            ts.extend(crate::model::ctor_code(a));
-        }
-        Uses::of(ts)
-    };
+    let body_code = Uses::of(row.body_code());
     // Every name the row's code uses: guard, effects, payloads, pattern.
     let mut code = Uses::default();
     code.extend(&guard_uses);

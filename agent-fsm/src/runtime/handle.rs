@@ -22,8 +22,7 @@
 //! - **Status** (the state as its index in the machine's description and
 //!   the step count, two atomics; the initial state's name, a name the
 //!   description does not list and a poisoned machine's under the shared
-//!   mutex): read without a
-//!   round trip by
+//!   mutex): read without a round trip by
 //!   [`state_name`](MachineHandle::state_name). The worker publishes it
 //!   when it pauses, before it answers any request (so it is current when
 //!   [`call`](MachineHandle::call), [`interrupt`](MachineHandle::interrupt)
@@ -367,11 +366,9 @@ impl<M: StateMachine, O> Shared<M, O> {
 
     /// The state last published.
     fn state_name(&self) -> &'static str {
-        match self.state.load(Ordering::Acquire).checked_sub(1) {
-            Some(index) => match usize::try_from(index).ok().and_then(|index| M::DESCRIPTION.states.get(index)) {
-                Some(state) => state.name,
-                None => lock(&self.locked).state,
-            },
+        let index = self.state.load(Ordering::Acquire).checked_sub(1);
+        match index.and_then(|index| M::DESCRIPTION.states.get(usize::try_from(index).ok()?)) {
+            Some(state) => state.name,
             None => lock(&self.locked).state,
         }
     }
