@@ -49,20 +49,29 @@ pub mod __private {
         StateInfo { name, initial: flags & 1 != 0, terminal: flags & 2 != 0, transient: flags & 4 != 0 }
     }
 
-    /// The name lists rows index: states, events, actions, guard and
-    /// pattern texts.
-    pub type Names = (&'static [StateInfo], &'static [&'static str], &'static [&'static str], &'static [&'static str]);
+    /// The name lists rows index: states, then events, actions, and guard
+    /// and pattern texts, each of these three ending in `None` (what a row
+    /// without one indexes).
+    pub type Names = (
+        &'static [StateInfo],
+        &'static [Option<&'static str>],
+        &'static [Option<&'static str>],
+        &'static [Option<&'static str>],
+    );
 
     /// The `N` rows of `DESCRIPTION.transitions`, decoded from `code`:
-    /// per row, six indices of `width` bytes each, little-endian (from,
-    /// event, guard, pattern, to, action; all ones for no event, guard,
-    /// pattern or action),
-    /// then a flags byte (`1` in place, `2` any-state). One byte string
-    /// is one token, where a call per row was a dozen: the tokens of a
-    /// 2,000-row table's rows cost the compiler more to read than this
-    /// loop costs to evaluate.
+    /// per row, six indices of `W` bytes each (1, 2 or 4), little-endian
+    /// (from, event, guard, pattern, to, action; a missing event, guard,
+    /// pattern or action indexes the `None` at the end of its list), then a
+    /// flags byte (`1` in place, `2` any-state).
+    ///
+    /// One byte string is one token, where a row written out was a dozen:
+    /// the compiler reads a big table's rows again after every touch. The
+    /// loop is written for the compiler's interpreter, which runs it in
+    /// every build from scratch: no calls, no branches per field beyond
+    /// the width's.
     #[must_use]
-    pub const fn rows<const N: usize>(names: Names, width: usize, code: &[u8]) -> [Transition; N] {
+    pub const fn rows<const N: usize, const W: usize>(names: Names, code: &[u8]) -> [Transition; N] {
         const EMPTY: Transition = Transition {
             from: "",
             event: None,
@@ -73,34 +82,37 @@ pub mod __private {
             in_place: false,
             any_state: false,
         };
-        let (states, events, actions, guards) = names;
-        // All ones in `width` bytes (all of `usize` on a 32-bit target
-        // with 4-byte indices).
-        let none = if 8 * width >= usize::BITS as usize { usize::MAX } else { (1 << (8 * width)) - 1 };
+        let (states, events, actions, texts) = names;
         let mut out = [EMPTY; N];
         let mut i = 0;
+        let mut at = 0;
         while i < N {
-            let at = i * (6 * width + 1);
-            let (from, event, guard, pattern, to, action) = (
-                index(code, at, width),
-                index(code, at + width, width),
-                index(code, at + 2 * width, width),
-                index(code, at + 3 * width, width),
-                index(code, at + 4 * width, width),
-                index(code, at + 5 * width, width),
-            );
-            let flags = code[at + 6 * width];
+            // The `k`th index of the row at `at`.
+            macro_rules! read {
+                ($k:literal) => {
+                    if W == 1 {
+                        code[at + $k] as usize
+                    } else if W == 2 {
+                        code[at + 2 * $k] as usize | (code[at + 2 * $k + 1] as usize) << 8
+                    } else {
+                        let p = at + 4 * $k;
+                        u32::from_le_bytes([code[p], code[p + 1], code[p + 2], code[p + 3]]) as usize
+                    }
+                };
+            }
+            let flags = code[at + 6 * W];
             out[i] = Transition {
-                from: states[from].name,
-                event: if event == none { None } else { Some(events[event]) },
-                guard: if guard == none { None } else { Some(guards[guard]) },
-                pattern: if pattern == none { None } else { Some(guards[pattern]) },
-                to: states[to].name,
-                action: if action == none { None } else { Some(actions[action]) },
+                from: states[read!(0)].name,
+                event: events[read!(1)],
+                guard: texts[read!(2)],
+                pattern: texts[read!(3)],
+                to: states[read!(4)].name,
+                action: actions[read!(5)],
                 in_place: flags & 1 != 0,
                 any_state: flags & 2 != 0,
             };
             i += 1;
+            at += 6 * W + 1;
         }
         out
     }
@@ -146,17 +158,6 @@ pub mod __private {
                 *self.state = None;
             }
         }
-    }
-
-    /// The `width`-byte little-endian number at `code[at..]`.
-    const fn index(code: &[u8], at: usize, width: usize) -> usize {
-        let mut value = 0;
-        let mut k = width;
-        while k > 0 {
-            k -= 1;
-            value = (value << 8) | code[at + k] as usize;
-        }
-        value
     }
 
     /// The catch-all of every generated machine: decides why no row
@@ -224,7 +225,12 @@ pub mod __private {
             assert_eq!(STATES[0], StateInfo { name: "Idle", initial: true, terminal: false, transient: false });
             assert_eq!(STATES[1], StateInfo { name: "Check", initial: false, terminal: false, transient: true });
             assert_eq!(STATES[2], StateInfo { name: "Done", initial: false, terminal: true, transient: false });
-            let names = (STATES, &["Go", "Poke"][..], &["Start", "Stop"][..], &["", "n > 0", "Poke(1)"][..]);
+            let names: super::Names = (
+                STATES,
+                &[Some("Go"), Some("Poke"), None],
+                &[Some("Start"), Some("Stop"), None],
+                &[Some(""), Some("n > 0"), Some("Poke(1)"), None],
+            );
             let expected = [
                 Transition {
                     from: "Idle",
@@ -247,23 +253,35 @@ pub mod __private {
                     any_state: false,
                 },
             ];
-            // One byte per index, all ones for none.
-            const NARROW: [Transition; 2] = rows(
-                (STATES, &["Go", "Poke"], &["Start", "Stop"], &["", "n > 0", "Poke(1)"]),
-                1,
-                &[0, 1, 1, 2, 0, 1, 3, 1, 0xff, 0xff, 0xff, 2, 0xff, 0],
+            // One byte per index; a missing one indexes its list's `None`.
+            const NARROW: [Transition; 2] = rows::<2, 1>(
+                (
+                    STATES,
+                    &[Some("Go"), Some("Poke"), None],
+                    &[Some("Start"), Some("Stop"), None],
+                    &[Some(""), Some("n > 0"), Some("Poke(1)"), None],
+                ),
+                &[0, 1, 1, 2, 0, 1, 3, 1, 2, 3, 3, 2, 2, 0],
             );
             assert_eq!(NARROW, expected);
             // Two bytes per index, little-endian.
-            let wide: [Transition; 2] = rows(
+            let wide: [Transition; 2] = rows::<2, 2>(
                 names,
-                2,
                 &[
                     0, 0, 1, 0, 1, 0, 2, 0, 0, 0, 1, 0, 3, //
-                    1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0xff, 0xff, 0,
+                    1, 0, 2, 0, 3, 0, 3, 0, 2, 0, 2, 0, 0,
                 ],
             );
             assert_eq!(wide, expected);
+            // Four bytes per index, little-endian.
+            let widest: [Transition; 2] = rows::<2, 4>(
+                names,
+                &[
+                    0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 3, //
+                    1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 0,
+                ],
+            );
+            assert_eq!(widest, expected);
         }
     }
 }

@@ -103,9 +103,11 @@ pub(crate) fn guard_text(row: &RowModel) -> Option<String> {
 /// `pub const DESCRIPTION: Description = ...;`
 ///
 /// The rows are one byte string of indices into the name lists, decoded by
-/// a `const fn` (`agent_fsm::__private::rows`): a call
-/// per row was a dozen tokens, and a big table's rows then cost the
-/// compiler more to read after every touch than the decoding costs once.
+/// a `const fn` (`agent_fsm::__private::rows`) into a `static`: a call per
+/// row was a dozen tokens, which a big table's rows cost the compiler
+/// again after every touch. A `static`, because the compiler checks every
+/// reference in a constant's value down to the rows, again for each
+/// constant that points at them, and stops at a `static`.
 pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> TokenStream {
     use proc_macro2::Literal;
     let name = model.machine.to_string();
@@ -151,21 +153,22 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
         ];
         rows.push((indices, u8::from(model.in_place(row, s)) | (u8::from(row.any) << 1)));
     }
-    // The narrowest width that holds every index and leaves all ones for
-    // "none".
-    let most =
-        [model.states.len(), model.events.len(), model.actions.len(), guards.len()].into_iter().max().unwrap_or(0);
-    let width: usize = if most < 0xff {
+    // A missing event, guard, pattern or action indexes the `None` that
+    // ends its list.
+    let nones = [usize::MAX, events.len(), guards.len(), guards.len(), usize::MAX, actions.len()];
+    // The narrowest width that holds every index.
+    let most = [model.states.len(), events.len(), actions.len(), guards.len()].into_iter().max().unwrap_or(0);
+    let width: usize = if most <= 0xff {
         1
-    } else if most < 0xffff {
+    } else if most <= 0xffff {
         2
     } else {
         4
     };
     let mut code = Vec::with_capacity(rows.len() * (6 * width + 1));
     for (indices, flags) in &rows {
-        for index in indices {
-            let value = index.map_or(u32::MAX, |i| u32::try_from(i).unwrap_or(u32::MAX));
+        for (index, none) in indices.iter().zip(nones) {
+            let value = u32::try_from(index.unwrap_or(none)).unwrap_or(u32::MAX);
             code.extend_from_slice(&value.to_le_bytes()[..width]);
         }
         code.push(*flags);
@@ -187,12 +190,22 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
         pub const DESCRIPTION: ::agent_fsm::Description = {
             #[allow(unused_imports)]
             use ::agent_fsm::__private::state as __st;
+            #[allow(unused_imports)]
+            use ::core::option::Option::{None as __None, Some as __Some};
             const __STATES: &[::agent_fsm::StateInfo] = &[#(#states),*];
             const __EVENTS: &[&str] = &[#(#events),*];
             const __ACTIONS: &[&str] = &[#(#actions),*];
-            const __GUARDS: &[&str] = &[#(#guards),*];
-            const __ROWS: [::agent_fsm::Transition; #count] =
-                ::agent_fsm::__private::rows((__STATES, __EVENTS, __ACTIONS, __GUARDS), #width, #code);
+            // The rows are a static: the constants that point at them are
+            // then checked without checking every row again.
+            static __ROWS: [::agent_fsm::Transition; #count] = ::agent_fsm::__private::rows::<#count, #width>(
+                (
+                    __STATES,
+                    &[#(__Some(#events),)* __None],
+                    &[#(__Some(#actions),)* __None],
+                    &[#(__Some(#guards),)* __None],
+                ),
+                #code,
+            );
             ::agent_fsm::Description {
                 name: #name,
                 states: __STATES,

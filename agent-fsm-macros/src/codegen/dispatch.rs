@@ -12,7 +12,8 @@
 //! hears of it once, after the match; an in-place arm reports its row and
 //! returns on its own. Rows into a transient state continue in
 //! `__settle`, which runs eventless rows until the machine rests in a state
-//! that waits for events.
+//! that waits for events. A big table's states are matched in several
+//! functions (see [`SPLIT_ABOVE`]).
 
 use crate::codegen::describe::Layout;
 use crate::model::{Model, RowModel, Uses, bindings, binds_ctx, irrefutable_below, sets_field};
@@ -21,6 +22,19 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::punctuated::Punctuated;
 use syn::{Expr, FieldPat, Ident, Member, Pat, Token};
+
+/// Above this many arms matched by state (rows of events that several
+/// states take, once per source state), the arms are split over several
+/// functions: consecutive states together, at most this many arms each (a
+/// state with more gets a function to itself). Borrow checking a function
+/// costs more than its size: every write of the state is checked against
+/// every borrow of it, and a 2,000-row table in one function spent half
+/// its check there. Below it the arms stay in one function, as a
+/// hand-written `match` would: split, the Loom machine's streamed text
+/// measured 1 % more instructions per event. 128 measured best on that
+/// table, between 64 (more functions to read again after every touch) and
+/// 256 (bigger functions to check).
+pub(crate) const SPLIT_ABOVE: usize = 128;
 
 /// Paths and names shared by every arm.
 pub(crate) struct Names<'a> {
@@ -92,18 +106,81 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             },
         }
     });
-    let arms = per_state.iter().enumerate().filter(|(_, a)| !a.is_empty()).map(|(s, arms)| {
-        let v = &model.states[s].ident;
-        let name = syn::ext::IdentExt::unraw(v).to_string();
-        let rest = catch_all(quote!(__Some(#name)), quote!(__event));
-        quote! {
-            __Some(#state::#v { .. }) => match #event_param {
-                #(#arms)*
-                #[allow(unreachable_patterns)]
-                __event => #rest
-            },
+    // Short names for the two paths every arm spells.
+    let prelude = quote! {
+        #[allow(unused_imports)]
+        use ::core::option::Option::{None as __None, Some as __Some};
+    };
+    // Each state's arms, matched on the event.
+    let by_state: Vec<(usize, TokenStream, TokenStream)> = per_state
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| !a.is_empty())
+        .map(|(s, arms)| {
+            let v = &model.states[s].ident;
+            let name = syn::ext::IdentExt::unraw(v).to_string();
+            let rest = catch_all(quote!(__Some(#name)), quote!(__event));
+            let pat = quote!(#state::#v { .. });
+            let arm = quote! {
+                __Some(#pat) => match #event_param {
+                    #(#arms)*
+                    #[allow(unreachable_patterns)]
+                    __event => #rest
+                },
+            };
+            (arms.len(), pat, arm)
+        })
+        .collect();
+    let mut state_fns = Vec::new();
+    let arms: Vec<TokenStream> = if by_state.iter().map(|(n, ..)| n).sum::<usize>() <= SPLIT_ABOVE {
+        by_state.into_iter().map(|(.., arm)| arm).collect()
+    } else {
+        // Consecutive states, up to `SPLIT_ABOVE` arms a function.
+        let mut groups: Vec<(Vec<TokenStream>, Vec<TokenStream>)> = Vec::new();
+        let mut size = 0;
+        for (count, pat, arm) in by_state {
+            match groups.last_mut() {
+                Some((pats, arms)) if size + count <= SPLIT_ABOVE => {
+                    pats.push(pat);
+                    arms.push(arm);
+                }
+                _ => {
+                    groups.push((vec![pat], vec![arm]));
+                    size = 0;
+                }
+            }
+            size += count;
         }
-    });
+        groups
+            .into_iter()
+            .enumerate()
+            .map(|(k, (pats, arms))| {
+                let f = quote::format_ident!("__dispatch_{}", k);
+                state_fns.push(quote! {
+                    #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
+                    #[inline]
+                    fn #f<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+                        __s: &mut ::core::option::Option<#state>,
+                        __ctx: &mut #context_ty,
+                        #event_param: #event,
+                        __observer: &mut __O,
+                    ) -> #action {
+                        #prelude
+                        let __row: usize;
+                        let __action: #action = match *__s {
+                            #(#arms)*
+                            // The caller matched one of the states above.
+                            _ => return Self::__fallback(),
+                        };
+                        #[allow(unreachable_code)]
+                        Self::__hop(__observer, __row);
+                        __action
+                    }
+                });
+                quote!(__Some(#(#pats)|*) => return Self::#f(__s, __ctx, #event_param, __observer),)
+            })
+            .collect()
+    };
     let others = catch_all(quote!(__s.as_ref().map(#state::name)), quote!(#event_param));
     let settle_arms = model
         .rows
@@ -112,11 +189,6 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         .filter(|(_, r)| r.event.is_none())
         .flat_map(|(r, row)| row.sources.iter().map(move |&s| row_arm(n, r, row, s)))
         .collect::<Vec<_>>();
-    // Short names for the two paths every arm spells.
-    let prelude = quote! {
-        #[allow(unused_imports)]
-        use ::core::option::Option::{None as __None, Some as __Some};
-    };
     quote! {
         /// The description, behind one function: every use of the large
         /// constant in a compiled body costs build time, once per use.
@@ -218,6 +290,8 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             let __action = Self::__settle_rows(__settling.state(), __ctx, __observer);
             __settling.finish(__action)
         }
+
+        #(#state_fns)*
 
         /// The eventless rows, tried until one leaves for a resting state.
         #[allow(

@@ -63,3 +63,37 @@ fn snapshots() {
     }
     assert!(stale.is_empty(), "stale expansion snapshots:\n{}", stale.join("\n"));
 }
+
+/// A table of `states` states in a ring, each taking `Go` (to the next) and
+/// `Back` (to the first): two arms matched by state per state.
+fn ring(states: usize) -> String {
+    let names: Vec<String> = (0..states).map(|i| format!("S{i}")).collect();
+    let rows: String = (0..states)
+        .map(|i| {
+            format!("{} + Go => {} / Step, {} + Back => S0 / Step,\n", names[i], names[(i + 1) % states], names[i])
+        })
+        .collect();
+    format!(
+        "#[state_machine(fallback = Step)] mod ring {{
+            #[states] pub enum State {{ #[initial] {} }}
+            #[events] pub enum Event {{ Go, Back }}
+            #[actions] pub enum Action {{ Step }}
+            transitions! {{ {rows} }}
+        }}",
+        names.join(", ")
+    )
+}
+
+#[test]
+fn the_dispatch_is_split_only_above_the_threshold_in_groups_of_at_most_it() {
+    let functions = |states| {
+        let out = expand_file(&ring(states));
+        assert!(!out.contains("compile_error"), "the ring of {states} expands to an error:\n{out}");
+        out.matches("fn __dispatch_").count()
+    };
+    // Two arms per state: `at` states fill one function.
+    let at = crate::codegen::dispatch::SPLIT_ABOVE / 2;
+    assert_eq!(functions(at), 0, "{} arms stay in one function", 2 * at);
+    assert_eq!(functions(at + 1), 2, "{} arms: a full function and one for the last state", 2 * at + 2);
+    assert_eq!(functions(3 * at), 3, "{} arms: three full functions", 6 * at);
+}

@@ -695,6 +695,8 @@ stateDiagram-v2
         pub const DESCRIPTION: ::agent_fsm::Description = {
             #[allow(unused_imports)]
             use ::agent_fsm::__private::state as __st;
+            #[allow(unused_imports)]
+            use ::core::option::Option::{None as __None, Some as __Some};
             const __STATES: &[::agent_fsm::StateInfo] = &[
                 __st("Idle", 1),
                 __st("Calling", 0),
@@ -703,14 +705,35 @@ stateDiagram-v2
             ];
             const __EVENTS: &[&str] = &["Input", "Delta", "Reply", "Failed", "Stop"];
             const __ACTIONS: &[&str] = &["Wait", "Call", "Show", "Retry", "Halt"];
-            const __GUARDS: &[&str] = &[
-                "*retries + 1 < ctx.max_retries",
-                "reply.is_empty()",
-            ];
-            const __ROWS: [::agent_fsm::Transition; 10] = ::agent_fsm::__private::rows(
-                (__STATES, __EVENTS, __ACTIONS, __GUARDS),
+            static __ROWS: [::agent_fsm::Transition; 10] = ::agent_fsm::__private::rows::<
+                10,
                 1,
-                b"\0\0\xFF\xFF\x01\x01\0\x01\x01\xFF\xFF\x01\x02\x01\x01\x02\xFF\xFF\x02\xFF\0\x01\x03\0\xFF\x01\x03\0\x01\x03\xFF\xFF\0\0\0\x02\xFF\x01\xFF\0\0\0\x02\xFF\xFF\xFF\0\x02\0\0\x04\xFF\xFF\x03\x04\x02\x01\x04\xFF\xFF\x03\x04\x02\x03\x04\xFF\xFF\x03\x04\x03",
+            >(
+                (
+                    __STATES,
+                    &[
+                        __Some("Input"),
+                        __Some("Delta"),
+                        __Some("Reply"),
+                        __Some("Failed"),
+                        __Some("Stop"),
+                        __None,
+                    ],
+                    &[
+                        __Some("Wait"),
+                        __Some("Call"),
+                        __Some("Show"),
+                        __Some("Retry"),
+                        __Some("Halt"),
+                        __None,
+                    ],
+                    &[
+                        __Some("*retries + 1 < ctx.max_retries"),
+                        __Some("reply.is_empty()"),
+                        __None,
+                    ],
+                ),
+                b"\0\0\x02\x02\x01\x01\0\x01\x01\x02\x02\x01\x02\x01\x01\x02\x02\x02\x02\x05\0\x01\x03\0\x02\x01\x03\0\x01\x03\x02\x02\0\0\0\x02\x05\x01\x02\0\0\0\x02\x05\x02\x02\0\x02\0\0\x04\x02\x02\x03\x04\x02\x01\x04\x02\x02\x03\x04\x02\x03\x04\x02\x02\x03\x04\x03",
             );
             ::agent_fsm::Description {
                 name: "Agent",

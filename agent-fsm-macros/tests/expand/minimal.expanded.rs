@@ -450,17 +450,25 @@ stateDiagram-v2
         pub const DESCRIPTION: ::agent_fsm::Description = {
             #[allow(unused_imports)]
             use ::agent_fsm::__private::state as __st;
+            #[allow(unused_imports)]
+            use ::core::option::Option::{None as __None, Some as __Some};
             const __STATES: &[::agent_fsm::StateInfo] = &[
                 __st("Closed", 1),
                 __st("Open", 0),
             ];
             const __EVENTS: &[&str] = &["Push", "Pull", "Knock"];
             const __ACTIONS: &[&str] = &["Nothing", "Creak", "Answer"];
-            const __GUARDS: &[&str] = &["*times > 2"];
-            const __ROWS: [::agent_fsm::Transition; 3] = ::agent_fsm::__private::rows(
-                (__STATES, __EVENTS, __ACTIONS, __GUARDS),
+            static __ROWS: [::agent_fsm::Transition; 3] = ::agent_fsm::__private::rows::<
+                3,
                 1,
-                b"\0\0\xFF\xFF\x01\x01\0\0\x02\0\xFF\0\x02\x01\x01\x01\xFF\xFF\0\x01\0",
+            >(
+                (
+                    __STATES,
+                    &[__Some("Push"), __Some("Pull"), __Some("Knock"), __None],
+                    &[__Some("Nothing"), __Some("Creak"), __Some("Answer"), __None],
+                    &[__Some("*times > 2"), __None],
+                ),
+                b"\0\0\x01\x01\x01\x01\0\0\x02\0\x01\0\x02\x01\x01\x01\x01\x01\0\x01\0",
             );
             ::agent_fsm::Description {
                 name: "Machine",

@@ -455,6 +455,8 @@ stateDiagram-v2
         pub const DESCRIPTION: ::agent_fsm::Description = {
             #[allow(unused_imports)]
             use ::agent_fsm::__private::state as __st;
+            #[allow(unused_imports)]
+            use ::core::option::Option::{None as __None, Some as __Some};
             const __STATES: &[::agent_fsm::StateInfo] = &[
                 __st("Off", 1),
                 __st("On", 0),
@@ -462,11 +464,23 @@ stateDiagram-v2
             ];
             const __EVENTS: &[&str] = &["Toggle", "Smash", "Repair"];
             const __ACTIONS: &[&str] = &["None", "Glow", "Dark", "Sparks"];
-            const __GUARDS: &[&str] = &[];
-            const __ROWS: [::agent_fsm::Transition; 5] = ::agent_fsm::__private::rows(
-                (__STATES, __EVENTS, __ACTIONS, __GUARDS),
+            static __ROWS: [::agent_fsm::Transition; 5] = ::agent_fsm::__private::rows::<
+                5,
                 1,
-                b"\0\0\xFF\xFF\x01\x01\0\x01\0\xFF\xFF\0\x02\0\0\x01\xFF\xFF\x02\x03\x02\x01\x01\xFF\xFF\x02\x03\x02\x02\x02\xFF\xFF\0\x02\0",
+            >(
+                (
+                    __STATES,
+                    &[__Some("Toggle"), __Some("Smash"), __Some("Repair"), __None],
+                    &[
+                        __Some("None"),
+                        __Some("Glow"),
+                        __Some("Dark"),
+                        __Some("Sparks"),
+                        __None,
+                    ],
+                    &[__None],
+                ),
+                b"\0\0\0\0\x01\x01\0\x01\0\0\0\0\x02\0\0\x01\0\0\x02\x03\x02\x01\x01\0\0\x02\x03\x02\x02\x02\0\0\0\x02\0",
             );
             ::agent_fsm::Description {
                 name: "Machine",
