@@ -68,8 +68,9 @@ pub mod __private {
     /// One byte string is one token, where a row written out was a dozen:
     /// the compiler reads a big table's rows again after every touch. The
     /// loop is written for the compiler's interpreter, which runs it in
-    /// every build from scratch: no calls, no branches per field beyond
-    /// the width's.
+    /// every build from scratch and pays for each step: a row is one slice
+    /// pattern (its length checked once, not a bounds check per byte), and
+    /// 1- and 2-byte indices are read without a call.
     #[must_use]
     pub const fn rows<const N: usize, const W: usize>(names: Names, code: &[u8]) -> [Transition; N] {
         const EMPTY: Transition = Transition {
@@ -85,34 +86,56 @@ pub mod __private {
         let (states, events, actions, texts) = names;
         let mut out = [EMPTY; N];
         let mut i = 0;
-        let mut at = 0;
+        let mut code = code;
+        // The row from its six indices and flags byte.
+        macro_rules! row {
+            ($from:expr, $event:expr, $guard:expr, $pattern:expr, $to:expr, $action:expr, $flags:expr) => {
+                Transition {
+                    from: states[$from].name,
+                    event: events[$event],
+                    guard: texts[$guard],
+                    pattern: texts[$pattern],
+                    to: states[$to].name,
+                    action: actions[$action],
+                    in_place: $flags & 1 != 0,
+                    any_state: $flags & 2 != 0,
+                }
+            };
+        }
         while i < N {
-            // The `k`th index of the row at `at`.
-            macro_rules! read {
-                ($k:literal) => {
-                    if W == 1 {
-                        code[at + $k] as usize
-                    } else if W == 2 {
-                        code[at + 2 * $k] as usize | (code[at + 2 * $k + 1] as usize) << 8
-                    } else {
-                        let p = at + 4 * $k;
-                        u32::from_le_bytes([code[p], code[p + 1], code[p + 2], code[p + 3]]) as usize
+            out[i] = match (W, code) {
+                (1, [a, b, c, d, e, f, flags, rest @ ..]) => {
+                    code = rest;
+                    row!(*a as usize, *b as usize, *c as usize, *d as usize, *e as usize, *f as usize, *flags)
+                }
+                (2, [a0, a1, b0, b1, c0, c1, d0, d1, e0, e1, f0, f1, flags, rest @ ..]) => {
+                    code = rest;
+                    row!(
+                        *a0 as usize | (*a1 as usize) << 8,
+                        *b0 as usize | (*b1 as usize) << 8,
+                        *c0 as usize | (*c1 as usize) << 8,
+                        *d0 as usize | (*d1 as usize) << 8,
+                        *e0 as usize | (*e1 as usize) << 8,
+                        *f0 as usize | (*f1 as usize) << 8,
+                        *flags
+                    )
+                }
+                (_, _) => {
+                    let Some((row, rest)) = code.split_first_chunk::<25>() else {
+                        panic!("the rows' byte string is shorter than its count says")
+                    };
+                    code = rest;
+                    // The `k`th four-byte index.
+                    macro_rules! at {
+                        ($k:literal) => {
+                            u32::from_le_bytes([row[4 * $k], row[4 * $k + 1], row[4 * $k + 2], row[4 * $k + 3]])
+                                as usize
+                        };
                     }
-                };
-            }
-            let flags = code[at + 6 * W];
-            out[i] = Transition {
-                from: states[read!(0)].name,
-                event: events[read!(1)],
-                guard: texts[read!(2)],
-                pattern: texts[read!(3)],
-                to: states[read!(4)].name,
-                action: actions[read!(5)],
-                in_place: flags & 1 != 0,
-                any_state: flags & 2 != 0,
+                    row!(at!(0), at!(1), at!(2), at!(3), at!(4), at!(5), row[24])
+                }
             };
             i += 1;
-            at += 6 * W + 1;
         }
         out
     }
