@@ -17,6 +17,7 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_missing_action(cx, model);
     check_struct_payloads(cx, model);
     check_effects_run_to_their_end(cx, model);
+    check_rows_leave_self_alone(cx, model);
     check_effects_keep_carried_fields(cx, model);
     check_row_bindings(cx, model);
     check_shared_rows_read_no_fields(cx, model);
@@ -336,11 +337,6 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
     let scan = |part, visit: &mut dyn FnMut(&mut Escapes<'_>)| {
         visit(&mut Escapes { cx, part, loops: 0, labels: Vec::new() });
     };
-    let payload = |c: &crate::parse::Ctor, v: &mut Escapes<'_>| match &c.init {
-        crate::parse::Init::Unit => {}
-        crate::parse::Init::Named(_, fields) => fields.iter().for_each(|f| v.visit_expr(&f.expr)),
-        crate::parse::Init::Unnamed(_, exprs) => exprs.iter().for_each(|e| v.visit_expr(e)),
-    };
     for row in &model.rows {
         if let Some(guard) = &row.guard {
             scan(Part::Guard, &mut |v| v.visit_expr(guard));
@@ -349,11 +345,85 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
             scan(Part::Effects, &mut |v| v.visit_block(block));
         }
         scan(Part::Payload, &mut |v| {
-            payload(&row.target_ctor, v);
+            visit_payload(&row.target_ctor, v);
             if let Some((_, action)) = &row.action {
-                payload(action, v);
+                visit_payload(action, v);
             }
         });
+    }
+}
+
+/// Visits the expressions of a target's or an action's payload.
+fn visit_payload<'ast>(c: &'ast crate::parse::Ctor, v: &mut impl syn::visit::Visit<'ast>) {
+    match &c.init {
+        crate::parse::Init::Unit => {}
+        crate::parse::Init::Named(_, fields) => fields.iter().for_each(|f| v.visit_expr(&f.expr)),
+        crate::parse::Init::Unnamed(_, exprs) => exprs.iter().for_each(|e| v.visit_expr(e)),
+    }
+}
+
+/// A row's code runs inside the step, where the machine is not there to
+/// read: its state is being taken apart and its context is lent to the
+/// rows as `ctx`. On a small table `self` may still compile (the step is
+/// then a method), but it would read the state mid-move and would stop
+/// compiling once the table grows enough for its dispatch to be split into
+/// functions of their own. `self::path` (the module) and `Self` are fine;
+/// so is `self` inside an item the row defines.
+fn check_rows_leave_self_alone(cx: &Ctxt, model: &Model) {
+    use syn::visit::Visit;
+    struct Finds<'a> {
+        cx: &'a Ctxt,
+        part: &'static str,
+    }
+    impl Finds<'_> {
+        fn report(&self, token: &Ident) {
+            let part = self.part;
+            self.cx.error_spanned_by(
+                token,
+                format!("`self` in a row's {part}: a row reads the state's fields, the event's payload and the context as `ctx`, not the machine"),
+            );
+        }
+        /// `self` in a macro's arguments, unless a path (`self::..`).
+        fn scan(&self, tokens: proc_macro2::TokenStream) {
+            let mut trees = tokens.into_iter().peekable();
+            while let Some(tree) = trees.next() {
+                match tree {
+                    proc_macro2::TokenTree::Ident(i) if i == "self" => {
+                        let path = matches!(trees.peek(), Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == ':');
+                        if !path {
+                            self.report(&i);
+                        }
+                    }
+                    proc_macro2::TokenTree::Group(g) => self.scan(g.stream()),
+                    _ => {}
+                }
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Finds<'_> {
+        fn visit_expr_path(&mut self, e: &'ast syn::ExprPath) {
+            if e.qself.is_none() && e.path.segments.len() == 1 && e.path.segments[0].ident == "self" {
+                self.report(&e.path.segments[0].ident);
+            }
+            syn::visit::visit_expr_path(self, e);
+        }
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            self.scan(m.tokens.clone());
+        }
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    for row in &model.rows {
+        if let Some(guard) = &row.guard {
+            Finds { cx, part: "guard" }.visit_expr(guard);
+        }
+        if let Some(block) = &row.effects {
+            Finds { cx, part: "effects" }.visit_block(block);
+        }
+        let mut v = Finds { cx, part: "payload" };
+        visit_payload(&row.target_ctor, &mut v);
+        if let Some((_, action)) = &row.action {
+            visit_payload(action, &mut v);
+        }
     }
 }
 
