@@ -412,6 +412,21 @@ proptest! {
     }
 }
 
+/// The table stays big enough to be split: more than 128 rows (one per
+/// source state) of events that several states take.
+#[test]
+fn the_table_is_above_the_split_threshold() {
+    let rows = Ring::DESCRIPTION.transitions;
+    let shared = |event| {
+        let mut takers: Vec<&str> = rows.iter().filter(|t| t.event == Some(event)).map(|t| t.from).collect();
+        takers.sort_unstable();
+        takers.dedup();
+        takers.len() > 1
+    };
+    let arms = rows.iter().filter(|t| t.event.is_some_and(shared)).count();
+    assert!(arms > 128, "only {arms} rows are matched by state");
+}
+
 #[test]
 fn hops_name_the_rows_that_fired_transient_state_included() {
     let mut machine = Ring::new(Config { limit: LIMIT });

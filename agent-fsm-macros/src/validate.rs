@@ -368,7 +368,8 @@ fn visit_payload<'ast>(c: &'ast crate::parse::Ctor, v: &mut impl syn::visit::Vis
 /// then a method), but it would read the state mid-move and would stop
 /// compiling once the table grows enough for its dispatch to be split into
 /// functions of their own. `self::path` (the module) and `Self` are fine;
-/// so is `self` inside an item the row defines.
+/// so is `self` inside an item the row defines, except in a macro's
+/// arguments, which are read as tokens.
 fn check_rows_leave_self_alone(cx: &Ctxt, model: &Model) {
     use syn::visit::Visit;
     struct Finds<'a> {
@@ -389,7 +390,8 @@ fn check_rows_leave_self_alone(cx: &Ctxt, model: &Model) {
             while let Some(tree) = trees.next() {
                 match tree {
                     proc_macro2::TokenTree::Ident(i) if i == "self" => {
-                        let path = matches!(trees.peek(), Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == ':');
+                        // `::` is a joint `:` before another.
+                        let path = matches!(trees.peek(), Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == ':' && p.spacing() == proc_macro2::Spacing::Joint);
                         if !path {
                             self.report(&i);
                         }

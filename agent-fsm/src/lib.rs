@@ -83,6 +83,7 @@ pub mod __private {
             in_place: false,
             any_state: false,
         };
+        assert!(W == 1 || W == 2 || W == 4, "indices are 1, 2 or 4 bytes wide");
         let (states, events, actions, texts) = names;
         let mut out = [EMPTY; N];
         let mut i = 0;
@@ -137,6 +138,7 @@ pub mod __private {
             };
             i += 1;
         }
+        assert!(code.is_empty(), "the rows' byte string is longer than its count says");
         out
     }
 

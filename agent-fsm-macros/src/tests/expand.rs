@@ -97,3 +97,34 @@ fn the_dispatch_is_split_only_above_the_threshold_in_groups_of_at_most_it() {
     assert_eq!(functions(at + 1), 2, "{} arms: a full function and one for the last state", 2 * at + 2);
     assert_eq!(functions(3 * at), 3, "{} arms: three full functions", 6 * at);
 }
+
+/// The width of the description's indices: one byte while every index fits,
+/// counting the `None` that ends each name list (index `events.len()`).
+#[test]
+fn description_indices_widen_when_the_none_of_a_list_needs_it() {
+    let width = |events: usize| {
+        let names: Vec<String> = (0..events).map(|i| format!("E{i}")).collect();
+        let rows: String = names.iter().map(|e| format!("S0 + {e} => S1 / Step,\n")).collect();
+        let source = format!(
+            "#[state_machine(fallback = Step)] mod wide {{
+                #[states] pub enum State {{ #[initial] S0, S1 }}
+                #[events] pub enum Event {{ {} }}
+                #[actions] pub enum Action {{ Step }}
+                transitions! {{ {rows} S1 + E0 => S0 / Step, }}
+            }}",
+            names.join(", ")
+        );
+        let out: String = expand_file(&source).split_whitespace().collect();
+        assert!(!out.contains("compile_error"), "the table of {events} events expands to an error");
+        let count = events + 1;
+        if out.contains(&format!("rows::<{count},1,>(")) {
+            1
+        } else if out.contains(&format!("rows::<{count},2,>(")) {
+            2
+        } else {
+            panic!("no rows call for {count} rows in:\n{out}")
+        }
+    };
+    assert_eq!(width(255), 1);
+    assert_eq!(width(256), 2);
+}
