@@ -256,13 +256,6 @@ fn check_serde_form(cx: &Ctxt, model: &Model) {
 /// to is not seen.)
 fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
     use syn::visit::Visit;
-    /// Where in the row the code is.
-    #[derive(Clone, Copy)]
-    enum Part {
-        Guard,
-        Effects,
-        Payload,
-    }
     struct Escapes<'a> {
         cx: &'a Ctxt,
         part: Part,
@@ -288,15 +281,13 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
         }
         fn report(&self, token: impl quote::ToTokens, what: &str) {
             const HALFWAY: &str = "would leave the step halfway, before the row's target and action are written; let the code run to its end";
-            let (part, why) = match self.part {
-                Part::Guard => (
-                    "guard",
-                    "would jump out of the step's own code (in a transient state's rows, into the loop that resolves it); a guard only computes a `bool`",
-                ),
-                Part::Effects => ("effects", HALFWAY),
-                Part::Payload => ("payload", HALFWAY),
+            let why = match self.part {
+                Part::Guard => {
+                    "would jump out of the step's own code (in a transient state's rows, into the loop that resolves it); a guard only computes a `bool`"
+                }
+                Part::Effects | Part::Payload => HALFWAY,
             };
-            self.cx.error_spanned_by(token, format!("{what} a row's {part} {why}"));
+            self.cx.error_spanned_by(token, format!("{what} a row's {} {why}", self.part.name()));
         }
     }
     impl<'ast> Visit<'ast> for Escapes<'_> {
@@ -334,31 +325,49 @@ fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
         fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
         fn visit_item(&mut self, _: &'ast syn::Item) {}
     }
-    let scan = |part, visit: &mut dyn FnMut(&mut Escapes<'_>)| {
-        visit(&mut Escapes { cx, part, loops: 0, labels: Vec::new() });
-    };
     for row in &model.rows {
-        if let Some(guard) = &row.guard {
-            scan(Part::Guard, &mut |v| v.visit_expr(guard));
-        }
-        if let Some(block) = &row.effects {
-            scan(Part::Effects, &mut |v| v.visit_block(block));
-        }
-        scan(Part::Payload, &mut |v| {
-            visit_payload(&row.target_ctor, v);
-            if let Some((_, action)) = &row.action {
-                visit_payload(action, v);
-            }
-        });
+        visit_row_code(row, |part| Escapes { cx, part, loops: 0, labels: Vec::new() });
     }
 }
 
-/// Visits the expressions of a target's or an action's payload.
-fn visit_payload<'ast>(c: &'ast crate::parse::Ctor, v: &mut impl syn::visit::Visit<'ast>) {
-    match &c.init {
-        crate::parse::Init::Unit => {}
-        crate::parse::Init::Named(_, fields) => fields.iter().for_each(|f| v.visit_expr(&f.expr)),
-        crate::parse::Init::Unnamed(_, exprs) => exprs.iter().for_each(|e| v.visit_expr(e)),
+/// Where in a row a piece of its code is.
+#[derive(Clone, Copy)]
+enum Part {
+    Guard,
+    Effects,
+    Payload,
+}
+
+impl Part {
+    /// The part as the errors name it.
+    fn name(self) -> &'static str {
+        match self {
+            Part::Guard => "guard",
+            Part::Effects => "effects",
+            Part::Payload => "payload",
+        }
+    }
+}
+
+/// Runs a visitor made for each part over a row's code: the guard, the
+/// effects block, then the target's and the action's payloads.
+fn visit_row_code<'ast, V: syn::visit::Visit<'ast>>(row: &'ast RowModel, mut visitor: impl FnMut(Part) -> V) {
+    use crate::parse::{Ctor, Init};
+    let payload = |c: &'ast Ctor, v: &mut V| match &c.init {
+        Init::Unit => {}
+        Init::Named(_, fields) => fields.iter().for_each(|f| v.visit_expr(&f.expr)),
+        Init::Unnamed(_, exprs) => exprs.iter().for_each(|e| v.visit_expr(e)),
+    };
+    if let Some(guard) = &row.guard {
+        visitor(Part::Guard).visit_expr(guard);
+    }
+    if let Some(block) = &row.effects {
+        visitor(Part::Effects).visit_block(block);
+    }
+    let mut v = visitor(Part::Payload);
+    payload(&row.target_ctor, &mut v);
+    if let Some((_, action)) = &row.action {
+        payload(action, &mut v);
     }
 }
 
@@ -374,11 +383,11 @@ fn check_rows_leave_self_alone(cx: &Ctxt, model: &Model) {
     use syn::visit::Visit;
     struct Finds<'a> {
         cx: &'a Ctxt,
-        part: &'static str,
+        part: Part,
     }
     impl Finds<'_> {
         fn report(&self, token: &Ident) {
-            let part = self.part;
+            let part = self.part.name();
             self.cx.error_spanned_by(
                 token,
                 format!("`self` in a row's {part}: a row reads the state's fields, the event's payload and the context as `ctx`, not the machine"),
@@ -415,17 +424,7 @@ fn check_rows_leave_self_alone(cx: &Ctxt, model: &Model) {
         fn visit_item(&mut self, _: &'ast syn::Item) {}
     }
     for row in &model.rows {
-        if let Some(guard) = &row.guard {
-            Finds { cx, part: "guard" }.visit_expr(guard);
-        }
-        if let Some(block) = &row.effects {
-            Finds { cx, part: "effects" }.visit_block(block);
-        }
-        let mut v = Finds { cx, part: "payload" };
-        visit_payload(&row.target_ctor, &mut v);
-        if let Some((_, action)) = &row.action {
-            visit_payload(action, &mut v);
-        }
+        visit_row_code(row, |part| Finds { cx, part });
     }
 }
 
@@ -920,12 +919,12 @@ fn check_user_methods(cx: &Ctxt, model: &Model, fixed: &[&str]) {
     }
 }
 
-/// Methods the macro generates take names from the table; a name that is
-/// already taken would be a duplicate definition reported at the
-/// attribute, without saying which name of the table caused it.
 /// How an error caused by the typestate view alone says the way out.
 pub(crate) const VIEW_OUT: &str = "leave the view out (drop `typestate` from the arguments)";
 
+/// Methods the macro generates take names from the table; a name that is
+/// already taken would be a duplicate definition reported at the
+/// attribute, without saying which name of the table caused it.
 fn check_generated_names(cx: &Ctxt, model: &Model) {
     use crate::codegen::enums::{predicate_name, snake_method};
     use crate::codegen::typestate::{BUILT_IN, landing, landing_enum};

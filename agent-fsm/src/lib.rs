@@ -121,10 +121,8 @@ pub mod __private {
                         *flags
                     )
                 }
-                (_, _) => {
-                    let Some((row, rest)) = code.split_first_chunk::<25>() else {
-                        panic!("the rows' byte string is shorter than its count says")
-                    };
+                (4, _) if code.len() >= 25 => {
+                    let (row, rest) = code.split_at(25);
                     code = rest;
                     // The `k`th four-byte index.
                     macro_rules! at {
@@ -135,6 +133,7 @@ pub mod __private {
                     }
                     row!(at!(0), at!(1), at!(2), at!(3), at!(4), at!(5), row[24])
                 }
+                _ => panic!("the rows' byte string is shorter than its count says"),
             };
             i += 1;
         }
