@@ -21,6 +21,8 @@ mod machine;
 pub mod runtime;
 #[cfg(feature = "serde")]
 pub mod snapshot;
+#[cfg(feature = "tools")]
+pub mod tools;
 
 #[cfg(feature = "runtime")]
 pub use runtime::{EffectContext, Effects, ExecutorConfig, MachineHandle, RetryPolicy};

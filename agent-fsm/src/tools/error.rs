@@ -1,0 +1,88 @@
+//! Why a tool call failed, in words meant for the model that made it.
+
+use std::io;
+use std::time::Duration;
+
+/// Why a workspace tool failed. The text says what happened and, where the
+/// caller can do something about it, what to do; it is written to be sent
+/// back to the model as the tool's result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The path is absolute, climbs above the workspace with `..`, or goes
+    /// through a symlink whose target is outside it.
+    #[error("`{path}` leads outside the workspace; use a path relative to the workspace that stays inside it")]
+    OutsideWorkspace {
+        /// The path as given.
+        path: String,
+    },
+    /// Nothing exists at the path.
+    #[error("`{path}` does not exist")]
+    NotFound {
+        /// The path as given.
+        path: String,
+    },
+    /// The file holds bytes that are not UTF-8 text.
+    #[error("`{path}` is not UTF-8 text")]
+    NotUtf8 {
+        /// The path as given.
+        path: String,
+    },
+    /// `edit_file`'s text to replace is not in the file.
+    #[error("the text to replace is not in `{path}`; read the file and copy the text exactly")]
+    EditNotFound {
+        /// The path as given.
+        path: String,
+    },
+    /// `edit_file`'s text to replace occurs more than once (or is empty),
+    /// so which one to replace is not known.
+    #[error(
+        "the text to replace occurs {count} times in `{path}`; include more of the text around it so it occurs once"
+    )]
+    EditAmbiguous {
+        /// The path as given.
+        path: String,
+        /// How many times it occurs (for empty text: one more than the
+        /// file's length in bytes, the places an empty string matches).
+        count: usize,
+    },
+    /// The command ran past its timeout and was killed with its process
+    /// group.
+    #[error("the command timed out after {timeout:?} and was killed; output so far:\n{output}")]
+    TimedOut {
+        /// The timeout it ran past.
+        timeout: Duration,
+        /// What it printed before (capped).
+        output: String,
+    },
+    /// The command exited with a failure status.
+    #[error("{}: {output}", how_it_ended(*code))]
+    CommandFailed {
+        /// Its exit code; `None` when a signal ended it.
+        code: Option<i32>,
+        /// What it printed (capped).
+        output: String,
+    },
+    /// The shell could not be started.
+    #[error("the shell could not start: {source}")]
+    Spawn {
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// Any other I/O error on the path (permission denied, not a directory,
+    /// ...).
+    #[error("`{path}`: {source}")]
+    Io {
+        /// The path as given.
+        path: String,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// `exit 3`, or that a signal ended the command.
+fn how_it_ended(code: Option<i32>) -> String {
+    code.map_or_else(|| "killed by a signal".to_owned(), |code| format!("exit {code}"))
+}

@@ -1,0 +1,221 @@
+//! The shell tool: `sh -c` as a process group that is killed whole, with a
+//! timeout and capped output. See the module docs of [`crate::tools`] for
+//! what it does and does not confine.
+
+use super::ToolError;
+use super::capture::Capture;
+use rustix::process::{Pid, Signal, kill_process_group};
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+
+/// How a command runs: how long it may take, how much output is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ShellOptions {
+    /// How long the command may run before its process group is killed.
+    /// Default 60 s.
+    pub timeout: Duration,
+    /// How many bytes of output (stdout and stderr together) are kept: the
+    /// first half and the last half. Default 32 KiB, about 8,000 tokens.
+    pub output_cap: usize,
+}
+
+impl Default for ShellOptions {
+    fn default() -> Self {
+        ShellOptions { timeout: Duration::from_secs(60), output_cap: 32 * 1024 }
+    }
+}
+
+impl ShellOptions {
+    /// These options with another timeout.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// These options with another output cap, in bytes.
+    #[must_use]
+    pub fn with_output_cap(mut self, output_cap: usize) -> Self {
+        self.output_cap = output_cap;
+        self
+    }
+}
+
+/// What a command did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommandOutput {
+    /// How the shell ended; after a timeout, the kill's status.
+    pub status: ExitStatus,
+    /// Stdout and stderr in the order written, capped: when bytes were cut, a
+    /// line `[... N bytes cut ...]` stands between the head and the tail.
+    /// Bytes that are not UTF-8 are shown as U+FFFD.
+    pub output: String,
+    /// Bytes the command printed in all.
+    pub total_bytes: u64,
+    /// Bytes printed but not kept (`0` when the output fit).
+    pub cut_bytes: u64,
+    /// Whether the command ran past its timeout and was killed.
+    pub timed_out: bool,
+    /// The timeout it ran under.
+    pub timeout: Duration,
+}
+
+impl CommandOutput {
+    /// Whether the command finished in time with exit code 0.
+    #[must_use]
+    pub fn success(&self) -> bool {
+        self.status.success() && !self.timed_out
+    }
+
+    /// The output of a command that succeeded.
+    ///
+    /// # Errors
+    /// [`ToolError::TimedOut`] or [`ToolError::CommandFailed`], each with
+    /// the output, for the model to read.
+    pub fn into_result(self) -> Result<String, ToolError> {
+        if self.timed_out {
+            Err(ToolError::TimedOut { timeout: self.timeout, output: self.output })
+        } else if self.status.success() {
+            Ok(self.output)
+        } else {
+            Err(ToolError::CommandFailed { code: self.status.code(), output: self.output })
+        }
+    }
+}
+
+/// The command's process group, killed when this is dropped unless already
+/// killed: the drop is what kills the group when the caller drops the
+/// future mid-run.
+#[derive(Debug)]
+struct Group(Option<Pid>);
+
+impl Group {
+    /// `SIGKILL` to every process in the group, once.
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // ESRCH (the group is already empty) is the expected outcome
+            // when nothing was left running.
+            if let Err(e) = kill_process_group(pgid, Signal::KILL)
+                && e != rustix::io::Errno::SRCH
+            {
+                tracing::warn!(pgid = pgid.as_raw_nonzero().get(), error = %e, "could not kill a command's process group");
+            }
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Runs `command` with `sh -c` in `dir`, in a process group of its own.
+///
+/// Stdin is empty and the `GIT_DIR`, `GIT_WORK_TREE` and `GIT_INDEX_FILE`
+/// variables are removed (so `git` sees the repository at `dir`, not the
+/// caller's). Stdout and stderr share one pipe, as with `2>&1`, read as it
+/// fills into one capped buffer ([`ShellOptions::output_cap`]). When the shell exits, every
+/// process left in its group is killed and the output already written is
+/// read to its end; when the timeout passes, the group is killed and the
+/// result says so ([`CommandOutput::timed_out`]); when the returned future
+/// is dropped, the group is killed at once.
+///
+/// A command that fails or times out is still `Ok`: its output says why,
+/// and [`CommandOutput::into_result`] turns it into an error.
+///
+/// Nothing confines what the command itself does; see the module docs.
+///
+/// # Errors
+/// [`ToolError::Spawn`] when `sh` cannot be started (no such directory,
+/// no `sh`), [`ToolError::Io`] when waiting for it fails.
+pub async fn run_command(dir: &Path, command: &str, options: &ShellOptions) -> Result<CommandOutput, ToolError> {
+    // One pipe for stdout and stderr, as `2>&1` would: the output reads in
+    // the order it was written, which two pipes cannot promise.
+    let (reader, writer) = std::io::pipe().map_err(|source| ToolError::Spawn { source })?;
+    let stderr = writer.try_clone().map_err(|source| ToolError::Spawn { source })?;
+    let mut output =
+        tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()).map_err(|source| ToolError::Spawn { source })?;
+    // The command (and with it this process's copies of the write end)
+    // is dropped at the end of the statement: the pipe then closes when
+    // the last process of the command's group lets go of it.
+    let mut child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(stderr)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        // The shell leads a new group, whose id is its pid: everything it
+        // starts joins that group unless it leaves on purpose.
+        .process_group(0)
+        // The shell itself is killed and reaped by tokio if this future is
+        // dropped; `Group` kills the rest.
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| ToolError::Spawn { source })?;
+    let mut group = Group(child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw));
+    let mut capture = Capture::new(options.output_cap);
+    let mut status = None;
+
+    let run = async {
+        let mut buf = vec![0; 16 * 1024];
+        let mut open = true;
+        // Until the shell has exited and the pipe is closed. The pipe stays
+        // open while any process holds it, so a background child that
+        // still has it would keep the call going: it is killed with the
+        // group as soon as the shell exits.
+        while status.is_none() || open {
+            tokio::select! {
+                // A read error ends the output as EOF does.
+                n = output.read(&mut buf), if open => match n.unwrap_or(0) {
+                    0 => open = false,
+                    n => capture.push(&buf[..n]),
+                },
+                exit = child.wait(), if status.is_none() => {
+                    status = Some(exit.map_err(|source| ToolError::Io { path: dir.display().to_string(), source })?);
+                    // What the group wrote is still in the pipe and is read
+                    // on; nothing more is written once it is dead. The
+                    // shell is already reaped here, so its pid could in
+                    // principle name a new group by now, but only after the
+                    // pid space wrapped in between two system calls.
+                    group.kill();
+                }
+            }
+        }
+        Ok::<(), ToolError>(())
+    };
+    let timed_out = match tokio::time::timeout(options.timeout, run).await {
+        Ok(result) => {
+            result?;
+            false
+        }
+        Err(_) => true,
+    };
+    if timed_out {
+        // Killed before the shell is reaped: the group id cannot have been
+        // reused yet.
+        group.kill();
+    }
+    let status = match status {
+        Some(status) => status,
+        None => child.wait().await.map_err(|source| ToolError::Io { path: dir.display().to_string(), source })?,
+    };
+    tracing::debug!(command, %status, timed_out, bytes = capture.total(), "command finished");
+    Ok(CommandOutput {
+        status,
+        output: capture.text(),
+        total_bytes: capture.total(),
+        cut_bytes: capture.cut(),
+        timed_out,
+        timeout: options.timeout,
+    })
+}

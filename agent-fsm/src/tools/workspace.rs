@@ -1,0 +1,191 @@
+//! The file tools: a directory handle, and every path resolved beneath it
+//! (cap-std), never by its text.
+
+use super::ToolError;
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+/// A directory an agent's tools work in, and nothing outside it.
+///
+/// Every path is relative to the directory and resolved beneath it through
+/// a handle opened once by [`Workspace::open`]: no absolute path, no `..`
+/// above it and no symlink leading out of it is followed (see the
+/// [module docs](crate::tools) for exactly what is and is not confined).
+/// The calls run on tokio's blocking pool, so they must be awaited inside a
+/// tokio runtime. Cloning is cheap and shares the handle.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+    dir: Arc<Dir>,
+}
+
+/// A path-level failure for the model: the escape cap-std refuses, the
+/// usual kinds, and the rest as it is.
+fn classify(path: &str, error: io::Error) -> ToolError {
+    let path = path.to_owned();
+    match error.kind() {
+        // cap-std reports an escape (an absolute path, `..` above the
+        // root, a symlink out) as a permission error of its own, with no
+        // OS error code; a denied permission from the OS carries one.
+        io::ErrorKind::PermissionDenied if error.raw_os_error().is_none() => ToolError::OutsideWorkspace { path },
+        io::ErrorKind::NotFound => ToolError::NotFound { path },
+        _ => ToolError::Io { path, source: error },
+    }
+}
+
+/// `bytes` as text, or [`ToolError::NotUtf8`].
+fn utf8(path: &str, bytes: Vec<u8>) -> Result<String, ToolError> {
+    String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: path.to_owned() })
+}
+
+impl Workspace {
+    /// Opens the directory `root` (which must exist) as a workspace.
+    ///
+    /// # Errors
+    /// `root` cannot be opened as a directory.
+    pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
+        let root = root.as_ref().to_path_buf();
+        let dir = Dir::open_ambient_dir(&root, ambient_authority())?;
+        Ok(Workspace { root, dir: Arc::new(dir) })
+    }
+
+    /// The directory, as the path it was opened by.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Runs `op` on the directory handle and `path`, on the blocking pool.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        path: &str,
+        op: impl FnOnce(&Dir, &Path) -> io::Result<T> + Send + 'static,
+    ) -> Result<T, ToolError> {
+        let dir = Arc::clone(&self.dir);
+        let owned = path.to_owned();
+        match tokio::task::spawn_blocking(move || op(&dir, Path::new(&owned))).await {
+            Ok(result) => result.map_err(|e| classify(path, e)),
+            Err(join) => Err(ToolError::Io { path: path.to_owned(), source: io::Error::other(join) }),
+        }
+    }
+
+    /// The text of the file at `path`.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`], [`ToolError::NotFound`],
+    /// [`ToolError::NotUtf8`], or [`ToolError::Io`] (a directory, no
+    /// permission).
+    pub async fn read_file(&self, path: &str) -> Result<String, ToolError> {
+        let bytes = self.blocking(path, |dir, p| dir.read(p)).await?;
+        utf8(path, bytes)
+    }
+
+    /// Writes `contents` to the file at `path`, replacing it, and creates
+    /// the directories it needs first (inside the workspace).
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`] (a symlinked directory or file on
+    /// the way leads out), or [`ToolError::Io`].
+    pub async fn write_file(&self, path: &str, contents: &str) -> Result<(), ToolError> {
+        let contents = contents.to_owned();
+        self.blocking(path, move |dir, p| {
+            if let Some(parent) = p.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+                // Resolved first (following symlinks, beneath the root), so
+                // that a symlinked directory on the way is either followed
+                // inside or refused as an escape, rather than reported by
+                // `create_dir_all` as a file that exists.
+                match dir.metadata(parent) {
+                    Ok(meta) if meta.is_dir() => {}
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                    _ => dir.create_dir_all(parent)?,
+                }
+            }
+            dir.write(p, contents)
+        })
+        .await
+    }
+
+    /// Replaces the one occurrence of `old` in the file at `path` with
+    /// `new`.
+    ///
+    /// # Errors
+    /// [`ToolError::EditNotFound`] when `old` does not occur,
+    /// [`ToolError::EditAmbiguous`] when it occurs more than once or is
+    /// empty (the file is then unchanged), and the errors of
+    /// [`read_file`](Self::read_file) and [`write_file`](Self::write_file).
+    pub async fn edit_file(&self, path: &str, old: &str, new: &str) -> Result<(), ToolError> {
+        let text = self.read_file(path).await?;
+        match text.matches(old).count() {
+            0 => Err(ToolError::EditNotFound { path: path.to_owned() }),
+            1 if !old.is_empty() => self.write_file(path, &text.replacen(old, new, 1)).await,
+            count => Err(ToolError::EditAmbiguous { path: path.to_owned(), count }),
+        }
+    }
+
+    /// The names in the directory at `path` (`""` or `"."` for the
+    /// workspace itself), sorted. A name that is not UTF-8 is shown with
+    /// U+FFFD in place of the bytes that are not.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`], [`ToolError::NotFound`], or
+    /// [`ToolError::Io`] (not a directory, no permission).
+    pub async fn list_files(&self, path: &str) -> Result<Vec<String>, ToolError> {
+        let path = if path.is_empty() { "." } else { path };
+        self.blocking(path, |dir, p| {
+            let mut names = Vec::new();
+            for entry in dir.read_dir(p)? {
+                names.push(entry?.file_name().to_string_lossy().into_owned());
+            }
+            names.sort();
+            Ok(names)
+        })
+        .await
+    }
+
+    /// The path on the host of `path`, for handing to another program (a
+    /// formatter, a compiler), after checking that it resolves inside the
+    /// workspace now. A path that does not exist yet is accepted when the
+    /// walk to it stays inside.
+    ///
+    /// This is a check, then a use by the other program: a symlink swapped
+    /// in between is not caught. Prefer the file methods, which resolve and
+    /// open in one step. The check is a blocking file-system call.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`], or [`ToolError::Io`].
+    pub fn host_path(&self, path: &str) -> Result<PathBuf, ToolError> {
+        match self.dir.metadata(path) {
+            Ok(_) => Ok(self.root.join(path)),
+            Err(e) => match classify(path, e) {
+                // Not there yet: the rest of the walk cannot be checked, so
+                // it must be plain names (a `..` after a missing directory
+                // would be resolved by the other program, not here).
+                ToolError::NotFound { .. }
+                    if Path::new(path).components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) =>
+                {
+                    Ok(self.root.join(path))
+                }
+                ToolError::NotFound { .. } => Err(ToolError::OutsideWorkspace { path: path.to_owned() }),
+                other => Err(other),
+            },
+        }
+    }
+
+    /// Runs `command` with `sh -c` in the workspace directory; see
+    /// [`run_command`](super::run_command), and the module docs for why a
+    /// shell is not confined to the workspace.
+    ///
+    /// # Errors
+    /// As [`run_command`](super::run_command).
+    #[cfg(unix)]
+    pub async fn run_command(
+        &self,
+        command: &str,
+        options: &super::ShellOptions,
+    ) -> Result<super::CommandOutput, ToolError> {
+        super::run_command(&self.root, command, options).await
+    }
+}

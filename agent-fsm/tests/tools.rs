@@ -1,0 +1,339 @@
+//! The workspace tools against real directories and real `sh` processes:
+//! no path (symlinks to files and directories, relative ones, ones the
+//! shell made, `..`, absolute paths) leads out of the workspace, a
+//! command's background children die with it (timeout, cancel, exit), and
+//! output over the cap is cut and says so.
+#![cfg(unix)]
+
+use agent_fsm::tools::{ShellOptions, ToolError, Workspace};
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::time::Duration;
+
+/// Bounds every test that waits on a process.
+const HANG: Duration = Duration::from_secs(30);
+
+/// A workspace `ws/` beside a directory `outside/` holding `secret`.
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    ws: Workspace,
+    inside: std::path::PathBuf,
+    outside: std::path::PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let inside = tmp.path().join("ws");
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&inside).expect("ws");
+    std::fs::create_dir(&outside).expect("outside");
+    std::fs::write(outside.join("secret"), "top secret\n").expect("secret");
+    std::fs::write(inside.join("inside.txt"), "inside\n").expect("inside");
+    std::fs::create_dir(inside.join("sub")).expect("sub");
+    let ws = Workspace::open(&inside).expect("open");
+    Fixture { _tmp: tmp, ws, inside, outside }
+}
+
+fn is_outside<T: std::fmt::Debug>(result: Result<T, ToolError>) -> bool {
+    match result {
+        Err(ToolError::OutsideWorkspace { path }) => !path.is_empty(),
+        other => {
+            eprintln!("not refused as outside: {other:?}");
+            false
+        }
+    }
+}
+
+impl Fixture {
+    /// Every file tool through `path` is refused, and nothing outside
+    /// changed.
+    async fn assert_all_refused(&self, path: &str) {
+        let ws = &self.ws;
+        assert!(is_outside(ws.read_file(path).await), "read_file {path}");
+        assert!(is_outside(ws.write_file(path, "pwned").await), "write_file {path}");
+        assert!(is_outside(ws.edit_file(path, "top", "pwned").await), "edit_file {path}");
+        assert!(is_outside(ws.host_path(path)), "host_path {path}");
+        self.assert_outside_untouched();
+    }
+
+    fn assert_outside_untouched(&self) {
+        assert_eq!(std::fs::read_to_string(self.outside.join("secret")).expect("secret"), "top secret\n");
+        let names: Vec<_> =
+            std::fs::read_dir(&self.outside).expect("outside").map(|e| e.expect("entry").file_name()).collect();
+        assert_eq!(names, ["secret"], "nothing was created outside");
+    }
+}
+
+#[tokio::test]
+async fn a_symlink_to_a_file_outside_is_refused() {
+    let f = fixture();
+    symlink(f.outside.join("secret"), f.inside.join("link")).expect("symlink");
+    f.assert_all_refused("link").await;
+    f.assert_all_refused("./sub/../link").await;
+}
+
+#[tokio::test]
+async fn a_symlink_to_a_directory_outside_is_refused() {
+    let f = fixture();
+    symlink(&f.outside, f.inside.join("door")).expect("symlink");
+    f.assert_all_refused("door/secret").await;
+    assert!(is_outside(f.ws.list_files("door").await));
+    // Creating the parent directories must not go through it either.
+    assert!(is_outside(f.ws.write_file("door/new/file", "pwned").await));
+    assert!(is_outside(f.ws.write_file("door/new", "pwned").await));
+    f.assert_outside_untouched();
+}
+
+#[tokio::test]
+async fn a_relative_symlink_that_climbs_out_is_refused() {
+    let f = fixture();
+    symlink("../outside/secret", f.inside.join("rel")).expect("symlink");
+    symlink("../../outside", f.inside.join("sub/up")).expect("symlink");
+    f.assert_all_refused("rel").await;
+    f.assert_all_refused("sub/up/secret").await;
+    assert!(is_outside(f.ws.list_files("sub/up").await));
+}
+
+#[tokio::test]
+async fn a_dangling_symlink_out_is_not_created_through() {
+    let f = fixture();
+    symlink(f.outside.join("planted"), f.inside.join("dangling")).expect("symlink");
+    assert!(is_outside(f.ws.write_file("dangling", "pwned").await));
+    f.assert_outside_untouched();
+}
+
+#[tokio::test]
+async fn symlinks_that_stay_inside_are_followed() {
+    let f = fixture();
+    symlink("inside.txt", f.inside.join("alias")).expect("symlink");
+    symlink("..", f.inside.join("sub/parent")).expect("symlink");
+    assert_eq!(f.ws.read_file("alias").await.expect("read"), "inside\n");
+    assert_eq!(f.ws.read_file("sub/parent/inside.txt").await.expect("read"), "inside\n");
+    f.ws.edit_file("alias", "inside", "edited").await.expect("edit");
+    assert_eq!(std::fs::read_to_string(f.inside.join("inside.txt")).expect("read"), "edited\n");
+    assert!(f.ws.list_files("sub/parent").await.expect("list").contains(&"inside.txt".to_owned()));
+}
+
+#[tokio::test]
+async fn a_symlink_made_by_the_shell_tool_is_refused() {
+    let f = fixture();
+    let options = ShellOptions::default().with_timeout(HANG);
+    let outside = f.outside.display();
+    let made =
+        f.ws.run_command(
+            &format!("ln -s '{outside}/secret' made && ln -s '{outside}' madedir && ln -s ../outside rel"),
+            &options,
+        )
+        .await
+        .expect("ran");
+    assert!(made.success(), "{made:?}");
+    f.assert_all_refused("made").await;
+    f.assert_all_refused("madedir/secret").await;
+    f.assert_all_refused("rel/secret").await;
+    assert!(is_outside(f.ws.list_files("madedir").await));
+}
+
+#[tokio::test]
+async fn dot_dot_above_the_workspace_is_refused() {
+    let f = fixture();
+    f.assert_all_refused("../outside/secret").await;
+    f.assert_all_refused("sub/../../outside/secret").await;
+    f.assert_all_refused("..").await;
+    assert!(is_outside(f.ws.list_files("..").await));
+    assert!(is_outside(f.ws.write_file("../outside/new", "pwned").await));
+    f.assert_outside_untouched();
+    // A `..` that stays inside is an ordinary path.
+    assert_eq!(f.ws.read_file("sub/../inside.txt").await.expect("read"), "inside\n");
+}
+
+#[tokio::test]
+async fn absolute_paths_are_refused_even_inside() {
+    let f = fixture();
+    f.assert_all_refused(&f.outside.join("secret").display().to_string()).await;
+    assert!(is_outside(f.ws.read_file(&f.inside.join("inside.txt").display().to_string()).await));
+    assert!(is_outside(f.ws.list_files("/").await));
+    assert!(is_outside(f.ws.write_file(&f.outside.join("new").display().to_string(), "pwned").await));
+    f.assert_outside_untouched();
+}
+
+#[tokio::test]
+async fn the_file_tools_work_and_fail_plainly_inside() {
+    let f = fixture();
+    let ws = &f.ws;
+    ws.write_file("a/b/c.txt", "one two two\n").await.expect("write creates parents");
+    assert_eq!(std::fs::read_to_string(f.inside.join("a/b/c.txt")).expect("on disk"), "one two two\n");
+    assert_eq!(ws.list_files("").await.expect("list"), ["a", "inside.txt", "sub"]);
+    assert_eq!(ws.list_files("a/b").await.expect("list"), ["c.txt"]);
+
+    assert!(matches!(ws.edit_file("a/b/c.txt", "two", "2").await, Err(ToolError::EditAmbiguous { count: 2, .. })));
+    assert!(matches!(ws.edit_file("a/b/c.txt", "", "2").await, Err(ToolError::EditAmbiguous { .. })));
+    assert!(matches!(ws.edit_file("a/b/c.txt", "three", "3").await, Err(ToolError::EditNotFound { .. })));
+    assert_eq!(ws.read_file("a/b/c.txt").await.expect("read"), "one two two\n", "a refused edit changes nothing");
+    ws.edit_file("a/b/c.txt", "one", "1").await.expect("edit");
+    assert_eq!(ws.read_file("a/b/c.txt").await.expect("read"), "1 two two\n");
+
+    assert!(matches!(ws.read_file("missing").await, Err(ToolError::NotFound { .. })));
+    std::fs::write(f.inside.join("bin"), [0xff, 0xfe, 0]).expect("binary");
+    assert!(matches!(ws.read_file("bin").await, Err(ToolError::NotUtf8 { .. })));
+    assert!(matches!(ws.read_file("sub").await, Err(ToolError::Io { .. })));
+    assert_eq!(ws.host_path("sub/new.rs").expect("inside"), f.inside.join("sub/new.rs"));
+    assert!(is_outside(ws.host_path("missing/../../outside/secret")));
+    let message = ws.read_file("../outside/secret").await.expect_err("outside").to_string();
+    assert_eq!(
+        message,
+        "`../outside/secret` leads outside the workspace; use a path relative to the workspace that stays inside it"
+    );
+}
+
+/// The state letter of a process, `None` once it is gone.
+fn state_of(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parens.
+    let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let pgrp = rest.nth(1)?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Whether `pid` still runs: a zombie waiting for its reaper does not.
+fn running(pid: i32) -> bool {
+    state_of(pid).is_some_and(|(state, _)| !matches!(state, 'Z' | 'X'))
+}
+
+/// Live processes whose process group is `pgid`.
+fn live_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| state_of(pid).is_some_and(|(state, pgrp)| pgrp == pgid && !matches!(state, 'Z' | 'X')))
+        .collect()
+}
+
+/// Waits (bounded) for `pid` to stop running and its group to be empty:
+/// the kernel delivers `SIGKILL` soon, not at once.
+async fn assert_dies(pid: i32, pgid: i32) {
+    for _ in 0..500 {
+        if !running(pid) && live_members(pgid).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("process {pid} still runs, or its group {pgid} still has {:?}", live_members(pgid));
+}
+
+/// The pid a command wrote to `name` in the workspace, once it is there.
+async fn pid_in(dir: &Path, name: &str) -> i32 {
+    loop {
+        if let Ok(text) = std::fs::read_to_string(dir.join(name))
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_whole_group() {
+    let f = fixture();
+    let options = ShellOptions::default().with_timeout(Duration::from_millis(500));
+    let run = tokio::time::timeout(
+        HANG,
+        f.ws.run_command("echo $$ > shell; sleep 1000 & echo $! > child; echo started; wait", &options),
+    )
+    .await
+    .expect("returns after its own timeout")
+    .expect("ran");
+    assert!(run.timed_out && !run.success());
+    assert!(run.output.contains("started"), "output before the kill is kept: {run:?}");
+    let message = run.clone().into_result().expect_err("timed out");
+    assert!(matches!(message, ToolError::TimedOut { .. }));
+    assert!(message.to_string().starts_with("the command timed out after 500ms"), "{message}");
+    let (shell, child) = (pid_in(&f.inside, "shell").await, pid_in(&f.inside, "child").await);
+    assert_dies(child, shell).await;
+}
+
+#[tokio::test]
+async fn dropping_the_call_kills_the_whole_group() {
+    let f = fixture();
+    let options = ShellOptions::default().with_timeout(Duration::from_secs(1000));
+    let call = f.ws.run_command("echo $$ > shell; sleep 1000 & echo $! > child; wait", &options);
+    let (shell, child) = tokio::time::timeout(HANG, async {
+        tokio::pin!(call);
+        tokio::select! {
+            done = &mut call => panic!("the command ended: {done:?}"),
+            pids = async { (pid_in(&f.inside, "shell").await, pid_in(&f.inside, "child").await) } => pids,
+        }
+        // `call` is dropped here, mid-run.
+    })
+    .await
+    .expect("the command started");
+    assert_dies(child, shell).await;
+    assert_dies(shell, shell).await;
+}
+
+#[tokio::test]
+async fn a_background_child_does_not_outlive_the_shell() {
+    let f = fixture();
+    let options = ShellOptions::default().with_timeout(Duration::from_secs(1000));
+    // One child keeps the output pipe open, which would hold the call
+    // until the timeout; one let go of it.
+    let command = "sleep 1000 & echo $! > held; sleep 1000 > /dev/null 2>&1 & echo $! > freed; echo $$";
+    let run = tokio::time::timeout(HANG, f.ws.run_command(command, &options))
+        .await
+        .expect("returns once the shell exits")
+        .expect("ran");
+    assert!(run.success() && !run.timed_out, "{run:?}");
+    let shell: i32 = run.output.trim().parse().expect("the shell's pid");
+    for name in ["held", "freed"] {
+        assert_dies(pid_in(&f.inside, name).await, shell).await;
+    }
+}
+
+#[tokio::test]
+async fn output_over_the_cap_keeps_head_and_tail_and_says_the_cut() {
+    let f = fixture();
+    let cap = 64 * 1024;
+    let options = ShellOptions::default().with_timeout(HANG).with_output_cap(cap);
+    let size: u64 = 50 * 1024 * 1024;
+    let command = format!("echo START; echo to-stderr >&2; head -c {size} /dev/zero | tr '\\0' x; echo; echo END");
+    let before = peak_rss_kib();
+    let run = tokio::time::timeout(HANG, f.ws.run_command(&command, &options)).await.expect("in time").expect("ran");
+    let grown = peak_rss_kib().saturating_sub(before);
+    assert!(run.success(), "{:?}", run.status);
+    let total = size + "START\nto-stderr\n\nEND\n".len() as u64;
+    assert_eq!(run.total_bytes, total);
+    assert_eq!(run.cut_bytes, total - cap as u64);
+    assert!(run.output.starts_with("START\nto-stderr\nxxx"), "head kept, stdout and stderr in order");
+    assert!(run.output.ends_with("xxx\nEND\n"), "tail kept");
+    let said = format!("\n[... {} bytes cut ...]\n", total - cap as u64);
+    assert!(run.output.contains(&said), "the cut is said");
+    assert_eq!(run.output.len(), cap + said.len());
+    // The whole output would be 50 MiB; what stays is the cap plus a read
+    // buffer. The peak is the whole test process's, so allow slack.
+    assert!(grown < 16 * 1024, "peak memory grew by {grown} KiB");
+}
+
+/// The process's peak resident set, in KiB (0 where unknown).
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_failing_command_says_its_exit_code_and_output() {
+    let f = fixture();
+    let options = ShellOptions::default().with_timeout(HANG);
+    let run = f.ws.run_command("pwd -P; echo oops >&2; exit 3", &options).await.expect("ran");
+    assert_eq!((run.status.code(), run.timed_out, run.cut_bytes), (Some(3), false, 0));
+    let expected_dir = std::fs::canonicalize(&f.inside).expect("canonical");
+    assert_eq!(run.output, format!("{}\noops\n", expected_dir.display()), "runs in the workspace");
+    let error = run.into_result().expect_err("failed");
+    assert_eq!(error.to_string(), format!("exit 3: {}\noops\n", expected_dir.display()));
+    let ok = f.ws.run_command("echo fine", &options).await.expect("ran");
+    assert_eq!(ok.into_result().expect("succeeded"), "fine\n");
+}
