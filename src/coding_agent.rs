@@ -6,9 +6,12 @@
 //!   reply and streams it as deltas with small delays. A real provider is
 //!   another implementation of the trait; neither the machine nor the
 //!   executor changes.
-//! - [`Workspace`]: `read_file`, `write_file`, `edit_file`, `list_files`
-//!   and `run_command` (with a timeout), every path confined to one
-//!   directory.
+//! - [`Workspace`]: `read_file`, `write_file`, `edit_file` and
+//!   `list_files`, every path resolved beneath one directory by
+//!   [`agent_fsm::tools`] (no `..`, absolute path or symlink leads out),
+//!   and `run_command`, a shell in that directory killed with its process
+//!   group on timeout, its output capped. The shell is not a sandbox: the
+//!   command can reach anything the user running the agent can.
 //! - [`LoomEffects`]: performs Loom's actions: a model call becomes a
 //!   stream of `LlmEvent`s, tool calls become concurrent tasks, the post-tool
 //!   hook reports the tools that succeeded as output and sends its completion
@@ -20,11 +23,12 @@ use crate::loom::{
     ToolExecutionOutcome,
 };
 use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, RetryPolicy};
+use agent_fsm::tools::{self, ShellOptions};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::{Value, json};
-use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// A language model that streams its reply.
@@ -121,22 +125,11 @@ fn tool_error(message: impl Into<String>) -> ToolError {
     ToolError { message: message.into() }
 }
 
-/// `path` under `root`: the one confinement rule of every agent's tools.
-/// An empty path, an absolute one, or one using `..` is refused.
-///
-/// # Errors
-/// Says which path was refused.
-pub fn confined(root: &Path, path: &str) -> Result<PathBuf, String> {
-    let relative = Path::new(path);
-    if path.is_empty() || relative.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
-        return Err(format!("`{path}` is not a path inside the workspace"));
-    }
-    Ok(root.join(relative))
-}
-
 /// Runs `command` in `dir` with no stdin, killed if the future is dropped,
 /// and without the `GIT_*` variables that would point `git` at another
-/// repository than the workspace's.
+/// repository than the workspace's. For the programs the agents run
+/// themselves (`git`, a formatter); the model's commands go through
+/// [`run_shell`].
 ///
 /// # Errors
 /// The command could not be started.
@@ -153,37 +146,51 @@ pub async fn output_of(command: &mut tokio::process::Command, dir: &Path) -> std
         .await
 }
 
-/// Runs `command` with `sh -c` in `dir` (see [`output_of`]) and returns its
-/// stdout then stderr; killed after `timeout`. Every agent's shell tool.
+/// Runs `command` with `sh -c` in `dir` through [`tools::run_command`]:
+/// its process group is killed when it exits, after `timeout`, or if the
+/// future is dropped, and its output is capped at the default 32 KiB (head
+/// and tail). Every agent's shell tool; it is not a sandbox (see
+/// [`agent_fsm::tools`]).
 ///
 /// # Errors
 /// What the model is told: a command that could not start, failed (with its
 /// exit code and output) or timed out.
 pub async fn run_shell(dir: &Path, command: &str, timeout: Duration) -> Result<String, String> {
-    let mut child = tokio::process::Command::new("sh");
-    child.arg("-c").arg(command);
-    let output = tokio::time::timeout(timeout, output_of(&mut child, dir))
+    let options = ShellOptions::default().with_timeout(timeout);
+    tools::run_command(dir, command, &options)
         .await
-        .map_err(|_| format!("`{command}` timed out after {timeout:?}"))?
-        .map_err(|e| e.to_string())?;
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&output.stderr));
-    if output.status.success() { Ok(text) } else { Err(format!("exit {}: {text}", output.status.code().unwrap_or(-1))) }
+        .and_then(tools::CommandOutput::into_result)
+        .map_err(|e| e.to_string())
 }
 
-/// A directory the tools may touch, and nothing outside it.
+/// A directory the file tools may touch, and nothing outside it: every path
+/// is resolved beneath it by [`agent_fsm::tools::Workspace`], so no `..`,
+/// absolute path or symlink leads out. `run_command` runs a shell whose
+/// working directory is the workspace, but which can reach anything the
+/// user running the agent can: a shell is not a sandbox.
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
-    /// How long `run_command` may take.
+    /// The directory handle, opened on the first tool call (so that `new`
+    /// cannot fail) and kept.
+    opened: OnceLock<tools::Workspace>,
+    /// How long `run_command` may take before its process group is killed.
     pub command_timeout: Duration,
+    /// How many bytes of a command's output are kept (head and tail).
+    pub output_cap: usize,
 }
 
 impl Workspace {
-    /// Tools confined to `root`.
+    /// Tools confined to `root`, with a 10 s command timeout and a 32 KiB
+    /// output cap.
     #[must_use]
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Workspace { root: root.into(), command_timeout: Duration::from_secs(10) }
+        Workspace {
+            root: root.into(),
+            opened: OnceLock::new(),
+            command_timeout: Duration::from_secs(10),
+            output_cap: ShellOptions::default().output_cap,
+        }
     }
 
     /// The directory.
@@ -192,9 +199,18 @@ impl Workspace {
         &self.root
     }
 
-    /// `path` inside the workspace; see [`confined`].
-    fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
-        confined(&self.root, path).map_err(tool_error)
+    /// The library's workspace over the directory, opened once.
+    ///
+    /// # Errors
+    /// The directory cannot be opened.
+    pub fn tools(&self) -> Result<&tools::Workspace, tools::ToolError> {
+        if let Some(opened) = self.opened.get() {
+            return Ok(opened);
+        }
+        let opened = tools::Workspace::open(&self.root)
+            .map_err(|source| tools::ToolError::Io { path: self.root.display().to_string(), source })?;
+        // Another call may have opened it meanwhile; either handle will do.
+        Ok(self.opened.get_or_init(|| opened))
     }
 
     fn arg<'a>(call: &'a ToolCall, name: &str) -> Result<&'a str, ToolError> {
@@ -204,47 +220,39 @@ impl Workspace {
             .ok_or_else(|| tool_error(format!("`{}` needs a string argument `{name}`", call.name)))
     }
 
-    /// Runs one tool call.
+    /// Runs one tool call: `read_file { path }`, `write_file { path,
+    /// content }`, `edit_file { path, old, new }` (exactly one occurrence
+    /// of `old`), `list_files { path? }` and `run_command { command }`.
     ///
     /// # Errors
-    /// A [`ToolError`] for an unknown tool, bad arguments, a path outside
-    /// the workspace, an I/O failure or a command that times out.
+    /// A [`ToolError`] for an unknown tool, bad arguments, and every
+    /// [`tools::ToolError`] (a path outside the workspace, a missing file,
+    /// an edit that does not match once, a command that failed or timed
+    /// out), in its words.
     pub async fn run(&self, call: &ToolCall) -> Result<Value, ToolError> {
-        let io = |e: std::io::Error| tool_error(e.to_string());
+        let fail = |e: tools::ToolError| tool_error(e.to_string());
+        let ws = self.tools().map_err(fail)?;
         match call.name.as_str() {
-            "read_file" => {
-                let path = self.resolve(Self::arg(call, "path")?)?;
-                Ok(Value::String(tokio::fs::read_to_string(path).await.map_err(io)?))
-            }
+            "read_file" => ws.read_file(Self::arg(call, "path")?).await.map(Value::String).map_err(fail),
             "write_file" => {
-                let path = self.resolve(Self::arg(call, "path")?)?;
-                tokio::fs::write(path, Self::arg(call, "content")?).await.map_err(io)?;
+                ws.write_file(Self::arg(call, "path")?, Self::arg(call, "content")?).await.map_err(fail)?;
                 Ok(json!("written"))
             }
             "edit_file" => {
-                let path = self.resolve(Self::arg(call, "path")?)?;
-                let (old, new) = (Self::arg(call, "old")?, Self::arg(call, "new")?);
-                let text = tokio::fs::read_to_string(&path).await.map_err(io)?;
-                if !text.contains(old) {
-                    return Err(tool_error(format!("`{old}` not found in the file")));
-                }
-                tokio::fs::write(&path, text.replacen(old, new, 1)).await.map_err(io)?;
+                let (path, old, new) = (Self::arg(call, "path")?, Self::arg(call, "old")?, Self::arg(call, "new")?);
+                ws.edit_file(path, old, new).await.map_err(fail)?;
                 Ok(json!("edited"))
             }
             "list_files" => {
-                let path = self.resolve(call.arguments.get("path").and_then(Value::as_str).unwrap_or("."))?;
-                let mut names = Vec::new();
-                let mut dir = tokio::fs::read_dir(path).await.map_err(io)?;
-                while let Some(entry) = dir.next_entry().await.map_err(io)? {
-                    names.push(entry.file_name().to_string_lossy().into_owned());
-                }
-                names.sort();
-                Ok(Value::String(names.join("\n")))
+                let path = call.arguments.get("path").and_then(Value::as_str).unwrap_or(".");
+                Ok(Value::String(ws.list_files(path).await.map_err(fail)?.join("\n")))
             }
-            "run_command" => run_shell(&self.root, Self::arg(call, "command")?, self.command_timeout)
-                .await
-                .map(Value::String)
-                .map_err(tool_error),
+            "run_command" => {
+                let options =
+                    ShellOptions::default().with_timeout(self.command_timeout).with_output_cap(self.output_cap);
+                let output = ws.run_command(Self::arg(call, "command")?, &options).await.map_err(fail)?;
+                output.into_result().map(Value::String).map_err(fail)
+            }
             other => Err(tool_error(format!("unknown tool `{other}`"))),
         }
     }

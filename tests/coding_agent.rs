@@ -68,3 +68,33 @@ async fn tools_stay_inside_the_workspace() {
     let failing = ws.run(&call("run_command", serde_json::json!({ "command": "exit 3" }))).await;
     assert!(failing.expect_err("non-zero exit").message.starts_with("exit 3"));
 }
+
+#[tokio::test]
+async fn a_symlink_out_of_the_workspace_is_refused_and_edits_match_once() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (inside, outside) = (tmp.path().join("ws"), tmp.path().join("outside"));
+    std::fs::create_dir(&inside).expect("ws");
+    std::fs::create_dir(&outside).expect("outside");
+    std::fs::write(outside.join("secret"), "secret").expect("secret");
+    std::os::unix::fs::symlink(outside.join("secret"), inside.join("link")).expect("symlink");
+    std::fs::write(inside.join("twice.txt"), "a a").expect("file");
+    let ws = Workspace::new(&inside);
+    let call = |name: &str, args: serde_json::Value| agent_fsm_examples::loom::ToolCall {
+        id: "1".into(),
+        name: name.into(),
+        arguments: args,
+    };
+    for (tool, args) in [
+        ("read_file", serde_json::json!({ "path": "link" })),
+        ("write_file", serde_json::json!({ "path": "link", "content": "pwned" })),
+        ("edit_file", serde_json::json!({ "path": "link", "old": "secret", "new": "pwned" })),
+    ] {
+        let refused = ws.run(&call(tool, args)).await.expect_err("refused");
+        assert!(refused.message.contains("is not a path inside the workspace"), "{tool}: {}", refused.message);
+    }
+    assert_eq!(std::fs::read_to_string(outside.join("secret")).expect("secret"), "secret");
+    let twice = ws.run(&call("edit_file", serde_json::json!({ "path": "twice.txt", "old": "a", "new": "b" }))).await;
+    assert!(twice.expect_err("ambiguous").message.contains("occurs 2 times"));
+    let listed = ws.run(&call("list_files", serde_json::json!({}))).await.expect("list");
+    assert_eq!(listed, serde_json::json!("link\ntwice.txt"));
+}

@@ -181,7 +181,7 @@ async fn the_file_tools_work_and_fail_plainly_inside() {
     let message = ws.read_file("../outside/secret").await.expect_err("outside").to_string();
     assert_eq!(
         message,
-        "`../outside/secret` leads outside the workspace; use a path relative to the workspace that stays inside it"
+        "`../outside/secret` is not a path inside the workspace: paths are relative to it and may not lead out of it, by `..` or through a symlink"
     );
 }
 

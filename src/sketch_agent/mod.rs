@@ -7,7 +7,7 @@
 //!   reads the conversation to pick its reply (its prompts are listed on
 //!   the type).
 //! - [`Workspace`]: `write_file`, `read_file` and `bash` (with a timeout),
-//!   every path confined to one directory.
+//!   every path resolved beneath one directory (`bash` is not confined).
 //! - [`Rustfmt`]: the autoformatter, run on the `.rs` files of new commits.
 //! - [`SketchEffects`]: performs every [`SketchAction`]: the model call, each
 //!   tool call and the `git` check are executor tasks; the formatter run is

@@ -10,13 +10,15 @@ use std::time::Duration;
 
 /// A directory the tools may touch, and nothing outside it.
 ///
-/// Paths given to `write_file` and `read_file` must be relative and may not
-/// use `..`; `bash` runs with the workspace as its working directory (a
-/// shell command can still reach outside it: the confinement is of paths,
-/// not a sandbox).
+/// Paths given to `write_file` and `read_file` are resolved beneath the
+/// workspace by [`agent_fsm::tools::Workspace`]: no absolute path, `..`
+/// above it or symlink leads out. `bash` runs with the workspace as its
+/// working directory and is killed with its process group on timeout, but
+/// a shell command can still reach outside it: a shell is not a sandbox.
 #[derive(Debug, Clone)]
 pub struct Workspace {
-    root: PathBuf,
+    /// The file tools, shared with the coding agent's.
+    files: crate::coding_agent::Workspace,
     /// How long a `bash` command may take before it is killed.
     pub command_timeout: Duration,
 }
@@ -25,21 +27,23 @@ impl Workspace {
     /// Tools confined to `root`, with a 10 s command timeout.
     #[must_use]
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Workspace { root: root.into(), command_timeout: Duration::from_secs(10) }
+        Workspace { files: crate::coding_agent::Workspace::new(root), command_timeout: Duration::from_secs(10) }
     }
 
     /// The directory.
     #[must_use]
     pub fn root(&self) -> &Path {
-        &self.root
+        self.files.root()
     }
 
-    /// `path` inside the workspace.
+    /// The path on the host of `path`, for handing to another program,
+    /// once checked to resolve inside the workspace (see
+    /// [`agent_fsm::tools::Workspace::host_path`]).
     ///
     /// # Errors
-    /// An empty or absolute path, or one using `..`.
+    /// A path that leads outside the workspace.
     pub fn resolve(&self, path: &str) -> Result<PathBuf, String> {
-        crate::coding_agent::confined(&self.root, path)
+        self.files.tools().and_then(|ws| ws.host_path(path)).map_err(|e| e.to_string())
     }
 
     /// Runs one tool call and returns what the tool says.
@@ -54,18 +58,15 @@ impl Workspace {
         let arg = |name: &str| {
             input.get(name).and_then(Value::as_str).ok_or_else(|| format!("`{}` needs a string `{name}`", call.name))
         };
-        let io = |e: std::io::Error| e.to_string();
+        let fail = |e: agent_fsm::tools::ToolError| e.to_string();
         match call.name.as_str() {
             "write_file" => {
-                let (path, content) = (self.resolve(arg("path")?)?, arg("content")?);
-                if let Some(parent) = path.parent() {
-                    tokio::fs::create_dir_all(parent).await.map_err(io)?;
-                }
-                tokio::fs::write(&path, content).await.map_err(io)?;
-                Ok(format!("wrote {} bytes to {}", content.len(), arg("path")?))
+                let (path, content) = (arg("path")?, arg("content")?);
+                self.files.tools().map_err(fail)?.write_file(path, content).await.map_err(fail)?;
+                Ok(format!("wrote {} bytes to {path}", content.len()))
             }
-            "read_file" => tokio::fs::read_to_string(self.resolve(arg("path")?)?).await.map_err(io),
-            "bash" => run_shell(&self.root, arg("command")?, self.command_timeout).await,
+            "read_file" => self.files.tools().map_err(fail)?.read_file(arg("path")?).await.map_err(fail),
+            "bash" => run_shell(self.root(), arg("command")?, self.command_timeout).await,
             other => Err(format!("unknown tool `{other}`; the tools are write_file, read_file and bash")),
         }
     }

@@ -11,7 +11,9 @@ use std::time::Duration;
 pub enum ToolError {
     /// The path is absolute, climbs above the workspace with `..`, or goes
     /// through a symlink whose target is outside it.
-    #[error("`{path}` leads outside the workspace; use a path relative to the workspace that stays inside it")]
+    #[error(
+        "`{path}` is not a path inside the workspace: paths are relative to it and may not lead out of it, by `..` or through a symlink"
+    )]
     OutsideWorkspace {
         /// The path as given.
         path: String,
