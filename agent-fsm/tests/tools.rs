@@ -112,6 +112,11 @@ async fn symlinks_that_stay_inside_are_followed() {
     f.ws.edit_file("alias", "inside", "edited").await.expect("edit");
     assert_eq!(std::fs::read_to_string(f.inside.join("inside.txt")).expect("read"), "edited\n");
     assert!(f.ws.list_files("sub/parent").await.expect("list").contains(&"inside.txt".to_owned()));
+    // Writing through a symlinked directory that stays inside, existing or
+    // new below it.
+    f.ws.write_file("sub/parent/new.txt", "new").await.expect("write through an inside link");
+    f.ws.write_file("sub/parent/deeper/new.txt", "new").await.expect("write below an inside link");
+    assert_eq!(std::fs::read_to_string(f.inside.join("deeper/new.txt")).expect("written"), "new");
 }
 
 #[tokio::test]
@@ -167,6 +172,10 @@ async fn the_file_tools_work_and_fail_plainly_inside() {
 
     assert!(matches!(ws.edit_file("a/b/c.txt", "two", "2").await, Err(ToolError::EditAmbiguous { count: 2, .. })));
     assert!(matches!(ws.edit_file("a/b/c.txt", "", "2").await, Err(ToolError::EditAmbiguous { .. })));
+    ws.write_file("empty", "").await.expect("write");
+    // An empty file holds the empty text once; still refused.
+    assert!(matches!(ws.edit_file("empty", "", "2").await, Err(ToolError::EditAmbiguous { count: 1, .. })));
+    assert_eq!(ws.root(), f.inside);
     assert!(matches!(ws.edit_file("a/b/c.txt", "three", "3").await, Err(ToolError::EditNotFound { .. })));
     assert_eq!(ws.read_file("a/b/c.txt").await.expect("read"), "one two two\n", "a refused edit changes nothing");
     ws.edit_file("a/b/c.txt", "one", "1").await.expect("edit");
@@ -329,7 +338,7 @@ async fn a_failing_command_says_its_exit_code_and_output() {
     let f = fixture();
     let options = ShellOptions::default().with_timeout(HANG);
     let run = f.ws.run_command("pwd -P; echo oops >&2; exit 3", &options).await.expect("ran");
-    assert_eq!((run.status.code(), run.timed_out, run.cut_bytes), (Some(3), false, 0));
+    assert_eq!((run.status.code(), run.timed_out, run.cut_bytes, run.success()), (Some(3), false, 0, false));
     let expected_dir = std::fs::canonicalize(&f.inside).expect("canonical");
     assert_eq!(run.output, format!("{}\noops\n", expected_dir.display()), "runs in the workspace");
     let error = run.into_result().expect_err("failed");
