@@ -185,6 +185,7 @@ async fn the_file_tools_work_and_fail_plainly_inside() {
     std::fs::write(f.inside.join("bin"), [0xff, 0xfe, 0]).expect("binary");
     assert!(matches!(ws.read_file("bin").await, Err(ToolError::NotUtf8 { .. })));
     assert!(matches!(ws.read_file("sub").await, Err(ToolError::Io { .. })));
+    assert!(matches!(ws.write_file("inside.txt/x", "").await, Err(ToolError::Io { .. })), "a parent that is a file");
     assert_eq!(ws.host_path("sub/new.rs").expect("inside"), f.inside.join("sub/new.rs"));
     assert!(is_outside(ws.host_path("missing/../../outside/secret")));
     let message = ws.read_file("../outside/secret").await.expect_err("outside").to_string();

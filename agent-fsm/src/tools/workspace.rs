@@ -96,11 +96,12 @@ impl Workspace {
                 // Resolved first (following symlinks, beneath the root), so
                 // that a symlinked directory on the way is either followed
                 // inside or refused as an escape, rather than reported by
-                // `create_dir_all` as a file that exists.
+                // `create_dir_all` as a file that exists. A parent that is a
+                // file fails the write below.
                 match dir.metadata(parent) {
-                    Ok(meta) if meta.is_dir() => {}
-                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                    _ => dir.create_dir_all(parent)?,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => dir.create_dir_all(parent)?,
+                    Err(e) => return Err(e),
                 }
             }
             dir.write(p, contents)
