@@ -19,8 +19,8 @@ fn session() -> Vec<RunnerEvent> {
     vec![
         RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1"), call("2")])),
         RunnerEvent::RequireApproval,
-        RunnerEvent::Approve { request_id: "approve-2".into() },
-        RunnerEvent::Approve { request_id: "approve-1".into() },
+        RunnerEvent::Approve { request_id: "approval-1".into() },
+        RunnerEvent::Approve { request_id: "approval-0".into() },
         RunnerEvent::ProvideToolResults(vec![
             ToolResult { call_id: "1".into(), output: "ok".into() },
             ToolResult { call_id: "2".into(), output: "ok".into() },
@@ -166,10 +166,10 @@ fn tampered_snapshots_are_rejected() {
     assert!(matches!(resume(&wrong_type), Err(SnapshotError::Data(_))));
 
     let mut mismatched = waiting_snapshot();
-    mismatched["state"]["data"]["approvals"][0]["request_id"] = "approve-7".into();
-    let err = resume(&mismatched).expect_err("uncorrelated approval");
+    mismatched["state"]["data"]["approvals"][0]["request_id"] = "approval-7".into();
+    let err = resume(&mismatched).expect_err("a request id not issued");
     assert!(matches!(&err, SnapshotError::Invariant { state: "AwaitingApproval", .. }), "{err}");
-    assert!(err.to_string().contains("does not correlate"), "{err}");
+    assert!(err.to_string().contains("not a request id the machine issued"), "{err}");
 
     let mut extra = waiting_snapshot();
     extra["state"]["data"]["log"] = serde_json::json!(["from another machine"]);
@@ -190,8 +190,8 @@ fn event() -> impl Strategy<Value = RunnerEvent> {
             .prop_map(|ids| RunnerEvent::Infer(ModelReply::ToolCalls(ids.into_iter().map(call).collect()))),
         Just(RunnerEvent::ProvideToolResults(vec![ToolResult { call_id: "1".into(), output: "ok".into() }])),
         Just(RunnerEvent::RequireApproval),
-        id.clone().prop_map(|i| RunnerEvent::Approve { request_id: format!("approve-{i}") }),
-        id.prop_map(|i| RunnerEvent::Deny { request_id: format!("approve-{i}") }),
+        (0..3u8).prop_map(|i| RunnerEvent::Approve { request_id: format!("approval-{i}") }),
+        (0..3u8).prop_map(|i| RunnerEvent::Deny { request_id: format!("approval-{i}") }),
         Just(RunnerEvent::Cancel),
     ]
 }
@@ -215,8 +215,7 @@ fn typed_step(any: typed::Any, e: RunnerEvent) -> (typed::Any, Option<RunnerActi
             (Any::Ready(n), Some(a))
         }
         (Any::AwaitingToolCall(s), RunnerEvent::RequireApproval) => {
-            let (n, a) = s.require_approval();
-            (Any::AwaitingApproval(n), Some(a))
+            land!(AwaitingToolCallAfterRequireApproval, s.require_approval(), [AwaitingApproval, Finished])
         }
         (Any::AwaitingToolCall(s), RunnerEvent::Cancel) => {
             let (f, a) = s.cancel();
@@ -267,66 +266,89 @@ proptest! {
 
 /// Under the executor, a run waiting for approval pauses until the replies
 /// come through the handle, and several pending approvals are answered
-/// independently, in any order.
+/// independently, in any order; in the next round the tools wait for
+/// approval again, and a reply kept from the first round approves nothing.
 #[tokio::test(start_paused = true)]
 async fn the_executor_waits_for_approvals_sent_through_the_handle() {
     use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig, Notification, spawn};
 
-    /// Every tool needs approval: the first `RunTools` of a round asks for
-    /// it, the one after approval runs the tools. The answers themselves
-    /// come from outside, through the handle.
+    /// Every tool needs approval: a `RunTools` that no `AskApproval`
+    /// preceded asks for it, the one after approval runs the tools and
+    /// clears the flag, so the next round asks again. The answers
+    /// themselves come from outside, through the handle.
     struct Auto {
-        approved: bool,
+        asked: bool,
     }
     impl Effects<Runner> for Auto {
         type Output = Vec<Approval>;
         fn perform(&mut self, action: RunnerAction, cx: &mut EffectContext<'_, Runner, Vec<Approval>>) {
             match action {
-                RunnerAction::RunTools(_) if !self.approved => {
-                    self.approved = true;
-                    cx.send(RunnerEvent::RequireApproval);
+                RunnerAction::RunTools(_) if !self.asked => cx.send(RunnerEvent::RequireApproval),
+                RunnerAction::RunTools(calls) => {
+                    self.asked = false;
+                    cx.send(RunnerEvent::ProvideToolResults(
+                        calls.into_iter().map(|c| ToolResult { call_id: c.id, output: "ok".into() }).collect(),
+                    ));
                 }
-                RunnerAction::RunTools(calls) => cx.send(RunnerEvent::ProvideToolResults(
-                    calls.into_iter().map(|c| ToolResult { call_id: c.id, output: "ok".into() }).collect(),
-                )),
-                RunnerAction::AskApproval(approvals) => cx.output(approvals),
+                RunnerAction::AskApproval(approvals) => {
+                    self.asked = true;
+                    cx.output(approvals);
+                }
                 _ => {}
             }
         }
     }
 
-    let handle = spawn(Runner::new(ctx()), Auto { approved: false }, ExecutorConfig::new());
-    let mut notes = handle.subscribe();
-    handle.send(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1"), call("2")]))).await.expect("send");
-    handle.wait_idle().await.expect("idle");
-    // Paused: nothing moves until a human answers.
-    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
-    assert_eq!(handle.state_name(), "AwaitingApproval");
-    let asked = loop {
-        match notes.recv().await {
-            Some(Notification::Output(approvals)) => break approvals,
-            Some(_) => {}
-            None => panic!("no approval request was published"),
+    async fn asked(notes: &mut agent_fsm::runtime::Subscription<Vec<Approval>>) -> Vec<String> {
+        loop {
+            match notes.recv().await {
+                Some(Notification::Output(approvals)) => break approvals.into_iter().map(|a| a.request_id).collect(),
+                Some(_) => {}
+                None => panic!("no approval request was published"),
+            }
         }
+    }
+
+    let run = async {
+        let handle = spawn(Runner::new(ctx()), Auto { asked: false }, ExecutorConfig::new());
+        let mut notes = handle.subscribe();
+        handle.send(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1"), call("2")]))).await.expect("send");
+        handle.wait_idle().await.expect("idle");
+        // Paused: nothing moves until a human answers.
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        assert_eq!(handle.state_name(), "AwaitingApproval");
+        assert_eq!(asked(&mut notes).await, ["approval-0", "approval-1"]);
+
+        // A reply for another request changes nothing.
+        handle.send(RunnerEvent::Approve { request_id: "approve-9".into() }).await.expect("send");
+        handle.wait_idle().await.expect("idle");
+        assert_eq!(handle.state_name(), "AwaitingApproval");
+
+        // Answered out of order, each on its own.
+        handle.send(RunnerEvent::Approve { request_id: "approval-1".into() }).await.expect("send");
+        handle.wait_idle().await.expect("idle");
+        assert_eq!(handle.state_name(), "AwaitingApproval");
+        handle.send(RunnerEvent::Approve { request_id: "approval-0".into() }).await.expect("send");
+        handle.wait_idle().await.expect("idle");
+        // Both approved: the tools ran and the runner is ready for the model.
+        assert_eq!(handle.state().await.expect("state"), RunnerState::Ready);
+        assert_eq!(handle.inspect(|m| m.context().transcript.len()).await.expect("transcript"), 2);
+
+        // The next round, with the same call id, waits for its own request.
+        handle.send(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1")]))).await.expect("send");
+        handle.wait_idle().await.expect("idle");
+        assert_eq!(handle.state_name(), "AwaitingApproval");
+        assert_eq!(asked(&mut notes).await, ["approval-2"]);
+        handle.send(RunnerEvent::Approve { request_id: "approval-0".into() }).await.expect("send");
+        handle.wait_idle().await.expect("idle");
+        assert_eq!(handle.state_name(), "AwaitingApproval");
+        handle.send(RunnerEvent::Approve { request_id: "approval-2".into() }).await.expect("send");
+        handle.wait_idle().await.expect("idle");
+        assert_eq!(handle.state().await.expect("state"), RunnerState::Ready);
+        assert_eq!(handle.inspect(|m| m.context().transcript.len()).await.expect("transcript"), 3);
+        handle.shutdown().await.expect("shutdown");
     };
-    assert_eq!(asked.iter().map(|a| a.request_id.as_str()).collect::<Vec<_>>(), ["approve-1", "approve-2"]);
-
-    // A reply for another request changes nothing.
-    handle.send(RunnerEvent::Approve { request_id: "approve-9".into() }).await.expect("send");
-    handle.wait_idle().await.expect("idle");
-    assert_eq!(handle.state_name(), "AwaitingApproval");
-
-    // Answered out of order, each on its own.
-    handle.send(RunnerEvent::Approve { request_id: "approve-2".into() }).await.expect("send");
-    handle.wait_idle().await.expect("idle");
-    assert_eq!(handle.state_name(), "AwaitingApproval");
-    handle.send(RunnerEvent::Approve { request_id: "approve-1".into() }).await.expect("send");
-    handle.wait_idle().await.expect("idle");
-    // Both approved: the tools ran and the runner is ready for the model.
-    assert_eq!(handle.state_name(), "Ready");
-    let state = handle.state().await.expect("state");
-    assert_eq!(state, RunnerState::Ready);
-    handle.shutdown().await.expect("shutdown");
+    tokio::time::timeout(std::time::Duration::from_secs(600), run).await.expect("the run ends in time");
 }
 
 /// Snapshots of state data that serde can only read from the text itself,
