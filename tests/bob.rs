@@ -364,7 +364,7 @@ pub mod keyed {
 
         /// Where it is.
         #[states]
-        #[derive(Debug, PartialEq)]
+        #[derive(Debug, Clone, PartialEq)]
         pub enum State {
             /// Nothing loaded.
             #[initial]
@@ -385,6 +385,7 @@ pub mod keyed {
 
         /// What it is given.
         #[events]
+        #[derive(Debug, Clone)]
         pub enum Event {
             /// Names by id.
             Load(HashMap<u32, String>),
@@ -493,7 +494,7 @@ pub mod acronyms {
     pub mod fetcher {
         /// Where it is.
         #[states]
-        #[derive(Debug, PartialEq)]
+        #[derive(Debug, Clone, PartialEq)]
         pub enum State {
             /// Nothing asked.
             #[initial]
@@ -507,7 +508,7 @@ pub mod acronyms {
 
         /// What it is given.
         #[events]
-        #[derive(Debug, PartialEq)]
+        #[derive(Debug, Clone, PartialEq)]
         pub enum Event {
             /// Fetch this page.
             GetURL(String),
@@ -559,5 +560,62 @@ pub mod acronyms {
         assert!(matches!(&err, SnapshotError::UnknownState(s) if s == "http_wait"), "{err}");
         let event: Event = serde_json::from_str(r#"{"event": "got_h_t_m_l"}"#).expect("event back");
         assert_eq!(event, Event::GotHTML);
+    }
+}
+
+#[path = "support/snapshot_fuzz.rs"]
+mod snapshot_fuzz;
+
+/// The test machines above, fuzzed as the reference machines are in
+/// `tests/snapshot_fuzz.rs`: 10,000 seeded mutations each (a million with
+/// `--ignored`).
+mod fuzz {
+    use super::acronyms::fetcher::{Event as FetchEvent, Fetcher};
+    use super::keyed::keyed::{Event as KeyedEvent, Keyed};
+    use crate::snapshot_fuzz::{Material, fuzz, rounds};
+    use agent_fsm::StateMachine;
+    use agent_fsm::snapshot::{self, snake_case};
+    use std::collections::HashMap;
+
+    fn material<M: StateMachine>(seeds: &[String]) -> Material {
+        let states = seeds
+            .iter()
+            .filter_map(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+            .filter_map(|v| v.get("state").cloned())
+            .collect();
+        let strings = ["", "a", "h_t_t_p_wait", "by_id", "7"].map(str::to_owned).to_vec();
+        Material { tags: M::DESCRIPTION.states.iter().map(|s| snake_case(s.name)).collect(), states, strings }
+    }
+
+    #[test]
+    fn keyed_and_fetcher_snapshots_mutated_hold_and_take_any_next_event() {
+        run(rounds(false));
+    }
+
+    #[test]
+    #[ignore = "a million mutations: run with --ignored"]
+    fn keyed_and_fetcher_snapshots_mutated_a_million_times() {
+        run(rounds(true));
+    }
+
+    fn run(rounds: usize) {
+        let load = || KeyedEvent::Load(HashMap::from([(7, "seven".to_owned()), (u32::MAX, String::new())]));
+        let mut seeds = vec![snapshot::to_json(&Keyed::new()).expect("snapshot")];
+        for event in [load(), KeyedEvent::Huge(u128::MAX)] {
+            let mut machine = Keyed::new();
+            machine.handle_event(event);
+            seeds.push(snapshot::to_json(&machine).expect("snapshot"));
+        }
+        let events = |_: &_| vec![load(), KeyedEvent::Huge(u128::MAX), KeyedEvent::Huge(0)];
+        let tally = fuzz::<Keyed>(&seeds, &material::<Keyed>(&seeds), events, rounds, 0x4e7);
+        assert!(tally.accepted * 10 >= tally.tried, "{tally:?}");
+
+        let mut machine = Fetcher::new();
+        let mut seeds = vec![snapshot::to_json(&machine).expect("snapshot")];
+        machine.handle_event(FetchEvent::GetURL("https://example.invalid/".to_owned()));
+        seeds.push(snapshot::to_json(&machine).expect("snapshot"));
+        let events = |_: &_| vec![FetchEvent::GetURL("a".to_owned()), FetchEvent::GotHTML];
+        let tally = fuzz::<Fetcher>(&seeds, &material::<Fetcher>(&seeds), events, rounds, 0xfe7);
+        assert!(tally.accepted * 10 >= tally.tried, "{tally:?}");
     }
 }
