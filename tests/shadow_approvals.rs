@@ -285,7 +285,8 @@ fn waiting() -> serde_json::Value {
 fn snapshots_that_break_the_invariants_are_refused() {
     let resume = |v: &serde_json::Value| snapshot::from_json::<Shadow>(&v.to_string()).map(|_| ());
     assert!(resume(&waiting()).is_ok());
-    let tampered: Vec<(&str, fn(&mut serde_json::Value))> = vec![
+    type Tamper = fn(&mut serde_json::Value);
+    let tampered: Vec<(&str, Tamper)> = vec![
         ("a request id the counter did not issue", |v| v["state"]["data"]["request_id"] = json!("permission-1")),
         ("the model's id as the request's", |v| v["state"]["data"]["request_id"] = json!("t1")),
         ("a request number written two ways", |v| v["state"]["data"]["request_id"] = json!("permission-00")),
