@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig, spawn};
-use agent_fsm::snapshot;
+use agent_fsm::snapshot::{self, SnapshotError};
 use agent_fsm_examples::bob::*;
 use proptest::prelude::*;
 
@@ -388,4 +388,82 @@ proptest! {
             .expect("the run ends in time");
         prop_assert!(violations.is_empty(), "{:?}", violations);
     }
+}
+
+/// The counter's last ids: issued while there are enough for every call,
+/// then the run finishes rather than issue one twice.
+#[test]
+fn a_spent_counter_finishes_the_run_instead_of_reusing_an_id() {
+    let mut context = RunnerContext::new("edge", 4);
+    context.next_request = u64::MAX - 2;
+    let mut machine = Runner::new(context);
+    let calls = |ids: &[&str]| {
+        RunnerEvent::Infer(ModelReply::ToolCalls(
+            ids.iter().map(|id| ToolCall { id: (*id).into(), name: "rm".into(), input: String::new() }).collect(),
+        ))
+    };
+    machine.handle_event(calls(&["a", "b"]));
+    let RunnerAction::AskApproval(approvals) = machine.handle_event(RunnerEvent::RequireApproval) else {
+        panic!("{:?}", machine.state());
+    };
+    let ids: Vec<String> = approvals.into_iter().map(|a| a.request_id).collect();
+    assert_eq!(ids, [format!("approval-{}", u64::MAX - 2), format!("approval-{}", u64::MAX - 1)]);
+    assert_eq!(machine.context().next_request, u64::MAX);
+    for id in ids {
+        machine.handle_event(RunnerEvent::Approve { request_id: id });
+    }
+    machine.handle_event(RunnerEvent::ProvideToolResults(Vec::new()));
+    machine.handle_event(calls(&["c"]));
+    assert_eq!(machine.handle_event(RunnerEvent::RequireApproval), RunnerAction::Respond(String::new()));
+    assert_eq!(
+        machine.state(),
+        &RunnerState::Finished { response: String::new(), reason: FinishReason::OutOfRequestIds }
+    );
+}
+
+/// A snapshot taken while one approval waits.
+fn waiting_snapshot() -> serde_json::Value {
+    let mut m = Runner::new(RunnerContext::new("notes", 4));
+    let call = ToolCall { id: "1".into(), name: "rm".into(), input: String::new() };
+    m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call])));
+    m.handle_event(RunnerEvent::RequireApproval);
+    serde_json::from_str(&snapshot::to_json(&m).expect("snapshot")).expect("json")
+}
+
+fn resume(v: &serde_json::Value) -> Result<Runner, SnapshotError> {
+    snapshot::from_json(&v.to_string())
+}
+
+/// Every state a snapshot can name is held to what a live run reaches.
+#[test]
+fn snapshots_that_break_the_invariants_are_refused() {
+    assert!(resume(&waiting_snapshot()).is_ok());
+    let call = |id: &str| ToolCall { id: id.into(), name: "rm".into(), input: String::new() };
+
+    // The counter wound back to the last id issued would issue it again.
+    let mut wound_back = waiting_snapshot();
+    wound_back["context"]["next_request"] = 0.into();
+    let err = resume(&wound_back).expect_err("a counter that would issue an id twice");
+    assert!(err.to_string().contains("not a request id the machine issued"), "{err}");
+
+    // Nothing left to approve, no calls to run, two calls of one id.
+    let mut all_approved = waiting_snapshot();
+    all_approved["state"]["data"]["approvals"][0]["approved"] = true.into();
+    assert!(matches!(resume(&all_approved), Err(SnapshotError::Invariant { .. })));
+    let awaiting = |calls: serde_json::Value| {
+        let mut v = waiting_snapshot();
+        v["state"] = serde_json::json!({ "state": "awaiting_tool_call", "data": { "pending_calls": calls } });
+        resume(&v)
+    };
+    let one = serde_json::to_value(call("1")).expect("json");
+    assert!(awaiting(serde_json::json!([one.clone()])).is_ok());
+    assert!(matches!(awaiting(serde_json::json!([])), Err(SnapshotError::Invariant { .. })));
+    assert!(matches!(awaiting(serde_json::json!([one.clone(), one])), Err(SnapshotError::Invariant { .. })));
+
+    // As many steps as allowed is a state a run reaches; one more is not.
+    let mut at_the_limit = waiting_snapshot();
+    at_the_limit["context"]["steps_taken"] = 4.into();
+    assert!(resume(&at_the_limit).is_ok());
+    at_the_limit["context"]["steps_taken"] = 5.into();
+    assert!(matches!(resume(&at_the_limit), Err(SnapshotError::Invariant { .. })));
 }

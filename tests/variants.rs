@@ -50,7 +50,10 @@ fn added_rows_a_reply_to_another_request_is_refused_and_a_stale_one_approves_not
         assert_eq!(action, AgentAction::DisplayError("no permission request 7 pending (waiting for 2)".into()));
         assert!(m.state().is_waiting_for_permission());
     }
-    assert_eq!(m.handle_event(AgentEvent::PermissionGranted { request_id: 2 }), AgentAction::ExecuteTools(first.clone()));
+    assert_eq!(
+        m.handle_event(AgentEvent::PermissionGranted { request_id: 2 }),
+        AgentAction::ExecuteTools(first.clone())
+    );
     let done = ToolExecutionOutcome::Success { call_id: "1".into(), output: "ok".into() };
     m.handle_event(AgentEvent::ToolCompleted { call_id: "1".into(), outcome: done });
     m.handle_event(AgentEvent::PostToolsHookCompleted { action_taken: false });

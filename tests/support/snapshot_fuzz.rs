@@ -196,6 +196,11 @@ where
     M::Context: Serialize + DeserializeOwned + Clone,
     M::Event: std::fmt::Debug + Clone,
 {
+    for (i, json) in seeds.iter().enumerate() {
+        if let Err(e) = snapshot::from_json::<M>(json) {
+            panic!("seed {i}, a snapshot a live machine took, is refused ({e}): {json}");
+        }
+    }
     let values: Vec<Value> = seeds.iter().map(|s| serde_json::from_str(s).expect("a seed is JSON")).collect();
     let mut rng = Rng::new(seed);
     let mut tally = Tally::default();
