@@ -46,7 +46,8 @@ fn main() {
     for event in [
         AgentEvent::UserInput(Message::user("tidy my notes")),
         completed("I'll edit notes.txt.", vec![edit("c1")]),
-        AgentEvent::PermissionGranted,
+        // The request's id: its position in the conversation (user, assistant).
+        AgentEvent::PermissionGranted { request_id: 2 },
         AgentEvent::ToolCompleted {
             call_id: "c1".into(),
             outcome: ToolExecutionOutcome::Success { call_id: "c1".into(), output: "edited".into() },
@@ -62,7 +63,7 @@ fn main() {
     for event in [
         AgentEvent::UserInput(Message::user("and delete the old ones")),
         completed("I'll edit notes.txt again.", vec![edit("c2")]),
-        AgentEvent::PermissionDenied { reason: "keep them".into() },
+        AgentEvent::PermissionDenied { request_id: 6, reason: "keep them".into() },
     ] {
         match agent.handle_event_with(event, &mut Print) {
             AgentAction::DisplayError(message) => println!("    -> DisplayError: {message}"),

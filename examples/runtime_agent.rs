@@ -72,8 +72,8 @@ impl Printer {
             }
             Output::Text(_) | Output::Response(_) => return Ok(()),
             Output::ToolStarted(call) => format!("  tool {} {} ({})", call.name, call.input, call.id),
-            Output::PermissionRequested(call) => {
-                format!("  permission asked: {} {} ({})", call.name, call.input, call.id)
+            Output::PermissionRequested { request_id, call } => {
+                format!("  permission asked ({request_id}): {} {} ({})", call.name, call.input, call.id)
             }
             Output::Question { request_id, questions } => format!("  question ({request_id}): {questions}"),
             Output::SubAgentSpawned { session_id, prompt } => format!("  subagent {session_id} spawned: {prompt:?}"),
@@ -120,12 +120,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         printer.show(&update)?;
         let session = &*update.session_id;
         match update.output {
-            Output::PermissionRequested(call) => {
-                printer.line(session, &format!("  user: allow {} ({}), remember for the session", call.name, call.id));
+            Output::PermissionRequested { request_id, call } => {
+                printer.line(session, &format!("  user: allow {} ({request_id}), remember for the session", call.name));
                 let agent = runtime.get(session).ok_or("the asking agent is gone")?;
-                agent
-                    .send(ShadowEvent::PermissionReply { tool_use_id: call.id, allowed: true, remember: true })
-                    .await?;
+                agent.send(ShadowEvent::PermissionReply { request_id, allowed: true, remember: true }).await?;
             }
             Output::Question { request_id, .. } => {
                 printer.line(session, &format!("  user: answers {VERSION:?} ({request_id})"));

@@ -16,7 +16,7 @@
 //! error[E0599]: no method named `approve` found for struct `Ready` in the current scope
 //!   --> examples/typestate_runner.rs
 //!    |
-//!    |     ready.approve("approve-1".to_string());
+//!    |     ready.approve("approval-0".to_string());
 //!    |           ^^^^^^^ method not found in `Ready`
 //! ```
 
@@ -111,7 +111,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let awaiting = suspend_and_resume::<typed::AwaitingToolCall>(awaiting.into_machine())?;
-    let (approving, action) = awaiting.require_approval();
+    let (approving, action) = match awaiting.require_approval() {
+        typed::AwaitingToolCallAfterRequireApproval::AwaitingApproval(approving, action) => (approving, action),
+        typed::AwaitingToolCallAfterRequireApproval::Finished(..) => return Err("out of request ids".into()),
+    };
     println!("  AwaitingToolCall -> AwaitingApproval: {action:?}");
     let mut approving = suspend_and_resume::<typed::AwaitingApproval>(approving.into_machine())?;
     let awaiting = loop {

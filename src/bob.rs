@@ -8,23 +8,34 @@
 //! their answers in.
 //!
 //! # Choices
-//! - **Approvals are correlated.** `RequireApproval` opens one approval per
-//!   tool call, each with its own request id; `Approve { request_id }`
-//!   settles exactly that one, in any order. While approvals are awaited, a
-//!   reply whose id is not pending is rejected with
+//! - **Approvals are correlated by ids the machine mints.**
+//!   `RequireApproval` opens one approval per tool call, each with a
+//!   request id taken from a counter in the context
+//!   ([`RunnerContext::next_request`]: `approval-0`, `approval-1`, ...),
+//!   never derived from the model's call ids, so no two requests of a run
+//!   share one, snapshots included. `Approve { request_id }` settles
+//!   exactly that request, in any order. While approvals are awaited, a
+//!   reply whose id is not pending (sent twice, left from an earlier
+//!   round, or for a request not issued yet) is rejected with
 //!   [`RunnerAction::RejectReply`] and changes nothing; in the other states
 //!   the table has no row for a reply, so a late one gets the fallback
 //!   (`Nothing`, with the unhandled warning) and the typestate view has no
-//!   method for it. `Deny` finishes the run, as in the reference.
-//! - **Call ids are distinct.** Approvals and results name a call by its
-//!   id, so a model reply with two calls of one id finishes the run with
-//!   [`FinishReason::RepeatedCallId`] instead of running either.
+//!   method for it. `Deny` finishes the run, as in the reference. Should
+//!   the counter run out (only a tampered snapshot gets near `u64::MAX`),
+//!   the run finishes with [`FinishReason::OutOfRequestIds`] rather than
+//!   issue an id twice.
+//! - **Call ids are distinct.** Results name a call by its id, so a model
+//!   reply with two calls of one id finishes the run with
+//!   [`FinishReason::RepeatedCallId`] instead of running either, and a
+//!   snapshot with such calls is refused.
 //! - **A step guard**: every `Infer` counts a step; at `max_steps` the run
 //!   finishes with [`FinishReason::MaxSteps`] instead of calling tools.
 //! - **Snapshots** carry the whole state and context; resuming checks
-//!   [`invariants`] (the step count within bounds, every approval's id
-//!   correlated with its call and distinct) besides the state name and the
-//!   data's shape.
+//!   [`invariants`] (the step count within bounds, calls to run or approve
+//!   present and with distinct ids, every request id one the counter
+//!   issued and distinct, something left to approve) besides the state
+//!   name and the data's shape, so a resumed run behaves as a live one and
+//!   its next event neither panics nor wraps.
 //!
 //! # An invalid step does not compile
 //!
@@ -33,7 +44,7 @@
 //! ```compile_fail,E0599
 //! use agent_fsm_examples::bob::{RunnerContext, typed};
 //! let ready = typed::Ready::new(RunnerContext::new("task", 3));
-//! ready.approve("approve-1".to_string());
+//! ready.approve("approval-0".to_string());
 //! ```
 //!
 //! ```text
@@ -118,6 +129,8 @@ pub enum FinishReason {
     Cancelled,
     /// The model asked for two tool calls with one id.
     RepeatedCallId,
+    /// The request id counter ran out; no id is issued twice.
+    OutOfRequestIds,
 }
 
 /// Everything outside the states: the transcript and the step budget.
@@ -131,17 +144,26 @@ pub struct RunnerContext {
     pub steps_taken: u32,
     /// Tool results so far, in the order they came.
     pub transcript: Vec<ToolResult>,
+    /// The number of the next approval request (`approval-{n}`): requests
+    /// are numbered by the machine, never named after the model's call
+    /// ids, so a reply can only ever match its own request. Absent from a
+    /// snapshot, it is 0.
+    #[serde(default)]
+    pub next_request: u64,
 }
 
 impl RunnerContext {
     /// A fresh context for `task`.
     #[must_use]
     pub fn new(task: impl Into<String>, max_steps: u32) -> Self {
-        RunnerContext { task: task.into(), max_steps, steps_taken: 0, transcript: Vec::new() }
+        RunnerContext { task: task.into(), max_steps, steps_taken: 0, transcript: Vec::new(), next_request: 0 }
     }
 }
 
-/// The invariants a resumed snapshot must hold.
+/// The invariants a resumed snapshot must hold: those of every state a
+/// live run reaches, so that a resumed run's next event cannot panic,
+/// wrap, run a call twice or let a reply match a request it was not sent
+/// to.
 ///
 /// # Errors
 /// The first one broken, in words.
@@ -149,26 +171,76 @@ pub fn invariants(state: &RunnerState, ctx: &RunnerContext) -> Result<(), String
     if ctx.steps_taken > ctx.max_steps {
         return Err(format!("{} steps taken of {} allowed", ctx.steps_taken, ctx.max_steps));
     }
-    if let RunnerState::AwaitingApproval { approvals } = state {
-        if approvals.is_empty() {
-            return Err("awaiting approval with nothing to approve".to_owned());
+    match state {
+        RunnerState::Ready | RunnerState::Finished { .. } => Ok(()),
+        RunnerState::AwaitingToolCall { pending_calls } => {
+            if pending_calls.is_empty() {
+                return Err("awaiting tool calls with none pending".to_owned());
+            }
+            if repeats_an_id(pending_calls) {
+                return Err("two pending calls share an id".to_owned());
+            }
+            Ok(())
         }
-        if let Some(a) = approvals.iter().find(|a| a.request_id != format!("approve-{}", a.call.id)) {
-            return Err(format!("approval `{}` does not correlate with call `{}`", a.request_id, a.call.id));
+        RunnerState::AwaitingApproval { approvals } => approval_invariants(approvals, ctx),
+    }
+}
+
+fn approval_invariants(approvals: &[Approval], ctx: &RunnerContext) -> Result<(), String> {
+    if approvals.iter().all(|a| a.approved) {
+        return Err("awaiting approval with nothing to approve".to_owned());
+    }
+    let calls: Vec<ToolCall> = approvals.iter().map(|a| a.call.clone()).collect();
+    if repeats_an_id(&calls) {
+        return Err("two calls awaiting approval share an id".to_owned());
+    }
+    let mut numbers = Vec::with_capacity(approvals.len());
+    for a in approvals {
+        match request_number(&a.request_id) {
+            Some(n) if n < ctx.next_request => numbers.push(n),
+            _ => {
+                return Err(format!(
+                    "approval `{}` is not a request id the machine issued (below `approval-{}`)",
+                    a.request_id, ctx.next_request
+                ));
+            }
         }
-        let mut ids: Vec<&str> = approvals.iter().map(|a| a.request_id.as_str()).collect();
-        ids.sort_unstable();
-        if ids.windows(2).any(|w| w[0] == w[1]) {
-            return Err("two approvals share a request id".to_owned());
-        }
+    }
+    numbers.sort_unstable();
+    if numbers.windows(2).any(|w| w[0] == w[1]) {
+        return Err("two approvals share a request id".to_owned());
     }
     Ok(())
 }
 
-fn approvals_for(calls: &[ToolCall]) -> Vec<Approval> {
+/// The request id with number `n`.
+fn request_id(n: u64) -> String {
+    format!("approval-{n}")
+}
+
+/// The number of a request id in [`request_id`]'s form, written as it
+/// writes it (no sign, no leading zero), so that one number has one id.
+fn request_number(id: &str) -> Option<u64> {
+    let digits = id.strip_prefix("approval-")?;
+    let n: u64 = digits.parse().ok()?;
+    (request_id(n) == id).then_some(n)
+}
+
+/// Whether the counter has `count` more request ids.
+fn can_issue(ctx: &RunnerContext, count: usize) -> bool {
+    u64::try_from(count).ok().and_then(|count| ctx.next_request.checked_add(count)).is_some()
+}
+
+/// One approval per call, each with a fresh request id from the counter.
+/// The row calls this only when [`can_issue`] said the counter has them.
+fn approvals_for(calls: &[ToolCall], ctx: &mut RunnerContext) -> Vec<Approval> {
     calls
         .iter()
-        .map(|c| Approval { request_id: format!("approve-{}", c.id), call: c.clone(), approved: false })
+        .map(|c| {
+            let request_id = request_id(ctx.next_request);
+            ctx.next_request = ctx.next_request.saturating_add(1);
+            Approval { request_id, call: c.clone(), approved: false }
+        })
         .collect()
 }
 
@@ -268,6 +340,7 @@ pub mod machine {
     }
 
     transitions! {
+        /// Checked first, so the rows below count a step without overflow.
         Ready + Infer(_) [ctx.steps_taken >= ctx.max_steps]
             => Finished { response: String::new(), reason: FinishReason::MaxSteps } / Respond(String::new()),
         Ready + Infer(ModelReply::Answer(text)) => { ctx.steps_taken += 1; }
@@ -282,9 +355,13 @@ pub mod machine {
             AwaitingToolCall { pending_calls: calls } / RunTools(calls.clone()),
 
         AwaitingToolCall + ProvideToolResults(results) => { ctx.transcript.extend(results); }
-            Ready / CallModel(ctx.steps_taken + 1),
+            Ready / CallModel(ctx.steps_taken.saturating_add(1)),
+        /// No request id is ever issued twice: with the counter spent, the
+        /// run ends instead.
+        AwaitingToolCall { pending_calls } + RequireApproval [!can_issue(ctx, pending_calls.len())]
+            => Finished { response: String::new(), reason: FinishReason::OutOfRequestIds } / Respond(String::new()),
         AwaitingToolCall { pending_calls } + RequireApproval
-            => { let approvals = approvals_for(&pending_calls); }
+            => { let approvals = approvals_for(&pending_calls, ctx); }
                AwaitingApproval { approvals } / AskApproval(approvals.clone()),
 
         /// The last pending approval: the calls may run.
@@ -341,7 +418,10 @@ pub fn run_to_completion(
             typed::ReadyAfterInfer::AwaitingToolCall(awaiting, _) => awaiting,
         };
         let awaiting = if awaiting.pending_calls().iter().any(|c| tools.needs_approval(c)) {
-            let (mut waiting, _) = awaiting.require_approval();
+            let mut waiting = match awaiting.require_approval() {
+                typed::AwaitingToolCallAfterRequireApproval::AwaitingApproval(waiting, _) => waiting,
+                typed::AwaitingToolCallAfterRequireApproval::Finished(done, _) => return done,
+            };
             loop {
                 // Approving the last pending request leaves this state, so
                 // there is always one here; cancel rather than guess if not.

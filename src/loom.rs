@@ -21,6 +21,9 @@
 //!   `ToolProgress`) -> `Completed`. A result or progress report for an id
 //!   that is not pending is reported with `DisplayError`, never dropped in
 //!   silence, and leaves the executions as they were.
+//! - **Call ids are distinct.** Results are matched by id, so a reply whose
+//!   tool calls repeat an id is refused on arrival (`DisplayError`, back to
+//!   `WaitingForUserInput`, the reply not recorded) and runs nothing.
 //! - **Tool results join the conversation in call order**, whatever order
 //!   they completed in, once every call is done.
 //! - **The conversation is carried by every state but `ShuttingDown` and is
@@ -445,6 +448,13 @@ impl AgentConfig {
     }
 }
 
+/// The first id two of `calls` share.
+#[must_use]
+pub fn repeated_id(calls: &[ToolCall]) -> Option<&str> {
+    let mut seen = std::collections::BTreeSet::new();
+    calls.iter().map(|c| c.id.as_str()).find(|id| !seen.insert(*id))
+}
+
 /// The machine: types above, table below.
 #[agent_fsm::state_machine(fallback = WaitForInput, name = Loom, export = loom_machine)]
 pub mod machine {
@@ -570,6 +580,13 @@ pub mod machine {
             => { conversation.push(msg); } CallingLlm { retries: 0 } / SendLlmRequest(ctx.request(&conversation, 0)),
         CallingLlm + LlmEvent(LlmEvent::TextDelta { content }) => CallingLlm / DisplayMessage(content),
         CallingLlm + LlmEvent(LlmEvent::ToolCallDelta { .. }) => CallingLlm / WaitForInput,
+        /// Calls are told apart by id: a reply that repeats one runs
+        /// nothing and is not recorded.
+        CallingLlm + LlmEvent(LlmEvent::Completed(response)) [repeated_id(&response.tool_calls).is_some()]
+            => WaitingForUserInput / DisplayError(format!(
+                   "the model repeated the tool call id `{}`; no tool ran",
+                   repeated_id(&response.tool_calls).unwrap_or_default()
+               )),
         CallingLlm + LlmEvent(LlmEvent::Completed(response))
             => { conversation.push(Message::assistant(response.content.clone(), response.tool_calls.clone())); }
                ProcessingLlmResponse { response },

@@ -1,10 +1,17 @@
 //! Loom with a permission step: before mutating tools run, the agent waits
 //! for the user to allow them. Declared as a variant of [`crate::loom`]:
-//! one added state, two added events, one added action, three added rows
+//! one added state, two added events, one added action, five added rows
 //! and one replaced row; everything else is Loom's table, untouched.
 //!
 //! - `ProcessingLlmResponse` with a mutating tool call goes to
 //!   `WaitingForPermission` (`AskPermission`) instead of `ExecutingTools`.
+//! - **Replies name their request.** Each request has an id the machine
+//!   takes from the request's position: the conversation's length when it
+//!   was asked. The conversation only grows and every request follows a
+//!   new reply of the model, so no two requests of an agent share one, and
+//!   the model's call ids play no part. A `PermissionGranted` or
+//!   `PermissionDenied` for another id (sent twice, kept from an earlier
+//!   round, or early) is refused with `DisplayError` and changes nothing.
 //! - `PermissionGranted` runs the calls; `PermissionDenied` answers every
 //!   call with a "denied" tool result (so the next request has no
 //!   unanswered call) and returns to waiting for input with a message.
@@ -43,6 +50,9 @@ pub mod machine {
         WaitingForPermission {
             /// The calls to allow or deny.
             calls: Vec<ToolCall>,
+            /// The request's id, which the reply must carry: the
+            /// conversation's length when it was asked.
+            request_id: usize,
         },
     }
 
@@ -50,9 +60,14 @@ pub mod machine {
     #[events]
     pub enum AddedEvents {
         /// The user allows the calls.
-        PermissionGranted,
+        PermissionGranted {
+            /// The request answered.
+            request_id: usize,
+        },
         /// The user denies them.
         PermissionDenied {
+            /// The request answered.
+            request_id: usize,
             /// Why, shown to the model.
             reason: String,
         },
@@ -61,16 +76,28 @@ pub mod machine {
     /// Actions added to Loom's.
     #[actions]
     pub enum AddedActions {
-        /// Ask the user to allow these calls.
-        AskPermission(Vec<ToolCall>),
+        /// Ask the user to allow these calls; the reply carries
+        /// `request_id`.
+        AskPermission {
+            /// The id the reply must carry.
+            request_id: usize,
+            /// The calls.
+            calls: Vec<ToolCall>,
+        },
     }
 
     transitions! {
         ProcessingLlmResponse { response } [needs_permission(&response.tool_calls, &ctx.mutating_tools)]
-            => WaitingForPermission { calls: response.tool_calls } / AskPermission(response.tool_calls.clone()),
-        WaitingForPermission { calls } + PermissionGranted
+            => WaitingForPermission { calls: response.tool_calls, request_id: conversation.len() }
+               / AskPermission { request_id: conversation.len(), calls: response.tool_calls.clone() },
+        /// Matched by id: a reply to another request is refused, not applied.
+        WaitingForPermission { request_id } + PermissionGranted { request_id: id } [id != request_id]
+            => WaitingForPermission / DisplayError(format!("no permission request {id} pending (waiting for {request_id})")),
+        WaitingForPermission { request_id } + PermissionDenied { request_id: id, .. } [id != request_id]
+            => WaitingForPermission / DisplayError(format!("no permission request {id} pending (waiting for {request_id})")),
+        WaitingForPermission { calls } + PermissionGranted { .. }
             => { let executions = Executions::pending(&calls); } ExecutingTools { executions } / ExecuteTools(calls),
-        WaitingForPermission { calls } + PermissionDenied { reason }
+        WaitingForPermission { calls } + PermissionDenied { reason, .. }
             => { deny_all(&calls, &reason, &mut conversation); }
                WaitingForUserInput / DisplayError(format!("permission denied: {reason}")),
 

@@ -36,10 +36,19 @@
 //!   `ExecutingTool -> ExecutingTool`); once every call is answered, the
 //!   results go to the model in one message (`-> Processing`). A reply with
 //!   one tool call per round gives the documented several-tools flow.
-//! - **Permission replies are matched by `tool_use_id`**, not by tool name
-//!   (the reference matched names, so a reply meant for one call could
-//!   settle another). A reply for another id is refused with
-//!   [`ShadowAction::Reject`] and changes nothing. `remember: true` stores
+//! - **Permission replies are matched by a request id the machine mints**,
+//!   not by tool name (the reference matched names, so a reply meant for
+//!   one call could settle another) and not by the model's `tool_use_id`
+//!   either (a model may repeat one, or reuse it in a later reply, and a
+//!   reply delivered twice would then settle both requests). Each request
+//!   takes the next number of [`ShadowContext::next_request`]
+//!   (`permission-0`, `question-1`, ...), unique for the agent's life,
+//!   snapshots included; [`ShadowAction::RequestPermission`] carries it
+//!   and [`ShadowEvent::PermissionReply`] must name it. A reply for another
+//!   id (sent twice, left from an earlier request, or guessed) is refused
+//!   with [`ShadowAction::Reject`] and changes nothing. Should the counter
+//!   run out (only a tampered snapshot gets near `u64::MAX`), a call that
+//!   would ask is answered with an error instead. `remember: true` stores
 //!   the answer as the session's rule for that tool name, so the next call
 //!   of that tool skips `WaitingForPermission` (or is denied without
 //!   asking). A denial by the user ends the task in `Done`, as documented;
@@ -47,6 +56,12 @@
 //!   documented `WaitingForPermission -> Processing` ("error in permission
 //!   handling") has no cause in a pure machine: a reply either matches the
 //!   pending call or is refused, so it has no row.
+//! - **Call ids are distinct.** Results are matched by `tool_use_id`, so a
+//!   model reply with two calls of one id is refused on entry: nothing
+//!   runs, the reply is not recorded, and the turn ends in `Error`.
+//!   Resuming a snapshot checks [`invariants`] (the turn's calls distinct
+//!   and the one the state names, every request id one the counter
+//!   issued), so a resumed agent behaves as a live one.
 //! - **Tool results, subagent results and answers are matched too**: a
 //!   [`ShadowEvent::ToolResult`] for another `tool_use_id`, a
 //!   [`ShadowEvent::SubAgentFinished`] for another session, a
@@ -69,8 +84,9 @@
 //!   its `Err` is the parent's `Error`. Children are spawned from a tool
 //!   (as in the documented subagent flow and the reference's code), so the
 //!   documented `Processing -> WaitingForSubAgent` has no row.
-//! - **Questions**: the question tool's `tool_use_id` is the request id;
-//!   the answers, joined by newlines, are the call's result.
+//! - **Questions** get a minted request id too (`question-{n}`), which
+//!   [`ShadowEvent::QuestionAnswered`] must carry; the answers, joined by
+//!   newlines, are the call's result.
 //! - **Interrupts, state by state** ([`ShadowEvent::Interrupt`]):
 //!   `Processing`: the partial text is kept as an assistant message,
 //!   partial tool calls are dropped, an [`Message::Interrupted`] marker is
@@ -105,6 +121,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use machine::{Shadow, ShadowAction, ShadowEvent, ShadowState};
+pub use requests::invariants;
+use requests::{PERMISSION, QUESTION, repeated_id};
+
+mod requests;
 
 /// The result a call gets when an interrupt stops it (the reference's word).
 pub const INTERRUPTED: &str = "Interrupted";
@@ -238,6 +258,12 @@ pub struct ShadowContext {
     pub turn: Turn,
     /// An interrupt waits for the current tool or subagent to finish.
     pub interrupt_requested: bool,
+    /// The number of the next permission request or question
+    /// (`permission-{n}`, `question-{n}`): requests are numbered by the
+    /// machine, never named after the model's `tool_use_id`s, so a reply
+    /// can only ever match its own request. Absent from a snapshot, it is 0.
+    #[serde(default)]
+    pub next_request: u64,
 }
 
 impl ShadowContext {
@@ -255,6 +281,7 @@ impl ShadowContext {
             partial_tool_calls: Vec::new(),
             turn: Turn::default(),
             interrupt_requested: false,
+            next_request: 0,
         }
     }
 
@@ -271,20 +298,11 @@ impl ShadowContext {
         self.permissions.get(tool).copied().unwrap_or(self.default_permission)
     }
 
-    /// What the first of `calls` not denied by a rule needs.
+    /// What the first of `calls` not answered without running (denied by
+    /// a rule, or a request with no id left to ask it by) needs.
     #[must_use]
     pub fn next_step_for(&self, calls: &[ToolCall]) -> NextStep {
-        for call in calls {
-            if call.name == self.question_tool {
-                return NextStep::AskUser;
-            }
-            match self.permission_for(&call.name) {
-                Permission::Deny => {}
-                Permission::Allow => return NextStep::RunTool,
-                Permission::Ask => return NextStep::AskPermission,
-            }
-        }
-        NextStep::CallLlm
+        calls.iter().find_map(|call| self.step_for(call)).unwrap_or(NextStep::CallLlm)
     }
 
     /// What the turn's next unanswered call needs.
@@ -334,8 +352,8 @@ impl ShadowContext {
     fn advance(&mut self) -> ToolCall {
         while !self.turn.pending.is_empty() {
             let call = self.turn.pending.remove(0);
-            if call.name != self.question_tool && self.permission_for(&call.name) == Permission::Deny {
-                let content = format!("Permission denied by rule for `{}`", call.name);
+            if self.step_for(&call).is_none() {
+                let content = self.not_run_because(&call);
                 self.answer(call.id, content, true);
                 continue;
             }
@@ -365,7 +383,7 @@ impl ShadowContext {
     fn finish_tools(&mut self) -> Message {
         while !self.turn.pending.is_empty() {
             let call = self.turn.pending.remove(0);
-            let content = format!("Permission denied by rule for `{}`", call.name);
+            let content = self.not_run_because(&call);
             self.answer(call.id, content, true);
         }
         let message = Message::ToolResults(std::mem::take(&mut self.turn).results);
@@ -418,7 +436,7 @@ impl ShadowContext {
 }
 
 /// The Shadow runtime's table.
-#[agent_fsm::state_machine(fallback = Nothing, name = Shadow, serde)]
+#[agent_fsm::state_machine(fallback = Nothing, name = Shadow, serde, invariants = super::invariants)]
 pub mod machine {
     use super::*;
 
@@ -439,10 +457,13 @@ pub mod machine {
         WaitingForPermission {
             /// The tool.
             tool_name: String,
-            /// The call's id; the reply must carry it.
+            /// The call's id.
             tool_use_id: String,
             /// What the tool would run with.
             input: serde_json::Value,
+            /// The request's id, minted by the machine; the reply must
+            /// carry it.
+            request_id: String,
         },
         /// A tool runs.
         ExecutingTool {
@@ -458,7 +479,7 @@ pub mod machine {
         },
         /// The user is asked questions.
         WaitingForUserInput {
-            /// The id the answer must carry.
+            /// The id the answer must carry, minted by the machine.
             request_id: String,
         },
         /// The task ended (interrupt, denial, shutdown); new input starts another.
@@ -484,8 +505,9 @@ pub mod machine {
         LlmFailed(String),
         /// The user answered a permission request.
         PermissionReply {
-            /// The call it answers.
-            tool_use_id: String,
+            /// The request it answers ([`ShadowAction::RequestPermission`]'s
+            /// `request_id`).
+            request_id: String,
             /// Run it?
             allowed: bool,
             /// Keep this answer for the tool for the session.
@@ -539,8 +561,14 @@ pub mod machine {
         Respond(String),
         /// Run this tool.
         ExecuteTool(ToolCall),
-        /// Ask the user whether this call may run.
-        RequestPermission(ToolCall),
+        /// Ask the user whether this call may run; the reply carries
+        /// `request_id`.
+        RequestPermission {
+            /// The id the reply must carry, minted by the machine.
+            request_id: String,
+            /// The call.
+            call: ToolCall,
+        },
         /// Ask the user these questions.
         AskUser {
             /// The id the answer must carry.
@@ -591,16 +619,27 @@ pub mod machine {
             => { ctx.partial_tool_calls.push(partial); } Processing / Nothing,
         Processing + LlmReply(reply) [reply.tool_calls.is_empty()]
             => { ctx.record_reply(&reply); } Idle / Respond(reply.text),
+        /// Calls are told apart by id: a reply that repeats one runs
+        /// nothing and is not recorded.
+        Processing + LlmReply(reply) [repeated_id(&reply.tool_calls).is_some()]
+            => {
+                   ctx.drop_partial();
+                   let message = format!(
+                       "the model repeated the tool call id `{}`; no tool ran",
+                       repeated_id(&reply.tool_calls).unwrap_or_default()
+                   );
+               }
+               Error { message } / ReportError(message.clone()),
         Processing + LlmReply(reply) [ctx.next_step_for(&reply.tool_calls) == NextStep::RunTool]
             => { ctx.begin_tools(reply); let call = ctx.advance(); }
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
         Processing + LlmReply(reply) [ctx.next_step_for(&reply.tool_calls) == NextStep::AskPermission]
-            => { ctx.begin_tools(reply); let call = ctx.advance(); }
-               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.input }
-               / RequestPermission(call.clone()),
+            => { ctx.begin_tools(reply); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
+               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.input, request_id }
+               / RequestPermission { request_id: request_id.clone(), call: call.clone() },
         Processing + LlmReply(reply) [ctx.next_step_for(&reply.tool_calls) == NextStep::AskUser]
-            => { ctx.begin_tools(reply); let call = ctx.advance(); }
-               WaitingForUserInput { request_id: call.id } / AskUser { request_id: call.id.clone(), questions: call.input },
+            => { ctx.begin_tools(reply); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
+               WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.input },
         /// Every call denied by a rule: the denials go straight back.
         Processing + LlmReply(reply)
             => { ctx.begin_tools(reply); let message = ctx.finish_tools(); } Processing / CallLlm(message),
@@ -612,10 +651,10 @@ pub mod machine {
 
         // ----------------------------------------------- WaitingForPermission
         /// Matched by id: a reply for another call is refused, not applied.
-        WaitingForPermission { tool_use_id } + PermissionReply { tool_use_id: id, .. } [id != tool_use_id]
+        WaitingForPermission { request_id } + PermissionReply { request_id: id, .. } [id != request_id]
             => WaitingForPermission
-               / Reject(format!("no permission request `{}` pending (waiting for `{}`)", id, tool_use_id)),
-        WaitingForPermission { tool_name, tool_use_id, input } + PermissionReply { allowed: true, remember, .. }
+               / Reject(format!("no permission request `{}` pending (waiting for `{}`)", id, request_id)),
+        WaitingForPermission { tool_name, tool_use_id, input, .. } + PermissionReply { allowed: true, remember, .. }
             => { if remember { ctx.permissions.insert(tool_name.clone(), Permission::Allow); } }
                ExecutingTool { tool_name, tool_use_id }
                / ExecuteTool(ToolCall { id: tool_use_id.clone(), name: tool_name.clone(), input }),
@@ -641,12 +680,12 @@ pub mod machine {
             => { ctx.resolve_current(output, false); let call = ctx.advance(); }
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
         ExecutingTool + ToolResult { result: Ok(output), .. } [ctx.next_step() == NextStep::AskPermission]
-            => { ctx.resolve_current(output, false); let call = ctx.advance(); }
-               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.input }
-               / RequestPermission(call.clone()),
+            => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
+               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.input, request_id }
+               / RequestPermission { request_id: request_id.clone(), call: call.clone() },
         ExecutingTool + ToolResult { result: Ok(output), .. } [ctx.next_step() == NextStep::AskUser]
-            => { ctx.resolve_current(output, false); let call = ctx.advance(); }
-               WaitingForUserInput { request_id: call.id } / AskUser { request_id: call.id.clone(), questions: call.input },
+            => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
+               WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.input },
         ExecutingTool + ToolResult { result: Ok(output), .. }
             => { ctx.resolve_current(output, false); let message = ctx.finish_tools(); } Processing / CallLlm(message),
         ExecutingTool { tool_use_id } + SubAgentRequested { tool_use_id: id, .. } [id != tool_use_id]
@@ -671,12 +710,12 @@ pub mod machine {
             => { ctx.resolve_current(output, false); let call = ctx.advance(); }
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
         WaitingForSubAgent + SubAgentFinished { result: Ok(output), .. } [ctx.next_step() == NextStep::AskPermission]
-            => { ctx.resolve_current(output, false); let call = ctx.advance(); }
-               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.input }
-               / RequestPermission(call.clone()),
+            => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
+               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.input, request_id }
+               / RequestPermission { request_id: request_id.clone(), call: call.clone() },
         WaitingForSubAgent + SubAgentFinished { result: Ok(output), .. } [ctx.next_step() == NextStep::AskUser]
-            => { ctx.resolve_current(output, false); let call = ctx.advance(); }
-               WaitingForUserInput { request_id: call.id } / AskUser { request_id: call.id.clone(), questions: call.input },
+            => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
+               WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.input },
         WaitingForSubAgent + SubAgentFinished { result: Ok(output), .. }
             => { ctx.resolve_current(output, false); let message = ctx.finish_tools(); } Processing / CallLlm(message),
         WaitingForSubAgent { session_id } + Interrupt
@@ -690,12 +729,12 @@ pub mod machine {
             => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); }
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
         WaitingForUserInput + QuestionAnswered { answers, .. } [ctx.next_step() == NextStep::AskPermission]
-            => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); }
-               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.input }
-               / RequestPermission(call.clone()),
+            => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
+               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.input, request_id }
+               / RequestPermission { request_id: request_id.clone(), call: call.clone() },
         WaitingForUserInput + QuestionAnswered { answers, .. } [ctx.next_step() == NextStep::AskUser]
-            => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); }
-               WaitingForUserInput { request_id: call.id } / AskUser { request_id: call.id.clone(), questions: call.input },
+            => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
+               WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.input },
         WaitingForUserInput + QuestionAnswered { answers, .. }
             => { ctx.resolve_current(answers.join("\n"), false); let message = ctx.finish_tools(); }
                Processing / CallLlm(message),

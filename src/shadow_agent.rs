@@ -398,7 +398,7 @@ impl Llm for ScriptedLlm {
 
 /// The changelog of the scripted sessions' workspace.
 pub const CHANGELOG: &str = "# Changelog\n\n- Subagents run as child machines\n- Permission replies are matched by \
-                             tool-use id\n- Input typed mid-turn is kept\n";
+                             request id\n- Input typed mid-turn is kept\n";
 
 /// Lays out the scripted sessions' workspace in `root`: `CHANGELOG.md`,
 /// `a.txt` and `b.txt`.
@@ -433,8 +433,14 @@ pub enum Output {
     /// A tool call starts.
     ToolStarted(ToolCall),
     /// A tool call waits for permission: answer with
-    /// [`ShadowEvent::PermissionReply`] carrying the call's id.
-    PermissionRequested(ToolCall),
+    /// [`ShadowEvent::PermissionReply`] carrying `request_id` (minted by
+    /// the machine; never the call's id, which the model chose).
+    PermissionRequested {
+        /// The id the reply must carry.
+        request_id: String,
+        /// The call.
+        call: ToolCall,
+    },
     /// The user is asked questions: answer with
     /// [`ShadowEvent::QuestionAnswered`] carrying `request_id`.
     Question {
@@ -1065,7 +1071,9 @@ impl Effects<Shadow> for ShadowEffects {
                 self.emit(cx, Output::Response(text));
             }
             ShadowAction::ExecuteTool(call) => self.execute_tool(call, cx),
-            ShadowAction::RequestPermission(call) => self.emit(cx, Output::PermissionRequested(call)),
+            ShadowAction::RequestPermission { request_id, call } => {
+                self.emit(cx, Output::PermissionRequested { request_id, call });
+            }
             ShadowAction::AskUser { request_id, questions } => {
                 self.emit(cx, Output::Question { request_id, questions });
             }

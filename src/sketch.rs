@@ -79,7 +79,9 @@
 //!   [`SketchAction::ShowError`]: an empty user message, an exhausted
 //!   budget at turn start, a failed LLM call, a malformed reply (tool use
 //!   without tools, tools without tool use, a reply cut off at the token
-//!   limit), a failed tool runner, a cancel during the tool run. Before the
+//!   limit, two tool calls of one id: results are matched by id, so a
+//!   reply that repeats one runs nothing), a failed tool runner, a cancel
+//!   during the tool run. Before the
 //!   turn ends, every unanswered tool call gets a result ([`NOT_EXECUTED`])
 //!   so the conversation stays valid for the next request.
 
@@ -231,15 +233,23 @@ impl LlmReply {
         LlmReply { text: String::new(), tool_calls, stop_reason: StopReason::ToolUse, usage }
     }
 
-    /// What makes the reply unusable, if anything.
+    /// What makes the reply unusable, if anything: a cut-off reply, tool
+    /// use without tools or tools without tool use, or two calls of one id
+    /// (results are matched by id, so one result would answer both).
     #[must_use]
     pub fn problem(&self) -> Option<String> {
         match (self.stop_reason, self.tool_calls.is_empty()) {
             (StopReason::MaxTokens, _) => Some("the reply was cut off at its token limit".to_owned()),
             (StopReason::ToolUse, true) => Some("the model stopped for tool use but asked for no tool".to_owned()),
             (StopReason::EndTurn, false) => Some("the model asked for tools but did not stop for tool use".to_owned()),
-            _ => None,
+            _ => self.repeated_id().map(|id| format!("the model repeated the tool call id `{id}`; no tool ran")),
         }
+    }
+
+    /// The first id two of the reply's calls share.
+    fn repeated_id(&self) -> Option<&str> {
+        let mut seen = std::collections::BTreeSet::new();
+        self.tool_calls.iter().map(|c| c.id.as_str()).find(|id| !seen.insert(*id))
     }
 }
 

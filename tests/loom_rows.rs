@@ -192,6 +192,18 @@ fn processing_with_tool_calls_executes_tools() {
 }
 
 #[test]
+fn a_reply_that_repeats_a_call_id_runs_nothing_and_is_not_recorded() {
+    let calls = vec![call("a", "read_file"), call("a", "edit_file")];
+    let mut m = Loom::with_state(calling(0, history()), cfg());
+    let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse {
+        content: "let me look".to_owned(),
+        tool_calls: calls,
+    })));
+    assert_eq!(action, AgentAction::DisplayError("the model repeated the tool call id `a`; no tool ran".to_owned()));
+    assert_eq!(m.state(), &AgentState::WaitingForUserInput { conversation: conv(history()) });
+}
+
+#[test]
 fn calling_llm_error_below_max_goes_to_error_and_schedules_retry() {
     // max_retries = 3 counts attempts: after the 1st and 2nd failures a
     // retry is scheduled, numbered by the attempt about to be made.
@@ -738,6 +750,13 @@ fn description_lists_every_tested_row() {
         ("WaitingForUserInput", Some("UserInput"), None, "CallingLlm", Some("SendLlmRequest")),
         ("CallingLlm", Some("LlmEvent"), None, "CallingLlm", Some("DisplayMessage")),
         ("CallingLlm", Some("LlmEvent"), None, "CallingLlm", Some("WaitForInput")),
+        (
+            "CallingLlm",
+            Some("LlmEvent"),
+            Some("repeated_id(&response.tool_calls).is_some()"),
+            "WaitingForUserInput",
+            Some("DisplayError"),
+        ),
         ("CallingLlm", Some("LlmEvent"), None, "ProcessingLlmResponse", None),
         (
             "CallingLlm",
@@ -811,7 +830,7 @@ fn description_lists_every_tested_row() {
         let row = (from, Some("Interrupted"), None, "WaitingForUserInput", Some("DisplayError"));
         assert!(rows.contains(&row), "missing row {row:?}");
     }
-    // Nothing else: 16 rows + 6 expanded shutdown rows + 5 interrupt rows,
+    // Nothing else: 17 rows + 6 expanded shutdown rows + 5 interrupt rows,
     // tried in table order.
     assert_eq!(rows.len(), expected.len() + shutdown_sources.len() + interrupt_sources.len());
     assert_eq!(rows[..expected.len()], expected[..]);

@@ -125,12 +125,9 @@ impl Harness {
         loop {
             let update = self.next().await;
             match update.output {
-                Output::PermissionRequested(call) => {
-                    let reply = ShadowEvent::PermissionReply {
-                        tool_use_id: call.id,
-                        allowed: policy.allow,
-                        remember: policy.remember,
-                    };
+                Output::PermissionRequested { request_id, .. } => {
+                    let reply =
+                        ShadowEvent::PermissionReply { request_id, allowed: policy.allow, remember: policy.remember };
                     self.agent(&update.session_id).send(reply).await.expect("reply sent");
                 }
                 Output::Question { request_id, .. } => {
@@ -279,7 +276,7 @@ async fn flow_several_tools_allowed_by_rule() {
         states(&history),
         ["Idle", "Processing", "ExecutingTool", "Processing", "ExecutingTool", "Processing", "Idle"]
     );
-    assert!(!h.outputs("main").any(|o| matches!(o, Output::PermissionRequested(_))), "the rule allowed both");
+    assert!(!h.outputs("main").any(|o| matches!(o, Output::PermissionRequested { .. })), "the rule allowed both");
     assert_eq!(h.responses("main"), ["a.txt says \"alpha\" and b.txt says \"beta\"."]);
 }
 
@@ -314,7 +311,7 @@ async fn flow_question() {
     assert_eq!(states(&history), ["Idle", "Processing", "WaitingForUserInput", "Processing", "Idle"]);
     assert!(h.outputs("main").any(|o| o
         == &Output::Question {
-            request_id: "toolu_1".to_owned(),
+            request_id: "question-0".to_owned(),
             questions: json!({ "questions": ["Which colour should the button be?"] })
         }));
     assert_eq!(h.responses("main"), ["Painting the button blue."]);
@@ -325,22 +322,26 @@ async fn a_remembered_permission_skips_the_wait_and_a_reply_for_another_id_is_re
     let mut h = Harness::new();
     let main = h.spawn(&[]);
     main.send(ShadowEvent::UserInput("write hello.txt".to_owned())).await.expect("sent");
-    let asked = h.until(|u| matches!(u.output, Output::PermissionRequested(_))).await;
-    let Output::PermissionRequested(call) = asked.output else { unreachable!("matched") };
+    let asked = h.until(|u| matches!(u.output, Output::PermissionRequested { .. })).await;
+    let Output::PermissionRequested { request_id, call } = asked.output else { unreachable!("matched") };
     assert_eq!(call.id, "toolu_1");
+    assert_eq!(request_id, "permission-0");
 
-    // A reply for another call changes nothing.
-    let wrong = ShadowEvent::PermissionReply { tool_use_id: "toolu_9".to_owned(), allowed: true, remember: true };
-    main.send(wrong).await.expect("sent");
-    let refused = h.until(|u| matches!(u.output, Output::Rejected(_))).await;
-    assert_eq!(
-        refused.output,
-        Output::Rejected("no permission request `toolu_9` pending (waiting for `toolu_1`)".into())
-    );
+    // A reply for another request changes nothing, and neither does one
+    // that names the call (its id is the model's, not the request's).
+    for id in ["permission-9", "toolu_1"] {
+        let wrong = ShadowEvent::PermissionReply { request_id: id.to_owned(), allowed: true, remember: true };
+        main.send(wrong).await.expect("sent");
+        let refused = h.until(|u| matches!(u.output, Output::Rejected(_))).await;
+        assert_eq!(
+            refused.output,
+            Output::Rejected(format!("no permission request `{id}` pending (waiting for `permission-0`)"))
+        );
+    }
     assert_eq!(main.state().await.expect("state").name(), "WaitingForPermission");
     assert_eq!(h.file("hello.txt"), None);
 
-    let right = ShadowEvent::PermissionReply { tool_use_id: call.id, allowed: true, remember: true };
+    let right = ShadowEvent::PermissionReply { request_id, allowed: true, remember: true };
     main.send(right).await.expect("sent");
     assert_eq!(h.settle("main", APPROVE).await, ShadowState::Idle);
     // Remembered for the session: the next write runs without asking.
@@ -450,7 +451,7 @@ async fn interrupt_in_waiting_for_permission_answers_the_tool_as_interrupted() {
     let history = assert_history_is_the_tables_path(&mut h, &main, main_context(&[])).await;
     assert_eq!(states(&history), ["Idle", "Processing", "WaitingForPermission", "Done"]);
     // A late reply finds nothing to approve.
-    let late = ShadowEvent::PermissionReply { tool_use_id: "toolu_1".to_owned(), allowed: true, remember: false };
+    let late = ShadowEvent::PermissionReply { request_id: "permission-0".to_owned(), allowed: true, remember: false };
     main.call(late).await.expect("delivered");
     assert_eq!(main.state().await.expect("state"), ShadowState::Done);
     assert_eq!(h.file("hello.txt"), None);
@@ -613,7 +614,7 @@ async fn input_sent_while_waiting_for_permission_is_deferred_then_run() {
     let mut h = Harness::new();
     let main = h.spawn(&[]);
     main.send(ShadowEvent::UserInput("write hello.txt".to_owned())).await.expect("sent");
-    let asked = h.until(|u| matches!(u.output, Output::PermissionRequested(_))).await;
+    let asked = h.until(|u| matches!(u.output, Output::PermissionRequested { .. })).await;
     // Nothing is in flight while the agent waits: the input reaches the
     // machine, which hands it back; the effects keep it.
     main.send(ShadowEvent::UserInput("hello".to_owned())).await.expect("sent");
@@ -621,10 +622,8 @@ async fn input_sent_while_waiting_for_permission_is_deferred_then_run() {
     assert_eq!(deferred.output, Output::InputDeferred("hello".to_owned()));
     assert_eq!(main.state().await.expect("state").name(), "WaitingForPermission");
 
-    let Output::PermissionRequested(call) = asked.output else { unreachable!("matched") };
-    main.send(ShadowEvent::PermissionReply { tool_use_id: call.id, allowed: true, remember: false })
-        .await
-        .expect("sent");
+    let Output::PermissionRequested { request_id, .. } = asked.output else { unreachable!("matched") };
+    main.send(ShadowEvent::PermissionReply { request_id, allowed: true, remember: false }).await.expect("sent");
     assert_eq!(h.settle("main", APPROVE).await, ShadowState::Idle);
     // The deferred input starts the next turn by itself.
     assert_eq!(h.settle("main", APPROVE).await, ShadowState::Idle);
@@ -676,7 +675,7 @@ async fn the_runtime_finds_a_running_child_whose_permission_is_answered_through_
     let mut h = Harness::new();
     let main = h.spawn(&rules);
     main.send(ShadowEvent::UserInput("delegate the summary".to_owned())).await.expect("sent");
-    let asked = h.until(|u| matches!(u.output, Output::PermissionRequested(_))).await;
+    let asked = h.until(|u| matches!(u.output, Output::PermissionRequested { .. })).await;
     assert_eq!(&*asked.session_id, "main/toolu_1", "the child asks");
 
     let child = h.runtime.get("main/toolu_1").expect("the child's handle while it runs");
@@ -687,13 +686,14 @@ async fn the_runtime_finds_a_running_child_whose_permission_is_answered_through_
             tool_name: "read_file".to_owned(),
             tool_use_id: "toolu_1".to_owned(),
             input: json!({ "path": "CHANGELOG.md" }),
+            request_id: "permission-0".to_owned(),
         }
     );
     assert_eq!(
         main.state().await.expect("state"),
         ShadowState::WaitingForSubAgent { session_id: "main/toolu_1".to_owned() }
     );
-    let reply = ShadowEvent::PermissionReply { tool_use_id: "toolu_1".to_owned(), allowed: true, remember: false };
+    let reply = ShadowEvent::PermissionReply { request_id: "permission-0".to_owned(), allowed: true, remember: false };
     child.send(reply).await.expect("sent");
     assert_eq!(h.settle("main", APPROVE).await, ShadowState::Idle);
 
@@ -714,7 +714,7 @@ async fn a_subagent_that_outlives_its_timeout_is_stopped_and_fails_the_parent() 
     let main = h.spawn(&rules);
     main.send(ShadowEvent::UserInput("delegate the summary".to_owned())).await.expect("sent");
     // The child asks for `read_file`; nobody answers.
-    let asked = h.until(|u| matches!(u.output, Output::PermissionRequested(_))).await;
+    let asked = h.until(|u| matches!(u.output, Output::PermissionRequested { .. })).await;
     assert_eq!(&*asked.session_id, "main/toolu_1");
     let child = h.runtime.get("main/toolu_1").expect("running");
 
@@ -752,8 +752,8 @@ async fn a_subscriber_sees_every_state_change_with_its_json() {
         let n = tokio::time::timeout(WAIT, notifications.recv()).await.expect("in time").expect("open");
         seen.push(n.clone());
         match n {
-            Notification::Output(Output::PermissionRequested(call)) => {
-                let reply = ShadowEvent::PermissionReply { tool_use_id: call.id, allowed: true, remember: false };
+            Notification::Output(Output::PermissionRequested { request_id, .. }) => {
+                let reply = ShadowEvent::PermissionReply { request_id, allowed: true, remember: false };
                 main.send(reply).await.expect("sent");
             }
             Notification::Output(Output::StateChanged { state: ShadowState::Idle, .. }) => break,
@@ -786,7 +786,7 @@ async fn a_subscriber_sees_every_state_change_with_its_json() {
             ("Idle", r#"{"state":"processing"}"#.to_owned()),
             (
                 "Processing",
-                r#"{"state":"waiting_for_permission","data":{"tool_name":"write_file","tool_use_id":"toolu_1","input":{"content":"hello from Shadow\n","path":"hello.txt"}}}"#
+                r#"{"state":"waiting_for_permission","data":{"tool_name":"write_file","tool_use_id":"toolu_1","input":{"content":"hello from Shadow\n","path":"hello.txt"},"request_id":"permission-0"}}"#
                     .to_owned()
             ),
             (
@@ -851,7 +851,7 @@ async fn the_release_session_runs_end_to_end() {
         .seen
         .iter()
         .filter_map(|u| match &u.output {
-            Output::PermissionRequested(ToolCall { name, .. }) => Some(format!("{}:{name}", u.session_id)),
+            Output::PermissionRequested { call: ToolCall { name, .. }, .. } => Some(format!("{}:{name}", u.session_id)),
             _ => None,
         })
         .collect();

@@ -1,6 +1,8 @@
 //! The Shadow runtime table against its reference: every documented flow
 //! with its exact state sequence, the documented interrupt outcome in every
-//! state, permission replies matched by `tool_use_id`, remembered answers,
+//! state, permission replies matched by the request ids the machine mints
+//! (never the model's `tool_use_id`s), replies that repeat a call id
+//! refused, remembered answers,
 //! the `Error` state entered and left, input mid-turn handed back, and the
 //! snake_case JSON of every state.
 
@@ -71,8 +73,8 @@ fn tool_err(id: &str, error: &str) -> ShadowEvent {
     ShadowEvent::ToolResult { tool_use_id: id.to_owned(), result: Err(error.to_owned()) }
 }
 
-fn permission(id: &str, allowed: bool, remember: bool) -> ShadowEvent {
-    ShadowEvent::PermissionReply { tool_use_id: id.to_owned(), allowed, remember }
+fn permission(request_id: &str, allowed: bool, remember: bool) -> ShadowEvent {
+    ShadowEvent::PermissionReply { request_id: request_id.to_owned(), allowed, remember }
 }
 
 fn ok(id: &str, content: &str) -> ToolResultBlock {
@@ -87,8 +89,17 @@ fn executing(id: &str, name: &str) -> ShadowState {
     ShadowState::ExecutingTool { tool_name: name.to_owned(), tool_use_id: id.to_owned() }
 }
 
-fn waiting_permission(c: &ToolCall) -> ShadowState {
-    ShadowState::WaitingForPermission { tool_name: c.name.clone(), tool_use_id: c.id.clone(), input: c.input.clone() }
+fn waiting_permission(c: &ToolCall, request_id: &str) -> ShadowState {
+    ShadowState::WaitingForPermission {
+        tool_name: c.name.clone(),
+        tool_use_id: c.id.clone(),
+        input: c.input.clone(),
+        request_id: request_id.to_owned(),
+    }
+}
+
+fn request_permission(c: &ToolCall, request_id: &str) -> ShadowAction {
+    ShadowAction::RequestPermission { request_id: request_id.to_owned(), call: c.clone() }
 }
 
 /// A session that is running `calls[0]` of a reply (every tool allowed).
@@ -120,9 +131,9 @@ fn flow_tool_execution_with_permission() {
     let bash = call("t1", "bash");
     let mut s = Session::new(ctx());
     s.send(input("list files"));
-    assert_eq!(s.send(tools_reply(std::slice::from_ref(&bash))), ShadowAction::RequestPermission(bash.clone()));
-    assert_eq!(s.state(), &waiting_permission(&bash));
-    assert_eq!(s.send(permission("t1", true, false)), ShadowAction::ExecuteTool(bash.clone()));
+    assert_eq!(s.send(tools_reply(std::slice::from_ref(&bash))), request_permission(&bash, "permission-0"));
+    assert_eq!(s.state(), &waiting_permission(&bash, "permission-0"));
+    assert_eq!(s.send(permission("permission-0", true, false)), ShadowAction::ExecuteTool(bash.clone()));
     assert_eq!(s.state(), &executing("t1", "bash"));
     assert_eq!(
         s.send(tool_ok("t1", "a.rs b.rs")),
@@ -183,11 +194,14 @@ fn flow_with_questions() {
     s.send(input("paint it"));
     assert_eq!(
         s.send(tools_reply(&[question])),
-        ShadowAction::AskUser { request_id: "q1".to_owned(), questions: json!({ "questions": ["Which colour?"] }) }
+        ShadowAction::AskUser {
+            request_id: "question-0".to_owned(),
+            questions: json!({ "questions": ["Which colour?"] })
+        }
     );
-    assert_eq!(s.state(), &ShadowState::WaitingForUserInput { request_id: "q1".to_owned() });
+    assert_eq!(s.state(), &ShadowState::WaitingForUserInput { request_id: "question-0".to_owned() });
     let action =
-        s.send(ShadowEvent::QuestionAnswered { request_id: "q1".to_owned(), answers: vec!["blue".to_owned()] });
+        s.send(ShadowEvent::QuestionAnswered { request_id: "question-0".to_owned(), answers: vec!["blue".to_owned()] });
     assert_eq!(action, ShadowAction::CallLlm(Message::ToolResults(vec![ok("q1", "blue")])));
     s.send(text_reply("painted blue"));
     assert_eq!(s.rec.states(), vec!["Idle", "Processing", "WaitingForUserInput", "Processing", "Idle"]);
@@ -201,15 +215,16 @@ fn several_calls_in_one_reply_run_in_order_and_answer_together() {
     let mut s = Session::new(ctx);
     s.send(input("tidy up"));
     assert_eq!(s.send(tools_reply(&calls)), ShadowAction::ExecuteTool(call("a", "read_file")));
-    assert_eq!(s.send(tool_ok("a", "A")), ShadowAction::RequestPermission(call("b", "bash")));
-    assert_eq!(s.send(permission("b", true, false)), ShadowAction::ExecuteTool(call("b", "bash")));
+    assert_eq!(s.send(tool_ok("a", "A")), request_permission(&call("b", "bash"), "permission-0"));
+    assert_eq!(s.send(permission("permission-0", true, false)), ShadowAction::ExecuteTool(call("b", "bash")));
     // `rm` is denied by rule on the way, without asking.
     assert_eq!(
         s.send(tool_ok("b", "B")),
-        ShadowAction::AskUser { request_id: "q".to_owned(), questions: question.input.clone() }
+        ShadowAction::AskUser { request_id: "question-1".to_owned(), questions: question.input.clone() }
     );
     let results = vec![ok("a", "A"), ok("b", "B"), err("r", "Permission denied by rule for `rm`"), ok("q", "yes")];
-    let action = s.send(ShadowEvent::QuestionAnswered { request_id: "q".to_owned(), answers: vec!["yes".to_owned()] });
+    let action =
+        s.send(ShadowEvent::QuestionAnswered { request_id: "question-1".to_owned(), answers: vec!["yes".to_owned()] });
     assert_eq!(action, ShadowAction::CallLlm(Message::ToolResults(results)));
     s.send(text_reply("tidy"));
     assert_eq!(
@@ -310,7 +325,7 @@ fn interrupt_in_waiting_for_permission_interrupts_the_tool_without_running_it() 
     let mut s = Session::new(ctx());
     s.send(input("go"));
     s.send(tools_reply(&[bash.clone(), call("t2", "bash")]));
-    assert_eq!(s.state(), &waiting_permission(&bash));
+    assert_eq!(s.state(), &waiting_permission(&bash, "permission-0"));
     assert_eq!(s.send(ShadowEvent::Interrupt), ShadowAction::Interrupted);
     assert_eq!(s.state(), &ShadowState::Done);
     assert_eq!(
@@ -320,7 +335,7 @@ fn interrupt_in_waiting_for_permission_interrupts_the_tool_without_running_it() 
     assert!(s.rec.steps.iter().all(|step| step.to != "ExecutingTool"), "nothing ran");
     // A late permission reply finds nothing to approve.
     let mut rec = Recorder::default();
-    assert_eq!(s.m.handle_event_with(permission("t1", true, false), &mut rec), ShadowAction::Nothing);
+    assert_eq!(s.m.handle_event_with(permission("permission-0", true, false), &mut rec), ShadowAction::Nothing);
     assert_eq!(s.m.state(), &ShadowState::Done);
     assert_eq!(rec.unhandled.len(), 1);
 }
@@ -382,19 +397,23 @@ fn interrupt_in_error_changes_nothing() {
 // -------------------------------------------------------------- permission
 
 #[test]
-fn a_permission_reply_for_another_tool_use_id_is_rejected() {
+fn a_permission_reply_for_another_request_is_rejected() {
     let bash = call("t1", "bash");
     let mut s = Session::new(ctx());
     s.send(input("go"));
     s.send(tools_reply(std::slice::from_ref(&bash)));
     let before_state = s.state().clone();
     let before_ctx = s.ctx().clone();
-    let action = s.send(permission("t9", true, true));
-    assert_eq!(action, ShadowAction::Reject("no permission request `t9` pending (waiting for `t1`)".to_owned()));
+    // The call's own id is not the request's: the model chose it.
+    let action = s.send(permission("t1", true, true));
+    assert_eq!(
+        action,
+        ShadowAction::Reject("no permission request `t1` pending (waiting for `permission-0`)".to_owned())
+    );
     assert_eq!(s.state(), &before_state);
     assert_eq!(s.ctx(), &before_ctx, "the rejected reply was not remembered either");
     // The right id still works.
-    assert_eq!(s.send(permission("t1", true, false)), ShadowAction::ExecuteTool(bash));
+    assert_eq!(s.send(permission("permission-0", true, false)), ShadowAction::ExecuteTool(bash));
 }
 
 #[test]
@@ -402,7 +421,7 @@ fn remember_stores_the_rule_and_the_next_call_skips_the_permission_wait() {
     let mut s = Session::new(ctx());
     s.send(input("go"));
     s.send(tools_reply(&[call("t1", "bash")]));
-    s.send(permission("t1", true, true));
+    s.send(permission("permission-0", true, true));
     assert_eq!(s.ctx().permissions.get("bash"), Some(&Permission::Allow));
     s.send(tool_ok("t1", "ok"));
     // The model asks for the same tool again: no question this time.
@@ -419,7 +438,7 @@ fn a_denial_ends_the_task_and_a_remembered_denial_answers_without_asking() {
     let mut s = Session::new(ctx());
     s.send(input("go"));
     s.send(tools_reply(&[call("t1", "bash"), call("t2", "read_file")]));
-    assert_eq!(s.send(permission("t1", false, true)), ShadowAction::PermissionDenied("bash".to_owned()));
+    assert_eq!(s.send(permission("permission-0", false, true)), ShadowAction::PermissionDenied("bash".to_owned()));
     assert_eq!(s.state(), &ShadowState::Done);
     assert_eq!(s.ctx().permissions.get("bash"), Some(&Permission::Deny));
     assert_eq!(
@@ -488,7 +507,7 @@ fn done_takes_new_input() {
 fn input_mid_turn_is_handed_back_not_applied_or_dropped() {
     let busy = [
         ShadowState::Processing,
-        waiting_permission(&call("t1", "bash")),
+        waiting_permission(&call("t1", "bash"), "permission-0"),
         executing("t1", "bash"),
         ShadowState::WaitingForSubAgent { session_id: "s1/t1".to_owned() },
         ShadowState::WaitingForUserInput { request_id: "q1".to_owned() },
@@ -533,7 +552,7 @@ fn shutdown_from_every_state_ends_in_done() {
     let states = [
         ShadowState::Idle,
         ShadowState::Processing,
-        waiting_permission(&call("t1", "bash")),
+        waiting_permission(&call("t1", "bash"), "permission-0"),
         executing("t1", "bash"),
         ShadowState::WaitingForSubAgent { session_id: "s1/t1".to_owned() },
         ShadowState::WaitingForUserInput { request_id: "q1".to_owned() },
@@ -559,10 +578,10 @@ fn every_state_serializes_in_snake_case() {
         (ShadowState::Idle, json!({ "state": "idle" })),
         (ShadowState::Processing, json!({ "state": "processing" })),
         (
-            waiting_permission(&call("t1", "bash")),
+            waiting_permission(&call("t1", "bash"), "permission-0"),
             json!({
                 "state": "waiting_for_permission",
-                "data": { "tool_name": "bash", "tool_use_id": "t1", "input": { "arg": "t1" } }
+                "data": { "tool_name": "bash", "tool_use_id": "t1", "input": { "arg": "t1" }, "request_id": "permission-0" }
             }),
         ),
         (

@@ -238,6 +238,13 @@ fn edge_processing_llm_response__error() {
     let (_, hops, action) = run(SketchState::SendingToLlm, ctx(), SketchEvent::LlmResponse(cut));
     assert_edge(&hops, "ProcessingLlmResponse", "Error");
     assert_eq!(action, SketchAction::ShowError("the reply was cut off at its token limit".to_owned()));
+
+    // So does a reply whose calls repeat an id: none of them runs.
+    let repeated = LlmReply::tools(vec![call("a"), call("a")], usage(1));
+    let (m, hops, action) = run(SketchState::SendingToLlm, ctx(), SketchEvent::LlmResponse(repeated));
+    assert_edge(&hops, "ProcessingLlmResponse", "Error");
+    assert_eq!(action, SketchAction::ShowError("the model repeated the tool call id `a`; no tool ran".to_owned()));
+    assert_eq!(m.context().conversation, Vec::new());
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 use agent_fsm_examples::loom::{
     AgentConfig, ConversationContext, Executions, LlmError, LlmEvent, LlmResponse, Loom, Message, ToolCall,
+    ToolExecutionOutcome,
 };
 use agent_fsm_examples::loom_with_permission::{AgentAction, AgentEvent, AgentState, LoomWithPermission};
 
@@ -26,12 +27,44 @@ fn calling() -> LoomWithPermission {
 fn added_row_mutating_calls_wait_for_permission() {
     let mut m = calling();
     let calls = vec![call("1", "read_file"), call("2", "edit_file")];
-    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission(calls.clone()));
-    let AgentState::WaitingForPermission { calls: waiting, conversation } = m.state() else {
+    let action = m.handle_event(completed(calls.clone()));
+    assert_eq!(action, AgentAction::AskPermission { request_id: 2, calls: calls.clone() });
+    let AgentState::WaitingForPermission { calls: waiting, conversation, request_id } = m.state() else {
         panic!("expected WaitingForPermission, got {:?}", m.state());
     };
     assert_eq!(waiting, &calls);
-    assert_eq!(conversation.len(), 2);
+    // The request's id is its position: the conversation's length.
+    assert_eq!((conversation.len(), *request_id), (2, 2));
+}
+
+#[test]
+fn added_rows_a_reply_to_another_request_is_refused_and_a_stale_one_approves_nothing() {
+    let mut m = calling();
+    let first = vec![call("1", "edit_file")];
+    m.handle_event(completed(first.clone()));
+    for event in [
+        AgentEvent::PermissionGranted { request_id: 7 },
+        AgentEvent::PermissionDenied { request_id: 7, reason: "no".into() },
+    ] {
+        let action = m.handle_event(event);
+        assert_eq!(action, AgentAction::DisplayError("no permission request 7 pending (waiting for 2)".into()));
+        assert!(m.state().is_waiting_for_permission());
+    }
+    assert_eq!(
+        m.handle_event(AgentEvent::PermissionGranted { request_id: 2 }),
+        AgentAction::ExecuteTools(first.clone())
+    );
+    let done = ToolExecutionOutcome::Success { call_id: "1".into(), output: "ok".into() };
+    m.handle_event(AgentEvent::ToolCompleted { call_id: "1".into(), outcome: done });
+    m.handle_event(AgentEvent::PostToolsHookCompleted { action_taken: false });
+    // The next round reuses the call id; the first round's reply, sent
+    // again, does not approve it.
+    let action = m.handle_event(completed(first.clone()));
+    let AgentAction::AskPermission { request_id, .. } = action else { panic!("{action:?}") };
+    assert_eq!(request_id, 4);
+    let action = m.handle_event(AgentEvent::PermissionGranted { request_id: 2 });
+    assert_eq!(action, AgentAction::DisplayError("no permission request 2 pending (waiting for 4)".into()));
+    assert!(m.state().is_waiting_for_permission());
 }
 
 #[test]
@@ -46,10 +79,13 @@ fn base_row_read_only_calls_run_at_once() {
 fn added_row_permission_granted_runs_the_calls() {
     let calls = vec![call("1", "edit_file")];
     let mut m = LoomWithPermission::with_state(
-        AgentState::WaitingForPermission { calls: calls.clone(), conversation: conv() },
+        AgentState::WaitingForPermission { calls: calls.clone(), conversation: conv(), request_id: 1 },
         AgentConfig::default(),
     );
-    assert_eq!(m.handle_event(AgentEvent::PermissionGranted), AgentAction::ExecuteTools(calls.clone()));
+    assert_eq!(
+        m.handle_event(AgentEvent::PermissionGranted { request_id: 1 }),
+        AgentAction::ExecuteTools(calls.clone())
+    );
     assert_eq!(
         m.state(),
         &AgentState::ExecutingTools { executions: Executions::pending(&calls), conversation: conv() }
@@ -60,10 +96,10 @@ fn added_row_permission_granted_runs_the_calls() {
 fn added_row_permission_denied_answers_every_call_and_waits() {
     let calls = vec![call("1", "edit_file"), call("2", "bash")];
     let mut m = LoomWithPermission::with_state(
-        AgentState::WaitingForPermission { calls, conversation: conv() },
+        AgentState::WaitingForPermission { calls, conversation: conv(), request_id: 1 },
         AgentConfig::default(),
     );
-    let action = m.handle_event(AgentEvent::PermissionDenied { reason: "not now".into() });
+    let action = m.handle_event(AgentEvent::PermissionDenied { request_id: 1, reason: "not now".into() });
     assert_eq!(action, AgentAction::DisplayError("permission denied: not now".into()));
     let AgentState::WaitingForUserInput { conversation } = m.state() else { panic!("{:?}", m.state()) };
     let ids: Vec<_> = conversation.messages()[1..].iter().map(|m| m.tool_call_id.clone()).collect();
@@ -84,7 +120,7 @@ fn replaced_row_final_failure_says_gave_up() {
 #[test]
 fn inherited_any_state_row_covers_the_added_state() {
     let mut m = LoomWithPermission::with_state(
-        AgentState::WaitingForPermission { calls: vec![], conversation: conv() },
+        AgentState::WaitingForPermission { calls: vec![], conversation: conv(), request_id: 0 },
         AgentConfig::default(),
     );
     assert_eq!(m.handle_event(AgentEvent::ShutdownRequested), AgentAction::Shutdown);
@@ -133,7 +169,7 @@ fn the_variants_state_index_points_at_its_states_the_added_one_included() {
         AgentState::WaitingForUserInput { conversation: conv() },
         AgentState::CallingLlm { retries: 1, conversation: conv() },
         AgentState::ExecutingTools { executions: Executions::pending(&[call("1", "read_file")]), conversation: conv() },
-        AgentState::WaitingForPermission { calls: vec![], conversation: conv() },
+        AgentState::WaitingForPermission { calls: vec![], conversation: conv(), request_id: 0 },
         AgentState::ShuttingDown,
     ];
     for state in states {

@@ -8,6 +8,6 @@ fn main() {
     let typed::ReadyAfterInfer::AwaitingToolCall(awaiting, _) = ready.infer(ModelReply::ToolCalls(vec![call])) else {
         return;
     };
-    let (approving, _) = awaiting.require_approval();
+    let typed::AwaitingToolCallAfterRequireApproval::AwaitingApproval(approving, _) = awaiting.require_approval() else { return };
     let _ = approving.approve();
 }

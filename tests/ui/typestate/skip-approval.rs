@@ -8,7 +8,7 @@ fn main() {
     let typed::ReadyAfterInfer::AwaitingToolCall(awaiting, _) = ready.infer(ModelReply::ToolCalls(vec![call])) else {
         return;
     };
-    let (approving, _) = awaiting.require_approval();
+    let typed::AwaitingToolCallAfterRequireApproval::AwaitingApproval(approving, _) = awaiting.require_approval() else { return };
     let results = vec![ToolResult { call_id: "1".into(), output: "ok".into() }];
     let _ = approving.provide_tool_results(results);
 }

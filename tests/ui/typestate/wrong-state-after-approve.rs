@@ -8,7 +8,7 @@ fn main() {
     let typed::ReadyAfterInfer::AwaitingToolCall(awaiting, _) = ready.infer(ModelReply::ToolCalls(vec![call])) else {
         return;
     };
-    let (approving, _) = awaiting.require_approval();
+    let typed::AwaitingToolCallAfterRequireApproval::AwaitingApproval(approving, _) = awaiting.require_approval() else { return };
     let typed::AwaitingApprovalAfterApprove::Finished(_done, _) = approving.approve("approve-1".to_string()) else {
         return;
     };

@@ -1,0 +1,154 @@
+//! Shadow's requests to the user and the invariants of its snapshots.
+//!
+//! Permission requests and questions carry ids the machine mints from
+//! [`ShadowContext::next_request`], never the model's `tool_use_id`s: the
+//! model may repeat an id within a reply or reuse one in a later reply,
+//! and a reply matched by such an id could settle a request it was not
+//! sent to. [`invariants`] holds a resumed snapshot to what a live agent
+//! reaches, so that its next event behaves as a live one's.
+
+use super::{NextStep, Permission, ShadowContext, ShadowState, ToolCall, Turn};
+
+/// The prefix of permission request ids.
+pub(super) const PERMISSION: &str = "permission";
+
+/// The prefix of question ids.
+pub(super) const QUESTION: &str = "question";
+
+/// The id of request number `n` of `kind`.
+fn request_id(kind: &str, n: u64) -> String {
+    format!("{kind}-{n}")
+}
+
+/// The number of `id` if it is a request id of `kind` as [`request_id`]
+/// writes it (no sign, no leading zero), so that one number has one id.
+fn request_number(kind: &str, id: &str) -> Option<u64> {
+    let digits = id.strip_prefix(kind)?.strip_prefix('-')?;
+    let n: u64 = digits.parse().ok()?;
+    (request_id(kind, n) == id).then_some(n)
+}
+
+/// The first id two of `calls` share.
+pub(super) fn repeated_id(calls: &[ToolCall]) -> Option<String> {
+    first_repeat(calls.iter().map(|c| c.id.as_str()))
+}
+
+fn first_repeat<'a>(ids: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for id in ids {
+        if !seen.insert(id) {
+            return Some(id.to_owned());
+        }
+    }
+    None
+}
+
+// ===== impl ShadowContext =====
+
+impl ShadowContext {
+    /// Whether a request id is left. The last number is never issued, so
+    /// that the counter neither wraps nor issues one id twice.
+    fn can_ask(&self) -> bool {
+        self.next_request < u64::MAX
+    }
+
+    /// What `call` needs, or `None` if it is answered without running: a
+    /// rule denies it, or it needs a request and no id is left.
+    pub(super) fn step_for(&self, call: &ToolCall) -> Option<NextStep> {
+        if call.name == self.question_tool {
+            return self.can_ask().then_some(NextStep::AskUser);
+        }
+        match self.permission_for(&call.name) {
+            Permission::Deny => None,
+            Permission::Allow => Some(NextStep::RunTool),
+            Permission::Ask => self.can_ask().then_some(NextStep::AskPermission),
+        }
+    }
+
+    /// The error result of a call [`step_for`](Self::step_for) answers
+    /// without running.
+    pub(super) fn not_run_because(&self, call: &ToolCall) -> String {
+        if call.name != self.question_tool && self.permission_for(&call.name) == Permission::Deny {
+            format!("Permission denied by rule for `{}`", call.name)
+        } else {
+            format!("Not run: no request id is left to ask about `{}`", call.name)
+        }
+    }
+
+    /// A fresh id for a request of `kind`. The rows call this only after
+    /// [`step_for`](Self::step_for) found an id left.
+    pub(super) fn issue_request(&mut self, kind: &str) -> String {
+        let id = request_id(kind, self.next_request);
+        self.next_request = self.next_request.saturating_add(1);
+        id
+    }
+}
+
+/// The invariants a resumed snapshot must hold: those of every state a
+/// live agent reaches. At rest and in `Processing` no turn is open; in
+/// the other states the turn's current call is the one the state names;
+/// a request id is one the counter issued; the turn's calls have distinct
+/// ids; only a running tool or subagent has an interrupt waiting.
+///
+/// # Errors
+/// The first one broken, in words.
+pub fn invariants(state: &ShadowState, ctx: &ShadowContext) -> Result<(), String> {
+    let turn = &ctx.turn;
+    let ids = turn.pending.iter().map(|c| c.id.as_str()).chain(turn.current.iter().map(|c| c.id.as_str()));
+    if let Some(id) = first_repeat(ids.chain(turn.results.iter().map(|r| r.tool_use_id.as_str()))) {
+        return Err(format!("two calls of the turn share the id `{id}`"));
+    }
+    let waits = matches!(state, ShadowState::ExecutingTool { .. } | ShadowState::WaitingForSubAgent { .. });
+    if ctx.interrupt_requested && !waits {
+        return Err("an interrupt waits with no tool or subagent running".to_owned());
+    }
+    match state {
+        ShadowState::Idle | ShadowState::Processing | ShadowState::Done | ShadowState::Error { .. } => {
+            if *turn != Turn::default() {
+                return Err("tool calls of a turn outside a turn".to_owned());
+            }
+            Ok(())
+        }
+        ShadowState::WaitingForPermission { tool_name, tool_use_id, input, request_id } => {
+            let call = current(turn, tool_use_id)?;
+            if call.name != *tool_name || call.input != *input {
+                return Err(format!("the call `{tool_use_id}` awaiting permission is not the turn's current call"));
+            }
+            issued(ctx, PERMISSION, request_id)
+        }
+        ShadowState::ExecutingTool { tool_name, tool_use_id } => {
+            let call = current(turn, tool_use_id)?;
+            if call.name != *tool_name {
+                return Err(format!("the running call `{tool_use_id}` is not the turn's current call"));
+            }
+            Ok(())
+        }
+        ShadowState::WaitingForSubAgent { session_id } => {
+            let call = turn.current.as_ref().ok_or("waiting for a subagent with no current call")?;
+            if ctx.child_session_id(&call.id) != *session_id {
+                return Err(format!("subagent `{session_id}` is not the current call's"));
+            }
+            Ok(())
+        }
+        ShadowState::WaitingForUserInput { request_id } => {
+            turn.current.as_ref().ok_or("a question with no current call")?;
+            issued(ctx, QUESTION, request_id)
+        }
+    }
+}
+
+/// The turn's current call, which must have `id`.
+fn current<'a>(turn: &'a Turn, id: &str) -> Result<&'a ToolCall, String> {
+    match &turn.current {
+        Some(call) if call.id == id => Ok(call),
+        _ => Err(format!("the call `{id}` is not the turn's current call")),
+    }
+}
+
+/// `Ok` if `id` is a request id of `kind` the counter issued.
+fn issued(ctx: &ShadowContext, kind: &str, id: &str) -> Result<(), String> {
+    match request_number(kind, id) {
+        Some(n) if n < ctx.next_request => Ok(()),
+        _ => Err(format!("`{id}` is not a {kind} id the machine issued (below `{kind}-{}`)", ctx.next_request)),
+    }
+}
