@@ -505,8 +505,9 @@ impl Model {
     ///   the event, wherever those rows are written;
     /// - a `*` row stands only for the states that do not decide the event
     ///   otherwise: a specific `ignore` (wherever written), a row that
-    ///   replaced a base `ignore`, or an earlier specific row that takes
-    ///   every such event in every data of the state.
+    ///   replaced a base `ignore`, or an earlier specific row without a
+    ///   guard that takes every such event (or every event its own
+    ///   pattern, written the same, takes) in every data of the state.
     fn settle_precedence(&mut self, cx: &Ctxt) {
         /// What the rows say about one (state, event) pair, gathered in one
         /// pass so that big tables do not scan every row per state.
@@ -608,17 +609,39 @@ impl Model {
                 self.report_repeat(cx, dup, &both, by);
             }
         }
-        for j in 0..self.rows.len() {
-            let row = &self.rows[j];
-            let (true, Some(e)) = (row.any, row.event.as_ref().map(|(e, _)| *e)) else {
+        // An earlier specific row without a guard, whose source takes every
+        // value of its state, decides what a `*` row's identical event
+        // pattern (`Go(0)`) would take there: the first such row for each
+        // (state, event, pattern text), for the events `*` rows name.
+        let starred: HashSet<usize> =
+            self.rows.iter().filter(|r| r.any).filter_map(|r| r.event.as_ref().map(|(e, _)| *e)).collect();
+        let mut same_pattern: HashMap<(usize, usize, String), usize> = HashMap::new();
+        for (i, r) in self.rows.iter().enumerate() {
+            let Some((e, pat)) = &r.event else {
                 continue;
             };
+            if r.any || r.guard.is_some() || !starred.contains(e) || !r.source_pat.as_ref().is_none_or(irrefutable_below)
+            {
+                continue;
+            }
+            let text = pat.to_token_stream().to_string();
+            for &s in &r.sources {
+                same_pattern.entry((s, *e, text.clone())).or_insert(i);
+            }
+        }
+        for j in 0..self.rows.len() {
+            let row = &self.rows[j];
+            let (true, Some((e, pat))) = (row.any, row.event.as_ref().map(|(e, p)| (*e, p))) else {
+                continue;
+            };
+            let text = if same_pattern.is_empty() { String::new() } else { pat.to_token_stream().to_string() };
             let decided = |s: usize| {
                 let pair = &pairs[s * events + e];
                 j >= ignored_from[s * events + e]
                     || pair.replaced_ignore
                     || ((row.from_base || row.replacement) && pair.base_kept_out)
                     || pair.first_total.is_some_and(|i| i < j)
+                    || (!same_pattern.is_empty() && same_pattern.get(&(s, e, text.clone())).is_some_and(|&i| i < j))
             };
             let keep: Vec<usize> = row.sources.iter().copied().filter(|&s| !decided(s)).collect();
             if !row.sources.is_empty() && keep.is_empty() {
@@ -722,13 +745,15 @@ impl Model {
         }
     }
 
-    /// A bare event name (`HumanReply`) for an event that carries data
-    /// matches it whatever the data, as in `ignore` rows: written
+    /// A bare event name (`HumanReply`) for an event declared with a
+    /// payload list (even an empty one) matches it whatever the data, as in `ignore` rows: written
     /// `HumanReply { .. }`, which fits tuple and struct variants alike. A
     /// bare unit event becomes a path, so that a lower-case name
     /// (`r#type`) is never taken for a binding.
     fn whole_event(&self, event: usize, pat: &Pat) -> Pat {
-        let carries_data = self.event_enum.variants.get(event).is_some_and(|v| !v.fields.is_empty());
+        // `Ping()` and `Pong {}` carry nothing, but are not unit variants:
+        // a path pattern would not match them.
+        let carries_data = self.event_enum.variants.get(event).is_some_and(|v| !matches!(v.fields, Fields::Unit));
         match pat {
             Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() && p.mutability.is_none() => {
                 let ident = &p.ident;

@@ -2,6 +2,7 @@
 //! inside the crate because a proc-macro crate's integration tests cannot
 //! call its internals.
 
+mod cases;
 mod expand;
 mod phases;
 mod quick;

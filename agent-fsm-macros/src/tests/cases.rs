@@ -1,0 +1,88 @@
+//! Whole expansions of inputs that once broke the macro itself (a panic,
+//! a stack overflow, an edge that can never fire), each checked on the
+//! expansion's tokens.
+
+use quote::quote;
+
+/// The expansion of `#[state_machine(args)] module`, as text.
+fn expand(args: proc_macro2::TokenStream, module: proc_macro2::TokenStream) -> String {
+    crate::expand::state_machine(args, module).to_string()
+}
+
+/// A machine using every kind of generated code (carried fields, a
+/// transient state, a context, the typed view, serde, `*` rows), written
+/// with `r#` before the role enums' names and before some variants'.
+fn raw_named() -> proc_macro2::TokenStream {
+    quote! {
+        mod agent {
+            #[context]
+            pub struct r#Config { pub max: u32 }
+
+            #[states]
+            #[carry(log: Vec<String>)]
+            pub enum r#State {
+                #[initial]
+                r#Idle,
+                Calling { retries: u32 },
+                #[transient]
+                Checking { reply: String },
+                #[terminal]
+                #[no_carry]
+                Stopped,
+            }
+
+            #[events]
+            pub enum r#Event { r#Input(String), Reply(String), Failed, Stop }
+
+            #[actions]
+            pub enum r#Action { r#Wait, Call(usize), Retry(u32), Halt }
+
+            transitions! {
+                r#Idle + r#Input(text) => { log.push(text); } Calling { retries: 0 } / Call(log.len()),
+                Calling + Reply(reply) => Checking { reply },
+                Calling { retries } + Failed [*retries < ctx.max] => Calling { retries: retries + 1 } / Retry(*retries),
+                Calling + Failed => Idle / Wait,
+                Checking => Idle / r#Wait,
+                * + Stop => Stopped / Halt,
+            }
+        }
+    }
+}
+
+#[test]
+fn raw_enum_names_expand_without_a_panic() {
+    let out = expand(quote!(fallback = r#Wait, typestate, serde), raw_named());
+    assert!(!out.contains("compile_error"), "{out}");
+    assert!(out.contains("r#State"), "{out}");
+    let out = expand(quote!(fallback = r#Wait, strict, name = r#Agent), raw_named());
+    assert!(out.contains("compile_error"), "strict: the table leaves pairs out");
+}
+
+#[test]
+fn any_row_stays_out_of_a_state_whose_earlier_row_takes_the_same_pattern() {
+    let cx = crate::ctxt::Ctxt::new();
+    let args = syn::parse2(quote!(fallback = Wait)).expect("args parse");
+    let module = syn::parse2(quote! {
+        mod m {
+            #[states] pub enum State { #[initial] Idle, Busy, Done }
+            #[events] pub enum Event { Go(u32), Stop }
+            #[actions] pub enum Action { Wait, Start, Finish }
+            transitions! {
+                Idle + Go(0) => Busy / Start,
+                Busy + Go(1) [true] => Idle / Start,
+                Busy + Stop => Done / Finish,
+                Done + Stop => Idle / Wait,
+                * + Go(0) => Done / Finish,
+                Done + Go(0) => Idle / Wait,
+            }
+        }
+    })
+    .expect("module parses");
+    let model = crate::model::Model::from_syntax(&cx, args, module).expect("model builds");
+    cx.check().expect("no errors");
+    let star = model.rows.iter().find(|r| r.any).expect("the `*` row");
+    let names: Vec<String> = star.sources.iter().map(|&s| model.states[s].ident.to_string()).collect();
+    // `Idle` decides `Go(0)` above it; a guarded row (`Busy`), another
+    // pattern, or a row below (`Done`) does not.
+    assert_eq!(names, ["Busy", "Done"]);
+}
