@@ -788,6 +788,29 @@ impl Model {
         found
     }
 
+    /// A row dropped for an unknown source still reports its other
+    /// unknown names (`Calling + Faild => Idle / GivUp`: both typos in one
+    /// build).
+    fn report_unknown_after_source(&self, cx: &Ctxt, row: &Row) {
+        if let Some(pat) = &row.event
+            && let Some(ident) = pat_variant(cx, pat, "event")
+        {
+            self.resolve_event(cx, &ident);
+        }
+        self.report_unknown_outcome(cx, row);
+    }
+
+    /// A row dropped before its outcome was read reports the unknown
+    /// names there: its target and its action.
+    fn report_unknown_outcome(&self, cx: &Ctxt, row: &Row) {
+        if let Outcome::To { target, action, .. } = &row.outcome {
+            self.resolve_state(cx, &target.ident);
+            if let Some((_, ctor)) = action {
+                self.resolve_action(cx, &ctor.ident);
+            }
+        }
+    }
+
     fn resolve_event(&self, cx: &Ctxt, ident: &Ident) -> Option<usize> {
         let found = self.lookup[1].get(&name_key(ident)).copied();
         if found.is_none() {
@@ -867,6 +890,7 @@ impl Model {
                     })
                     .collect();
                 if !ok {
+                    self.report_unknown_after_source(cx, &row);
                     return false;
                 }
                 let all = (0..self.states.len()).filter(|i| !excluded.contains(i)).collect();
@@ -875,6 +899,7 @@ impl Model {
             Source::Several(names) => {
                 let resolved: Vec<Option<usize>> = names.iter().map(|n| self.resolve_state(cx, n)).collect();
                 let Some(all) = resolved.into_iter().collect::<Option<Vec<_>>>() else {
+                    self.report_unknown_after_source(cx, &row);
                     return false;
                 };
                 for (k, name) in names.iter().enumerate() {
@@ -896,6 +921,7 @@ impl Model {
                     return false;
                 };
                 let Some(i) = self.resolve_state(cx, &ident) else {
+                    self.report_unknown_after_source(cx, &row);
                     return false;
                 };
                 let destructures = !matches!(pat, Pat::Ident(_) | Pat::Path(_));
@@ -906,11 +932,13 @@ impl Model {
             None => None,
             Some(pat) => {
                 let Some(ident) = pat_variant(cx, pat, "event") else {
+                    self.report_unknown_outcome(cx, &row);
                     return false;
                 };
                 match self.resolve_event(cx, &ident) {
                     Some(i) => Some((i, self.whole_event(i, pat))),
                     None => {
+                        self.report_unknown_outcome(cx, &row);
                         self.dropped_pairs.extend(sources.iter().map(|&s| (s, None)));
                         // With its target known, the rules can still
                         // count the row as a way in.

@@ -370,9 +370,15 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let flat = n.layout.index(r, s);
     // The block's statements are spliced so its `let`s are in scope for
     // the action and the target, which are built after it in that order.
+    // Its last expression must be `()` (a value would be dropped): one
+    // whose form shows a value is the macro's error, and `let () =` makes
+    // rustc report the rest at the value (a diverging one still fits).
     let effects = row.effects.as_ref().map(|b| {
         let stmts = b.stmts.iter().map(|s| match s {
-            syn::Stmt::Expr(e, None) => quote!(#e;),
+            syn::Stmt::Expr(e, None) => {
+                let span = syn::spanned::Spanned::span(e);
+                quote_spanned!(span=> let () = #e;)
+            }
             other => quote!(#other),
         });
         quote!(#(#stmts)*)

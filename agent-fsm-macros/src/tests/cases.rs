@@ -86,3 +86,34 @@ fn any_row_stays_out_of_a_state_whose_earlier_row_takes_the_same_pattern() {
     // pattern, or a row below (`Done`) does not.
     assert_eq!(names, ["Busy", "Done"]);
 }
+
+/// The messages of an expansion's `compile_error!`s.
+fn errors(out: &str) -> Vec<String> {
+    out.split("compile_error ! {").skip(1).map(|e| e.split('}').next().unwrap_or_default().trim().to_owned()).collect()
+}
+
+#[test]
+fn every_unknown_name_of_a_row_is_reported_in_one_expansion() {
+    let module = |row: proc_macro2::TokenStream| {
+        quote! {
+            mod m {
+                #[states] pub enum State { #[initial] Idle, Calling }
+                #[events] pub enum Event { Go, Failed }
+                #[actions] pub enum Action { Wait, GiveUp }
+                transitions! { Idle + Go => Calling / Wait, #row, }
+            }
+        }
+    };
+    for (row, expected) in [
+        (quote!(Calling + Faild => Idle / GivUp), ["unknown event `Faild`", "unknown action `GivUp`"].as_slice()),
+        (quote!(Calling + Faild => Idel / Wait), &["unknown event `Faild`", "unknown state `Idel`"]),
+        (quote!(Caling + Faild => Idle / GivUp), &["unknown state `Caling`", "unknown event `Faild`", "unknown action `GivUp`"]),
+        (quote!(Calling | Idel + Failed => Idle / GivUp), &["unknown state `Idel`", "unknown action `GivUp`"]),
+    ] {
+        let errors = errors(&expand(quote!(fallback = Wait), module(row.clone())));
+        assert_eq!(errors.len(), expected.len(), "{row}: {errors:?}");
+        for (e, want) in errors.iter().zip(expected) {
+            assert!(e.contains(want), "{row}: {errors:?}");
+        }
+    }
+}
