@@ -42,12 +42,19 @@ pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream
     if let Some(model) = &model {
         validate::check(&cx, model);
     }
-    match (cx.check(), model) {
-        (Ok(()), Some(model)) => codegen::generate(&model),
-        (Err(e), model) => fallback::expand(Some(module), &e, serde, model.as_ref()),
-        (Ok(()), None) => fallback::expand(
+    match (cx.check_apart(), model) {
+        ((Ok(()), beside), Some(model)) => {
+            let mut out = codegen::generate(&model);
+            out.extend(beside.map(|e| e.to_compile_error()));
+            out
+        }
+        ((Err(mut e), beside), model) => {
+            e.extend(beside);
+            fallback::expand(Some(module), &e, serde, model.as_ref())
+        }
+        ((Ok(()), beside), None) => fallback::expand(
             Some(module),
-            &syn::Error::new(proc_macro2::Span::call_site(), "invalid state machine"),
+            &beside.unwrap_or_else(|| syn::Error::new(proc_macro2::Span::call_site(), "invalid state machine")),
             serde,
             None,
         ),

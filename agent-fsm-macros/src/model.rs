@@ -369,7 +369,7 @@ impl Model {
         let missing = |what: &str, attr: &str| {
             cx.error_spanned_by(&module.ident, format!("missing {what}: mark an enum in this module with `#[{attr}]`"));
         };
-        let (Some(state_enum), Some(event_enum), Some(action_enum)) =
+        let (Some(mut state_enum), Some(mut event_enum), Some(mut action_enum)) =
             (roles.states.clone(), roles.events.clone(), roles.actions.clone())
         else {
             if roles.states.is_none() {
@@ -397,6 +397,9 @@ impl Model {
             if !e.generics.params.is_empty() {
                 cx.error_spanned_by(&e.generics, "generic state, event and action enums are not supported");
             }
+        }
+        for (e, what) in [(&mut state_enum, "state"), (&mut event_enum, "event"), (&mut action_enum, "action")] {
+            drop_repeated_variants(cx, e, what);
         }
         let carried = roles.carried;
         let states = state_defs(cx, &state_enum, &carried);
@@ -459,8 +462,10 @@ impl Model {
                 model.fallback = Some((i, ctor));
             }
         } else {
-            cx.error_spanned_by(
-                &model.module.ident,
+            // Generated without one (its catch-all unreachable), so that
+            // code using the machine reports nothing of its own.
+            cx.error_beside_output(
+                model.module.ident.span(),
                 format!(
                     "missing `fallback`: write `#[state_machine(fallback = Action)]` to name the action returned for events no row accepts; actions are: {}",
                     list(model.actions.iter().map(|a| &a.ident))
@@ -1770,6 +1775,26 @@ fn declares(tokens: TokenStream, name: &str) -> bool {
 }
 
 /// Index by name; the first of two equal names wins, as a scan would.
+/// A variant declared twice is reported, and the machine is generated
+/// from the enum without the second: rustc's matches over the enum as
+/// written would each add an error at the attribute (the second variant
+/// not covered), and the rules would report it as a state of its own.
+fn drop_repeated_variants(cx: &Ctxt, e: &mut ItemEnum, what: &str) {
+    let mut seen = HashSet::new();
+    let variants = std::mem::take(&mut e.variants);
+    for pair in variants.into_pairs() {
+        let v = pair.value();
+        if seen.insert(name_key(&v.ident)) {
+            e.variants.extend(Some(pair.into_value()));
+        } else {
+            cx.error_beside_output(
+                v.ident.span(),
+                format!("{what} `{}` is declared twice; remove one, or rename it", v.ident),
+            );
+        }
+    }
+}
+
 fn by_name<'a>(idents: impl Iterator<Item = &'a Ident>) -> HashMap<String, usize> {
     let mut map = HashMap::new();
     for (i, ident) in idents.enumerate() {
@@ -1951,5 +1976,7 @@ pub(crate) fn ctor_code(ctor: &Ctor) -> TokenStream {
 
 /// `A`, `B`, `C` for messages.
 pub(crate) fn list<'a>(names: impl Iterator<Item = &'a Ident>) -> String {
-    names.map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+    let names = names.map(|n| format!("`{n}`")).collect::<Vec<_>>();
+    // An enum without variants: "states are: none".
+    if names.is_empty() { "none".to_owned() } else { names.join(", ") }
 }

@@ -1092,6 +1092,10 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
 fn check_single_initial_state(cx: &Ctxt, model: &Model) {
     let initial: Vec<_> = model.states.iter().filter_map(|s| s.initial).collect();
     match initial.as_slice() {
+        [] if model.states.is_empty() => cx.error_spanned_by(
+            &model.state_enum.ident,
+            "the states enum declares no states: a machine needs at least one, marked `#[initial]`",
+        ),
         [] => cx.error_spanned_by(
             &model.state_enum.ident,
             format!("no initial state: mark one of {} with `#[initial]`", list(model.states.iter().map(|s| &s.ident))),

@@ -99,6 +99,14 @@ impl Parse for Table {
                     skip_row(input)?;
                     Err(error)
                 }
+                // A row cut short by the end of the table: syn puts the
+                // error at the end of its input, which is the attribute;
+                // it goes on the row's last token instead.
+                Err(e) if fork.is_empty() && at_call_site(e.span()) => {
+                    let last = last_token(input);
+                    skip_row(input)?;
+                    Err(last.map_or(e.clone(), |last| syn::Error::new(last, format!("this row is cut short: {e}"))))
+                }
                 Err(e) => {
                     skip_row(input)?;
                     Err(e)
@@ -212,6 +220,23 @@ fn starts_row(input: ParseStream<'_>) -> bool {
 
 /// Moves `input` past the next `,` between rows (or to the end): commas
 /// inside a row's brackets, parentheses and braces are inside groups.
+/// The span of the last token left in `input`, which stays where it is.
+fn last_token(input: ParseStream<'_>) -> Option<proc_macro2::Span> {
+    let mut rest = input.cursor();
+    let mut last = None;
+    while let Some((tree, next)) = rest.token_tree() {
+        last = Some(tree.span());
+        rest = next;
+    }
+    last
+}
+
+/// Whether `span` is the macro's call site, where syn puts an error at the
+/// end of its input. (Outside a macro, with no locations, every span is.)
+pub(crate) fn at_call_site(span: proc_macro2::Span) -> bool {
+    format!("{span:?}") == format!("{:?}", proc_macro2::Span::call_site())
+}
+
 fn skip_row(input: ParseStream<'_>) -> syn::Result<()> {
     input.step(|cursor| {
         let mut rest = *cursor;
