@@ -107,7 +107,8 @@ fn combine(mut errors: impl Iterator<Item = syn::Error>) -> Option<syn::Error> {
 impl Drop for Ctxt {
     fn drop(&mut self) {
         // A context dropped with errors still inside would lose them silently.
-        let unchecked = self.errors.borrow().as_ref().is_some_and(|e| !e.is_empty()) || !self.beside.borrow().is_empty();
+        let unchecked =
+            self.errors.borrow().as_ref().is_some_and(|e| !e.is_empty()) || !self.beside.borrow().is_empty();
         if !std::thread::panicking() && unchecked {
             panic!("Ctxt dropped without check()");
         }

@@ -12,6 +12,13 @@ use syn::ItemMod;
 pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream {
     let inline = is_inline_module(&item);
     let (item, tables) = set_tables_aside(item);
+    // The tables' rows are bounded as they are read; the rest here.
+    for tokens in [&args, &item] {
+        let buffer = syn::buffer::TokenBuffer::new2(tokens.clone());
+        if let Some(span) = crate::parse::depth::too_deep(buffer.begin(), false) {
+            return crate::parse::depth::error(span).to_compile_error();
+        }
+    }
     let module: ItemMod = match syn::parse2(item).map(|m| put_tables_back(m, tables)) {
         Ok(m) => m,
         // A mistake inside an inline module's body: syn's message says it.

@@ -625,7 +625,10 @@ impl Model {
             let Some((e, pat)) = &r.event else {
                 continue;
             };
-            if r.any || r.guard.is_some() || !starred.contains(e) || !r.source_pat.as_ref().is_none_or(irrefutable_below)
+            if r.any
+                || r.guard.is_some()
+                || !starred.contains(e)
+                || !r.source_pat.as_ref().is_none_or(irrefutable_below)
             {
                 continue;
             }

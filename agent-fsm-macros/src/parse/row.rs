@@ -56,6 +56,12 @@ impl Parse for Table {
                 table.push_error(error);
                 continue;
             }
+            // A row nested too deep for syn's recursion is skipped unread.
+            if let Some(span) = super::depth::too_deep(input.cursor(), true) {
+                skip_row(input)?;
+                table.push_error(super::depth::error(span));
+                continue;
+            }
             // Each row is read on a fork: a row that fails leaves `input`
             // at its start, and what syn noted inside its groups goes with
             // the fork.

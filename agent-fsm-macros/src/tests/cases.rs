@@ -107,7 +107,10 @@ fn every_unknown_name_of_a_row_is_reported_in_one_expansion() {
     for (row, expected) in [
         (quote!(Calling + Faild => Idle / GivUp), ["unknown event `Faild`", "unknown action `GivUp`"].as_slice()),
         (quote!(Calling + Faild => Idel / Wait), &["unknown event `Faild`", "unknown state `Idel`"]),
-        (quote!(Caling + Faild => Idle / GivUp), &["unknown state `Caling`", "unknown event `Faild`", "unknown action `GivUp`"]),
+        (
+            quote!(Caling + Faild => Idle / GivUp),
+            &["unknown state `Caling`", "unknown event `Faild`", "unknown action `GivUp`"],
+        ),
         (quote!(Calling | Idel + Failed => Idle / GivUp), &["unknown state `Idel`", "unknown action `GivUp`"]),
     ] {
         let errors = errors(&expand(quote!(fallback = Wait), module(row.clone())));
@@ -116,4 +119,67 @@ fn every_unknown_name_of_a_row_is_reported_in_one_expansion() {
             assert!(e.contains(want), "{row}: {errors:?}");
         }
     }
+}
+
+/// A table whose guard nests `depth` parentheses.
+fn deep_guard(depth: usize) -> proc_macro2::TokenStream {
+    let guard: proc_macro2::TokenStream =
+        format!("{}true{}", "(".repeat(depth), ")".repeat(depth)).parse().expect("balanced");
+    quote! {
+        mod m {
+            #[states] pub enum State { #[initial] Idle, Busy }
+            #[events] pub enum Event { Go, Stop }
+            #[actions] pub enum Action { Wait, Start }
+            transitions! {
+                Idle + Go [#guard] => Busy / Start,
+                Busy + Stop => Idle / Wait,
+            }
+        }
+    }
+}
+
+#[test]
+fn deeply_nested_guard_expands_on_a_small_stack() {
+    // The default stack of a test thread; rustc gives a macro more, but
+    // the macro must not be what runs out first.
+    let run = |depth: usize| {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || expand(quote!(fallback = Wait), deep_guard(depth)))
+            .expect("thread starts")
+            .join()
+            .expect("no panic")
+    };
+    let out = run(1_000);
+    assert!(out.contains("more than 64 deep"), "too deep for the macro: an error, not a crash");
+    // The guard's brackets are a group too: 63 parentheses inside them are
+    // as deep as the macro reads, on the same stack.
+    let out = run(crate::parse::depth::MAX_NESTING - 1);
+    assert!(!out.contains("compile_error"), "{out}");
+    let out = run(crate::parse::depth::MAX_NESTING);
+    assert!(out.contains("more than 64 deep"), "{out}");
+}
+
+#[test]
+fn deeply_nested_code_beside_the_table_is_an_error_not_a_crash() {
+    let module = || {
+        let deep: proc_macro2::TokenStream =
+            format!("fn f() -> bool {{ {}true{} }}", "(".repeat(1_000), ")".repeat(1_000)).parse().expect("balanced");
+        quote! {
+        mod m {
+            #deep
+            #[states] pub enum State { #[initial] Idle, Busy }
+            #[events] pub enum Event { Go, Stop }
+            #[actions] pub enum Action { Wait, Start }
+            transitions! { Idle + Go => Busy / Start, Busy + Stop => Idle / Wait }
+        }
+        }
+    };
+    let out = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || expand(quote!(fallback = Wait), module()))
+        .expect("thread starts")
+        .join()
+        .expect("no panic");
+    assert!(out.contains("more than 64 deep"), "{out}");
 }
