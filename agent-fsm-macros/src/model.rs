@@ -182,6 +182,9 @@ pub(crate) struct Model {
     pub(crate) strict: bool,
     /// Derive serde on the enums.
     pub(crate) serde: bool,
+    /// Where `serde` is written: the check that agent-fsm's `serde`
+    /// feature is on says so there.
+    pub(crate) serde_arg: Option<Span>,
     /// Generate the typestate view (the `typestate` argument).
     pub(crate) typestate: bool,
     /// The user's invariant check, if declared.
@@ -432,6 +435,7 @@ impl Model {
             fallback: None,
             strict: args.strict.is_some(),
             serde: args.serde.is_some(),
+            serde_arg: args.serde.map(|k| k.span),
             typestate: args.typestate.is_some(),
             invariants: args.invariants.clone(),
             export: None,
