@@ -4,5 +4,6 @@
 
 mod cases;
 mod expand;
+mod fuzz;
 mod phases;
 mod quick;
