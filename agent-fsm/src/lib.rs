@@ -64,7 +64,7 @@ pub mod __private {
 
     /// Without the `serde` feature, the derives a `serde` machine names
     /// resolve to stand-ins that add nothing, and
-    /// [`serde_feature_required`] is its one error.
+    /// `serde_feature_required` is its one error.
     #[cfg(not(feature = "serde"))]
     pub mod serde {
         pub use ::agent_fsm_macros::__WithoutSerde as Deserialize;

@@ -183,3 +183,22 @@ fn deeply_nested_code_beside_the_table_is_an_error_not_a_crash() {
         .expect("no panic");
     assert!(out.contains("more than 64 deep"), "{out}");
 }
+
+#[test]
+fn bare_event_name_matches_an_empty_payload_list() {
+    let out = expand(
+        quote!(fallback = Wait),
+        quote! {
+            mod m {
+                #[states] pub enum State { #[initial] Idle, Busy }
+                #[events] pub enum Event { Ping(), Pong {} }
+                #[actions] pub enum Action { Wait, Start }
+                transitions! { Idle + Ping => Busy / Start, Busy + Pong => Idle / Wait }
+            }
+        },
+    );
+    assert!(!out.contains("compile_error"), "{out}");
+    // Not the unit patterns `Event::Ping` and `Event::Pong`, which match
+    // neither variant.
+    assert!(!out.contains("Event :: Ping =>") && !out.contains("Event :: Pong =>"), "{out}");
+}
