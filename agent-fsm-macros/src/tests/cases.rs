@@ -89,7 +89,10 @@ fn any_row_stays_out_of_a_state_whose_earlier_row_takes_the_same_pattern() {
 
 /// The messages of an expansion's `compile_error!`s.
 fn errors(out: &str) -> Vec<String> {
-    out.split("compile_error ! {").skip(1).map(|e| e.split('}').next().unwrap_or_default().trim().to_owned()).collect()
+    out.split("compile_error ! {")
+        .skip(1)
+        .map(|e| e.split("\" }").next().unwrap_or_default().trim().to_owned())
+        .collect()
 }
 
 #[test]
@@ -201,4 +204,174 @@ fn bare_event_name_matches_an_empty_payload_list() {
     // Not the unit patterns `Event::Ping` and `Event::Pong`, which match
     // neither variant.
     assert!(!out.contains("Event :: Ping =>") && !out.contains("Event :: Pong =>"), "{out}");
+}
+
+/// A small machine around `rows`, with `states` as its states.
+fn machine(states: proc_macro2::TokenStream, rows: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    quote! {
+        mod m {
+            #[states] pub enum State { #states }
+            #[events] pub enum Event { Go, Stop }
+            #[actions] pub enum Action { Wait, Start }
+            transitions! { #rows }
+        }
+    }
+}
+
+#[test]
+fn row_cut_short_is_reported_at_its_last_token() {
+    let source = "mod m { #[states] pub enum State { #[initial] Idle, Busy } \
+                  #[events] pub enum Event { Go, Stop } #[actions] pub enum Action { Wait, Start } \
+                  transitions! { Idle + Go => Busy / Start, Busy + Stop => } }";
+    let module: proc_macro2::TokenStream = source.parse().expect("lexes");
+    let out = crate::expand::state_machine(quote!(fallback = Wait), module);
+    let at = out.into_iter().find_map(|t| match t {
+        proc_macro2::TokenTree::Punct(p) if p.as_char() == ':' => Some(p.span()),
+        _ => None,
+    });
+    let at = at.expect("an error").byte_range();
+    // The spans carry places here (`span-locations`): the error's is the
+    // `>` of the row's `=>`, the input's last token but its braces.
+    assert_eq!(at.start, source.rfind("=>").expect("the row's arrow") + 1);
+    let errors =
+        errors(&crate::expand::state_machine(quote!(fallback = Wait), source.parse().expect("lexes")).to_string());
+    assert!(errors.iter().any(|e| e.contains("this row is cut short")), "{errors:?}");
+}
+
+#[test]
+fn effects_ending_in_a_value_are_reported() {
+    for (block, reported) in [
+        (quote!({ 42usize }), true),
+        (
+            quote!({
+                let n = 1;
+                n + 1
+            }),
+            true,
+        ),
+        (quote!({ (1, 2) }), true),
+        (quote!({ (n) }), true),
+        (quote!({ n += 1 }), false),
+        (quote!({ () }), false),
+        (quote!({ log(1) }), false),
+        (
+            quote!({
+                log(1);
+            }),
+            false,
+        ),
+    ] {
+        let rows = quote!(Idle + Go => #block Busy / Start, Busy + Stop => Idle / Wait);
+        let errors = errors(&expand(
+            quote!(fallback = Wait),
+            machine(
+                quote!(
+                    #[initial]
+                    Idle,
+                    Busy
+                ),
+                rows,
+            ),
+        ));
+        let found = errors.iter().any(|e| e.contains("ends in a value"));
+        assert_eq!(found, reported, "{block}: {errors:?}");
+    }
+}
+
+#[test]
+fn tuple_target_without_its_payload_is_reported() {
+    let rows = quote!(Idle + Go => Busy / Start, Busy + Go => Busy / Wait, Busy + Stop => Idle / Wait);
+    let errors = errors(&expand(
+        quote!(fallback = Wait),
+        machine(
+            quote!(
+                #[initial]
+                Idle,
+                Busy(u32)
+            ),
+            rows,
+        ),
+    ));
+    // Once: the row that stays in `Busy` keeps its data.
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("`Busy` holds data: write it in the row, `Busy(/* u32 */)`"), "{errors:?}");
+    let rows = quote!(Idle + Go => Busy() / Start, Busy + Stop => Idle / Wait);
+    let out = expand(
+        quote!(fallback = Wait),
+        machine(
+            quote!(
+                #[initial]
+                Idle,
+                Busy()
+            ),
+            rows,
+        ),
+    );
+    assert!(!out.contains("compile_error"), "{out}");
+}
+
+#[test]
+fn empty_states_enum_says_a_machine_needs_a_state() {
+    let errors = errors(&expand(quote!(fallback = Wait), machine(quote!(), quote!(Idle + Go => Idle / Wait))));
+    assert!(errors.iter().any(|e| e.contains("the states enum declares no states")), "{errors:?}");
+    assert!(errors.iter().any(|e| e.contains("states are: none")), "{errors:?}");
+    assert!(!errors.iter().any(|e| e.contains("#[initial]` with") || e.contains("mark one of")), "{errors:?}");
+}
+
+#[test]
+fn missing_fallback_and_repeated_variants_leave_the_machine_generated() {
+    let rows = quote!(Idle + Go => Busy / Start, Busy + Stop => Idle / Wait);
+    let out = expand(
+        quote!(),
+        machine(
+            quote!(
+                #[initial]
+                Idle,
+                Busy
+            ),
+            rows.clone(),
+        ),
+    );
+    assert_eq!(errors(&out).len(), 1, "{out}");
+    assert!(errors(&out)[0].contains("missing `fallback`"), "{out}");
+    assert!(out.contains("pub struct Machine"), "{out}");
+    let out = expand(
+        quote!(fallback = Wait),
+        machine(
+            quote!(
+                #[initial]
+                Idle,
+                Busy,
+                Busy
+            ),
+            rows,
+        ),
+    );
+    let errors = errors(&out);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("state `Busy` is declared twice"), "{errors:?}");
+    assert!(out.contains("pub struct Machine"), "{out}");
+    assert!(
+        out.contains("pub enum State { # [doc = \"\\nThe initial state.\"] Idle , Busy }"),
+        "the second `Busy` is left out: {out}"
+    );
+}
+
+#[test]
+fn effects_ending_in_a_call_must_be_unit() {
+    let rows = quote!(Idle + Go => { log(1) } Busy / Start, Busy + Stop => { log(2); } Idle / Wait);
+    let out = expand(
+        quote!(fallback = Wait),
+        machine(
+            quote!(
+                #[initial]
+                Idle,
+                Busy
+            ),
+            rows,
+        ),
+    );
+    // rustc reports a value there at the call; the `;`-ended block stays.
+    assert!(out.contains("let () = log (1) ;"), "{out}");
+    assert!(out.contains("log (2) ;") && !out.contains("let () = log (2)"), "{out}");
 }
