@@ -64,13 +64,16 @@ fn any_row_stays_out_of_a_state_whose_earlier_row_takes_the_same_pattern() {
     let args = syn::parse2(quote!(fallback = Wait)).expect("args parse");
     let module = syn::parse2(quote! {
         mod m {
-            #[states] pub enum State { #[initial] Idle, Busy, Done }
+            #[states] pub enum State { #[initial] Idle, Busy, Held { n: u32 }, Done }
             #[events] pub enum Event { Go(u32), Stop }
             #[actions] pub enum Action { Wait, Start, Finish }
             transitions! {
                 Idle + Go(0) => Busy / Start,
-                Busy + Go(1) [true] => Idle / Start,
-                Busy + Stop => Done / Finish,
+                Busy + Go(1) => Idle / Start,
+                Busy + Go(0) [true] => Idle / Start,
+                Busy + Stop => Held { n: 0 } / Finish,
+                Held { n: 0 } + Go(0) => Idle / Start,
+                Held + Stop => Done / Finish,
                 Done + Stop => Idle / Wait,
                 * + Go(0) => Done / Finish,
                 Done + Go(0) => Idle / Wait,
@@ -82,9 +85,10 @@ fn any_row_stays_out_of_a_state_whose_earlier_row_takes_the_same_pattern() {
     cx.check().expect("no errors");
     let star = model.rows.iter().find(|r| r.any).expect("the `*` row");
     let names: Vec<String> = star.sources.iter().map(|&s| model.states[s].ident.to_string()).collect();
-    // `Idle` decides `Go(0)` above it; a guarded row (`Busy`), another
-    // pattern, or a row below (`Done`) does not.
-    assert_eq!(names, ["Busy", "Done"]);
+    // `Idle` decides `Go(0)` above it; another pattern or a guarded row
+    // (`Busy`), a source pattern that takes some data (`Held`), or a row
+    // below (`Done`) does not.
+    assert_eq!(names, ["Busy", "Held", "Done"]);
 }
 
 /// The messages of an expansion's `compile_error!`s.
@@ -239,6 +243,31 @@ fn row_cut_short_is_reported_at_its_last_token() {
 }
 
 #[test]
+fn other_syntax_errors_keep_their_place() {
+    // In the middle of the table, and inside the last row's payload: not
+    // where the table ends, so not "cut short".
+    for (source, at) in [
+        ("Idle + => Busy / Start, Busy + Stop => Idle / Wait", "="),
+        ("Idle + Go => Busy / Start, Busy + Stop => Idle / Start(x y)", "y"),
+    ] {
+        let module = format!(
+            "mod m {{ #[states] pub enum State {{ #[initial] Idle, Busy }} \
+             #[events] pub enum Event {{ Go, Stop }} #[actions] pub enum Action {{ Wait, Start }} \
+             transitions! {{ {source} }} }}"
+        );
+        let out = crate::expand::state_machine(quote!(fallback = Wait), module.parse().expect("lexes"));
+        let text = out.to_string();
+        assert!(!text.contains("cut short"), "{source}: {text}");
+        let span = out.into_iter().find_map(|t| match t {
+            proc_macro2::TokenTree::Punct(p) if p.as_char() == ':' => Some(p.span()),
+            _ => None,
+        });
+        let range = span.expect("an error").byte_range();
+        assert!(module[range].starts_with(at), "{source}: {text}");
+    }
+}
+
+#[test]
 fn effects_ending_in_a_value_are_reported() {
     for (block, reported) in [
         (quote!({ 42usize }), true),
@@ -280,7 +309,12 @@ fn effects_ending_in_a_value_are_reported() {
 
 #[test]
 fn tuple_target_without_its_payload_is_reported() {
-    let rows = quote!(Idle + Go => Busy / Start, Busy + Go => Busy / Wait, Busy + Stop => Idle / Wait);
+    let rows = quote!(
+        Idle + Go => Busy / Start,
+        Idle + Stop => Busy / Wait,
+        Busy + Go => Busy / Wait,
+        Busy + Stop => Idle / Wait
+    );
     let errors = errors(&expand(
         quote!(fallback = Wait),
         machine(
@@ -292,8 +326,8 @@ fn tuple_target_without_its_payload_is_reported() {
             rows,
         ),
     ));
-    // Once: the row that stays in `Busy` keeps its data.
-    assert_eq!(errors.len(), 1, "{errors:?}");
+    // Twice: the row that stays in `Busy` keeps its data.
+    assert_eq!(errors.len(), 2, "{errors:?}");
     assert!(errors[0].contains("`Busy` holds data: write it in the row, `Busy(/* u32 */)`"), "{errors:?}");
     let rows = quote!(Idle + Go => Busy() / Start, Busy + Stop => Idle / Wait);
     let out = expand(
@@ -312,10 +346,13 @@ fn tuple_target_without_its_payload_is_reported() {
 
 #[test]
 fn empty_states_enum_says_a_machine_needs_a_state() {
-    let errors = errors(&expand(quote!(fallback = Wait), machine(quote!(), quote!(Idle + Go => Idle / Wait))));
-    assert!(errors.iter().any(|e| e.contains("the states enum declares no states")), "{errors:?}");
-    assert!(errors.iter().any(|e| e.contains("states are: none")), "{errors:?}");
-    assert!(!errors.iter().any(|e| e.contains("#[initial]` with") || e.contains("mark one of")), "{errors:?}");
+    let empty = errors(&expand(quote!(fallback = Wait), machine(quote!(), quote!(Idle + Go => Idle / Wait))));
+    assert!(empty.iter().any(|e| e.contains("the states enum declares no states")), "{empty:?}");
+    assert!(empty.iter().any(|e| e.contains("states are: none")), "{empty:?}");
+    assert!(!empty.iter().any(|e| e.contains("mark one of")), "{empty:?}");
+    let without_initial =
+        errors(&expand(quote!(fallback = Wait), machine(quote!(Idle), quote!(Idle + Go => Idle / Wait))));
+    assert!(without_initial.iter().any(|e| e.contains("no initial state: mark one of `Idle`")), "{without_initial:?}");
 }
 
 #[test]

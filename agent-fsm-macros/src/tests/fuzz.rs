@@ -267,6 +267,8 @@ const WORKER: &str = "fuzz-worker";
 /// What a run found.
 #[derive(Default)]
 struct Tally {
+    /// Machines the inputs were made from.
+    seeds: usize,
     inputs: u64,
     errors: u64,
     /// Errors spanned in some table (the mutated one or a donor's).
@@ -283,6 +285,7 @@ struct Tally {
 
 impl Tally {
     fn add(&mut self, other: Tally) {
+        self.seeds = self.seeds.max(other.seeds);
         self.inputs += other.inputs;
         self.errors += other.errors;
         self.in_table += other.in_table;
@@ -298,7 +301,7 @@ fn run(first: u64, step: u64, end: u64) -> Tally {
     let seeds = seeds();
     assert!(seeds.len() >= 100, "expected the docs and ui cases to hold many machines, found {}", seeds.len());
     let tables: Vec<(u32, u32)> = seeds.iter().filter_map(|s| range(s.table_span)).collect();
-    let mut tally = Tally::default();
+    let mut tally = Tally { seeds: seeds.len(), ..Tally::default() };
     for seed_no in (first..end).step_by(usize::try_from(step).unwrap_or(1)) {
         let mut rng = Rng::new(seed_no);
         let seed = &seeds[rng.below(seeds.len())];
@@ -392,8 +395,9 @@ fn fuzz(inputs: u64) {
         }
     }
     let summary = format!(
-        "{} inputs, {} errors: {} in a table, {} elsewhere in the module, {} at the attribute ({} in inputs that end in the middle of a row, {} other)",
+        "{} inputs from {} machines, {} errors: {} in a table, {} elsewhere in the module, {} at the attribute ({} in inputs that end in the middle of a row, {} other)",
         tally.inputs,
+        tally.seeds,
         tally.errors,
         tally.in_table,
         tally.in_module,
