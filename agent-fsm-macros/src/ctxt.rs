@@ -10,11 +10,13 @@ use quote::ToTokens;
 pub(crate) struct Ctxt {
     // `None` once `check` has run, so dropping an unchecked context is caught.
     errors: RefCell<Option<Vec<syn::Error>>>,
+    // Errors the generated code can stand beside (see `error_beside_output`).
+    beside: RefCell<Vec<syn::Error>>,
 }
 
 impl Ctxt {
     pub(crate) fn new() -> Self {
-        Ctxt { errors: RefCell::new(Some(Vec::new())) }
+        Ctxt { errors: RefCell::new(Some(Vec::new())), beside: RefCell::new(Vec::new()) }
     }
 
     /// Records an error spanned on the tokens of `obj`.
@@ -55,6 +57,13 @@ impl Ctxt {
         self.push(syn::Error::new_spanned(tokens, msg));
     }
 
+    /// Records an error that leaves the model whole (a missing argument
+    /// with a stand-in): the machine is still generated beside it, so code
+    /// using the machine adds no follow-on errors of its own.
+    pub(crate) fn error_beside_output<M: Display>(&self, span: proc_macro2::Span, msg: M) {
+        self.beside.borrow_mut().push(syn::Error::new(span, msg));
+    }
+
     /// Records an error syn produced.
     pub(crate) fn syn_error(&self, err: syn::Error) {
         self.push(err);
@@ -68,22 +77,39 @@ impl Ctxt {
 
     /// Consumes the context: all recorded errors combined into one, if any.
     pub(crate) fn check(self) -> syn::Result<()> {
-        let errors = self.errors.borrow_mut().take().unwrap_or_default();
-        let mut iter = errors.into_iter();
-        let Some(mut combined) = iter.next() else {
-            return Ok(());
-        };
-        for rest in iter {
-            combined.combine(rest);
+        match self.check_apart() {
+            (Ok(()), None) => Ok(()),
+            (Ok(()), Some(e)) => Err(e),
+            (Err(mut e), beside) => {
+                e.extend(beside);
+                Err(e)
+            }
         }
-        Err(combined)
     }
+
+    /// Consumes the context: the errors that stop generation, combined,
+    /// and apart from them those the output can stand beside.
+    pub(crate) fn check_apart(self) -> (syn::Result<()>, Option<syn::Error>) {
+        let beside = combine(self.beside.borrow_mut().drain(..));
+        (combine(self.errors.borrow_mut().take().unwrap_or_default().into_iter()).map_or(Ok(()), Err), beside)
+    }
+}
+
+/// The errors as one, if any.
+fn combine(mut errors: impl Iterator<Item = syn::Error>) -> Option<syn::Error> {
+    let mut combined = errors.next()?;
+    for rest in errors {
+        combined.combine(rest);
+    }
+    Some(combined)
 }
 
 impl Drop for Ctxt {
     fn drop(&mut self) {
         // A context dropped with errors still inside would lose them silently.
-        if !std::thread::panicking() && self.errors.borrow().as_ref().is_some_and(|e| !e.is_empty()) {
+        let unchecked =
+            self.errors.borrow().as_ref().is_some_and(|e| !e.is_empty()) || !self.beside.borrow().is_empty();
+        if !std::thread::panicking() && unchecked {
             panic!("Ctxt dropped without check()");
         }
     }

@@ -12,6 +12,13 @@ use syn::ItemMod;
 pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream {
     let inline = is_inline_module(&item);
     let (item, tables) = set_tables_aside(item);
+    // The tables' rows are bounded as they are read; the rest here.
+    for tokens in [&args, &item] {
+        let buffer = syn::buffer::TokenBuffer::new2(tokens.clone());
+        if let Some(span) = crate::parse::depth::too_deep(buffer.begin(), false) {
+            return crate::parse::depth::error(span).to_compile_error();
+        }
+    }
     let module: ItemMod = match syn::parse2(item).map(|m| put_tables_back(m, tables)) {
         Ok(m) => m,
         // A mistake inside an inline module's body: syn's message says it.
@@ -42,12 +49,19 @@ pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream
     if let Some(model) = &model {
         validate::check(&cx, model);
     }
-    match (cx.check(), model) {
-        (Ok(()), Some(model)) => codegen::generate(&model),
-        (Err(e), model) => fallback::expand(Some(module), &e, serde, model.as_ref()),
-        (Ok(()), None) => fallback::expand(
+    match (cx.check_apart(), model) {
+        ((Ok(()), beside), Some(model)) => {
+            let mut out = codegen::generate(&model);
+            out.extend(beside.map(|e| e.to_compile_error()));
+            out
+        }
+        ((Err(mut e), beside), model) => {
+            e.extend(beside);
+            fallback::expand(Some(module), &e, serde, model.as_ref())
+        }
+        ((Ok(()), beside), None) => fallback::expand(
             Some(module),
-            &syn::Error::new(proc_macro2::Span::call_site(), "invalid state machine"),
+            &beside.unwrap_or_else(|| syn::Error::new(proc_macro2::Span::call_site(), "invalid state machine")),
             serde,
             None,
         ),

@@ -35,3 +35,13 @@ pub fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream {
 pub fn __merge_variant(input: TokenStream) -> TokenStream {
     variant::merge(input.into()).into()
 }
+
+/// Stands in for serde's derives when agent-fsm's `serde` feature is off:
+/// it accepts the `#[serde(..)]` attributes and adds nothing, so that the
+/// one error a machine asking for `serde` gets says to enable the feature.
+/// Not for direct use.
+#[doc(hidden)]
+#[proc_macro_derive(__WithoutSerde, attributes(serde))]
+pub fn __without_serde(_item: TokenStream) -> TokenStream {
+    TokenStream::new()
+}

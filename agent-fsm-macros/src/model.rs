@@ -182,6 +182,9 @@ pub(crate) struct Model {
     pub(crate) strict: bool,
     /// Derive serde on the enums.
     pub(crate) serde: bool,
+    /// Where `serde` is written: the check that agent-fsm's `serde`
+    /// feature is on says so there.
+    pub(crate) serde_arg: Option<Span>,
     /// Generate the typestate view (the `typestate` argument).
     pub(crate) typestate: bool,
     /// The user's invariant check, if declared.
@@ -369,7 +372,7 @@ impl Model {
         let missing = |what: &str, attr: &str| {
             cx.error_spanned_by(&module.ident, format!("missing {what}: mark an enum in this module with `#[{attr}]`"));
         };
-        let (Some(state_enum), Some(event_enum), Some(action_enum)) =
+        let (Some(mut state_enum), Some(mut event_enum), Some(mut action_enum)) =
             (roles.states.clone(), roles.events.clone(), roles.actions.clone())
         else {
             if roles.states.is_none() {
@@ -397,6 +400,9 @@ impl Model {
             if !e.generics.params.is_empty() {
                 cx.error_spanned_by(&e.generics, "generic state, event and action enums are not supported");
             }
+        }
+        for (e, what) in [(&mut state_enum, "state"), (&mut event_enum, "event"), (&mut action_enum, "action")] {
+            drop_repeated_variants(cx, e, what);
         }
         let carried = roles.carried;
         let states = state_defs(cx, &state_enum, &carried);
@@ -429,6 +435,7 @@ impl Model {
             fallback: None,
             strict: args.strict.is_some(),
             serde: args.serde.is_some(),
+            serde_arg: args.serde.map(|k| k.span),
             typestate: args.typestate.is_some(),
             invariants: args.invariants.clone(),
             export: None,
@@ -459,8 +466,10 @@ impl Model {
                 model.fallback = Some((i, ctor));
             }
         } else {
-            cx.error_spanned_by(
-                &model.module.ident,
+            // Generated without one (its catch-all unreachable), so that
+            // code using the machine reports nothing of its own.
+            cx.error_beside_output(
+                model.module.ident.span(),
                 format!(
                     "missing `fallback`: write `#[state_machine(fallback = Action)]` to name the action returned for events no row accepts; actions are: {}",
                     list(model.actions.iter().map(|a| &a.ident))
@@ -505,8 +514,9 @@ impl Model {
     ///   the event, wherever those rows are written;
     /// - a `*` row stands only for the states that do not decide the event
     ///   otherwise: a specific `ignore` (wherever written), a row that
-    ///   replaced a base `ignore`, or an earlier specific row that takes
-    ///   every such event in every data of the state.
+    ///   replaced a base `ignore`, or an earlier specific row without a
+    ///   guard that takes every such event (or every event its own
+    ///   pattern, written the same, takes) in every data of the state.
     fn settle_precedence(&mut self, cx: &Ctxt) {
         /// What the rows say about one (state, event) pair, gathered in one
         /// pass so that big tables do not scan every row per state.
@@ -608,17 +618,42 @@ impl Model {
                 self.report_repeat(cx, dup, &both, by);
             }
         }
-        for j in 0..self.rows.len() {
-            let row = &self.rows[j];
-            let (true, Some(e)) = (row.any, row.event.as_ref().map(|(e, _)| *e)) else {
+        // An earlier specific row without a guard, whose source takes every
+        // value of its state, decides what a `*` row's identical event
+        // pattern (`Go(0)`) would take there: the first such row for each
+        // (state, event, pattern text), for the events `*` rows name.
+        let starred: HashSet<usize> =
+            self.rows.iter().filter(|r| r.any).filter_map(|r| r.event.as_ref().map(|(e, _)| *e)).collect();
+        let mut same_pattern: HashMap<(usize, usize, String), usize> = HashMap::new();
+        for (i, r) in self.rows.iter().enumerate() {
+            let Some((e, pat)) = &r.event else {
                 continue;
             };
+            if r.any
+                || r.guard.is_some()
+                || !starred.contains(e)
+                || !r.source_pat.as_ref().is_none_or(irrefutable_below)
+            {
+                continue;
+            }
+            let text = pat.to_token_stream().to_string();
+            for &s in &r.sources {
+                same_pattern.entry((s, *e, text.clone())).or_insert(i);
+            }
+        }
+        for j in 0..self.rows.len() {
+            let row = &self.rows[j];
+            let (true, Some((e, pat))) = (row.any, row.event.as_ref().map(|(e, p)| (*e, p))) else {
+                continue;
+            };
+            let text = if same_pattern.is_empty() { String::new() } else { pat.to_token_stream().to_string() };
             let decided = |s: usize| {
                 let pair = &pairs[s * events + e];
                 j >= ignored_from[s * events + e]
                     || pair.replaced_ignore
                     || ((row.from_base || row.replacement) && pair.base_kept_out)
                     || pair.first_total.is_some_and(|i| i < j)
+                    || (!same_pattern.is_empty() && same_pattern.get(&(s, e, text.clone())).is_some_and(|&i| i < j))
             };
             let keep: Vec<usize> = row.sources.iter().copied().filter(|&s| !decided(s)).collect();
             if !row.sources.is_empty() && keep.is_empty() {
@@ -722,13 +757,15 @@ impl Model {
         }
     }
 
-    /// A bare event name (`HumanReply`) for an event that carries data
-    /// matches it whatever the data, as in `ignore` rows: written
+    /// A bare event name (`HumanReply`) for an event declared with a
+    /// payload list (even an empty one) matches it whatever the data, as in `ignore` rows: written
     /// `HumanReply { .. }`, which fits tuple and struct variants alike. A
     /// bare unit event becomes a path, so that a lower-case name
     /// (`r#type`) is never taken for a binding.
     fn whole_event(&self, event: usize, pat: &Pat) -> Pat {
-        let carries_data = self.event_enum.variants.get(event).is_some_and(|v| !v.fields.is_empty());
+        // `Ping()` and `Pong {}` carry nothing, but are not unit variants:
+        // a path pattern would not match them.
+        let carries_data = self.event_enum.variants.get(event).is_some_and(|v| !matches!(v.fields, Fields::Unit));
         match pat {
             Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() && p.mutability.is_none() => {
                 let ident = &p.ident;
@@ -761,6 +798,29 @@ impl Model {
             );
         }
         found
+    }
+
+    /// A row dropped for an unknown source still reports its other
+    /// unknown names (`Calling + Faild => Idle / GivUp`: both typos in one
+    /// build).
+    fn report_unknown_after_source(&self, cx: &Ctxt, row: &Row) {
+        if let Some(pat) = &row.event
+            && let Some(ident) = pat_variant(cx, pat, "event")
+        {
+            self.resolve_event(cx, &ident);
+        }
+        self.report_unknown_outcome(cx, row);
+    }
+
+    /// A row dropped before its outcome was read reports the unknown
+    /// names there: its target and its action.
+    fn report_unknown_outcome(&self, cx: &Ctxt, row: &Row) {
+        if let Outcome::To { target, action, .. } = &row.outcome {
+            self.resolve_state(cx, &target.ident);
+            if let Some((_, ctor)) = action {
+                self.resolve_action(cx, &ctor.ident);
+            }
+        }
     }
 
     fn resolve_event(&self, cx: &Ctxt, ident: &Ident) -> Option<usize> {
@@ -842,6 +902,7 @@ impl Model {
                     })
                     .collect();
                 if !ok {
+                    self.report_unknown_after_source(cx, &row);
                     return false;
                 }
                 let all = (0..self.states.len()).filter(|i| !excluded.contains(i)).collect();
@@ -850,6 +911,7 @@ impl Model {
             Source::Several(names) => {
                 let resolved: Vec<Option<usize>> = names.iter().map(|n| self.resolve_state(cx, n)).collect();
                 let Some(all) = resolved.into_iter().collect::<Option<Vec<_>>>() else {
+                    self.report_unknown_after_source(cx, &row);
                     return false;
                 };
                 for (k, name) in names.iter().enumerate() {
@@ -871,6 +933,7 @@ impl Model {
                     return false;
                 };
                 let Some(i) = self.resolve_state(cx, &ident) else {
+                    self.report_unknown_after_source(cx, &row);
                     return false;
                 };
                 let destructures = !matches!(pat, Pat::Ident(_) | Pat::Path(_));
@@ -881,11 +944,13 @@ impl Model {
             None => None,
             Some(pat) => {
                 let Some(ident) = pat_variant(cx, pat, "event") else {
+                    self.report_unknown_outcome(cx, &row);
                     return false;
                 };
                 match self.resolve_event(cx, &ident) {
                     Some(i) => Some((i, self.whole_event(i, pat))),
                     None => {
+                        self.report_unknown_outcome(cx, &row);
                         self.dropped_pairs.extend(sources.iter().map(|&s| (s, None)));
                         // With its target known, the rules can still
                         // count the row as a way in.
@@ -1717,6 +1782,26 @@ fn declares(tokens: TokenStream, name: &str) -> bool {
 }
 
 /// Index by name; the first of two equal names wins, as a scan would.
+/// A variant declared twice is reported, and the machine is generated
+/// from the enum without the second: rustc's matches over the enum as
+/// written would each add an error at the attribute (the second variant
+/// not covered), and the rules would report it as a state of its own.
+fn drop_repeated_variants(cx: &Ctxt, e: &mut ItemEnum, what: &str) {
+    let mut seen = HashSet::new();
+    let variants = std::mem::take(&mut e.variants);
+    for pair in variants.into_pairs() {
+        let v = pair.value();
+        if seen.insert(name_key(&v.ident)) {
+            e.variants.extend(Some(pair.into_value()));
+        } else {
+            cx.error_beside_output(
+                v.ident.span(),
+                format!("{what} `{}` is declared twice; remove one, or rename it", v.ident),
+            );
+        }
+    }
+}
+
 fn by_name<'a>(idents: impl Iterator<Item = &'a Ident>) -> HashMap<String, usize> {
     let mut map = HashMap::new();
     for (i, ident) in idents.enumerate() {
@@ -1898,5 +1983,7 @@ pub(crate) fn ctor_code(ctor: &Ctor) -> TokenStream {
 
 /// `A`, `B`, `C` for messages.
 pub(crate) fn list<'a>(names: impl Iterator<Item = &'a Ident>) -> String {
-    names.map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+    let names = names.map(|n| format!("`{n}`")).collect::<Vec<_>>();
+    // An enum without variants: "states are: none".
+    if names.is_empty() { "none".to_owned() } else { names.join(", ") }
 }

@@ -7,6 +7,8 @@ use crate::model::{Model, RowModel, bindings, list, name_key};
 use std::collections::BTreeSet;
 use syn::Ident;
 
+mod values;
+
 /// Runs every rule.
 pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_single_initial_state(cx, model);
@@ -17,6 +19,7 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     check_missing_action(cx, model);
     check_struct_payloads(cx, model);
     check_effects_run_to_their_end(cx, model);
+    values::check_effects_end_in_no_value(cx, model);
     check_rows_leave_self_alone(cx, model);
     check_effects_keep_carried_fields(cx, model);
     check_row_bindings(cx, model);
@@ -1089,6 +1092,10 @@ fn check_generated_names(cx: &Ctxt, model: &Model) {
 fn check_single_initial_state(cx: &Ctxt, model: &Model) {
     let initial: Vec<_> = model.states.iter().filter_map(|s| s.initial).collect();
     match initial.as_slice() {
+        [] if model.states.is_empty() => cx.error_spanned_by(
+            &model.state_enum.ident,
+            "the states enum declares no states: a machine needs at least one, marked `#[initial]`",
+        ),
         [] => cx.error_spanned_by(
             &model.state_enum.ident,
             format!("no initial state: mark one of {} with `#[initial]`", list(model.states.iter().map(|s| &s.ident))),
@@ -1352,7 +1359,8 @@ fn check_missing_action(cx: &Ctxt, model: &Model) {
 }
 
 /// A struct variant named without its braces (`=> Busy` for
-/// `Busy { attempts: u32 }`): rustc's own error would point into the
+/// `Busy { attempts: u32 }`), or a tuple state without its parentheses
+/// (`=> Busy` for `Busy(u32)`): rustc's own error would point into the
 /// generated path, with a suggestion that rewrites the module.
 fn check_struct_payloads(cx: &Ctxt, model: &Model) {
     let report = |ident: &Ident, fields: &mut dyn Iterator<Item = &Ident>| {
@@ -1379,6 +1387,19 @@ fn check_struct_payloads(cx: &Ctxt, model: &Model) {
             && own().next().is_some()
         {
             report(&row.target_ctor.ident, &mut own());
+        }
+        if unit(&row.target_ctor)
+            && target.shape == crate::model::Shape::Unnamed
+            && !target.fields.is_empty()
+            && row.sources.iter().any(|&s| !model.in_place(row, s))
+        {
+            let ident = &row.target_ctor.ident;
+            let types: Vec<String> =
+                target.fields.iter().map(|(_, ty)| format!("/* {} */", quote::ToTokens::to_token_stream(ty))).collect();
+            cx.error_spanned_by(
+                ident,
+                format!("`{ident}` holds data: write it in the row, `{ident}({})`", types.join(", ")),
+            );
         }
         if let Some((a, ctor)) = &row.action
             && unit(ctor)

@@ -23,6 +23,8 @@ pub mod runtime;
 pub mod snapshot;
 #[cfg(feature = "tools")]
 pub mod tools;
+#[cfg(all(test, not(feature = "serde")))]
+mod without_serde;
 
 #[cfg(feature = "runtime")]
 pub use runtime::{EffectContext, Effects, ExecutorConfig, MachineHandle, RetryPolicy};
@@ -32,6 +34,27 @@ pub use machine::{
     Description, Hop, Named, Observer, Recorder, StateInfo, StateMachine, Step, Transition, Unhandled, UnhandledReason,
 };
 
+/// What a `serde` machine expands to with the `serde` feature on: nothing.
+#[cfg(feature = "serde")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __agent_fsm_serde_enabled {
+    () => {};
+}
+
+/// What a `serde` machine expands to with the `serde` feature off: an
+/// error saying to turn it on.
+#[cfg(not(feature = "serde"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __agent_fsm_serde_missing {
+    () => {
+        ::core::compile_error! {
+            "`serde` needs agent-fsm's `serde` feature: `agent-fsm = { version = \"0.1\", features = [\"serde\"] }` in Cargo.toml"
+        }
+    };
+}
+
 /// Items the generated code names. Not part of the public API: they may
 /// change in any release.
 #[doc(hidden)]
@@ -40,6 +63,19 @@ pub mod __private {
     pub use ::core;
     #[cfg(feature = "serde")]
     pub use ::serde;
+
+    /// Without the `serde` feature, the derives a `serde` machine names
+    /// resolve to stand-ins that add nothing, and
+    /// `serde_feature_required` is its one error.
+    #[cfg(not(feature = "serde"))]
+    pub mod serde {
+        pub use ::agent_fsm_macros::__WithoutSerde as Deserialize;
+        pub use ::agent_fsm_macros::__WithoutSerde as Serialize;
+    }
+    #[cfg(feature = "serde")]
+    pub use crate::__agent_fsm_serde_enabled as serde_feature_required;
+    #[cfg(not(feature = "serde"))]
+    pub use crate::__agent_fsm_serde_missing as serde_feature_required;
     pub use ::tracing;
 
     use crate::{Description, StateInfo, Transition, Unhandled, UnhandledReason};

@@ -370,9 +370,15 @@ fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
     let flat = n.layout.index(r, s);
     // The block's statements are spliced so its `let`s are in scope for
     // the action and the target, which are built after it in that order.
+    // Its last expression must be `()` (a value would be dropped): one
+    // whose form shows a value is the macro's error, and `let () =` makes
+    // rustc report the rest at the value (a diverging one still fits).
     let effects = row.effects.as_ref().map(|b| {
         let stmts = b.stmts.iter().map(|s| match s {
-            syn::Stmt::Expr(e, None) => quote!(#e;),
+            syn::Stmt::Expr(e, None) => {
+                let span = syn::spanned::Spanned::span(e);
+                quote_spanned!(span=> let () = #e;)
+            }
             other => quote!(#other),
         });
         quote!(#(#stmts)*)
@@ -790,7 +796,7 @@ pub(crate) fn ctor(enum_ident: &Ident, c: &Ctor, fill: &[(&Ident, Ident)]) -> To
     let span = v.span();
     // The enum's name takes the variant's span, so rustc's errors about the
     // payload point at the row, not at the enum's declaration.
-    let enum_ident = &Ident::new(&enum_ident.to_string(), span);
+    let enum_ident = &respanned(enum_ident, span);
     let fill = fill.iter().map(|(member, value)| quote!(#member: #value)).collect::<Vec<_>>();
     match &c.init {
         Init::Unit if fill.is_empty() => quote_spanned!(span=> #enum_ident::#v),
@@ -903,7 +909,7 @@ fn prefix_pat(pat: &Pat, enum_ident: &Ident) -> TokenStream {
         // A unit variant's name: only the name is kept.
         Pat::Ident(p) => {
             let (span, ident) = (p.ident.span(), &p.ident);
-            let e = Ident::new(&enum_ident.to_string(), span);
+            let e = respanned(enum_ident, span);
             return quote_spanned!(span=> #e::#ident);
         }
         Pat::Path(p) => &p.path,
@@ -913,10 +919,18 @@ fn prefix_pat(pat: &Pat, enum_ident: &Ident) -> TokenStream {
         other => return quote::ToTokens::to_token_stream(other),
     };
     let span = first_span(path);
-    let e = Ident::new(&enum_ident.to_string(), span);
+    let e = respanned(enum_ident, span);
     let mut tokens = quote_spanned!(span=> #e::);
     quote::ToTokens::to_tokens(pat, &mut tokens);
     tokens
+}
+
+/// `ident` at `span`: a copy, never rebuilt from its text, which for a
+/// raw identifier (`r#State`) is not an identifier `Ident::new` takes.
+fn respanned(ident: &Ident, span: Span) -> Ident {
+    let mut ident = ident.clone();
+    ident.set_span(span);
+    ident
 }
 
 /// The lint allowance and the `where` clause of a constructor that starts

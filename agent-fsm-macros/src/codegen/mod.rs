@@ -67,6 +67,10 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
     let state_idents = model.states.iter().map(|s| &s.ident);
     let state_positions = (0..model.states.len()).map(Literal::usize_unsuffixed);
     let carrier = model.export.as_ref().map(|(name, args, item)| crate::variant::carrier(name, args, item));
+    // One error saying to enable agent-fsm's `serde` feature when it is
+    // off (the derives' paths then resolve to stand-ins that add none).
+    let serde_check =
+        model.serde_arg.map(|span| quote::quote_spanned!(span=> ::agent_fsm::__private::serde_feature_required! {}));
     let passthrough = &model.passthrough;
     let module = &model.module;
     let (mod_vis, mod_ident) = (&module.vis, &module.ident);
@@ -81,6 +85,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
             #(#passthrough)*
             #carrier
 
+            #serde_check
             #state_enum
             #event_enum
             #action_enum

@@ -3,6 +3,7 @@
 //! here knows which names exist; `model.rs` resolves them.
 
 mod args;
+pub(crate) mod depth;
 pub(crate) mod quick;
 mod row;
 

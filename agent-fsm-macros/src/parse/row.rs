@@ -56,6 +56,12 @@ impl Parse for Table {
                 table.push_error(error);
                 continue;
             }
+            // A row nested too deep for syn's recursion is skipped unread.
+            if let Some(span) = super::depth::too_deep(input.cursor(), true) {
+                skip_row(input)?;
+                table.push_error(super::depth::error(span));
+                continue;
+            }
             // Each row is read on a fork: a row that fails leaves `input`
             // at its start, and what syn noted inside its groups goes with
             // the fork.
@@ -98,6 +104,14 @@ impl Parse for Table {
                     table.truncate(before);
                     skip_row(input)?;
                     Err(error)
+                }
+                // A row cut short by the end of the table: syn puts the
+                // error at the end of its input, which is the attribute;
+                // it goes on the row's last token instead.
+                Err(e) if fork.is_empty() && at_call_site(e.span()) => {
+                    let last = last_token(input);
+                    skip_row(input)?;
+                    Err(last.map_or(e.clone(), |last| syn::Error::new(last, format!("this row is cut short: {e}"))))
                 }
                 Err(e) => {
                     skip_row(input)?;
@@ -212,6 +226,23 @@ fn starts_row(input: ParseStream<'_>) -> bool {
 
 /// Moves `input` past the next `,` between rows (or to the end): commas
 /// inside a row's brackets, parentheses and braces are inside groups.
+/// The span of the last token left in `input`, which stays where it is.
+fn last_token(input: ParseStream<'_>) -> Option<proc_macro2::Span> {
+    let mut rest = input.cursor();
+    let mut last = None;
+    while let Some((tree, next)) = rest.token_tree() {
+        last = Some(tree.span());
+        rest = next;
+    }
+    last
+}
+
+/// Whether `span` is the macro's call site, where syn puts an error at the
+/// end of its input. (Outside a macro, with no locations, every span is.)
+pub(crate) fn at_call_site(span: proc_macro2::Span) -> bool {
+    format!("{span:?}") == format!("{:?}", proc_macro2::Span::call_site())
+}
+
 fn skip_row(input: ParseStream<'_>) -> syn::Result<()> {
     input.step(|cursor| {
         let mut rest = *cursor;
@@ -485,6 +516,9 @@ fn bare_ident(pat: &Pat) -> syn::Result<Ident> {
 }
 
 /// What happens when a row fires.
+// `Ignore` is one span: the lint fires when the unit tests' spans carry
+// locations (`span-locations`), and a row is built once.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Outcome {
     /// `=> ignore`: the pair is expected and deliberately does nothing.
     Ignore(kw::ignore),

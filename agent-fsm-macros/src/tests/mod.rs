@@ -2,6 +2,8 @@
 //! inside the crate because a proc-macro crate's integration tests cannot
 //! call its internals.
 
+mod cases;
 mod expand;
+mod fuzz;
 mod phases;
 mod quick;

@@ -331,3 +331,30 @@ fn a_shared_row_reading_a_field_is_refused_unless_the_name_is_an_item() {
     assert_eq!(shared(constant, quote!(n > 0)), Ok(()));
     assert_eq!(shared(import, quote!(n > 0)), Ok(()));
 }
+
+#[test]
+fn a_context_dropped_with_errors_unchecked_panics() {
+    let dropped = |record: fn(&Ctxt)| {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let result = std::panic::catch_unwind(|| {
+            let cx = Ctxt::new();
+            record(&cx);
+        });
+        std::panic::set_hook(hook);
+        result.is_err()
+    };
+    assert!(dropped(|cx| cx.error_at(proc_macro2::Span::call_site(), "lost")));
+    assert!(dropped(|cx| cx.error_beside_output(proc_macro2::Span::call_site(), "lost")));
+    assert!(!dropped(|_| {}));
+    // Checked, the errors are handed over: both kinds, apart.
+    let cx = Ctxt::new();
+    cx.error_at(proc_macro2::Span::call_site(), "stops");
+    cx.error_beside_output(proc_macro2::Span::call_site(), "beside");
+    let (hard, beside) = cx.check_apart();
+    assert_eq!(hard.map_err(|e| e.to_string()), Err("stops".to_owned()));
+    assert_eq!(beside.map(|e| e.to_string()).as_deref(), Some("beside"));
+    let cx = Ctxt::new();
+    cx.error_beside_output(proc_macro2::Span::call_site(), "beside");
+    assert_eq!(cx.check().map_err(|e| e.to_string()), Err("beside".to_owned()));
+}

@@ -1,4 +1,5 @@
-// Rule: `fallback = Action` is required.
+// Rule: `fallback = Action` is required. The machine is still generated,
+// so code using it adds no errors of its own.
 #[agent_fsm::state_machine()]
 pub mod machine {
     #[states]
@@ -26,4 +27,8 @@ pub mod machine {
     }
 }
 
-fn main() {}
+fn main() {
+    use machine::{Event, Machine};
+    let mut m = Machine::new();
+    m.handle_event(Event::Go);
+}
