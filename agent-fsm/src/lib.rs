@@ -17,6 +17,8 @@ extern crate self as agent_fsm;
 
 mod machine;
 
+#[cfg(feature = "llm")]
+pub mod llm;
 #[cfg(feature = "runtime")]
 pub mod runtime;
 #[cfg(feature = "serde")]
