@@ -23,6 +23,8 @@ pub mod llm;
 pub mod runtime;
 #[cfg(feature = "serde")]
 pub mod snapshot;
+#[cfg(feature = "tool")]
+pub mod tool;
 
 #[cfg(feature = "runtime")]
 pub use runtime::{EffectContext, Effects, ExecutorConfig, MachineHandle, RetryPolicy};
