@@ -131,8 +131,14 @@ pub fn parse_arguments<A: DeserializeOwned>(tool: &str, arguments: Value) -> Res
             reason: format!("expected a JSON object, got {}", json_kind(&arguments)),
         });
     }
-    serde_json::from_value(arguments)
-        .map_err(|error| CallError::InvalidArguments { tool: tool.to_owned(), reason: error.to_string() })
+    serde_path_to_error::deserialize(arguments).map_err(|error| {
+        let path = error.path().to_string();
+        let error = error.into_inner();
+        // The path is `.` when serde failed on the object itself (a missing
+        // field of the top level).
+        let reason = if path == "." { error.to_string() } else { format!("at `{path}`: {error}") };
+        CallError::InvalidArguments { tool: tool.to_owned(), reason }
+    })
 }
 
 /// What the model reads of `output`: a string as it is, anything else as
