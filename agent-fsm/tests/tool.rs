@@ -118,7 +118,10 @@ fn search_schema() -> Value {
 fn bad_then_good() -> [(&'static str, Value); 2] {
     [
         ("call_bad", json!({"scope": {"dir": "src"}, "mode": "literal"})),
-        ("call_good", json!({"query": "fn main", "scope": {"dir": "src", "globs": ["*.rs"]}, "mode": "regex", "limit": 1})),
+        (
+            "call_good",
+            json!({"query": "fn main", "scope": {"dir": "src", "globs": ["*.rs"]}, "mode": "regex", "limit": 1}),
+        ),
     ]
 }
 
@@ -175,7 +178,8 @@ fn openai_tool_calls() -> String {
     for (index, (id, arguments)) in bad_then_good().into_iter().enumerate() {
         let arguments = arguments.to_string();
         let (head, tail) = arguments.split_at(arguments.len() / 2);
-        let call = json!({"index": index, "id": id, "type": "function", "function": {"name": "search", "arguments": head}});
+        let call =
+            json!({"index": index, "id": id, "type": "function", "function": {"name": "search", "arguments": head}});
         chunks.push(openai_chunk(json!({"tool_calls": [call]}), None));
         chunks.push(openai_chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": tail}}]}), None));
     }
@@ -185,8 +189,12 @@ fn openai_tool_calls() -> String {
 }
 
 fn openai_text() -> String {
-    [openai_chunk(json!({"content": "Found it."}), None), openai_chunk(json!({}), Some("stop")), "data: [DONE]\n\n".into()]
-        .concat()
+    [
+        openai_chunk(json!({"content": "Found it."}), None),
+        openai_chunk(json!({}), Some("stop")),
+        "data: [DONE]\n\n".into(),
+    ]
+    .concat()
 }
 
 fn openai(server: &ReplayServer) -> OpenAi {
@@ -233,7 +241,9 @@ fn anthropic_message(blocks: Vec<String>, stop_reason: &str) -> String {
         "content": [], "model": "model-test", "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}});
     let mut events = vec![anthropic_event(start)];
     events.extend(blocks);
-    events.push(anthropic_event(json!({"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": 9}})));
+    events.push(anthropic_event(
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": 9}}),
+    ));
     events.push(anthropic_event(json!({"type": "message_stop"})));
     events.concat()
 }
@@ -259,8 +269,12 @@ fn anthropic_tool_calls() -> String {
 fn anthropic_text() -> String {
     anthropic_message(
         vec![
-            anthropic_event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})),
-            anthropic_event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Found it."}})),
+            anthropic_event(
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            anthropic_event(
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Found it."}}),
+            ),
             anthropic_event(json!({"type": "content_block_stop", "index": 0})),
         ],
         "end_turn",
@@ -501,7 +515,10 @@ async fn a_machine_runs_one_keyed_task_per_call_and_gets_the_results_in_call_ord
     let expected = vec![
         Message::tool_result("slow", "slept 300 ms"),
         Message::tool_result("fast", "slept 100 ms"),
-        Message::tool_error("bad", "invalid arguments for `sleep`: at `ms`: invalid type: string \"soon\", expected u64"),
+        Message::tool_error(
+            "bad",
+            "invalid arguments for `sleep`: at `ms`: invalid type: string \"soon\", expected u64",
+        ),
         Message::tool_result("medium", "slept 200 ms"),
         Message::tool_error("stuck", "`sleep` timed out"),
     ];

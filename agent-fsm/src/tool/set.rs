@@ -68,7 +68,10 @@ pub struct ToolSet {
 
 impl fmt::Debug for ToolSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolSet").field("tools", &self.names().collect::<Vec<_>>()).field("timeout", &self.timeout).finish()
+        f.debug_struct("ToolSet")
+            .field("tools", &self.names().collect::<Vec<_>>())
+            .field("timeout", &self.timeout)
+            .finish()
     }
 }
 
@@ -158,7 +161,11 @@ impl ToolSet {
 
     /// Runs the tool `name` on `arguments`: the text the model reads, or
     /// why the call failed. The future owns what it needs.
-    pub fn run(&self, name: &str, arguments: Value) -> impl Future<Output = Result<String, CallError>> + Send + 'static {
+    pub fn run(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> impl Future<Output = Result<String, CallError>> + Send + 'static {
         let found = self.by_name.get(name).map(|&at| Arc::clone(&self.entries[at].tool));
         let known: Vec<String> = if found.is_none() { self.names().map(str::to_owned).collect() } else { Vec::new() };
         let (name, timeout) = (name.to_owned(), self.timeout);
@@ -223,12 +230,14 @@ impl ToolSet {
             let (on_result, on_failure) = (to_event.clone(), to_event.clone());
             let run = self.call(call);
             let tool = call.name.clone();
-            cx.spawn_task(call.id.clone(), async move {
-                let result = run.await;
-                on_result(result)
-            }, move |call_id, failure| {
-                on_failure(failure_error(tool, failure).into_result(call_id))
-            });
+            cx.spawn_task(
+                call.id.clone(),
+                async move {
+                    let result = run.await;
+                    on_result(result)
+                },
+                move |call_id, failure| on_failure(failure_error(tool, failure).into_result(call_id)),
+            );
         }
     }
 }

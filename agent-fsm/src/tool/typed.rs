@@ -147,9 +147,10 @@ fn output_text<O: Serialize>(tool: &str, output: &O) -> Result<String, CallError
     match serde_json::to_value(output) {
         Ok(Value::String(text)) => Ok(text),
         Ok(value) => Ok(value.to_string()),
-        Err(error) => {
-            Err(CallError::Failed { tool: tool.to_owned(), message: format!("its output is not serializable: {error}") })
-        }
+        Err(error) => Err(CallError::Failed {
+            tool: tool.to_owned(),
+            message: format!("its output is not serializable: {error}"),
+        }),
     }
 }
 
