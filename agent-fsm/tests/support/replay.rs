@@ -49,7 +49,7 @@ impl Reply {
         let mut pieces = Vec::new();
         let mut rest = transcript;
         while let Some(end) = rest.find("\n\n") {
-            pieces.push(rest[..end + 2].as_bytes().to_vec());
+            pieces.push(rest.as_bytes()[..end + 2].to_vec());
             rest = &rest[end + 2..];
         }
         if !rest.is_empty() {
@@ -138,6 +138,15 @@ impl ReplayServer {
     /// Starts serving `replies`, one per request, in order; a request
     /// beyond them gets a 500 saying so.
     pub(crate) async fn start(replies: Vec<Reply>) -> ReplayServer {
+        Self::serve_replies(replies, None).await
+    }
+
+    /// Starts serving `reply` to every request (for benchmarks).
+    pub(crate) async fn always(reply: Reply) -> ReplayServer {
+        Self::serve_replies(Vec::new(), Some(reply)).await
+    }
+
+    async fn serve_replies(replies: Vec<Reply>, always: Option<Reply>) -> ReplayServer {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -145,11 +154,11 @@ impl ReplayServer {
         let recorded = Arc::clone(&requests);
         let task = tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                let (recorded, replies) = (Arc::clone(&recorded), Arc::clone(&replies));
+                let (recorded, replies, always) = (Arc::clone(&recorded), Arc::clone(&replies), always.clone());
                 tokio::spawn(async move {
                     // A client that goes away mid-reply is not the server's
                     // failure.
-                    let _ = serve(socket, &recorded, &replies).await;
+                    let _ = serve(socket, &recorded, &replies, always).await;
                 });
             }
         });
@@ -178,6 +187,7 @@ async fn serve(
     socket: TcpStream,
     recorded: &Mutex<Vec<Recorded>>,
     replies: &Mutex<VecDeque<Reply>>,
+    always: Option<Reply>,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(socket);
     let mut line = String::new();
@@ -198,8 +208,12 @@ async fn serve(
     let mut body = vec![0; length];
     reader.read_exact(&mut body).await?;
     let body = String::from_utf8_lossy(&body).into_owned();
-    recorded.lock().expect("requests lock").push(Recorded { method, path, headers, body, at: Instant::now() });
-    let reply = replies.lock().expect("replies lock").pop_front();
+    let queued = replies.lock().expect("replies lock").pop_front();
+    // A benchmark's server, which serves `always`, keeps no request.
+    if queued.is_some() || always.is_none() {
+        recorded.lock().expect("requests lock").push(Recorded { method, path, headers, body, at: Instant::now() });
+    }
+    let reply = queued.or(always);
     let mut socket = reader.into_inner();
     match reply {
         Some(Reply::Events { pieces, complete }) => {
