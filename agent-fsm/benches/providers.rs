@@ -10,6 +10,12 @@
 //!   (raw HTTP/1.1, chunked), the real reqwest client, the parser, and the
 //!   caller machine under the executor, its stream opened through the
 //!   effects context; one request per iteration, a new agent each time.
+//!   The server writes and flushes each event on its own, so every event
+//!   is one read for the client: the worst case, a server streaming one
+//!   token at a time;
+//! - `replay_executor_16k`: the same, the body written in 16 KiB pieces,
+//!   as a client that falls behind a fast server reads it (many events
+//!   per read).
 //!
 //! `replay_executor / parser` is what HTTP, the executor and the machine
 //! add to parsing alone.
@@ -119,14 +125,15 @@ fn bench_provider<P: Parse, C: agent_fsm::llm::Provider + Clone>(
     c: &mut Criterion,
     name: &str,
     body: &str,
-    client: impl FnOnce(&ReplayServer) -> C,
+    client: impl Fn(&ReplayServer) -> C,
 ) {
     let pieces = pieces(body);
     // Every delta and the completion.
     assert_eq!(parse::<P>(&pieces, None), DELTAS + 1);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let server = runtime.block_on(ReplayServer::always(Reply::events(body)));
-    let client = client(&server);
+    let batched = runtime.block_on(ReplayServer::always(Reply::events(body).in_pieces_of(16 * 1024)));
+    let (client, batched) = (client(&server), client(&batched));
     let request = Request::new("model").message(Message::user("count"));
 
     let mut group = c.benchmark_group(format!("providers/{name}"));
@@ -142,6 +149,12 @@ fn bench_provider<P: Parse, C: agent_fsm::llm::Provider + Clone>(
     group.bench_function("replay_executor", |b| {
         b.iter(|| {
             let log = runtime.block_on(caller::run(client.clone(), request.clone(), 1));
+            assert_eq!(log.len(), DELTAS + 1);
+        });
+    });
+    group.bench_function("replay_executor_16k", |b| {
+        b.iter(|| {
+            let log = runtime.block_on(caller::run(batched.clone(), request.clone(), 1));
             assert_eq!(log.len(), DELTAS + 1);
         });
     });
