@@ -6,6 +6,16 @@
 //! `handle_event`, names, a catch-all branch, introspection and a diagram,
 //! and the runtime drives any such machine.
 //!
+//! # Features
+//!
+//! | feature | default | adds |
+//! | --- | --- | --- |
+//! | `runtime` | yes | the tokio executor, its handle, history and retry policy (`agent_fsm::runtime`) |
+//! | `serde` | no | snapshots: serialize a machine between steps (`agent_fsm::snapshot`) |
+//! | `llm` | no | provider-neutral conversation types, streamed events, classified provider errors and the `Provider` trait (`agent_fsm::llm`); serde and futures only |
+//! | `openai` | no | `llm` and the OpenAI-compatible Chat Completions streaming client (reqwest on rustls) |
+//! | `anthropic` | no | `llm` and the Anthropic Messages streaming client (reqwest on rustls) |
+//!
 #![doc = include_str!("../../docs/dsl.md")]
 #![doc = include_str!("../../docs/performance.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]

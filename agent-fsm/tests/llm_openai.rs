@@ -374,6 +374,28 @@ async fn a_context_too_long_400_is_not_retried() {
     assert_eq!(server.requests().len(), 1);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_stalled_stream_times_out_after_the_read_timeout() {
+    let server = ReplayServer::start(vec![Reply::events(&hello_stream()).stalled_after(2)]).await;
+    let client =
+        OpenAiConfig::new("k").base_url(server.url()).read_timeout(Duration::from_secs(7)).build().expect("client");
+    let start = tokio::time::Instant::now();
+    assert_eq!(kinds(run(client, request(), 1).await), vec![Ok(text("Hello")), Err(ErrorKind::Timeout)]);
+    assert_eq!(start.elapsed(), Duration::from_secs(7));
+}
+
+#[tokio::test]
+async fn a_json_reply_to_a_stream_request_is_malformed() {
+    let server =
+        ReplayServer::start(vec![Reply::status(200, r#"{"choices":[{"message":{"content":"whole"}}]}"#)]).await;
+    let log = run(client(&server), request(), 1).await;
+    assert_eq!(kinds(log.clone()), vec![Err(ErrorKind::MalformedStream)]);
+    assert_eq!(
+        log[0].as_ref().unwrap_err().message(),
+        r#"the server answered with `application/json` instead of an event stream: {"choices":[{"message":{"content":"whole"}}]}"#
+    );
+}
+
 #[tokio::test]
 async fn a_server_that_is_not_there_is_a_dropped_connection() {
     let server = ReplayServer::start(vec![]).await;

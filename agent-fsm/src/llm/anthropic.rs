@@ -430,9 +430,7 @@ impl StreamParser {
     fn complete(&mut self, out: &mut VecDeque<Item>) {
         match self.reply.finish() {
             Ok(message) => {
-                let stop_reason = self.stop_reason.take().unwrap_or_else(|| {
-                    if message.tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse }
-                });
+                let stop_reason = self.stop_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
                 // Anthropic counts cached input apart; `input_tokens` here
                 // is every token read.
                 let mut usage = self.usage;

@@ -66,6 +66,12 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    /// For a reply that ended without a reason (`[DONE]` with no
+    /// `finish_reason`): what the reply is.
+    pub(crate) fn inferred(message: &AssistantMessage) -> Self {
+        if message.tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse }
+    }
+
     /// Reads an OpenAI `finish_reason`.
     pub(crate) fn from_openai(reason: &str) -> Self {
         match reason {

@@ -90,8 +90,8 @@ pub use event::{StopReason, StreamEvent, Usage};
 pub use openai::{OpenAi, OpenAiConfig};
 pub use types::{AssistantMessage, Message, Request, ToolCall, ToolDefinition, ToolResult};
 
-/// A model that streams its reply: what [`OpenAi`](openai::OpenAi) and
-/// [`Anthropic`](anthropic::Anthropic) implement, so a machine's effects
+/// A model that streams its reply: what the `OpenAi` and `Anthropic`
+/// clients implement, so a machine's effects
 /// can be generic over the provider (or hold a `Box<dyn Provider>`).
 ///
 /// # Examples

@@ -395,10 +395,7 @@ impl StreamParser {
     fn complete(&mut self, out: &mut VecDeque<Item>) {
         match self.reply.finish() {
             Ok(message) => {
-                let stop_reason = self.finish_reason.take().unwrap_or_else(|| {
-                    // `[DONE]` with no finish reason: say what the reply is.
-                    if message.tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse }
-                });
+                let stop_reason = self.finish_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
                 out.push_back(Ok(StreamEvent::Completed { message, stop_reason, usage: self.usage }));
                 self.done = true;
             }

@@ -41,7 +41,7 @@ impl SseDecoder {
             self.after_cr = false;
             chunk = chunk.strip_prefix(b"\n").unwrap_or(chunk);
         }
-        while let Some(end) = chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', chunk) {
             let (head, rest) = chunk.split_at(end);
             let was_cr = rest[0] == b'\r';
             chunk = &rest[1..];
@@ -98,16 +98,25 @@ impl SseDecoder {
         };
         match field {
             b"data" => {
-                self.data.push_str(&String::from_utf8_lossy(value));
+                push_utf8(&mut self.data, value);
                 self.data.push('\n');
                 self.has_data = true;
             }
             b"event" => {
                 self.event.clear();
-                self.event.push_str(&String::from_utf8_lossy(value));
+                push_utf8(&mut self.event, value);
             }
             _ => {} // `id`, `retry` and unknown fields
         }
+    }
+}
+
+/// Appends `bytes` as UTF-8, invalid sequences replaced (as the spec
+/// decodes); the check alone when they are valid, as they nearly always are.
+fn push_utf8(to: &mut String, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => to.push_str(text),
+        Err(_) => to.push_str(&String::from_utf8_lossy(bytes)),
     }
 }
 
@@ -156,6 +165,11 @@ mod tests {
         assert_eq!(frames(&[b"data: [DONE]\n"], false), vec![]);
         assert_eq!(frames(&[b"data: {\"cut"], true), vec![]);
         assert_eq!(frames(&[b"data: a\n\ndata: {\"cut"], true), vec![pair("", "a")]);
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced() {
+        assert_eq!(frames(&[b"event: e\xFF\ndata: a\xC3\n\n"], false), vec![pair("e\u{FFFD}", "a\u{FFFD}")]);
     }
 
     #[test]

@@ -175,9 +175,8 @@ impl RetryPolicy {
 
 impl RetryPolicy {
     /// The delay before retry number `retry`, honouring the server's own
-    /// wait when it gave one (an HTTP `retry-after`, say
-    /// [`ProviderError::retry_after`](crate::llm::ProviderError::retry_after)
-    /// with the `llm` feature): then exactly that wait, rounded up to whole
+    /// wait when it gave one (an HTTP `retry-after`, as the `llm` feature's
+    /// `ProviderError::retry_after` reports it): then exactly that wait, rounded up to whole
     /// milliseconds so the retry never comes early, and at most the
     /// [`cap`](Self::cap) (raise the cap to honour longer waits; a server
     /// asking for more than it will likely refuse the early retry too).

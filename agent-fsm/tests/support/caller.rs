@@ -87,6 +87,9 @@ pub(crate) mod caller {
     }
 }
 
+/// One item of a provider's stream.
+pub(crate) type Item = Result<StreamEvent, ProviderError>;
+
 /// Opens `provider`'s stream for each call; waits per `policy` to retry.
 pub(crate) struct CallerEffects<P> {
     provider: P,

@@ -27,9 +27,8 @@ pub(crate) enum Reply {
     Events {
         /// The body, piece by piece.
         pieces: Vec<Vec<u8>>,
-        /// Whether the terminating chunk is sent (`false`: the connection
-        /// is closed mid-body).
-        complete: bool,
+        /// How the body ends.
+        end: End,
     },
     /// An error status.
     Status {
@@ -49,22 +48,22 @@ impl Reply {
         let mut pieces = Vec::new();
         let mut rest = transcript;
         while let Some(end) = rest.find("\n\n") {
-            pieces.push(rest[..end + 2].as_bytes().to_vec());
+            pieces.push(rest.as_bytes()[..end + 2].to_vec());
             rest = &rest[end + 2..];
         }
         if !rest.is_empty() {
             pieces.push(rest.as_bytes().to_vec());
         }
-        Reply::Events { pieces, complete: true }
+        Reply::Events { pieces, end: End::Complete }
     }
 
     /// The same body written in pieces of `size` bytes (splitting lines and
     /// characters anywhere).
     pub(crate) fn in_pieces_of(self, size: usize) -> Reply {
         match self {
-            Reply::Events { pieces, complete } => {
+            Reply::Events { pieces, end } => {
                 let all: Vec<u8> = pieces.concat();
-                Reply::Events { pieces: all.chunks(size).map(<[u8]>::to_vec).collect(), complete }
+                Reply::Events { pieces: all.chunks(size).map(<[u8]>::to_vec).collect(), end }
             }
             other => other,
         }
@@ -73,10 +72,20 @@ impl Reply {
     /// The body cut off after its first `pieces` pieces, the connection
     /// closed without the terminating chunk.
     pub(crate) fn dropped_after(self, keep: usize) -> Reply {
+        self.cut_after(keep, End::Dropped)
+    }
+
+    /// The body's first `pieces` pieces, then nothing, the connection left
+    /// open.
+    pub(crate) fn stalled_after(self, keep: usize) -> Reply {
+        self.cut_after(keep, End::Stalled)
+    }
+
+    fn cut_after(self, keep: usize, end: End) -> Reply {
         match self {
             Reply::Events { mut pieces, .. } => {
                 pieces.truncate(keep);
-                Reply::Events { pieces, complete: false }
+                Reply::Events { pieces, end }
             }
             other => other,
         }
@@ -97,6 +106,17 @@ impl Reply {
             other => other,
         }
     }
+}
+
+/// How an event stream's body ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// The terminating chunk, then the connection is closed.
+    Complete,
+    /// The connection is closed mid-body.
+    Dropped,
+    /// Nothing more is sent, and the connection stays open (an hour).
+    Stalled,
 }
 
 /// One request the server received.
@@ -138,6 +158,15 @@ impl ReplayServer {
     /// Starts serving `replies`, one per request, in order; a request
     /// beyond them gets a 500 saying so.
     pub(crate) async fn start(replies: Vec<Reply>) -> ReplayServer {
+        Self::serve_replies(replies, None).await
+    }
+
+    /// Starts serving `reply` to every request (for benchmarks).
+    pub(crate) async fn always(reply: Reply) -> ReplayServer {
+        Self::serve_replies(Vec::new(), Some(reply)).await
+    }
+
+    async fn serve_replies(replies: Vec<Reply>, always: Option<Reply>) -> ReplayServer {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -145,11 +174,11 @@ impl ReplayServer {
         let recorded = Arc::clone(&requests);
         let task = tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                let (recorded, replies) = (Arc::clone(&recorded), Arc::clone(&replies));
+                let (recorded, replies, always) = (Arc::clone(&recorded), Arc::clone(&replies), always.clone());
                 tokio::spawn(async move {
                     // A client that goes away mid-reply is not the server's
                     // failure.
-                    let _ = serve(socket, &recorded, &replies).await;
+                    let _ = serve(socket, &recorded, &replies, always).await;
                 });
             }
         });
@@ -178,6 +207,7 @@ async fn serve(
     socket: TcpStream,
     recorded: &Mutex<Vec<Recorded>>,
     replies: &Mutex<VecDeque<Reply>>,
+    always: Option<Reply>,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(socket);
     let mut line = String::new();
@@ -198,11 +228,15 @@ async fn serve(
     let mut body = vec![0; length];
     reader.read_exact(&mut body).await?;
     let body = String::from_utf8_lossy(&body).into_owned();
-    recorded.lock().expect("requests lock").push(Recorded { method, path, headers, body, at: Instant::now() });
-    let reply = replies.lock().expect("replies lock").pop_front();
+    let queued = replies.lock().expect("replies lock").pop_front();
+    // A benchmark's server, which serves `always`, keeps no request.
+    if queued.is_some() || always.is_none() {
+        recorded.lock().expect("requests lock").push(Recorded { method, path, headers, body, at: Instant::now() });
+    }
+    let reply = queued.or(always);
     let mut socket = reader.into_inner();
     match reply {
-        Some(Reply::Events { pieces, complete }) => {
+        Some(Reply::Events { pieces, end }) => {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
                         transfer-encoding: chunked\r\nconnection: close\r\n\r\n";
             socket.write_all(head.as_bytes()).await?;
@@ -214,12 +248,16 @@ async fn serve(
                 socket.write_all(&chunk).await?;
                 socket.flush().await?;
             }
-            if complete {
-                socket.write_all(b"0\r\n\r\n").await?;
-                socket.flush().await?;
-                socket.shutdown().await?;
+            match end {
+                End::Complete => {
+                    socket.write_all(b"0\r\n\r\n").await?;
+                    socket.flush().await?;
+                    socket.shutdown().await?;
+                }
+                End::Stalled => tokio::time::sleep(std::time::Duration::from_secs(3_600)).await,
+                // The socket is dropped here, mid-body.
+                End::Dropped => {}
             }
-            // Otherwise the socket is dropped here, mid-body.
         }
         Some(Reply::Status { status, headers, body }) => {
             write_status(&mut socket, status, &headers, &body).await?;
