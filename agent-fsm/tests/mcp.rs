@@ -31,7 +31,7 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, fn() -> futures::future::BoxFuture<'static, ()>); 4] = [
+    let tests: [(&str, Test); 4] = [
         ("server_tools_sit_beside_native_ones_and_are_called_through_the_set", || {
             Box::pin(server_tools_sit_beside_native_ones_and_are_called_through_the_set())
         }),
@@ -54,6 +54,9 @@ fn main() {
         eprintln!("ok");
     }
 }
+
+/// One test: its future, under a timeout in `main`.
+type Test = fn() -> futures::future::BoxFuture<'static, ()>;
 
 /// This binary as an MCP server.
 fn server_command() -> tokio::process::Command {

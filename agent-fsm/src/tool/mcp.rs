@@ -1,7 +1,7 @@
 //! Tools of a Model Context Protocol server, beside native ones: an
 //! [`McpServer`] spawned as a child process speaking MCP over stdio (the
 //! official SDK, `rmcp`, as the client), whose tools join a
-//! [`ToolSet`](super::ToolSet) as [`RawTool`]s.
+//! [`ToolSet`] as [`RawTool`]s.
 //!
 //! ```no_run
 //! use agent_fsm::tool::ToolSet;
@@ -26,7 +26,7 @@
 //! `[image/png image]`), or the structured content as JSON if there is no
 //! block. A result the server marks `isError`, and a request the server
 //! refuses or cannot answer, are error results
-//! ([`CallError::Failed`](super::CallError::Failed)).
+//! ([`CallError::Failed`]).
 //!
 //! The server runs in its own process group. When the last handle to it is
 //! dropped (the [`McpServer`] and every tool it listed), that whole group

@@ -26,7 +26,7 @@
 //! | what happened | the model reads |
 //! | --- | --- |
 //! | a tool the set does not have | ``unknown tool `grep`; the tools are: read_file, search`` |
-//! | arguments that are not an object, miss a field, have a wrong type | ``invalid arguments for `read_file`: missing field `path` `` |
+//! | arguments that are not an object, miss a field, have a wrong type | ``invalid arguments for `read_file`: missing field `path` ``, ``invalid arguments for `search`: at `scope.globs`: invalid type: string "*.rs", expected a sequence`` |
 //! | the tool returned `Err(e)` | ``read_file` failed: {e}`` |
 //! | the tool panicked (caught with `catch_unwind`) | ``read_file` panicked: {message}`` |
 //! | the call outlived [`ToolSet::with_timeout`] (dropped) | ``read_file` timed out after 30s`` |
@@ -93,7 +93,7 @@
 //! assert!(results[1].is_error);
 //! assert_eq!(
 //!     results[1].content,
-//!     "invalid arguments for `add`: invalid type: string \"1 2 3\", expected a sequence"
+//!     "invalid arguments for `add`: at `numbers`: invalid type: string \"1 2 3\", expected a sequence"
 //! );
 //! // Back to the model, in call order.
 //! let request = results.into_iter().fold(request, Request::message);
