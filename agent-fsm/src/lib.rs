@@ -15,6 +15,8 @@
 //! | `llm` | no | provider-neutral conversation types, streamed events, classified provider errors and the `Provider` trait (`agent_fsm::llm`); serde and futures only |
 //! | `openai` | no | `llm` and the OpenAI-compatible Chat Completions streaming client (reqwest on rustls) |
 //! | `anthropic` | no | `llm` and the Anthropic Messages streaming client (reqwest on rustls) |
+//! | `tool` | no | `llm`, `runtime` and typed tools: a tool as a Rust type with a schemars-derived schema, a `ToolSet` running a model's calls as keyed tasks (`agent_fsm::tool`) |
+//! | `mcp` | no | `tool` and the tools of a Model Context Protocol server over stdio, through `rmcp` (`agent_fsm::tool::mcp`) |
 //!
 #![doc = include_str!("../../docs/dsl.md")]
 #![doc = include_str!("../../docs/performance.md")]
