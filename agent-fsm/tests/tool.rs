@@ -78,6 +78,9 @@ impl Tool for Search {
         if args.query == "boom" {
             panic!("the index is corrupt");
         }
+        if args.query == "boom!" {
+            std::panic::panic_any(7_u8);
+        }
         if matches!(args.mode, Mode::Regex) && args.query.contains('(') {
             return Err("unbalanced parenthesis".to_owned());
         }
@@ -349,6 +352,7 @@ async fn bad_arguments_and_failures_are_error_results_the_model_reads() {
         (json!({"query": "", "mode": "regex"}), "`search` failed: the query is empty"),
         (json!({"query": "f(", "mode": "regex"}), "`search` failed: unbalanced parenthesis"),
         (json!({"query": "boom", "mode": "regex"}), "`search` panicked: the index is corrupt"),
+        (json!({"query": "boom!", "mode": "regex"}), "`search` panicked: a panic without a message"),
     ];
     for (arguments, expected) in cases {
         let result = search_with(arguments.clone()).await;
@@ -545,4 +549,43 @@ fn a_round_gives_every_call_a_result_in_call_order() {
             Message::tool_result("a", "A2"),
         ]
     );
+}
+
+/// `search` again, under another description.
+struct SearchAgain;
+
+impl Tool for SearchAgain {
+    const NAME: &'static str = "search";
+    type Args = SearchArgs;
+    type Output = String;
+    type Error = String;
+
+    fn description(&self) -> String {
+        "Searches again".to_owned()
+    }
+
+    async fn call(&self, _args: SearchArgs) -> Result<String, String> {
+        Ok("again".to_owned())
+    }
+}
+
+#[tokio::test]
+async fn a_tool_of_the_same_name_replaces_the_earlier_in_its_place() {
+    let empty = ToolSet::new();
+    assert!(empty.is_empty() && empty.len() == 0 && empty.definitions().is_empty());
+
+    let mut tools = ToolSet::new().with(Search).with(Sleep { log: Arc::default() });
+    assert!(!tools.is_empty() && tools.len() == 2 && tools.contains("sleep") && !tools.contains("grep"));
+    let replaced = tools.add(SearchAgain).expect("search was there");
+    assert_eq!(replaced.description, "Searches the workspace's files");
+    assert_eq!(tools.names().collect::<Vec<_>>(), ["search", "sleep"]);
+    assert_eq!(tools.definitions()[0].description, "Searches again");
+    assert_eq!(format!("{tools:?}"), r#"ToolSet { tools: ["search", "sleep"], timeout: None }"#);
+    let result = tools.call(&ToolCall {
+        id: "c".into(),
+        name: "search".into(),
+        arguments: json!({"query": "x", "mode": "regex"}),
+    });
+    assert_eq!(result.await.content, "again");
+    assert!(tools.add(Search).is_some() && tools.len() == 2);
 }
