@@ -6,6 +6,18 @@
 //! `handle_event`, names, a catch-all branch, introspection and a diagram,
 //! and the runtime drives any such machine.
 //!
+//! # Features
+//!
+//! | feature | default | adds |
+//! | --- | --- | --- |
+//! | `runtime` | yes | the tokio executor, its handle, history and retry policy (`agent_fsm::runtime`) |
+//! | `serde` | no | snapshots: serialize a machine between steps (`agent_fsm::snapshot`) |
+//! | `llm` | no | provider-neutral conversation types, streamed events, classified provider errors and the `Provider` trait (`agent_fsm::llm`); serde and futures only |
+//! | `openai` | no | `llm` and the OpenAI-compatible Chat Completions streaming client (reqwest on rustls) |
+//! | `anthropic` | no | `llm` and the Anthropic Messages streaming client (reqwest on rustls) |
+//! | `tool` | no | `llm`, `runtime` and typed tools: a tool as a Rust type with a schemars-derived schema, a `ToolSet` running a model's calls as keyed tasks (`agent_fsm::tool`) |
+//! | `mcp` | no | `tool` and the tools of a Model Context Protocol server over stdio, through `rmcp` (`agent_fsm::tool::mcp`) |
+//!
 #![doc = include_str!("../../docs/dsl.md")]
 #![doc = include_str!("../../docs/performance.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -17,10 +29,14 @@ extern crate self as agent_fsm;
 
 mod machine;
 
+#[cfg(feature = "llm")]
+pub mod llm;
 #[cfg(feature = "runtime")]
 pub mod runtime;
 #[cfg(feature = "serde")]
 pub mod snapshot;
+#[cfg(feature = "tool")]
+pub mod tool;
 #[cfg(feature = "tools")]
 pub mod tools;
 #[cfg(all(test, not(feature = "serde")))]

@@ -173,6 +173,37 @@ impl RetryPolicy {
     }
 }
 
+impl RetryPolicy {
+    /// The delay before retry number `retry`, honouring the server's own
+    /// wait when it gave one (an HTTP `retry-after`, as the `llm` feature's
+    /// `ProviderError::retry_after` reports it): then exactly that wait, rounded up to whole
+    /// milliseconds so the retry never comes early, and at most the
+    /// [`cap`](Self::cap) (raise the cap to honour longer waits; a server
+    /// asking for more than it will likely refuse the early retry too).
+    /// Without a hint, [`delay`](Self::delay).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use agent_fsm::runtime::RetryPolicy;
+    ///
+    /// let policy = RetryPolicy::default().with_jitter(0.0);
+    /// assert_eq!(policy.delay_for(1, Some(Duration::from_secs(2))), Duration::from_secs(2));
+    /// assert_eq!(policy.delay_for(1, Some(Duration::from_micros(1_500))), Duration::from_millis(2));
+    /// assert_eq!(policy.delay_for(1, Some(Duration::from_secs(60))), Duration::from_secs(5)); // the cap
+    /// assert_eq!(policy.delay_for(2, None), policy.delay(2));
+    /// ```
+    #[must_use]
+    pub fn delay_for(&self, retry: u32, server_hint: Option<Duration>) -> Duration {
+        let Some(hint) = server_hint else {
+            return self.delay(retry);
+        };
+        let millis = hint.as_millis().saturating_add(u128::from(hint.subsec_nanos() % 1_000_000 != 0));
+        let rounded = u64::try_from(millis).map_or(Duration::MAX, Duration::from_millis);
+        rounded.min(self.cap)
+    }
+}
+
 /// One SplitMix64 step: a good 64-bit mix of its input.
 fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -245,6 +276,20 @@ mod tests {
         let p = RetryPolicy::default().with_factor(1e300).with_jitter(0.0);
         assert_eq!(p.delay(1_000), p.cap);
         assert_eq!(p.delay(1), Duration::from_millis(200));
+    }
+
+    #[test]
+    fn a_server_hint_replaces_the_backoff_up_to_the_cap() {
+        let p = RetryPolicy::default().with_seed(3);
+        assert_eq!(p.delay_for(1, Some(Duration::from_secs(2))), Duration::from_secs(2));
+        assert_eq!(p.delay_for(3, Some(Duration::ZERO)), Duration::ZERO);
+        assert_eq!(p.delay_for(1, Some(Duration::from_nanos(1))), Duration::from_millis(1));
+        assert_eq!(p.delay_for(1, Some(Duration::from_millis(7))), Duration::from_millis(7));
+        assert_eq!(p.delay_for(1, Some(Duration::MAX)), p.cap);
+        assert_eq!(p.delay_for(1, Some(Duration::from_secs(6))), p.cap);
+        assert_eq!(p.delay_for(2, None), p.delay(2));
+        let long = p.with_cap(Duration::from_secs(60));
+        assert_eq!(long.delay_for(1, Some(Duration::from_secs(30))), Duration::from_secs(30));
     }
 
     #[test]

@@ -1,0 +1,139 @@
+//! What a provider's stream yields: [`StreamEvent`]s, ending with one
+//! [`StreamEvent::Completed`] that carries the assembled reply, its
+//! [`StopReason`] and its [`Usage`].
+
+use serde::{Deserialize, Serialize};
+
+use super::types::AssistantMessage;
+
+/// One item of a model's streamed reply.
+///
+/// A successful stream yields any number of deltas, then exactly one
+/// [`Completed`](Self::Completed), then ends. A failed one yields a
+/// [`ProviderError`](super::ProviderError) as its last item instead.
+/// Deltas are for showing progress; `Completed` alone is enough to go on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum StreamEvent {
+    /// A piece of the reply's text, as it arrived.
+    TextDelta(String),
+    /// A piece of a tool call.
+    ToolCallDelta {
+        /// The call's position among this reply's tool calls, 0-based, in
+        /// the order the calls began (the same numbering for every
+        /// provider: Anthropic's content-block index is not used).
+        index: usize,
+        /// The call's id, on the first delta of the call only.
+        id: Option<String>,
+        /// The tool's name, on the first delta of the call only.
+        name: Option<String>,
+        /// The next piece of the arguments' JSON text (may be empty).
+        arguments_fragment: String,
+    },
+    /// The reply is complete.
+    Completed {
+        /// The whole reply: all the text, and every tool call with its
+        /// arguments parsed as JSON.
+        message: AssistantMessage,
+        /// Why the model stopped.
+        stop_reason: StopReason,
+        /// The tokens the call used, as the server reported them.
+        usage: Usage,
+    },
+}
+
+/// Why the model stopped writing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// It finished its turn (OpenAI `stop`, Anthropic `end_turn`).
+    EndTurn,
+    /// It is waiting for the results of its tool calls (`tool_calls`,
+    /// `tool_use`).
+    ToolUse,
+    /// It reached the token limit (`length`, `max_tokens`): the reply is
+    /// cut off.
+    MaxTokens,
+    /// It wrote one of the request's stop sequences (Anthropic
+    /// `stop_sequence`; OpenAI reports those as `stop`).
+    StopSequence,
+    /// The server withheld or stopped the reply (`content_filter`,
+    /// Anthropic `refusal`).
+    ContentFilter,
+    /// A reason this crate does not know, as the server wrote it
+    /// (Anthropic `pause_turn`, say).
+    Other(String),
+}
+
+impl StopReason {
+    /// For a reply that ended without a reason (`[DONE]` with no
+    /// `finish_reason`): what the reply is.
+    pub(crate) fn inferred(message: &AssistantMessage) -> Self {
+        if message.tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse }
+    }
+
+    /// Reads an OpenAI `finish_reason`.
+    pub(crate) fn from_openai(reason: &str) -> Self {
+        match reason {
+            "stop" => StopReason::EndTurn,
+            // `function_call` is the legacy name of `tool_calls`.
+            "tool_calls" | "function_call" => StopReason::ToolUse,
+            "length" => StopReason::MaxTokens,
+            "content_filter" => StopReason::ContentFilter,
+            other => StopReason::Other(other.to_owned()),
+        }
+    }
+
+    /// Reads an Anthropic `stop_reason`.
+    pub(crate) fn from_anthropic(reason: &str) -> Self {
+        match reason {
+            "end_turn" => StopReason::EndTurn,
+            "tool_use" => StopReason::ToolUse,
+            "max_tokens" => StopReason::MaxTokens,
+            "stop_sequence" => StopReason::StopSequence,
+            "refusal" => StopReason::ContentFilter,
+            other => StopReason::Other(other.to_owned()),
+        }
+    }
+}
+
+/// Tokens a call used. A server that reports none gives zeros (an
+/// OpenAI-compatible server reports usage only when asked, which the client
+/// does unless configured not to).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Usage {
+    /// Tokens read, cached ones included.
+    pub input_tokens: u64,
+    /// Tokens written.
+    pub output_tokens: u64,
+    /// Of the input, tokens read from the server's prompt cache (OpenAI
+    /// `prompt_tokens_details.cached_tokens`, Anthropic
+    /// `cache_read_input_tokens`).
+    pub cache_read_tokens: u64,
+    /// Tokens written to the prompt cache (Anthropic
+    /// `cache_creation_input_tokens`; OpenAI reports none).
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Usage of `input_tokens` read and `output_tokens` written.
+    #[must_use]
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Usage { input_tokens, output_tokens, ..Usage::default() }
+    }
+
+    /// Input and output tokens together.
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// Adds `other`, field by field (saturating), to count a session.
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self.cache_read_tokens.saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
+    }
+}

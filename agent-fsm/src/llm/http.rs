@@ -1,0 +1,227 @@
+//! The HTTP side both clients share: the reqwest client (rustls with the
+//! `ring` provider and the OS's trust store), the settings every
+//! provider has (base URL, key, extra headers, timeouts), and the stream
+//! that posts a request, classifies an error status and feeds the body
+//! to a provider's parser as it arrives.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures::stream::{self, BoxStream};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use super::error::{self, ErrorKind, ProviderError};
+use super::event::StreamEvent;
+
+/// One item of a provider's stream.
+pub(crate) type Item = Result<StreamEvent, ProviderError>;
+
+/// Settings every provider client has.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpOptions {
+    pub(crate) base_url: String,
+    pub(crate) api_key: Option<String>,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) query: Vec<(String, String)>,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) read_timeout: Duration,
+    pub(crate) timeout: Option<Duration>,
+}
+
+impl HttpOptions {
+    pub(crate) fn new(base_url: &str, api_key: Option<String>) -> Self {
+        HttpOptions {
+            base_url: base_url.to_owned(),
+            api_key,
+            headers: Vec::new(),
+            query: Vec::new(),
+            connect_timeout: Duration::from_secs(10),
+            // Reasoning models may think for minutes before their first
+            // byte, and OpenAI sends no keep-alive meanwhile.
+            read_timeout: Duration::from_secs(300),
+            timeout: None,
+        }
+    }
+
+    /// `path` under the base URL, with the configured query.
+    pub(crate) fn url(&self, path: &str) -> String {
+        let mut url = format!("{}{path}", self.base_url.trim_end_matches('/'));
+        for (i, (key, value)) in self.query.iter().enumerate() {
+            url.push(if i == 0 && !url.contains('?') { '?' } else { '&' });
+            url.push_str(key);
+            url.push('=');
+            url.push_str(value);
+        }
+        url
+    }
+}
+
+/// A configured client and the headers every request carries.
+#[derive(Debug)]
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+}
+
+impl Transport {
+    /// Builds the client for `options`, posting to `path`; `auth` are the
+    /// provider's authentication headers.
+    pub(crate) fn new(
+        options: &HttpOptions,
+        path: &str,
+        auth: Vec<(String, String)>,
+    ) -> Result<Arc<Self>, ProviderError> {
+        let mut headers = HeaderMap::new();
+        let fixed = [("content-type", "application/json"), ("accept", "text/event-stream")];
+        for (name, value) in
+            fixed.iter().map(|&(n, v)| (n.to_owned(), v.to_owned())).chain(auth).chain(options.headers.iter().cloned())
+        {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| invalid(format!("the header name `{name}` is invalid: {e}")))?;
+            let mut value = HeaderValue::from_str(&value)
+                .map_err(|e| invalid(format!("the value of the header `{name}` is invalid: {e}")))?;
+            if name == "authorization" || name == "x-api-key" || name == "api-key" {
+                value.set_sensitive(true);
+            }
+            headers.insert(name, value);
+        }
+        let mut builder = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls_config()?)
+            .connect_timeout(options.connect_timeout)
+            .read_timeout(options.read_timeout);
+        if let Some(timeout) = options.timeout {
+            builder = builder.timeout(timeout);
+        }
+        let client = builder.build().map_err(|e| invalid(format!("the HTTP client could not be built: {e}")))?;
+        Ok(Arc::new(Transport { client, url: options.url(path), headers }))
+    }
+
+    /// Where requests go.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Posts `body` and streams the reply through `decoder`.
+    pub(crate) fn stream<D: Decoder>(&self, body: Vec<u8>, decoder: D) -> BoxStream<'static, Item> {
+        let request = self.client.post(&self.url).headers(self.headers.clone()).body(body);
+        Box::pin(stream::unfold(Phase::Start(request, decoder), next))
+    }
+}
+
+fn invalid(message: String) -> ProviderError {
+    ProviderError::new(ErrorKind::InvalidConfig, message)
+}
+
+/// rustls with the `ring` provider (no process-wide default is installed
+/// or read) and the platform's verifier, HTTP/1.1 only.
+fn tls_config() -> Result<rustls::ClientConfig, ProviderError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls_platform_verifier::Verifier::new(Arc::clone(&provider))
+        .map_err(|e| invalid(format!("the platform's certificate verifier failed: {e}")))?;
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| invalid(format!("TLS versions: {e}")))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// A provider's sans-IO stream parser, as the HTTP stream drives it.
+pub(crate) trait Decoder: Send + 'static {
+    /// Reads the next piece of the body.
+    fn feed(&mut self, chunk: &[u8], out: &mut VecDeque<Item>);
+    /// The body ended: normally (`cut` is `None`), or cut by a transport
+    /// failure. A reply that is not complete yet then fails with `cut`, or
+    /// with a [`ErrorKind::ConnectionDropped`] of the decoder's own.
+    fn finish(&mut self, cut: Option<ProviderError>, out: &mut VecDeque<Item>);
+    /// The reply is complete or failed: nothing more is read.
+    fn is_done(&self) -> bool;
+}
+
+/// Where the stream is.
+enum Phase<D> {
+    Start(reqwest::RequestBuilder, D),
+    Reading(reqwest::Response, D, VecDeque<Item>),
+    Done,
+}
+
+/// The next item of the stream, and what comes after it.
+async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
+    loop {
+        phase = match phase {
+            Phase::Done => return None,
+            Phase::Start(request, decoder) => match request.send().await {
+                Err(e) => return Some((Err(transport_error(&e, "sending the request")), Phase::Done)),
+                Ok(response) if !response.status().is_success() => {
+                    return Some((Err(status_error(response).await), Phase::Done));
+                }
+                Ok(response) => {
+                    if let Some(error) = json_instead_of_events(&response) {
+                        let body = response.text().await.unwrap_or_default();
+                        let message = format!("{error}: {}", error::truncate(&body, 300));
+                        return Some((Err(ProviderError::new(ErrorKind::MalformedStream, message)), Phase::Done));
+                    }
+                    Phase::Reading(response, decoder, VecDeque::new())
+                }
+            },
+            Phase::Reading(mut response, mut decoder, mut queue) => {
+                if let Some(item) = queue.pop_front() {
+                    let after = if queue.is_empty() && decoder.is_done() {
+                        Phase::Done
+                    } else {
+                        Phase::Reading(response, decoder, queue)
+                    };
+                    return Some((item, after));
+                }
+                if decoder.is_done() {
+                    return None;
+                }
+                match response.chunk().await {
+                    Ok(Some(chunk)) => decoder.feed(&chunk, &mut queue),
+                    Ok(None) => decoder.finish(None, &mut queue),
+                    Err(e) => decoder.finish(Some(transport_error(&e, "reading the reply")), &mut queue),
+                }
+                if queue.is_empty() && decoder.is_done() {
+                    return None;
+                }
+                Phase::Reading(response, decoder, queue)
+            }
+        };
+    }
+}
+
+/// A 200 whose body is JSON: the server ignored `"stream": true`.
+fn json_instead_of_events(response: &reqwest::Response) -> Option<String> {
+    let kind = response.headers().get(reqwest::header::CONTENT_TYPE)?.to_str().ok()?;
+    kind.starts_with("application/json")
+        .then(|| format!("the server answered with `{kind}` instead of an event stream"))
+}
+
+/// A transport failure while `doing` something.
+fn transport_error(e: &reqwest::Error, doing: &str) -> ProviderError {
+    let kind = if e.is_timeout() { ErrorKind::Timeout } else { ErrorKind::ConnectionDropped };
+    // reqwest's own message names only the outermost layer; the causes say
+    // what happened ("connection closed before message completed").
+    let mut message = format!("{doing}: {e}");
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    ProviderError::new(kind, message)
+}
+
+/// Classifies an error status, reading the requested wait and the body.
+async fn status_error(response: reqwest::Response) -> ProviderError {
+    let status = response.status().as_u16();
+    let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let wait =
+        error::retry_after(header("retry-after-ms").as_deref(), header("retry-after").as_deref(), SystemTime::now());
+    let body = response.text().await.unwrap_or_default();
+    error::from_status(status, wait, &body)
+}

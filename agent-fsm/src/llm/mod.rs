@@ -1,0 +1,128 @@
+//! Models: provider-neutral conversation types, the events a streamed
+//! reply yields, classified errors, and streaming clients for
+//! OpenAI-compatible servers and Anthropic.
+//!
+//! | item | feature | what it is |
+//! | --- | --- | --- |
+//! | [`Message`], [`AssistantMessage`], [`ToolCall`], [`ToolResult`], [`ToolDefinition`], [`Request`] | `llm` | the conversation a model reads, and what a call sends |
+//! | [`StreamEvent`], [`StopReason`], [`Usage`] | `llm` | what a streamed reply yields |
+//! | [`ProviderError`], [`ErrorKind`] | `llm` | a failed call, classified |
+//! | [`Provider`] | `llm` | what every client implements, so a machine's effects can be generic over it |
+//! | [`OpenAi`], [`OpenAiConfig`], [`openai::StreamParser`] | `openai` | Chat Completions over any OpenAI-compatible server |
+//! | [`Anthropic`], [`AnthropicConfig`], [`anthropic::StreamParser`] | `anthropic` | the Anthropic Messages API |
+//!
+//! `llm` needs only serde, serde_json and futures; `openai` and `anthropic`
+//! add the HTTP client (reqwest on rustls with the `ring` provider).
+//!
+//! # A call
+//! [`Provider::stream`] takes a [`Request`] and returns a stream of
+//! `Result<StreamEvent, ProviderError>`: text and tool-call deltas as they
+//! arrive, then one [`StreamEvent::Completed`] with the whole reply (its
+//! tool calls' arguments parsed as JSON, in the order the calls began), why
+//! the model stopped and the tokens used; or, in place of `Completed`, one
+//! error, after which the stream ends. Parallel tool calls are assembled by
+//! index and id, each [`StreamEvent::ToolCallDelta`] numbered by the call's
+//! position in the reply, whichever provider sent it.
+//!
+//! In a machine, an action that calls the model opens the stream through
+//! the effects context, mapping each item to an event:
+//!
+//! ```
+//! # use agent_fsm::llm::{Provider, ProviderError, Request, StreamEvent};
+//! # use agent_fsm::runtime::EffectContext;
+//! # use futures::StreamExt;
+//! # enum Event { Llm(Result<StreamEvent, ProviderError>) }
+//! # fn call<M: agent_fsm::StateMachine<Event = Event>, P: Provider>(provider: &P, request: &Request, cx: &mut EffectContext<'_, M, ()>) {
+//! cx.stream_keyed("llm", provider.stream(request).map(Event::Llm), |_failure| None);
+//! # }
+//! ```
+//!
+//! # Errors and retries
+//! A [`ProviderError`] says what happened ([`ErrorKind`]) and whether the
+//! same request may succeed later ([`ProviderError::is_retryable`]):
+//!
+//! | kind | from | retry? |
+//! | --- | --- | --- |
+//! | [`RateLimited`](ErrorKind::RateLimited) | HTTP 429, `rate_limit_error` | yes, after [`retry_after`](ProviderError::retry_after) if given |
+//! | [`Overloaded`](ErrorKind::Overloaded) | HTTP 529, `overloaded_error` (as a body or an event mid-stream) | yes |
+//! | [`ServerError`](ErrorKind::ServerError) | HTTP 5xx, `api_error` | yes |
+//! | [`Timeout`](ErrorKind::Timeout) | connect, read or total timeout, HTTP 408 | yes |
+//! | [`ConnectionDropped`](ErrorKind::ConnectionDropped) | the connection failed or ended before the reply was complete | yes |
+//! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, tool-call arguments that are not JSON | yes |
+//! | [`BadRequest`](ErrorKind::BadRequest) | other 4xx | no |
+//! | [`Auth`](ErrorKind::Auth) | HTTP 401, 403 | no |
+//! | [`QuotaExceeded`](ErrorKind::QuotaExceeded) | HTTP 402, `insufficient_quota` | no |
+//! | [`ContextTooLong`](ErrorKind::ContextTooLong) | a 400 whose message says the prompt is too long, HTTP 413 | no |
+//! | [`InvalidConfig`](ErrorKind::InvalidConfig) | an invalid header, TLS setup | no |
+//!
+//! The server's wait (`retry-after-ms`, or `retry-after` in seconds or as
+//! an HTTP date) goes to
+//! [`RetryPolicy::delay_for`](crate::runtime::RetryPolicy::delay_for),
+//! which honours it up to the policy's cap and otherwise backs off
+//! exponentially; the table's own guard (`attempt < max`) decides whether
+//! to retry at all.
+
+mod error;
+mod event;
+mod types;
+
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+mod assemble;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+mod http;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+mod sse;
+
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
+#[cfg(feature = "openai")]
+pub mod openai;
+
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+
+#[cfg(feature = "anthropic")]
+pub use anthropic::{Anthropic, AnthropicConfig};
+pub use error::{ErrorKind, ProviderError};
+pub use event::{StopReason, StreamEvent, Usage};
+#[cfg(feature = "openai")]
+pub use openai::{OpenAi, OpenAiConfig};
+pub use types::{AssistantMessage, Message, Request, ToolCall, ToolDefinition, ToolResult};
+
+/// A model that streams its reply: what the `OpenAi` and `Anthropic`
+/// clients implement, so a machine's effects
+/// can be generic over the provider (or hold a `Box<dyn Provider>`).
+///
+/// # Examples
+/// ```
+/// use agent_fsm::llm::{Provider, ProviderError, Request, StreamEvent};
+/// use futures::stream::{self, BoxStream};
+///
+/// /// A model that always says the same thing (for tests).
+/// struct Parrot(String);
+///
+/// impl Provider for Parrot {
+///     fn stream(&self, _request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+///         Box::pin(stream::iter([Ok(StreamEvent::TextDelta(self.0.clone()))]))
+///     }
+/// }
+/// ```
+pub trait Provider: Send + Sync + 'static {
+    /// Sends `request` and streams the reply (see the [module docs](self)).
+    /// The request is read before this returns; the stream owns what it
+    /// needs. Nothing is sent until the stream is first polled.
+    fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>>;
+}
+
+impl<P: Provider + ?Sized> Provider for Arc<P> {
+    fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        (**self).stream(request)
+    }
+}
+
+impl<P: Provider + ?Sized> Provider for Box<P> {
+    fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        (**self).stream(request)
+    }
+}

@@ -1,0 +1,513 @@
+//! The OpenAI-compatible Chat Completions client ([`OpenAi`]): a
+//! [`Request`] becomes a `POST {base_url}/chat/completions` with
+//! `"stream": true`, and the `data:` chunks that come back become
+//! [`StreamEvent`]s through [`StreamParser`], which also works without
+//! HTTP (feed it bytes read any other way).
+//!
+//! The base URL makes the same client serve OpenAI, Azure-style gateways,
+//! OpenRouter, Groq, vLLM, llama.cpp's server and Ollama. What those
+//! servers do differently is tolerated: optional fields left out or
+//! `null`, `data:` without a space, keep-alive comments, usage in a last
+//! chunk with no choices (asked for with `stream_options.include_usage`)
+//! or in the chunk with the finish reason, a tool call's id repeated on
+//! every fragment or missing, every parallel call sent at index 0 with its
+//! own id, arguments whole in one chunk, a stream that ends with the
+//! finish reason and no `[DONE]`, and an error sent as a chunk.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Provider;
+use super::assemble::Assembler;
+use super::error::{self, ErrorKind, ProviderError};
+use super::event::{StopReason, StreamEvent, Usage};
+use super::http::{Decoder, HttpOptions, Item, Transport};
+use super::sse::SseDecoder;
+use super::types::{Message, Request};
+
+/// How to reach an OpenAI-compatible server; [`build`](Self::build) makes
+/// the client.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use agent_fsm::llm::OpenAiConfig;
+///
+/// // A local llama.cpp or Ollama server needs no key.
+/// let local = OpenAiConfig::without_key().base_url("http://127.0.0.1:11434/v1").build()?;
+/// // An Azure-style deployment: its own key header and an API version.
+/// let azure = OpenAiConfig::without_key()
+///     .base_url("https://example.openai.azure.com/openai/deployments/gpt-4o")
+///     .header("api-key", "…")
+///     .query("api-version", "2024-10-21")
+///     .read_timeout(Duration::from_secs(60))
+///     .build()?;
+/// assert!(azure.url().ends_with("/chat/completions?api-version=2024-10-21"));
+/// # let _ = local;
+/// # Ok::<(), agent_fsm::llm::ProviderError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    options: HttpOptions,
+    include_usage: bool,
+    max_completion_tokens: bool,
+}
+
+impl OpenAiConfig {
+    /// OpenAI's own API.
+    pub const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
+
+    /// OpenAI's API with `api_key`, sent as `Authorization: Bearer`.
+    #[must_use]
+    pub fn new(api_key: impl Into<String>) -> Self {
+        Self::with_key(Some(api_key.into()))
+    }
+
+    /// No `Authorization` header: for local servers, or gateways that take
+    /// their key in a header of their own ([`header`](Self::header)).
+    #[must_use]
+    pub fn without_key() -> Self {
+        Self::with_key(None)
+    }
+
+    /// From the environment, as OpenAI's SDKs read it: the key from
+    /// `OPENAI_API_KEY` (`None` if unset) and the base URL from
+    /// `OPENAI_BASE_URL` if set.
+    #[must_use]
+    pub fn from_env() -> Option<Self> {
+        let key = std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.is_empty())?;
+        let config = Self::new(key);
+        Some(match std::env::var("OPENAI_BASE_URL") {
+            Ok(url) if !url.is_empty() => config.base_url(url),
+            _ => config,
+        })
+    }
+
+    fn with_key(api_key: Option<String>) -> Self {
+        OpenAiConfig {
+            options: HttpOptions::new(Self::DEFAULT_BASE_URL, api_key),
+            include_usage: true,
+            max_completion_tokens: false,
+        }
+    }
+
+    /// The URL `/chat/completions` is appended to (default
+    /// [`DEFAULT_BASE_URL`](Self::DEFAULT_BASE_URL)).
+    #[must_use]
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.options.base_url = url.into();
+        self
+    }
+
+    /// A header sent with every request (a gateway's key, an
+    /// organization); it replaces a header of the same name.
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.options.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// A query parameter added to the URL (Azure's `api-version`), written
+    /// as given: it must be URL-safe.
+    #[must_use]
+    pub fn query(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.options.query.push((key.into(), value.into()));
+        self
+    }
+
+    /// The longest wait for a connection (default 10 s).
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.options.connect_timeout = timeout;
+        self
+    }
+
+    /// The longest wait for the next piece of the reply (default 300 s).
+    #[must_use]
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
+        self.options.read_timeout = timeout;
+        self
+    }
+
+    /// The longest a whole call may take, stream included (default none).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.options.timeout = Some(timeout);
+        self
+    }
+
+    /// Whether to ask for usage with `stream_options.include_usage`
+    /// (default yes; turn off for a server that refuses the field).
+    #[must_use]
+    pub fn include_usage(mut self, include: bool) -> Self {
+        self.include_usage = include;
+        self
+    }
+
+    /// Whether to send the limit as `max_completion_tokens`, which
+    /// OpenAI's reasoning models require, instead of `max_tokens`, which
+    /// most compatible servers read (default no).
+    #[must_use]
+    pub fn max_completion_tokens(mut self, yes: bool) -> Self {
+        self.max_completion_tokens = yes;
+        self
+    }
+
+    /// The client.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidConfig`] if a header is invalid or TLS cannot
+    /// be set up.
+    pub fn build(self) -> Result<OpenAi, ProviderError> {
+        let auth =
+            self.options.api_key.iter().map(|key| ("authorization".to_owned(), format!("Bearer {key}"))).collect();
+        let transport = Transport::new(&self.options, "/chat/completions", auth)?;
+        Ok(OpenAi { transport, include_usage: self.include_usage, max_completion_tokens: self.max_completion_tokens })
+    }
+}
+
+/// A streaming client for OpenAI-compatible Chat Completions servers.
+/// Cheap to clone (the connection pool is shared).
+///
+/// # Examples
+/// ```no_run
+/// use agent_fsm::llm::{Message, OpenAiConfig, Provider, Request, StreamEvent};
+/// use futures::StreamExt;
+///
+/// # async fn run() -> Result<(), agent_fsm::llm::ProviderError> {
+/// let client = OpenAiConfig::new(std::env::var("OPENAI_API_KEY").unwrap_or_default()).build()?;
+/// let request = Request::new("gpt-4o-mini").message(Message::user("Say hello"));
+/// let mut events = client.stream(&request);
+/// while let Some(event) = events.next().await {
+///     match event? {
+///         StreamEvent::TextDelta(text) => print!("{text}"),
+///         StreamEvent::Completed { usage, .. } => println!("\n({} tokens)", usage.total()),
+///         _ => {}
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenAi {
+    transport: Arc<Transport>,
+    include_usage: bool,
+    max_completion_tokens: bool,
+}
+
+impl OpenAi {
+    /// A client for OpenAI's API with `api_key`; see [`OpenAiConfig`] for
+    /// any other server.
+    ///
+    /// # Errors
+    /// As [`OpenAiConfig::build`].
+    pub fn new(api_key: impl Into<String>) -> Result<Self, ProviderError> {
+        OpenAiConfig::new(api_key).build()
+    }
+
+    /// The URL requests are posted to.
+    #[must_use]
+    pub fn url(&self) -> &str {
+        self.transport.url()
+    }
+
+    /// The JSON body sent for `request`.
+    #[must_use]
+    pub fn body(&self, request: &Request) -> Value {
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        if let Some(system) = &request.system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.extend(request.messages.iter().map(wire_message));
+        let mut body = json!({"model": request.model, "messages": messages, "stream": true});
+        if self.include_usage {
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}})
+                })
+                .collect();
+            body["tools"] = Value::Array(tools);
+        }
+        if let Some(max) = request.max_tokens {
+            body[if self.max_completion_tokens { "max_completion_tokens" } else { "max_tokens" }] = json!(max);
+        }
+        if let Some(temperature) = request.temperature {
+            body["temperature"] = json!(temperature);
+        }
+        if let Value::Object(fields) = &mut body {
+            fields.extend(request.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        body
+    }
+}
+
+fn wire_message(message: &Message) -> Value {
+    match message {
+        Message::System { content } => json!({"role": "system", "content": content}),
+        Message::User { content } => json!({"role": "user", "content": content}),
+        Message::Assistant(reply) => {
+            if reply.tool_calls.is_empty() {
+                return json!({"role": "assistant", "content": reply.text});
+            }
+            let calls: Vec<Value> = reply
+                .tool_calls
+                .iter()
+                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.to_string()}}))
+                .collect();
+            // A reply of tool calls only has `null` content.
+            let content = if reply.text.is_empty() { Value::Null } else { json!(reply.text) };
+            json!({"role": "assistant", "content": content, "tool_calls": calls})
+        }
+        Message::Tool(result) => json!({"role": "tool", "tool_call_id": result.call_id, "content": result.content}),
+    }
+}
+
+impl Provider for OpenAi {
+    fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        // Serializing a `Value` cannot fail (its keys are strings).
+        let body = serde_json::to_vec(&self.body(request)).unwrap_or_default();
+        self.transport.stream(body, StreamParser::new())
+    }
+}
+
+// ===== the parser =====
+
+/// Turns the bytes of a Chat Completions event stream into
+/// [`StreamEvent`]s, with no I/O: what [`OpenAi`] runs on each piece of
+/// the body.
+///
+/// # Examples
+/// ```
+/// use std::collections::VecDeque;
+/// use agent_fsm::llm::{StopReason, StreamEvent, openai::StreamParser};
+///
+/// let mut parser = StreamParser::new();
+/// let mut out = VecDeque::new();
+/// parser.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n", &mut out);
+/// parser.feed(b"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", &mut out);
+/// assert_eq!(out.pop_front(), Some(Ok(StreamEvent::TextDelta("Hi".into()))));
+/// let Some(Ok(StreamEvent::Completed { message, stop_reason, .. })) = out.pop_front() else { panic!() };
+/// assert_eq!((message.text.as_str(), stop_reason), ("Hi", StopReason::EndTurn));
+/// assert!(parser.is_done());
+/// ```
+#[derive(Debug, Default)]
+pub struct StreamParser {
+    sse: SseDecoder,
+    reply: Assembler,
+    finish_reason: Option<StopReason>,
+    usage: Usage,
+    done: bool,
+}
+
+impl StreamParser {
+    /// A parser at the start of a stream.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reads the next piece of the body (any size, split anywhere) and
+    /// appends what it completes to `out`. Once the reply is complete or
+    /// failed ([`is_done`](Self::is_done)), input is ignored.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut VecDeque<Result<StreamEvent, ProviderError>>) {
+        if self.done {
+            return;
+        }
+        let mut sse = std::mem::take(&mut self.sse);
+        sse.feed(chunk, &mut |_event, data| self.frame(data, out));
+        self.sse = sse;
+    }
+
+    /// The body ended. A reply whose finish reason came completes (the
+    /// server may close without `[DONE]`); any other fails with
+    /// [`ErrorKind::ConnectionDropped`].
+    pub fn finish(&mut self, out: &mut VecDeque<Result<StreamEvent, ProviderError>>) {
+        Decoder::finish(self, None, out);
+    }
+
+    /// Whether the reply is complete or failed.
+    #[must_use]
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn frame(&mut self, data: &str, out: &mut VecDeque<Item>) {
+        if self.done {
+            return;
+        }
+        let data = data.trim();
+        if data == "[DONE]" {
+            return self.complete(out);
+        }
+        let chunk: Chunk<'_> = match serde_json::from_str(data) {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                let message = format!("a chunk is not the JSON expected ({e}): {}", error::truncate(data, 200));
+                return self.fail(ProviderError::new(ErrorKind::MalformedStream, message), out);
+            }
+        };
+        if let Some(e) = chunk.error {
+            let kind = e.code.as_ref().and_then(Value::as_str).map(str::to_owned).or(e.kind).unwrap_or_default();
+            return self.fail(error::from_stream_error(&kind, e.message.unwrap_or_default()), out);
+        }
+        // Only the first choice (`n` > 1 is not supported).
+        for choice in chunk.choices.iter().flatten().filter(|c| c.index.unwrap_or(0) == 0) {
+            if let Some(delta) = &choice.delta {
+                if let Some(event) = delta.content.as_deref().and_then(|text| self.reply.text(text)) {
+                    out.push_back(Ok(event));
+                }
+                for call in delta.tool_calls.iter().flatten() {
+                    let function = call.function.as_ref();
+                    let event = self.reply.tool_piece(
+                        call.index,
+                        call.id.as_deref(),
+                        function.and_then(|f| f.name.as_deref()),
+                        function.and_then(|f| f.arguments.as_deref()).unwrap_or(""),
+                    );
+                    out.push_back(Ok(event));
+                }
+            }
+            if let Some(reason) = &choice.finish_reason {
+                self.finish_reason = Some(StopReason::from_openai(reason));
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Usage {
+                input_tokens: usage.prompt_tokens,
+                output_tokens: usage.completion_tokens,
+                cache_read_tokens: usage.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0),
+                cache_write_tokens: 0,
+            };
+        }
+    }
+
+    fn complete(&mut self, out: &mut VecDeque<Item>) {
+        match self.reply.finish() {
+            Ok(message) => {
+                let stop_reason = self.finish_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
+                out.push_back(Ok(StreamEvent::Completed { message, stop_reason, usage: self.usage }));
+                self.done = true;
+            }
+            Err(e) => self.fail(e, out),
+        }
+    }
+
+    fn fail(&mut self, error: ProviderError, out: &mut VecDeque<Item>) {
+        out.push_back(Err(error));
+        self.done = true;
+    }
+}
+
+impl Decoder for StreamParser {
+    fn feed(&mut self, chunk: &[u8], out: &mut VecDeque<Item>) {
+        StreamParser::feed(self, chunk, out);
+    }
+
+    fn finish(&mut self, cut: Option<ProviderError>, out: &mut VecDeque<Item>) {
+        if self.done {
+            return;
+        }
+        let mut sse = std::mem::take(&mut self.sse);
+        if cut.is_none() {
+            sse.finish(&mut |_event, data| self.frame(data, out));
+        }
+        if self.done {
+            return;
+        }
+        if self.finish_reason.is_some() {
+            return self.complete(out);
+        }
+        let error = cut.unwrap_or_else(|| {
+            ProviderError::new(ErrorKind::ConnectionDropped, "the stream ended before the reply was complete")
+        });
+        self.fail(error, out);
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+/// One `data:` chunk. Every field may be missing or `null`.
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<WireError>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<ToolCallPiece<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallPiece<'a> {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionPiece<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionPiece<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct WireError {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    code: Option<Value>,
+    #[serde(default)]
+    message: Option<String>,
+}

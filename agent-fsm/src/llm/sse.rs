@@ -1,0 +1,179 @@
+//! Server-sent events framing: bytes as they arrive, in pieces of any size
+//! (split mid-line, mid-character), in; `(event, data)` frames out. The
+//! WHATWG `text/event-stream` rules: lines end with LF, CRLF or CR; a
+//! blank line ends an event; `:` starts a comment (keep-alives); a field's
+//! value loses one leading space (`data:x` and `data: x` are the same);
+//! several `data` lines join with LF; `id` and `retry` are not needed here.
+//!
+//! One deviation, for servers that close the connection right after their
+//! last line: at the end of the body, an event whose lines are complete but
+//! which no blank line ended is still dispatched. A line cut off by the
+//! end (no line ending) is dropped, as the spec says: it is a truncated
+//! frame, and the provider reports the reply as incomplete.
+
+/// Incremental SSE decoder.
+#[derive(Debug, Default)]
+pub(crate) struct SseDecoder {
+    /// The current line, when it spans chunks.
+    line: Vec<u8>,
+    /// The event's `data`, lines joined with LF (a trailing LF included).
+    data: String,
+    /// The event's `event` field.
+    event: String,
+    /// A `data` field was seen (an event with empty data is still one).
+    has_data: bool,
+    /// The last chunk ended with CR: an LF that starts the next one
+    /// belongs to it.
+    after_cr: bool,
+    /// Bytes were seen (a byte-order mark is stripped only at the start).
+    started: bool,
+}
+
+impl SseDecoder {
+    /// Reads `chunk`, calling `on_frame(event, data)` for every complete
+    /// event, in order.
+    pub(crate) fn feed(&mut self, mut chunk: &[u8], on_frame: &mut impl FnMut(&str, &str)) {
+        if !self.started && !chunk.is_empty() {
+            self.started = true;
+            chunk = chunk.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(chunk);
+        }
+        if self.after_cr {
+            self.after_cr = false;
+            chunk = chunk.strip_prefix(b"\n").unwrap_or(chunk);
+        }
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', chunk) {
+            let (head, rest) = chunk.split_at(end);
+            let was_cr = rest[0] == b'\r';
+            chunk = &rest[1..];
+            if was_cr {
+                match chunk.first() {
+                    Some(b'\n') => chunk = &chunk[1..],
+                    None => self.after_cr = true,
+                    Some(_) => {}
+                }
+            }
+            if self.line.is_empty() {
+                self.line_done(head, on_frame);
+            } else {
+                let mut line = std::mem::take(&mut self.line);
+                line.extend_from_slice(head);
+                self.line_done(&line, on_frame);
+                line.clear();
+                self.line = line;
+            }
+        }
+        self.line.extend_from_slice(chunk);
+    }
+
+    /// The body ended: dispatches an event whose lines are all complete
+    /// but that no blank line closed; drops a line cut off mid-way.
+    pub(crate) fn finish(&mut self, on_frame: &mut impl FnMut(&str, &str)) {
+        self.line.clear();
+        self.line_done(b"", on_frame);
+    }
+
+    fn line_done(&mut self, line: &[u8], on_frame: &mut impl FnMut(&str, &str)) {
+        if line.is_empty() {
+            if self.has_data {
+                // The last data line's LF is not part of the data.
+                if self.data.ends_with('\n') {
+                    self.data.pop();
+                }
+                on_frame(&self.event, &self.data);
+            }
+            self.data.clear();
+            self.event.clear();
+            self.has_data = false;
+            return;
+        }
+        if line[0] == b':' {
+            return; // a comment: keep-alive
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
+        };
+        match field {
+            b"data" => {
+                push_utf8(&mut self.data, value);
+                self.data.push('\n');
+                self.has_data = true;
+            }
+            b"event" => {
+                self.event.clear();
+                push_utf8(&mut self.event, value);
+            }
+            _ => {} // `id`, `retry` and unknown fields
+        }
+    }
+}
+
+/// Appends `bytes` as UTF-8, invalid sequences replaced (as the spec
+/// decodes); the check alone when they are valid, as they nearly always are.
+fn push_utf8(to: &mut String, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => to.push_str(text),
+        Err(_) => to.push_str(&String::from_utf8_lossy(bytes)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SseDecoder;
+
+    fn frames(chunks: &[&[u8]], finish: bool) -> Vec<(String, String)> {
+        let mut decoder = SseDecoder::default();
+        let mut out = Vec::new();
+        let mut push = |e: &str, d: &str| out.push((e.to_owned(), d.to_owned()));
+        for chunk in chunks {
+            decoder.feed(chunk, &mut push);
+        }
+        if finish {
+            decoder.finish(&mut push);
+        }
+        out
+    }
+
+    fn pair(e: &str, d: &str) -> (String, String) {
+        (e.to_owned(), d.to_owned())
+    }
+
+    #[test]
+    fn frames_split_anywhere_decode_the_same() {
+        let text = "\u{FEFF}: keep-alive\n\nevent: ping\ndata: {\"a\":\"é\"}\n\ndata:x\r\ndata:  y\r\rdata\n\nid: 3\nretry: 10\nfoo\n\n";
+        let expected = vec![pair("ping", "{\"a\":\"é\"}"), pair("", "x\n y"), pair("", "")];
+        assert_eq!(frames(&[text.as_bytes()], false), expected);
+        let bytes = text.as_bytes();
+        for split in 1..bytes.len() {
+            assert_eq!(frames(&[&bytes[..split], &bytes[split..]], false), expected, "split at {split}");
+        }
+        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(frames(&singles, false), expected);
+    }
+
+    #[test]
+    fn a_cr_at_a_chunk_end_takes_the_next_lf() {
+        assert_eq!(frames(&[b"data: a\r", b"\n\r", b"\ndata: b\r", b"\r"], false), vec![pair("", "a"), pair("", "b")]);
+    }
+
+    #[test]
+    fn the_end_dispatches_complete_lines_only() {
+        assert_eq!(frames(&[b"data: [DONE]\n"], true), vec![pair("", "[DONE]")]);
+        assert_eq!(frames(&[b"data: [DONE]\n"], false), vec![]);
+        assert_eq!(frames(&[b"data: {\"cut"], true), vec![]);
+        assert_eq!(frames(&[b"data: a\n\ndata: {\"cut"], true), vec![pair("", "a")]);
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced() {
+        assert_eq!(frames(&[b"event: e\xFF\ndata: a\xC3\n\n"], false), vec![pair("e\u{FFFD}", "a\u{FFFD}")]);
+    }
+
+    #[test]
+    fn the_event_name_resets_after_each_event() {
+        assert_eq!(frames(&[b"event: error\ndata: 1\n\ndata: 2\n\n"], false), vec![pair("error", "1"), pair("", "2")]);
+    }
+}

@@ -1,0 +1,277 @@
+//! Tools of a Model Context Protocol server, beside native ones: an
+//! [`McpServer`] spawned as a child process speaking MCP over stdio (the
+//! official SDK, `rmcp`, as the client), whose tools join a
+//! [`ToolSet`] as [`RawTool`]s.
+//!
+//! ```no_run
+//! use agent_fsm::tool::ToolSet;
+//! use agent_fsm::tool::mcp::McpServer;
+//! use tokio::process::Command;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut command = Command::new("npx");
+//! command.args(["-y", "@modelcontextprotocol/server-filesystem", "/tmp/workspace"]);
+//! let server = McpServer::spawn(command).await?;
+//!
+//! let mut tools = ToolSet::new();
+//! tools.extend(server.tools().await?);
+//! // `tools.definitions()` now lists the server's tools, with their input
+//! // schemas, for the model; `tools.call(&call)` calls the server.
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A call's result is the text the model reads: the text of each content
+//! block, one per line (a block of another kind is named, as
+//! `[image/png image]`), or the structured content as JSON if there is no
+//! block. A result the server marks `isError`, and a request the server
+//! refuses or cannot answer, are error results
+//! ([`CallError::Failed`]).
+//!
+//! The server runs in its own process group. When the last handle to it is
+//! dropped (the [`McpServer`] and every tool it listed), that whole group
+//! is killed (`SIGKILL`), so a server's own children do not outlive it.
+//! Its stderr is the agent's.
+
+use std::fmt;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ServiceError, ServiceExt};
+use serde_json::{Map, Value};
+
+use super::error::CallError;
+use super::set::{RawTool, ToolSet};
+use super::typed::json_kind;
+use crate::llm::ToolDefinition;
+
+/// How long [`McpServer::spawn`] waits for the handshake, and
+/// [`McpServer::tools`] for the list.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why an MCP server could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// The process did not start.
+    #[error("cannot start the MCP server `{program}`: {source}")]
+    Spawn {
+        /// The command's program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The server did not complete the `initialize` handshake (it exited,
+    /// or wrote something that is not MCP).
+    #[error("the MCP server `{program}` did not complete the handshake: {source}")]
+    Handshake {
+        /// The command's program.
+        program: String,
+        /// Why, as the MCP client says it.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The server did not list its tools.
+    #[error("the MCP server `{program}` did not list its tools: {source}")]
+    ListTools {
+        /// The command's program.
+        program: String,
+        /// Why, as the MCP client says it.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The server did not answer the handshake or the list in time.
+    #[error("the MCP server `{program}` did not answer within {after:?}")]
+    TimedOut {
+        /// The command's program.
+        program: String,
+        /// How long it was given.
+        after: Duration,
+    },
+}
+
+/// A connection to an MCP server running as a child process. Cloning it
+/// shares the connection.
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    service: RunningService<RoleClient, ()>,
+    program: String,
+    timeout: Duration,
+    /// Declared last: the group is killed once the client has stopped.
+    _group: Group,
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer").field("program", &self.inner.program).field("pid", &self.inner._group.0).finish()
+    }
+}
+
+impl McpServer {
+    /// Starts `command` as an MCP server over stdio (its stdin and stdout
+    /// are the protocol's, its stderr the agent's), in its own process
+    /// group, and completes the `initialize` handshake, waiting at most
+    /// [`DEFAULT_TIMEOUT`].
+    ///
+    /// # Errors
+    /// [`McpError::Spawn`], [`McpError::Handshake`] or
+    /// [`McpError::TimedOut`]; the process is killed.
+    pub async fn spawn(command: tokio::process::Command) -> Result<McpServer, McpError> {
+        McpServer::spawn_with_timeout(command, DEFAULT_TIMEOUT).await
+    }
+
+    /// [`spawn`](Self::spawn), waiting at most `timeout` for the handshake
+    /// and, later, for [`tools`](Self::tools).
+    ///
+    /// # Errors
+    /// As [`spawn`](Self::spawn).
+    pub async fn spawn_with_timeout(
+        mut command: tokio::process::Command,
+        timeout: Duration,
+    ) -> Result<McpServer, McpError> {
+        let program = command.as_std().get_program().to_string_lossy().into_owned();
+        #[cfg(unix)]
+        command.process_group(0);
+        command.kill_on_drop(true);
+        let (transport, _) = TokioChildProcess::builder(command)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|source| McpError::Spawn { program: program.clone(), source })?;
+        // Made before the handshake, so that a failed one kills the group.
+        let group = Group(transport.id());
+        let service = match tokio::time::timeout(timeout, ().serve(transport)).await {
+            Ok(Ok(service)) => service,
+            Ok(Err(error)) => return Err(McpError::Handshake { program, source: Box::new(error) }),
+            Err(_) => return Err(McpError::TimedOut { program, after: timeout }),
+        };
+        tracing::debug!(program = %program, pid = ?group.0, "MCP server started");
+        Ok(McpServer { inner: Arc::new(Inner { service, program, timeout, _group: group }) })
+    }
+
+    /// The server's process id, while it runs.
+    #[must_use]
+    pub fn pid(&self) -> Option<u32> {
+        self.inner._group.0
+    }
+
+    /// Lists the server's tools, as a set to [`extend`](ToolSet::extend)
+    /// another with: each tool's definition is the server's name,
+    /// description and input schema (without its `$schema` key), and a
+    /// call is a `tools/call` request to the server.
+    ///
+    /// # Errors
+    /// [`McpError::ListTools`] or [`McpError::TimedOut`].
+    pub async fn tools(&self) -> Result<ToolSet, McpError> {
+        let program = &self.inner.program;
+        let listed = match tokio::time::timeout(self.inner.timeout, self.inner.service.peer().list_all_tools()).await {
+            Ok(Ok(listed)) => listed,
+            Ok(Err(error)) => return Err(McpError::ListTools { program: program.clone(), source: Box::new(error) }),
+            Err(_) => return Err(McpError::TimedOut { program: program.clone(), after: self.inner.timeout }),
+        };
+        let mut set = ToolSet::new();
+        for tool in listed {
+            let definition = ToolDefinition::new(
+                tool.name.clone(),
+                tool.description.as_deref().unwrap_or_default(),
+                input_schema(&tool.input_schema),
+            );
+            set.add_raw(Arc::new(McpTool { definition, server: Arc::clone(&self.inner) }));
+        }
+        Ok(set)
+    }
+}
+
+/// A server's schema as the providers take it: no `$schema` key, and an
+/// object schema always has `properties` (OpenAI refuses one without).
+fn input_schema(schema: &Map<String, Value>) -> Value {
+    let mut schema = schema.clone();
+    schema.remove("$schema");
+    if schema.get("type").and_then(Value::as_str) == Some("object") && !schema.contains_key("properties") {
+        schema.insert("properties".to_owned(), Value::Object(Map::new()));
+    }
+    Value::Object(schema)
+}
+
+/// One tool of a server.
+struct McpTool {
+    definition: ToolDefinition,
+    server: Arc<Inner>,
+}
+
+impl RawTool for McpTool {
+    fn definition(&self) -> ToolDefinition {
+        self.definition.clone()
+    }
+
+    fn call(self: Arc<Self>, arguments: Value) -> BoxFuture<'static, Result<String, CallError>> {
+        Box::pin(async move {
+            let tool = self.definition.name.clone();
+            let Value::Object(arguments) = arguments else {
+                let reason = format!("expected a JSON object, got {}", json_kind(&arguments));
+                return Err(CallError::InvalidArguments { tool, reason });
+            };
+            let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
+            let result = match self.server.service.peer().call_tool(params).await {
+                Ok(result) => result,
+                Err(error) => return Err(CallError::Failed { tool, message: service_error(&error) }),
+            };
+            let text = result_text(&result.content, result.structured_content.as_ref());
+            if result.is_error == Some(true) { Err(CallError::Failed { tool, message: text }) } else { Ok(text) }
+        })
+    }
+}
+
+/// What the model reads of a request the server refused or could not
+/// answer.
+fn service_error(error: &ServiceError) -> String {
+    match error {
+        ServiceError::McpError(data) => format!("the MCP server refused the call: {}", data.message),
+        other => format!("the MCP server did not answer: {other}"),
+    }
+}
+
+/// The text of a result's content blocks, one per line; a block that is not
+/// text is named (`[image/png image]`). Read from the blocks' JSON (the MCP
+/// wire shape), which stays put while the SDK's types change.
+fn result_text<B: serde::Serialize>(blocks: &[B], structured: Option<&Value>) -> String {
+    if blocks.is_empty() {
+        return structured.map(Value::to_string).unwrap_or_default();
+    }
+    let line = |block: &B| {
+        let block = serde_json::to_value(block).unwrap_or_default();
+        let kind = block.get("type").and_then(Value::as_str).unwrap_or("unknown");
+        if let Some(text) = block.get("text").and_then(Value::as_str) {
+            return text.to_owned();
+        }
+        match block.get("mimeType").and_then(Value::as_str) {
+            Some(mime) => format!("[{mime} {kind}]"),
+            None => format!("[{kind}]"),
+        }
+    };
+    blocks.iter().map(line).collect::<Vec<_>>().join("\n")
+}
+
+/// The server's process group (its id is the server's pid), killed whole
+/// when dropped.
+struct Group(Option<u32>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.0.and_then(|pid| rustix::process::Pid::from_raw(pid.cast_signed())) {
+            // ESRCH: the group is gone already.
+            if let Err(error) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL)
+                && error != rustix::io::Errno::SRCH
+            {
+                tracing::warn!(pid = pid.as_raw_nonzero().get(), %error, "cannot kill the MCP server's process group");
+            }
+        }
+    }
+}
