@@ -83,6 +83,9 @@ fn pieces(body: &str) -> Vec<Vec<u8>> {
     }
 }
 
+/// One way of streaming the reply, run once per call.
+type Variant<'a> = Box<dyn FnMut() + 'a>;
+
 /// One parser's interface, for both providers.
 trait Parse: Default {
     fn feed(&mut self, chunk: &[u8], out: &mut VecDeque<caller::Item>);
@@ -136,7 +139,7 @@ fn bench_provider<P: Parse, C: agent_fsm::llm::Provider + Clone>(
     let (client, batched) = (client(&server), client(&batched));
     let request = Request::new("model").message(Message::user("count"));
 
-    let variants: Vec<(&str, Box<dyn FnMut() + '_>)> = vec![
+    let variants: Vec<(&str, Variant<'_>)> = vec![
         ("parser", Box::new(|| assert_eq!(parse::<P>(black_box(&pieces), None), DELTAS + 1))),
         (
             "parser_machine",
