@@ -66,6 +66,7 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    #[cfg(any(feature = "openai", feature = "anthropic"))]
     /// For a reply that ended without a reason (`[DONE]` with no
     /// `finish_reason`): what the reply is.
     pub(crate) fn inferred(message: &AssistantMessage) -> Self {
@@ -73,6 +74,7 @@ impl StopReason {
     }
 
     /// Reads an OpenAI `finish_reason`.
+    #[cfg(feature = "openai")]
     pub(crate) fn from_openai(reason: &str) -> Self {
         match reason {
             "stop" => StopReason::EndTurn,
@@ -85,6 +87,7 @@ impl StopReason {
     }
 
     /// Reads an Anthropic `stop_reason`.
+    #[cfg(feature = "anthropic")]
     pub(crate) fn from_anthropic(reason: &str) -> Self {
         match reason {
             "end_turn" => StopReason::EndTurn,
