@@ -140,3 +140,24 @@ impl Usage {
         self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Usage;
+
+    #[test]
+    fn usage_adds_up_field_by_field_and_saturates() {
+        let mut session = Usage::new(10, 5);
+        session.cache_read_tokens = 2;
+        let mut call = Usage::new(1, 2);
+        call.cache_write_tokens = 3;
+        session.add(call);
+        let mut expected = Usage::new(11, 7);
+        expected.cache_read_tokens = 2;
+        expected.cache_write_tokens = 3;
+        assert_eq!(session, expected);
+        assert_eq!(session.total(), 18);
+        session.add(Usage::new(u64::MAX, 0));
+        assert_eq!((session.input_tokens, session.total()), (u64::MAX, u64::MAX));
+    }
+}
