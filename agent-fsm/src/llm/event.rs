@@ -12,7 +12,7 @@ use super::types::AssistantMessage;
 /// [`Completed`](Self::Completed), then ends. A failed one yields a
 /// [`ProviderError`](super::ProviderError) as its last item instead.
 /// Deltas are for showing progress; `Completed` alone is enough to go on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum StreamEvent {
     /// A piece of the reply's text, as it arrived.
