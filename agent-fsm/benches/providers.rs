@@ -83,6 +83,9 @@ fn pieces(body: &str) -> Vec<Vec<u8>> {
     }
 }
 
+/// One way of streaming the reply, run once per call.
+type Variant<'a> = Box<dyn FnMut() + 'a>;
+
 /// One parser's interface, for both providers.
 trait Parse: Default {
     fn feed(&mut self, chunk: &[u8], out: &mut VecDeque<caller::Item>);
@@ -136,28 +139,49 @@ fn bench_provider<P: Parse, C: agent_fsm::llm::Provider + Clone>(
     let (client, batched) = (client(&server), client(&batched));
     let request = Request::new("model").message(Message::user("count"));
 
+    let variants: Vec<(&str, Variant<'_>)> = vec![
+        ("parser", Box::new(|| assert_eq!(parse::<P>(black_box(&pieces), None), DELTAS + 1))),
+        (
+            "parser_machine",
+            Box::new(|| {
+                let mut machine = caller::caller::Machine::new(caller::caller::Config { max_attempts: 1 });
+                machine.handle_event(caller::caller::Event::Start);
+                assert_eq!(parse::<P>(black_box(&pieces), Some(&mut machine)), DELTAS + 1);
+            }),
+        ),
+        (
+            "replay_executor",
+            Box::new(|| {
+                let log = runtime.block_on(caller::run(client.clone(), request.clone(), 1));
+                assert_eq!(log.len(), DELTAS + 1);
+            }),
+        ),
+        (
+            "replay_executor_16k",
+            Box::new(|| {
+                let log = runtime.block_on(caller::run(batched.clone(), request.clone(), 1));
+                assert_eq!(log.len(), DELTAS + 1);
+            }),
+        ),
+    ];
+
+    // `PROVIDERS_COUNT=openai/parser PROVIDERS_REPS=n`: run one variant n
+    // times and nothing else, for an instruction count (callgrind, the run
+    // with 11 minus the run with 1, divided by 10 × 1,001 events).
+    if let Ok(only) = std::env::var("PROVIDERS_COUNT") {
+        let reps: usize = std::env::var("PROVIDERS_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
+        for (variant, mut run) in variants {
+            if only == format!("{name}/{variant}") {
+                (0..reps).for_each(|_| run());
+            }
+        }
+        return;
+    }
     let mut group = c.benchmark_group(format!("providers/{name}"));
     group.throughput(Throughput::Elements(u64::try_from(DELTAS + 1).unwrap_or(u64::MAX)));
-    group.bench_function("parser", |b| b.iter(|| parse::<P>(black_box(&pieces), None)));
-    group.bench_function("parser_machine", |b| {
-        b.iter(|| {
-            let mut machine = caller::caller::Machine::new(caller::caller::Config { max_attempts: 1 });
-            machine.handle_event(caller::caller::Event::Start);
-            parse::<P>(black_box(&pieces), Some(&mut machine))
-        });
-    });
-    group.bench_function("replay_executor", |b| {
-        b.iter(|| {
-            let log = runtime.block_on(caller::run(client.clone(), request.clone(), 1));
-            assert_eq!(log.len(), DELTAS + 1);
-        });
-    });
-    group.bench_function("replay_executor_16k", |b| {
-        b.iter(|| {
-            let log = runtime.block_on(caller::run(batched.clone(), request.clone(), 1));
-            assert_eq!(log.len(), DELTAS + 1);
-        });
-    });
+    for (variant, mut run) in variants {
+        group.bench_function(variant, |b| b.iter(&mut run));
+    }
     group.finish();
 }
 

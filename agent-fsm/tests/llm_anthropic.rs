@@ -409,6 +409,33 @@ async fn a_prompt_too_long_is_not_retried() {
 }
 
 #[test]
+fn the_parser_alone_completes_at_the_end_only_after_a_stop_reason() {
+    use agent_fsm::llm::anthropic::StreamParser;
+    use std::collections::VecDeque;
+
+    let mut parser = StreamParser::new();
+    let mut out = VecDeque::new();
+    parser.feed(
+        (message_start(1, 0) + &text_start(0) + &text_delta(0, "a") + &message_delta("end_turn", 2)).as_bytes(),
+        &mut out,
+    );
+    assert!(!parser.is_done());
+    parser.finish(&mut out);
+    assert!(parser.is_done());
+    let expected = vec![Ok(text("a")), Ok(completed("a", vec![], StopReason::EndTurn, Usage::new(1, 2)))];
+    assert_eq!(kinds(out.into_iter().collect()), expected);
+
+    let mut parser = StreamParser::new();
+    let mut out = VecDeque::new();
+    parser.feed((text_start(0) + &text_delta(0, "a")).as_bytes(), &mut out);
+    parser.finish(&mut out);
+    assert_eq!(kinds(out.into_iter().collect()), vec![Ok(text("a")), Err(ErrorKind::ConnectionDropped)]);
+    let mut out = VecDeque::new();
+    parser.feed(hello_stream().as_bytes(), &mut out);
+    assert!(out.is_empty());
+}
+
+#[test]
 fn the_default_url() {
     assert_eq!(AnthropicConfig::new("k").build().expect("client").url(), "https://api.anthropic.com/v1/messages");
 }

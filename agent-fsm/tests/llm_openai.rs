@@ -408,6 +408,32 @@ async fn a_server_that_is_not_there_is_a_dropped_connection() {
 }
 
 #[test]
+fn the_parser_alone_completes_at_the_end_only_after_a_finish_reason() {
+    use agent_fsm::llm::openai::StreamParser;
+    use std::collections::VecDeque;
+
+    let stream = chunk(json!({"content": "a"}), None) + &chunk(json!({}), Some("stop"));
+    let mut parser = StreamParser::new();
+    let mut out = VecDeque::new();
+    parser.feed(stream.as_bytes(), &mut out);
+    assert!(!parser.is_done());
+    parser.finish(&mut out);
+    assert!(parser.is_done());
+    let events: Vec<_> = kinds(out.into_iter().collect());
+    assert_eq!(events, vec![Ok(text("a")), Ok(completed("a", vec![], StopReason::EndTurn, Usage::default()))]);
+
+    let mut parser = StreamParser::new();
+    let mut out = VecDeque::new();
+    parser.feed(chunk(json!({"content": "a"}), None).as_bytes(), &mut out);
+    parser.finish(&mut out);
+    assert_eq!(kinds(out.into_iter().collect()), vec![Ok(text("a")), Err(ErrorKind::ConnectionDropped)]);
+    // Done: nothing more is read.
+    let mut out = VecDeque::new();
+    parser.feed(hello_stream().as_bytes(), &mut out);
+    assert!(out.is_empty());
+}
+
+#[test]
 fn an_invalid_header_is_a_configuration_error() {
     let error = OpenAiConfig::new("k").header("bad header", "v").build().unwrap_err();
     assert_eq!(error.kind(), &ErrorKind::InvalidConfig);

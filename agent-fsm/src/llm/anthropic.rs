@@ -24,7 +24,8 @@ use serde_json::{Value, json};
 
 use super::Provider;
 use super::assemble::Assembler;
-use super::error::{self, ErrorKind, ProviderError};
+use super::classify;
+use super::error::{ErrorKind, ProviderError};
 use super::event::{StopReason, StreamEvent, Usage};
 use super::http::{Decoder, HttpOptions, Item, Transport};
 use super::sse::SseDecoder;
@@ -344,7 +345,7 @@ impl StreamParser {
             Ok(wire) => wire,
             Err(e) => {
                 let message =
-                    format!("a `{event}` event is not the JSON expected ({e}): {}", error::truncate(data, 200));
+                    format!("a `{event}` event is not the JSON expected ({e}): {}", classify::truncate(data, 200));
                 return self.fail(ProviderError::new(ErrorKind::MalformedStream, message), out);
             }
         };
@@ -408,7 +409,7 @@ impl StreamParser {
             "message_stop" => self.complete(out),
             "error" => {
                 let (kind, message) = wire.error.map(|e| (e.kind, e.message)).unwrap_or_default();
-                self.fail(error::from_stream_error(&kind, message), out);
+                self.fail(classify::from_stream_error(&kind, message), out);
             }
             _ => {} // `ping`, `content_block_stop`, and types added later
         }

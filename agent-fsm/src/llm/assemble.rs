@@ -7,7 +7,8 @@
 
 use serde_json::Value;
 
-use super::error::{ErrorKind, ProviderError, truncate};
+use super::classify::truncate;
+use super::error::{ErrorKind, ProviderError};
 use super::event::StreamEvent;
 use super::types::{AssistantMessage, ToolCall};
 
@@ -95,6 +96,7 @@ impl Assembler {
     }
 
     /// Sets the arguments a call began with, given whole.
+    #[cfg(feature = "anthropic")]
     pub(crate) fn initial_arguments(&mut self, key: usize, input: Value) {
         if let Some(call) = self.calls.iter_mut().rev().find(|c| c.key == Some(key)) {
             call.initial = Some(input);
@@ -102,6 +104,7 @@ impl Assembler {
     }
 
     /// Whether a call has the key `key`.
+    #[cfg(feature = "anthropic")]
     pub(crate) fn has_call(&self, key: usize) -> bool {
         self.calls.iter().any(|c| c.key == Some(key))
     }
@@ -182,6 +185,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "anthropic")]
     fn missing_ids_and_empty_arguments_get_defaults() {
         let mut a = Assembler::default();
         a.tool_piece(Some(3), None, Some("now"), "");

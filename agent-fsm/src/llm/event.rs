@@ -12,7 +12,7 @@ use super::types::AssistantMessage;
 /// [`Completed`](Self::Completed), then ends. A failed one yields a
 /// [`ProviderError`](super::ProviderError) as its last item instead.
 /// Deltas are for showing progress; `Completed` alone is enough to go on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum StreamEvent {
     /// A piece of the reply's text, as it arrived.
@@ -66,6 +66,7 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    #[cfg(any(feature = "openai", feature = "anthropic"))]
     /// For a reply that ended without a reason (`[DONE]` with no
     /// `finish_reason`): what the reply is.
     pub(crate) fn inferred(message: &AssistantMessage) -> Self {
@@ -73,6 +74,7 @@ impl StopReason {
     }
 
     /// Reads an OpenAI `finish_reason`.
+    #[cfg(feature = "openai")]
     pub(crate) fn from_openai(reason: &str) -> Self {
         match reason {
             "stop" => StopReason::EndTurn,
@@ -85,6 +87,7 @@ impl StopReason {
     }
 
     /// Reads an Anthropic `stop_reason`.
+    #[cfg(feature = "anthropic")]
     pub(crate) fn from_anthropic(reason: &str) -> Self {
         match reason {
             "end_turn" => StopReason::EndTurn,
@@ -135,5 +138,26 @@ impl Usage {
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.cache_read_tokens = self.cache_read_tokens.saturating_add(other.cache_read_tokens);
         self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Usage;
+
+    #[test]
+    fn usage_adds_up_field_by_field_and_saturates() {
+        let mut session = Usage::new(10, 5);
+        session.cache_read_tokens = 2;
+        let mut call = Usage::new(1, 2);
+        call.cache_write_tokens = 3;
+        session.add(call);
+        let mut expected = Usage::new(11, 7);
+        expected.cache_read_tokens = 2;
+        expected.cache_write_tokens = 3;
+        assert_eq!(session, expected);
+        assert_eq!(session.total(), 18);
+        session.add(Usage::new(u64::MAX, 0));
+        assert_eq!((session.input_tokens, session.total()), (u64::MAX, u64::MAX));
     }
 }

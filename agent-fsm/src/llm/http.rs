@@ -11,7 +11,8 @@ use std::time::{Duration, SystemTime};
 use futures::stream::{self, BoxStream};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::error::{self, ErrorKind, ProviderError};
+use super::classify;
+use super::error::{ErrorKind, ProviderError};
 use super::event::StreamEvent;
 
 /// One item of a provider's stream.
@@ -162,7 +163,7 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
                 Ok(response) => {
                     if let Some(error) = json_instead_of_events(&response) {
                         let body = response.text().await.unwrap_or_default();
-                        let message = format!("{error}: {}", error::truncate(&body, 300));
+                        let message = format!("{error}: {}", classify::truncate(&body, 300));
                         return Some((Err(ProviderError::new(ErrorKind::MalformedStream, message)), Phase::Done));
                     }
                     Phase::Reading(response, decoder, VecDeque::new())
@@ -221,7 +222,7 @@ async fn status_error(response: reqwest::Response) -> ProviderError {
     let status = response.status().as_u16();
     let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let wait =
-        error::retry_after(header("retry-after-ms").as_deref(), header("retry-after").as_deref(), SystemTime::now());
+        classify::retry_after(header("retry-after-ms").as_deref(), header("retry-after").as_deref(), SystemTime::now());
     let body = response.text().await.unwrap_or_default();
-    error::from_status(status, wait, &body)
+    classify::from_status(status, wait, &body)
 }

@@ -69,6 +69,8 @@ mod types;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod assemble;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
+mod classify;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod sse;

@@ -25,7 +25,8 @@ use serde_json::{Value, json};
 
 use super::Provider;
 use super::assemble::Assembler;
-use super::error::{self, ErrorKind, ProviderError};
+use super::classify;
+use super::error::{ErrorKind, ProviderError};
 use super::event::{StopReason, StreamEvent, Usage};
 use super::http::{Decoder, HttpOptions, Item, Transport};
 use super::sse::SseDecoder;
@@ -353,13 +354,13 @@ impl StreamParser {
         let chunk: Chunk<'_> = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
             Err(e) => {
-                let message = format!("a chunk is not the JSON expected ({e}): {}", error::truncate(data, 200));
+                let message = format!("a chunk is not the JSON expected ({e}): {}", classify::truncate(data, 200));
                 return self.fail(ProviderError::new(ErrorKind::MalformedStream, message), out);
             }
         };
         if let Some(e) = chunk.error {
             let kind = e.code.as_ref().and_then(Value::as_str).map(str::to_owned).or(e.kind).unwrap_or_default();
-            return self.fail(error::from_stream_error(&kind, e.message.unwrap_or_default()), out);
+            return self.fail(classify::from_stream_error(&kind, e.message.unwrap_or_default()), out);
         }
         // Only the first choice (`n` > 1 is not supported).
         for choice in chunk.choices.iter().flatten().filter(|c| c.index.unwrap_or(0) == 0) {

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 /// `tool` message per result, Anthropic one `user` message holding every
 /// `tool_result` block (consecutive results and a user message right after
 /// them are merged into it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Message {
@@ -84,7 +84,7 @@ impl From<ToolResult> for Message {
 }
 
 /// What the model said in one reply: text, tool calls, or both.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AssistantMessage {
     /// The reply's text (empty if it only called tools).
     pub text: String,
@@ -93,7 +93,7 @@ pub struct AssistantMessage {
 }
 
 /// A tool call the model asked for, complete: its arguments are parsed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The provider's id for this call (`call_…`, `toolu_…`); the result
     /// answers it.
@@ -120,7 +120,7 @@ pub struct ToolResult {
 }
 
 /// A tool the model may call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolDefinition {
     /// The name the model calls it by.
     pub name: String,
@@ -246,5 +246,47 @@ impl Request {
     pub fn extra(mut self, key: impl Into<String>, value: Value) -> Self {
         self.extra.insert(key.into(), value);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_round_trip_through_serde_tagged_by_role() {
+        let messages = vec![
+            Message::system("s"),
+            Message::user("u"),
+            Message::Assistant(AssistantMessage {
+                text: "a".into(),
+                tool_calls: vec![ToolCall { id: "c".into(), name: "n".into(), arguments: json!({"k": 1}) }],
+            }),
+            Message::tool_result("c", "ok"),
+            Message::tool_error("c", "no"),
+        ];
+        let value = serde_json::to_value(&messages).unwrap();
+        assert_eq!(
+            value,
+            json!([
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "u"},
+                {"role": "assistant", "text": "a", "tool_calls": [{"id": "c", "name": "n", "arguments": {"k": 1}}]},
+                {"role": "tool", "call_id": "c", "content": "ok", "is_error": false},
+                {"role": "tool", "call_id": "c", "content": "no", "is_error": true},
+            ])
+        );
+        assert_eq!(serde_json::from_value::<Vec<Message>>(value).unwrap(), messages);
+        assert_eq!(Message::assistant("x"), Message::from(AssistantMessage { text: "x".into(), tool_calls: vec![] }));
+    }
+
+    #[test]
+    fn a_request_shares_its_messages_until_it_appends() {
+        let shared = Arc::new(vec![Message::user("one")]);
+        let request = Request::new("m").messages(Arc::clone(&shared));
+        assert!(Arc::ptr_eq(&request.messages, &shared));
+        let request = request.message(Message::user("two"));
+        assert_eq!((shared.len(), request.messages.len()), (1, 2));
     }
 }
