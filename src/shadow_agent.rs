@@ -834,7 +834,7 @@ impl ShadowEffects {
         }
         let state = state.clone();
         let from = self.last_state.name();
-        let action = cx.action();
+        let action = cx.action().name();
         self.last_state = state.clone();
         self.emit(cx, Output::StateChanged { from, action, state });
     }

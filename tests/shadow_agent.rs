@@ -708,7 +708,8 @@ async fn the_runtime_finds_a_running_child_whose_permission_is_answered_through_
 
 #[tokio::test(start_paused = true)]
 async fn a_subagent_that_outlives_its_timeout_is_stopped_and_fails_the_parent() {
-    let config = AgentRuntime::default_config().action_timeout("SpawnSubAgent", Duration::from_secs(5));
+    let config = AgentRuntime::default_config()
+        .action_timeout(agent_fsm_examples::shadow::machine::ActionKind::SpawnSubAgent, Duration::from_secs(5));
     let rules = [("Task", Permission::Allow)];
     let mut h = Harness::with_config(config);
     let main = h.spawn(&rules);

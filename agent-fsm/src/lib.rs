@@ -27,6 +27,7 @@
 #[allow(unused_extern_crates)]
 extern crate self as agent_fsm;
 
+mod kind;
 mod machine;
 
 #[cfg(feature = "llm")]
@@ -46,6 +47,7 @@ mod without_serde;
 pub use runtime::{EffectContext, Effects, ExecutorConfig, MachineHandle, RetryPolicy};
 
 pub use agent_fsm_macros::state_machine;
+pub use kind::{ActionKindOf, EventKindOf, Kind, Kinded, StateKindOf, Status};
 pub use machine::{
     Description, Hop, Named, Observer, Recorder, StateInfo, StateMachine, Step, Transition, Unhandled, UnhandledReason,
 };

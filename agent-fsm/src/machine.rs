@@ -8,6 +8,8 @@
 
 use core::fmt;
 
+use crate::{Kinded, StateKindOf, Status};
+
 /// A value with a stable, allocation-free name: states, events and actions.
 ///
 /// The name is the variant's identifier as written in the table
@@ -32,11 +34,11 @@ pub trait Named {
 ///   [`state`](StateMachine::state) is never a transient state.
 pub trait StateMachine {
     /// The state enum.
-    type State: Named + fmt::Debug;
+    type State: Named + Kinded + fmt::Debug;
     /// The event enum.
-    type Event: Named + fmt::Debug;
+    type Event: Named + Kinded + fmt::Debug;
     /// The action enum.
-    type Action: Named + fmt::Debug;
+    type Action: Named + Kinded + fmt::Debug;
     /// Data outside any one state (configuration, counters), readable in guards.
     type Context;
 
@@ -105,7 +107,13 @@ pub trait StateMachine {
         Self::DESCRIPTION.states.iter().position(|s| s.name == name)
     }
 
-    /// The name of the current state.
+    /// The current state's kind, or [`Status::Poisoned`].
+    fn status(&self) -> Status<StateKindOf<Self>> {
+        if self.is_poisoned() { Status::Poisoned } else { Status::In(self.state().kind()) }
+    }
+
+    /// The name of the current state (a display helper; see
+    /// [`status`](StateMachine::status) for the typed answer).
     fn state_name(&self) -> &'static str {
         if self.is_poisoned() { "<poisoned>" } else { self.state().name() }
     }
@@ -405,6 +413,29 @@ mod tests {
     impl Named for Unit {
         fn name(&self) -> &'static str {
             "Unit"
+        }
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    struct UnitKind;
+
+    impl crate::Kind for UnitKind {
+        const ALL: &'static [Self] = &[UnitKind];
+
+        fn name(self) -> &'static str {
+            "Unit"
+        }
+
+        fn index(self) -> usize {
+            0
+        }
+    }
+
+    impl Kinded for Unit {
+        type Kind = UnitKind;
+
+        fn kind(&self) -> UnitKind {
+            UnitKind
         }
     }
 

@@ -4,6 +4,7 @@
 pub(crate) mod describe;
 pub(crate) mod dispatch;
 pub(crate) mod enums;
+pub(crate) mod kinds;
 pub(crate) mod typestate;
 
 use crate::model::Model;
@@ -27,6 +28,12 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
     let event_names = enums::names(&event_enum, "event");
     let action_names = enums::names(&action_enum, "action");
     let state_methods = enums::state_methods(model);
+    let [state_kind, event_kind, action_kind] = kinds::KIND_NAMES;
+    let kind_enums = [
+        kinds::kind_enum(&state_enum, state_kind, "state", model.serde),
+        kinds::kind_enum(&event_enum, event_kind, "event", model.serde),
+        kinds::kind_enum(&action_enum, action_kind, "action", model.serde),
+    ];
     let (context_item, context_ty, has_context) = match &model.context {
         Some((item, ident)) => (quote!(#item), quote!(#ident), true),
         None => (TokenStream::new(), quote!(()), false),
@@ -95,6 +102,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
             #event_names
             #action_names
             #state_methods
+            #(#kind_enums)*
 
             #docs
             #vis struct #machine {

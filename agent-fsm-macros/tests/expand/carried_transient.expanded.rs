@@ -200,6 +200,255 @@ Terminal: no row leaves it.*/
             }
         }
     }
+    ///The kinds of [`State`]: each state without its data.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash,
+        ::core::fmt::Debug
+    )]
+    pub enum StateKind {
+        ///`Idle`.
+        Idle,
+        ///`Calling`.
+        Calling,
+        ///`Checking`.
+        Checking,
+        ///`Stopped`.
+        Stopped,
+    }
+    #[automatically_derived]
+    impl StateKind {
+        ///Every kind, in declaration order.
+        pub const ALL: &'static [Self] = &[
+            Self::Idle,
+            Self::Calling,
+            Self::Checking,
+            Self::Stopped,
+        ];
+        ///The variant's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(self) -> &'static str {
+            match self {
+                Self::Idle => "Idle",
+                Self::Calling => "Calling",
+                Self::Checking => "Checking",
+                Self::Stopped => "Stopped",
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kind for StateKind {
+        const ALL: &'static [Self] = StateKind::ALL;
+        #[inline]
+        fn name(self) -> &'static str {
+            StateKind::name(self)
+        }
+        #[inline]
+        fn index(self) -> usize {
+            match self {
+                Self::Idle => 0usize,
+                Self::Calling => 1usize,
+                Self::Checking => 2usize,
+                Self::Stopped => 3usize,
+            }
+        }
+    }
+    #[allow(deprecated)]
+    impl State {
+        ///This state's kind: its variant without its data.
+        #[must_use]
+        #[inline]
+        pub const fn kind(&self) -> StateKind {
+            match self {
+                Self::Idle { .. } => StateKind::Idle,
+                Self::Calling { .. } => StateKind::Calling,
+                Self::Checking { .. } => StateKind::Checking,
+                Self::Stopped { .. } => StateKind::Stopped,
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kinded for State {
+        type Kind = StateKind;
+        #[inline]
+        fn kind(&self) -> StateKind {
+            State::kind(self)
+        }
+    }
+    ///The kinds of [`Event`]: each event without its data.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash,
+        ::core::fmt::Debug
+    )]
+    pub enum EventKind {
+        ///`Input`.
+        Input,
+        ///`Delta`.
+        Delta,
+        ///`Reply`.
+        Reply,
+        ///`Failed`.
+        Failed,
+        ///`Stop`.
+        Stop,
+    }
+    #[automatically_derived]
+    impl EventKind {
+        ///Every kind, in declaration order.
+        pub const ALL: &'static [Self] = &[
+            Self::Input,
+            Self::Delta,
+            Self::Reply,
+            Self::Failed,
+            Self::Stop,
+        ];
+        ///The variant's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(self) -> &'static str {
+            match self {
+                Self::Input => "Input",
+                Self::Delta => "Delta",
+                Self::Reply => "Reply",
+                Self::Failed => "Failed",
+                Self::Stop => "Stop",
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kind for EventKind {
+        const ALL: &'static [Self] = EventKind::ALL;
+        #[inline]
+        fn name(self) -> &'static str {
+            EventKind::name(self)
+        }
+        #[inline]
+        fn index(self) -> usize {
+            match self {
+                Self::Input => 0usize,
+                Self::Delta => 1usize,
+                Self::Reply => 2usize,
+                Self::Failed => 3usize,
+                Self::Stop => 4usize,
+            }
+        }
+    }
+    #[allow(deprecated)]
+    impl Event {
+        ///This event's kind: its variant without its data.
+        #[must_use]
+        #[inline]
+        pub const fn kind(&self) -> EventKind {
+            match self {
+                Self::Input { .. } => EventKind::Input,
+                Self::Delta { .. } => EventKind::Delta,
+                Self::Reply { .. } => EventKind::Reply,
+                Self::Failed { .. } => EventKind::Failed,
+                Self::Stop { .. } => EventKind::Stop,
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kinded for Event {
+        type Kind = EventKind;
+        #[inline]
+        fn kind(&self) -> EventKind {
+            Event::kind(self)
+        }
+    }
+    ///The kinds of [`Action`]: each action without its data.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash,
+        ::core::fmt::Debug
+    )]
+    pub enum ActionKind {
+        ///`Wait`.
+        Wait,
+        ///`Call`.
+        Call,
+        ///`Show`.
+        Show,
+        ///`Retry`.
+        Retry,
+        ///`Halt`.
+        Halt,
+    }
+    #[automatically_derived]
+    impl ActionKind {
+        ///Every kind, in declaration order.
+        pub const ALL: &'static [Self] = &[
+            Self::Wait,
+            Self::Call,
+            Self::Show,
+            Self::Retry,
+            Self::Halt,
+        ];
+        ///The variant's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(self) -> &'static str {
+            match self {
+                Self::Wait => "Wait",
+                Self::Call => "Call",
+                Self::Show => "Show",
+                Self::Retry => "Retry",
+                Self::Halt => "Halt",
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kind for ActionKind {
+        const ALL: &'static [Self] = ActionKind::ALL;
+        #[inline]
+        fn name(self) -> &'static str {
+            ActionKind::name(self)
+        }
+        #[inline]
+        fn index(self) -> usize {
+            match self {
+                Self::Wait => 0usize,
+                Self::Call => 1usize,
+                Self::Show => 2usize,
+                Self::Retry => 3usize,
+                Self::Halt => 4usize,
+            }
+        }
+    }
+    #[allow(deprecated)]
+    impl Action {
+        ///This action's kind: its variant without its data.
+        #[must_use]
+        #[inline]
+        pub const fn kind(&self) -> ActionKind {
+            match self {
+                Self::Wait { .. } => ActionKind::Wait,
+                Self::Call { .. } => ActionKind::Call,
+                Self::Show { .. } => ActionKind::Show,
+                Self::Retry { .. } => ActionKind::Retry,
+                Self::Halt { .. } => ActionKind::Halt,
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kinded for Action {
+        type Kind = ActionKind;
+        #[inline]
+        fn kind(&self) -> ActionKind {
+            Action::kind(self)
+        }
+    }
     ///The state machine generated from this module's table: 4 states ([`State`]), 5 events ([`Event`]), 10 rows, returning [`Action`].
     ///
     ///# Diagram

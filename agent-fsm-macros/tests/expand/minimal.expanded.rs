@@ -116,6 +116,208 @@ The initial state.*/
             ::core::matches!(self, Self::Open { .. })
         }
     }
+    ///The kinds of [`State`]: each state without its data.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash,
+        ::core::fmt::Debug
+    )]
+    pub enum StateKind {
+        ///`Closed`.
+        Closed,
+        ///`Open`.
+        Open,
+    }
+    #[automatically_derived]
+    impl StateKind {
+        ///Every kind, in declaration order.
+        pub const ALL: &'static [Self] = &[Self::Closed, Self::Open];
+        ///The variant's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(self) -> &'static str {
+            match self {
+                Self::Closed => "Closed",
+                Self::Open => "Open",
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kind for StateKind {
+        const ALL: &'static [Self] = StateKind::ALL;
+        #[inline]
+        fn name(self) -> &'static str {
+            StateKind::name(self)
+        }
+        #[inline]
+        fn index(self) -> usize {
+            match self {
+                Self::Closed => 0usize,
+                Self::Open => 1usize,
+            }
+        }
+    }
+    #[allow(deprecated)]
+    impl State {
+        ///This state's kind: its variant without its data.
+        #[must_use]
+        #[inline]
+        pub const fn kind(&self) -> StateKind {
+            match self {
+                Self::Closed { .. } => StateKind::Closed,
+                Self::Open { .. } => StateKind::Open,
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kinded for State {
+        type Kind = StateKind;
+        #[inline]
+        fn kind(&self) -> StateKind {
+            State::kind(self)
+        }
+    }
+    ///The kinds of [`Event`]: each event without its data.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash,
+        ::core::fmt::Debug
+    )]
+    pub enum EventKind {
+        ///`Push`.
+        Push,
+        ///`Pull`.
+        Pull,
+        ///`Knock`.
+        Knock,
+    }
+    #[automatically_derived]
+    impl EventKind {
+        ///Every kind, in declaration order.
+        pub const ALL: &'static [Self] = &[Self::Push, Self::Pull, Self::Knock];
+        ///The variant's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(self) -> &'static str {
+            match self {
+                Self::Push => "Push",
+                Self::Pull => "Pull",
+                Self::Knock => "Knock",
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kind for EventKind {
+        const ALL: &'static [Self] = EventKind::ALL;
+        #[inline]
+        fn name(self) -> &'static str {
+            EventKind::name(self)
+        }
+        #[inline]
+        fn index(self) -> usize {
+            match self {
+                Self::Push => 0usize,
+                Self::Pull => 1usize,
+                Self::Knock => 2usize,
+            }
+        }
+    }
+    #[allow(deprecated)]
+    impl Event {
+        ///This event's kind: its variant without its data.
+        #[must_use]
+        #[inline]
+        pub const fn kind(&self) -> EventKind {
+            match self {
+                Self::Push { .. } => EventKind::Push,
+                Self::Pull { .. } => EventKind::Pull,
+                Self::Knock { .. } => EventKind::Knock,
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kinded for Event {
+        type Kind = EventKind;
+        #[inline]
+        fn kind(&self) -> EventKind {
+            Event::kind(self)
+        }
+    }
+    ///The kinds of [`Action`]: each action without its data.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash,
+        ::core::fmt::Debug
+    )]
+    pub enum ActionKind {
+        ///`Nothing`.
+        Nothing,
+        ///`Creak`.
+        Creak,
+        ///`Answer`.
+        Answer,
+    }
+    #[automatically_derived]
+    impl ActionKind {
+        ///Every kind, in declaration order.
+        pub const ALL: &'static [Self] = &[Self::Nothing, Self::Creak, Self::Answer];
+        ///The variant's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(self) -> &'static str {
+            match self {
+                Self::Nothing => "Nothing",
+                Self::Creak => "Creak",
+                Self::Answer => "Answer",
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kind for ActionKind {
+        const ALL: &'static [Self] = ActionKind::ALL;
+        #[inline]
+        fn name(self) -> &'static str {
+            ActionKind::name(self)
+        }
+        #[inline]
+        fn index(self) -> usize {
+            match self {
+                Self::Nothing => 0usize,
+                Self::Creak => 1usize,
+                Self::Answer => 2usize,
+            }
+        }
+    }
+    #[allow(deprecated)]
+    impl Action {
+        ///This action's kind: its variant without its data.
+        #[must_use]
+        #[inline]
+        pub const fn kind(&self) -> ActionKind {
+            match self {
+                Self::Nothing { .. } => ActionKind::Nothing,
+                Self::Creak { .. } => ActionKind::Creak,
+                Self::Answer { .. } => ActionKind::Answer,
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kinded for Action {
+        type Kind = ActionKind;
+        #[inline]
+        fn kind(&self) -> ActionKind {
+            Action::kind(self)
+        }
+    }
     ///The state machine generated from this module's table: 2 states ([`State`]), 3 events ([`Event`]), 3 rows, returning [`Action`].
     ///
     ///# Diagram

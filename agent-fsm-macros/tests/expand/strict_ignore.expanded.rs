@@ -126,6 +126,223 @@ The initial state.*/
             ::core::matches!(self, Self::Broken { .. })
         }
     }
+    ///The kinds of [`State`]: each state without its data.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash,
+        ::core::fmt::Debug
+    )]
+    pub enum StateKind {
+        ///`Off`.
+        Off,
+        ///`On`.
+        On,
+        ///`Broken`.
+        Broken,
+    }
+    #[automatically_derived]
+    impl StateKind {
+        ///Every kind, in declaration order.
+        pub const ALL: &'static [Self] = &[Self::Off, Self::On, Self::Broken];
+        ///The variant's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(self) -> &'static str {
+            match self {
+                Self::Off => "Off",
+                Self::On => "On",
+                Self::Broken => "Broken",
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kind for StateKind {
+        const ALL: &'static [Self] = StateKind::ALL;
+        #[inline]
+        fn name(self) -> &'static str {
+            StateKind::name(self)
+        }
+        #[inline]
+        fn index(self) -> usize {
+            match self {
+                Self::Off => 0usize,
+                Self::On => 1usize,
+                Self::Broken => 2usize,
+            }
+        }
+    }
+    #[allow(deprecated)]
+    impl State {
+        ///This state's kind: its variant without its data.
+        #[must_use]
+        #[inline]
+        pub const fn kind(&self) -> StateKind {
+            match self {
+                Self::Off { .. } => StateKind::Off,
+                Self::On { .. } => StateKind::On,
+                Self::Broken { .. } => StateKind::Broken,
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kinded for State {
+        type Kind = StateKind;
+        #[inline]
+        fn kind(&self) -> StateKind {
+            State::kind(self)
+        }
+    }
+    ///The kinds of [`Event`]: each event without its data.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash,
+        ::core::fmt::Debug
+    )]
+    pub enum EventKind {
+        ///`Toggle`.
+        Toggle,
+        ///`Smash`.
+        Smash,
+        ///`Repair`.
+        Repair,
+    }
+    #[automatically_derived]
+    impl EventKind {
+        ///Every kind, in declaration order.
+        pub const ALL: &'static [Self] = &[Self::Toggle, Self::Smash, Self::Repair];
+        ///The variant's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(self) -> &'static str {
+            match self {
+                Self::Toggle => "Toggle",
+                Self::Smash => "Smash",
+                Self::Repair => "Repair",
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kind for EventKind {
+        const ALL: &'static [Self] = EventKind::ALL;
+        #[inline]
+        fn name(self) -> &'static str {
+            EventKind::name(self)
+        }
+        #[inline]
+        fn index(self) -> usize {
+            match self {
+                Self::Toggle => 0usize,
+                Self::Smash => 1usize,
+                Self::Repair => 2usize,
+            }
+        }
+    }
+    #[allow(deprecated)]
+    impl Event {
+        ///This event's kind: its variant without its data.
+        #[must_use]
+        #[inline]
+        pub const fn kind(&self) -> EventKind {
+            match self {
+                Self::Toggle { .. } => EventKind::Toggle,
+                Self::Smash { .. } => EventKind::Smash,
+                Self::Repair { .. } => EventKind::Repair,
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kinded for Event {
+        type Kind = EventKind;
+        #[inline]
+        fn kind(&self) -> EventKind {
+            Event::kind(self)
+        }
+    }
+    ///The kinds of [`Action`]: each action without its data.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash,
+        ::core::fmt::Debug
+    )]
+    pub enum ActionKind {
+        ///`None`.
+        None,
+        ///`Glow`.
+        Glow,
+        ///`Dark`.
+        Dark,
+        ///`Sparks`.
+        Sparks,
+    }
+    #[automatically_derived]
+    impl ActionKind {
+        ///Every kind, in declaration order.
+        pub const ALL: &'static [Self] = &[
+            Self::None,
+            Self::Glow,
+            Self::Dark,
+            Self::Sparks,
+        ];
+        ///The variant's name as written in the table.
+        #[must_use]
+        #[inline]
+        pub const fn name(self) -> &'static str {
+            match self {
+                Self::None => "None",
+                Self::Glow => "Glow",
+                Self::Dark => "Dark",
+                Self::Sparks => "Sparks",
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kind for ActionKind {
+        const ALL: &'static [Self] = ActionKind::ALL;
+        #[inline]
+        fn name(self) -> &'static str {
+            ActionKind::name(self)
+        }
+        #[inline]
+        fn index(self) -> usize {
+            match self {
+                Self::None => 0usize,
+                Self::Glow => 1usize,
+                Self::Dark => 2usize,
+                Self::Sparks => 3usize,
+            }
+        }
+    }
+    #[allow(deprecated)]
+    impl Action {
+        ///This action's kind: its variant without its data.
+        #[must_use]
+        #[inline]
+        pub const fn kind(&self) -> ActionKind {
+            match self {
+                Self::None { .. } => ActionKind::None,
+                Self::Glow { .. } => ActionKind::Glow,
+                Self::Dark { .. } => ActionKind::Dark,
+                Self::Sparks { .. } => ActionKind::Sparks,
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::agent_fsm::Kinded for Action {
+        type Kind = ActionKind;
+        #[inline]
+        fn kind(&self) -> ActionKind {
+            Action::kind(self)
+        }
+    }
     ///The state machine generated from this module's table: 3 states ([`State`]), 3 events ([`Event`]), 5 rows, returning [`Action`].
     ///
     ///# Diagram

@@ -8,12 +8,12 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use agent_fsm::{Description, Named, Observer, StateInfo, StateMachine, Step, Transition};
+use agent_fsm::{Description, Kind, Kinded, Named, Observer, StateInfo, StateMachine, Step, Transition};
 use tokio::runtime::Runtime;
 use tokio::sync::{mpsc, oneshot};
 
 /// The two states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum State {
     /// The initial state.
     Ping,
@@ -26,10 +26,76 @@ pub(crate) enum State {
 pub(crate) struct Tick(pub(crate) u64);
 
 /// The only action, returned on every tick.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Action {
     /// Counted one tick.
     Count,
+}
+
+/// Fieldless already, the states and the action are their own kinds; the
+/// event's kind is [`TickKind`].
+impl Kind for State {
+    const ALL: &'static [Self] = &[Self::Ping, Self::Pong];
+
+    fn name(self) -> &'static str {
+        Named::name(&self)
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl Kinded for State {
+    type Kind = Self;
+
+    fn kind(&self) -> Self {
+        *self
+    }
+}
+
+impl Kind for Action {
+    const ALL: &'static [Self] = &[Self::Count];
+
+    fn name(self) -> &'static str {
+        "Count"
+    }
+
+    fn index(self) -> usize {
+        0
+    }
+}
+
+impl Kinded for Action {
+    type Kind = Self;
+
+    fn kind(&self) -> Self {
+        *self
+    }
+}
+
+/// The kind of [`Tick`], the only event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct TickKind;
+
+impl Kind for TickKind {
+    const ALL: &'static [Self] = &[Self];
+
+    fn name(self) -> &'static str {
+        "Tick"
+    }
+
+    fn index(self) -> usize {
+        0
+    }
+}
+
+impl Kinded for Tick {
+    type Kind = TickKind;
+
+    fn kind(&self) -> TickKind {
+        TickKind
+    }
 }
 
 impl Named for State {

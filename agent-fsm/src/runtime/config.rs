@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::{Observer, StateMachine};
+use crate::{ActionKindOf, Observer, StateMachine};
 
 /// Builds the event delivered after an interrupt, from its cause.
 pub(crate) type InterruptEventFn<E> = dyn Fn(&str) -> Option<E> + Send + Sync;
@@ -53,7 +53,7 @@ pub(crate) struct Settings<M: StateMachine> {
     pub(crate) concurrency_limit: usize,
     pub(crate) task_timeout: Option<Duration>,
     pub(crate) stream_timeout: Option<Duration>,
-    pub(crate) action_timeouts: Vec<(&'static str, Duration)>,
+    pub(crate) action_timeouts: Vec<(ActionKindOf<M>, Duration)>,
     pub(crate) history_capacity: usize,
     /// `Clone::clone` for the event type, set only by `record_events`, which
     /// is where the `M::Event: Clone` bound is checked.
@@ -203,25 +203,14 @@ impl<M: StateMachine> ExecutorConfig<M> {
     }
 
     /// Overrides both timeouts for the streams and tasks started while
-    /// performing the action named `action` (for example a longer one for
-    /// `ExecuteTools` than for `RunPostToolsHook`).
-    ///
-    /// # Panics
-    /// If `action` is not the name of one of the machine's actions (as
-    /// listed in its [`Description`](crate::Description)): a misspelt name
-    /// would otherwise leave the action without its timeout, silently. The
-    /// message lists the machine's actions.
+    /// performing the actions of kind `action` (for example a longer one
+    /// for `ActionKind::ExecuteTools` than for
+    /// `ActionKind::RunPostToolsHook`). The kind is the machine's own
+    /// generated `ActionKind`, so a misspelt action does not compile.
     #[must_use]
-    pub fn action_timeout(self, action: &'static str, timeout: Duration) -> Self {
-        let actions = M::DESCRIPTION.actions;
-        assert!(
-            actions.contains(&action),
-            "`{action}` is not an action of `{}`; its actions are: {}",
-            M::DESCRIPTION.name,
-            actions.join(", "),
-        );
+    pub fn action_timeout(self, action: ActionKindOf<M>, timeout: Duration) -> Self {
         self.edit(|s| {
-            s.action_timeouts.retain(|(name, _)| *name != action);
+            s.action_timeouts.retain(|(kind, _)| *kind != action);
             s.action_timeouts.push((action, timeout));
         })
     }
@@ -359,8 +348,8 @@ impl<M: StateMachine> ExecutorConfig<M> {
 
 impl<M: StateMachine> Settings<M> {
     /// The timeouts for streams and tasks started by `action`.
-    pub(crate) fn timeouts_for(&self, action: &str) -> (Option<Duration>, Option<Duration>) {
-        match self.action_timeouts.iter().find(|(name, _)| *name == action) {
+    pub(crate) fn timeouts_for(&self, action: ActionKindOf<M>) -> (Option<Duration>, Option<Duration>) {
+        match self.action_timeouts.iter().find(|(kind, _)| *kind == action) {
             Some((_, timeout)) => (Some(*timeout), Some(*timeout)),
             None => (self.stream_timeout, self.task_timeout),
         }

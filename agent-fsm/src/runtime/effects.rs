@@ -42,7 +42,7 @@ use tokio_util::task::TaskTracker;
 use super::config::Settings;
 use super::feed::Notifier;
 use super::work::Work;
-use crate::StateMachine;
+use crate::{ActionKindOf, Kind, StateMachine};
 
 /// Performs the actions of machine `M`.
 ///
@@ -193,7 +193,7 @@ pub struct EffectContext<'a, M: StateMachine, O> {
     /// Where the timeouts are looked up, only when a stream or task starts
     /// (most actions start neither).
     pub(crate) settings: &'a Settings<M>,
-    pub(crate) action: &'static str,
+    pub(crate) action: ActionKindOf<M>,
     /// The machine's visit counter, stamped on timers.
     pub(crate) visit: u32,
     /// Set while performing the final action (the one that entered a
@@ -223,8 +223,8 @@ where
         self.machine
     }
 
-    /// The name of the action being performed.
-    pub fn action(&self) -> &'static str {
+    /// The kind of the action being performed.
+    pub fn action(&self) -> ActionKindOf<M> {
         self.action
     }
 
@@ -239,7 +239,7 @@ where
 
     fn discarding(&self, what: &'static str) -> bool {
         if self.discard {
-            tracing::debug!(action = self.action, what, "final action: new work discarded");
+            tracing::debug!(action = Kind::name(self.action), what, "final action: new work discarded");
         }
         self.discard
     }

@@ -43,12 +43,13 @@ use super::config::ExecutorConfig;
 use super::effects::{EffectContext, Effects, Env};
 use super::error::{WorkerError, drop_caught, panic_message};
 use super::feed::{Notifier, Topics};
-use super::handle::{Control, Delivered, Envelope, Final, MachineHandle, Notification, Shared};
+use super::handle::{Control, Envelope, Final, MachineHandle, Notification, Shared};
 use super::history::{EventRecord, History};
+use super::outcome::{Delivered, DeliveredTo, Outcome, Seen, outcome_of};
 use super::work::{Produced, Work};
 // Through the crate's own name (`extern crate self as agent_fsm` in lib.rs),
 // as generated code does; it also keeps that declaration in use.
-use agent_fsm::{Named, Observer, StateMachine, Step, Unhandled};
+use agent_fsm::{ActionKindOf, Kinded, Named, Observer, StateMachine, Status, Step, Unhandled};
 
 /// Starts `machine` on a new tokio task (tracked by the configuration's
 /// tracker), performing its actions with `effects`, and returns a handle.
@@ -164,7 +165,7 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     machine: M,
     effects: E,
     /// Receiver of the handles' inbox; closed by the worker when it stops.
-    inbox: mpsc::Receiver<Envelope<M::Event>>,
+    inbox: mpsc::Receiver<Envelope<M::Event, DeliveredTo<M>>>,
     /// The state shared with the handles, and the rarely used parts.
     link: Link<M, E::Output>,
     /// Created on first use, so that idle agents stay small.
@@ -570,7 +571,7 @@ where
         false
     }
 
-    fn deliver_envelope(&mut self, envelope: Envelope<M::Event>, mode: Mode) {
+    fn deliver_envelope(&mut self, envelope: Envelope<M::Event, DeliveredTo<M>>, mode: Mode) {
         match envelope {
             Envelope::Event(event) => self.deliver(event, mode, None),
             Envelope::Call(event, reply) => self.deliver(event, mode, Some(reply)),
@@ -579,14 +580,14 @@ where
 
     /// Feeds one event to the machine and treats its action per `mode`.
     #[inline(never)]
-    fn deliver(&mut self, event: M::Event, mode: Mode, reply: Option<oneshot::Sender<Delivered>>) {
+    fn deliver(&mut self, event: M::Event, mode: Mode, reply: Option<oneshot::Sender<DeliveredTo<M>>>) {
         self.deliver_inline(event, mode, reply);
     }
 
     /// [`deliver`](Self::deliver)'s body, inlined into the worker's hot path
     /// (an event from the inbox) and called out of line everywhere else.
     #[inline(always)]
-    fn deliver_inline(&mut self, event: M::Event, mode: Mode, reply: Option<oneshot::Sender<Delivered>>) {
+    fn deliver_inline(&mut self, event: M::Event, mode: Mode, reply: Option<oneshot::Sender<DeliveredTo<M>>>) {
         self.steps += 1;
         let step = self.steps;
         let event_name = event.name();
@@ -613,10 +614,13 @@ where
             // Long bursts still refresh the clock now and then.
             self.hot.clock = None;
         }
+        // Read only for a call, which answers with the step's outcome.
+        let before = reply.as_ref().map(|_| (self.machine.status(), self.hot.terminal));
         let mut recorder = Recorder {
             history,
             hot: &mut self.hot,
             user: self.link.extras.as_deref_mut().and_then(|e| e.observer.as_deref_mut()),
+            seen: Seen::Nothing,
         };
         let machine = &mut self.machine;
         let action = match catch_unwind(AssertUnwindSafe(|| machine.handle_event_with(event, &mut recorder))) {
@@ -627,11 +631,12 @@ where
             }
         };
         recorder.history.on_step(step);
+        let seen = recorder.seen;
 
         if self.machine.is_poisoned() {
             // A row's code left it early without a panic (after a hop into
             // a transient state, maybe): nothing of the step is performed.
-            self.fail_poisoned(event_name);
+            self.fail_poisoned(event_name, reply);
             return;
         }
         if self.hot.visit != visit_before {
@@ -643,6 +648,7 @@ where
             self.hot.status_dirty = true;
         }
         let action_name = action.name();
+        let action_kind = action.kind();
         if let Some(event) = logged
             && let Some(history) = &mut self.history
         {
@@ -653,7 +659,7 @@ where
         let mode = if self.hot.terminal && mode == Mode::Normal { Mode::Final } else { mode };
         let performed = mode != Mode::Draining;
         if performed {
-            self.perform(action, action_name, mode == Mode::Final);
+            self.perform(action, action_kind, action_name, mode == Mode::Final);
         } else {
             tracing::debug!(action = action_name, "action not performed: the worker is cancelling or draining");
             self.hot.notifier.publish(Topics::ACTIONS, || Notification::Action { name: action_name, performed: false });
@@ -663,8 +669,9 @@ where
         if let Some(reply) = reply.filter(|_| !self.hot.failed) {
             self.flush_status();
             // The caller may have stopped waiting.
-            let state = self.machine.state_name();
-            let _ = reply.send(Delivered { action: action_name, state, performed });
+            let (from, finished) = before.unwrap_or((Status::Poisoned, false));
+            let outcome = outcome_of(from, finished, seen, &self.machine, action_kind);
+            let _ = reply.send(Delivered { outcome, performed: performed && !finished });
         } else if status_due {
             // In the middle of a burst: subscribers it woke get to read
             // before the worker goes on (see `poll_run`).
@@ -676,7 +683,7 @@ where
     /// work it schedules is dropped. Inlined into both copies of
     /// [`deliver_inline`](Self::deliver_inline), its only caller.
     #[inline(always)]
-    fn perform(&mut self, action: M::Action, name: &'static str, discard: bool) {
+    fn perform(&mut self, action: M::Action, kind: ActionKindOf<M>, name: &'static str, discard: bool) {
         self.hot.notifier.publish(Topics::ACTIONS, || Notification::Action { name, performed: true });
         let settings = &*self.link.shared.settings;
         let mut cx = EffectContext {
@@ -685,7 +692,7 @@ where
             notifier: &mut self.hot.notifier,
             shared: &self.link.shared,
             settings,
-            action: name,
+            action: kind,
             visit: self.hot.visit,
             discard,
         };
@@ -823,7 +830,10 @@ where
     /// line, off the per-event path.
     #[cold]
     #[inline(never)]
-    fn fail_poisoned(&mut self, event: &'static str) {
+    fn fail_poisoned(&mut self, event: &'static str, reply: Option<oneshot::Sender<DeliveredTo<M>>>) {
+        if let Some(reply) = reply {
+            let _ = reply.send(Delivered { outcome: Outcome::Poisoned, performed: false });
+        }
         self.fail(WorkerError::MachinePoisoned { event });
     }
 
@@ -987,6 +997,8 @@ struct Recorder<'a, E, O> {
     history: &'a mut History<E>,
     hot: &'a mut Hot<O>,
     user: Option<&'a mut (dyn Observer + Send + 'static)>,
+    /// What the step reported, for a call's [`Outcome`].
+    seen: Seen,
 }
 
 /// The worker's small fields that a step's hops and its bookkeeping touch
@@ -1013,6 +1025,7 @@ struct Hot<O> {
 impl<E, O> Observer for Recorder<'_, E, O> {
     #[inline]
     fn on_transition(&mut self, hop: &Step) {
+        self.seen = Seen::Hop;
         let now = *self.hot.clock.get_or_insert_with(Instant::now);
         let changed = !same_name(hop.from, hop.to);
         self.history.on_hop(hop, changed, now);
@@ -1028,6 +1041,7 @@ impl<E, O> Observer for Recorder<'_, E, O> {
     }
 
     fn on_unhandled(&mut self, unhandled: &Unhandled) {
+        self.seen = Seen::Unhandled(unhandled.reason);
         tracing::debug!(
             state = unhandled.state,
             event = unhandled.event,

@@ -52,7 +52,8 @@ use super::effects::EffectFailure;
 use super::error::{RequestError, SendError, WorkerError, panic_message};
 use super::feed::{Feed, Subscription, Topics};
 use super::history::History;
-use crate::{StateMachine, Step, Unhandled};
+use super::outcome::{Delivered, DeliveredTo, Outcome};
+use crate::{StateKindOf, StateMachine, Status, Step, Unhandled};
 
 /// Something that happened inside a machine, for subscribers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,22 +99,10 @@ pub enum Notification<O> {
     Lagged(u64),
 }
 
-/// What became of an event sent with [`call`](MachineHandle::call).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Delivered {
-    /// The action the machine returned.
-    pub action: &'static str,
-    /// The state after the event.
-    pub state: &'static str,
-    /// Whether the action was performed (see [`Notification::Action`]).
-    pub performed: bool,
-}
-
 /// A message in the inbox.
-pub(crate) enum Envelope<E> {
+pub(crate) enum Envelope<E, R> {
     Event(E),
-    Call(E, oneshot::Sender<Delivered>),
+    Call(E, oneshot::Sender<R>),
 }
 
 /// A query run with the machine and its history: on the worker, or on what
@@ -134,6 +123,11 @@ pub(crate) struct Final<M: StateMachine> {
 impl<M: StateMachine> Final<M> {
     pub(crate) fn new(state: &'static str, machine: M, history: History<M::Event>) -> Self {
         Self { state, parked: Mutex::new((machine, history)) }
+    }
+
+    /// The parked machine's status.
+    pub(crate) fn status(&self) -> Status<StateKindOf<M>> {
+        lock(&self.parked).0.status()
     }
 
     /// Runs a query on the parked machine. The query catches its own
@@ -449,7 +443,7 @@ impl<M: StateMachine, O> Shared<M, O> {
 /// work is in flight, so it would wait forever (see the
 /// [module docs](super)).
 pub struct MachineHandle<M: StateMachine, O = ()> {
-    inbox: mpsc::Sender<Envelope<M::Event>>,
+    inbox: mpsc::Sender<Envelope<M::Event, DeliveredTo<M>>>,
     shared: Arc<Shared<M, O>>,
 }
 
@@ -506,7 +500,7 @@ where
     M::Event: Send + 'static,
     O: Clone + Send + 'static,
 {
-    pub(crate) fn new(inbox: mpsc::Sender<Envelope<M::Event>>, shared: Arc<Shared<M, O>>) -> Self {
+    pub(crate) fn new(inbox: mpsc::Sender<Envelope<M::Event, DeliveredTo<M>>>, shared: Arc<Shared<M, O>>) -> Self {
         Self { inbox, shared }
     }
 
@@ -521,6 +515,18 @@ where
         match self.failure() {
             Some(e) => SendError::Failed(event, e),
             None => SendError::Closed(event),
+        }
+    }
+
+    /// What a call whose event the worker did not take answers: the
+    /// machine finished (the worker stopped normally), or the error.
+    fn finished_or_closed(&self) -> Result<DeliveredTo<M>, RequestError> {
+        match self.shared.outcome.get() {
+            Some(Ok(last)) => match last.status() {
+                Status::In(state) => Ok(Delivered { outcome: Outcome::Finished { state }, performed: false }),
+                Status::Poisoned => Ok(Delivered { outcome: Outcome::Poisoned, performed: false }),
+            },
+            _ => Err(self.closed_error()),
         }
     }
 
@@ -585,7 +591,10 @@ where
     /// budget left takes the slow path, which yields; `call` then spends
     /// budget awaiting the reply.
     #[inline]
-    fn enqueue_now(&self, envelope: Envelope<M::Event>) -> Option<mpsc::error::TrySendError<Envelope<M::Event>>> {
+    fn enqueue_now(
+        &self,
+        envelope: Envelope<M::Event, DeliveredTo<M>>,
+    ) -> Option<mpsc::error::TrySendError<Envelope<M::Event, DeliveredTo<M>>>> {
         if !tokio::task::coop::has_budget_remaining() {
             return Some(mpsc::error::TrySendError::Full(envelope));
         }
@@ -604,25 +613,30 @@ where
         }
     }
 
-    /// Sends `event` like [`send`](Self::send) and waits until the machine
-    /// has handled it (and its action was performed or skipped). Never
-    /// await this from the agent's own tasks or streams: the event waits
-    /// until no work is in flight, them included, so it waits forever.
+    /// Sends `event` like [`send`](Self::send), waits until the machine
+    /// has handled it (and its action was performed or skipped), and
+    /// answers what became of it, by kind (see [`Outcome`]): it moved the
+    /// machine, a row kept the state, the table ignores the pair, no row
+    /// accepts it, every guard refused it, the machine had finished (the
+    /// worker stopped normally before taking it) or the event's row
+    /// poisoned the machine. Never await this from the agent's own tasks
+    /// or streams: the event waits until no work is in flight, them
+    /// included, so it waits forever.
     ///
     /// # Errors
     /// [`RequestError::Closed`] or [`RequestError::Failed`] if the worker
-    /// stopped before handling it; the event is then lost.
-    pub async fn call(&self, event: M::Event) -> Result<Delivered, RequestError> {
+    /// failed or was dropped before handling it; the event is then lost.
+    pub async fn call(&self, event: M::Event) -> Result<DeliveredTo<M>, RequestError> {
         let (tx, rx) = oneshot::channel();
         let queued = match self.enqueue_now(Envelope::Call(event, tx)) {
             None => true,
             Some(mpsc::error::TrySendError::Closed(_)) => false,
             Some(mpsc::error::TrySendError::Full(envelope)) => self.inbox.send(envelope).await.is_ok(),
         };
-        if !queued {
-            return Err(self.closed_error());
+        match if queued { rx.await.ok() } else { None } {
+            Some(delivered) => Ok(delivered),
+            None => self.finished_or_closed(),
         }
-        rx.await.map_err(|_| self.closed_error())
     }
 
     async fn request(&self, control: Control<M>) -> Result<(), RequestError> {
@@ -861,7 +875,7 @@ where
     }
 }
 
-fn envelope_event<E>(envelope: Envelope<E>) -> E {
+fn envelope_event<E, R>(envelope: Envelope<E, R>) -> E {
     match envelope {
         Envelope::Event(event) | Envelope::Call(event, _) => event,
     }

@@ -215,6 +215,7 @@ mod executor;
 mod feed;
 mod handle;
 mod history;
+mod outcome;
 mod retry;
 mod work;
 
@@ -223,6 +224,7 @@ pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, from_fn};
 pub use error::{ReplayError, RequestError, SendError, TryRecvError, WorkerError};
 pub use executor::{pair, spawn};
 pub use feed::{Subscription, Topics};
-pub use handle::{Delivered, MachineHandle, Notification};
+pub use handle::{MachineHandle, Notification};
 pub use history::{EventRecord, History, InterruptRecord, StateTime, TransitionRecord, replay};
+pub use outcome::{Delivered, DeliveredTo, Outcome, OutcomeOf};
 pub use retry::RetryPolicy;

@@ -134,6 +134,42 @@ impl Named for Action {
     }
 }
 
+/// A kind enum for a hand-written enum: the variants' names, with the
+/// `Kind` impl and the `Kinded` impl that maps a value through its name.
+macro_rules! kinds {
+    ($kind:ident for $ty:ident: $($v:ident),+) => {
+        #[doc = concat!("The kinds of [`", stringify!($ty), "`].")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub(crate) enum $kind { $($v),+ }
+
+        impl agent_fsm::Kind for $kind {
+            const ALL: &'static [Self] = &[$(Self::$v),+];
+
+            fn name(self) -> &'static str {
+                match self { $(Self::$v => stringify!($v)),+ }
+            }
+
+            fn index(self) -> usize {
+                self as usize
+            }
+        }
+
+        impl agent_fsm::Kinded for $ty {
+            type Kind = $kind;
+
+            fn kind(&self) -> $kind {
+                let name = Named::name(self);
+                let all = <$kind as agent_fsm::Kind>::ALL;
+                *all.iter().find(|k| agent_fsm::Kind::name(**k) == name).expect("every variant has a kind")
+            }
+        }
+    };
+}
+
+kinds!(StateKind for State: Waiting, CallingLlm, ProcessingLlmResponse, ExecutingTools, Error, Done);
+kinds!(EventKind for Event: UserInput, Delta, Completed, LlmError, ToolDone, RetryFired, Interrupted, Shutdown);
+kinds!(ActionKind for Action: SendLlmRequest, ExecuteTools, ScheduleRetry, Display, DisplayError, WaitForInput, Shutdown);
+
 const fn state(name: &'static str, initial: bool, terminal: bool, transient: bool) -> StateInfo {
     StateInfo { name, initial, terminal, transient }
 }

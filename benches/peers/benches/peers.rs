@@ -483,7 +483,7 @@ impl Agent {
             Self::Bare(bare) => last = bare.calls(n).await,
             Self::Executor(handle) => {
                 for i in 0..n {
-                    last = black_box(handle.call(Tick(i)).await.unwrap()).action;
+                    last = black_box(handle.call(Tick(i)).await.unwrap()).action().map_or("", agent_fsm::Kind::name);
                 }
             }
             Self::Ractor(actor) => {

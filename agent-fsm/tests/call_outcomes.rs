@@ -1,0 +1,198 @@
+//! What `call` answers for each thing that can happen to an event, asserted
+//! by kind: the machine moved, a row kept the state, the table ignores the
+//! pair, no row accepts it, every guard refused it, the machine had
+//! finished, or the event's row poisoned the machine.
+
+use std::time::Duration;
+
+use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, MachineHandle, Outcome, RequestError, WorkerError};
+
+/// Leaves a row early without a panic, as a user's `?` or `return` would:
+/// the machine is left without a state.
+macro_rules! bail {
+    () => {
+        return Default::default()
+    };
+}
+
+// The row's code after `bail!()` never runs, which rustc notes.
+#[allow(unreachable_pub, unreachable_code)]
+#[agent_fsm::state_machine(fallback = Nothing)]
+mod desk {
+    #[states]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum State {
+        #[initial]
+        Idle,
+        Busy {
+            count: u32,
+        },
+        #[terminal]
+        Closed,
+    }
+
+    #[events]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Event {
+        Open,
+        Tick,
+        Again,
+        Reply(u32),
+        Stray,
+        Noise,
+        Close,
+        Bail,
+    }
+
+    #[actions]
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub enum Action {
+        #[default]
+        Nothing,
+        Greet,
+        Count(u32),
+        Restart,
+        Answer(u32),
+        Bye,
+    }
+
+    transitions! {
+        Idle + Open => Busy { count: 0 } / Greet,
+        Busy { count } + Tick => { *count += 1; } Busy / Count(*count),
+        Busy { count } + Again => Busy { count } / Restart,
+        Busy + Reply(n) [*n == 7] => Busy { count: 0 } / Answer(n),
+        Busy + Noise => ignore,
+        Busy + Bail => { bail!(); } Idle / Nothing,
+        Busy + Close => Closed / Bye,
+    }
+}
+
+use desk::{ActionKind, Event, Machine, StateKind};
+
+type Handle = MachineHandle<Machine>;
+
+fn spawn() -> Handle {
+    let fx = runtime::from_fn(|_: desk::Action, _: &mut EffectContext<'_, Machine, ()>| {});
+    runtime::spawn(Machine::new(), fx, ExecutorConfig::new())
+}
+
+/// `call`, bounded: none of these may hang.
+async fn call(handle: &Handle, event: Event) -> Result<runtime::OutcomeOf<Machine>, RequestError> {
+    let delivered = tokio::time::timeout(Duration::from_secs(5), handle.call(event)).await.expect("the call returns");
+    delivered.map(|d| d.outcome)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_transition_answers_from_to_and_action() {
+    let handle = spawn();
+    let outcome = call(&handle, Event::Open).await.unwrap();
+    assert_eq!(outcome, Outcome::Moved { from: StateKind::Idle, to: StateKind::Busy, action: ActionKind::Greet });
+    assert!(outcome.accepted());
+    assert_eq!((outcome.state(), outcome.action()), (Some(StateKind::Busy), Some(ActionKind::Greet)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_row_that_keeps_its_state_answers_stayed() {
+    let handle = spawn();
+    call(&handle, Event::Open).await.unwrap();
+    // In place, and a self-transition that rebuilds the state: both stay.
+    assert_eq!(
+        call(&handle, Event::Tick).await.unwrap(),
+        Outcome::Stayed { state: StateKind::Busy, action: ActionKind::Count }
+    );
+    assert_eq!(
+        call(&handle, Event::Again).await.unwrap(),
+        Outcome::Stayed { state: StateKind::Busy, action: ActionKind::Restart }
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pair_the_table_ignores_answers_ignored_with_the_fallback() {
+    let handle = spawn();
+    call(&handle, Event::Open).await.unwrap();
+    let outcome = call(&handle, Event::Noise).await.unwrap();
+    assert_eq!(outcome, Outcome::Ignored { state: StateKind::Busy, action: ActionKind::Nothing });
+    assert!(!outcome.accepted());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pair_no_row_accepts_answers_no_row_with_the_fallback() {
+    let handle = spawn();
+    assert_eq!(
+        call(&handle, Event::Stray).await.unwrap(),
+        Outcome::NoRow { state: StateKind::Idle, action: ActionKind::Nothing }
+    );
+    // The same pair of kinds whatever the payload: `Reply` in `Idle`.
+    assert_eq!(
+        call(&handle, Event::Reply(7)).await.unwrap(),
+        Outcome::NoRow { state: StateKind::Idle, action: ActionKind::Nothing }
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_every_guard_refuses_answers_refused() {
+    let handle = spawn();
+    call(&handle, Event::Open).await.unwrap();
+    // A reply with the wrong ticket is not "delivered": the guard refused it.
+    assert_eq!(
+        call(&handle, Event::Reply(3)).await.unwrap(),
+        Outcome::Refused { state: StateKind::Busy, action: ActionKind::Nothing }
+    );
+    assert_eq!(
+        call(&handle, Event::Reply(7)).await.unwrap(),
+        Outcome::Stayed { state: StateKind::Busy, action: ActionKind::Answer }
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_after_the_machine_finished_answers_finished() {
+    let handle = spawn();
+    call(&handle, Event::Open).await.unwrap();
+    assert_eq!(
+        call(&handle, Event::Close).await.unwrap(),
+        Outcome::Moved { from: StateKind::Busy, to: StateKind::Closed, action: ActionKind::Bye }
+    );
+    handle.wait_finished().await.unwrap();
+    let outcome = call(&handle, Event::Open).await.unwrap();
+    assert_eq!(outcome, Outcome::Finished { state: StateKind::Closed });
+    assert_eq!(outcome.action(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_queued_behind_the_final_event_answers_finished() {
+    let handle = spawn();
+    call(&handle, Event::Open).await.unwrap();
+    // Both queued before the worker runs: the second reaches a finished machine.
+    let (close, late) = tokio::join!(handle.call(Event::Close), handle.call(Event::Tick));
+    assert_eq!(close.unwrap().outcome.state(), Some(StateKind::Closed));
+    let late = late.unwrap();
+    assert_eq!(late.outcome, Outcome::Finished { state: StateKind::Closed });
+    assert!(!late.performed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_call_whose_row_poisons_the_machine_answers_poisoned() {
+    let handle = spawn();
+    call(&handle, Event::Open).await.unwrap();
+    let outcome = call(&handle, Event::Bail).await.unwrap();
+    assert_eq!(outcome, Outcome::Poisoned);
+    assert_eq!((outcome.state(), outcome.action()), (None, None));
+    // The worker failed: later calls say why.
+    let err = call(&handle, Event::Tick).await.expect_err("the worker failed");
+    assert!(
+        matches!(&err, RequestError::Failed(cause) if **cause == WorkerError::MachinePoisoned { event: "Bail" }),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn kinds_list_and_name_every_variant() {
+    use agent_fsm::{Kind, Kinded};
+    assert_eq!(StateKind::ALL, [StateKind::Idle, StateKind::Busy, StateKind::Closed]);
+    assert_eq!(desk::State::Busy { count: 3 }.kind(), StateKind::Busy);
+    assert_eq!(Kinded::kind(&Event::Reply(1)), desk::EventKind::Reply);
+    assert_eq!(ActionKind::Count.name(), "Count");
+    assert_eq!(Kind::index(ActionKind::Bye), 5);
+    let names: Vec<_> = desk::EventKind::ALL.iter().map(|k| k.name()).collect();
+    assert_eq!(names, desk::Event::NAMES);
+}
