@@ -415,7 +415,7 @@ pub async fn run_session(
             .map_err(|_| agent_fsm::runtime::RequestError::Closed)?;
         handle.wait_idle().await?;
     }
-    let final_state = handle.shutdown().await?;
+    let final_state = handle.shutdown().await?.name();
     // Read after the stop, so it holds the shutdown's own hop.
     let history = handle.history().await?;
     // The subscription ends when the worker is gone.

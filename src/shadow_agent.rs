@@ -706,7 +706,7 @@ impl AgentRuntime {
         let agents: Vec<(String, Registered)> = lock(&self.inner.agents).drain().collect();
         let mut outcomes = Vec::with_capacity(agents.len());
         for (session_id, agent) in agents {
-            outcomes.push((session_id, agent.handle.shutdown().await));
+            outcomes.push((session_id, agent.handle.shutdown().await.map(|state| state.name())));
         }
         outcomes.sort_by(|a, b| a.0.cmp(&b.0));
         outcomes
@@ -809,7 +809,7 @@ async fn child_outcome(handle: &ShadowHandle, result: &mut watch::Receiver<Optio
     match published {
         Some(outcome) => outcome,
         None => Err(match handle.wait_finished().await {
-            Ok(state) => format!("the subagent stopped in `{state}` without an answer"),
+            Ok(state) => format!("the subagent stopped in `{}` without an answer", state.name()),
             Err(error) => format!("the subagent stopped: {error}"),
         }),
     }

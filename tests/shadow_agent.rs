@@ -722,7 +722,7 @@ async fn a_subagent_that_outlives_its_timeout_is_stopped_and_fails_the_parent() 
     let failed = h.until_state("main", "Error").await;
     let message = "subagent `main/toolu_1` failed: the subagent timed out";
     assert_eq!(failed, ShadowState::Error { message: message.to_owned() });
-    assert_eq!(child.wait_finished().await.expect("stopped"), "Done");
+    assert_eq!(child.wait_finished().await.expect("stopped"), agent_fsm_examples::shadow::machine::StateKind::Done);
     assert!(h.runtime.get("main/toolu_1").is_none());
     assert_eq!(h.runtime.sessions(), ["main"]);
 }

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use agent_fsm::Status;
 use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, MachineHandle, Outcome, RequestError, WorkerError};
 
 /// Leaves a row early without a panic, as a user's `?` or `return` would:
@@ -152,7 +153,8 @@ async fn a_call_after_the_machine_finished_answers_finished() {
         call(&handle, Event::Close).await.unwrap(),
         Outcome::Moved { from: StateKind::Busy, to: StateKind::Closed, action: ActionKind::Bye }
     );
-    handle.wait_finished().await.unwrap();
+    assert_eq!(handle.wait_finished().await.unwrap(), StateKind::Closed);
+    assert_eq!(handle.status(), Status::In(StateKind::Closed));
     let outcome = call(&handle, Event::Open).await.unwrap();
     assert_eq!(outcome, Outcome::Finished { state: StateKind::Closed });
     assert_eq!(outcome.action(), None);
@@ -174,8 +176,10 @@ async fn a_call_queued_behind_the_final_event_answers_finished() {
 async fn the_call_whose_row_poisons_the_machine_answers_poisoned() {
     let handle = spawn();
     call(&handle, Event::Open).await.unwrap();
+    assert_eq!(handle.status(), Status::In(StateKind::Busy));
     let outcome = call(&handle, Event::Bail).await.unwrap();
     assert_eq!(outcome, Outcome::Poisoned);
+    assert_eq!(handle.status(), Status::Poisoned);
     assert_eq!((outcome.state(), outcome.action()), (None, None));
     // The worker failed: later calls say why.
     let err = call(&handle, Event::Tick).await.expect_err("the worker failed");

@@ -350,7 +350,7 @@ async fn interrupt_during_tools_gives_every_pending_call_a_result() {
     assert_eq!(produced.llm_requests, 1);
 
     let tracker = handle.tracker().clone();
-    assert_eq!(handle.shutdown().await.unwrap(), "Done");
+    assert_eq!(handle.shutdown().await.unwrap(), support::StateKind::Done);
     tracker.close();
     tracker.wait().await;
     assert!(tracker.is_empty());
@@ -611,7 +611,7 @@ async fn a_stream_that_panics_when_dropped_does_not_stop_the_agent() {
         let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
         assert_eq!(transcript.last().map(String::as_str), Some("fine"), "ends: {ends}");
         // Stopped by the shutdown, not failed.
-        assert_eq!(handle.shutdown().await.unwrap(), "Done", "ends: {ends}");
+        assert_eq!(handle.shutdown().await.unwrap(), support::StateKind::Done, "ends: {ends}");
     }
 }
 
@@ -771,7 +771,7 @@ async fn reaching_a_terminal_state_stops_the_worker() {
         (delivered.action(), delivered.state()),
         (Some(support::ActionKind::Shutdown), Some(support::StateKind::Done))
     );
-    assert_eq!(handle.wait_finished().await.unwrap(), "Done");
+    assert_eq!(handle.wait_finished().await.unwrap(), support::StateKind::Done);
     assert!(handle.is_finished());
     assert!(matches!(handle.send(input("late")).await, Err(SendError::Closed(_))));
     assert!(matches!(handle.wait_idle().await, Err(RequestError::Closed)));
@@ -785,7 +785,7 @@ async fn the_final_state_and_history_stay_readable_once_terminal() {
     handle.wait_idle().await.unwrap();
     sleep(Duration::from_secs(3)).await;
     handle.call(Event::Shutdown).await.unwrap();
-    assert_eq!(handle.wait_finished().await.unwrap(), "Done");
+    assert_eq!(handle.wait_finished().await.unwrap(), support::StateKind::Done);
     // Much later, the machine and its history are still there, as the
     // worker left them.
     sleep(Duration::from_secs(60)).await;
@@ -1391,7 +1391,7 @@ mod interleavings {
         let context = handle.inspect(|m| m.context().clone()).await.unwrap();
         assert_eq!(fresh.context(), &context);
 
-        assert_eq!(handle.shutdown().await.unwrap(), "Done");
+        assert_eq!(handle.shutdown().await.unwrap(), support::StateKind::Done);
         tracker.close();
         tracker.wait().await;
         assert!(tracker.is_empty());
@@ -2003,7 +2003,7 @@ mod deadlines {
                 let delivered = handle.call(Event::Reply).await.unwrap();
                 assert_eq!(delivered.state(), Some(desk::StateKind::Idle), "{delay:?}, holds: {holds}");
                 assert_eq!(handle.state().await.unwrap(), State::Idle);
-                assert_eq!(handle.shutdown().await.unwrap(), "Idle");
+                assert_eq!(handle.shutdown().await.unwrap(), desk::StateKind::Idle);
             }
         }
     }
@@ -2183,7 +2183,7 @@ mod user_code {
         let (handle, worker) = runtime::pair(Machine::new(), fx, config);
         let worker = tokio::spawn(worker);
         handle.send(streams::Event::Go).await.unwrap();
-        assert_eq!(handle.shutdown().await.unwrap(), "Busy");
+        assert_eq!(handle.shutdown().await.unwrap(), streams::StateKind::Busy);
         assert!(worker.await.is_ok(), "the worker future must not panic");
         // The outcome stands: the final state is readable.
         assert_eq!(handle.state_name(), "Busy");

@@ -45,7 +45,7 @@ async fn shutdown_cleanly(
     tracker: &TaskTracker,
 ) -> Vec<(Option<&'static str>, &'static str)> {
     let mut notifications = handle.subscribe();
-    assert_eq!(handle.shutdown().await.unwrap(), "Done");
+    assert_eq!(handle.shutdown().await.unwrap(), support::StateKind::Done);
     // The notifications tell what the machine received during shutdown.
     let mut hops = Vec::new();
     while let Some(n) = notifications.recv().await {
@@ -147,7 +147,7 @@ async fn the_configured_token_shuts_the_machine_down() {
     handle.send(input("go")).await.unwrap();
     sleep(Duration::from_millis(50)).await;
     token.cancel();
-    assert_eq!(handle.wait_finished().await.unwrap(), "Done");
+    assert_eq!(handle.wait_finished().await.unwrap(), support::StateKind::Done);
     assert_eq!(script.produced().tool_events.get("h:hang"), Some(&1));
 }
 
@@ -155,8 +155,8 @@ async fn the_configured_token_shuts_the_machine_down() {
 async fn shutdown_is_idempotent_and_later_calls_say_closed() {
     let (handle, _, tracker) = agent_in("Waiting").await;
     let other = handle.clone();
-    assert_eq!(handle.shutdown().await.unwrap(), "Done");
-    assert_eq!(other.shutdown().await.unwrap(), "Done");
+    assert_eq!(handle.shutdown().await.unwrap(), support::StateKind::Done);
+    assert_eq!(other.shutdown().await.unwrap(), support::StateKind::Done);
     assert!(matches!(other.send(input("late")).await, Err(SendError::Closed(e)) if e.name() == "UserInput"));
     assert!(matches!(other.interrupt("late").await, Err(RequestError::Closed)));
     assert!(other.subscribe().recv().await.is_none());
@@ -170,7 +170,7 @@ async fn queries_queued_behind_a_shutdown_read_the_final_machine() {
     // Both queued before the worker runs again: it stops on the shutdown
     // and never takes the query itself.
     let (finished, state, history) = tokio::join!(handle.shutdown(), handle.state(), handle.history());
-    assert_eq!(finished.unwrap(), "Done");
+    assert_eq!(finished.unwrap(), support::StateKind::Done);
     assert_eq!(state.unwrap(), support::State::Done);
     assert_eq!(history.unwrap().current().0, "Done");
     // Other requests find the worker gone.
@@ -183,7 +183,7 @@ async fn queries_queued_behind_a_shutdown_read_the_final_machine() {
 async fn a_shutdown_without_shutdown_event_keeps_the_state() {
     let script = Scripted::new([]);
     let handle = runtime::spawn(Agent::new(3), script, runtime::ExecutorConfig::new());
-    assert_eq!(handle.shutdown().await.unwrap(), "Waiting");
+    assert_eq!(handle.shutdown().await.unwrap(), support::StateKind::Waiting);
 }
 
 #[tokio::test(start_paused = true)]

@@ -530,7 +530,7 @@ impl SketchAgent {
         self.handle.wait_idle().await?;
         let history = self.handle.history().await?;
         let context = self.handle.inspect(|m| m.context().clone()).await?;
-        let final_state = self.handle.shutdown().await?;
+        let final_state = self.handle.shutdown().await?.name();
         // The subscription ends when the worker is gone.
         let outputs = self.collector.await.unwrap_or_default();
         Ok(SessionReport {

@@ -891,7 +891,7 @@ where
         // The last stay ends now: reads of the parked history count up
         // to here, however much later they come.
         history.mark_read(Instant::now());
-        let last = Final::new(machine.state_name(), machine, history);
+        let last = Final::new(machine, history);
         // Before closing: a query that finds the worker closed finds the
         // machine there.
         let _ = link.shared.outcome.set(Ok(Arc::new(last)));

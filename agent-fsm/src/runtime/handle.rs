@@ -53,7 +53,7 @@ use super::error::{RequestError, SendError, WorkerError, panic_message};
 use super::feed::{Feed, Subscription, Topics};
 use super::history::History;
 use super::outcome::{Delivered, DeliveredTo, Outcome};
-use crate::{StateKindOf, StateMachine, Status, Step, Unhandled};
+use crate::{Kind, StateKindOf, StateMachine, Status, Step, Unhandled};
 
 /// Something that happened inside a machine, for subscribers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,20 +109,18 @@ pub(crate) enum Envelope<E, R> {
 /// it left when it stopped.
 type InspectJob<M> = Box<dyn FnOnce(&M, &History<<M as StateMachine>::Event>) + Send>;
 
-/// How the worker ended when it stopped normally: the final state's name,
-/// and the machine and its history as it left them, for the handles to
-/// read from then on. Allocated only then, so an agent pays for it only
+/// How the worker ended when it stopped normally: the machine and its
+/// history as it left them, for the handles to read from then on. Allocated only then, so an agent pays for it only
 /// once it has stopped.
 pub(crate) struct Final<M: StateMachine> {
-    pub(crate) state: &'static str,
     /// Behind a lock of its own, so that a query never runs under the
     /// shared one.
     parked: Mutex<(M, History<M::Event>)>,
 }
 
 impl<M: StateMachine> Final<M> {
-    pub(crate) fn new(state: &'static str, machine: M, history: History<M::Event>) -> Self {
-        Self { state, parked: Mutex::new((machine, history)) }
+    pub(crate) fn new(machine: M, history: History<M::Event>) -> Self {
+        Self { parked: Mutex::new((machine, history)) }
     }
 
     /// The parked machine's status.
@@ -358,6 +356,18 @@ impl<M: StateMachine, O> Shared<M, O> {
         self.state.store(0, Ordering::Release);
     }
 
+    /// The state last published, as a kind: the index is the kind's
+    /// position in `ALL` (the description's order), a name is looked up.
+    fn status(&self) -> Status<StateKindOf<M>> {
+        let all = <StateKindOf<M> as Kind>::ALL;
+        let index = self.state.load(Ordering::Acquire).checked_sub(1);
+        if let Some(kind) = index.and_then(|index| all.get(usize::try_from(index).ok()?)) {
+            return Status::In(*kind);
+        }
+        let name = self.state_name();
+        all.iter().find(|kind| kind.name() == name).map_or(Status::Poisoned, |kind| Status::In(*kind))
+    }
+
     /// The state last published.
     fn state_name(&self) -> &'static str {
         let index = self.state.load(Ordering::Acquire).checked_sub(1);
@@ -475,6 +485,13 @@ impl<M: StateMachine, O> MachineHandle<M, O> {
     /// was left in, while the other methods return the error.
     pub fn state_name(&self) -> &'static str {
         self.shared.state_name()
+    }
+
+    /// The current state's kind, without a round trip to the worker (as
+    /// [`state_name`](Self::state_name), which names it for display), or
+    /// [`Status::Poisoned`] once a step panicked or left its row early.
+    pub fn status(&self) -> Status<StateKindOf<M>> {
+        self.shared.status()
     }
 
     /// How many events the machine has handled so far.
@@ -824,7 +841,7 @@ where
     /// [`RequestError::Closed`] if it was dropped without finishing.
     /// Shutting down a machine that already stopped returns its final
     /// state again.
-    pub async fn shutdown(&self) -> Result<&'static str, RequestError> {
+    pub async fn shutdown(&self) -> Result<StateKindOf<M>, RequestError> {
         // A closed queue means the worker is stopping or gone anyway.
         let _ = self.shared.push_control(Control::Shutdown);
         self.wait_finished().await
@@ -848,7 +865,7 @@ where
     }
 
     /// Waits until the worker has finished, every task it spawned ended,
-    /// and returns the final state's name.
+    /// and returns the final state's kind.
     ///
     /// The worker answers as the last thing its future does, so its own
     /// tokio task may still be returning, for a moment, when this returns:
@@ -861,14 +878,14 @@ where
     /// # Errors
     /// [`RequestError::Failed`] if the worker failed;
     /// [`RequestError::Closed`] if it was dropped without finishing.
-    pub async fn wait_finished(&self) -> Result<&'static str, RequestError> {
+    pub async fn wait_finished(&self) -> Result<StateKindOf<M>, RequestError> {
         let (tx, rx) = oneshot::channel();
         if self.shared.push_control(Control::WaitFinished(tx)).is_ok() {
             // Never answered: the sender is dropped when the worker exits.
             let _ = rx.await;
         }
         match self.shared.outcome.get() {
-            Some(Ok(last)) => Ok(last.state),
+            Some(Ok(last)) => last.status().state().ok_or(RequestError::Poisoned),
             Some(Err(e)) => Err(RequestError::Failed(Arc::clone(e))),
             None => Err(RequestError::Closed),
         }
