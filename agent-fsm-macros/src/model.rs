@@ -747,6 +747,7 @@ impl Model {
         // The kind enums take fixed names, so a clash is the user's item's.
         for kind in crate::codegen::kinds::KIND_NAMES {
             if let Some((clash, what)) = taken.iter().find(|(i, _)| *i == kind) {
+                let what = if *what == "an item" { "this item" } else { what };
                 cx.error_spanned_by(
                     clash,
                     format!("`{kind}` is the name of an enum the macro generates in this module (the kinds of the machine's variants); rename {what}"),
