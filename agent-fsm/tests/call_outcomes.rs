@@ -18,7 +18,7 @@ macro_rules! bail {
 
 // The row's code after `bail!()` never runs, which rustc notes.
 #[allow(unreachable_pub, unreachable_code)]
-#[agent_fsm::state_machine(fallback = Nothing)]
+#[agent_fsm::state_machine(fallback = Nothing, serde)]
 mod desk {
     #[states]
     #[derive(Debug, Clone, PartialEq)]
@@ -86,7 +86,12 @@ async fn call(handle: &Handle, event: Event) -> Result<runtime::OutcomeOf<Machin
 #[tokio::test(start_paused = true)]
 async fn a_transition_answers_from_to_and_action() {
     let handle = spawn();
-    let outcome = call(&handle, Event::Open).await.unwrap();
+    let delivered = handle.call(Event::Open).await.unwrap();
+    assert_eq!(
+        (delivered.state(), delivered.action(), delivered.performed),
+        (Some(StateKind::Busy), Some(ActionKind::Greet), true)
+    );
+    let outcome = delivered.outcome;
     assert_eq!(outcome, Outcome::Moved { from: StateKind::Idle, to: StateKind::Busy, action: ActionKind::Greet });
     assert!(outcome.accepted());
     assert_eq!((outcome.state(), outcome.action()), (Some(StateKind::Busy), Some(ActionKind::Greet)));
@@ -177,9 +182,11 @@ async fn the_call_whose_row_poisons_the_machine_answers_poisoned() {
     let handle = spawn();
     call(&handle, Event::Open).await.unwrap();
     assert_eq!(handle.status(), Status::In(StateKind::Busy));
+    assert_eq!((handle.status().to_string(), handle.status().state()), ("Busy".to_owned(), Some(StateKind::Busy)));
     let outcome = call(&handle, Event::Bail).await.unwrap();
     assert_eq!(outcome, Outcome::Poisoned);
     assert_eq!(handle.status(), Status::Poisoned);
+    assert_eq!(handle.status().to_string(), "<poisoned>");
     assert_eq!((outcome.state(), outcome.action()), (None, None));
     // The worker failed: later calls say why.
     let err = call(&handle, Event::Tick).await.expect_err("the worker failed");
@@ -199,4 +206,12 @@ fn kinds_list_and_name_every_variant() {
     assert_eq!(Kind::index(ActionKind::Bye), 5);
     let names: Vec<_> = desk::EventKind::ALL.iter().map(|k| k.name()).collect();
     assert_eq!(names, desk::Event::NAMES);
+}
+
+#[test]
+fn kinds_serialize_as_snake_case_names() {
+    assert_eq!(serde_json::to_string(&ActionKind::Greet).unwrap(), "\"greet\"");
+    let kind: StateKind = serde_json::from_str("\"busy\"").unwrap();
+    assert_eq!(kind, StateKind::Busy);
+    assert!(serde_json::from_str::<StateKind>("\"nowhere\"").is_err());
 }
