@@ -790,19 +790,19 @@ fn description_lists_every_tested_row() {
         (
             "CallingLlm",
             Some("LlmEvent"),
-            Some("repeated_id(&response.tool_calls).is_some()"),
+            Some("repeated_id(&message.tool_calls).is_some()"),
             "WaitingForUserInput",
             Some("DisplayError"),
         ),
         ("CallingLlm", Some("LlmEvent"), None, "ProcessingLlmResponse", None),
         (
             "CallingLlm",
-            Some("LlmEvent"),
-            Some("retries.saturating_add(1) < ctx.max_retries"),
+            Some("LlmFailed"),
+            Some("error.is_retryable() && retries.saturating_add(1) < ctx.max_retries"),
             "Error",
             Some("ScheduleRetry"),
         ),
-        ("CallingLlm", Some("LlmEvent"), None, "WaitingForUserInput", Some("DisplayError")),
+        ("CallingLlm", Some("LlmFailed"), None, "WaitingForUserInput", Some("DisplayError")),
         (
             "ProcessingLlmResponse",
             None,

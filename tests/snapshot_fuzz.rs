@@ -150,7 +150,7 @@ fn bob_snapshots_mutated_a_million_times() {
 // ================================================================== Shadow
 
 fn tool(id: &str, name: &str) -> shadow::ToolCall {
-    shadow::ToolCall { id: id.into(), name: name.into(), input: json!({ "path": id }) }
+    shadow::ToolCall { id: id.into(), name: name.into(), arguments: json!({ "path": id }) }
 }
 
 fn reply(calls: Vec<shadow::ToolCall>) -> ShadowEvent {

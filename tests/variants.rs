@@ -122,7 +122,7 @@ fn replaced_row_final_failure_says_gave_up() {
         AgentConfig::default(),
     );
     let action = m.handle_event(AgentEvent::LlmFailed(server_error("503")));
-    assert_eq!(action, AgentAction::DisplayError("gave up: llm call failed: server error 503: 503".into()));
+    assert_eq!(action, AgentAction::DisplayError("gave up: server error 503: 503".into()));
 }
 
 #[test]
