@@ -184,7 +184,8 @@ async fn the_file_tools_work_and_fail_plainly_inside() {
     assert!(matches!(ws.read_file("missing").await, Err(ToolError::NotFound { .. })));
     std::fs::write(f.inside.join("bin"), [0xff, 0xfe, 0]).expect("binary");
     assert!(matches!(ws.read_file("bin").await, Err(ToolError::NotUtf8 { .. })));
-    assert!(matches!(ws.read_file("sub").await, Err(ToolError::Io { .. })));
+    assert!(matches!(ws.read_file("sub").await, Err(ToolError::NotAFile { .. })));
+    assert!(matches!(ws.write_file("sub", "x").await, Err(ToolError::NotAFile { .. })));
     assert!(matches!(ws.write_file("inside.txt/x", "").await, Err(ToolError::Io { .. })), "a parent that is a file");
     assert_eq!(ws.host_path("sub/new.rs").expect("inside"), f.inside.join("sub/new.rs"));
     assert!(is_outside(ws.host_path("missing/../../outside/secret")));
@@ -346,4 +347,36 @@ async fn a_failing_command_says_its_exit_code_and_output() {
     assert_eq!(error.to_string(), format!("exit 3: {}\noops\n", expected_dir.display()));
     let ok = f.ws.run_command("echo fine", &options).await.expect("ran");
     assert_eq!(ok.into_result().expect("succeeded"), "fine\n");
+}
+
+/// A FIFO a shell command made in the workspace is neither read nor
+/// written: opening it would block a thread until something wrote or read
+/// the other end, which nothing ever does.
+#[tokio::test]
+async fn a_fifo_made_by_the_shell_is_refused_without_blocking() {
+    let f = fixture();
+    let made = f.ws.run_command("mkfifo pipe", &ShellOptions::default()).await.expect("mkfifo");
+    assert!(made.status.success(), "mkfifo: {}", made.output);
+    let read = tokio::time::timeout(HANG, f.ws.read_file("pipe")).await.expect("read_file blocked on a FIFO");
+    assert!(matches!(read, Err(ToolError::NotAFile { .. })), "{read:?}");
+    let write = tokio::time::timeout(HANG, f.ws.write_file("pipe", "x")).await.expect("write_file blocked on a FIFO");
+    assert!(matches!(write, Err(ToolError::NotAFile { .. })), "{write:?}");
+    let edit = tokio::time::timeout(HANG, f.ws.edit_file("pipe", "a", "b")).await.expect("edit_file blocked on a FIFO");
+    assert!(matches!(edit, Err(ToolError::NotAFile { .. })), "{edit:?}");
+}
+
+/// A file over the workspace's limit is refused with its size, not read
+/// whole into memory; one at the limit is read.
+#[tokio::test]
+async fn a_file_over_the_size_limit_is_refused() {
+    let f = fixture();
+    let ws = f.ws.clone().with_max_file_bytes(8);
+    std::fs::write(f.inside.join("eight"), "12345678").expect("eight");
+    std::fs::write(f.inside.join("nine"), "123456789").expect("nine");
+    assert_eq!(ws.read_file("eight").await.expect("at the limit"), "12345678");
+    let refused = ws.read_file("nine").await;
+    assert!(matches!(refused, Err(ToolError::TooLarge { size: 9, max: 8, .. })), "{refused:?}");
+    assert!(refused.expect_err("too large").to_string().contains("9 bytes, over the 8-byte limit"));
+    assert_eq!(agent_fsm::tools::DEFAULT_MAX_FILE_BYTES, 1 << 20);
+    assert_eq!(f.ws.read_file("nine").await.expect("default limit"), "123456789");
 }

@@ -24,6 +24,26 @@ pub enum ToolError {
         /// The path as given.
         path: String,
     },
+    /// Something other than a regular file is at the path: a directory, a
+    /// FIFO, a socket or a device, which the file tools neither read nor
+    /// write.
+    #[error("`{path}` is not a regular file")]
+    NotAFile {
+        /// The path as given.
+        path: String,
+    },
+    /// The file is larger than the workspace reads.
+    #[error(
+        "`{path}` is {size} bytes, over the {max}-byte limit for reading a file; read a part of it with the shell (`head`, `sed -n`)"
+    )]
+    TooLarge {
+        /// The path as given.
+        path: String,
+        /// Its size in bytes, as far as it was read.
+        size: u64,
+        /// The workspace's limit.
+        max: u64,
+    },
     /// The file holds bytes that are not UTF-8 text.
     #[error("`{path}` is not UTF-8 text")]
     NotUtf8 {

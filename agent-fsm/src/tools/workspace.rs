@@ -4,7 +4,7 @@
 use super::ToolError;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
-use std::io;
+use std::io::{self, Read as _};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -20,7 +20,12 @@ use std::sync::Arc;
 pub struct Workspace {
     root: PathBuf,
     dir: Arc<Dir>,
+    max_file_bytes: u64,
 }
+
+/// The largest file [`Workspace::read_file`] reads unless told otherwise:
+/// 1 MiB, far more than a model's context holds in one tool result.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// A path-level failure for the model: the escape cap-std refuses, the
 /// usual kinds, and the rest as it is.
@@ -36,6 +41,13 @@ fn classify(path: &str, error: io::Error) -> ToolError {
     }
 }
 
+/// What reading a file found, decided on the blocking pool.
+enum Read {
+    Bytes(Vec<u8>),
+    NotAFile,
+    TooLarge(u64),
+}
+
 /// `bytes` as text, or [`ToolError::NotUtf8`].
 fn utf8(path: &str, bytes: Vec<u8>) -> Result<String, ToolError> {
     String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: path.to_owned() })
@@ -49,7 +61,16 @@ impl Workspace {
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
         let root = root.as_ref().to_path_buf();
         let dir = Dir::open_ambient_dir(&root, ambient_authority())?;
-        Ok(Workspace { root, dir: Arc::new(dir) })
+        Ok(Workspace { root, dir: Arc::new(dir), max_file_bytes: DEFAULT_MAX_FILE_BYTES })
+    }
+
+    /// The same workspace, reading files of at most `max` bytes (see
+    /// [`read_file`](Self::read_file); [`DEFAULT_MAX_FILE_BYTES`] unless
+    /// set).
+    #[must_use]
+    pub fn with_max_file_bytes(mut self, max: u64) -> Self {
+        self.max_file_bytes = max;
+        self
     }
 
     /// The directory, as the path it was opened by.
@@ -74,13 +95,43 @@ impl Workspace {
 
     /// The text of the file at `path`.
     ///
+    /// Only a regular file is read, and only up to the workspace's size
+    /// limit ([`with_max_file_bytes`](Self::with_max_file_bytes)): a FIFO
+    /// that a shell command made would block a thread of the blocking pool
+    /// until something writes to it, and a device or a huge file would fill
+    /// memory. The file's kind is checked before it is opened and its size
+    /// again while it is read, so a file that grows past the limit in
+    /// between is refused too.
+    ///
     /// # Errors
     /// [`ToolError::OutsideWorkspace`], [`ToolError::NotFound`],
-    /// [`ToolError::NotUtf8`], or [`ToolError::Io`] (a directory, no
-    /// permission).
+    /// [`ToolError::NotAFile`] (a directory, a FIFO, a device),
+    /// [`ToolError::TooLarge`], [`ToolError::NotUtf8`], or
+    /// [`ToolError::Io`] (no permission).
     pub async fn read_file(&self, path: &str) -> Result<String, ToolError> {
-        let bytes = self.blocking(path, |dir, p| dir.read(p)).await?;
-        utf8(path, bytes)
+        let max = self.max_file_bytes;
+        let read = self
+            .blocking(path, move |dir, p| {
+                let meta = dir.metadata(p)?;
+                if !meta.is_file() {
+                    return Ok(Read::NotAFile);
+                }
+                if meta.len() > max {
+                    return Ok(Read::TooLarge(meta.len()));
+                }
+                let mut bytes = Vec::new();
+                dir.open(p)?.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+                if bytes.len() as u64 > max {
+                    return Ok(Read::TooLarge(bytes.len() as u64));
+                }
+                Ok(Read::Bytes(bytes))
+            })
+            .await?;
+        match read {
+            Read::Bytes(bytes) => utf8(path, bytes),
+            Read::NotAFile => Err(ToolError::NotAFile { path: path.to_owned() }),
+            Read::TooLarge(size) => Err(ToolError::TooLarge { path: path.to_owned(), size, max }),
+        }
     }
 
     /// Writes `contents` to the file at `path`, replacing it, and creates
@@ -88,7 +139,9 @@ impl Workspace {
     ///
     /// # Errors
     /// [`ToolError::OutsideWorkspace`] (a symlinked directory or file on
-    /// the way leads out), or [`ToolError::Io`].
+    /// the way leads out), [`ToolError::NotAFile`] (something other than a
+    /// regular file is at `path`: a directory, a FIFO), or
+    /// [`ToolError::Io`].
     pub async fn write_file(&self, path: &str, contents: &str) -> Result<(), ToolError> {
         let contents = contents.to_owned();
         self.blocking(path, move |dir, p| {
@@ -104,9 +157,18 @@ impl Workspace {
                     Err(e) => return Err(e),
                 }
             }
-            dir.write(p, contents)
+            // Writing to a FIFO would block until something reads it.
+            match dir.metadata(p) {
+                Ok(meta) if !meta.is_file() => return Ok(false),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            dir.write(p, contents).map(|()| true)
         })
-        .await
+        .await?
+        .then_some(())
+        .ok_or_else(|| ToolError::NotAFile { path: path.to_owned() })
     }
 
     /// Replaces the one occurrence of `old` in the file at `path` with
