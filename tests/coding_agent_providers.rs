@@ -290,3 +290,31 @@ async fn the_demo_says_what_is_wrong_with_its_flags() {
     );
     assert!(message(run(&["--model", "m"]).await).starts_with("--base-url and --model need a provider"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_turn_is_retried_after_the_servers_retry_after() {
+    let mut replies = vec![
+        Reply::status(429, r#"{"error":{"message":"slow down","type":"rate_limit_error"}}"#).header("retry-after", "1"),
+    ];
+    replies.extend(turns().iter().map(openai_reply));
+    let server = ReplayServer::start(replies).await;
+    let llm = OpenAiConfig::new("sk-test").base_url(format!("{}/v1", server.url())).build().expect("client");
+    let dir = tempfile::tempdir().expect("temp dir");
+    prepare_workspace(dir.path()).expect("workspace");
+    let mut effects = LoomEffects::new(Arc::new(llm), "gpt-test", Workspace::new(dir.path()));
+    // No backoff of its own: only the server's wait can space the attempts.
+    effects.retry = agent_fsm::runtime::RetryPolicy::new().with_base(Duration::ZERO);
+    let summary = tokio::time::timeout(Duration::from_secs(60), run_session(effects, &[TASK], |_| {}))
+        .await
+        .expect("the session ends")
+        .expect("session");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("greeting.sh")).expect("file"),
+        "#!/bin/sh\necho \"Hello, world\"\n"
+    );
+    assert_eq!(summary.states[..3], ["WaitingForUserInput", "CallingLlm", "Error"]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    assert!(requests[1].at - requests[0].at >= Duration::from_secs(1), "{:?}", requests[1].at - requests[0].at);
+    assert_eq!(requests[0].body, requests[1].body);
+}
