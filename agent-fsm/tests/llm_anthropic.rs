@@ -449,6 +449,21 @@ fn the_parser_alone_completes_at_the_end_only_after_a_stop_reason() {
 }
 
 #[test]
+fn text_given_with_a_block_start_is_delivered() {
+    use agent_fsm::llm::anthropic::StreamParser;
+    use std::collections::VecDeque;
+
+    let start =
+        event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "Hi"}}));
+    let mut parser = StreamParser::new();
+    let mut out = VecDeque::new();
+    parser.feed((start + &text_delta(0, "!") + &message_stop()).as_bytes(), &mut out);
+    let expected =
+        vec![Ok(text("Hi")), Ok(text("!")), Ok(completed("Hi!", vec![], StopReason::EndTurn, Usage::default()))];
+    assert_eq!(kinds(out.into_iter().collect()), expected);
+}
+
+#[test]
 fn the_default_url() {
     assert_eq!(AnthropicConfig::new("k").build().expect("client").url(), "https://api.anthropic.com/v1/messages");
 }
