@@ -575,7 +575,8 @@ impl Tool for SearchAgain {
 #[tokio::test]
 async fn a_tool_of_the_same_name_replaces_the_earlier_in_its_place() {
     let empty = ToolSet::new();
-    assert!(empty.is_empty() && empty.len() == 0 && empty.definitions().is_empty());
+    assert!(empty.is_empty() && empty.definitions().is_empty());
+    assert_eq!(empty.len(), 0);
 
     let mut tools = ToolSet::new().with(Search).with(Sleep { log: Arc::default() });
     assert!(!tools.is_empty() && tools.len() == 2 && tools.contains("sleep") && !tools.contains("grep"));
