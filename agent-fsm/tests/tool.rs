@@ -625,6 +625,8 @@ mod workspace {
         std::fs::create_dir(&root).expect("workspace dir");
         std::fs::write(outside.path().join("secret"), "outside").expect("secret");
         let shell = ShellOptions::default().with_timeout(Duration::from_secs(30));
+        let defaults = agent_fsm::tool::workspace_tools(Workspace::open(&root).expect("workspace"));
+        assert!(defaults.definitions()[4].description.contains("It is killed after 60s"));
         let tools = workspace_tools_with(Workspace::open(&root).expect("workspace"), shell);
         assert_eq!(
             tools.names().collect::<Vec<_>>(),
