@@ -25,8 +25,9 @@ pub mod model;
 use crate::loom::{
     AgentAction, AgentEvent, AssistantMessage, LlmRequest, Loom, Message, ToolCall, ToolError, ToolExecutionOutcome,
 };
-use agent_fsm::llm::{ErrorKind, Provider, ProviderError, Request, StopReason, StreamEvent, ToolDefinition, Usage};
+use agent_fsm::llm::{ErrorKind, Provider, ProviderError, Request, StopReason, StreamEvent, Usage};
 use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, RetryPolicy};
+use agent_fsm::tool::ToolSet;
 use agent_fsm::tools::{self, ShellOptions};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -83,7 +84,11 @@ impl ScriptedLlm {
             ),
             2 => reply(
                 "The script prints \"wrold\"; I'll fix the typo.",
-                vec![call("call_3", "edit_file", json!({ "path": "greeting.sh", "old": "wrold", "new": "world" }))],
+                vec![call(
+                    "call_3",
+                    "edit_file",
+                    json!({ "path": "greeting.sh", "old_text": "wrold", "new_text": "world" }),
+                )],
             ),
             3 => reply(
                 "Now let me run it to check.",
@@ -120,43 +125,6 @@ impl Provider for ScriptedLlm {
             })
             .boxed()
     }
-}
-
-/// The definitions of [`Workspace::run`]'s tools, as the model reads them.
-#[must_use]
-pub fn tool_definitions() -> Vec<ToolDefinition> {
-    let path = json!({ "type": "string", "description": "a path relative to the workspace" });
-    let object = |properties: Value, required: &[&str]| json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false });
-    vec![
-        ToolDefinition::new("list_files", "List the files of a directory in the workspace.", {
-            let mut schema = object(json!({ "path": path }), &[]);
-            schema["properties"]["path"]["description"] = json!("a directory relative to the workspace (default `.`)");
-            schema
-        }),
-        ToolDefinition::new(
-            "read_file",
-            "Read a text file of the workspace.",
-            object(json!({ "path": path }), &["path"]),
-        ),
-        ToolDefinition::new(
-            "write_file",
-            "Write a text file of the workspace, replacing it if it exists.",
-            object(json!({ "path": path, "content": { "type": "string" } }), &["path", "content"]),
-        ),
-        ToolDefinition::new(
-            "edit_file",
-            "Replace the one occurrence of `old` with `new` in a file of the workspace.",
-            object(
-                json!({ "path": path, "old": { "type": "string" }, "new": { "type": "string" } }),
-                &["path", "old", "new"],
-            ),
-        ),
-        ToolDefinition::new(
-            "run_command",
-            "Run a shell command in the workspace directory and return its output.",
-            object(json!({ "command": { "type": "string" } }), &["command"]),
-        ),
-    ]
 }
 
 /// What the agent is told before the user's first message.
@@ -324,8 +292,10 @@ pub struct LoomEffects {
     pub model: String,
     /// The system prompt.
     pub system: String,
-    /// The tools offered to the model.
-    pub tools: Vec<ToolDefinition>,
+    /// The tools offered to the model: the library's typed workspace
+    /// tools, whose definitions (JSON schemas) the model reads and which
+    /// run its calls.
+    pub tools: Arc<ToolSet>,
     /// Where the tools work.
     pub workspace: Arc<Workspace>,
     /// Backoff between LLM retries.
@@ -333,24 +303,35 @@ pub struct LoomEffects {
 }
 
 impl LoomEffects {
-    /// `llm` as `model`, working in `workspace`, with the workspace tools,
-    /// [`SYSTEM_PROMPT`] and the default retry policy.
-    #[must_use]
-    pub fn new(llm: Arc<dyn Provider>, model: impl Into<String>, workspace: Workspace) -> Self {
-        LoomEffects {
+    /// `llm` as `model`, working in `workspace`, with the workspace tools
+    /// ([`agent_fsm::tool::workspace_tools_with`] the workspace's command
+    /// timeout and output cap), [`SYSTEM_PROMPT`] and the default retry
+    /// policy.
+    ///
+    /// # Errors
+    /// The workspace's directory cannot be opened.
+    pub fn new(
+        llm: Arc<dyn Provider>,
+        model: impl Into<String>,
+        workspace: Workspace,
+    ) -> Result<Self, tools::ToolError> {
+        let shell =
+            ShellOptions::default().with_timeout(workspace.command_timeout).with_output_cap(workspace.output_cap);
+        let set = agent_fsm::tool::workspace_tools_with(workspace.tools()?.clone(), shell);
+        Ok(LoomEffects {
             llm,
             model: model.into(),
             system: SYSTEM_PROMPT.to_owned(),
-            tools: tool_definitions(),
+            tools: Arc::new(set),
             workspace: Arc::new(workspace),
             retry: RetryPolicy::new(),
-        }
+        })
     }
 
     /// The provider request for one of the machine's requests.
     #[must_use]
     pub fn request(&self, request: &LlmRequest) -> Request {
-        request.to_request(&self.model, &self.tools).system(self.system.clone())
+        request.to_request(&self.model, &self.tools.definitions()).system(self.system.clone())
     }
 }
 
@@ -395,14 +376,19 @@ impl Effects<Loom> for LoomEffects {
             AgentAction::ExecuteTools(calls) => {
                 for call in calls {
                     cx.output(Output::ToolStarted(format!("{} {}", call.name, call.arguments)));
-                    let workspace = Arc::clone(&self.workspace);
+                    let run = self.tools.call(&call);
                     let id = call.id.clone();
                     cx.spawn_task(
                         id.clone(),
                         async move {
-                            let outcome = match workspace.run(&call).await {
-                                Ok(output) => ToolExecutionOutcome::Success { call_id: id.clone(), output },
-                                Err(error) => ToolExecutionOutcome::Error { call_id: id.clone(), error },
+                            let result = run.await;
+                            let outcome = if result.is_error {
+                                ToolExecutionOutcome::Error { call_id: id.clone(), error: tool_error(result.content) }
+                            } else {
+                                ToolExecutionOutcome::Success {
+                                    call_id: id.clone(),
+                                    output: Value::String(result.content),
+                                }
                             };
                             AgentEvent::ToolCompleted { call_id: id, outcome }
                         },

@@ -10,7 +10,8 @@ async fn the_scripted_session_fixes_the_file_for_real() {
     let dir = tempfile::tempdir().expect("temp dir");
     prepare_workspace(dir.path()).expect("workspace");
     let effects =
-        LoomEffects::new(Arc::new(ScriptedLlm { delay: Duration::ZERO }), "scripted", Workspace::new(dir.path()));
+        LoomEffects::new(Arc::new(ScriptedLlm { delay: Duration::ZERO }), "scripted", Workspace::new(dir.path()))
+            .expect("effects");
     let summary = run_session(effects, &["Please fix the typo in greeting.sh and check that it works."], |_| {})
         .await
         .expect("session");

@@ -35,7 +35,11 @@ fn turns() -> Vec<Turn> {
         },
         Turn {
             text: "It says wrold; fixing.",
-            calls: vec![("call_3", "edit_file", json!({ "path": "greeting.sh", "old": "wrold", "new": "world" }))],
+            calls: vec![(
+                "call_3",
+                "edit_file",
+                json!({ "path": "greeting.sh", "old_text": "wrold", "new_text": "world" }),
+            )],
         },
         Turn { text: "Checking.", calls: vec![("call_4", "run_command", json!({ "command": "sh greeting.sh" }))] },
         Turn { text: "Fixed: greeting.sh now prints Hello, world.", calls: vec![] },
@@ -142,7 +146,7 @@ const TASK: &str = "Please fix the typo in greeting.sh and check that it works."
 async fn session(llm: Arc<dyn Provider>, model: &str) -> (Vec<&'static str>, String) {
     let dir = tempfile::tempdir().expect("temp dir");
     prepare_workspace(dir.path()).expect("workspace");
-    let effects = LoomEffects::new(llm, model, Workspace::new(dir.path()));
+    let effects = LoomEffects::new(llm, model, Workspace::new(dir.path())).expect("effects");
     let summary = tokio::time::timeout(Duration::from_secs(60), run_session(effects, &[TASK], |_| {}))
         .await
         .expect("the session ends")
@@ -175,7 +179,7 @@ async fn the_agent_fixes_the_file_through_the_openai_client() {
     assert_eq!(first["model"], "gpt-test");
     let tools: Vec<&str> =
         first["tools"].as_array().expect("tools").iter().filter_map(|t| t["function"]["name"].as_str()).collect();
-    assert_eq!(tools, ["list_files", "read_file", "write_file", "edit_file", "run_command"]);
+    assert_eq!(tools, ["read_file", "write_file", "edit_file", "list_files", "run_command"]);
     let results = tool_results_sent(&requests, |body| {
         body["messages"]
             .as_array()
@@ -209,7 +213,7 @@ async fn the_agent_fixes_the_file_through_the_anthropic_client() {
     assert!(first["system"].as_str().is_some_and(|s| s.contains("coding agent")));
     let tools: Vec<&str> =
         first["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(tools, ["list_files", "read_file", "write_file", "edit_file", "run_command"]);
+    assert_eq!(tools, ["read_file", "write_file", "edit_file", "list_files", "run_command"]);
     let results = tool_results_sent(&requests, |body| {
         body["messages"]
             .as_array()
@@ -301,7 +305,7 @@ async fn a_rate_limited_turn_is_retried_after_the_servers_retry_after() {
     let llm = OpenAiConfig::new("sk-test").base_url(format!("{}/v1", server.url())).build().expect("client");
     let dir = tempfile::tempdir().expect("temp dir");
     prepare_workspace(dir.path()).expect("workspace");
-    let mut effects = LoomEffects::new(Arc::new(llm), "gpt-test", Workspace::new(dir.path()));
+    let mut effects = LoomEffects::new(Arc::new(llm), "gpt-test", Workspace::new(dir.path())).expect("effects");
     // No backoff of its own: only the server's wait can space the attempts.
     effects.retry = agent_fsm::runtime::RetryPolicy::new().with_base(Duration::ZERO);
     let summary = tokio::time::timeout(Duration::from_secs(60), run_session(effects, &[TASK], |_| {}))

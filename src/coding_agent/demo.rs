@@ -97,8 +97,8 @@ pub async fn run_demo<W: Write + Send + 'static>(
     prepare_workspace(dir.path())?;
     let printer = Arc::new(Mutex::new(Printer { out, start: Instant::now(), deltas: 0 }));
     let effects = match &choice {
-        Some(choice) => LoomEffects::new(Arc::clone(&choice.llm), choice.model.clone(), Workspace::new(dir.path())),
-        None => LoomEffects::new(Arc::new(ScriptedLlm::default()), "scripted", Workspace::new(dir.path())),
+        Some(choice) => LoomEffects::new(Arc::clone(&choice.llm), choice.model.clone(), Workspace::new(dir.path()))?,
+        None => LoomEffects::new(Arc::new(ScriptedLlm::default()), "scripted", Workspace::new(dir.path()))?,
     };
     if let Ok(mut p) = printer.lock() {
         let model = match &choice {
