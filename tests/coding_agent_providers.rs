@@ -322,3 +322,23 @@ async fn a_rate_limited_turn_is_retried_after_the_servers_retry_after() {
     assert!(requests[1].at - requests[0].at >= Duration::from_secs(1), "{:?}", requests[1].at - requests[0].at);
     assert_eq!(requests[0].body, requests[1].body);
 }
+
+#[test]
+fn the_environment_picks_the_provider_server_and_model() {
+    use agent_fsm_examples::coding_agent::model::{ModelArgs, ProviderKind, choose};
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned())
+    };
+    let none = choose(&ModelArgs::default(), env(&[])).expect("no error");
+    assert!(none.is_none(), "no key and no flag: the scripted model");
+    let openai = choose(&ModelArgs::default(), env(&[("OPENAI_API_KEY", "k")])).expect("ok").expect("openai");
+    assert_eq!((openai.provider, openai.model.as_str(), openai.base_url), (ProviderKind::OpenAi, "gpt-4.1-mini", None));
+    let anthropic = choose(&ModelArgs::default(), env(&[("ANTHROPIC_API_KEY", "k")])).expect("ok").expect("anthropic");
+    assert_eq!((anthropic.provider, anthropic.model.as_str()), (ProviderKind::Anthropic, "claude-sonnet-4-5"));
+    let gateway = env(&[("OPENAI_API_KEY", "k"), ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"), ("AGENT_MODEL", "m")]);
+    let chosen = choose(&ModelArgs::default(), gateway).expect("ok").expect("openai");
+    assert_eq!((chosen.model.as_str(), chosen.base_url.as_deref()), ("m", Some("http://127.0.0.1:9/v1")));
+    let local = env(&[("ANTHROPIC_API_KEY", "k"), ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")]);
+    let missing = choose(&ModelArgs::default(), local).expect_err("no model for another server");
+    assert_eq!(missing.to_string(), "no model for the server at http://127.0.0.1:9: pass --model M or set AGENT_MODEL");
+}
