@@ -360,10 +360,24 @@ impl AgentConfig {
 }
 
 /// The first id two of `calls` share.
+///
+/// A reply holds a handful of calls, so each is compared with those before
+/// it, without allocating (this runs on every completed reply); a reply
+/// with more calls than that is checked through a sorted list.
 #[must_use]
 pub fn repeated_id(calls: &[ToolCall]) -> Option<&str> {
-    let mut seen = std::collections::BTreeSet::new();
-    calls.iter().map(|c| c.id.as_str()).find(|id| !seen.insert(*id))
+    const SCAN_UP_TO: usize = 16;
+    if calls.len() <= SCAN_UP_TO {
+        return calls
+            .iter()
+            .enumerate()
+            .find(|(i, c)| calls[..*i].iter().any(|d| d.id == c.id))
+            .map(|(_, c)| c.id.as_str());
+    }
+    let mut ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+    ids.sort_unstable();
+    let repeated: Vec<&str> = ids.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
+    calls.iter().map(|c| c.id.as_str()).find(|id| repeated.contains(id))
 }
 
 /// The machine: types above, table below.

@@ -970,3 +970,20 @@ fn interrupted_ends_the_turn_from_any_waiting_state() {
     assert_eq!(m.handle_event(AgentEvent::Interrupted { cause: "late".into() }), AgentAction::WaitForInput);
     assert_eq!(m.state(), &AgentState::ShuttingDown);
 }
+
+/// `repeated_id` finds the first id a later call repeats, by scanning a
+/// short reply and through a sorted list for a long one.
+#[test]
+fn repeated_id_finds_the_first_repeat_in_short_and_long_replies() {
+    use agent_fsm_examples::loom::{ToolCall, repeated_id};
+    let calls = |ids: &[String]| -> Vec<ToolCall> {
+        ids.iter().map(|id| ToolCall { id: id.clone(), name: "t".into(), arguments: serde_json::Value::Null }).collect()
+    };
+    for n in [2usize, 16, 17, 40] {
+        let mut ids: Vec<String> = (0..n).map(|i| format!("c{i}")).collect();
+        assert_eq!(repeated_id(&calls(&ids)), None, "{n} distinct ids");
+        ids[n - 1] = "c0".into();
+        assert_eq!(repeated_id(&calls(&ids)), Some("c0"), "{n} ids, the last repeating c0");
+    }
+    assert_eq!(repeated_id(&[]), None);
+}

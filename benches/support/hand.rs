@@ -69,6 +69,16 @@ impl HandLoom {
                 if !matches!(state, S::CallingLlm { .. }) {
                     return unhandled(state, "LlmEvent");
                 }
+                // Calls are told apart by id: a reply that repeats one runs
+                // nothing (the table's guarded row above its plain one).
+                if let Some(id) = agent_fsm_examples::loom::repeated_id(&response.tool_calls) {
+                    let message = format!("the model repeated the tool call id `{id}`; no tool ran");
+                    let S::CallingLlm { conversation, .. } = std::mem::replace(state, S::ShuttingDown) else {
+                        return restore_unreachable();
+                    };
+                    *state = S::WaitingForUserInput { conversation };
+                    return A::DisplayError(message);
+                }
                 let S::CallingLlm { mut conversation, .. } = std::mem::replace(state, S::ShuttingDown) else {
                     return restore_unreachable();
                 };
