@@ -23,10 +23,16 @@
 //! state; the exit status says whether the file was fixed.
 
 use agent_fsm_examples::coding_agent::demo::run_demo;
+use agent_fsm_examples::coding_agent::model::{USAGE, wants_help};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let report = run_demo(std::env::args().skip(1), |name| std::env::var(name).ok(), std::io::stdout()).await?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if wants_help(&args) {
+        print!("{USAGE}");
+        return Ok(());
+    }
+    let report = run_demo(args, |name| std::env::var(name).ok(), std::io::stdout()).await?;
     // The session's point: the file on disk is fixed. Anything else is a
     // failure, and the exit status says so.
     if !report.fixed {

@@ -342,3 +342,24 @@ fn the_environment_picks_the_provider_server_and_model() {
     let missing = choose(&ModelArgs::default(), local).expect_err("no model for another server");
     assert_eq!(missing.to_string(), "no model for the server at http://127.0.0.1:9: pass --model M or set AGENT_MODEL");
 }
+
+#[test]
+fn help_is_asked_for_anywhere_and_names_every_flag_and_variable() {
+    use agent_fsm_examples::coding_agent::model::{USAGE, wants_help};
+    assert!(wants_help(&["--model", "m", "--help"]));
+    assert!(wants_help(&["-h"]));
+    assert!(!wants_help(&["--model", "m"]));
+    assert!(!wants_help::<&str>(&[]));
+    for name in [
+        "--provider",
+        "--base-url",
+        "--model",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "AGENT_MODEL",
+    ] {
+        assert!(USAGE.contains(name), "--help does not mention {name}");
+    }
+}

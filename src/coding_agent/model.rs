@@ -52,6 +52,28 @@ impl fmt::Display for ProviderKind {
     }
 }
 
+/// What `--help` prints: the flags and the variables [`choose`] reads.
+pub const USAGE: &str = "\
+The coding agent: asks a model to fix a typo in greeting.sh, in a fresh
+temporary workspace, and prints every transition and the model's text.
+
+Usage: coding_agent [--provider openai|anthropic] [--base-url URL] [--model M]
+
+With no flag and no key set, the model is scripted (offline).
+  --provider P     openai (Chat Completions, also most other servers) or anthropic
+  --base-url URL   a server other than the provider's own (e.g. http://localhost:11434/v1)
+  --model M        the model's name (needed with --base-url)
+  -h, --help       print this and exit
+
+Environment: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY,
+ANTHROPIC_BASE_URL, AGENT_MODEL (flags win over the environment).
+";
+
+/// Whether the arguments ask for [`USAGE`].
+pub fn wants_help<S: AsRef<str>>(args: &[S]) -> bool {
+    args.iter().any(|a| matches!(a.as_ref(), "-h" | "--help"))
+}
+
 /// The flags, as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModelArgs {
