@@ -13,7 +13,7 @@
 //! Loom's, inherited without a word.
 
 use agent_fsm::{Observer, Step};
-use agent_fsm_examples::loom::{AgentConfig, LlmEvent, LlmResponse, Message, ToolCall, ToolExecutionOutcome};
+use agent_fsm_examples::loom::{AgentConfig, Message, ToolCall, ToolExecutionOutcome};
 use agent_fsm_examples::loom_with_permission::{AgentAction, AgentEvent, LoomWithPermission};
 
 struct Print;
@@ -26,7 +26,7 @@ impl Observer for Print {
 }
 
 fn completed(text: &str, calls: Vec<ToolCall>) -> AgentEvent {
-    AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse { content: text.into(), tool_calls: calls }))
+    AgentEvent::LlmEvent(agent_fsm_examples::loom::reply(text, calls))
 }
 
 fn edit(id: &str) -> ToolCall {

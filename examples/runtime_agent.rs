@@ -71,9 +71,9 @@ impl Printer {
                 format!("{from} -> {} / {action}  {}", state.name(), serde_json::to_string(state)?)
             }
             Output::Text(_) | Output::Response(_) => return Ok(()),
-            Output::ToolStarted(call) => format!("  tool {} {} ({})", call.name, call.input, call.id),
+            Output::ToolStarted(call) => format!("  tool {} {} ({})", call.name, call.arguments, call.id),
             Output::PermissionRequested { request_id, call } => {
-                format!("  permission asked ({request_id}): {} {} ({})", call.name, call.input, call.id)
+                format!("  permission asked ({request_id}): {} {} ({})", call.name, call.arguments, call.id)
             }
             Output::Question { request_id, questions } => format!("  question ({request_id}): {questions}"),
             Output::SubAgentSpawned { session_id, prompt } => format!("  subagent {session_id} spawned: {prompt:?}"),

@@ -22,7 +22,8 @@
 
 use agent_fsm::snapshot;
 use agent_fsm_examples::bob::{
-    Approval, Approver, Model, ModelReply, Runner, RunnerContext, ToolCall, ToolResult, Tools, run_to_completion, typed,
+    Approval, Approver, AssistantMessage, Model, Runner, RunnerContext, ToolCall, ToolResult, Tools, answer,
+    call_tools, run_to_completion, typed,
 };
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -31,18 +32,22 @@ use std::path::PathBuf;
 struct ScriptedModel;
 
 impl Model for ScriptedModel {
-    fn reply(&mut self, ctx: &RunnerContext) -> ModelReply {
+    fn reply(&mut self, ctx: &RunnerContext) -> AssistantMessage {
         if ctx.transcript.is_empty() {
-            let note = |id: &str, text: &str| ToolCall { id: id.into(), name: "write_note".into(), input: text.into() };
-            ModelReply::ToolCalls(vec![note("1", "buy milk"), note("2", "call the plumber")])
+            let note = |id: &str, text: &str| ToolCall {
+                id: id.into(),
+                name: "write_note".into(),
+                arguments: serde_json::json!({ "text": text }),
+            };
+            call_tools(vec![note("1", "buy milk"), note("2", "call the plumber")])
         } else {
-            ModelReply::Answer(format!("wrote {} notes: {}", ctx.transcript.len(), summary(&ctx.transcript)))
+            answer(format!("wrote {} notes: {}", ctx.transcript.len(), summary(&ctx.transcript)))
         }
     }
 }
 
 fn summary(results: &[ToolResult]) -> String {
-    results.iter().map(|r| r.output.as_str()).collect::<Vec<_>>().join(", ")
+    results.iter().map(|r| r.content.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 /// Writes notes as files in a directory.
@@ -56,11 +61,21 @@ impl Tools for NoteTools {
             .iter()
             .map(|call| {
                 let path = self.dir.join(format!("note-{}.txt", call.id));
-                let output = match std::fs::write(&path, &call.input) {
-                    Ok(()) => format!("{}", path.display()),
-                    Err(e) => format!("error: {e}"),
+                // The model writes the arguments: a missing `text` is an error
+                // result it can read, not a panic.
+                let Some(text) = call.arguments["text"].as_str() else {
+                    return ToolResult {
+                        call_id: call.id.clone(),
+                        content: "error: `text` (a string) is required".into(),
+                        is_error: true,
+                    };
                 };
-                ToolResult { call_id: call.id.clone(), output }
+                match std::fs::write(&path, text) {
+                    Ok(()) => {
+                        ToolResult { call_id: call.id.clone(), content: path.display().to_string(), is_error: false }
+                    }
+                    Err(e) => ToolResult { call_id: call.id.clone(), content: format!("error: {e}"), is_error: true },
+                }
             })
             .collect()
     }
@@ -77,12 +92,12 @@ impl Approver for Human {
     fn decide(&mut self, approval: &Approval) -> bool {
         if !std::io::stdin().is_terminal() {
             println!(
-                "  approve {} ({} {:?})? yes (not a terminal)",
-                approval.request_id, approval.call.name, approval.call.input
+                "  approve {} ({} {})? yes (not a terminal)",
+                approval.request_id, approval.call.name, approval.call.arguments
             );
             return true;
         }
-        print!("  approve {} ({} {:?})? [Y/n] ", approval.request_id, approval.call.name, approval.call.input);
+        print!("  approve {} ({} {})? [Y/n] ", approval.request_id, approval.call.name, approval.call.arguments);
         let _ = std::io::stdout().flush();
         let mut line = String::new();
         if std::io::stdin().lock().read_line(&mut line).is_err() {

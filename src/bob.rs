@@ -54,54 +54,31 @@
 //! A state is consumed by its step, so it cannot be stepped twice:
 //!
 //! ```compile_fail,E0382
-//! use agent_fsm_examples::bob::{ModelReply, RunnerContext, typed};
+//! use agent_fsm_examples::bob::{RunnerContext, answer, typed};
 //! let ready = typed::Ready::new(RunnerContext::new("task", 3));
-//! let _ = ready.infer(ModelReply::Answer("a".into()));
-//! let _ = ready.infer(ModelReply::Answer("b".into()));
+//! let _ = ready.infer(answer("a"));
+//! let _ = ready.infer(answer("b"));
 //! ```
 
 use serde::{Deserialize, Serialize};
 
 pub use machine::{Runner, RunnerAction, RunnerEvent, RunnerState, typed};
 
-/// A tool call the model asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// The call's id.
-    pub id: String,
-    /// The tool.
-    pub name: String,
-    /// Its argument.
-    pub input: String,
+/// The model's reply, a tool call and a tool's answer are the library's
+/// provider-neutral types, so a reply from any [`agent_fsm::llm::Provider`]
+/// steps the machine as it is: a reply with no tool call is the answer.
+pub use agent_fsm::llm::{AssistantMessage, ToolCall, ToolResult};
+
+/// A reply with text and no tool call: the model's answer.
+#[must_use]
+pub fn answer(text: impl Into<String>) -> AssistantMessage {
+    AssistantMessage { text: text.into(), tool_calls: Vec::new() }
 }
 
-/// A tool's answer to one call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolResult {
-    /// The call it answers.
-    pub call_id: String,
-    /// What the tool said.
-    pub output: String,
-}
-
-/// What the model replied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ModelReply {
-    /// A final answer.
-    Answer(String),
-    /// Tool calls to make first.
-    ToolCalls(Vec<ToolCall>),
-}
-
-impl ModelReply {
-    /// The tool calls asked for (none in an answer).
-    #[must_use]
-    pub fn into_tool_calls(self) -> Vec<ToolCall> {
-        match self {
-            ModelReply::Answer(_) => Vec::new(),
-            ModelReply::ToolCalls(calls) => calls,
-        }
-    }
+/// A reply asking for `calls` and saying nothing.
+#[must_use]
+pub fn call_tools(calls: Vec<ToolCall>) -> AssistantMessage {
+    AssistantMessage { text: String::new(), tool_calls: calls }
 }
 
 /// One tool call waiting for a human.
@@ -301,8 +278,9 @@ pub mod machine {
     #[events]
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub enum RunnerEvent {
-        /// The model replied.
-        Infer(ModelReply),
+        /// The model replied: its text, and the tools it asked for (none in
+        /// an answer).
+        Infer(AssistantMessage),
         /// The tools answered.
         ProvideToolResults(Vec<ToolResult>),
         /// The pending calls need a human's approval.
@@ -343,15 +321,15 @@ pub mod machine {
         /// Checked first, so the rows below count a step without overflow.
         Ready + Infer(_) [ctx.steps_taken >= ctx.max_steps]
             => Finished { response: String::new(), reason: FinishReason::MaxSteps } / Respond(String::new()),
-        Ready + Infer(ModelReply::Answer(text)) => { ctx.steps_taken += 1; }
+        /// A reply without tool calls is the answer.
+        Ready + Infer(reply) [reply.tool_calls.is_empty()] => { ctx.steps_taken += 1; let text = reply.text; }
             Finished { response: text, reason: FinishReason::Answered } / Respond(text.clone()),
-        /// A reply with an empty list of tool calls is an empty answer.
-        Ready + Infer(ModelReply::ToolCalls(calls)) [calls.is_empty()] => { ctx.steps_taken += 1; }
-            Finished { response: String::new(), reason: FinishReason::Answered } / Respond(String::new()),
         /// Calls are told apart by id; a reply that repeats one runs nothing.
-        Ready + Infer(ModelReply::ToolCalls(calls)) [repeats_an_id(calls)] => { ctx.steps_taken += 1; }
+        Ready + Infer(reply) [repeats_an_id(&reply.tool_calls)] => { ctx.steps_taken += 1; }
             Finished { response: String::new(), reason: FinishReason::RepeatedCallId } / Respond(String::new()),
-        Ready + Infer(reply) => { ctx.steps_taken += 1; let calls = reply.into_tool_calls(); }
+        /// The reply's text, if any, goes with its calls: the runner asked
+        /// for tools, so the run goes on.
+        Ready + Infer(reply) => { ctx.steps_taken += 1; let calls = reply.tool_calls; }
             AwaitingToolCall { pending_calls: calls } / RunTools(calls.clone()),
 
         AwaitingToolCall + ProvideToolResults(results) => { ctx.transcript.extend(results); }
@@ -385,7 +363,7 @@ pub mod machine {
 /// The model, behind a trait so a scripted one and a real one plug in alike.
 pub trait Model {
     /// The reply to the run so far.
-    fn reply(&mut self, ctx: &RunnerContext) -> ModelReply;
+    fn reply(&mut self, ctx: &RunnerContext) -> AssistantMessage;
 }
 
 /// The tools.

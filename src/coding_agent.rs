@@ -1,11 +1,11 @@
 //! A small coding agent: the Loom machine driven by the executor, with an
 //! LLM behind a trait and real tools confined to a workspace directory.
 //!
-//! - [`Llm`]: streams a reply to a request; [`ScriptedLlm`] is a
+//! - The model is any [`agent_fsm::llm::Provider`]: [`ScriptedLlm`] is a
 //!   deterministic stand-in that reads the conversation to pick its next
-//!   reply and streams it as deltas with small delays. A real provider is
-//!   another implementation of the trait; neither the machine nor the
-//!   executor changes.
+//!   reply and streams it as deltas with small delays; the OpenAI-compatible
+//!   and Anthropic clients are real ones ([`model`] picks one from flags and
+//!   the environment). Neither the machine nor the executor changes.
 //! - [`Workspace`]: `read_file`, `write_file`, `edit_file` and
 //!   `list_files`, every path resolved beneath one directory by
 //!   [`agent_fsm::tools`] (no `..`, absolute path or symlink leads out),
@@ -13,16 +13,21 @@
 //!   group on timeout, its output capped. The shell is not a sandbox: the
 //!   command can reach anything the user running the agent can.
 //! - [`LoomEffects`]: performs Loom's actions: a model call becomes a
-//!   stream of `LlmEvent`s, tool calls become concurrent tasks, the post-tool
+//!   stream of [`StreamEvent`]s (or a [`ProviderError`]), tool calls become concurrent tasks, the post-tool
 //!   hook reports the tools that succeeded as output and sends its completion
-//!   event at once, a retry a timer after the [`RetryPolicy`]'s backoff, and
+//!   event at once, a retry a timer after the server's `retry-after` or
+//!   the [`RetryPolicy`]'s backoff, and
 //!   text and errors become [`Output`]s for subscribers.
 
+pub mod demo;
+pub mod model;
+
 use crate::loom::{
-    AgentAction, AgentEvent, LlmError, LlmEvent, LlmRequest, LlmResponse, Loom, Message, Role, ToolCall, ToolError,
-    ToolExecutionOutcome,
+    AgentAction, AgentEvent, AssistantMessage, LlmRequest, Loom, Message, ToolCall, ToolError, ToolExecutionOutcome,
 };
+use agent_fsm::llm::{ErrorKind, Provider, ProviderError, Request, StopReason, StreamEvent, Usage};
 use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, RetryPolicy};
+use agent_fsm::tool::ToolSet;
 use agent_fsm::tools::{self, ShellOptions};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -31,19 +36,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-/// A language model that streams its reply.
-pub trait Llm: Send + Sync + 'static {
-    /// The reply to `request`, as the events the machine takes: deltas,
-    /// then `Completed` or `Error`.
-    fn stream(&self, request: &LlmRequest) -> BoxStream<'static, LlmEvent>;
-}
-
 /// A scripted model for a no-setup session: it fixes a typo in
 /// `greeting.sh` and checks the fix by running it.
 ///
 /// It picks its reply from the conversation so far (how many tool results
 /// it has seen, and what the last one said), so the same conversation
-/// always gets the same reply.
+/// always gets the same reply, and streams it as a provider would: text
+/// deltas, one tool-call delta per call, then `Completed`.
 #[derive(Debug, Clone)]
 pub struct ScriptedLlm {
     /// Pause between streamed chunks, to look like a real model.
@@ -60,65 +59,78 @@ fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
     ToolCall { id: id.to_owned(), name: name.to_owned(), arguments }
 }
 
+fn reply(text: &str, tool_calls: Vec<ToolCall>) -> AssistantMessage {
+    AssistantMessage { text: text.to_owned(), tool_calls }
+}
+
 impl ScriptedLlm {
     /// The reply for a conversation.
     #[must_use]
-    pub fn reply(messages: &[Message]) -> LlmResponse {
-        let tool_results: Vec<&Message> = messages.iter().filter(|m| m.role == Role::Tool).collect();
-        let last = messages.last();
+    pub fn reply(messages: &[Message]) -> AssistantMessage {
+        let tool_results: Vec<&str> = messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool(result) => Some(result.content.as_str()),
+                _ => None,
+            })
+            .collect();
         match tool_results.len() {
-            _ if last.is_some_and(|m| m.role == Role::User) && tool_results.is_empty() => LlmResponse {
-                content: "Let me look at the workspace and the script first.".into(),
-                tool_calls: vec![
+            _ if matches!(messages.last(), Some(Message::User { .. })) && tool_results.is_empty() => reply(
+                "Let me look at the workspace and the script first.",
+                vec![
                     call("call_1", "list_files", json!({ "path": "." })),
                     call("call_2", "read_file", json!({ "path": "greeting.sh" })),
                 ],
-            },
-            2 => LlmResponse {
-                content: "The script prints \"wrold\"; I'll fix the typo.".into(),
-                tool_calls: vec![call(
+            ),
+            2 => reply(
+                "The script prints \"wrold\"; I'll fix the typo.",
+                vec![call(
                     "call_3",
                     "edit_file",
-                    json!({ "path": "greeting.sh", "old": "wrold", "new": "world" }),
+                    json!({ "path": "greeting.sh", "old_text": "wrold", "new_text": "world" }),
                 )],
-            },
-            3 => LlmResponse {
-                content: "Now let me run it to check.".into(),
-                tool_calls: vec![call("call_4", "run_command", json!({ "command": "sh greeting.sh" }))],
-            },
+            ),
+            3 => reply(
+                "Now let me run it to check.",
+                vec![call("call_4", "run_command", json!({ "command": "sh greeting.sh" }))],
+            ),
             _ => {
-                let output = last.map(|m| m.content.trim().to_owned()).unwrap_or_default();
-                LlmResponse::text(format!("Fixed: `greeting.sh` now prints \"{output}\"."))
+                let output = tool_results.last().map(|c| c.trim()).unwrap_or_default();
+                reply(&format!("Fixed: `greeting.sh` now prints \"{output}\"."), Vec::new())
             }
         }
     }
 }
 
-impl Llm for ScriptedLlm {
-    fn stream(&self, request: &LlmRequest) -> BoxStream<'static, LlmEvent> {
-        let response = Self::reply(&request.messages);
+impl Provider for ScriptedLlm {
+    fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        let message = Self::reply(&request.messages);
         let delay = self.delay;
-        let mut events: Vec<LlmEvent> = response
-            .content
-            .split_inclusive(' ')
-            .map(|word| LlmEvent::TextDelta { content: word.to_owned() })
-            .collect();
-        for c in &response.tool_calls {
-            events.push(LlmEvent::ToolCallDelta {
-                call_id: c.id.clone(),
-                tool_name: c.name.clone(),
+        let mut events: Vec<StreamEvent> =
+            message.text.split_inclusive(' ').map(|word| StreamEvent::TextDelta(word.to_owned())).collect();
+        for (index, c) in message.tool_calls.iter().enumerate() {
+            events.push(StreamEvent::ToolCallDelta {
+                index,
+                id: Some(c.id.clone()),
+                name: Some(c.name.clone()),
                 arguments_fragment: c.arguments.to_string(),
             });
         }
-        events.push(LlmEvent::Completed(response));
+        let stop_reason = if message.tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
+        events.push(StreamEvent::Completed { message, stop_reason, usage: Usage::default() });
         futures::stream::iter(events)
             .then(move |event| async move {
                 tokio::time::sleep(delay).await;
-                event
+                Ok(event)
             })
             .boxed()
     }
 }
+
+/// What the agent is told before the user's first message.
+pub const SYSTEM_PROMPT: &str = "You are a coding agent working in a small workspace directory. \
+Use the tools to look at files, change them and run commands; paths are relative to the workspace. \
+When the task is done, say what you did in one or two sentences.";
 
 /// Why a tool call failed.
 fn tool_error(message: impl Into<String>) -> ToolError {
@@ -275,16 +287,61 @@ pub enum Output {
 #[derive(Clone)]
 pub struct LoomEffects {
     /// The model.
-    pub llm: Arc<dyn Llm>,
+    pub llm: Arc<dyn Provider>,
+    /// The model's name, sent with every request.
+    pub model: String,
+    /// The system prompt.
+    pub system: String,
+    /// The tools offered to the model: the library's typed workspace
+    /// tools, whose definitions (JSON schemas) the model reads and which
+    /// run its calls.
+    pub tools: Arc<ToolSet>,
     /// Where the tools work.
     pub workspace: Arc<Workspace>,
     /// Backoff between LLM retries.
     pub retry: RetryPolicy,
 }
 
+impl LoomEffects {
+    /// `llm` as `model`, working in `workspace`, with the workspace tools
+    /// ([`agent_fsm::tool::workspace_tools_with`] the workspace's command
+    /// timeout and output cap), [`SYSTEM_PROMPT`] and the default retry
+    /// policy.
+    ///
+    /// # Errors
+    /// The workspace's directory cannot be opened.
+    pub fn new(
+        llm: Arc<dyn Provider>,
+        model: impl Into<String>,
+        workspace: Workspace,
+    ) -> Result<Self, tools::ToolError> {
+        let shell =
+            ShellOptions::default().with_timeout(workspace.command_timeout).with_output_cap(workspace.output_cap);
+        let set = agent_fsm::tool::workspace_tools_with(workspace.tools()?.clone(), shell);
+        Ok(LoomEffects {
+            llm,
+            model: model.into(),
+            system: SYSTEM_PROMPT.to_owned(),
+            tools: Arc::new(set),
+            workspace: Arc::new(workspace),
+            retry: RetryPolicy::new(),
+        })
+    }
+
+    /// The provider request for one of the machine's requests.
+    #[must_use]
+    pub fn request(&self, request: &LlmRequest) -> Request {
+        request.to_request(&self.model, &self.tools.definitions()).system(self.system.clone())
+    }
+}
+
 impl std::fmt::Debug for LoomEffects {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoomEffects").field("workspace", &self.workspace).field("retry", &self.retry).finish()
+        f.debug_struct("LoomEffects")
+            .field("model", &self.model)
+            .field("workspace", &self.workspace)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
     }
 }
 
@@ -300,24 +357,38 @@ impl Effects<Loom> for LoomEffects {
                 // A retry's request: whatever is left of the failed
                 // attempt's stream must not reach this one.
                 cx.cancel_task(LLM_STREAM);
-                let stream = self.llm.stream(&request).map(AgentEvent::LlmEvent);
+                let stream = self.llm.stream(&self.request(&request)).map(|item| match item {
+                    Ok(event) => AgentEvent::LlmEvent(event),
+                    Err(error) => AgentEvent::LlmFailed(error),
+                });
                 cx.stream_keyed(LLM_STREAM, stream, |failure: EffectFailure| match failure {
                     // Cancelled above, for a newer attempt: nothing to report.
                     EffectFailure::Cancelled => None,
-                    failure => Some(AgentEvent::LlmEvent(LlmEvent::Error(LlmError { message: failure.to_string() }))),
+                    EffectFailure::TimedOut => {
+                        Some(AgentEvent::LlmFailed(ProviderError::new(ErrorKind::Timeout, "the stream timed out")))
+                    }
+                    failure => Some(AgentEvent::LlmFailed(ProviderError::new(
+                        ErrorKind::ConnectionDropped,
+                        failure.to_string(),
+                    ))),
                 });
             }
             AgentAction::ExecuteTools(calls) => {
                 for call in calls {
                     cx.output(Output::ToolStarted(format!("{} {}", call.name, call.arguments)));
-                    let workspace = Arc::clone(&self.workspace);
+                    let run = self.tools.call(&call);
                     let id = call.id.clone();
                     cx.spawn_task(
                         id.clone(),
                         async move {
-                            let outcome = match workspace.run(&call).await {
-                                Ok(output) => ToolExecutionOutcome::Success { call_id: id.clone(), output },
-                                Err(error) => ToolExecutionOutcome::Error { call_id: id.clone(), error },
+                            let result = run.await;
+                            let outcome = if result.is_error {
+                                ToolExecutionOutcome::Error { call_id: id.clone(), error: tool_error(result.content) }
+                            } else {
+                                ToolExecutionOutcome::Success {
+                                    call_id: id.clone(),
+                                    output: Value::String(result.content),
+                                }
                             };
                             AgentEvent::ToolCompleted { call_id: id, outcome }
                         },
@@ -337,8 +408,8 @@ impl Effects<Loom> for LoomEffects {
                 cx.output(Output::Hook(format!("post-tool hook after {}", changed.join(", "))));
                 cx.send(AgentEvent::PostToolsHookCompleted { action_taken: !changed.is_empty() });
             }
-            AgentAction::ScheduleRetry { attempt } => {
-                cx.after(self.retry.delay(attempt), AgentEvent::RetryTimeoutFired)
+            AgentAction::ScheduleRetry { attempt, retry_after } => {
+                cx.after(self.retry.delay_for(attempt, retry_after), AgentEvent::RetryTimeoutFired)
             }
             AgentAction::DisplayMessage(text) => cx.output(Output::Text(text)),
             AgentAction::DisplayError(text) => cx.output(Output::Error(text)),

@@ -4,8 +4,13 @@
 //!
 //! - [`loom`]: the Loom coding agent: streaming LLM turns, concurrent tool
 //!   calls tracked by call id, a post-tool hook and bounded retries.
-//! - [`coding_agent`]: the pieces of the demo agent: an LLM trait with a
-//!   scripted model, real tools in a workspace, and Loom's effects.
+//! - [`coding_agent`]: the pieces of the demo agent: a scripted model and
+//!   the real OpenAI-compatible and Anthropic clients behind
+//!   [`agent_fsm::llm::Provider`], real tools in a workspace, and Loom's
+//!   effects. `cargo run --example coding_agent` runs it scripted and
+//!   offline; with `OPENAI_API_KEY` or `ANTHROPIC_API_KEY` set (or
+//!   `--provider openai|anthropic --base-url URL --model M`), against the
+//!   real model ([`coding_agent::model`]).
 //! - [`loom_with_permission`]: Loom plus a permission step before mutating
 //!   tools, declared as a variant of the Loom table.
 //! - [`bob`]: bob's typestate runner: step by step or to completion, human

@@ -44,59 +44,14 @@
 //!   in a `tracing` span, so `handle_event` stays as cheap as a hand-written
 //!   `match`. The machine itself logs only what goes wrong.
 
-use std::fmt;
 use std::sync::Arc;
 
 pub use machine::{AgentAction, AgentEvent, AgentState, Loom};
 
-/// Who wrote a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// The person driving the agent.
-    User,
-    /// The model.
-    Assistant,
-    /// A tool's result.
-    Tool,
-}
-
-/// One message of the conversation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Message {
-    /// Who wrote it.
-    pub role: Role,
-    /// Its text.
-    pub content: String,
-    /// Tool calls the assistant asked for in this message.
-    pub tool_calls: Vec<ToolCall>,
-    /// For a tool result: the call it answers.
-    pub tool_call_id: Option<String>,
-}
-
-impl Message {
-    /// A user message.
-    #[must_use]
-    pub fn user(content: impl Into<String>) -> Self {
-        Message { role: Role::User, content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
-    }
-
-    /// An assistant message.
-    #[must_use]
-    pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
-        Message { role: Role::Assistant, content: content.into(), tool_calls, tool_call_id: None }
-    }
-
-    /// A tool result answering `call_id`.
-    #[must_use]
-    pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
-        Message {
-            role: Role::Tool,
-            content: content.into(),
-            tool_calls: Vec::new(),
-            tool_call_id: Some(call_id.into()),
-        }
-    }
-}
+/// The conversation, the model's reply and its streamed events are the
+/// library's provider-neutral types, so any [`agent_fsm::llm::Provider`]
+/// drives this machine unchanged.
+pub use agent_fsm::llm::{AssistantMessage, Message, ProviderError, StreamEvent, ToolCall};
 
 /// The conversation every state carries.
 ///
@@ -143,70 +98,6 @@ impl ConversationContext {
     pub fn shared(&self) -> Arc<Vec<Message>> {
         Arc::clone(&self.messages)
     }
-}
-
-/// A tool call the model asked for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
-    /// The provider's id for this call; results answer it.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The arguments, as JSON.
-    pub arguments: serde_json::Value,
-}
-
-/// A complete model response.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LlmResponse {
-    /// The text of the reply.
-    pub content: String,
-    /// Tool calls, in the order the model made them.
-    pub tool_calls: Vec<ToolCall>,
-}
-
-impl LlmResponse {
-    /// A text-only reply.
-    #[must_use]
-    pub fn text(content: impl Into<String>) -> Self {
-        LlmResponse { content: content.into(), tool_calls: Vec::new() }
-    }
-}
-
-/// A failed model call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LlmError {
-    /// What went wrong.
-    pub message: String,
-}
-
-impl fmt::Display for LlmError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "llm call failed: {}", self.message)
-    }
-}
-
-/// What the model streams back during a call.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LlmEvent {
-    /// A piece of the reply's text.
-    TextDelta {
-        /// The text.
-        content: String,
-    },
-    /// A piece of a tool call's arguments.
-    ToolCallDelta {
-        /// The call being streamed.
-        call_id: String,
-        /// The tool's name.
-        tool_name: String,
-        /// The next fragment of its JSON arguments.
-        arguments_fragment: String,
-    },
-    /// The call finished with this response.
-    Completed(LlmResponse),
-    /// The call failed.
-    Error(LlmError),
 }
 
 /// A tool's failure.
@@ -373,7 +264,12 @@ impl Executions {
         let mut info = Vec::with_capacity(self.statuses.len());
         for status in &self.statuses {
             if let ToolExecutionStatus::Completed { call, outcome } = status {
-                conversation.push(Message::tool(call.id.clone(), outcome.to_message_text()));
+                let text = outcome.to_message_text();
+                conversation.push(if outcome.is_success() {
+                    Message::tool_result(call.id.clone(), text)
+                } else {
+                    Message::tool_error(call.id.clone(), text)
+                });
                 info.push(CompletedToolInfo { tool_name: call.name.clone(), succeeded: outcome.is_success() });
             }
         }
@@ -391,6 +287,10 @@ pub struct CompletedToolInfo {
 }
 
 /// A request to the model: the conversation so far (shared, not copied).
+///
+/// The machine's own, not [`agent_fsm::llm::Request`]: the model's name and
+/// the tool definitions are the effects' configuration, while the attempt
+/// number is the machine's; [`LlmRequest::to_request`] joins the two.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlmRequest {
     /// The messages to send.
@@ -401,11 +301,22 @@ pub struct LlmRequest {
     pub attempt: u32,
 }
 
+impl LlmRequest {
+    /// The provider request for `model` offering `tools`.
+    #[must_use]
+    pub fn to_request(&self, model: &str, tools: &[agent_fsm::llm::ToolDefinition]) -> agent_fsm::llm::Request {
+        let mut request =
+            agent_fsm::llm::Request::new(model).messages(Arc::clone(&self.messages)).max_tokens(self.max_tokens);
+        request.tools = tools.to_vec();
+        request
+    }
+}
+
 /// Why the machine is in `Error`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentError {
     /// The model call failed.
-    Llm(LlmError),
+    Llm(ProviderError),
 }
 
 /// What failed, which decides how the machine recovers.
@@ -449,10 +360,24 @@ impl AgentConfig {
 }
 
 /// The first id two of `calls` share.
+///
+/// A reply holds a handful of calls, so each is compared with those before
+/// it, without allocating (this runs on every completed reply); a reply
+/// with more calls than that is checked through a sorted list.
 #[must_use]
 pub fn repeated_id(calls: &[ToolCall]) -> Option<&str> {
-    let mut seen = std::collections::BTreeSet::new();
-    calls.iter().map(|c| c.id.as_str()).find(|id| !seen.insert(*id))
+    const SCAN_UP_TO: usize = 16;
+    if calls.len() <= SCAN_UP_TO {
+        return calls
+            .iter()
+            .enumerate()
+            .find(|(i, c)| calls[..*i].iter().any(|d| d.id == c.id))
+            .map(|(_, c)| c.id.as_str());
+    }
+    let mut ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+    ids.sort_unstable();
+    let repeated: Vec<&str> = ids.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
+    calls.iter().map(|c| c.id.as_str()).find(|id| repeated.contains(id))
 }
 
 /// The machine: types above, table below.
@@ -483,7 +408,7 @@ pub mod machine {
         #[transient]
         ProcessingLlmResponse {
             /// The response being examined.
-            response: LlmResponse,
+            response: AssistantMessage,
         },
         /// Tool calls of one round, tracked by call id.
         ExecutingTools {
@@ -520,7 +445,9 @@ pub mod machine {
         /// The user said something.
         UserInput(Message),
         /// The model streamed something.
-        LlmEvent(LlmEvent),
+        LlmEvent(StreamEvent),
+        /// The model call failed; the error says whether a retry can help.
+        LlmFailed(ProviderError),
         /// A tool reported progress.
         ToolProgress(ToolProgressEvent),
         /// A tool finished.
@@ -565,10 +492,13 @@ pub mod machine {
         DisplayMessage(String),
         /// Show an error to the user.
         DisplayError(String),
-        /// Fire `RetryTimeoutFired` after the backoff for this attempt.
+        /// Fire `RetryTimeoutFired` after the backoff for this attempt
+        /// (`RetryPolicy::delay_for(attempt, retry_after)`).
         ScheduleRetry {
             /// The attempt about to be made (1 for the first retry).
             attempt: u32,
+            /// The wait the server asked for, if it gave one.
+            retry_after: Option<std::time::Duration>,
         },
         /// Stop.
         Shutdown,
@@ -578,22 +508,27 @@ pub mod machine {
         /// A turn starts: the message joins the conversation and goes to the model.
         WaitingForUserInput + UserInput(msg)
             => { conversation.push(msg); } CallingLlm { retries: 0 } / SendLlmRequest(ctx.request(&conversation, 0)),
-        CallingLlm + LlmEvent(LlmEvent::TextDelta { content }) => CallingLlm / DisplayMessage(content),
-        CallingLlm + LlmEvent(LlmEvent::ToolCallDelta { .. }) => CallingLlm / WaitForInput,
+        CallingLlm + LlmEvent(StreamEvent::TextDelta(content)) => CallingLlm / DisplayMessage(content),
+        CallingLlm + LlmEvent(StreamEvent::ToolCallDelta { .. }) => CallingLlm / WaitForInput,
         /// Calls are told apart by id: a reply that repeats one runs
         /// nothing and is not recorded.
-        CallingLlm + LlmEvent(LlmEvent::Completed(response)) [repeated_id(&response.tool_calls).is_some()]
+        CallingLlm + LlmEvent(StreamEvent::Completed { message, .. }) [repeated_id(&message.tool_calls).is_some()]
             => WaitingForUserInput / DisplayError(format!(
                    "the model repeated the tool call id `{}`; no tool ran",
-                   repeated_id(&response.tool_calls).unwrap_or_default()
+                   repeated_id(&message.tool_calls).unwrap_or_default()
                )),
-        CallingLlm + LlmEvent(LlmEvent::Completed(response))
-            => { conversation.push(Message::assistant(response.content.clone(), response.tool_calls.clone())); }
-               ProcessingLlmResponse { response },
-        CallingLlm { retries } + LlmEvent(LlmEvent::Error(error)) [retries.saturating_add(1) < ctx.max_retries]
-            => Error { error: AgentError::Llm(error), retries: retries.saturating_add(1), origin: ErrorOrigin::Llm }
-               / ScheduleRetry { attempt: retries.saturating_add(1) },
-        CallingLlm + LlmEvent(LlmEvent::Error(error)) => WaitingForUserInput / DisplayError(error.to_string()),
+        CallingLlm + LlmEvent(StreamEvent::Completed { message, .. })
+            => { conversation.push(Message::Assistant(message.clone())); }
+               ProcessingLlmResponse { response: message },
+        /// Only an error a retry can help (rate limit, overload, a dropped
+        /// connection) is retried, after the server's `retry-after` if it
+        /// gave one.
+        CallingLlm { retries } + LlmFailed(error)
+            [error.is_retryable() && retries.saturating_add(1) < ctx.max_retries]
+            => { let retry_after = error.retry_after(); }
+               Error { error: AgentError::Llm(error), retries: retries.saturating_add(1), origin: ErrorOrigin::Llm }
+               / ScheduleRetry { attempt: retries.saturating_add(1), retry_after },
+        CallingLlm + LlmFailed(error) => WaitingForUserInput / DisplayError(format!("llm call failed: {error}")),
 
         ProcessingLlmResponse { response } [!response.tool_calls.is_empty()]
             => { let executions = Executions::pending(&response.tool_calls); }
@@ -631,5 +566,19 @@ pub mod machine {
         /// An interrupt ends the turn from wherever it is. The executor has
         /// already given every pending tool call a "cancelled" result.
         * + Interrupted { cause } => WaitingForUserInput / DisplayError(format!("interrupted: {cause}")),
+    }
+}
+
+/// The model's whole reply as one `Completed` event, with `text` and
+/// `tool_calls`, the stop reason read from them and no usage. For scripted
+/// drivers and tests, which have no stream to assemble.
+#[must_use]
+pub fn reply(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> StreamEvent {
+    let stop_reason =
+        if tool_calls.is_empty() { agent_fsm::llm::StopReason::EndTurn } else { agent_fsm::llm::StopReason::ToolUse };
+    StreamEvent::Completed {
+        message: AssistantMessage { text: text.into(), tool_calls },
+        stop_reason,
+        usage: agent_fsm::llm::Usage::default(),
     }
 }

@@ -33,7 +33,7 @@ pub fn needs_permission(calls: &[ToolCall], mutating: &[String]) -> bool {
 /// Answers every call with a "denied" tool result.
 pub fn deny_all(calls: &[ToolCall], reason: &str, conversation: &mut ConversationContext) {
     for call in calls {
-        conversation.push(crate::loom::Message::tool(call.id.clone(), format!("denied by the user: {reason}")));
+        conversation.push(crate::loom::Message::tool_error(call.id.clone(), format!("denied by the user: {reason}")));
     }
 }
 
@@ -101,7 +101,7 @@ pub mod machine {
             => { deny_all(&calls, &reason, &mut conversation); }
                WaitingForUserInput / DisplayError(format!("permission denied: {reason}")),
 
-        replace CallingLlm + LlmEvent(LlmEvent::Error(error))
+        replace CallingLlm + LlmFailed(error)
             => WaitingForUserInput / DisplayError(format!("gave up: {error}")),
     }
 }

@@ -132,16 +132,9 @@ pub const INTERRUPTED: &str = "Interrupted";
 /// The result a call gets when its turn ended before its turn came.
 pub const NOT_RUN: &str = "Not run: the turn ended before this call";
 
-/// A tool call the model asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// The call's id (`tool_use_id`).
-    pub id: String,
-    /// The tool.
-    pub name: String,
-    /// Its input.
-    pub input: serde_json::Value,
-}
+/// A tool call the model asked for: the library's provider-neutral one,
+/// whose `arguments` are the Anthropic `tool_use` block's `input`.
+pub use agent_fsm::llm::ToolCall;
 
 /// A tool call still being streamed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -635,11 +628,11 @@ pub mod machine {
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
         Processing + LlmReply(reply) [ctx.next_step_for(&reply.tool_calls) == NextStep::AskPermission]
             => { ctx.begin_tools(reply); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
-               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.input, request_id }
+               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.arguments, request_id }
                / RequestPermission { request_id: request_id.clone(), call: call.clone() },
         Processing + LlmReply(reply) [ctx.next_step_for(&reply.tool_calls) == NextStep::AskUser]
             => { ctx.begin_tools(reply); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
-               WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.input },
+               WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.arguments },
         /// Every call denied by a rule: the denials go straight back.
         Processing + LlmReply(reply)
             => { ctx.begin_tools(reply); let message = ctx.finish_tools(); } Processing / CallLlm(message),
@@ -657,7 +650,7 @@ pub mod machine {
         WaitingForPermission { tool_name, tool_use_id, input, .. } + PermissionReply { allowed: true, remember, .. }
             => { if remember { ctx.permissions.insert(tool_name.clone(), Permission::Allow); } }
                ExecutingTool { tool_name, tool_use_id }
-               / ExecuteTool(ToolCall { id: tool_use_id.clone(), name: tool_name.clone(), input }),
+               / ExecuteTool(ToolCall { id: tool_use_id.clone(), name: tool_name.clone(), arguments: input }),
         WaitingForPermission { tool_name } + PermissionReply { remember, .. }
             => {
                    if remember { ctx.permissions.insert(tool_name.clone(), Permission::Deny); }
@@ -681,11 +674,11 @@ pub mod machine {
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
         ExecutingTool + ToolResult { result: Ok(output), .. } [ctx.next_step() == NextStep::AskPermission]
             => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
-               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.input, request_id }
+               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.arguments, request_id }
                / RequestPermission { request_id: request_id.clone(), call: call.clone() },
         ExecutingTool + ToolResult { result: Ok(output), .. } [ctx.next_step() == NextStep::AskUser]
             => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
-               WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.input },
+               WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.arguments },
         ExecutingTool + ToolResult { result: Ok(output), .. }
             => { ctx.resolve_current(output, false); let message = ctx.finish_tools(); } Processing / CallLlm(message),
         ExecutingTool { tool_use_id } + SubAgentRequested { tool_use_id: id, .. } [id != tool_use_id]
@@ -711,11 +704,11 @@ pub mod machine {
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
         WaitingForSubAgent + SubAgentFinished { result: Ok(output), .. } [ctx.next_step() == NextStep::AskPermission]
             => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
-               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.input, request_id }
+               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.arguments, request_id }
                / RequestPermission { request_id: request_id.clone(), call: call.clone() },
         WaitingForSubAgent + SubAgentFinished { result: Ok(output), .. } [ctx.next_step() == NextStep::AskUser]
             => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
-               WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.input },
+               WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.arguments },
         WaitingForSubAgent + SubAgentFinished { result: Ok(output), .. }
             => { ctx.resolve_current(output, false); let message = ctx.finish_tools(); } Processing / CallLlm(message),
         WaitingForSubAgent { session_id } + Interrupt
@@ -730,11 +723,11 @@ pub mod machine {
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
         WaitingForUserInput + QuestionAnswered { answers, .. } [ctx.next_step() == NextStep::AskPermission]
             => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
-               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.input, request_id }
+               WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.arguments, request_id }
                / RequestPermission { request_id: request_id.clone(), call: call.clone() },
         WaitingForUserInput + QuestionAnswered { answers, .. } [ctx.next_step() == NextStep::AskUser]
             => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
-               WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.input },
+               WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.arguments },
         WaitingForUserInput + QuestionAnswered { answers, .. }
             => { ctx.resolve_current(answers.join("\n"), false); let message = ctx.finish_tools(); }
                Processing / CallLlm(message),

@@ -215,7 +215,7 @@ impl<'a> TurnView<'a> {
             .map(|(i, (name, input))| ToolCall {
                 id: format!("toolu_{}", self.calls_before + i + 1),
                 name: name.to_owned(),
-                input,
+                arguments: input,
             })
             .collect();
         AssistantReply { text: text.to_owned(), tool_calls }
@@ -371,7 +371,7 @@ fn chunks(reply: AssistantReply) -> Vec<LlmEvent> {
         events.push(LlmEvent::Delta(StreamDelta::ToolUse(PartialToolCall {
             id: call.id.clone(),
             name: call.name.clone(),
-            input_json: call.input.to_string(),
+            input_json: call.arguments.to_string(),
         })));
     }
     events.push(LlmEvent::Reply(reply));
@@ -865,7 +865,7 @@ impl ShadowEffects {
     fn execute_tool(&mut self, call: ToolCall, cx: Cx<'_, '_>) {
         self.emit(cx, Output::ToolStarted(call.clone()));
         if call.name == SUBAGENT_TOOL {
-            let event = match call.input.get("prompt").and_then(Value::as_str) {
+            let event = match call.arguments.get("prompt").and_then(Value::as_str) {
                 Some(prompt) => ShadowEvent::SubAgentRequested { tool_use_id: call.id, prompt: prompt.to_owned() },
                 None => ShadowEvent::ToolResult {
                     tool_use_id: call.id,
@@ -877,7 +877,7 @@ impl ShadowEffects {
         }
         let workspace = Arc::clone(&self.workspace);
         let tool_use_id = call.id.clone();
-        let loom_call = crate::loom::ToolCall { id: call.id, name: call.name, arguments: call.input };
+        let loom_call = crate::loom::ToolCall { id: call.id, name: call.name, arguments: call.arguments };
         let (tx, rx) = oneshot::channel();
         // The tool runs on a task of its own, which an interrupt does not
         // cancel: the executor's task only awaits its result.

@@ -7,7 +7,11 @@ use agent_fsm_examples::bob::*;
 use proptest::prelude::*;
 
 fn call(id: &str) -> ToolCall {
-    ToolCall { id: id.into(), name: "write_note".into(), input: format!("note {id}") }
+    ToolCall {
+        id: id.into(),
+        name: "write_note".into(),
+        arguments: serde_json::json!({ "note": format!("note {id}") }),
+    }
 }
 
 fn ctx() -> RunnerContext {
@@ -17,15 +21,15 @@ fn ctx() -> RunnerContext {
 /// One session: tools, an approval of two calls in reverse order, an answer.
 fn session() -> Vec<RunnerEvent> {
     vec![
-        RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1"), call("2")])),
+        RunnerEvent::Infer(call_tools(vec![call("1"), call("2")])),
         RunnerEvent::RequireApproval,
         RunnerEvent::Approve { request_id: "approval-1".into() },
         RunnerEvent::Approve { request_id: "approval-0".into() },
         RunnerEvent::ProvideToolResults(vec![
-            ToolResult { call_id: "1".into(), output: "ok".into() },
-            ToolResult { call_id: "2".into(), output: "ok".into() },
+            ToolResult { call_id: "1".into(), content: "ok".into(), is_error: false },
+            ToolResult { call_id: "2".into(), content: "ok".into(), is_error: false },
         ]),
-        RunnerEvent::Infer(ModelReply::Answer("two notes written".into())),
+        RunnerEvent::Infer(answer("two notes written")),
     ]
 }
 
@@ -47,7 +51,7 @@ fn session_reaches_the_answer() {
 #[test]
 fn a_reply_for_another_request_is_rejected_not_applied() {
     let mut m = Runner::new(ctx());
-    m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1")])));
+    m.handle_event(RunnerEvent::Infer(call_tools(vec![call("1")])));
     m.handle_event(RunnerEvent::RequireApproval);
     let before = m.state().clone();
     let action = m.handle_event(RunnerEvent::Approve { request_id: "approve-9".into() });
@@ -61,7 +65,7 @@ fn a_reply_for_another_request_is_rejected_not_applied() {
 #[test]
 fn an_empty_tool_call_list_is_an_empty_answer() {
     let mut m = Runner::new(ctx());
-    let action = m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![])));
+    let action = m.handle_event(RunnerEvent::Infer(call_tools(vec![])));
     assert_eq!(action, RunnerAction::Respond(String::new()));
     assert_eq!(m.state(), &RunnerState::Finished { response: String::new(), reason: FinishReason::Answered });
 }
@@ -70,8 +74,8 @@ fn an_empty_tool_call_list_is_an_empty_answer() {
 fn a_reply_that_repeats_a_call_id_runs_nothing() {
     let mut m = Runner::new(ctx());
     let harmless = call("1");
-    let other = ToolCall { input: "rm -rf /".into(), ..call("1") };
-    let action = m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![harmless, other])));
+    let other = ToolCall { arguments: serde_json::json!({ "note": "rm -rf /" }), ..call("1") };
+    let action = m.handle_event(RunnerEvent::Infer(call_tools(vec![harmless, other])));
     assert_eq!(action, RunnerAction::Respond(String::new()));
     assert_eq!(m.state(), &RunnerState::Finished { response: String::new(), reason: FinishReason::RepeatedCallId });
     // The state the table reached resumes from its snapshot.
@@ -83,9 +87,9 @@ fn a_reply_that_repeats_a_call_id_runs_nothing() {
 #[test]
 fn the_step_guard_finishes_the_run() {
     let mut m = Runner::new(RunnerContext::new("loop forever", 1));
-    m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1")])));
+    m.handle_event(RunnerEvent::Infer(call_tools(vec![call("1")])));
     m.handle_event(RunnerEvent::ProvideToolResults(vec![]));
-    let action = m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("2")])));
+    let action = m.handle_event(RunnerEvent::Infer(call_tools(vec![call("2")])));
     assert_eq!(action, RunnerAction::Respond(String::new()));
     assert_eq!(m.state(), &RunnerState::Finished { response: String::new(), reason: FinishReason::MaxSteps });
 }
@@ -100,7 +104,7 @@ fn states_serialize_in_the_documented_form() {
         json,
         serde_json::json!({
             "state": "awaiting_tool_call",
-            "data": { "pending_calls": [{ "id": "1", "name": "write_note", "input": "note 1" }] }
+            "data": { "pending_calls": [{ "id": "1", "name": "write_note", "arguments": { "note": "note 1" } }] }
         })
     );
 }
@@ -132,7 +136,7 @@ fn a_snapshot_at_every_step_resumes_to_the_same_answer() {
 #[test]
 fn the_typestate_form_snapshots_too() {
     let ready = typed::Ready::new(ctx());
-    let (awaiting, _) = match ready.infer(ModelReply::ToolCalls(vec![call("1")])) {
+    let (awaiting, _) = match ready.infer(call_tools(vec![call("1")])) {
         typed::ReadyAfterInfer::AwaitingToolCall(a, action) => (a, action),
         other => panic!("unexpected {other:?}"),
     };
@@ -144,7 +148,7 @@ fn the_typestate_form_snapshots_too() {
 
 fn waiting_snapshot() -> serde_json::Value {
     let mut m = Runner::new(ctx());
-    m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1")])));
+    m.handle_event(RunnerEvent::Infer(call_tools(vec![call("1")])));
     m.handle_event(RunnerEvent::RequireApproval);
     serde_json::from_str(&snapshot::to_json(&m).expect("snapshot")).expect("json")
 }
@@ -185,10 +189,14 @@ fn tampered_snapshots_are_rejected() {
 fn event() -> impl Strategy<Value = RunnerEvent> {
     let id = prop_oneof![Just("1"), Just("2"), Just("3")];
     prop_oneof![
-        Just(RunnerEvent::Infer(ModelReply::Answer("done".into()))),
+        Just(RunnerEvent::Infer(answer("done"))),
         proptest::collection::vec(id.clone(), 1..3)
-            .prop_map(|ids| RunnerEvent::Infer(ModelReply::ToolCalls(ids.into_iter().map(call).collect()))),
-        Just(RunnerEvent::ProvideToolResults(vec![ToolResult { call_id: "1".into(), output: "ok".into() }])),
+            .prop_map(|ids| RunnerEvent::Infer(call_tools(ids.into_iter().map(call).collect()))),
+        Just(RunnerEvent::ProvideToolResults(vec![ToolResult {
+            call_id: "1".into(),
+            content: "ok".into(),
+            is_error: false
+        }])),
         Just(RunnerEvent::RequireApproval),
         (0..3u8).prop_map(|i| RunnerEvent::Approve { request_id: format!("approval-{i}") }),
         (0..3u8).prop_map(|i| RunnerEvent::Deny { request_id: format!("approval-{i}") }),
@@ -287,7 +295,10 @@ async fn the_executor_waits_for_approvals_sent_through_the_handle() {
                 RunnerAction::RunTools(calls) => {
                     self.asked = false;
                     cx.send(RunnerEvent::ProvideToolResults(
-                        calls.into_iter().map(|c| ToolResult { call_id: c.id, output: "ok".into() }).collect(),
+                        calls
+                            .into_iter()
+                            .map(|c| ToolResult { call_id: c.id, content: "ok".into(), is_error: false })
+                            .collect(),
                     ));
                 }
                 RunnerAction::AskApproval(approvals) => {
@@ -312,7 +323,7 @@ async fn the_executor_waits_for_approvals_sent_through_the_handle() {
     let run = async {
         let handle = spawn(Runner::new(ctx()), Auto { asked: false }, ExecutorConfig::new());
         let mut notes = handle.subscribe();
-        handle.send(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1"), call("2")]))).await.expect("send");
+        handle.send(RunnerEvent::Infer(call_tools(vec![call("1"), call("2")]))).await.expect("send");
         handle.wait_idle().await.expect("idle");
         // Paused: nothing moves until a human answers.
         tokio::time::sleep(std::time::Duration::from_secs(60)).await;
@@ -335,7 +346,7 @@ async fn the_executor_waits_for_approvals_sent_through_the_handle() {
         assert_eq!(handle.inspect(|m| m.context().transcript.len()).await.expect("transcript"), 2);
 
         // The next round, with the same call id, waits for its own request.
-        handle.send(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("1")]))).await.expect("send");
+        handle.send(RunnerEvent::Infer(call_tools(vec![call("1")]))).await.expect("send");
         handle.wait_idle().await.expect("idle");
         assert_eq!(handle.state_name(), "AwaitingApproval");
         assert_eq!(asked(&mut notes).await, ["approval-2"]);

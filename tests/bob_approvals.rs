@@ -95,7 +95,11 @@ struct Ledger {
 impl Ledger {
     fn call(&mut self, id: &str) -> ToolCall {
         self.calls += 1;
-        ToolCall { id: id.to_owned(), name: "rm".into(), input: format!("call #{}", self.calls) }
+        ToolCall {
+            id: id.to_owned(),
+            name: "rm".into(),
+            arguments: serde_json::json!({ "input": format!("call #{}", self.calls) }),
+        }
     }
 
     /// Reads an action, after a step from `from`; `Err` names a tool run
@@ -108,7 +112,7 @@ impl Ledger {
                     .map(|a| {
                         self.requests.push(Request {
                             id: a.request_id.clone(),
-                            call: a.call.input.clone(),
+                            call: a.call.arguments["input"].to_string(),
                             approved: false,
                         });
                         self.requests.len() - 1
@@ -117,8 +121,8 @@ impl Ledger {
             }
             RunnerAction::RunTools(calls) if from == "AwaitingApproval" => {
                 let asked: Vec<&Request> = self.round.iter().map(|&i| &self.requests[i]).collect();
-                let ran: Vec<&str> = calls.iter().map(|c| c.input.as_str()).collect();
-                let approved: Vec<&str> = asked.iter().filter(|r| r.approved).map(|r| r.call.as_str()).collect();
+                let ran: Vec<String> = calls.iter().map(|c| c.arguments["input"].to_string()).collect();
+                let approved: Vec<String> = asked.iter().filter(|r| r.approved).map(|r| r.call.clone()).collect();
                 if ran != approved || asked.iter().any(|r| !r.approved) {
                     return Err(format!("ran {ran:?}; requests of the round {asked:?}"));
                 }
@@ -132,9 +136,10 @@ impl Ledger {
 
 fn pending_results(state: &RunnerState) -> Vec<ToolResult> {
     match state {
-        RunnerState::AwaitingToolCall { pending_calls } => {
-            pending_calls.iter().map(|c| ToolResult { call_id: c.id.clone(), output: "ok".into() }).collect()
-        }
+        RunnerState::AwaitingToolCall { pending_calls } => pending_calls
+            .iter()
+            .map(|c| ToolResult { call_id: c.id.clone(), content: "ok".into(), is_error: false })
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -166,10 +171,8 @@ fn play(moves: Vec<Move>) -> Result<(), String> {
     let mut ledger = Ledger::default();
     for m in moves {
         let event = match m {
-            Move::Calls(ids) => {
-                RunnerEvent::Infer(ModelReply::ToolCalls(ids.into_iter().map(|id| ledger.call(id)).collect()))
-            }
-            Move::Answer => RunnerEvent::Infer(ModelReply::Answer("done".into())),
+            Move::Calls(ids) => RunnerEvent::Infer(call_tools(ids.into_iter().map(|id| ledger.call(id)).collect())),
+            Move::Answer => RunnerEvent::Infer(answer("done")),
             Move::RequireApproval => RunnerEvent::RequireApproval,
             Move::Reply { to, allow } => {
                 if ledger.requests.is_empty() {
@@ -283,7 +286,10 @@ impl Effects<Runner> for Driver {
                     seen.violations.push(why);
                 }
                 cx.send(RunnerEvent::ProvideToolResults(
-                    calls.iter().map(|c| ToolResult { call_id: c.id.clone(), output: "ok".into() }).collect(),
+                    calls
+                        .iter()
+                        .map(|c| ToolResult { call_id: c.id.clone(), content: "ok".into(), is_error: false })
+                        .collect(),
                 ));
             }
             RunnerAction::AskApproval(_) => {
@@ -330,7 +336,7 @@ async fn play_through_handle(moves: Vec<HandleMove>) -> Vec<String> {
             let ledger = &mut seen.ledger;
             match m {
                 HandleMove::Calls(ids) => {
-                    vec![RunnerEvent::Infer(ModelReply::ToolCalls(ids.into_iter().map(|id| ledger.call(id)).collect()))]
+                    vec![RunnerEvent::Infer(call_tools(ids.into_iter().map(|id| ledger.call(id)).collect()))]
                 }
                 HandleMove::Replies(replies) if !ledger.requests.is_empty() => replies
                     .into_iter()
@@ -398,8 +404,14 @@ fn a_spent_counter_finishes_the_run_instead_of_reusing_an_id() {
     context.next_request = u64::MAX - 2;
     let mut machine = Runner::new(context);
     let calls = |ids: &[&str]| {
-        RunnerEvent::Infer(ModelReply::ToolCalls(
-            ids.iter().map(|id| ToolCall { id: (*id).into(), name: "rm".into(), input: String::new() }).collect(),
+        RunnerEvent::Infer(call_tools(
+            ids.iter()
+                .map(|id| ToolCall {
+                    id: (*id).into(),
+                    name: "rm".into(),
+                    arguments: serde_json::json!({ "input": String::new() }),
+                })
+                .collect(),
         ))
     };
     machine.handle_event(calls(&["a", "b"]));
@@ -424,8 +436,8 @@ fn a_spent_counter_finishes_the_run_instead_of_reusing_an_id() {
 /// A snapshot taken while one approval waits.
 fn waiting_snapshot() -> serde_json::Value {
     let mut m = Runner::new(RunnerContext::new("notes", 4));
-    let call = ToolCall { id: "1".into(), name: "rm".into(), input: String::new() };
-    m.handle_event(RunnerEvent::Infer(ModelReply::ToolCalls(vec![call])));
+    let call = ToolCall { id: "1".into(), name: "rm".into(), arguments: serde_json::json!({ "input": String::new() }) };
+    m.handle_event(RunnerEvent::Infer(call_tools(vec![call])));
     m.handle_event(RunnerEvent::RequireApproval);
     serde_json::from_str(&snapshot::to_json(&m).expect("snapshot")).expect("json")
 }
@@ -438,7 +450,11 @@ fn resume(v: &serde_json::Value) -> Result<Runner, SnapshotError> {
 #[test]
 fn snapshots_that_break_the_invariants_are_refused() {
     assert!(resume(&waiting_snapshot()).is_ok());
-    let call = |id: &str| ToolCall { id: id.into(), name: "rm".into(), input: String::new() };
+    let call = |id: &str| ToolCall {
+        id: id.into(),
+        name: "rm".into(),
+        arguments: serde_json::json!({ "input": String::new() }),
+    };
 
     // The counter wound back to the last id issued would issue it again.
     let mut wound_back = waiting_snapshot();

@@ -1,7 +1,6 @@
 //! The demo agent's session, end to end: real files, a real shell command,
 //! the Loom machine under the executor. Asserts what the example shows.
 
-use agent_fsm::runtime::RetryPolicy;
 use agent_fsm_examples::coding_agent::{LoomEffects, ScriptedLlm, Workspace, prepare_workspace, run_session};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,11 +9,9 @@ use std::time::Duration;
 async fn the_scripted_session_fixes_the_file_for_real() {
     let dir = tempfile::tempdir().expect("temp dir");
     prepare_workspace(dir.path()).expect("workspace");
-    let effects = LoomEffects {
-        llm: Arc::new(ScriptedLlm { delay: Duration::ZERO }),
-        workspace: Arc::new(Workspace::new(dir.path())),
-        retry: RetryPolicy::new(),
-    };
+    let effects =
+        LoomEffects::new(Arc::new(ScriptedLlm { delay: Duration::ZERO }), "scripted", Workspace::new(dir.path()))
+            .expect("effects");
     let summary = run_session(effects, &["Please fix the typo in greeting.sh and check that it works."], |_| {})
         .await
         .expect("session");

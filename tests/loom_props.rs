@@ -6,10 +6,11 @@
 use std::io;
 use std::sync::{Arc, Mutex};
 
+use agent_fsm::llm::ErrorKind;
 use agent_fsm::{Recorder, StateMachine, Unhandled, UnhandledReason};
 use agent_fsm_examples::loom::{
-    AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, ConversationContext, ErrorOrigin, LlmError, LlmEvent,
-    LlmResponse, Loom, Message, ToolCall, ToolError, ToolExecutionOutcome, ToolProgress, ToolProgressEvent,
+    AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, ConversationContext, ErrorOrigin, Loom, Message,
+    ProviderError, StreamEvent, ToolCall, ToolError, ToolExecutionOutcome, ToolProgress, ToolProgressEvent,
 };
 use proptest::prelude::*;
 use proptest::sample::{select, subsequence};
@@ -51,22 +52,23 @@ fn tool_calls() -> impl Strategy<Value = Vec<ToolCall>> {
         })
 }
 
-fn llm_event() -> impl Strategy<Value = LlmEvent> {
+fn llm_error(message: String) -> ProviderError {
+    ProviderError::new(ErrorKind::ServerError { status: 503, retry_after: None }, message)
+}
+
+fn llm_event() -> impl Strategy<Value = AgentEvent> {
     prop_oneof![
-        2 => text().prop_map(|content| LlmEvent::TextDelta { content }),
-        1 => (id(), select(&TOOLS[..]), text()).prop_map(|(call_id, tool, fragment)| {
-            LlmEvent::ToolCallDelta {
-                call_id,
-                tool_name: tool.to_owned(),
+        2 => text().prop_map(|content| AgentEvent::LlmEvent(StreamEvent::TextDelta(content))),
+        1 => (0usize..3, id(), select(&TOOLS[..]), text()).prop_map(|(index, call_id, tool, fragment)| {
+            AgentEvent::LlmEvent(StreamEvent::ToolCallDelta {
+                index,
+                id: Some(call_id),
+                name: Some(tool.to_owned()),
                 arguments_fragment: fragment,
-            }
+            })
         }),
-        4 => (text(), tool_calls())
-            .prop_map(|(content, tool_calls)| LlmEvent::Completed(LlmResponse {
-                content,
-                tool_calls
-            })),
-        1 => text().prop_map(|message| LlmEvent::Error(LlmError { message })),
+        4 => (text(), tool_calls()).prop_map(|(content, tool_calls)| AgentEvent::LlmEvent(agent_fsm_examples::loom::reply(content, tool_calls))),
+        1 => text().prop_map(|message| AgentEvent::LlmFailed(llm_error(message))),
     ]
 }
 
@@ -104,7 +106,7 @@ fn tool_progress() -> impl Strategy<Value = AgentEvent> {
 fn event() -> impl Strategy<Value = AgentEvent> {
     prop_oneof![
         10 => text().prop_map(|t| AgentEvent::UserInput(Message::user(t))),
-        14 => llm_event().prop_map(AgentEvent::LlmEvent),
+        14 => llm_event(),
         3 => tool_progress(),
         18 => tool_completed(),
         5 => any::<bool>().prop_map(|action_taken| AgentEvent::PostToolsHookCompleted {
@@ -126,7 +128,7 @@ fn probes() -> impl Strategy<Value = Vec<AgentEvent>> {
         |(t, llm, progress, completed, action_taken, cause)| {
             vec![
                 AgentEvent::UserInput(Message::user(t)),
-                AgentEvent::LlmEvent(llm),
+                llm,
                 progress,
                 completed,
                 AgentEvent::PostToolsHookCompleted { action_taken },
@@ -371,7 +373,7 @@ proptest! {
         history in proptest::collection::vec(text(), 0..5),
     ) {
         let state = AgentState::Error {
-            error: AgentError::Llm(LlmError { message }),
+            error: AgentError::Llm(llm_error(message)),
             retries,
             origin,
             conversation: ConversationContext::from_messages(

@@ -8,11 +8,12 @@
 
 use std::sync::Arc;
 
+use agent_fsm::llm::ErrorKind;
 use agent_fsm::{Recorder, Unhandled, UnhandledReason};
 use agent_fsm_examples::loom::{
-    AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, CompletedToolInfo, ConversationContext, ErrorOrigin,
-    Executions, LlmError, LlmEvent, LlmRequest, LlmResponse, Loom, Message, ToolCall, ToolError, ToolExecutionOutcome,
-    ToolExecutionStatus, ToolProgress, ToolProgressEvent,
+    AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, AssistantMessage, CompletedToolInfo,
+    ConversationContext, ErrorOrigin, Executions, LlmRequest, Loom, Message, ProviderError, StreamEvent, ToolCall,
+    ToolError, ToolExecutionOutcome, ToolExecutionStatus, ToolProgress, ToolProgressEvent,
 };
 use serde_json::json;
 
@@ -24,7 +25,7 @@ fn cfg() -> AgentConfig {
 
 /// A short conversation that already has one exchange in it.
 fn history() -> Vec<Message> {
-    vec![Message::user("earlier question"), Message::assistant("earlier answer", Vec::new())]
+    vec![Message::user("earlier question"), assistant("earlier answer", Vec::new())]
 }
 
 fn conv(messages: Vec<Message>) -> ConversationContext {
@@ -59,8 +60,12 @@ fn progress(id: &str, fraction: f32, message: &str) -> AgentEvent {
     })
 }
 
-fn llm_error(message: &str) -> LlmError {
-    LlmError { message: message.to_owned() }
+fn llm_error(message: &str) -> ProviderError {
+    ProviderError::new(ErrorKind::ServerError { status: 503, retry_after: None }, message)
+}
+
+fn assistant(text: &str, tool_calls: Vec<ToolCall>) -> Message {
+    Message::Assistant(AssistantMessage { text: text.to_owned(), tool_calls })
 }
 
 fn request(messages: Vec<Message>, attempt: u32) -> LlmRequest {
@@ -138,7 +143,7 @@ fn user_input_uses_the_configured_token_budget() {
 #[test]
 fn calling_llm_text_delta_stays_and_displays() {
     let mut m = Loom::with_state(calling(1, history()), cfg());
-    let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::TextDelta { content: "Hel".to_owned() }));
+    let action = m.handle_event(AgentEvent::LlmEvent(StreamEvent::TextDelta("Hel".to_owned())));
     assert_eq!(action, AgentAction::DisplayMessage("Hel".to_owned()));
     // Deltas are shown, not recorded: the conversation is untouched.
     assert_eq!(m.state(), &calling(1, history()));
@@ -147,9 +152,10 @@ fn calling_llm_text_delta_stays_and_displays() {
 #[test]
 fn calling_llm_tool_call_delta_stays_and_waits() {
     let mut m = Loom::with_state(calling(2, history()), cfg());
-    let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::ToolCallDelta {
-        call_id: "c1".to_owned(),
-        tool_name: "read_file".to_owned(),
+    let action = m.handle_event(AgentEvent::LlmEvent(StreamEvent::ToolCallDelta {
+        index: 0,
+        id: Some("c1".to_owned()),
+        name: Some("read_file".to_owned()),
         arguments_fragment: "{\"pa".to_owned(),
     }));
     assert_eq!(action, AgentAction::WaitForInput);
@@ -160,13 +166,11 @@ fn calling_llm_tool_call_delta_stays_and_waits() {
 fn processing_text_only_waits() {
     // CallingLlm + Completed -> ProcessingLlmResponse -> WaitingForUserInput.
     let mut m = Loom::with_state(calling(1, history()), cfg());
-    let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse::text("all done"))));
+    let action = m.handle_event(AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("all done", Vec::new())));
     assert_eq!(action, AgentAction::WaitForInput);
     assert_eq!(
         m.state(),
-        &AgentState::WaitingForUserInput {
-            conversation: conv(with(history(), [Message::assistant("all done", Vec::new())])),
-        }
+        &AgentState::WaitingForUserInput { conversation: conv(with(history(), [assistant("all done", Vec::new())])) }
     );
 }
 
@@ -175,14 +179,12 @@ fn processing_with_tool_calls_executes_tools() {
     // CallingLlm + Completed -> ProcessingLlmResponse -> ExecutingTools.
     let calls = vec![call("a", "read_file"), call("b", "edit_file")];
     let mut m = Loom::with_state(calling(0, history()), cfg());
-    let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse {
-        content: "let me look".to_owned(),
-        tool_calls: calls.clone(),
-    })));
+    let action =
+        m.handle_event(AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("let me look".to_owned(), calls.clone())));
     assert_eq!(action, AgentAction::ExecuteTools(calls.clone()));
     assert_eq!(
         m.state(),
-        &executing(Executions::pending(&calls), with(history(), [Message::assistant("let me look", calls.clone())]),)
+        &executing(Executions::pending(&calls), with(history(), [assistant("let me look", calls.clone())]),)
     );
     let AgentState::ExecutingTools { executions, .. } = m.state() else { unreachable!() };
     assert_eq!(executions.pending_count(), 2);
@@ -195,10 +197,7 @@ fn processing_with_tool_calls_executes_tools() {
 fn a_reply_that_repeats_a_call_id_runs_nothing_and_is_not_recorded() {
     let calls = vec![call("a", "read_file"), call("a", "edit_file")];
     let mut m = Loom::with_state(calling(0, history()), cfg());
-    let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse {
-        content: "let me look".to_owned(),
-        tool_calls: calls,
-    })));
+    let action = m.handle_event(AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("let me look".to_owned(), calls)));
     assert_eq!(action, AgentAction::DisplayError("the model repeated the tool call id `a`; no tool ran".to_owned()));
     assert_eq!(m.state(), &AgentState::WaitingForUserInput { conversation: conv(history()) });
 }
@@ -209,8 +208,8 @@ fn calling_llm_error_below_max_goes_to_error_and_schedules_retry() {
     // retry is scheduled, numbered by the attempt about to be made.
     for retries in [0, 1] {
         let mut m = Loom::with_state(calling(retries, history()), cfg());
-        let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Error(llm_error("503"))));
-        assert_eq!(action, AgentAction::ScheduleRetry { attempt: retries + 1 });
+        let action = m.handle_event(AgentEvent::LlmFailed(llm_error("503")));
+        assert_eq!(action, AgentAction::ScheduleRetry { attempt: retries + 1, retry_after: None });
         assert_eq!(
             m.state(),
             &AgentState::Error {
@@ -227,8 +226,8 @@ fn calling_llm_error_below_max_goes_to_error_and_schedules_retry() {
 fn calling_llm_error_at_max_returns_to_waiting_with_display_error() {
     // The third failed attempt (retries = 2 before it) is the last one.
     let mut m = Loom::with_state(calling(2, history()), cfg());
-    let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Error(llm_error("503"))));
-    assert_eq!(action, AgentAction::DisplayError("llm call failed: 503".to_owned()));
+    let action = m.handle_event(AgentEvent::LlmFailed(llm_error("503")));
+    assert_eq!(action, AgentAction::DisplayError("llm call failed: server error 503: 503".to_owned()));
     assert_eq!(m.state(), &AgentState::WaitingForUserInput { conversation: conv(history()) });
 }
 
@@ -237,10 +236,41 @@ fn calling_llm_error_with_max_retries_one_gives_up_at_once() {
     for max_retries in [0, 1] {
         let config = AgentConfig { max_retries, ..cfg() };
         let mut m = Loom::with_state(calling(0, history()), config);
-        let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Error(llm_error("down"))));
-        assert_eq!(action, AgentAction::DisplayError("llm call failed: down".to_owned()));
+        let action = m.handle_event(AgentEvent::LlmFailed(llm_error("down")));
+        assert_eq!(action, AgentAction::DisplayError("llm call failed: server error 503: down".to_owned()));
         assert_eq!(m.state(), &AgentState::WaitingForUserInput { conversation: conv(history()) });
     }
+}
+
+#[test]
+fn an_error_a_retry_cannot_help_is_not_retried() {
+    for kind in [ErrorKind::Auth, ErrorKind::BadRequest, ErrorKind::ContextTooLong, ErrorKind::QuotaExceeded] {
+        let mut m = Loom::with_state(calling(0, history()), cfg());
+        let error = ProviderError::new(kind.clone(), "no");
+        let action = m.handle_event(AgentEvent::LlmFailed(error.clone()));
+        assert_eq!(action, AgentAction::DisplayError(format!("llm call failed: {error}")), "{kind:?}");
+        assert_eq!(m.state(), &AgentState::WaitingForUserInput { conversation: conv(history()) });
+    }
+}
+
+#[test]
+fn a_retry_carries_the_servers_wait() {
+    let wait = Some(std::time::Duration::from_secs(7));
+    for kind in [
+        ErrorKind::RateLimited { retry_after: wait },
+        ErrorKind::Overloaded { retry_after: wait },
+        ErrorKind::ServerError { status: 503, retry_after: wait },
+    ] {
+        let mut m = Loom::with_state(calling(1, history()), cfg());
+        let action = m.handle_event(AgentEvent::LlmFailed(ProviderError::new(kind, "busy")));
+        assert_eq!(action, AgentAction::ScheduleRetry { attempt: 2, retry_after: wait });
+    }
+    let mut m = Loom::with_state(calling(0, history()), cfg());
+    let dropped = ProviderError::new(ErrorKind::ConnectionDropped, "eof");
+    assert_eq!(
+        m.handle_event(AgentEvent::LlmFailed(dropped)),
+        AgentAction::ScheduleRetry { attempt: 1, retry_after: None }
+    );
 }
 
 #[test]
@@ -254,9 +284,9 @@ fn max_retries_counts_attempts_first_included() {
     let AgentAction::SendLlmRequest(req) = action else { panic!("expected SendLlmRequest, got {action:?}") };
     sent.push(req.attempt);
     let last = loop {
-        let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Error(llm_error("x"))));
+        let action = m.handle_event(AgentEvent::LlmFailed(llm_error("x")));
         match action {
-            AgentAction::ScheduleRetry { attempt } => {
+            AgentAction::ScheduleRetry { attempt, .. } => {
                 scheduled.push(attempt);
                 match m.handle_event(AgentEvent::RetryTimeoutFired) {
                     AgentAction::SendLlmRequest(req) => sent.push(req.attempt),
@@ -268,7 +298,7 @@ fn max_retries_counts_attempts_first_included() {
     };
     assert_eq!(sent, vec![0, 1, 2]);
     assert_eq!(scheduled, vec![1, 2]);
-    assert_eq!(last, AgentAction::DisplayError("llm call failed: x".to_owned()));
+    assert_eq!(last, AgentAction::DisplayError("llm call failed: server error 503: x".to_owned()));
     assert_eq!(m.state(), &AgentState::WaitingForUserInput { conversation: conv(vec![Message::user("q")]) });
 }
 
@@ -300,7 +330,8 @@ fn tool_completed_all_done_mutating_runs_hook() {
     let mut m = Loom::with_state(executing(executions, history()), cfg());
     let action = m.handle_event(completed("b", success("b", json!({ "lines": 3 }))));
 
-    let messages = with(history(), [Message::tool("a", "fn main() {}"), Message::tool("b", "{\"lines\":3}")]);
+    let messages =
+        with(history(), [Message::tool_result("a", "fn main() {}"), Message::tool_result("b", "{\"lines\":3}")]);
     let tools = vec![
         CompletedToolInfo { tool_name: "read_file".to_owned(), succeeded: true },
         CompletedToolInfo { tool_name: "edit_file".to_owned(), succeeded: true },
@@ -325,7 +356,7 @@ fn tool_completed_all_done_mutating_earlier_in_round_runs_hook() {
     let mut m = Loom::with_state(executing(executions, history()), cfg());
     let action = m.handle_event(completed("b", failure("b", "not found")));
 
-    let messages = with(history(), [Message::tool("a", "ok"), Message::tool("b", "error: not found")]);
+    let messages = with(history(), [Message::tool_result("a", "ok"), Message::tool_error("b", "error: not found")]);
     let tools = vec![
         CompletedToolInfo { tool_name: "bash".to_owned(), succeeded: true },
         CompletedToolInfo { tool_name: "read_file".to_owned(), succeeded: false },
@@ -349,7 +380,7 @@ fn tool_completed_all_done_read_only_calls_llm() {
     let mut m = Loom::with_state(executing(executions, history()), cfg());
     let action = m.handle_event(completed("b", success("b", json!(["x.rs:1"]))));
 
-    let messages = with(history(), [Message::tool("a", "text"), Message::tool("b", "[\"x.rs:1\"]")]);
+    let messages = with(history(), [Message::tool_result("a", "text"), Message::tool_result("b", "[\"x.rs:1\"]")]);
     assert_eq!(action, AgentAction::SendLlmRequest(request(messages.clone(), 0)));
     assert_eq!(m.state(), &calling(0, messages));
 }
@@ -361,7 +392,7 @@ fn tool_completed_all_done_failed_mutating_tool_calls_llm() {
     let mut m = Loom::with_state(executing(Executions::pending(&calls), history()), cfg());
     let action = m.handle_event(completed("a", failure("a", "permission denied")));
 
-    let messages = with(history(), [Message::tool("a", "error: permission denied")]);
+    let messages = with(history(), [Message::tool_error("a", "error: permission denied")]);
     assert_eq!(action, AgentAction::SendLlmRequest(request(messages.clone(), 0)));
     assert_eq!(m.state(), &calling(0, messages));
 }
@@ -373,7 +404,7 @@ fn tool_completed_mutating_tools_follow_the_config() {
     let calls = vec![call("a", "edit_file")];
     let mut m = Loom::with_state(executing(Executions::pending(&calls), history()), config);
     let action = m.handle_event(completed("a", success("a", json!("done"))));
-    let messages = with(history(), [Message::tool("a", "done")]);
+    let messages = with(history(), [Message::tool_result("a", "done")]);
     assert_eq!(action, AgentAction::SendLlmRequest(request(messages.clone(), 0)));
     assert_eq!(m.state(), &calling(0, messages));
 }
@@ -501,8 +532,10 @@ fn tool_results_join_the_conversation_in_call_order() {
     assert_eq!(m.handle_event(completed("a", failure("a", "boom"))), AgentAction::WaitForInput);
     let action = m.handle_event(completed("b", success("b", json!("B"))));
 
-    let messages =
-        with(history(), [Message::tool("a", "error: boom"), Message::tool("b", "B"), Message::tool("c", "C")]);
+    let messages = with(
+        history(),
+        [Message::tool_error("a", "error: boom"), Message::tool_result("b", "B"), Message::tool_result("c", "C")],
+    );
     assert_eq!(action, AgentAction::SendLlmRequest(request(messages.clone(), 0)));
     assert_eq!(m.state(), &calling(0, messages));
 }
@@ -512,15 +545,15 @@ fn conversation_gets_user_then_assistant_message() {
     let mut m = Loom::new(cfg());
     m.handle_event(AgentEvent::UserInput(Message::user("hi")));
     assert_eq!(m.state().conversation().unwrap().messages(), &[Message::user("hi")]);
-    m.handle_event(AgentEvent::LlmEvent(LlmEvent::TextDelta { content: "hel".to_owned() }));
-    m.handle_event(AgentEvent::LlmEvent(LlmEvent::TextDelta { content: "lo".to_owned() }));
+    m.handle_event(AgentEvent::LlmEvent(StreamEvent::TextDelta("hel".to_owned())));
+    m.handle_event(AgentEvent::LlmEvent(StreamEvent::TextDelta("lo".to_owned())));
     assert_eq!(m.state().conversation().unwrap().messages(), &[Message::user("hi")]);
-    let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse::text("hello"))));
+    let action = m.handle_event(AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("hello", Vec::new())));
     assert_eq!(action, AgentAction::WaitForInput);
     assert_eq!(
         m.state(),
         &AgentState::WaitingForUserInput {
-            conversation: conv(vec![Message::user("hi"), Message::assistant("hello", Vec::new())])
+            conversation: conv(vec![Message::user("hi"), assistant("hello", Vec::new())])
         }
     );
 }
@@ -531,19 +564,19 @@ fn full_tool_round_trip_from_new() {
     let calls = vec![call("a", "edit_file"), call("b", "read_file")];
     let events = vec![
         AgentEvent::UserInput(Message::user("fix it")),
-        AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse { content: String::new(), tool_calls: calls.clone() })),
+        AgentEvent::LlmEvent(agent_fsm_examples::loom::reply(String::new(), calls.clone())),
         progress("b", 0.5, "reading"),
         completed("b", success("b", json!("src"))),
         completed("a", success("a", json!("edited"))),
         AgentEvent::PostToolsHookCompleted { action_taken: true },
-        AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse::text("fixed"))),
+        AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("fixed", Vec::new())),
     ];
     let actions: Vec<AgentAction> = events.into_iter().map(|e| m.handle_event(e)).collect();
 
     let m1 = vec![Message::user("fix it")];
-    let m2 = with(m1.clone(), [Message::assistant("", calls.clone())]);
-    let m3 = with(m2.clone(), [Message::tool("a", "edited"), Message::tool("b", "src")]);
-    let m4 = with(m3.clone(), [Message::assistant("fixed", Vec::new())]);
+    let m2 = with(m1.clone(), [assistant("", calls.clone())]);
+    let m3 = with(m2.clone(), [Message::tool_result("a", "edited"), Message::tool_result("b", "src")]);
+    let m4 = with(m3.clone(), [assistant("fixed", Vec::new())]);
     let tools = vec![
         CompletedToolInfo { tool_name: "edit_file".to_owned(), succeeded: true },
         CompletedToolInfo { tool_name: "read_file".to_owned(), succeeded: true },
@@ -568,7 +601,7 @@ fn full_tool_round_trip_from_new() {
 #[test]
 fn post_tools_hook_completed_calls_llm() {
     for action_taken in [true, false] {
-        let messages = with(history(), [Message::tool("a", "ok")]);
+        let messages = with(history(), [Message::tool_result("a", "ok")]);
         let conversation = conv(messages.clone());
         let pending = LlmRequest { messages: conversation.shared(), max_tokens: 77, attempt: 0 };
         let state = AgentState::PostToolsHook {
@@ -632,7 +665,7 @@ fn shutdown_from_calling_llm() {
 #[test]
 fn shutdown_from_processing_llm_response() {
     shutdown_from(AgentState::ProcessingLlmResponse {
-        response: LlmResponse::text("half-processed"),
+        response: AssistantMessage { text: "half-processed".into(), tool_calls: Vec::new() },
         conversation: conv(history()),
     });
 }
@@ -641,7 +674,7 @@ fn shutdown_from_processing_llm_response() {
 fn resumed_in_transient_state_never_rests_there() {
     let mut m = Loom::with_state(
         AgentState::ProcessingLlmResponse {
-            response: LlmResponse::text("half-processed"),
+            response: AssistantMessage { text: "half-processed".into(), tool_calls: Vec::new() },
             conversation: conv(history()),
         },
         cfg(),
@@ -711,15 +744,19 @@ fn large_conversation_is_moved_not_copied() {
     let messages: Vec<Message> = (0..10_000).map(|i| Message::user(format!("message number {i}"))).collect();
     let mut m = Loom::with_state(calling(0, messages), cfg());
     let shared = m.state().conversation().unwrap().shared();
-    let first_text = shared[0].content.as_ptr();
+    let text_of = |m: &Message| match m {
+        Message::User { content } => content.as_ptr(),
+        other => panic!("expected a user message, got {other:?}"),
+    };
+    let first_text = text_of(&shared[0]);
 
     // In place.
-    m.handle_event(AgentEvent::LlmEvent(LlmEvent::TextDelta { content: "x".to_owned() }));
+    m.handle_event(AgentEvent::LlmEvent(StreamEvent::TextDelta("x".to_owned())));
     assert!(Arc::ptr_eq(&shared, &m.state().conversation().unwrap().shared()));
 
     // CallingLlm -> Error -> CallingLlm: moved twice, and the request shares it.
-    let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Error(llm_error("503"))));
-    assert_eq!(action, AgentAction::ScheduleRetry { attempt: 1 });
+    let action = m.handle_event(AgentEvent::LlmFailed(llm_error("503")));
+    assert_eq!(action, AgentAction::ScheduleRetry { attempt: 1, retry_after: None });
     assert!(m.state().is_error());
     assert!(Arc::ptr_eq(&shared, &m.state().conversation().unwrap().shared()));
     let action = m.handle_event(AgentEvent::RetryTimeoutFired);
@@ -733,12 +770,12 @@ fn large_conversation_is_moved_not_copied() {
     // own buffers are the same ones.
     let arc_addr = Arc::as_ptr(&shared);
     drop(shared);
-    let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse::text("ok"))));
+    let action = m.handle_event(AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("ok", Vec::new())));
     assert_eq!(action, AgentAction::WaitForInput);
     let now = m.state().conversation().unwrap();
     assert_eq!(now.len(), 10_001);
     assert_eq!(Arc::as_ptr(&now.shared()), arc_addr);
-    assert_eq!(now.messages()[0].content.as_ptr(), first_text);
+    assert_eq!(text_of(&now.messages()[0]), first_text);
 }
 
 // ------------------------------------------------------------ introspection
@@ -753,19 +790,19 @@ fn description_lists_every_tested_row() {
         (
             "CallingLlm",
             Some("LlmEvent"),
-            Some("repeated_id(&response.tool_calls).is_some()"),
+            Some("repeated_id(&message.tool_calls).is_some()"),
             "WaitingForUserInput",
             Some("DisplayError"),
         ),
         ("CallingLlm", Some("LlmEvent"), None, "ProcessingLlmResponse", None),
         (
             "CallingLlm",
-            Some("LlmEvent"),
-            Some("retries.saturating_add(1) < ctx.max_retries"),
+            Some("LlmFailed"),
+            Some("error.is_retryable() && retries.saturating_add(1) < ctx.max_retries"),
             "Error",
             Some("ScheduleRetry"),
         ),
-        ("CallingLlm", Some("LlmEvent"), None, "WaitingForUserInput", Some("DisplayError")),
+        ("CallingLlm", Some("LlmFailed"), None, "WaitingForUserInput", Some("DisplayError")),
         (
             "ProcessingLlmResponse",
             None,
@@ -874,10 +911,7 @@ fn observer_sees_the_transient_hop_on_completed() {
     let mut m = Loom::with_state(calling(0, history()), cfg());
     let mut rec = Recorder::default();
     let action = m.handle_event_with(
-        AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse {
-            content: "running".to_owned(),
-            tool_calls: calls.clone(),
-        })),
+        AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("running".to_owned(), calls.clone())),
         &mut rec,
     );
     assert_eq!(action, AgentAction::ExecuteTools(calls));
@@ -902,7 +936,7 @@ fn observer_sees_the_transient_hop_on_completed() {
     // Text only: the transient hop ends in WaitingForUserInput.
     let mut m = Loom::with_state(calling(0, history()), cfg());
     let mut rec = Recorder::default();
-    m.handle_event_with(AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse::text("bye"))), &mut rec);
+    m.handle_event_with(AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("bye", Vec::new())), &mut rec);
     assert_eq!(
         rec.hops(),
         vec![
@@ -935,4 +969,21 @@ fn interrupted_ends_the_turn_from_any_waiting_state() {
     let mut m = Loom::with_state(AgentState::ShuttingDown, cfg());
     assert_eq!(m.handle_event(AgentEvent::Interrupted { cause: "late".into() }), AgentAction::WaitForInput);
     assert_eq!(m.state(), &AgentState::ShuttingDown);
+}
+
+/// `repeated_id` finds the first id a later call repeats, by scanning a
+/// short reply and through a sorted list for a long one.
+#[test]
+fn repeated_id_finds_the_first_repeat_in_short_and_long_replies() {
+    use agent_fsm_examples::loom::{ToolCall, repeated_id};
+    let calls = |ids: &[String]| -> Vec<ToolCall> {
+        ids.iter().map(|id| ToolCall { id: id.clone(), name: "t".into(), arguments: serde_json::Value::Null }).collect()
+    };
+    for n in [2usize, 16, 17, 40] {
+        let mut ids: Vec<String> = (0..n).map(|i| format!("c{i}")).collect();
+        assert_eq!(repeated_id(&calls(&ids)), None, "{n} distinct ids");
+        ids[n - 1] = "c0".into();
+        assert_eq!(repeated_id(&calls(&ids)), Some("c0"), "{n} ids, the last repeating c0");
+    }
+    assert_eq!(repeated_id(&[]), None);
 }

@@ -112,19 +112,19 @@ impl Ledger {
     fn call(&mut self, id: &str, question: bool) -> ToolCall {
         self.calls += 1;
         let name = if question { "AskUserQuestion" } else { "write_file" };
-        ToolCall { id: id.to_owned(), name: name.to_owned(), input: json!({ "n": self.calls }) }
+        ToolCall { id: id.to_owned(), name: name.to_owned(), arguments: json!({ "n": self.calls }) }
     }
 
     /// Reads an action; `Err` names a tool run without its own approval.
     fn observe(&mut self, action: &ShadowAction) -> Result<(), String> {
         if let Some((id, call)) = permission_request(action) {
-            self.permissions.push(Request { id, call: call.input, allowed: false, used: false });
+            self.permissions.push(Request { id, call: call.arguments, allowed: false, used: false });
         }
         match action {
             ShadowAction::AskUser { request_id, .. } => self.questions.push(request_id.clone()),
             ShadowAction::ExecuteTool(call) => {
                 self.running = Some(call.id.clone());
-                let own = self.permissions.iter_mut().find(|r| r.call == call.input && r.allowed && !r.used);
+                let own = self.permissions.iter_mut().find(|r| r.call == call.arguments && r.allowed && !r.used);
                 match own {
                     Some(request) => request.used = true,
                     None => return Err(format!("ran {call:?} without an allowing reply to its own request: {self:?}")),
@@ -258,8 +258,8 @@ fn a_reply_that_repeats_a_call_id_is_refused_on_entry() {
     let mut machine = Shadow::new(ShadowContext::new("main"));
     machine.handle_event(ShadowEvent::UserInput("go".into()));
     let calls = vec![
-        ToolCall { id: "t1".into(), name: "write_file".into(), input: json!({ "n": 1 }) },
-        ToolCall { id: "t1".into(), name: "run_command".into(), input: json!({ "n": 2 }) },
+        ToolCall { id: "t1".into(), name: "write_file".into(), arguments: json!({ "n": 1 }) },
+        ToolCall { id: "t1".into(), name: "run_command".into(), arguments: json!({ "n": 2 }) },
     ];
     let action = machine.handle_event(ShadowEvent::LlmReply(AssistantReply { text: "x".into(), tool_calls: calls }));
     let message = "the model repeated the tool call id `t1`; no tool ran";
@@ -274,8 +274,8 @@ fn waiting() -> serde_json::Value {
     let mut machine = Shadow::new(ShadowContext::new("main"));
     machine.handle_event(ShadowEvent::UserInput("go".into()));
     let calls = vec![
-        ToolCall { id: "t1".into(), name: "write_file".into(), input: json!({ "n": 1 }) },
-        ToolCall { id: "t2".into(), name: "write_file".into(), input: json!({ "n": 2 }) },
+        ToolCall { id: "t1".into(), name: "write_file".into(), arguments: json!({ "n": 1 }) },
+        ToolCall { id: "t2".into(), name: "write_file".into(), arguments: json!({ "n": 2 }) },
     ];
     machine.handle_event(ShadowEvent::LlmReply(AssistantReply { text: String::new(), tool_calls: calls }));
     serde_json::from_str(&snapshot::to_json(&machine).expect("snapshot")).expect("json")
@@ -313,8 +313,8 @@ fn a_spent_counter_answers_a_call_that_would_ask_instead_of_reusing_an_id() {
     let mut machine = Shadow::new(context);
     machine.handle_event(ShadowEvent::UserInput("go".into()));
     let calls = vec![
-        ToolCall { id: "t1".into(), name: "write_file".into(), input: json!({ "n": 1 }) },
-        ToolCall { id: "t2".into(), name: "write_file".into(), input: json!({ "n": 2 }) },
+        ToolCall { id: "t1".into(), name: "write_file".into(), arguments: json!({ "n": 1 }) },
+        ToolCall { id: "t2".into(), name: "write_file".into(), arguments: json!({ "n": 2 }) },
     ];
     let action = machine.handle_event(ShadowEvent::LlmReply(AssistantReply { text: String::new(), tool_calls: calls }));
     let ShadowAction::RequestPermission { request_id, .. } = action else { panic!("{action:?}") };
@@ -382,7 +382,7 @@ struct Asked {
 
 /// The file a `write_file` call writes.
 fn file_of(call: &ToolCall) -> String {
-    call.input.get("path").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned()
+    call.arguments.get("path").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned()
 }
 
 /// Plays `moves` against an agent with real tools in a fresh workspace;
@@ -406,7 +406,7 @@ async fn play_agent(moves: Vec<AgentMove>) -> Vec<String> {
                         ToolCall {
                             id: id.to_owned(),
                             name: "write_file".into(),
-                            input: json!({ "path": path, "content": "x" }),
+                            arguments: json!({ "path": path, "content": "x" }),
                         }
                     })
                     .collect();

@@ -50,7 +50,7 @@ fn ctx() -> ShadowContext {
 }
 
 fn call(id: &str, name: &str) -> ToolCall {
-    ToolCall { id: id.to_owned(), name: name.to_owned(), input: json!({ "arg": id }) }
+    ToolCall { id: id.to_owned(), name: name.to_owned(), arguments: json!({ "arg": id }) }
 }
 
 fn input(text: &str) -> ShadowEvent {
@@ -93,7 +93,7 @@ fn waiting_permission(c: &ToolCall, request_id: &str) -> ShadowState {
     ShadowState::WaitingForPermission {
         tool_name: c.name.clone(),
         tool_use_id: c.id.clone(),
-        input: c.input.clone(),
+        input: c.arguments.clone(),
         request_id: request_id.to_owned(),
     }
 }
@@ -188,7 +188,7 @@ fn flow_with_questions() {
     let question = ToolCall {
         id: "q1".to_owned(),
         name: "AskUserQuestion".to_owned(),
-        input: json!({ "questions": ["Which colour?"] }),
+        arguments: json!({ "questions": ["Which colour?"] }),
     };
     let mut s = Session::new(ctx());
     s.send(input("paint it"));
@@ -220,7 +220,7 @@ fn several_calls_in_one_reply_run_in_order_and_answer_together() {
     // `rm` is denied by rule on the way, without asking.
     assert_eq!(
         s.send(tool_ok("b", "B")),
-        ShadowAction::AskUser { request_id: "question-1".to_owned(), questions: question.input.clone() }
+        ShadowAction::AskUser { request_id: "question-1".to_owned(), questions: question.arguments.clone() }
     );
     let results = vec![ok("a", "A"), ok("b", "B"), err("r", "Permission denied by rule for `rm`"), ok("q", "yes")];
     let action =

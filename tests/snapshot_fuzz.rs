@@ -11,7 +11,9 @@ mod support {
 
 use agent_fsm::StateMachine;
 use agent_fsm::snapshot::{self, snake_case};
-use agent_fsm_examples::bob::{ModelReply, Runner, RunnerContext, RunnerEvent, RunnerState, ToolCall, ToolResult};
+use agent_fsm_examples::bob::{
+    Runner, RunnerContext, RunnerEvent, RunnerState, ToolCall, ToolResult, answer, call_tools,
+};
 use agent_fsm_examples::shadow::{
     self, AssistantReply, PartialToolCall, Permission, Shadow, ShadowContext, ShadowEvent, ShadowState, StreamDelta,
 };
@@ -71,15 +73,19 @@ where
 // ===================================================================== bob
 
 fn call(id: &str) -> ToolCall {
-    ToolCall { id: id.into(), name: "write_note".into(), input: format!("note {id}") }
+    ToolCall {
+        id: id.into(),
+        name: "write_note".into(),
+        arguments: serde_json::json!({ "note": format!("note {id}") }),
+    }
 }
 
 fn bob_seeds() -> Vec<String> {
-    let calls = |ids: &[&str]| RunnerEvent::Infer(ModelReply::ToolCalls(ids.iter().map(|id| call(id)).collect()));
+    let calls = |ids: &[&str]| RunnerEvent::Infer(call_tools(ids.iter().map(|id| call(id)).collect()));
     let approve = |n: u32| RunnerEvent::Approve { request_id: format!("approval-{n}") };
     let results = |ids: &[&str]| {
         RunnerEvent::ProvideToolResults(
-            ids.iter().map(|id| ToolResult { call_id: (*id).into(), output: "ok".into() }).collect(),
+            ids.iter().map(|id| ToolResult { call_id: (*id).into(), content: "ok".into(), is_error: false }).collect(),
         )
     };
     let mut seeds = every_step(
@@ -110,10 +116,10 @@ fn bob_seeds() -> Vec<String> {
 /// Every kind of event, with the ids `state` awaits and one it does not.
 fn bob_events(state: &RunnerState) -> Vec<RunnerEvent> {
     let mut events = vec![
-        RunnerEvent::Infer(ModelReply::Answer("done".into())),
-        RunnerEvent::Infer(ModelReply::ToolCalls(Vec::new())),
-        RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("x")])),
-        RunnerEvent::Infer(ModelReply::ToolCalls(vec![call("x"), call("x")])),
+        RunnerEvent::Infer(answer("done")),
+        RunnerEvent::Infer(call_tools(Vec::new())),
+        RunnerEvent::Infer(call_tools(vec![call("x")])),
+        RunnerEvent::Infer(call_tools(vec![call("x"), call("x")])),
         RunnerEvent::ProvideToolResults(Vec::new()),
         RunnerEvent::RequireApproval,
         RunnerEvent::Approve { request_id: "approval-999".into() },
@@ -150,7 +156,7 @@ fn bob_snapshots_mutated_a_million_times() {
 // ================================================================== Shadow
 
 fn tool(id: &str, name: &str) -> shadow::ToolCall {
-    shadow::ToolCall { id: id.into(), name: name.into(), input: json!({ "path": id }) }
+    shadow::ToolCall { id: id.into(), name: name.into(), arguments: json!({ "path": id }) }
 }
 
 fn reply(calls: Vec<shadow::ToolCall>) -> ShadowEvent {

@@ -2,8 +2,7 @@
 //! every added and replaced row, an inherited row, and the base unchanged.
 
 use agent_fsm_examples::loom::{
-    AgentConfig, ConversationContext, Executions, LlmError, LlmEvent, LlmResponse, Loom, Message, ToolCall,
-    ToolExecutionOutcome,
+    AgentConfig, ConversationContext, Executions, Loom, Message, ProviderError, ToolCall, ToolExecutionOutcome,
 };
 use agent_fsm_examples::loom_with_permission::{AgentAction, AgentEvent, AgentState, LoomWithPermission};
 
@@ -11,12 +10,16 @@ fn call(id: &str, name: &str) -> ToolCall {
     ToolCall { id: id.into(), name: name.into(), arguments: serde_json::json!({}) }
 }
 
+fn server_error(message: &str) -> ProviderError {
+    ProviderError::new(agent_fsm::llm::ErrorKind::ServerError { status: 503, retry_after: None }, message)
+}
+
 fn conv() -> ConversationContext {
     ConversationContext::from_messages(vec![Message::user("fix it")])
 }
 
 fn completed(calls: Vec<ToolCall>) -> AgentEvent {
-    AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse { content: "on it".into(), tool_calls: calls }))
+    AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("on it", calls))
 }
 
 fn calling() -> LoomWithPermission {
@@ -102,9 +105,14 @@ fn added_row_permission_denied_answers_every_call_and_waits() {
     let action = m.handle_event(AgentEvent::PermissionDenied { request_id: 1, reason: "not now".into() });
     assert_eq!(action, AgentAction::DisplayError("permission denied: not now".into()));
     let AgentState::WaitingForUserInput { conversation } = m.state() else { panic!("{:?}", m.state()) };
-    let ids: Vec<_> = conversation.messages()[1..].iter().map(|m| m.tool_call_id.clone()).collect();
-    assert_eq!(ids, [Some("1".to_owned()), Some("2".to_owned())]);
-    assert!(conversation.messages()[1].content.contains("not now"));
+    let results: Vec<_> = conversation.messages()[1..]
+        .iter()
+        .map(|m| match m {
+            Message::Tool(result) => (result.call_id.as_str(), result.is_error, result.content.contains("not now")),
+            other => panic!("expected a tool result, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(results, [("1", true, true), ("2", true, true)]);
 }
 
 #[test]
@@ -113,8 +121,8 @@ fn replaced_row_final_failure_says_gave_up() {
         AgentState::CallingLlm { retries: 2, conversation: conv() },
         AgentConfig::default(),
     );
-    let action = m.handle_event(AgentEvent::LlmEvent(LlmEvent::Error(LlmError { message: "503".into() })));
-    assert_eq!(action, AgentAction::DisplayError("gave up: llm call failed: 503".into()));
+    let action = m.handle_event(AgentEvent::LlmFailed(server_error("503")));
+    assert_eq!(action, AgentAction::DisplayError("gave up: server error 503: 503".into()));
 }
 
 #[test]
@@ -149,17 +157,20 @@ fn the_base_is_unchanged() {
         AgentConfig::default(),
     );
     let calls = vec![call("1", "edit_file")];
-    let action = m.handle_event(agent_fsm_examples::loom::AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse {
-        content: "on it".into(),
-        tool_calls: calls.clone(),
-    })));
+    let action = m.handle_event(agent_fsm_examples::loom::AgentEvent::LlmEvent(agent_fsm_examples::loom::reply(
+        "on it",
+        calls.clone(),
+    )));
     assert_eq!(action, agent_fsm_examples::loom::AgentAction::ExecuteTools(calls));
     let action = Loom::with_state(
         agent_fsm_examples::loom::AgentState::CallingLlm { retries: 2, conversation: conv() },
         AgentConfig::default(),
     )
-    .handle_event(agent_fsm_examples::loom::AgentEvent::LlmEvent(LlmEvent::Error(LlmError { message: "503".into() })));
-    assert_eq!(action, agent_fsm_examples::loom::AgentAction::DisplayError("llm call failed: 503".into()));
+    .handle_event(agent_fsm_examples::loom::AgentEvent::LlmFailed(server_error("503")));
+    assert_eq!(
+        action,
+        agent_fsm_examples::loom::AgentAction::DisplayError("llm call failed: server error 503: 503".into())
+    );
 }
 
 #[test]

@@ -300,6 +300,19 @@ async fn message_stop_ends_the_reply_whatever_follows() {
     assert_eq!(kinds(run(client(&server), request(), 1).await), hello_events());
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_stream_ends_at_message_stop_though_the_server_keeps_the_connection_open() {
+    let pieces = match Reply::events(&hello_stream()) {
+        Reply::Events { pieces, .. } => pieces.len(),
+        Reply::Status { .. } => unreachable!(),
+    };
+    let server = ReplayServer::start(vec![Reply::events(&hello_stream()).stalled_after(pieces)]).await;
+    let start = tokio::time::Instant::now();
+    assert_eq!(kinds(run(client(&server), request(), 1).await), hello_events());
+    // Not after the read timeout: nothing more was read.
+    assert_eq!(start.elapsed(), Duration::ZERO);
+}
+
 #[tokio::test]
 async fn a_connection_dropped_mid_stream_is_retried() {
     // Cut after the first text delta: no `message_stop`.
@@ -433,6 +446,21 @@ fn the_parser_alone_completes_at_the_end_only_after_a_stop_reason() {
     let mut out = VecDeque::new();
     parser.feed(hello_stream().as_bytes(), &mut out);
     assert!(out.is_empty());
+}
+
+#[test]
+fn text_given_with_a_block_start_is_delivered() {
+    use agent_fsm::llm::anthropic::StreamParser;
+    use std::collections::VecDeque;
+
+    let start =
+        event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "Hi"}}));
+    let mut parser = StreamParser::new();
+    let mut out = VecDeque::new();
+    parser.feed((start + &text_delta(0, "!") + &message_stop()).as_bytes(), &mut out);
+    let expected =
+        vec![Ok(text("Hi")), Ok(text("!")), Ok(completed("Hi!", vec![], StopReason::EndTurn, Usage::default()))];
+    assert_eq!(kinds(out.into_iter().collect()), expected);
 }
 
 #[test]

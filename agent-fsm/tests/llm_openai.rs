@@ -268,6 +268,19 @@ async fn done_ends_the_reply_whatever_follows() {
     assert_eq!(kinds(run(client(&server), request(), 1).await), hello_events());
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_stream_ends_at_done_though_the_server_keeps_the_connection_open() {
+    let pieces = match Reply::events(&hello_stream()) {
+        Reply::Events { pieces, .. } => pieces.len(),
+        Reply::Status { .. } => unreachable!(),
+    };
+    let server = ReplayServer::start(vec![Reply::events(&hello_stream()).stalled_after(pieces)]).await;
+    let start = tokio::time::Instant::now();
+    assert_eq!(kinds(run(client(&server), request(), 1).await), hello_events());
+    // Not after the read timeout: nothing more was read.
+    assert_eq!(start.elapsed(), Duration::ZERO);
+}
+
 #[tokio::test]
 async fn a_connection_dropped_mid_stream_is_retried() {
     let cut = Reply::events(&hello_stream()).dropped_after(2);

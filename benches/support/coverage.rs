@@ -6,9 +6,9 @@
 
 use super::traces::Trace;
 use agent_fsm_examples::loom::{
-    AgentConfig, AgentError, AgentEvent, AgentState, CompletedToolInfo, ConversationContext, ErrorOrigin, Executions,
-    LlmError, LlmEvent, LlmResponse, Message, ToolCall, ToolError, ToolExecutionOutcome, ToolProgress,
-    ToolProgressEvent,
+    AgentConfig, AgentError, AgentEvent, AgentState, AssistantMessage, CompletedToolInfo, ConversationContext,
+    ErrorOrigin, Executions, Message, ProviderError, StreamEvent, ToolCall, ToolError, ToolExecutionOutcome,
+    ToolProgress, ToolProgressEvent,
 };
 
 fn call(id: &str, name: &str) -> ToolCall {
@@ -39,16 +39,20 @@ fn progress(id: &str) -> AgentEvent {
     })
 }
 
-fn llm(e: LlmEvent) -> AgentEvent {
+fn llm(e: StreamEvent) -> AgentEvent {
     AgentEvent::LlmEvent(e)
 }
 
+fn llm_error(message: &str) -> ProviderError {
+    ProviderError::new(agent_fsm::llm::ErrorKind::ServerError { status: 503, retry_after: None }, message)
+}
+
 fn error() -> AgentEvent {
-    llm(LlmEvent::Error(LlmError { message: "503".to_owned() }))
+    AgentEvent::LlmFailed(llm_error("503"))
 }
 
 fn completed(calls: Vec<ToolCall>) -> AgentEvent {
-    llm(LlmEvent::Completed(LlmResponse { content: "reply".to_owned(), tool_calls: calls }))
+    llm(agent_fsm_examples::loom::reply("reply", calls))
 }
 
 pub(crate) fn traces() -> Vec<Trace> {
@@ -57,12 +61,13 @@ pub(crate) fn traces() -> Vec<Trace> {
     let every_row = vec![
         E::RetryTimeoutFired, // no row
         E::UserInput(Message::user("hi")),
-        llm(LlmEvent::ToolCallDelta {
-            call_id: "c".to_owned(),
-            tool_name: "read_file".to_owned(),
+        llm(StreamEvent::ToolCallDelta {
+            index: 0,
+            id: Some("c".to_owned()),
+            name: Some("read_file".to_owned()),
             arguments_fragment: "{".to_owned(),
         }),
-        llm(LlmEvent::TextDelta { content: "x".to_owned() }),
+        llm(StreamEvent::TextDelta("x".to_owned())),
         error(),                                // retry 1
         E::UserInput(Message::user("ignored")), // no row in Error
         E::RetryTimeoutFired,
@@ -97,7 +102,7 @@ pub(crate) fn traces() -> Vec<Trace> {
     traces.push(Trace {
         name: "coverage_refused".to_owned(),
         start: AgentState::Error {
-            error: AgentError::Llm(LlmError { message: "x".to_owned() }),
+            error: AgentError::Llm(llm_error("x")),
             retries: 1,
             origin: ErrorOrigin::Tool,
             conversation: ConversationContext::default(),
@@ -121,12 +126,15 @@ pub(crate) fn traces() -> Vec<Trace> {
             conversation: conversation(),
         },
         AgentState::Error {
-            error: AgentError::Llm(LlmError { message: "x".to_owned() }),
+            error: AgentError::Llm(llm_error("x")),
             retries: 1,
             origin: ErrorOrigin::Llm,
             conversation: conversation(),
         },
-        AgentState::ProcessingLlmResponse { response: LlmResponse::text("x"), conversation: conversation() },
+        AgentState::ProcessingLlmResponse {
+            response: AssistantMessage { text: "x".to_owned(), tool_calls: Vec::new() },
+            conversation: conversation(),
+        },
         AgentState::ShuttingDown,
     ];
     for start in starts {

@@ -16,7 +16,7 @@
 //!   `tracing` warning and returns `WaitForInput` (the table's fallback).
 
 use agent_fsm_examples::loom::{
-    AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, ErrorOrigin, Executions, LlmEvent, Message,
+    AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, ErrorOrigin, Executions, Message, StreamEvent,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -57,22 +57,32 @@ impl HandLoom {
         let state = &mut self.state;
         match event {
             // --- CallingLlm + LlmEvent ----------------------------------------
-            E::LlmEvent(LlmEvent::TextDelta { content }) => match state {
+            E::LlmEvent(StreamEvent::TextDelta(content)) => match state {
                 S::CallingLlm { .. } => A::DisplayMessage(content),
                 _ => unhandled(state, "LlmEvent"),
             },
-            E::LlmEvent(LlmEvent::ToolCallDelta { .. }) => match state {
+            E::LlmEvent(StreamEvent::ToolCallDelta { .. }) => match state {
                 S::CallingLlm { .. } => A::WaitForInput,
                 _ => unhandled(state, "LlmEvent"),
             },
-            E::LlmEvent(LlmEvent::Completed(response)) => {
+            E::LlmEvent(StreamEvent::Completed { message: response, .. }) => {
                 if !matches!(state, S::CallingLlm { .. }) {
                     return unhandled(state, "LlmEvent");
+                }
+                // Calls are told apart by id: a reply that repeats one runs
+                // nothing (the table's guarded row above its plain one).
+                if let Some(id) = agent_fsm_examples::loom::repeated_id(&response.tool_calls) {
+                    let message = format!("the model repeated the tool call id `{id}`; no tool ran");
+                    let S::CallingLlm { conversation, .. } = std::mem::replace(state, S::ShuttingDown) else {
+                        return restore_unreachable();
+                    };
+                    *state = S::WaitingForUserInput { conversation };
+                    return A::DisplayError(message);
                 }
                 let S::CallingLlm { mut conversation, .. } = std::mem::replace(state, S::ShuttingDown) else {
                     return restore_unreachable();
                 };
-                conversation.push(Message::assistant(response.content.clone(), response.tool_calls.clone()));
+                conversation.push(Message::Assistant(response.clone()));
                 // ProcessingLlmResponse, resolved inline.
                 if !response.tool_calls.is_empty() {
                     let executions = Executions::pending(&response.tool_calls);
@@ -84,23 +94,30 @@ impl HandLoom {
                     A::WaitForInput
                 }
             }
-            E::LlmEvent(LlmEvent::Error(error)) => {
+            // The library's stream events are `#[non_exhaustive]`: any
+            // other is a delta the table waits through.
+            E::LlmEvent(_) => match state {
+                S::CallingLlm { .. } => A::WaitForInput,
+                _ => unhandled(state, "LlmEvent"),
+            },
+            E::LlmFailed(error) => {
                 if !matches!(state, S::CallingLlm { .. }) {
-                    return unhandled(state, "LlmEvent");
+                    return unhandled(state, "LlmFailed");
                 }
                 let S::CallingLlm { retries, conversation } = std::mem::replace(state, S::ShuttingDown) else {
                     return restore_unreachable();
                 };
-                if retries.saturating_add(1) < ctx.max_retries {
+                if error.is_retryable() && retries.saturating_add(1) < ctx.max_retries {
+                    let retry_after = error.retry_after();
                     *state = S::Error {
                         error: AgentError::Llm(error),
                         retries: retries.saturating_add(1),
                         origin: ErrorOrigin::Llm,
                         conversation,
                     };
-                    A::ScheduleRetry { attempt: retries.saturating_add(1) }
+                    A::ScheduleRetry { attempt: retries.saturating_add(1), retry_after }
                 } else {
-                    let action = A::DisplayError(error.to_string());
+                    let action = A::DisplayError(format!("llm call failed: {error}"));
                     *state = S::WaitingForUserInput { conversation };
                     action
                 }

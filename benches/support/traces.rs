@@ -1,8 +1,7 @@
 //! The benched event traces, built outside any timed region.
 
 use agent_fsm_examples::loom::{
-    AgentConfig, AgentEvent, AgentState, ConversationContext, LlmEvent, LlmResponse, Message, ToolCall,
-    ToolExecutionOutcome,
+    AgentConfig, AgentEvent, AgentState, ConversationContext, Message, StreamEvent, ToolCall, ToolExecutionOutcome,
 };
 
 /// Deltas in trace (a).
@@ -31,7 +30,7 @@ fn idle() -> AgentState {
 }
 
 fn delta(text: &str) -> AgentEvent {
-    AgentEvent::LlmEvent(LlmEvent::TextDelta { content: text.to_owned() })
+    AgentEvent::LlmEvent(StreamEvent::TextDelta(text.to_owned()))
 }
 
 /// (a) One user turn: `UserInput`, 2,000 `TextDelta`s, a text-only `Completed`.
@@ -42,7 +41,7 @@ pub(crate) fn text_turn() -> Trace {
     for i in 0..TEXT_DELTAS {
         events.push(delta(words[i % words.len()]));
     }
-    events.push(AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse::text("the whole reply"))));
+    events.push(AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("the whole reply", Vec::new())));
     Trace { name: "a_text_turn".to_owned(), start: idle(), events }
 }
 
@@ -65,10 +64,7 @@ pub(crate) fn tool_loop() -> Trace {
             })
             .collect();
         let ids: Vec<String> = calls.iter().map(|c| c.id.clone()).collect();
-        events.push(AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse {
-            content: "running tools".to_owned(),
-            tool_calls: calls,
-        })));
+        events.push(AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("running tools", calls)));
         // Completion order differs from call order: 3, 0, 2, 1.
         for &i in &[3usize, 0, 2, 1] {
             events.push(AgentEvent::ToolCompleted {
@@ -81,7 +77,7 @@ pub(crate) fn tool_loop() -> Trace {
         }
         events.push(AgentEvent::PostToolsHookCompleted { action_taken: true });
     }
-    events.push(AgentEvent::LlmEvent(LlmEvent::Completed(LlmResponse::text("all tests pass"))));
+    events.push(AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("all tests pass", Vec::new())));
     Trace { name: "b_tool_loop".to_owned(), start: idle(), events }
 }
 
@@ -92,7 +88,7 @@ pub(crate) fn conversation(n: usize) -> ConversationContext {
             if i % 2 == 0 {
                 Message::user(format!("user message {i}"))
             } else {
-                Message::assistant(format!("assistant message {i}"), Vec::new())
+                Message::assistant(format!("assistant message {i}"))
             }
         })
         .collect();

@@ -111,7 +111,7 @@ pub fn invariants(state: &ShadowState, ctx: &ShadowContext) -> Result<(), String
         }
         ShadowState::WaitingForPermission { tool_name, tool_use_id, input, request_id } => {
             let call = current(turn, tool_use_id)?;
-            if call.name != *tool_name || call.input != *input {
+            if call.name != *tool_name || call.arguments != *input {
                 return Err(format!("the call `{tool_use_id}` awaiting permission is not the turn's current call"));
             }
             issued(ctx, PERMISSION, request_id)

@@ -147,6 +147,10 @@ pub(crate) trait Decoder: Send + 'static {
 enum Phase<D> {
     Start(reqwest::RequestBuilder, D),
     Reading(reqwest::Response, D, VecDeque<Item>),
+    /// The body ended: what the decoder made last, then the end, whatever
+    /// the decoder says (a decoder that never calls itself done must not
+    /// make the stream read a finished body forever).
+    Draining(VecDeque<Item>),
     Done,
 }
 
@@ -155,6 +159,7 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
     loop {
         phase = match phase {
             Phase::Done => return None,
+            Phase::Draining(mut queue) => return queue.pop_front().map(|item| (item, Phase::Draining(queue))),
             Phase::Start(request, decoder) => match request.send().await {
                 Err(e) => return Some((Err(transport_error(&e, "sending the request")), Phase::Done)),
                 Ok(response) if !response.status().is_success() => {
@@ -181,15 +186,27 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
                 if decoder.is_done() {
                     return None;
                 }
-                match response.chunk().await {
-                    Ok(Some(chunk)) => decoder.feed(&chunk, &mut queue),
-                    Ok(None) => decoder.finish(None, &mut queue),
-                    Err(e) => decoder.finish(Some(transport_error(&e, "reading the reply")), &mut queue),
-                }
-                if queue.is_empty() && decoder.is_done() {
+                let ended = match response.chunk().await {
+                    Ok(Some(chunk)) => {
+                        decoder.feed(&chunk, &mut queue);
+                        false
+                    }
+                    Ok(None) => {
+                        decoder.finish(None, &mut queue);
+                        true
+                    }
+                    Err(e) => {
+                        decoder.finish(Some(transport_error(&e, "reading the reply")), &mut queue);
+                        true
+                    }
+                };
+                if ended {
+                    Phase::Draining(queue)
+                } else if queue.is_empty() && decoder.is_done() {
                     return None;
+                } else {
+                    Phase::Reading(response, decoder, queue)
                 }
-                Phase::Reading(response, decoder, queue)
             }
         };
     }

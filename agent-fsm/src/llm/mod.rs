@@ -113,7 +113,9 @@ pub use types::{AssistantMessage, Message, Request, ToolCall, ToolDefinition, To
 pub trait Provider: Send + Sync + 'static {
     /// Sends `request` and streams the reply (see the [module docs](self)).
     /// The request is read before this returns; the stream owns what it
-    /// needs. Nothing is sent until the stream is first polled.
+    /// needs. Nothing is sent until the stream is first polled, and
+    /// dropping the stream closes the connection (a cancelled call stops
+    /// at once).
     fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>>;
 }
 

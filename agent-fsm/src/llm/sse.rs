@@ -168,6 +168,13 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_order_mark_is_stripped_at_the_start_only() {
+        assert_eq!(frames(&[b"\xEF\xBB\xBFdata: x\n\n"], false), vec![pair("", "x")]);
+        assert_eq!(frames(&[b"", b"\xEF\xBB\xBFdata: x\n\n"], false), vec![pair("", "x")]);
+        assert_eq!(frames(&[b"data: a", b"\xEF\xBB\xBFb\n\n"], false), vec![pair("", "a\u{FEFF}b")]);
+    }
+
+    #[test]
     fn invalid_utf8_is_replaced() {
         assert_eq!(frames(&[b"event: e\xFF\ndata: a\xC3\n\n"], false), vec![pair("e\u{FFFD}", "a\u{FFFD}")]);
     }

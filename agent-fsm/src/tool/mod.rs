@@ -9,6 +9,7 @@
 //! | [`ToolRound`] | `tool` | one reply's results, collected as tasks end, handed back in call order |
 //! | [`CallError`] | `tool` | why a call failed, written for the model |
 //! | [`McpServer`](mcp::McpServer) | `mcp` | the tools of a Model Context Protocol server, beside native ones |
+//! | [`workspace_tools`], [`ReadFile`], [`WriteFile`], [`EditFile`], [`ListFiles`], [`RunCommand`] | `tool` and `tools` | the confined workspace tools of [`crate::tools`] as typed tools |
 //!
 //! # A call's life
 //! The model sees each tool's [`ToolDefinition`](crate::llm::ToolDefinition)
@@ -125,9 +126,17 @@ pub mod mcp;
 mod round;
 mod set;
 mod typed;
+#[cfg(feature = "tools")]
+mod workspace;
 
 pub use error::CallError;
 pub use round::ToolRound;
 pub use schemars;
 pub use set::{RawTool, ToolSet};
 pub use typed::{Tool, parse_arguments, schema_for};
+#[cfg(feature = "tools")]
+pub use workspace::{
+    EditFile, EditFileArgs, ListFiles, ListFilesArgs, ReadFile, ReadFileArgs, WriteFile, WriteFileArgs, workspace_tools,
+};
+#[cfg(all(feature = "tools", unix))]
+pub use workspace::{RunCommand, RunCommandArgs, workspace_tools_with};

@@ -1,11 +1,11 @@
 // `Approve` carries the request id it settles: `approve()` without it does
 // not say which approval.
-use agent_fsm_examples::bob::{ModelReply, RunnerContext, ToolCall, typed};
+use agent_fsm_examples::bob::{call_tools, RunnerContext, ToolCall, typed};
 
 fn main() {
     let ready = typed::Ready::new(RunnerContext::new("task", 3));
-    let call = ToolCall { id: "1".into(), name: "write_note".into(), input: "milk".into() };
-    let typed::ReadyAfterInfer::AwaitingToolCall(awaiting, _) = ready.infer(ModelReply::ToolCalls(vec![call])) else {
+    let call = ToolCall { id: "1".into(), name: "write_note".into(), arguments: serde_json::json!({ "input": "milk" }) };
+    let typed::ReadyAfterInfer::AwaitingToolCall(awaiting, _) = ready.infer(call_tools(vec![call])) else {
         return;
     };
     let typed::AwaitingToolCallAfterRequireApproval::AwaitingApproval(approving, _) = awaiting.require_approval() else { return };

@@ -6,7 +6,7 @@ pub mod machine {
     use agent_fsm_examples::loom::*;
 
     transitions! {
-        CallingLlm + LlmEvent(LlmEvent::ToolCallDelta { .. }) => CallingLlm / DisplayMessage(String::new()),
+        CallingLlm + LlmEvent(StreamEvent::ToolCallDelta { .. }) => CallingLlm / DisplayMessage(String::new()),
     }
 }
 

@@ -6,9 +6,9 @@ pub mod machine {
 
     transitions! {
         /// Streamed text is shown as it comes (documented, and accepted).
-        replace CallingLlm + LlmEvent(LlmEvent::TextDelta { content }) => CallingLlm / DisplayMessage(content),
+        replace CallingLlm + LlmEvent(StreamEvent::TextDelta(content)) => CallingLlm / DisplayMessage(content),
         /// Errors no longer end the turn.
-        remove CallingLlm + LlmEvent(LlmEvent::Error(error)),
+        remove CallingLlm + LlmFailed(error),
     }
 }
 

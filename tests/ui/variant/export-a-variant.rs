@@ -5,7 +5,7 @@ pub mod machine {
     use agent_fsm_examples::loom::*;
 
     transitions! {
-        remove CallingLlm + LlmEvent(LlmEvent::Error(error)),
+        remove CallingLlm + LlmFailed(error),
     }
 }
 

@@ -5,8 +5,8 @@ pub mod machine {
     use agent_fsm_examples::loom::*;
 
     transitions! {
-        replace CallingLlm + LlmEvent(LlmEvent::Error(error)) => WaitingForUserInput / DisplayError(error.to_string()),
-        remove CallingLlm + LlmEvent(LlmEvent::Error(error)),
+        replace CallingLlm + LlmFailed(error) => WaitingForUserInput / DisplayError(error.to_string()),
+        remove CallingLlm + LlmFailed(error),
     }
 }
 

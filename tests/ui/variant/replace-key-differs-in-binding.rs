@@ -5,7 +5,7 @@ pub mod machine {
     use agent_fsm_examples::loom::*;
 
     transitions! {
-        replace CallingLlm + LlmEvent(LlmEvent::Error(e))
+        replace CallingLlm + LlmFailed(e)
             => WaitingForUserInput / DisplayError(format!("gave up: {e}")),
     }
 }

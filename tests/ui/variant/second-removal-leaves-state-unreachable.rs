@@ -6,7 +6,7 @@ pub mod machine {
     use agent_fsm_examples::loom::*;
 
     transitions! {
-        remove CallingLlm + LlmEvent(LlmEvent::ToolCallDelta { .. }),
+        remove CallingLlm + LlmEvent(StreamEvent::ToolCallDelta { .. }),
         remove ExecutingTools { mut executions } + ToolCompleted { call_id, outcome }
             [executions.mutates_with(call_id, outcome, &ctx.mutating_tools)],
     }

@@ -25,7 +25,7 @@
 
 use agent_fsm_examples::loom::{
     AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, CompletedToolInfo, ConversationContext, ErrorOrigin,
-    Executions, LlmEvent, LlmRequest, Message,
+    Executions, LlmRequest, Message, StreamEvent, repeated_id,
 };
 use std::mem;
 
@@ -43,6 +43,7 @@ use std::mem;
     CallingLlm => {
         TextDelta => CallingLlm [Display],
         ToolCallDelta => CallingLlm [Wait],
+        CompletedRepeatingId => WaitingForUserInput [RefuseReply],
         CompletedWithTools => ExecutingTools [ExecuteTools],
         CompletedText => WaitingForUserInput [FinishTurn],
         LlmFailedRetry => Error [ScheduleRetry],
@@ -82,15 +83,17 @@ pub enum LoomInput {
     UserInput,
     /// `LlmEvent(TextDelta)`.
     TextDelta,
-    /// `LlmEvent(ToolCallDelta)`.
+    /// `LlmEvent(ToolCallDelta)`, or any other stream event.
     ToolCallDelta,
+    /// `LlmEvent(Completed)` whose tool calls repeat an id.
+    CompletedRepeatingId,
     /// `LlmEvent(Completed)` asking for tools.
     CompletedWithTools,
     /// `LlmEvent(Completed)` with text only.
     CompletedText,
-    /// `LlmEvent(Error)` with attempts left.
+    /// `LlmFailed` with a retryable error and attempts left.
     LlmFailedRetry,
-    /// `LlmEvent(Error)` with no attempt left.
+    /// `LlmFailed` otherwise.
     LlmFailedFinal,
     /// `ToolCompleted` for a call that is not pending.
     ToolResultUnknown,
@@ -194,17 +197,19 @@ impl RustFsmLoom {
         let data = &self.data;
         match event {
             AgentEvent::UserInput(_) => I::UserInput,
-            AgentEvent::LlmEvent(LlmEvent::TextDelta { .. }) => I::TextDelta,
-            AgentEvent::LlmEvent(LlmEvent::ToolCallDelta { .. }) => I::ToolCallDelta,
-            AgentEvent::LlmEvent(LlmEvent::Completed(response)) => {
-                if response.tool_calls.is_empty() {
+            AgentEvent::LlmEvent(StreamEvent::TextDelta(_)) => I::TextDelta,
+            AgentEvent::LlmEvent(StreamEvent::Completed { message: response, .. }) => {
+                if repeated_id(&response.tool_calls).is_some() {
+                    I::CompletedRepeatingId
+                } else if response.tool_calls.is_empty() {
                     I::CompletedText
                 } else {
                     I::CompletedWithTools
                 }
             }
-            AgentEvent::LlmEvent(LlmEvent::Error(_)) => {
-                if data.retries.saturating_add(1) < self.config.max_retries {
+            AgentEvent::LlmEvent(_) => I::ToolCallDelta,
+            AgentEvent::LlmFailed(error) => {
+                if error.is_retryable() && data.retries.saturating_add(1) < self.config.max_retries {
                     I::LlmFailedRetry
                 } else {
                     I::LlmFailedFinal
@@ -257,32 +262,39 @@ impl RustFsmLoom {
                 A::SendLlmRequest(ctx.request(&data.conversation, 0))
             }
             O::Display => {
-                let AgentEvent::LlmEvent(LlmEvent::TextDelta { content }) = event else { return mismatch() };
+                let AgentEvent::LlmEvent(StreamEvent::TextDelta(content)) = event else { return mismatch() };
                 A::DisplayMessage(content)
             }
             O::Wait => A::WaitForInput,
+            O::RefuseReply => {
+                let AgentEvent::LlmEvent(StreamEvent::Completed { message, .. }) = event else { return mismatch() };
+                let id = repeated_id(&message.tool_calls).unwrap_or_default();
+                A::DisplayError(format!("the model repeated the tool call id `{id}`; no tool ran"))
+            }
             O::ExecuteTools => {
-                let AgentEvent::LlmEvent(LlmEvent::Completed(response)) = event else { return mismatch() };
-                data.conversation.push(Message::assistant(response.content.clone(), response.tool_calls.clone()));
-                data.executions = Executions::pending(&response.tool_calls);
-                A::ExecuteTools(response.tool_calls)
+                let AgentEvent::LlmEvent(StreamEvent::Completed { message, .. }) = event else { return mismatch() };
+                let tool_calls = message.tool_calls.clone();
+                data.conversation.push(Message::Assistant(message));
+                data.executions = Executions::pending(&tool_calls);
+                A::ExecuteTools(tool_calls)
             }
             O::FinishTurn => {
-                let AgentEvent::LlmEvent(LlmEvent::Completed(response)) = event else { return mismatch() };
-                data.conversation.push(Message::assistant(response.content, response.tool_calls));
+                let AgentEvent::LlmEvent(StreamEvent::Completed { message, .. }) = event else { return mismatch() };
+                data.conversation.push(Message::Assistant(message));
                 A::WaitForInput
             }
             O::ScheduleRetry => {
-                let AgentEvent::LlmEvent(LlmEvent::Error(error)) = event else { return mismatch() };
+                let AgentEvent::LlmFailed(error) = event else { return mismatch() };
                 data.retries = data.retries.saturating_add(1);
+                let retry_after = error.retry_after();
                 data.error = Some(AgentError::Llm(error));
                 data.origin = Some(ErrorOrigin::Llm);
-                A::ScheduleRetry { attempt: data.retries }
+                A::ScheduleRetry { attempt: data.retries, retry_after }
             }
             O::GiveUp => {
-                let AgentEvent::LlmEvent(LlmEvent::Error(error)) = event else { return mismatch() };
+                let AgentEvent::LlmFailed(error) = event else { return mismatch() };
                 data.retries = 0;
-                A::DisplayError(error.to_string())
+                A::DisplayError(format!("llm call failed: {error}"))
             }
             O::ReportUnknownResult => {
                 let AgentEvent::ToolCompleted { call_id, .. } = event else { return mismatch() };

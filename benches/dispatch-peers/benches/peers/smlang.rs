@@ -3,7 +3,7 @@
 //! How smlang shapes it:
 //! - **Its own event enum.** The macro generates `LoomEvents` with one data
 //!   type per variant and cannot match inside a payload, so the nested
-//!   `AgentEvent::LlmEvent(LlmEvent::..)` is flattened into `TextDelta`,
+//!   `AgentEvent::LlmEvent(StreamEvent::..)` is flattened into `TextDelta`,
 //!   `LlmCompleted`, ... by a `From<AgentEvent>` conversion (part of every
 //!   measured step).
 //! - **State data is read-only.** Guards and actions get a state's data by
@@ -16,7 +16,7 @@
 //!   action pushes). States carry what is only read: `CallingLlm(u32)`
 //!   retries, `PostToolsHook(HookWait)`, `Error(RetryWait)`.
 //! - **No eventless rows**: the transient `ProcessingLlmResponse` is resolved
-//!   inline by two guarded `LlmCompleted` rows (as `HandLoom` does).
+//!   inline by guarded `LlmCompleted` rows (as `HandLoom` does).
 //! - **Actions return nothing to the caller**: each action leaves the
 //!   `AgentAction` in the context, and the wrapper takes it out after
 //!   `process_event`. `Err(InvalidEvent | TransitionsFailed)` is the
@@ -28,8 +28,9 @@
 
 use agent_fsm_examples::loom::{
     AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, CompletedToolInfo, ConversationContext, ErrorOrigin,
-    Executions, LlmError, LlmEvent, LlmRequest, LlmResponse, Message, ToolExecutionOutcome, ToolProgressEvent,
+    Executions, LlmRequest, Message, ProviderError, StreamEvent, ToolExecutionOutcome, ToolProgressEvent,
 };
+use agent_fsm_examples::loom::{AssistantMessage, repeated_id};
 use std::mem;
 
 /// A tool's result, as one event payload (smlang takes one type per event).
@@ -72,10 +73,11 @@ pub(crate) struct RetryWait {
 
         CallingLlm(u32) + TextDelta(String) / display_delta = _,
         CallingLlm(u32) + ToolCallDelta / skip_fragment = _,
-        CallingLlm(u32) + LlmCompleted(LlmResponse) [has_tool_calls] / execute_tools = ExecutingTools,
-        CallingLlm(u32) + LlmCompleted(LlmResponse) / finish_turn = WaitingForUserInput,
-        CallingLlm(u32) + LlmFailed(LlmError) [can_retry] / schedule_retry = Error(RetryWait),
-        CallingLlm(u32) + LlmFailed(LlmError) / give_up = WaitingForUserInput,
+        CallingLlm(u32) + LlmCompleted(AssistantMessage) [repeats_an_id] / refuse_reply = WaitingForUserInput,
+        CallingLlm(u32) + LlmCompleted(AssistantMessage) [has_tool_calls] / execute_tools = ExecutingTools,
+        CallingLlm(u32) + LlmCompleted(AssistantMessage) / finish_turn = WaitingForUserInput,
+        CallingLlm(u32) + LlmFailed(ProviderError) [can_retry] / schedule_retry = Error(RetryWait),
+        CallingLlm(u32) + LlmFailed(ProviderError) / give_up = WaitingForUserInput,
         CallingLlm(u32) + Interrupted(String) / interrupt_call = WaitingForUserInput,
 
         ExecutingTools + ToolCompleted(ToolResult) [result_not_pending] / report_unknown_result = _,
@@ -104,10 +106,12 @@ impl From<AgentEvent> for LoomEvents {
     fn from(event: AgentEvent) -> Self {
         match event {
             AgentEvent::UserInput(message) => LoomEvents::UserInput(message),
-            AgentEvent::LlmEvent(LlmEvent::TextDelta { content }) => LoomEvents::TextDelta(content),
-            AgentEvent::LlmEvent(LlmEvent::ToolCallDelta { .. }) => LoomEvents::ToolCallDelta,
-            AgentEvent::LlmEvent(LlmEvent::Completed(response)) => LoomEvents::LlmCompleted(response),
-            AgentEvent::LlmEvent(LlmEvent::Error(error)) => LoomEvents::LlmFailed(error),
+            AgentEvent::LlmEvent(StreamEvent::TextDelta(content)) => LoomEvents::TextDelta(content),
+            AgentEvent::LlmEvent(StreamEvent::Completed { message, .. }) => LoomEvents::LlmCompleted(message),
+            // Tool-call deltas and any stream event added later: Loom waits
+            // through them.
+            AgentEvent::LlmEvent(_) => LoomEvents::ToolCallDelta,
+            AgentEvent::LlmFailed(error) => LoomEvents::LlmFailed(error),
             AgentEvent::ToolProgress(report) => LoomEvents::ToolProgress(report),
             AgentEvent::ToolCompleted { call_id, outcome } => {
                 LoomEvents::ToolCompleted(ToolResult { call_id, outcome })
@@ -135,12 +139,16 @@ pub(crate) struct Agent {
 }
 
 impl LoomStateMachineContext for Agent {
-    fn has_tool_calls(&self, _retries: &u32, response: &LlmResponse) -> Result<bool, ()> {
+    fn repeats_an_id(&self, _retries: &u32, response: &AssistantMessage) -> Result<bool, ()> {
+        Ok(repeated_id(&response.tool_calls).is_some())
+    }
+
+    fn has_tool_calls(&self, _retries: &u32, response: &AssistantMessage) -> Result<bool, ()> {
         Ok(!response.tool_calls.is_empty())
     }
 
-    fn can_retry(&self, retries: &u32, _error: &LlmError) -> Result<bool, ()> {
-        Ok(retries.saturating_add(1) < self.config.max_retries)
+    fn can_retry(&self, retries: &u32, error: &ProviderError) -> Result<bool, ()> {
+        Ok(error.is_retryable() && retries.saturating_add(1) < self.config.max_retries)
     }
 
     fn result_not_pending(&self, result: &ToolResult) -> Result<bool, ()> {
@@ -185,27 +193,34 @@ impl LoomStateMachineContext for Agent {
         Ok(*retries)
     }
 
-    fn execute_tools(&mut self, _retries: &u32, response: LlmResponse) -> Result<(), ()> {
-        self.conversation.push(Message::assistant(response.content.clone(), response.tool_calls.clone()));
-        self.executions = Executions::pending(&response.tool_calls);
-        self.action = AgentAction::ExecuteTools(response.tool_calls);
+    fn refuse_reply(&mut self, _retries: &u32, response: AssistantMessage) -> Result<(), ()> {
+        let id = repeated_id(&response.tool_calls).unwrap_or_default();
+        self.action = AgentAction::DisplayError(format!("the model repeated the tool call id `{id}`; no tool ran"));
         Ok(())
     }
 
-    fn finish_turn(&mut self, _retries: &u32, response: LlmResponse) -> Result<(), ()> {
-        self.conversation.push(Message::assistant(response.content.clone(), response.tool_calls.clone()));
+    fn execute_tools(&mut self, _retries: &u32, response: AssistantMessage) -> Result<(), ()> {
+        let tool_calls = response.tool_calls.clone();
+        self.conversation.push(Message::Assistant(response));
+        self.executions = Executions::pending(&tool_calls);
+        self.action = AgentAction::ExecuteTools(tool_calls);
+        Ok(())
+    }
+
+    fn finish_turn(&mut self, _retries: &u32, response: AssistantMessage) -> Result<(), ()> {
+        self.conversation.push(Message::Assistant(response));
         self.action = AgentAction::WaitForInput;
         Ok(())
     }
 
-    fn schedule_retry(&mut self, retries: &u32, error: LlmError) -> Result<RetryWait, ()> {
+    fn schedule_retry(&mut self, retries: &u32, error: ProviderError) -> Result<RetryWait, ()> {
         let retries = retries.saturating_add(1);
-        self.action = AgentAction::ScheduleRetry { attempt: retries };
+        self.action = AgentAction::ScheduleRetry { attempt: retries, retry_after: error.retry_after() };
         Ok(RetryWait { _error: AgentError::Llm(error), retries, origin: ErrorOrigin::Llm })
     }
 
-    fn give_up(&mut self, _retries: &u32, error: LlmError) -> Result<(), ()> {
-        self.action = AgentAction::DisplayError(error.to_string());
+    fn give_up(&mut self, _retries: &u32, error: ProviderError) -> Result<(), ()> {
+        self.action = AgentAction::DisplayError(format!("llm call failed: {error}"));
         Ok(())
     }
 

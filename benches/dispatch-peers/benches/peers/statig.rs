@@ -23,7 +23,7 @@
 
 use agent_fsm_examples::loom::{
     AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, CompletedToolInfo, ConversationContext, ErrorOrigin,
-    Executions, LlmEvent, LlmRequest, Message,
+    Executions, LlmRequest, Message, StreamEvent, repeated_id,
 };
 use statig::prelude::*;
 use std::mem;
@@ -72,18 +72,19 @@ impl Agent {
         context: &mut Option<AgentAction>,
         event: &AgentEvent,
     ) -> Outcome<State> {
-        let AgentEvent::LlmEvent(llm) = event else { return Super };
-        match llm {
-            LlmEvent::TextDelta { content } => {
+        match event {
+            AgentEvent::LlmEvent(StreamEvent::TextDelta(content)) => {
                 *context = Some(AgentAction::DisplayMessage(content.clone()));
                 Handled
             }
-            LlmEvent::ToolCallDelta { .. } => {
-                *context = Some(AgentAction::WaitForInput);
-                Handled
-            }
-            LlmEvent::Completed(response) => {
-                conversation.push(Message::assistant(response.content.clone(), response.tool_calls.clone()));
+            AgentEvent::LlmEvent(StreamEvent::Completed { message: response, .. }) => {
+                if let Some(id) = repeated_id(&response.tool_calls) {
+                    *context = Some(AgentAction::DisplayError(format!(
+                        "the model repeated the tool call id `{id}`; no tool ran"
+                    )));
+                    return Transition(State::waiting_for_user_input(mem::take(conversation)));
+                }
+                conversation.push(Message::Assistant(response.clone()));
                 // `ProcessingLlmResponse`, resolved inline.
                 if !response.tool_calls.is_empty() {
                     let executions = Executions::pending(&response.tool_calls);
@@ -94,10 +95,15 @@ impl Agent {
                     Transition(State::waiting_for_user_input(mem::take(conversation)))
                 }
             }
-            LlmEvent::Error(error) => {
-                if retries.saturating_add(1) < self.config.max_retries {
+            // Tool-call deltas and any stream event added later.
+            AgentEvent::LlmEvent(_) => {
+                *context = Some(AgentAction::WaitForInput);
+                Handled
+            }
+            AgentEvent::LlmFailed(error) => {
+                if error.is_retryable() && retries.saturating_add(1) < self.config.max_retries {
                     let retries = retries.saturating_add(1);
-                    *context = Some(AgentAction::ScheduleRetry { attempt: retries });
+                    *context = Some(AgentAction::ScheduleRetry { attempt: retries, retry_after: error.retry_after() });
                     Transition(State::error(
                         AgentError::Llm(error.clone()),
                         retries,
@@ -105,10 +111,11 @@ impl Agent {
                         mem::take(conversation),
                     ))
                 } else {
-                    *context = Some(AgentAction::DisplayError(error.to_string()));
+                    *context = Some(AgentAction::DisplayError(format!("llm call failed: {error}")));
                     Transition(State::waiting_for_user_input(mem::take(conversation)))
                 }
             }
+            _ => Super,
         }
     }
 

@@ -1,0 +1,137 @@
+//! The demo session behind `cargo run --example coding_agent`: picks the
+//! model (scripted, or a real one from flags and the environment, see
+//! [`super::model`]), lays out the greeting-script workspace in a fresh
+//! temporary directory, runs the session and writes what happens to `out`:
+//! every transition, the tool calls, and the model's text as it streams.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use agent_fsm::runtime::Notification;
+use tokio::time::Instant;
+
+use super::model::{ModelArgs, choose};
+use super::{GREETING_WITH_TYPO, LoomEffects, Output, ScriptedLlm, Summary, Workspace, prepare_workspace, run_session};
+
+/// The task both the scripted and a real model are given.
+pub const TASK: &str = "Please fix the typo in greeting.sh and check that it works.";
+
+/// Writes notifications, the model's streamed text as it arrives.
+struct Printer<W> {
+    out: W,
+    start: Instant,
+    deltas: usize,
+}
+
+impl<W: Write> Printer<W> {
+    fn end_text(&mut self) {
+        if self.deltas > 0 {
+            let _ = writeln!(self.out, "\"\n           CallingLlm --LlmEvent x{}--> CallingLlm", self.deltas);
+            self.deltas = 0;
+        }
+    }
+
+    fn show(&mut self, n: &Notification<Output>) {
+        let at = self.start.elapsed().as_secs_f64();
+        match n {
+            Notification::Output(Output::Text(text)) => {
+                if self.deltas == 0 {
+                    let _ = write!(self.out, "           model: \"");
+                }
+                self.deltas += 1;
+                let _ = write!(self.out, "{text}");
+            }
+            // The text deltas' own hops: counted above.
+            Notification::Transition(step) if step.from == step.to && step.action == Some("DisplayMessage") => {}
+            Notification::Transition(step) => {
+                self.end_text();
+                let event = step.event.unwrap_or("(eventless)");
+                let action = step.action.map_or(String::new(), |a| format!(" / {a}"));
+                let _ = writeln!(self.out, "[{at:7.3}s] {} --{event}--> {}{action}", step.from, step.to);
+            }
+            Notification::Output(Output::ToolStarted(call)) => {
+                self.end_text();
+                let _ = writeln!(self.out, "           tool: {call}");
+            }
+            Notification::Output(Output::Hook(what)) => {
+                let _ = writeln!(self.out, "           {what}");
+            }
+            Notification::Output(Output::Error(e)) => {
+                self.end_text();
+                let _ = writeln!(self.out, "           error: {e}");
+            }
+            Notification::Unhandled(u) => {
+                let _ = writeln!(self.out, "           refused: {} + {} ({})", u.state, u.event, u.reason);
+            }
+            _ => {}
+        }
+        let _ = self.out.flush();
+    }
+}
+
+/// What a demo run ends with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DemoReport {
+    /// The session's summary.
+    pub summary: Summary,
+    /// `greeting.sh` at the end.
+    pub greeting: String,
+    /// Whether the file was fixed.
+    pub fixed: bool,
+}
+
+/// Runs the demo with `args` (flags, program name taken off) and the
+/// environment read through `env`, writing to `out`.
+///
+/// # Errors
+/// A bad flag or a missing setting ([`super::model::ModelError`]), an I/O
+/// error laying out the workspace, or the executor's error.
+pub async fn run_demo<W: Write + Send + 'static>(
+    args: impl IntoIterator<Item = String>,
+    env: impl Fn(&str) -> Option<String>,
+    out: W,
+) -> Result<DemoReport, Box<dyn std::error::Error + Send + Sync>> {
+    let args: ModelArgs = super::model::parse_args(args)?;
+    let choice = choose(&args, env)?;
+    let dir = tempfile::tempdir()?;
+    prepare_workspace(dir.path())?;
+    let printer = Arc::new(Mutex::new(Printer { out, start: Instant::now(), deltas: 0 }));
+    let effects = match &choice {
+        Some(choice) => LoomEffects::new(Arc::clone(&choice.llm), choice.model.clone(), Workspace::new(dir.path()))?,
+        None => LoomEffects::new(Arc::new(ScriptedLlm::default()), "scripted", Workspace::new(dir.path()))?,
+    };
+    if let Ok(mut p) = printer.lock() {
+        let model = match &choice {
+            Some(c) => format!("{} via {} at {}", c.model, c.provider, c.base_url.as_deref().unwrap_or("its own API")),
+            None => "scripted (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --provider, for a real one)".to_owned(),
+        };
+        let _ = writeln!(p.out, "model: {model}");
+        let _ = writeln!(p.out, "workspace: {}", dir.path().display());
+        let _ = writeln!(p.out, "greeting.sh before: {GREETING_WITH_TYPO:?}\n");
+        p.start = Instant::now();
+    }
+    let sink = Arc::clone(&printer);
+    let summary = run_session(effects, &[TASK], move |n| {
+        if let Ok(mut p) = sink.lock() {
+            p.show(n);
+        }
+    })
+    .await?;
+    let greeting = std::fs::read_to_string(dir.path().join("greeting.sh"))?;
+    let fixed = greeting == GREETING_WITH_TYPO.replace("wrold", "world");
+    if let Ok(mut p) = printer.lock() {
+        p.end_text();
+        let _ = writeln!(p.out, "\ngreeting.sh after: {greeting:?}");
+        let _ = writeln!(
+            p.out,
+            "\n{} turn, {} transitions, {} tool calls, ended in {}",
+            summary.turns, summary.transitions, summary.tool_calls, summary.final_state
+        );
+        let _ = writeln!(p.out, "time in each state:");
+        for (state, entries, total) in &summary.time_in_state {
+            let _ = writeln!(p.out, "  {state:<24} {entries:>3}x {:>8.3}s", total.as_secs_f64());
+        }
+        let _ = p.out.flush();
+    }
+    Ok(DemoReport { summary, greeting, fixed })
+}
