@@ -40,6 +40,9 @@ pub(crate) fn kind_enum(e: &ItemEnum, kind_name: &str, what: &str, serde: bool) 
         #[doc = #enum_doc]
         #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash, ::core::fmt::Debug)]
         #serde_attrs
+        // The variants are the table's own names, cased as the user cased
+        // them (`r#type`, `str`): their enum already made that choice.
+        #[allow(non_camel_case_types)]
         #vis enum #kind {
             #( #[doc = #variant_docs] #variants, )*
         }
