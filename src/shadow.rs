@@ -379,7 +379,7 @@ pub mod machine {
         /// Only a failure a retry can help (rate limit, overload, a dropped
         /// connection) is retried, after the server's `retry-after` if it
         /// gave one, while attempts are left.
-        Processing + LlmFailed(error) [ctx.may_retry(&error)]
+        Processing + LlmFailed(error) [ctx.may_retry(error)]
             => { let attempt = ctx.schedule_retry(); }
                Processing / ScheduleRetry { attempt, retry_after: error.retry_after() },
         Processing + LlmFailed(error)

@@ -39,7 +39,7 @@ struct Child {
     generation: u64,
 }
 
-/// Performs Shadow's actions for one agent (see the [module docs](self)).
+/// Performs Shadow's actions for one agent (see the [module docs](super)).
 /// Built by [`AgentRuntime`].
 pub struct ShadowEffects {
     session_id: Arc<str>,

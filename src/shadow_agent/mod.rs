@@ -96,6 +96,8 @@ pub use effects::ShadowEffects;
 pub use scripted::{CHANGELOG, Llm, STORY, ScriptedLlm, prepare_workspace};
 
 #[cfg(doc)]
+use crate::shadow::{INTERRUPTED, ShadowAction};
+#[cfg(doc)]
 use agent_fsm::runtime::Notification;
 
 /// The tool through which the model delegates a task to a subagent; its
