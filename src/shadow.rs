@@ -6,8 +6,11 @@
 //!
 //! The machine is pure: the LLM call, the tools, the permission dialog, the
 //! question dialog and the child agents are asked for by actions, and their
-//! results come back as events. The conversation, the permission rules and
-//! the tool calls of the current reply live in the [`ShadowContext`].
+//! results come back as events: the model's as the library's
+//! [`StreamEvent`]s and [`ProviderError`]s, so a provider's stream
+//! drives it unchanged. The conversation (the library's [`Message`]s), the
+//! permission rules and the tool calls of the current reply live in the
+//! [`ShadowContext`].
 //! States serialize in the snake_case form a UI switches on
 //! (`{"state": "executing_tool", "data": {"tool_name": .., "tool_use_id": ..}}`,
 //! `{"state": "idle"}`).
@@ -68,13 +71,26 @@
 //!   [`ShadowEvent::QuestionAnswered`] for another request are refused the
 //!   same way.
 //! - **`Error` is real.** The reference never entered it. Here a failed
-//!   LLM call ([`ShadowEvent::LlmFailed`]), a failed tool (a
+//!   LLM call ([`ShadowEvent::LlmFailed`] not retried, below), a failed tool (a
 //!   [`ShadowEvent::ToolResult`] whose result is `Err`) and a failed
 //!   subagent enter `Error { message }` with [`ShadowAction::ReportError`];
 //!   the unanswered calls of the turn get error results so the conversation
 //!   stays valid. `Error + UserInput` starts a new turn (`-> Processing`),
 //!   as does `Done + UserInput` (the reference's "back to Idle on new
 //!   input", then straight on with that input).
+//! - **Model failures a retry can help are retried.** A
+//!   [`ProviderError`] that [`is_retryable`](ProviderError::is_retryable)
+//!   (rate limit, overload, a server error, a dropped connection) stays in
+//!   `Processing` and asks for [`ShadowAction::ScheduleRetry`] with the
+//!   server's [`retry_after`](ProviderError::retry_after), while fewer than
+//!   [`ShadowContext::max_llm_attempts`] attempts have failed; the timer's
+//!   [`ShadowEvent::RetryTimeoutFired`] (matched by the retry's number)
+//!   calls the model again. What the failed attempt streamed is dropped.
+//!   Any other failure, or the last, is `Error`.
+//! - **The conversation is one a provider accepts**: the library's
+//!   [`Message`]s, a reply's tool results one [`Message::Tool`] per call in
+//!   call order, every call answered before the next model call, an
+//!   interrupt a user message.
 //! - **Subagents**: a tool that needs a child agent reports
 //!   [`ShadowEvent::SubAgentRequested`]; the table answers
 //!   [`ShadowAction::SpawnSubAgent`] with a session id derived from the
@@ -89,8 +105,8 @@
 //!   newlines, are the call's result.
 //! - **Interrupts, state by state** ([`ShadowEvent::Interrupt`]):
 //!   `Processing`: the partial text is kept as an assistant message,
-//!   partial tool calls are dropped, an [`Message::Interrupted`] marker is
-//!   added, `-> Done`. `ExecutingTool`: the current tool runs to completion
+//!   partial tool calls are dropped, a user message [`INTERRUPTED`] is
+//!   added (after the tool results, when tools were interrupted), `-> Done`. `ExecutingTool`: the current tool runs to completion
 //!   ([`ShadowAction::InterruptAfterCurrentTool`]); when its result comes,
 //!   it is recorded, every remaining call gets an [`INTERRUPTED`] error, `->
 //!   Done`. `WaitingForPermission`: the tool gets an [`INTERRUPTED`] error
@@ -116,317 +132,25 @@
 //! - **Shutdown** works in every state: unanswered calls get an error
 //!   result, `-> Done` with [`ShadowAction::Stop`].
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-
+pub use context::{DEFAULT_LLM_ATTEMPTS, NextStep, Permission, ShadowContext, Turn};
 pub use machine::{Shadow, ShadowAction, ShadowEvent, ShadowState};
 pub use requests::invariants;
 use requests::{PERMISSION, QUESTION, repeated_id};
 
+mod context;
 mod requests;
 
-/// The result a call gets when an interrupt stops it (the reference's word).
+/// The conversation and the model's streamed reply are the library's
+/// provider-neutral types, so a provider's stream drives this machine
+/// unchanged.
+pub use agent_fsm::llm::{AssistantMessage, Message, ProviderError, StreamEvent, ToolCall, ToolResult};
+
+/// The result a call gets when an interrupt stops it (the reference's
+/// word), and the user message an interrupt adds to the conversation.
 pub const INTERRUPTED: &str = "Interrupted";
 
 /// The result a call gets when its turn ended before its turn came.
 pub const NOT_RUN: &str = "Not run: the turn ended before this call";
-
-/// A tool call the model asked for: the library's provider-neutral one,
-/// whose `arguments` are the Anthropic `tool_use` block's `input`.
-pub use agent_fsm::llm::ToolCall;
-
-/// A tool call still being streamed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PartialToolCall {
-    /// The call's id.
-    pub id: String,
-    /// The tool.
-    pub name: String,
-    /// The input's JSON so far.
-    pub input_json: String,
-}
-
-/// A piece of the model's streamed reply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum StreamDelta {
-    /// More text.
-    Text(String),
-    /// A tool call, incomplete.
-    ToolUse(PartialToolCall),
-}
-
-/// The model's complete reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AssistantReply {
-    /// Its text.
-    pub text: String,
-    /// The tools it asked for, in order.
-    pub tool_calls: Vec<ToolCall>,
-}
-
-/// The answer to one tool call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolResultBlock {
-    /// The call it answers.
-    pub tool_use_id: String,
-    /// What the model reads.
-    pub content: String,
-    /// Whether it is an error.
-    pub is_error: bool,
-}
-
-/// One message of the conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Message {
-    /// The user's input.
-    User(String),
-    /// The model's reply (partial if interrupted).
-    Assistant {
-        /// Its text.
-        text: String,
-        /// The tools it asked for.
-        tool_calls: Vec<ToolCall>,
-    },
-    /// The answers to a reply's tool calls, in call order.
-    ToolResults(Vec<ToolResultBlock>),
-    /// The user interrupted here.
-    Interrupted,
-}
-
-/// A permission rule for one tool name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Permission {
-    /// Run without asking.
-    Allow,
-    /// Never run; the call gets a denied result.
-    Deny,
-    /// Ask the user each time.
-    Ask,
-}
-
-/// What the next unanswered call of the turn needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NextStep {
-    /// Run it.
-    RunTool,
-    /// Ask the user for permission first.
-    AskPermission,
-    /// It is a question for the user.
-    AskUser,
-    /// Nothing left to run: send the results to the model.
-    CallLlm,
-}
-
-/// The tool calls of the current reply.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Turn {
-    /// Calls not reached yet, in order.
-    pub pending: Vec<ToolCall>,
-    /// The call being answered now.
-    pub current: Option<ToolCall>,
-    /// The answers so far, in call order.
-    pub results: Vec<ToolResultBlock>,
-}
-
-/// Everything outside the states.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShadowContext {
-    /// This agent's session id; children's ids derive from it.
-    pub session_id: String,
-    /// Every message, in order.
-    pub conversation: Vec<Message>,
-    /// Rules by tool name, including answers remembered this session.
-    pub permissions: BTreeMap<String, Permission>,
-    /// The rule for a tool without one.
-    pub default_permission: Permission,
-    /// The tool through which the model asks the user questions.
-    pub question_tool: String,
-    /// Text streamed so far in this call.
-    pub partial_text: String,
-    /// Tool calls streamed so far in this call, incomplete.
-    pub partial_tool_calls: Vec<PartialToolCall>,
-    /// The current reply's tool calls.
-    pub turn: Turn,
-    /// An interrupt waits for the current tool or subagent to finish.
-    pub interrupt_requested: bool,
-    /// The number of the next permission request or question
-    /// (`permission-{n}`, `question-{n}`): requests are numbered by the
-    /// machine, never named after the model's `tool_use_id`s, so a reply
-    /// can only ever match its own request. Absent from a snapshot, it is 0.
-    #[serde(default)]
-    pub next_request: u64,
-}
-
-impl ShadowContext {
-    /// A fresh session: every tool asks, questions go through
-    /// `AskUserQuestion`.
-    #[must_use]
-    pub fn new(session_id: impl Into<String>) -> Self {
-        ShadowContext {
-            session_id: session_id.into(),
-            conversation: Vec::new(),
-            permissions: BTreeMap::new(),
-            default_permission: Permission::Ask,
-            question_tool: "AskUserQuestion".to_owned(),
-            partial_text: String::new(),
-            partial_tool_calls: Vec::new(),
-            turn: Turn::default(),
-            interrupt_requested: false,
-            next_request: 0,
-        }
-    }
-
-    /// This context with `rule` for `tool`.
-    #[must_use]
-    pub fn with_rule(mut self, tool: impl Into<String>, rule: Permission) -> Self {
-        self.permissions.insert(tool.into(), rule);
-        self
-    }
-
-    /// The rule for `tool`.
-    #[must_use]
-    pub fn permission_for(&self, tool: &str) -> Permission {
-        self.permissions.get(tool).copied().unwrap_or(self.default_permission)
-    }
-
-    /// What the first of `calls` not answered without running (denied by
-    /// a rule, or a request with no id left to ask it by) needs.
-    #[must_use]
-    pub fn next_step_for(&self, calls: &[ToolCall]) -> NextStep {
-        calls.iter().find_map(|call| self.step_for(call)).unwrap_or(NextStep::CallLlm)
-    }
-
-    /// What the turn's next unanswered call needs.
-    #[must_use]
-    pub fn next_step(&self) -> NextStep {
-        self.next_step_for(&self.turn.pending)
-    }
-
-    /// The session id of the child spawned for `tool_use_id`.
-    #[must_use]
-    pub fn child_session_id(&self, tool_use_id: &str) -> String {
-        format!("{}/{}", self.session_id, tool_use_id)
-    }
-
-    /// Starts a turn with the user's `text`; returns the message to send.
-    fn begin_turn(&mut self, text: String) -> Message {
-        self.drop_partial();
-        let message = Message::User(text);
-        self.conversation.push(message.clone());
-        message
-    }
-
-    fn drop_partial(&mut self) {
-        self.partial_text.clear();
-        self.partial_tool_calls.clear();
-    }
-
-    /// Records the model's reply.
-    fn record_reply(&mut self, reply: &AssistantReply) {
-        self.drop_partial();
-        self.conversation.push(Message::Assistant { text: reply.text.clone(), tool_calls: reply.tool_calls.clone() });
-    }
-
-    /// Records the reply and makes its tool calls the turn.
-    fn begin_tools(&mut self, reply: AssistantReply) {
-        self.record_reply(&reply);
-        self.turn = Turn { pending: reply.tool_calls, current: None, results: Vec::new() };
-    }
-
-    fn answer(&mut self, tool_use_id: String, content: impl Into<String>, is_error: bool) {
-        self.turn.results.push(ToolResultBlock { tool_use_id, content: content.into(), is_error });
-    }
-
-    /// Moves to the next call a rule does not deny, answering the denied
-    /// ones on the way, and makes it current. The rows call this only when
-    /// [`next_step`](Self::next_step) found such a call.
-    fn advance(&mut self) -> ToolCall {
-        while !self.turn.pending.is_empty() {
-            let call = self.turn.pending.remove(0);
-            if self.step_for(&call).is_none() {
-                let content = self.not_run_because(&call);
-                self.answer(call.id, content, true);
-                continue;
-            }
-            self.turn.current = Some(call.clone());
-            return call;
-        }
-        unreachable!("a row advanced the turn without a call to advance to")
-    }
-
-    /// Answers the current call.
-    fn resolve_current(&mut self, content: String, is_error: bool) {
-        if let Some(call) = self.turn.current.take() {
-            self.answer(call.id, content, is_error);
-        }
-    }
-
-    /// Answers the current call with a tool's or child's result.
-    fn resolve_current_with(&mut self, result: Result<String, String>) {
-        match result {
-            Ok(output) => self.resolve_current(output, false),
-            Err(error) => self.resolve_current(error, true),
-        }
-    }
-
-    /// Every call answered: records the results; returns the message that
-    /// sends them.
-    fn finish_tools(&mut self) -> Message {
-        while !self.turn.pending.is_empty() {
-            let call = self.turn.pending.remove(0);
-            let content = self.not_run_because(&call);
-            self.answer(call.id, content, true);
-        }
-        let message = Message::ToolResults(std::mem::take(&mut self.turn).results);
-        self.conversation.push(message.clone());
-        message
-    }
-
-    /// Ends the turn early: the current call (if still unanswered) gets
-    /// `current`, every pending one `rest`, all as errors.
-    fn abort_turn(&mut self, current: &str, rest: &str) {
-        self.resolve_current(current.to_owned(), true);
-        for call in std::mem::take(&mut self.turn.pending) {
-            self.answer(call.id, rest, true);
-        }
-        let results = std::mem::take(&mut self.turn).results;
-        if !results.is_empty() {
-            self.conversation.push(Message::ToolResults(results));
-        }
-        self.interrupt_requested = false;
-    }
-
-    /// An interrupt during tools: unanswered calls get [`INTERRUPTED`].
-    fn interrupt_turn(&mut self) {
-        self.abort_turn(INTERRUPTED, INTERRUPTED);
-        self.conversation.push(Message::Interrupted);
-    }
-
-    /// An interrupt during streaming: partial text kept, partial tool calls
-    /// dropped.
-    fn interrupt_stream(&mut self) {
-        let text = std::mem::take(&mut self.partial_text);
-        self.drop_partial();
-        if !text.is_empty() {
-            self.conversation.push(Message::Assistant { text, tool_calls: Vec::new() });
-        }
-        self.conversation.push(Message::Interrupted);
-        self.interrupt_requested = false;
-    }
-
-    /// A failure ends the turn: the current call gets `message`.
-    fn fail_turn(&mut self, message: &str) {
-        self.abort_turn(message, NOT_RUN);
-    }
-
-    /// Shutdown: unanswered calls get [`NOT_RUN`], partial output is dropped.
-    fn shut_down(&mut self) {
-        self.abort_turn(NOT_RUN, NOT_RUN);
-        self.drop_partial();
-    }
-}
 
 /// The Shadow runtime's table.
 #[agent_fsm::state_machine(fallback = Nothing, name = Shadow, serde, invariants = super::invariants)]
@@ -490,12 +214,17 @@ pub mod machine {
     pub enum ShadowEvent {
         /// The user's input.
         UserInput(String),
-        /// A piece of the model's reply.
-        LlmDelta(StreamDelta),
-        /// The model's complete reply.
-        LlmReply(AssistantReply),
-        /// The model call failed.
-        LlmFailed(String),
+        /// An item of the model's streamed reply: a text or tool-call
+        /// delta, or the completed reply.
+        LlmEvent(StreamEvent),
+        /// The model call failed; the error says whether a retry can help.
+        LlmFailed(ProviderError),
+        /// The wait before retry number `attempt` of the model call is over
+        /// ([`ShadowAction::ScheduleRetry`]).
+        RetryTimeoutFired {
+            /// The retry's number, as scheduled.
+            attempt: u32,
+        },
         /// The user answered a permission request.
         PermissionReply {
             /// The request it answers ([`ShadowAction::RequestPermission`]'s
@@ -546,8 +275,18 @@ pub mod machine {
     pub enum ShadowAction {
         /// Nothing (the fallback).
         Nothing,
-        /// Call the model with this message after the conversation so far.
-        CallLlm(Message),
+        /// Call the model on the conversation so far; carries the messages
+        /// this step added to it (the user's input, or one tool result per
+        /// call in call order; none for a retry).
+        CallLlm(Vec<Message>),
+        /// Deliver [`ShadowEvent::RetryTimeoutFired`] with `attempt` after
+        /// the retry policy's backoff, or the server's `retry-after`.
+        ScheduleRetry {
+            /// The retry about to be made (1 for the first).
+            attempt: u32,
+            /// The wait the server asked for, if it gave one.
+            retry_after: Option<std::time::Duration>,
+        },
         /// Show streamed text.
         EmitText(String),
         /// The turn ended with this answer.
@@ -598,47 +337,59 @@ pub mod machine {
 
     transitions! {
         // ------------------------------------------------------------ at rest
-        Idle + UserInput(text) => { let message = ctx.begin_turn(text); } Processing / CallLlm(message),
+        Idle + UserInput(text) => { let messages = ctx.begin_turn(text); } Processing / CallLlm(messages),
         Idle + Interrupt => Idle / NothingToInterrupt,
-        Done + UserInput(text) => { let message = ctx.begin_turn(text); } Processing / CallLlm(message),
+        Done + UserInput(text) => { let messages = ctx.begin_turn(text); } Processing / CallLlm(messages),
         Done + Interrupt => Done / NothingToInterrupt,
-        Error + UserInput(text) => { let message = ctx.begin_turn(text); } Processing / CallLlm(message),
+        Error + UserInput(text) => { let messages = ctx.begin_turn(text); } Processing / CallLlm(messages),
         Error + Interrupt => Error / NothingToInterrupt,
 
         // --------------------------------------------------------- Processing
-        Processing + LlmDelta(StreamDelta::Text(text))
+        Processing + LlmEvent(StreamEvent::TextDelta(text))
             => { ctx.partial_text.push_str(&text); } Processing / EmitText(text),
-        Processing + LlmDelta(StreamDelta::ToolUse(partial))
-            => { ctx.partial_tool_calls.push(partial); } Processing / Nothing,
-        Processing + LlmReply(reply) [reply.tool_calls.is_empty()]
+        Processing + LlmEvent(StreamEvent::ToolCallDelta { index, id, name, arguments_fragment })
+            => { ctx.partial_tool_calls.push(StreamEvent::ToolCallDelta { index, id, name, arguments_fragment }); }
+               Processing / Nothing,
+        Processing + LlmEvent(StreamEvent::Completed { message: reply, .. }) [reply.tool_calls.is_empty()]
             => { ctx.record_reply(&reply); } Idle / Respond(reply.text),
         /// Calls are told apart by id: a reply that repeats one runs
         /// nothing and is not recorded.
-        Processing + LlmReply(reply) [repeated_id(&reply.tool_calls).is_some()]
+        Processing + LlmEvent(StreamEvent::Completed { message: reply, .. }) [repeated_id(&reply.tool_calls).is_some()]
             => {
-                   ctx.drop_partial();
+                   ctx.end_call();
                    let message = format!(
                        "the model repeated the tool call id `{}`; no tool ran",
                        repeated_id(&reply.tool_calls).unwrap_or_default()
                    );
                }
                Error { message } / ReportError(message.clone()),
-        Processing + LlmReply(reply) [ctx.next_step_for(&reply.tool_calls) == NextStep::RunTool]
+        Processing + LlmEvent(StreamEvent::Completed { message: reply, .. }) [ctx.next_step_for(&reply.tool_calls) == NextStep::RunTool]
             => { ctx.begin_tools(reply); let call = ctx.advance(); }
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
-        Processing + LlmReply(reply) [ctx.next_step_for(&reply.tool_calls) == NextStep::AskPermission]
+        Processing + LlmEvent(StreamEvent::Completed { message: reply, .. }) [ctx.next_step_for(&reply.tool_calls) == NextStep::AskPermission]
             => { ctx.begin_tools(reply); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
                WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.arguments, request_id }
                / RequestPermission { request_id: request_id.clone(), call: call.clone() },
-        Processing + LlmReply(reply) [ctx.next_step_for(&reply.tool_calls) == NextStep::AskUser]
+        Processing + LlmEvent(StreamEvent::Completed { message: reply, .. }) [ctx.next_step_for(&reply.tool_calls) == NextStep::AskUser]
             => { ctx.begin_tools(reply); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
                WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.arguments },
         /// Every call denied by a rule: the denials go straight back.
-        Processing + LlmReply(reply)
-            => { ctx.begin_tools(reply); let message = ctx.finish_tools(); } Processing / CallLlm(message),
+        Processing + LlmEvent(StreamEvent::Completed { message: reply, .. })
+            => { ctx.begin_tools(reply); let messages = ctx.finish_tools(); } Processing / CallLlm(messages),
+        /// Only a failure a retry can help (rate limit, overload, a dropped
+        /// connection) is retried, after the server's `retry-after` if it
+        /// gave one, while attempts are left.
+        Processing + LlmFailed(error) [ctx.may_retry(error)]
+            => { let attempt = ctx.schedule_retry(); }
+               Processing / ScheduleRetry { attempt, retry_after: error.retry_after() },
         Processing + LlmFailed(error)
-            => { ctx.drop_partial(); let message = format!("LLM call failed: {}", error); }
+            => { ctx.end_call(); let message = format!("LLM call failed: {}", error); }
                Error { message } / ReportError(message.clone()),
+        /// Matched by number: a timer left from an earlier retry is refused.
+        Processing + RetryTimeoutFired { attempt } [ctx.retry_due(*attempt)]
+            => { ctx.retry_scheduled = false; } Processing / CallLlm(Vec::new()),
+        Processing + RetryTimeoutFired { attempt }
+            => Processing / Reject(format!("no retry {} of the model call scheduled", attempt)),
         Processing + Interrupt => { ctx.interrupt_stream(); } Done / Interrupted,
         Processing + UserInput(text) => Processing / DeferInput(text),
 
@@ -680,7 +431,7 @@ pub mod machine {
             => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
                WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.arguments },
         ExecutingTool + ToolResult { result: Ok(output), .. }
-            => { ctx.resolve_current(output, false); let message = ctx.finish_tools(); } Processing / CallLlm(message),
+            => { ctx.resolve_current(output, false); let messages = ctx.finish_tools(); } Processing / CallLlm(messages),
         ExecutingTool { tool_use_id } + SubAgentRequested { tool_use_id: id, .. } [id != tool_use_id]
             => ExecutingTool / Reject(format!("no tool call `{}` running (running `{}`)", id, tool_use_id)),
         ExecutingTool + SubAgentRequested { .. } [ctx.interrupt_requested]
@@ -710,7 +461,7 @@ pub mod machine {
             => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
                WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.arguments },
         WaitingForSubAgent + SubAgentFinished { result: Ok(output), .. }
-            => { ctx.resolve_current(output, false); let message = ctx.finish_tools(); } Processing / CallLlm(message),
+            => { ctx.resolve_current(output, false); let messages = ctx.finish_tools(); } Processing / CallLlm(messages),
         WaitingForSubAgent { session_id } + Interrupt
             => { ctx.interrupt_requested = true; } WaitingForSubAgent / InterruptSubAgent(session_id.clone()),
         WaitingForSubAgent + UserInput(text) => WaitingForSubAgent / DeferInput(text),
@@ -729,8 +480,8 @@ pub mod machine {
             => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
                WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.arguments },
         WaitingForUserInput + QuestionAnswered { answers, .. }
-            => { ctx.resolve_current(answers.join("\n"), false); let message = ctx.finish_tools(); }
-               Processing / CallLlm(message),
+            => { ctx.resolve_current(answers.join("\n"), false); let messages = ctx.finish_tools(); }
+               Processing / CallLlm(messages),
         WaitingForUserInput + Interrupt => { ctx.interrupt_turn(); } Done / Interrupted,
         WaitingForUserInput + UserInput(text) => WaitingForUserInput / DeferInput(text),
 

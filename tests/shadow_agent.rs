@@ -14,7 +14,7 @@ use agent_fsm::Recorder;
 use agent_fsm::runtime::{History, Notification};
 use agent_fsm_examples::coding_agent::Workspace;
 use agent_fsm_examples::shadow::{
-    INTERRUPTED, Message, Permission, Shadow, ShadowContext, ShadowEvent, ShadowState, ToolCall, ToolResultBlock,
+    INTERRUPTED, Message, Permission, Shadow, ShadowContext, ShadowEvent, ShadowState, ToolCall,
 };
 use agent_fsm_examples::shadow_agent::{
     AgentRuntime, AgentUpdate, Output, STORY, ScriptedLlm, ShadowHandle, SpawnError, prepare_workspace,
@@ -229,12 +229,16 @@ async fn conversation(handle: &ShadowHandle) -> Vec<Message> {
     handle.inspect(|m| m.context().conversation.clone()).await.expect("inspect")
 }
 
-fn ok(id: &str, content: &str) -> ToolResultBlock {
-    ToolResultBlock { tool_use_id: id.to_owned(), content: content.to_owned(), is_error: false }
+fn ok(id: &str, content: &str) -> Message {
+    Message::tool_result(id, content)
 }
 
-fn err(id: &str, content: &str) -> ToolResultBlock {
-    ToolResultBlock { tool_use_id: id.to_owned(), content: content.to_owned(), is_error: true }
+fn err(id: &str, content: &str) -> Message {
+    Message::tool_error(id, content)
+}
+
+fn interrupted() -> Message {
+    Message::user(INTERRUPTED)
 }
 
 // ------------------------------------------------------------------- flows
@@ -297,7 +301,7 @@ async fn flow_subagent() {
     let summary = "CHANGELOG.md lists 3 changes, the latest: Subagents run as child machines.";
     assert_eq!(h.responses("main/toolu_1"), [summary]);
     assert_eq!(h.responses("main"), [format!("The helper says: {summary}")]);
-    assert_eq!(conversation(&main).await[2], Message::ToolResults(vec![ok("toolu_1", summary)]));
+    assert_eq!(conversation(&main).await[2], ok("toolu_1", summary));
     assert_eq!(h.runtime.sessions(), ["main"], "the finished child is unregistered");
 }
 
@@ -420,11 +424,7 @@ async fn interrupt_in_processing_keeps_the_partial_text() {
     assert!(STORY.starts_with(partial));
     assert_eq!(
         conversation(&main).await,
-        [
-            Message::User("tell me a story".to_owned()),
-            Message::Assistant { text: partial.to_owned(), tool_calls: Vec::new() },
-            Message::Interrupted,
-        ]
+        [Message::user("tell me a story"), Message::assistant(partial), interrupted(),]
     );
     let history = assert_history_is_the_tables_path(&mut h, &main, main_context(&[])).await;
     assert_eq!(hops(&history).last(), Some(&("Processing", Some("Interrupt"), "Done", Some("Interrupted"))));
@@ -444,10 +444,7 @@ async fn interrupt_in_waiting_for_permission_answers_the_tool_as_interrupted() {
 
     assert_eq!(main.state().await.expect("state"), ShadowState::Done);
     assert_eq!(h.file("hello.txt"), None, "no execution");
-    assert_eq!(
-        conversation(&main).await[2..],
-        [Message::ToolResults(vec![err("toolu_1", INTERRUPTED)]), Message::Interrupted]
-    );
+    assert_eq!(conversation(&main).await[2..], [err("toolu_1", INTERRUPTED), interrupted()]);
     let history = assert_history_is_the_tables_path(&mut h, &main, main_context(&[])).await;
     assert_eq!(states(&history), ["Idle", "Processing", "WaitingForPermission", "Done"]);
     // A late reply finds nothing to approve.
@@ -474,10 +471,7 @@ async fn interrupt_in_executing_tool_lets_the_current_tool_complete() {
     // The running command completed; the call after it never ran.
     assert_eq!(h.file("slept.txt").as_deref(), Some("slept\n"));
     assert_eq!(h.file("after.txt"), None);
-    assert_eq!(
-        conversation(&main).await[2..],
-        [Message::ToolResults(vec![ok("toolu_1", "slept\n"), err("toolu_2", INTERRUPTED)]), Message::Interrupted]
-    );
+    assert_eq!(conversation(&main).await[2..], [ok("toolu_1", "slept\n"), err("toolu_2", INTERRUPTED), interrupted()]);
     let history = assert_history_is_the_tables_path(&mut h, &main, main_context(&rules)).await;
     assert_eq!(
         hops(&history)[hops(&history).len() - 3..],
@@ -503,10 +497,7 @@ async fn interrupt_in_waiting_for_user_input_ends_in_done() {
     main.interrupt("Esc").await.expect("interrupted");
 
     assert_eq!(main.state().await.expect("state"), ShadowState::Done);
-    assert_eq!(
-        conversation(&main).await[2..],
-        [Message::ToolResults(vec![err("toolu_1", INTERRUPTED)]), Message::Interrupted]
-    );
+    assert_eq!(conversation(&main).await[2..], [err("toolu_1", INTERRUPTED), interrupted()]);
     let history = assert_history_is_the_tables_path(&mut h, &main, main_context(&[])).await;
     assert_eq!(states(&history), ["Idle", "Processing", "WaitingForUserInput", "Done"]);
 }
@@ -529,10 +520,7 @@ async fn interrupt_in_waiting_for_subagent_is_passed_on_to_the_child() {
     assert!(h.outputs("main/toolu_1").any(|o| o == &Output::Interrupted));
     assert_eq!(h.published("main/toolu_1"), ["Processing", "Done"]);
     assert_eq!(h.runtime.sessions(), ["main"]);
-    assert_eq!(
-        conversation(&main).await[2..],
-        [Message::ToolResults(vec![err("toolu_1", INTERRUPTED)]), Message::Interrupted]
-    );
+    assert_eq!(conversation(&main).await[2..], [err("toolu_1", INTERRUPTED), interrupted()]);
     let history = assert_history_is_the_tables_path(&mut h, &main, main_context(&rules)).await;
     let wait = "WaitingForSubAgent";
     assert_eq!(
@@ -556,7 +544,7 @@ async fn interrupt_in_done_and_in_error_changes_nothing() {
     assert_eq!(main.state().await.expect("state"), ShadowState::Done);
     // Error: the model fails.
     let failed = h.turn(&main, "attempt the impossible", APPROVE).await;
-    let error = ShadowState::Error { message: "LLM call failed: scripted model: overloaded (529)".to_owned() };
+    let error = ShadowState::Error { message: "LLM call failed: server overloaded: scripted model".to_owned() };
     assert_eq!(failed, error);
     main.interrupt("Esc").await.expect("interrupted");
     assert_eq!(main.state().await.expect("state"), error, "the error stays until new input");
@@ -641,8 +629,8 @@ async fn input_sent_while_waiting_for_permission_is_deferred_then_run() {
         ["Idle", "Processing", "WaitingForPermission", "ExecutingTool", "Processing", "Idle", "Processing", "Idle"]
     );
     let messages = conversation(&main).await;
-    let users: Vec<&Message> = messages.iter().filter(|m| matches!(m, Message::User(_))).collect();
-    assert_eq!(users, [&Message::User("write hello.txt".to_owned()), &Message::User("hello".to_owned())]);
+    let users: Vec<&Message> = messages.iter().filter(|m| matches!(m, Message::User { .. })).collect();
+    assert_eq!(users, [&Message::user("write hello.txt"), &Message::user("hello")]);
 }
 
 // --------------------------------------------------------------- subagents
@@ -653,10 +641,10 @@ async fn a_failing_subagent_becomes_the_parents_error() {
     let mut h = Harness::new();
     let main = h.spawn(&rules);
     let failed = h.turn(&main, "delegate the impossible", APPROVE).await;
-    let message = "subagent `main/toolu_1` failed: LLM call failed: scripted model: overloaded (529)";
+    let message = "subagent `main/toolu_1` failed: LLM call failed: server overloaded: scripted model";
     assert_eq!(failed, ShadowState::Error { message: message.to_owned() });
     assert_eq!(h.published("main/toolu_1"), ["Processing", "Error", "Done"]);
-    assert_eq!(conversation(&main).await[2], Message::ToolResults(vec![err("toolu_1", message)]));
+    assert_eq!(conversation(&main).await[2], err("toolu_1", message));
     assert_eq!(h.runtime.sessions(), ["main"]);
     // New input leaves Error.
     assert_eq!(h.turn(&main, "hello", APPROVE).await, ShadowState::Idle);

@@ -19,14 +19,20 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_fsm::llm::{StopReason, Usage};
 use agent_fsm::snapshot;
 use agent_fsm_examples::coding_agent::Workspace;
 use agent_fsm_examples::shadow::*;
-use agent_fsm_examples::shadow_agent::{AgentRuntime, Llm, LlmEvent, Output};
+use agent_fsm_examples::shadow_agent::{AgentRuntime, Llm, Output};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use proptest::prelude::*;
 use serde_json::json;
+
+/// The model's whole reply, as a provider's stream ends.
+fn completed(message: AssistantMessage) -> ShadowEvent {
+    ShadowEvent::LlmEvent(StreamEvent::Completed { message, stop_reason: StopReason::ToolUse, usage: Usage::default() })
+}
 
 /// One move of the test against the machine.
 #[derive(Debug, Clone)]
@@ -150,7 +156,7 @@ fn collide_ids(json: &str) -> Option<String> {
             }
             ("pending" | "results", serde_json::Value::Array(items)) => {
                 for item in items.iter_mut().filter_map(serde_json::Value::as_object_mut) {
-                    let key = if item.contains_key("tool_use_id") { "tool_use_id" } else { "id" };
+                    let key = if item.contains_key("call_id") { "call_id" } else { "id" };
                     item.insert(key.into(), first.clone());
                 }
             }
@@ -173,7 +179,7 @@ fn play(moves: Vec<Move>) -> Result<(), String> {
     for m in moves {
         let event = match m {
             Move::Input => ShadowEvent::UserInput("go".into()),
-            Move::Reply(calls) => ShadowEvent::LlmReply(AssistantReply {
+            Move::Reply(calls) => completed(AssistantMessage {
                 text: String::new(),
                 tool_calls: calls.into_iter().map(|(id, question)| ledger.call(id, question)).collect(),
             }),
@@ -261,11 +267,11 @@ fn a_reply_that_repeats_a_call_id_is_refused_on_entry() {
         ToolCall { id: "t1".into(), name: "write_file".into(), arguments: json!({ "n": 1 }) },
         ToolCall { id: "t1".into(), name: "run_command".into(), arguments: json!({ "n": 2 }) },
     ];
-    let action = machine.handle_event(ShadowEvent::LlmReply(AssistantReply { text: "x".into(), tool_calls: calls }));
+    let action = machine.handle_event(completed(AssistantMessage { text: "x".into(), tool_calls: calls }));
     let message = "the model repeated the tool call id `t1`; no tool ran";
     assert_eq!(action, ShadowAction::ReportError(message.into()));
     assert_eq!(machine.state(), &ShadowState::Error { message: message.into() });
-    assert_eq!(machine.context().conversation, [Message::User("go".into())]);
+    assert_eq!(machine.context().conversation, [Message::user("go")]);
     assert_eq!(machine.context().turn, Turn::default());
 }
 
@@ -277,7 +283,7 @@ fn waiting() -> serde_json::Value {
         ToolCall { id: "t1".into(), name: "write_file".into(), arguments: json!({ "n": 1 }) },
         ToolCall { id: "t2".into(), name: "write_file".into(), arguments: json!({ "n": 2 }) },
     ];
-    machine.handle_event(ShadowEvent::LlmReply(AssistantReply { text: String::new(), tool_calls: calls }));
+    machine.handle_event(completed(AssistantMessage { text: String::new(), tool_calls: calls }));
     serde_json::from_str(&snapshot::to_json(&machine).expect("snapshot")).expect("json")
 }
 
@@ -316,7 +322,7 @@ fn a_spent_counter_answers_a_call_that_would_ask_instead_of_reusing_an_id() {
         ToolCall { id: "t1".into(), name: "write_file".into(), arguments: json!({ "n": 1 }) },
         ToolCall { id: "t2".into(), name: "write_file".into(), arguments: json!({ "n": 2 }) },
     ];
-    let action = machine.handle_event(ShadowEvent::LlmReply(AssistantReply { text: String::new(), tool_calls: calls }));
+    let action = machine.handle_event(completed(AssistantMessage { text: String::new(), tool_calls: calls }));
     let ShadowAction::RequestPermission { request_id, .. } = action else { panic!("{action:?}") };
     assert_eq!(request_id, format!("permission-{}", u64::MAX - 1));
     assert_eq!(machine.context().next_request, u64::MAX);
@@ -325,9 +331,8 @@ fn a_spent_counter_answers_a_call_that_would_ask_instead_of_reusing_an_id() {
     let mut machine: Shadow = snapshot::from_json(&json).expect("resumes");
     machine.handle_event(ShadowEvent::PermissionReply { request_id, allowed: true, remember: false });
     let action = machine.handle_event(ShadowEvent::ToolResult { tool_use_id: "t1".into(), result: Ok("ok".into()) });
-    let ShadowAction::CallLlm(Message::ToolResults(results)) = action else { panic!("{action:?}") };
-    assert_eq!(results[1].content, "Not run: no request id is left to ask about `write_file`");
-    assert!(results[1].is_error);
+    let ShadowAction::CallLlm(results) = action else { panic!("{action:?}") };
+    assert_eq!(results[1], Message::tool_error("t2", "Not run: no request id is left to ask about `write_file`"));
 }
 
 // =================================================================== agent
@@ -335,13 +340,14 @@ fn a_spent_counter_answers_a_call_that_would_ask_instead_of_reusing_an_id() {
 /// A model that answers each call with the next reply of its queue, then
 /// with a plain answer.
 #[derive(Debug, Clone, Default)]
-struct QueuedLlm(Arc<Mutex<VecDeque<AssistantReply>>>);
+struct QueuedLlm(Arc<Mutex<VecDeque<AssistantMessage>>>);
 
 impl Llm for QueuedLlm {
-    fn stream(&self, _conversation: &[Message]) -> BoxStream<'static, LlmEvent> {
+    fn stream(&self, _conversation: &[Message]) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
         let next = self.0.lock().expect("not poisoned").pop_front();
-        let reply = next.unwrap_or_else(|| AssistantReply { text: "done".into(), tool_calls: Vec::new() });
-        futures::stream::iter([LlmEvent::Reply(reply)]).boxed()
+        let reply = next.unwrap_or_else(|| AssistantMessage { text: "done".into(), tool_calls: Vec::new() });
+        let ShadowEvent::LlmEvent(completed) = completed(reply) else { unreachable!("a completed reply") };
+        futures::stream::iter([Ok(completed)]).boxed()
     }
 }
 
@@ -410,7 +416,7 @@ async fn play_agent(moves: Vec<AgentMove>) -> Vec<String> {
                         }
                     })
                     .collect();
-                llm.0.lock().expect("not poisoned").push_back(AssistantReply { text: String::new(), tool_calls });
+                llm.0.lock().expect("not poisoned").push_back(AssistantMessage { text: String::new(), tool_calls });
                 vec![ShadowEvent::UserInput("go".into())]
             }
             AgentMove::Replies(replies) if !asked.is_empty() => replies

@@ -7,9 +7,10 @@
 //! snake_case JSON of every state.
 
 use agent_fsm::Recorder;
+use agent_fsm::llm::{ErrorKind, StopReason, Usage};
 use agent_fsm_examples::shadow::{
-    AssistantReply, INTERRUPTED, Message, NOT_RUN, PartialToolCall, Permission, Shadow, ShadowAction, ShadowContext,
-    ShadowEvent, ShadowState, StreamDelta, ToolCall, ToolResultBlock,
+    AssistantMessage, INTERRUPTED, Message, NOT_RUN, Permission, ProviderError, Shadow, ShadowAction, ShadowContext,
+    ShadowEvent, ShadowState, StreamEvent, ToolCall, ToolResult,
 };
 use serde_json::json;
 
@@ -57,12 +58,21 @@ fn input(text: &str) -> ShadowEvent {
     ShadowEvent::UserInput(text.to_owned())
 }
 
+fn completed(message: AssistantMessage) -> ShadowEvent {
+    let stop_reason = if message.tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
+    ShadowEvent::LlmEvent(StreamEvent::Completed { message, stop_reason, usage: Usage::new(3, 2) })
+}
+
 fn text_reply(text: &str) -> ShadowEvent {
-    ShadowEvent::LlmReply(AssistantReply { text: text.to_owned(), tool_calls: Vec::new() })
+    completed(AssistantMessage { text: text.to_owned(), tool_calls: Vec::new() })
 }
 
 fn tools_reply(calls: &[ToolCall]) -> ShadowEvent {
-    ShadowEvent::LlmReply(AssistantReply { text: String::new(), tool_calls: calls.to_vec() })
+    completed(AssistantMessage { text: String::new(), tool_calls: calls.to_vec() })
+}
+
+fn text_delta(text: &str) -> ShadowEvent {
+    ShadowEvent::LlmEvent(StreamEvent::TextDelta(text.to_owned()))
 }
 
 fn tool_ok(id: &str, output: &str) -> ShadowEvent {
@@ -77,12 +87,32 @@ fn permission(request_id: &str, allowed: bool, remember: bool) -> ShadowEvent {
     ShadowEvent::PermissionReply { request_id: request_id.to_owned(), allowed, remember }
 }
 
-fn ok(id: &str, content: &str) -> ToolResultBlock {
-    ToolResultBlock { tool_use_id: id.to_owned(), content: content.to_owned(), is_error: false }
+fn ok(id: &str, content: &str) -> ToolResult {
+    ToolResult { call_id: id.to_owned(), content: content.to_owned(), is_error: false }
 }
 
-fn err(id: &str, content: &str) -> ToolResultBlock {
-    ToolResultBlock { tool_use_id: id.to_owned(), content: content.to_owned(), is_error: true }
+fn err(id: &str, content: &str) -> ToolResult {
+    ToolResult { call_id: id.to_owned(), content: content.to_owned(), is_error: true }
+}
+
+/// A tool round's results as the conversation holds them: one tool
+/// message per call, in call order.
+fn results(results: Vec<ToolResult>) -> Vec<Message> {
+    results.into_iter().map(Message::Tool).collect()
+}
+
+/// A model call adding a tool round's results.
+fn call_with(r: Vec<ToolResult>) -> ShadowAction {
+    ShadowAction::CallLlm(results(r))
+}
+
+fn user(text: &str) -> Message {
+    Message::user(text)
+}
+
+/// A model call adding the user's `text`.
+fn call_user(text: &str) -> ShadowAction {
+    ShadowAction::CallLlm(vec![user(text)])
 }
 
 fn executing(id: &str, name: &str) -> ShadowState {
@@ -117,13 +147,10 @@ fn running(calls: &[ToolCall]) -> Session {
 #[test]
 fn flow_simple_text_response() {
     let mut s = Session::new(ctx());
-    assert_eq!(s.send(input("hi")), ShadowAction::CallLlm(Message::User("hi".to_owned())));
+    assert_eq!(s.send(input("hi")), call_user("hi"));
     assert_eq!(s.send(text_reply("hello")), ShadowAction::Respond("hello".to_owned()));
     assert_eq!(s.rec.states(), vec!["Idle", "Processing", "Idle"]);
-    assert_eq!(
-        s.ctx().conversation,
-        vec![Message::User("hi".to_owned()), Message::Assistant { text: "hello".to_owned(), tool_calls: Vec::new() }]
-    );
+    assert_eq!(s.ctx().conversation, vec![user("hi"), Message::assistant("hello")]);
 }
 
 #[test]
@@ -135,10 +162,7 @@ fn flow_tool_execution_with_permission() {
     assert_eq!(s.state(), &waiting_permission(&bash, "permission-0"));
     assert_eq!(s.send(permission("permission-0", true, false)), ShadowAction::ExecuteTool(bash.clone()));
     assert_eq!(s.state(), &executing("t1", "bash"));
-    assert_eq!(
-        s.send(tool_ok("t1", "a.rs b.rs")),
-        ShadowAction::CallLlm(Message::ToolResults(vec![ok("t1", "a.rs b.rs")]))
-    );
+    assert_eq!(s.send(tool_ok("t1", "a.rs b.rs")), call_with(vec![ok("t1", "a.rs b.rs")]));
     assert_eq!(s.send(text_reply("two files")), ShadowAction::Respond("two files".to_owned()));
     assert_eq!(
         s.rec.states(),
@@ -155,7 +179,7 @@ fn flow_multiple_tools() {
     assert_eq!(s.send(tools_reply(&[call("t1", "read_file")])), ShadowAction::ExecuteTool(call("t1", "read_file")));
     s.send(tool_ok("t1", "A"));
     assert_eq!(s.send(tools_reply(&[call("t2", "read_file")])), ShadowAction::ExecuteTool(call("t2", "read_file")));
-    assert_eq!(s.send(tool_ok("t2", "B")), ShadowAction::CallLlm(Message::ToolResults(vec![ok("t2", "B")])));
+    assert_eq!(s.send(tool_ok("t2", "B")), call_with(vec![ok("t2", "B")]));
     s.send(text_reply("they differ"));
     assert_eq!(
         s.rec.states(),
@@ -178,7 +202,7 @@ fn flow_with_subagent() {
     assert_eq!(s.state(), &ShadowState::WaitingForSubAgent { session_id: "s1/t1".to_owned() });
     let action =
         s.send(ShadowEvent::SubAgentFinished { session_id: "s1/t1".to_owned(), result: Ok("docs at /d".to_owned()) });
-    assert_eq!(action, ShadowAction::CallLlm(Message::ToolResults(vec![ok("t1", "docs at /d")])));
+    assert_eq!(action, call_with(vec![ok("t1", "docs at /d")]));
     s.send(text_reply("found them"));
     assert_eq!(s.rec.states(), vec!["Idle", "Processing", "ExecutingTool", "WaitingForSubAgent", "Processing", "Idle"]);
 }
@@ -202,7 +226,7 @@ fn flow_with_questions() {
     assert_eq!(s.state(), &ShadowState::WaitingForUserInput { request_id: "question-0".to_owned() });
     let action =
         s.send(ShadowEvent::QuestionAnswered { request_id: "question-0".to_owned(), answers: vec!["blue".to_owned()] });
-    assert_eq!(action, ShadowAction::CallLlm(Message::ToolResults(vec![ok("q1", "blue")])));
+    assert_eq!(action, call_with(vec![ok("q1", "blue")]));
     s.send(text_reply("painted blue"));
     assert_eq!(s.rec.states(), vec!["Idle", "Processing", "WaitingForUserInput", "Processing", "Idle"]);
 }
@@ -225,7 +249,7 @@ fn several_calls_in_one_reply_run_in_order_and_answer_together() {
     let results = vec![ok("a", "A"), ok("b", "B"), err("r", "Permission denied by rule for `rm`"), ok("q", "yes")];
     let action =
         s.send(ShadowEvent::QuestionAnswered { request_id: "question-1".to_owned(), answers: vec!["yes".to_owned()] });
-    assert_eq!(action, ShadowAction::CallLlm(Message::ToolResults(results)));
+    assert_eq!(action, call_with(results));
     s.send(text_reply("tidy"));
     assert_eq!(
         s.rec.states(),
@@ -247,10 +271,7 @@ fn calls_all_denied_by_rule_go_straight_back_to_the_model() {
     let mut s = Session::new(ctx().with_rule("rm", Permission::Deny));
     s.send(input("delete it"));
     let action = s.send(tools_reply(&[call("r", "rm")]));
-    assert_eq!(
-        action,
-        ShadowAction::CallLlm(Message::ToolResults(vec![err("r", "Permission denied by rule for `rm`")]))
-    );
+    assert_eq!(action, call_with(vec![err("r", "Permission denied by rule for `rm`")]));
     assert_eq!(s.rec.states(), vec!["Idle", "Processing", "Processing"]);
 }
 
@@ -264,32 +285,28 @@ fn interrupt_in_idle_keeps_the_agent_idle() {
     assert_eq!(s.state(), &ShadowState::Idle);
     assert_eq!(s.rec.states(), vec!["Idle", "Idle", "Idle"]);
     // Still alive: input starts a turn.
-    assert_eq!(s.send(input("hi")), ShadowAction::CallLlm(Message::User("hi".to_owned())));
+    assert_eq!(s.send(input("hi")), call_user("hi"));
 }
 
 #[test]
 fn interrupt_in_processing_keeps_partial_text_and_drops_tool_calls() {
     let mut s = Session::new(ctx());
     s.send(input("explain"));
-    assert_eq!(
-        s.send(ShadowEvent::LlmDelta(StreamDelta::Text("Hel".to_owned()))),
-        ShadowAction::EmitText("Hel".to_owned())
-    );
-    s.send(ShadowEvent::LlmDelta(StreamDelta::Text("lo".to_owned())));
-    let partial = PartialToolCall { id: "t1".to_owned(), name: "bash".to_owned(), input_json: "{\"cmd\":".to_owned() };
-    assert_eq!(s.send(ShadowEvent::LlmDelta(StreamDelta::ToolUse(partial))), ShadowAction::Nothing);
+    assert_eq!(s.send(text_delta("Hel")), ShadowAction::EmitText("Hel".to_owned()));
+    s.send(text_delta("lo"));
+    let partial = StreamEvent::ToolCallDelta {
+        index: 0,
+        id: Some("t1".to_owned()),
+        name: Some("bash".to_owned()),
+        arguments_fragment: "{\"cmd\":".to_owned(),
+    };
+    assert_eq!(s.send(ShadowEvent::LlmEvent(partial.clone())), ShadowAction::Nothing);
+    assert_eq!(s.ctx().partial_tool_calls, [partial]);
     assert_eq!(s.ctx().partial_tool_calls.len(), 1);
 
     assert_eq!(s.send(ShadowEvent::Interrupt), ShadowAction::Interrupted);
     assert_eq!(s.state(), &ShadowState::Done);
-    assert_eq!(
-        s.ctx().conversation,
-        vec![
-            Message::User("explain".to_owned()),
-            Message::Assistant { text: "Hello".to_owned(), tool_calls: Vec::new() },
-            Message::Interrupted,
-        ]
-    );
+    assert_eq!(s.ctx().conversation, vec![user("explain"), Message::assistant("Hello"), user(INTERRUPTED),]);
     assert_eq!(s.ctx().partial_tool_calls, Vec::new());
     assert_eq!(s.ctx().partial_text, "");
     assert_eq!(s.rec.states().last(), Some(&"Done"));
@@ -310,10 +327,7 @@ fn interrupt_in_executing_tool_lets_the_current_tool_complete_then_done() {
     let tail = &s.ctx().conversation[2..];
     assert_eq!(
         tail,
-        &[
-            Message::ToolResults(vec![ok("a", "ran"), err("b", INTERRUPTED), err("c", INTERRUPTED)]),
-            Message::Interrupted
-        ]
+        [results(vec![ok("a", "ran"), err("b", INTERRUPTED), err("c", INTERRUPTED)]), vec![user(INTERRUPTED)]].concat()
     );
     assert!(!s.ctx().interrupt_requested);
     assert_eq!(s.rec.states(), vec!["Idle", "Processing", "ExecutingTool", "ExecutingTool", "ExecutingTool", "Done"]);
@@ -330,7 +344,7 @@ fn interrupt_in_waiting_for_permission_interrupts_the_tool_without_running_it() 
     assert_eq!(s.state(), &ShadowState::Done);
     assert_eq!(
         &s.ctx().conversation[2..],
-        &[Message::ToolResults(vec![err("t1", INTERRUPTED), err("t2", INTERRUPTED)]), Message::Interrupted]
+        [results(vec![err("t1", INTERRUPTED), err("t2", INTERRUPTED)]), vec![user(INTERRUPTED)]].concat()
     );
     assert!(s.rec.steps.iter().all(|step| step.to != "ExecutingTool"), "nothing ran");
     // A late permission reply finds nothing to approve.
@@ -347,7 +361,7 @@ fn interrupt_in_waiting_for_user_input_ends_in_done() {
     s.send(tools_reply(&[call("q1", "AskUserQuestion")]));
     assert_eq!(s.send(ShadowEvent::Interrupt), ShadowAction::Interrupted);
     assert_eq!(s.state(), &ShadowState::Done);
-    assert_eq!(&s.ctx().conversation[2..], &[Message::ToolResults(vec![err("q1", INTERRUPTED)]), Message::Interrupted]);
+    assert_eq!(s.ctx().conversation[2..], [Message::tool_error("q1", INTERRUPTED), user(INTERRUPTED)]);
     assert_eq!(s.rec.states(), vec!["Idle", "Processing", "WaitingForUserInput", "Done"]);
 }
 
@@ -367,7 +381,7 @@ fn interrupt_in_waiting_for_subagent_is_passed_on_and_ends_in_done() {
     assert_eq!(s.state(), &ShadowState::Done);
     assert_eq!(
         &s.ctx().conversation[2..],
-        &[Message::ToolResults(vec![ok("t1", "half done"), err("t2", INTERRUPTED)]), Message::Interrupted]
+        [results(vec![ok("t1", "half done"), err("t2", INTERRUPTED)]), vec![user(INTERRUPTED)]].concat()
     );
 }
 
@@ -391,7 +405,7 @@ fn interrupt_in_error_changes_nothing() {
     // The error stays until new input clears it.
     let mut s = Session::at(ShadowState::Error { message: "boom".to_owned() }, ctx());
     s.send(ShadowEvent::Interrupt);
-    assert_eq!(s.send(input("retry")), ShadowAction::CallLlm(Message::User("retry".to_owned())));
+    assert_eq!(s.send(input("retry")), call_user("retry"));
 }
 
 // -------------------------------------------------------------- permission
@@ -442,15 +456,12 @@ fn a_denial_ends_the_task_and_a_remembered_denial_answers_without_asking() {
     assert_eq!(s.state(), &ShadowState::Done);
     assert_eq!(s.ctx().permissions.get("bash"), Some(&Permission::Deny));
     assert_eq!(
-        s.ctx().conversation.last(),
-        Some(&Message::ToolResults(vec![err("t1", "Permission denied by the user for `bash`"), err("t2", NOT_RUN)]))
+        s.ctx().conversation[2..],
+        results(vec![err("t1", "Permission denied by the user for `bash`"), err("t2", NOT_RUN)])
     );
     s.send(input("try again"));
     let action = s.send(tools_reply(&[call("t3", "bash")]));
-    assert_eq!(
-        action,
-        ShadowAction::CallLlm(Message::ToolResults(vec![err("t3", "Permission denied by rule for `bash`")]))
-    );
+    assert_eq!(action, call_with(vec![err("t3", "Permission denied by rule for `bash`")]));
     assert_eq!(s.rec.states(), vec!["Idle", "Processing", "WaitingForPermission", "Done", "Processing", "Processing"]);
 }
 
@@ -460,12 +471,14 @@ fn a_denial_ends_the_task_and_a_remembered_denial_answers_without_asking() {
 fn error_is_entered_when_the_llm_fails_and_left_on_new_input() {
     let mut s = Session::new(ctx());
     s.send(input("hi"));
-    s.send(ShadowEvent::LlmDelta(StreamDelta::Text("par".to_owned())));
-    let action = s.send(ShadowEvent::LlmFailed("529 overloaded".to_owned()));
-    assert_eq!(action, ShadowAction::ReportError("LLM call failed: 529 overloaded".to_owned()));
-    assert_eq!(s.state(), &ShadowState::Error { message: "LLM call failed: 529 overloaded".to_owned() });
+    s.send(text_delta("par"));
+    let failure = ProviderError::new(ErrorKind::Auth, "invalid x-api-key").with_status(401);
+    let action = s.send(ShadowEvent::LlmFailed(failure));
+    let message = "LLM call failed: not authorized: invalid x-api-key";
+    assert_eq!(action, ShadowAction::ReportError(message.to_owned()));
+    assert_eq!(s.state(), &ShadowState::Error { message: message.to_owned() });
     assert_eq!(s.ctx().partial_text, "");
-    assert_eq!(s.send(input("again")), ShadowAction::CallLlm(Message::User("again".to_owned())));
+    assert_eq!(s.send(input("again")), call_user("again"));
     assert_eq!(s.send(text_reply("hello")), ShadowAction::Respond("hello".to_owned()));
     assert_eq!(s.rec.states(), vec!["Idle", "Processing", "Processing", "Error", "Processing", "Idle"]);
 }
@@ -477,8 +490,8 @@ fn error_is_entered_when_a_tool_fails() {
     let message = "tool `bash` failed: command not found";
     assert_eq!(action, ShadowAction::ReportError(message.to_owned()));
     assert_eq!(s.state(), &ShadowState::Error { message: message.to_owned() });
-    assert_eq!(s.ctx().conversation.last(), Some(&Message::ToolResults(vec![err("a", message), err("b", NOT_RUN)])));
-    assert_eq!(s.send(input("fix it")), ShadowAction::CallLlm(Message::User("fix it".to_owned())));
+    assert_eq!(s.ctx().conversation[2..], results(vec![err("a", message), err("b", NOT_RUN)]));
+    assert_eq!(s.send(input("fix it")), call_user("fix it"));
     assert_eq!(s.state(), &ShadowState::Processing);
 }
 
@@ -491,13 +504,13 @@ fn a_subagent_failure_becomes_the_parents_error() {
     let message = "subagent `s1/t1` failed: rate limited";
     assert_eq!(action, ShadowAction::ReportError(message.to_owned()));
     assert_eq!(s.state(), &ShadowState::Error { message: message.to_owned() });
-    assert_eq!(s.ctx().conversation.last(), Some(&Message::ToolResults(vec![err("t1", message)])));
+    assert_eq!(s.ctx().conversation[2..], [Message::tool_error("t1", message)]);
 }
 
 #[test]
 fn done_takes_new_input() {
     let mut s = Session::at(ShadowState::Done, ctx());
-    assert_eq!(s.send(input("next task")), ShadowAction::CallLlm(Message::User("next task".to_owned())));
+    assert_eq!(s.send(input("next task")), call_user("next task"));
     assert_eq!(s.rec.states(), vec!["Done", "Processing"]);
 }
 
@@ -567,7 +580,7 @@ fn shutdown_from_every_state_ends_in_done() {
     // Mid-turn, the unanswered calls are answered.
     let mut s = running(&[call("a", "bash"), call("b", "bash")]);
     s.send(ShadowEvent::Shutdown);
-    assert_eq!(s.ctx().conversation.last(), Some(&Message::ToolResults(vec![err("a", NOT_RUN), err("b", NOT_RUN)])));
+    assert_eq!(s.ctx().conversation[2..], results(vec![err("a", NOT_RUN), err("b", NOT_RUN)]));
 }
 
 // ---------------------------------------------------------------- the wire

@@ -10,12 +10,13 @@ mod support {
 }
 
 use agent_fsm::StateMachine;
+use agent_fsm::llm::{ErrorKind, StopReason, Usage};
 use agent_fsm::snapshot::{self, snake_case};
 use agent_fsm_examples::bob::{
     Runner, RunnerContext, RunnerEvent, RunnerState, ToolCall, ToolResult, answer, call_tools,
 };
 use agent_fsm_examples::shadow::{
-    self, AssistantReply, PartialToolCall, Permission, Shadow, ShadowContext, ShadowEvent, ShadowState, StreamDelta,
+    self, AssistantMessage, Permission, ProviderError, Shadow, ShadowContext, ShadowEvent, ShadowState, StreamEvent,
 };
 use serde_json::{Value, json};
 use support::snapshot_fuzz::{Material, fuzz, rounds};
@@ -160,7 +161,23 @@ fn tool(id: &str, name: &str) -> shadow::ToolCall {
 }
 
 fn reply(calls: Vec<shadow::ToolCall>) -> ShadowEvent {
-    ShadowEvent::LlmReply(AssistantReply { text: "ok".into(), tool_calls: calls })
+    let message = AssistantMessage { text: "ok".into(), tool_calls: calls };
+    ShadowEvent::LlmEvent(StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::default() })
+}
+
+fn text(text: &str) -> ShadowEvent {
+    ShadowEvent::LlmEvent(StreamEvent::TextDelta(text.into()))
+}
+
+fn call_delta(id: &str, fragment: &str) -> ShadowEvent {
+    let (id, name) = (Some(id.into()), Some("bash".into()));
+    ShadowEvent::LlmEvent(StreamEvent::ToolCallDelta { index: 0, id, name, arguments_fragment: fragment.into() })
+}
+
+/// A failure a retry can help (`retry: true`) or not.
+fn failed(retry: bool) -> ShadowEvent {
+    let kind = if retry { ErrorKind::RateLimited { retry_after: None } } else { ErrorKind::BadRequest };
+    ShadowEvent::LlmFailed(ProviderError::new(kind, "down"))
 }
 
 fn ok(id: &str) -> ShadowEvent {
@@ -178,12 +195,8 @@ fn shadow_seeds() -> Vec<String> {
         Shadow::new(context()),
         vec![
             input(),
-            ShadowEvent::LlmDelta(StreamDelta::Text("par".into())),
-            ShadowEvent::LlmDelta(StreamDelta::ToolUse(PartialToolCall {
-                id: "t1".into(),
-                name: "bash".into(),
-                input_json: "{".into(),
-            })),
+            text("par"),
+            call_delta("t1", "{"),
             reply(vec![tool("t1", "bash"), tool("t2", "rm"), tool("t3", "AskUserQuestion"), tool("t4", "Task")]),
             allow("permission-0", true),
             ok("t1"),
@@ -204,7 +217,11 @@ fn shadow_seeds() -> Vec<String> {
             ShadowEvent::Interrupt,
             ok("t1"),
             input(),
-            ShadowEvent::LlmFailed("overloaded".into()),
+            text("par"),
+            failed(true),
+            ShadowEvent::RetryTimeoutFired { attempt: 1 },
+            failed(true),
+            failed(false),
             input(),
             reply(vec![tool("t6", "Task")]),
             ShadowEvent::ToolResult { tool_use_id: "t6".into(), result: Err("boom".into()) },
@@ -239,19 +256,19 @@ fn shadow_events(state: &ShadowState) -> Vec<ShadowEvent> {
     }
     let mut events = vec![
         ShadowEvent::UserInput("more".into()),
-        ShadowEvent::LlmDelta(StreamDelta::Text("x".into())),
-        ShadowEvent::LlmDelta(StreamDelta::ToolUse(PartialToolCall {
-            id: "t8".into(),
-            name: "bash".into(),
-            input_json: String::new(),
-        })),
+        text("x"),
+        call_delta("t8", ""),
         reply(Vec::new()),
         reply(vec![tool("t8", "bash")]),
         reply(vec![tool("t8", "Task")]),
         reply(vec![tool("t8", "AskUserQuestion")]),
         reply(vec![tool("t8", "rm")]),
         reply(vec![tool("t8", "bash"), tool("t8", "Task")]),
-        ShadowEvent::LlmFailed("down".into()),
+        failed(true),
+        failed(false),
+        ShadowEvent::RetryTimeoutFired { attempt: 0 },
+        ShadowEvent::RetryTimeoutFired { attempt: 1 },
+        ShadowEvent::RetryTimeoutFired { attempt: 2 },
         ShadowEvent::Interrupt,
         ShadowEvent::Shutdown,
         allow("permission-9", false),

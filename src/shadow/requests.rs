@@ -88,19 +88,27 @@ impl ShadowContext {
 /// live agent reaches. At rest and in `Processing` no turn is open; in
 /// the other states the turn's current call is the one the state names;
 /// a request id is one the counter issued; the turn's calls have distinct
-/// ids; only a running tool or subagent has an interrupt waiting.
+/// ids; only a running tool or subagent has an interrupt waiting; only
+/// `Processing` counts failed model calls or has a retry scheduled (and a
+/// retry only after a failure).
 ///
 /// # Errors
 /// The first one broken, in words.
 pub fn invariants(state: &ShadowState, ctx: &ShadowContext) -> Result<(), String> {
     let turn = &ctx.turn;
     let ids = turn.pending.iter().map(|c| c.id.as_str()).chain(turn.current.iter().map(|c| c.id.as_str()));
-    if let Some(id) = first_repeat(ids.chain(turn.results.iter().map(|r| r.tool_use_id.as_str()))) {
+    if let Some(id) = first_repeat(ids.chain(turn.results.iter().map(|r| r.call_id.as_str()))) {
         return Err(format!("two calls of the turn share the id `{id}`"));
     }
     let waits = matches!(state, ShadowState::ExecutingTool { .. } | ShadowState::WaitingForSubAgent { .. });
     if ctx.interrupt_requested && !waits {
         return Err("an interrupt waits with no tool or subagent running".to_owned());
+    }
+    if (ctx.retry_scheduled || ctx.llm_failures > 0) && *state != ShadowState::Processing {
+        return Err("a model call's retry outside `Processing`".to_owned());
+    }
+    if ctx.retry_scheduled && ctx.llm_failures == 0 {
+        return Err("a retry scheduled with no failed attempt".to_owned());
     }
     match state {
         ShadowState::Idle | ShadowState::Processing | ShadowState::Done | ShadowState::Error { .. } => {

@@ -1,0 +1,459 @@
+//! The effects of one Shadow agent: the model's stream, the tools on
+//! tasks of their own, permission requests and questions published as
+//! outputs, subagents spawned on the same runtime, retries on a timer,
+//! and input handed back mid-turn kept for the next turn.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Weak};
+
+use agent_fsm::StateMachine;
+use agent_fsm::llm::{ErrorKind, ProviderError, StreamEvent};
+use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, ExecutorConfig, RetryPolicy};
+use futures::future::{BoxFuture, FutureExt, Shared};
+use futures::stream::{self, BoxStream, Stream, StreamExt};
+use serde_json::Value;
+use tokio::sync::{broadcast, oneshot, watch};
+use tokio::task::AbortHandle;
+
+use super::{AgentRuntime, AgentUpdate, ChildResult, Llm, Output, RuntimeInner, SUBAGENT_TOOL, ShadowHandle};
+use crate::coding_agent::Workspace;
+use crate::shadow::{INTERRUPTED, Shadow, ShadowAction, ShadowContext, ShadowEvent, ShadowState, ToolCall};
+
+/// The key of the model's stream, by which a retry cancels what is left of
+/// the failed attempt's.
+const LLM_STREAM: &str = "llm";
+
+/// The tool call running on its own task.
+struct RunningTool {
+    tool_use_id: String,
+    /// Its result, awaitable more than once (see *Interrupts*).
+    result: Shared<BoxFuture<'static, ChildResult>>,
+    abort: AbortHandle,
+}
+
+/// A child agent this agent spawned.
+struct Child {
+    handle: ShadowHandle,
+    result: watch::Receiver<Option<ChildResult>>,
+    generation: u64,
+}
+
+/// Performs Shadow's actions for one agent (see the [module docs](super)).
+/// Built by [`AgentRuntime`].
+pub struct ShadowEffects {
+    session_id: Arc<str>,
+    runtime: Weak<RuntimeInner>,
+    llm: Arc<dyn Llm>,
+    retry: RetryPolicy,
+    workspace: Arc<Workspace>,
+    config: ExecutorConfig<Shadow>,
+    updates: broadcast::Sender<AgentUpdate>,
+    /// The state last published.
+    last_state: ShadowState,
+    /// Input handed back mid-turn, oldest first.
+    deferred: VecDeque<String>,
+    current_tool: Option<RunningTool>,
+    children: HashMap<String, Child>,
+    /// Set for a subagent: where its answer goes.
+    report: Option<watch::Sender<Option<ChildResult>>>,
+}
+
+impl fmt::Debug for ShadowEffects {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShadowEffects")
+            .field("session_id", &self.session_id)
+            .field("last_state", &self.last_state)
+            .field("deferred", &self.deferred)
+            .field("current_tool", &self.current_tool.as_ref().map(|t| &t.tool_use_id))
+            .field("children", &self.children.keys().collect::<Vec<_>>())
+            .field("subagent", &self.report.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ShadowEffects {
+    /// The effects of the agent `session_id` on `runtime`; `report` is set
+    /// for a subagent, whose answer goes there.
+    pub(super) fn new(
+        session_id: Arc<str>,
+        runtime: &Arc<RuntimeInner>,
+        report: Option<watch::Sender<Option<ChildResult>>>,
+    ) -> Self {
+        ShadowEffects {
+            session_id,
+            runtime: Arc::downgrade(runtime),
+            llm: Arc::clone(&runtime.llm),
+            retry: runtime.retry,
+            workspace: Arc::clone(&runtime.workspace),
+            config: runtime.config.clone(),
+            updates: runtime.updates.clone(),
+            last_state: ShadowState::Idle,
+            deferred: VecDeque::new(),
+            current_tool: None,
+            children: HashMap::new(),
+            report,
+        }
+    }
+}
+
+type Cx<'a, 'b> = &'a mut EffectContext<'b, Shadow, Output>;
+
+/// The text a tool's JSON output shows the model.
+fn text_of(value: Value) -> String {
+    match value {
+        Value::String(text) => text,
+        other => other.to_string(),
+    }
+}
+
+/// A model stream as machine events, ending after the completed reply or
+/// the first failure; a stream that ends without either yields a failure
+/// (a dropped connection, which a retry can help).
+fn llm_events(
+    llm: BoxStream<'static, Result<StreamEvent, ProviderError>>,
+) -> impl Stream<Item = ShadowEvent> + Send + 'static {
+    llm.map(Some)
+        .chain(stream::once(async { None }))
+        .scan(false, |ended, item| {
+            let next = match (*ended, item) {
+                (true, _) => None,
+                (false, Some(Ok(event))) => {
+                    *ended = matches!(event, StreamEvent::Completed { .. });
+                    Some(Some(ShadowEvent::LlmEvent(event)))
+                }
+                (false, Some(Err(error))) => {
+                    *ended = true;
+                    Some(Some(ShadowEvent::LlmFailed(error)))
+                }
+                (false, None) => {
+                    *ended = true;
+                    let error =
+                        ProviderError::new(ErrorKind::ConnectionDropped, "the model's stream ended without a reply");
+                    Some(Some(ShadowEvent::LlmFailed(error)))
+                }
+            };
+            futures::future::ready(next)
+        })
+        .filter_map(futures::future::ready)
+}
+
+/// What a child answered, once it has; if it stopped without answering,
+/// why.
+async fn child_outcome(handle: &ShadowHandle, result: &mut watch::Receiver<Option<ChildResult>>) -> ChildResult {
+    let published = match result.wait_for(Option::is_some).await {
+        Ok(value) => value.clone(),
+        Err(_) => None,
+    };
+    match published {
+        Some(outcome) => outcome,
+        None => Err(match handle.wait_finished().await {
+            Ok(state) => format!("the subagent stopped in `{}` without an answer", state.name()),
+            Err(error) => format!("the subagent stopped: {error}"),
+        }),
+    }
+}
+
+impl ShadowEffects {
+    /// Publishes `output` to the handle's subscribers and the runtime's.
+    fn emit(&self, cx: Cx<'_, '_>, output: Output) {
+        cx.output(output.clone());
+        // Err: nobody subscribed to the runtime right now.
+        let _ = self.updates.send(AgentUpdate { session_id: Arc::clone(&self.session_id), output });
+    }
+
+    /// Publishes the state if the step changed it.
+    fn publish_state(&mut self, cx: Cx<'_, '_>) {
+        if cx.machine().is_poisoned() {
+            return;
+        }
+        let state = cx.machine().state();
+        if *state == self.last_state {
+            return;
+        }
+        let state = state.clone();
+        let from = self.last_state.name();
+        let action = cx.action().name();
+        self.last_state = state.clone();
+        self.emit(cx, Output::StateChanged { from, action, state });
+    }
+
+    /// A subagent's answer, for its parent (the first one counts).
+    fn report(&self, result: ChildResult) {
+        if let Some(report) = &self.report {
+            report.send_if_modified(|slot| {
+                if slot.is_some() {
+                    return false;
+                }
+                *slot = Some(result);
+                true
+            });
+        }
+    }
+
+    fn call_llm(&self, cx: Cx<'_, '_>) {
+        // A retry: nothing of the failed attempt's stream may reach this one.
+        cx.cancel_task(LLM_STREAM);
+        let stream = self.llm.stream(&cx.machine().context().conversation);
+        cx.stream_keyed(LLM_STREAM, llm_events(stream), |failure| match failure {
+            // An interrupt or a shutdown (the table decides what the
+            // partial reply becomes), or a newer attempt.
+            EffectFailure::Cancelled => None,
+            EffectFailure::TimedOut => {
+                Some(ShadowEvent::LlmFailed(ProviderError::new(ErrorKind::Timeout, "the model's stream timed out")))
+            }
+            failure => Some(ShadowEvent::LlmFailed(ProviderError::new(
+                ErrorKind::ConnectionDropped,
+                format!("the model's stream {failure}"),
+            ))),
+        });
+    }
+
+    fn execute_tool(&mut self, call: ToolCall, cx: Cx<'_, '_>) {
+        self.emit(cx, Output::ToolStarted(call.clone()));
+        if call.name == SUBAGENT_TOOL {
+            let event = match call.arguments.get("prompt").and_then(Value::as_str) {
+                Some(prompt) => ShadowEvent::SubAgentRequested { tool_use_id: call.id, prompt: prompt.to_owned() },
+                None => ShadowEvent::ToolResult {
+                    tool_use_id: call.id,
+                    result: Err(format!("`{SUBAGENT_TOOL}` needs a string argument `prompt`")),
+                },
+            };
+            cx.send(event);
+            return;
+        }
+        let workspace = Arc::clone(&self.workspace);
+        let tool_use_id = call.id.clone();
+        let loom_call = crate::loom::ToolCall { id: call.id, name: call.name, arguments: call.arguments };
+        let (tx, rx) = oneshot::channel();
+        // The tool runs on a task of its own, which an interrupt does not
+        // cancel: the executor's task only awaits its result.
+        let task = self.config.task_tracker().spawn(async move {
+            let result = workspace.run(&loom_call).await.map(text_of).map_err(|e| e.message);
+            // Err: nobody awaits the result any more (shutdown).
+            let _ = tx.send(result);
+        });
+        let result = async move { rx.await.unwrap_or_else(|_| Err("the tool stopped without a result".to_owned())) }
+            .boxed()
+            .shared();
+        let abort = task.abort_handle();
+        self.await_tool(tool_use_id.clone(), result.clone(), abort.clone(), cx);
+        self.current_tool = Some(RunningTool { tool_use_id, result, abort });
+    }
+
+    /// Awaits the running tool on an executor task. A cancelled await (an
+    /// interrupt) is delivered as [`ShadowEvent::Interrupt`]; a timeout or
+    /// panic stops the tool and fails the call.
+    fn await_tool(
+        &self,
+        tool_use_id: String,
+        result: Shared<BoxFuture<'static, ChildResult>>,
+        abort: AbortHandle,
+        cx: Cx<'_, '_>,
+    ) {
+        cx.spawn_task(
+            tool_use_id.clone(),
+            async move { ShadowEvent::ToolResult { tool_use_id, result: result.await } },
+            move |tool_use_id, failure| match failure {
+                EffectFailure::Cancelled => ShadowEvent::Interrupt,
+                failure => {
+                    abort.abort();
+                    ShadowEvent::ToolResult { tool_use_id, result: Err(format!("the tool {failure}")) }
+                }
+            },
+        );
+    }
+
+    /// After an interrupt in `ExecutingTool`: awaits the running tool
+    /// again, or answers the call as interrupted if it never started.
+    fn finish_current_tool(&self, cx: Cx<'_, '_>) {
+        let ShadowState::ExecutingTool { tool_use_id, .. } = cx.machine().state() else {
+            return;
+        };
+        let tool_use_id = tool_use_id.clone();
+        match &self.current_tool {
+            Some(tool) if tool.tool_use_id == tool_use_id => {
+                self.await_tool(tool_use_id, tool.result.clone(), tool.abort.clone(), cx);
+            }
+            _ => cx.send(ShadowEvent::ToolResult { tool_use_id, result: Err(INTERRUPTED.to_owned()) }),
+        }
+    }
+
+    fn spawn_child(&mut self, session_id: String, prompt: String, cx: Cx<'_, '_>) {
+        let Some(inner) = self.runtime.upgrade() else {
+            let result = Err("the agent runtime is gone".to_owned());
+            cx.send(ShadowEvent::SubAgentFinished { session_id, result });
+            return;
+        };
+        self.children.retain(|_, child| !child.handle.is_finished());
+        let parent = cx.machine().context();
+        let mut context = ShadowContext::new(session_id.clone());
+        context.permissions = parent.permissions.clone();
+        context.default_permission = parent.default_permission;
+        context.question_tool = parent.question_tool.clone();
+        context.max_llm_attempts = parent.max_llm_attempts;
+        let (report, result) = watch::channel(None);
+        let spawned = AgentRuntime { inner }.spawn_agent(context, Some(report));
+        let (handle, generation) = match spawned {
+            Ok(spawned) => spawned,
+            Err(error) => {
+                cx.send(ShadowEvent::SubAgentFinished { session_id, result: Err(error.to_string()) });
+                return;
+            }
+        };
+        self.emit(cx, Output::SubAgentSpawned { session_id: session_id.clone(), prompt: prompt.clone() });
+        // A fresh inbox has room; sent here rather than from the task so
+        // that an interrupt cannot cancel it before it is queued.
+        if let Err(error) = handle.try_send(ShadowEvent::UserInput(prompt)) {
+            let result = Err(format!("the subagent did not take its task: {error}"));
+            cx.send(ShadowEvent::SubAgentFinished { session_id, result });
+            return;
+        }
+        let child = Child { handle, result, generation };
+        self.await_child(&session_id, &child, None, cx);
+        self.children.insert(session_id, child);
+    }
+
+    /// Awaits a child's answer on an executor task (after interrupting it,
+    /// if `interrupt` gives a cause), then shuts it down and unregisters
+    /// it. A cancelled await is delivered as [`ShadowEvent::Interrupt`].
+    fn await_child(&self, session_id: &str, child: &Child, interrupt: Option<String>, cx: Cx<'_, '_>) {
+        let handle = child.handle.clone();
+        let mut result = child.result.clone();
+        let (runtime, generation) = (self.runtime.clone(), child.generation);
+        let id = session_id.to_owned();
+        let (failed_id, failed_handle, failed_runtime) = (id.clone(), handle.clone(), runtime.clone());
+        cx.spawn_task(
+            session_id.to_owned(),
+            async move {
+                if let Some(cause) = interrupt {
+                    // Err: the child already stopped; its answer says how.
+                    let _ = handle.interrupt(cause).await;
+                }
+                let outcome = child_outcome(&handle, &mut result).await;
+                // Ok or Err, the child is stopped now.
+                let _ = handle.shutdown().await;
+                if let Some(inner) = runtime.upgrade() {
+                    inner.remove(&id, generation);
+                }
+                ShadowEvent::SubAgentFinished { session_id: id, result: outcome }
+            },
+            move |_key, failure| match failure {
+                EffectFailure::Cancelled => ShadowEvent::Interrupt,
+                // A configured task timeout (or a panic): the child is
+                // given up on, so it stops too.
+                failure => {
+                    let session_id = failed_id.clone();
+                    tokio::spawn(async move {
+                        // Ok or Err, the child is stopped now.
+                        let _ = failed_handle.shutdown().await;
+                        if let Some(inner) = failed_runtime.upgrade() {
+                            inner.remove(&failed_id, generation);
+                        }
+                    });
+                    ShadowEvent::SubAgentFinished { session_id, result: Err(format!("the subagent {failure}")) }
+                }
+            },
+        );
+    }
+
+    fn interrupt_child(&self, session_id: String, cx: Cx<'_, '_>) {
+        match self.children.get(&session_id) {
+            Some(child) => {
+                let cause = format!("the parent agent `{}` was interrupted", self.session_id);
+                self.await_child(&session_id, child, Some(cause), cx);
+            }
+            None => cx.send(ShadowEvent::SubAgentFinished { session_id, result: Err(INTERRUPTED.to_owned()) }),
+        }
+    }
+
+    /// The agent stops: the running tool and the children stop too.
+    fn stop(&mut self, cx: Cx<'_, '_>) {
+        if let Some(tool) = self.current_tool.take() {
+            tool.abort.abort();
+        }
+        for (session_id, child) in self.children.drain() {
+            if child.handle.is_finished() {
+                continue;
+            }
+            let runtime = self.runtime.clone();
+            self.config.task_tracker().spawn(async move {
+                // Ok or Err, the child is stopped now.
+                let _ = child.handle.shutdown().await;
+                if let Some(inner) = runtime.upgrade() {
+                    inner.remove(&session_id, child.generation);
+                }
+            });
+        }
+        self.report(Err("the subagent was shut down".to_owned()));
+        if !self.deferred.is_empty() {
+            tracing::warn!(session = &*self.session_id, inputs = self.deferred.len(), "stopped with deferred input");
+        }
+        self.emit(cx, Output::Stopped);
+    }
+
+    /// At rest with input handed back mid-turn: sends the oldest again.
+    fn resume_deferred(&mut self, cx: Cx<'_, '_>) {
+        if self.deferred.is_empty() || cx.is_final() || cx.machine().is_poisoned() {
+            return;
+        }
+        if matches!(cx.machine().state(), ShadowState::Idle | ShadowState::Done | ShadowState::Error { .. })
+            && let Some(text) = self.deferred.pop_front()
+        {
+            cx.send(ShadowEvent::UserInput(text));
+        }
+    }
+}
+
+impl Effects<Shadow> for ShadowEffects {
+    type Output = Output;
+
+    fn perform(&mut self, action: ShadowAction, cx: &mut EffectContext<'_, Shadow, Output>) {
+        self.publish_state(cx);
+        match action {
+            ShadowAction::Nothing => {}
+            ShadowAction::CallLlm(_added) => self.call_llm(cx),
+            ShadowAction::ScheduleRetry { attempt, retry_after } => {
+                cx.after(self.retry.delay_for(attempt, retry_after), ShadowEvent::RetryTimeoutFired { attempt });
+            }
+            ShadowAction::EmitText(text) => self.emit(cx, Output::Text(text)),
+            ShadowAction::Respond(text) => {
+                self.report(Ok(text.clone()));
+                self.emit(cx, Output::Response(text));
+            }
+            ShadowAction::ExecuteTool(call) => self.execute_tool(call, cx),
+            ShadowAction::RequestPermission { request_id, call } => {
+                self.emit(cx, Output::PermissionRequested { request_id, call });
+            }
+            ShadowAction::AskUser { request_id, questions } => {
+                self.emit(cx, Output::Question { request_id, questions });
+            }
+            ShadowAction::SpawnSubAgent { session_id, prompt } => self.spawn_child(session_id, prompt, cx),
+            ShadowAction::InterruptSubAgent(session_id) => self.interrupt_child(session_id, cx),
+            ShadowAction::InterruptAfterCurrentTool => self.finish_current_tool(cx),
+            ShadowAction::Interrupted => {
+                self.report(Err(INTERRUPTED.to_owned()));
+                self.emit(cx, Output::Interrupted);
+            }
+            ShadowAction::PermissionDenied(tool) => {
+                self.report(Err(format!("permission denied for `{tool}`")));
+                self.emit(cx, Output::PermissionDenied(tool));
+            }
+            ShadowAction::ReportError(message) => {
+                self.report(Err(message.clone()));
+                self.emit(cx, Output::Error(message));
+            }
+            ShadowAction::Reject(why) => {
+                tracing::warn!(session = &*self.session_id, why, "refused");
+                self.emit(cx, Output::Rejected(why));
+            }
+            ShadowAction::DeferInput(text) => {
+                self.deferred.push_back(text.clone());
+                self.emit(cx, Output::InputDeferred(text));
+            }
+            ShadowAction::NothingToInterrupt => self.emit(cx, Output::NothingToInterrupt),
+            ShadowAction::Stop => self.stop(cx),
+        }
+        self.resume_deferred(cx);
+    }
+}
