@@ -521,7 +521,27 @@ async fn a_message_sent_while_the_tool_runs_goes_with_the_tool_results() {
     assert!(report.outputs.contains(&Output::Queued(1)));
     // The model read it.
     let Some(Output::Answer(answer)) = report.outputs.last() else { panic!("no answer: {:?}", report.outputs) };
-    assert!(answer.contains("The user wrote while the tools ran: / also update the README"), "{answer}");
+    assert_eq!(
+        answer,
+        "Tool results: toolu_01_1 ok: done. Read: The user wrote while the tools ran: / also update the README."
+    );
+    // What the user saw go to the model: the prompt, then the result with
+    // the note.
+    let sent: Vec<&str> = report
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Sent(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            "user: bash: while [ ! -e go ]; do sleep 0.01; done; echo done",
+            "tool results: toolu_01_1 ok; user: The user wrote while the tools ran: / also update the README",
+        ]
+    );
 }
 
 // ---------------------------------------------------------------- (6) errors
