@@ -134,7 +134,7 @@ pub const REFERENCE_EDGES: &[(&str, &str)] = &[
     ("BudgetExceeded", "WaitingForUserInput"),
 ];
 
-pub use agent_fsm::llm::{AssistantMessage, Message, StopReason, ToolCall, ToolResult, Usage};
+pub use agent_fsm::llm::{AssistantMessage, Message, ProviderError, StopReason, ToolCall, ToolResult, Usage};
 
 /// A successful result for the call `call_id`.
 #[must_use]
@@ -553,7 +553,7 @@ pub mod machine {
         /// The model replied.
         LlmResponse(LlmReply),
         /// The model call failed.
-        LlmError(String),
+        LlmError(ProviderError),
         /// One tool call answered.
         ToolResult(ToolResult),
         /// The tool runner itself failed; no more results will come.

@@ -67,7 +67,7 @@ struct GatedLlm {
 }
 
 impl Llm for GatedLlm {
-    fn reply(&self, conversation: Vec<Message>) -> BoxFuture<'static, Result<LlmReply, String>> {
+    fn reply(&self, conversation: Vec<Message>) -> BoxFuture<'static, Result<LlmReply, agent_fsm::llm::ProviderError>> {
         let reply = self.inner.reply(conversation);
         let gate = Arc::clone(&self.gate);
         async move {
@@ -589,9 +589,9 @@ async fn every_error_the_diagram_allows_ends_the_turn_with_a_message() {
         .collect();
     assert_eq!(errors.len(), 5);
     assert_eq!(errors[0], "empty message: nothing to send");
-    assert_eq!(errors[1], "LLM call failed: invalid API key");
+    assert_eq!(errors[1], "LLM call failed: not authorized: invalid API key");
     assert_eq!(errors[2], "the reply was cut off at its token limit");
-    assert_eq!(errors[3], "LLM call failed: overloaded (HTTP 529)");
+    assert_eq!(errors[3], "LLM call failed: server overloaded: scripted model");
     assert!(errors[4].starts_with("tool run failed: the workspace"), "{}", errors[4]);
     // The unanswered call still got a result, so the conversation stays valid.
     assert_eq!(report.context.conversation.last(), Some(&Message::Tool(tool_error("toolu_02_1", NOT_EXECUTED))));

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeSet;
 
+use agent_fsm::llm::{ErrorKind, ProviderError};
 use agent_fsm::{Hop, Recorder};
 use agent_fsm_examples::sketch::{
     AssistantMessage, Budget, CANCELLED_RESULT, Commit, FormatReport, LlmReply, Message, NOT_EXECUTED, REFERENCE_EDGES,
@@ -159,14 +160,14 @@ fn edge_sending_to_llm__processing_llm_response() {
 /// with the message shown.
 fn assert_llm_error_path(from: SketchState, message: &str) {
     let name = from.name();
-    let (m, hops, action) = run(from, ctx(), SketchEvent::LlmError(message.to_owned()));
+    let (m, hops, action) = run(from, ctx(), SketchEvent::LlmError(ProviderError::new(ErrorKind::Auth, message)));
     assert_edge(&hops, name, "Error");
     assert_eq!(
         hops,
         vec![(name, Some("LlmError"), "Error", None), ("Error", None, "WaitingForUserInput", Some("ShowError"))]
     );
     assert_eq!(m.state(), &SketchState::WaitingForUserInput);
-    assert_eq!(action, SketchAction::ShowError(format!("LLM call failed: {message}")));
+    assert_eq!(action, SketchAction::ShowError(format!("LLM call failed: not authorized: {message}")));
 }
 
 #[test]
@@ -566,11 +567,12 @@ fn edge_sending_tool_results__error() {
 #[test]
 fn edge_error__waiting_for_user_input() {
     let ctx = SketchContext { cancel_requested: true, ..ctx() };
-    let (m, hops, action) = run(SketchState::SendingToolResults, ctx, SketchEvent::LlmError("aborted".to_owned()));
+    let error = ProviderError::new(ErrorKind::ConnectionDropped, "aborted");
+    let (m, hops, action) = run(SketchState::SendingToolResults, ctx, SketchEvent::LlmError(error));
     assert_edge(&hops, "Error", "WaitingForUserInput");
     assert_eq!(hops.last(), Some(&("Error", None, "WaitingForUserInput", Some("ShowError"))));
     assert_eq!(m.state(), &SketchState::WaitingForUserInput);
-    assert_eq!(action, SketchAction::ShowError("LLM call failed: aborted".to_owned()));
+    assert_eq!(action, SketchAction::ShowError("LLM call failed: connection dropped: aborted".to_owned()));
     assert!(!m.context().cancel_requested, "the turn's cancel ends with the turn");
 }
 

@@ -71,6 +71,7 @@ use crate::sketch::{
     ToolCall, tool_error, tool_ok,
 };
 use agent_fsm::StateMachine;
+use agent_fsm::llm::{ErrorKind, ProviderError};
 use agent_fsm::runtime::{
     EffectContext, EffectFailure, Effects, ExecutorConfig, History, MachineHandle, Notification, RequestError,
     SendError, spawn,
@@ -187,7 +188,13 @@ impl SketchEffects {
                     Err(error) => SketchEvent::LlmError(error),
                 }
             },
-            |_, failure| SketchEvent::LlmError(failure.to_string()),
+            |_, failure| {
+                let kind = match failure {
+                    EffectFailure::TimedOut => ErrorKind::Timeout,
+                    _ => ErrorKind::ConnectionDropped,
+                };
+                SketchEvent::LlmError(ProviderError::new(kind, failure.to_string()))
+            },
         );
     }
 

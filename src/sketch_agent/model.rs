@@ -5,6 +5,7 @@ use crate::sketch::{
     AssistantMessage, LlmReply, Message, NOTES_HEADING, Spend, StopReason, ToolCall, ToolResult, USER_MESSAGES_HEADING,
     Usage,
 };
+use agent_fsm::llm::{ErrorKind, ProviderError};
 use futures::future::{BoxFuture, FutureExt};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
@@ -14,7 +15,7 @@ use std::time::Duration;
 pub trait Llm: Send + Sync + 'static {
     /// The reply to `conversation` (its last message is the one just sent),
     /// or why the call failed.
-    fn reply(&self, conversation: Vec<Message>) -> BoxFuture<'static, Result<LlmReply, String>>;
+    fn reply(&self, conversation: Vec<Message>) -> BoxFuture<'static, Result<LlmReply, ProviderError>>;
 }
 
 /// The file the demo session writes: valid Rust, badly formatted.
@@ -101,13 +102,13 @@ impl ScriptedLlm {
     ///
     /// # Errors
     /// The scripted failures, and a conversation without a user message.
-    pub fn reply_to(&self, conversation: &[Message]) -> Result<LlmReply, String> {
+    pub fn reply_to(&self, conversation: &[Message]) -> Result<LlmReply, ProviderError> {
         let spend = self.spend;
         let Some((start, prompt)) = conversation.iter().enumerate().rev().find_map(|(i, m)| match m {
             Message::User { content } if !is_round_note(conversation, i) => Some((i, content.as_str())),
             _ => None,
         }) else {
-            return Err("the conversation has no user message".to_owned());
+            return Err(ProviderError::new(ErrorKind::BadRequest, "the conversation has no user message"));
         };
         let turn = conversation.get(start + 1..).unwrap_or_default();
         // Every reply of the turn so far asked for tools and got results.
@@ -128,7 +129,7 @@ impl ScriptedLlm {
         };
         match Script::parse(prompt) {
             Script::Say(text) => Ok(LlmReply::text(text, spend)),
-            Script::Fail(text) => Err(text.to_owned()),
+            Script::Fail(text) => Err(ProviderError::new(ErrorKind::Auth, text)),
             Script::MaxTokens => Ok(LlmReply {
                 stop_reason: StopReason::MaxTokens,
                 ..LlmReply::text("Here is a very long answer that", spend)
@@ -137,7 +138,9 @@ impl ScriptedLlm {
                 Ok(tools("Running it.", commands.iter().enumerate().map(|(i, c)| bash(i, c)).collect()))
             }
             Script::BashThenFail(command) if rounds == 0 => Ok(tools("Running it.", vec![bash(0, command)])),
-            Script::BashThenFail(_) => Err("overloaded (HTTP 529)".to_owned()),
+            Script::BashThenFail(_) => {
+                Err(ProviderError::new(ErrorKind::Overloaded { retry_after: None }, "scripted model"))
+            }
             Script::Bash(_) => Ok(LlmReply::text(summarize(last_results), spend)),
             Script::Demo => match rounds {
                 0 => Ok(tools(
@@ -155,7 +158,7 @@ impl ScriptedLlm {
 }
 
 impl Llm for ScriptedLlm {
-    fn reply(&self, conversation: Vec<Message>) -> BoxFuture<'static, Result<LlmReply, String>> {
+    fn reply(&self, conversation: Vec<Message>) -> BoxFuture<'static, Result<LlmReply, ProviderError>> {
         let reply = self.reply_to(&conversation);
         let delay = self.delay;
         async move {
