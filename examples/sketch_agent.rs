@@ -37,8 +37,8 @@ fn show(start: Instant, n: &Notification<Output>) {
         Notification::Output(output) => match output {
             Output::Ready => println!("{:12}ready for input", ""),
             Output::Sent(what) => println!("{:12}to the model: {what}", ""),
-            Output::ToolStarted { id, name, input } => {
-                let input: String = input.chars().take(70).collect();
+            Output::ToolStarted { id, name, arguments } => {
+                let input: String = arguments.to_string().chars().take(70).collect();
                 println!("{:12}tool {id}: {name} {input}", "");
             }
             Output::Formatting(files) => println!("{:12}rustfmt on: {}", "", files.join(", ")),
@@ -85,7 +85,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.hops.len(),
         report.events.len(),
         ctx.conversation.len(),
-        ctx.spent.tokens,
+        ctx.spent.tokens(),
         ctx.spent.cost_cents,
         report.final_state
     );

@@ -463,7 +463,10 @@ pub async fn run_session(
     let config = ExecutorConfig::<Loom>::new()
         .concurrency_limit(4)
         .task_timeout(Duration::from_secs(30))
-        .stream_timeout(Duration::from_secs(120))
+        // No deadline on the model's stream: a slow but live reply (a local
+        // model, a long file written out) must not be cut off and asked
+        // again. The provider's client gives up on a stream that goes
+        // silent instead (its read timeout, see `model::choose`).
         .history_capacity(1024)
         .interrupt_event(|cause| Some(AgentEvent::Interrupted { cause: cause.to_owned() }))
         .shutdown_event(|| Some(AgentEvent::ShutdownRequested));

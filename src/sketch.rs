@@ -42,6 +42,13 @@
 //!   order; a result for an unknown or already answered id is refused with
 //!   [`SketchAction::Reject`] and changes nothing). Results join the
 //!   conversation in call order.
+//! - **The conversation is [`agent_fsm::llm`]'s [`Message`]s**, as a
+//!   provider reads them: each user text a user message, each reply an
+//!   assistant message, a tool round one tool message per call in call
+//!   order followed, when the agent has notes or the user typed during the
+//!   round, by one user message ([`round_note`]). A reply's stop reason
+//!   decides: `EndTurn` or `StopSequence` is an answer, `ToolUse` a tool
+//!   round; `MaxTokens`, `ContentFilter` and any other reason are errors.
 //! - **Cancellation is a flag in the context, checked before each tool
 //!   run.** [`SketchEvent::Cancel`] while something is in flight sets it and
 //!   answers [`SketchAction::CancelInFlight`] (abort it if you can; its
@@ -72,15 +79,17 @@
 //! - **Messages typed mid-turn are queued, never dropped.** A
 //!   [`SketchEvent::UserMessage`] in any in-flight state is appended to
 //!   [`SketchContext::queued`] ([`SketchAction::MessageQueued`]). Gathering
-//!   sends them with the tool results, in one message; if the turn ends
+//!   sends them with the tool results, in one user message after them
+//!   (see [`round_note`]); if the turn ends
 //!   first (cancel, budget, error, plain answer), they go out ahead of the
 //!   next message the user sends.
 //! - **Errors always return to `WaitingForUserInput`** with
 //!   [`SketchAction::ShowError`]: an empty user message, an exhausted
 //!   budget at turn start, a failed LLM call, a malformed reply (tool use
 //!   without tools, tools without tool use, a reply cut off at the token
-//!   limit, two tool calls of one id: results are matched by id, so a
-//!   reply that repeats one runs nothing), a failed tool runner, a cancel
+//!   limit, withheld by the provider's filter or stopped for a reason this
+//!   table does not know, two tool calls of one id: results are matched by
+//!   id, so a reply that repeats one runs nothing), a failed tool runner, a cancel
 //!   during the tool run. Before the
 //!   turn ends, every unanswered tool call gets a result ([`NOT_EXECUTED`])
 //!   so the conversation stays valid for the next request.
@@ -125,66 +134,47 @@ pub const REFERENCE_EDGES: &[(&str, &str)] = &[
     ("BudgetExceeded", "WaitingForUserInput"),
 ];
 
-/// A tool call the model asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolCall {
-    /// The call's id (`tool_use` id).
-    pub id: String,
-    /// The tool.
-    pub name: String,
-    /// Its input, as the model wrote it.
-    pub input: String,
+pub use agent_fsm::llm::{AssistantMessage, Message, ProviderError, StopReason, ToolCall, ToolResult, Usage};
+
+/// A successful result for the call `call_id`.
+#[must_use]
+pub fn tool_ok(call_id: impl Into<String>, content: impl Into<String>) -> ToolResult {
+    ToolResult { call_id: call_id.into(), content: content.into(), is_error: false }
 }
 
-/// A tool's answer to one call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolResult {
-    /// The call it answers.
-    pub call_id: String,
-    /// What the tool said.
-    pub output: String,
-    /// The tool reported a failure (sent to the model as an error result).
-    pub is_error: bool,
+/// An error result for the call `call_id` (the model reads it as a failure).
+#[must_use]
+pub fn tool_error(call_id: impl Into<String>, content: impl Into<String>) -> ToolResult {
+    ToolResult { call_id: call_id.into(), content: content.into(), is_error: true }
 }
 
-impl ToolResult {
-    /// A successful result.
-    #[must_use]
-    pub fn ok(call_id: impl Into<String>, output: impl Into<String>) -> Self {
-        ToolResult { call_id: call_id.into(), output: output.into(), is_error: false }
-    }
-
-    /// An error result.
-    #[must_use]
-    pub fn error(call_id: impl Into<String>, output: impl Into<String>) -> Self {
-        ToolResult { call_id: call_id.into(), output: output.into(), is_error: true }
-    }
-}
-
-/// Why the model stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// It answered.
-    EndTurn,
-    /// It asked for tools.
-    ToolUse,
-    /// It hit the reply's token limit.
-    MaxTokens,
-}
-
-/// Tokens and money spent.
+/// What one reply, or the session, spent: the tokens the server reported
+/// and the money they cost (the budget limits both; the provider reports
+/// no price, so the model side says what a reply cost).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    /// Tokens, input and output.
-    pub tokens: u64,
+pub struct Spend {
+    /// Tokens read and written.
+    pub usage: Usage,
     /// Cost in cents.
     pub cost_cents: u64,
 }
 
-impl Usage {
+impl Spend {
+    /// `usage` costing `cost_cents`.
+    #[must_use]
+    pub fn new(usage: Usage, cost_cents: u64) -> Self {
+        Spend { usage, cost_cents }
+    }
+
+    /// Tokens, input and output together: what the token budget counts.
+    #[must_use]
+    pub fn tokens(&self) -> u64 {
+        self.usage.total()
+    }
+
     /// Adds `other` (saturating).
-    pub fn add(&mut self, other: Usage) {
-        self.tokens = self.tokens.saturating_add(other.tokens);
+    pub fn add(&mut self, other: Spend) {
+        self.usage.add(other.usage);
         self.cost_cents = self.cost_cents.saturating_add(other.cost_cents);
     }
 }
@@ -192,7 +182,7 @@ impl Usage {
 /// The session's limits; `None` is no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Budget {
-    /// Tokens allowed.
+    /// Tokens allowed (input and output together).
     pub max_tokens: Option<u64>,
     /// Cents allowed.
     pub max_cost_cents: Option<u64>,
@@ -201,55 +191,66 @@ pub struct Budget {
 impl Budget {
     /// Whether `spent` reaches either limit.
     #[must_use]
-    pub fn is_exceeded_by(&self, spent: Usage) -> bool {
-        self.max_tokens.is_some_and(|max| spent.tokens >= max)
+    pub fn is_exceeded_by(&self, spent: Spend) -> bool {
+        self.max_tokens.is_some_and(|max| spent.tokens() >= max)
             || self.max_cost_cents.is_some_and(|max| spent.cost_cents >= max)
     }
 }
 
-/// The model's complete reply.
+/// The model's complete reply: what a provider's
+/// [`StreamEvent::Completed`](agent_fsm::llm::StreamEvent::Completed)
+/// carries, with what it cost.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmReply {
-    /// Its text.
-    pub text: String,
-    /// The tools it asked for, in order.
-    pub tool_calls: Vec<ToolCall>,
+    /// Its text and the tools it asked for, in order.
+    pub message: AssistantMessage,
     /// Why it stopped.
     pub stop_reason: StopReason,
     /// What it cost.
-    pub usage: Usage,
+    pub spend: Spend,
 }
 
 impl LlmReply {
     /// A text answer.
     #[must_use]
-    pub fn text(text: impl Into<String>, usage: Usage) -> Self {
-        LlmReply { text: text.into(), tool_calls: Vec::new(), stop_reason: StopReason::EndTurn, usage }
+    pub fn text(text: impl Into<String>, spend: Spend) -> Self {
+        let message = AssistantMessage { text: text.into(), tool_calls: Vec::new() };
+        LlmReply { message, stop_reason: StopReason::EndTurn, spend }
     }
 
     /// A request for tools.
     #[must_use]
-    pub fn tools(tool_calls: Vec<ToolCall>, usage: Usage) -> Self {
-        LlmReply { text: String::new(), tool_calls, stop_reason: StopReason::ToolUse, usage }
+    pub fn tools(tool_calls: Vec<ToolCall>, spend: Spend) -> Self {
+        let message = AssistantMessage { text: String::new(), tool_calls };
+        LlmReply { message, stop_reason: StopReason::ToolUse, spend }
     }
 
-    /// What makes the reply unusable, if anything: a cut-off reply, tool
-    /// use without tools or tools without tool use, or two calls of one id
-    /// (results are matched by id, so one result would answer both).
+    /// What makes the reply unusable, if anything: a cut-off, filtered or
+    /// unexplained stop, tool use without tools or tools without tool use,
+    /// or two calls of one id (results are matched by id, so one result
+    /// would answer both). A stop at a stop sequence is an answer, as an
+    /// end of turn is.
     #[must_use]
     pub fn problem(&self) -> Option<String> {
-        match (self.stop_reason, self.tool_calls.is_empty()) {
+        match (&self.stop_reason, self.message.tool_calls.is_empty()) {
             (StopReason::MaxTokens, _) => Some("the reply was cut off at its token limit".to_owned()),
+            (StopReason::ContentFilter, _) => Some("the provider withheld or stopped the reply".to_owned()),
+            (StopReason::Other(reason), _) => Some(format!("the model stopped for an unknown reason `{reason}`")),
             (StopReason::ToolUse, true) => Some("the model stopped for tool use but asked for no tool".to_owned()),
-            (StopReason::EndTurn, false) => Some("the model asked for tools but did not stop for tool use".to_owned()),
-            _ => self.repeated_id().map(|id| format!("the model repeated the tool call id `{id}`; no tool ran")),
+            (StopReason::EndTurn | StopReason::StopSequence, false) => {
+                Some("the model asked for tools but did not stop for tool use".to_owned())
+            }
+            (StopReason::ToolUse, false) | (StopReason::EndTurn | StopReason::StopSequence, true) => {
+                self.repeated_id().map(|id| format!("the model repeated the tool call id `{id}`; no tool ran"))
+            }
+            (reason, _) => Some(format!("the model stopped for a reason this agent does not handle: {reason:?}")),
         }
     }
 
     /// The first id two of the reply's calls share.
     fn repeated_id(&self) -> Option<&str> {
         let mut seen = std::collections::BTreeSet::new();
-        self.tool_calls.iter().map(|c| c.id.as_str()).find(|id| !seen.insert(*id))
+        self.message.tool_calls.iter().map(|c| c.id.as_str()).find(|id| !seen.insert(*id))
     }
 }
 
@@ -284,33 +285,32 @@ impl FormatReport {
     }
 }
 
-/// One message of the conversation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Message {
-    /// What the user typed, possibly several messages sent together.
-    User(Vec<String>),
-    /// The model's reply.
-    Assistant {
-        /// Its text.
-        text: String,
-        /// The tools it asked for.
-        tool_calls: Vec<ToolCall>,
-    },
-    /// The answer to a tool round.
-    ToolResults {
-        /// One per call, in call order.
-        results: Vec<ToolResult>,
-        /// What the agent adds: commits found, formatter output.
-        notes: Vec<String>,
-        /// User messages gathered during the round.
-        user_messages: Vec<String>,
-    },
-}
+/// The heading of a round note's agent notes (see [`round_note`]).
+pub const NOTES_HEADING: &str = "Notes from the agent on the tool round:";
 
-impl Message {
-    fn assistant(reply: &LlmReply) -> Self {
-        Message::Assistant { text: reply.text.clone(), tool_calls: reply.tool_calls.clone() }
+/// The heading of a round note's user messages (see [`round_note`]).
+pub const USER_MESSAGES_HEADING: &str = "The user wrote while the tools ran:";
+
+/// The text of the user message that follows a round's tool results: the
+/// agent's notes (commits, formatters), one a line under
+/// [`NOTES_HEADING`], then the messages the user typed during the round,
+/// each as typed, separated by blank lines, under
+/// [`USER_MESSAGES_HEADING`]. `None` when there is neither.
+///
+/// Providers take a user message right after tool results: OpenAI as the
+/// next message, Anthropic as a text block after the `tool_result` blocks
+/// of the same user turn.
+#[must_use]
+pub fn round_note(notes: &[String], user_messages: &[String]) -> Option<String> {
+    let mut parts = Vec::new();
+    if !notes.is_empty() {
+        let lines: Vec<String> = notes.iter().map(|n| format!("- {n}")).collect();
+        parts.push(format!("{NOTES_HEADING}\n{}", lines.join("\n")));
     }
+    if !user_messages.is_empty() {
+        parts.push(format!("{USER_MESSAGES_HEADING}\n{}", user_messages.join("\n\n")));
+    }
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
 /// One tool round: the calls, the results so far and the notes to send.
@@ -348,30 +348,29 @@ impl ToolRound {
         self.results.push(result);
     }
 
-    /// The tool-results message: one result per call in call order, a
-    /// [`NOT_EXECUTED`] error for a call that never answered.
+    /// The round's messages: one [`Message::Tool`] per call in call order
+    /// (a [`NOT_EXECUTED`] error for a call that never answered), then, if
+    /// there are notes or `user_messages`, one [`Message::User`] with their
+    /// [`round_note`].
     #[must_use]
-    pub fn into_message(self, user_messages: Vec<String>) -> Message {
+    pub fn into_messages(self, user_messages: &[String]) -> Vec<Message> {
         let ToolRound { calls, mut results, notes } = self;
-        let ordered = calls
+        let mut messages: Vec<Message> = calls
             .iter()
             .map(|c| match results.iter().position(|r| r.call_id == c.id) {
-                Some(i) => results.swap_remove(i),
-                None => ToolResult::error(c.id.clone(), NOT_EXECUTED),
+                Some(i) => Message::Tool(results.swap_remove(i)),
+                None => Message::Tool(tool_error(c.id.clone(), NOT_EXECUTED)),
             })
             .collect();
-        Message::ToolResults { results: ordered, notes, user_messages }
+        messages.extend(round_note(&notes, user_messages).map(Message::user));
+        messages
     }
 }
 
-/// The message every call of a cancelled round gets.
+/// The messages every call of a cancelled round gets, in call order.
 #[must_use]
-pub fn cancelled_results(calls: &[ToolCall]) -> Message {
-    Message::ToolResults {
-        results: calls.iter().map(|c| ToolResult::error(c.id.clone(), CANCELLED_RESULT)).collect(),
-        notes: Vec::new(),
-        user_messages: Vec::new(),
-    }
+pub fn cancelled_results(calls: &[ToolCall]) -> Vec<Message> {
+    calls.iter().map(|c| Message::Tool(tool_error(c.id.clone(), CANCELLED_RESULT))).collect()
 }
 
 /// The files changed by `commits`, each once, in first-seen order.
@@ -399,7 +398,7 @@ pub struct SketchContext {
     /// The session's limits.
     pub budget: Budget,
     /// What the session has spent so far.
-    pub spent: Usage,
+    pub spent: Spend,
 }
 
 impl SketchContext {
@@ -420,19 +419,26 @@ impl SketchContext {
     pub fn budget_message(&self) -> String {
         format!(
             "budget exceeded: spent {} tokens and {} cents of {}; send RaiseBudget to continue",
-            self.spent.tokens,
+            self.spent.tokens(),
             self.spent.cost_cents,
             describe_budget(self.budget)
         )
     }
 
-    /// Starts a turn with `text`, sent after any queued messages.
-    fn start_turn(&mut self, text: String) -> Message {
+    /// Starts a turn with `text`, sent after any queued messages: one
+    /// user message each, in the order typed.
+    fn start_turn(&mut self, text: String) -> Vec<Message> {
         let mut texts = std::mem::take(&mut self.queued);
         texts.push(text);
-        let message = Message::User(texts);
-        self.conversation.push(message.clone());
-        message
+        let messages: Vec<Message> = texts.into_iter().map(Message::user).collect();
+        self.conversation.extend(messages.iter().cloned());
+        messages
+    }
+
+    /// Records a tool round's messages.
+    fn record_round(&mut self, round: ToolRound) {
+        let messages = round.into_messages(&[]);
+        self.conversation.extend(messages);
     }
 
     /// Ends a turn: a cancel request does not outlive it.
@@ -547,7 +553,7 @@ pub mod machine {
         /// The model replied.
         LlmResponse(LlmReply),
         /// The model call failed.
-        LlmError(String),
+        LlmError(ProviderError),
         /// One tool call answered.
         ToolResult(ToolResult),
         /// The tool runner itself failed; no more results will come.
@@ -572,8 +578,9 @@ pub mod machine {
         Nothing,
         /// Ready: show the prompt.
         AwaitUserInput,
-        /// Send this message to the model (after the conversation so far).
-        SendToLlm(Message),
+        /// Send the conversation to the model; these messages, the last of
+        /// it, are the ones just added.
+        SendToLlm(Vec<Message>),
         /// Run these calls concurrently and report each result.
         RunTools(Vec<ToolCall>),
         /// Recorded; this many results are still awaited.
@@ -611,12 +618,12 @@ pub mod machine {
             => Error { message: "empty message: nothing to send".to_owned() },
         WaitingForUserInput + UserMessage(_) [ctx.over_budget()] => Error { message: ctx.budget_message() },
         WaitingForUserInput + UserMessage(text)
-            => { let message = ctx.start_turn(text); } SendingToLlm / SendToLlm(message),
+            => { let messages = ctx.start_turn(text); } SendingToLlm / SendToLlm(messages),
         WaitingForUserInput + RaiseBudget(budget)
             => { ctx.budget = budget; } WaitingForUserInput / BudgetRaised(budget),
         WaitingForUserInput + Cancel => ignore,
 
-        SendingToLlm + LlmResponse(reply) => { ctx.spent.add(reply.usage); } ProcessingLlmResponse { reply },
+        SendingToLlm + LlmResponse(reply) => { ctx.spent.add(reply.spend); } ProcessingLlmResponse { reply },
         SendingToLlm + LlmError(error) => Error { message: format!("LLM call failed: {error}") },
         SendingToLlm + UserMessage(text) => { ctx.queued.push(text); } SendingToLlm / MessageQueued(ctx.queued.len()),
         SendingToLlm + Cancel => { ctx.cancel_requested = true; } SendingToLlm / CancelInFlight,
@@ -624,9 +631,10 @@ pub mod machine {
         ProcessingLlmResponse { reply } [reply.problem().is_some()]
             => Error { message: reply.problem().unwrap_or_default() },
         ProcessingLlmResponse { reply } [reply.stop_reason == StopReason::ToolUse]
-            => { ctx.conversation.push(Message::assistant(&reply)); } ToolUseRequested { calls: reply.tool_calls },
+            => { ctx.conversation.push(Message::Assistant(reply.message.clone())); }
+               ToolUseRequested { calls: reply.message.tool_calls },
         ProcessingLlmResponse { reply }
-            => { ctx.conversation.push(Message::assistant(&reply)); } EndOfTurn { text: reply.text },
+            => { ctx.conversation.push(Message::Assistant(reply.message.clone())); } EndOfTurn { text: reply.message.text },
 
         EndOfTurn { text } => { ctx.end_turn(); } WaitingForUserInput / EndTurn(text),
 
@@ -643,7 +651,7 @@ pub mod machine {
         RunningTool { mut round } + ToolResult(result)
             => { round.record(result); } CheckingGitCommits { round } / CheckGitCommits,
         RunningTool { round } + ToolRunFailed(error)
-            => { ctx.conversation.push(round.into_message(Vec::new())); }
+            => { ctx.record_round(round); }
                Error { message: format!("tool run failed: {error}") },
         RunningTool + UserMessage(text) => { ctx.queued.push(text); } RunningTool / MessageQueued(ctx.queued.len()),
         RunningTool + Cancel => { ctx.cancel_requested = true; } RunningTool / CancelInFlight,
@@ -671,20 +679,20 @@ pub mod machine {
         /// The results are recorded (the conversation stays valid), not sent;
         /// the budget is left as it is.
         CheckingBudget { round } [ctx.over_budget()]
-            => { ctx.conversation.push(round.into_message(Vec::new())); } BudgetExceeded,
+            => { ctx.record_round(round); } BudgetExceeded,
         CheckingBudget { round } => GatheringAdditionalMessages { round },
 
         GatheringAdditionalMessages { round } [ctx.cancel_requested]
-            => { ctx.conversation.push(round.into_message(Vec::new())); }
+            => { ctx.record_round(round); }
                Error { message: "cancelled during the tool run: results recorded, not sent".to_owned() },
         GatheringAdditionalMessages { round }
             => {
-                   let message = round.into_message(std::mem::take(&mut ctx.queued));
-                   ctx.conversation.push(message.clone());
+                   let messages = round.into_messages(&std::mem::take(&mut ctx.queued));
+                   ctx.conversation.extend(messages.iter().cloned());
                }
-               SendingToolResults / SendToLlm(message),
+               SendingToolResults / SendToLlm(messages),
 
-        SendingToolResults + LlmResponse(reply) => { ctx.spent.add(reply.usage); } ProcessingLlmResponse { reply },
+        SendingToolResults + LlmResponse(reply) => { ctx.spent.add(reply.spend); } ProcessingLlmResponse { reply },
         SendingToolResults + LlmError(error) => Error { message: format!("LLM call failed: {error}") },
         SendingToolResults + UserMessage(text)
             => { ctx.queued.push(text); } SendingToolResults / MessageQueued(ctx.queued.len()),
@@ -692,7 +700,7 @@ pub mod machine {
 
         Cancelled { calls }
             => {
-                   ctx.conversation.push(cancelled_results(&calls));
+                   ctx.conversation.extend(cancelled_results(&calls));
                    ctx.end_turn();
                }
                WaitingForUserInput / TurnCancelled(calls.into_iter().map(|c| c.id).collect()),

@@ -10,8 +10,9 @@ use std::time::Duration;
 use agent_fsm::runtime::replay;
 use agent_fsm::{Named, Recorder};
 use agent_fsm_examples::sketch::{
-    Budget, CANCELLED_RESULT, Commit, FormatReport, LlmReply, Message, NOT_EXECUTED, Sketch, SketchContext,
-    SketchEvent, ToolCall, ToolResult, Usage, cancelled_results,
+    Budget, CANCELLED_RESULT, Commit, FormatReport, LlmReply, Message, NOT_EXECUTED, NOTES_HEADING, Sketch,
+    SketchContext, SketchEvent, Spend, ToolCall, ToolResult, USER_MESSAGES_HEADING, Usage, cancelled_results,
+    round_note, tool_error, tool_ok,
 };
 use agent_fsm_examples::sketch_agent::{
     DEMO_PROMPT, Hop, Llm, Output, ScriptedLlm, SessionReport, SketchAgent, SketchEffects, UNFORMATTED_LIB_RS,
@@ -23,7 +24,10 @@ use tempfile::TempDir;
 
 // ---------------------------------------------------------------- helpers
 
-const USAGE: Usage = Usage { tokens: 1_000, cost_cents: 1 };
+/// What each scripted reply costs: 1000 tokens and a cent.
+fn usage() -> Spend {
+    Spend::new(Usage::new(600, 400), 1)
+}
 
 /// A fresh git repository with one commit.
 async fn repo() -> TempDir {
@@ -63,7 +67,7 @@ struct GatedLlm {
 }
 
 impl Llm for GatedLlm {
-    fn reply(&self, conversation: Vec<Message>) -> BoxFuture<'static, Result<LlmReply, String>> {
+    fn reply(&self, conversation: Vec<Message>) -> BoxFuture<'static, Result<LlmReply, agent_fsm::llm::ProviderError>> {
         let reply = self.inner.reply(conversation);
         let gate = Arc::clone(&self.gate);
         async move {
@@ -105,9 +109,41 @@ fn git(dir: &TempDir, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// The tool-results messages of the conversation, in order.
-fn tool_results(report: &SessionReport) -> Vec<&Message> {
-    report.context.conversation.iter().filter(|m| matches!(m, Message::ToolResults { .. })).collect()
+/// A tool round as recorded in the conversation: its results in call
+/// order, and the user message that followed them, if any.
+#[derive(Debug)]
+struct Round<'a> {
+    results: Vec<ToolResult>,
+    note: Option<&'a str>,
+}
+
+/// The tool rounds of the conversation, in order.
+fn tool_results(report: &SessionReport) -> Vec<Round<'_>> {
+    rounds(&report.context.conversation)
+}
+
+fn rounds(conversation: &[Message]) -> Vec<Round<'_>> {
+    let mut rounds: Vec<Round<'_>> = Vec::new();
+    let mut previous_was_tool = false;
+    for message in conversation {
+        match message {
+            Message::Tool(result) if previous_was_tool => {
+                rounds.last_mut().expect("a round").results.push(result.clone());
+            }
+            Message::Tool(result) => rounds.push(Round { results: vec![result.clone()], note: None }),
+            // A prompt may follow the results of a turn that ended early:
+            // only the note opens with its headings.
+            Message::User { content }
+                if previous_was_tool
+                    && (content.starts_with(NOTES_HEADING) || content.starts_with(USER_MESSAGES_HEADING)) =>
+            {
+                rounds.last_mut().expect("a round").note = Some(content);
+            }
+            _ => {}
+        }
+        previous_was_tool = matches!(message, Message::Tool(_));
+    }
+    rounds
 }
 
 fn count(hops: &[Hop], hop: Hop) -> usize {
@@ -150,7 +186,7 @@ fn path(groups: &[&[Hop]]) -> Vec<Hop> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scripted_session_commits_and_rustfmt_formats_the_committed_file() {
     let dir = repo().await;
-    let report = run_session(effects(&dir, ScriptedLlm::instant(USAGE)), budget(), &[DEMO_PROMPT], |_| {})
+    let report = run_session(effects(&dir, ScriptedLlm::instant(usage())), budget(), &[DEMO_PROMPT], |_| {})
         .await
         .expect("session");
 
@@ -184,10 +220,9 @@ async fn the_scripted_session_commits_and_rustfmt_formats_the_committed_file() {
     assert!(report.history.time_in("RunningAutoformatters") > Duration::ZERO);
 
     // The model was told, and said so.
-    let Some(Message::ToolResults { notes, .. }) = tool_results(&report).last().copied() else {
-        panic!("no tool results")
-    };
-    assert_eq!(notes, &vec![format!("new commits: {sha}"), "autoformatters rewrote: src/lib.rs".to_owned()]);
+    let Some(Round { note, .. }) = tool_results(&report).pop() else { panic!("no tool results") };
+    let notes = [format!("new commits: {sha}"), "autoformatters rewrote: src/lib.rs".to_owned()];
+    assert_eq!(note, round_note(&notes, &[]).as_deref());
     let Some(Output::Answer(answer)) = report.outputs.iter().rev().find(|o| matches!(o, Output::Answer(_))) else {
         panic!("no answer")
     };
@@ -200,7 +235,7 @@ async fn the_scripted_session_commits_and_rustfmt_formats_the_committed_file() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_recorded_history_is_exactly_the_tables_path_for_the_session() {
     let dir = repo().await;
-    let report = run_session(effects(&dir, ScriptedLlm::instant(USAGE)), budget(), &[DEMO_PROMPT], |_| {})
+    let report = run_session(effects(&dir, ScriptedLlm::instant(usage())), budget(), &[DEMO_PROMPT], |_| {})
         .await
         .expect("session");
 
@@ -289,7 +324,7 @@ async fn a_cancel_before_the_tool_run_gives_every_requested_call_a_synthetic_res
     let dir = repo().await;
     // The model replies only once the cancel has been taken.
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    let llm = GatedLlm { inner: ScriptedLlm::instant(USAGE), gate: Arc::clone(&gate) };
+    let llm = GatedLlm { inner: ScriptedLlm::instant(usage()), gate: Arc::clone(&gate) };
     let effects = SketchEffects::new(Arc::new(llm), Workspace::new(dir.path()));
     let agent = SketchAgent::start(effects, budget(), |_| {}).await.expect("agent started");
     agent.say("multi_bash: echo one > one.txt ||| echo two > two.txt").await.expect("sent");
@@ -314,13 +349,13 @@ async fn a_cancel_before_the_tool_run_gives_every_requested_call_a_synthetic_res
         ]
     );
     // Both calls were answered, with the synthetic result, and neither ran.
-    let Some(Message::Assistant { tool_calls, .. }) = report.context.conversation.get(1) else {
-        panic!("no assistant message")
-    };
+    let Some(Message::Assistant(reply)) = report.context.conversation.get(1) else { panic!("no assistant message") };
+    let tool_calls = &reply.tool_calls;
     assert_eq!(tool_calls.len(), 2);
-    assert_eq!(report.context.conversation.last(), Some(&cancelled_results(tool_calls)));
-    let Some(Message::ToolResults { results, .. }) = report.context.conversation.last() else { panic!() };
-    assert!(results.iter().all(|r| r.is_error && r.output == CANCELLED_RESULT));
+    assert_eq!(report.context.conversation[2..], cancelled_results(tool_calls));
+    let rounds = tool_results(&report);
+    let [Round { results, note: None }] = rounds.as_slice() else { panic!("one round, no note") };
+    assert!(results.iter().all(|r| r.is_error && r.content == CANCELLED_RESULT));
     let ids: Vec<String> = tool_calls.iter().map(|c| c.id.clone()).collect();
     assert!(report.outputs.contains(&Output::Cancelled(ids)));
     assert!(!report.outputs.iter().any(|o| matches!(o, Output::ToolStarted { .. })));
@@ -341,11 +376,9 @@ const CANCELLED_DURING_RUN: [Hop; 5] = [
 /// The single tool call of the conversation got the cancelled result.
 fn assert_tool_cancelled(report: &SessionReport, dir: &TempDir) {
     let results = tool_results(report);
-    let [Message::ToolResults { results, user_messages, .. }] = results.as_slice() else {
-        panic!("one tool round expected: {results:?}")
-    };
-    assert_eq!(results, &vec![ToolResult::error("toolu_01_1", CANCELLED_RESULT)]);
-    assert!(user_messages.is_empty());
+    let [Round { results, note }] = results.as_slice() else { panic!("one tool round expected: {results:?}") };
+    assert_eq!(results, &vec![tool_error("toolu_01_1", CANCELLED_RESULT)]);
+    assert_eq!(*note, None);
     assert!(!dir.path().join("late.txt").exists(), "the killed command went on");
     assert!(
         report.outputs.contains(&Output::Error("cancelled during the tool run: results recorded, not sent".to_owned()))
@@ -355,7 +388,7 @@ fn assert_tool_cancelled(report: &SessionReport, dir: &TempDir) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_while_the_tool_runs_kills_it_and_ends_the_turn_in_error() {
     let dir = repo().await;
-    let agent = start(&dir, ScriptedLlm::instant(USAGE), budget()).await;
+    let agent = start(&dir, ScriptedLlm::instant(usage()), budget()).await;
     // Killed, the command never writes `late.txt` (checked below).
     agent.say("bash: sleep 5; echo late > late.txt").await.expect("sent");
     until_state(&agent, "RunningTool").await;
@@ -375,7 +408,7 @@ async fn a_cancel_while_the_tool_runs_kills_it_and_ends_the_turn_in_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_executors_interrupt_is_the_cancel_event() {
     let dir = repo().await;
-    let agent = start(&dir, ScriptedLlm::instant(USAGE), budget()).await;
+    let agent = start(&dir, ScriptedLlm::instant(usage()), budget()).await;
     agent.say("bash: sleep 5; echo late > late.txt").await.expect("sent");
     until_state(&agent, "RunningTool").await;
     agent.interrupt("the user pressed stop").await.expect("interrupted");
@@ -403,16 +436,17 @@ async fn an_exceeded_budget_ends_the_turn_with_a_message_and_stays_exceeded() {
     let dir = repo().await;
     // One reply spends the whole token budget.
     let tight = Budget { max_tokens: Some(1_000), max_cost_cents: None };
-    let agent = start(&dir, ScriptedLlm::instant(USAGE), tight).await;
+    let agent = start(&dir, ScriptedLlm::instant(usage()), tight).await;
 
     agent.say("bash: echo hi").await.expect("sent");
     agent.wait_idle().await.expect("idle");
     let ctx = agent.handle().inspect(|m| m.context().clone()).await.expect("context");
     // Nothing was reset, and the results are recorded but were not sent.
-    assert_eq!(ctx.spent, USAGE);
+    assert_eq!(ctx.spent, usage());
     assert_eq!(ctx.budget, tight);
     assert!(ctx.over_budget());
-    assert!(matches!(ctx.conversation.last(), Some(Message::ToolResults { .. })));
+    assert!(matches!(ctx.conversation.last(), Some(Message::Tool(_))));
+    assert_eq!(rounds(&ctx.conversation).len(), 1);
 
     // Still exceeded: the next message is refused with the same words.
     agent.say("say: are you there?").await.expect("sent");
@@ -440,7 +474,7 @@ async fn an_exceeded_budget_ends_the_turn_with_a_message_and_stays_exceeded() {
         ],
     ]);
     assert_eq!(report.hops, expected);
-    let message = SketchContext { spent: USAGE, ..SketchContext::new(tight) }.budget_message();
+    let message = SketchContext { spent: usage(), ..SketchContext::new(tight) }.budget_message();
     assert!(message.starts_with("budget exceeded: spent 1000 tokens"), "{message}");
     let shown: Vec<&Output> = report
         .outputs
@@ -451,7 +485,8 @@ async fn an_exceeded_budget_ends_the_turn_with_a_message_and_stays_exceeded() {
         shown,
         [&Output::BudgetExceeded(message.clone()), &Output::Error(message), &Output::Answer("back again".to_owned())]
     );
-    assert_eq!(report.context.spent, Usage { tokens: 2_000, cost_cents: 2 });
+    assert_eq!(report.context.spent, Spend::new(Usage::new(1_200, 800), 2));
+    assert_eq!(report.context.spent.tokens(), 2_000);
 }
 
 // -------------------------------------------- (5) messages during a tool run
@@ -459,7 +494,7 @@ async fn an_exceeded_budget_ends_the_turn_with_a_message_and_stays_exceeded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_sent_while_the_tool_runs_goes_with_the_tool_results() {
     let dir = repo().await;
-    let agent = start(&dir, ScriptedLlm::instant(USAGE), budget()).await;
+    let agent = start(&dir, ScriptedLlm::instant(usage()), budget()).await;
     // The command ends only once the message has been taken.
     agent.say("bash: while [ ! -e go ]; do sleep 0.01; done; echo done").await.expect("sent");
     until_state(&agent, "RunningTool").await;
@@ -479,16 +514,34 @@ async fn a_message_sent_while_the_tool_runs_goes_with_the_tool_results() {
     // One turn: the message did not start another one.
     assert_eq!(report.hops, expected);
     let results = tool_results(&report);
-    let [Message::ToolResults { results, user_messages, .. }] = results.as_slice() else {
-        panic!("one tool round expected: {results:?}")
-    };
-    assert_eq!(results, &vec![ToolResult::ok("toolu_01_1", "done\n")]);
-    assert_eq!(user_messages, &strings(&["also update the README"]));
+    let [Round { results, note }] = results.as_slice() else { panic!("one tool round expected: {results:?}") };
+    assert_eq!(results, &vec![tool_ok("toolu_01_1", "done\n")]);
+    assert_eq!(*note, round_note(&[], &strings(&["also update the README"])).as_deref());
     assert!(report.context.queued.is_empty());
     assert!(report.outputs.contains(&Output::Queued(1)));
     // The model read it.
     let Some(Output::Answer(answer)) = report.outputs.last() else { panic!("no answer: {:?}", report.outputs) };
-    assert!(answer.contains("\"also update the README\""), "{answer}");
+    assert_eq!(
+        answer,
+        "Tool results: toolu_01_1 ok: done. Read: The user wrote while the tools ran: / also update the README."
+    );
+    // What the user saw go to the model: the prompt, then the result with
+    // the note.
+    let sent: Vec<&str> = report
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Sent(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            "user: bash: while [ ! -e go ]; do sleep 0.01; done; echo done",
+            "tool results: toolu_01_1 ok; user: The user wrote while the tools ran: / also update the README",
+        ]
+    );
 }
 
 // ---------------------------------------------------------------- (6) errors
@@ -496,7 +549,7 @@ async fn a_message_sent_while_the_tool_runs_goes_with_the_tool_results() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_error_the_diagram_allows_ends_the_turn_with_a_message() {
     let dir = repo().await;
-    let agent = start(&dir, ScriptedLlm::instant(USAGE), budget()).await;
+    let agent = start(&dir, ScriptedLlm::instant(usage()), budget()).await;
     for prompt in ["   ", "error: invalid API key", "maxTokens", "bash_then_fail: echo hi"] {
         agent.say(prompt).await.expect("sent");
         agent.wait_idle().await.expect("idle");
@@ -536,13 +589,14 @@ async fn every_error_the_diagram_allows_ends_the_turn_with_a_message() {
         .collect();
     assert_eq!(errors.len(), 5);
     assert_eq!(errors[0], "empty message: nothing to send");
-    assert_eq!(errors[1], "LLM call failed: invalid API key");
+    assert_eq!(errors[1], "LLM call failed: not authorized: invalid API key");
     assert_eq!(errors[2], "the reply was cut off at its token limit");
-    assert_eq!(errors[3], "LLM call failed: overloaded (HTTP 529)");
+    assert_eq!(errors[3], "LLM call failed: server overloaded: scripted model");
     assert!(errors[4].starts_with("tool run failed: the workspace"), "{}", errors[4]);
     // The unanswered call still got a result, so the conversation stays valid.
-    let Some(Message::ToolResults { results, .. }) = report.context.conversation.last() else { panic!() };
-    assert_eq!(results, &vec![ToolResult::error("toolu_02_1", NOT_EXECUTED)]);
+    assert_eq!(report.context.conversation.last(), Some(&Message::Tool(tool_error("toolu_02_1", NOT_EXECUTED))));
+    let last_round = tool_results(&report).pop().expect("a round");
+    assert_eq!((last_round.results.len(), last_round.note), (1, None));
     assert_eq!(report.final_state, "WaitingForUserInput");
 }
 
@@ -550,7 +604,7 @@ async fn every_error_the_diagram_allows_ends_the_turn_with_a_message() {
 async fn a_failed_git_check_becomes_a_note_for_the_model() {
     // A workspace that is not a git repository.
     let dir = tempfile::tempdir().expect("temp dir");
-    let report = run_session(effects(&dir, ScriptedLlm::instant(USAGE)), budget(), &["bash: echo hi"], |_| {})
+    let report = run_session(effects(&dir, ScriptedLlm::instant(usage())), budget(), &["bash: echo hi"], |_| {})
         .await
         .expect("session");
     let expected = path(&[
@@ -561,9 +615,11 @@ async fn a_failed_git_check_becomes_a_note_for_the_model() {
         &ANSWER,
     ]);
     assert_eq!(report.hops, expected);
-    let Some(Message::ToolResults { notes, .. }) = tool_results(&report).first().copied() else { panic!() };
-    assert_eq!(notes.len(), 1);
-    assert!(notes[0].starts_with("git check failed: `git rev-parse HEAD`"), "{notes:?}");
+    let rounds = tool_results(&report);
+    let Some(Round { note: Some(note), .. }) = rounds.first() else { panic!("no note") };
+    let expected = "Notes from the agent on the tool round:\n- git check failed: `git rev-parse HEAD`";
+    assert!(note.starts_with(expected), "{note}");
+    assert_eq!(note.lines().filter(|l| l.starts_with("- ")).count(), 1, "{note}");
 }
 
 // ----------------------------------------------------------------- (7) tools
@@ -573,11 +629,8 @@ async fn tools_stay_inside_the_workspace_and_commands_time_out() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut ws = Workspace::new(dir.path());
     ws.command_timeout = Duration::from_millis(200);
-    let call = |name: &str, input: serde_json::Value| ToolCall {
-        id: "1".to_owned(),
-        name: name.to_owned(),
-        input: input.to_string(),
-    };
+    let call =
+        |name: &str, arguments: serde_json::Value| ToolCall { id: "1".to_owned(), name: name.to_owned(), arguments };
     let escape = ws.run(&call("read_file", json!({ "path": "../etc/passwd" }))).await;
     assert!(escape.expect_err("refused").contains("not a path inside the workspace"));
     assert!(ws.run(&call("write_file", json!({ "path": "/tmp/x", "content": "" }))).await.is_err());
@@ -589,5 +642,6 @@ async fn tools_stay_inside_the_workspace_and_commands_time_out() {
     let slow = ws.run(&call("bash", json!({ "command": "sleep 5" }))).await;
     assert!(slow.expect_err("timed out").contains("timed out"));
     assert!(ws.run(&call("rm_rf", json!({}))).await.expect_err("unknown").contains("unknown tool"));
-    assert!(ws.run(&ToolCall { input: "not json".to_owned(), ..call("bash", json!({})) }).await.is_err());
+    let not_an_object = ws.run(&call("bash", json!("cat a/b.txt"))).await;
+    assert!(not_an_object.expect_err("refused").contains("not a JSON object"));
 }

@@ -11,11 +11,14 @@
 
 use std::collections::BTreeSet;
 
+use agent_fsm::llm::{ErrorKind, ProviderError};
 use agent_fsm::{Hop, Recorder};
 use agent_fsm_examples::sketch::{
-    Budget, CANCELLED_RESULT, Commit, FormatReport, LlmReply, Message, NOT_EXECUTED, REFERENCE_EDGES, Sketch,
-    SketchAction, SketchContext, SketchEvent, SketchState, StopReason, ToolCall, ToolResult, ToolRound, Usage,
+    AssistantMessage, Budget, CANCELLED_RESULT, Commit, FormatReport, LlmReply, Message, NOT_EXECUTED, REFERENCE_EDGES,
+    Sketch, SketchAction, SketchContext, SketchEvent, SketchState, Spend, StopReason, ToolCall, ToolRound, Usage,
+    round_note, tool_error, tool_ok,
 };
+use serde_json::json;
 
 // ---------------------------------------------------------------- helpers
 
@@ -35,11 +38,12 @@ fn assert_edge(hops: &[Hop], from: &str, to: &str) {
 }
 
 fn call(id: &str) -> ToolCall {
-    ToolCall { id: id.to_owned(), name: "bash".to_owned(), input: format!("echo {id}") }
+    ToolCall { id: id.to_owned(), name: "bash".to_owned(), arguments: json!({ "command": format!("echo {id}") }) }
 }
 
-fn usage(tokens: u64) -> Usage {
-    Usage { tokens, cost_cents: tokens / 100 }
+/// `tokens` spent, a third of them written, at a cent per hundred.
+fn spend(tokens: u64) -> Spend {
+    Spend::new(Usage::new(tokens - tokens / 3, tokens / 3), tokens / 100)
 }
 
 fn budget() -> Budget {
@@ -52,36 +56,36 @@ fn ctx() -> SketchContext {
 
 /// A context that has spent its whole token budget.
 fn spent_ctx() -> SketchContext {
-    SketchContext { spent: usage(10_000), ..ctx() }
+    SketchContext { spent: spend(10_000), ..ctx() }
 }
 
 fn text_reply(text: &str) -> SketchEvent {
-    SketchEvent::LlmResponse(LlmReply::text(text, usage(100)))
+    SketchEvent::LlmResponse(LlmReply::text(text, spend(100)))
 }
 
 fn tools_reply(ids: &[&str]) -> SketchEvent {
-    SketchEvent::LlmResponse(LlmReply::tools(ids.iter().map(|id| call(id)).collect(), usage(100)))
+    SketchEvent::LlmResponse(LlmReply::tools(ids.iter().map(|id| call(id)).collect(), spend(100)))
 }
 
 fn assistant_tools(ids: &[&str]) -> Message {
-    Message::Assistant { text: String::new(), tool_calls: ids.iter().map(|id| call(id)).collect() }
+    Message::Assistant(AssistantMessage { text: String::new(), tool_calls: ids.iter().map(|id| call(id)).collect() })
 }
 
 /// A round of `ids` where every call answered `ok <id>`.
 fn answered(ids: &[&str]) -> ToolRound {
     let mut round = ToolRound::new(ids.iter().map(|id| call(id)).collect());
     for id in ids {
-        round.record(ToolResult::ok(*id, format!("ok {id}")));
+        round.record(tool_ok(*id, format!("ok {id}")));
     }
     round
 }
 
-fn results_message(ids: &[&str], notes: &[&str], user_messages: &[&str]) -> Message {
-    Message::ToolResults {
-        results: ids.iter().map(|id| ToolResult::ok(*id, format!("ok {id}"))).collect(),
-        notes: notes.iter().map(|s| (*s).to_owned()).collect(),
-        user_messages: user_messages.iter().map(|s| (*s).to_owned()).collect(),
-    }
+/// A round's messages where every call of `ids` answered `ok <id>`: one
+/// tool message each, then the note, if any.
+fn results_message(ids: &[&str], notes: &[&str], user_messages: &[&str]) -> Vec<Message> {
+    let mut messages: Vec<Message> = ids.iter().map(|id| Message::tool_result(*id, format!("ok {id}"))).collect();
+    messages.extend(round_note(&strings(notes), &strings(user_messages)).map(Message::user));
+    messages
 }
 
 fn strings(v: &[&str]) -> Vec<String> {
@@ -106,9 +110,9 @@ fn edge_waiting_for_user_input__sending_to_llm() {
     assert_edge(&hops, "WaitingForUserInput", "SendingToLlm");
     assert_eq!(hops, vec![("WaitingForUserInput", Some("UserMessage"), "SendingToLlm", Some("SendToLlm"))]);
     assert_eq!(m.state(), &SketchState::SendingToLlm);
-    let sent = Message::User(strings(&["fix the build"]));
+    let sent = vec![Message::user("fix the build")];
     assert_eq!(action, SketchAction::SendToLlm(sent.clone()));
-    assert_eq!(m.context().conversation, vec![sent]);
+    assert_eq!(m.context().conversation, sent);
 }
 
 #[test]
@@ -149,21 +153,21 @@ fn edge_sending_to_llm__processing_llm_response() {
     assert_eq!(m.state(), &SketchState::RunningTool { round: ToolRound::new(vec![call("a"), call("b")]) });
     assert_eq!(action, SketchAction::RunTools(vec![call("a"), call("b")]));
     // The reply's cost is counted when it arrives.
-    assert_eq!(m.context().spent, usage(100));
+    assert_eq!(m.context().spent, spend(100));
 }
 
 /// An LLM error while waiting in `from`: through `Error` back to waiting,
 /// with the message shown.
 fn assert_llm_error_path(from: SketchState, message: &str) {
     let name = from.name();
-    let (m, hops, action) = run(from, ctx(), SketchEvent::LlmError(message.to_owned()));
+    let (m, hops, action) = run(from, ctx(), SketchEvent::LlmError(ProviderError::new(ErrorKind::Auth, message)));
     assert_edge(&hops, name, "Error");
     assert_eq!(
         hops,
         vec![(name, Some("LlmError"), "Error", None), ("Error", None, "WaitingForUserInput", Some("ShowError"))]
     );
     assert_eq!(m.state(), &SketchState::WaitingForUserInput);
-    assert_eq!(action, SketchAction::ShowError(format!("LLM call failed: {message}")));
+    assert_eq!(action, SketchAction::ShowError(format!("LLM call failed: not authorized: {message}")));
 }
 
 #[test]
@@ -185,10 +189,7 @@ fn edge_processing_llm_response__end_of_turn() {
     );
     assert_eq!(m.state(), &SketchState::WaitingForUserInput);
     assert_eq!(action, SketchAction::EndTurn("all green".to_owned()));
-    assert_eq!(
-        m.context().conversation,
-        vec![Message::Assistant { text: "all green".to_owned(), tool_calls: Vec::new() }]
-    );
+    assert_eq!(m.context().conversation, vec![Message::assistant("all green")]);
 }
 
 #[test]
@@ -211,12 +212,7 @@ fn edge_processing_llm_response__tool_use_requested() {
 
 #[test]
 fn edge_processing_llm_response__error() {
-    let malformed = LlmReply {
-        text: "let me look".to_owned(),
-        tool_calls: Vec::new(),
-        stop_reason: StopReason::ToolUse,
-        usage: usage(50),
-    };
+    let malformed = LlmReply { stop_reason: StopReason::ToolUse, ..LlmReply::text("let me look", spend(50)) };
     let (m, hops, action) = run(SketchState::SendingToLlm, ctx(), SketchEvent::LlmResponse(malformed));
     assert_edge(&hops, "ProcessingLlmResponse", "Error");
     assert_eq!(
@@ -231,20 +227,83 @@ fn edge_processing_llm_response__error() {
     assert_eq!(action, SketchAction::ShowError("the model stopped for tool use but asked for no tool".to_owned()));
     // Not recorded, but paid for.
     assert_eq!(m.context().conversation, Vec::new());
-    assert_eq!(m.context().spent, usage(50));
+    assert_eq!(m.context().spent, spend(50));
 
     // A reply cut off at its token limit takes the same edge.
-    let cut = LlmReply { stop_reason: StopReason::MaxTokens, ..LlmReply::text("half an ans", usage(1)) };
+    let cut = LlmReply { stop_reason: StopReason::MaxTokens, ..LlmReply::text("half an ans", spend(1)) };
     let (_, hops, action) = run(SketchState::SendingToLlm, ctx(), SketchEvent::LlmResponse(cut));
     assert_edge(&hops, "ProcessingLlmResponse", "Error");
     assert_eq!(action, SketchAction::ShowError("the reply was cut off at its token limit".to_owned()));
 
     // So does a reply whose calls repeat an id: none of them runs.
-    let repeated = LlmReply::tools(vec![call("a"), call("a")], usage(1));
+    let repeated = LlmReply::tools(vec![call("a"), call("a")], spend(1));
     let (m, hops, action) = run(SketchState::SendingToLlm, ctx(), SketchEvent::LlmResponse(repeated));
     assert_edge(&hops, "ProcessingLlmResponse", "Error");
     assert_eq!(action, SketchAction::ShowError("the model repeated the tool call id `a`; no tool ran".to_owned()));
     assert_eq!(m.context().conversation, Vec::new());
+
+    // So does a reply the provider filtered, one stopped for a reason the
+    // table does not know (Anthropic's `pause_turn`), and tools after a
+    // stop sequence: none is recorded, no tool runs.
+    let refusals = [
+        (StopReason::ContentFilter, LlmReply::text("I can't", spend(1)), "the provider withheld or stopped the reply"),
+        (
+            StopReason::Other("pause_turn".to_owned()),
+            LlmReply::text("so far", spend(1)),
+            "the model stopped for an unknown reason `pause_turn`",
+        ),
+        (
+            StopReason::StopSequence,
+            LlmReply::tools(vec![call("a")], spend(1)),
+            "the model asked for tools but did not stop for tool use",
+        ),
+        (
+            StopReason::ContentFilter,
+            LlmReply::tools(vec![call("a")], spend(1)),
+            "the provider withheld or stopped the reply",
+        ),
+    ];
+    for (stop_reason, reply, why) in refusals {
+        let reply = LlmReply { stop_reason, ..reply };
+        let (m, hops, action) = run(SketchState::SendingToLlm, ctx(), SketchEvent::LlmResponse(reply));
+        assert_edge(&hops, "ProcessingLlmResponse", "Error");
+        assert_eq!(action, SketchAction::ShowError(why.to_owned()));
+        assert_eq!(m.context().conversation, Vec::new());
+        assert_eq!(m.context().spent, spend(1));
+    }
+}
+
+#[test]
+fn a_reply_that_stopped_at_a_stop_sequence_is_an_answer() {
+    let reply = LlmReply { stop_reason: StopReason::StopSequence, ..LlmReply::text("done.", spend(100)) };
+    let (m, hops, action) = run(SketchState::SendingToLlm, ctx(), SketchEvent::LlmResponse(reply));
+    assert_eq!(
+        hops,
+        vec![
+            ("SendingToLlm", Some("LlmResponse"), "ProcessingLlmResponse", None),
+            ("ProcessingLlmResponse", None, "EndOfTurn", None),
+            ("EndOfTurn", None, "WaitingForUserInput", Some("EndTurn")),
+        ]
+    );
+    assert_eq!(action, SketchAction::EndTurn("done.".to_owned()));
+    assert_eq!(m.context().conversation, vec![Message::assistant("done.")]);
+}
+
+#[test]
+fn a_round_note_holds_the_notes_then_the_user_messages() {
+    assert_eq!(round_note(&[], &[]), None);
+    assert_eq!(
+        round_note(&strings(&["new commits: c1"]), &[]).as_deref(),
+        Some("Notes from the agent on the tool round:\n- new commits: c1")
+    );
+    assert_eq!(
+        round_note(&[], &strings(&["one", "two\nlines"])).as_deref(),
+        Some("The user wrote while the tools ran:\none\n\ntwo\nlines")
+    );
+    assert_eq!(
+        round_note(&strings(&["a", "b"]), &strings(&["c"])).as_deref(),
+        Some("Notes from the agent on the tool round:\n- a\n- b\n\nThe user wrote while the tools ran:\nc")
+    );
 }
 
 #[test]
@@ -300,14 +359,14 @@ fn edge_checking_for_cancellation__cancelled() {
 #[test]
 fn edge_running_tool__checking_git_commits() {
     let mut round = ToolRound::new(vec![call("a"), call("b")]);
-    round.record(ToolResult::ok("b", "ok b"));
+    round.record(tool_ok("b", "ok b"));
     let (m, hops, action) =
-        run(SketchState::RunningTool { round }, ctx(), SketchEvent::ToolResult(ToolResult::ok("a", "ok a")));
+        run(SketchState::RunningTool { round }, ctx(), SketchEvent::ToolResult(tool_ok("a", "ok a")));
     assert_edge(&hops, "RunningTool", "CheckingGitCommits");
     assert_eq!(hops, vec![("RunningTool", Some("ToolResult"), "CheckingGitCommits", Some("CheckGitCommits"))]);
     let mut expected = ToolRound::new(vec![call("a"), call("b")]);
-    expected.record(ToolResult::ok("b", "ok b"));
-    expected.record(ToolResult::ok("a", "ok a"));
+    expected.record(tool_ok("b", "ok b"));
+    expected.record(tool_ok("a", "ok a"));
     assert_eq!(m.state(), &SketchState::CheckingGitCommits { round: expected });
     assert_eq!(action, SketchAction::CheckGitCommits);
 }
@@ -315,7 +374,7 @@ fn edge_running_tool__checking_git_commits() {
 #[test]
 fn edge_running_tool__error() {
     let mut round = ToolRound::new(vec![call("a"), call("b")]);
-    round.record(ToolResult::ok("b", "ok b"));
+    round.record(tool_ok("b", "ok b"));
     let (m, hops, action) =
         run(SketchState::RunningTool { round }, ctx(), SketchEvent::ToolRunFailed("sandbox died".to_owned()));
     assert_edge(&hops, "RunningTool", "Error");
@@ -331,11 +390,7 @@ fn edge_running_tool__error() {
     // Every call is answered, in call order, so the next request is valid.
     assert_eq!(
         m.context().conversation,
-        vec![Message::ToolResults {
-            results: vec![ToolResult::error("a", NOT_EXECUTED), ToolResult::ok("b", "ok b")],
-            notes: Vec::new(),
-            user_messages: Vec::new(),
-        }]
+        vec![Message::tool_error("a", NOT_EXECUTED), Message::tool_result("b", "ok b")]
     );
 }
 
@@ -449,7 +504,7 @@ fn edge_checking_budget__budget_exceeded() {
         )
     );
     // The results are recorded, not sent.
-    assert_eq!(m.context().conversation, vec![results_message(&["a"], &[], &[])]);
+    assert_eq!(m.context().conversation, results_message(&["a"], &[], &[]));
 }
 
 #[test]
@@ -463,7 +518,7 @@ fn edge_gathering_additional_messages__sending_tool_results() {
     let sent = results_message(&["a", "b"], &[], &["also update the changelog"]);
     assert_eq!(action, SketchAction::SendToLlm(sent.clone()));
     assert_eq!(m.context().queued, Vec::<String>::new());
-    assert_eq!(m.context().conversation, vec![sent]);
+    assert_eq!(m.context().conversation, sent);
 }
 
 #[test]
@@ -484,7 +539,7 @@ fn edge_gathering_additional_messages__error() {
     );
     assert_eq!(m.state(), &SketchState::WaitingForUserInput);
     assert_eq!(action, SketchAction::ShowError("cancelled during the tool run: results recorded, not sent".to_owned()));
-    assert_eq!(m.context().conversation, vec![results_message(&["a"], &[], &[])]);
+    assert_eq!(m.context().conversation, results_message(&["a"], &[], &[]));
     assert!(!m.context().cancel_requested);
 }
 
@@ -512,11 +567,12 @@ fn edge_sending_tool_results__error() {
 #[test]
 fn edge_error__waiting_for_user_input() {
     let ctx = SketchContext { cancel_requested: true, ..ctx() };
-    let (m, hops, action) = run(SketchState::SendingToolResults, ctx, SketchEvent::LlmError("aborted".to_owned()));
+    let error = ProviderError::new(ErrorKind::ConnectionDropped, "aborted");
+    let (m, hops, action) = run(SketchState::SendingToolResults, ctx, SketchEvent::LlmError(error));
     assert_edge(&hops, "Error", "WaitingForUserInput");
     assert_eq!(hops.last(), Some(&("Error", None, "WaitingForUserInput", Some("ShowError"))));
     assert_eq!(m.state(), &SketchState::WaitingForUserInput);
-    assert_eq!(action, SketchAction::ShowError("LLM call failed: aborted".to_owned()));
+    assert_eq!(action, SketchAction::ShowError("LLM call failed: connection dropped: aborted".to_owned()));
     assert!(!m.context().cancel_requested, "the turn's cancel ends with the turn");
 }
 
@@ -607,8 +663,8 @@ fn a_scripted_session_records_exactly_the_path_it_takes() {
         SketchEvent::UserMessage("fix the failing test".to_owned()),
         tools_reply(&["a", "b"]),
         SketchEvent::UserMessage("and run clippy".to_owned()),
-        SketchEvent::ToolResult(ToolResult::ok("b", "ok b")),
-        SketchEvent::ToolResult(ToolResult::ok("a", "ok a")),
+        SketchEvent::ToolResult(tool_ok("b", "ok b")),
+        SketchEvent::ToolResult(tool_ok("a", "ok a")),
         SketchEvent::GitChecked(vec![commit]),
         SketchEvent::FormattersFinished(FormatReport { reformatted: strings(&["src/lib.rs"]), failures: Vec::new() }),
         text_reply("fixed, and clippy is clean"),
@@ -653,7 +709,7 @@ fn a_scripted_session_records_exactly_the_path_it_takes() {
         actions,
         vec![
             SketchAction::AwaitUserInput,
-            SketchAction::SendToLlm(Message::User(strings(&["fix the failing test"]))),
+            SketchAction::SendToLlm(vec![Message::user("fix the failing test")]),
             SketchAction::RunTools(vec![call("a"), call("b")]),
             SketchAction::MessageQueued(1),
             SketchAction::AwaitToolResults(1),
@@ -667,8 +723,16 @@ fn a_scripted_session_records_exactly_the_path_it_takes() {
             SketchAction::EndTurn("fixed, and clippy is clean".to_owned()),
         ]
     );
-    assert_eq!(m.context().spent, usage(200));
-    assert_eq!(m.context().conversation.len(), 4);
+    assert_eq!(m.context().spent, spend(200));
+    // The prompt, the reply, two results and their note, the answer.
+    assert_eq!(m.context().conversation.len(), 6);
+    assert_eq!(
+        m.context().conversation[4],
+        Message::user(
+            "Notes from the agent on the tool round:\n- new commits: c1\n- autoformatters rewrote: src/lib.rs\n\n\
+             The user wrote while the tools ran:\nand run clippy"
+        )
+    );
 }
 
 // ------------------------------------------------------------- cancellation
@@ -690,17 +754,11 @@ fn a_cancel_gives_every_requested_call_a_synthetic_result() {
     assert_eq!(
         m.context().conversation,
         vec![
-            Message::User(strings(&["clean up"])),
+            Message::user("clean up"),
             assistant_tools(&["a", "b", "c"]),
-            Message::ToolResults {
-                results: vec![
-                    ToolResult::error("a", CANCELLED_RESULT),
-                    ToolResult::error("b", CANCELLED_RESULT),
-                    ToolResult::error("c", CANCELLED_RESULT),
-                ],
-                notes: Vec::new(),
-                user_messages: Vec::new(),
-            },
+            Message::tool_error("a", CANCELLED_RESULT),
+            Message::tool_error("b", CANCELLED_RESULT),
+            Message::tool_error("c", CANCELLED_RESULT),
         ]
     );
     assert!(!m.context().cancel_requested);
@@ -714,20 +772,10 @@ fn a_cancel_gives_every_requested_call_a_synthetic_result() {
 fn a_cancel_during_the_tool_run_lets_the_tools_finish_and_ends_the_turn() {
     let mut m = Sketch::with_state(SketchState::RunningTool { round: ToolRound::new(vec![call("a")]) }, ctx());
     assert_eq!(m.handle_event(SketchEvent::Cancel), SketchAction::CancelInFlight);
-    assert_eq!(
-        m.handle_event(SketchEvent::ToolResult(ToolResult::error("a", "killed"))),
-        SketchAction::CheckGitCommits
-    );
+    assert_eq!(m.handle_event(SketchEvent::ToolResult(tool_error("a", "killed"))), SketchAction::CheckGitCommits);
     let action = m.handle_event(SketchEvent::GitChecked(Vec::new()));
     assert_eq!(action, SketchAction::ShowError("cancelled during the tool run: results recorded, not sent".to_owned()));
-    assert_eq!(
-        m.context().conversation,
-        vec![Message::ToolResults {
-            results: vec![ToolResult::error("a", "killed")],
-            notes: Vec::new(),
-            user_messages: Vec::new()
-        }]
-    );
+    assert_eq!(m.context().conversation, vec![Message::tool_error("a", "killed")]);
 }
 
 #[test]
@@ -749,8 +797,8 @@ fn a_cancel_with_nothing_in_flight_is_ignored() {
 fn an_exceeded_budget_is_not_reset() {
     let mut m = Sketch::with_state(SketchState::SendingToLlm, ctx());
     // One expensive reply uses the whole budget.
-    m.handle_event(SketchEvent::LlmResponse(LlmReply::tools(vec![call("a")], usage(12_000))));
-    m.handle_event(SketchEvent::ToolResult(ToolResult::ok("a", "ok a")));
+    m.handle_event(SketchEvent::LlmResponse(LlmReply::tools(vec![call("a")], spend(12_000))));
+    m.handle_event(SketchEvent::ToolResult(tool_ok("a", "ok a")));
     let action = m.handle_event(SketchEvent::GitChecked(Vec::new()));
     let message = "budget exceeded: spent 12000 tokens and 120 cents of a budget of 10000 tokens and 500 cents; \
                    send RaiseBudget to continue";
@@ -758,21 +806,21 @@ fn an_exceeded_budget_is_not_reset() {
     assert_eq!(m.state(), &SketchState::WaitingForUserInput);
     // Nothing was reset.
     assert_eq!(m.context().budget, budget());
-    assert_eq!(m.context().spent, usage(12_000));
+    assert_eq!(m.context().spent, spend(12_000));
 
     // A new message does not reach the model while the budget is exhausted.
     let action = m.handle_event(SketchEvent::UserMessage("continue".to_owned()));
     assert_eq!(action, SketchAction::ShowError(message.to_owned()));
     assert_eq!(m.context().budget, budget());
-    assert_eq!(m.context().spent, usage(12_000));
+    assert_eq!(m.context().spent, spend(12_000));
 
     // Only an explicit raise lets the session go on.
     let raised = Budget { max_tokens: Some(50_000), max_cost_cents: Some(1_000) };
     assert_eq!(m.handle_event(SketchEvent::RaiseBudget(raised)), SketchAction::BudgetRaised(raised));
     assert_eq!(m.state(), &SketchState::WaitingForUserInput);
     let action = m.handle_event(SketchEvent::UserMessage("continue".to_owned()));
-    assert_eq!(action, SketchAction::SendToLlm(Message::User(strings(&["continue"]))));
-    assert_eq!(m.context().spent, usage(12_000));
+    assert_eq!(action, SketchAction::SendToLlm(vec![Message::user("continue")]));
+    assert_eq!(m.context().spent, spend(12_000));
 }
 
 // -------------------------------------------------- messages during a tool run
@@ -783,7 +831,7 @@ fn messages_during_a_tool_run_are_gathered_and_sent_with_the_results() {
     let before = m.state().clone();
     assert_eq!(m.handle_event(SketchEvent::UserMessage("use the new API".to_owned())), SketchAction::MessageQueued(1));
     assert_eq!(m.state(), &before);
-    m.handle_event(SketchEvent::ToolResult(ToolResult::ok("a", "ok a")));
+    m.handle_event(SketchEvent::ToolResult(tool_ok("a", "ok a")));
     assert_eq!(m.handle_event(SketchEvent::UserMessage("and add a test".to_owned())), SketchAction::MessageQueued(2));
     assert_eq!(m.context().queued, strings(&["use the new API", "and add a test"]));
 
@@ -791,7 +839,7 @@ fn messages_during_a_tool_run_are_gathered_and_sent_with_the_results() {
     let sent = results_message(&["a"], &[], &["use the new API", "and add a test"]);
     assert_eq!(action, SketchAction::SendToLlm(sent.clone()));
     assert_eq!(m.context().queued, Vec::<String>::new());
-    assert_eq!(m.context().conversation, vec![sent]);
+    assert_eq!(m.context().conversation, sent);
     // While the results are with the model, new messages queue for the next send.
     assert_eq!(m.handle_event(SketchEvent::UserMessage("thanks".to_owned())), SketchAction::MessageQueued(1));
 }
@@ -802,7 +850,7 @@ fn messages_queued_in_a_turn_that_ends_early_go_out_with_the_next_message() {
     m.handle_event(SketchEvent::UserMessage("one more thing".to_owned()));
     assert_eq!(m.handle_event(text_reply("done")), SketchAction::EndTurn("done".to_owned()));
     let action = m.handle_event(SketchEvent::UserMessage("and another".to_owned()));
-    assert_eq!(action, SketchAction::SendToLlm(Message::User(strings(&["one more thing", "and another"]))));
+    assert_eq!(action, SketchAction::SendToLlm(vec![Message::user("one more thing"), Message::user("and another")]));
     assert_eq!(m.context().queued, Vec::<String>::new());
 }
 
@@ -811,11 +859,11 @@ fn messages_queued_in_a_turn_that_ends_early_go_out_with_the_next_message() {
 #[test]
 fn a_result_for_an_unknown_or_answered_call_is_rejected() {
     let mut round = ToolRound::new(vec![call("a"), call("b")]);
-    round.record(ToolResult::ok("a", "ok a"));
+    round.record(tool_ok("a", "ok a"));
     let state = SketchState::RunningTool { round };
     for id in ["a", "zzz"] {
         let mut m = Sketch::with_state(state.clone(), ctx());
-        let action = m.handle_event(SketchEvent::ToolResult(ToolResult::ok(id, "late")));
+        let action = m.handle_event(SketchEvent::ToolResult(tool_ok(id, "late")));
         assert_eq!(action, SketchAction::Reject(format!("no pending tool call `{id}`")));
         assert_eq!(m.state(), &state);
     }

@@ -467,3 +467,33 @@ fn text_given_with_a_block_start_is_delivered() {
 fn the_default_url() {
     assert_eq!(AnthropicConfig::new("k").build().expect("client").url(), "https://api.anthropic.com/v1/messages");
 }
+
+#[test]
+fn a_whitespace_text_block_and_arguments_that_are_not_an_object_are_not_sent_as_the_api_refuses_them() {
+    let client = AnthropicConfig::new("sk-ant-test").build().expect("client");
+    let cut_off = ToolCall { id: "toolu_1".into(), name: "read".into(), arguments: json!("{\"path\": ") };
+    let listed = ToolCall { id: "toolu_2".into(), name: "read".into(), arguments: json!(["greeting.sh"]) };
+    let request = Request::new("claude-test")
+        .message(Message::user("fix it"))
+        .message(AssistantMessage { text: "\n\n".into(), tool_calls: vec![cut_off, listed] })
+        .message(Message::tool_error("toolu_1", "not valid JSON"))
+        .message(Message::tool_error("toolu_2", "not an object"))
+        .message(Message::assistant(" \t\n"))
+        .message(Message::user("again"));
+    let body = client.body(&request);
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "fix it"}]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {}},
+                {"type": "tool_use", "id": "toolu_2", "name": "read", "input": {}},
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "not valid JSON", "is_error": true},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "not an object", "is_error": true},
+                {"type": "text", "text": "again"},
+            ]},
+        ])
+    );
+}

@@ -303,7 +303,7 @@ async fn a_malformed_frame_fails_the_stream() {
 }
 
 #[tokio::test]
-async fn tool_arguments_that_are_not_json_fail_at_completion() {
+async fn tool_arguments_that_are_not_json_are_kept_as_text_and_sent_back_as_an_object() {
     let stream = [
         chunk(
             json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "read", "arguments": "{\"path\": "}}]}),
@@ -315,11 +315,23 @@ async fn tool_arguments_that_are_not_json_fail_at_completion() {
     .concat();
     let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
     let log = run(client(&server), request(), 1).await;
+    let call = ToolCall { id: "c".into(), name: "read".into(), arguments: json!("{\"path\": ") };
     assert_eq!(
         kinds(log.clone()),
-        vec![Ok(call_delta(0, Some("c"), Some("read"), "{\"path\": ")), Err(ErrorKind::MalformedStream)]
+        vec![
+            Ok(call_delta(0, Some("c"), Some("read"), "{\"path\": ")),
+            Ok(completed("", vec![call.clone()], StopReason::ToolUse, Usage::default())),
+        ]
     );
-    assert!(log[1].as_ref().unwrap_err().message().contains("tool call `read` (c)"));
+    // Sent back, the call's arguments are an object, as the API requires.
+    let mut next = request();
+    next.messages = std::sync::Arc::new(vec![
+        Message::user("go"),
+        Message::Assistant(AssistantMessage { text: String::new(), tool_calls: vec![call] }),
+        Message::tool_error("c", "invalid arguments for `read`: the arguments are not valid JSON"),
+    ]);
+    let body = client(&server).body(&next);
+    assert_eq!(body["messages"][1]["tool_calls"][0]["function"]["arguments"], json!("{}"));
 }
 
 #[tokio::test]
@@ -330,6 +342,24 @@ async fn an_error_chunk_mid_stream_is_classified() {
     let log = run(client(&server), request(), 1).await;
     assert_eq!(kinds(log.clone()), vec![Ok(text("a")), Err(ErrorKind::ServerError { status: 500, retry_after: None })]);
     assert_eq!(log[1].as_ref().unwrap_err().message(), "Internal error");
+}
+
+#[tokio::test]
+async fn a_numeric_error_code_mid_stream_is_read_as_the_upstreams_status() {
+    let cases = [
+        (502, ErrorKind::ServerError { status: 502, retry_after: None }),
+        (429, ErrorKind::RateLimited { retry_after: None }),
+        (401, ErrorKind::Auth),
+    ];
+    for (code, expected) in cases {
+        let stream = chunk(json!({"content": "a"}), None)
+            + &format!("data: {{\"error\":{{\"message\":\"upstream said no\",\"code\":{code}}}}}\n\n");
+        let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+        let log = run(client(&server), request(), 1).await;
+        assert_eq!(kinds(log.clone()), vec![Ok(text("a")), Err(expected)], "code {code}");
+        let error = log[1].as_ref().unwrap_err();
+        assert_eq!((error.status(), error.message()), (Some(code), "upstream said no"));
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -329,7 +329,26 @@ async fn search_with(arguments: Value) -> ToolResult {
 #[tokio::test]
 async fn bad_arguments_and_failures_are_error_results_the_model_reads() {
     let cases = [
-        (json!("fn main"), "invalid arguments for `search`: expected a JSON object, got a string"),
+        // A string is what the assembler keeps of arguments that are not
+        // JSON: the model reads the parse error and what it wrote.
+        (
+            json!("fn main"),
+            "invalid arguments for `search`: the arguments are not valid JSON (expected ident at line 1 column 2): fn main",
+        ),
+        (
+            json!("{\"query\": \"fn"),
+            "invalid arguments for `search`: the arguments are not valid JSON (EOF while parsing a string at line 1 column 13): {\"query\": \"fn",
+        ),
+        (json!("\"fn main\""), "invalid arguments for `search`: expected a JSON object, got a string"),
+        // Long text is cut to 200 characters, and says so.
+        (
+            json!(format!("[{}", "1,".repeat(150))),
+            &*format!(
+                "invalid arguments for `search`: the arguments are not valid JSON (EOF while parsing a value at line 1 column 301): [{}...",
+                &"1,".repeat(150)[..199]
+            )
+            .leak(),
+        ),
         (json!(["fn main", null, "literal"]), "invalid arguments for `search`: expected a JSON object, got an array"),
         (Value::Null, "invalid arguments for `search`: expected a JSON object, got null"),
         (json!({"mode": "literal"}), "invalid arguments for `search`: missing field `query`"),

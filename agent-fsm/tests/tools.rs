@@ -171,10 +171,12 @@ async fn the_file_tools_work_and_fail_plainly_inside() {
     assert_eq!(ws.list_files("a/b").await.expect("list"), ["c.txt"]);
 
     assert!(matches!(ws.edit_file("a/b/c.txt", "two", "2").await, Err(ToolError::EditAmbiguous { count: 2, .. })));
-    assert!(matches!(ws.edit_file("a/b/c.txt", "", "2").await, Err(ToolError::EditAmbiguous { .. })));
+    let empty = ws.edit_file("a/b/c.txt", "", "2").await;
+    assert!(matches!(empty, Err(ToolError::EditEmpty { .. })), "{empty:?}");
     ws.write_file("empty", "").await.expect("write");
     // An empty file holds the empty text once; still refused.
-    assert!(matches!(ws.edit_file("empty", "", "2").await, Err(ToolError::EditAmbiguous { count: 1, .. })));
+    assert!(matches!(ws.edit_file("empty", "", "2").await, Err(ToolError::EditEmpty { .. })));
+    assert_eq!(ws.read_file("empty").await.expect("read"), "", "a refused edit changes nothing");
     assert_eq!(ws.root(), f.inside);
     assert!(matches!(ws.edit_file("a/b/c.txt", "three", "3").await, Err(ToolError::EditNotFound { .. })));
     assert_eq!(ws.read_file("a/b/c.txt").await.expect("read"), "one two two\n", "a refused edit changes nothing");

@@ -6,8 +6,14 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_fsm::llm::{Anthropic, AnthropicConfig, OpenAi, OpenAiConfig, Provider, ProviderError};
+
+/// How long a model's stream may go without a byte before the call fails
+/// (as a timeout, which is retried). There is no limit on a stream that
+/// keeps arriving.
+pub const SILENCE: Duration = Duration::from_secs(90);
 
 /// A wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,7 +240,7 @@ pub fn choose(args: &ModelArgs, env: impl Fn(&str) -> Option<String>) -> Result<
                 Some(url) => config.base_url(url.clone()),
                 None => config,
             };
-            Arc::new(config.build().map_err(ModelError::Client)?) as Arc<OpenAi>
+            Arc::new(config.read_timeout(SILENCE).build().map_err(ModelError::Client)?) as Arc<OpenAi>
         }
         ProviderKind::Anthropic => {
             let key = key.ok_or(ModelError::MissingKey { provider, var: provider.key_var() })?;
@@ -243,7 +249,7 @@ pub fn choose(args: &ModelArgs, env: impl Fn(&str) -> Option<String>) -> Result<
                 Some(url) => config.base_url(url.clone()),
                 None => config,
             };
-            Arc::new(config.build().map_err(ModelError::Client)?) as Arc<Anthropic>
+            Arc::new(config.read_timeout(SILENCE).build().map_err(ModelError::Client)?) as Arc<Anthropic>
         }
     };
     Ok(Some(Choice { llm, provider, model, base_url }))

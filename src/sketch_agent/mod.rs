@@ -68,16 +68,16 @@ pub use tools::Workspace;
 
 use crate::sketch::{
     Budget, CANCELLED_RESULT, FormatReport, Message, Sketch, SketchAction, SketchContext, SketchEvent, SketchState,
-    ToolCall, ToolResult,
+    ToolCall, tool_error, tool_ok,
 };
 use agent_fsm::StateMachine;
+use agent_fsm::llm::{ErrorKind, ProviderError};
 use agent_fsm::runtime::{
     EffectContext, EffectFailure, Effects, ExecutorConfig, History, MachineHandle, Notification, RequestError,
     SendError, spawn,
 };
 use futures::future::{BoxFuture, FutureExt, Shared};
 use input_lane::InputLane;
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -97,8 +97,8 @@ pub enum Output {
         id: String,
         /// The tool.
         name: String,
-        /// Its input.
-        input: String,
+        /// Its arguments, as the model wrote them.
+        arguments: serde_json::Value,
     },
     /// The formatters started on the files new commits changed.
     Formatting(Vec<String>),
@@ -188,7 +188,13 @@ impl SketchEffects {
                     Err(error) => SketchEvent::LlmError(error),
                 }
             },
-            |_, failure| SketchEvent::LlmError(failure.to_string()),
+            |_, failure| {
+                let kind = match failure {
+                    EffectFailure::TimedOut => ErrorKind::Timeout,
+                    _ => ErrorKind::ConnectionDropped,
+                };
+                SketchEvent::LlmError(ProviderError::new(kind, failure.to_string()))
+            },
         );
     }
 
@@ -204,7 +210,11 @@ impl SketchEffects {
         let before: SharedHead = async move { head(&root).await }.boxed().shared();
         self.head_before = Some(before.clone());
         for call in calls {
-            cx.output(Output::ToolStarted { id: call.id.clone(), name: call.name.clone(), input: call.input.clone() });
+            cx.output(Output::ToolStarted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
             let (workspace, before, id) = (Arc::clone(&self.workspace), before.clone(), call.id.clone());
             cx.spawn_task(
                 tool_task(&call.id),
@@ -212,14 +222,14 @@ impl SketchEffects {
                     // Every tool of the round starts after HEAD was read.
                     let _ = before.await;
                     SketchEvent::ToolResult(match workspace.run(&call).await {
-                        Ok(output) => ToolResult::ok(call.id, output),
-                        Err(error) => ToolResult::error(call.id, error),
+                        Ok(output) => tool_ok(call.id, output),
+                        Err(error) => tool_error(call.id, error),
                     })
                 },
                 move |_, failure| {
                     SketchEvent::ToolResult(match failure {
-                        EffectFailure::Cancelled => ToolResult::error(id, CANCELLED_RESULT),
-                        other => ToolResult::error(id, format!("the tool {other}")),
+                        EffectFailure::Cancelled => tool_error(id, CANCELLED_RESULT),
+                        other => tool_error(id, format!("the tool {other}")),
                     })
                 },
             );
@@ -279,7 +289,7 @@ impl SketchEffects {
                 cx.output(Output::Notice(format!("cancel: aborting {}", pending.join(", "))));
                 for id in pending {
                     if !cx.cancel_task(&tool_task(&id)) {
-                        cx.send(SketchEvent::ToolResult(ToolResult::error(id, CANCELLED_RESULT)));
+                        cx.send(SketchEvent::ToolResult(tool_error(id, CANCELLED_RESULT)));
                     }
                 }
             }
@@ -321,24 +331,29 @@ fn in_turn(state: &SketchState) -> bool {
     )
 }
 
-/// A message sent to the model, in words.
-fn describe(message: &Message) -> String {
-    match message {
-        Message::User(texts) => format!("user: {}", texts.join(" / ")),
-        Message::Assistant { text, .. } => format!("assistant: {text}"),
-        Message::ToolResults { results, notes, user_messages } => {
-            let results: Vec<String> =
-                results.iter().map(|r| format!("{} {}", r.call_id, if r.is_error { "error" } else { "ok" })).collect();
-            let mut text = format!("tool results: {}", results.join(", "));
-            if !notes.is_empty() {
-                let _ = write!(text, "; notes: {}", notes.join("; "));
-            }
-            if !user_messages.is_empty() {
-                let _ = write!(text, "; user: {}", user_messages.join(" / "));
-            }
-            text
+/// The messages just sent to the model, in words: the user's texts, or a
+/// round's results and its note.
+fn describe(messages: &[Message]) -> String {
+    let mut users = Vec::new();
+    let mut results = Vec::new();
+    let mut other = Vec::new();
+    for message in messages {
+        match message {
+            // A round's note has several lines; the output is one.
+            Message::User { content } => users.extend(content.lines().filter(|l| !l.trim().is_empty())),
+            Message::Tool(r) => results.push(format!("{} {}", r.call_id, if r.is_error { "error" } else { "ok" })),
+            other_message => other.push(format!("{other_message:?}")),
         }
     }
+    let mut parts = Vec::new();
+    if !results.is_empty() {
+        parts.push(format!("tool results: {}", results.join(", ")));
+    }
+    if !users.is_empty() {
+        parts.push(format!("user: {}", users.join(" / ")));
+    }
+    parts.extend(other);
+    parts.join("; ")
 }
 
 impl Effects<Sketch> for SketchEffects {
@@ -349,8 +364,8 @@ impl Effects<Sketch> for SketchEffects {
         match action {
             SketchAction::Nothing | SketchAction::AwaitToolResults(_) => {}
             SketchAction::AwaitUserInput => cx.output(Output::Ready),
-            SketchAction::SendToLlm(message) => {
-                cx.output(Output::Sent(describe(&message)));
+            SketchAction::SendToLlm(messages) => {
+                cx.output(Output::Sent(describe(&messages)));
                 self.call_llm(cx);
             }
             SketchAction::RunTools(calls) => self.run_tools(calls, cx),

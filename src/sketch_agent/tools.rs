@@ -49,14 +49,18 @@ impl Workspace {
     /// Runs one tool call and returns what the tool says.
     ///
     /// # Errors
-    /// What the model is told: an unknown tool, input that is not a JSON
-    /// object with the tool's string arguments, a path outside the
+    /// What the model is told: an unknown tool, arguments that are not a
+    /// JSON object with the tool's string arguments, a path outside the
     /// workspace, an I/O error, a command that failed or timed out.
     pub async fn run(&self, call: &ToolCall) -> Result<String, String> {
-        let input: Value =
-            serde_json::from_str(&call.input).map_err(|e| format!("`{}` input is not JSON: {e}", call.name))?;
+        if !call.arguments.is_object() {
+            return Err(format!("`{}` arguments are not a JSON object: {}", call.name, call.arguments));
+        }
         let arg = |name: &str| {
-            input.get(name).and_then(Value::as_str).ok_or_else(|| format!("`{}` needs a string `{name}`", call.name))
+            call.arguments
+                .get(name)
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("`{}` needs a string `{name}`", call.name))
         };
         let fail = |e: agent_fsm::tools::ToolError| e.to_string();
         match call.name.as_str() {

@@ -207,31 +207,29 @@ impl Anthropic {
         let mut system: Vec<&str> = request.system.iter().map(String::as_str).collect();
         let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
         for message in request.messages.iter() {
-            let (role, blocks) = match message {
-                Message::System { content } => {
-                    system.push(content);
-                    continue;
-                }
-                Message::User { content } => ("user", text_block(content).into_iter().collect()),
-                Message::Assistant(reply) => {
-                    let mut blocks: Vec<Value> = text_block(&reply.text).into_iter().collect();
-                    blocks.extend(
-                        reply
-                            .tool_calls
-                            .iter()
-                            .map(|c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})),
-                    );
-                    ("assistant", blocks)
-                }
-                Message::Tool(result) => {
-                    let mut block =
-                        json!({"type": "tool_result", "tool_use_id": result.call_id, "content": result.content});
-                    if result.is_error {
-                        block["is_error"] = json!(true);
+            let (role, blocks) =
+                match message {
+                    Message::System { content } => {
+                        system.push(content);
+                        continue;
                     }
-                    ("user", vec![block])
-                }
-            };
+                    Message::User { content } => ("user", text_block(content).into_iter().collect()),
+                    Message::Assistant(reply) => {
+                        let mut blocks: Vec<Value> = text_block(&reply.text).into_iter().collect();
+                        blocks.extend(reply.tool_calls.iter().map(
+                            |c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.sent_arguments()}),
+                        ));
+                        ("assistant", blocks)
+                    }
+                    Message::Tool(result) => {
+                        let mut block =
+                            json!({"type": "tool_result", "tool_use_id": result.call_id, "content": result.content});
+                        if result.is_error {
+                            block["is_error"] = json!(true);
+                        }
+                        ("user", vec![block])
+                    }
+                };
             // The API refuses empty content; one role after the other is
             // one message.
             match messages.last_mut() {
@@ -265,9 +263,11 @@ impl Anthropic {
     }
 }
 
-/// A text block, unless the text is empty (which the API refuses).
+/// A text block, unless the text is empty or only whitespace, which the
+/// API refuses ("text content blocks must contain non-whitespace text");
+/// models do write a lone `"\n\n"` before a tool call.
 fn text_block(text: &str) -> Option<Value> {
-    (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
+    (!text.trim().is_empty()).then(|| json!({"type": "text", "text": text}))
 }
 
 impl Provider for Anthropic {
@@ -429,19 +429,15 @@ impl StreamParser {
     }
 
     fn complete(&mut self, out: &mut VecDeque<Item>) {
-        match self.reply.finish() {
-            Ok(message) => {
-                let stop_reason = self.stop_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
-                // Anthropic counts cached input apart; `input_tokens` here
-                // is every token read.
-                let mut usage = self.usage;
-                usage.input_tokens =
-                    usage.input_tokens.saturating_add(usage.cache_read_tokens).saturating_add(usage.cache_write_tokens);
-                out.push_back(Ok(StreamEvent::Completed { message, stop_reason, usage }));
-                self.done = true;
-            }
-            Err(e) => self.fail(e, out),
-        }
+        let message = self.reply.finish();
+        let stop_reason = self.stop_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
+        // Anthropic counts cached input apart; `input_tokens` here is every
+        // token read.
+        let mut usage = self.usage;
+        usage.input_tokens =
+            usage.input_tokens.saturating_add(usage.cache_read_tokens).saturating_add(usage.cache_write_tokens);
+        out.push_back(Ok(StreamEvent::Completed { message, stop_reason, usage }));
+        self.done = true;
     }
 
     fn fail(&mut self, error: ProviderError, out: &mut VecDeque<Item>) {

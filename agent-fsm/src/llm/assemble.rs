@@ -2,13 +2,16 @@
 //! so far, and each tool call's id, name and argument text, found by the
 //! key the provider gives (OpenAI's `index`, Anthropic's content-block
 //! index) and by id. At the end every call's arguments are parsed as JSON
-//! (an invalid one is a typed error, never a panic) and the calls come out
-//! in the order they began.
+//! (text that is not JSON is kept as a string, for the tool to refuse in
+//! words the model reads), every call has an id of its own, and the calls
+//! come out in the order they began.
+
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
 use super::classify::truncate;
-use super::error::{ErrorKind, ProviderError};
 use super::event::StreamEvent;
 use super::types::{AssistantMessage, ToolCall};
 
@@ -110,30 +113,54 @@ impl Assembler {
     }
 
     /// The complete reply: every call's arguments parsed (no text at all
-    /// reads as `{}`); a call without an id gets `call_<position>`.
-    pub(crate) fn finish(&mut self) -> Result<AssistantMessage, ProviderError> {
-        let mut tool_calls = Vec::with_capacity(self.calls.len());
-        for (position, call) in std::mem::take(&mut self.calls).into_iter().enumerate() {
+    /// reads as `{}`; text that is not JSON, say from a reply cut off at
+    /// its token limit, is kept as a JSON string, which the tool set
+    /// answers with the parse error), and every call with an id no other
+    /// call of the reply has: a call the server gave none gets a fresh one
+    /// (see [`fresh_id`]).
+    pub(crate) fn finish(&mut self) -> AssistantMessage {
+        let calls = std::mem::take(&mut self.calls);
+        let mut tool_calls: Vec<ToolCall> = Vec::with_capacity(calls.len());
+        for call in &calls {
             let arguments = if call.arguments.trim().is_empty() {
-                call.initial.unwrap_or_else(|| Value::Object(serde_json::Map::new()))
+                call.initial.clone().unwrap_or_else(|| Value::Object(serde_json::Map::new()))
             } else {
-                serde_json::from_str(&call.arguments).map_err(|e| {
-                    ProviderError::new(
-                        ErrorKind::MalformedStream,
-                        format!(
-                            "the arguments of tool call `{}` ({}) are not valid JSON ({e}): {}",
-                            call.name,
-                            call.id,
-                            truncate(&call.arguments, 200)
-                        ),
-                    )
-                })?
+                serde_json::from_str(&call.arguments).unwrap_or_else(|e| {
+                    tracing::warn!(
+                        tool = %call.name,
+                        id = %call.id,
+                        "the model's tool arguments are not valid JSON ({e}): {}",
+                        truncate(&call.arguments, 200)
+                    );
+                    Value::String(call.arguments.clone())
+                })
             };
-            let id = if call.id.is_empty() { format!("call_{position}") } else { call.id };
-            tool_calls.push(ToolCall { id, name: call.name, arguments });
+            let id = if call.id.is_empty() {
+                let taken = |id: &str| calls.iter().any(|c| c.id == id) || tool_calls.iter().any(|c| c.id == id);
+                let mut id = fresh_id();
+                while taken(&id) {
+                    id = fresh_id();
+                }
+                id
+            } else {
+                call.id.clone()
+            };
+            tool_calls.push(ToolCall { id, name: call.name.clone(), arguments });
         }
-        Ok(AssistantMessage { text: std::mem::take(&mut self.text), tool_calls })
+        AssistantMessage { text: std::mem::take(&mut self.text), tool_calls }
     }
+}
+
+/// An id for a call the server sent without one: `call_` and 16 hex
+/// digits, from a counter mixed with a per-process random key, so ids made
+/// up in different replies of one conversation (and, almost surely, in
+/// different processes) differ, and each suits every provider's id rules
+/// (`^[a-zA-Z0-9_-]+$`).
+fn fresh_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static KEY: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("call_{:016x}", KEY.get_or_init(RandomState::new).hash_one(n))
 }
 
 #[cfg(test)]
@@ -156,7 +183,7 @@ mod tests {
         assert_eq!(a.tool_piece(Some(0), Some("c1"), Some("read"), ""), delta(0, Some("c1"), Some("read"), ""));
         assert_eq!(a.tool_piece(Some(0), Some("c1"), Some("read"), "{\"p\":"), delta(0, None, None, "{\"p\":"));
         assert_eq!(a.tool_piece(Some(0), None, None, "1}"), delta(0, None, None, "1}"));
-        let message = a.finish().unwrap();
+        let message = a.finish();
         assert_eq!(
             message.tool_calls,
             vec![ToolCall { id: "c1".into(), name: "read".into(), arguments: json!({"p": 1}) }]
@@ -168,7 +195,7 @@ mod tests {
         let mut a = Assembler::default();
         a.tool_piece(Some(0), Some("a"), Some("x"), "{}");
         assert_eq!(a.tool_piece(Some(0), Some("b"), Some("y"), "{}"), delta(1, Some("b"), Some("y"), "{}"));
-        let calls = a.finish().unwrap().tool_calls;
+        let calls = a.finish().tool_calls;
         assert_eq!(calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["a", "b"]);
     }
 
@@ -179,7 +206,7 @@ mod tests {
         a.tool_piece(None, Some("b"), Some("y"), "{}");
         assert_eq!(a.tool_piece(None, Some("a"), None, "1}"), delta(0, None, None, "1}"));
         a.tool_piece(None, None, None, "");
-        let calls = a.finish().unwrap().tool_calls;
+        let calls = a.finish().tool_calls;
         assert_eq!(calls[0].arguments, json!({"k": 1}));
         assert_eq!(calls[1].arguments, json!({}));
     }
@@ -192,18 +219,38 @@ mod tests {
         a.tool_piece(Some(5), Some("b"), Some("then"), "");
         a.initial_arguments(5, json!({"given": true}));
         assert!(a.has_call(5) && !a.has_call(4));
-        let calls = a.finish().unwrap().tool_calls;
-        assert_eq!(calls[0], ToolCall { id: "call_0".into(), name: "now".into(), arguments: json!({}) });
+        let calls = a.finish().tool_calls;
+        assert_eq!((calls[0].name.as_str(), &calls[0].arguments), ("now", &json!({})));
+        assert!(is_fresh_id(&calls[0].id), "{}", calls[0].id);
         assert_eq!(calls[1].arguments, json!({"given": true}));
     }
 
+    fn is_fresh_id(id: &str) -> bool {
+        id.strip_prefix("call_").is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    }
+
     #[test]
-    fn invalid_arguments_are_a_malformed_stream() {
+    fn made_up_ids_differ_within_a_reply_and_across_replies() {
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let mut a = Assembler::default();
+            a.tool_piece(Some(0), None, Some("x"), "{}");
+            a.tool_piece(Some(1), None, Some("y"), "{}");
+            ids.extend(a.finish().tool_calls.into_iter().map(|c| c.id));
+        }
+        assert!(ids.iter().all(|id| is_fresh_id(id)), "{ids:?}");
+        let mut unique = ids.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 6, "{ids:?}");
+    }
+
+    #[test]
+    fn invalid_arguments_are_kept_as_text_for_the_tool_to_refuse() {
         let mut a = Assembler::default();
         a.tool_piece(Some(0), Some("c"), Some("read"), "{\"p\": ");
-        let error = a.finish().unwrap_err();
-        assert_eq!(error.kind(), &ErrorKind::MalformedStream);
-        assert!(error.message().starts_with("the arguments of tool call `read` (c) are not valid JSON"), "{error}");
+        let calls = a.finish().tool_calls;
+        assert_eq!(calls, vec![ToolCall { id: "c".into(), name: "read".into(), arguments: json!("{\"p\": ") }]);
     }
 
     #[test]
@@ -212,6 +259,6 @@ mod tests {
         assert_eq!(a.text(""), None);
         assert_eq!(a.text("he"), Some(StreamEvent::TextDelta("he".into())));
         a.text("llo");
-        assert_eq!(a.finish().unwrap(), AssistantMessage { text: "hello".into(), tool_calls: vec![] });
+        assert_eq!(a.finish(), AssistantMessage { text: "hello".into(), tool_calls: vec![] });
     }
 }

@@ -93,8 +93,8 @@ impl fmt::Display for ErrorKind {
 ///
 /// Retryable kinds are the ones a later identical request can get past:
 /// rate limits, overload, server errors, timeouts, dropped connections and
-/// malformed streams (a model that wrote broken tool-call JSON usually
-/// writes it whole the next time; a retry policy bounds the attempts). A
+/// malformed streams (a frame that is not the JSON the format promises; a
+/// retry policy bounds the attempts). A
 /// bad request, an auth failure, an exhausted quota or a context that is
 /// too long fail the same way every time.
 ///

@@ -264,7 +264,7 @@ fn wire_message(message: &Message) -> Value {
             let calls: Vec<Value> = reply
                 .tool_calls
                 .iter()
-                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.to_string()}}))
+                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.sent_arguments().to_string()}}))
                 .collect();
             // A reply of tool calls only has `null` content.
             let content = if reply.text.is_empty() { Value::Null } else { json!(reply.text) };
@@ -359,8 +359,17 @@ impl StreamParser {
             }
         };
         if let Some(e) = chunk.error {
+            let message = e.message.unwrap_or_default();
+            // OpenRouter and others put the HTTP status the upstream gave
+            // in a numeric `code`: classify it as that status.
+            if let Some(status) = e.code.as_ref().and_then(Value::as_u64).and_then(|c| u16::try_from(c).ok())
+                && (400..=599).contains(&status)
+            {
+                let body = serde_json::json!({"error": {"type": e.kind, "message": message}}).to_string();
+                return self.fail(classify::from_status(status, None, &body), out);
+            }
             let kind = e.code.as_ref().and_then(Value::as_str).map(str::to_owned).or(e.kind).unwrap_or_default();
-            return self.fail(classify::from_stream_error(&kind, e.message.unwrap_or_default()), out);
+            return self.fail(classify::from_stream_error(&kind, message), out);
         }
         // Only the first choice (`n` > 1 is not supported).
         for choice in chunk.choices.iter().flatten().filter(|c| c.index.unwrap_or(0) == 0) {
@@ -394,14 +403,10 @@ impl StreamParser {
     }
 
     fn complete(&mut self, out: &mut VecDeque<Item>) {
-        match self.reply.finish() {
-            Ok(message) => {
-                let stop_reason = self.finish_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
-                out.push_back(Ok(StreamEvent::Completed { message, stop_reason, usage: self.usage }));
-                self.done = true;
-            }
-            Err(e) => self.fail(e, out),
-        }
+        let message = self.reply.finish();
+        let stop_reason = self.finish_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
+        out.push_back(Ok(StreamEvent::Completed { message, stop_reason, usage: self.usage }));
+        self.done = true;
     }
 
     fn fail(&mut self, error: ProviderError, out: &mut VecDeque<Item>) {

@@ -101,8 +101,26 @@ pub struct ToolCall {
     /// The tool's name.
     pub name: String,
     /// The arguments, as the model wrote them (a JSON object when the
-    /// model follows the schema; `{}` when it sent none).
+    /// model follows the schema; `{}` when it sent none; a JSON string
+    /// holding the text when what it sent is not JSON at all, which the
+    /// tool set answers with the parse error).
     pub arguments: Value,
+}
+
+impl ToolCall {
+    /// The arguments as sent back to the model in the conversation: the
+    /// call's own when they are a JSON object, `{}` otherwise. Both APIs
+    /// want an object there (Anthropic refuses a request whose `tool_use`
+    /// input is anything else), and a call whose arguments were not an
+    /// object has already been answered with an error that quotes them.
+    #[must_use]
+    pub fn sent_arguments(&self) -> std::borrow::Cow<'_, Value> {
+        if self.arguments.is_object() {
+            std::borrow::Cow::Borrowed(&self.arguments)
+        } else {
+            std::borrow::Cow::Owned(Value::Object(Map::new()))
+        }
+    }
 }
 
 /// A tool's answer to one call.

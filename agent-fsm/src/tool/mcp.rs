@@ -47,7 +47,7 @@ use serde_json::{Map, Value};
 
 use super::error::CallError;
 use super::set::{RawTool, ToolSet};
-use super::typed::json_kind;
+use super::typed::not_an_object;
 use crate::llm::ToolDefinition;
 
 /// How long [`McpServer::spawn`] waits for the handshake, and
@@ -214,8 +214,7 @@ impl RawTool for McpTool {
         Box::pin(async move {
             let tool = self.definition.name.clone();
             let Value::Object(arguments) = arguments else {
-                let reason = format!("expected a JSON object, got {}", json_kind(&arguments));
-                return Err(CallError::InvalidArguments { tool, reason });
+                return Err(CallError::InvalidArguments { tool, reason: not_an_object(&arguments) });
             };
             let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
             let result = match self.server.service.peer().call_tool(params).await {

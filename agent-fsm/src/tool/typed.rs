@@ -126,10 +126,7 @@ impl<T: Tool> RawTool for Typed<T> {
 /// position, which no schema sent to a model describes.
 pub fn parse_arguments<A: DeserializeOwned>(tool: &str, arguments: Value) -> Result<A, CallError> {
     if !arguments.is_object() {
-        return Err(CallError::InvalidArguments {
-            tool: tool.to_owned(),
-            reason: format!("expected a JSON object, got {}", json_kind(&arguments)),
-        });
+        return Err(CallError::InvalidArguments { tool: tool.to_owned(), reason: not_an_object(&arguments) });
     }
     serde_path_to_error::deserialize(arguments).map_err(|error| {
         let path = error.path().to_string();
@@ -155,6 +152,21 @@ fn output_text<O: Serialize>(tool: &str, output: &O) -> Result<String, CallError
 }
 
 /// `value`'s JSON type, with an article, for a message.
+/// Why `arguments`, which are not a JSON object, cannot be read. A string
+/// is what the stream assembler keeps when the model's arguments were not
+/// valid JSON at all (a cut-off reply, a broken model): the model reads the
+/// parse error and what it wrote, so it can write them again.
+pub(crate) fn not_an_object(arguments: &Value) -> String {
+    if let Value::String(text) = arguments
+        && let Err(error) = serde_json::from_str::<Value>(text)
+    {
+        let shown: String = text.chars().take(200).collect();
+        let more = if shown.len() < text.len() { "..." } else { "" };
+        return format!("the arguments are not valid JSON ({error}): {shown}{more}");
+    }
+    format!("expected a JSON object, got {}", json_kind(arguments))
+}
+
 pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",

@@ -56,16 +56,21 @@ pub enum ToolError {
         /// The path as given.
         path: String,
     },
-    /// `edit_file`'s text to replace occurs more than once (or is empty),
-    /// so which one to replace is not known.
+    /// `edit_file`'s text to replace is empty: it matches everywhere.
+    #[error("the text to replace is empty; give the exact text to replace (or write the whole file with write_file)")]
+    EditEmpty {
+        /// The path as given.
+        path: String,
+    },
+    /// `edit_file`'s text to replace occurs more than once, so which one to
+    /// replace is not known.
     #[error(
         "the text to replace occurs {count} times in `{path}`; include more of the text around it so it occurs once"
     )]
     EditAmbiguous {
         /// The path as given.
         path: String,
-        /// How many times it occurs (for empty text: one more than the
-        /// file's length in bytes, the places an empty string matches).
+        /// How many times it occurs.
         count: usize,
     },
     /// The command ran past its timeout and was killed with its process

@@ -176,14 +176,18 @@ impl Workspace {
     ///
     /// # Errors
     /// [`ToolError::EditNotFound`] when `old` does not occur,
-    /// [`ToolError::EditAmbiguous`] when it occurs more than once or is
-    /// empty (the file is then unchanged), and the errors of
-    /// [`read_file`](Self::read_file) and [`write_file`](Self::write_file).
+    /// [`ToolError::EditAmbiguous`] when it occurs more than once,
+    /// [`ToolError::EditEmpty`] when it is empty (the file is then
+    /// unchanged), and the errors of [`read_file`](Self::read_file) and
+    /// [`write_file`](Self::write_file).
     pub async fn edit_file(&self, path: &str, old: &str, new: &str) -> Result<(), ToolError> {
+        if old.is_empty() {
+            return Err(ToolError::EditEmpty { path: path.to_owned() });
+        }
         let text = self.read_file(path).await?;
         match text.matches(old).count() {
             0 => Err(ToolError::EditNotFound { path: path.to_owned() }),
-            1 if !old.is_empty() => self.write_file(path, &text.replacen(old, new, 1)).await,
+            1 => self.write_file(path, &text.replacen(old, new, 1)).await,
             count => Err(ToolError::EditAmbiguous { path: path.to_owned(), count }),
         }
     }
