@@ -409,7 +409,7 @@ impl Effects<Loom> for LoomEffects {
                 cx.send(AgentEvent::PostToolsHookCompleted { action_taken: !changed.is_empty() });
             }
             AgentAction::ScheduleRetry { attempt, retry_after } => {
-                cx.after(self.retry.delay_for(attempt, retry_after), AgentEvent::RetryTimeoutFired)
+                cx.pause(self.retry.delay_for(attempt, retry_after), AgentEvent::RetryTimeoutFired)
             }
             AgentAction::DisplayMessage(text) => cx.output(Output::Text(text)),
             AgentAction::DisplayError(text) => cx.output(Output::Error(text)),

@@ -376,7 +376,7 @@ where
                 return Poll::Ready(None);
             }
             // External events wait while effect work is in flight (but for
-            // `timeout` timers, which let them through). A stream that just
+            // deadlines, which let them through). A stream that just
             // ended may have left nothing in flight: go on to the inbox
             // then, or nothing would wake the worker.
             if work.busy() {

@@ -559,9 +559,9 @@ where
     /// The event is delivered after every event effects produce for work
     /// already in flight (see the [module docs](super)), in the order the
     /// inbox received it, and never dropped once accepted. Pending
-    /// [`after`](super::EffectContext::after) timers count as work in
+    /// [`pause`](super::EffectContext::pause) timers count as work in
     /// flight: they hold the event back until they fire or their state is
-    /// left (`timeout` timers do not). Never await this from the agent's
+    /// left ([`deadline`](super::EffectContext::deadline) timers do not). Never await this from the agent's
     /// own tasks or streams: with a full inbox it waits forever.
     ///
     /// Returning means queued, not handled: requests such as
@@ -676,7 +676,7 @@ where
     /// idle ([`wait_idle`](Self::wait_idle), then `inspect`): a snapshot
     /// holds the state and context, not the streams, tasks and timers in
     /// flight, so a machine resumed from one taken mid-work waits for
-    /// events that nothing will produce. A pending `timeout` timer does not
+    /// events that nothing will produce. A pending `deadline` timer does not
     /// keep the agent from idle (it waits for input), and is not in the
     /// snapshot: a resumed agent sets such a deadline again itself.
     ///
@@ -847,10 +847,10 @@ where
         self.wait_finished().await
     }
 
-    /// Waits until no stream, task or [`after`](super::EffectContext::after)
+    /// Waits until no stream, task or [`pause`](super::EffectContext::pause)
     /// timer is in flight and the inbox is empty: everything sent before
     /// the call has been handled. A pending
-    /// [`timeout`](super::EffectContext::timeout) timer does not count: the
+    /// [`deadline`](super::EffectContext::deadline) timer does not count: the
     /// agent is idle, waiting for input. Never await
     /// this from the agent's own tasks or streams, which are in flight
     /// while they wait: it would wait forever.

@@ -1,5 +1,5 @@
 //! Exponential backoff with jitter, for effects that schedule a retry timer
-//! ([`EffectContext::after`](super::EffectContext::after)).
+//! ([`EffectContext::pause`](super::EffectContext::pause)).
 //!
 //! The machine decides *whether* to retry (a guard such as
 //! `retries < max`); the policy only says *how long* to wait, so a retry

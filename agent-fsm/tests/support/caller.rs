@@ -107,7 +107,7 @@ impl<P: Provider> Effects<caller::Machine> for CallerEffects<P> {
             }
             caller::Action::Retry { attempt, hint } => {
                 cx.cancel_task("llm");
-                cx.after(self.policy.delay_for(attempt, hint), caller::Event::RetryFired);
+                cx.pause(self.policy.delay_for(attempt, hint), caller::Event::RetryFired);
             }
             caller::Action::Nothing => {}
         }

@@ -563,7 +563,7 @@ impl Effects<Agent> for Scripted {
             }
             Action::ScheduleRetry { retry } => {
                 self.produced.lock().unwrap().retries_scheduled += 1;
-                cx.after(self.policy.delay(retry), Event::RetryFired);
+                cx.pause(self.policy.delay(retry), Event::RetryFired);
             }
             Action::Display(text) => cx.output(text),
             Action::DisplayError => cx.output("error: the LLM failed".to_owned()),
