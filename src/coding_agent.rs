@@ -465,7 +465,9 @@ pub async fn run_session(
         .task_timeout(Duration::from_secs(30))
         .stream_timeout(Duration::from_secs(120))
         .history_capacity(1024)
-        .interrupt_event(|cause| Some(AgentEvent::Interrupted { cause: cause.to_owned() }))
+        .interrupt_event(crate::loom::machine::EventKind::Interrupted, |cause| AgentEvent::Interrupted {
+            cause: cause.to_owned(),
+        })
         .shutdown_event(|| Some(AgentEvent::ShutdownRequested));
     let handle = spawn(Loom::new(crate::loom::AgentConfig::default()), effects, config);
     let mut notifications = handle.subscribe();

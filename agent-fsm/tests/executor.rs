@@ -1044,7 +1044,7 @@ fn a_worker_on_a_runtime_without_timers_fails_with_no_timers() {
 #[tokio::test(start_paused = true)]
 async fn a_timer_past_the_end_of_the_clock_never_fires_and_harms_nothing() {
     let mut script = Scripted::new([Reply::error(), Reply::text(&["ok"])]);
-    script.policy = RetryPolicy::default().with_base(Duration::MAX).with_cap(Duration::MAX).with_jitter(0.0);
+    script.policy = RetryPolicy::default().base(Duration::MAX).cap(Duration::MAX).jitter(0.0);
     assert_eq!(script.policy.delay(1), Duration::MAX);
     let handle = start(&script, config());
     handle.send(input("hi")).await.unwrap();
@@ -1438,6 +1438,7 @@ mod eager_subscriber {
         pub enum Event {
             Go,
             Flip,
+            Stop,
         }
 
         #[actions]
@@ -1452,6 +1453,7 @@ mod eager_subscriber {
             A + Go => B / Start,
             B + Flip => A / Flipped,
             A + Flip => B / Flipped,
+            A | B + Stop => A / Nothing,
         }
     }
 
@@ -1622,7 +1624,8 @@ mod eager_subscriber {
             let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
             rt.block_on(async {
                 // Interrupt ends the chain: the events it had sent are dropped.
-                let handle = runtime::spawn(Machine::new(), endless(), ExecutorConfig::new());
+                let config = ExecutorConfig::new().interrupt_event(bounce::EventKind::Stop, |_| Event::Stop);
+                let handle = runtime::spawn(Machine::new(), endless(), config);
                 handle.send(Event::Go).await.unwrap();
                 tokio::spawn(async {}).await.unwrap();
                 assert!(handle.steps() > 1, "the chain ran before the other task");
@@ -1950,7 +1953,8 @@ mod deadlines {
                 continue;
             }
             assert_eq!(start.elapsed(), Duration::from_secs(1), "applied as it came");
-            let answered = Outcome::Moved { from: StateKind::Waiting, to: StateKind::Idle, action: ActionKind::Answered };
+            let answered =
+                Outcome::Moved { from: StateKind::Waiting, to: StateKind::Idle, action: ActionKind::Answered };
             assert_eq!(reply.outcome, answered);
             // Ask again at 20 s: the first window would have closed at 30 s.
             tokio::time::sleep(Duration::from_secs(19)).await;
@@ -2175,7 +2179,6 @@ mod user_code {
             tokio::task::yield_now().await;
         }
         let seen_by_100ms = log.lock().unwrap().clone();
-        handle.interrupt("stop").await.unwrap();
         assert_eq!(seen_by_100ms, ["got 7", "second: TimedOut"]);
         handle.shutdown().await.unwrap();
     }
@@ -2479,9 +2482,10 @@ mod owed_through_a_cut_chain {
             Looping + Tick => Looping / Again,
             Looping | Idle + ToolDone => ignore,
             Looping + Interrupted => Idle / Nothing,
+            Idle + Interrupted => ignore,
         }
     }
-    use relay::{Action, Event, Machine};
+    use relay::{Action, Event, EventKind, Machine};
 
     /// Each step gives up its tool call for a fresh one and sends `Tick`.
     fn effects(spawned: Arc<AtomicU64>) -> impl runtime::Effects<Machine, Output = ()> {
@@ -2507,7 +2511,8 @@ mod owed_through_a_cut_chain {
     async fn an_interrupt_or_a_shutdown_at_a_pause_keeps_every_owed_result() {
         for shutdown in [false, true] {
             let spawned = Arc::new(AtomicU64::new(0));
-            let config = ExecutorConfig::new().record_events().interrupt_event(|_| Some(Event::Interrupted));
+            let config =
+                ExecutorConfig::new().record_events().interrupt_event(EventKind::Interrupted, |_| Event::Interrupted);
             let handle = runtime::spawn(Machine::new(), effects(Arc::clone(&spawned)), config);
             handle.send(Event::Start).await.unwrap();
             // The worker runs the chain to its first pause.

@@ -804,8 +804,12 @@ where
     ///    an interrupt served at one of a long chain's pauses (see the
     ///    [module docs](super), Ordering) cuts the chain there;
     /// 4. the cause is recorded in the history and notified;
-    /// 5. the configured interrupt event, if any, is delivered and its
-    ///    action performed.
+    /// 5. the configured interrupt event is delivered and its action
+    ///    performed: the table has a row (or an `=> ignore`) for it in
+    ///    every state the machine can rest in, checked before the worker's
+    ///    first step (see [`ExecutorConfig::interrupt_event`](super::ExecutorConfig::interrupt_event)),
+    ///    so the machine lands where it can wait, never in a state whose
+    ///    work was just cancelled.
     ///
     /// The actions returned by the events of steps 1–2 are *not* performed:
     /// an interrupt starts no new work except what the machine asks for in
@@ -817,9 +821,20 @@ where
     /// interrupt and the state it left in order.
     ///
     /// # Errors
+    /// [`RequestError::NoInterruptEvent`] if the configuration has no
+    /// interrupt event (nothing is cancelled);
     /// [`RequestError::Closed`]/[`RequestError::Failed`] if the worker has
     /// stopped.
     pub async fn interrupt(&self, cause: impl Into<String>) -> Result<(), RequestError> {
+        // Cancelling the work with nothing to move the machine on would
+        // leave it waiting with nothing in flight: refused, untouched.
+        // A stopped worker's own answer comes first, as for every request.
+        if self.shared.settings.interrupt_event.is_none() {
+            return Err(match self.shared.outcome.get() {
+                Some(_) => self.closed_error(),
+                None => RequestError::NoInterruptEvent,
+            });
+        }
         let (done, rx) = oneshot::channel();
         let cause: Arc<str> = Arc::from(cause.into());
         self.request(Control::Interrupt { cause, done }).await?;

@@ -17,7 +17,7 @@
 //! | `config.rs` | [`ExecutorConfig`] |
 //! | `history.rs` | [`History`], [`replay`] |
 //! | `retry.rs` | [`RetryPolicy`] |
-//! | `error.rs` | [`SendError`], [`RequestError`], [`WorkerError`], [`ReplayError`], [`TryRecvError`] |
+//! | `error.rs` | [`SendError`], [`RequestError`], [`WorkerError`], [`ConfigError`], [`ReplayError`], [`TryRecvError`] |
 //!
 //! # Ordering
 //! There is one path into `handle_event`, so events never race:
@@ -170,6 +170,19 @@
 //! asks for in response to the interrupt event itself. Queued external
 //! events stay queued.
 //!
+//! So a cancelled tool's failure may move the machine to a state whose
+//! work (the next model call) nobody started, and only the interrupt event
+//! can move it on. An interrupt therefore needs one
+//! ([`ExecutorConfig::interrupt_event`]), and the table must handle it in
+//! every state the machine can rest in (a row without guard, a `*` row, or
+//! an `=> ignore` for a state that waits for input): the worker checks
+//! this before its first step and fails with
+//! [`ConfigError::InterruptEventUnhandled`] otherwise, handling no event.
+//! An agent configured without an interrupt event cannot be interrupted:
+//! [`interrupt`](MachineHandle::interrupt) answers
+//! [`RequestError::NoInterruptEvent`] and cancels nothing (shutdown still
+//! stops it).
+//!
 //! # Shutdown
 //! The worker stops on [`MachineHandle::shutdown`] (or the configured
 //! cancellation token), when the machine enters a terminal state, or when
@@ -234,7 +247,7 @@ mod work;
 
 pub use config::ExecutorConfig;
 pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, from_fn};
-pub use error::{ReplayError, RequestError, SendError, TryRecvError, WorkerError};
+pub use error::{ConfigError, ReplayError, RequestError, SendError, TryRecvError, WorkerError};
 pub use executor::{pair, spawn};
 pub use feed::{Subscription, Topics};
 pub use handle::{MachineHandle, Notification};
