@@ -311,3 +311,39 @@ fn whose(key: Option<&str>, action: &str) -> String {
         None => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{ConfigError, RequestError, SendError, WorkerError};
+    use std::sync::Arc;
+
+    /// `?` on a send keeps why it failed, the shared worker failure
+    /// included; a configuration error is a worker failure.
+    #[test]
+    fn errors_convert_toward_the_request_error_and_keep_their_cause() {
+        let failure = Arc::new(WorkerError::NoTimers);
+        let failed = RequestError::from(SendError::Failed("event", Arc::clone(&failure)));
+        assert!(matches!(&failed, RequestError::Failed(e) if Arc::ptr_eq(e, &failure)));
+        assert_eq!(RequestError::from(SendError::Closed("event")), RequestError::Closed);
+        assert_eq!(RequestError::from(SendError::Full("event")), RequestError::Full);
+        assert_eq!(RequestError::from(WorkerError::NoRuntime), RequestError::Failed(Arc::new(WorkerError::NoRuntime)));
+        assert!(
+            matches!(RequestError::from(Arc::clone(&failure)), RequestError::Failed(e) if Arc::ptr_eq(&e, &failure))
+        );
+        let config = ConfigError::InterruptEventMismatch { configured: "Stop", built: "Go" };
+        let worker = WorkerError::from(config.clone());
+        assert_eq!(worker, WorkerError::Config(config.clone()));
+        let source = std::error::Error::source(&worker).map(ToString::to_string);
+        assert_eq!(
+            source,
+            Some("the interrupt event was configured as `Stop`, but its closure built a `Go`".to_owned())
+        );
+    }
+
+    #[test]
+    fn state_lists_read_as_prose() {
+        assert_eq!(super::list(&["A"]), "`A`");
+        assert_eq!(super::list(&["A", "B", "C"]), "`A`, `B` and `C`");
+        assert_eq!(super::list(&[]), "");
+    }
+}
