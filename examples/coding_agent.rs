@@ -32,11 +32,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         print!("{USAGE}");
         return Ok(());
     }
-    let report = run_demo(args, |name| std::env::var(name).ok(), std::io::stdout()).await?;
+    let report = run_demo(args, env_var, std::io::stdout()).await?;
     // The session's point: the file on disk is fixed. Anything else is a
     // failure, and the exit status says so.
     if !report.fixed {
         return Err("the session ended without fixing greeting.sh".into());
     }
     Ok(())
+}
+
+/// The variable `name`, if it is set: one that is set but not valid
+/// Unicode is left out, and reported rather than taken for unset.
+fn env_var(name: &str) -> Option<String> {
+    match std::env::var(name) {
+        Ok(value) => Some(value),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(e @ std::env::VarError::NotUnicode(_)) => {
+            eprintln!("{name} is left out: {e}");
+            None
+        }
+    }
 }

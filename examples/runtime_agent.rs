@@ -42,7 +42,9 @@ impl Printer {
     fn line(&self, session: &str, text: &str) {
         let at = self.start.elapsed().as_secs_f64();
         println!("[{at:6.3}s] {session:<13} {text}");
-        let _ = std::io::stdout().flush();
+        if let Err(e) = std::io::stdout().flush() {
+            eprintln!("stdout: {e}");
+        }
     }
 
     fn flush(&mut self, session: &str) {

@@ -52,7 +52,9 @@ fn show(start: Instant, n: &Notification<Output>) {
         Notification::Unhandled(u) => println!("{:12}refused: {} + {} ({})", "", u.state, u.event, u.reason),
         _ => {}
     }
-    let _ = std::io::stdout().flush();
+    if let Err(e) = std::io::stdout().flush() {
+        eprintln!("stdout: {e}");
+    }
 }
 
 /// `git args` in `dir`, its output.

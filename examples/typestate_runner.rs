@@ -98,9 +98,15 @@ impl Approver for Human {
             return true;
         }
         print!("  approve {} ({} {})? [Y/n] ", approval.request_id, approval.call.name, approval.call.arguments);
-        let _ = std::io::stdout().flush();
+        // A prompt that cannot be shown, or an answer that cannot be read,
+        // is a refusal, and says why.
+        if let Err(e) = std::io::stdout().flush() {
+            eprintln!("cannot show the prompt ({e}): refused");
+            return false;
+        }
         let mut line = String::new();
-        if std::io::stdin().lock().read_line(&mut line).is_err() {
+        if let Err(e) = std::io::stdin().lock().read_line(&mut line) {
+            eprintln!("cannot read the answer ({e}): refused");
             return false;
         }
         !line.trim().eq_ignore_ascii_case("n")

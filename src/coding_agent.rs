@@ -409,7 +409,7 @@ impl Effects<Loom> for LoomEffects {
                 cx.send(AgentEvent::PostToolsHookCompleted { action_taken: !changed.is_empty() });
             }
             AgentAction::ScheduleRetry { attempt, retry_after } => {
-                cx.after(self.retry.delay_for(attempt, retry_after), AgentEvent::RetryTimeoutFired)
+                cx.pause(self.retry.delay_for(attempt, retry_after), AgentEvent::RetryTimeoutFired)
             }
             AgentAction::DisplayMessage(text) => cx.output(Output::Text(text)),
             AgentAction::DisplayError(text) => cx.output(Output::Error(text)),
@@ -468,7 +468,9 @@ pub async fn run_session(
         // again. The provider's client gives up on a stream that goes
         // silent instead (its read timeout, see `model::choose`).
         .history_capacity(1024)
-        .interrupt_event(|cause| Some(AgentEvent::Interrupted { cause: cause.to_owned() }))
+        .interrupt_event(crate::loom::machine::EventKind::Interrupted, |cause| AgentEvent::Interrupted {
+            cause: cause.to_owned(),
+        })
         .shutdown_event(|| Some(AgentEvent::ShutdownRequested));
     let handle = spawn(Loom::new(crate::loom::AgentConfig::default()), effects, config);
     let mut notifications = handle.subscribe();

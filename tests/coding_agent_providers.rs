@@ -307,7 +307,7 @@ async fn a_rate_limited_turn_is_retried_after_the_servers_retry_after() {
     prepare_workspace(dir.path()).expect("workspace");
     let mut effects = LoomEffects::new(Arc::new(llm), "gpt-test", Workspace::new(dir.path())).expect("effects");
     // No backoff of its own: only the server's wait can space the attempts.
-    effects.retry = agent_fsm::runtime::RetryPolicy::new().with_base(Duration::ZERO);
+    effects.retry = agent_fsm::runtime::RetryPolicy::new().base(Duration::ZERO);
     let summary = tokio::time::timeout(Duration::from_secs(60), run_session(effects, &[TASK], |_| {}))
         .await
         .expect("the session ends")

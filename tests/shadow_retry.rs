@@ -184,12 +184,12 @@ async fn an_agent_retries_after_exactly_the_servers_retry_after() {
         Ok(completed("at last", Vec::new())),
     ]);
     // Jitter 0: the second wait is the backoff exactly.
-    let retry = RetryPolicy::new().with_cap(Duration::from_secs(30)).with_jitter(0.0).with_max_attempts(3);
+    let retry = RetryPolicy::new().cap(Duration::from_secs(30)).jitter(0.0).max_attempts(3);
     let runtime = AgentRuntime::with_retry_policy(
         llm,
         Workspace::new(dir.path()),
         AgentRuntime::default_config(),
-        retry.with_base(Duration::from_millis(300)),
+        retry.base(Duration::from_millis(300)),
     );
     let mut updates = runtime.subscribe();
     let agent = runtime.spawn("main", &[]).expect("spawned");

@@ -43,7 +43,7 @@
 //! A snapshot holds the state and the context, not the work a runtime has
 //! in flight for the machine (an open stream, running tools, a retry
 //! timer): a machine resumed from a snapshot taken mid-work waits for
-//! events nothing will produce; a pending `timeout` timer, which leaves
+//! events nothing will produce; a pending `deadline` timer, which leaves
 //! the agent idle, is not in it either (set the deadline again after
 //! resuming). Under the tokio runtime (the `runtime` feature), take one
 //! when the agent is idle: `MachineHandle::wait_idle`, then

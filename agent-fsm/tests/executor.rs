@@ -506,7 +506,7 @@ impl Effects<Agent> for ErrorThenMore {
                     let again = cx.cancel_task("llm");
                     self.seen.lock().unwrap().0.extend([cancelled, again]);
                 }
-                cx.after(Duration::from_millis(200), Event::RetryFired);
+                cx.pause(Duration::from_millis(200), Event::RetryFired);
             }
             _ => {}
         }
@@ -1044,7 +1044,7 @@ fn a_worker_on_a_runtime_without_timers_fails_with_no_timers() {
 #[tokio::test(start_paused = true)]
 async fn a_timer_past_the_end_of_the_clock_never_fires_and_harms_nothing() {
     let mut script = Scripted::new([Reply::error(), Reply::text(&["ok"])]);
-    script.policy = RetryPolicy::default().with_base(Duration::MAX).with_cap(Duration::MAX).with_jitter(0.0);
+    script.policy = RetryPolicy::default().base(Duration::MAX).cap(Duration::MAX).jitter(0.0);
     assert_eq!(script.policy.delay(1), Duration::MAX);
     let handle = start(&script, config());
     handle.send(input("hi")).await.unwrap();
@@ -1438,6 +1438,7 @@ mod eager_subscriber {
         pub enum Event {
             Go,
             Flip,
+            Stop,
         }
 
         #[actions]
@@ -1452,6 +1453,7 @@ mod eager_subscriber {
             A + Go => B / Start,
             B + Flip => A / Flipped,
             A + Flip => B / Flipped,
+            A | B + Stop => A / Nothing,
         }
     }
 
@@ -1622,7 +1624,8 @@ mod eager_subscriber {
             let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
             rt.block_on(async {
                 // Interrupt ends the chain: the events it had sent are dropped.
-                let handle = runtime::spawn(Machine::new(), endless(), ExecutorConfig::new());
+                let config = ExecutorConfig::new().interrupt_event(bounce::EventKind::Stop, |_| Event::Stop);
+                let handle = runtime::spawn(Machine::new(), endless(), config);
                 handle.send(Event::Go).await.unwrap();
                 tokio::spawn(async {}).await.unwrap();
                 assert!(handle.steps() > 1, "the chain ran before the other task");
@@ -1829,8 +1832,9 @@ mod nested_sends {
 }
 
 mod deadlines {
-    //! `timeout` timers let input through while they wait; `after` timers
-    //! hold it back until they fire.
+    //! A `deadline` lets input through while it waits, and is cancelled
+    //! with the state the reply leaves; a `pause` holds input back until it
+    //! fires.
 
     use agent_fsm::runtime::{self, EffectContext, ExecutorConfig};
     use std::time::Duration;
@@ -1871,13 +1875,13 @@ mod deadlines {
         }
     }
 
-    /// A `Timeout` in 30 s: an `after` timer, which holds input back, if
-    /// `holds`, otherwise a `timeout` timer, which lets it through.
+    /// A `Timeout` in 30 s: a pause, which holds input back, if `holds`,
+    /// otherwise a deadline, which lets it through.
     fn set_deadline(cx: &mut EffectContext<'_, desk::Machine, ()>, holds: bool) {
         if holds {
-            cx.after(Duration::from_secs(30), desk::Event::Timeout);
+            cx.pause(Duration::from_secs(30), desk::Event::Timeout);
         } else {
-            cx.timeout(Duration::from_secs(30), desk::Event::Timeout);
+            cx.deadline(Duration::from_secs(30), desk::Event::Timeout);
         }
     }
 
@@ -1904,22 +1908,70 @@ mod deadlines {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_reply_beats_a_pending_timeout_and_drops_it() {
+    async fn a_reply_beats_a_pending_deadline_and_cancels_it() {
         // The timer died with the state: no `Timeout` a minute later.
         assert_eq!(ask_then_reply(false).await, (vec![("Ask", 0), ("Reply", 1)], 2));
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_pending_after_timer_holds_the_reply_back_until_it_fires() {
+    async fn a_pending_pause_holds_the_reply_back_until_it_fires() {
         // The reply waited for the timer, then found the machine back in
         // `Idle`, which refuses it (no hop, one more step).
         assert_eq!(ask_then_reply(true).await, (vec![("Ask", 0), ("Timeout", 30)], 3));
     }
 
-    /// Dropping every handle cancels nothing: a pending `timeout` still
-    /// fires, as an `after` timer does, and only then does the worker stop.
+    /// The reply window, asked through `call`: the reply sent one second
+    /// in is applied at once (its outcome says the machine moved
+    /// `Waiting -> Idle` by `Answered`, one second after the ask, 29 s
+    /// before the deadline), and the deadline is cancelled with the state:
+    /// asking again later starts a fresh window that the old one cannot
+    /// cut short. With a pause in its place, the same reply comes back only
+    /// once the pause fired, and finds nothing to answer.
     #[tokio::test(start_paused = true)]
-    async fn dropped_handles_leave_a_pending_timeout_to_fire() {
+    async fn a_reply_in_the_window_is_applied_before_the_deadline_fires() {
+        use agent_fsm::runtime::Outcome;
+        use desk::{Action, ActionKind, Event, Machine, StateKind};
+        for holds in [false, true] {
+            let fx = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
+                if action == Action::AskHuman {
+                    set_deadline(cx, holds);
+                }
+            });
+            let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
+            let start = Instant::now();
+            handle.send(Event::Ask).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let reply = tokio::time::timeout(Duration::from_secs(120), handle.call(Event::Reply))
+                .await
+                .expect("the reply is answered")
+                .unwrap();
+            if holds {
+                assert_eq!(start.elapsed(), Duration::from_secs(30), "the pause held the reply back");
+                // The pause's event took the machine back first.
+                assert_eq!(reply.outcome, Outcome::NoRow { state: StateKind::Idle, action: ActionKind::Nothing });
+                handle.shutdown().await.unwrap();
+                continue;
+            }
+            assert_eq!(start.elapsed(), Duration::from_secs(1), "applied as it came");
+            let answered =
+                Outcome::Moved { from: StateKind::Waiting, to: StateKind::Idle, action: ActionKind::Answered };
+            assert_eq!(reply.outcome, answered);
+            // Ask again at 20 s: the first window would have closed at 30 s.
+            tokio::time::sleep(Duration::from_secs(19)).await;
+            handle.send(Event::Ask).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(15)).await;
+            assert_eq!(handle.status().state(), Some(StateKind::Waiting), "the old deadline was cancelled");
+            assert_eq!(handle.steps(), 3);
+            tokio::time::sleep(Duration::from_secs(16)).await;
+            assert_eq!(handle.status().state(), Some(StateKind::Idle), "the new one fired at 50 s");
+            handle.shutdown().await.unwrap();
+        }
+    }
+
+    /// Dropping every handle cancels nothing: a pending deadline still
+    /// fires, as a pause does, and only then does the worker stop.
+    #[tokio::test(start_paused = true)]
+    async fn dropped_handles_leave_a_pending_deadline_to_fire() {
         use desk::{Action, Event, Machine};
         use std::sync::{Arc, Mutex};
         for holds in [false, true] {
@@ -1943,11 +1995,11 @@ mod deadlines {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_timeout_fires_when_nothing_comes_and_does_not_keep_the_agent_busy() {
+    async fn a_deadline_fires_when_nothing_comes_and_does_not_keep_the_agent_busy() {
         use desk::{Action, Event, Machine, State};
         let fx = runtime::from_fn(|action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
             if action == Action::AskHuman {
-                cx.timeout(Duration::from_secs(30), Event::Timeout);
+                cx.deadline(Duration::from_secs(30), Event::Timeout);
             }
         });
         let start = Instant::now();
@@ -1990,15 +2042,15 @@ mod deadlines {
                 let fx = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
                     if action == Action::AskHuman {
                         if holds {
-                            cx.after(delay, Event::Timeout);
+                            cx.pause(delay, Event::Timeout);
                         } else {
-                            cx.timeout(delay, Event::Timeout);
+                            cx.deadline(delay, Event::Timeout);
                         }
                     }
                 });
                 let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
                 handle.send(Event::Ask).await.unwrap();
-                // Dropped, so even an `after` timer holds nothing back.
+                // Dropped, so even a pause holds nothing back.
                 handle.wait_idle().await.unwrap();
                 let delivered = handle.call(Event::Reply).await.unwrap();
                 assert_eq!(delivered.state(), Some(desk::StateKind::Idle), "{delay:?}, holds: {holds}");
@@ -2127,7 +2179,6 @@ mod user_code {
             tokio::task::yield_now().await;
         }
         let seen_by_100ms = log.lock().unwrap().clone();
-        handle.interrupt("stop").await.unwrap();
         assert_eq!(seen_by_100ms, ["got 7", "second: TimedOut"]);
         handle.shutdown().await.unwrap();
     }
@@ -2431,9 +2482,10 @@ mod owed_through_a_cut_chain {
             Looping + Tick => Looping / Again,
             Looping | Idle + ToolDone => ignore,
             Looping + Interrupted => Idle / Nothing,
+            Idle + Interrupted => ignore,
         }
     }
-    use relay::{Action, Event, Machine};
+    use relay::{Action, Event, EventKind, Machine};
 
     /// Each step gives up its tool call for a fresh one and sends `Tick`.
     fn effects(spawned: Arc<AtomicU64>) -> impl runtime::Effects<Machine, Output = ()> {
@@ -2459,7 +2511,8 @@ mod owed_through_a_cut_chain {
     async fn an_interrupt_or_a_shutdown_at_a_pause_keeps_every_owed_result() {
         for shutdown in [false, true] {
             let spawned = Arc::new(AtomicU64::new(0));
-            let config = ExecutorConfig::new().record_events().interrupt_event(|_| Some(Event::Interrupted));
+            let config =
+                ExecutorConfig::new().record_events().interrupt_event(EventKind::Interrupted, |_| Event::Interrupted);
             let handle = runtime::spawn(Machine::new(), effects(Arc::clone(&spawned)), config);
             handle.send(Event::Start).await.unwrap();
             // The worker runs the chain to its first pause.

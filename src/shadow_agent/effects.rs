@@ -414,7 +414,7 @@ impl Effects<Shadow> for ShadowEffects {
             ShadowAction::Nothing => {}
             ShadowAction::CallLlm(_added) => self.call_llm(cx),
             ShadowAction::ScheduleRetry { attempt, retry_after } => {
-                cx.after(self.retry.delay_for(attempt, retry_after), ShadowEvent::RetryTimeoutFired { attempt });
+                cx.pause(self.retry.delay_for(attempt, retry_after), ShadowEvent::RetryTimeoutFired { attempt });
             }
             ShadowAction::EmitText(text) => self.emit(cx, Output::Text(text)),
             ShadowAction::Respond(text) => {

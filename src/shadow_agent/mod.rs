@@ -300,7 +300,7 @@ impl AgentRuntime {
         retry: RetryPolicy,
     ) -> Self {
         let config = config
-            .interrupt_event(|_cause| Some(ShadowEvent::Interrupt))
+            .interrupt_event(crate::shadow::machine::EventKind::Interrupt, |_cause| ShadowEvent::Interrupt)
             .shutdown_event(|| Some(ShadowEvent::Shutdown));
         AgentRuntime {
             inner: Arc::new(RuntimeInner {

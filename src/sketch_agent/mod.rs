@@ -435,9 +435,9 @@ impl SketchAgent {
             .history_capacity(4096)
             .notification_capacity(4096)
             .record_events()
-            .interrupt_event(move |_cause| {
+            .interrupt_event(crate::sketch::machine::EventKind::Cancel, move |_cause| {
                 interrupted.store(true, Ordering::Release);
-                Some(SketchEvent::Cancel)
+                SketchEvent::Cancel
             })
     }
 

@@ -11,10 +11,12 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::{ActionKindOf, Observer, StateMachine};
+use crate::{ActionKindOf, EventKindOf, Kind, Observer, StateMachine};
 
 /// Builds the event delivered after an interrupt, from its cause.
-pub(crate) type InterruptEventFn<E> = dyn Fn(&str) -> Option<E> + Send + Sync;
+pub(crate) type InterruptEventFn<E> = dyn Fn(&str) -> E + Send + Sync;
+/// The interrupt event's kind and how to build it.
+pub(crate) type InterruptEvent<M> = (EventKindOf<M>, Arc<InterruptEventFn<<M as StateMachine>::Event>>);
 /// Clones an event, for the event log.
 pub(crate) type CloneEventFn<E> = fn(&E) -> E;
 /// Builds the event delivered on shutdown.
@@ -59,7 +61,9 @@ pub(crate) struct Settings<M: StateMachine> {
     /// is where the `M::Event: Clone` bound is checked.
     pub(crate) record_events: Option<CloneEventFn<M::Event>>,
     pub(crate) notification_capacity: usize,
-    pub(crate) interrupt_event: Option<Arc<InterruptEventFn<M::Event>>>,
+    /// The interrupt event's kind (checked against the table at start)
+    /// and how to build it.
+    pub(crate) interrupt_event: Option<InterruptEvent<M>>,
     pub(crate) shutdown_event: Option<Arc<ShutdownEventFn<M::Event>>>,
     pub(crate) observer: Option<Arc<MakeObserverFn>>,
     pub(crate) tracker: TaskTracker,
@@ -115,7 +119,7 @@ impl<M: StateMachine> fmt::Debug for ExecutorConfig<M> {
             .field("history_capacity", &s.history_capacity)
             .field("record_events", &s.record_events.is_some())
             .field("notification_capacity", &s.notification_capacity)
-            .field("interrupt_event", &s.interrupt_event.is_some())
+            .field("interrupt_event", &s.interrupt_event.as_ref().map(|(kind, _)| kind))
             .field("shutdown_event", &s.shutdown_event.is_some())
             .field("observer", &s.observer.is_some())
             .field("tracker", &s.tracker)
@@ -259,11 +263,34 @@ impl<M: StateMachine> ExecutorConfig<M> {
     }
 
     /// The event delivered at the end of an
-    /// [`interrupt`](super::MachineHandle::interrupt), built from its cause
-    /// (`None` delivers nothing).
+    /// [`interrupt`](super::MachineHandle::interrupt), of kind `kind`,
+    /// built by `make` from the interrupt's cause.
+    ///
+    /// An interrupt cancels the work in flight, and the actions its
+    /// cancellation events return are not performed: the interrupt event
+    /// is what moves the machine somewhere it can wait (for input,
+    /// usually). So the table must say what it does in every state the
+    /// machine can rest in: each one that is neither terminal nor
+    /// transient needs a row for `kind` without a guard or a payload
+    /// pattern (a `*` row does it for all), or an `=> ignore` pair (a state
+    /// that waits for input needs nothing). Otherwise the worker fails
+    /// before its first step with
+    /// [`ConfigError::InterruptEventUnhandled`](super::ConfigError::InterruptEventUnhandled),
+    /// naming the states. `make` must build an event of `kind`: one of
+    /// another kind fails the worker at the interrupt with
+    /// [`ConfigError::InterruptEventMismatch`](super::ConfigError::InterruptEventMismatch).
+    ///
+    /// Without an interrupt event, an agent cannot be interrupted:
+    /// [`interrupt`](super::MachineHandle::interrupt) answers
+    /// [`RequestError::NoInterruptEvent`](super::RequestError::NoInterruptEvent)
+    /// and cancels nothing.
     #[must_use]
-    pub fn interrupt_event(self, f: impl Fn(&str) -> Option<M::Event> + Send + Sync + 'static) -> Self {
-        self.edit(|s| s.interrupt_event = Some(Arc::new(f)))
+    pub fn interrupt_event(
+        self,
+        kind: EventKindOf<M>,
+        make: impl Fn(&str) -> M::Event + Send + Sync + 'static,
+    ) -> Self {
+        self.edit(|s| s.interrupt_event = Some((kind, Arc::new(make))))
     }
 
     /// The event delivered on [`shutdown`](super::MachineHandle::shutdown),
@@ -353,5 +380,26 @@ impl<M: StateMachine> Settings<M> {
             Some((_, timeout)) => (Some(*timeout), Some(*timeout)),
             None => (self.stream_timeout, self.task_timeout),
         }
+    }
+
+    /// Checks the configuration against the machine's table, before the
+    /// worker's first step: every state the machine can rest in must say
+    /// what the interrupt event does there (see
+    /// [`ExecutorConfig::interrupt_event`]).
+    pub(crate) fn check(&self) -> Result<(), super::ConfigError> {
+        let Some((kind, _)) = &self.interrupt_event else {
+            return Ok(());
+        };
+        let (event, table) = (Kind::name(*kind), M::DESCRIPTION);
+        let lands = |state: &str| {
+            table.ignored.iter().any(|&(s, e)| s == state && e == event)
+                || table
+                    .transitions
+                    .iter()
+                    .any(|t| t.from == state && t.event == Some(event) && t.guard.is_none() && t.pattern.is_none())
+        };
+        let states: Vec<&'static str> =
+            table.states.iter().filter(|s| !s.terminal && !s.transient && !lands(s.name)).map(|s| s.name).collect();
+        if states.is_empty() { Ok(()) } else { Err(super::ConfigError::InterruptEventUnhandled { event, states }) }
     }
 }

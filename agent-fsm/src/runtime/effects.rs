@@ -12,7 +12,8 @@
 //! | one event, right away | [`send`](EffectContext::send) |
 //! | a stream of events (an LLM response) | [`stream`](EffectContext::stream), [`stream_keyed`](EffectContext::stream_keyed) |
 //! | concurrent keyed tasks, one event each (tool calls) | [`spawn_task`](EffectContext::spawn_task) |
-//! | an event after a delay (a retry timer) | [`after`](EffectContext::after) |
+//! | an event after a time limit, input let through (a reply window) | [`deadline`](EffectContext::deadline) |
+//! | an event after a delay, input held back (a retry's backoff) | [`pause`](EffectContext::pause) |
 //! | something for subscribers (text to display) | [`output`](EffectContext::output) |
 //! | stop a task or keyed stream it started earlier | [`cancel_task`](EffectContext::cancel_task) |
 //!
@@ -75,7 +76,7 @@ use crate::{ActionKindOf, Kind, StateMachine};
 ///             );
 ///         }
 ///     }
-///     Action::ScheduleRetry { attempt } => cx.after(this.retry.delay(attempt), Event::RetryTimeoutFired),
+///     Action::ScheduleRetry { attempt } => cx.pause(this.retry.delay(attempt), Event::RetryTimeoutFired),
 ///     Action::DisplayMessage(text) => cx.output(text),
 ///     Action::WaitForInput => {}
 /// }
@@ -305,7 +306,7 @@ where
     ///         // The failed attempt's stream may still be open: nothing
     ///         // more of it may reach the next attempt.
     ///         cx.cancel_task("llm");
-    ///         cx.after(delay, Event::RetryFired);
+    ///         cx.pause(delay, Event::RetryFired);
     ///     }
     /// }
     /// # }
@@ -425,30 +426,19 @@ where
         }
     }
 
-    /// Delivers `event` after `delay`, unless the machine has left its
-    /// current state by then (the timer is then dropped) or the machine is
-    /// interrupted or shut down first.
+    /// A deadline: delivers `event` after `delay` unless the machine
+    /// leaves its current state first, and lets external events through
+    /// while it is pending. This is the timer of a reply window
+    /// (`WaitingForHuman` + `Timeout`): the reply sent through a handle is
+    /// delivered as soon as it comes, and if its row leaves the state, the
+    /// deadline is cancelled with the state (its event is never delivered).
+    /// A reply whose row keeps the state (a self-transition) keeps the
+    /// deadline too. A pending deadline does not keep the agent from being
+    /// idle ([`wait_idle`](super::MachineHandle::wait_idle) answers while
+    /// it is pending).
     ///
-    /// A pending timer is work in flight: external events wait until it
-    /// fires or its state is left (see the [module docs](super)), as suits
-    /// a retry's backoff. In a state that waits for input with a deadline,
-    /// use [`timeout`](Self::timeout), which lets input through.
-    ///
-    /// A delay of 30 years or more (`Duration::MAX`, or a
-    /// [`RetryPolicy`](super::RetryPolicy) whose cap is that long) is taken
-    /// to never come, as tokio's timer counts no further: such a timer is
-    /// dropped, with a `debug` trace, and holds nothing back.
-    pub fn after(&mut self, delay: Duration, event: M::Event) {
-        self.add_timer("after", delay, true, event);
-    }
-
-    /// Delivers `event` after `delay` unless the machine leaves its current
-    /// state first, like [`after`](Self::after), but lets external events
-    /// through while it is pending: a wait for a reply with a deadline
-    /// (`WaitingForHuman` + `Timeout`), where the reply that comes first
-    /// leaves the state and so drops the timer. It does not keep the agent
-    /// from being idle ([`wait_idle`](super::MachineHandle::wait_idle)
-    /// answers while it is pending).
+    /// To hold input back until the timer fires (a retry's backoff), use
+    /// [`pause`](Self::pause).
     ///
     /// ```
     /// # use agent_fsm::runtime::EffectContext;
@@ -459,13 +449,36 @@ where
     /// match action {
     ///     // The human's reply, sent through a handle, is delivered as soon
     ///     // as it comes; `Timeout` only if it has not come in 30 s.
-    ///     Action::AskHuman => cx.timeout(Duration::from_secs(30), Event::Timeout),
+    ///     Action::AskHuman => cx.deadline(Duration::from_secs(30), Event::Timeout),
     ///     Action::Escalate => {}
     /// }
     /// # }
     /// ```
-    pub fn timeout(&mut self, delay: Duration, event: M::Event) {
-        self.add_timer("timeout", delay, false, event);
+    ///
+    /// A delay of 30 years or more (`Duration::MAX`) is taken to never
+    /// come, as tokio's timer counts no further: such a timer is dropped,
+    /// with a `debug` trace.
+    pub fn deadline(&mut self, delay: Duration, event: M::Event) {
+        self.add_timer("deadline", delay, false, event);
+    }
+
+    /// A pause: delivers `event` after `delay`, and until then holds every
+    /// external event back, as work in flight does (see the
+    /// [module docs](super)). This is the timer of a retry's backoff: no
+    /// input is taken while the agent waits to try again. It is dropped if
+    /// the machine leaves its current state first (a step of an effect's
+    /// own event, since external ones wait), or is interrupted or shut down.
+    ///
+    /// Not for a state that waits for input with a time limit: there a
+    /// pause holds the input it waits for until the limit has passed. Use
+    /// [`deadline`](Self::deadline), which lets input through.
+    ///
+    /// A delay of 30 years or more (`Duration::MAX`, or a
+    /// [`RetryPolicy`](super::RetryPolicy) whose cap is that long) is taken
+    /// to never come, as tokio's timer counts no further: such a timer is
+    /// dropped, with a `debug` trace, and holds nothing back.
+    pub fn pause(&mut self, delay: Duration, event: M::Event) {
+        self.add_timer("pause", delay, true, event);
     }
 
     fn add_timer(&mut self, what: &'static str, delay: Duration, holds: bool, event: M::Event) {

@@ -1,6 +1,7 @@
 //! The runtime's public error enums, one per domain: sending an event
 //! ([`SendError`]), any other request to the worker ([`RequestError`]), the
-//! worker's own failure ([`WorkerError`]), a replay that diverged
+//! worker's own failure ([`WorkerError`]), a configuration that does not
+//! fit its machine ([`ConfigError`], inside `WorkerError`), a replay that diverged
 //! ([`ReplayError`]) and a subscription with nothing to read
 //! ([`TryRecvError`]).
 //!
@@ -8,6 +9,23 @@
 //! ([`executor`](super::executor)) and handed out by every later handle call
 //! ([`handle`](super::handle)), so `Failed` is always distinguishable from a
 //! plain `Closed` (the worker stopped normally, or its future was dropped).
+//!
+//! They convert toward the wider one, so that `?` keeps the cause: a
+//! [`SendError`], a [`WorkerError`] (or the `Arc` the handles share) into a
+//! [`RequestError`], and a [`ConfigError`] into a [`WorkerError`]. A
+//! function that sends, calls and waits returns `Result<_, RequestError>`:
+//!
+//! ```
+//! # use agent_fsm::StateMachine;
+//! # use agent_fsm::runtime::{MachineHandle, RequestError};
+//! async fn turn<M: StateMachine + 'static>(handle: &MachineHandle<M, ()>, input: M::Event) -> Result<(), RequestError>
+//! where
+//!     M::Event: Send + 'static,
+//! {
+//!     handle.send(input).await?; // a SendError, its worker failure kept
+//!     handle.wait_idle().await
+//! }
+//! ```
 
 use std::sync::Arc;
 
@@ -83,6 +101,54 @@ pub enum WorkerError {
     /// timers: build the runtime with `enable_time()` (or `enable_all()`).
     #[error("the worker's tokio runtime has timers disabled: build it with `enable_time()` or `enable_all()`")]
     NoTimers,
+    /// The configuration does not fit the machine (see [`ConfigError`]).
+    #[error("the executor's configuration does not fit the machine")]
+    Config(#[from] ConfigError),
+}
+
+/// A configuration that does not fit its machine. Found before the
+/// worker's first step (no event is handled), except where a variant
+/// says otherwise, and reported as [`WorkerError::Config`] by every
+/// handle call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The configured
+    /// [`interrupt_event`](super::ExecutorConfig::interrupt_event) has no
+    /// unguarded row, and no `=> ignore`, in these states: an interrupt
+    /// there would cancel the work in flight and leave the machine where
+    /// nothing moves it on.
+    #[error(
+        "the interrupt event `{event}` has no unguarded row (nor `=> ignore`) in {}: an interrupt there would leave \
+         the agent waiting with nothing in flight; add the rows (a `*` row covers every state)",
+        list(states)
+    )]
+    InterruptEventUnhandled {
+        /// The interrupt event's name.
+        event: &'static str,
+        /// The states without a row for it, in declaration order.
+        states: Vec<&'static str>,
+    },
+    /// The interrupt event's closure built an event of another kind than
+    /// the one configured (found at the interrupt, which then fails the
+    /// worker).
+    #[error("the interrupt event was configured as `{configured}`, but its closure built a `{built}`")]
+    InterruptEventMismatch {
+        /// The configured kind's name.
+        configured: &'static str,
+        /// The built event's name.
+        built: &'static str,
+    },
+}
+
+/// `A`, `A and B`, `A, B and C`, each in backquotes.
+fn list(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        Some((last, _)) => last.clone(),
+        None => String::new(),
+    }
 }
 
 /// Sending an event to a machine failed; the event is handed back.
@@ -132,6 +198,42 @@ pub enum RequestError {
     /// panicked; the worker caught it and carries on.
     #[error("the inspect closure panicked: {0}")]
     InspectPanicked(String),
+    /// [`interrupt`](super::MachineHandle::interrupt) on an agent whose
+    /// configuration has no
+    /// [`interrupt_event`](super::ExecutorConfig::interrupt_event): nothing
+    /// was cancelled, the agent goes on as it was.
+    #[error("the machine has no interrupt event configured, so it cannot be interrupted")]
+    NoInterruptEvent,
+    /// Only from a [`SendError::Full`] converted into a request error:
+    /// the inbox had no room.
+    #[error("the machine's inbox is full")]
+    Full,
+}
+
+/// A failed worker, as any request reports it.
+impl From<Arc<WorkerError>> for RequestError {
+    fn from(error: Arc<WorkerError>) -> Self {
+        Self::Failed(error)
+    }
+}
+
+impl From<WorkerError> for RequestError {
+    fn from(error: WorkerError) -> Self {
+        Self::Failed(Arc::new(error))
+    }
+}
+
+/// A failed send as a request error, for code that sends and then waits
+/// or queries in one function (`handle.send(e).await?; handle.wait_idle().await?`).
+/// The event is dropped; keep [`SendError::into_event`] to retry it.
+impl<E> From<SendError<E>> for RequestError {
+    fn from(error: SendError<E>) -> Self {
+        match error {
+            SendError::Closed(_) => Self::Closed,
+            SendError::Full(_) => Self::Full,
+            SendError::Failed(_, cause) => Self::Failed(cause),
+        }
+    }
 }
 
 /// Why [`Subscription::try_recv`](super::Subscription::try_recv) returned
@@ -207,5 +309,41 @@ fn whose(key: Option<&str>, action: &str) -> String {
         Some(key) => format!(" of `{key}`"),
         None if action == "on_failure" => " of a stream opened without a key".to_owned(),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ConfigError, RequestError, SendError, WorkerError};
+    use std::sync::Arc;
+
+    /// `?` on a send keeps why it failed, the shared worker failure
+    /// included; a configuration error is a worker failure.
+    #[test]
+    fn errors_convert_toward_the_request_error_and_keep_their_cause() {
+        let failure = Arc::new(WorkerError::NoTimers);
+        let failed = RequestError::from(SendError::Failed("event", Arc::clone(&failure)));
+        assert!(matches!(&failed, RequestError::Failed(e) if Arc::ptr_eq(e, &failure)));
+        assert_eq!(RequestError::from(SendError::Closed("event")), RequestError::Closed);
+        assert_eq!(RequestError::from(SendError::Full("event")), RequestError::Full);
+        assert_eq!(RequestError::from(WorkerError::NoRuntime), RequestError::Failed(Arc::new(WorkerError::NoRuntime)));
+        assert!(
+            matches!(RequestError::from(Arc::clone(&failure)), RequestError::Failed(e) if Arc::ptr_eq(&e, &failure))
+        );
+        let config = ConfigError::InterruptEventMismatch { configured: "Stop", built: "Go" };
+        let worker = WorkerError::from(config.clone());
+        assert_eq!(worker, WorkerError::Config(config.clone()));
+        let source = std::error::Error::source(&worker).map(ToString::to_string);
+        assert_eq!(
+            source,
+            Some("the interrupt event was configured as `Stop`, but its closure built a `Go`".to_owned())
+        );
+    }
+
+    #[test]
+    fn state_lists_read_as_prose() {
+        assert_eq!(super::list(&["A"]), "`A`");
+        assert_eq!(super::list(&["A", "B", "C"]), "`A`, `B` and `C`");
+        assert_eq!(super::list(&[]), "");
     }
 }

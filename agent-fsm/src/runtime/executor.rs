@@ -49,7 +49,7 @@ use super::outcome::{Delivered, DeliveredTo, Outcome, Seen, outcome_of};
 use super::work::{Produced, Work};
 // Through the crate's own name (`extern crate self as agent_fsm` in lib.rs),
 // as generated code does; it also keeps that declaration in use.
-use agent_fsm::{ActionKindOf, Kinded, Named, Observer, StateMachine, Status, Step, Unhandled};
+use agent_fsm::{ActionKindOf, Kind, Kinded, Named, Observer, StateMachine, Status, Step, Unhandled};
 
 /// Starts `machine` on a new tokio task (tracked by the configuration's
 /// tracker), performing its actions with `effects`, and returns a handle.
@@ -225,6 +225,10 @@ where
             self.fail(WorkerError::NoTimers);
             return false;
         }
+        if let Err(error) = self.link.shared.settings.check() {
+            self.fail(WorkerError::Config(error));
+            return false;
+        }
         if let Some(token) = &self.link.shared.settings.cancel {
             self.extras_mut().cancel = Some(Box::pin(token.clone().cancelled_owned()));
         }
@@ -376,7 +380,7 @@ where
                 return Poll::Ready(None);
             }
             // External events wait while effect work is in flight (but for
-            // `timeout` timers, which let them through). A stream that just
+            // deadlines, which let them through). A stream that just
             // ended may have left nothing in flight: go on to the inbox
             // then, or nothing would wake the worker.
             if work.busy() {
@@ -766,10 +770,14 @@ where
         self.refresh_notifier();
         self.hot.notifier.publish(Topics::FAULTS, || Notification::Interrupted { cause: Arc::clone(&cause) });
         let settings = Arc::clone(&self.link.shared.settings);
-        if let Some(make) = &settings.interrupt_event {
+        // The handle refuses an interrupt without an interrupt event.
+        if let Some((kind, make)) = &settings.interrupt_event {
             match catch_unwind(AssertUnwindSafe(|| make(&cause))) {
-                Ok(Some(event)) => self.deliver(event, Mode::Normal, None),
-                Ok(None) => {}
+                Ok(event) if event.kind() == *kind => self.deliver(event, Mode::Normal, None),
+                Ok(event) => self.fail(WorkerError::Config(super::ConfigError::InterruptEventMismatch {
+                    configured: Kind::name(*kind),
+                    built: event.name(),
+                })),
                 Err(payload) => self.fail(WorkerError::ConfigPanicked {
                     callback: "interrupt_event",
                     message: panic_message(&*payload),

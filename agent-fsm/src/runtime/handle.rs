@@ -559,9 +559,9 @@ where
     /// The event is delivered after every event effects produce for work
     /// already in flight (see the [module docs](super)), in the order the
     /// inbox received it, and never dropped once accepted. Pending
-    /// [`after`](super::EffectContext::after) timers count as work in
+    /// [`pause`](super::EffectContext::pause) timers count as work in
     /// flight: they hold the event back until they fire or their state is
-    /// left (`timeout` timers do not). Never await this from the agent's
+    /// left ([`deadline`](super::EffectContext::deadline) timers do not). Never await this from the agent's
     /// own tasks or streams: with a full inbox it waits forever.
     ///
     /// Returning means queued, not handled: requests such as
@@ -676,7 +676,7 @@ where
     /// idle ([`wait_idle`](Self::wait_idle), then `inspect`): a snapshot
     /// holds the state and context, not the streams, tasks and timers in
     /// flight, so a machine resumed from one taken mid-work waits for
-    /// events that nothing will produce. A pending `timeout` timer does not
+    /// events that nothing will produce. A pending `deadline` timer does not
     /// keep the agent from idle (it waits for input), and is not in the
     /// snapshot: a resumed agent sets such a deadline again itself.
     ///
@@ -804,8 +804,12 @@ where
     ///    an interrupt served at one of a long chain's pauses (see the
     ///    [module docs](super), Ordering) cuts the chain there;
     /// 4. the cause is recorded in the history and notified;
-    /// 5. the configured interrupt event, if any, is delivered and its
-    ///    action performed.
+    /// 5. the configured interrupt event is delivered and its action
+    ///    performed: the table has a row (or an `=> ignore`) for it in
+    ///    every state the machine can rest in, checked before the worker's
+    ///    first step (see [`ExecutorConfig::interrupt_event`](super::ExecutorConfig::interrupt_event)),
+    ///    so the machine lands where it can wait, never in a state whose
+    ///    work was just cancelled.
     ///
     /// The actions returned by the events of steps 1–2 are *not* performed:
     /// an interrupt starts no new work except what the machine asks for in
@@ -817,9 +821,20 @@ where
     /// interrupt and the state it left in order.
     ///
     /// # Errors
+    /// [`RequestError::NoInterruptEvent`] if the configuration has no
+    /// interrupt event (nothing is cancelled);
     /// [`RequestError::Closed`]/[`RequestError::Failed`] if the worker has
     /// stopped.
     pub async fn interrupt(&self, cause: impl Into<String>) -> Result<(), RequestError> {
+        // Cancelling the work with nothing to move the machine on would
+        // leave it waiting with nothing in flight: refused, untouched.
+        // A stopped worker's own answer comes first, as for every request.
+        if self.shared.settings.interrupt_event.is_none() {
+            return Err(match self.shared.outcome.get() {
+                Some(_) => self.closed_error(),
+                None => RequestError::NoInterruptEvent,
+            });
+        }
         let (done, rx) = oneshot::channel();
         let cause: Arc<str> = Arc::from(cause.into());
         self.request(Control::Interrupt { cause, done }).await?;
@@ -847,10 +862,10 @@ where
         self.wait_finished().await
     }
 
-    /// Waits until no stream, task or [`after`](super::EffectContext::after)
+    /// Waits until no stream, task or [`pause`](super::EffectContext::pause)
     /// timer is in flight and the inbox is empty: everything sent before
     /// the call has been handled. A pending
-    /// [`timeout`](super::EffectContext::timeout) timer does not count: the
+    /// [`deadline`](super::EffectContext::deadline) timer does not count: the
     /// agent is idle, waiting for input. Never await
     /// this from the agent's own tasks or streams, which are in flight
     /// while they wait: it would wait forever.

@@ -17,7 +17,7 @@
 //! | `config.rs` | [`ExecutorConfig`] |
 //! | `history.rs` | [`History`], [`replay`] |
 //! | `retry.rs` | [`RetryPolicy`] |
-//! | `error.rs` | [`SendError`], [`RequestError`], [`WorkerError`], [`ReplayError`], [`TryRecvError`] |
+//! | `error.rs` | [`SendError`], [`RequestError`], [`WorkerError`], [`ConfigError`], [`ReplayError`], [`TryRecvError`] |
 //!
 //! # Ordering
 //! There is one path into `handle_event`, so events never race:
@@ -55,11 +55,11 @@
 //!    [`call`](MachineHandle::call)) wait in a bounded inbox and are
 //!    delivered, in the order received, only when *no effect work is in
 //!    flight*: no open stream, no running or queued task, no pending
-//!    [`after`](EffectContext::after) timer. So user input sent while
+//!    [`pause`](EffectContext::pause) timer. So user input sent while
 //!    tools run is delivered after every tool result, never interleaved
-//!    and never dropped. An `after` timer holds the inbox back until it
+//!    and never dropped. A pause holds the inbox back until it
 //!    fires or its state is left (right for a retry's backoff); a
-//!    [`timeout`](EffectContext::timeout) timer lets it through, for a
+//!    [`deadline`](EffectContext::deadline) lets it through, for a
 //!    state that waits for input with a deadline ("nudge the user after
 //!    60 s" must not delay the user's reply). A stream that never ends
 //!    holds the inbox back for good: give streams a timeout.
@@ -129,9 +129,22 @@
 //! work awaited through `tokio::task::spawn_blocking` lets the task stop
 //! at once (the blocking call itself still runs to its end).
 //!
-//! A timer ([`EffectContext::after`], [`EffectContext::timeout`]) belongs to the *visit* of the state
+//! There are two timers, named for what they do with input meanwhile: a
+//! [`deadline`](EffectContext::deadline) lets external events through (a
+//! reply window: the reply is applied as soon as it comes), a
+//! [`pause`](EffectContext::pause) holds them back until it fires (a
+//! retry's backoff). The table has no mark of its own for deadline events:
+//! whether input may pass is decided where the timer is set, in one word
+//! (`cx.pause(window, Event::Timeout)` in a state that waits for a reply
+//! reads wrong), and the same event can serve both (a `Timeout` that ends a
+//! backoff in one state and a reply window in another).
+//!
+//! A timer belongs to the *visit* of the state
 //! it was set in: the worker counts changes of state (self-transitions do
-//! not count), and a timer whose state was left before it fired is dropped.
+//! not count), and a timer whose state was left before it fired is
+//! dropped. So a deadline whose reply came in time is cancelled with the
+//! state the reply left: its event is never delivered, and a late one
+//! cannot reach a later visit of the same state.
 //! A hop through a transient state counts, even one that comes back to
 //! the same state (`Waiting → Checking → Waiting`): the state was left,
 //! so a backoff timer set in it is gone. Keep such a check out of states
@@ -156,6 +169,19 @@
 //! performed* — an interrupt starts no new work except what the machine
 //! asks for in response to the interrupt event itself. Queued external
 //! events stay queued.
+//!
+//! So a cancelled tool's failure may move the machine to a state whose
+//! work (the next model call) nobody started, and only the interrupt event
+//! can move it on. An interrupt therefore needs one
+//! ([`ExecutorConfig::interrupt_event`]), and the table must handle it in
+//! every state the machine can rest in (a row without guard, a `*` row, or
+//! an `=> ignore` for a state that waits for input): the worker checks
+//! this before its first step and fails with
+//! [`ConfigError::InterruptEventUnhandled`] otherwise, handling no event.
+//! An agent configured without an interrupt event cannot be interrupted:
+//! [`interrupt`](MachineHandle::interrupt) answers
+//! [`RequestError::NoInterruptEvent`] and cancels nothing (shutdown still
+//! stops it).
 //!
 //! # Shutdown
 //! The worker stops on [`MachineHandle::shutdown`] (or the configured
@@ -221,7 +247,7 @@ mod work;
 
 pub use config::ExecutorConfig;
 pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, from_fn};
-pub use error::{ReplayError, RequestError, SendError, TryRecvError, WorkerError};
+pub use error::{ConfigError, ReplayError, RequestError, SendError, TryRecvError, WorkerError};
 pub use executor::{pair, spawn};
 pub use feed::{Subscription, Topics};
 pub use handle::{MachineHandle, Notification};

@@ -1,5 +1,5 @@
 //! Exponential backoff with jitter, for effects that schedule a retry timer
-//! ([`EffectContext::after`](super::EffectContext::after)).
+//! ([`EffectContext::pause`](super::EffectContext::pause)).
 //!
 //! The machine decides *whether* to retry (a guard such as
 //! `retries < max`); the policy only says *how long* to wait, so a retry
@@ -22,7 +22,7 @@ use std::time::Duration;
 ///
 /// Unseeded (the default), every call to [`delay`](Self::delay) draws
 /// fresh jitter, so agents sharing one configured policy, or copies of it,
-/// do not retry in lockstep. [`with_seed`](Self::with_seed) makes every
+/// do not retry in lockstep. [`seed`](method@Self::seed) makes every
 /// delay a function of the seed and the retry number, for reproducible
 /// tests.
 ///
@@ -31,7 +31,7 @@ use std::time::Duration;
 /// use std::time::Duration;
 /// use agent_fsm::runtime::RetryPolicy;
 ///
-/// let policy = RetryPolicy::default().with_jitter(0.0);
+/// let policy = RetryPolicy::default().jitter(0.0);
 /// assert_eq!(policy.delay(1), Duration::from_millis(200));
 /// assert_eq!(policy.delay(2), Duration::from_millis(400));
 /// assert_eq!(policy.delay(10), Duration::from_secs(5)); // capped
@@ -58,7 +58,7 @@ pub struct RetryPolicy {
     /// Seeds the jitter. `None` by default: each call to
     /// [`delay`](Self::delay) draws fresh jitter, so that agents started
     /// together do not retry in lockstep even when they share one policy.
-    /// `Some` (see [`with_seed`](Self::with_seed)) gives the same delay for
+    /// `Some` (see [`seed`](method@Self::seed)) gives the same delay for
     /// the same retry every time, for reproducible tests.
     pub seed: Option<u64>,
 }
@@ -87,45 +87,45 @@ impl RetryPolicy {
         Self::default()
     }
 
-    /// Sets [`max_attempts`](Self::max_attempts).
+    /// Sets [`max_attempts`](field@Self::max_attempts).
     #[must_use]
-    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+    pub fn max_attempts(mut self, max_attempts: u32) -> Self {
         self.max_attempts = max_attempts;
         self
     }
 
-    /// Sets [`base`](Self::base).
+    /// Sets [`base`](field@Self::base).
     #[must_use]
-    pub fn with_base(mut self, base: Duration) -> Self {
+    pub fn base(mut self, base: Duration) -> Self {
         self.base = base;
         self
     }
 
-    /// Sets [`factor`](Self::factor).
+    /// Sets [`factor`](field@Self::factor).
     #[must_use]
-    pub fn with_factor(mut self, factor: f64) -> Self {
+    pub fn factor(mut self, factor: f64) -> Self {
         self.factor = factor;
         self
     }
 
-    /// Sets [`cap`](Self::cap).
+    /// Sets [`cap`](field@Self::cap).
     #[must_use]
-    pub fn with_cap(mut self, cap: Duration) -> Self {
+    pub fn cap(mut self, cap: Duration) -> Self {
         self.cap = cap;
         self
     }
 
-    /// Sets [`jitter`](Self::jitter).
+    /// Sets [`jitter`](field@Self::jitter).
     #[must_use]
-    pub fn with_jitter(mut self, jitter: f64) -> Self {
+    pub fn jitter(mut self, jitter: f64) -> Self {
         self.jitter = jitter;
         self
     }
 
-    /// Sets [`seed`](Self::seed), making every delay reproducible: the
+    /// Sets [`seed`](field@Self::seed), making every delay reproducible: the
     /// same retry number always gives the same delay.
     #[must_use]
-    pub fn with_seed(mut self, seed: u64) -> Self {
+    pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
     }
@@ -142,7 +142,7 @@ impl RetryPolicy {
     /// resolution), and at most the cap (which is returned as set, whole
     /// milliseconds or not). `0` is read as `1`. Never panics: overflow
     /// saturates at the cap; a zero base gives zero delays. Unseeded, two calls with the same `retry` usually differ
-    /// (see [`seed`](Self::seed)).
+    /// (see [`seed`](field@Self::seed)).
     #[must_use]
     pub fn delay(&self, retry: u32) -> Duration {
         let factor = if self.factor.is_finite() && self.factor >= 1.0 { self.factor } else { 1.0 };
@@ -178,7 +178,7 @@ impl RetryPolicy {
     /// wait when it gave one (an HTTP `retry-after`, as the `llm` feature's
     /// `ProviderError::retry_after` reports it): then exactly that wait, rounded up to whole
     /// milliseconds so the retry never comes early, and at most the
-    /// [`cap`](Self::cap) (raise the cap to honour longer waits; a server
+    /// [`cap`](field@Self::cap) (raise the cap to honour longer waits; a server
     /// asking for more than it will likely refuse the early retry too).
     /// Without a hint, [`delay`](Self::delay).
     ///
@@ -187,7 +187,7 @@ impl RetryPolicy {
     /// use std::time::Duration;
     /// use agent_fsm::runtime::RetryPolicy;
     ///
-    /// let policy = RetryPolicy::default().with_jitter(0.0);
+    /// let policy = RetryPolicy::default().jitter(0.0);
     /// assert_eq!(policy.delay_for(1, Some(Duration::from_secs(2))), Duration::from_secs(2));
     /// assert_eq!(policy.delay_for(1, Some(Duration::from_micros(1_500))), Duration::from_millis(2));
     /// assert_eq!(policy.delay_for(1, Some(Duration::from_secs(60))), Duration::from_secs(5)); // the cap
@@ -237,14 +237,14 @@ mod tests {
 
     #[test]
     fn jitter_stays_in_range_and_is_seeded() {
-        let p = RetryPolicy::default().with_seed(7);
+        let p = RetryPolicy::default().seed(7);
         for retry in 1..=4 {
             let nominal = 0.2 * 2f64.powi(i32::try_from(retry).unwrap() - 1);
             let d = p.delay(retry).as_secs_f64();
             assert!(d >= nominal * 0.5 - 1e-9 && d <= nominal * 1.5 + 1e-9, "{d} vs {nominal}");
-            assert_eq!(p.delay(retry), RetryPolicy::default().with_seed(7).delay(retry));
+            assert_eq!(p.delay(retry), RetryPolicy::default().seed(7).delay(retry));
         }
-        assert_ne!(RetryPolicy::default().with_seed(1).delay(1), RetryPolicy::default().with_seed(2).delay(1));
+        assert_ne!(RetryPolicy::default().seed(1).delay(1), RetryPolicy::default().seed(2).delay(1));
     }
 
     #[test]
@@ -264,23 +264,23 @@ mod tests {
 
     #[test]
     fn retry_zero_is_read_as_one() {
-        let p = RetryPolicy::default().with_seed(42);
+        let p = RetryPolicy::default().seed(42);
         assert_eq!(p.delay(0), p.delay(1));
     }
 
     #[test]
     fn bad_values_do_not_panic() {
-        let p = RetryPolicy::default().with_factor(f64::NAN).with_jitter(f64::INFINITY).with_base(Duration::MAX);
+        let p = RetryPolicy::default().factor(f64::NAN).jitter(f64::INFINITY).base(Duration::MAX);
         assert_eq!(p.delay(u32::MAX), p.cap);
         assert_eq!(p.delay(0), p.cap);
-        let p = RetryPolicy::default().with_factor(1e300).with_jitter(0.0);
+        let p = RetryPolicy::default().factor(1e300).jitter(0.0);
         assert_eq!(p.delay(1_000), p.cap);
         assert_eq!(p.delay(1), Duration::from_millis(200));
     }
 
     #[test]
     fn a_server_hint_replaces_the_backoff_up_to_the_cap() {
-        let p = RetryPolicy::default().with_seed(3);
+        let p = RetryPolicy::default().seed(3);
         assert_eq!(p.delay_for(1, Some(Duration::from_secs(2))), Duration::from_secs(2));
         assert_eq!(p.delay_for(3, Some(Duration::ZERO)), Duration::ZERO);
         assert_eq!(p.delay_for(1, Some(Duration::from_nanos(1))), Duration::from_millis(1));
@@ -288,13 +288,13 @@ mod tests {
         assert_eq!(p.delay_for(1, Some(Duration::MAX)), p.cap);
         assert_eq!(p.delay_for(1, Some(Duration::from_secs(6))), p.cap);
         assert_eq!(p.delay_for(2, None), p.delay(2));
-        let long = p.with_cap(Duration::from_secs(60));
+        let long = p.cap(Duration::from_secs(60));
         assert_eq!(long.delay_for(1, Some(Duration::from_secs(30))), Duration::from_secs(30));
     }
 
     #[test]
     fn a_zero_base_stays_zero_past_any_exponent() {
-        let p = RetryPolicy::default().with_base(Duration::ZERO);
+        let p = RetryPolicy::default().base(Duration::ZERO);
         for retry in [1, 1_024, 1_025, 5_000, u32::MAX] {
             assert_eq!(p.delay(retry), Duration::ZERO, "retry {retry}");
         }

@@ -136,8 +136,8 @@ struct Timer<E> {
     /// The machine's visit counter when the timer was set; the timer dies
     /// when the machine leaves that state.
     visit: u32,
-    /// Holds external input back while pending (`after`), or lets it
-    /// through (`timeout`).
+    /// Holds external input back while pending (`pause`), or lets it
+    /// through (`deadline`).
     holds: bool,
     event: E,
 }

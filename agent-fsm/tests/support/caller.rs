@@ -107,7 +107,7 @@ impl<P: Provider> Effects<caller::Machine> for CallerEffects<P> {
             }
             caller::Action::Retry { attempt, hint } => {
                 cx.cancel_task("llm");
-                cx.after(self.policy.delay_for(attempt, hint), caller::Event::RetryFired);
+                cx.pause(self.policy.delay_for(attempt, hint), caller::Event::RetryFired);
             }
             caller::Action::Nothing => {}
         }
@@ -122,7 +122,7 @@ pub(crate) async fn run<P: Provider>(
     request: Request,
     max_attempts: u32,
 ) -> Vec<Result<StreamEvent, ProviderError>> {
-    let policy = RetryPolicy::default().with_jitter(0.0).with_cap(Duration::from_secs(30));
+    let policy = RetryPolicy::default().jitter(0.0).cap(Duration::from_secs(30));
     let machine = caller::Machine::new(caller::Config { max_attempts });
     let handle = spawn(machine, CallerEffects { provider, request, policy }, ExecutorConfig::new());
     let run = async {

@@ -482,7 +482,7 @@ impl Scripted {
         Self {
             replies: Arc::new(Mutex::new(replies.into_iter().collect())),
             produced: Arc::default(),
-            policy: RetryPolicy::default().with_seed(42),
+            policy: RetryPolicy::default().seed(42),
             delta_delay: Duration::from_millis(10),
         }
     }
@@ -563,7 +563,7 @@ impl Effects<Agent> for Scripted {
             }
             Action::ScheduleRetry { retry } => {
                 self.produced.lock().unwrap().retries_scheduled += 1;
-                cx.after(self.policy.delay(retry), Event::RetryFired);
+                cx.pause(self.policy.delay(retry), Event::RetryFired);
             }
             Action::Display(text) => cx.output(text),
             Action::DisplayError => cx.output("error: the LLM failed".to_owned()),
@@ -576,7 +576,7 @@ impl Effects<Agent> for Scripted {
 /// a tracker of its own.
 pub(crate) fn config() -> ExecutorConfig<Agent> {
     ExecutorConfig::new()
-        .interrupt_event(|_cause| Some(Event::Interrupted))
+        .interrupt_event(EventKind::Interrupted, |_cause| Event::Interrupted)
         .shutdown_event(|| Some(Event::Shutdown))
         .record_events()
         .tracker(TaskTracker::new())
