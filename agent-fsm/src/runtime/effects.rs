@@ -350,6 +350,8 @@ where
         if !self.discarding("spawn_task")
             && let Some(work) = self.env.work()
         {
+            // The task runs in the span of the step that spawned it.
+            let task = tracing::Instrument::instrument(task, tracing::Span::current());
             work.spawn_task(key.into(), Box::pin(task), timeout, Box::new(on_failure));
         }
     }

@@ -58,6 +58,9 @@ pub(crate) enum Produced<E> {
 struct StreamSlot<E> {
     /// Set by `EffectContext::stream_keyed`, for `cancel`.
     key: Option<String>,
+    /// The span of the step that opened the stream, entered while it is
+    /// polled (tasks carry theirs through `Instrument`).
+    span: tracing::Span,
     stream: Pin<Box<dyn Stream<Item = E> + Send>>,
     deadline: Option<Pin<Box<Sleep>>>,
     on_failure: StreamFailureFn<E>,
@@ -222,7 +225,8 @@ impl<E: Send + 'static> Work<E> {
         on_failure: StreamFailureFn<E>,
     ) {
         let deadline = timeout.and_then(deadline_in).map(|at| Box::pin(tokio::time::sleep_until(at)));
-        self.streams.push(StreamSlot { key, stream, deadline, on_failure });
+        let span = tracing::Span::current();
+        self.streams.push(StreamSlot { key, span, stream, deadline, on_failure });
     }
 
     /// Tasks holding a concurrency slot: the running ones, and the
@@ -482,8 +486,9 @@ impl<E: Send + 'static> Work<E> {
                 i = 0;
             }
             unpolled -= 1;
-            let stream = &mut self.streams[i].stream;
-            match catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))) {
+            let StreamSlot { stream, span, .. } = &mut self.streams[i];
+            let polled = span.in_scope(|| catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))));
+            match polled {
                 Ok(Poll::Ready(Some(event))) => {
                     self.stream_turn = i + 1;
                     return Some(Produced::Event(event));

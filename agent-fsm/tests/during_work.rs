@@ -1,0 +1,198 @@
+//! Input during effect work: events the table marks `#[during_work]` (or
+//! the configuration lists) reach the machine as they arrive, between the
+//! results of the tools in flight; the others still wait for the work to
+//! end, in the order received. On paused tokio time, each test under a
+//! timeout, so that a worker that never delivers fails instead of hanging.
+
+use std::future::Future;
+use std::time::Duration;
+
+use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, MachineHandle};
+use agent_fsm::{StateMachine, state_machine};
+use tokio::time::{Instant, sleep, timeout};
+
+#[state_machine(fallback = Nothing, name = Desk)]
+mod desk {
+    #[states]
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(crate) enum State {
+        #[initial]
+        Idle,
+        Working,
+    }
+
+    #[events]
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(crate) enum Event {
+        /// Run tools that take these many milliseconds.
+        Start(Vec<u64>),
+        /// What the user typed.
+        #[during_work]
+        Message(String),
+        /// Not marked: waits for the work to end.
+        Budget(u32),
+        /// A tool's result: how long it took.
+        ToolDone(u64),
+    }
+
+    #[actions]
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(crate) enum Action {
+        Nothing,
+        RunTools(Vec<u64>),
+        Queue(String),
+    }
+
+    transitions! {
+        Idle + Start(tools) => Working / RunTools(tools),
+        Idle + Message(text) => Idle / Queue(text),
+        Idle + Budget(_) => Idle / Nothing,
+        Working + Message(text) => Working / Queue(text),
+        Working + Budget(_) => Working / Nothing,
+        Working + ToolDone(_) => Working / Nothing,
+        Working + Start(_) => Idle / Nothing,
+    }
+}
+
+use desk::{Desk, Event, EventKind};
+
+/// Each tool of `RunTools` is a task that sleeps its time and reports it.
+fn effects() -> impl runtime::Effects<Desk, Output = ()> {
+    runtime::from_fn(|action, cx: &mut EffectContext<'_, Desk, ()>| {
+        if let desk::Action::RunTools(tools) = action {
+            for ms in tools {
+                cx.spawn_task(
+                    format!("tool-{ms}"),
+                    async move {
+                        sleep(Duration::from_millis(ms)).await;
+                        Event::ToolDone(ms)
+                    },
+                    |_, _| Event::ToolDone(0),
+                );
+            }
+        }
+    })
+}
+
+fn spawn(config: ExecutorConfig<Desk>) -> MachineHandle<Desk> {
+    runtime::spawn(Desk::new(), effects(), config.record_events())
+}
+
+/// Every event the machine received, in order.
+async fn received(handle: &MachineHandle<Desk>) -> Vec<Event> {
+    let history = handle.history().await.expect("the worker is running");
+    history.events().expect("events are recorded").iter().map(|r| r.event.clone()).collect()
+}
+
+/// Runs `test` under a deadline far beyond what it needs on paused time.
+async fn bounded(test: impl Future<Output = ()>) {
+    timeout(Duration::from_secs(60), test).await.expect("the worker delivered everything in time");
+}
+
+fn message(text: &str) -> Event {
+    Event::Message(text.to_owned())
+}
+
+#[test]
+fn the_table_marks_its_during_work_events() {
+    assert_eq!(Desk::DURING_WORK, [EventKind::Message]);
+}
+
+/// A user message sent while three tools run reaches the machine before
+/// the last tool's result, in order with the results, and its `call`
+/// returns while the last tool still runs.
+#[tokio::test(start_paused = true)]
+async fn a_message_sent_while_three_tools_run_comes_before_the_last_result() {
+    bounded(async {
+        let handle = spawn(ExecutorConfig::new());
+        let started = Instant::now();
+        handle.send(Event::Start(vec![100, 200, 300])).await.expect("sent");
+        sleep(Duration::from_millis(250)).await;
+        let delivered = handle.call(message("also check the docs")).await.expect("delivered");
+        assert!(delivered.performed, "{delivered:?}");
+        assert_eq!(started.elapsed(), Duration::from_millis(250), "the call waited for the tools");
+        handle.wait_idle().await.expect("the worker is running");
+        assert_eq!(
+            received(&handle).await,
+            [
+                Event::Start(vec![100, 200, 300]),
+                Event::ToolDone(100),
+                Event::ToolDone(200),
+                message("also check the docs"),
+                Event::ToolDone(300),
+            ]
+        );
+    })
+    .await;
+}
+
+/// An event the table does not mark still waits for the work to end; a
+/// marked one sent after it does not wait behind it.
+#[tokio::test(start_paused = true)]
+async fn other_events_wait_for_the_work_and_keep_their_order() {
+    bounded(async {
+        let handle = spawn(ExecutorConfig::new());
+        handle.send(Event::Start(vec![100, 200, 300])).await.expect("sent");
+        sleep(Duration::from_millis(50)).await;
+        handle.send(Event::Budget(1)).await.expect("sent");
+        handle.send(Event::Budget(2)).await.expect("sent");
+        sleep(Duration::from_millis(100)).await;
+        handle.send(message("first")).await.expect("sent");
+        handle.send(Event::Budget(3)).await.expect("sent");
+        handle.send(message("second")).await.expect("sent");
+        handle.wait_idle().await.expect("the worker is running");
+        assert_eq!(
+            received(&handle).await,
+            [
+                Event::Start(vec![100, 200, 300]),
+                Event::ToolDone(100),
+                message("first"),
+                message("second"),
+                Event::ToolDone(200),
+                Event::ToolDone(300),
+                Event::Budget(1),
+                Event::Budget(2),
+                Event::Budget(3),
+            ]
+        );
+    })
+    .await;
+}
+
+/// The configuration can add events the table does not mark.
+#[tokio::test(start_paused = true)]
+async fn the_configuration_lists_more_events() {
+    bounded(async {
+        let handle = spawn(ExecutorConfig::new().during_work(EventKind::Budget));
+        handle.send(Event::Start(vec![100, 200])).await.expect("sent");
+        sleep(Duration::from_millis(150)).await;
+        handle.send(Event::Budget(7)).await.expect("sent");
+        handle.wait_idle().await.expect("the worker is running");
+        assert_eq!(
+            received(&handle).await,
+            [Event::Start(vec![100, 200]), Event::ToolDone(100), Event::Budget(7), Event::ToolDone(200)]
+        );
+    })
+    .await;
+}
+
+/// Events held back while the work ran are still delivered, in order,
+/// when an interrupt ends the work.
+#[tokio::test(start_paused = true)]
+async fn held_events_are_delivered_after_an_interrupt() {
+    bounded(async {
+        let handle = spawn(ExecutorConfig::new());
+        handle.send(Event::Start(vec![1_000])).await.expect("sent");
+        sleep(Duration::from_millis(10)).await;
+        handle.send(Event::Budget(1)).await.expect("sent");
+        handle.send(message("now")).await.expect("sent");
+        sleep(Duration::from_millis(10)).await;
+        handle.interrupt("stop").await.expect("interrupted");
+        handle.wait_idle().await.expect("the worker is running");
+        assert_eq!(
+            received(&handle).await,
+            [Event::Start(vec![1_000]), message("now"), Event::ToolDone(0), Event::Budget(1)]
+        );
+    })
+    .await;
+}
