@@ -23,7 +23,10 @@ mod reader {
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub(crate) enum Event {
         /// Open a stream whose opening takes this long, then fails or not.
-        Open { delay_ms: u64, fail: bool },
+        Open {
+            delay_ms: u64,
+            fail: bool,
+        },
         Item(u32),
         Failed(String),
     }

@@ -106,7 +106,7 @@ use crate::{ActionKindOf, Kind, StateMachine};
 /// # enum Action { CallLlm }
 /// # struct Client;
 /// # impl Client {
-/// #     async fn send(&self) -> Result<impl Stream<Item = Event> + Send + 'static, String> {
+/// #     async fn send(self: std::sync::Arc<Self>) -> Result<impl Stream<Item = Event> + Send + 'static, String> {
 /// #         Ok(futures::stream::iter([Event::Delta("hi".into())]))
 /// #     }
 /// # }
