@@ -1,13 +1,15 @@
-//! Input during effect work: events the table marks `#[during_work]` (or
-//! the configuration lists) reach the machine as they arrive, between the
-//! results of the tools in flight; the others still wait for the work to
-//! end, in the order received. On paused tokio time, each test under a
-//! timeout, so that a worker that never delivers fails instead of hanging.
+//! Input and interrupts during effect work: events the table marks
+//! `#[during_work]` (or the configuration lists) reach the machine as they
+//! arrive, between the results of the tools in flight; the others still
+//! wait for the work to end, in the order received. A task spawned to
+//! survive interrupts runs on through one. On paused tokio time, each test
+//! under a timeout, so that a worker that never delivers fails instead of
+//! hanging.
 
 use std::future::Future;
 use std::time::Duration;
 
-use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, MachineHandle};
+use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, MachineHandle, TaskOptions};
 use agent_fsm::{StateMachine, state_machine};
 use tokio::time::{Instant, sleep, timeout};
 
@@ -56,18 +58,21 @@ mod desk {
 
 use desk::{Desk, Event, EventKind};
 
-/// Each tool of `RunTools` is a task that sleeps its time and reports it.
+/// Each tool of `RunTools` is a task that sleeps its time and reports it;
+/// those of an odd time are spawned to survive interrupts.
 fn effects() -> impl runtime::Effects<Desk, Output = ()> {
     runtime::from_fn(|action, cx: &mut EffectContext<'_, Desk, ()>| {
         if let desk::Action::RunTools(tools) = action {
             for ms in tools {
-                cx.spawn_task(
+                let options = if ms % 2 == 1 { TaskOptions::new().survive_interrupt() } else { TaskOptions::new() };
+                cx.spawn_task_with(
                     format!("tool-{ms}"),
                     async move {
                         sleep(Duration::from_millis(ms)).await;
                         Event::ToolDone(ms)
                     },
                     |_, _| Event::ToolDone(0),
+                    options,
                 );
             }
         }
@@ -193,6 +198,38 @@ async fn held_events_are_delivered_after_an_interrupt() {
             received(&handle).await,
             [Event::Start(vec![1_000]), message("now"), Event::ToolDone(0), Event::Budget(1)]
         );
+    })
+    .await;
+}
+
+/// An interrupt cancels the tasks that did not ask to survive it; the one
+/// that did runs on, and its result comes after the interrupt.
+#[tokio::test(start_paused = true)]
+async fn a_task_spawned_to_survive_interrupts_runs_on_through_one() {
+    bounded(async {
+        let handle = spawn(ExecutorConfig::new());
+        let started = Instant::now();
+        handle.send(Event::Start(vec![301, 200])).await.expect("sent");
+        sleep(Duration::from_millis(10)).await;
+        handle.interrupt("stop").await.expect("interrupted");
+        handle.wait_idle().await.expect("the worker is running");
+        assert_eq!(started.elapsed(), Duration::from_millis(301), "idle once the surviving task is done");
+        assert_eq!(received(&handle).await, [Event::Start(vec![301, 200]), Event::ToolDone(0), Event::ToolDone(301)]);
+    })
+    .await;
+}
+
+/// A shutdown cancels every task, those spawned to survive interrupts too.
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_cancels_a_task_that_survives_interrupts() {
+    bounded(async {
+        let handle = spawn(ExecutorConfig::new());
+        let started = Instant::now();
+        handle.send(Event::Start(vec![301])).await.expect("sent");
+        sleep(Duration::from_millis(10)).await;
+        handle.shutdown().await.expect("stopped");
+        assert_eq!(started.elapsed(), Duration::from_millis(10), "the shutdown waited for the task");
+        assert_eq!(received(&handle).await, [Event::Start(vec![301]), Event::ToolDone(0)]);
     })
     .await;
 }

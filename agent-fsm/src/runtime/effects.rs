@@ -172,6 +172,32 @@ where
     }
 }
 
+/// How a task is run; see [`EffectContext::spawn_task_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TaskOptions {
+    survive_interrupt: bool,
+}
+
+impl TaskOptions {
+    /// The options of [`EffectContext::spawn_task`]: an interrupt cancels
+    /// the task.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self { survive_interrupt: false }
+    }
+
+    /// An [`interrupt`](super::MachineHandle::interrupt) leaves the task
+    /// running (or queued): it is not cancelled, owes no `Cancelled` event,
+    /// and its result is delivered when it comes, after the interrupt
+    /// event, into whatever state that event left. A shutdown still
+    /// cancels it, as does [`EffectContext::cancel_task`].
+    #[must_use]
+    pub const fn survive_interrupt(mut self) -> Self {
+        self.survive_interrupt = true;
+        self
+    }
+}
+
 /// Why a stream or a task ended without its own event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -417,13 +443,40 @@ where
         T: Future<Output = M::Event> + Send + 'static,
         F: FnOnce(String, EffectFailure) -> M::Event + Send + 'static,
     {
+        self.spawn_task_with(key, task, on_failure, TaskOptions::new());
+    }
+
+    /// [`spawn_task`](Self::spawn_task) with [`TaskOptions`]: a task that
+    /// an [`interrupt`](super::MachineHandle::interrupt) does not cancel,
+    /// say, so that the tool running when the user interrupts finishes and
+    /// its result reaches the machine after the interrupt event.
+    ///
+    /// ```
+    /// # use agent_fsm::runtime::{EffectContext, TaskOptions};
+    /// # #[derive(Debug)] enum Event { ToolDone(Result<String, String>) }
+    /// # async fn run_tool() -> Result<String, String> { Ok(String::new()) }
+    /// # fn perform<M: agent_fsm::StateMachine<Event = Event>>(cx: &mut EffectContext<'_, M, ()>) {
+    /// cx.spawn_task_with(
+    ///     "tool-1",
+    ///     async { Event::ToolDone(run_tool().await) },
+    ///     |_key, failure| Event::ToolDone(Err(failure.to_string())),
+    ///     TaskOptions::new().survive_interrupt(),
+    /// );
+    /// # }
+    /// ```
+    pub fn spawn_task_with<T, F>(&mut self, key: impl Into<String>, task: T, on_failure: F, options: TaskOptions)
+    where
+        T: Future<Output = M::Event> + Send + 'static,
+        F: FnOnce(String, EffectFailure) -> M::Event + Send + 'static,
+    {
         let (_, timeout) = self.settings.timeouts_for(self.action);
         if !self.discarding("spawn_task")
             && let Some(work) = self.env.work()
         {
             // The task runs in the span of the step that spawned it.
             let task = tracing::Instrument::instrument(task, tracing::Span::current());
-            work.spawn_task(key.into(), Box::pin(task), timeout, Box::new(on_failure));
+            let (key, on_failure) = (key.into(), Box::new(on_failure));
+            work.spawn_task_with(key, Box::pin(task), timeout, on_failure, options.survive_interrupt);
         }
     }
 

@@ -794,12 +794,13 @@ where
     }
 
     /// Cancels the work in flight and delivers what it owes, without
-    /// performing the resulting actions.
-    fn cancel_in_flight(&mut self) {
+    /// performing the resulting actions. An `interrupt` leaves the tasks
+    /// spawned to survive one.
+    fn cancel_in_flight(&mut self, interrupt: bool) {
         let Some(work) = &mut self.work else {
             return;
         };
-        for produced in work.cancel_all() {
+        for produced in work.cancel_all(interrupt) {
             if let Some(event) = self.resolve(produced) {
                 self.deliver(event, Mode::Draining, None);
             }
@@ -811,7 +812,7 @@ where
 
     fn interrupt(&mut self, cause: Arc<str>) {
         tracing::info!(machine = M::DESCRIPTION.name, cause = &*cause, "interrupt");
-        self.cancel_in_flight();
+        self.cancel_in_flight(true);
         if self.hot.failed {
             return;
         }
@@ -836,7 +837,7 @@ where
     /// handles (see the module docs), up to draining the inbox.
     fn begin_stop(&mut self, reason: StopReason) {
         tracing::debug!(machine = M::DESCRIPTION.name, ?reason, "stopping");
-        self.cancel_in_flight();
+        self.cancel_in_flight(false);
         if self.hot.failed {
             return;
         }

@@ -9,7 +9,7 @@
 //!
 //! | file | job |
 //! | --- | --- |
-//! | `effects.rs` | [`Effects`], [`EffectContext`], [`EffectFailure`] |
+//! | `effects.rs` | [`Effects`], [`EffectContext`], [`TaskOptions`], [`EffectFailure`] |
 //! | `work.rs` | the streams, tasks and timers in flight (internal) |
 //! | `executor.rs` | the worker loop, [`spawn`], [`pair`] |
 //! | `handle.rs` | [`MachineHandle`], [`Notification`] |
@@ -177,7 +177,10 @@
 //! open streams are dropped (items already delivered stay delivered) and
 //! yield their `on_failure(Cancelled)` event if they have one; every
 //! running or queued task is cancelled and yields `on_failure(key,
-//! Cancelled)`, in spawn order, so every pending call gets a result; timers
+//! Cancelled)`, in spawn order, so every pending call gets a result (but
+//! for the tasks spawned with [`TaskOptions::survive_interrupt`], which
+//! run on and deliver their result when it comes, after the interrupt
+//! event: the tool that should finish through an interrupt); timers
 //! are dropped; the cause is recorded; then the configured interrupt event
 //! is delivered. The actions returned by the cancellation events are *not
 //! performed* — an interrupt starts no new work except what the machine
@@ -247,7 +250,7 @@ mod retry;
 mod work;
 
 pub use config::ExecutorConfig;
-pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, from_fn};
+pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, TaskOptions, from_fn};
 pub use error::{ReplayError, RequestError, SendError, TryRecvError, WorkerError};
 pub use executor::{pair, spawn};
 pub use feed::{Subscription, Topics};
