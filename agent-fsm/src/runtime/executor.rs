@@ -514,7 +514,7 @@ where
         }
     }
 
-    fn extras_mut(&mut self) -> &mut Extras<Envelope<M::Event, DeliveredTo<M>>> {
+    fn extras_mut(&mut self) -> &mut Extras<InboxEnvelope<M>> {
         self.link.extras.get_or_insert_with(Box::default)
     }
 
@@ -966,8 +966,11 @@ struct Link<M: StateMachine, O> {
     /// Waiters, the cancellation token, the attached observer and the
     /// events held back during work: rarely used, so boxed on first use
     /// (at start with an observer) to keep idle agents small.
-    extras: Option<Box<Extras<Envelope<M::Event, DeliveredTo<M>>>>>,
+    extras: Option<Box<Extras<InboxEnvelope<M>>>>,
 }
+
+/// What the inbox of machine `M` holds.
+type InboxEnvelope<M> = Envelope<<M as StateMachine>::Event, DeliveredTo<M>>;
 
 impl<M: StateMachine, O> Link<M, O> {
     /// Drops the attached observer, if any.
