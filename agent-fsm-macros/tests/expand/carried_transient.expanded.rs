@@ -209,6 +209,7 @@ Terminal: no row leaves it.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
+    #[allow(non_camel_case_types)]
     pub enum StateKind {
         ///`Idle`.
         Idle,
@@ -288,6 +289,7 @@ Terminal: no row leaves it.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
+    #[allow(non_camel_case_types)]
     pub enum EventKind {
         ///`Input`.
         Input,
@@ -373,6 +375,7 @@ Terminal: no row leaves it.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
+    #[allow(non_camel_case_types)]
     pub enum ActionKind {
         ///`Wait`.
         Wait,

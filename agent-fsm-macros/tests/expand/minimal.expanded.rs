@@ -125,6 +125,7 @@ The initial state.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
+    #[allow(non_camel_case_types)]
     pub enum StateKind {
         ///`Closed`.
         Closed,
@@ -189,6 +190,7 @@ The initial state.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
+    #[allow(non_camel_case_types)]
     pub enum EventKind {
         ///`Push`.
         Push,
@@ -258,6 +260,7 @@ The initial state.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
+    #[allow(non_camel_case_types)]
     pub enum ActionKind {
         ///`Nothing`.
         Nothing,

@@ -135,6 +135,7 @@ The initial state.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
+    #[allow(non_camel_case_types)]
     pub enum StateKind {
         ///`Off`.
         Off,
@@ -204,6 +205,7 @@ The initial state.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
+    #[allow(non_camel_case_types)]
     pub enum EventKind {
         ///`Toggle`.
         Toggle,
@@ -273,6 +275,7 @@ The initial state.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
+    #[allow(non_camel_case_types)]
     pub enum ActionKind {
         ///`None`.
         None,
