@@ -233,3 +233,64 @@ async fn a_shutdown_cancels_a_task_that_survives_interrupts() {
     })
     .await;
 }
+
+/// Events held back while the work ran are delivered when it ends, with
+/// no one waiting for the agent to be idle: a `call` held back returns then.
+#[tokio::test(start_paused = true)]
+async fn a_call_held_back_returns_when_the_work_ends() {
+    bounded(async {
+        let handle = spawn(ExecutorConfig::new());
+        let started = Instant::now();
+        handle.send(Event::Start(vec![100])).await.expect("sent");
+        sleep(Duration::from_millis(10)).await;
+        handle.call(Event::Budget(1)).await.expect("delivered");
+        assert_eq!(started.elapsed(), Duration::from_millis(100), "the call waited for the tool");
+    })
+    .await;
+}
+
+/// At most an inbox's capacity is held back: past that, senders wait on a
+/// full inbox as they do for a machine that takes nothing during work.
+#[tokio::test(start_paused = true)]
+async fn at_most_an_inbox_of_events_is_held_back() {
+    bounded(async {
+        let handle = spawn(ExecutorConfig::new().inbox_capacity(1));
+        handle.send(Event::Start(vec![100])).await.expect("sent");
+        sleep(Duration::from_millis(10)).await;
+        handle.send(Event::Budget(1)).await.expect("sent");
+        sleep(Duration::from_millis(10)).await;
+        handle.try_send(Event::Budget(2)).expect("one held back, the inbox has room for one");
+        sleep(Duration::from_millis(10)).await;
+        assert!(handle.try_send(Event::Budget(3)).is_err(), "the inbox is full: nothing more is held back");
+    })
+    .await;
+}
+
+/// An interrupt cancels a queued task that did not ask to survive it, and
+/// leaves the running one that did.
+#[tokio::test(start_paused = true)]
+async fn an_interrupt_cancels_queued_tasks_that_do_not_survive_it() {
+    bounded(async {
+        let handle = spawn(ExecutorConfig::new().concurrency_limit(1));
+        handle.send(Event::Start(vec![301, 200])).await.expect("sent");
+        sleep(Duration::from_millis(10)).await;
+        handle.interrupt("stop").await.expect("interrupted");
+        handle.wait_idle().await.expect("the worker is running");
+        assert_eq!(received(&handle).await, [Event::Start(vec![301, 200]), Event::ToolDone(0), Event::ToolDone(301)]);
+    })
+    .await;
+}
+
+/// A shutdown cancels queued tasks too, those that survive interrupts
+/// included: each owes its event.
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_cancels_queued_tasks_that_survive_interrupts() {
+    bounded(async {
+        let handle = spawn(ExecutorConfig::new().concurrency_limit(1));
+        handle.send(Event::Start(vec![200, 301])).await.expect("sent");
+        sleep(Duration::from_millis(10)).await;
+        handle.shutdown().await.expect("stopped");
+        assert_eq!(received(&handle).await, [Event::Start(vec![200, 301]), Event::ToolDone(0), Event::ToolDone(0)]);
+    })
+    .await;
+}
