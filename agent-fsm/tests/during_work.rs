@@ -294,3 +294,65 @@ async fn a_shutdown_cancels_queued_tasks_that_survive_interrupts() {
     })
     .await;
 }
+
+/// A machine that takes nothing during work.
+#[state_machine(fallback = Nothing, name = Plain)]
+mod plain {
+    #[states]
+    #[derive(Debug)]
+    pub(crate) enum State {
+        #[initial]
+        Idle,
+        Working,
+    }
+
+    #[events]
+    #[derive(Debug)]
+    pub(crate) enum Event {
+        Start,
+        Note,
+        Done,
+    }
+
+    #[actions]
+    #[derive(Debug)]
+    pub(crate) enum Action {
+        Nothing,
+        Work,
+    }
+
+    transitions! {
+        Idle + Start => Working / Work,
+        Idle + Note => Idle / Nothing,
+        Working + Note => Working / Nothing,
+        Working + Done => Idle / Nothing,
+    }
+}
+
+/// Without events taken during work, the worker leaves the inbox alone
+/// while work is in flight: it fills, and senders wait on it.
+#[tokio::test(start_paused = true)]
+async fn a_machine_that_takes_nothing_during_work_leaves_the_inbox_alone() {
+    bounded(async {
+        let effects = runtime::from_fn(|action, cx: &mut EffectContext<'_, plain::Plain, ()>| {
+            if let plain::Action::Work = action {
+                cx.spawn_task(
+                    "work",
+                    async {
+                        sleep(Duration::from_millis(100)).await;
+                        plain::Event::Done
+                    },
+                    |_, _| plain::Event::Done,
+                );
+            }
+        });
+        let handle = runtime::spawn(plain::Plain::new(), effects, ExecutorConfig::new().inbox_capacity(1));
+        handle.send(plain::Event::Start).await.expect("sent");
+        sleep(Duration::from_millis(10)).await;
+        handle.try_send(plain::Event::Note).expect("the inbox has room for one");
+        sleep(Duration::from_millis(10)).await;
+        assert!(handle.try_send(plain::Event::Note).is_err(), "the inbox was read during the work");
+        handle.wait_idle().await.expect("the worker is running");
+    })
+    .await;
+}
