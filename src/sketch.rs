@@ -548,7 +548,9 @@ pub mod machine {
     pub enum SketchEvent {
         /// The agent is set up.
         Start,
-        /// The user typed a message.
+        /// The user typed a message. Delivered as it comes, even while
+        /// tools run: the in-flight states queue it for the next send.
+        #[during_work]
         UserMessage(String),
         /// The model replied.
         LlmResponse(LlmReply),
@@ -564,7 +566,9 @@ pub mod machine {
         GitCheckFailed(String),
         /// The formatters finished.
         FormattersFinished(FormatReport),
-        /// The user asked to stop the turn.
+        /// The user asked to stop the turn. Delivered as it comes, even
+        /// while tools run, which it aborts.
+        #[during_work]
         Cancel,
         /// The user set a new budget.
         RaiseBudget(Budget),

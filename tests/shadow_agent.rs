@@ -476,11 +476,12 @@ async fn interrupt_in_executing_tool_lets_the_current_tool_complete() {
     assert_eq!(
         hops(&history)[hops(&history).len() - 3..],
         [
-            // The executor cancelled the await of the tool: the machine
-            // learns of the interrupt (this action is not performed)...
+            ("Processing", Some("LlmEvent"), "ExecutingTool", Some("ExecuteTool")),
+            // The interrupt left the tool's task running (it was spawned to
+            // survive one): the configured interrupt event is the only
+            // word of it the machine gets...
             ("ExecutingTool", Some("Interrupt"), "ExecutingTool", Some("InterruptAfterCurrentTool")),
-            // ...then the configured interrupt event: await it again.
-            ("ExecutingTool", Some("Interrupt"), "ExecutingTool", Some("InterruptAfterCurrentTool")),
+            // ...and the tool's own result follows.
             ("ExecutingTool", Some("ToolResult"), "Done", Some("Interrupted")),
         ]
     );

@@ -8,8 +8,18 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Fields, Item, ItemMod};
 
-const MARKERS: [&str; 9] =
-    ["states", "events", "actions", "context", "carry", "initial", "terminal", "transient", "no_carry"];
+const MARKERS: [&str; 10] = [
+    "states",
+    "events",
+    "actions",
+    "context",
+    "carry",
+    "initial",
+    "terminal",
+    "transient",
+    "no_carry",
+    crate::model::DURING_WORK,
+];
 
 /// The module as written, minus the table and the macro's own attributes,
 /// followed by the errors.

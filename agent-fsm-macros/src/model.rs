@@ -41,6 +41,9 @@ pub(crate) struct StateDef {
 /// One event or action variant.
 pub(crate) struct VariantDef {
     pub(crate) ident: Ident,
+    /// An event marked `#[during_work]`: delivered from the inbox even
+    /// while effect work is in flight.
+    pub(crate) during_work: Option<Span>,
 }
 
 /// One row of the table after resolution; `*` and `A | B` sources are kept
@@ -407,8 +410,8 @@ impl Model {
         let carried = roles.carried;
         let states = state_defs(cx, &state_enum, &carried);
         let contradicted = states.iter().any(crate::validate::contradictory);
-        let events = variant_defs(&event_enum);
-        let actions = variant_defs(&action_enum);
+        let events = variant_defs(cx, &event_enum);
+        let actions = variant_defs(cx, &action_enum);
 
         let mut model = Model {
             machine: args.name.clone().unwrap_or_else(|| Ident::new("Machine", Span::call_site())),
@@ -1422,6 +1425,12 @@ fn misplaced_markers(cx: &Ctxt, e: &mut ItemEnum, role: &str) {
                 (marker, _, _) if role != "states" && STATE_MARKERS.contains(&marker) => {
                     format!("`#[{marker}]` marks a state: put it on a variant of the `#[states]` enum")
                 }
+                (DURING_WORK, "events", false) => {
+                    "`#[during_work]` marks one event: put it on that variant of the enum".to_owned()
+                }
+                (DURING_WORK, _, _) if role != "events" => {
+                    "`#[during_work]` marks an event delivered while effect work is in flight: put it on a variant of the `#[events]` enum".to_owned()
+                }
                 _ => return true,
             };
             cx.error_spanned_by(attr, message);
@@ -1551,9 +1560,26 @@ fn state_defs(cx: &Ctxt, e: &ItemEnum, carried: &[Field]) -> Vec<StateDef> {
         .collect()
 }
 
-fn variant_defs(e: &ItemEnum) -> Vec<VariantDef> {
-    e.variants.iter().map(|v| VariantDef { ident: v.ident.clone() }).collect()
+/// The variants of the events or actions enum; `#[during_work]` is read
+/// here (it is left only on events: `misplaced_markers` took it off the
+/// other enums).
+fn variant_defs(cx: &Ctxt, e: &ItemEnum) -> Vec<VariantDef> {
+    e.variants
+        .iter()
+        .map(|v| {
+            let marker = v.attrs.iter().find(|a| a.path().is_ident(DURING_WORK));
+            if let Some(attr) = marker
+                && !matches!(attr.meta, syn::Meta::Path(_))
+            {
+                cx.error_spanned_by(&attr.meta, "`#[during_work]` takes no arguments; write `#[during_work]`");
+            }
+            VariantDef { ident: v.ident.clone(), during_work: marker.map(|a| a.path().span()) }
+        })
+        .collect()
 }
+
+/// The marker of an event delivered while effect work is in flight.
+pub(crate) const DURING_WORK: &str = "during_work";
 
 fn shape(fields: &Fields) -> Shape {
     match fields {

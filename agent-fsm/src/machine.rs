@@ -45,6 +45,12 @@ pub trait StateMachine {
     /// The table and its names, known at compile time.
     const DESCRIPTION: &'static Description;
 
+    /// The events the table marks `#[during_work]`: the executor delivers
+    /// them from its inbox as they arrive, even while effect work is in
+    /// flight, where other external events wait for the work to end (see
+    /// the runtime's ordering rules). Empty unless the table marks some.
+    const DURING_WORK: &'static [<Self::Event as Kinded>::Kind] = &[];
+
     /// Feeds one event and returns the action the caller must perform.
     fn handle_event(&mut self, event: Self::Event) -> Self::Action;
 

@@ -9,12 +9,10 @@ use std::sync::{Arc, Weak};
 
 use agent_fsm::StateMachine;
 use agent_fsm::llm::{ErrorKind, ProviderError, StreamEvent};
-use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, ExecutorConfig, RetryPolicy};
-use futures::future::{BoxFuture, FutureExt, Shared};
+use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, ExecutorConfig, RetryPolicy, TaskOptions};
 use futures::stream::{self, BoxStream, Stream, StreamExt};
 use serde_json::Value;
-use tokio::sync::{broadcast, oneshot, watch};
-use tokio::task::AbortHandle;
+use tokio::sync::{broadcast, watch};
 
 use super::{AgentRuntime, AgentUpdate, ChildResult, Llm, Output, RuntimeInner, SUBAGENT_TOOL, ShadowHandle};
 use crate::coding_agent::Workspace;
@@ -23,14 +21,6 @@ use crate::shadow::{INTERRUPTED, Shadow, ShadowAction, ShadowContext, ShadowEven
 /// The key of the model's stream, by which a retry cancels what is left of
 /// the failed attempt's.
 const LLM_STREAM: &str = "llm";
-
-/// The tool call running on its own task.
-struct RunningTool {
-    tool_use_id: String,
-    /// Its result, awaitable more than once (see *Interrupts*).
-    result: Shared<BoxFuture<'static, ChildResult>>,
-    abort: AbortHandle,
-}
 
 /// A child agent this agent spawned.
 struct Child {
@@ -53,7 +43,8 @@ pub struct ShadowEffects {
     last_state: ShadowState,
     /// Input handed back mid-turn, oldest first.
     deferred: VecDeque<String>,
-    current_tool: Option<RunningTool>,
+    /// The id of the last tool call started on an executor task.
+    current_tool: Option<String>,
     children: HashMap<String, Child>,
     /// Set for a subagent: where its answer goes.
     report: Option<watch::Sender<Option<ChildResult>>>,
@@ -65,7 +56,7 @@ impl fmt::Debug for ShadowEffects {
             .field("session_id", &self.session_id)
             .field("last_state", &self.last_state)
             .field("deferred", &self.deferred)
-            .field("current_tool", &self.current_tool.as_ref().map(|t| &t.tool_use_id))
+            .field("current_tool", &self.current_tool)
             .field("children", &self.children.keys().collect::<Vec<_>>())
             .field("subagent", &self.report.is_some())
             .finish_non_exhaustive()
@@ -225,57 +216,36 @@ impl ShadowEffects {
         let workspace = Arc::clone(&self.workspace);
         let tool_use_id = call.id.clone();
         let loom_call = crate::loom::ToolCall { id: call.id, name: call.name, arguments: call.arguments };
-        let (tx, rx) = oneshot::channel();
-        // The tool runs on a task of its own, which an interrupt does not
-        // cancel: the executor's task only awaits its result.
-        let task = self.config.task_tracker().spawn(async move {
-            let result = workspace.run(&loom_call).await.map(text_of).map_err(|e| e.message);
-            // Err: nobody awaits the result any more (shutdown).
-            let _ = tx.send(result);
-        });
-        let result = async move { rx.await.unwrap_or_else(|_| Err("the tool stopped without a result".to_owned())) }
-            .boxed()
-            .shared();
-        let abort = task.abort_handle();
-        self.await_tool(tool_use_id.clone(), result.clone(), abort.clone(), cx);
-        self.current_tool = Some(RunningTool { tool_use_id, result, abort });
-    }
-
-    /// Awaits the running tool on an executor task. A cancelled await (an
-    /// interrupt) is delivered as [`ShadowEvent::Interrupt`]; a timeout or
-    /// panic stops the tool and fails the call.
-    fn await_tool(
-        &self,
-        tool_use_id: String,
-        result: Shared<BoxFuture<'static, ChildResult>>,
-        abort: AbortHandle,
-        cx: Cx<'_, '_>,
-    ) {
-        cx.spawn_task(
+        // An interrupt lets the tool finish (see *Interrupts*): its result
+        // comes after the interrupt event. A shutdown cancels it.
+        cx.spawn_task_with(
             tool_use_id.clone(),
-            async move { ShadowEvent::ToolResult { tool_use_id, result: result.await } },
-            move |tool_use_id, failure| match failure {
-                EffectFailure::Cancelled => ShadowEvent::Interrupt,
-                failure => {
-                    abort.abort();
-                    ShadowEvent::ToolResult { tool_use_id, result: Err(format!("the tool {failure}")) }
-                }
+            async move {
+                let result = workspace.run(&loom_call).await.map(text_of).map_err(|e| e.message);
+                ShadowEvent::ToolResult { tool_use_id: loom_call.id, result }
             },
+            |tool_use_id, failure| {
+                let result = Err(match failure {
+                    EffectFailure::Cancelled => INTERRUPTED.to_owned(),
+                    failure => format!("the tool {failure}"),
+                });
+                ShadowEvent::ToolResult { tool_use_id, result }
+            },
+            TaskOptions::new().survive_interrupt(),
         );
+        self.current_tool = Some(tool_use_id);
     }
 
-    /// After an interrupt in `ExecutingTool`: awaits the running tool
-    /// again, or answers the call as interrupted if it never started.
+    /// After an interrupt in `ExecutingTool`: the tool's task, which the
+    /// interrupt left running, delivers its result; a call whose tool never
+    /// started is answered as interrupted.
     fn finish_current_tool(&self, cx: Cx<'_, '_>) {
         let ShadowState::ExecutingTool { tool_use_id, .. } = cx.machine().state() else {
             return;
         };
-        let tool_use_id = tool_use_id.clone();
-        match &self.current_tool {
-            Some(tool) if tool.tool_use_id == tool_use_id => {
-                self.await_tool(tool_use_id, tool.result.clone(), tool.abort.clone(), cx);
-            }
-            _ => cx.send(ShadowEvent::ToolResult { tool_use_id, result: Err(INTERRUPTED.to_owned()) }),
+        if self.current_tool.as_ref() != Some(tool_use_id) {
+            let tool_use_id = tool_use_id.clone();
+            cx.send(ShadowEvent::ToolResult { tool_use_id, result: Err(INTERRUPTED.to_owned()) });
         }
     }
 
@@ -369,9 +339,8 @@ impl ShadowEffects {
 
     /// The agent stops: the running tool and the children stop too.
     fn stop(&mut self, cx: Cx<'_, '_>) {
-        if let Some(tool) = self.current_tool.take() {
-            tool.abort.abort();
-        }
+        // The shutdown cancelled the tool's task.
+        self.current_tool = None;
         for (session_id, child) in self.children.drain() {
             if child.handle.is_finished() {
                 continue;

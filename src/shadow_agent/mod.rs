@@ -10,7 +10,7 @@
 //!   next reply (see [`ScriptedLlm::reply`] for its scripts).
 //! - [`ShadowEffects`]: performs Shadow's actions. A model call is a
 //!   stream; a failure a retry can help is retried on a timer, after the
-//!   server's `retry-after` or the [`RetryPolicy`]'s backoff; a tool runs on its own task (see *Interrupts* below); a
+//!   server's `retry-after` or the [`RetryPolicy`]'s backoff; a tool runs on an executor task that an interrupt lets finish (see *Interrupts* below); a
 //!   permission request or a question is published as an [`Output`] and
 //!   answered from the outside with [`ShadowEvent::PermissionReply`] or
 //!   [`ShadowEvent::QuestionAnswered`] sent to the agent's handle; the
@@ -52,13 +52,12 @@
 //! - `Processing`: the model's stream is dropped; the table keeps the
 //!   partial text and ends in `Done`.
 //! - `ExecutingTool`: the documented outcome is that the current tool
-//!   *completes*. The executor cancels every task on an interrupt, so the
-//!   tool itself runs on a task of its own and the executor's task only
-//!   awaits its result. A cancelled await is delivered as
-//!   [`ShadowEvent::Interrupt`] (not performed); the configured interrupt
-//!   event then asks for [`ShadowAction::InterruptAfterCurrentTool`], and
-//!   the effects await the same tool again. Its real result is recorded,
-//!   the remaining calls get [`INTERRUPTED`], and the agent ends in `Done`.
+//!   *completes*. The tool runs on an executor task spawned to survive
+//!   interrupts ([`TaskOptions::survive_interrupt`](agent_fsm::runtime::TaskOptions::survive_interrupt)),
+//!   so the interrupt leaves it running; the configured interrupt event
+//!   asks for [`ShadowAction::InterruptAfterCurrentTool`], and the tool's
+//!   real result, when it comes, is recorded, the remaining calls get
+//!   [`INTERRUPTED`], and the agent ends in `Done`.
 //! - `WaitingForSubAgent`: likewise the await of the child is re-armed,
 //!   and the interrupt is passed on to the child
 //!   ([`ShadowAction::InterruptSubAgent`]); the child's answer (an

@@ -26,19 +26,17 @@
 //!
 //! # User input during a turn
 //! The executor holds events sent with `MachineHandle::send` back while
-//! effect work is in flight (its ordering rule 3), so a message typed while a
-//! tool runs would reach the machine only after the whole turn, as a new
-//! turn, and a cancel typed while the model thinks would arrive after the
-//! tools had started. Sketch wants both during the turn: its table queues
-//! messages in every in-flight state and checks a cancel flag before each
-//! tool run. So, while a turn is in flight, the effects keep an *input lane*
-//! open: a stream (effect work, so its items are delivered between tool
-//! results) fed by [`SketchAgent::say`] and [`SketchAgent::cancel`]. Outside
-//! a turn the lane is closed and input goes through the handle's inbox as
-//! usual. Nothing is dropped: the lane yields what it holds before it ends.
+//! effect work is in flight (its ordering rule 3), except those the table
+//! marks `#[during_work]`. Sketch marks [`SketchEvent::UserMessage`] and
+//! [`SketchEvent::Cancel`]: its table queues messages in every in-flight
+//! state and checks a cancel flag before each tool run, so both must reach
+//! it during the turn, between the tool results, as they are typed.
+//! [`SketchAgent::say`] and [`SketchAgent::cancel`] simply send them.
+//! A budget raised mid-turn ([`SketchAgent::raise_budget`]) is not marked:
+//! it waits for the turn to end.
 //!
 //! # Cancellation
-//! [`SketchAgent::cancel`] sends [`SketchEvent::Cancel`] through the lane:
+//! [`SketchAgent::cancel`] sends [`SketchEvent::Cancel`]:
 //! while the model thinks, the table sets its flag and the model's reply
 //! ends the turn at `CheckingForCancellation -> Cancelled`, every requested
 //! call getting [`CANCELLED_RESULT`] without running. While tools run, the
@@ -57,7 +55,6 @@
 
 mod formatter;
 mod git;
-mod input_lane;
 mod model;
 mod tools;
 
@@ -68,16 +65,15 @@ pub use tools::Workspace;
 
 use crate::sketch::{
     Budget, CANCELLED_RESULT, FormatReport, Message, Sketch, SketchAction, SketchContext, SketchEvent, SketchState,
-    ToolCall, tool_error, tool_ok,
+    ToolCall, machine::StateKind as SketchStateKind, tool_error, tool_ok,
 };
-use agent_fsm::StateMachine;
 use agent_fsm::llm::{ErrorKind, ProviderError};
 use agent_fsm::runtime::{
     EffectContext, EffectFailure, Effects, ExecutorConfig, History, MachineHandle, Notification, RequestError,
     SendError, spawn,
 };
+use agent_fsm::{StateMachine, Status};
 use futures::future::{BoxFuture, FutureExt, Shared};
-use input_lane::InputLane;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -133,7 +129,6 @@ pub struct SketchEffects {
     llm: Arc<dyn Llm>,
     workspace: Arc<Workspace>,
     rustfmt: Arc<Rustfmt>,
-    lane: InputLane,
     /// Set by the configured interrupt-event callback, read (and cleared)
     /// by the next `perform`: the interrupt cancelled every task.
     interrupted: Arc<AtomicBool>,
@@ -146,7 +141,6 @@ impl std::fmt::Debug for SketchEffects {
         f.debug_struct("SketchEffects")
             .field("workspace", &self.workspace)
             .field("rustfmt", &self.rustfmt)
-            .field("lane", &self.lane)
             .finish_non_exhaustive()
     }
 }
@@ -159,7 +153,6 @@ impl SketchEffects {
             llm,
             workspace: Arc::new(workspace),
             rustfmt: Arc::new(Rustfmt::default()),
-            lane: InputLane::default(),
             interrupted: Arc::new(AtomicBool::new(false)),
             head_before: None,
         }
@@ -304,30 +297,19 @@ impl SketchEffects {
             _ => cx.output(Output::Notice("cancel noted: the turn ends at the next check".to_owned())),
         }
     }
-
-    /// Opens the input lane while a turn is in flight (or input is left in
-    /// it), closes it otherwise.
-    fn sync_lane(&self, cx: &mut EffectContext<'_, Sketch, Output>) {
-        let machine = cx.machine();
-        let in_turn = !machine.is_poisoned() && in_turn(machine.state());
-        let wanted = in_turn || self.lane.has_pending();
-        if wanted && !self.lane.is_open() {
-            cx.stream(self.lane.open(), |_| None);
-        } else if !wanted && self.lane.is_open() {
-            self.lane.close();
-        }
-    }
 }
 
 /// Whether the machine rests in the middle of a turn.
-fn in_turn(state: &SketchState) -> bool {
+fn in_turn(state: Status<SketchStateKind>) -> bool {
     matches!(
         state,
-        SketchState::SendingToLlm
-            | SketchState::RunningTool { .. }
-            | SketchState::CheckingGitCommits { .. }
-            | SketchState::RunningAutoformatters { .. }
-            | SketchState::SendingToolResults
+        Status::In(
+            SketchStateKind::SendingToLlm
+                | SketchStateKind::RunningTool
+                | SketchStateKind::CheckingGitCommits
+                | SketchStateKind::RunningAutoformatters
+                | SketchStateKind::SendingToolResults
+        )
     )
 }
 
@@ -380,7 +362,6 @@ impl Effects<Sketch> for SketchEffects {
             SketchAction::BudgetRaised(budget) => cx.output(Output::Notice(format!("budget raised: {budget:?}"))),
             SketchAction::Reject(why) => cx.output(Output::Notice(format!("refused: {why}"))),
         }
-        self.sync_lane(cx);
     }
 }
 
@@ -418,7 +399,6 @@ pub struct SessionReport {
 #[derive(Debug)]
 pub struct SketchAgent {
     handle: MachineHandle<Sketch, Output>,
-    lane: InputLane,
     /// Reads every notification; returns the outputs when the worker exits.
     collector: tokio::task::JoinHandle<Vec<Output>>,
 }
@@ -451,7 +431,6 @@ impl SketchAgent {
         budget: Budget,
         mut on_notification: impl FnMut(&Notification<Output>) + Send + 'static,
     ) -> Result<Self, RequestError> {
-        let lane = effects.lane.clone();
         let config = Self::config(Arc::clone(&effects.interrupted));
         let handle = spawn(Sketch::new(SketchContext::new(budget)), effects, config);
         let mut notifications = handle.subscribe();
@@ -465,16 +444,16 @@ impl SketchAgent {
             }
             outputs
         });
-        let agent = SketchAgent { handle, lane, collector };
+        let agent = SketchAgent { handle, collector };
         agent.handle.send(SketchEvent::Start).await.map_err(|e| request_error(&e))?;
         Ok(agent)
     }
 
-    /// Sends what the user typed: during a turn through the input lane (the
-    /// table queues it and sends it with the next tool results), otherwise
-    /// through the inbox (it starts a turn). A message sent just as a turn
-    /// starts or ends may land on either side of that boundary; it is never
-    /// dropped.
+    /// Sends what the user typed: during a turn it reaches the machine as it
+    /// comes, even while tools run (the table queues it and sends it with
+    /// the next tool results); between turns it starts one. A message sent
+    /// just as a turn starts or ends may land on either side of that
+    /// boundary; it is never dropped.
     ///
     /// # Errors
     /// The worker has stopped; the event is handed back.
@@ -510,16 +489,13 @@ impl SketchAgent {
     }
 
     async fn deliver(&self, event: SketchEvent) -> Result<(), SendError<SketchEvent>> {
-        match self.lane.offer(event) {
-            Ok(()) => Ok(()),
-            Err(event) => self.handle.send(event).await,
-        }
+        self.handle.send(event).await
     }
 
-    /// Whether a turn is in flight (the input lane is open).
+    /// Whether a turn is in flight (as of the state last published).
     #[must_use]
     pub fn in_turn(&self) -> bool {
-        self.lane.is_open()
+        in_turn(self.handle.status())
     }
 
     /// Waits until the turn in flight and everything sent before is over.

@@ -56,6 +56,20 @@ pub(crate) fn plain_enum(e: &ItemEnum, model: &Model) -> ItemEnum {
     e
 }
 
+/// The event enum: [`plain_enum`], with `#[during_work]` replaced by a
+/// line of documentation saying what it does.
+pub(crate) fn event_enum(model: &Model) -> ItemEnum {
+    let mut e = plain_enum(&model.event_enum, model);
+    for (v, def) in e.variants.iter_mut().zip(&model.events) {
+        v.attrs.retain(|a| !a.path().is_ident(crate::model::DURING_WORK));
+        if def.during_work.is_some() {
+            let text = "\nDelivered as it arrives, even while effect work (streams, tasks, timers that hold input) is in flight (`#[during_work]`).";
+            v.attrs.push(syn::parse_quote!(#[doc = #text]));
+        }
+    }
+    e
+}
+
 /// Whether the enum's own `#[derive(..)]` names `name` (`Debug`,
 /// `serde::Serialize`).
 pub(crate) fn derives(e: &ItemEnum, name: &str) -> bool {

@@ -16,7 +16,7 @@ use quote::quote;
 pub(crate) fn generate(model: &Model) -> TokenStream {
     let layout = describe::Layout::new(model);
     let mut state_enum = enums::state_enum(model);
-    let mut event_enum = enums::plain_enum(&model.event_enum, model);
+    let mut event_enum = enums::event_enum(model);
     let mut action_enum = enums::plain_enum(&model.action_enum, model);
     if model.serde {
         enums::derive_serde(&mut state_enum, "state");
@@ -78,6 +78,14 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
     // off (the derives' paths then resolve to stand-ins that add none).
     let serde_check =
         model.serde_arg.map(|span| quote::quote_spanned!(span=> ::agent_fsm::__private::serde_feature_required! {}));
+    // Only when the table marks some: the trait's default is empty.
+    let marked: Vec<_> = model.events.iter().filter(|e| e.during_work.is_some()).map(|e| &e.ident).collect();
+    let during_work = (!marked.is_empty()).then(|| {
+        let kind = quote::format_ident!("{event_kind}");
+        quote! {
+            const DURING_WORK: &'static [#kind] = &[#( #kind::#marked ),*];
+        }
+    });
     let passthrough = &model.passthrough;
     let module = &model.module;
     let (mod_vis, mod_ident) = (&module.vis, &module.ident);
@@ -210,6 +218,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
                 type Context = #context_ty;
 
                 const DESCRIPTION: &'static ::agent_fsm::Description = &#machine::DESCRIPTION;
+                #during_work
 
                 #[inline]
                 fn handle_event(&mut self, event: #event) -> #action {

@@ -56,6 +56,12 @@ pub(crate) struct Settings<M: StateMachine> {
     pub(crate) task_timeout: Option<Duration>,
     pub(crate) stream_timeout: Option<Duration>,
     pub(crate) action_timeouts: Vec<(ActionKindOf<M>, Duration)>,
+    /// Indexed by event kind: delivered from the inbox while effect work is
+    /// in flight. Empty when no event is (the table marks none and the
+    /// configuration lists none).
+    pub(crate) during_work: Box<[bool]>,
+    /// The agent's id, recorded in every span of its worker.
+    pub(crate) agent_id: Option<Arc<str>>,
     pub(crate) history_capacity: usize,
     /// `Clone::clone` for the event type, set only by `record_events`, which
     /// is where the `M::Event: Clone` bound is checked.
@@ -81,6 +87,8 @@ impl<M: StateMachine> Clone for Settings<M> {
             task_timeout: self.task_timeout,
             stream_timeout: self.stream_timeout,
             action_timeouts: self.action_timeouts.clone(),
+            during_work: self.during_work.clone(),
+            agent_id: self.agent_id.clone(),
             history_capacity: self.history_capacity,
             record_events: self.record_events,
             notification_capacity: self.notification_capacity,
@@ -116,6 +124,8 @@ impl<M: StateMachine> fmt::Debug for ExecutorConfig<M> {
             .field("task_timeout", &s.task_timeout)
             .field("stream_timeout", &s.stream_timeout)
             .field("action_timeouts", &s.action_timeouts)
+            .field("during_work", &s.during_work_kinds())
+            .field("agent_id", &s.agent_id)
             .field("history_capacity", &s.history_capacity)
             .field("record_events", &s.record_events.is_some())
             .field("notification_capacity", &s.notification_capacity)
@@ -154,6 +164,8 @@ impl<M: StateMachine> ExecutorConfig<M> {
                 task_timeout: None,
                 stream_timeout: None,
                 action_timeouts: Vec::new(),
+                during_work: during_work_mask::<M>(M::DURING_WORK),
+                agent_id: None,
                 history_capacity: Self::DEFAULT_HISTORY_CAPACITY,
                 record_events: None,
                 notification_capacity: Self::DEFAULT_NOTIFICATION_CAPACITY,
@@ -217,6 +229,59 @@ impl<M: StateMachine> ExecutorConfig<M> {
             s.action_timeouts.retain(|(kind, _)| *kind != action);
             s.action_timeouts.push((action, timeout));
         })
+    }
+
+    /// Delivers the events of kind `event` from the inbox as they arrive,
+    /// even while effect work is in flight, as the table's `#[during_work]`
+    /// marker does (for a machine whose table does not mark them, or a
+    /// hand-written one). Other external events still wait for the work to
+    /// end; see the runtime's [ordering rules](super#ordering).
+    ///
+    /// ```
+    /// # use agent_fsm::runtime::ExecutorConfig;
+    /// # use agent_fsm::state_machine;
+    /// #[state_machine(fallback = Nothing, name = Chat)]
+    /// mod chat {
+    ///     #[states]
+    ///     pub enum State { #[initial] Idle, Working }
+    ///     #[events]
+    ///     pub enum Event { Ask(String), Note(String), Done }
+    ///     #[actions]
+    ///     pub enum Action { Nothing, Work, Queue(String) }
+    ///     transitions! {
+    ///         Idle + Ask(_) => Working / Work,
+    ///         Working + Note(text) => Working / Queue(text),
+    ///         Working + Done => Idle / Nothing,
+    ///         Idle + Note(_) => ignore,
+    ///         Working + Ask(_) => ignore,
+    ///         Idle + Done => ignore,
+    ///     }
+    /// }
+    /// // A note the user types while the work runs reaches `Working` at once.
+    /// let config = ExecutorConfig::<chat::Chat>::new().during_work(chat::EventKind::Note);
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn during_work(self, event: EventKindOf<M>) -> Self {
+        self.edit(|s| {
+            if s.during_work.is_empty() {
+                s.during_work = vec![false; <EventKindOf<M> as Kind>::ALL.len()].into();
+            }
+            if let Some(slot) = s.during_work.get_mut(event.index()) {
+                *slot = true;
+            }
+        })
+    }
+
+    /// The agent's id (a session id, a user's name), recorded as the
+    /// `agent` field of every `tracing` span the worker opens: each step's,
+    /// and through it every task and stream the step started. Agents
+    /// spawned from one configuration share it; give each its own
+    /// configuration (a clone with another id costs one allocation).
+    #[must_use]
+    pub fn agent_id(self, id: impl Into<Arc<str>>) -> Self {
+        let id = id.into();
+        self.edit(|s| s.agent_id = Some(id))
     }
 
     /// How many hops the history keeps (older ones are evicted, and
@@ -373,7 +438,37 @@ impl<M: StateMachine> ExecutorConfig<M> {
     }
 }
 
+/// The mask of `kinds`, or an empty one if there are none.
+fn during_work_mask<M: StateMachine>(kinds: &[EventKindOf<M>]) -> Box<[bool]> {
+    if kinds.is_empty() {
+        return Box::default();
+    }
+    let mut mask = vec![false; <EventKindOf<M> as Kind>::ALL.len()];
+    for kind in kinds {
+        if let Some(slot) = mask.get_mut(kind.index()) {
+            *slot = true;
+        }
+    }
+    mask.into()
+}
+
 impl<M: StateMachine> Settings<M> {
+    /// Whether events may be delivered while effect work is in flight.
+    #[inline]
+    pub(crate) fn takes_input_during_work(&self) -> bool {
+        !self.during_work.is_empty()
+    }
+
+    /// Whether `event` is delivered while effect work is in flight.
+    pub(crate) fn is_during_work(&self, event: EventKindOf<M>) -> bool {
+        self.during_work.get(event.index()).copied().unwrap_or(false)
+    }
+
+    /// The kinds delivered while effect work is in flight, for `Debug`.
+    fn during_work_kinds(&self) -> Vec<EventKindOf<M>> {
+        <EventKindOf<M> as Kind>::ALL.iter().copied().filter(|k| self.is_during_work(*k)).collect()
+    }
+
     /// The timeouts for streams and tasks started by `action`.
     pub(crate) fn timeouts_for(&self, action: ActionKindOf<M>) -> (Option<Duration>, Option<Duration>) {
         match self.action_timeouts.iter().find(|(kind, _)| *kind == action) {

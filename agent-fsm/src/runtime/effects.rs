@@ -11,6 +11,7 @@
 //! | nothing | return |
 //! | one event, right away | [`send`](EffectContext::send) |
 //! | a stream of events (an LLM response) | [`stream`](EffectContext::stream), [`stream_keyed`](EffectContext::stream_keyed) |
+//! | a stream that must be awaited first (a request sent, then its reply streamed) | [`open_stream`](EffectContext::open_stream), [`open_stream_keyed`](EffectContext::open_stream_keyed) |
 //! | concurrent keyed tasks, one event each (tool calls) | [`spawn_task`](EffectContext::spawn_task) |
 //! | an event after a time limit, input let through (a reply window) | [`deadline`](EffectContext::deadline) |
 //! | an event after a delay, input held back (a retry's backoff) | [`pause`](EffectContext::pause) |
@@ -82,6 +83,46 @@ use crate::{ActionKindOf, Kind, StateMachine};
 /// }
 /// # }
 /// ```
+///
+/// # Effects that must await
+/// `perform` is synchronous on purpose: the worker calls it for every
+/// action, and a future per action (boxed, polled, dropped) would cost
+/// every event, most of whose actions schedule nothing. What must await is
+/// scheduled instead, and runs as work in flight, under the action's
+/// timeouts and cancellable by key:
+/// - one result after awaiting: [`spawn_task`](EffectContext::spawn_task);
+/// - a stream that can only be had by awaiting (send the request, read the
+///   status, then stream the body): [`open_stream`](EffectContext::open_stream),
+///   which awaits the opening future on the worker, as the stream's first
+///   poll, and then reads the stream it gives; its timeout counts from the
+///   call, so a server that never answers times out like one that stops
+///   streaming;
+/// - several events from awaiting code: a stream built from it
+///   (`futures::stream::unfold`, or a channel's receiver).
+///
+/// ```
+/// use agent_fsm::runtime::{EffectContext, EffectFailure};
+/// use futures::Stream;
+/// # #[derive(Debug)] enum Event { Delta(String), Failed(String) }
+/// # enum Action { CallLlm }
+/// # struct Client;
+/// # impl Client {
+/// #     async fn send(self: std::sync::Arc<Self>) -> Result<impl Stream<Item = Event> + Send + 'static, String> {
+/// #         Ok(futures::stream::iter([Event::Delta("hi".into())]))
+/// #     }
+/// # }
+/// # fn perform<M: agent_fsm::StateMachine<Action = Action, Event = Event>>(
+/// #     client: std::sync::Arc<Client>, action: Action, cx: &mut EffectContext<'_, M, ()>) {
+/// match action {
+///     Action::CallLlm => cx.open_stream_keyed(
+///         "llm",
+///         // Awaited on the worker before the first item: no task of its own.
+///         async move { client.send().await.map_err(Event::Failed) },
+///         |failure: EffectFailure| Some(Event::Failed(failure.to_string())),
+///     ),
+/// }
+/// # }
+/// ```
 pub trait Effects<M: StateMachine>: Send + 'static {
     /// What effects publish to subscribers with
     /// [`EffectContext::output`] (`()` if nothing).
@@ -129,6 +170,32 @@ where
 
     fn perform(&mut self, action: M::Action, cx: &mut EffectContext<'_, M, ()>) {
         (self.0)(action, cx);
+    }
+}
+
+/// How a task is run; see [`EffectContext::spawn_task_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TaskOptions {
+    survive_interrupt: bool,
+}
+
+impl TaskOptions {
+    /// The options of [`EffectContext::spawn_task`]: an interrupt cancels
+    /// the task.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self { survive_interrupt: false }
+    }
+
+    /// An [`interrupt`](super::MachineHandle::interrupt) leaves the task
+    /// running (or queued): it is not cancelled, owes no `Cancelled` event,
+    /// and its result is delivered when it comes, after the interrupt
+    /// event, into whatever state that event left. A shutdown still
+    /// cancels it, as does [`EffectContext::cancel_task`].
+    #[must_use]
+    pub const fn survive_interrupt(mut self) -> Self {
+        self.survive_interrupt = true;
+        self
     }
 }
 
@@ -268,7 +335,8 @@ where
     /// [`cancel_task`](Self::cancel_task), for example when performing the
     /// retry.
     ///
-    /// While it is open, external events wait (see the module docs). If it
+    /// While it is open, external events wait (but for those the table
+    /// marks `#[during_work]`; see the module docs). If it
     /// times out, panics or is cancelled (interrupt, shutdown,
     /// `cancel_task`), it is dropped and `on_failure` says what the machine
     /// receives, if anything; items already delivered stay delivered.
@@ -284,7 +352,36 @@ where
         S: Stream<Item = M::Event> + Send + 'static,
         F: FnOnce(EffectFailure) -> Option<M::Event> + Send + 'static,
     {
-        self.open_stream(None, stream, on_failure);
+        self.push_stream(None, stream, on_failure);
+    }
+
+    /// Like [`stream`](Self::stream), for a stream that must be awaited
+    /// before it exists (an HTTP request whose reply body is the stream):
+    /// `open` is awaited first, as part of the stream, on the worker; then
+    /// the stream it gives is read, or, if it gives `Err(event)`, that one
+    /// event is delivered and the stream ends. Everything `stream` says
+    /// holds from the call on: the external events it holds back, its
+    /// timeout (which covers the opening too), its `on_failure`. See the
+    /// [`Effects`](Effects#effects-that-must-await) docs for an example.
+    pub fn open_stream<Open, S, F>(&mut self, open: Open, on_failure: F)
+    where
+        Open: Future<Output = Result<S, M::Event>> + Send + 'static,
+        S: Stream<Item = M::Event> + Send + 'static,
+        F: FnOnce(EffectFailure) -> Option<M::Event> + Send + 'static,
+    {
+        self.push_stream(None, opened(open), on_failure);
+    }
+
+    /// [`open_stream`](Self::open_stream) under a `key`, as
+    /// [`stream_keyed`](Self::stream_keyed): cancelling the key while the
+    /// stream is still being opened drops the opening future too.
+    pub fn open_stream_keyed<Open, S, F>(&mut self, key: impl Into<String>, open: Open, on_failure: F)
+    where
+        Open: Future<Output = Result<S, M::Event>> + Send + 'static,
+        S: Stream<Item = M::Event> + Send + 'static,
+        F: FnOnce(EffectFailure) -> Option<M::Event> + Send + 'static,
+    {
+        self.push_stream(Some(key.into()), opened(open), on_failure);
     }
 
     /// Like [`stream`](Self::stream), with a `key` by which
@@ -316,10 +413,10 @@ where
         S: Stream<Item = M::Event> + Send + 'static,
         F: FnOnce(EffectFailure) -> Option<M::Event> + Send + 'static,
     {
-        self.open_stream(Some(key.into()), stream, on_failure);
+        self.push_stream(Some(key.into()), stream, on_failure);
     }
 
-    fn open_stream<S, F>(&mut self, key: Option<String>, stream: S, on_failure: F)
+    fn push_stream<S, F>(&mut self, key: Option<String>, stream: S, on_failure: F)
     where
         S: Stream<Item = M::Event> + Send + 'static,
         F: FnOnce(EffectFailure) -> Option<M::Event> + Send + 'static,
@@ -347,11 +444,40 @@ where
         T: Future<Output = M::Event> + Send + 'static,
         F: FnOnce(String, EffectFailure) -> M::Event + Send + 'static,
     {
+        self.spawn_task_with(key, task, on_failure, TaskOptions::new());
+    }
+
+    /// [`spawn_task`](Self::spawn_task) with [`TaskOptions`]: a task that
+    /// an [`interrupt`](super::MachineHandle::interrupt) does not cancel,
+    /// say, so that the tool running when the user interrupts finishes and
+    /// its result reaches the machine after the interrupt event.
+    ///
+    /// ```
+    /// # use agent_fsm::runtime::{EffectContext, TaskOptions};
+    /// # #[derive(Debug)] enum Event { ToolDone(Result<String, String>) }
+    /// # async fn run_tool() -> Result<String, String> { Ok(String::new()) }
+    /// # fn perform<M: agent_fsm::StateMachine<Event = Event>>(cx: &mut EffectContext<'_, M, ()>) {
+    /// cx.spawn_task_with(
+    ///     "tool-1",
+    ///     async { Event::ToolDone(run_tool().await) },
+    ///     |_key, failure| Event::ToolDone(Err(failure.to_string())),
+    ///     TaskOptions::new().survive_interrupt(),
+    /// );
+    /// # }
+    /// ```
+    pub fn spawn_task_with<T, F>(&mut self, key: impl Into<String>, task: T, on_failure: F, options: TaskOptions)
+    where
+        T: Future<Output = M::Event> + Send + 'static,
+        F: FnOnce(String, EffectFailure) -> M::Event + Send + 'static,
+    {
         let (_, timeout) = self.settings.timeouts_for(self.action);
         if !self.discarding("spawn_task")
             && let Some(work) = self.env.work()
         {
-            work.spawn_task(key.into(), Box::pin(task), timeout, Box::new(on_failure));
+            // The task runs in the span of the step that spawned it.
+            let task = tracing::Instrument::instrument(task, tracing::Span::current());
+            let (key, on_failure) = (key.into(), Box::new(on_failure));
+            work.spawn_task_with(key, Box::pin(task), timeout, on_failure, options.survive_interrupt);
         }
     }
 
@@ -374,11 +500,14 @@ where
     /// have already failed on its own (panicked, timed out) is published
     /// as that failure.
     ///
-    /// Only the effects cancel one task: an event sent from a handle waits
+    /// Only the effects cancel one task. An event sent from a handle waits
     /// in the inbox while work is in flight (see the
     /// [ordering](super#ordering)), so it would arrive after the task it
-    /// means to stop. From outside, [`interrupt`](super::MachineHandle::interrupt)
-    /// cancels all of them.
+    /// means to stop, unless the table marks it `#[during_work]`: such an
+    /// event (a user's "cancel") reaches the machine while the task runs,
+    /// and the action its row returns can cancel the task here. From
+    /// outside, [`interrupt`](super::MachineHandle::interrupt) cancels all
+    /// of them.
     pub fn cancel_task(&mut self, key: &str) -> bool {
         let Some(work) = self.env.work.as_deref_mut() else {
             return false;
@@ -504,6 +633,20 @@ where
         self.notice_subscribers();
         self.notifier.publish(super::Topics::OUTPUT, || super::Notification::Output(output));
     }
+}
+
+/// The stream `open` gives once awaited, or the one event it fails with.
+fn opened<O, S, E>(open: O) -> impl Stream<Item = E> + Send + 'static
+where
+    O: Future<Output = Result<S, E>> + Send + 'static,
+    S: Stream<Item = E> + Send + 'static,
+    E: Send + 'static,
+{
+    use futures::StreamExt;
+    futures::stream::once(open).flat_map(|opened| match opened {
+        Ok(stream) => stream.left_stream(),
+        Err(event) => futures::stream::once(std::future::ready(event)).right_stream(),
+    })
 }
 
 /// [`EffectContext::notice_subscribers`], on the two fields it needs (the

@@ -27,6 +27,7 @@
 //! that the subscriber reads it before the next batch can push it out of
 //! the log.
 
+use std::collections::VecDeque;
 use std::future::{Future, poll_fn};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -331,6 +332,7 @@ where
         self.work.as_ref().is_some_and(|w| w.in_flight() || !w.ready.is_empty())
             || self.link.shared.control_pending()
             || !self.inbox.is_empty()
+            || self.link.extras.as_ref().is_some_and(|extras| !extras.held.is_empty())
     }
 
     /// Yields once if a batch of notifications woke subscribers since the
@@ -369,7 +371,10 @@ where
         if self.cancelled(cx) {
             return Poll::Ready(Some(StopReason::Shutdown));
         }
-        let waiting = self.link.extras.as_ref().is_some_and(|extras| !extras.waiters.is_empty());
+        // Idle waiters, or external events held back while work was in
+        // flight (see `poll_inbox_during_work`).
+        let waiting =
+            self.link.extras.as_ref().is_some_and(|extras| !extras.waiters.is_empty() || !extras.held.is_empty());
         if let Some(work) = &mut self.work
             && work.in_flight()
         {
@@ -380,15 +385,26 @@ where
                 return Poll::Ready(None);
             }
             // External events wait while effect work is in flight (but for
-            // deadlines, which let them through). A stream that just
-            // ended may have left nothing in flight: go on to the inbox
-            // then, or nothing would wake the worker.
+            // deadlines, which let them through), except those the machine
+            // takes during work. A stream that just ended may have left
+            // nothing in flight: go on to the inbox then, or nothing would
+            // wake the worker.
             if work.busy() {
+                if self.link.shared.settings.takes_input_during_work() {
+                    return self.poll_inbox_during_work(cx);
+                }
                 return Poll::Pending;
             }
         }
-        if waiting && self.inbox.is_empty() {
-            self.answer_idle_waiters();
+        if waiting {
+            // The events held back go first, in the order received.
+            if let Some(envelope) = self.link.extras.as_mut().and_then(|extras| extras.held.pop_front()) {
+                self.deliver_envelope(envelope, Mode::Normal);
+                return Poll::Ready(None);
+            }
+            if self.inbox.is_empty() {
+                self.answer_idle_waiters();
+            }
         }
         // Within a burst, seven events in eight are taken without a trip
         // through tokio's cooperative budget; the eighth goes through
@@ -423,6 +439,37 @@ where
             Poll::Ready(None) if self.work.as_ref().is_some_and(|w| w.in_flight()) => Poll::Pending,
             Poll::Ready(None) => Poll::Ready(Some(StopReason::HandlesDropped)),
             Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Effect work is in flight and the machine takes some events during
+    /// it: delivers the next of those from the inbox, and holds the other
+    /// events received before it back (in order) until the work is done.
+    /// At most an inbox's capacity is held back; past that, the inbox is
+    /// left alone until the work ends, so senders still wait on a full
+    /// inbox. Out of line: only such machines, while busy, come here.
+    #[cold]
+    #[inline(never)]
+    fn poll_inbox_during_work(&mut self, cx: &mut Context<'_>) -> Poll<Option<StopReason>> {
+        let settings = Arc::clone(&self.link.shared.settings);
+        loop {
+            let held = self.link.extras.as_ref().map_or(0, |extras| extras.held.len());
+            if held >= settings.inbox_capacity.max(1) {
+                return Poll::Pending;
+            }
+            // Registers the worker when the inbox is empty. Closed and
+            // empty: the work in flight wakes the worker.
+            let Poll::Ready(Some(envelope)) = self.inbox.poll_recv(cx) else {
+                return Poll::Pending;
+            };
+            let kind = match &envelope {
+                Envelope::Event(event) | Envelope::Call(event, _) => event.kind(),
+            };
+            if settings.is_during_work(kind) {
+                self.deliver_envelope(envelope, Mode::Normal);
+                return Poll::Ready(None);
+            }
+            self.extras_mut().held.push_back(envelope);
         }
     }
 
@@ -471,7 +518,7 @@ where
         }
     }
 
-    fn extras_mut(&mut self) -> &mut Extras {
+    fn extras_mut(&mut self) -> &mut Extras<InboxEnvelope<M>> {
         self.link.extras.get_or_insert_with(Box::default)
     }
 
@@ -596,7 +643,14 @@ where
         let step = self.steps;
         let event_name = event.name();
         // Disabled (no `tracing` subscriber wants it), this is a level check.
-        let span = tracing::debug_span!("step", machine = M::DESCRIPTION.name, event = event_name, step);
+        // The tasks and streams the step's action starts run in it too.
+        let span = tracing::debug_span!(
+            "step",
+            machine = M::DESCRIPTION.name,
+            agent = self.link.shared.settings.agent_id.as_deref(),
+            event = event_name,
+            step
+        );
         let _entered = span.enter();
 
         self.refresh_notifier();
@@ -744,12 +798,13 @@ where
     }
 
     /// Cancels the work in flight and delivers what it owes, without
-    /// performing the resulting actions.
-    fn cancel_in_flight(&mut self) {
+    /// performing the resulting actions. An `interrupt` leaves the tasks
+    /// spawned to survive one.
+    fn cancel_in_flight(&mut self, interrupt: bool) {
         let Some(work) = &mut self.work else {
             return;
         };
-        for produced in work.cancel_all() {
+        for produced in work.cancel_all(interrupt) {
             if let Some(event) = self.resolve(produced) {
                 self.deliver(event, Mode::Draining, None);
             }
@@ -761,7 +816,7 @@ where
 
     fn interrupt(&mut self, cause: Arc<str>) {
         tracing::info!(machine = M::DESCRIPTION.name, cause = &*cause, "interrupt");
-        self.cancel_in_flight();
+        self.cancel_in_flight(true);
         if self.hot.failed {
             return;
         }
@@ -790,7 +845,7 @@ where
     /// handles (see the module docs), up to draining the inbox.
     fn begin_stop(&mut self, reason: StopReason) {
         tracing::debug!(machine = M::DESCRIPTION.name, ?reason, "stopping");
-        self.cancel_in_flight();
+        self.cancel_in_flight(false);
         if self.hot.failed {
             return;
         }
@@ -820,6 +875,11 @@ where
             if self.hot.notifier.woke() {
                 self.yield_now(cx);
                 return Poll::Pending;
+            }
+            // Events held back while work was in flight came first.
+            if let Some(envelope) = self.link.extras.as_mut().and_then(|extras| extras.held.pop_front()) {
+                self.deliver_envelope(envelope, Mode::Draining);
+                continue;
             }
             match self.inbox.poll_recv(cx) {
                 Poll::Ready(Some(envelope)) => self.deliver_envelope(envelope, Mode::Draining),
@@ -911,11 +971,14 @@ where
 /// closes the shared state when the worker goes, however it goes.
 struct Link<M: StateMachine, O> {
     shared: Arc<Shared<M, O>>,
-    /// Waiters, the cancellation token and the attached observer: rarely
-    /// used, so boxed on first use (at start with an observer) to keep idle
-    /// agents small.
-    extras: Option<Box<Extras>>,
+    /// Waiters, the cancellation token, the attached observer and the
+    /// events held back during work: rarely used, so boxed on first use
+    /// (at start with an observer) to keep idle agents small.
+    extras: Option<Box<Extras<InboxEnvelope<M>>>>,
 }
+
+/// What the inbox of machine `M` holds.
+type InboxEnvelope<M> = Envelope<<M as StateMachine>::Event, DeliveredTo<M>>;
 
 impl<M: StateMachine, O> Link<M, O> {
     /// Drops the attached observer, if any.
@@ -945,13 +1008,23 @@ impl<M: StateMachine, O> Drop for Link<M, O> {
     }
 }
 
-/// The worker's rarely used parts.
-#[derive(Default)]
-struct Extras {
+/// The worker's rarely used parts; `H` is an inbox envelope.
+struct Extras<H> {
     waiters: Vec<Waiter>,
     cancel: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     /// Set by [`ExecutorConfig::observer`].
     observer: Option<Box<dyn Observer + Send>>,
+    /// External events taken from the inbox while effect work was in
+    /// flight, to reach a `#[during_work]` event behind them; delivered,
+    /// in order, once the work is done.
+    held: VecDeque<H>,
+}
+
+// Written by hand: a derive would require `H: Default`.
+impl<H> Default for Extras<H> {
+    fn default() -> Self {
+        Self { waiters: Vec::new(), cancel: None, observer: None, held: VecDeque::new() }
+    }
 }
 
 /// Someone waiting on the worker.

@@ -4,8 +4,10 @@
 //! # Channels
 //! - **Inbox** (bounded tokio mpsc): events from [`send`](MachineHandle::send),
 //!   [`try_send`](MachineHandle::try_send) and [`call`](MachineHandle::call).
-//!   Senders are the handles; the receiver is the worker, which reads it only
-//!   while no effect work is in flight. All handles dropped closes it; the
+//!   Senders are the handles; the receiver is the worker, which reads it
+//!   while no effect work is in flight, and during work only to reach the
+//!   events the machine takes then (`#[during_work]`), holding back those
+//!   before them. All handles dropped closes it; the
 //!   worker closes it when it stops.
 //! - **Control queue** (a `std::sync::Mutex<VecDeque>` plus a waker):
 //!   interrupts, shutdown, queries and waits. The worker reads it before
@@ -558,7 +560,9 @@ where
     ///
     /// The event is delivered after every event effects produce for work
     /// already in flight (see the [module docs](super)), in the order the
-    /// inbox received it, and never dropped once accepted. Pending
+    /// inbox received it, and never dropped once accepted; an event the
+    /// table marks `#[during_work]` is delivered as it comes instead,
+    /// between the events of that work. Pending
     /// [`pause`](super::EffectContext::pause) timers count as work in
     /// flight: they hold the event back until they fire or their state is
     /// left ([`deadline`](super::EffectContext::deadline) timers do not). Never await this from the agent's

@@ -9,7 +9,7 @@
 //!
 //! | file | job |
 //! | --- | --- |
-//! | `effects.rs` | [`Effects`], [`EffectContext`], [`EffectFailure`] |
+//! | `effects.rs` | [`Effects`], [`EffectContext`], [`TaskOptions`], [`EffectFailure`] |
 //! | `work.rs` | the streams, tasks and timers in flight (internal) |
 //! | `executor.rs` | the worker loop, [`spawn`], [`pair`] |
 //! | `handle.rs` | [`MachineHandle`], [`Notification`] |
@@ -64,11 +64,29 @@
 //!    60 s" must not delay the user's reply). A stream that never ends
 //!    holds the inbox back for good: give streams a timeout.
 //!
+//!    **Input during work.** The events the table marks `#[during_work]`
+//!    (on the variant of its `#[events]` enum), or the configuration lists
+//!    ([`ExecutorConfig::during_work`]), are the exception: while effect
+//!    work is in flight they are delivered from the inbox as they arrive,
+//!    in order with the effect events (the worker takes effect work first
+//!    when both are ready at one poll). A message typed while three tools
+//!    run reaches the machine between their results. To reach such an
+//!    event, the worker takes the events in the inbox before it and holds
+//!    them back, in order, until the work is done; they are then
+//!    delivered first, before anything received later (an interrupt, which
+//!    ends the work, lets them through too). So a marked event overtakes
+//!    the unmarked ones sent before it, never another marked one. At most
+//!    [`inbox_capacity`](ExecutorConfig::inbox_capacity) events are held
+//!    back; past that the inbox is not read until the work ends, and
+//!    senders wait on it as before.
+//!
 //!    A consequence: an effect's task or stream must never wait on its own
 //!    agent's handle ([`call`](MachineHandle::call),
 //!    [`wait_idle`](MachineHandle::wait_idle), or
 //!    [`send`](MachineHandle::send) on a full inbox). It is itself work in
-//!    flight, so the inbox is not read while it waits: it waits forever.
+//!    flight, so the inbox is not read while it waits (or, for a
+//!    `#[during_work]` event, not past the events held back): it waits
+//!    forever.
 //!    Report progress with the events the task returns or the stream
 //!    yields instead.
 //! 4. **Control requests** (interrupt, shutdown, [`state`](MachineHandle::state),
@@ -108,6 +126,15 @@
 //! action is performed; it costs one call per hop and no other task, so it
 //! suits metrics and logs. Subscriptions suit consumers on other tasks (a
 //! UI).
+//!
+//! # Tracing
+//! Every event is delivered inside a `debug` span named `step`, with the
+//! fields `machine`, `agent` (set with [`ExecutorConfig::agent_id`]),
+//! `event` (its name) and `step` (its number). The tasks and streams the
+//! step's action starts run inside that span: a task is instrumented with
+//! it ([`tracing::Instrument`]), and a stream is polled inside it. So what
+//! a tool logs names the agent and the step that started it, even after
+//! the machine has moved on.
 //!
 //! # Tasks and timers
 //! Tasks run on the configured [`TaskTracker`](tokio_util::task::TaskTracker),
@@ -163,7 +190,10 @@
 //! open streams are dropped (items already delivered stay delivered) and
 //! yield their `on_failure(Cancelled)` event if they have one; every
 //! running or queued task is cancelled and yields `on_failure(key,
-//! Cancelled)`, in spawn order, so every pending call gets a result; timers
+//! Cancelled)`, in spawn order, so every pending call gets a result (but
+//! for the tasks spawned with [`TaskOptions::survive_interrupt`], which
+//! run on and deliver their result when it comes, after the interrupt
+//! event: the tool that should finish through an interrupt); timers
 //! are dropped; the cause is recorded; then the configured interrupt event
 //! is delivered. The actions returned by the cancellation events are *not
 //! performed* — an interrupt starts no new work except what the machine
@@ -246,7 +276,7 @@ mod retry;
 mod work;
 
 pub use config::ExecutorConfig;
-pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, from_fn};
+pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, TaskOptions, from_fn};
 pub use error::{ConfigError, ReplayError, RequestError, SendError, TryRecvError, WorkerError};
 pub use executor::{pair, spawn};
 pub use feed::{Subscription, Topics};

@@ -58,6 +58,9 @@ pub(crate) enum Produced<E> {
 struct StreamSlot<E> {
     /// Set by `EffectContext::stream_keyed`, for `cancel`.
     key: Option<String>,
+    /// The span of the step that opened the stream, entered while it is
+    /// polled (tasks carry theirs through `Instrument`).
+    span: tracing::Span,
     stream: Pin<Box<dyn Stream<Item = E> + Send>>,
     deadline: Option<Pin<Box<Sleep>>>,
     on_failure: StreamFailureFn<E>,
@@ -65,6 +68,9 @@ struct StreamSlot<E> {
 
 struct TaskSlot<E> {
     key: String,
+    /// Spawned with `TaskOptions::survive_interrupt`: an interrupt leaves
+    /// it running.
+    survives_interrupt: bool,
     handle: JoinHandle<Stamped<E>>,
     on_failure: TaskFailureFn<E>,
     /// Joined, waiting for the results that finished before it.
@@ -92,6 +98,7 @@ impl<E> TaskSlot<E> {
 
 struct QueuedTask<E> {
     key: String,
+    survives_interrupt: bool,
     future: TaskFuture<E>,
     on_failure: TaskFailureFn<E>,
     timeout: Option<Duration>,
@@ -222,7 +229,8 @@ impl<E: Send + 'static> Work<E> {
         on_failure: StreamFailureFn<E>,
     ) {
         let deadline = timeout.and_then(deadline_in).map(|at| Box::pin(tokio::time::sleep_until(at)));
-        self.streams.push(StreamSlot { key, stream, deadline, on_failure });
+        let span = tracing::Span::current();
+        self.streams.push(StreamSlot { key, span, stream, deadline, on_failure });
     }
 
     /// Tasks holding a concurrency slot: the running ones, and the
@@ -233,6 +241,7 @@ impl<E: Send + 'static> Work<E> {
         self.tasks.len() + self.aborted.iter().filter(|h| !h.is_finished()).count()
     }
 
+    #[cfg(test)]
     pub(crate) fn spawn_task(
         &mut self,
         key: String,
@@ -240,7 +249,20 @@ impl<E: Send + 'static> Work<E> {
         timeout: Option<Duration>,
         on_failure: TaskFailureFn<E>,
     ) {
-        let task = QueuedTask { key, future, on_failure, timeout };
+        self.spawn_task_with(key, future, timeout, on_failure, false);
+    }
+
+    /// [`spawn_task`](Self::spawn_task), with `survives_interrupt`: an
+    /// interrupt leaves the task running ([`cancel_all`](Self::cancel_all)).
+    pub(crate) fn spawn_task_with(
+        &mut self,
+        key: String,
+        future: TaskFuture<E>,
+        timeout: Option<Duration>,
+        on_failure: TaskFailureFn<E>,
+        survives_interrupt: bool,
+    ) {
+        let task = QueuedTask { key, survives_interrupt, future, on_failure, timeout };
         // Behind tasks already waiting (for a cancelled one to stop, say),
         // a new one waits its turn: tasks start in spawn order.
         if self.queued.is_empty() && self.holding_slots() < self.limit {
@@ -252,9 +274,9 @@ impl<E: Send + 'static> Work<E> {
     }
 
     fn start(&mut self, task: QueuedTask<E>) {
-        let QueuedTask { key, future, on_failure, timeout } = task;
+        let QueuedTask { key, survives_interrupt, future, on_failure, timeout } = task;
         let handle = self.tracker.spawn_on(run_task(future, timeout), &self.runtime);
-        self.tasks.push(TaskSlot { key, handle, on_failure, done: None });
+        self.tasks.push(TaskSlot { key, survives_interrupt, handle, on_failure, done: None });
     }
 
     /// Starts queued tasks while slots are free, in spawn order.
@@ -348,8 +370,9 @@ impl<E: Send + 'static> Work<E> {
     /// `ready`, due before this cancellation), then streams (opening order),
     /// then tasks (spawn order). Timers and the events in `ready` that were
     /// sent (what is left of a chain of sends cut at one of its pauses) are
-    /// dropped.
-    pub(crate) fn cancel_all(&mut self) -> Vec<Produced<E>> {
+    /// dropped. For an `interrupt`, the tasks spawned to survive one stay,
+    /// running or queued, in their order.
+    pub(crate) fn cancel_all(&mut self, interrupt: bool) -> Vec<Produced<E>> {
         let mut owed = Vec::with_capacity(self.streams.len() + self.tasks.len() + self.queued.len());
         let mut dropped = 0;
         for immediate in self.ready.drain(..) {
@@ -369,10 +392,17 @@ impl<E: Send + 'static> Work<E> {
         }
         let tasks = std::mem::take(&mut self.tasks);
         for slot in tasks {
+            if interrupt && slot.survives_interrupt {
+                self.tasks.push(slot);
+                continue;
+            }
             let produced = self.cancel_running(slot);
             owed.push(produced);
         }
-        owed.extend(self.queued.drain(..).map(QueuedTask::cancelled));
+        let (kept, cancelled): (VecDeque<_>, VecDeque<_>) =
+            std::mem::take(&mut self.queued).into_iter().partition(|t| interrupt && t.survives_interrupt);
+        self.queued = kept;
+        owed.extend(cancelled.into_iter().map(QueuedTask::cancelled));
         if !self.timers.is_empty() {
             tracing::debug!(dropped = self.timers.len(), "timers dropped: cancelled");
         }
@@ -482,8 +512,9 @@ impl<E: Send + 'static> Work<E> {
                 i = 0;
             }
             unpolled -= 1;
-            let stream = &mut self.streams[i].stream;
-            match catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))) {
+            let StreamSlot { stream, span, .. } = &mut self.streams[i];
+            let polled = span.in_scope(|| catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))));
+            match polled {
                 Ok(Poll::Ready(Some(event))) => {
                     self.stream_turn = i + 1;
                     return Some(Produced::Event(event));

@@ -1,0 +1,35 @@
+// Events marked `#[during_work]`: the marker becomes a line of the
+// variant's docs and the machine's `StateMachine::DURING_WORK` lists them.
+#[agent_fsm::state_machine(fallback = Nothing)]
+mod chat {
+    #[states]
+    pub enum State {
+        #[initial]
+        Idle,
+        Working,
+    }
+
+    #[events]
+    pub enum Event {
+        Ask,
+        /// What the user typed.
+        #[during_work]
+        Message(String),
+        #[during_work]
+        Cancel,
+        Done,
+    }
+
+    #[actions]
+    pub enum Action {
+        Nothing,
+        Work,
+    }
+
+    transitions! {
+        Idle + Ask => Working / Work,
+        Working + Message(_) => Working / Nothing,
+        Working + Cancel => Idle / Nothing,
+        Working + Done => Idle / Nothing,
+    }
+}
