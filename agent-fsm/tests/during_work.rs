@@ -35,6 +35,8 @@ mod desk {
         Budget(u32),
         /// A tool's result: how long it took.
         ToolDone(u64),
+        /// The user interrupted.
+        Interrupted,
     }
 
     #[actions]
@@ -53,6 +55,7 @@ mod desk {
         Working + Budget(_) => Working / Nothing,
         Working + ToolDone(_) => Working / Nothing,
         Working + Start(_) => Idle / Nothing,
+        * + Interrupted => Idle / Nothing,
     }
 }
 
@@ -80,7 +83,11 @@ fn effects() -> impl runtime::Effects<Desk, Output = ()> {
 }
 
 fn spawn(config: ExecutorConfig<Desk>) -> MachineHandle<Desk> {
-    runtime::spawn(Desk::new(), effects(), config.record_events())
+    runtime::spawn(
+        Desk::new(),
+        effects(),
+        config.record_events().interrupt_event(EventKind::Interrupted, |_| Event::Interrupted),
+    )
 }
 
 /// Every event the machine received, in order.
@@ -196,7 +203,7 @@ async fn held_events_are_delivered_after_an_interrupt() {
         handle.wait_idle().await.expect("the worker is running");
         assert_eq!(
             received(&handle).await,
-            [Event::Start(vec![1_000]), message("now"), Event::ToolDone(0), Event::Budget(1)]
+            [Event::Start(vec![1_000]), message("now"), Event::ToolDone(0), Event::Interrupted, Event::Budget(1)]
         );
     })
     .await;
@@ -214,7 +221,10 @@ async fn a_task_spawned_to_survive_interrupts_runs_on_through_one() {
         handle.interrupt("stop").await.expect("interrupted");
         handle.wait_idle().await.expect("the worker is running");
         assert_eq!(started.elapsed(), Duration::from_millis(301), "idle once the surviving task is done");
-        assert_eq!(received(&handle).await, [Event::Start(vec![301, 200]), Event::ToolDone(0), Event::ToolDone(301)]);
+        assert_eq!(
+            received(&handle).await,
+            [Event::Start(vec![301, 200]), Event::ToolDone(0), Event::Interrupted, Event::ToolDone(301)]
+        );
     })
     .await;
 }
@@ -276,7 +286,10 @@ async fn an_interrupt_cancels_queued_tasks_that_do_not_survive_it() {
         sleep(Duration::from_millis(10)).await;
         handle.interrupt("stop").await.expect("interrupted");
         handle.wait_idle().await.expect("the worker is running");
-        assert_eq!(received(&handle).await, [Event::Start(vec![301, 200]), Event::ToolDone(0), Event::ToolDone(301)]);
+        assert_eq!(
+            received(&handle).await,
+            [Event::Start(vec![301, 200]), Event::ToolDone(0), Event::Interrupted, Event::ToolDone(301)]
+        );
     })
     .await;
 }
