@@ -69,7 +69,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, Topics};
-use agent_fsm::{Observer, StateMachine, StepOf};
+use agent_fsm::{Named, Observer, StateMachine, StepOf};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use kameo::actor::Spawn as _;
