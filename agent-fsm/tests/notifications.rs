@@ -223,3 +223,18 @@ fn notifications_serialize_kinds_by_their_snake_case_names_and_the_state_as_itse
         serde_json::json!({"state": serde_json::to_value(State::Idle { turns: 1 }).unwrap()})
     );
 }
+
+#[test]
+fn notifications_equal_their_clones_and_no_other() {
+    let all = every_notification();
+    for (i, a) in all.iter().enumerate() {
+        assert_eq!(a.clone(), *a);
+        for (j, b) in all.iter().enumerate() {
+            assert_eq!(i == j, a == b, "{a:?} against {b:?}");
+        }
+    }
+    let debug = format!("{:?}", all[4]);
+    assert_eq!(debug, r#"State(Streaming { turns: 3, text: "half a re" })"#);
+    let Notification::State(copy) = &all[4] else { unreachable!("the fifth is a state") };
+    assert_eq!(copy.clone().into_inner(), State::Streaming { turns: 3, text: "half a re".into() });
+}
