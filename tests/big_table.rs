@@ -462,8 +462,11 @@ fn unlisted_and_ignored_pairs_keep_the_state_and_say_why() {
     machine.handle_event(Event::Start);
     assert_eq!(machine.handle_event_with(Event::Start, &mut recorder), Action::Wait);
     assert_eq!(machine.handle_event_with(Event::Add(LIMIT + 1), &mut recorder), Action::Refused);
-    let why: Vec<_> =
-        recorder.unhandled.iter().map(|u| (u.state.state().map(ring::StateKind::name), u.event.name(), u.reason)).collect();
+    let why: Vec<_> = recorder
+        .unhandled
+        .iter()
+        .map(|u| (u.state.state().map(ring::StateKind::name), u.event.name(), u.reason))
+        .collect();
     assert_eq!(
         why,
         [

@@ -2639,7 +2639,7 @@ mod failure_reports {
         let err = handle.call(Event::Go(13)).await.expect_err("the guard panics");
         assert!(matches!(failure(err), WorkerError::MachinePanicked { event: "Go", .. }));
         let _ = handle.wait_finished().await;
-        assert_eq!(handle.status().to_string(), "<poisoned>");
+        assert_eq!(handle.status(), agent_fsm::Status::Poisoned);
     }
 
     /// A machine poisoned before it was spawned (a block panicked after
@@ -2659,7 +2659,7 @@ mod failure_reports {
         );
         let err = handle.call(Event::Back).await.expect_err("the worker never handles an event");
         assert_eq!(failure(err), WorkerError::SpawnedPoisoned);
-        assert_eq!(handle.status().to_string(), "<poisoned>");
+        assert_eq!(handle.status(), agent_fsm::Status::Poisoned);
         assert!(matches!(handle.history().await, Err(RequestError::Failed(_))), "every later request fails too");
     }
 

@@ -18,8 +18,13 @@ mod chat {
     #[derive(Debug, Clone, PartialEq)]
     pub enum State {
         #[initial]
-        Idle { turns: u32 },
-        Streaming { turns: u32, text: String },
+        Idle {
+            turns: u32,
+        },
+        Streaming {
+            turns: u32,
+            text: String,
+        },
     }
 
     #[events]
@@ -152,16 +157,28 @@ async fn a_state_follows_the_transitions_of_its_step_and_precedes_its_action() {
     assert_eq!(
         kinds,
         [
-            "transition", "state", "action", // Ask
-            "transition", "state", "action", "output", // Delta
-            "transition", "state", "action", // Done
+            "transition",
+            "state",
+            "action", // Ask
+            "transition",
+            "state",
+            "action",
+            "output", // Delta
+            "transition",
+            "state",
+            "action", // Done
         ]
     );
     let Notification::State(first) = &seen[1] else { unreachable!("checked above") };
     assert_eq!(**first, State::Streaming { turns: 0, text: String::new() });
     assert!(matches!(
         seen[0],
-        Notification::Transition(Step { from: StateKind::Idle, to: StateKind::Streaming, event: Some(EventKind::Ask), .. })
+        Notification::Transition(Step {
+            from: StateKind::Idle,
+            to: StateKind::Streaming,
+            event: Some(EventKind::Ask),
+            ..
+        })
     ));
     assert!(matches!(seen[2], Notification::Action { action: ActionKind::Stream, performed: true }));
     bounded(handle.shutdown()).await.unwrap();
@@ -177,7 +194,13 @@ fn every_notification() -> Vec<Note> {
             action: Some(ActionKind::Stream),
             row: 0,
         }),
-        Notification::Transition(Step { from: StateKind::Streaming, event: None, to: StateKind::Idle, action: None, row: 2 }),
+        Notification::Transition(Step {
+            from: StateKind::Streaming,
+            event: None,
+            to: StateKind::Idle,
+            action: None,
+            row: 2,
+        }),
         Notification::Unhandled(Unhandled {
             state: Status::In(StateKind::Idle),
             event: EventKind::Stray,
