@@ -213,6 +213,7 @@ fn every_notification() -> Vec<Note> {
         }),
         Notification::State(StateCopy::new(&State::Streaming { turns: 3, text: "half a re".into() })),
         Notification::Action { action: ActionKind::Show, performed: false },
+        Notification::Action { action: ActionKind::Show, performed: true },
         Notification::Output(42),
         Notification::EffectFailed { key: Some("fetch".into()), failure: EffectFailure::Panicked("boom".into()) },
         Notification::EffectFailed { key: None, failure: EffectFailure::TimedOut },
