@@ -32,7 +32,7 @@
 
 mod support;
 
-use agent_fsm::{Observer, Unhandled};
+use agent_fsm::{Observer, UnhandledOf};
 use agent_fsm_examples::loom::{AgentConfig, AgentEvent, AgentState, Loom};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -53,8 +53,8 @@ feeders! {
 #[derive(Default)]
 struct CountUnhandled(usize);
 
-impl Observer for CountUnhandled {
-    fn on_unhandled(&mut self, _: &Unhandled) {
+impl Observer<Loom> for CountUnhandled {
+    fn on_unhandled(&mut self, _: &UnhandledOf<Loom>) {
         self.0 += 1;
     }
 }

@@ -12,16 +12,16 @@
 //! one; the rest (shutdown from every state, retries, tool tracking) is
 //! Loom's, inherited without a word.
 
-use agent_fsm::{Observer, Step};
+use agent_fsm::{Observer, StepOf};
 use agent_fsm_examples::loom::{AgentConfig, Message, ToolCall, ToolExecutionOutcome};
 use agent_fsm_examples::loom_with_permission::{AgentAction, AgentEvent, LoomWithPermission};
 
 struct Print;
 
-impl Observer for Print {
-    fn on_transition(&mut self, step: &Step) {
+impl Observer<LoomWithPermission> for Print {
+    fn on_transition(&mut self, step: &StepOf<LoomWithPermission>) {
         let action = step.action.map_or(String::new(), |a| format!(" / {a}"));
-        println!("  {} --{}--> {}{action}", step.from, step.event.unwrap_or("(eventless)"), step.to);
+        println!("  {} --{}--> {}{action}", step.from, step.event.map_or("(eventless)", |e| e.name()), step.to);
     }
 }
 

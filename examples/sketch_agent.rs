@@ -17,7 +17,7 @@
 //! history.
 
 use agent_fsm::runtime::Notification;
-use agent_fsm_examples::sketch::Budget;
+use agent_fsm_examples::sketch::{Budget, Sketch};
 use agent_fsm_examples::sketch_agent::{
     DEMO_PROMPT, Output, ScriptedLlm, SketchEffects, Workspace, prepare_workspace, run_session,
 };
@@ -26,11 +26,11 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 /// One line per notification worth showing.
-fn show(start: Instant, n: &Notification<Output>) {
+fn show(start: Instant, n: &Notification<Sketch, Output>) {
     let at = start.elapsed().as_secs_f64();
     match n {
         Notification::Transition(step) => {
-            let event = step.event.unwrap_or("(eventless)");
+            let event = step.event.map_or("(eventless)", |e| e.name());
             let action = step.action.map_or(String::new(), |a| format!("  / {a}"));
             println!("[{at:7.3}s] {} --{event}--> {}{action}", step.from, step.to);
         }

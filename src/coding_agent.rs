@@ -456,7 +456,7 @@ pub struct Summary {
 pub async fn run_session(
     effects: LoomEffects,
     prompts: &[&str],
-    mut on_notification: impl FnMut(&agent_fsm::runtime::Notification<Output>) + Send + 'static,
+    mut on_notification: impl FnMut(&agent_fsm::runtime::Notification<Loom, Output>) + Send + 'static,
 ) -> Result<Summary, agent_fsm::runtime::RequestError> {
     use agent_fsm::runtime::{ExecutorConfig, Notification, spawn};
 
@@ -496,10 +496,10 @@ pub async fn run_session(
     let history = handle.history().await?;
     // The subscription ends when the worker is gone.
     let tool_calls = printer.await.unwrap_or_default();
-    let mut states = vec![history.transitions().next().map_or("WaitingForUserInput", |t| t.from)];
+    let mut states = vec![history.transitions().next().map_or("WaitingForUserInput", |t| t.from.name())];
     for t in history.transitions() {
         if t.to != t.from {
-            states.push(t.to);
+            states.push(t.to.name());
         }
     }
     Ok(Summary {
@@ -507,7 +507,7 @@ pub async fn run_session(
         transitions: history.transitions().len(),
         states,
         tool_calls,
-        time_in_state: history.time_in_state().iter().map(|s| (s.state, s.entries, s.total)).collect(),
+        time_in_state: history.time_in_state().iter().map(|s| (s.state.name(), s.entries, s.total)).collect(),
         final_state,
     })
 }

@@ -310,7 +310,7 @@ async fn the_executor_waits_for_approvals_sent_through_the_handle() {
         }
     }
 
-    async fn asked(notes: &mut agent_fsm::runtime::Subscription<Vec<Approval>>) -> Vec<String> {
+    async fn asked(notes: &mut agent_fsm::runtime::Subscription<Runner, Vec<Approval>>) -> Vec<String> {
         loop {
             match notes.recv().await {
                 Some(Notification::Output(approvals)) => break approvals.into_iter().map(|a| a.request_id).collect(),
@@ -327,18 +327,18 @@ async fn the_executor_waits_for_approvals_sent_through_the_handle() {
         handle.wait_idle().await.expect("idle");
         // Paused: nothing moves until a human answers.
         tokio::time::sleep(std::time::Duration::from_secs(60)).await;
-        assert_eq!(handle.state_name(), "AwaitingApproval");
+        assert_eq!(handle.status().to_string(), "AwaitingApproval");
         assert_eq!(asked(&mut notes).await, ["approval-0", "approval-1"]);
 
         // A reply for another request changes nothing.
         handle.send(RunnerEvent::Approve { request_id: "approve-9".into() }).await.expect("send");
         handle.wait_idle().await.expect("idle");
-        assert_eq!(handle.state_name(), "AwaitingApproval");
+        assert_eq!(handle.status().to_string(), "AwaitingApproval");
 
         // Answered out of order, each on its own.
         handle.send(RunnerEvent::Approve { request_id: "approval-1".into() }).await.expect("send");
         handle.wait_idle().await.expect("idle");
-        assert_eq!(handle.state_name(), "AwaitingApproval");
+        assert_eq!(handle.status().to_string(), "AwaitingApproval");
         handle.send(RunnerEvent::Approve { request_id: "approval-0".into() }).await.expect("send");
         handle.wait_idle().await.expect("idle");
         // Both approved: the tools ran and the runner is ready for the model.
@@ -348,11 +348,11 @@ async fn the_executor_waits_for_approvals_sent_through_the_handle() {
         // The next round, with the same call id, waits for its own request.
         handle.send(RunnerEvent::Infer(call_tools(vec![call("1")]))).await.expect("send");
         handle.wait_idle().await.expect("idle");
-        assert_eq!(handle.state_name(), "AwaitingApproval");
+        assert_eq!(handle.status().to_string(), "AwaitingApproval");
         assert_eq!(asked(&mut notes).await, ["approval-2"]);
         handle.send(RunnerEvent::Approve { request_id: "approval-0".into() }).await.expect("send");
         handle.wait_idle().await.expect("idle");
-        assert_eq!(handle.state_name(), "AwaitingApproval");
+        assert_eq!(handle.status().to_string(), "AwaitingApproval");
         handle.send(RunnerEvent::Approve { request_id: "approval-2".into() }).await.expect("send");
         handle.wait_idle().await.expect("idle");
         assert_eq!(handle.state().await.expect("state"), RunnerState::Ready);

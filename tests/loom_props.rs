@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_fsm::llm::ErrorKind;
 use agent_fsm::{Recorder, StateMachine, Unhandled, UnhandledReason};
+use agent_fsm_examples::loom::machine::{EventKind, StateKind};
 use agent_fsm_examples::loom::{
     AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, ConversationContext, ErrorOrigin, Loom, Message,
     ProviderError, StreamEvent, ToolCall, ToolError, ToolExecutionOutcome, ToolProgress, ToolProgressEvent,
@@ -233,7 +234,7 @@ proptest! {
             prop_assert_eq!(probe.state().conversation(), None);
             prop_assert!(rec.unhandled.is_empty());
             prop_assert_eq!(rec.steps.len(), 1);
-            prop_assert_eq!((rec.steps[0].from, rec.steps[0].to), (from, "ShuttingDown"));
+            prop_assert_eq!((rec.steps[0].from.name(), rec.steps[0].to.name()), (from, "ShuttingDown"));
             if let Some(event) = event {
                 m.handle_event(event);
             }
@@ -261,16 +262,15 @@ proptest! {
         let mut m = Loom::new(cfg);
         for event in events {
             let before = m.state().clone();
-            let (from, event_name) = (before.name(), event.name());
+            let (from, event_kind) = (before.kind(), event.kind());
             let mut rec = Recorder::default();
             let action = m.handle_event_with(event, &mut rec);
             let state = m.state();
 
             prop_assert!(!state.is_transient());
             prop_assert_ne!(state.name(), "ProcessingLlmResponse");
-            // The index the executor publishes names the same state.
-            let index = m.state_index();
-            prop_assert_eq!(index.map(|i| Loom::DESCRIPTION.states[i].name), Some(state.name()));
+            // The status the executor publishes names the same state.
+            prop_assert_eq!(m.status().state().map(|k| k.name()), Some(state.name()));
             prop_assert_eq!(state.conversation().is_none(), state.name() == "ShuttingDown");
             // The conversation only grows.
             if let (Some(old), Some(new)) = (before.conversation(), state.conversation()) {
@@ -285,25 +285,22 @@ proptest! {
                 prop_assert_eq!(&action, &AgentAction::WaitForInput);
                 prop_assert_eq!(
                     (rec.unhandled[0].state, rec.unhandled[0].event),
-                    (from, event_name)
+                    (agent_fsm::Status::In(from), event_kind)
                 );
             } else {
                 prop_assert!(rec.unhandled.is_empty());
                 prop_assert_eq!(rec.steps[0].from, from);
-                prop_assert_eq!(rec.steps[0].event, Some(event_name));
-                prop_assert_eq!(rec.steps.last().unwrap().to, state.name());
-                prop_assert_eq!(rec.steps.last().unwrap().action, Some(action.name()));
+                prop_assert_eq!(rec.steps[0].event, Some(event_kind));
+                prop_assert_eq!(rec.steps.last().unwrap().to, state.kind());
+                prop_assert_eq!(rec.steps.last().unwrap().action, Some(action.kind()));
                 for pair in rec.steps.windows(2) {
                     prop_assert_eq!(pair[0].to, pair[1].from);
-                    prop_assert!(Loom::DESCRIPTION.is_transient(pair[0].to));
+                    prop_assert!(Loom::DESCRIPTION.is_transient(pair[0].to.name()));
                     prop_assert_eq!(pair[1].event, None);
                 }
                 for step in &rec.steps {
                     let t = &Loom::DESCRIPTION.transitions[step.row];
-                    prop_assert_eq!(
-                        (t.from, t.event, t.to, t.action),
-                        (step.from, step.event, step.to, step.action)
-                    );
+                    prop_assert_eq!((t.from, t.event, t.to, t.action), step.names());
                 }
             }
         }
@@ -342,8 +339,8 @@ proptest! {
                         assert_eq!(
                             rec.unhandled,
                             vec![Unhandled {
-                                state: state_name,
-                                event: event_name,
+                                state: agent_fsm::Status::In(m.state().kind()),
+                                event: probe.kind(),
                                 reason: UnhandledReason::NoRow,
                             }]
                         );
@@ -393,8 +390,8 @@ proptest! {
         prop_assert_eq!(
             rec.unhandled,
             vec![Unhandled {
-                state: "Error",
-                event: "RetryTimeoutFired",
+                state: agent_fsm::Status::In(StateKind::Error),
+                event: EventKind::RetryTimeoutFired,
                 reason: UnhandledReason::Refused,
             }]
         );
@@ -417,9 +414,9 @@ fn successful_transitions_are_observed_not_logged() {
         let mut m = Loom::new(AgentConfig::default());
         let mut seen = Vec::new();
         struct Steps<'a>(&'a mut Vec<(&'static str, &'static str)>);
-        impl agent_fsm::Observer for Steps<'_> {
-            fn on_transition(&mut self, step: &agent_fsm::Step) {
-                self.0.push((step.from, step.to));
+        impl agent_fsm::Observer<Loom> for Steps<'_> {
+            fn on_transition(&mut self, step: &agent_fsm::StepOf<Loom>) {
+                self.0.push((step.from.name(), step.to.name()));
             }
         }
         m.handle_event_with(AgentEvent::UserInput(Message::user("hi")), &mut Steps(&mut seen));

@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use agent_fsm::llm::ErrorKind;
-use agent_fsm::{Recorder, Unhandled, UnhandledReason};
+use agent_fsm::{Recorder, Status, Unhandled, UnhandledReason};
+use agent_fsm_examples::loom::machine::{EventKind, StateKind};
 use agent_fsm_examples::loom::{
     AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, AssistantMessage, CompletedToolInfo,
     ConversationContext, ErrorOrigin, Executions, LlmRequest, Loom, Message, ProviderError, StreamEvent, ToolCall,
@@ -95,7 +96,7 @@ fn shutdown_from(state: AgentState) {
     assert!(m.state().is_terminal());
     assert_eq!(m.state().conversation(), None);
     assert_eq!(rec.unhandled, Vec::new());
-    assert_eq!(rec.hops(), vec![(from, Some("ShutdownRequested"), "ShuttingDown", Some("Shutdown"))]);
+    assert_eq!(rec.hop_names(), vec![(from, Some("ShutdownRequested"), "ShuttingDown", Some("Shutdown"))]);
 }
 
 // ------------------------------------------------- WaitingForUserInput rows
@@ -466,7 +467,7 @@ fn tool_progress_for_unknown_id_displays_error_and_keeps_executions() {
     let action = m.handle_event_with(progress("zz", 0.5, "?"), &mut rec);
     assert_eq!(action, AgentAction::DisplayError("progress for unknown or finished call `zz`".to_owned()));
     assert_eq!(m.state(), &before);
-    assert_eq!(rec.hops(), vec![("ExecutingTools", Some("ToolProgress"), "ExecutingTools", Some("DisplayError"))]);
+    assert_eq!(rec.hop_names(), vec![("ExecutingTools", Some("ToolProgress"), "ExecutingTools", Some("DisplayError"))]);
 }
 
 #[test]
@@ -491,7 +492,10 @@ fn tool_result_for_unknown_id_displays_error_and_keeps_executions() {
     assert_eq!(action, AgentAction::DisplayError("tool result for unknown or finished call `zz`".to_owned()));
     assert_eq!(m.state(), &before);
     assert_eq!(rec.unhandled, Vec::new());
-    assert_eq!(rec.hops(), vec![("ExecutingTools", Some("ToolCompleted"), "ExecutingTools", Some("DisplayError"))]);
+    assert_eq!(
+        rec.hop_names(),
+        vec![("ExecutingTools", Some("ToolCompleted"), "ExecutingTools", Some("DisplayError"))]
+    );
 
     // Even when it is the only call left, an unknown id finishes nothing.
     let mut executions = Executions::pending(&calls);
@@ -643,7 +647,11 @@ fn error_with_tool_origin_refuses_retry_timeout() {
         assert_eq!(rec.steps, Vec::new());
         assert_eq!(
             rec.unhandled,
-            vec![Unhandled { state: "Error", event: "RetryTimeoutFired", reason: UnhandledReason::Refused }]
+            vec![Unhandled {
+                state: Status::In(StateKind::Error),
+                event: EventKind::RetryTimeoutFired,
+                reason: UnhandledReason::Refused
+            }]
         );
     }
 }
@@ -723,7 +731,11 @@ fn unlisted_pair_keeps_state_and_returns_fallback() {
     assert_eq!(rec.steps, Vec::new());
     assert_eq!(
         rec.unhandled,
-        vec![Unhandled { state: "CallingLlm", event: "UserInput", reason: UnhandledReason::NoRow }]
+        vec![Unhandled {
+            state: Status::In(StateKind::CallingLlm),
+            event: EventKind::UserInput,
+            reason: UnhandledReason::NoRow
+        }]
     );
 
     let mut m = Loom::with_state(AgentState::ShuttingDown, cfg());
@@ -733,7 +745,11 @@ fn unlisted_pair_keeps_state_and_returns_fallback() {
     assert_eq!(m.state(), &AgentState::ShuttingDown);
     assert_eq!(
         rec.unhandled,
-        vec![Unhandled { state: "ShuttingDown", event: "UserInput", reason: UnhandledReason::NoRow }]
+        vec![Unhandled {
+            state: Status::In(StateKind::ShuttingDown),
+            event: EventKind::UserInput,
+            reason: UnhandledReason::NoRow
+        }]
     );
 }
 
@@ -916,7 +932,7 @@ fn observer_sees_the_transient_hop_on_completed() {
     );
     assert_eq!(action, AgentAction::ExecuteTools(calls));
     assert_eq!(
-        rec.hops(),
+        rec.hop_names(),
         vec![
             ("CallingLlm", Some("LlmEvent"), "ProcessingLlmResponse", None),
             ("ProcessingLlmResponse", None, "ExecutingTools", Some("ExecuteTools")),
@@ -925,7 +941,7 @@ fn observer_sees_the_transient_hop_on_completed() {
     // Each step names its row in the description.
     for step in &rec.steps {
         let t = &Loom::DESCRIPTION.transitions[step.row];
-        assert_eq!((t.from, t.event, t.to, t.action), (step.from, step.event, step.to, step.action));
+        assert_eq!((t.from, t.event, t.to, t.action), step.names());
     }
     assert_eq!(Loom::DESCRIPTION.transitions[rec.steps[1].row].guard, Some("!response.tool_calls.is_empty()"));
     assert_eq!(rec.unhandled, Vec::new());
@@ -938,7 +954,7 @@ fn observer_sees_the_transient_hop_on_completed() {
     let mut rec = Recorder::default();
     m.handle_event_with(AgentEvent::LlmEvent(agent_fsm_examples::loom::reply("bye", Vec::new())), &mut rec);
     assert_eq!(
-        rec.hops(),
+        rec.hop_names(),
         vec![
             ("CallingLlm", Some("LlmEvent"), "ProcessingLlmResponse", None),
             ("ProcessingLlmResponse", None, "WaitingForUserInput", Some("WaitForInput")),

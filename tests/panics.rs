@@ -8,7 +8,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
-use agent_fsm::StateMachine;
+use agent_fsm::{Kind, StateMachine};
 
 /// A shared record of what happened, in order.
 type Log = Arc<Mutex<Vec<String>>>;
@@ -129,7 +129,7 @@ fn a_panic_in_a_moving_row_poisons_the_machine() {
     let outcome = catch_unwind(AssertUnwindSafe(|| machine.handle_event(Event::Go)));
     assert!(outcome.is_err(), "the row's code panicked");
     assert!(machine.is_poisoned());
-    assert_eq!(StateMachine::state_index(&machine), None, "a poisoned machine has no state to point at");
+    assert_eq!(StateMachine::status(&machine), agent_fsm::Status::Poisoned, "a poisoned machine has no state");
     // A poisoned machine answers every event with the fallback.
     assert_eq!(machine.handle_event(Event::Reset), Action::Nothing);
     assert!(machine.is_poisoned());
@@ -169,7 +169,7 @@ fn a_hop_is_reported_only_once_the_rows_code_has_run() {
     let mut recorder = agent_fsm::Recorder::default();
     let outcome = catch_unwind(AssertUnwindSafe(|| machine.handle_event_with(Event::Count, &mut recorder)));
     assert!(outcome.is_err(), "the payload's code panicked");
-    assert!(recorder.hops().is_empty(), "a hop whose row failed was reported: {:?}", recorder.hops());
+    assert!(recorder.hop_names().is_empty(), "a hop whose row failed was reported: {:?}", recorder.hop_names());
     assert_eq!(machine.state().name(), "Full");
 
     // The same rows, succeeding, report one hop each.
@@ -178,7 +178,7 @@ fn a_hop_is_reported_only_once_the_rows_code_has_run() {
     assert_eq!(machine.handle_event_with(Event::Count, &mut recorder), Action::Counted(0));
     assert_eq!(machine.handle_event_with(Event::Ping, &mut recorder), Action::Counted(1));
     assert_eq!(
-        recorder.hops(),
+        recorder.hop_names(),
         [("Full", Some("Count"), "Full", Some("Counted")), ("Full", Some("Ping"), "Full", Some("Counted"))]
     );
 }
@@ -252,9 +252,9 @@ fn a_panic_in_a_transient_states_guard_poisons_the_machine() {
 /// An observer that panics on one hop, `from` to `to`.
 struct PanicOn(&'static str, &'static str);
 
-impl agent_fsm::Observer for PanicOn {
-    fn on_transition(&mut self, hop: &agent_fsm::Step) {
-        assert!(!(hop.from == self.0 && hop.to == self.1), "observer failed");
+impl<M: StateMachine> agent_fsm::Observer<M> for PanicOn {
+    fn on_transition(&mut self, hop: &agent_fsm::StepOf<M>) {
+        assert!(!(hop.from.name() == self.0 && hop.to.name() == self.1), "observer failed");
     }
 }
 

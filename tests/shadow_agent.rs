@@ -177,17 +177,18 @@ fn at_rest(state: &ShadowState) -> bool {
 
 /// The states the history went through: where it started, then every
 /// state a hop changed to.
-fn states(history: &History<ShadowEvent>) -> Vec<&'static str> {
-    let mut states = vec![history.transitions().next().map_or("Idle", |t| t.from)];
-    states.extend(history.transitions().filter(|t| t.from != t.to).map(|t| t.to));
+fn states(history: &History<Shadow>) -> Vec<&'static str> {
+    let mut states = vec![history.transitions().next().map_or("Idle", |t| t.from.name())];
+    states.extend(history.transitions().filter(|t| t.from != t.to).map(|t| t.to.name()));
     states
 }
 
 /// The hops of the history as `(from, event, to, action)`.
-fn hops(
-    history: &History<ShadowEvent>,
-) -> Vec<(&'static str, Option<&'static str>, &'static str, Option<&'static str>)> {
-    history.transitions().map(|t| (t.from, t.event, t.to, t.action)).collect()
+fn hops(history: &History<Shadow>) -> Vec<agent_fsm::HopNames> {
+    history
+        .transitions()
+        .map(|t| (t.from.name(), t.event.map(|e| e.name()), t.to.name(), t.action.map(|a| a.name())))
+        .collect()
 }
 
 /// The agent's history is the table's own path: the recorded events, fed
@@ -199,7 +200,7 @@ async fn assert_history_is_the_tables_path(
     h: &mut Harness,
     handle: &ShadowHandle,
     initial: ShadowContext,
-) -> History<ShadowEvent> {
+) -> History<Shadow> {
     let history = handle.history().await.expect("history");
     let (state, context) = handle.inspect(|m| (m.state().clone(), m.context().clone())).await.expect("inspect");
     // Every step so far was published before the worker answered.
@@ -760,7 +761,7 @@ async fn a_subscriber_sees_every_state_change_with_its_json() {
         match n {
             Notification::Transition(step) if step.from != step.to => {
                 assert_eq!(pending, None, "a change without its state");
-                pending = Some(step.to);
+                pending = Some(step.to.name());
             }
             Notification::Output(Output::StateChanged { from, state, .. }) => {
                 assert_eq!(pending.take(), Some(state.name()));

@@ -213,7 +213,8 @@ async fn an_agent_retries_after_exactly_the_servers_retry_after() {
         "7 s as the server asked, then the second retry's backoff (300 ms × 2)"
     );
     let history = agent.history().await.expect("history");
-    let events: Vec<_> = history.transitions().map(|t| (t.event, t.action)).collect();
+    let events: Vec<_> =
+        history.transitions().map(|t| (t.event.map(|e| e.name()), t.action.map(|a| a.name()))).collect();
     assert_eq!(
         events,
         [

@@ -19,7 +19,7 @@ use serde_json::json;
 /// A machine with a recorder, fed event by event.
 struct Session {
     m: Shadow,
-    rec: Recorder,
+    rec: Recorder<Shadow>,
 }
 
 impl Session {
@@ -149,7 +149,7 @@ fn flow_simple_text_response() {
     let mut s = Session::new(ctx());
     assert_eq!(s.send(input("hi")), call_user("hi"));
     assert_eq!(s.send(text_reply("hello")), ShadowAction::Respond("hello".to_owned()));
-    assert_eq!(s.rec.states(), vec!["Idle", "Processing", "Idle"]);
+    assert_eq!(s.rec.state_names(), vec!["Idle", "Processing", "Idle"]);
     assert_eq!(s.ctx().conversation, vec![user("hi"), Message::assistant("hello")]);
 }
 
@@ -165,7 +165,7 @@ fn flow_tool_execution_with_permission() {
     assert_eq!(s.send(tool_ok("t1", "a.rs b.rs")), call_with(vec![ok("t1", "a.rs b.rs")]));
     assert_eq!(s.send(text_reply("two files")), ShadowAction::Respond("two files".to_owned()));
     assert_eq!(
-        s.rec.states(),
+        s.rec.state_names(),
         vec!["Idle", "Processing", "WaitingForPermission", "ExecutingTool", "Processing", "Idle"]
     );
     // Not remembered: the next call asks again.
@@ -182,7 +182,7 @@ fn flow_multiple_tools() {
     assert_eq!(s.send(tool_ok("t2", "B")), call_with(vec![ok("t2", "B")]));
     s.send(text_reply("they differ"));
     assert_eq!(
-        s.rec.states(),
+        s.rec.state_names(),
         vec!["Idle", "Processing", "ExecutingTool", "Processing", "ExecutingTool", "Processing", "Idle"]
     );
 }
@@ -204,7 +204,10 @@ fn flow_with_subagent() {
         s.send(ShadowEvent::SubAgentFinished { session_id: "s1/t1".to_owned(), result: Ok("docs at /d".to_owned()) });
     assert_eq!(action, call_with(vec![ok("t1", "docs at /d")]));
     s.send(text_reply("found them"));
-    assert_eq!(s.rec.states(), vec!["Idle", "Processing", "ExecutingTool", "WaitingForSubAgent", "Processing", "Idle"]);
+    assert_eq!(
+        s.rec.state_names(),
+        vec!["Idle", "Processing", "ExecutingTool", "WaitingForSubAgent", "Processing", "Idle"]
+    );
 }
 
 #[test]
@@ -228,7 +231,7 @@ fn flow_with_questions() {
         s.send(ShadowEvent::QuestionAnswered { request_id: "question-0".to_owned(), answers: vec!["blue".to_owned()] });
     assert_eq!(action, call_with(vec![ok("q1", "blue")]));
     s.send(text_reply("painted blue"));
-    assert_eq!(s.rec.states(), vec!["Idle", "Processing", "WaitingForUserInput", "Processing", "Idle"]);
+    assert_eq!(s.rec.state_names(), vec!["Idle", "Processing", "WaitingForUserInput", "Processing", "Idle"]);
 }
 
 #[test]
@@ -252,7 +255,7 @@ fn several_calls_in_one_reply_run_in_order_and_answer_together() {
     assert_eq!(action, call_with(results));
     s.send(text_reply("tidy"));
     assert_eq!(
-        s.rec.states(),
+        s.rec.state_names(),
         vec![
             "Idle",
             "Processing",
@@ -272,7 +275,7 @@ fn calls_all_denied_by_rule_go_straight_back_to_the_model() {
     s.send(input("delete it"));
     let action = s.send(tools_reply(&[call("r", "rm")]));
     assert_eq!(action, call_with(vec![err("r", "Permission denied by rule for `rm`")]));
-    assert_eq!(s.rec.states(), vec!["Idle", "Processing", "Processing"]);
+    assert_eq!(s.rec.state_names(), vec!["Idle", "Processing", "Processing"]);
 }
 
 // ------------------------------------------------------ interrupt per state
@@ -283,7 +286,7 @@ fn interrupt_in_idle_keeps_the_agent_idle() {
     assert_eq!(s.send(ShadowEvent::Interrupt), ShadowAction::NothingToInterrupt);
     assert_eq!(s.send(ShadowEvent::Interrupt), ShadowAction::NothingToInterrupt);
     assert_eq!(s.state(), &ShadowState::Idle);
-    assert_eq!(s.rec.states(), vec!["Idle", "Idle", "Idle"]);
+    assert_eq!(s.rec.state_names(), vec!["Idle", "Idle", "Idle"]);
     // Still alive: input starts a turn.
     assert_eq!(s.send(input("hi")), call_user("hi"));
 }
@@ -309,7 +312,7 @@ fn interrupt_in_processing_keeps_partial_text_and_drops_tool_calls() {
     assert_eq!(s.ctx().conversation, vec![user("explain"), Message::assistant("Hello"), user(INTERRUPTED),]);
     assert_eq!(s.ctx().partial_tool_calls, Vec::new());
     assert_eq!(s.ctx().partial_text, "");
-    assert_eq!(s.rec.states().last(), Some(&"Done"));
+    assert_eq!(s.rec.state_names().last(), Some(&"Done"));
 }
 
 #[test]
@@ -330,7 +333,10 @@ fn interrupt_in_executing_tool_lets_the_current_tool_complete_then_done() {
         [results(vec![ok("a", "ran"), err("b", INTERRUPTED), err("c", INTERRUPTED)]), vec![user(INTERRUPTED)]].concat()
     );
     assert!(!s.ctx().interrupt_requested);
-    assert_eq!(s.rec.states(), vec!["Idle", "Processing", "ExecutingTool", "ExecutingTool", "ExecutingTool", "Done"]);
+    assert_eq!(
+        s.rec.state_names(),
+        vec!["Idle", "Processing", "ExecutingTool", "ExecutingTool", "ExecutingTool", "Done"]
+    );
 }
 
 #[test]
@@ -346,7 +352,7 @@ fn interrupt_in_waiting_for_permission_interrupts_the_tool_without_running_it() 
         &s.ctx().conversation[2..],
         [results(vec![err("t1", INTERRUPTED), err("t2", INTERRUPTED)]), vec![user(INTERRUPTED)]].concat()
     );
-    assert!(s.rec.steps.iter().all(|step| step.to != "ExecutingTool"), "nothing ran");
+    assert!(s.rec.steps.iter().all(|step| step.to.name() != "ExecutingTool"), "nothing ran");
     // A late permission reply finds nothing to approve.
     let mut rec = Recorder::default();
     assert_eq!(s.m.handle_event_with(permission("permission-0", true, false), &mut rec), ShadowAction::Nothing);
@@ -362,7 +368,7 @@ fn interrupt_in_waiting_for_user_input_ends_in_done() {
     assert_eq!(s.send(ShadowEvent::Interrupt), ShadowAction::Interrupted);
     assert_eq!(s.state(), &ShadowState::Done);
     assert_eq!(s.ctx().conversation[2..], [Message::tool_error("q1", INTERRUPTED), user(INTERRUPTED)]);
-    assert_eq!(s.rec.states(), vec!["Idle", "Processing", "WaitingForUserInput", "Done"]);
+    assert_eq!(s.rec.state_names(), vec!["Idle", "Processing", "WaitingForUserInput", "Done"]);
 }
 
 #[test]
@@ -391,7 +397,7 @@ fn assert_interrupt_changes_nothing(state: ShadowState) {
     assert_eq!(s.send(ShadowEvent::Interrupt), ShadowAction::NothingToInterrupt);
     assert_eq!(s.state(), &state);
     assert_eq!(s.ctx(), &ctx());
-    assert_eq!(s.rec.states(), vec![state.name(), state.name()]);
+    assert_eq!(s.rec.state_names(), vec![state.name(), state.name()]);
 }
 
 #[test]
@@ -442,7 +448,7 @@ fn remember_stores_the_rule_and_the_next_call_skips_the_permission_wait() {
     assert_eq!(s.send(tools_reply(&[call("t2", "bash")])), ShadowAction::ExecuteTool(call("t2", "bash")));
     assert_eq!(s.state(), &executing("t2", "bash"));
     assert_eq!(
-        s.rec.states(),
+        s.rec.state_names(),
         vec!["Idle", "Processing", "WaitingForPermission", "ExecutingTool", "Processing", "ExecutingTool"]
     );
 }
@@ -462,7 +468,10 @@ fn a_denial_ends_the_task_and_a_remembered_denial_answers_without_asking() {
     s.send(input("try again"));
     let action = s.send(tools_reply(&[call("t3", "bash")]));
     assert_eq!(action, call_with(vec![err("t3", "Permission denied by rule for `bash`")]));
-    assert_eq!(s.rec.states(), vec!["Idle", "Processing", "WaitingForPermission", "Done", "Processing", "Processing"]);
+    assert_eq!(
+        s.rec.state_names(),
+        vec!["Idle", "Processing", "WaitingForPermission", "Done", "Processing", "Processing"]
+    );
 }
 
 // -------------------------------------------------------------------- Error
@@ -480,7 +489,7 @@ fn error_is_entered_when_the_llm_fails_and_left_on_new_input() {
     assert_eq!(s.ctx().partial_text, "");
     assert_eq!(s.send(input("again")), call_user("again"));
     assert_eq!(s.send(text_reply("hello")), ShadowAction::Respond("hello".to_owned()));
-    assert_eq!(s.rec.states(), vec!["Idle", "Processing", "Processing", "Error", "Processing", "Idle"]);
+    assert_eq!(s.rec.state_names(), vec!["Idle", "Processing", "Processing", "Error", "Processing", "Idle"]);
 }
 
 #[test]
@@ -511,7 +520,7 @@ fn a_subagent_failure_becomes_the_parents_error() {
 fn done_takes_new_input() {
     let mut s = Session::at(ShadowState::Done, ctx());
     assert_eq!(s.send(input("next task")), call_user("next task"));
-    assert_eq!(s.rec.states(), vec!["Done", "Processing"]);
+    assert_eq!(s.rec.state_names(), vec!["Done", "Processing"]);
 }
 
 // ------------------------------------------------------ stray and mid-turn

@@ -85,7 +85,7 @@ async fn until_step_after(agent: &SketchAgent, steps: u64) {
 
 /// Waits until the machine rests in `state`.
 async fn until_state(agent: &SketchAgent, state: &str) {
-    until(state, || agent.handle().state_name() == state).await;
+    until(state, || agent.handle().status().to_string() == state).await;
 }
 
 /// What `rustfmt --edition 2024` makes of `source`, run in a directory of
@@ -217,7 +217,9 @@ async fn the_scripted_session_commits_and_rustfmt_formats_the_committed_file() {
         reformatted: strings(&["src/lib.rs"]),
         failures: Vec::new()
     })));
-    assert!(report.history.time_in("RunningAutoformatters") > Duration::ZERO);
+    assert!(
+        report.history.time_in(agent_fsm_examples::sketch::machine::StateKind::RunningAutoformatters) > Duration::ZERO
+    );
 
     // The model was told, and said so.
     let Some(Round { note, .. }) = tool_results(&report).pop() else { panic!("no tool results") };
@@ -265,7 +267,10 @@ async fn the_recorded_history_is_exactly_the_tables_path_for_the_session() {
     }
     for t in report.history.transitions() {
         let row = &Sketch::DESCRIPTION.transitions[t.row];
-        assert_eq!((row.from, row.event, row.to, row.action), (t.from, t.event, t.to, t.action));
+        assert_eq!(
+            (row.from, row.event, row.to, row.action),
+            (t.from.name(), t.event.map(|e| e.name()), t.to.name(), t.action.map(|a| a.name()))
+        );
     }
 
     // The events the effects produced are the ones the path needs, and a
@@ -292,7 +297,7 @@ async fn the_recorded_history_is_exactly_the_tables_path_for_the_session() {
     for event in report.events.clone() {
         let _ = fresh.handle_event_with(event, &mut recorder);
     }
-    assert_eq!(recorder.hops(), report.hops);
+    assert_eq!(recorder.hop_names(), report.hops);
     let log = report.history.events().expect("event log");
     replay(&mut Sketch::new(SketchContext::new(budget())), log).expect("the log replays");
 

@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 
 use agent_fsm::llm::{ErrorKind, ProviderError};
-use agent_fsm::{Hop, Recorder};
+use agent_fsm::{HopNames, Recorder};
 use agent_fsm_examples::sketch::{
     AssistantMessage, Budget, CANCELLED_RESULT, Commit, FormatReport, LlmReply, Message, NOT_EXECUTED, REFERENCE_EDGES,
     Sketch, SketchAction, SketchContext, SketchEvent, SketchState, Spend, StopReason, ToolCall, ToolRound, Usage,
@@ -23,16 +23,16 @@ use serde_json::json;
 // ---------------------------------------------------------------- helpers
 
 /// One event from `state`: the machine after it, every hop, the action.
-fn run(state: SketchState, ctx: SketchContext, event: SketchEvent) -> (Sketch, Vec<Hop>, SketchAction) {
+fn run(state: SketchState, ctx: SketchContext, event: SketchEvent) -> (Sketch, Vec<HopNames>, SketchAction) {
     let mut m = Sketch::with_state(state, ctx);
     let mut rec = Recorder::default();
     let action = m.handle_event_with(event, &mut rec);
     assert_eq!(rec.unhandled, Vec::new(), "the event was refused");
-    (m, rec.hops(), action)
+    (m, rec.hop_names(), action)
 }
 
 /// The edge `from -> to` is one of the hops, exactly once.
-fn assert_edge(hops: &[Hop], from: &str, to: &str) {
+fn assert_edge(hops: &[HopNames], from: &str, to: &str) {
     let n = hops.iter().filter(|h| h.0 == from && h.2 == to).count();
     assert_eq!(n, 1, "edge {from} -> {to} taken {n} times in {hops:?}");
 }
@@ -673,7 +673,7 @@ fn a_scripted_session_records_exactly_the_path_it_takes() {
     assert_eq!(rec.unhandled, Vec::new());
 
     assert_eq!(
-        rec.hops(),
+        rec.hop_names(),
         vec![
             ("Ready", Some("Start"), "WaitingForUserInput", Some("AwaitUserInput")),
             ("WaitingForUserInput", Some("UserMessage"), "SendingToLlm", Some("SendToLlm")),
@@ -700,7 +700,7 @@ fn a_scripted_session_records_exactly_the_path_it_takes() {
     }
     for step in &rec.steps {
         let row = &Sketch::DESCRIPTION.transitions[step.row];
-        assert_eq!((row.from, row.event, row.to, row.action), (step.from, step.event, step.to, step.action));
+        assert_eq!((row.from, row.event, row.to, row.action), step.names());
     }
     // Transient states appear in the history but the machine never rests there.
     assert_eq!(m.state(), &SketchState::WaitingForUserInput);
@@ -749,7 +749,7 @@ fn a_cancel_gives_every_requested_call_a_synthetic_result() {
     let action = m.handle_event_with(tools_reply(&["a", "b", "c"]), &mut rec);
     assert_eq!(action, SketchAction::TurnCancelled(strings(&["a", "b", "c"])));
     // No tool ran: the machine never entered RunningTool.
-    assert!(rec.steps.iter().all(|s| s.to != "RunningTool"));
+    assert!(rec.steps.iter().all(|s| s.to.name() != "RunningTool"));
     assert_eq!(m.state(), &SketchState::WaitingForUserInput);
     assert_eq!(
         m.context().conversation,

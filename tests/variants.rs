@@ -174,7 +174,7 @@ fn the_base_is_unchanged() {
 }
 
 #[test]
-fn the_variants_state_index_points_at_its_states_the_added_one_included() {
+fn the_variants_status_points_at_its_states_the_added_one_included() {
     use agent_fsm::StateMachine;
     let states = [
         AgentState::WaitingForUserInput { conversation: conv() },
@@ -186,7 +186,7 @@ fn the_variants_state_index_points_at_its_states_the_added_one_included() {
     for state in states {
         let name = state.name();
         let m = LoomWithPermission::with_state(state, AgentConfig::default());
-        let index = StateMachine::state_index(&m).unwrap_or_else(|| panic!("{name} is listed"));
-        assert_eq!(LoomWithPermission::DESCRIPTION.states[index].name, name);
+        let kind = StateMachine::status(&m).state().unwrap_or_else(|| panic!("{name} is listed"));
+        assert_eq!(LoomWithPermission::DESCRIPTION.states[agent_fsm::Kind::index(kind)].name, name);
     }
 }

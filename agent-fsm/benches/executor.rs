@@ -52,7 +52,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, Topics};
-use agent_fsm::{Observer, StateMachine, Step};
+use agent_fsm::{Observer, StateMachine, StepOf};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use tokio::runtime::Runtime;
 
@@ -118,12 +118,12 @@ static REGISTRY: Mutex<Vec<Arc<Metrics>>> = Mutex::new(Vec::new());
 /// event: the `watch` wakes its eight notifiers on every change.)
 struct MetricsObserver(Arc<Metrics>);
 
-impl Observer for MetricsObserver {
-    fn on_transition(&mut self, _: &Step) {
+impl Observer<PingPong> for MetricsObserver {
+    fn on_transition(&mut self, _: &StepOf<PingPong>) {
         self.0.hops.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn on_unhandled(&mut self, _: &agent_fsm::Unhandled) {
+    fn on_unhandled(&mut self, _: &agent_fsm::UnhandledOf<PingPong>) {
         self.0.refused.fetch_add(1, Ordering::Relaxed);
     }
 }

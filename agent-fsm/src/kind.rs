@@ -66,6 +66,8 @@ pub type ActionKindOf<M> = <<M as StateMachine>::Action as Kinded>::Kind;
 /// Where a machine is: a state, or poisoned (a row's code panicked or left
 /// it early, and the machine has no state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum Status<K> {
     /// In this state.
@@ -83,19 +85,14 @@ impl<K: Kind> Status<K> {
             Self::Poisoned => None,
         }
     }
-
-    /// The state's name, or `"<poisoned>"`: for display.
-    #[must_use]
-    pub fn display_name(self) -> &'static str {
-        match self {
-            Self::In(kind) => kind.name(),
-            Self::Poisoned => "<poisoned>",
-        }
-    }
 }
 
+/// The state's name, or `<poisoned>`.
 impl<K: Kind> fmt::Display for Status<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.display_name())
+        match self {
+            Self::In(kind) => f.write_str(kind.name()),
+            Self::Poisoned => f.write_str("<poisoned>"),
+        }
     }
 }

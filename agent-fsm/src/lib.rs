@@ -49,7 +49,8 @@ pub use runtime::{EffectContext, Effects, ExecutorConfig, MachineHandle, RetryPo
 pub use agent_fsm_macros::state_machine;
 pub use kind::{ActionKindOf, EventKindOf, Kind, Kinded, StateKindOf, Status};
 pub use machine::{
-    Description, Hop, Named, Observer, Recorder, StateInfo, StateMachine, Step, Transition, Unhandled, UnhandledReason,
+    Description, Hop, HopNames, Named, Observer, Recorder, StateInfo, StateMachine, Step, StepOf, Transition,
+    Unhandled, UnhandledOf, UnhandledReason,
 };
 
 /// What a `serde` machine expands to with the `serde` feature on: nothing.
@@ -96,7 +97,7 @@ pub mod __private {
     pub use crate::__agent_fsm_serde_missing as serde_feature_required;
     pub use ::tracing;
 
-    use crate::{Description, StateInfo, Transition, Unhandled, UnhandledReason};
+    use crate::{Description, Kind, StateInfo, Status, Step, Transition, Unhandled, UnhandledReason};
 
     /// A state of `DESCRIPTION.states`; `flags` is `1` initial, `2`
     /// terminal, `4` transient.
@@ -248,17 +249,20 @@ pub mod __private {
     #[cold]
     #[inline(never)]
     #[must_use]
-    pub fn unhandled(description: &Description, state: Option<&'static str>, event: &'static str) -> Unhandled {
+    pub fn unhandled<S: Kind, E: Kind>(description: &Description, state: Option<S>, event: E) -> Unhandled<S, E> {
         let machine = description.name;
-        let Some(state) = state else {
+        let event_kind = event;
+        let event = event.name();
+        let Some(state_kind) = state else {
             tracing::error!(
                 target: "agent_fsm",
                 machine,
                 event,
                 "machine poisoned: an earlier transition did not finish (its row's code panicked or left it early); fallback action returned"
             );
-            return Unhandled { state: "<poisoned>", event, reason: UnhandledReason::Poisoned };
+            return Unhandled { state: Status::Poisoned, event: event_kind, reason: UnhandledReason::Poisoned };
         };
+        let state = state_kind.name();
         let reason = if description.ignored.iter().any(|&(s, e)| s == state && e == event) {
             tracing::debug!(target: "agent_fsm", machine, state, event, "event ignored by the table");
             UnhandledReason::Ignored
@@ -290,7 +294,33 @@ pub mod __private {
             );
             UnhandledReason::NoRow
         };
-        Unhandled { state, event, reason }
+        Unhandled { state: Status::In(state_kind), event: event_kind, reason }
+    }
+
+    /// The [`Step`] of row `row` (an index into `DESCRIPTION.transitions`),
+    /// read from `code`: per row, four indices of `W` bytes each (1, 2 or
+    /// 4), little-endian, into the kinds' `ALL` (from, event, to, action; a
+    /// missing event or action indexes one past the end). Kinds rather than
+    /// the description's names: a step is then 16 bytes, not four fat
+    /// pointers, and an observer compares kinds, not strings.
+    #[inline(always)]
+    #[must_use]
+    pub fn hop<S: Kind, E: Kind, A: Kind, const W: usize>(code: &'static [u8], row: usize) -> Step<S, E, A> {
+        let r = &code[row * 4 * W..][..4 * W];
+        let at = |k: usize| -> usize {
+            match W {
+                1 => usize::from(r[k]),
+                2 => usize::from(u16::from_le_bytes([r[2 * k], r[2 * k + 1]])),
+                _ => u32::from_le_bytes([r[4 * k], r[4 * k + 1], r[4 * k + 2], r[4 * k + 3]]) as usize,
+            }
+        };
+        Step {
+            from: S::ALL[at(0)],
+            event: E::ALL.get(at(1)).copied(),
+            to: S::ALL[at(2)],
+            action: A::ALL.get(at(3)).copied(),
+            row,
+        }
     }
 
     #[cfg(test)]

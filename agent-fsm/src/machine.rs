@@ -8,7 +8,7 @@
 
 use core::fmt;
 
-use crate::{Kinded, StateKindOf, Status};
+use crate::{ActionKindOf, EventKindOf, Kind, Kinded, StateKindOf, Status};
 
 /// A value with a stable, allocation-free name: states, events and actions.
 ///
@@ -56,7 +56,7 @@ pub trait StateMachine {
 
     /// Like [`handle_event`](StateMachine::handle_event), reporting every
     /// hop (transient ones included) and every refused event to `observer`.
-    fn handle_event_with<O: Observer + ?Sized>(&mut self, event: Self::Event, observer: &mut O) -> Self::Action;
+    fn handle_event_with<O: Observer<Self> + ?Sized>(&mut self, event: Self::Event, observer: &mut O) -> Self::Action;
 
     /// The current state.
     ///
@@ -101,27 +101,11 @@ pub trait StateMachine {
         Ok(())
     }
 
-    /// The position in [`DESCRIPTION`](StateMachine::DESCRIPTION)`.states`
-    /// of the state [`state_name`](StateMachine::state_name) names, `None`
-    /// if the machine is poisoned or that name is not listed there.
-    /// Generated machines answer with one `match`; the default looks the
-    /// name up. The executor publishes the state as this index, which
-    /// handles read without a lock, so an override must point at the
-    /// entry named by `state_name`.
-    fn state_index(&self) -> Option<usize> {
-        let name = self.state_name();
-        Self::DESCRIPTION.states.iter().position(|s| s.name == name)
-    }
-
-    /// The current state's kind, or [`Status::Poisoned`].
+    /// The current state's kind, or [`Status::Poisoned`] (which
+    /// [`Display`](fmt::Display)s as `<poisoned>`). Generated machines
+    /// answer with one `match`; the executor publishes it to the handles.
     fn status(&self) -> Status<StateKindOf<Self>> {
         if self.is_poisoned() { Status::Poisoned } else { Status::In(self.state().kind()) }
-    }
-
-    /// The name of the current state (a display helper; see
-    /// [`status`](StateMachine::status) for the typed answer).
-    fn state_name(&self) -> &'static str {
-        if self.is_poisoned() { "<poisoned>" } else { self.state().name() }
     }
 
     /// Whether the current state is terminal (no row leaves it).
@@ -130,64 +114,102 @@ pub trait StateMachine {
     }
 }
 
-/// Receives every step a machine takes; the default methods do nothing, so
-/// `()` is a free observer and the plain `handle_event` costs nothing extra.
-pub trait Observer {
+/// Receives every step a machine `M` takes, by kind; the default methods do
+/// nothing, so `()` is a free observer and the plain `handle_event` costs
+/// nothing extra.
+pub trait Observer<M: StateMachine + ?Sized> {
     /// A row fired: `from` moved to `to` (the same for a self-transition).
     /// Called once per hop, so a transient state shows up as the `to` of one
     /// call and the `from` of the next.
-    fn on_transition(&mut self, step: &Step) {
+    fn on_transition(&mut self, step: &StepOf<M>) {
         let _ = step;
     }
 
     /// No row accepted the event; the state is unchanged and the fallback
     /// action is returned.
-    fn on_unhandled(&mut self, unhandled: &Unhandled) {
+    fn on_unhandled(&mut self, unhandled: &UnhandledOf<M>) {
         let _ = unhandled;
     }
 }
 
-impl Observer for () {}
+impl<M: StateMachine + ?Sized> Observer<M> for () {}
 
-/// A hop as `(from, event, to, action)`, the shape tables are written in.
-pub type Hop = (&'static str, Option<&'static str>, &'static str, Option<&'static str>);
+/// A hop of machine `M` as `(from, event, to, action)` kinds, the shape
+/// tables are written in.
+pub type Hop<M> = (StateKindOf<M>, Option<EventKindOf<M>>, StateKindOf<M>, Option<ActionKindOf<M>>);
 
-/// An [`Observer`] that keeps every hop and every refused event, in order:
-/// for tests, replays and debugging.
+/// A hop by name, `(from, event, to, action)`: for display and for tests
+/// that compare with a table as written ([`Recorder::hop_names`]).
+pub type HopNames = (&'static str, Option<&'static str>, &'static str, Option<&'static str>);
+
+/// An [`Observer`] that keeps every hop and every refused event of machine
+/// `M`, in order: for tests, replays and debugging.
 ///
 /// ```
-/// # use agent_fsm::{Observer, Recorder, Step, Unhandled, UnhandledReason};
+/// # use agent_fsm::{Recorder, UnhandledReason, state_machine};
+/// #[state_machine(fallback = Nothing)]
+/// mod door {
+///     #[states]
+///     pub enum State {
+///         #[initial]
+///         Closed,
+///         Open,
+///     }
+///     #[events]
+///     pub enum Event { Push, Pull }
+///     #[actions]
+///     pub enum Action { Creak, Nothing }
+///     transitions! {
+///         Closed + Push => Open / Creak,
+///         Open + Push => Closed / Creak,
+///     }
+/// }
+/// use door::{ActionKind, Event, EventKind, Machine, StateKind};
+/// let mut door = Machine::new();
 /// let mut recorder = Recorder::default();
-/// recorder.on_transition(&Step { from: "Idle", event: Some("Go"), to: "Busy", action: Some("Work"), row: 0 });
-/// recorder.on_unhandled(&Unhandled { state: "Busy", event: "Go", reason: UnhandledReason::NoRow });
-/// assert_eq!(recorder.hops(), [("Idle", Some("Go"), "Busy", Some("Work"))]);
-/// assert_eq!(recorder.states(), ["Idle", "Busy"]);
+/// door.handle_event_with(Event::Push, &mut recorder);
+/// door.handle_event_with(Event::Pull, &mut recorder);
+/// assert_eq!(recorder.hops(), [(StateKind::Closed, Some(EventKind::Push), StateKind::Open, Some(ActionKind::Creak))]);
+/// assert_eq!(recorder.hop_names(), [("Closed", Some("Push"), "Open", Some("Creak"))]);
+/// assert_eq!(recorder.states(), [StateKind::Closed, StateKind::Open]);
+/// assert_eq!(recorder.state_names(), ["Closed", "Open"]);
 /// assert_eq!(recorder.unhandled[0].reason, UnhandledReason::NoRow);
 /// recorder.clear();
 /// assert!(recorder.hops().is_empty() && recorder.unhandled.is_empty());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Recorder {
+pub struct Recorder<M: StateMachine + ?Sized> {
     /// Every hop, transient states included.
-    pub steps: Vec<Step>,
+    pub steps: Vec<StepOf<M>>,
     /// Every event the machine did not accept.
-    pub unhandled: Vec<Unhandled>,
+    pub unhandled: Vec<UnhandledOf<M>>,
 }
 
-impl Recorder {
-    /// The hops as `(from, event, to, action)`.
+impl<M: StateMachine + ?Sized> Recorder<M> {
+    /// The hops as `(from, event, to, action)` kinds.
     #[must_use]
-    pub fn hops(&self) -> Vec<Hop> {
+    pub fn hops(&self) -> Vec<Hop<M>> {
         self.steps.iter().map(|s| (s.from, s.event, s.to, s.action)).collect()
+    }
+
+    /// The hops by name, as the table writes them: a display helper.
+    #[must_use]
+    pub fn hop_names(&self) -> Vec<HopNames> {
+        self.steps.iter().map(Step::names).collect()
     }
 
     /// The states passed through: the first hop's source, then the state
     /// each hop entered. Empty if nothing happened.
     #[must_use]
-    pub fn states(&self) -> Vec<&'static str> {
-        let mut states: Vec<&'static str> = self.steps.first().map(|s| s.from).into_iter().collect();
+    pub fn states(&self) -> Vec<StateKindOf<M>> {
+        let mut states: Vec<StateKindOf<M>> = self.steps.first().map(|s| s.from).into_iter().collect();
         states.extend(self.steps.iter().map(|s| s.to));
         states
+    }
+
+    /// The names of [`states`](Self::states): a display helper.
+    #[must_use]
+    pub fn state_names(&self) -> Vec<&'static str> {
+        self.states().into_iter().map(Kind::name).collect()
     }
 
     /// Forgets everything recorded so far.
@@ -197,47 +219,106 @@ impl Recorder {
     }
 }
 
-impl Observer for Recorder {
-    fn on_transition(&mut self, step: &Step) {
+// Written out: derives would ask `M` itself for the trait, where only its
+// kinds need it.
+impl<M: StateMachine + ?Sized> Default for Recorder<M> {
+    fn default() -> Self {
+        Self { steps: Vec::new(), unhandled: Vec::new() }
+    }
+}
+
+impl<M: StateMachine + ?Sized> Clone for Recorder<M> {
+    fn clone(&self) -> Self {
+        Self { steps: self.steps.clone(), unhandled: self.unhandled.clone() }
+    }
+}
+
+impl<M: StateMachine + ?Sized> fmt::Debug for Recorder<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recorder").field("steps", &self.steps).field("unhandled", &self.unhandled).finish()
+    }
+}
+
+impl<M: StateMachine + ?Sized> PartialEq for Recorder<M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.steps == other.steps && self.unhandled == other.unhandled
+    }
+}
+
+impl<M: StateMachine + ?Sized> Eq for Recorder<M> {}
+
+impl<M: StateMachine + ?Sized> Observer<M> for Recorder<M> {
+    fn on_transition(&mut self, step: &StepOf<M>) {
         self.steps.push(*step);
     }
 
-    fn on_unhandled(&mut self, unhandled: &Unhandled) {
+    fn on_unhandled(&mut self, unhandled: &UnhandledOf<M>) {
         self.unhandled.push(*unhandled);
     }
 }
 
-/// One hop of a machine, as reported to an [`Observer`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Step {
+/// One hop of a machine, as reported to an [`Observer`], by kind: `S`, `E`
+/// and `A` are the machine's state, event and action kinds (see
+/// [`StepOf`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Step<S, E, A> {
     /// The state the hop left.
-    pub from: &'static str,
+    pub from: S,
     /// The event that fired the row, `None` for an eventless row of a
     /// transient state.
-    pub event: Option<&'static str>,
+    pub event: Option<E>,
     /// The state the hop entered.
-    pub to: &'static str,
+    pub to: S,
     /// The action the row returned, `None` for a hop into a transient state
     /// (its action comes from the row that leaves it).
-    pub action: Option<&'static str>,
+    pub action: Option<A>,
     /// Index of the row in [`Description::transitions`].
     pub row: usize,
 }
 
-/// Why an event was not accepted, as reported to an [`Observer`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Unhandled {
-    /// The state that did not accept the event (unchanged).
-    pub state: &'static str,
-    /// The event's name.
-    pub event: &'static str,
+/// The [`Step`] of machine `M`.
+pub type StepOf<M> = Step<StateKindOf<M>, EventKindOf<M>, ActionKindOf<M>>;
+
+impl<S: Kind, E: Kind, A: Kind> Step<S, E, A> {
+    /// The hop by name, `(from, event, to, action)`: a display helper.
+    #[must_use]
+    pub fn names(&self) -> HopNames {
+        (self.from.name(), self.event.map(Kind::name), self.to.name(), self.action.map(Kind::name))
+    }
+}
+
+/// `From + Event => To / Action`, as the table writes a row (`_` for a
+/// missing event or action).
+impl<S: Kind, E: Kind, A: Kind> fmt::Display for Step<S, E, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (from, event, to, action) = self.names();
+        write!(f, "{from} + {} => {to} / {}", event.unwrap_or("_"), action.unwrap_or("_"))
+    }
+}
+
+/// Why an event was not accepted, as reported to an [`Observer`], by kind
+/// (see [`UnhandledOf`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Unhandled<S, E> {
+    /// The state that did not accept the event (unchanged), or
+    /// [`Status::Poisoned`].
+    pub state: Status<S>,
+    /// The event's kind.
+    pub event: E,
     /// Whether no row exists for the pair, rows exist but refused it, or the
     /// table marks the pair as deliberately ignored.
     pub reason: UnhandledReason,
 }
 
+/// The [`Unhandled`] of machine `M`.
+pub type UnhandledOf<M> = Unhandled<StateKindOf<M>, EventKindOf<M>>;
+
 /// See [`Unhandled::reason`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum UnhandledReason {
     /// The table has no row for this (state, event) pair.
@@ -405,96 +486,6 @@ mod tests {
         assert!(D.is_transient("Check") && !D.is_transient("Done"));
         assert!(D.state("Nowhere").is_none());
         assert_eq!(D.rows_from("Check").map(|t| t.to).collect::<Vec<_>>(), ["Done"]);
-    }
-
-    /// A hand-written machine that names its states itself.
-    struct Renamed {
-        done: bool,
-        context: (),
-    }
-
-    #[derive(Debug)]
-    struct Unit;
-
-    impl Named for Unit {
-        fn name(&self) -> &'static str {
-            "Unit"
-        }
-    }
-
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    struct UnitKind;
-
-    impl crate::Kind for UnitKind {
-        const ALL: &'static [Self] = &[UnitKind];
-
-        fn name(self) -> &'static str {
-            "Unit"
-        }
-
-        fn index(self) -> usize {
-            0
-        }
-    }
-
-    impl Kinded for Unit {
-        type Kind = UnitKind;
-
-        fn kind(&self) -> UnitKind {
-            UnitKind
-        }
-    }
-
-    impl StateMachine for Renamed {
-        type State = Unit;
-        type Event = Unit;
-        type Action = Unit;
-        type Context = ();
-        const DESCRIPTION: &'static Description = &D;
-
-        fn handle_event(&mut self, event: Unit) -> Unit {
-            self.handle_event_with(event, &mut ())
-        }
-
-        fn handle_event_with<O: Observer + ?Sized>(&mut self, _: Unit, _: &mut O) -> Unit {
-            self.done = true;
-            Unit
-        }
-
-        fn state(&self) -> &Unit {
-            &Unit
-        }
-
-        fn is_poisoned(&self) -> bool {
-            false
-        }
-
-        fn context(&self) -> &() {
-            &self.context
-        }
-
-        fn context_mut(&mut self) -> &mut () {
-            &mut self.context
-        }
-
-        fn from_parts(_: Unit, context: ()) -> Self {
-            Self { done: false, context }
-        }
-
-        fn state_name(&self) -> &'static str {
-            if self.done { "Done" } else { "Idle" }
-        }
-    }
-
-    #[test]
-    fn the_default_state_index_points_at_the_state_state_name_names() {
-        let mut machine = Renamed::from_parts(Unit, ());
-        // `state()`'s own name, "Unit", is not listed: the index follows
-        // `state_name`, which the executor used to publish.
-        assert_eq!(machine.state_index(), Some(0));
-        machine.handle_event(Unit);
-        assert_eq!(machine.state_index(), Some(2));
-        assert_eq!(D.states[2].name, machine.state_name());
     }
 
     #[test]

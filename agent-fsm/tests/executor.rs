@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use agent_fsm::StateMachine;
 use agent_fsm::runtime::{
     self, EffectContext, EffectFailure, Effects, MachineHandle, Notification, RequestError, RetryPolicy, SendError,
     Topics, TryRecvError, WorkerError, replay,
 };
-use support::{Action, Agent, End, Event, Reply, Scripted, assert_chained, config};
+use agent_fsm::{StateMachine, Status};
+use support::{Action, ActionKind, Agent, End, Event, EventKind, Reply, Scripted, StateKind, assert_chained, config};
 use tokio::time::{Instant, sleep};
 
 fn input(text: &str) -> Event {
@@ -47,11 +47,11 @@ async fn time_in_tools(limit: usize) -> Duration {
     let handle = start(&script, config().concurrency_limit(limit));
     handle.send(input("go")).await.unwrap();
     handle.wait_idle().await.unwrap();
-    assert_eq!(handle.state_name(), "Waiting");
+    assert_eq!(handle.status().to_string(), "Waiting");
     let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
     assert_eq!(batches.len(), 1);
     assert!(batches[0].iter().all(|(_, ok)| *ok), "{batches:?}");
-    handle.history().await.unwrap().time_in("ExecutingTools")
+    handle.history().await.unwrap().time_in(StateKind::ExecutingTools)
 }
 
 #[tokio::test(start_paused = true)]
@@ -74,12 +74,16 @@ async fn llm_error_retries_after_backoff_and_gives_up_through_the_machine() {
     let produced = script.produced();
     assert_eq!(produced.llm_requests, 3);
     assert_eq!(produced.retries_scheduled, 2);
-    assert_eq!(handle.state_name(), "Waiting");
+    assert_eq!(handle.status().to_string(), "Waiting");
     let history = handle.history().await.unwrap();
-    let error_stays: Vec<Duration> = history.transitions().filter(|t| t.from == "Error").map(|t| t.duration).collect();
+    let error_stays: Vec<Duration> =
+        history.transitions().filter(|t| t.from == StateKind::Error).map(|t| t.duration).collect();
     assert_eq!(error_stays, vec![script.policy.delay(1), script.policy.delay(2)]);
     let last = history.transitions().last().unwrap();
-    assert_eq!((last.from, last.to, last.action), ("CallingLlm", "Waiting", Some("DisplayError")));
+    assert_eq!(
+        (last.from, last.to, last.action),
+        (StateKind::CallingLlm, StateKind::Waiting, Some(ActionKind::DisplayError))
+    );
 
     let mut outputs = Vec::new();
     while let Ok(n) = notifications.try_recv() {
@@ -109,7 +113,8 @@ async fn a_subscription_to_some_topics_sees_exactly_those_notifications_in_order
     assert_eq!(everything.try_recv(), Err(TryRecvError::Closed));
     // Each filtered subscription reads the full feed's notifications of
     // its topics, in the same order, none missing.
-    let of = |keep: fn(&Notification<String>) -> bool| all.iter().filter(|n| keep(n)).cloned().collect::<Vec<_>>();
+    let of =
+        |keep: fn(&Notification<Agent, String>) -> bool| all.iter().filter(|n| keep(n)).cloned().collect::<Vec<_>>();
     assert_eq!(some, of(|n| matches!(n, Notification::Transition(_) | Notification::Output(_))));
     assert_eq!(acts, of(|n| matches!(n, Notification::Action { .. })));
     assert!(some.iter().any(|n| matches!(n, Notification::Output(_))), "{some:?}");
@@ -117,14 +122,17 @@ async fn a_subscription_to_some_topics_sees_exactly_those_notifications_in_order
 }
 
 /// Shares one agent's [`agent_fsm::Recorder`] with the test.
-struct Shared(Arc<Mutex<agent_fsm::Recorder>>);
+struct Shared(SharedRecorder);
 
-impl agent_fsm::Observer for Shared {
-    fn on_transition(&mut self, step: &agent_fsm::Step) {
+/// One agent's recorder, shared.
+type SharedRecorder = Arc<Mutex<agent_fsm::Recorder<Agent>>>;
+
+impl agent_fsm::Observer<Agent> for Shared {
+    fn on_transition(&mut self, step: &agent_fsm::StepOf<Agent>) {
         self.0.lock().unwrap().on_transition(step);
     }
 
-    fn on_unhandled(&mut self, unhandled: &agent_fsm::Unhandled) {
+    fn on_unhandled(&mut self, unhandled: &agent_fsm::UnhandledOf<Agent>) {
         self.0.lock().unwrap().on_unhandled(unhandled);
     }
 }
@@ -132,7 +140,7 @@ impl agent_fsm::Observer for Shared {
 #[tokio::test(start_paused = true)]
 async fn an_attached_observer_sees_every_hop_and_refusal_of_its_own_agent_in_order() {
     // One recorder per agent: the configuration builds an observer per spawn.
-    let made: Arc<Mutex<Vec<Arc<Mutex<agent_fsm::Recorder>>>>> = Arc::default();
+    let made: Arc<Mutex<Vec<SharedRecorder>>> = Arc::default();
     let registry = Arc::clone(&made);
     let config = config().observer(move || {
         let recorder = Arc::new(Mutex::new(agent_fsm::Recorder::default()));
@@ -163,9 +171,9 @@ async fn an_attached_observer_sees_every_hop_and_refusal_of_its_own_agent_in_ord
     assert_eq!(seen.steps, hops);
     assert_eq!(seen.unhandled, refused);
     assert_eq!(refused.len(), 1);
-    assert_eq!((refused[0].state, refused[0].event), ("Waiting", "RetryFired"));
-    assert_eq!(seen.states().first().copied(), Some("Waiting"));
-    assert!(seen.states().contains(&"ExecutingTools"), "{:?}", seen.states());
+    assert_eq!((refused[0].state, refused[0].event), (Status::In(StateKind::Waiting), EventKind::RetryFired));
+    assert_eq!(seen.states().first().copied(), Some(StateKind::Waiting));
+    assert!(seen.states().contains(&StateKind::ExecutingTools), "{:?}", seen.states());
     let history = first.history().await.unwrap();
     assert_eq!(seen.steps.len(), history.transitions().len());
     // The idle agent's observer heard nothing of the other agent.
@@ -175,8 +183,8 @@ async fn an_attached_observer_sees_every_hop_and_refusal_of_its_own_agent_in_ord
 #[tokio::test(start_paused = true)]
 async fn a_panicking_observer_fails_its_agent() {
     struct Broken;
-    impl agent_fsm::Observer for Broken {
-        fn on_transition(&mut self, _: &agent_fsm::Step) {
+    impl<M: agent_fsm::StateMachine> agent_fsm::Observer<M> for Broken {
+        fn on_transition(&mut self, _: &agent_fsm::StepOf<M>) {
             panic!("observer is broken");
         }
     }
@@ -192,7 +200,7 @@ async fn a_panicking_observer_fails_its_agent() {
 #[tokio::test(start_paused = true)]
 async fn a_panicking_observer_constructor_fails_the_agent_at_start() {
     struct Never;
-    impl agent_fsm::Observer for Never {}
+    impl<M: agent_fsm::StateMachine> agent_fsm::Observer<M> for Never {}
     let handle = start(
         &Scripted::new([]),
         config().observer(|| -> Never {
@@ -214,7 +222,7 @@ async fn the_observer_is_dropped_before_the_agent_is_seen_finished() {
         handle: Slot,
         finished_at_drop: Arc<Mutex<Option<bool>>>,
     }
-    impl agent_fsm::Observer for Flushing {}
+    impl<M: agent_fsm::StateMachine> agent_fsm::Observer<M> for Flushing {}
     impl Drop for Flushing {
         fn drop(&mut self) {
             *self.finished_at_drop.lock().unwrap() = self.handle.get().map(MachineHandle::is_finished);
@@ -244,7 +252,7 @@ async fn tool_results_found_together_come_in_the_order_they_ended() {
     // The tools are spawned (at 0 ms of their own) once the action is
     // reported performed; then the clock jumps past both their ends.
     while let Some(notification) = actions.recv().await {
-        if matches!(notification, Notification::Action { name: "ExecuteTools", performed: true }) {
+        if matches!(notification, Notification::Action { action: ActionKind::ExecuteTools, performed: true }) {
             break;
         }
     }
@@ -272,7 +280,7 @@ async fn input_sent_during_tools_is_delivered_after_them_in_order() {
     let handle = start(&script, config());
     handle.send(input("first")).await.unwrap();
     sleep(Duration::from_millis(60)).await;
-    assert_eq!(handle.state_name(), "ExecutingTools");
+    assert_eq!(handle.status().to_string(), "ExecutingTools");
     handle.send(input("second")).await.unwrap();
     handle.send(input("third")).await.unwrap();
     handle.wait_idle().await.unwrap();
@@ -313,7 +321,7 @@ async fn interrupt_during_streaming_keeps_the_partial_text() {
     sleep(Duration::from_millis(25)).await; // two deltas, 10 ms apart
     handle.interrupt("user pressed escape").await.unwrap();
 
-    assert_eq!(handle.state_name(), "Waiting");
+    assert_eq!(handle.status().to_string(), "Waiting");
     sleep(Duration::from_secs(1)).await;
     handle.wait_idle().await.unwrap();
     let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
@@ -333,7 +341,7 @@ async fn interrupt_during_tools_gives_every_pending_call_a_result() {
     // Tools start at 20 ms (one delta, then Completed); a and d are done by 170.
     sleep(Duration::from_millis(170)).await;
     handle.interrupt("stop").await.unwrap();
-    assert_eq!(handle.state_name(), "Waiting");
+    assert_eq!(handle.status().to_string(), "Waiting");
 
     let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
     let expected: Vec<(String, bool)> = [("d:50", true), ("a:100", true), ("b:hang", false), ("c:300", false)]
@@ -370,7 +378,7 @@ async fn a_panicking_tool_yields_an_error_outcome_and_the_agent_continues() {
         matches!(&failures[..], [(id, EffectFailure::Panicked(msg))] if id == "p:panic" && msg.contains("panicked")),
         "{failures:?}"
     );
-    assert_eq!(handle.state_name(), "Waiting");
+    assert_eq!(handle.status().to_string(), "Waiting");
     let delivered = handle.call(input("again")).await.unwrap();
     assert_eq!(
         (delivered.action(), delivered.state()),
@@ -390,7 +398,7 @@ async fn a_task_timeout_fails_that_task_only() {
     let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
     assert_eq!(batches, [vec![("a:10".to_owned(), true), ("h:hang".to_owned(), false)]]);
     assert_eq!(script.produced().tool_failures, [("h:hang".to_owned(), EffectFailure::TimedOut)]);
-    assert_eq!(handle.history().await.unwrap().time_in("ExecutingTools"), Duration::from_millis(50));
+    assert_eq!(handle.history().await.unwrap().time_in(StateKind::ExecutingTools), Duration::from_millis(50));
 }
 
 /// A task's result is judged by when it came, not by whether it was ready
@@ -521,7 +529,7 @@ async fn retry_after_an_error_item(cancel: bool) -> (Vec<String>, (Vec<bool>, Ve
     let handle = runtime::spawn(Agent::new(3), effects, config());
     handle.send(input("go")).await.unwrap();
     handle.wait_idle().await.unwrap();
-    assert_eq!(handle.state_name(), "Waiting");
+    assert_eq!(handle.status().to_string(), "Waiting");
     let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
     let seen = seen.lock().unwrap().clone();
     (transcript, seen)
@@ -607,7 +615,7 @@ async fn a_stream_that_panics_when_dropped_does_not_stop_the_agent() {
             handle.wait_idle().await.unwrap();
             assert_eq!(script.produced().llm_requests, 1, "the next turn");
         }
-        assert_eq!(handle.state_name(), "Waiting", "ends: {ends}");
+        assert_eq!(handle.status().to_string(), "Waiting", "ends: {ends}");
         let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
         assert_eq!(transcript.last().map(String::as_str), Some("fine"), "ends: {ends}");
         // Stopped by the shutdown, not failed.
@@ -617,7 +625,7 @@ async fn a_stream_that_panics_when_dropped_does_not_stop_the_agent() {
 
 #[tokio::test(start_paused = true)]
 async fn history_capacity_bounds_hops_and_interrupts_and_counts_what_it_drops() {
-    async fn session(capacity: Option<usize>) -> runtime::History<Event> {
+    async fn session(capacity: Option<usize>) -> runtime::History<Agent> {
         let script = Scripted::new([Reply::tools(&["a:10"]), Reply::text(&["done"])]);
         let config = match capacity {
             Some(capacity) => config().history_capacity(capacity),
@@ -635,7 +643,7 @@ async fn history_capacity_bounds_hops_and_interrupts_and_counts_what_it_drops() 
     assert_eq!(all.evicted(), 0);
     let hops = all.transitions().len() as u64;
     assert!(hops >= 3, "{hops}");
-    let causes = |h: &runtime::History<Event>| h.interrupts().map(|i| i.cause.to_string()).collect::<Vec<_>>();
+    let causes = |h: &runtime::History<Agent>| h.interrupts().map(|i| i.cause.to_string()).collect::<Vec<_>>();
     assert_eq!(causes(&all), ["one", "two", "three"]);
 
     let two = session(Some(2)).await;
@@ -646,7 +654,7 @@ async fn history_capacity_bounds_hops_and_interrupts_and_counts_what_it_drops() 
     assert_eq!((none.transitions().len(), none.evicted()), (0, hops));
     assert!(causes(&none).is_empty());
     // Time per state is still summed.
-    assert_eq!(none.time_in("ExecutingTools"), all.time_in("ExecutingTools"));
+    assert_eq!(none.time_in(StateKind::ExecutingTools), all.time_in(StateKind::ExecutingTools));
 }
 
 #[tokio::test(start_paused = true)]
@@ -695,7 +703,7 @@ async fn a_timer_is_dropped_when_its_state_is_left() {
     handle.wait_idle().await.unwrap();
     let log = event_log(&handle).await;
     assert!(!log.contains(&Event::RetryFired), "{log:?}");
-    assert_eq!(handle.state_name(), "Waiting");
+    assert_eq!(handle.status().to_string(), "Waiting");
 }
 
 #[tokio::test(start_paused = true)]
@@ -719,7 +727,7 @@ async fn a_slow_subscriber_sees_lagged_and_keeps_receiving() {
     // The subscription is still alive and sees later events.
     handle.send(input("more")).await.unwrap();
     let next = slow.recv().await.unwrap();
-    assert!(matches!(next, Notification::Transition(step) if step.event == Some("UserInput")), "{next:?}");
+    assert!(matches!(next, Notification::Transition(step) if step.event == Some(EventKind::UserInput)), "{next:?}");
     handle.shutdown().await.unwrap();
     while slow.recv().await.is_some() {}
 }
@@ -744,9 +752,9 @@ async fn history_chains_and_replay_reproduces_the_final_state() {
     let history = handle.history().await.unwrap();
     assert_chained(&history);
     let hops: Vec<_> = history.transitions().collect();
-    assert_eq!(hops.first().unwrap().from, "Waiting");
-    assert_eq!(hops.last().unwrap().to, handle.state_name());
-    assert!(hops.iter().any(|h| h.to == "ProcessingLlmResponse"), "transient hops are recorded");
+    assert_eq!(hops.first().unwrap().from, StateKind::Waiting);
+    assert_eq!(Status::In(hops.last().unwrap().to), handle.status());
+    assert!(hops.iter().any(|h| h.to == StateKind::ProcessingLlmResponse), "transient hops are recorded");
 
     let log = history.events().unwrap();
     assert_eq!(log.len() as u64, history.steps());
@@ -794,11 +802,11 @@ async fn the_final_state_and_history_stay_readable_once_terminal() {
     assert_eq!(transcript, ["calling tools", "answer"]);
     let history = handle.history().await.unwrap();
     assert_chained(&history);
-    assert_eq!(history.current().0, "Done");
+    assert_eq!(history.current().0, Status::In(StateKind::Done));
     assert_eq!(history.steps(), handle.steps());
     // The last stay ended when the worker stopped, not when it was read.
-    assert_eq!(history.time_in("Done"), Duration::ZERO);
-    assert!(history.time_in("Waiting") >= Duration::from_secs(3));
+    assert_eq!(history.time_in(StateKind::Done), Duration::ZERO);
+    assert!(history.time_in(StateKind::Waiting) >= Duration::from_secs(3));
     // The event log reproduces the run.
     let mut fresh = Agent::new(3);
     replay(&mut fresh, history.events().unwrap()).unwrap();
@@ -882,7 +890,7 @@ async fn queries_are_served_while_effects_run() {
     let before = Instant::now();
     let state = handle.state().await.unwrap();
     assert!(matches!(state, support::State::ExecutingTools { ref pending, .. } if pending == &["h:hang"]));
-    assert_eq!(handle.state_name(), "ExecutingTools");
+    assert_eq!(handle.status().to_string(), "ExecutingTools");
     assert_eq!(before.elapsed(), Duration::ZERO);
 
     // The inbox (capacity 1) holds one event while the tool runs.
@@ -915,9 +923,12 @@ async fn notifications_and_status_are_published_before_any_reply() {
         );
         assert_eq!(handle.steps(), round);
         let first = notifications.try_recv();
-        assert!(matches!(first, Ok(Notification::Unhandled(ref u)) if u.event == "Interrupted"), "{first:?}");
+        assert!(matches!(first, Ok(Notification::Unhandled(ref u)) if u.event == EventKind::Interrupted), "{first:?}");
         let second = notifications.try_recv();
-        assert!(matches!(second, Ok(Notification::Action { name: "WaitForInput", performed: true })), "{second:?}");
+        assert!(
+            matches!(second, Ok(Notification::Action { action: ActionKind::WaitForInput, performed: true })),
+            "{second:?}"
+        );
         assert_eq!(notifications.try_recv(), Err(TryRecvError::Empty));
     }
     for _ in 0..100 {
@@ -934,9 +945,9 @@ async fn notifications_and_status_are_published_before_any_reply() {
     handle.shutdown().await.unwrap();
     // The configured shutdown event's hop and action, then the end.
     let last = notifications.recv().await;
-    assert!(matches!(last, Some(Notification::Transition(ref step)) if step.to == "Done"), "{last:?}");
+    assert!(matches!(last, Some(Notification::Transition(ref step)) if step.to == StateKind::Done), "{last:?}");
     let last = notifications.recv().await;
-    assert!(matches!(last, Some(Notification::Action { name: "Shutdown", .. })), "{last:?}");
+    assert!(matches!(last, Some(Notification::Action { action: ActionKind::Shutdown, .. })), "{last:?}");
     assert_eq!(notifications.recv().await, None);
 }
 
@@ -1051,7 +1062,7 @@ async fn a_timer_past_the_end_of_the_clock_never_fires_and_harms_nothing() {
     tokio::time::sleep(Duration::from_secs(3600)).await;
     // The retry was scheduled but never fires; the agent waits, alive.
     assert_eq!(script.produced().retries_scheduled, 1);
-    assert_eq!(handle.state_name(), "Error");
+    assert_eq!(handle.status().to_string(), "Error");
     assert!(!handle.is_finished());
     handle.shutdown().await.unwrap();
 }
@@ -1097,7 +1108,7 @@ async fn control_requests_wake_the_worker_through_the_waker_it_last_slept_with()
     // A query from another task.
     let ask = || {
         let asking = handle.clone();
-        tokio::spawn(async move { asking.inspect(|m| m.state_name()).await })
+        tokio::spawn(async move { asking.inspect(|m| m.status().to_string()).await })
     };
     // Lets the querying task run until `woken` (it has queued its request).
     let settle = async |woken: &dyn Fn() -> bool| {
@@ -1108,7 +1119,7 @@ async fn control_requests_wake_the_worker_through_the_waker_it_last_slept_with()
             tokio::task::yield_now().await;
         }
     };
-    let initial = handle.state_name();
+    let initial = handle.status().to_string();
 
     assert!(sleeps_with(&wake_a));
     let query = ask();
@@ -1175,7 +1186,7 @@ async fn a_request_queued_while_the_worker_goes_to_sleep_is_served() {
     // then, while the worker's waker is taken by the query below.
     let asking = handle.clone();
     let on_wake = Arc::new(QueryOnWake {
-        query: Mutex::new(Some(Box::pin(async move { asking.inspect(|m| m.state_name()).await }))),
+        query: Mutex::new(Some(Box::pin(async move { asking.inspect(|m| agent_fsm::Named::name(m.state())).await }))),
         woken: std::sync::atomic::AtomicUsize::new(0),
     });
     {
@@ -1187,7 +1198,7 @@ async fn a_request_queued_while_the_worker_goes_to_sleep_is_served() {
     // that takes the worker's waker.
     handle.try_send(Event::Interrupted).unwrap();
     let first_asking = handle.clone();
-    let mut first: Query = Box::pin(async move { first_asking.inspect(|m| m.state_name()).await });
+    let mut first: Query = Box::pin(async move { first_asking.inspect(|m| agent_fsm::Named::name(m.state())).await });
     assert!(first.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
     let woken_before = counting.count();
 
@@ -1211,7 +1222,7 @@ async fn queries_racing_events_on_two_threads_are_all_answered() {
     let asking = handle.clone();
     let queries = tokio::spawn(async move {
         for _ in 0..ROUNDS {
-            assert_eq!(asking.inspect(|m| m.state_name()).await.unwrap(), "Waiting");
+            assert_eq!(asking.inspect(|m| m.status().to_string()).await.unwrap(), "Waiting");
         }
     });
     let calls = async {
@@ -1224,7 +1235,7 @@ async fn queries_racing_events_on_two_threads_are_all_answered() {
         .await
         .expect("a query or an event was never answered");
     assert_eq!(handle.steps(), ROUNDS);
-    assert_eq!(handle.state_name(), "Waiting");
+    assert_eq!(handle.status().to_string(), "Waiting");
     handle.shutdown().await.unwrap();
 }
 
@@ -1549,8 +1560,8 @@ mod eager_subscriber {
                 while let Some(n) = subscription.recv().await {
                     if let Notification::Transition(step) = n {
                         seen += 1;
-                        let (name, steps) = (reader_handle.state_name(), reader_handle.steps());
-                        if steps < seen || (seen == 1 && name != step.to) {
+                        let (name, steps) = (reader_handle.status().to_string(), reader_handle.steps());
+                        if steps < seen || (seen == 1 && name != step.to.name()) {
                             stale.push((seen, step.to, name, steps));
                         }
                     }
@@ -1825,7 +1836,7 @@ mod nested_sends {
         // Go(1), Back, Go(99) (taken in A), then Go(7) (refused in B).
         assert_eq!(handle.state().await.unwrap(), State::B { n: 99 });
         let history = handle.history().await.unwrap();
-        let events: Vec<Option<&str>> = history.transitions().map(|t| t.event).collect();
+        let events: Vec<Option<&str>> = history.transitions().map(|t| t.event.map(|e| e.name())).collect();
         assert_eq!(events, [Some("Go"), Some("Back"), Some("Go")]);
         handle.shutdown().await.unwrap();
     }
@@ -1902,8 +1913,10 @@ mod deadlines {
         tokio::time::sleep(Duration::from_secs(60)).await;
         let history = handle.history().await.unwrap();
         handle.shutdown().await.unwrap();
-        let hops =
-            history.transitions().map(|t| (t.event.unwrap_or("-"), (t.start + t.duration - start).as_secs())).collect();
+        let hops = history
+            .transitions()
+            .map(|t| (t.event.map_or("-", |e| e.name()), (t.start + t.duration - start).as_secs()))
+            .collect();
         (hops, history.steps())
     }
 
@@ -2221,7 +2234,7 @@ mod user_code {
 
     struct PanickyObserver(#[allow(dead_code)] DropPanics);
 
-    impl agent_fsm::Observer for PanickyObserver {}
+    impl<M: agent_fsm::StateMachine> agent_fsm::Observer<M> for PanickyObserver {}
 
     #[tokio::test(start_paused = true)]
     async fn effects_and_an_observer_that_panic_when_dropped_do_not_unwind_the_worker() {
@@ -2237,7 +2250,7 @@ mod user_code {
         assert_eq!(handle.shutdown().await.unwrap(), streams::StateKind::Busy);
         assert!(worker.await.is_ok(), "the worker future must not panic");
         // The outcome stands: the final state is readable.
-        assert_eq!(handle.state_name(), "Busy");
+        assert_eq!(handle.status().to_string(), "Busy");
     }
 }
 
@@ -2372,9 +2385,9 @@ mod feed_and_clock {
     /// Records when each hop really happened.
     struct At(Arc<Mutex<Vec<(&'static str, Instant)>>>);
 
-    impl agent_fsm::Observer for At {
-        fn on_transition(&mut self, step: &agent_fsm::Step) {
-            self.0.lock().unwrap().push((step.to, Instant::now()));
+    impl agent_fsm::Observer<Machine> for At {
+        fn on_transition(&mut self, step: &agent_fsm::StepOf<Machine>) {
+            self.0.lock().unwrap().push((step.to.name(), Instant::now()));
         }
     }
 
@@ -2409,7 +2422,7 @@ mod feed_and_clock {
         let seen = seen.lock().unwrap().clone();
         let busy = seen.last().unwrap().1 - seen[0].1;
         assert_eq!(busy, Duration::from_secs(1), "{seen:?}");
-        assert_eq!(history.time_in("Busy"), busy, "{:?}", history.time_in_state());
+        assert_eq!(history.time_in(pinger::StateKind::Busy), busy, "{:?}", history.time_in_state());
         handle.shutdown().await.unwrap();
         reader.await.unwrap();
     }
@@ -2417,7 +2430,7 @@ mod feed_and_clock {
     #[tokio::test(start_paused = true)]
     async fn a_first_subscription_made_during_a_step_sees_the_rest_of_it() {
         let handle: Arc<OnceLock<MachineHandle<Machine, ()>>> = Arc::new(OnceLock::new());
-        let slot: Arc<Mutex<Option<Subscription<()>>>> = Arc::new(Mutex::new(None));
+        let slot: Arc<Mutex<Option<Subscription<Machine, ()>>>> = Arc::new(Mutex::new(None));
         let (own, put) = (Arc::clone(&handle), Arc::clone(&slot));
         let effects = runtime::from_fn(move |action: Action, cx: &mut EffectContext<'_, Machine, ()>| {
             if let Action::Pong = action {
@@ -2679,7 +2692,7 @@ mod failure_reports {
         let err = handle.call(Event::Go(13)).await.expect_err("the guard panics");
         assert!(matches!(failure(err), WorkerError::MachinePanicked { event: "Go", .. }));
         let _ = handle.wait_finished().await;
-        assert_eq!(handle.state_name(), "<poisoned>");
+        assert_eq!(handle.status(), agent_fsm::Status::Poisoned);
     }
 
     /// A machine poisoned before it was spawned (a block panicked after
@@ -2699,7 +2712,7 @@ mod failure_reports {
         );
         let err = handle.call(Event::Back).await.expect_err("the worker never handles an event");
         assert_eq!(failure(err), WorkerError::SpawnedPoisoned);
-        assert_eq!(handle.state_name(), "<poisoned>");
+        assert_eq!(handle.status(), agent_fsm::Status::Poisoned);
         assert!(matches!(handle.history().await, Err(RequestError::Failed(_))), "every later request fails too");
     }
 
@@ -2729,6 +2742,6 @@ mod failure_reports {
             error.to_string(),
             "the effects panicked while performing `on_failure` of `tool-7`: callback blew up"
         );
-        assert_eq!(handle.state_name(), "Busy", "the machine itself did not fail");
+        assert_eq!(handle.status().to_string(), "Busy", "the machine itself did not fail");
     }
 }

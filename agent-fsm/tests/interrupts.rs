@@ -109,7 +109,14 @@ async fn an_interrupt_lands_the_machine_where_it_waits_for_input() {
     handle.interrupt("stop").await.unwrap();
     let history = handle.history().await.unwrap();
     let hops: Vec<_> = history.transitions().map(|t| (t.from, t.to)).collect();
-    assert_eq!(hops, [("Idle", "Working"), ("Working", "Summarizing"), ("Summarizing", "Idle")]);
+    assert_eq!(
+        hops,
+        [
+            (StateKind::Idle, StateKind::Working),
+            (StateKind::Working, StateKind::Summarizing),
+            (StateKind::Summarizing, StateKind::Idle)
+        ]
+    );
     // `RunTool` and the interrupt row's `Nothing`: `Summarize` was not performed.
     assert_eq!(performed.load(Ordering::SeqCst), 2);
     assert_not_stranded(&handle).await;
@@ -130,7 +137,14 @@ async fn without_an_interrupt_event_an_interrupt_is_refused_and_cancels_nothing(
     handle.wait_idle().await.unwrap();
     let history = handle.history().await.unwrap();
     let hops: Vec<_> = history.transitions().map(|t| (t.from, t.to)).collect();
-    assert_eq!(hops, [("Idle", "Working"), ("Working", "Summarizing"), ("Summarizing", "Idle")]);
+    assert_eq!(
+        hops,
+        [
+            (StateKind::Idle, StateKind::Working),
+            (StateKind::Working, StateKind::Summarizing),
+            (StateKind::Summarizing, StateKind::Idle)
+        ]
+    );
     assert_eq!(performed.load(Ordering::SeqCst), 3, "the summary was asked for");
     assert!(history.interrupts().next().is_none());
     assert_not_stranded(&handle).await;

@@ -9,6 +9,7 @@ mod support;
 
 use std::time::Duration;
 
+use agent_fsm::Kind;
 use agent_fsm::Named;
 use agent_fsm::runtime::{self, MachineHandle, Notification, RequestError, SendError};
 use support::{Agent, End, Event, Reply, Scripted, config};
@@ -34,7 +35,7 @@ async fn agent_in(state: &str) -> (MachineHandle<Agent, String>, Scripted, TaskT
         handle.send(input("go")).await.unwrap();
         sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(handle.state_name(), state);
+    assert_eq!(handle.status().to_string(), state);
     (handle, script, tracker)
 }
 
@@ -50,14 +51,14 @@ async fn shutdown_cleanly(
     let mut hops = Vec::new();
     while let Some(n) = notifications.recv().await {
         if let Notification::Transition(step) = n {
-            hops.push((step.event, step.to));
+            hops.push((step.event.map(Kind::name), step.to.name()));
         }
     }
     assert_eq!(hops.last(), Some(&(Some("Shutdown"), "Done")));
     // So does the history, which outlives the worker, and its event log
     // reproduces the final machine.
     let history = handle.history().await.unwrap();
-    let recorded: Vec<_> = history.transitions().map(|t| (t.event, t.to)).collect();
+    let recorded: Vec<_> = history.transitions().map(|t| (t.event.map(Kind::name), t.to.name())).collect();
     assert!(recorded.ends_with(&hops), "{recorded:?} does not end with {hops:?}");
     let mut fresh = Agent::new(3);
     runtime::replay(&mut fresh, history.events().unwrap()).unwrap();
@@ -123,8 +124,8 @@ async fn events_queued_at_shutdown_are_delivered_but_not_performed() {
     let mut unperformed = Vec::new();
     while let Some(n) = notifications.recv().await {
         match n {
-            Notification::Unhandled(u) => unperformed.push(u.event),
-            Notification::Action { performed: false, name } => unperformed.push(name),
+            Notification::Unhandled(u) => unperformed.push(u.event.name()),
+            Notification::Action { performed: false, action } => unperformed.push(action.name()),
             _ => {}
         }
     }
@@ -172,7 +173,7 @@ async fn queries_queued_behind_a_shutdown_read_the_final_machine() {
     let (finished, state, history) = tokio::join!(handle.shutdown(), handle.state(), handle.history());
     assert_eq!(finished.unwrap(), support::StateKind::Done);
     assert_eq!(state.unwrap(), support::State::Done);
-    assert_eq!(history.unwrap().current().0, "Done");
+    assert_eq!(history.unwrap().current().0.to_string(), "Done");
     // Other requests find the worker gone.
     assert!(matches!(handle.wait_idle().await, Err(RequestError::Closed)));
     tracker.close();

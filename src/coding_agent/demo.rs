@@ -8,6 +8,9 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use agent_fsm::runtime::Notification;
+
+use crate::loom::Loom;
+use crate::loom::machine::ActionKind;
 use tokio::time::Instant;
 
 use super::model::{ModelArgs, choose};
@@ -31,7 +34,7 @@ impl<W: Write> Printer<W> {
         }
     }
 
-    fn show(&mut self, n: &Notification<Output>) {
+    fn show(&mut self, n: &Notification<Loom, Output>) {
         let at = self.start.elapsed().as_secs_f64();
         match n {
             Notification::Output(Output::Text(text)) => {
@@ -42,10 +45,11 @@ impl<W: Write> Printer<W> {
                 let _ = write!(self.out, "{text}");
             }
             // The text deltas' own hops: counted above.
-            Notification::Transition(step) if step.from == step.to && step.action == Some("DisplayMessage") => {}
+            Notification::Transition(step)
+                if step.from == step.to && step.action == Some(ActionKind::DisplayMessage) => {}
             Notification::Transition(step) => {
                 self.end_text();
-                let event = step.event.unwrap_or("(eventless)");
+                let event = step.event.map_or("(eventless)", |e| e.name());
                 let action = step.action.map_or(String::new(), |a| format!(" / {a}"));
                 let _ = writeln!(self.out, "[{at:7.3}s] {} --{event}--> {}{action}", step.from, step.to);
             }

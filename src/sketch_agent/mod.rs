@@ -367,12 +367,16 @@ impl Effects<Sketch> for SketchEffects {
 
 // ===== the agent =====
 
-pub use agent_fsm::Hop;
+/// A hop by name, `(from, event, to, action)`.
+pub type Hop = agent_fsm::HopNames;
 
-/// The hops of a history, oldest first.
+/// The hops of a history by name, oldest first.
 #[must_use]
-pub fn hops(history: &History<SketchEvent>) -> Vec<Hop> {
-    history.transitions().map(|t| (t.from, t.event, t.to, t.action)).collect()
+pub fn hops(history: &History<Sketch>) -> Vec<Hop> {
+    history
+        .transitions()
+        .map(|t| (t.from.name(), t.event.map(|e| e.name()), t.to.name(), t.action.map(|a| a.name())))
+        .collect()
 }
 
 /// What a finished session reports; everything about states and time comes
@@ -392,7 +396,7 @@ pub struct SessionReport {
     /// The state the machine ended in.
     pub final_state: &'static str,
     /// The runtime's history itself.
-    pub history: History<SketchEvent>,
+    pub history: History<Sketch>,
 }
 
 /// The Sketch machine running on the executor, and the way in for its user.
@@ -429,7 +433,7 @@ impl SketchAgent {
     pub async fn start(
         effects: SketchEffects,
         budget: Budget,
-        mut on_notification: impl FnMut(&Notification<Output>) + Send + 'static,
+        mut on_notification: impl FnMut(&Notification<Sketch, Output>) + Send + 'static,
     ) -> Result<Self, RequestError> {
         let config = Self::config(Arc::clone(&effects.interrupted));
         let handle = spawn(Sketch::new(SketchContext::new(budget)), effects, config);
@@ -527,7 +531,7 @@ impl SketchAgent {
         Ok(SessionReport {
             hops: hops(&history),
             events: history.events().map(|log| log.iter().map(|r| r.event.clone()).collect()).unwrap_or_default(),
-            time_in_state: history.time_in_state().iter().map(|s| (s.state, s.entries, s.total)).collect(),
+            time_in_state: history.time_in_state().iter().map(|s| (s.state.name(), s.entries, s.total)).collect(),
             context,
             outputs,
             final_state,
@@ -554,7 +558,7 @@ pub async fn run_session(
     effects: SketchEffects,
     budget: Budget,
     prompts: &[&str],
-    on_notification: impl FnMut(&Notification<Output>) + Send + 'static,
+    on_notification: impl FnMut(&Notification<Sketch, Output>) + Send + 'static,
 ) -> Result<SessionReport, RequestError> {
     let agent = SketchAgent::start(effects, budget, on_notification).await?;
     for prompt in prompts {

@@ -100,6 +100,20 @@ pub(crate) fn guard_text(row: &RowModel) -> Option<String> {
     row.guard_text.clone()
 }
 
+/// How many bytes each index of a row's hop takes (see `__HOPS`): the
+/// narrowest width that holds every state, event and action index and the
+/// "none" one past the last event and action.
+pub(crate) fn hops_width(model: &Model) -> usize {
+    let most = model.states.len().max(model.events.len() + 1).max(model.actions.len() + 1);
+    if most <= 0xff {
+        1
+    } else if most <= 0xffff {
+        2
+    } else {
+        4
+    }
+}
+
 /// `pub const DESCRIPTION: Description = ...;`
 ///
 /// The rows are one byte string of indices into the name lists, decoded by
@@ -173,9 +187,19 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
         }
         code.push(*flags);
     }
+    // The hops the observer hears, by kind: from, event, to, action.
+    let hop_width = hops_width(model);
+    let mut hops = Vec::with_capacity(rows.len() * 4 * hop_width);
+    for (indices, _) in &rows {
+        for k in [0, 1, 4, 5] {
+            let value = u32::try_from(indices[k].unwrap_or(nones[k])).unwrap_or(u32::MAX);
+            hops.extend_from_slice(&value.to_le_bytes()[..hop_width]);
+        }
+    }
     let count = Literal::usize_unsuffixed(rows.len());
     let width = Literal::usize_unsuffixed(width);
     let code = Literal::byte_string(&code);
+    let hops = Literal::byte_string(&hops);
     let ignored = model.ignores.iter().flat_map(|ig| {
         ig.sources.iter().map(move |&s| {
             let sn = &layout.states[s];
@@ -185,6 +209,10 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
     });
     let fallback = model.fallback.as_ref().map(|(a, _)| layout.actions[*a].as_str()).unwrap_or_default();
     quote! {
+        /// Each row's hop for the observer, as kind indices (see
+        /// `agent_fsm::__private::hop`).
+        const __HOPS: &'static [u8] = #hops;
+
         /// The table: states, events, actions, rows (any-state rows expanded
         /// per state) and the Mermaid diagram.
         pub const DESCRIPTION: ::agent_fsm::Description = {

@@ -85,13 +85,12 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
     // The event parameter, which rows spliced into the function must not
     // see: a row calling a function of the module's named `event` calls it.
     let event_param = &Ident::new("event", Span::mixed_site());
-    let catch_all = |state_name: TokenStream, event_expr: TokenStream| quote!(return Self::__unhandled(__observer, #state_name, #event_expr.name()));
+    let catch_all = |state_kind: TokenStream, event_expr: TokenStream| quote!(return Self::__unhandled(__observer, #state_kind, #event_expr.kind()));
     let single_arms = single.iter().enumerate().filter(|(_, a)| !a.is_empty()).map(|(e, arms)| {
         let ev = &model.events[e].ident;
         let Some(s) = takers[e] else { return TokenStream::new() };
         let v = &model.states[s].ident;
-        let name = syn::ext::IdentExt::unraw(v).to_string();
-        let rest = catch_all(quote!(__Some(#name)), quote!(__event));
+        let rest = catch_all(quote!(__Some(StateKind::#v)), quote!(__event));
         // No argument but the two references already at hand: constants
         // passed here would be set up on the hot path, before the compare.
         let others = quote!(return Self::__unhandled_single::<#e, _>(__observer, __s));
@@ -118,8 +117,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         .filter(|(_, a)| !a.is_empty())
         .map(|(s, arms)| {
             let v = &model.states[s].ident;
-            let name = syn::ext::IdentExt::unraw(v).to_string();
-            let rest = catch_all(quote!(__Some(#name)), quote!(__event));
+            let rest = catch_all(quote!(__Some(StateKind::#v)), quote!(__event));
             let pat = quote!(#state::#v { .. });
             let arm = quote! {
                 __Some(#pat) => match #event_param {
@@ -159,7 +157,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
                 state_fns.push(quote! {
                     #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
                     #[inline]
-                    fn #f<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+                    fn #f<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
                         __s: &mut ::core::option::Option<#state>,
                         __ctx: &mut #context_ty,
                         #event_param: #event,
@@ -181,7 +179,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             })
             .collect()
     };
-    let others = catch_all(quote!(__s.as_ref().map(#state::name)), quote!(#event_param));
+    let others = catch_all(quote!(__s.as_ref().map(#state::kind)), quote!(#event_param));
     let settle_arms = model
         .rows
         .iter()
@@ -189,6 +187,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         .filter(|(_, r)| r.event.is_none())
         .flat_map(|(r, row)| row.sources.iter().map(move |&s| row_arm(n, r, row, s)))
         .collect::<Vec<_>>();
+    let hops_width = proc_macro2::Literal::usize_unsuffixed(crate::codegen::describe::hops_width(model));
     quote! {
         /// The description, behind one function: every use of the large
         /// constant in a compiled body costs build time, once per use.
@@ -200,9 +199,8 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         /// Reports row `row` (an index into `DESCRIPTION.transitions`) to
         /// the observer; a no-op observer compiles it away.
         #[inline(always)]
-        fn __hop<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(__observer: &mut __O, row: usize) {
-            let t = &Self::__description().transitions[row];
-            __observer.on_transition(&::agent_fsm::Step { from: t.from, event: t.event, to: t.to, action: t.action, row });
+        fn __hop<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(__observer: &mut __O, row: usize) {
+            __observer.on_transition(&::agent_fsm::__private::hop::<StateKind, EventKind, ActionKind, #hops_width>(Self::__HOPS, row));
         }
 
         /// An event the current state does not take (no row, every guard
@@ -210,10 +208,10 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         /// answered with the fallback action.
         #[cold]
         #[inline(never)]
-        fn __unhandled<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+        fn __unhandled<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
             __observer: &mut __O,
-            state: ::core::option::Option<&'static str>,
-            event: &'static str,
+            state: ::core::option::Option<StateKind>,
+            event: EventKind,
         ) -> #action {
             __observer.on_unhandled(&::agent_fsm::__private::unhandled(Self::__description(), state, event));
             Self::__fallback()
@@ -224,11 +222,11 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         /// or a poisoned machine.
         #[cold]
         #[inline(never)]
-        fn __unhandled_single<const E: usize, __O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+        fn __unhandled_single<const E: usize, __O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
             __observer: &mut __O,
             state: &::core::option::Option<#state>,
         ) -> #action {
-            Self::__unhandled(__observer, state.as_ref().map(#state::name), Self::__description().events[E])
+            Self::__unhandled(__observer, state.as_ref().map(#state::kind), EventKind::ALL[E])
         }
 
         /// Feeds one event, reporting every hop and every refused event to
@@ -237,7 +235,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
         // Inlined into `handle_event`, so the event is not copied on the way in.
         #[inline]
-        pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+        pub fn handle_event_with<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
             &mut self,
             #event_param: #event,
             __observer: &mut __O,
@@ -277,7 +275,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         /// the machine in a transient state, the machine is poisoned rather
         /// than left there.
         #[inline]
-        fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+        fn __settle<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<#state>,
             __ctx: &mut #context_ty,
             __observer: &mut __O,
@@ -300,7 +298,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             clippy::needless_pass_by_ref_mut,
             clippy::redundant_field_names
         )]
-        fn __settle_rows<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+        fn __settle_rows<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<#state>,
             __ctx: &mut #context_ty,
             __observer: &mut __O,

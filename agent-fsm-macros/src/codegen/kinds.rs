@@ -63,6 +63,13 @@ pub(crate) fn kind_enum(e: &ItemEnum, kind_name: &str, what: &str, serde: bool) 
         }
 
         #[automatically_derived]
+        impl ::core::fmt::Display for #kind {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(#kind::name(*self))
+            }
+        }
+
+        #[automatically_derived]
         impl ::agent_fsm::Kind for #kind {
             const ALL: &'static [Self] = #kind::ALL;
 

@@ -9,7 +9,7 @@ pub(crate) mod typestate;
 
 use crate::model::Model;
 use dispatch::Names;
-use proc_macro2::{Literal, TokenStream};
+use proc_macro2::TokenStream;
 use quote::quote;
 
 /// The whole expansion of a valid table.
@@ -70,9 +70,6 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
             }
         }
     });
-    // In `DESCRIPTION.states`' order, which is `model.states`' too.
-    let state_idents = model.states.iter().map(|s| &s.ident);
-    let state_positions = (0..model.states.len()).map(Literal::usize_unsuffixed);
     let carrier = model.export.as_ref().map(|(name, args, item)| crate::variant::carrier(name, args, item));
     // One error saying to enable agent-fsm's `serde` feature when it is
     // off (the derives' paths then resolve to stand-ins that add none).
@@ -226,7 +223,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
                 }
 
                 #[inline]
-                fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+                fn handle_event_with<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
                     &mut self,
                     event: #event,
                     observer: &mut __O,
@@ -249,13 +246,10 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
                 }
 
                 #[inline]
-                #[allow(deprecated)]
-                fn state_index(&self) -> ::core::option::Option<usize> {
+                fn status(&self) -> ::agent_fsm::Status<StateKind> {
                     match &self.state {
-                        ::core::option::Option::Some(state) => ::core::option::Option::Some(match state {
-                            #( #state::#state_idents { .. } => #state_positions, )*
-                        }),
-                        ::core::option::Option::None => ::core::option::Option::None,
+                        ::core::option::Option::Some(state) => ::agent_fsm::Status::In(#state::kind(state)),
+                        ::core::option::Option::None => ::agent_fsm::Status::Poisoned,
                     }
                 }
 

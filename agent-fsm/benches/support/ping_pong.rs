@@ -178,7 +178,7 @@ impl StateMachine for PingPong {
         self.handle_event_with(event, &mut ())
     }
 
-    fn handle_event_with<O: Observer + ?Sized>(&mut self, event: Tick, observer: &mut O) -> Action {
+    fn handle_event_with<O: Observer<Self> + ?Sized>(&mut self, event: Tick, observer: &mut O) -> Action {
         let from = *self.state();
         let (to, row) = match from {
             State::Ping => (State::Pong, 0),
@@ -186,13 +186,7 @@ impl StateMachine for PingPong {
         };
         self.total = self.total.wrapping_add(event.0);
         self.state = Some(to);
-        observer.on_transition(&Step {
-            from: from.name(),
-            event: Some("Tick"),
-            to: to.name(),
-            action: Some("Count"),
-            row,
-        });
+        observer.on_transition(&Step { from, event: Some(TickKind), to, action: Some(Action::Count), row });
         Action::Count
     }
 

@@ -22,7 +22,7 @@ pub(crate) type CloneEventFn<E> = fn(&E) -> E;
 /// Builds the event delivered on shutdown.
 pub(crate) type ShutdownEventFn<E> = dyn Fn() -> Option<E> + Send + Sync;
 /// Builds one agent's synchronous observer.
-pub(crate) type MakeObserverFn = dyn Fn() -> Box<dyn Observer + Send> + Send + Sync;
+pub(crate) type MakeObserverFn<M> = dyn Fn() -> Box<dyn Observer<M> + Send> + Send + Sync;
 
 /// How an executor runs one machine. Cheap to clone: clones share the
 /// settings and the [`TaskTracker`].
@@ -71,7 +71,7 @@ pub(crate) struct Settings<M: StateMachine> {
     /// and how to build it.
     pub(crate) interrupt_event: Option<InterruptEvent<M>>,
     pub(crate) shutdown_event: Option<Arc<ShutdownEventFn<M::Event>>>,
-    pub(crate) observer: Option<Arc<MakeObserverFn>>,
+    pub(crate) observer: Option<Arc<MakeObserverFn<M>>>,
     pub(crate) tracker: TaskTracker,
     pub(crate) cancel: Option<CancellationToken>,
     /// Whether the machine's description has a terminal state at all.
@@ -391,13 +391,13 @@ impl<M: StateMachine> ExecutorConfig<M> {
     /// # use agent_fsm::runtime::ExecutorConfig;
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// use agent_fsm::{Observer, Step};
+    /// use agent_fsm::{Observer, StateMachine, StepOf};
     ///
     /// /// Counts hops across every agent.
     /// struct Hops(Arc<AtomicU64>);
     ///
-    /// impl Observer for Hops {
-    ///     fn on_transition(&mut self, _: &Step) {
+    /// impl<M: StateMachine> Observer<M> for Hops {
+    ///     fn on_transition(&mut self, _: &StepOf<M>) {
     ///         self.0.fetch_add(1, Ordering::Relaxed);
     ///     }
     /// }
@@ -410,9 +410,9 @@ impl<M: StateMachine> ExecutorConfig<M> {
     #[must_use]
     pub fn observer<O>(self, make: impl Fn() -> O + Send + Sync + 'static) -> Self
     where
-        O: Observer + Send + 'static,
+        O: Observer<M> + Send + 'static,
     {
-        let make: Arc<MakeObserverFn> = Arc::new(move || Box::new(make()));
+        let make: Arc<MakeObserverFn<M>> = Arc::new(move || Box::new(make()));
         self.edit(|s| s.observer = Some(make))
     }
 

@@ -201,6 +201,8 @@ impl TaskOptions {
 
 /// Why a stream or a task ended without its own event.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum EffectFailure {
     /// The future or stream panicked; the message if it was a string.
@@ -254,7 +256,7 @@ impl<E: Send + 'static> Env<'_, E> {
 pub struct EffectContext<'a, M: StateMachine, O> {
     pub(crate) machine: &'a M,
     pub(crate) env: Env<'a, M::Event>,
-    pub(crate) notifier: &'a mut Notifier<O>,
+    pub(crate) notifier: &'a mut Notifier<M, O>,
     /// Where a first subscription made by the effects themselves leaves the
     /// feed, picked up before they publish.
     pub(crate) shared: &'a super::handle::Shared<M, O>,
@@ -652,14 +654,14 @@ where
 /// [`EffectContext::notice_subscribers`], on the two fields it needs (the
 /// caller may hold a borrow of the rest).
 #[inline]
-fn notice_subscribers<M: StateMachine, O>(notifier: &mut Notifier<O>, shared: &super::handle::Shared<M, O>) {
+fn notice_subscribers<M: StateMachine, O>(notifier: &mut Notifier<M, O>, shared: &super::handle::Shared<M, O>) {
     if !notifier.attached() && shared.has_feed() {
         attach_feed(notifier, shared);
     }
 }
 
 #[cold]
-fn attach_feed<M: StateMachine, O>(notifier: &mut Notifier<O>, shared: &super::handle::Shared<M, O>) {
+fn attach_feed<M: StateMachine, O>(notifier: &mut Notifier<M, O>, shared: &super::handle::Shared<M, O>) {
     if let Some(feed) = shared.feed() {
         notifier.attach(feed);
     }

@@ -44,13 +44,14 @@ use super::config::ExecutorConfig;
 use super::effects::{EffectContext, Effects, Env};
 use super::error::{WorkerError, drop_caught, panic_message};
 use super::feed::{Notifier, Topics};
-use super::handle::{Control, Envelope, Final, MachineHandle, Notification, Shared};
+use super::handle::{Control, Envelope, Final, MachineHandle, Shared};
 use super::history::{EventRecord, History};
+use super::notification::Notification;
 use super::outcome::{Delivered, DeliveredTo, Outcome, Seen, outcome_of};
 use super::work::{Produced, Work};
 // Through the crate's own name (`extern crate self as agent_fsm` in lib.rs),
 // as generated code does; it also keeps that declaration in use.
-use agent_fsm::{ActionKindOf, Kind, Kinded, Named, Observer, StateMachine, Status, Step, Unhandled};
+use agent_fsm::{ActionKindOf, Kind, Kinded, Named, Observer, StateMachine, Status, StepOf, UnhandledOf};
 
 /// Starts `machine` on a new tokio task (tracked by the configuration's
 /// tracker), performing its actions with `effects`, and returns a handle.
@@ -66,7 +67,7 @@ use agent_fsm::{ActionKindOf, Kind, Kinded, Named, Observer, StateMachine, Statu
 /// let handle = runtime::spawn(machine, (), ExecutorConfig::new());
 /// handle.send(first).await.expect("the worker is running");
 /// handle.wait_idle().await.expect("the worker is running");
-/// println!("now in {}", handle.state_name());
+/// println!("now in {}", handle.status());
 /// handle.shutdown().await.expect("the worker did not fail");
 /// # }
 /// ```
@@ -98,7 +99,7 @@ where
     E: Effects<M>,
 {
     let settings = config.inner;
-    let initial = machine.state_name();
+    let initial = machine.status();
     // Allocated before the channel, whose parts are 128-byte aligned: in
     // this order the allocator packs an agent tighter.
     let shared = Arc::new(Shared::new(initial, Arc::clone(&settings)));
@@ -170,11 +171,11 @@ struct Worker<M: StateMachine, E: Effects<M>> {
     /// The state shared with the handles, and the rarely used parts.
     link: Link<M, E::Output>,
     /// Created on first use, so that idle agents stay small.
-    history: Option<Box<History<M::Event>>>,
+    history: Option<Box<History<M>>>,
     /// Allocated by the first action that schedules work.
     work: Option<Box<Work<M::Event>>>,
     /// The small fields a step's hops and its bookkeeping touch.
-    hot: Hot<E::Output>,
+    hot: Hot<M, E::Output>,
     steps: u64,
 }
 
@@ -246,7 +247,7 @@ where
             }
         }
         self.link.shared.set_started(Instant::now());
-        tracing::debug!(machine = M::DESCRIPTION.name, state = self.machine.state_name(), "worker started");
+        tracing::debug!(machine = M::DESCRIPTION.name, state = %self.machine.status(), "worker started");
         true
     }
 
@@ -495,8 +496,7 @@ where
     fn flush_status(&mut self) {
         if self.hot.status_dirty {
             self.hot.status_dirty = false;
-            let machine = &self.machine;
-            self.link.shared.publish_state(machine.state_index(), || machine.state_name());
+            self.link.shared.publish_state(self.machine.status());
         }
         self.link.shared.publish_steps(self.steps);
         self.hot.notifier.flush();
@@ -518,7 +518,7 @@ where
         }
     }
 
-    fn extras_mut(&mut self) -> &mut Extras<InboxEnvelope<M>> {
+    fn extras_mut(&mut self) -> &mut Extras<M> {
         self.link.extras.get_or_insert_with(Box::default)
     }
 
@@ -697,6 +697,10 @@ where
             self.fail_poisoned(event_name, reply);
             return;
         }
+        if seen == Seen::Hop {
+            // A copy of the state, only if a subscription asked for one.
+            self.hot.notifier.publish_state(self.machine.state());
+        }
         if self.hot.visit != visit_before {
             if let Some(work) = &mut self.work {
                 work.retain_timers(self.hot.visit);
@@ -705,22 +709,23 @@ where
             self.hot.terminal = self.link.shared.settings.has_terminal && self.machine.is_terminal();
             self.hot.status_dirty = true;
         }
-        let action_name = action.name();
         let action_kind = action.kind();
         if let Some(event) = logged
             && let Some(history) = &mut self.history
         {
-            let state = self.machine.state_name();
-            history.record_event(|| EventRecord { event, action: action_name, state });
+            let state = self.machine.status();
+            history.record_event(|| EventRecord { event, action: action_kind, state });
         }
 
         let mode = if self.hot.terminal && mode == Mode::Normal { Mode::Final } else { mode };
         let performed = mode != Mode::Draining;
         if performed {
-            self.perform(action, action_kind, action_name, mode == Mode::Final);
+            self.perform(action, action_kind, mode == Mode::Final);
         } else {
-            tracing::debug!(action = action_name, "action not performed: the worker is cancelling or draining");
-            self.hot.notifier.publish(Topics::ACTIONS, || Notification::Action { name: action_name, performed: false });
+            tracing::debug!(action = action_kind.name(), "action not performed: the worker is cancelling or draining");
+            self.hot
+                .notifier
+                .publish(Topics::ACTIONS, || Notification::Action { action: action_kind, performed: false });
         }
         // A failed worker owes no reply: dropped, it tells the caller the
         // worker failed, as every later request does.
@@ -737,12 +742,12 @@ where
         }
     }
 
-    /// Hands `action` (named `name`) to the effects; with `discard`, any
+    /// Hands `action` (of kind `kind`) to the effects; with `discard`, any
     /// work it schedules is dropped. Inlined into both copies of
     /// [`deliver_inline`](Self::deliver_inline), its only caller.
     #[inline(always)]
-    fn perform(&mut self, action: M::Action, kind: ActionKindOf<M>, name: &'static str, discard: bool) {
-        self.hot.notifier.publish(Topics::ACTIONS, || Notification::Action { name, performed: true });
+    fn perform(&mut self, action: M::Action, kind: ActionKindOf<M>, discard: bool) {
+        self.hot.notifier.publish(Topics::ACTIONS, || Notification::Action { action: kind, performed: true });
         let settings = &*self.link.shared.settings;
         let mut cx = EffectContext {
             machine: &self.machine,
@@ -756,7 +761,11 @@ where
         };
         let effects = &mut self.effects;
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| effects.perform(action, &mut cx))) {
-            self.fail(WorkerError::EffectsPanicked { action: name, key: None, message: panic_message(&*payload) });
+            self.fail(WorkerError::EffectsPanicked {
+                action: kind.name(),
+                key: None,
+                message: panic_message(&*payload),
+            });
         }
     }
 
@@ -910,7 +919,7 @@ where
         // A failed step: the name reads as poisoned from now on (see
         // `finish`), not only once the work in flight has stopped.
         if error.is_step_failure() {
-            self.link.shared.publish_state(None, || "<poisoned>");
+            self.link.shared.publish_state(Status::Poisoned);
             // A state change earlier in the burst, not yet published, must
             // not overwrite it while the work in flight winds down.
             self.hot.status_dirty = false;
@@ -931,11 +940,11 @@ where
         // machine again: it reads as poisoned even where the panic left
         // the state whole (a guard's panic), as `fail` published it.
         let step_failed = matches!(self.link.shared.outcome.get(), Some(Err(e)) if e.is_step_failure());
-        let state = if step_failed { "<poisoned>" } else { self.machine.state_name() };
+        let state = if step_failed { Status::Poisoned } else { self.machine.status() };
         self.hot.status_dirty = !step_failed;
         self.flush_status();
         self.hot.notifier.close();
-        tracing::debug!(machine = M::DESCRIPTION.name, state, failed = self.hot.failed, "worker finished");
+        tracing::debug!(machine = M::DESCRIPTION.name, state = %state, failed = self.hot.failed, "worker finished");
     }
 
     /// The end of the worker's life, after [`run`](Self::run): unless it
@@ -974,7 +983,7 @@ struct Link<M: StateMachine, O> {
     /// Waiters, the cancellation token, the attached observer and the
     /// events held back during work: rarely used, so boxed on first use
     /// (at start with an observer) to keep idle agents small.
-    extras: Option<Box<Extras<InboxEnvelope<M>>>>,
+    extras: Option<Box<Extras<M>>>,
 }
 
 /// What the inbox of machine `M` holds.
@@ -1008,20 +1017,19 @@ impl<M: StateMachine, O> Drop for Link<M, O> {
     }
 }
 
-/// The worker's rarely used parts; `H` is an inbox envelope.
-struct Extras<H> {
+/// The worker's rarely used parts.
+struct Extras<M: StateMachine> {
     waiters: Vec<Waiter>,
     cancel: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     /// Set by [`ExecutorConfig::observer`].
-    observer: Option<Box<dyn Observer + Send>>,
+    observer: Option<Box<dyn Observer<M> + Send>>,
     /// External events taken from the inbox while effect work was in
     /// flight, to reach a `#[during_work]` event behind them; delivered,
     /// in order, once the work is done.
-    held: VecDeque<H>,
+    held: VecDeque<InboxEnvelope<M>>,
 }
 
-// Written by hand: a derive would require `H: Default`.
-impl<H> Default for Extras<H> {
+impl<M: StateMachine> Default for Extras<M> {
     fn default() -> Self {
         Self { waiters: Vec::new(), cancel: None, observer: None, held: VecDeque::new() }
     }
@@ -1056,10 +1064,10 @@ impl Waiter {
 /// initial one, entered when the worker started).
 #[inline]
 fn history_mut<'h, M: StateMachine, O>(
-    history: &'h mut Option<Box<History<M::Event>>>,
+    history: &'h mut Option<Box<History<M>>>,
     machine: &M,
     shared: &Shared<M, O>,
-) -> &'h mut History<M::Event> {
+) -> &'h mut History<M> {
     history.get_or_insert_with(|| new_history(machine, shared))
 }
 
@@ -1067,17 +1075,17 @@ fn history_mut<'h, M: StateMachine, O>(
 /// [`history_mut`] keeps that one a test and a branch.
 #[cold]
 #[inline(never)]
-fn new_history<M: StateMachine, O>(machine: &M, shared: &Shared<M, O>) -> Box<History<M::Event>> {
+fn new_history<M: StateMachine, O>(machine: &M, shared: &Shared<M, O>) -> Box<History<M>> {
     let settings = &shared.settings;
-    Box::new(History::new(machine.state_name(), settings.history_capacity, settings.record_events, shared.started()))
+    Box::new(History::new(machine.status(), settings.history_capacity, settings.record_events, shared.started()))
 }
 
 /// The observer the worker passes to `handle_event_with`: history, visit
 /// counter, tracing, the user's observer and notifications, per hop.
-struct Recorder<'a, E, O> {
-    history: &'a mut History<E>,
-    hot: &'a mut Hot<O>,
-    user: Option<&'a mut (dyn Observer + Send + 'static)>,
+struct Recorder<'a, M: StateMachine, O> {
+    history: &'a mut History<M>,
+    hot: &'a mut Hot<M, O>,
+    user: Option<&'a mut (dyn Observer<M> + Send + 'static)>,
     /// What the step reported, for a call's [`Outcome`].
     seen: Seen,
 }
@@ -1087,8 +1095,8 @@ struct Recorder<'a, E, O> {
 /// a step's recorder reaches them through one pointer, and packed in one
 /// struct they leave no padding that would make every agent's task a size
 /// class bigger.
-struct Hot<O> {
-    notifier: Notifier<O>,
+struct Hot<M: StateMachine, O> {
+    notifier: Notifier<M, O>,
     /// The time read for the current burst of events; cleared when the
     /// worker sleeps and every [`STATUS_EVERY`] events, so one clock read
     /// serves a burst.
@@ -1103,29 +1111,35 @@ struct Hot<O> {
     failed: bool,
 }
 
-impl<E, O> Observer for Recorder<'_, E, O> {
+impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
     #[inline]
-    fn on_transition(&mut self, hop: &Step) {
+    fn on_transition(&mut self, hop: &StepOf<M>) {
         self.seen = Seen::Hop;
         let now = *self.hot.clock.get_or_insert_with(Instant::now);
-        let changed = !same_name(hop.from, hop.to);
+        let changed = hop.from != hop.to;
         self.history.on_hop(hop, changed, now);
         if changed {
             // Wrapping: timers compare visits for equality only.
             self.hot.visit = self.hot.visit.wrapping_add(1);
         }
-        tracing::debug!(from = hop.from, to = hop.to, event = hop.event, action = hop.action, "transition");
+        tracing::debug!(
+            from = hop.from.name(),
+            to = hop.to.name(),
+            event = hop.event.map(Kind::name),
+            action = hop.action.map(Kind::name),
+            "transition"
+        );
         if let Some(user) = &mut self.user {
             user.on_transition(hop);
         }
         self.hot.notifier.publish(Topics::TRANSITIONS, || Notification::Transition(*hop));
     }
 
-    fn on_unhandled(&mut self, unhandled: &Unhandled) {
+    fn on_unhandled(&mut self, unhandled: &UnhandledOf<M>) {
         self.seen = Seen::Unhandled(unhandled.reason);
         tracing::debug!(
-            state = unhandled.state,
-            event = unhandled.event,
+            state = %unhandled.state,
+            event = unhandled.event.name(),
             reason = %unhandled.reason,
             "event not handled"
         );
@@ -1136,28 +1150,9 @@ impl<E, O> Observer for Recorder<'_, E, O> {
     }
 }
 
-/// Whether two state names are the same: names usually come from one static
-/// table, so equal pointers settle it; two different states' names usually
-/// differ in length or in their first byte, which settles the rest without
-/// a loop. Only then are the bytes compared.
-#[inline]
-fn same_name(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    if core::ptr::eq(a.as_ptr(), b.as_ptr()) {
-        return true;
-    }
-    match (a.first(), b.first()) {
-        (Some(x), Some(y)) if x != y => false,
-        _ => a == b,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Waiter, same_name};
+    use super::Waiter;
     use tokio::sync::oneshot;
 
     #[test]
@@ -1172,19 +1167,5 @@ mod tests {
         Waiter::Idle(idle).join(&mut waiters);
         assert_eq!(waiters.len(), 2, "the abandoned waiter is still kept");
         assert!(waiters.iter().all(|w| !w.is_closed()));
-    }
-
-    #[test]
-    fn names_are_the_same_by_content_whatever_their_address() {
-        // Separate buffers, so that no pointer match settles it.
-        let owned = |s: &str| s.to_owned();
-        let (ping, ping2, pong, pings) = (owned("Ping"), owned("Ping"), owned("Pong"), owned("Pings"));
-        assert!(same_name(&ping, &ping2), "equal bytes at different addresses");
-        assert!(same_name(&ping, &ping), "the same name");
-        assert!(!same_name(&ping, &pong), "same length and first byte, different later");
-        assert!(!same_name(&ping, "Xing"), "different first byte");
-        assert!(!same_name(&ping, &pings), "a prefix");
-        assert!(!same_name(&pings[..4], &pings), "a prefix at the same address");
-        assert!(same_name("", &owned("")), "empty names");
     }
 }

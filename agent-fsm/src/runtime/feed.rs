@@ -57,13 +57,14 @@ use std::future::Future;
 use std::ops::BitOr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use futures::Stream;
 
 use super::error::TryRecvError;
-use super::handle::Notification;
+use super::notification::{Notification, StateCopy};
+use crate::StateMachine;
 
 /// Which [`Notification`]s a [`Subscription`] receives; combine with `|`.
 /// [`Notification::Lagged`] reaches every subscription.
@@ -90,8 +91,17 @@ impl Topics {
     pub const OUTPUT: Self = Self(1 << 3);
     /// [`Notification::EffectFailed`] and [`Notification::Interrupted`].
     pub const FAULTS: Self = Self(1 << 4);
-    /// Everything ([`subscribe`](super::MachineHandle::subscribe)).
-    pub const ALL: Self = Self((1 << KINDS) - 1);
+    /// [`Notification::State`]: the whole state after each step a row
+    /// accepted, a copy per step. Received only by subscriptions made with
+    /// [`subscribe_with_states`](super::MachineHandle::subscribe_with_states),
+    /// which can copy the state; not part of [`ALL`](Self::ALL), so that
+    /// the default subscription stays as cheap as it was.
+    pub const STATES: Self = Self(1 << 5);
+    /// Every topic but [`STATES`](Self::STATES)
+    /// ([`subscribe`](super::MachineHandle::subscribe)).
+    pub const ALL: Self = Self((1 << 5) - 1);
+    /// Every topic, [`STATES`](Self::STATES) included.
+    const EVERY: Self = Self((1 << KINDS) - 1);
 
     /// Whether every topic of `other` is in `self`.
     #[must_use]
@@ -101,15 +111,22 @@ impl Topics {
 
     /// The topic of `notification`; `None` for a lag notice, which every
     /// subscription receives.
-    fn of<O>(notification: &Notification<O>) -> Option<Self> {
+    fn of<M: StateMachine, O>(notification: &Notification<M, O>) -> Option<Self> {
         Some(match notification {
             Notification::Transition(_) => Self::TRANSITIONS,
             Notification::Unhandled(_) => Self::UNHANDLED,
             Notification::Action { .. } => Self::ACTIONS,
+            Notification::State(_) => Self::STATES,
             Notification::Output(_) => Self::OUTPUT,
             Notification::EffectFailed { .. } | Notification::Interrupted { .. } => Self::FAULTS,
             Notification::Lagged(_) => return None,
         })
+    }
+
+    /// `self` without the topics of `other`.
+    #[must_use]
+    pub const fn without(self, other: Self) -> Self {
+        Self(self.0 & !other.0)
     }
 
     /// The topics one by one, as indices into the feed's counts.
@@ -132,11 +149,14 @@ impl BitOr for Topics {
 }
 
 /// How many topics there are.
-const KINDS: usize = 5;
+const KINDS: usize = 6;
+
+/// Copies a machine's state for [`Notification::State`].
+type CopyState<M> = fn(&<M as StateMachine>::State) -> StateCopy<<M as StateMachine>::State>;
 
 /// The log shared by the worker and the subscriptions.
-pub(crate) struct Feed<O> {
-    state: Mutex<FeedState<O>>,
+pub(crate) struct Feed<M: StateMachine, O> {
+    state: Mutex<FeedState<M, O>>,
     /// Live subscriptions: while there are none, the worker records nothing.
     subscribers: AtomicUsize,
     /// Live subscriptions by topic: the worker records a notification only
@@ -146,11 +166,15 @@ pub(crate) struct Feed<O> {
     /// subscription starts there.
     produced: AtomicU64,
     capacity: usize,
+    /// Copies the state, set by the first subscription that wants
+    /// [`Topics::STATES`] (which can name the bounds a copy needs): the
+    /// worker copies the state only with it.
+    copy_state: OnceLock<CopyState<M>>,
 }
 
-struct FeedState<O> {
+struct FeedState<M: StateMachine, O> {
     /// The last `capacity` flushed notifications (at most), oldest first.
-    ring: VecDeque<Notification<O>>,
+    ring: VecDeque<Notification<M, O>>,
     /// Sequence number of `ring[0]`.
     first: u64,
     /// Set when the worker exits: subscriptions end once they have read
@@ -161,7 +185,7 @@ struct FeedState<O> {
     next_id: u64,
 }
 
-impl<O> FeedState<O> {
+impl<M: StateMachine, O> FeedState<M, O> {
     /// One past the newest flushed sequence number.
     fn end(&self) -> u64 {
         self.first + self.ring.len() as u64
@@ -174,7 +198,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl<O> Feed<O> {
+impl<M: StateMachine, O> Feed<M, O> {
     pub(crate) fn new(capacity: usize) -> Self {
         Self {
             state: Mutex::new(FeedState {
@@ -188,12 +212,22 @@ impl<O> Feed<O> {
             wanted: Default::default(),
             produced: AtomicU64::new(0),
             capacity: capacity.max(1),
+            copy_state: OnceLock::new(),
         }
+    }
+
+    /// A new subscription to `topics` and to [`Topics::STATES`].
+    pub(crate) fn subscribe_with_states(self: &Arc<Self>, topics: Topics) -> Subscription<M, O>
+    where
+        M::State: Clone + Send + Sync + 'static,
+    {
+        let _ = self.copy_state.set(StateCopy::new);
+        self.subscribe(topics | Topics::STATES)
     }
 
     /// A new subscription to `topics`, starting after every notification
     /// recorded so far.
-    pub(crate) fn subscribe(self: &Arc<Self>, topics: Topics) -> Subscription<O> {
+    pub(crate) fn subscribe(self: &Arc<Self>, topics: Topics) -> Subscription<M, O> {
         let id = {
             let mut state = lock(&self.state);
             state.next_id += 1;
@@ -211,7 +245,7 @@ impl<O> Feed<O> {
     }
 
     /// A subscription that ends at once (the worker is gone).
-    pub(crate) fn ended() -> Subscription<O> {
+    pub(crate) fn ended() -> Subscription<M, O> {
         let feed = Arc::new(Self::new(1));
         lock(&feed.state).closed = true;
         feed.subscribe(Topics::ALL)
@@ -232,16 +266,16 @@ impl<O> Feed<O> {
 
 /// The worker's side: buffers a burst's notifications, free until someone
 /// subscribes.
-pub(crate) struct Notifier<O> {
+pub(crate) struct Notifier<M: StateMachine, O> {
     /// Boxed: an agent nobody ever watched carries one pointer for it.
-    attached: Option<Box<Attached<O>>>,
+    attached: Option<Box<Attached<M, O>>>,
 }
 
 /// The notifier of an agent someone subscribed to.
-struct Attached<O> {
-    feed: Arc<Feed<O>>,
+struct Attached<M: StateMachine, O> {
+    feed: Arc<Feed<M, O>>,
     /// Recorded since the last flush.
-    pending: VecDeque<Notification<O>>,
+    pending: VecDeque<Notification<M, O>>,
     /// Sequence number of the next notification recorded.
     produced: u64,
     /// Reused to wake the waiting subscriptions outside the lock.
@@ -252,7 +286,7 @@ struct Attached<O> {
     woke: bool,
 }
 
-impl<O> Notifier<O> {
+impl<M: StateMachine, O> Notifier<M, O> {
     pub(crate) fn new() -> Self {
         Self { attached: None }
     }
@@ -264,7 +298,7 @@ impl<O> Notifier<O> {
     }
 
     /// Picks up the feed created by a first `subscribe`.
-    pub(crate) fn attach(&mut self, feed: Arc<Feed<O>>) {
+    pub(crate) fn attach(&mut self, feed: Arc<Feed<M, O>>) {
         let produced = feed.produced.load(Ordering::SeqCst);
         self.attached =
             Some(Box::new(Attached { feed, pending: VecDeque::new(), produced, wake: Vec::new(), woke: false }));
@@ -273,7 +307,7 @@ impl<O> Notifier<O> {
     /// Records the notification `make` builds, if a subscription wants
     /// its `topic`.
     #[inline]
-    pub(crate) fn publish(&mut self, topic: Topics, make: impl FnOnce() -> Notification<O>) {
+    pub(crate) fn publish(&mut self, topic: Topics, make: impl FnOnce() -> Notification<M, O>) {
         if let Some(attached) = &mut self.attached
             && attached.feed.wanted[topic.index()].load(Ordering::Relaxed) > 0
         {
@@ -285,6 +319,18 @@ impl<O> Notifier<O> {
             if attached.pending.len() >= attached.feed.capacity {
                 attached.flush();
             }
+        }
+    }
+
+    /// Records a copy of `state`, if a subscription wants
+    /// [`Topics::STATES`] (then it set how to copy it).
+    #[inline]
+    pub(crate) fn publish_state(&mut self, state: &M::State) {
+        if let Some(attached) = &self.attached
+            && attached.feed.wanted[Topics::STATES.index()].load(Ordering::Relaxed) > 0
+            && let Some(&copy) = attached.feed.copy_state.get()
+        {
+            self.publish(Topics::STATES, || Notification::State(copy(state)));
         }
     }
 
@@ -328,7 +374,7 @@ impl<O> Notifier<O> {
     }
 }
 
-impl<O> Attached<O> {
+impl<M: StateMachine, O> Attached<M, O> {
     /// Hands the buffer over and wakes the waiting subscriptions.
     #[cold]
     fn flush(&mut self) {
@@ -368,8 +414,8 @@ impl<O> Attached<O> {
 /// A stream of [`Notification`]s from one machine, from
 /// [`MachineHandle::subscribe`](super::MachineHandle::subscribe). Ends when
 /// the worker exits.
-pub struct Subscription<O> {
-    feed: Arc<Feed<O>>,
+pub struct Subscription<M: StateMachine, O> {
+    feed: Arc<Feed<M, O>>,
     id: u64,
     /// What it receives; the log may hold other topics for other
     /// subscriptions.
@@ -377,10 +423,10 @@ pub struct Subscription<O> {
     /// Sequence number of the next notification to take from the feed.
     next: u64,
     /// Taken from the feed, not returned yet.
-    taken: VecDeque<Notification<O>>,
+    taken: VecDeque<Notification<M, O>>,
 }
 
-impl<O> fmt::Debug for Subscription<O> {
+impl<M: StateMachine, O> fmt::Debug for Subscription<M, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let in_feed = {
             let state = lock(&self.feed.state);
@@ -391,12 +437,12 @@ impl<O> fmt::Debug for Subscription<O> {
     }
 }
 
-impl<O> Subscription<O> {
+impl<M: StateMachine, O> Subscription<M, O> {
     /// The next taken notification of this subscription's topics; the
     /// others are dropped on the way.
     #[inline]
-    fn next_taken(&mut self) -> Option<Notification<O>> {
-        if self.topics == Topics::ALL {
+    fn next_taken(&mut self) -> Option<Notification<M, O>> {
+        if self.topics == Topics::EVERY {
             return self.taken.pop_front();
         }
         while let Some(notification) = self.taken.pop_front() {
@@ -414,11 +460,11 @@ impl<O> Subscription<O> {
     }
 }
 
-impl<O: Clone> Subscription<O> {
+impl<M: StateMachine, O: Clone> Subscription<M, O> {
     /// Takes what the feed holds for this subscription (call it once
     /// `taken` is empty): a lag notice, a notification, `Ready(None)` at the
     /// end, or `Pending` (registering `waker`, if given).
-    fn poll_feed(&mut self, waker: Option<&Waker>) -> Poll<Option<Notification<O>>> {
+    fn poll_feed(&mut self, waker: Option<&Waker>) -> Poll<Option<Notification<M, O>>> {
         loop {
             match self.poll_feed_once(waker) {
                 // Everything taken was of other topics: look again.
@@ -430,7 +476,7 @@ impl<O: Clone> Subscription<O> {
         }
     }
 
-    fn poll_feed_once(&mut self, waker: Option<&Waker>) -> Poll<Option<Taken<O>>> {
+    fn poll_feed_once(&mut self, waker: Option<&Waker>) -> Poll<Option<Taken<M, O>>> {
         let mut state = lock(&self.feed.state);
         if self.next < state.first {
             let missed = state.first - self.next;
@@ -466,7 +512,7 @@ impl<O: Clone> Subscription<O> {
         Poll::Pending
     }
 
-    fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Notification<O>>> {
+    fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Notification<M, O>>> {
         // Like a tokio channel, a subscriber that always finds something
         // still yields to the scheduler now and then: each visit to the feed
         // spends budget (what was taken in one visit, at most the feed's
@@ -480,14 +526,14 @@ impl<O: Clone> Subscription<O> {
     }
 }
 
-impl<O: Clone + Send + 'static> Subscription<O> {
+impl<M: StateMachine, O: Clone + Send + 'static> Subscription<M, O> {
     /// The next notification; `None` once the worker has exited and every
     /// notification was read. Falling behind yields
     /// [`Notification::Lagged`] and the subscription carries on.
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future loses nothing.
-    pub fn recv(&mut self) -> impl Future<Output = Option<Notification<O>>> + '_ {
+    pub fn recv(&mut self) -> impl Future<Output = Option<Notification<M, O>>> + '_ {
         Recv { subscription: self }
     }
 
@@ -497,7 +543,7 @@ impl<O: Clone + Send + 'static> Subscription<O> {
     /// [`TryRecvError::Empty`] if none is ready yet,
     /// [`TryRecvError::Closed`] once the worker has exited and every
     /// notification was read.
-    pub fn try_recv(&mut self) -> Result<Notification<O>, TryRecvError> {
+    pub fn try_recv(&mut self) -> Result<Notification<M, O>, TryRecvError> {
         if let Some(notification) = self.next_taken() {
             return Ok(notification);
         }
@@ -509,12 +555,15 @@ impl<O: Clone + Send + 'static> Subscription<O> {
     }
 
     /// The subscription as a [`Stream`].
-    pub fn into_stream(self) -> impl Stream<Item = Notification<O>> + Send + 'static {
+    pub fn into_stream(self) -> impl Stream<Item = Notification<M, O>> + Send + 'static
+    where
+        M: 'static,
+    {
         futures::stream::unfold(self, |mut this| async move { this.recv().await.map(|n| (n, this)) })
     }
 }
 
-impl<O> Drop for Subscription<O> {
+impl<M: StateMachine, O> Drop for Subscription<M, O> {
     fn drop(&mut self) {
         for i in self.topics.bits() {
             self.feed.wanted[i].fetch_sub(1, Ordering::SeqCst);
@@ -539,20 +588,20 @@ impl<O> Drop for Subscription<O> {
 }
 
 /// What one visit to the feed took.
-enum Taken<O> {
-    One(Notification<O>),
+enum Taken<M: StateMachine, O> {
+    One(Notification<M, O>),
     /// Only notifications of other topics.
     Nothing,
 }
 
 /// The future of [`Subscription::recv`]: written out rather than an `async`
 /// block, which moved each notification through two more stack slots.
-struct Recv<'a, O> {
-    subscription: &'a mut Subscription<O>,
+struct Recv<'a, M: StateMachine, O> {
+    subscription: &'a mut Subscription<M, O>,
 }
 
-impl<O: Clone> Future for Recv<'_, O> {
-    type Output = Option<Notification<O>>;
+impl<M: StateMachine, O: Clone> Future for Recv<'_, M, O> {
+    type Output = Option<Notification<M, O>>;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -567,13 +616,49 @@ impl<O: Clone> Future for Recv<'_, O> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Step;
+    use crate::{Step, state_machine};
 
-    fn hop(row: usize) -> Notification<()> {
-        Notification::Transition(Step { from: "A", event: Some("E"), to: "B", action: None, row })
+    // Only some variants are built here.
+    #[allow(dead_code, unreachable_pub)]
+    #[state_machine(fallback = Dropped)]
+    mod ab {
+        #[states]
+        #[derive(Clone, PartialEq)]
+        pub enum State {
+            #[initial]
+            A,
+            B,
+        }
+        #[events]
+        pub enum Event {
+            E,
+        }
+        #[actions]
+        pub enum Action {
+            Call,
+            Ignored,
+            Dropped,
+        }
+        transitions! {
+            A + E => B / Call,
+            B + E => A / Ignored,
+        }
+    }
+    use ab::{ActionKind, EventKind, Machine, StateKind};
+
+    type Note = Notification<Machine, ()>;
+
+    fn hop(row: usize) -> Note {
+        Notification::Transition(Step {
+            from: StateKind::A,
+            event: Some(EventKind::E),
+            to: StateKind::B,
+            action: None,
+            row,
+        })
     }
 
-    fn rows(subscription: &mut Subscription<()>) -> Vec<Result<usize, u64>> {
+    fn rows(subscription: &mut Subscription<Machine, ()>) -> Vec<Result<usize, u64>> {
         std::iter::from_fn(|| subscription.try_recv().ok())
             .map(|n| match n {
                 Notification::Transition(step) => Ok(step.row),
@@ -584,7 +669,7 @@ mod tests {
     }
 
     /// A feed and its worker side, with `capacity`.
-    fn feed(capacity: usize) -> (Arc<Feed<()>>, Notifier<()>) {
+    fn feed(capacity: usize) -> (Arc<Feed<Machine, ()>>, Notifier<Machine, ()>) {
         let feed = Arc::new(Feed::new(capacity));
         let mut notifier = Notifier::new();
         notifier.attach(Arc::clone(&feed));
@@ -607,8 +692,8 @@ mod tests {
         assert_eq!(rows(&mut second), [Ok(2)]);
     }
 
-    fn action(name: &'static str) -> Notification<()> {
-        Notification::Action { name, performed: true }
+    fn action(action: ActionKind) -> Note {
+        Notification::Action { action, performed: true }
     }
 
     #[test]
@@ -619,7 +704,7 @@ mod tests {
         notifier.publish(Topics::TRANSITIONS, || hop(0));
         notifier.publish(Topics::ACTIONS, || {
             built.set(built.get() + 1);
-            action("Ignored")
+            action(ActionKind::Ignored)
         });
         notifier.flush();
         assert_eq!(built.get(), 0, "nobody wants actions, so none is built");
@@ -629,19 +714,19 @@ mod tests {
         // topics, and each subscription reads its own.
         let mut all = feed.subscribe(Topics::TRANSITIONS | Topics::ACTIONS);
         notifier.publish(Topics::TRANSITIONS, || hop(1));
-        notifier.publish(Topics::ACTIONS, || action("Call"));
+        notifier.publish(Topics::ACTIONS, || action(ActionKind::Call));
         notifier.publish(Topics::TRANSITIONS, || hop(2));
         notifier.flush();
         assert_eq!(rows(&mut hops), [Ok(1), Ok(2)]);
         let read: Vec<_> = std::iter::from_fn(|| all.try_recv().ok()).collect();
-        assert_eq!(read, [hop(1), action("Call"), hop(2)]);
+        assert_eq!(read, [hop(1), action(ActionKind::Call), hop(2)]);
         assert_eq!(hops.topics(), Topics::TRANSITIONS);
 
         // Once it is gone, actions are no longer built.
         drop(all);
         notifier.publish(Topics::ACTIONS, || {
             built.set(built.get() + 1);
-            action("Dropped")
+            action(ActionKind::Dropped)
         });
         notifier.publish(Topics::TRANSITIONS, || hop(3));
         notifier.flush();
@@ -649,17 +734,44 @@ mod tests {
         assert_eq!(rows(&mut hops), [Ok(3)]);
     }
 
+    #[test]
+    fn states_are_copied_only_while_a_subscription_asked_for_them() {
+        let (feed, mut notifier) = feed(8);
+        let mut plain = feed.subscribe(Topics::ALL);
+        notifier.publish_state(&ab::State::B);
+        notifier.publish(Topics::TRANSITIONS, || hop(0));
+        notifier.flush();
+        assert_eq!(rows(&mut plain), [Ok(0)], "no state without a subscription that asked for it");
+
+        let mut full = feed.subscribe_with_states(Topics::TRANSITIONS);
+        assert!(full.topics().contains(Topics::STATES));
+        notifier.publish(Topics::TRANSITIONS, || hop(1));
+        notifier.publish_state(&ab::State::B);
+        notifier.flush();
+        assert_eq!(full.try_recv(), Ok(hop(1)));
+        let state = full.try_recv();
+        assert_eq!(state, Ok(Notification::State(StateCopy::new(&ab::State::B))));
+        assert_eq!(rows(&mut plain), [Ok(1)], "the plain subscription does not see the state");
+
+        drop(full);
+        let produced = feed.produced.load(Ordering::SeqCst);
+        notifier.publish_state(&ab::State::A);
+        notifier.flush();
+        assert_eq!(feed.produced.load(Ordering::SeqCst), produced, "no copy once it is gone");
+        assert_eq!(plain.try_recv(), Err(TryRecvError::Empty));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn recv_skips_a_batch_of_other_topics_and_waits_for_its_own() {
         let (feed, mut notifier) = feed(64);
         let _all = feed.subscribe(Topics::ALL);
         let mut hops = feed.subscribe(Topics::TRANSITIONS);
-        notifier.publish(Topics::ACTIONS, || action("A"));
+        notifier.publish(Topics::ACTIONS, || action(ActionKind::Call));
         notifier.flush();
         // Only an action in the log: nothing for this subscription yet.
         let waiting = tokio::time::timeout(std::time::Duration::from_millis(1), hops.recv()).await;
         assert!(waiting.is_err(), "a batch of other topics is not a notification");
-        notifier.publish(Topics::ACTIONS, || action("B"));
+        notifier.publish(Topics::ACTIONS, || action(ActionKind::Ignored));
         notifier.publish(Topics::TRANSITIONS, || hop(7));
         notifier.flush();
         assert_eq!(hops.recv().await, Some(hop(7)));
@@ -748,7 +860,7 @@ mod tests {
         assert_eq!(subscription.try_recv(), Err(TryRecvError::Closed), "read to the end");
         let rt = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
         assert_eq!(rt.block_on(subscription.recv()), None);
-        assert_eq!(rt.block_on(Feed::<()>::ended().recv()), None);
+        assert_eq!(rt.block_on(Feed::<Machine, ()>::ended().recv()), None);
     }
 
     #[test]

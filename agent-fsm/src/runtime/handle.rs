@@ -21,11 +21,9 @@
 //!   The worker closes it when it exits, dropping unanswered requests, which
 //!   their callers read as the worker's outcome; queries still queued run
 //!   on the final machine, which queries made later read too.
-//! - **Status** (the state as its index in the machine's description and
-//!   the step count, two atomics; the initial state's name, a name the
-//!   description does not list and a poisoned machine's under the shared
-//!   mutex): read without a round trip by
-//!   [`state_name`](MachineHandle::state_name). The worker publishes it
+//! - **Status** (the state's kind, or poisoned, and the step count, two
+//!   atomics): read without a round trip by
+//!   [`status`](MachineHandle::status). The worker publishes it
 //!   when it pauses, before it answers any request (so it is current when
 //!   [`call`](MachineHandle::call), [`interrupt`](MachineHandle::interrupt)
 //!   or [`wait_idle`](MachineHandle::wait_idle) return), and every 64
@@ -50,56 +48,11 @@ use tokio_util::task::TaskTracker;
 
 use super::config::Settings;
 
-use super::effects::EffectFailure;
 use super::error::{RequestError, SendError, WorkerError, panic_message};
 use super::feed::{Feed, Subscription, Topics};
 use super::history::History;
 use super::outcome::{Delivered, DeliveredTo, Outcome};
-use crate::{Kind, StateKindOf, StateMachine, Status, Step, Unhandled};
-
-/// Something that happened inside a machine, for subscribers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Notification<O> {
-    /// A hop (transient ones included).
-    Transition(Step),
-    /// The machine refused an event; its state is unchanged.
-    Unhandled(Unhandled),
-    /// An action the machine returned: `performed` is `false` for actions
-    /// returned while the worker cancels work (interrupt, shutdown) or
-    /// drains its inbox after stopping, which are not performed.
-    Action {
-        /// The action's name.
-        name: &'static str,
-        /// Whether the effects performed it.
-        performed: bool,
-    },
-    /// An output published by the effects.
-    Output(O),
-    /// A stream or a task failed; the machine receives the failure event
-    /// its effects chose.
-    EffectFailed {
-        /// The task's or keyed stream's key; `None` for a stream opened
-        /// without one.
-        key: Option<String>,
-        /// Why.
-        failure: EffectFailure,
-    },
-    /// An interrupt was carried out.
-    Interrupted {
-        /// The cause given to [`MachineHandle::interrupt`].
-        cause: Arc<str>,
-    },
-    /// This subscriber fell behind and missed this many notifications; the
-    /// subscription goes on with the oldest one still kept. The log is
-    /// shared by every subscription, so the count includes notifications
-    /// of topics this subscription does not receive, and a subscription to
-    /// a quiet topic can lag, having missed none of its own, while another
-    /// topic is busy: size the log
-    /// ([`notification_capacity`](super::ExecutorConfig::notification_capacity))
-    /// for every topic subscribed.
-    Lagged(u64),
-}
+use crate::{Kind, StateKindOf, StateMachine, Status};
 
 /// A message in the inbox.
 pub(crate) enum Envelope<E, R> {
@@ -109,7 +62,7 @@ pub(crate) enum Envelope<E, R> {
 
 /// A query run with the machine and its history: on the worker, or on what
 /// it left when it stopped.
-type InspectJob<M> = Box<dyn FnOnce(&M, &History<<M as StateMachine>::Event>) + Send>;
+type InspectJob<M> = Box<dyn FnOnce(&M, &History<M>) + Send>;
 
 /// How the worker ended when it stopped normally: the machine and its
 /// history as it left them, for the handles to read from then on. Allocated only then, so an agent pays for it only
@@ -117,11 +70,11 @@ type InspectJob<M> = Box<dyn FnOnce(&M, &History<<M as StateMachine>::Event>) + 
 pub(crate) struct Final<M: StateMachine> {
     /// Behind a lock of its own, so that a query never runs under the
     /// shared one.
-    parked: Mutex<(M, History<M::Event>)>,
+    parked: Mutex<(M, History<M>)>,
 }
 
 impl<M: StateMachine> Final<M> {
-    pub(crate) fn new(machine: M, history: History<M::Event>) -> Self {
+    pub(crate) fn new(machine: M, history: History<M>) -> Self {
         Self { parked: Mutex::new((machine, history)) }
     }
 
@@ -159,12 +112,9 @@ pub(crate) enum Control<M: StateMachine> {
 struct Locked<M: StateMachine, O> {
     /// Control requests, oldest first; emptied buffers are freed.
     queue: VecDeque<Control<M>>,
-    /// The current state's name when [`Shared::state`] is 0 (the initial
-    /// state, a poisoned machine, a name the description does not list).
-    state: &'static str,
     /// Created by the first `subscribe`; closed when the worker exits,
     /// which ends every subscription.
-    feed: Option<Arc<Feed<O>>>,
+    feed: Option<Arc<Feed<M, O>>>,
     /// When the worker started, i.e. entered the initial state. Kept here,
     /// read once, rather than in the worker's future, which every idle
     /// agent carries.
@@ -195,8 +145,8 @@ pub(crate) struct Shared<M: StateMachine, O> {
     armed_vtable: AtomicPtr<RawWakerVTable>,
     armed_data: AtomicPtr<()>,
     steps: AtomicU64,
-    /// The current state as its position in the description's states plus
-    /// one, readable without the lock; 0: read `Locked::state`.
+    /// The current state as its kind's position in `ALL` plus one,
+    /// readable without the lock; 0: poisoned.
     state: AtomicU32,
     /// Set once when the worker stops: how it ended (with the final machine
     /// for queries), or the failure. Nothing when its future was dropped
@@ -212,6 +162,16 @@ fn queue_len<M: StateMachine, O>(locked: &Locked<M, O>) -> u32 {
     u32::try_from(locked.queue.len()).unwrap_or(u32::MAX)
 }
 
+/// A status as [`Shared::state`] holds it: the kind's position in `ALL`
+/// plus one, 0 for poisoned.
+#[inline]
+fn encode<K: Kind>(status: Status<K>) -> u32 {
+    match status {
+        Status::In(kind) => u32::try_from(kind.index()).map_or(0, |index| index.saturating_add(1)),
+        Status::Poisoned => 0,
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Nothing panics while holding this lock; if something did, the data
     // (a queue, a name) is still consistent, so poisoning is ignored.
@@ -219,22 +179,16 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<M: StateMachine, O> Shared<M, O> {
-    pub(crate) fn new(initial: &'static str, settings: Arc<Settings<M>>) -> Self {
+    pub(crate) fn new(initial: Status<StateKindOf<M>>, settings: Arc<Settings<M>>) -> Self {
         Self {
-            locked: Mutex::new(Locked {
-                queue: VecDeque::new(),
-                state: initial,
-                feed: None,
-                started: None,
-                waker: None,
-            }),
+            locked: Mutex::new(Locked { queue: VecDeque::new(), feed: None, started: None, waker: None }),
             pending: AtomicU32::new(0),
             closed: AtomicBool::new(false),
             subscribed: AtomicBool::new(false),
             armed_vtable: AtomicPtr::new(std::ptr::null_mut()),
             armed_data: AtomicPtr::new(std::ptr::null_mut()),
             steps: AtomicU64::new(0),
-            state: AtomicU32::new(0),
+            state: AtomicU32::new(encode(initial)),
             outcome: OnceLock::new(),
             settings,
         }
@@ -341,41 +295,18 @@ impl<M: StateMachine, O> Shared<M, O> {
         lock(&self.locked).started.unwrap_or_else(tokio::time::Instant::now)
     }
 
-    /// Publishes the current state: its `index` in the description's
-    /// states (one atomic store), or, without one, its `name` under the
-    /// lock.
+    /// Publishes the current state (one atomic store).
     #[inline]
-    pub(crate) fn publish_state(&self, index: Option<usize>, name: impl FnOnce() -> &'static str) {
-        match index.and_then(|index| u32::try_from(index).ok()?.checked_add(1)) {
-            Some(encoded) => self.state.store(encoded, Ordering::Release),
-            None => self.publish_state_name(name()),
-        }
-    }
-
-    #[cold]
-    fn publish_state_name(&self, name: &'static str) {
-        lock(&self.locked).state = name;
-        self.state.store(0, Ordering::Release);
-    }
-
-    /// The state last published, as a kind: the index is the kind's
-    /// position in `ALL` (the description's order), a name is looked up.
-    fn status(&self) -> Status<StateKindOf<M>> {
-        let all = <StateKindOf<M> as Kind>::ALL;
-        let index = self.state.load(Ordering::Acquire).checked_sub(1);
-        if let Some(kind) = index.and_then(|index| all.get(usize::try_from(index).ok()?)) {
-            return Status::In(*kind);
-        }
-        let name = self.state_name();
-        all.iter().find(|kind| kind.name() == name).map_or(Status::Poisoned, |kind| Status::In(*kind))
+    pub(crate) fn publish_state(&self, status: Status<StateKindOf<M>>) {
+        self.state.store(encode(status), Ordering::Release);
     }
 
     /// The state last published.
-    fn state_name(&self) -> &'static str {
+    fn status(&self) -> Status<StateKindOf<M>> {
         let index = self.state.load(Ordering::Acquire).checked_sub(1);
-        match index.and_then(|index| M::DESCRIPTION.states.get(usize::try_from(index).ok()?)) {
-            Some(state) => state.name,
-            None => lock(&self.locked).state,
+        match index.and_then(|index| <StateKindOf<M> as Kind>::ALL.get(usize::try_from(index).ok()?)) {
+            Some(kind) => Status::In(*kind),
+            None => Status::Poisoned,
         }
     }
 
@@ -434,7 +365,7 @@ impl<M: StateMachine, O> Shared<M, O> {
     }
 
     /// The notification feed, if anyone ever subscribed.
-    pub(crate) fn feed(&self) -> Option<Arc<Feed<O>>> {
+    pub(crate) fn feed(&self) -> Option<Arc<Feed<M, O>>> {
         lock(&self.locked).feed.clone()
     }
 }
@@ -469,29 +400,23 @@ impl<M: StateMachine, O> fmt::Debug for MachineHandle<M, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MachineHandle")
             .field("machine", &M::DESCRIPTION.name)
-            .field("state", &self.state_name())
+            .field("status", &self.status())
             .field("steps", &self.steps())
             .finish_non_exhaustive()
     }
 }
 
 impl<M: StateMachine, O> MachineHandle<M, O> {
-    /// The current state's name, without a round trip to the worker, as of
+    /// The current state's kind, without a round trip to the worker, as of
     /// the worker's last pause or reply (see the [module docs](super)).
     /// Never a transient state (transient states resolve within a step).
-    /// `"<poisoned>"` once a step panicked (in a guard too, which leaves the
-    /// state whole) or left its row early: the worker has then failed, will
-    /// not touch the machine again, and the other methods return its
-    /// [`WorkerError`]. After any other failure (the effects panicked, say)
-    /// the machine itself is whole, and this goes on naming the state it
-    /// was left in, while the other methods return the error.
-    pub fn state_name(&self) -> &'static str {
-        self.shared.state_name()
-    }
-
-    /// The current state's kind, without a round trip to the worker (as
-    /// [`state_name`](Self::state_name), which names it for display), or
-    /// [`Status::Poisoned`] once a step panicked or left its row early.
+    /// [`Status::Poisoned`] once a step panicked (in a guard too, which
+    /// leaves the state whole) or left its row early: the worker has then
+    /// failed, will not touch the machine again, and the other methods
+    /// return its [`WorkerError`]. After any other failure (the effects
+    /// panicked, say) the machine itself is whole, and this goes on
+    /// answering the state it was left in, while the other methods return
+    /// the error. Its [`Display`](fmt::Display) names the state.
     pub fn status(&self) -> Status<StateKindOf<M>> {
         self.shared.status()
     }
@@ -704,7 +629,7 @@ where
     pub async fn with_history<R, F>(&self, f: F) -> Result<R, RequestError>
     where
         R: Send + 'static,
-        F: FnOnce(&History<M::Event>) -> R + Send + 'static,
+        F: FnOnce(&History<M>) -> R + Send + 'static,
     {
         self.with_machine_and_history(move |_, history| f(history)).await
     }
@@ -712,10 +637,10 @@ where
     async fn with_machine_and_history<R, F>(&self, f: F) -> Result<R, RequestError>
     where
         R: Send + 'static,
-        F: FnOnce(&M, &History<M::Event>) -> R + Send + 'static,
+        F: FnOnce(&M, &History<M>) -> R + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
-        let job = move |machine: &M, history: &History<M::Event>| {
+        let job = move |machine: &M, history: &History<M>| {
             let result = catch_unwind(AssertUnwindSafe(|| f(machine, history)));
             // The caller may have given up waiting; nothing to do then.
             let _ = tx.send(result.map_err(|payload| panic_message(&*payload)));
@@ -758,39 +683,69 @@ where
     ///
     /// # Errors
     /// As [`inspect`](Self::inspect).
-    pub async fn history(&self) -> Result<History<M::Event>, RequestError>
+    pub async fn history(&self) -> Result<History<M>, RequestError>
     where
         M::Event: Clone,
     {
         self.with_history(History::clone).await
     }
 
-    /// Subscribes to all the machine's [`Notification`]s from now on; see
+    /// Subscribes to all the machine's [`Notification`](super::Notification)s from now on; see
     /// [`subscribe_to`](Self::subscribe_to).
-    pub fn subscribe(&self) -> Subscription<O> {
+    pub fn subscribe(&self) -> Subscription<M, O> {
         self.subscribe_to(Topics::ALL)
     }
 
-    /// Subscribes to the machine's [`Notification`]s of `topics` from now
+    /// Subscribes to the machine's [`Notification`](super::Notification)s of `topics` from now
     /// on. The notification log is created on the first call, so machines
     /// nobody watches pay nothing for it, and the worker builds only the
     /// notifications some live subscription wants (a subscriber of
     /// [`Topics::TRANSITIONS`] alone costs one per step, not two); it hands
     /// them over in batches, at the latest when it pauses or answers a
     /// request (see the [module docs](super)).
-    pub fn subscribe_to(&self, topics: Topics) -> Subscription<O> {
+    ///
+    /// [`Topics::STATES`] is left out here: see
+    /// [`subscribe_with_states`](Self::subscribe_with_states).
+    pub fn subscribe_to(&self, topics: Topics) -> Subscription<M, O> {
+        match self.feed() {
+            Ok(feed) => feed.subscribe(topics.without(Topics::STATES)),
+            Err(ended) => ended,
+        }
+    }
+
+    /// Like [`subscribe_to`](Self::subscribe_to), and also receives the
+    /// whole state after each step a row accepted
+    /// ([`Notification::State`](super::Notification::State), after the step's transitions and before
+    /// its action), so that a subscriber can show the agent without keeping
+    /// its own copy. The worker copies the state once per such step while
+    /// a subscription like this one lives, and never otherwise. The state
+    /// at the time of subscribing is not sent: read it with
+    /// [`state`](Self::state).
+    pub fn subscribe_with_states(&self, topics: Topics) -> Subscription<M, O>
+    where
+        M::State: Clone + Send + Sync + 'static,
+    {
+        match self.feed() {
+            Ok(feed) => feed.subscribe_with_states(topics),
+            Err(ended) => ended,
+        }
+    }
+
+    /// The notification feed, created on first use; a subscription that
+    /// ends at once if the worker is gone.
+    fn feed(&self) -> Result<Arc<Feed<M, O>>, Subscription<M, O>> {
         let feed = {
             let mut locked = lock(&self.shared.locked);
             if self.shared.closed.load(Ordering::Relaxed) {
                 // The worker is gone: a subscription that ends at once.
-                return Feed::ended();
+                return Err(Feed::ended());
             }
             let capacity = self.shared.settings.notification_capacity;
             let feed = Arc::clone(locked.feed.get_or_insert_with(|| Arc::new(Feed::new(capacity))));
             self.shared.subscribed.store(true, Ordering::Release);
             feed
         };
-        feed.subscribe(topics)
+        Ok(feed)
     }
 
     /// Interrupts the machine and waits until the interrupt is carried out:
@@ -819,7 +774,7 @@ where
     /// an interrupt starts no new work except what the machine asks for in
     /// response to the interrupt event. Queued external events stay queued,
     /// and the worker takes them up as soon as the interrupt is carried
-    /// out: by the time this returns, [`state_name`](Self::state_name) may
+    /// out: by the time this returns, [`status`](Self::status) may
     /// already show the state the next input led to. A subscription to
     /// [`Topics::FAULTS`](super::Topics::FAULTS) and transitions sees the
     /// interrupt and the state it left in order.

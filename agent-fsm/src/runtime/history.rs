@@ -13,29 +13,32 @@
 //! of a long burst; hops handled within one burst share a timestamp.
 
 use std::collections::VecDeque;
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::error::ReplayError;
-use crate::{Named, StateMachine, Step};
+use crate::{ActionKindOf, EventKindOf, Kind, Kinded, StateKindOf, StateMachine, Status, StepOf};
 
-/// One hop of the machine (transient hops included).
+/// One hop of the machine (transient hops included), by kind: `S`, `E` and
+/// `A` are the machine's state, event and action kinds (see
+/// [`TransitionRecordOf`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct TransitionRecord {
+pub struct TransitionRecord<S, E, A> {
     /// Which delivered event caused the hop (1 for the first event the
     /// machine handled). Hops of one event share it.
     pub step: u64,
     /// The state the hop left.
-    pub from: &'static str,
-    /// The event's name, `None` for an eventless hop out of a transient state.
-    pub event: Option<&'static str>,
+    pub from: S,
+    /// The event, `None` for an eventless hop out of a transient state.
+    pub event: Option<E>,
     /// The state the hop entered.
-    pub to: &'static str,
+    pub to: S,
     /// The row's action, `None` for a hop into a transient state.
-    pub action: Option<&'static str>,
+    pub action: Option<A>,
     /// Index of the row in the machine's description.
     pub row: usize,
     /// When the machine entered `from` (self-transitions do not re-enter).
@@ -44,12 +47,15 @@ pub struct TransitionRecord {
     pub duration: Duration,
 }
 
-/// Total time spent in one state.
+/// The [`TransitionRecord`] of machine `M`.
+pub type TransitionRecordOf<M> = TransitionRecord<StateKindOf<M>, EventKindOf<M>, ActionKindOf<M>>;
+
+/// Total time spent in one state (`S`, its kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct StateTime {
-    /// The state's name.
-    pub state: &'static str,
+pub struct StateTime<S> {
+    /// The state.
+    pub state: S,
     /// How many times the machine entered it (the initial entry included).
     pub entries: u64,
     /// Time spent in it, the current stay included up to when the history
@@ -57,17 +63,23 @@ pub struct StateTime {
     pub total: Duration,
 }
 
-/// One event the machine handled, with what it did, for [`replay`].
+/// One event the machine handled, with what it did, for [`replay`]: `E`
+/// is the machine's event type, `S` and `A` its state and action kinds
+/// (see [`EventRecordOf`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct EventRecord<E> {
+pub struct EventRecord<E, S, A> {
     /// The event as delivered.
     pub event: E,
     /// The action `handle_event` returned.
-    pub action: &'static str,
-    /// The state after the event.
-    pub state: &'static str,
+    pub action: A,
+    /// The state after the event ([`Status::Poisoned`] if the event's row
+    /// poisoned the machine).
+    pub state: Status<S>,
 }
+
+/// The [`EventRecord`] of machine `M`.
+pub type EventRecordOf<M> = EventRecord<<M as StateMachine>::Event, StateKindOf<M>, ActionKindOf<M>>;
 
 /// An interrupt the worker carried out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,25 +91,28 @@ pub struct InterruptRecord {
     pub cause: Arc<str>,
 }
 
-/// The history of one machine: bounded hop log, time per state, interrupts
-/// and the optional event log.
-#[derive(Debug, Clone)]
-pub struct History<E> {
+/// The event type's `Clone`, when events are recorded.
+type CloneEvent<M> = fn(&<M as StateMachine>::Event) -> <M as StateMachine>::Event;
+
+/// The history of one machine `M`: bounded hop log, time per state,
+/// interrupts and the optional event log.
+pub struct History<M: StateMachine> {
     /// The hop log, a ring once full: `head` is then the oldest hop, and
     /// the next one overwrites it (cheaper than a deque's pop and push).
-    transitions: Vec<TransitionRecord>,
+    transitions: Vec<TransitionRecordOf<M>>,
     head: usize,
     capacity: usize,
     evicted: u64,
     /// Closed stays, summed per state; the current stay is added on read.
-    closed: Vec<StateTime>,
-    current: &'static str,
+    closed: Vec<StateTime<StateKindOf<M>>>,
+    /// Poisoned only for a machine handed over poisoned, before any hop.
+    current: Status<StateKindOf<M>>,
     entered: Instant,
     /// `None` unless event recording is enabled in the configuration.
-    events: Option<Vec<EventRecord<E>>>,
+    events: Option<Vec<EventRecordOf<M>>>,
     /// The event type's `Clone`, when events are recorded: read here, on
     /// the step's path, rather than through the shared configuration.
-    clone_event: Option<fn(&E) -> E>,
+    clone_event: Option<CloneEvent<M>>,
     interrupts: VecDeque<InterruptRecord>,
     steps: u64,
     /// When the history was last read, to close the current stay in
@@ -107,10 +122,51 @@ pub struct History<E> {
 
 // ===== impl History =====
 
-impl<E> History<E> {
+// Written out: derives would ask `M` itself for the traits.
+impl<M: StateMachine> Clone for History<M>
+where
+    M::Event: Clone,
+{
+    fn clone(&self) -> Self {
+        Self {
+            transitions: self.transitions.clone(),
+            head: self.head,
+            capacity: self.capacity,
+            evicted: self.evicted,
+            closed: self.closed.clone(),
+            current: self.current,
+            entered: self.entered,
+            events: self.events.clone(),
+            clone_event: self.clone_event,
+            interrupts: self.interrupts.clone(),
+            steps: self.steps,
+            read_at: self.read_at,
+        }
+    }
+}
+
+impl<M: StateMachine> fmt::Debug for History<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("History")
+            .field("transitions", &self.transitions().collect::<Vec<_>>())
+            .field("evicted", &self.evicted)
+            .field("current", &self.current)
+            .field("steps", &self.steps)
+            .field("events", &self.events.as_ref().map(Vec::len))
+            .field("interrupts", &self.interrupts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M: StateMachine> History<M> {
     /// An empty history of a machine in `initial` since `now`. Allocates
     /// nothing until the first hop, so idle machines stay small.
-    pub(crate) fn new(initial: &'static str, capacity: usize, clone_event: Option<fn(&E) -> E>, now: Instant) -> Self {
+    pub(crate) fn new(
+        initial: Status<StateKindOf<M>>,
+        capacity: usize,
+        clone_event: Option<CloneEvent<M>>,
+        now: Instant,
+    ) -> Self {
         Self {
             transitions: Vec::new(),
             head: 0,
@@ -131,7 +187,7 @@ impl<E> History<E> {
     /// last [`on_step`](Self::on_step) counted.
     /// `changed`: whether `hop.from != hop.to`, computed once by the caller.
     #[inline]
-    pub(crate) fn on_hop(&mut self, hop: &Step, changed: bool, now: Instant) {
+    pub(crate) fn on_hop(&mut self, hop: &StepOf<M>, changed: bool, now: Instant) {
         let step = self.steps + 1;
         // Hops of one burst share `now`, so after the first change of state
         // in a burst the stay is empty: skip the clock arithmetic.
@@ -162,14 +218,14 @@ impl<E> History<E> {
                 from.total += duration;
             }
             from.entries += 1;
-            self.current = hop.to;
+            self.current = Status::In(hop.to);
             self.entered = now;
         }
     }
 
     /// The event type's `Clone`, if events are recorded.
     #[inline]
-    pub(crate) fn clone_event(&self) -> Option<fn(&E) -> E> {
+    pub(crate) fn clone_event(&self) -> Option<CloneEvent<M>> {
         self.clone_event
     }
 
@@ -179,7 +235,7 @@ impl<E> History<E> {
     }
 
     /// Appends to the event log, if it is enabled.
-    pub(crate) fn record_event(&mut self, record: impl FnOnce() -> EventRecord<E>) {
+    pub(crate) fn record_event(&mut self, record: impl FnOnce() -> EventRecordOf<M>) {
         if let Some(events) = &mut self.events {
             events.push(record());
         }
@@ -203,32 +259,23 @@ impl<E> History<E> {
         self.read_at = now;
     }
 
+    /// The entry of `state`, created if missing (a few states, compared
+    /// by kind: one byte each).
     #[inline]
-    fn entry_mut(&mut self, state: &'static str) -> &mut StateTime {
-        // Names usually come from one static table, so a pointer match finds
-        // the entry without comparing bytes.
-        let index = match self.closed.iter().position(|s| core::ptr::eq(s.state, state)) {
-            Some(index) => index,
-            None => self.entry_by_name(state),
-        };
-        &mut self.closed[index]
-    }
-
-    /// The entry of `state` found by its bytes, created if missing.
-    #[cold]
-    fn entry_by_name(&mut self, state: &'static str) -> usize {
-        match self.closed.iter().position(|s| s.state == state) {
+    fn entry_mut(&mut self, state: StateKindOf<M>) -> &mut StateTime<StateKindOf<M>> {
+        let index = match self.closed.iter().position(|s| s.state == state) {
             Some(index) => index,
             None => {
                 self.closed.push(StateTime { state, entries: 0, total: Duration::ZERO });
                 self.closed.len() - 1
             }
-        }
+        };
+        &mut self.closed[index]
     }
 
     /// The recorded hops, oldest first. At most the configured capacity;
     /// older ones are [`evicted`](Self::evicted).
-    pub fn transitions(&self) -> impl ExactSizeIterator<Item = &TransitionRecord> + '_ {
+    pub fn transitions(&self) -> impl ExactSizeIterator<Item = &TransitionRecordOf<M>> + '_ {
         let (newer, older) = self.transitions.split_at(self.head);
         Hops { older: older.iter(), newer: newer.iter() }
     }
@@ -246,9 +293,10 @@ impl<E> History<E> {
         self.steps
     }
 
-    /// The current state and when the machine entered it.
+    /// The current state and when the machine entered it
+    /// ([`Status::Poisoned`] only for a machine spawned poisoned).
     #[must_use]
-    pub fn current(&self) -> (&'static str, Instant) {
+    pub fn current(&self) -> (Status<StateKindOf<M>>, Instant) {
         (self.current, self.entered)
     }
 
@@ -256,29 +304,32 @@ impl<E> History<E> {
     /// stay is counted up to when the history was read, in its entry if it
     /// was visited before, or last if this is its first visit.
     #[must_use]
-    pub fn time_in_state(&self) -> Vec<StateTime> {
+    pub fn time_in_state(&self) -> Vec<StateTime<StateKindOf<M>>> {
         let mut times = self.closed.clone();
+        let Status::In(current) = self.current else {
+            return times;
+        };
         let ongoing = self.read_at.saturating_duration_since(self.entered);
-        match times.iter_mut().find(|s| s.state == self.current) {
+        match times.iter_mut().find(|s| s.state == current) {
             Some(current) => {
                 current.total += ongoing;
                 current.entries += 1;
             }
-            None => times.push(StateTime { state: self.current, entries: 1, total: ongoing }),
+            None => times.push(StateTime { state: current, entries: 1, total: ongoing }),
         }
         times
     }
 
     /// Total time spent in `state` (see [`time_in_state`](Self::time_in_state)).
     #[must_use]
-    pub fn time_in(&self, state: &str) -> Duration {
+    pub fn time_in(&self, state: StateKindOf<M>) -> Duration {
         self.time_in_state().iter().find(|s| s.state == state).map_or(Duration::ZERO, |s| s.total)
     }
 
     /// Every event handled, in delivery order, if
     /// [`record_events`](super::ExecutorConfig::record_events) was enabled.
     #[must_use]
-    pub fn events(&self) -> Option<&[EventRecord<E>]> {
+    pub fn events(&self) -> Option<&[EventRecordOf<M>]> {
         self.events.as_deref()
     }
 
@@ -302,35 +353,43 @@ impl<E> History<E> {
 /// [`ReplayError::Diverged`] at the first event whose action or resulting
 /// state differs from the record: the machine is not the one recorded, was
 /// not fresh, or is not deterministic.
-pub fn replay<M>(machine: &mut M, log: &[EventRecord<M::Event>]) -> Result<(), ReplayError>
+pub fn replay<M>(machine: &mut M, log: &[EventRecordOf<M>]) -> Result<(), ReplayError>
 where
     M: StateMachine,
     M::Event: Clone,
 {
     for (index, record) in log.iter().enumerate() {
-        let action = machine.handle_event(record.event.clone());
-        let state = machine.state_name();
-        if action.name() != record.action || state != record.state {
+        let action = machine.handle_event(record.event.clone()).kind();
+        let state = machine.status();
+        if action != record.action || state != record.state {
             return Err(ReplayError::Diverged {
                 index,
-                expected_action: record.action,
+                expected_action: record.action.name(),
                 actual_action: action.name(),
-                expected_state: record.state,
-                actual_state: state,
+                expected_state: status_name(record.state),
+                actual_state: status_name(state),
             });
         }
     }
     Ok(())
 }
 
-/// The hops of a [`History`], oldest first: the ring's two halves in turn.
-struct Hops<'a> {
-    older: std::slice::Iter<'a, TransitionRecord>,
-    newer: std::slice::Iter<'a, TransitionRecord>,
+/// A status's name for [`ReplayError`]'s message.
+fn status_name<S: Kind>(status: Status<S>) -> &'static str {
+    match status {
+        Status::In(kind) => kind.name(),
+        Status::Poisoned => "(poisoned)",
+    }
 }
 
-impl<'a> Iterator for Hops<'a> {
-    type Item = &'a TransitionRecord;
+/// The hops of a [`History`], oldest first: the ring's two halves in turn.
+struct Hops<'a, T> {
+    older: std::slice::Iter<'a, T>,
+    newer: std::slice::Iter<'a, T>,
+}
+
+impl<'a, T> Iterator for Hops<'a, T> {
+    type Item = &'a T;
 
     fn next(&mut self) -> Option<Self::Item> {
         self.older.next().or_else(|| self.newer.next())
@@ -342,22 +401,48 @@ impl<'a> Iterator for Hops<'a> {
     }
 }
 
-impl ExactSizeIterator for Hops<'_> {}
+impl<T> ExactSizeIterator for Hops<'_, T> {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Step, state_machine};
 
-    fn hop(from: &'static str, to: &'static str) -> Step {
-        Step { from, event: Some("E"), to, action: Some("A"), row: 0 }
+    // Only some variants are built here.
+    #[allow(dead_code, unreachable_pub)]
+    #[state_machine(fallback = Go)]
+    mod ab {
+        #[states]
+        pub enum State {
+            #[initial]
+            A,
+            B,
+        }
+        #[events]
+        pub enum Event {
+            E,
+        }
+        #[actions]
+        pub enum Action {
+            Go,
+        }
+        transitions! {
+            A + E => B / Go,
+            B + E => A / Go,
+        }
+    }
+    use ab::{ActionKind, EventKind, Machine, StateKind};
+
+    fn hop(from: StateKind, to: StateKind) -> StepOf<Machine> {
+        Step { from, event: Some(EventKind::E), to, action: Some(ActionKind::Go), row: 0 }
     }
 
     #[test]
     fn the_hop_log_keeps_the_latest_hops_oldest_first() {
         let start = Instant::now();
-        let mut history = History::<()>::new("A", 3, None, start);
+        let mut history = History::<Machine>::new(Status::In(StateKind::A), 3, None, start);
         for step in 1..=7 {
-            let (from, to) = if step % 2 == 1 { ("A", "B") } else { ("B", "A") };
+            let (from, to) = if step % 2 == 1 { (StateKind::A, StateKind::B) } else { (StateKind::B, StateKind::A) };
             history.on_hop(&hop(from, to), true, start);
             history.on_step(step);
         }
@@ -365,11 +450,11 @@ mod tests {
         assert_eq!(steps, [5, 6, 7]);
         assert_eq!(history.transitions().len(), 3);
         assert_eq!(history.evicted(), 4);
-        assert_eq!(history.transitions().last().map(|t| (t.from, t.to)), Some(("A", "B")));
+        assert_eq!(history.transitions().last().map(|t| (t.from, t.to)), Some((StateKind::A, StateKind::B)));
 
-        let mut empty = History::<()>::new("A", 0, None, start);
-        empty.on_hop(&hop("A", "B"), true, start);
+        let mut empty = History::<Machine>::new(Status::In(StateKind::A), 0, None, start);
+        empty.on_hop(&hop(StateKind::A, StateKind::B), true, start);
         assert_eq!(empty.transitions().len(), 0);
-        assert_eq!(empty.current().0, "B");
+        assert_eq!(empty.current().0, Status::In(StateKind::B));
     }
 }

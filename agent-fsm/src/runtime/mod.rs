@@ -96,7 +96,7 @@
 //!    pauses.
 //!
 //! # Status and notifications
-//! [`MachineHandle::state_name`] and [`MachineHandle::steps`] read a status
+//! [`MachineHandle::status`] and [`MachineHandle::steps`] read a status
 //! the worker publishes when it pauses, before it serves any request or
 //! reply, and every 64 events of a long burst, so they are current whenever
 //! a `call`, `interrupt`, `wait_idle` or query returns. The
@@ -106,7 +106,7 @@
 //! them; on a current-thread runtime a subscriber never runs before they
 //! are there. A batch that wakes a waiting subscriber makes the worker
 //! yield to it before its next input, with the status published first (a
-//! subscriber that reads `state_name` or `steps` as it takes the batch
+//! subscriber that reads `status` or `steps` as it takes the batch
 //! finds every transition in it counted), so a subscriber task waiting in
 //! [`recv`](Subscription::recv) on the worker's current-thread runtime
 //! never lags unless one step publishes more than the capacity (a reader
@@ -115,7 +115,11 @@
 //! it start (`tokio::task::yield_now().await`) before sending the input
 //! it is to follow. A subscription names its [`Topics`]
 //! ([`subscribe_to`](MachineHandle::subscribe_to)); a notification no live
-//! subscription wants is never built. The history's timestamps are read on the
+//! subscription wants is never built. Notifications name states, events
+//! and actions by kind; a subscription made with
+//! [`subscribe_with_states`](MachineHandle::subscribe_with_states) also
+//! receives the whole state after each step a row accepted
+//! ([`Notification::State`]). The history's timestamps are read on the
 //! same schedule too (once per burst): the hops of one burst share a
 //! timestamp. All of this keeps locks, wake-ups and clock reads off the
 //! per-event path.
@@ -271,6 +275,7 @@ mod executor;
 mod feed;
 mod handle;
 mod history;
+mod notification;
 mod outcome;
 mod retry;
 mod work;
@@ -280,7 +285,10 @@ pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, TaskOptions,
 pub use error::{ConfigError, ReplayError, RequestError, SendError, TryRecvError, WorkerError};
 pub use executor::{pair, spawn};
 pub use feed::{Subscription, Topics};
-pub use handle::{MachineHandle, Notification};
-pub use history::{EventRecord, History, InterruptRecord, StateTime, TransitionRecord, replay};
+pub use handle::MachineHandle;
+pub use history::{
+    EventRecord, EventRecordOf, History, InterruptRecord, StateTime, TransitionRecord, TransitionRecordOf, replay,
+};
+pub use notification::{Notification, StateCopy};
 pub use outcome::{Delivered, DeliveredTo, Outcome, OutcomeOf};
 pub use retry::RetryPolicy;

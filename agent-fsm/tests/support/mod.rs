@@ -12,7 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, ExecutorConfig, RetryPolicy};
-use agent_fsm::{Description, Named, Observer, StateInfo, StateMachine, Step, Transition, Unhandled, UnhandledReason};
+use agent_fsm::{
+    Description, Kind, Kinded, Named, Observer, StateInfo, StateMachine, Status, Step, Transition, Unhandled,
+    UnhandledReason,
+};
 use futures::StreamExt;
 use tokio_util::task::TaskTracker;
 
@@ -256,27 +259,27 @@ static DESCRIPTION: Description = Description {
 };
 
 impl Agent {
-    fn hop<O: Observer + ?Sized>(
+    fn hop<O: Observer<Self> + ?Sized>(
         observer: &mut O,
-        from: &'static str,
-        event: Option<&'static str>,
+        from: StateKind,
+        event: Option<EventKind>,
         row: usize,
         to: &State,
         action: Option<&Action>,
     ) {
-        observer.on_transition(&Step { from, event, to: to.name(), action: action.map(Named::name), row });
+        observer.on_transition(&Step { from, event, to: to.kind(), action: action.map(Kinded::kind), row });
     }
 
     /// One step; `None` when no row accepts the event (state unchanged).
-    fn step<O: Observer + ?Sized>(&mut self, event: Event, observer: &mut O) -> Option<Action> {
-        let from = self.state.name();
-        let event_name = event.name();
-        let ev = Some(event_name);
+    fn step<O: Observer<Self> + ?Sized>(&mut self, event: Event, observer: &mut O) -> Option<Action> {
+        let from = self.state.kind();
+        let event_kind = event.kind();
+        let ev = Some(event_kind);
         let ctx = &mut self.context;
         let (next, action, row) = match (&mut self.state, event) {
             (State::Done, _) => return None,
             (_, Event::Shutdown) => {
-                let row = ROW_SHUTDOWN + DESCRIPTION.states.iter().position(|s| s.name == from).unwrap_or(0);
+                let row = ROW_SHUTDOWN + DESCRIPTION.states.iter().position(|s| s.name == from.name()).unwrap_or(0);
                 (State::Done, Action::Shutdown, row)
             }
             (State::Waiting, Event::UserInput(text)) => {
@@ -309,7 +312,7 @@ impl Agent {
                         ROW_HAS_TOOLS,
                     )
                 };
-                Self::hop(observer, "ProcessingLlmResponse", None, row, &next, Some(&action));
+                Self::hop(observer, StateKind::ProcessingLlmResponse, None, row, &next, Some(&action));
                 self.state = next;
                 return Some(action);
             }
@@ -329,8 +332,8 @@ impl Agent {
             (State::ExecutingTools { pending, results }, Event::ToolDone { id, ok }) => {
                 let Some(index) = pending.iter().position(|p| *p == id) else {
                     observer.on_unhandled(&Unhandled {
-                        state: from,
-                        event: event_name,
+                        state: Status::In(from),
+                        event: event_kind,
                         reason: UnhandledReason::Refused,
                     });
                     return Some(Action::WaitForInput);
@@ -360,7 +363,11 @@ impl Agent {
             }
             (State::Error { .. }, Event::Interrupted) => (State::Waiting, Action::WaitForInput, ROW_INTERRUPT_ERROR),
             (State::Waiting, Event::Interrupted) => {
-                observer.on_unhandled(&Unhandled { state: from, event: event_name, reason: UnhandledReason::Ignored });
+                observer.on_unhandled(&Unhandled {
+                    state: Status::In(from),
+                    event: event_kind,
+                    reason: UnhandledReason::Ignored,
+                });
                 return Some(Action::WaitForInput);
             }
             _ => return None,
@@ -383,11 +390,11 @@ impl StateMachine for Agent {
         self.handle_event_with(event, &mut ())
     }
 
-    fn handle_event_with<O: Observer + ?Sized>(&mut self, event: Event, observer: &mut O) -> Action {
-        let state = self.state.name();
-        let event_name = event.name();
-        self.step(event, observer).unwrap_or_else(|| {
-            observer.on_unhandled(&Unhandled { state, event: event_name, reason: UnhandledReason::NoRow });
+    fn handle_event_with<O: Observer<Self> + ?Sized>(&mut self, event: Event, observer: &mut O) -> Action {
+        let state = Status::In(self.state.kind());
+        let event = (event.kind(), event);
+        self.step(event.1, observer).unwrap_or_else(|| {
+            observer.on_unhandled(&Unhandled { state, event: event.0, reason: UnhandledReason::NoRow });
             Action::WaitForInput
         })
     }
@@ -583,7 +590,7 @@ pub(crate) fn config() -> ExecutorConfig<Agent> {
 }
 
 /// Asserts that the history's hops chain: each `to` is the next `from`.
-pub(crate) fn assert_chained(history: &agent_fsm::runtime::History<Event>) {
+pub(crate) fn assert_chained(history: &agent_fsm::runtime::History<Agent>) {
     let hops: Vec<_> = history.transitions().collect();
     for pair in hops.windows(2) {
         assert_eq!(pair[0].to, pair[1].from, "hops do not chain: {pair:?}");

@@ -72,7 +72,7 @@ mod peers;
 #[path = "../../support/traces.rs"]
 mod traces;
 
-use agent_fsm::{Observer, Unhandled};
+use agent_fsm::{Observer, UnhandledOf};
 use agent_fsm_examples::loom::{AgentAction, AgentConfig, AgentEvent, AgentState, Loom};
 use criterion::{Criterion, Throughput};
 use feed::{feeders, time_trace};
@@ -104,8 +104,8 @@ static GEN_UNHANDLED: AtomicUsize = AtomicUsize::new(0);
 /// Counts the generated machine's catch-alls into `GEN_UNHANDLED`.
 struct CountUnhandled;
 
-impl Observer for CountUnhandled {
-    fn on_unhandled(&mut self, _: &Unhandled) {
+impl Observer<Loom> for CountUnhandled {
+    fn on_unhandled(&mut self, _: &UnhandledOf<Loom>) {
         GEN_UNHANDLED.fetch_add(1, Ordering::Relaxed);
     }
 }

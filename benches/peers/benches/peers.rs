@@ -69,7 +69,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, Topics};
-use agent_fsm::{Named, Observer, StateMachine, Step};
+use agent_fsm::{Named, Observer, StateMachine, StepOf};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use kameo::actor::Spawn as _;
@@ -125,15 +125,15 @@ static OBSERVED_CONFIG: LazyLock<ExecutorConfig<PingPong>> =
 /// own [`StatusObserver`] when it is spawned.
 static WATCHED_CONFIG: LazyLock<ExecutorConfig<PingPong>> = LazyLock::new(|| {
     ExecutorConfig::new()
-        .observer(|| StatusObserver { hops: hop_cell(), status: watch::Sender::new(State::Ping.name()) })
+        .observer(|| StatusObserver { hops: hop_cell(), status: watch::Sender::new(State::Ping) })
 });
 
 /// Counts hops in the agent's cell of [`HOPS`]: a metrics exporter's
 /// observer.
 struct HopCounter(Arc<AtomicU64>);
 
-impl Observer for HopCounter {
-    fn on_transition(&mut self, _: &Step) {
+impl Observer<PingPong> for HopCounter {
+    fn on_transition(&mut self, _: &StepOf<PingPong>) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -145,15 +145,15 @@ impl Observer for HopCounter {
 struct StatusObserver {
     /// The agent's cell of [`HOPS`].
     hops: Arc<AtomicU64>,
-    /// This agent's state name.
-    status: watch::Sender<&'static str>,
+    /// This agent's state (its kind).
+    status: watch::Sender<State>,
 }
 
-impl Observer for StatusObserver {
-    fn on_transition(&mut self, step: &Step) {
+impl Observer<PingPong> for StatusObserver {
+    fn on_transition(&mut self, step: &StepOf<PingPong>) {
         self.hops.fetch_add(1, Ordering::Relaxed);
         let to = step.to;
-        // Wakes readers only when the name changes (a self-transition
+        // Wakes readers only when the state changes (a self-transition
         // would leave it as it is).
         self.status.send_if_modified(|shown| {
             let changed = *shown != to;
