@@ -575,7 +575,14 @@ fn bare_name<'a>(input: ParseStream<'a>, what: &str) -> syn::Result<ParseStream<
         let fork = input.fork();
         let prefix: Ident = fork.parse()?;
         let colons: Token![::] = fork.parse()?;
-        let name: Ident = fork.parse()?;
+        // A path cut short (`Action::` at the end of the table): the error
+        // goes on what was written, not on the attribute.
+        let Ok(name) = fork.parse::<Ident>() else {
+            return Err(syn::Error::new_spanned(
+                quote::quote!(#prefix #colons),
+                format!("write the {what} variant's bare name, without `{prefix}::`; the enum prefix is added for you"),
+            ));
+        };
         return Err(syn::Error::new_spanned(
             quote::quote!(#prefix #colons #name),
             format!(

@@ -152,6 +152,12 @@ Delivered as it arrives, even while effect work (streams, tasks, timers that hol
         }
     }
     #[automatically_derived]
+    impl ::core::fmt::Display for StateKind {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            f.write_str(StateKind::name(*self))
+        }
+    }
+    #[automatically_derived]
     impl ::agent_fsm::Kind for StateKind {
         const ALL: &'static [Self] = StateKind::ALL;
         #[inline]
@@ -228,6 +234,12 @@ Delivered as it arrives, even while effect work (streams, tasks, timers that hol
         }
     }
     #[automatically_derived]
+    impl ::core::fmt::Display for EventKind {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            f.write_str(EventKind::name(*self))
+        }
+    }
+    #[automatically_derived]
     impl ::agent_fsm::Kind for EventKind {
         const ALL: &'static [Self] = EventKind::ALL;
         #[inline]
@@ -294,6 +306,12 @@ Delivered as it arrives, even while effect work (streams, tasks, timers that hol
                 Self::Nothing => "Nothing",
                 Self::Work => "Work",
             }
+        }
+    }
+    #[automatically_derived]
+    impl ::core::fmt::Display for ActionKind {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            f.write_str(ActionKind::name(*self))
         }
     }
     #[automatically_derived]
@@ -456,20 +474,18 @@ stateDiagram-v2
         /// Reports row `row` (an index into `DESCRIPTION.transitions`) to
         /// the observer; a no-op observer compiles it away.
         #[inline(always)]
-        fn __hop<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+        fn __hop<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
             __observer: &mut __O,
             row: usize,
         ) {
-            let t = &Self::__description().transitions[row];
             __observer
                 .on_transition(
-                    &::agent_fsm::Step {
-                        from: t.from,
-                        event: t.event,
-                        to: t.to,
-                        action: t.action,
-                        row,
-                    },
+                    &::agent_fsm::__private::hop::<
+                        StateKind,
+                        EventKind,
+                        ActionKind,
+                        1,
+                    >(Self::__HOPS, row),
                 );
         }
         /// An event the current state does not take (no row, every guard
@@ -477,10 +493,10 @@ stateDiagram-v2
         /// answered with the fallback action.
         #[cold]
         #[inline(never)]
-        fn __unhandled<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+        fn __unhandled<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
             __observer: &mut __O,
-            state: ::core::option::Option<&'static str>,
-            event: &'static str,
+            state: ::core::option::Option<StateKind>,
+            event: EventKind,
         ) -> Action {
             __observer
                 .on_unhandled(
@@ -499,23 +515,21 @@ stateDiagram-v2
         #[inline(never)]
         fn __unhandled_single<
             const E: usize,
-            __O: ::agent_fsm::Observer + ?::core::marker::Sized,
+            __O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized,
         >(__observer: &mut __O, state: &::core::option::Option<State>) -> Action {
             Self::__unhandled(
                 __observer,
-                state.as_ref().map(State::name),
-                Self::__description().events[E],
+                state.as_ref().map(State::kind),
+                EventKind::ALL[E],
             )
         }
         /// Feeds one event, reporting every hop and every refused event to
         /// `observer`; see [`handle_event`](Self::handle_event).
         #[allow(clippy::redundant_field_names, non_shorthand_field_patterns)]
         #[inline]
-        pub fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
-            &mut self,
-            event: Event,
-            __observer: &mut __O,
-        ) -> Action {
+        pub fn handle_event_with<
+            __O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized,
+        >(&mut self, event: Event, __observer: &mut __O) -> Action {
             #[allow(unused_imports)]
             use ::core::option::Option::{None as __None, Some as __Some};
             let __ctx = &mut self.context;
@@ -535,8 +549,8 @@ stateDiagram-v2
                                 __event => {
                                     return Self::__unhandled(
                                         __observer,
-                                        __Some("Idle"),
-                                        __event.name(),
+                                        __Some(StateKind::Idle),
+                                        __event.kind(),
                                     );
                                 }
                             }
@@ -558,8 +572,8 @@ stateDiagram-v2
                                 __event => {
                                     return Self::__unhandled(
                                         __observer,
-                                        __Some("Working"),
-                                        __event.name(),
+                                        __Some(StateKind::Working),
+                                        __event.kind(),
                                     );
                                 }
                             }
@@ -582,8 +596,8 @@ stateDiagram-v2
                                 __event => {
                                     return Self::__unhandled(
                                         __observer,
-                                        __Some("Working"),
-                                        __event.name(),
+                                        __Some(StateKind::Working),
+                                        __event.kind(),
                                     );
                                 }
                             }
@@ -606,8 +620,8 @@ stateDiagram-v2
                                 __event => {
                                     return Self::__unhandled(
                                         __observer,
-                                        __Some("Working"),
-                                        __event.name(),
+                                        __Some(StateKind::Working),
+                                        __event.kind(),
                                     );
                                 }
                             }
@@ -624,8 +638,8 @@ stateDiagram-v2
                         _ => {
                             return Self::__unhandled(
                                 __observer,
-                                __s.as_ref().map(State::name),
-                                event.name(),
+                                __s.as_ref().map(State::kind),
+                                event.kind(),
                             );
                         }
                     }
@@ -640,7 +654,7 @@ stateDiagram-v2
         /// the machine in a transient state, the machine is poisoned rather
         /// than left there.
         #[inline]
-        fn __settle<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+        fn __settle<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<State>,
             __ctx: &mut (),
             __observer: &mut __O,
@@ -663,7 +677,7 @@ stateDiagram-v2
             clippy::needless_pass_by_ref_mut,
             clippy::redundant_field_names
         )]
-        fn __settle_rows<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+        fn __settle_rows<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
             __state: &mut ::core::option::Option<State>,
             __ctx: &mut (),
             __observer: &mut __O,
@@ -680,6 +694,9 @@ stateDiagram-v2
         fn __fallback() -> Action {
             Action::Nothing
         }
+        /// Each row's hop for the observer, as kind indices (see
+        /// `agent_fsm::__private::hop`).
+        const __HOPS: &'static [u8] = b"\0\0\x01\x01\x01\x01\x01\0\x01\x02\0\0\x01\x03\0\0";
         /// The table: states, events, actions, rows (any-state rows expanded
         /// per state) and the Mermaid diagram.
         pub const DESCRIPTION: ::agent_fsm::Description = {
@@ -739,7 +756,7 @@ stateDiagram-v2
             Machine::handle_event(self, event)
         }
         #[inline]
-        fn handle_event_with<__O: ::agent_fsm::Observer + ?::core::marker::Sized>(
+        fn handle_event_with<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
             &mut self,
             event: Event,
             observer: &mut __O,
@@ -759,18 +776,12 @@ stateDiagram-v2
             self.state.is_none()
         }
         #[inline]
-        #[allow(deprecated)]
-        fn state_index(&self) -> ::core::option::Option<usize> {
+        fn status(&self) -> ::agent_fsm::Status<StateKind> {
             match &self.state {
                 ::core::option::Option::Some(state) => {
-                    ::core::option::Option::Some(
-                        match state {
-                            State::Idle { .. } => 0,
-                            State::Working { .. } => 1,
-                        },
-                    )
+                    ::agent_fsm::Status::In(State::kind(state))
                 }
-                ::core::option::Option::None => ::core::option::Option::None,
+                ::core::option::Option::None => ::agent_fsm::Status::Poisoned,
             }
         }
         fn context(&self) -> &() {
