@@ -321,6 +321,10 @@ fn a_fork_keeps_the_log_to_its_step_and_both_continue_independently() {
         assert_same(&restored.machine, &restore_at::<Machine, _>(store, "source", 3).expect("at 3"));
         assert_eq!(restored.in_flight.len(), 2, "the call in flight at step 3 is in flight in the fork");
         let mut fork = Agent { machine: restored.machine, journal: restored.journal };
+        // The source finished that call at step 4; the fork's step 4 does
+        // not, so it is still in flight there.
+        fork.step(store, Event::Stop).expect("refused in Calling, logged all the same");
+        assert_eq!(restore::<Machine, _>(store, "fork").expect("fork").in_flight.len(), 2);
         fork.step(store, Event::Timeout).expect("timeout");
         fork.step(store, Event::Stop).expect("stop");
         source.turn(store, "three");
@@ -333,6 +337,7 @@ fn a_fork_keeps_the_log_to_its_step_and_both_continue_independently() {
         assert_eq!(f.machine.context().messages.len(), 3);
         let source_log = store.events("source", 0, 3).expect("source log");
         assert_eq!(store.events("fork", 0, 3).expect("fork log"), source_log);
+        assert_ne!(store.events("fork", 3, 4).expect("fork"), store.events("source", 3, 4).expect("source"));
         assert_eq!(store.agent("source").expect("agent").expect("known").next_seq, 7);
         assert!(matches!(store.fork("source", 7, "late"), Err(StoreError::NoCheckpoint { seq: 7, last: 6, .. })));
         assert!(matches!(store.fork("source", 1, "fork"), Err(StoreError::AgentExists(_))));
