@@ -18,11 +18,12 @@ use crate::{Named, StateMachine};
 #[non_exhaustive]
 pub enum SnapshotPolicy {
     /// When the event bytes logged since the last snapshot reach that
-    /// snapshot's size. A snapshot of a conversation of `n` bytes then
-    /// follows at least `n` bytes of events: the bytes written per step
-    /// stay within about twice the event's own size however long the
-    /// conversation grows, and a restore replays at most one snapshot's
-    /// worth of events.
+    /// snapshot's size. A snapshot of `n` bytes then follows `n` bytes of
+    /// events, by which time the machine has grown by about as much, so
+    /// the next snapshot is about `2n`: snapshots add about twice the
+    /// events' bytes, and a step costs about three times its event (plus
+    /// its effect rows) however long the conversation grows, while a
+    /// restore replays at most one snapshot's worth of events.
     #[default]
     Proportional,
     /// Every that many events.
@@ -52,7 +53,7 @@ pub enum SnapshotPolicy {
 /// }
 /// use agent_fsm::StateMachine as _;
 /// let store = MemoryStore::new();
-/// let mut machine = counter::Machine::new();
+/// let mut machine = counter::Counter::new();
 /// let mut journal = Journal::create(&store, "agent-1", &machine)?;
 /// for k in 1..=3 {
 ///     let event = counter::Event::Add(k);
@@ -60,7 +61,7 @@ pub enum SnapshotPolicy {
 ///     machine.handle_event(event);
 ///     journal.commit(&store, step, &machine)?;
 /// }
-/// let restored = restore::<counter::Machine, _>(&store, "agent-1")?;
+/// let restored = restore::<counter::Counter, _>(&store, "agent-1")?;
 /// assert!(matches!(restored.machine.state(), counter::State::Counting { n: 6 }));
 /// assert_eq!(restored.next_seq, 4);
 /// # Ok::<(), agent_fsm::store::StoreError>(())

@@ -18,9 +18,9 @@
 //!   [`restore`] starts from the newest one and replays the events after
 //!   it. [`SnapshotPolicy::Proportional`], the default, takes one when the
 //!   events logged since the last one outweigh it, so the bytes written
-//!   per step stay bounded by about twice the event's own size however
-//!   long the conversation grows, and a replay reads no more event bytes
-//!   than one snapshot holds;
+//!   per step stay about three times the event's own size however long
+//!   the conversation grows (never the whole conversation per step), and
+//!   a replay reads no more event bytes than one snapshot holds;
 //! - the **effect work in flight**: keyed tasks and streams by key, timers
 //!   with their absolute deadline and the event they deliver. A row is
 //!   recorded by the step whose action started the work and marked

@@ -41,6 +41,10 @@ CREATE TABLE effects (
     finished INTEGER, deadline INTEGER, event TEXT,
     PRIMARY KEY (agent, kind, key, started)
 ) WITHOUT ROWID;
+-- The work in flight, which a step finishes by kind and key: a key reused
+-- every turn (a deadline timer) would otherwise be looked up among all its
+-- finished rows, a cost growing with the conversation.
+CREATE INDEX effects_in_flight ON effects (agent, kind, key) WHERE finished IS NULL;
 ";
 
 /// When SQLite waits for the disk (its `synchronous` pragma, in WAL mode).
