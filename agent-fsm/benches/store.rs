@@ -51,7 +51,9 @@ mod chat {
     pub enum State {
         #[initial]
         Idle,
-        Calling { call: u32 },
+        Calling {
+            call: u32,
+        },
     }
 
     #[events]
@@ -182,8 +184,8 @@ fn bytes_per_step() {
         // checkpoints the WAL into the file) before it is measured.
         let path = dir.path().join(format!("len-{length}.db"));
         {
-            let store = SqliteStore::open_with(&path, SqliteConfig::default().synchronous(Synchronous::Normal))
-                .expect("open");
+            let store =
+                SqliteStore::open_with(&path, SqliteConfig::default().synchronous(Synchronous::Normal)).expect("open");
             let mut m = Chat::new(Convo::default());
             let mut j = Journal::create(&store, "a", &m).expect("create");
             for i in 0..length {

@@ -48,12 +48,12 @@ pub enum SnapshotPolicy {
 ///     #[derive(Debug, Default)]
 ///     pub enum Action { #[default] Nothing }
 ///     transitions! {
-///         Counting { n } + Add(k) => Counting { n: *n + k } / Nothing,
+///         Counting { n } + Add(k) => Counting { n: n + k } / Nothing,
 ///     }
 /// }
 /// use agent_fsm::StateMachine as _;
 /// let store = MemoryStore::new();
-/// let mut machine = counter::Counter::new();
+/// let mut machine = counter::Counter::new(0);
 /// let mut journal = Journal::create(&store, "agent-1", &machine)?;
 /// for k in 1..=3 {
 ///     let event = counter::Event::Add(k);

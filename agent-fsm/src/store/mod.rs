@@ -106,7 +106,7 @@ pub use restore::{Restored, restore, restore_at};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteConfig, SqliteStore, Synchronous};
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 /// The format version this build writes, and the newest it reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -326,15 +326,4 @@ pub trait CheckpointStore: Send + Sync {
     /// [`StoreError::NoCheckpoint`] if `seq` is past the source's last
     /// step, or the backend's write error.
     fn fork(&self, source: &str, seq: u64, new: &str) -> Result<(), StoreError>;
-}
-
-/// Milliseconds since the Unix epoch, as stores keep times (0 before it,
-/// the largest `i64` past it).
-pub(crate) fn to_millis(at: SystemTime) -> i64 {
-    at.duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// The time `millis` after the Unix epoch (the epoch for a negative value).
-pub(crate) fn from_millis(millis: i64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or(0))
 }

@@ -10,15 +10,26 @@
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::{
     AgentInfo, Checkpoint, CheckpointStore, Effect, EffectKind, EventRecord, FORMAT_VERSION, InFlight, Snapshot,
-    StepRecord, StoreError, from_millis, to_millis,
+    StepRecord, StoreError,
 };
+
+/// Milliseconds since the Unix epoch, as stores keep times (0 before it,
+/// the largest `i64` past it).
+fn to_millis(at: SystemTime) -> i64 {
+    at.duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The time `millis` after the Unix epoch (the epoch for a negative value).
+fn from_millis(millis: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or(0))
+}
 
 /// The schema version this build writes in the file's `user_version`.
 const SCHEMA_VERSION: u32 = 1;
