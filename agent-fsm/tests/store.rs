@@ -233,6 +233,38 @@ fn snapshots_follow_the_policy_and_replay_stays_bounded() {
 }
 
 #[test]
+fn a_restart_does_not_move_where_snapshots_fall() {
+    both(|store| {
+        let policies =
+            [("p", SnapshotPolicy::Proportional), ("e", SnapshotPolicy::Every(NonZeroU64::new(5).expect("5")))];
+        for (name, policy) in policies {
+            let straight = format!("{name}-straight");
+            let mut agent = Agent::new(store, &straight).policy(policy);
+            for i in 0..30 {
+                agent.turn(store, &format!("turn {i}"));
+            }
+            let restarted = format!("{name}-restarted");
+            let mut agent = Agent::new(store, &restarted).policy(policy);
+            for i in 0..30 {
+                if i % 7 == 3 {
+                    let restored = restore::<Machine, _>(store, &restarted).expect("restore");
+                    assert_eq!(restored.journal.agent(), restarted);
+                    agent = Agent { machine: restored.machine, journal: restored.journal.with_policy(policy) };
+                }
+                agent.turn(store, &format!("turn {i}"));
+            }
+            let snapshots = |id: &str| -> Vec<u64> {
+                store.checkpoints(id).expect("list").iter().filter(|c| c.snapshot).map(|c| c.seq).collect()
+            };
+            assert_eq!(snapshots(&restarted), snapshots(&straight), "{name}");
+        }
+        let agent = Agent::new(store, "names");
+        assert_eq!(agent.journal.agent(), "names");
+        assert_eq!(agent.journal.begin(&Event::Stop).expect("encode").event(), "{\"event\":\"stop\"}");
+    });
+}
+
+#[test]
 fn a_step_that_is_not_the_next_is_a_conflict_and_changes_nothing() {
     both(|store| {
         let mut agent = Agent::new(store, "a");
@@ -469,6 +501,14 @@ fn sqlite_a_damaged_row_a_newer_file_and_a_non_database_are_typed() {
     }
     let err = restore::<Machine, _>(&store, "a").expect_err("damaged");
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    let mut newer = Agent::new(&store, "newer");
+    newer.turn(&store, "one");
+    {
+        let raw = rusqlite::Connection::open(&path).expect("raw");
+        raw.execute("UPDATE agents SET format = 5 WHERE agent = 'newer'", []).expect("newer");
+    }
+    let err = restore::<Machine, _>(&store, "newer").expect_err("newer agent");
+    assert!(matches!(err, StoreError::UnknownFormat { found: 5, .. }), "{err}");
     drop(store);
     // Reopened, the file is still read, and the damage still reported.
     let store = SqliteStore::open(&path).expect("reopen");
