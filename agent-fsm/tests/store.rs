@@ -544,3 +544,36 @@ fn sqlite_steps_survive_reopening_the_file() {
     assert_same(&restored.machine, &live);
     assert_eq!(restored.in_flight.len(), 2);
 }
+
+#[test]
+fn effect_kinds_round_trip_through_their_codes() {
+    for kind in [EffectKind::Task, EffectKind::Stream, EffectKind::Timer] {
+        assert_eq!(EffectKind::from_code(kind.code()), Some(kind));
+    }
+    assert_eq!(EffectKind::from_code(0), None);
+    assert_eq!(EffectKind::from_code(4), None);
+}
+
+#[test]
+fn the_memory_quota_counts_every_byte_of_text_and_allows_exactly_the_quota() {
+    let snapshot = Snapshot { format: FORMAT_VERSION, state: "Idle".into(), data: "0123456789".into() };
+    let created = "a".len() + "Chat".len() + "Idle".len() + 10;
+    let step = StepRecord {
+        seq: 1,
+        at: SystemTime::now(),
+        state: "Calling".into(),
+        event: "{\"event\":\"x\"}".into(),
+        finished: vec![],
+        started: vec![Effect::task("call-1"), Effect::timer("t", SystemTime::now(), "ev".into())],
+        snapshot: Some(snapshot.clone()),
+    };
+    let appended = 7 + 13 + 6 + (1 + 2) + (4 + 10);
+    let store = MemoryStore::with_quota(created + appended);
+    store.create("a", "Chat", SystemTime::now(), &snapshot).expect("create");
+    assert_eq!(store.bytes(), created);
+    store.append("a", &step).expect("exactly the quota");
+    assert_eq!(store.bytes(), created + appended);
+    let next = StepRecord { seq: 2, snapshot: None, started: vec![], ..step };
+    assert!(matches!(store.append("a", &next), Err(StoreError::Full(_))));
+    assert_eq!(store.bytes(), created + appended);
+}
