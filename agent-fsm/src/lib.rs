@@ -16,6 +16,8 @@
 //! | `openai` | no | `llm` and the OpenAI-compatible Chat Completions streaming client (reqwest on rustls) |
 //! | `anthropic` | no | `llm` and the Anthropic Messages streaming client (reqwest on rustls) |
 //! | `tool` | no | `llm`, `runtime` and typed tools: a tool as a Rust type with a schemars-derived schema, a `ToolSet` running a model's calls as keyed tasks (`agent_fsm::tool`) |
+//! | `store` | no | `serde` and checkpoint stores: an agent's event log, snapshots and effect work in flight by agent id; restore, time travel and fork; an in-memory store (`agent_fsm::store`) |
+//! | `sqlite` | no | `store` and the embedded SQLite store (rusqlite, SQLite bundled; one file, WAL) |
 //! | `mcp` | no | `tool` and the tools of a Model Context Protocol server over stdio, through `rmcp` (`agent_fsm::tool::mcp`) |
 //!
 #![doc = include_str!("../../docs/dsl.md")]
@@ -36,6 +38,8 @@ pub mod llm;
 pub mod runtime;
 #[cfg(feature = "serde")]
 pub mod snapshot;
+#[cfg(feature = "store")]
+pub mod store;
 #[cfg(feature = "tool")]
 pub mod tool;
 #[cfg(feature = "tools")]
