@@ -124,8 +124,7 @@ static OBSERVED_CONFIG: LazyLock<ExecutorConfig<PingPong>> =
 /// The shared configuration of `executor_watch` agents: each agent gets its
 /// own [`StatusObserver`] when it is spawned.
 static WATCHED_CONFIG: LazyLock<ExecutorConfig<PingPong>> = LazyLock::new(|| {
-    ExecutorConfig::new()
-        .observer(|| StatusObserver { hops: hop_cell(), status: watch::Sender::new(State::Ping) })
+    ExecutorConfig::new().observer(|| StatusObserver { hops: hop_cell(), status: watch::Sender::new(State::Ping) })
 });
 
 /// Counts hops in the agent's cell of [`HOPS`]: a metrics exporter's
