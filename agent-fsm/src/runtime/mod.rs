@@ -278,10 +278,11 @@ mod history;
 mod notification;
 mod outcome;
 mod retry;
+mod task;
 mod work;
 
 pub use config::ExecutorConfig;
-pub use effects::{EffectContext, EffectFailure, Effects, FnEffects, TaskOptions, from_fn};
+pub use effects::{EffectContext, Effects, FnEffects, from_fn};
 pub use error::{ConfigError, ReplayError, RequestError, SendError, TryRecvError, WorkerError};
 pub use executor::{pair, spawn};
 pub use feed::{Subscription, Topics};
@@ -292,3 +293,4 @@ pub use history::{
 pub use notification::{Notification, StateCopy};
 pub use outcome::{Delivered, DeliveredTo, Outcome, OutcomeOf};
 pub use retry::RetryPolicy;
+pub use task::{EffectFailure, TaskOptions};

@@ -8,7 +8,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use super::effects::EffectFailure;
+use super::task::EffectFailure;
 use crate::{ActionKindOf, StateMachine, StepOf, UnhandledOf};
 
 /// Something that happened inside machine `M` (`O`: what its effects

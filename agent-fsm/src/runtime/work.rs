@@ -22,8 +22,8 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, Sleep};
 use tokio_util::task::TaskTracker;
 
-use super::effects::EffectFailure;
 use super::error::{drop_caught, panic_message};
+use super::task::EffectFailure;
 
 /// The boxed future of a task.
 pub(crate) type TaskFuture<E> = Pin<Box<dyn Future<Output = E> + Send>>;
