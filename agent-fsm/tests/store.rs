@@ -279,6 +279,7 @@ fn a_step_that_is_not_the_next_is_a_conflict_and_changes_nothing() {
             at: SystemTime::now(),
             state: "Idle".into(),
             event: "\"Stop\"".into(),
+            origin: None,
             finished: vec![],
             started: vec![],
             snapshot: None,
@@ -388,6 +389,7 @@ fn a_corrupt_event_is_typed_and_the_step_before_it_stays_readable() {
             at: SystemTime::now(),
             state: "Idle".into(),
             event: "{not json".into(),
+            origin: None,
             finished: vec![],
             started: vec![],
             snapshot: None,
@@ -423,6 +425,7 @@ fn an_unknown_format_version_is_refused_and_older_steps_stay_readable() {
             at: SystemTime::now(),
             state: "Done".into(),
             event: "{\"event\":\"stop\"}".into(),
+            origin: None,
             finished: vec![],
             started: vec![],
             snapshot: Some(snapshot),
@@ -547,11 +550,11 @@ fn sqlite_steps_survive_reopening_the_file() {
 
 #[test]
 fn effect_kinds_round_trip_through_their_codes() {
-    for kind in [EffectKind::Task, EffectKind::Stream, EffectKind::Timer] {
+    for kind in [EffectKind::Task, EffectKind::Stream, EffectKind::Timer, EffectKind::Pause, EffectKind::Send] {
         assert_eq!(EffectKind::from_code(kind.code()), Some(kind));
     }
     assert_eq!(EffectKind::from_code(0), None);
-    assert_eq!(EffectKind::from_code(4), None);
+    assert_eq!(EffectKind::from_code(6), None);
 }
 
 #[test]
@@ -563,6 +566,7 @@ fn the_memory_quota_counts_every_byte_of_text_and_allows_exactly_the_quota() {
         at: SystemTime::now(),
         state: "Calling".into(),
         event: "{\"event\":\"x\"}".into(),
+        origin: None,
         finished: vec![],
         started: vec![Effect::task("call-1"), Effect::timer("t", SystemTime::now(), "ev".into())],
         snapshot: Some(snapshot.clone()),

@@ -272,7 +272,7 @@ where
         if !self.discarding("send")
             && let Some(work) = self.env.work()
         {
-            work.ready.push_back(super::work::Immediate { event, owed: false });
+            work.push_ready(event, false);
         }
     }
 
@@ -463,6 +463,10 @@ where
         let Some(work) = self.env.work.as_deref_mut() else {
             return false;
         };
+        // A step replayed after a restart: what it cancelled ended before.
+        if work.replaying() {
+            return false;
+        }
         let cancelled = work.cancel(key);
         let found = !cancelled.is_empty();
         for produced in cancelled {
@@ -502,7 +506,7 @@ where
             }
         };
         if let Some(event) = event {
-            work.ready.push_back(super::work::Immediate { event, owed: true });
+            work.push_ready(event, true);
         }
     }
 

@@ -104,7 +104,49 @@ pub enum WorkerError {
     /// The configuration does not fit the machine (see [`ConfigError`]).
     #[error("the executor's configuration does not fit the machine")]
     Config(#[from] ConfigError),
+    /// A durable agent's checkpoint store refused a step (a full disk, a
+    /// second writer), or could not rebuild the agent when it started. The
+    /// machine has moved past its store, so the agent stops; the store still
+    /// holds its last good checkpoint, to spawn it again from.
+    #[error("the checkpoint store failed: {0}")]
+    Store(StoreFailure),
 }
+
+/// A checkpoint store's error inside a [`WorkerError`]: the store's own
+/// error type (`agent_fsm::store::StoreError`, feature `store`) is reached
+/// with [`StoreFailure::error`] and a downcast.
+#[derive(Clone)]
+pub struct StoreFailure(pub(crate) Arc<dyn std::error::Error + Send + Sync>);
+
+impl StoreFailure {
+    /// The store's error.
+    #[must_use]
+    pub fn error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl std::fmt::Debug for StoreFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for StoreFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+/// Two failures are equal when they say the same (the store's errors are
+/// not comparable themselves).
+impl PartialEq for StoreFailure {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for StoreFailure {}
 
 /// A configuration that does not fit its machine. Found before the
 /// worker's first step (no event is handled), except where a variant

@@ -41,6 +41,7 @@ use tokio::time::Instant;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::config::ExecutorConfig;
+use super::durable::StepJournal;
 use super::effects::{EffectContext, Effects, Env};
 use super::error::{WorkerError, drop_caught, panic_message};
 use super::feed::{Notifier, Topics};
@@ -49,6 +50,8 @@ use super::history::{EventRecord, History};
 use super::notification::Notification;
 use super::outcome::{Delivered, DeliveredTo, Outcome, Seen, outcome_of};
 use super::work::{Produced, Work};
+
+mod journal;
 // Through the crate's own name (`extern crate self as agent_fsm` in lib.rs),
 // as generated code does; it also keeps that declaration in use.
 use agent_fsm::{ActionKindOf, Kind, Kinded, Named, Observer, StateMachine, Status, StepOf, UnhandledOf};
@@ -98,6 +101,21 @@ where
     M::Event: Send + 'static,
     E: Effects<M>,
 {
+    pair_with(machine, effects, config, None)
+}
+
+/// [`pair`], with the journal of a durable agent.
+pub(crate) fn pair_with<M, E>(
+    machine: M,
+    effects: E,
+    config: ExecutorConfig<M>,
+    journal: Option<Box<dyn StepJournal<M>>>,
+) -> (MachineHandle<M, E::Output>, impl Future<Output = ()> + Send + 'static)
+where
+    M: StateMachine + Send + 'static,
+    M::Event: Send + 'static,
+    E: Effects<M>,
+{
     let settings = config.inner;
     let initial = machine.status();
     // Allocated before the channel, whose parts are 128-byte aligned: in
@@ -113,11 +131,15 @@ where
             status_dirty: false,
             terminal: machine.is_terminal(),
             failed: false,
+            journaling: false,
         },
         machine,
         effects,
         inbox: rx,
-        link: Link { shared: Arc::clone(&shared), extras: None },
+        link: Link {
+            shared: Arc::clone(&shared),
+            extras: journal.map(|journal| Box::new(Extras { journal: Some(journal), ..Extras::default() })),
+        },
         work: None,
         steps: 0,
     };
@@ -247,6 +269,9 @@ where
             }
         }
         self.link.shared.set_started(Instant::now());
+        if self.link.extras.as_ref().is_some_and(|extras| extras.journal.is_some()) && !self.start_journal() {
+            return false;
+        }
         tracing::debug!(machine = M::DESCRIPTION.name, state = %self.machine.status(), "worker started");
         true
     }
@@ -595,9 +620,12 @@ where
             if !self.hot.terminal && self.hot.notifier.woke() {
                 break;
             }
-            let Some(super::work::Immediate { event, .. }) = work.ready.pop_front() else {
+            let Some(super::work::Immediate { event, id, .. }) = work.ready.pop_front() else {
                 break;
             };
+            if let Some(track) = &mut work.track {
+                track.end(super::durable::WorkKind::Send, id);
+            }
             let (older, cleared) = (work.ready.len(), work.ready_cleared);
             // After a terminal state nothing more is performed.
             let mode = if self.hot.terminal { Mode::Draining } else { Mode::Normal };
@@ -652,6 +680,9 @@ where
             step
         );
         let _entered = span.enter();
+        if self.hot.journaling && !self.journal_begin(&event) {
+            return;
+        }
 
         self.refresh_notifier();
         let history = history_mut(&mut self.history, &self.machine, &self.link.shared);
@@ -726,6 +757,9 @@ where
             self.hot
                 .notifier
                 .publish(Topics::ACTIONS, || Notification::Action { action: action_kind, performed: false });
+        }
+        if self.hot.journaling {
+            self.journal_commit();
         }
         // A failed worker owes no reply: dropped, it tells the caller the
         // worker failed, as every later request does.
@@ -854,6 +888,10 @@ where
     /// handles (see the module docs), up to draining the inbox.
     fn begin_stop(&mut self, reason: StopReason) {
         tracing::debug!(machine = M::DESCRIPTION.name, ?reason, "stopping");
+        // A durable agent's store keeps it as it was before the stop: the
+        // work cancelled now is in flight there, to be performed again
+        // when the agent is spawned from the store.
+        self.stop_journal();
         self.cancel_in_flight(false);
         if self.hot.failed {
             return;
@@ -933,6 +971,7 @@ where
     /// Hands the last notifications over; `park` then records the outcome
     /// and closes the shared state.
     fn finish(&mut self) {
+        self.stop_journal();
         // The observer goes first, so that whatever its `Drop` flushes is
         // done before anyone waiting on the worker hears it finished.
         self.link.drop_observer();
@@ -1027,11 +1066,13 @@ struct Extras<M: StateMachine> {
     /// flight, to reach a `#[during_work]` event behind them; delivered,
     /// in order, once the work is done.
     held: VecDeque<InboxEnvelope<M>>,
+    /// A durable agent's journal.
+    journal: Option<Box<dyn StepJournal<M>>>,
 }
 
 impl<M: StateMachine> Default for Extras<M> {
     fn default() -> Self {
-        Self { waiters: Vec::new(), cancel: None, observer: None, held: VecDeque::new() }
+        Self { waiters: Vec::new(), cancel: None, observer: None, held: VecDeque::new(), journal: None }
     }
 }
 
@@ -1109,6 +1150,8 @@ struct Hot<M: StateMachine, O> {
     status_dirty: bool,
     terminal: bool,
     failed: bool,
+    /// Each step is written to the durable agent's journal.
+    journaling: bool,
 }
 
 impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {

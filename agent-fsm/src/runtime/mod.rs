@@ -269,6 +269,7 @@
 //! it never unwinds through the worker's future.
 
 mod config;
+pub(crate) mod durable;
 mod effects;
 mod error;
 mod executor;
@@ -279,11 +280,12 @@ mod notification;
 mod outcome;
 mod retry;
 mod task;
-mod work;
+pub(crate) mod work;
 
 pub use config::ExecutorConfig;
 pub use effects::{EffectContext, Effects, FnEffects, from_fn};
-pub use error::{ConfigError, ReplayError, RequestError, SendError, TryRecvError, WorkerError};
+pub use error::{ConfigError, ReplayError, RequestError, SendError, StoreFailure, TryRecvError, WorkerError};
+pub(crate) use executor::pair_with;
 pub use executor::{pair, spawn};
 pub use feed::{Subscription, Topics};
 pub use handle::MachineHandle;

@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, Sleep};
 use tokio_util::task::TaskTracker;
 
+use super::durable::{Tracking, WorkId, WorkKind};
 use super::error::{drop_caught, panic_message};
 use super::task::EffectFailure;
 
@@ -58,6 +59,8 @@ pub(crate) enum Produced<E> {
 struct StreamSlot<E> {
     /// Set by `EffectContext::stream_keyed`, for `cancel`.
     key: Option<String>,
+    /// A durable agent's id for it.
+    id: Option<WorkId>,
     /// The span of the step that opened the stream, entered while it is
     /// polled (tasks carry theirs through `Instrument`).
     span: tracing::Span,
@@ -68,6 +71,7 @@ struct StreamSlot<E> {
 
 struct TaskSlot<E> {
     key: String,
+    id: Option<WorkId>,
     /// Spawned with `TaskOptions::survive_interrupt`: an interrupt leaves
     /// it running.
     survives_interrupt: bool,
@@ -98,6 +102,7 @@ impl<E> TaskSlot<E> {
 
 struct QueuedTask<E> {
     key: String,
+    id: Option<WorkId>,
     survives_interrupt: bool,
     future: TaskFuture<E>,
     on_failure: TaskFailureFn<E>,
@@ -138,15 +143,22 @@ impl<E> QueuedTask<E> {
     }
 }
 
-struct Timer<E> {
-    deadline: Instant,
+pub(crate) struct Timer<E> {
+    pub(crate) id: Option<WorkId>,
+    pub(crate) deadline: Instant,
     /// The machine's visit counter when the timer was set; the timer dies
     /// when the machine leaves that state.
     visit: u32,
     /// Holds external input back while pending (`pause`), or lets it
     /// through (`deadline`).
-    holds: bool,
-    event: E,
+    pub(crate) holds: bool,
+    pub(crate) event: E,
+}
+
+impl<E> Timer<E> {
+    pub(crate) fn kind(&self) -> WorkKind {
+        if self.holds { WorkKind::Pause } else { WorkKind::Deadline }
+    }
 }
 
 /// An event for delivery right after the current step.
@@ -156,6 +168,8 @@ pub(crate) struct Immediate<E> {
     /// rather than sent: a cancellation of everything (an interrupt, a
     /// shutdown) delivers it instead of dropping it with the sends.
     pub(crate) owed: bool,
+    /// A durable agent's id for it.
+    pub(crate) id: Option<WorkId>,
 }
 
 /// All effect work of one machine.
@@ -177,7 +191,7 @@ pub(crate) struct Work<E> {
     /// Tasks waiting for a concurrency slot, in spawn order.
     queued: VecDeque<QueuedTask<E>>,
     /// Sorted by deadline; equal deadlines keep scheduling order.
-    timers: Vec<Timer<E>>,
+    pub(crate) timers: Vec<Timer<E>>,
     /// Armed for `timers[0]`.
     sleep: Option<Pin<Box<Sleep>>>,
     /// Cancelled tasks that may still be unwinding; awaited before the
@@ -186,6 +200,8 @@ pub(crate) struct Work<E> {
     limit: usize,
     runtime: Handle,
     tracker: TaskTracker,
+    /// A durable agent's bookkeeping; `None` for the others.
+    pub(crate) track: Option<Box<Tracking>>,
 }
 
 impl<E: Send + 'static> Work<E> {
@@ -204,7 +220,50 @@ impl<E: Send + 'static> Work<E> {
             limit,
             runtime,
             tracker,
+            track: None,
         }
+    }
+
+    /// Ids new work of `kind` for a durable agent: `None` if it is not to
+    /// run (a replay drops it), else its id (`None` for an agent without a
+    /// journal) and how many items of a stream to skip.
+    fn identify(&mut self, kind: WorkKind) -> Option<(Option<WorkId>, u64)> {
+        match &mut self.track {
+            None => Some((None, 0)),
+            Some(track) => track.start(kind).map(|(id, skip)| (Some(id), skip)),
+        }
+    }
+
+    /// Records that work `id` of `kind` ended.
+    fn ended(&mut self, kind: WorkKind, id: Option<WorkId>) {
+        if let Some(track) = &mut self.track {
+            track.end(kind, id);
+        }
+    }
+
+    /// Whether a step is being replayed after a restart.
+    pub(crate) fn replaying(&self) -> bool {
+        self.track.as_ref().is_some_and(|t| t.replay.is_some())
+    }
+
+    /// Queues `event` for delivery right after the current step.
+    pub(crate) fn push_ready(&mut self, event: E, owed: bool) {
+        if let Some((id, _)) = self.identify(WorkKind::Send) {
+            self.ready.push_back(Immediate { event, owed, id });
+        }
+    }
+
+    /// A restarted agent's timer, pending before the restart.
+    pub(crate) fn restore_timer(&mut self, id: WorkId, delay: Duration, visit: u32, holds: bool, event: E) {
+        self.insert_timer(Some(id), delay, visit, holds, event);
+    }
+
+    /// Starts the tasks a step held back until it was written.
+    pub(crate) fn release(&mut self) {
+        if let Some(track) = &mut self.track {
+            track.hold = false;
+        }
+        self.start_queued();
     }
 
     /// Whether any stream, task or timer that holds external input back is
@@ -228,9 +287,19 @@ impl<E: Send + 'static> Work<E> {
         timeout: Option<Duration>,
         on_failure: StreamFailureFn<E>,
     ) {
+        let Some((id, skip)) = self.identify(WorkKind::Stream) else {
+            return;
+        };
+        // Performed again after a restart: the items the machine took
+        // before it are not delivered twice.
+        let stream = if skip > 0 {
+            Box::pin(futures::StreamExt::skip(stream, usize::try_from(skip).unwrap_or(usize::MAX)))
+        } else {
+            stream
+        };
         let deadline = timeout.and_then(deadline_in).map(|at| Box::pin(tokio::time::sleep_until(at)));
         let span = tracing::Span::current();
-        self.streams.push(StreamSlot { key, span, stream, deadline, on_failure });
+        self.streams.push(StreamSlot { key, id, span, stream, deadline, on_failure });
     }
 
     /// Tasks holding a concurrency slot: the running ones, and the
@@ -262,10 +331,13 @@ impl<E: Send + 'static> Work<E> {
         on_failure: TaskFailureFn<E>,
         survives_interrupt: bool,
     ) {
-        let task = QueuedTask { key, survives_interrupt, future, on_failure, timeout };
+        let Some((id, _)) = self.identify(WorkKind::Task) else {
+            return;
+        };
+        let task = QueuedTask { key, id, survives_interrupt, future, on_failure, timeout };
         // Behind tasks already waiting (for a cancelled one to stop, say),
         // a new one waits its turn: tasks start in spawn order.
-        if self.queued.is_empty() && self.holding_slots() < self.limit {
+        if self.queued.is_empty() && self.holding_slots() < self.limit && !self.holding() {
             self.start(task);
         } else {
             self.queued.push_back(task);
@@ -274,14 +346,19 @@ impl<E: Send + 'static> Work<E> {
     }
 
     fn start(&mut self, task: QueuedTask<E>) {
-        let QueuedTask { key, survives_interrupt, future, on_failure, timeout } = task;
+        let QueuedTask { key, id, survives_interrupt, future, on_failure, timeout } = task;
         let handle = self.tracker.spawn_on(run_task(future, timeout), &self.runtime);
-        self.tasks.push(TaskSlot { key, survives_interrupt, handle, on_failure, done: None });
+        self.tasks.push(TaskSlot { key, id, survives_interrupt, handle, on_failure, done: None });
+    }
+
+    /// Whether new tasks wait until their step is written.
+    fn holding(&self) -> bool {
+        self.track.as_ref().is_some_and(|t| t.hold)
     }
 
     /// Starts queued tasks while slots are free, in spawn order.
     fn start_queued(&mut self) {
-        if self.queued.is_empty() {
+        if self.queued.is_empty() || self.holding() {
             return;
         }
         let mut holding = self.holding_slots();
@@ -295,12 +372,20 @@ impl<E: Send + 'static> Work<E> {
     }
 
     pub(crate) fn add_timer(&mut self, delay: Duration, visit: u32, holds: bool, event: E) {
+        let kind = if holds { WorkKind::Pause } else { WorkKind::Deadline };
+        if let Some((id, _)) = self.identify(kind) {
+            self.insert_timer(id, delay, visit, holds, event);
+        }
+    }
+
+    fn insert_timer(&mut self, id: Option<WorkId>, delay: Duration, visit: u32, holds: bool, event: E) {
         let Some(deadline) = deadline_in(delay) else {
             tracing::debug!(?delay, "timer dropped: its delay is too long to ever fire");
+            self.ended(if holds { WorkKind::Pause } else { WorkKind::Deadline }, id);
             return;
         };
         let at = self.timers.partition_point(|t| t.deadline <= deadline);
-        self.timers.insert(at, Timer { deadline, visit, holds, event });
+        self.timers.insert(at, Timer { id, deadline, visit, holds, event });
         if at == 0 {
             self.arm();
         }
@@ -312,7 +397,10 @@ impl<E: Send + 'static> Work<E> {
             return;
         }
         let before = self.timers.len();
-        self.timers.retain(|t| t.visit == visit);
+        let dropped: Vec<_> = self.timers.extract_if(.., |t| t.visit != visit).map(|t| (t.kind(), t.id)).collect();
+        for (kind, id) in dropped {
+            self.ended(kind, id);
+        }
         if self.timers.len() != before {
             tracing::debug!(dropped = before - self.timers.len(), "timers dropped: their state was left");
             self.arm();
@@ -341,16 +429,23 @@ impl<E: Send + 'static> Work<E> {
         self.queued = waiting;
         let running: Vec<_> = self.tasks.extract_if(.., |t| t.key == key).collect();
         let mut owed: Vec<_> = running.into_iter().map(|slot| self.cancel_running(slot)).collect();
-        owed.extend(queued.into_iter().map(QueuedTask::cancelled));
+        for task in queued {
+            self.ended(WorkKind::Task, task.id);
+            owed.push(task.cancelled());
+        }
         self.start_queued();
         let streams: Vec<_> = self.streams.extract_if(.., |s| s.key.as_deref() == Some(key)).collect();
-        owed.extend(streams.into_iter().map(|slot| slot.failed(EffectFailure::Cancelled)));
+        for slot in streams {
+            self.ended(WorkKind::Stream, slot.id);
+            owed.push(slot.failed(EffectFailure::Cancelled));
+        }
         owed
     }
 
     /// A task that already finished keeps its real result, so no event it
     /// produced is lost; any other is aborted and reported as cancelled.
     fn cancel_running(&mut self, mut slot: TaskSlot<E>) -> Produced<E> {
+        self.ended(WorkKind::Task, slot.id);
         if slot.join_finished()
             && let Some(joined) = slot.done
         {
@@ -375,7 +470,8 @@ impl<E: Send + 'static> Work<E> {
     pub(crate) fn cancel_all(&mut self, interrupt: bool) -> Vec<Produced<E>> {
         let mut owed = Vec::with_capacity(self.streams.len() + self.tasks.len() + self.queued.len());
         let mut dropped = 0;
-        for immediate in self.ready.drain(..) {
+        for immediate in std::mem::take(&mut self.ready) {
+            self.ended(WorkKind::Send, immediate.id);
             if immediate.owed {
                 owed.push(Produced::Event(immediate.event));
             } else {
@@ -387,7 +483,8 @@ impl<E: Send + 'static> Work<E> {
             tracing::debug!(dropped, "sent events dropped: cancelled");
         }
         self.ready_cleared += 1;
-        for slot in self.streams.drain(..) {
+        for slot in std::mem::take(&mut self.streams) {
+            self.ended(WorkKind::Stream, slot.id);
             owed.push(slot.failed(EffectFailure::Cancelled));
         }
         let tasks = std::mem::take(&mut self.tasks);
@@ -402,11 +499,16 @@ impl<E: Send + 'static> Work<E> {
         let (kept, cancelled): (VecDeque<_>, VecDeque<_>) =
             std::mem::take(&mut self.queued).into_iter().partition(|t| interrupt && t.survives_interrupt);
         self.queued = kept;
-        owed.extend(cancelled.into_iter().map(QueuedTask::cancelled));
+        for task in cancelled {
+            self.ended(WorkKind::Task, task.id);
+            owed.push(task.cancelled());
+        }
         if !self.timers.is_empty() {
             tracing::debug!(dropped = self.timers.len(), "timers dropped: cancelled");
         }
-        self.timers.clear();
+        for timer in std::mem::take(&mut self.timers) {
+            self.ended(timer.kind(), timer.id);
+        }
         self.sleep = None;
         self.aborted.retain(|h| !h.is_finished());
         owed
@@ -457,6 +559,7 @@ impl<E: Send + 'static> Work<E> {
         }
         let timer = self.timers.remove(0);
         self.arm();
+        self.ended(timer.kind(), timer.id);
         Some(Produced::Event(timer.event))
     }
 
@@ -487,6 +590,7 @@ impl<E: Send + 'static> Work<E> {
         }
         let slot = self.tasks.remove(first?.0);
         self.start_queued();
+        self.ended(WorkKind::Task, slot.id);
         let joined = slot.done?;
         Some(task_outcome(slot.key, slot.on_failure, joined))
     }
@@ -500,7 +604,9 @@ impl<E: Send + 'static> Work<E> {
             .iter_mut()
             .position(|slot| slot.deadline.as_mut().is_some_and(|d| d.as_mut().poll(cx).is_ready()));
         if let Some(i) = expired {
-            return Some(self.streams.remove(i).failed(EffectFailure::TimedOut));
+            let slot = self.streams.remove(i);
+            self.ended(WorkKind::Stream, slot.id);
+            return Some(slot.failed(EffectFailure::TimedOut));
         }
         // Streams take turns: the search starts after the one that yielded
         // last, so one that is always ready cannot starve the others. Each
@@ -512,16 +618,20 @@ impl<E: Send + 'static> Work<E> {
                 i = 0;
             }
             unpolled -= 1;
-            let StreamSlot { stream, span, .. } = &mut self.streams[i];
+            let StreamSlot { stream, span, id, .. } = &mut self.streams[i];
             let polled = span.in_scope(|| catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))));
             match polled {
                 Ok(Poll::Ready(Some(event))) => {
                     self.stream_turn = i + 1;
+                    if let Some(track) = &mut self.track {
+                        track.origin = *id;
+                    }
                     return Some(Produced::Event(event));
                 }
                 // The next stream moves into `i`.
                 Ok(Poll::Ready(None)) => {
                     let slot = self.streams.remove(i);
+                    self.ended(WorkKind::Stream, slot.id);
                     // An end that panics is the stream's failure, as a
                     // panic while polling it is.
                     if let Some(message) = drop_caught(slot.stream) {
@@ -531,7 +641,9 @@ impl<E: Send + 'static> Work<E> {
                 }
                 Ok(Poll::Pending) => i += 1,
                 Err(payload) => {
-                    return Some(self.streams.remove(i).failed(EffectFailure::Panicked(panic_message(&*payload))));
+                    let slot = self.streams.remove(i);
+                    self.ended(WorkKind::Stream, slot.id);
+                    return Some(slot.failed(EffectFailure::Panicked(panic_message(&*payload))));
                 }
             }
         }

@@ -69,15 +69,22 @@ pub enum SnapshotPolicy {
 #[derive(Debug)]
 pub struct Journal<M> {
     agent: String,
-    next_seq: u64,
     policy: SnapshotPolicy,
+    counters: Counters,
+    machine: PhantomData<fn() -> M>,
+}
+
+/// Where a [`Journal`] is: its next step, and what was logged since the
+/// last snapshot.
+#[derive(Debug, Clone, Copy)]
+struct Counters {
+    next_seq: u64,
     /// Event bytes logged since the last snapshot.
     since_bytes: usize,
     /// Events logged since the last snapshot.
     since_events: u64,
     /// The size of the last snapshot.
     last_snapshot: usize,
-    machine: PhantomData<fn() -> M>,
 }
 
 /// A step begun: its event serialized, and the effect rows it will start
@@ -86,6 +93,7 @@ pub struct Journal<M> {
 #[must_use = "a step is written by `Journal::commit`"]
 pub struct PendingStep {
     event: String,
+    origin: Option<String>,
     finished: Vec<(EffectKind, String)>,
     started: Vec<Effect>,
 }
@@ -95,6 +103,11 @@ impl PendingStep {
     /// under `key`, which is then no longer in flight.
     pub fn finish(&mut self, kind: EffectKind, key: impl Into<String>) {
         self.finished.push((kind, key.into()));
+    }
+
+    /// Records where the event came from (see [`StepRecord::origin`](super::StepRecord::origin)).
+    pub fn set_origin(&mut self, origin: impl Into<String>) {
+        self.origin = Some(origin.into());
     }
 
     /// Records that this step's action started `effect`.
@@ -137,11 +150,8 @@ where
     ) -> Self {
         Self {
             agent: agent.to_owned(),
-            next_seq,
             policy: SnapshotPolicy::default(),
-            since_bytes,
-            since_events,
-            last_snapshot,
+            counters: Counters { next_seq, since_bytes, since_events, last_snapshot },
             machine: PhantomData,
         }
     }
@@ -162,7 +172,7 @@ where
     /// The sequence number of the next step.
     #[must_use]
     pub fn next_seq(&self) -> u64 {
-        self.next_seq
+        self.counters.next_seq
     }
 
     /// Serializes an event as the log keeps it (for a timer's event).
@@ -179,7 +189,7 @@ where
     /// # Errors
     /// [`StoreError::Encode`] if serde refuses the event.
     pub fn begin(&self, event: &M::Event) -> Result<PendingStep, StoreError> {
-        Ok(PendingStep { event: Self::encode(event)?, finished: Vec::new(), started: Vec::new() })
+        Ok(PendingStep { event: Self::encode(event)?, origin: None, finished: Vec::new(), started: Vec::new() })
     }
 
     /// Writes `step`, taken by `machine` (which has handled its event), in
@@ -199,37 +209,50 @@ where
         step: PendingStep,
         machine: &M,
     ) -> Result<u64, StoreError> {
-        let since_bytes = self.since_bytes + step.event.len();
-        let since_events = self.since_events + 1;
+        let saved = self.counters;
+        let record = self.prepare(step, machine)?;
+        if let Err(error) = store.append(&self.agent, &record) {
+            self.counters = saved;
+            return Err(error);
+        }
+        Ok(record.seq)
+    }
+
+    /// The record of `step`, with the journal moved past it, without
+    /// writing it: for a writer that appends it elsewhere (on another
+    /// thread, or later). On an error the journal is unchanged.
+    pub(crate) fn prepare(&mut self, step: PendingStep, machine: &M) -> Result<StepRecord, StoreError> {
+        let c = self.counters;
+        let since_bytes = c.since_bytes + step.event.len();
+        let since_events = c.since_events + 1;
         let due = match self.policy {
-            SnapshotPolicy::Proportional => since_bytes >= self.last_snapshot,
+            SnapshotPolicy::Proportional => since_bytes >= c.last_snapshot,
             SnapshotPolicy::Every(n) => since_events >= n.get(),
             SnapshotPolicy::Never => false,
         };
         // A poisoned machine has no state to save; replaying the log
         // poisons it again, so the event alone is enough.
         let snapshot = if due && !machine.is_poisoned() { Some(snapshot_of(machine)?) } else { None };
-        let seq = self.next_seq;
         let record = StepRecord {
-            seq,
+            seq: c.next_seq,
             at: SystemTime::now(),
             state: machine.status().to_string(),
             event: step.event,
+            origin: step.origin,
             finished: step.finished,
             started: step.started,
             snapshot,
         };
-        store.append(&self.agent, &record)?;
-        self.next_seq += 1;
-        if let Some(snapshot) = &record.snapshot {
-            self.last_snapshot = snapshot.data.len();
-            self.since_bytes = 0;
-            self.since_events = 0;
-        } else {
-            self.since_bytes = since_bytes;
-            self.since_events = since_events;
-        }
-        Ok(seq)
+        self.counters = match &record.snapshot {
+            Some(snapshot) => Counters {
+                next_seq: c.next_seq + 1,
+                last_snapshot: snapshot.data.len(),
+                since_bytes: 0,
+                since_events: 0,
+            },
+            None => Counters { next_seq: c.next_seq + 1, since_bytes, since_events, ..c },
+        };
+        Ok(record)
     }
 }
 

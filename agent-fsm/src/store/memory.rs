@@ -161,6 +161,7 @@ impl CheckpointStore for MemoryStore {
             return Err(StoreError::Conflict { agent: agent.to_owned(), expected, found: step.seq });
         }
         let bytes = step.event.len()
+            + step.origin.as_ref().map_or(0, String::len)
             + step.state.len()
             + step.started.iter().map(effect_bytes).sum::<usize>()
             + step.snapshot.as_ref().map_or(0, snapshot_bytes);
@@ -173,6 +174,7 @@ impl CheckpointStore for MemoryStore {
             at: step.at,
             state: step.state.clone(),
             event: step.event.clone(),
+            origin: step.origin.clone(),
         });
         for (kind, key) in &step.finished {
             finish(&mut log.effects, *kind, key, step.seq);

@@ -92,6 +92,7 @@
 //! `SqliteStore` (feature `sqlite`) is an embedded SQLite file in WAL
 //! mode.
 
+mod durable;
 mod error;
 mod journal;
 mod memory;
@@ -99,6 +100,7 @@ mod restore;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+pub use durable::{Clock, Durability, Durable, Start};
 pub use error::StoreError;
 pub use journal::{Journal, PendingStep, SnapshotPolicy};
 pub use memory::MemoryStore;
@@ -119,8 +121,15 @@ pub enum EffectKind {
     Task,
     /// A keyed stream (`EffectContext::stream_keyed`).
     Stream,
-    /// A timer that delivers an event at a deadline.
+    /// A timer that delivers an event at a deadline and lets external
+    /// input through meanwhile (`EffectContext::deadline`).
     Timer,
+    /// A timer that holds external input back until it fires
+    /// (`EffectContext::pause`).
+    Pause,
+    /// An event sent for delivery right after its step
+    /// (`EffectContext::send`), or owed by work the effects cancelled.
+    Send,
 }
 
 impl EffectKind {
@@ -131,6 +140,8 @@ impl EffectKind {
             Self::Task => 1,
             Self::Stream => 2,
             Self::Timer => 3,
+            Self::Pause => 4,
+            Self::Send => 5,
         }
     }
 
@@ -141,6 +152,8 @@ impl EffectKind {
             1 => Some(Self::Task),
             2 => Some(Self::Stream),
             3 => Some(Self::Timer),
+            4 => Some(Self::Pause),
+            5 => Some(Self::Send),
             _ => None,
         }
     }
@@ -210,6 +223,10 @@ pub struct StepRecord {
     pub state: String,
     /// The event, serialized.
     pub event: String,
+    /// Where the event came from, when a restart needs to know: the key of
+    /// the stream whose item it is (a stream performed again after a
+    /// restart skips the items the machine already took).
+    pub origin: Option<String>,
     /// Effect rows this step finishes (the event is their result), by kind
     /// and key. A key with nothing in flight is ignored.
     pub finished: Vec<(EffectKind, String)>,
@@ -231,6 +248,8 @@ pub struct EventRecord {
     pub state: String,
     /// The event, serialized.
     pub event: String,
+    /// Where it came from (see [`StepRecord::origin`]).
+    pub origin: Option<String>,
 }
 
 /// An agent as the store knows it.

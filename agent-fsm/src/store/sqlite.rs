@@ -41,6 +41,7 @@ CREATE TABLE agents (
 ) WITHOUT ROWID;
 CREATE TABLE events (
     agent TEXT NOT NULL, seq INTEGER NOT NULL, at INTEGER NOT NULL, state TEXT NOT NULL, event TEXT NOT NULL,
+    origin TEXT,
     PRIMARY KEY (agent, seq)
 ) WITHOUT ROWID;
 CREATE TABLE snapshots (
@@ -265,8 +266,8 @@ impl CheckpointStore for SqliteStore {
             return Err(StoreError::Conflict { agent: agent.to_owned(), expected, found: step.seq });
         }
         let seq = seq_to_sql(step.seq);
-        tx.prepare_cached("INSERT INTO events (agent, seq, at, state, event) VALUES (?1, ?2, ?3, ?4, ?5)")
-            .and_then(|mut s| s.execute(params![agent, seq, to_millis(step.at), step.state, step.event]))
+        tx.prepare_cached("INSERT INTO events (agent, seq, at, state, event, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+            .and_then(|mut s| s.execute(params![agent, seq, to_millis(step.at), step.state, step.event, step.origin]))
             .map_err(write_err)?;
         let finishing = step.finished.iter().map(|(kind, key)| (*kind, key.as_str()));
         let replaced = step.started.iter().map(|e| (e.kind, e.key.as_str()));
@@ -332,17 +333,23 @@ impl CheckpointStore for SqliteStore {
         known_next(&conn, agent)?;
         let mut stmt = conn
             .prepare_cached(
-                "SELECT seq, at, state, event FROM events WHERE agent = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq",
+                "SELECT seq, at, state, event, origin FROM events WHERE agent = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq",
             )
             .map_err(read_err)?;
         let rows = stmt
             .query_map(params![agent, seq_to_sql(after), seq_to_sql(through)], |row| {
-                Ok((seq_col(row, 0)?, row.get::<_, i64>(1), text(row, 2)?, text(row, 3)?))
+                Ok((
+                    seq_col(row, 0)?,
+                    row.get::<_, i64>(1),
+                    text(row, 2)?,
+                    text(row, 3)?,
+                    row.get::<_, Option<String>>(4),
+                ))
             })
             .map_err(read_err)?;
         let mut out = Vec::new();
         for row in rows {
-            let (seq, at, state, event) = row.map_err(read_err)?;
+            let (seq, at, state, event, origin) = row.map_err(read_err)?;
             let seq = seq.map_err(|reason| StoreError::corrupt(agent, "event", after + 1, reason))?;
             let bad = |reason: String| StoreError::corrupt(agent, "event", seq, reason);
             out.push(EventRecord {
@@ -350,6 +357,7 @@ impl CheckpointStore for SqliteStore {
                 at: from_millis(at.map_err(|e| bad(e.to_string()))?),
                 state: state.map_err(bad)?,
                 event: event.map_err(bad)?,
+                origin: origin.map_err(|e| bad(e.to_string()))?,
             });
         }
         Ok(out)
@@ -442,8 +450,8 @@ impl CheckpointStore for SqliteStore {
         let copies = [
             "INSERT INTO agents (agent, machine, format, created, forked_from, forked_at)
              SELECT ?1, machine, format, created, ?2, ?3 FROM agents WHERE agent = ?2",
-            "INSERT INTO events (agent, seq, at, state, event)
-             SELECT ?1, seq, at, state, event FROM events WHERE agent = ?2 AND seq <= ?3",
+            "INSERT INTO events (agent, seq, at, state, event, origin)
+             SELECT ?1, seq, at, state, event, origin FROM events WHERE agent = ?2 AND seq <= ?3",
             "INSERT INTO snapshots (agent, seq, format, state, data)
              SELECT ?1, seq, format, state, data FROM snapshots WHERE agent = ?2 AND seq <= ?3",
             "INSERT INTO effects (agent, kind, key, started, finished, deadline, event)

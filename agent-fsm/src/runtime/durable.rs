@@ -1,0 +1,214 @@
+//! What a durable agent's journal takes from the worker: an id for every
+//! piece of effect work, the step that started it and the one by which it
+//! ended, the stream each item came from, and the replay that rebuilds the
+//! work in flight after a restart. The checkpoint store's side
+//! (`store::durable`) implements [`StepJournal`]; the worker only calls it,
+//! and an agent without a journal pays one test of a flag per event.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::StateMachine;
+
+use super::work::Work;
+
+/// The id of a piece of effect work: the sequence number of the step whose
+/// action started it, and its rank among the work that action started
+/// (tasks, streams, timers and sends counted together, in call order).
+/// Performing the same action again from the same machine starts the same
+/// work in the same order, so the ids of a replay match the originals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct WorkId {
+    pub(crate) step: u64,
+    pub(crate) rank: u32,
+}
+
+impl fmt::Display for WorkId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.step, self.rank)
+    }
+}
+
+impl WorkId {
+    /// The id a store row's key names (`"{step}.{rank}"`).
+    pub(crate) fn parse(key: &str) -> Option<Self> {
+        let (step, rank) = key.split_once('.')?;
+        Some(Self { step: step.parse().ok()?, rank: rank.parse().ok()? })
+    }
+}
+
+/// What kind of work an id names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum WorkKind {
+    Task,
+    Stream,
+    /// A timer that lets input through.
+    Deadline,
+    /// A timer that holds input back.
+    Pause,
+    /// An event for delivery right after its step.
+    Send,
+}
+
+/// A durable agent's bookkeeping of its work, kept by [`Work`].
+#[derive(Debug, Default)]
+pub(crate) struct Tracking {
+    step: u64,
+    rank: u32,
+    /// Work started by the current step, in call order.
+    pub(crate) started: Vec<(WorkKind, WorkId)>,
+    /// Work that ended since the last step was written.
+    pub(crate) ended: Vec<(WorkKind, WorkId)>,
+    /// The stream whose item is the event being delivered.
+    pub(crate) origin: Option<WorkId>,
+    /// While a step is replayed after a restart: the work of that step
+    /// still in flight, with the number of items a stream's machine already
+    /// took. Everything else its action starts is dropped (it ended before
+    /// the restart, or is restored from its own row, as timers and sends are).
+    pub(crate) replay: Option<Keep>,
+    /// Tasks wait in the queue until the step that started them is written
+    /// (persisting before the action is performed).
+    pub(crate) hold: bool,
+}
+
+impl Tracking {
+    /// The step with sequence number `step` begins.
+    pub(crate) fn begin_step(&mut self, step: u64) {
+        self.step = step;
+        self.rank = 0;
+    }
+
+    /// Ids the next piece of work of `kind`. `None` during a replay if that
+    /// work is not to run again; otherwise its id and, for a stream, how
+    /// many of its items to skip.
+    pub(crate) fn start(&mut self, kind: WorkKind) -> Option<(WorkId, u64)> {
+        let id = WorkId { step: self.step, rank: self.rank };
+        self.rank = self.rank.saturating_add(1);
+        match &self.replay {
+            Some(keep) if matches!(kind, WorkKind::Task | WorkKind::Stream) => keep.get(&id).map(|&skip| (id, skip)),
+            Some(_) => None,
+            None => {
+                self.started.push((kind, id));
+                Some((id, 0))
+            }
+        }
+    }
+
+    /// Work `id` of `kind` ended (finished, failed, was cancelled, or its
+    /// timer was dropped with its state).
+    pub(crate) fn end(&mut self, kind: WorkKind, id: Option<WorkId>) {
+        if let Some(id) = id {
+            self.ended.push((kind, id));
+        }
+    }
+}
+
+/// A step's failure to be written, as the store reported it.
+pub(crate) type JournalError = Arc<dyn std::error::Error + Send + Sync>;
+
+/// The work of a replayed step to start again: each piece by id, with the
+/// number of items a stream's machine already took.
+pub(crate) type Keep = HashMap<WorkId, u64>;
+
+/// What rebuilds a durable agent's work after a restart, handed to the
+/// worker once, at start. The machine given to the worker is the one
+/// before `steps[0]`.
+pub(crate) struct Replay<E> {
+    /// The logged events to feed again, by sequence number, each with the
+    /// work its action started that is still in flight (tasks and streams
+    /// are performed again: the action runs again, and only that work of it
+    /// starts), or `None` when the action is not performed again.
+    pub(crate) steps: Vec<(u64, E, Option<Keep>)>,
+    /// Timers still pending: id, time left, whether it holds input, event.
+    pub(crate) timers: Vec<(WorkId, Duration, bool, E)>,
+    /// Sent events not yet delivered, in the order they are due.
+    pub(crate) sends: Vec<(WorkId, E)>,
+}
+
+/// A durable agent's writer of steps, called by the worker.
+pub(crate) trait StepJournal<M: StateMachine>: Send {
+    /// The replay that rebuilds the agent, taken once at start.
+    fn take_replay(&mut self) -> Option<Replay<M::Event>>;
+
+    /// The step of `event` (which came from stream `origin`, if it is an
+    /// item) begins; returns its sequence number.
+    ///
+    /// # Errors
+    /// The event does not serialize.
+    fn begin(&mut self, event: &M::Event, origin: Option<WorkId>) -> Result<u64, JournalError>;
+
+    /// The step's action was performed: writes it, with the work it
+    /// started and the work that ended since the last step.
+    ///
+    /// # Errors
+    /// The store refused the write, or an event to store does not serialize.
+    fn commit(&mut self, machine: &M, work: StepWork<'_, M::Event>) -> Result<(), JournalError>;
+
+    /// The agent stops: writes what is still buffered.
+    ///
+    /// # Errors
+    /// The store refused the write.
+    fn stop(&mut self) -> Result<(), JournalError>;
+
+    /// Whether tasks wait until their step is written.
+    fn holds_tasks(&self) -> bool;
+}
+
+/// Work a step started, as its row needs it.
+pub(crate) enum Started<'a, E> {
+    Task(WorkId),
+    Stream(WorkId),
+    Timer {
+        id: WorkId,
+        /// A pause rather than a deadline.
+        holds: bool,
+        /// The time left until it fires.
+        left: Duration,
+        event: &'a E,
+    },
+    Send {
+        id: WorkId,
+        event: &'a E,
+    },
+}
+
+/// What a step changed in the work in flight.
+pub(crate) struct StepWork<'a, E> {
+    pub(crate) started: Vec<Started<'a, E>>,
+    pub(crate) ended: Vec<(WorkKind, WorkId)>,
+}
+
+/// Takes the work the current step started and the work that ended since
+/// the last step from `work`'s bookkeeping. Work started and ended within
+/// the step (a timer too far off to ever fire, a task cancelled by the
+/// action that spawned it) is left out of both.
+pub(crate) fn step_work<E>(work: &mut Work<E>) -> StepWork<'_, E> {
+    let Some(track) = work.track.as_deref_mut() else {
+        return StepWork { started: Vec::new(), ended: Vec::new() };
+    };
+    let mut started = std::mem::take(&mut track.started);
+    let mut ended = std::mem::take(&mut track.ended);
+    if !started.is_empty() && !ended.is_empty() {
+        let both: Vec<WorkId> = started.iter().filter(|s| ended.contains(s)).map(|(_, id)| *id).collect();
+        started.retain(|(_, id)| !both.contains(id));
+        ended.retain(|(_, id)| !both.contains(id));
+    }
+    let now = tokio::time::Instant::now();
+    let work = &*work;
+    let started = started
+        .into_iter()
+        .filter_map(|(kind, id)| match kind {
+            WorkKind::Task => Some(Started::Task(id)),
+            WorkKind::Stream => Some(Started::Stream(id)),
+            WorkKind::Deadline | WorkKind::Pause => work.timers.iter().find(|t| t.id == Some(id)).map(|t| {
+                Started::Timer { id, holds: t.holds, left: t.deadline.saturating_duration_since(now), event: &t.event }
+            }),
+            WorkKind::Send => {
+                work.ready.iter().find(|r| r.id == Some(id)).map(|r| Started::Send { id, event: &r.event })
+            }
+        })
+        .collect();
+    StepWork { started, ended }
+}

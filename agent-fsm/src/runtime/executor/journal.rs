@@ -1,0 +1,147 @@
+//! The worker's side of a durable agent: rebuilding it from its store at
+//! start (replaying its log, performing again the work still in flight,
+//! re-arming its timers and sends), then writing each step to its journal
+//! and stopping the journal when the agent stops.
+
+use super::{Effects, Mode, StateMachine, Work, Worker, WorkerError};
+use crate::runtime::durable::{JournalError, Replay, Tracking, step_work};
+use crate::runtime::error::StoreFailure;
+
+impl<M, E> Worker<M, E>
+where
+    M: StateMachine + Send + 'static,
+    M::Event: Send + 'static,
+    E: Effects<M>,
+{
+    /// Rebuilds a durable agent and starts journaling; false if the worker
+    /// failed meanwhile.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn start_journal(&mut self) -> bool {
+        let Some(journal) = self.link.extras.as_mut().and_then(|extras| extras.journal.as_mut()) else {
+            return true;
+        };
+        let hold = journal.holds_tasks();
+        let replay = journal.take_replay();
+        // A durable agent's work is tracked from the first step: its ids
+        // name the store's rows.
+        let settings = &self.link.shared.settings;
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.fail(WorkerError::NoRuntime);
+            return false;
+        };
+        let mut work = Work::new(runtime, settings.tracker.clone(), settings.concurrency_limit);
+        work.track = Some(Box::default());
+        self.work = Some(Box::new(work));
+        if let Some(replay) = replay
+            && !self.replay(replay)
+        {
+            return false;
+        }
+        if let Some(track) = self.tracking() {
+            track.hold = hold;
+        }
+        self.hot.journaling = true;
+        true
+    }
+
+    fn tracking(&mut self) -> Option<&mut Tracking> {
+        self.work.as_mut().and_then(|work| work.track.as_deref_mut())
+    }
+
+    /// Feeds the logged events again, performing the actions whose work is
+    /// still in flight (only that work starts), then re-arms the timers and
+    /// queues the sends; false if the worker failed.
+    fn replay(&mut self, replay: Replay<M::Event>) -> bool {
+        let Replay { steps, timers, sends } = replay;
+        tracing::debug!(machine = M::DESCRIPTION.name, steps = steps.len(), "resuming from the store");
+        for (seq, event, keep) in steps {
+            let perform = keep.is_some();
+            if let Some(track) = self.tracking() {
+                track.begin_step(seq);
+                track.replay = Some(keep.unwrap_or_default());
+            }
+            self.deliver(event, if perform { Mode::Normal } else { Mode::Draining }, None);
+            if self.hot.failed {
+                return false;
+            }
+        }
+        let visit = self.hot.visit;
+        if let Some(work) = self.work.as_deref_mut() {
+            if let Some(track) = work.track.as_deref_mut() {
+                // What the replay started has its rows already.
+                track.replay = None;
+                track.started.clear();
+                track.ended.clear();
+                track.origin = None;
+            }
+            for (id, left, holds, event) in timers {
+                work.restore_timer(id, left, visit, holds, event);
+            }
+            for (id, event) in sends {
+                work.ready.push_back(crate::runtime::work::Immediate { event, owed: false, id: Some(id) });
+            }
+        }
+        true
+    }
+
+    /// Begins the step of `event` in the journal; false if the worker failed.
+    #[inline(never)]
+    pub(super) fn journal_begin(&mut self, event: &M::Event) -> bool {
+        let origin = self.tracking().and_then(|track| track.origin.take());
+        let Some(journal) = self.link.extras.as_mut().and_then(|extras| extras.journal.as_mut()) else {
+            return true;
+        };
+        match journal.begin(event, origin) {
+            Ok(seq) => {
+                if let Some(track) = self.tracking() {
+                    track.begin_step(seq);
+                }
+                true
+            }
+            Err(error) => {
+                self.store_failed(error);
+                false
+            }
+        }
+    }
+
+    /// Writes the step just taken, then starts the tasks it held back.
+    #[inline(never)]
+    pub(super) fn journal_commit(&mut self) {
+        let (Some(extras), Some(work)) = (self.link.extras.as_mut(), self.work.as_deref_mut()) else {
+            return;
+        };
+        let Some(journal) = extras.journal.as_mut() else {
+            return;
+        };
+        let result = journal.commit(&self.machine, step_work(work));
+        work.release();
+        if let Err(error) = result {
+            self.store_failed(error);
+        }
+    }
+
+    /// Stops journaling: what the journal still buffers is written.
+    pub(super) fn stop_journal(&mut self) {
+        if !std::mem::take(&mut self.hot.journaling) {
+            return;
+        }
+        if let Some(track) = self.tracking() {
+            track.hold = false;
+        }
+        let Some(journal) = self.link.extras.as_mut().and_then(|extras| extras.journal.as_mut()) else {
+            return;
+        };
+        if let Err(error) = journal.stop() {
+            self.store_failed(error);
+        }
+    }
+
+    fn store_failed(&mut self, error: JournalError) {
+        self.hot.journaling = false;
+        if !self.hot.failed {
+            self.fail(WorkerError::Store(StoreFailure(error)));
+        }
+    }
+}

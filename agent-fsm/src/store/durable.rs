@@ -1,0 +1,495 @@
+//! Durable agents: [`Durable`] spawns a machine on the runtime with its
+//! steps written to a [`CheckpointStore`], or, when the store already
+//! holds the agent, spawns it again where its last written step left it,
+//! with the work that was in flight performed again and its timers and
+//! sends re-armed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{CheckpointStore, Effect, EffectKind, Journal, PendingStep, SnapshotPolicy, StepRecord, StoreError};
+use crate::StateMachine;
+use crate::runtime::durable::{JournalError, Replay, Started, StepJournal, StepWork, WorkId, WorkKind};
+use crate::runtime::{Effects, ExecutorConfig, MachineHandle};
+use crate::snapshot::{self, SnapshotError};
+
+/// When a durable agent's steps reach its store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Durability {
+    /// Each step is written before the work its action starts runs: the
+    /// action's tasks wait in the queue until the write returns (streams,
+    /// timers and sends only run once the step is over anyway). A crash
+    /// loses no step that started work, and no work runs that the store
+    /// does not know of. The write is synchronous, on the worker's thread.
+    #[default]
+    BeforeAction,
+    /// Each step is handed to a writer thread and written while its action
+    /// is performed: the worker does not wait for the disk. A crash loses
+    /// the steps not yet written; the work they started was performed
+    /// and, not being in the store, is not performed again.
+    WhileAction,
+    /// Steps are kept in memory and written when the agent stops (a
+    /// shutdown, a terminal state, every handle dropped). A crash loses
+    /// every step since the agent was spawned.
+    OnStop,
+}
+
+/// How a durable agent started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Start {
+    /// The store did not hold the agent: it was added, as the machine given.
+    New,
+    /// The store held the agent: it continues after its step `last`.
+    Resumed {
+        /// The last step written before.
+        last: u64,
+    },
+}
+
+/// A clock of wall time, for the deadlines of timers kept in a store.
+pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// Spawns agents whose steps are written to a checkpoint store, and
+/// spawns them again from it after their process is gone.
+///
+/// The contract:
+/// - every event written to the log entered `handle_event` exactly once,
+///   across restarts: spawned again, the agent replays its log into the
+///   machine (without performing the actions again) and continues after it;
+/// - effect work (a task, a stream) whose end was not written before the
+///   process died is performed again after the restart, by performing the
+///   action that started it again with the machine as it was then, with the
+///   same key: at least once, so a tool that must not act twice
+///   deduplicates by its key. Only that work of the action starts again;
+///   the rest of what the action does (a line printed, a send) is done
+///   again too. A stream performed again skips the items the machine took
+///   before the restart, so a source that replays the same items continues
+///   where it stopped;
+/// - a timer is re-armed for the time left of its deadline (fired at once
+///   if it passed meanwhile); an event sent for delivery after its step
+///   is delivered after the restart if it was not before;
+/// - a stop (shutdown, every handle dropped) is a pause: the work it
+///   cancels, and the shutdown event, are not written, so the next spawn
+///   continues that work. Events still in the inbox when the agent stops
+///   are not written.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use agent_fsm::store::{Durable, MemoryStore, Start};
+/// # use agent_fsm::runtime::ExecutorConfig;
+/// #[agent_fsm::state_machine(fallback = Nothing, serde, name = Counter)]
+/// mod counter {
+///     #[states]
+///     #[derive(Debug, Clone)]
+///     pub enum State { #[initial] Counting { n: u32 } }
+///     #[events]
+///     #[derive(Debug)]
+///     pub enum Event { Add(u32) }
+///     #[actions]
+///     #[derive(Debug, Default)]
+///     pub enum Action { #[default] Nothing }
+///     transitions! {
+///         Counting { n } + Add(k) => Counting { n: n + k } / Nothing,
+///     }
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let store = Arc::new(MemoryStore::new());
+/// let durable = Durable::new(store.clone(), "agent-1");
+/// let (handle, start) = durable.spawn(|| counter::Counter::new(0), (), ExecutorConfig::new())?;
+/// assert_eq!(start, Start::New);
+/// handle.send(counter::Event::Add(2)).await?;
+/// handle.wait_idle().await?; // what is still in the inbox at a stop is not written
+/// handle.shutdown().await?;
+///
+/// // Later, in another process: the same call continues the agent.
+/// let (handle, start) = Durable::new(store, "agent-1").spawn(|| counter::Counter::new(0), (), ExecutorConfig::new())?;
+/// assert_eq!(start, Start::Resumed { last: 1 });
+/// assert!(matches!(handle.state().await?, counter::State::Counting { n: 2 }));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Durable {
+    store: Arc<dyn CheckpointStore>,
+    agent: String,
+    durability: Durability,
+    policy: SnapshotPolicy,
+    clock: Clock,
+}
+
+impl fmt::Debug for Durable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Durable")
+            .field("agent", &self.agent)
+            .field("durability", &self.durability)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Durable {
+    /// The agent `agent` of `store`, written [`Durability::BeforeAction`],
+    /// with [`SnapshotPolicy::Proportional`] snapshots and the system clock.
+    pub fn new(store: Arc<dyn CheckpointStore>, agent: impl Into<String>) -> Self {
+        Self {
+            store,
+            agent: agent.into(),
+            durability: Durability::default(),
+            policy: SnapshotPolicy::default(),
+            clock: Arc::new(SystemTime::now),
+        }
+    }
+
+    /// When steps are written.
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// When snapshots are taken.
+    #[must_use]
+    pub fn snapshots(mut self, policy: SnapshotPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The wall clock the deadlines of stored timers are read against
+    /// (the system's by default; a test on paused tokio time passes one
+    /// that follows tokio's clock).
+    #[must_use]
+    pub fn clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Spawns the agent on the configuration's tracker: from the store if
+    /// it holds the agent (`new` is not called), else as `new()`, which is
+    /// written as its checkpoint 0.
+    ///
+    /// # Errors
+    /// What reading the store, or adding the agent to it, gives (see
+    /// [`restore`](super::restore)): a store written by another machine, an
+    /// unknown format, a corrupt row.
+    ///
+    /// # Panics
+    /// Like `tokio::spawn`, if called outside a tokio runtime.
+    pub fn spawn<M, E>(
+        &self,
+        new: impl FnOnce() -> M,
+        effects: E,
+        config: ExecutorConfig<M>,
+    ) -> Result<(MachineHandle<M, E::Output>, Start), StoreError>
+    where
+        M: StateMachine + Send + 'static,
+        M::State: Serialize + DeserializeOwned,
+        M::Context: Serialize + DeserializeOwned,
+        M::Event: Serialize + DeserializeOwned + Send + 'static,
+        E: Effects<M>,
+    {
+        let tracker = config.inner.tracker.clone();
+        let (handle, worker, start) = self.pair(new, effects, config)?;
+        tracker.spawn(worker);
+        Ok((handle, start))
+    }
+
+    /// [`spawn`](Self::spawn), with the worker handed back as a future (see
+    /// [`runtime::pair`](crate::runtime::pair)).
+    ///
+    /// # Errors
+    /// As [`spawn`](Self::spawn).
+    #[allow(clippy::type_complexity)]
+    pub fn pair<M, E>(
+        &self,
+        new: impl FnOnce() -> M,
+        effects: E,
+        config: ExecutorConfig<M>,
+    ) -> Result<(MachineHandle<M, E::Output>, impl Future<Output = ()> + Send + 'static, Start), StoreError>
+    where
+        M: StateMachine + Send + 'static,
+        M::State: Serialize + DeserializeOwned,
+        M::Context: Serialize + DeserializeOwned,
+        M::Event: Serialize + DeserializeOwned + Send + 'static,
+        E: Effects<M>,
+    {
+        let (machine, journal, replay, start) = match self.store.agent(&self.agent)? {
+            None => {
+                let machine = new();
+                let journal = Journal::create(&*self.store, &self.agent, &machine)?;
+                (machine, journal, None, Start::New)
+            }
+            Some(_) => {
+                let restored = super::restore::<M, _>(&*self.store, &self.agent)?;
+                let last = restored.next_seq - 1;
+                let (machine, replay) = resume_plan::<M>(&*self.store, &self.agent, last, &*self.clock)?;
+                (machine, restored.journal, Some(replay), Start::Resumed { last })
+            }
+        };
+        let writer = Writer {
+            journal: journal.with_policy(self.policy),
+            store: Arc::clone(&self.store),
+            durability: self.durability,
+            clock: Arc::clone(&self.clock),
+            pending: None,
+            replay,
+            buffered: Vec::new(),
+            thread: None,
+        };
+        let (handle, worker) = crate::runtime::pair_with(machine, effects, config, Some(Box::new(writer)));
+        Ok((handle, worker, start))
+    }
+}
+
+/// The machine to hand the worker and the replay that brings it to step
+/// `last` with its work in flight: the replay starts before the oldest
+/// step whose task or stream is still in flight, whose action it performs
+/// again.
+fn resume_plan<M>(
+    store: &dyn CheckpointStore,
+    agent: &str,
+    last: u64,
+    clock: &dyn Fn() -> SystemTime,
+) -> Result<(M, Replay<M::Event>), StoreError>
+where
+    M: StateMachine,
+    M::State: DeserializeOwned,
+    M::Context: DeserializeOwned,
+    M::Event: DeserializeOwned,
+{
+    let rows = store.in_flight(agent, last)?;
+    let id_of = |key: &str, seq: u64| {
+        WorkId::parse(key).ok_or_else(|| StoreError::corrupt(agent, "effect", seq, format!("bad work key `{key}`")))
+    };
+    let mut perform: BTreeMap<u64, HashMap<WorkId, u64>> = BTreeMap::new();
+    let mut streams = HashMap::new();
+    let mut timers = Vec::new();
+    let mut sends = Vec::new();
+    let now = clock();
+    for row in &rows {
+        let id = id_of(&row.effect.key, row.started)?;
+        let event = || -> Result<M::Event, StoreError> {
+            let text = row.effect.event.as_deref().unwrap_or("null");
+            serde_json::from_str(text).map_err(|e| StoreError::corrupt(agent, "effect", row.started, e))
+        };
+        match row.effect.kind {
+            EffectKind::Task => {
+                perform.entry(id.step).or_default().insert(id, 0);
+            }
+            EffectKind::Stream => {
+                perform.entry(id.step).or_default().insert(id, 0);
+                streams.insert(format!("stream:{id}"), id);
+            }
+            EffectKind::Timer | EffectKind::Pause => {
+                let deadline = row.effect.deadline.unwrap_or(now);
+                let left = deadline.duration_since(now).unwrap_or(Duration::ZERO);
+                timers.push((id, left, row.effect.kind == EffectKind::Pause, event()?));
+            }
+            EffectKind::Send => sends.push((id, event()?)),
+        }
+    }
+    // Sends are due latest step first (what a step sends goes before the
+    // older sends still waiting), in call order within a step.
+    sends.sort_by_key(|(id, _)| (std::cmp::Reverse(id.step), id.rank));
+    let before = perform.keys().next().map_or(last, |first| first.saturating_sub(1));
+    let (from, snap) = store
+        .snapshot_at_or_before(agent, before)?
+        .ok_or_else(|| StoreError::corrupt(agent, "log", 0, "no snapshot at or before the step"))?;
+    let machine = snapshot::from_json::<M>(&snap.data).map_err(|e| match e {
+        SnapshotError::WrongMachine { expected, found } => {
+            StoreError::WrongMachine { agent: agent.to_owned(), expected, found }
+        }
+        other => StoreError::corrupt(agent, "snapshot", from, other),
+    })?;
+    let mut steps = Vec::new();
+    for record in store.events(agent, from, last)? {
+        if let Some(origin) = &record.origin
+            && let Some(id) = streams.get(origin)
+            && let Some(skip) = perform.get_mut(&id.step).and_then(|keep| keep.get_mut(id))
+        {
+            *skip += 1;
+        }
+        let event: M::Event =
+            serde_json::from_str(&record.event).map_err(|e| StoreError::corrupt(agent, "event", record.seq, e))?;
+        steps.push((record.seq, event));
+    }
+    let steps = steps.into_iter().map(|(seq, event)| (seq, event, perform.remove(&seq))).collect();
+    Ok((machine, Replay { steps, timers, sends }))
+}
+
+/// A durable agent's [`StepJournal`]: encodes the steps and writes them
+/// as its [`Durability`] says.
+struct Writer<M: StateMachine> {
+    journal: Journal<M>,
+    store: Arc<dyn CheckpointStore>,
+    durability: Durability,
+    clock: Clock,
+    /// The step begun, written by `commit`.
+    pending: Option<PendingStep>,
+    replay: Option<Replay<M::Event>>,
+    /// [`Durability::OnStop`]'s steps.
+    buffered: Vec<StepRecord>,
+    /// [`Durability::WhileAction`]'s writer.
+    thread: Option<WriterThread>,
+}
+
+/// A thread that appends the records it is sent, in order, and keeps the
+/// first error (it writes nothing after one).
+struct WriterThread {
+    tx: mpsc::Sender<StepRecord>,
+    failed: Arc<Mutex<Option<StoreError>>>,
+    join: JoinHandle<()>,
+}
+
+impl WriterThread {
+    fn start(store: Arc<dyn CheckpointStore>, agent: String) -> Result<Self, StoreError> {
+        let (tx, rx) = mpsc::channel::<StepRecord>();
+        let failed = Arc::new(Mutex::new(None));
+        let slot = Arc::clone(&failed);
+        let join = std::thread::Builder::new()
+            .name(format!("agent-fsm-store-{agent}"))
+            .spawn(move || {
+                for record in rx {
+                    if let Err(error) = store.append(&agent, &record) {
+                        *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| StoreError::Write(Box::new(e)))?;
+        Ok(Self { tx, failed, join })
+    }
+
+    fn failure(&self) -> Option<StoreError> {
+        self.failed.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+fn erased(error: StoreError) -> JournalError {
+    Arc::new(error)
+}
+
+impl<M> Writer<M>
+where
+    M: StateMachine,
+    M::State: Serialize,
+    M::Context: Serialize,
+    M::Event: Serialize,
+{
+    fn encode(&self, step: &mut PendingStep, work: StepWork<'_, M::Event>) -> Result<(), StoreError> {
+        for (kind, id) in work.ended {
+            step.finish(effect_kind(kind), id.to_string());
+        }
+        let now = (self.clock)();
+        for started in work.started {
+            let effect = match started {
+                Started::Task(id) => Effect::task(id.to_string()),
+                Started::Stream(id) => Effect::stream(id.to_string()),
+                Started::Timer { id, holds, left, event } => {
+                    let mut effect = Effect::timer(id.to_string(), now + left, Journal::<M>::encode(event)?);
+                    if holds {
+                        effect.kind = EffectKind::Pause;
+                    }
+                    effect
+                }
+                Started::Send { id, event } => Effect {
+                    kind: EffectKind::Send,
+                    key: id.to_string(),
+                    deadline: None,
+                    event: Some(Journal::<M>::encode(event)?),
+                },
+            };
+            step.start(effect);
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, step: PendingStep, machine: &M) -> Result<(), StoreError> {
+        match self.durability {
+            Durability::BeforeAction => self.journal.commit(&*self.store, step, machine).map(drop),
+            Durability::WhileAction => {
+                let record = self.journal.prepare(step, machine)?;
+                if self.thread.is_none() {
+                    self.thread = Some(WriterThread::start(Arc::clone(&self.store), self.journal.agent().to_owned())?);
+                }
+                let Some(thread) = &self.thread else { return Ok(()) };
+                if let Some(error) = thread.failure() {
+                    return Err(error);
+                }
+                // A writer that stopped left its error, read above or next time.
+                let _ = thread.tx.send(record);
+                Ok(())
+            }
+            Durability::OnStop => {
+                let record = self.journal.prepare(step, machine)?;
+                self.buffered.push(record);
+                Ok(())
+            }
+        }
+    }
+}
+
+fn effect_kind(kind: WorkKind) -> EffectKind {
+    match kind {
+        WorkKind::Task => EffectKind::Task,
+        WorkKind::Stream => EffectKind::Stream,
+        WorkKind::Deadline => EffectKind::Timer,
+        WorkKind::Pause => EffectKind::Pause,
+        WorkKind::Send => EffectKind::Send,
+    }
+}
+
+impl<M> StepJournal<M> for Writer<M>
+where
+    M: StateMachine,
+    M::State: Serialize,
+    M::Context: Serialize,
+    M::Event: Serialize + Send,
+{
+    fn take_replay(&mut self) -> Option<Replay<M::Event>> {
+        self.replay.take()
+    }
+
+    fn begin(&mut self, event: &M::Event, origin: Option<WorkId>) -> Result<u64, JournalError> {
+        let mut step = self.journal.begin(event).map_err(erased)?;
+        if let Some(origin) = origin {
+            step.set_origin(format!("stream:{origin}"));
+        }
+        self.pending = Some(step);
+        Ok(self.journal.next_seq())
+    }
+
+    fn commit(&mut self, machine: &M, work: StepWork<'_, M::Event>) -> Result<(), JournalError> {
+        let Some(mut step) = self.pending.take() else { return Ok(()) };
+        self.encode(&mut step, work).map_err(erased)?;
+        self.write(step, machine).map_err(erased)
+    }
+
+    fn stop(&mut self) -> Result<(), JournalError> {
+        for record in std::mem::take(&mut self.buffered) {
+            self.store.append(self.journal.agent(), &record).map_err(erased)?;
+        }
+        if let Some(thread) = self.thread.take() {
+            drop(thread.tx);
+            // The writer ends once it has written what it was sent.
+            let _ = thread.join.join();
+            if let Some(error) = thread.failed.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                return Err(erased(error));
+            }
+        }
+        Ok(())
+    }
+
+    fn holds_tasks(&self) -> bool {
+        self.durability == Durability::BeforeAction
+    }
+}

@@ -1,0 +1,507 @@
+//! Durable agents (`store::Durable`): an agent whose worker is dropped in
+//! the middle of its work (a crash: no stop protocol runs) and spawned
+//! again from its store continues exactly: each logged event was handled
+//! once, the tasks and streams in flight are performed again under the same
+//! keys (a stream skipping what the machine already took), timers resume
+//! with the time they had left, an approval is answered after the restart,
+//! a fork continues on its own, each durability mode writes when it says,
+//! and a store that fails mid-run stops the agent with a typed error while
+//! its last good checkpoint stays readable.
+
+use std::collections::HashMap;
+use std::num::NonZeroU64;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig, MachineHandle, Outcome, RequestError, WorkerError};
+use agent_fsm::store::{
+    CheckpointStore, Durability, Durable, MemoryStore, SnapshotPolicy, SqliteStore, Start, StoreError, restore,
+};
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+/// What the agent has taken in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Taken {
+    /// Tool results, in the order they came.
+    pub results: Vec<String>,
+    /// Stream items, in order.
+    pub items: Vec<u32>,
+    /// Approved request ids.
+    pub approved: Vec<u32>,
+    /// Deadlines that fired.
+    pub timeouts: u32,
+    /// Backoffs that ended.
+    pub retries: u32,
+    /// The id of the next request for approval.
+    pub next_request: u32,
+}
+
+#[allow(unreachable_pub)]
+#[agent_fsm::state_machine(fallback = Nothing, serde, name = Desk)]
+mod desk {
+    use super::Taken;
+
+    #[context]
+    pub type Context = Taken;
+
+    #[states]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum State {
+        #[initial]
+        Idle,
+        Tools {
+            left: u32,
+        },
+        Streaming,
+        Asking {
+            request: u32,
+        },
+        Backoff,
+        #[terminal]
+        Done,
+    }
+
+    #[events]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Event {
+        Run(u32),
+        ToolDone(String),
+        Stream(u32),
+        Item(u32),
+        StreamEnd,
+        Ask,
+        Approve(u32),
+        Timeout,
+        Fail,
+        Retry,
+        Stop,
+    }
+
+    #[actions]
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub enum Action {
+        #[default]
+        Nothing,
+        SpawnTools(u32),
+        OpenStream(u32),
+        AskHuman,
+        Wait,
+    }
+
+    transitions! {
+        Idle + Run(n) [*n > 0] => Tools { left: n } / SpawnTools(n),
+        Tools { left } + ToolDone(r) [*left > 1] => { ctx.results.push(r.clone()); } Tools { left: left - 1 } / Nothing,
+        Tools + ToolDone(r) => { ctx.results.push(r.clone()); } Idle / Nothing,
+        Idle + Stream(n) => Streaming / OpenStream(n),
+        Streaming + Item(i) => { ctx.items.push(i); } Streaming / Nothing,
+        Streaming + StreamEnd => Idle / Nothing,
+        Idle + Ask => { ctx.next_request += 1; } Asking { request: ctx.next_request - 1 } / AskHuman,
+        Asking { request } + Approve(id) [*id == *request] => { ctx.approved.push(id); } Idle / Nothing,
+        Asking + Timeout => { ctx.timeouts += 1; } Idle / Nothing,
+        Idle + Fail => Backoff / Wait,
+        Backoff + Retry => { ctx.retries += 1; } Idle / Nothing,
+        Idle + Stop => Done / Nothing,
+    }
+}
+
+use desk::{Desk, Event, State};
+
+/// How long a human has to answer, and how long a backoff lasts.
+const WINDOW: Duration = Duration::from_secs(30);
+const BACKOFF: Duration = Duration::from_secs(5);
+
+/// Effects whose tools and stream items wait for permits the test hands
+/// out, and which count how often each tool was started.
+#[derive(Clone)]
+struct Gated {
+    permits: Arc<Semaphore>,
+    started: Arc<Mutex<HashMap<String, u32>>>,
+}
+
+impl Gated {
+    fn new() -> Self {
+        Self { permits: Arc::new(Semaphore::new(0)), started: Arc::default() }
+    }
+
+    fn started(&self) -> HashMap<String, u32> {
+        self.started.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+impl Effects<Desk> for Gated {
+    type Output = ();
+
+    fn perform(&mut self, action: desk::Action, cx: &mut EffectContext<'_, Desk, ()>) {
+        match action {
+            desk::Action::SpawnTools(n) => {
+                for i in 0..n {
+                    let key = format!("tool-{i}");
+                    let permits = Arc::clone(&self.permits);
+                    let started = Arc::clone(&self.started);
+                    let result = key.clone();
+                    cx.spawn_task(
+                        key,
+                        async move {
+                            if let Ok(mut started) = started.lock() {
+                                *started.entry(result.clone()).or_default() += 1;
+                            }
+                            if let Ok(permit) = permits.acquire().await {
+                                permit.forget();
+                            }
+                            Event::ToolDone(result)
+                        },
+                        |key, failure| Event::ToolDone(format!("{key} failed: {failure}")),
+                    );
+                }
+            }
+            desk::Action::OpenStream(n) => {
+                let permits = Arc::clone(&self.permits);
+                let items = futures::stream::iter(0..n)
+                    .then(move |i| {
+                        let permits = Arc::clone(&permits);
+                        async move {
+                            if let Ok(permit) = permits.acquire().await {
+                                permit.forget();
+                            }
+                            Event::Item(i)
+                        }
+                    })
+                    .chain(futures::stream::iter([Event::StreamEnd]));
+                cx.stream_keyed("items", items, |_| None);
+            }
+            desk::Action::AskHuman => cx.deadline(WINDOW, Event::Timeout),
+            desk::Action::Wait => cx.pause(BACKOFF, Event::Retry),
+            desk::Action::Nothing => {}
+        }
+    }
+}
+
+/// A wall clock that follows tokio's (paused) one.
+fn tokio_clock() -> impl Fn() -> SystemTime + Send + Sync + 'static {
+    let base = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let start = tokio::time::Instant::now();
+    move || base + start.elapsed()
+}
+
+/// An agent running on its own tokio task, to be crashed (its worker
+/// dropped mid-run, no stop protocol) or stopped.
+struct Running {
+    handle: MachineHandle<Desk>,
+    worker: JoinHandle<()>,
+    start: Start,
+}
+
+impl Running {
+    fn spawn(durable: &Durable, effects: Gated) -> Self {
+        let (handle, worker, start) =
+            durable.pair(|| Desk::new(Taken::default()), effects, ExecutorConfig::new()).expect("the store reads");
+        Self { handle, worker: tokio::spawn(worker), start }
+    }
+
+    async fn crash(self) {
+        self.worker.abort();
+        let _ = self.worker.await;
+    }
+
+    async fn idle(&self) {
+        within(self.handle.wait_idle()).await.expect("the worker runs");
+    }
+
+    async fn state(&self) -> State {
+        within(self.handle.state()).await.expect("the worker runs")
+    }
+
+    async fn taken(&self) -> Taken {
+        within(self.handle.inspect(|m| m.context().clone())).await.expect("the worker runs")
+    }
+}
+
+/// Fails a test whose agent hangs, instead of stalling the suite.
+async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), future).await.expect("the agent answered in time")
+}
+
+/// Lets `n` gated tools or items through and waits until the agent took them.
+async fn release(agent: &Running, effects: &Gated, n: usize) {
+    effects.permits.add_permits(n);
+    agent.idle().await;
+}
+
+/// Waits until what the agent took satisfies `done`.
+async fn until(agent: &Running, done: impl Fn(&Taken) -> bool) {
+    within(async {
+        while !done(&agent.taken().await) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+}
+
+fn stores() -> Vec<(Arc<dyn CheckpointStore>, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let sqlite = SqliteStore::open(dir.path().join("agents.db")).expect("the file opens");
+    vec![(Arc::new(MemoryStore::new()), None), (Arc::new(sqlite), Some(dir))]
+}
+
+/// The event log has steps 1..=last, each once.
+fn assert_gapless(store: &dyn CheckpointStore, agent: &str) {
+    let next = store.agent(agent).expect("reads").expect("the agent is there").next_seq;
+    let events = store.events(agent, 0, next - 1).expect("reads");
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..next).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn tools_in_flight_at_a_crash_are_performed_again_and_each_result_is_taken_once() {
+    for (store, _dir) in stores() {
+        let durable = Durable::new(Arc::clone(&store), "desk");
+        let effects = Gated::new();
+        let agent = Running::spawn(&durable, effects.clone());
+        assert_eq!(agent.start, Start::New);
+        agent.handle.send(Event::Run(3)).await.expect("sent");
+        // One of the three tools finishes; the other two are running.
+        effects.permits.add_permits(1);
+        until(&agent, |taken| taken.results.len() == 1).await;
+        agent.crash().await;
+
+        let effects = Gated::new();
+        let agent = Running::spawn(&durable, effects.clone());
+        assert!(matches!(agent.start, Start::Resumed { .. }));
+        assert_eq!(agent.state().await, State::Tools { left: 2 });
+        release(&agent, &effects, 2).await;
+        // The two unfinished tools ran again, under their keys; the
+        // finished one did not.
+        let again = effects.started();
+        assert_eq!(again.values().sum::<u32>(), 2, "{again:?}");
+        assert!(again.keys().all(|key| key.starts_with("tool-")), "{again:?}");
+        assert_eq!(agent.state().await, State::Idle);
+        let mut results = agent.taken().await.results;
+        results.sort();
+        assert_eq!(results, ["tool-0", "tool-1", "tool-2"]);
+        agent.handle.shutdown().await.expect("stops");
+        assert_gapless(&*store, "desk");
+        let restored = restore::<Desk, _>(&*store, "desk").expect("restores");
+        assert_eq!(restored.machine.context().results.len(), 3);
+        assert!(restored.in_flight.is_empty(), "{:?}", restored.in_flight);
+    }
+}
+
+#[tokio::test]
+async fn a_stream_performed_again_skips_the_items_the_machine_took() {
+    for (store, _dir) in stores() {
+        let durable = Durable::new(Arc::clone(&store), "desk");
+        let effects = Gated::new();
+        let agent = Running::spawn(&durable, effects.clone());
+        agent.handle.send(Event::Stream(5)).await.expect("sent");
+        effects.permits.add_permits(2);
+        until(&agent, |taken| taken.items.len() == 2).await;
+        assert_eq!(agent.taken().await.items, [0, 1]);
+        agent.crash().await;
+
+        let effects = Gated::new();
+        let agent = Running::spawn(&durable, effects.clone());
+        assert_eq!(agent.state().await, State::Streaming);
+        release(&agent, &effects, 5).await;
+        assert_eq!(agent.state().await, State::Idle);
+        assert_eq!(agent.taken().await.items, [0, 1, 2, 3, 4]);
+        agent.handle.shutdown().await.expect("stops");
+        assert_gapless(&*store, "desk");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_resumes_with_the_time_it_had_left() {
+    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
+    let durable = Durable::new(Arc::clone(&store), "desk").clock(tokio_clock());
+    let agent = Running::spawn(&durable, Gated::new());
+    agent.handle.send(Event::Ask).await.expect("sent");
+    agent.idle().await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    agent.crash().await;
+
+    let agent = Running::spawn(&durable, Gated::new());
+    assert_eq!(agent.state().await, State::Asking { request: 0 });
+    // 20 s were left: not fired a moment before, fired at 20 s.
+    tokio::time::sleep(Duration::from_millis(19_900)).await;
+    assert_eq!(agent.state().await, State::Asking { request: 0 });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(agent.state().await, State::Idle);
+    assert_eq!(agent.taken().await.timeouts, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_that_passed_while_the_agent_was_down_fires_at_once() {
+    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
+    let durable = Durable::new(Arc::clone(&store), "desk").clock(tokio_clock());
+    let agent = Running::spawn(&durable, Gated::new());
+    agent.handle.send(Event::Ask).await.expect("sent");
+    agent.idle().await;
+    agent.crash().await;
+    tokio::time::sleep(WINDOW * 2).await;
+
+    let agent = Running::spawn(&durable, Gated::new());
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(agent.state().await, State::Idle);
+    assert_eq!(agent.taken().await.timeouts, 1);
+    // It fired once: the store has it finished.
+    agent.handle.shutdown().await.expect("stops");
+    assert!(restore::<Desk, _>(&*store, "desk").expect("restores").in_flight.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_backoff_resumes_with_the_time_it_had_left_and_still_holds_input() {
+    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
+    let durable = Durable::new(Arc::clone(&store), "desk").clock(tokio_clock());
+    let agent = Running::spawn(&durable, Gated::new());
+    agent.handle.send(Event::Fail).await.expect("sent");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(agent.handle.status().to_string(), "Backoff");
+    agent.crash().await;
+
+    let agent = Running::spawn(&durable, Gated::new());
+    // `Stop` waits for the backoff: taken in `Backoff` it would be refused.
+    agent.handle.send(Event::Stop).await.expect("sent");
+    tokio::time::sleep(Duration::from_millis(2_900)).await;
+    assert_eq!(agent.state().await, State::Backoff);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let finished = within(agent.handle.wait_finished()).await;
+    assert!(finished.is_ok(), "{finished:?}");
+    let restored = restore::<Desk, _>(&*store, "desk").expect("restores");
+    assert_eq!(restored.machine.state(), &State::Done);
+    assert_eq!(restored.machine.context().retries, 1);
+}
+
+#[tokio::test]
+async fn an_approval_after_a_restart_answers_the_pending_request_and_a_stale_one_is_refused() {
+    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
+    let durable = Durable::new(Arc::clone(&store), "desk");
+    let agent = Running::spawn(&durable, Gated::new());
+    agent.handle.send(Event::Ask).await.expect("sent");
+    agent.idle().await;
+    agent.crash().await;
+
+    let agent = Running::spawn(&durable, Gated::new());
+    let stale = within(agent.handle.call(Event::Approve(7))).await.expect("delivered");
+    assert!(matches!(stale.outcome, Outcome::Refused { .. }), "{stale:?}");
+    let answer = within(agent.handle.call(Event::Approve(0))).await.expect("delivered");
+    assert!(matches!(answer.outcome, Outcome::Moved { .. }), "{answer:?}");
+    assert_eq!(agent.taken().await.approved, [0]);
+    agent.handle.shutdown().await.expect("stops");
+    let restored = restore::<Desk, _>(&*store, "desk").expect("restores");
+    assert_eq!(restored.machine.context().approved, [0]);
+    // The deadline of the answered request is over, in the store too.
+    assert!(restored.in_flight.is_empty(), "{:?}", restored.in_flight);
+}
+
+#[tokio::test]
+async fn a_fork_before_a_tool_call_continues_on_its_own() {
+    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
+    let durable = Durable::new(Arc::clone(&store), "desk");
+    let effects = Gated::new();
+    let agent = Running::spawn(&durable, effects.clone());
+    agent.handle.send(Event::Stream(1)).await.expect("sent");
+    release(&agent, &effects, 1).await;
+    let before_tools = store.agent("desk").expect("reads").expect("there").next_seq - 1;
+    agent.handle.send(Event::Run(2)).await.expect("sent");
+    release(&agent, &effects, 2).await;
+    agent.handle.shutdown().await.expect("stops");
+
+    store.fork("desk", before_tools, "desk-fork").expect("forks");
+    let forked = Durable::new(Arc::clone(&store), "desk-fork");
+    let effects = Gated::new();
+    // The stream's end came after its last item's step: at the fork's step
+    // it is still in flight, and is performed again, its items skipped.
+    effects.permits.add_permits(1);
+    let fork = Running::spawn(&forked, effects.clone());
+    assert!(matches!(fork.start, Start::Resumed { .. }));
+    assert_eq!(fork.taken().await.results, Vec::<String>::new());
+    fork.handle.send(Event::Ask).await.expect("sent");
+    fork.idle().await;
+    assert_eq!(fork.state().await, State::Asking { request: 0 });
+    fork.handle.shutdown().await.expect("stops");
+
+    let original = restore::<Desk, _>(&*store, "desk").expect("restores");
+    let copy = restore::<Desk, _>(&*store, "desk-fork").expect("restores");
+    assert_eq!(original.machine.context().results.len(), 2);
+    assert_eq!(original.machine.state(), &State::Idle);
+    assert_eq!(copy.machine.state(), &State::Asking { request: 0 });
+    assert!(copy.machine.context().results.is_empty());
+    assert_gapless(&*store, "desk");
+    assert_gapless(&*store, "desk-fork");
+}
+
+#[tokio::test]
+async fn on_stop_writes_only_at_the_stop_and_while_action_writes_every_step() {
+    for durability in [Durability::OnStop, Durability::WhileAction] {
+        let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
+        let durable = Durable::new(Arc::clone(&store), "desk").durability(durability);
+        let effects = Gated::new();
+        let agent = Running::spawn(&durable, effects.clone());
+        agent.handle.send(Event::Run(2)).await.expect("sent");
+        release(&agent, &effects, 2).await;
+        let written = || store.agent("desk").expect("reads").expect("there").next_seq - 1;
+        if durability == Durability::OnStop {
+            assert_eq!(written(), 0, "nothing before the stop");
+        } else {
+            // The writer thread gets there shortly.
+            for _ in 0..1000 {
+                if written() == 3 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            assert_eq!(written(), 3);
+        }
+        agent.handle.shutdown().await.expect("stops");
+        assert_eq!(written(), 3, "{durability:?}");
+        assert_gapless(&*store, "desk");
+    }
+}
+
+#[tokio::test]
+async fn a_crash_under_on_stop_loses_the_steps_since_the_spawn() {
+    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
+    let durable = Durable::new(Arc::clone(&store), "desk").durability(Durability::OnStop);
+    let agent = Running::spawn(&durable, Gated::new());
+    agent.handle.send(Event::Ask).await.expect("sent");
+    agent.idle().await;
+    agent.crash().await;
+    let agent = Running::spawn(&durable, Gated::new());
+    assert_eq!(agent.state().await, State::Idle);
+}
+
+#[tokio::test]
+async fn a_store_that_fills_stops_the_agent_with_a_typed_error_and_keeps_the_last_good_step() {
+    let store = Arc::new(MemoryStore::with_quota(2_000));
+    let durable = Durable::new(store.clone(), "desk").snapshots(SnapshotPolicy::Every(NonZeroU64::MIN));
+    let effects = Gated::new();
+    let agent = Running::spawn(&durable, effects.clone());
+    let mut failure = None;
+    for _ in 0..100 {
+        if agent.handle.send(Event::Ask).await.is_err() {
+            break;
+        }
+        if let Err(error) = agent.handle.call(Event::Approve(u32::MAX)).await {
+            failure = Some(error);
+            break;
+        }
+        let request = agent.taken().await.next_request - 1;
+        if let Err(error) = agent.handle.call(Event::Approve(request)).await {
+            failure = Some(error);
+            break;
+        }
+    }
+    let error = within(agent.handle.wait_finished()).await.expect_err("the store filled up");
+    let RequestError::Failed(error) = error else { panic!("not a failure: {error:?}") };
+    let WorkerError::Store(failure_inside) = &*error else { panic!("not a store failure: {error:?} ({failure:?})") };
+    assert!(
+        matches!(failure_inside.error().downcast_ref::<StoreError>(), Some(StoreError::Full(_))),
+        "{failure_inside:?}"
+    );
+    // The last good checkpoint is whole.
+    let restored = restore::<Desk, _>(&*store, "desk").expect("the last good step restores");
+    assert!(restored.next_seq > 1);
+}
