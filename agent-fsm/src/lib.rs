@@ -148,21 +148,28 @@ mod kind;
 mod machine;
 
 #[cfg(feature = "llm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "llm")))]
 pub mod llm;
 #[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub mod runtime;
 #[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod snapshot;
 #[cfg(feature = "store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "store")))]
 pub mod store;
 #[cfg(feature = "tool")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tool")))]
 pub mod tool;
 #[cfg(feature = "tools")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
 pub mod tools;
 #[cfg(all(test, not(feature = "serde")))]
 mod without_serde;
 
 #[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use runtime::{EffectContext, Effects, ExecutorConfig, MachineHandle, RetryPolicy};
 
 pub use agent_fsm_macros::state_machine;

@@ -76,8 +76,10 @@ mod http;
 mod sse;
 
 #[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
 pub mod anthropic;
 #[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub mod openai;
 
 use std::sync::Arc;
@@ -85,10 +87,12 @@ use std::sync::Arc;
 use futures::stream::BoxStream;
 
 #[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
 pub use anthropic::{Anthropic, AnthropicConfig};
 pub use error::{ErrorKind, ProviderError};
 pub use event::{StopReason, StreamEvent, Usage};
 #[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use openai::{OpenAi, OpenAiConfig};
 pub use types::{AssistantMessage, Message, Request, ToolCall, ToolDefinition, ToolResult};
 

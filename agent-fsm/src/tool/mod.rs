@@ -122,6 +122,7 @@
 
 mod error;
 #[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 mod round;
 mod set;
@@ -135,8 +136,10 @@ pub use schemars;
 pub use set::{RawTool, ToolSet};
 pub use typed::{Tool, parse_arguments, schema_for};
 #[cfg(feature = "tools")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
 pub use workspace::{
     EditFile, EditFileArgs, ListFiles, ListFilesArgs, ReadFile, ReadFileArgs, WriteFile, WriteFileArgs, workspace_tools,
 };
 #[cfg(all(feature = "tools", unix))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "tools", unix))))]
 pub use workspace::{RunCommand, RunCommandArgs, workspace_tools_with};
