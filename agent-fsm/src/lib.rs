@@ -85,7 +85,7 @@
 //!
 //! handle.send(Event::UserSaid("hello".into())).await?;
 //! handle.wait_idle().await?; // the model's task has answered
-//! let Some(Notification::Output(reply)) = replies.recv().await else { panic!("no reply") };
+//! let Ok(Notification::Output(reply)) = replies.try_recv() else { panic!("no reply") };
 //! assert_eq!(reply, r#"you said Some("hello")"#);
 //! assert_eq!(handle.state().await?, State::WaitingForUser { conversation: vec!["hello".into(), reply] });
 //! handle.shutdown().await?;
