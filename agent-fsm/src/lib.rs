@@ -135,7 +135,8 @@
 //! | `sqlite` | no | `store` and the embedded SQLite store (rusqlite, SQLite bundled; one file, WAL) |
 //! | `mcp` | no | `tool` and the tools of a Model Context Protocol server over stdio, through `rmcp` ([`tool::mcp`]) |
 //!
-//! Items behind a feature say so on their page.
+//! On docs.rs, which documents every feature, each item behind one is
+//! labelled with it.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Lets the generated code name `::agent_fsm` from inside this crate's own

@@ -24,6 +24,65 @@
 //! What the rest of the crate promises is on the
 //! [guarantees](super::guarantees) page.
 //!
+//! An interrupt, for instance, is carried out between two steps: the tool
+//! still running is cancelled and still answers, then the interrupt event
+//! comes.
+//!
+//! ```
+//! use agent_fsm::runtime::{EffectContext, EffectFailure, ExecutorConfig, from_fn, spawn};
+//! use std::time::Duration;
+//!
+//! #[agent_fsm::state_machine(fallback = Nothing)]
+//! mod agent {
+//!     #[states]
+//!     #[carry(log: Vec<String>)]
+//!     #[derive(Debug, Clone, PartialEq)]
+//!     pub enum State {
+//!         #[initial]
+//!         Idle,
+//!         Running,
+//!     }
+//!     #[events]
+//!     #[derive(Debug, Clone)]
+//!     pub enum Event { Go, ToolDone(String), Interrupted(String) }
+//!     #[actions]
+//!     #[derive(Debug)]
+//!     pub enum Action { Nothing, RunTool }
+//!     transitions! {
+//!         Idle + Go => Running / RunTool,
+//!         Running + ToolDone(result) => { log.push(result); } Idle / Nothing,
+//!         // The interrupt event, handled in every state the agent can rest in.
+//!         * + Interrupted(cause) => { log.push(cause); } Idle / Nothing,
+//!     }
+//! }
+//! use agent::{Action, Event, EventKind, Machine, State};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let effects = from_fn(|action, cx: &mut EffectContext<'_, Machine, ()>| {
+//!     if let Action::RunTool = action {
+//!         cx.spawn_task(
+//!             "slow-tool",
+//!             async {
+//!                 tokio::time::sleep(Duration::from_secs(600)).await;
+//!                 Event::ToolDone("done".into())
+//!             },
+//!             |key, why: EffectFailure| Event::ToolDone(format!("{key}: {why}")),
+//!         );
+//!     }
+//! });
+//! let config = ExecutorConfig::new().interrupt_event(EventKind::Interrupted, |cause| Event::Interrupted(cause.into()));
+//! let handle = spawn(Machine::new(), effects, config);
+//!
+//! handle.call(Event::Go).await?; // handled, and the tool started
+//! handle.interrupt("the user pressed Esc").await?;
+//! handle.wait_idle().await?;
+//! let log = vec!["slow-tool: cancelled".to_owned(), "the user pressed Esc".to_owned()];
+//! assert_eq!(handle.state().await?, State::Idle { log });
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Ordering
 //! There is one path into `handle_event`, so events never race:
 //!
