@@ -1,27 +1,142 @@
 //! LLM-agent state machines as one compile-checked transition table, driven
 //! on tokio.
 //!
-//! Write the agent loop once as a table inside `#[state_machine]`; the macro
-//! turns it into state, event and action enums, an exhaustive synchronous
-//! `handle_event`, names, a catch-all branch, introspection and a diagram,
-//! and the runtime drives any such machine.
+//! An agent loop is a state machine whether it is written as one or not.
+//! With agent-fsm it is written as one: a table inside `#[state_machine]`,
+//! one row per line, plain Rust in guards and payloads. The macro turns it
+//! into state, event and action enums and a synchronous, exhaustive
+//! `handle_event`, and rejects a broken table at compile time. The machine
+//! only decides; your [`Effects`] do the work (a model call, a tool, a
+//! timer), and the [`runtime`] drives the two on tokio, feeding what the work
+//! produces back into the machine one event at a time.
+//!
+//! # A small agent
+//!
+//! ```
+//! use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, ExecutorConfig, Notification, Topics, spawn};
+//! use agent_fsm::state_machine;
+//!
+//! // The table: what the agent does next, whoever does the work.
+//! #[state_machine(fallback = Nothing)]
+//! mod agent {
+//!     #[states]
+//!     #[carry(conversation: Vec<String>)] // every state holds it; rows move it, never clone it
+//!     #[derive(Debug, Clone, PartialEq)]
+//!     pub enum State {
+//!         #[initial]
+//!         WaitingForUser,
+//!         CallingModel { attempt: u32 },
+//!     }
+//!
+//!     #[events]
+//!     #[derive(Debug, Clone)]
+//!     pub enum Event {
+//!         UserSaid(String),
+//!         ModelSaid(String),
+//!         ModelFailed(String),
+//!     }
+//!
+//!     #[actions]
+//!     #[derive(Debug)]
+//!     pub enum Action {
+//!         Nothing,
+//!         CallModel(Vec<String>),
+//!         Show(String),
+//!     }
+//!
+//!     transitions! {
+//!         WaitingForUser + UserSaid(text)
+//!             => { conversation.push(text); } CallingModel { attempt: 1 } / CallModel(conversation.clone()),
+//!         CallingModel + ModelSaid(reply)
+//!             => { conversation.push(reply.clone()); } WaitingForUser / Show(reply),
+//!         CallingModel { attempt } + ModelFailed(_) [*attempt < 3]
+//!             => CallingModel { attempt: attempt + 1 } / CallModel(conversation.clone()),
+//!         CallingModel + ModelFailed(why) => WaitingForUser / Show(format!("no reply: {why}")),
+//!     }
+//! }
+//! use agent::{Action, Event, Machine, State};
+//!
+//! /// The effects: how each action is done. Here the "model" echoes.
+//! struct Model;
+//!
+//! impl Effects<Machine> for Model {
+//!     type Output = String; // what subscribers receive
+//!
+//!     fn perform(&mut self, action: Action, cx: &mut EffectContext<'_, Machine, String>) {
+//!         match action {
+//!             // A task of its own; what it returns is the machine's next event.
+//!             Action::CallModel(conversation) => cx.spawn_task(
+//!                 "model",
+//!                 async move { Event::ModelSaid(format!("you said {:?}", conversation.last())) },
+//!                 // A panic, a timeout or a cancellation still answers.
+//!                 |_key, why: EffectFailure| Event::ModelFailed(why.to_string()),
+//!             ),
+//!             Action::Show(text) => cx.output(text),
+//!             Action::Nothing => {}
+//!         }
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // One worker task owns the machine and the effects; the handle talks to it.
+//! let handle = spawn(Machine::new(), Model, ExecutorConfig::new());
+//! let mut replies = handle.subscribe_to(Topics::OUTPUT);
+//!
+//! handle.send(Event::UserSaid("hello".into())).await?;
+//! handle.wait_idle().await?; // the model's task has answered
+//! let Ok(Notification::Output(reply)) = replies.try_recv() else { panic!("no reply") };
+//! assert_eq!(reply, r#"you said Some("hello")"#);
+//! assert_eq!(handle.state().await?, State::WaitingForUser { conversation: vec!["hello".into(), reply] });
+//! handle.shutdown().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The same table runs without the runtime: `Machine::new()`, then
+//! `handle_event(event)` returns the action, so a test walks its rows with
+//! no tokio at all. `Machine::DESCRIPTION` holds the rows, and a Mermaid
+//! diagram of them appears on the machine's rustdoc page.
+//!
+//! # The guides
+//!
+//! | page | read it for |
+//! | --- | --- |
+//! | [`docs::dsl`] | the DSL reference: every construct of the table, what the macro generates, its compile errors, variants |
+//! | [`docs::runtime_guide`] | how the runtime orders events, runs tasks and timers, interrupts, shuts down and fails |
+//! | [`docs::guarantees`] | what agent-fsm promises, part by part, and what it does not |
+//! | [`docs::performance`] | the figures against hand-written code and peer crates, and how they were measured |
+//!
+//! # The crate
+//!
+//! | item | what it is |
+//! | --- | --- |
+//! | [`state_machine`] | the macro: a table in, a machine out |
+//! | [`StateMachine`], [`Kind`], [`Observer`], [`Recorder`] | what every generated machine implements, its fieldless kinds, and what watches its steps; generic code (the runtime, tests) is written against these |
+//! | [`runtime`] | the tokio worker, its handle, effects, history and retry policy |
+//! | [`snapshot`] | a machine saved to JSON between two steps and resumed |
+//! | [`store`] | checkpoint stores: an agent's event log and snapshots by agent id; restore, time travel, fork |
+//! | [`llm`] | conversation types, streamed events, classified errors, and streaming clients for OpenAI-compatible servers and Anthropic |
+//! | [`tool`] | typed tools with derived JSON schemas, run as a model calls them; an MCP server's tools beside them |
+//! | [`tools`] | workspace tools: files that cannot leave one directory, a shell killed as a process group |
 //!
 //! # Features
 //!
 //! | feature | default | adds |
 //! | --- | --- | --- |
-//! | `runtime` | yes | the tokio executor, its handle, history and retry policy (`agent_fsm::runtime`) |
-//! | `serde` | no | snapshots: serialize a machine between steps (`agent_fsm::snapshot`) |
-//! | `llm` | no | provider-neutral conversation types, streamed events, classified provider errors and the `Provider` trait (`agent_fsm::llm`); serde and futures only |
+//! | `runtime` | yes | the tokio executor, its handle, history and retry policy ([`runtime`]) |
+//! | `serde` | no | snapshots: serialize a machine between steps ([`snapshot`]) |
+//! | `llm` | no | provider-neutral conversation types, streamed events, classified provider errors and the `Provider` trait ([`llm`]); serde and futures only |
 //! | `openai` | no | `llm` and the OpenAI-compatible Chat Completions streaming client (reqwest on rustls) |
 //! | `anthropic` | no | `llm` and the Anthropic Messages streaming client (reqwest on rustls) |
-//! | `tool` | no | `llm`, `runtime` and typed tools: a tool as a Rust type with a schemars-derived schema, a `ToolSet` running a model's calls as keyed tasks (`agent_fsm::tool`) |
-//! | `store` | no | `serde` and checkpoint stores: an agent's event log, snapshots and effect work in flight by agent id; restore, time travel and fork; an in-memory store (`agent_fsm::store`) |
+//! | `tool` | no | `llm`, `runtime` and typed tools: a tool as a Rust type with a schemars-derived schema, a `ToolSet` running a model's calls as keyed tasks ([`tool`]) |
+//! | `tools` | no | workspace tools: file tools confined to a directory, a shell run as a process group with a timeout and an output cap ([`tools`]) |
+//! | `store` | no | `serde` and checkpoint stores: an agent's event log, snapshots and effect work in flight by agent id; restore, time travel and fork; an in-memory store ([`store`]) |
 //! | `sqlite` | no | `store` and the embedded SQLite store (rusqlite, SQLite bundled; one file, WAL) |
-//! | `mcp` | no | `tool` and the tools of a Model Context Protocol server over stdio, through `rmcp` (`agent_fsm::tool::mcp`) |
+//! | `mcp` | no | `tool` and the tools of a Model Context Protocol server over stdio, through `rmcp` ([`tool::mcp`]) |
 //!
-#![doc = include_str!("../../docs/dsl.md")]
-#![doc = include_str!("../../docs/performance.md")]
+//! On docs.rs, which documents every feature, each item behind one is
+//! labelled with it.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Lets the generated code name `::agent_fsm` from inside this crate's own
@@ -29,25 +144,33 @@
 #[allow(unused_extern_crates)]
 extern crate self as agent_fsm;
 
+pub mod docs;
 mod kind;
 mod machine;
 
 #[cfg(feature = "llm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "llm")))]
 pub mod llm;
 #[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub mod runtime;
 #[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod snapshot;
 #[cfg(feature = "store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "store")))]
 pub mod store;
 #[cfg(feature = "tool")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tool")))]
 pub mod tool;
 #[cfg(feature = "tools")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
 pub mod tools;
 #[cfg(all(test, not(feature = "serde")))]
 mod without_serde;
 
 #[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use runtime::{EffectContext, Effects, ExecutorConfig, MachineHandle, RetryPolicy};
 
 pub use agent_fsm_macros::state_machine;

@@ -1,6 +1,44 @@
 //! Snapshots: a machine serialized to JSON between two steps and resumed
 //! later, elsewhere, with the same behaviour.
 //!
+//! ```
+//! use agent_fsm::snapshot::{SnapshotError, from_json, to_json};
+//!
+//! #[agent_fsm::state_machine(fallback = Nothing, serde, name = Tally)]
+//! mod tally {
+//!     #[states]
+//!     #[derive(Debug, PartialEq)]
+//!     pub enum State {
+//!         #[initial]
+//!         Counting { n: u32 },
+//!     }
+//!     #[events]
+//!     pub enum Event { Add(u32) }
+//!     #[actions]
+//!     #[derive(Debug)]
+//!     pub enum Action { Nothing }
+//!     transitions! {
+//!         Counting { n } + Add(k) => Counting { n: n + k } / Nothing,
+//!     }
+//! }
+//! use tally::{Event, State, Tally};
+//!
+//! let mut machine = Tally::new(0);
+//! machine.handle_event(Event::Add(2));
+//! let json = to_json(&machine)?;
+//! assert_eq!(json, r#"{"machine":"Tally","state":{"state":"counting","data":{"n":2}},"context":null}"#);
+//!
+//! // Later, elsewhere: the same machine, which goes on from there.
+//! let mut resumed: Tally = from_json(&json)?;
+//! resumed.handle_event(Event::Add(3));
+//! assert_eq!(resumed.state(), &State::Counting { n: 5 });
+//!
+//! // A state this machine does not have is refused, not guessed.
+//! let stale = json.replace("counting", "paused");
+//! assert!(matches!(from_json::<Tally>(&stale), Err(SnapshotError::UnknownState(_))));
+//! # Ok::<(), SnapshotError>(())
+//! ```
+//!
 //! A snapshot records the machine's name, its state and its context:
 //!
 //! ```json

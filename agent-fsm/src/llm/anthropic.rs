@@ -4,6 +4,24 @@
 //! [`StreamEvent`]s through [`StreamParser`], which also works without
 //! HTTP.
 //!
+//! ```no_run
+//! use agent_fsm::llm::{AnthropicConfig, Message, Provider, Request, StreamEvent};
+//! use futures::StreamExt;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // The key from `ANTHROPIC_API_KEY` (and `ANTHROPIC_BASE_URL`, if set).
+//! let model = AnthropicConfig::from_env().ok_or("ANTHROPIC_API_KEY is not set")?.build()?;
+//! let request = Request::new("claude-sonnet-4-5").message(Message::user("Say hello."));
+//! let mut reply = model.stream(&request);
+//! while let Some(event) = reply.next().await {
+//!     if let StreamEvent::TextDelta(text) = event? {
+//!         print!("{text}");
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! The events read: `message_start` (input usage), `content_block_start`
 //! (a text block, or a `tool_use` block with its id and name),
 //! `content_block_delta` (`text_delta`, `input_json_delta`),

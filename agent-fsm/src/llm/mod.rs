@@ -2,6 +2,49 @@
 //! reply yields, classified errors, and streaming clients for
 //! OpenAI-compatible servers and Anthropic.
 //!
+//! ```
+//! use agent_fsm::llm::{Message, Provider, ProviderError, Request, StreamEvent};
+//! use futures::StreamExt;
+//!
+//! /// Asks `model` one question and returns its whole answer. Any provider
+//! /// will do: [`OpenAi`], [`Anthropic`], or a scripted one in tests.
+//! async fn ask(model: &impl Provider, question: &str) -> Result<String, ProviderError> {
+//!     let request = Request::new("gpt-4o-mini").system("Answer briefly.").message(Message::user(question));
+//!     let mut reply = model.stream(&request);
+//!     let mut answer = String::new();
+//!     while let Some(event) = reply.next().await {
+//!         match event? {
+//!             StreamEvent::TextDelta(text) => answer.push_str(&text), // show it as it comes
+//!             StreamEvent::Completed { message, .. } => answer = message.text, // the whole reply
+//!             _ => {}                                                 // tool-call deltas
+//!         }
+//!     }
+//!     Ok(answer)
+//! }
+//! # use agent_fsm::llm::{AssistantMessage, StopReason, Usage};
+//! # use futures::stream::{self, BoxStream};
+//! # /// A model that always says the same thing, in two pieces.
+//! # struct Scripted;
+//! # impl Provider for Scripted {
+//! #     fn stream(&self, _request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+//! #         let message = AssistantMessage { text: "2 + 2 is 4".into(), tool_calls: Vec::new() };
+//! #         Box::pin(stream::iter([
+//! #             Ok(StreamEvent::TextDelta("2 + 2 ".into())),
+//! #             Ok(StreamEvent::TextDelta("is 4".into())),
+//! #             Ok(StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::default() }),
+//! #         ]))
+//! #     }
+//! # }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), ProviderError> {
+//! // `OpenAi::new(key)?` or `Anthropic::new(key)?` for a real model; a
+//! // scripted provider here.
+//! assert_eq!(ask(&Scripted, "2 + 2?").await?, "2 + 2 is 4");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! | item | feature | what it is |
 //! | --- | --- | --- |
 //! | [`Message`], [`AssistantMessage`], [`ToolCall`], [`ToolResult`], [`ToolDefinition`], [`Request`] | `llm` | the conversation a model reads, and what a call sends |
@@ -76,8 +119,10 @@ mod http;
 mod sse;
 
 #[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
 pub mod anthropic;
 #[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub mod openai;
 
 use std::sync::Arc;
@@ -85,10 +130,12 @@ use std::sync::Arc;
 use futures::stream::BoxStream;
 
 #[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
 pub use anthropic::{Anthropic, AnthropicConfig};
 pub use error::{ErrorKind, ProviderError};
 pub use event::{StopReason, StreamEvent, Usage};
 #[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use openai::{OpenAi, OpenAiConfig};
 pub use types::{AssistantMessage, Message, Request, ToolCall, ToolDefinition, ToolResult};
 

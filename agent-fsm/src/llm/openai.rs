@@ -4,6 +4,24 @@
 //! [`StreamEvent`]s through [`StreamParser`], which also works without
 //! HTTP (feed it bytes read any other way).
 //!
+//! ```no_run
+//! use agent_fsm::llm::{Message, OpenAiConfig, Provider, Request, StreamEvent};
+//! use futures::StreamExt;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // The key from `OPENAI_API_KEY` (and `OPENAI_BASE_URL`, if set).
+//! let model = OpenAiConfig::from_env().ok_or("OPENAI_API_KEY is not set")?.build()?;
+//! let request = Request::new("gpt-4o-mini").message(Message::user("Say hello."));
+//! let mut reply = model.stream(&request);
+//! while let Some(event) = reply.next().await {
+//!     if let StreamEvent::TextDelta(text) = event? {
+//!         print!("{text}");
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! The base URL makes the same client serve OpenAI, Azure-style gateways,
 //! OpenRouter, Groq, vLLM, llama.cpp's server and Ollama. What those
 //! servers do differently is tolerated: optional fields left out or

@@ -216,6 +216,7 @@ impl<S: Eq> Eq for StateCopy<S> {}
 
 /// The state's own serde form.
 #[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl<S: serde::Serialize> serde::Serialize for StateCopy<S> {
     fn serialize<Z: serde::Serializer>(&self, serializer: Z) -> Result<Z::Ok, Z::Error> {
         self.held.get().serialize(serializer)
@@ -224,6 +225,7 @@ impl<S: serde::Serialize> serde::Serialize for StateCopy<S> {
 
 /// From the state's own serde form.
 #[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl<'de, S: serde::Deserialize<'de> + Clone + Send + Sync + 'static> serde::Deserialize<'de> for StateCopy<S> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         Ok(Self { held: Box::new(S::deserialize(deserializer)?) })

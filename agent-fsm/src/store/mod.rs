@@ -3,6 +3,45 @@
 //! be rebuilt after its process is gone, inspected at any earlier step,
 //! and forked.
 //!
+//! ```
+//! use agent_fsm::store::{Journal, MemoryStore, StoreError, restore};
+//!
+//! #[agent_fsm::state_machine(fallback = Nothing, serde, name = Tally)]
+//! mod tally {
+//!     #[states]
+//!     #[derive(Debug, PartialEq)]
+//!     pub enum State {
+//!         #[initial]
+//!         Counting { n: u32 },
+//!     }
+//!     #[events]
+//!     #[derive(Debug)]
+//!     pub enum Event { Add(u32) }
+//!     #[actions]
+//!     #[derive(Debug)]
+//!     pub enum Action { Nothing }
+//!     transitions! {
+//!         Counting { n } + Add(k) => Counting { n: n + k } / Nothing,
+//!     }
+//! }
+//! use tally::{Event, State, Tally};
+//!
+//! let store = MemoryStore::new(); // or `SqliteStore::open("agents.db")?` (feature `sqlite`)
+//! let mut machine = Tally::new(0);
+//! let mut journal = Journal::create(&store, "user-42", &machine)?;
+//! for k in [1, 2, 3] {
+//!     let event = Event::Add(k);
+//!     let step = journal.begin(&event)?; // the event, serialized before the machine takes it
+//!     machine.handle_event(event);
+//!     journal.commit(&store, step, &machine)?;
+//! }
+//!
+//! // After a restart: the newest snapshot, and the events after it replayed.
+//! let again = restore::<Tally, _>(&store, "user-42")?;
+//! assert_eq!(again.machine.state(), &State::Counting { n: 6 });
+//! # Ok::<(), StoreError>(())
+//! ```
+//!
 //! # What is stored
 //!
 //! A machine's [`handle_event`](crate::StateMachine::handle_event) is

@@ -2,47 +2,6 @@
 //! derived from it, and a [`ToolSet`] turns a model's tool calls into
 //! results.
 //!
-//! | item | feature | what it is |
-//! | --- | --- | --- |
-//! | [`Tool`], [`schema_for`] | `tool` | a tool as a type: name, description, typed arguments, their schema |
-//! | [`ToolSet`], [`RawTool`] | `tool` | the tools a model may call, by name; their calls as futures or keyed tasks |
-//! | [`ToolRound`] | `tool` | one reply's results, collected as tasks end, handed back in call order |
-//! | [`CallError`] | `tool` | why a call failed, written for the model |
-//! | [`McpServer`](mcp::McpServer) | `mcp` | the tools of a Model Context Protocol server, beside native ones |
-//! | [`workspace_tools`], [`ReadFile`], [`WriteFile`], [`EditFile`], [`ListFiles`], [`RunCommand`] | `tool` and `tools` | the confined workspace tools of [`crate::tools`] as typed tools |
-//!
-//! # A call's life
-//! The model sees each tool's [`ToolDefinition`](crate::llm::ToolDefinition)
-//! ([`ToolSet::definitions`] in the [`Request`](crate::llm::Request)),
-//! and answers with [`ToolCall`](crate::llm::ToolCall)s. Each call runs as
-//! its own future; a machine starts one keyed task per call with
-//! [`ToolSet::spawn_calls`] (the key is the call's id, so
-//! [`cancel_task`](crate::runtime::EffectContext::cancel_task) stops one)
-//! and keeps a [`ToolRound`] in its state, which orders the results as
-//! the model made the calls, whatever order they end in.
-//!
-//! A call that goes wrong is an error result the model reads, never a
-//! panic of the agent:
-//!
-//! | what happened | the model reads |
-//! | --- | --- |
-//! | a tool the set does not have | ``unknown tool `grep`; the tools are: read_file, search`` |
-//! | arguments that are not an object, miss a field, have a wrong type | ``invalid arguments for `read_file`: missing field `path` ``, ``invalid arguments for `search`: at `scope.globs`: invalid type: string "*.rs", expected a sequence`` |
-//! | the tool returned `Err(e)` | ``read_file` failed: {e}`` |
-//! | the tool panicked (caught with `catch_unwind`) | ``read_file` panicked: {message}`` |
-//! | the call outlived [`ToolSet::with_timeout`] (dropped) | ``read_file` timed out after 30s`` |
-//! | the executor timed out or cancelled the task | ``read_file` timed out``, ``read_file` was cancelled before it ended`` |
-//!
-//! # Schemas
-//! [`schema_for`] derives an object schema with `properties` and `required`
-//! (an `Option` field is not required), doc comments as descriptions, no
-//! `$schema` key, and nested types inlined rather than referenced through
-//! `$defs` (several OpenAI-compatible servers refuse `$ref`); only a
-//! recursive type keeps its `$defs`. The derive is schemars'
-//! (`#[derive(JsonSchema)]`, re-exported here as [`schemars`]), and its
-//! attributes (`#[schemars(description = ...)]`, serde's `rename`) apply.
-//!
-//! # Example
 //! ```
 //! use agent_fsm::llm::{Message, Request, ToolCall};
 //! use agent_fsm::tool::{Tool, ToolSet};
@@ -102,8 +61,48 @@
 //! # }
 //! ```
 //!
-//! In a machine, the effects start the calls as tasks and the table
-//! collects them:
+//! | item | feature | what it is |
+//! | --- | --- | --- |
+//! | [`Tool`], [`schema_for`] | `tool` | a tool as a type: name, description, typed arguments, their schema |
+//! | [`ToolSet`], [`RawTool`] | `tool` | the tools a model may call, by name; their calls as futures or keyed tasks |
+//! | [`ToolRound`] | `tool` | one reply's results, collected as tasks end, handed back in call order |
+//! | [`CallError`] | `tool` | why a call failed, written for the model |
+//! | [`McpServer`](mcp::McpServer) | `mcp` | the tools of a Model Context Protocol server, beside native ones |
+//! | [`workspace_tools`], [`ReadFile`], [`WriteFile`], [`EditFile`], [`ListFiles`], [`RunCommand`] | `tool` and `tools` | the confined workspace tools of [`crate::tools`] as typed tools |
+//!
+//! # A call's life
+//! The model sees each tool's [`ToolDefinition`](crate::llm::ToolDefinition)
+//! ([`ToolSet::definitions`] in the [`Request`](crate::llm::Request)),
+//! and answers with [`ToolCall`](crate::llm::ToolCall)s. Each call runs as
+//! its own future; a machine starts one keyed task per call with
+//! [`ToolSet::spawn_calls`] (the key is the call's id, so
+//! [`cancel_task`](crate::runtime::EffectContext::cancel_task) stops one)
+//! and keeps a [`ToolRound`] in its state, which orders the results as
+//! the model made the calls, whatever order they end in.
+//!
+//! A call that goes wrong is an error result the model reads, never a
+//! panic of the agent:
+//!
+//! | what happened | the model reads |
+//! | --- | --- |
+//! | a tool the set does not have | ``unknown tool `grep`; the tools are: read_file, search`` |
+//! | arguments that are not an object, miss a field, have a wrong type | ``invalid arguments for `read_file`: missing field `path` ``, ``invalid arguments for `search`: at `scope.globs`: invalid type: string "*.rs", expected a sequence`` |
+//! | the tool returned `Err(e)` | ``read_file` failed: {e}`` |
+//! | the tool panicked (caught with `catch_unwind`) | ``read_file` panicked: {message}`` |
+//! | the call outlived [`ToolSet::with_timeout`] (dropped) | ``read_file` timed out after 30s`` |
+//! | the executor timed out or cancelled the task | ``read_file` timed out``, ``read_file` was cancelled before it ended`` |
+//!
+//! # Schemas
+//! [`schema_for`] derives an object schema with `properties` and `required`
+//! (an `Option` field is not required), doc comments as descriptions, no
+//! `$schema` key, and nested types inlined rather than referenced through
+//! `$defs` (several OpenAI-compatible servers refuse `$ref`); only a
+//! recursive type keeps its `$defs`. The derive is schemars'
+//! (`#[derive(JsonSchema)]`, re-exported here as [`schemars`]), and its
+//! attributes (`#[schemars(description = ...)]`, serde's `rename`) apply.
+//!
+//! # In a machine
+//! The effects start the calls as tasks, and the table collects them:
 //!
 //! ```
 //! # use agent_fsm::llm::{ToolCall, ToolResult};
@@ -122,6 +121,7 @@
 
 mod error;
 #[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 mod round;
 mod set;
@@ -135,8 +135,10 @@ pub use schemars;
 pub use set::{RawTool, ToolSet};
 pub use typed::{Tool, parse_arguments, schema_for};
 #[cfg(feature = "tools")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
 pub use workspace::{
     EditFile, EditFileArgs, ListFiles, ListFilesArgs, ReadFile, ReadFileArgs, WriteFile, WriteFileArgs, workspace_tools,
 };
 #[cfg(all(feature = "tools", unix))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "tools", unix))))]
 pub use workspace::{RunCommand, RunCommandArgs, workspace_tools_with};

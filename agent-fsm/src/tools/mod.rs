@@ -1,6 +1,36 @@
 //! Workspace tools for an agent: file tools that cannot leave one
 //! directory, and a shell whose command is killed whole.
 //!
+//! ```
+//! use agent_fsm::tools::{ShellOptions, ToolError, Workspace};
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = std::env::temp_dir().join(format!("agent-fsm-tools-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let workspace = Workspace::open(&dir)?;
+//!
+//! workspace.write_file("src/greeting.txt", "Hello, wrold\n").await?;
+//! workspace.edit_file("src/greeting.txt", "wrold", "world").await?;
+//! assert_eq!(workspace.read_file("src/greeting.txt").await?, "Hello, world\n");
+//! assert_eq!(workspace.list_files("src").await?, ["greeting.txt"]);
+//!
+//! // Nothing outside the directory, whichever way the path is written.
+//! let escape = workspace.read_file("../../etc/passwd").await;
+//! assert!(matches!(escape, Err(ToolError::OutsideWorkspace { .. })));
+//!
+//! let options = ShellOptions::default().with_timeout(Duration::from_secs(5)).with_output_cap(1024);
+//! let run = workspace.run_command("cat src/greeting.txt; seq 1 100000", &options).await?;
+//! assert!(run.status.success() && !run.timed_out);
+//! assert!(run.output.starts_with("Hello, world\n1\n2\n"));
+//! assert!(run.output.ends_with("99999\n100000\n"));
+//! assert!(run.cut_bytes > 0 && run.output.contains("bytes cut"));
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! These are the tools a coding agent hands its model, written once so that
 //! every agent gets the confinement right:
 //!
@@ -48,38 +78,6 @@
 //! Confining a shell takes an OS sandbox (a container, a VM, Landlock,
 //! `bubblewrap`): run the whole agent inside one when the model must not
 //! reach the rest of the machine.
-//!
-//! # Example
-//!
-//! ```
-//! use agent_fsm::tools::{ShellOptions, ToolError, Workspace};
-//! use std::time::Duration;
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let dir = std::env::temp_dir().join(format!("agent-fsm-tools-doc-{}", std::process::id()));
-//! std::fs::create_dir_all(&dir)?;
-//! let workspace = Workspace::open(&dir)?;
-//!
-//! workspace.write_file("src/greeting.txt", "Hello, wrold\n").await?;
-//! workspace.edit_file("src/greeting.txt", "wrold", "world").await?;
-//! assert_eq!(workspace.read_file("src/greeting.txt").await?, "Hello, world\n");
-//! assert_eq!(workspace.list_files("src").await?, ["greeting.txt"]);
-//!
-//! // Nothing outside the directory, whichever way the path is written.
-//! let escape = workspace.read_file("../../etc/passwd").await;
-//! assert!(matches!(escape, Err(ToolError::OutsideWorkspace { .. })));
-//!
-//! let options = ShellOptions::default().with_timeout(Duration::from_secs(5)).with_output_cap(1024);
-//! let run = workspace.run_command("cat src/greeting.txt; seq 1 100000", &options).await?;
-//! assert!(run.status.success() && !run.timed_out);
-//! assert!(run.output.starts_with("Hello, world\n1\n2\n"));
-//! assert!(run.output.ends_with("99999\n100000\n"));
-//! assert!(run.cut_bytes > 0 && run.output.contains("bytes cut"));
-//! # std::fs::remove_dir_all(&dir)?;
-//! # Ok(())
-//! # }
-//! ```
 
 mod capture;
 mod error;

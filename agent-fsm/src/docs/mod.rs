@@ -1,0 +1,28 @@
+//! The guides, one page each, to read after the [crate root](crate):
+//!
+//! | page | read it for |
+//! | --- | --- |
+//! | [`dsl`] | the `#[state_machine]` DSL reference: the module, rows, arguments, what is generated, compile errors, variants, adding a state |
+//! | [`runtime_guide`] | how the tokio runtime delivers events and runs effect work: ordering, input during work, timers, interrupts, shutdown, failure |
+//! | [`guarantees`] | what agent-fsm promises, part by part, and what it does not |
+//! | [`performance`] | the benchmark figures against hand-written code and peer crates, and how they were measured |
+//!
+//! These modules hold no items, only documentation; every example in them
+//! runs as a doc test.
+
+// The DSL reference lives in the repository's docs/dsl.md, so that it
+// reads on its own too; included here so that its examples are tested and
+// its links resolve.
+#[doc = include_str!("../../../docs/dsl.md")]
+pub mod dsl {}
+
+#[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
+pub mod runtime_guide;
+
+pub mod guarantees;
+
+// The figures live in the repository's docs/performance.md, beside the
+// benchmarks that produce them.
+#[doc = include_str!("../../../docs/performance.md")]
+pub mod performance {}
