@@ -20,6 +20,7 @@
 //!   text and errors become [`Output`]s for subscribers.
 
 pub mod demo;
+pub mod durable;
 pub mod model;
 
 use crate::loom::{

@@ -58,7 +58,7 @@ pub use agent_fsm::llm::{AssistantMessage, Message, ProviderError, StreamEvent, 
 /// Messages are shared behind an `Arc`: an [`LlmRequest`] holds the same
 /// list, and appending copies it only if a request is still alive at that
 /// moment (copy on write), never per event.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ConversationContext {
     messages: Arc<Vec<Message>>,
 }
@@ -101,14 +101,14 @@ impl ConversationContext {
 }
 
 /// A tool's failure.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ToolError {
     /// What went wrong.
     pub message: String,
 }
 
 /// How one tool call ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ToolExecutionOutcome {
     /// The tool returned a value.
     Success {
@@ -147,7 +147,7 @@ impl ToolExecutionOutcome {
 }
 
 /// Progress a running tool reports.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolProgress {
     /// Share done, 0.0 to 1.0, if the tool knows it.
     pub fraction: Option<f32>,
@@ -156,7 +156,7 @@ pub struct ToolProgress {
 }
 
 /// A progress report for one call.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolProgressEvent {
     /// The call it is about.
     pub call_id: String,
@@ -165,7 +165,7 @@ pub struct ToolProgressEvent {
 }
 
 /// Where one tool call is: `Pending` -> `Running` -> `Completed`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ToolExecutionStatus {
     /// Asked for, not started.
     Pending {
@@ -201,7 +201,7 @@ impl ToolExecutionStatus {
 }
 
 /// The tool calls of one round, in call order.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Executions {
     statuses: Vec<ToolExecutionStatus>,
 }
@@ -278,7 +278,7 @@ impl Executions {
 }
 
 /// What the post-tool hook learns about each completed call.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CompletedToolInfo {
     /// The tool's name.
     pub tool_name: String,
@@ -291,7 +291,7 @@ pub struct CompletedToolInfo {
 /// The machine's own, not [`agent_fsm::llm::Request`]: the model's name and
 /// the tool definitions are the effects' configuration, while the attempt
 /// number is the machine's; [`LlmRequest::to_request`] joins the two.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LlmRequest {
     /// The messages to send.
     pub messages: Arc<Vec<Message>>,
@@ -313,14 +313,14 @@ impl LlmRequest {
 }
 
 /// Why the machine is in `Error`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum AgentError {
     /// The model call failed.
     Llm(ProviderError),
 }
 
 /// What failed, which decides how the machine recovers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ErrorOrigin {
     /// A model call: retried after a backoff.
     Llm,
@@ -331,7 +331,7 @@ pub enum ErrorOrigin {
 }
 
 /// Configuration the rows read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AgentConfig {
     /// Attempts per LLM request, the first included (see the module docs).
     pub max_retries: u32,
@@ -381,7 +381,7 @@ pub fn repeated_id(calls: &[ToolCall]) -> Option<&str> {
 }
 
 /// The machine: types above, table below.
-#[agent_fsm::state_machine(fallback = WaitForInput, name = Loom, export = loom_machine)]
+#[agent_fsm::state_machine(fallback = WaitForInput, name = Loom, export = loom_machine, serde)]
 pub mod machine {
     use super::*;
 

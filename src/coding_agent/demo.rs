@@ -13,8 +13,10 @@ use crate::loom::Loom;
 use crate::loom::machine::ActionKind;
 use tokio::time::Instant;
 
+use super::durable::{SessionEnd, run_durable_session};
 use super::model::{ModelArgs, choose};
 use super::{GREETING_WITH_TYPO, LoomEffects, Output, ScriptedLlm, Summary, Workspace, prepare_workspace, run_session};
+use agent_fsm::store::Start;
 
 /// The task both the scripted and a real model are given.
 pub const TASK: &str = "Please fix the typo in greeting.sh and check that it works.";
@@ -82,6 +84,9 @@ pub struct DemoReport {
     pub greeting: String,
     /// Whether the file was fixed.
     pub fixed: bool,
+    /// Whether a durable session was stopped before its end (`--store`):
+    /// running the same command again continues it.
+    pub paused: bool,
 }
 
 /// Runs the demo with `args` (flags, program name taken off) and the
@@ -97,12 +102,24 @@ pub async fn run_demo<W: Write + Send + 'static>(
 ) -> Result<DemoReport, Box<dyn std::error::Error + Send + Sync>> {
     let args: ModelArgs = super::model::parse_args(args)?;
     let choice = choose(&args, env)?;
-    let dir = tempfile::tempdir()?;
-    prepare_workspace(dir.path())?;
+    // A durable session keeps its workspace beside its store; any other
+    // gets a fresh one, gone at the end.
+    let temp = match &args.store {
+        Some(_) => None,
+        None => Some(tempfile::tempdir()?),
+    };
+    let root = match (&args.store, &temp) {
+        (Some(store), _) => super::durable::ensure_workspace(store)?,
+        (None, Some(dir)) => {
+            prepare_workspace(dir.path())?;
+            dir.path().to_path_buf()
+        }
+        (None, None) => return Err("no workspace".into()),
+    };
     let printer = Arc::new(Mutex::new(Printer { out, start: Instant::now(), deltas: 0 }));
     let effects = match &choice {
-        Some(choice) => LoomEffects::new(Arc::clone(&choice.llm), choice.model.clone(), Workspace::new(dir.path()))?,
-        None => LoomEffects::new(Arc::new(ScriptedLlm::default()), "scripted", Workspace::new(dir.path()))?,
+        Some(choice) => LoomEffects::new(Arc::clone(&choice.llm), choice.model.clone(), Workspace::new(&root))?,
+        None => LoomEffects::new(Arc::new(ScriptedLlm::default()), "scripted", Workspace::new(&root))?,
     };
     if let Ok(mut p) = printer.lock() {
         let model = match &choice {
@@ -110,18 +127,22 @@ pub async fn run_demo<W: Write + Send + 'static>(
             None => "scripted (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --provider, for a real one)".to_owned(),
         };
         let _ = writeln!(p.out, "model: {model}");
-        let _ = writeln!(p.out, "workspace: {}", dir.path().display());
-        let _ = writeln!(p.out, "greeting.sh before: {GREETING_WITH_TYPO:?}\n");
+        let _ = writeln!(p.out, "workspace: {}", root.display());
+        let before = std::fs::read_to_string(root.join("greeting.sh"))?;
+        let _ = writeln!(p.out, "greeting.sh before: {before:?}\n");
         p.start = Instant::now();
     }
     let sink = Arc::clone(&printer);
+    if let Some(store) = &args.store {
+        return run_durable(store, &root, effects, printer, sink).await;
+    }
     let summary = run_session(effects, &[TASK], move |n| {
         if let Ok(mut p) = sink.lock() {
             p.show(n);
         }
     })
     .await?;
-    let greeting = std::fs::read_to_string(dir.path().join("greeting.sh"))?;
+    let greeting = std::fs::read_to_string(root.join("greeting.sh"))?;
     let fixed = greeting == GREETING_WITH_TYPO.replace("wrold", "world");
     if let Ok(mut p) = printer.lock() {
         p.end_text();
@@ -137,5 +158,69 @@ pub async fn run_demo<W: Write + Send + 'static>(
         }
         let _ = p.out.flush();
     }
-    Ok(DemoReport { summary, greeting, fixed })
+    Ok(DemoReport { summary, greeting, fixed, paused: false })
+}
+
+/// The demo as a durable session kept in `store` (see [`super::durable`]):
+/// Ctrl-C pauses it, and the same command continues it.
+async fn run_durable<W: Write + Send + 'static>(
+    store: &std::path::Path,
+    root: &std::path::Path,
+    effects: LoomEffects,
+    printer: Arc<Mutex<Printer<W>>>,
+    sink: Arc<Mutex<Printer<W>>>,
+) -> Result<DemoReport, Box<dyn std::error::Error + Send + Sync>> {
+    let stop = async {
+        // Without a signal handler (no terminal) the session runs to its end.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let end = run_durable_session(
+        store,
+        effects,
+        TASK,
+        move |n| {
+            if let Ok(mut p) = sink.lock() {
+                p.show(n);
+            }
+        },
+        stop,
+    )
+    .await?;
+    let greeting = std::fs::read_to_string(root.join("greeting.sh"))?;
+    let fixed = greeting == GREETING_WITH_TYPO.replace("wrold", "world");
+    if let Ok(mut p) = printer.lock() {
+        p.end_text();
+        let started = |start: &Start| match start {
+            Start::New => "a new session".to_owned(),
+            Start::Resumed { last } => format!("a session continued after its step {last}"),
+            _ => "a session".to_owned(),
+        };
+        match &end {
+            SessionEnd::Complete { start, conversation } => {
+                let _ = writeln!(p.out, "\n{}: complete, {} messages", started(start), conversation.len());
+            }
+            SessionEnd::Paused { start } => {
+                let _ = writeln!(
+                    p.out,
+                    "\n{}: paused; run the same command again to continue (store: {})",
+                    started(start),
+                    store.display()
+                );
+            }
+        }
+        let _ = writeln!(p.out, "greeting.sh now: {greeting:?}");
+        let _ = p.out.flush();
+    }
+    let summary = Summary {
+        turns: 1,
+        transitions: 0,
+        states: Vec::new(),
+        tool_calls: 0,
+        time_in_state: Vec::new(),
+        final_state: if matches!(end, SessionEnd::Complete { .. }) { "WaitingForUserInput" } else { "paused" },
+    };
+    let paused = matches!(end, SessionEnd::Paused { .. });
+    Ok(DemoReport { summary, greeting, fixed, paused })
 }

@@ -63,12 +63,15 @@ pub const USAGE: &str = "\
 The coding agent: asks a model to fix a typo in greeting.sh, in a fresh
 temporary workspace, and prints every transition and the model's text.
 
-Usage: coding_agent [--provider openai|anthropic] [--base-url URL] [--model M]
+Usage: coding_agent [--provider openai|anthropic] [--base-url URL] [--model M] [--store PATH]
 
 With no flag and no key set, the model is scripted (offline).
   --provider P     openai (Chat Completions, also most other servers) or anthropic
   --base-url URL   a server other than the provider's own (e.g. http://localhost:11434/v1)
   --model M        the model's name (needed with --base-url)
+  --store PATH     a durable session: every step is written to the SQLite file
+                   PATH (its workspace beside it, in PATH.workspace); stop it
+                   with Ctrl-C and run the same command again to continue
   -h, --help       print this and exit
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY,
@@ -89,6 +92,8 @@ pub struct ModelArgs {
     pub base_url: Option<String>,
     /// `--model M`.
     pub model: Option<String>,
+    /// `--store PATH`: a durable session kept in this SQLite file.
+    pub store: Option<std::path::PathBuf>,
 }
 
 /// Why no model could be set up.
@@ -160,6 +165,7 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<ModelArgs, M
             "--provider" => "--provider",
             "--base-url" => "--base-url",
             "--model" => "--model",
+            "--store" => "--store",
             _ => return Err(ModelError::UnknownFlag(arg)),
         };
         let value = inline.or_else(|| args.next()).filter(|v| !v.is_empty()).ok_or(ModelError::MissingValue(name))?;
@@ -172,6 +178,7 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<ModelArgs, M
                 });
             }
             "--base-url" => parsed.base_url = Some(value),
+            "--store" => parsed.store = Some(value.into()),
             _ => parsed.model = Some(value),
         }
     }
