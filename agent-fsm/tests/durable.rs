@@ -505,3 +505,86 @@ async fn a_store_that_fills_stops_the_agent_with_a_typed_error_and_keeps_the_las
     let restored = restore::<Desk, _>(&*store, "desk").expect("the last good step restores");
     assert!(restored.next_seq > 1);
 }
+
+/// Another machine, to resume a store it did not write.
+#[allow(unreachable_pub)]
+#[agent_fsm::state_machine(fallback = Nothing, serde, name = Other)]
+mod other {
+    #[states]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum State {
+        #[initial]
+        Only,
+    }
+    #[events]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Event {
+        Poke,
+    }
+    #[actions]
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub enum Action {
+        #[default]
+        Nothing,
+    }
+    transitions! {
+        Only + Poke => Only / Nothing,
+    }
+}
+
+#[tokio::test]
+async fn spawning_from_a_store_another_machine_wrote_is_a_typed_error_and_leaves_the_agent_readable() {
+    for (store, _dir) in stores() {
+        let durable = Durable::new(Arc::clone(&store), "desk");
+        let agent = Running::spawn(&durable, Gated::new());
+        agent.handle.send(Event::Ask).await.expect("sent");
+        agent.idle().await;
+        agent.handle.shutdown().await.expect("stops");
+
+        let wrong = durable.spawn(|| other::Other::new(), (), ExecutorConfig::new());
+        assert!(matches!(wrong, Err(StoreError::WrongMachine { .. })), "{:?}", wrong.map(|(_, start)| start));
+
+        // A log another machine wrote, forked under a new id: still refused.
+        let (handle, start) = Durable::new(Arc::clone(&store), "other")
+            .spawn(|| other::Other::new(), (), ExecutorConfig::new())
+            .expect("a new agent");
+        assert_eq!(start, Start::New);
+        handle.send(other::Event::Poke).await.expect("sent");
+        handle.wait_idle().await.expect("idle");
+        handle.shutdown().await.expect("stops");
+        store.fork("other", 1, "copy").expect("forks");
+        let unreadable = Durable::new(Arc::clone(&store), "copy").spawn(
+            || Desk::new(Taken::default()),
+            Gated::new(),
+            ExecutorConfig::new(),
+        );
+        assert!(matches!(unreadable, Err(StoreError::WrongMachine { .. })), "{:?}", unreadable.map(|(_, s)| s));
+        // The agent's own checkpoint is untouched by the refusals.
+        let restored = restore::<Desk, _>(&*store, "desk").expect("restores");
+        assert_eq!(restored.machine.state(), &State::Asking { request: 0 });
+    }
+}
+
+#[tokio::test]
+async fn a_corrupt_row_or_a_newer_format_is_a_typed_error_at_spawn() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = dir.path().join("agents.db");
+    let store: Arc<dyn CheckpointStore> = Arc::new(SqliteStore::open(&path).expect("opens"));
+    let durable = Durable::new(Arc::clone(&store), "desk");
+    let agent = Running::spawn(&durable, Gated::new());
+    agent.handle.send(Event::Ask).await.expect("sent");
+    agent.idle().await;
+    agent.handle.shutdown().await.expect("stops");
+    let raw = rusqlite::Connection::open(&path).expect("raw");
+    raw.execute("UPDATE effects SET event = 'garbage' WHERE agent = 'desk'", []).expect("damage");
+    let spawned = durable.spawn(|| Desk::new(Taken::default()), Gated::new(), ExecutorConfig::new());
+    assert!(matches!(spawned, Err(StoreError::Corrupt { what: "effect", .. })), "{:?}", spawned.map(|(_, s)| s));
+    raw.execute("UPDATE events SET event = 'garbage' WHERE agent = 'desk' AND seq = 1", []).expect("damage");
+    let spawned = durable.spawn(|| Desk::new(Taken::default()), Gated::new(), ExecutorConfig::new());
+    assert!(matches!(spawned, Err(StoreError::Corrupt { what: "event", seq: 1, .. })), "{:?}", spawned.map(|(_, s)| s));
+    raw.execute("UPDATE agents SET format = 9 WHERE agent = 'desk'", []).expect("newer");
+    let spawned = durable.spawn(|| Desk::new(Taken::default()), Gated::new(), ExecutorConfig::new());
+    assert!(matches!(spawned, Err(StoreError::UnknownFormat { found: 9, .. })), "{:?}", spawned.map(|(_, s)| s));
+    // Nothing was written by the refused spawns: checkpoint 0 still reads.
+    assert_eq!(store.agent("desk").expect("reads").expect("there").next_seq, 2);
+}

@@ -136,6 +136,11 @@
 //!   writer gets a conflict, a corrupt row or a newer format is a typed
 //!   error, and the last good checkpoint stays readable
 //!   ([`store`](crate::store)).
+//! - **A durable agent takes each logged event once**: spawned again from
+//!   its store, it replays its log without performing the actions again,
+//!   and continues with its work in flight, its timers (for the time they
+//!   had left) and its pending sends
+//!   ([`store::Durable`](crate::store::Durable)).
 //!
 //! # Models and tools
 //!
@@ -159,9 +164,11 @@
 //! - **A snapshot holds no work in flight**: take one when the agent is
 //!   idle; a machine resumed from one taken mid-work waits for events
 //!   nothing will produce.
-//! - **The executor does not write to a store yet**: a journal is driven
-//!   beside the machine by your code, so effects are not yet recorded or
-//!   replayed across a crash by the runtime itself.
+//! - **Work performed again is performed at least once**: a durable agent
+//!   ([`store::Durable`](crate::store::Durable)) performs again, after a
+//!   crash, the tasks and streams whose end it had not written, under the
+//!   same key; a tool that must not act twice deduplicates by it. Events
+//!   still in the inbox when an agent stops are not written.
 //! - **Cancellation waits for an `.await`**: a cancelled task stops at its
 //!   next `.await`; blocking work in between runs to its end.
 //! - **Task results come in completion order**: a machine that needs call

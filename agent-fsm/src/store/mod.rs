@@ -92,38 +92,36 @@
 //! `match` on the version where rows are decoded) and refuses newer ones
 //! with [`StoreError::UnknownFormat`] rather than misreading them.
 //!
-//! # Wiring into the executor
+//! # Durable agents
 //!
-//! The runtime does not use a store yet. This is the interface it is
-//! designed for, and what the executor is to call when:
+//! [`Durable`] runs a machine on the runtime with its steps written here
+//! (its docs give the contract). How the worker uses the interface:
 //!
-//! 1. **Spawn a new agent**: [`Journal::create`] with the initial machine
-//!    (writes checkpoint 0).
-//! 2. **Spawn from a store by agent id**: [`restore`]. The executor starts
-//!    every [`InFlight`] task and stream again under its key (work whose
-//!    result was not recorded is performed again, at least once, with the
-//!    same key, so a tool can deduplicate), and arms every timer for its
-//!    remaining time (at once if its deadline has passed).
-//! 3. **Each event**, in the worker: [`Journal::begin`] before
-//!    `handle_event` consumes the event; then `handle_event`; if the event
-//!    is the result of keyed work, [`PendingStep::finish`] with its key;
-//!    while performing the action, [`PendingStep::start`] for each task,
-//!    stream or timer it starts; then [`Journal::commit`]. To persist
-//!    *before* the action is performed (nothing lost), the effect context
-//!    buffers the work it starts and launches it after the commit returns;
-//!    to persist *while* it is performed, the commit runs beside the work
-//!    and is awaited before the next event's commit; to persist only *on
-//!    stop*, the pending steps are kept in order and committed at stop.
-//! 4. **A failed commit** ([`StoreError::Full`], [`StoreError::Write`]): the
-//!    live machine has moved past the store, so the executor stops the
-//!    agent with the error; the store still holds the last good
-//!    checkpoint to restore from. [`StoreError::Conflict`] means a second
-//!    writer for the same agent id.
-//!
-//! Store calls are synchronous and may block (SQLite with
-//! `synchronous=FULL` syncs the disk on every commit): the executor is to
-//! call them on a blocking thread (`tokio::task::spawn_blocking` or one
-//! writer thread per store), not on the worker's task.
+//! 1. **A new agent**: [`Journal::create`] with the initial machine
+//!    (checkpoint 0).
+//! 2. **An agent the store holds**: [`restore`] checks the whole log
+//!    replays to the states it recorded; the worker then starts from the
+//!    snapshot before the oldest step whose task or stream is still in
+//!    flight and replays the events after it, performing again the actions
+//!    of those steps with only their work in flight starting (a stream
+//!    skipping the items its [`StepRecord::origin`] says the machine took).
+//!    Timers are armed for the time left to their deadline, and sends
+//!    queued, from their rows.
+//! 3. **Each event**: [`Journal::begin`] before `handle_event` consumes it;
+//!    after the action is performed, one row per piece of work it started
+//!    (key `"{step}.{rank}"`: the step, and the work's rank among what the
+//!    action started, so that performing the action again names the same
+//!    work) and a finish for each piece that ended since the last step;
+//!    then the commit. [`Durability::BeforeAction`] commits on the worker's
+//!    thread before the step's tasks start (SQLite with `synchronous=FULL`
+//!    syncs the disk there: a durable agent holds a runtime thread for a
+//!    disk sync per step); [`Durability::WhileAction`] hands the record to
+//!    a writer thread; [`Durability::OnStop`] keeps it until the stop.
+//! 4. **A failed commit** ([`StoreError::Full`], [`StoreError::Write`]):
+//!    the live machine has moved past the store, so the worker stops with
+//!    [`WorkerError::Store`](crate::runtime::WorkerError::Store); the store
+//!    holds the last good checkpoint to spawn again from.
+//!    [`StoreError::Conflict`] means a second writer for the same agent id.
 //!
 //! # Stores
 //!
