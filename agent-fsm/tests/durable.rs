@@ -541,12 +541,12 @@ async fn spawning_from_a_store_another_machine_wrote_is_a_typed_error_and_leaves
         agent.idle().await;
         agent.handle.shutdown().await.expect("stops");
 
-        let wrong = durable.spawn(|| other::Other::new(), (), ExecutorConfig::new());
+        let wrong = durable.spawn(other::Other::new, (), ExecutorConfig::new());
         assert!(matches!(wrong, Err(StoreError::WrongMachine { .. })), "{:?}", wrong.map(|(_, start)| start));
 
         // A log another machine wrote, forked under a new id: still refused.
         let (handle, start) = Durable::new(Arc::clone(&store), "other")
-            .spawn(|| other::Other::new(), (), ExecutorConfig::new())
+            .spawn(other::Other::new, (), ExecutorConfig::new())
             .expect("a new agent");
         assert_eq!(start, Start::New);
         handle.send(other::Event::Poke).await.expect("sent");
