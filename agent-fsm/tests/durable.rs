@@ -78,6 +78,9 @@ mod desk {
         Fail,
         Retry,
         Stop,
+        /// Ends the agent while its tools run.
+        #[during_work]
+        Abort,
     }
 
     #[actions]
@@ -104,6 +107,7 @@ mod desk {
         Idle + Fail => Backoff / Wait,
         Backoff + Retry => { ctx.retries += 1; } Idle / Nothing,
         Idle + Stop => Done / Nothing,
+        Tools + Abort => Done / Nothing,
     }
 }
 
@@ -119,11 +123,13 @@ const BACKOFF: Duration = Duration::from_secs(5);
 struct Gated {
     permits: Arc<Semaphore>,
     started: Arc<Mutex<HashMap<String, u32>>>,
+    /// How many times `SpawnTools` was performed.
+    spawns: Arc<Mutex<u32>>,
 }
 
 impl Gated {
     fn new() -> Self {
-        Self { permits: Arc::new(Semaphore::new(0)), started: Arc::default() }
+        Self { permits: Arc::new(Semaphore::new(0)), started: Arc::default(), spawns: Arc::default() }
     }
 
     fn started(&self) -> HashMap<String, u32> {
@@ -137,6 +143,9 @@ impl Effects<Desk> for Gated {
     fn perform(&mut self, action: desk::Action, cx: &mut EffectContext<'_, Desk, ()>) {
         match action {
             desk::Action::SpawnTools(n) => {
+                if let Ok(mut spawns) = self.spawns.lock() {
+                    *spawns += 1;
+                }
                 for i in 0..n {
                     let key = format!("tool-{i}");
                     let permits = Arc::clone(&self.permits);
@@ -587,4 +596,23 @@ async fn a_corrupt_row_or_a_newer_format_is_a_typed_error_at_spawn() {
     assert!(matches!(spawned, Err(StoreError::UnknownFormat { found: 9, .. })), "{:?}", spawned.map(|(_, s)| s));
     // Nothing was written by the refused spawns: checkpoint 0 still reads.
     assert_eq!(store.agent("desk").expect("reads").expect("there").next_seq, 2);
+}
+
+#[tokio::test]
+async fn an_agent_that_ended_is_not_given_its_work_again() {
+    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
+    let durable = Durable::new(Arc::clone(&store), "desk");
+    let effects = Gated::new();
+    let agent = Running::spawn(&durable, effects.clone());
+    agent.handle.send(Event::Run(2)).await.expect("sent");
+    until(&agent, |_| effects.started().len() == 2).await;
+    agent.handle.send(Event::Abort).await.expect("sent");
+    within(agent.handle.wait_finished()).await.expect("ended");
+
+    let effects = Gated::new();
+    let (handle, start) =
+        durable.spawn(|| Desk::new(Taken::default()), effects.clone(), ExecutorConfig::new()).expect("reads");
+    assert!(matches!(start, Start::Resumed { .. }));
+    within(handle.wait_finished()).await.expect("ends at once");
+    assert_eq!(*effects.spawns.lock().expect("a count"), 0, "the tools' action was performed again");
 }

@@ -231,8 +231,14 @@ impl Durable {
             Some(_) => {
                 let restored = super::restore::<M, _>(&*self.store, &self.agent)?;
                 let last = restored.next_seq - 1;
-                let (machine, replay) = resume_plan::<M>(&*self.store, &self.agent, last, &*self.clock)?;
-                (machine, restored.journal, Some(replay), Start::Resumed { last })
+                if restored.machine.is_terminal() {
+                    // An agent that ended is not given its work again: the
+                    // work its stop cancelled is still in flight in the store.
+                    (restored.machine, restored.journal, None, Start::Resumed { last })
+                } else {
+                    let (machine, replay) = resume_plan::<M>(&*self.store, &self.agent, last, &*self.clock)?;
+                    (machine, restored.journal, Some(replay), Start::Resumed { last })
+                }
             }
         };
         let writer = Writer {
