@@ -80,7 +80,8 @@ pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 /// - a stop (shutdown, every handle dropped) is a pause: the work it
 ///   cancels, and the shutdown event, are not written, so the next spawn
 ///   continues that work. Events still in the inbox when the agent stops
-///   are not written.
+///   are not written. An agent that reached a terminal state is spawned
+///   again as it ended, its cancelled work not performed again.
 ///
 /// ```
 /// # use std::sync::Arc;
