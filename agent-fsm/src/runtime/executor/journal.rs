@@ -4,7 +4,7 @@
 //! and stopping the journal when the agent stops.
 
 use super::{Effects, Mode, StateMachine, Work, Worker, WorkerError};
-use crate::runtime::durable::{JournalError, Replay, Tracking, step_work};
+use crate::runtime::durable::{JournalError, Replay, Started, StepWork, Tracking, WorkId, WorkKind};
 use crate::runtime::error::StoreFailure;
 
 impl<M, E> Worker<M, E>
@@ -144,4 +144,37 @@ where
             self.fail(WorkerError::Store(StoreFailure(error)));
         }
     }
+}
+
+/// Takes the work the current step started and the work that ended since
+/// the last step from `work`'s bookkeeping. Work started and ended within
+/// the step (a timer too far off to ever fire, a task cancelled by the
+/// action that spawned it) is left out of both.
+fn step_work<E>(work: &mut Work<E>) -> StepWork<'_, E> {
+    let Some(track) = work.track.as_deref_mut() else {
+        return StepWork { started: Vec::new(), ended: Vec::new() };
+    };
+    let mut started = std::mem::take(&mut track.started);
+    let mut ended = std::mem::take(&mut track.ended);
+    if !started.is_empty() && !ended.is_empty() {
+        let both: Vec<WorkId> = started.iter().filter(|s| ended.contains(s)).map(|(_, id)| *id).collect();
+        started.retain(|(_, id)| !both.contains(id));
+        ended.retain(|(_, id)| !both.contains(id));
+    }
+    let now = tokio::time::Instant::now();
+    let work = &*work;
+    let started = started
+        .into_iter()
+        .filter_map(|(kind, id)| match kind {
+            WorkKind::Task => Some(Started::Task(id)),
+            WorkKind::Stream => Some(Started::Stream(id)),
+            WorkKind::Deadline | WorkKind::Pause => work.timers.iter().find(|t| t.id == Some(id)).map(|t| {
+                Started::Timer { id, holds: t.holds, left: t.deadline.saturating_duration_since(now), event: &t.event }
+            }),
+            WorkKind::Send => {
+                work.ready.iter().find(|r| r.id == Some(id)).map(|r| Started::Send { id, event: &r.event })
+            }
+        })
+        .collect();
+    StepWork { started, ended }
 }
