@@ -17,7 +17,8 @@
 //! | `config.rs` | [`ExecutorConfig`] |
 //! | `history.rs` | [`History`], [`replay`] |
 //! | `retry.rs` | [`RetryPolicy`] |
-//! | `error.rs` | [`SendError`], [`RequestError`], [`WorkerError`], [`ConfigError`], [`ReplayError`], [`TryRecvError`] |
+//! | `error.rs` | [`SendError`], [`RequestError`], [`WorkerError`], [`Performing`], [`ConfigError`], [`ReplayError`], [`TryRecvError`] |
+//! | `error_traits.rs` | their `Debug`, `Clone` and `PartialEq`, written out (internal) |
 //!
 //! # Ordering
 //! There is one path into `handle_event`, so events never race:
@@ -271,6 +272,7 @@
 mod config;
 mod effects;
 mod error;
+mod error_traits;
 mod executor;
 mod feed;
 mod handle;
@@ -283,7 +285,7 @@ mod work;
 
 pub use config::ExecutorConfig;
 pub use effects::{EffectContext, Effects, FnEffects, from_fn};
-pub use error::{ConfigError, ReplayError, RequestError, SendError, TryRecvError, WorkerError};
+pub use error::{ConfigError, Performing, ReplayError, RequestError, SendError, TryRecvError, WorkerError};
 pub use executor::{pair, spawn};
 pub use feed::{Subscription, Topics};
 pub use handle::MachineHandle;
