@@ -151,10 +151,14 @@ pub(crate) struct Shared<M: StateMachine, O> {
     /// Set once when the worker stops: how it ended (with the final machine
     /// for queries), or the failure. Nothing when its future was dropped
     /// mid-run.
-    pub(crate) outcome: OnceLock<Result<Arc<Final<M>>, Arc<WorkerError<M>>>>,
+    pub(crate) outcome: OnceLock<Ending<M>>,
     /// The configuration, shared by every agent spawned from it.
     pub(crate) settings: Arc<Settings<M>>,
 }
+
+/// How a worker ended: normally, with the final machine for queries, or
+/// with the failure every later call reports.
+pub(crate) type Ending<M> = Result<Arc<Final<M>>, Arc<WorkerError<M>>>;
 
 /// The control queue's length for `Shared::pending` (only its being 0
 /// matters; saturated).
