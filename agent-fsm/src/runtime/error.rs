@@ -474,36 +474,90 @@ mod tests {
         assert!(format!("{diverged:?}").contains("expected_action: Honk"));
     }
 
-    /// Written-out `PartialEq`, `Clone` and `Debug` compare and show the
-    /// kinds, not only the variant.
+    /// The written-out `Debug` shows the kinds by name, as a derive would.
     #[test]
-    fn errors_compare_by_kind() {
+    fn errors_debug_like_a_derive() {
         let go = WorkerError::<Machine>::MachinePoisoned { event: EventKind::Go };
-        assert_eq!(go.clone(), go);
-        assert_ne!(go, WorkerError::MachinePoisoned { event: EventKind::Stop });
-        assert_ne!(go, WorkerError::SpawnedPoisoned);
         assert_eq!(format!("{go:?}"), "MachinePoisoned { event: Go }");
-        let honk = WorkerError::<Machine>::EffectsPanicked {
-            performing: Performing::Action(ActionKind::Honk),
-            key: None,
-            message: String::new(),
-        };
-        assert_eq!(honk.clone(), honk);
-        assert_ne!(
-            honk,
-            WorkerError::EffectsPanicked { performing: Performing::OnFailure, key: None, message: String::new() }
-        );
-        let config = ConfigError::<Machine>::InterruptEventUnhandled { event: EventKind::Stop, states: vec![] };
-        assert_ne!(config, ConfigError::InterruptEventUnhandled { event: EventKind::Go, states: vec![] });
-        assert_ne!(
-            config,
-            ConfigError::InterruptEventUnhandled { event: EventKind::Stop, states: vec![StateKind::Green] }
-        );
-        let failed = RequestError::<Machine>::Failed(Arc::new(go.clone()));
-        assert_eq!(failed.clone(), failed);
-        assert_ne!(failed, RequestError::Failed(Arc::new(WorkerError::NoTimers)));
-        assert_ne!(RequestError::<Machine>::Closed, RequestError::Poisoned);
+        let failed = RequestError::<Machine>::Failed(Arc::new(go));
+        assert_eq!(format!("{failed:?}"), "Failed(MachinePoisoned { event: Go })");
         assert_eq!(format!("{:?}", SendError::<Machine>::Closed(Event::Go)), "Closed(Go)");
+    }
+
+    /// Each error equals its clone and differs from the same error with
+    /// any one field changed, or another variant.
+    #[test]
+    fn errors_differ_in_every_field() {
+        fn each_differs<T: Clone + PartialEq + std::fmt::Debug>(all: &[T]) {
+            for (i, a) in all.iter().enumerate() {
+                for (j, b) in all.iter().enumerate() {
+                    assert_eq!(i == j, a == b, "{a:?} against {b:?}");
+                }
+                assert_eq!(&a.clone(), a);
+            }
+        }
+        let text = |s: &str| s.to_owned();
+        let (go, stop) = (EventKind::Go, EventKind::Stop);
+        let honk = Performing::Action(ActionKind::Honk);
+        let unhandled = |event, states| ConfigError::<Machine>::InterruptEventUnhandled { event, states };
+        let mismatch = |configured, built| ConfigError::<Machine>::InterruptEventMismatch { configured, built };
+        each_differs(&[
+            unhandled(go, vec![StateKind::Red]),
+            unhandled(stop, vec![StateKind::Red]),
+            unhandled(go, vec![StateKind::Amber]),
+            mismatch(go, stop),
+            mismatch(stop, stop),
+            mismatch(go, go),
+        ]);
+        let effects = |performing, key: Option<&str>, message: &str| WorkerError::<Machine>::EffectsPanicked {
+            performing,
+            key: key.map(str::to_owned),
+            message: text(message),
+        };
+        each_differs(&[
+            WorkerError::<Machine>::MachinePanicked { event: go, message: text("a") },
+            WorkerError::MachinePanicked { event: stop, message: text("a") },
+            WorkerError::MachinePanicked { event: go, message: text("b") },
+            WorkerError::EventClonePanicked { event: go, message: text("a") },
+            WorkerError::EventClonePanicked { event: stop, message: text("a") },
+            WorkerError::EventClonePanicked { event: go, message: text("b") },
+            WorkerError::MachinePoisoned { event: go },
+            WorkerError::MachinePoisoned { event: stop },
+            effects(honk, None, "a"),
+            effects(Performing::OnFailure, None, "a"),
+            effects(honk, Some("k"), "a"),
+            effects(honk, None, "b"),
+            WorkerError::ConfigPanicked { callback: "observer", message: text("a") },
+            WorkerError::ConfigPanicked { callback: "shutdown_event", message: text("a") },
+            WorkerError::ConfigPanicked { callback: "observer", message: text("b") },
+            WorkerError::Config(mismatch(go, stop)),
+            WorkerError::Config(mismatch(stop, go)),
+            WorkerError::SpawnedPoisoned,
+            WorkerError::NoRuntime,
+            WorkerError::NoTimers,
+        ]);
+        each_differs(&[
+            RequestError::<Machine>::Closed,
+            RequestError::Failed(Arc::new(WorkerError::NoRuntime)),
+            RequestError::Failed(Arc::new(WorkerError::NoTimers)),
+            RequestError::Poisoned,
+            RequestError::InspectPanicked(text("a")),
+            RequestError::InspectPanicked(text("b")),
+            RequestError::NoInterruptEvent,
+            RequestError::Full,
+        ]);
+        let diverged = |index, expected_action, actual_action, expected_state, actual_state| {
+            ReplayError::<Machine>::Diverged { index, expected_action, actual_action, expected_state, actual_state }
+        };
+        let (red, poisoned, nothing) = (Status::In(StateKind::Red), Status::Poisoned, ActionKind::Nothing);
+        each_differs(&[
+            diverged(0, ActionKind::Honk, nothing, red, red),
+            diverged(1, ActionKind::Honk, nothing, red, red),
+            diverged(0, nothing, nothing, red, red),
+            diverged(0, ActionKind::Honk, ActionKind::Honk, red, red),
+            diverged(0, ActionKind::Honk, nothing, poisoned, red),
+            diverged(0, ActionKind::Honk, nothing, red, poisoned),
+        ]);
     }
 
     #[test]
