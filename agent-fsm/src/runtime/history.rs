@@ -411,12 +411,14 @@ mod tests {
             B,
         }
         #[events]
+        #[derive(Clone)]
         pub enum Event {
             E,
         }
         #[actions]
         pub enum Action {
             Go,
+            Stay,
         }
         transitions! {
             A + E => B / Go,
@@ -448,5 +450,39 @@ mod tests {
         empty.on_hop(&hop(StateKind::A, StateKind::B), true, start);
         assert_eq!(empty.transitions().len(), 0);
         assert_eq!(empty.current().0, Status::In(StateKind::B));
+    }
+
+    /// A log that differs in the action alone, or in the state alone,
+    /// diverges, and the error names both by kind.
+    #[test]
+    fn replay_names_the_divergence_by_kind() {
+        let record = |action, state| EventRecord { event: ab::Event::E, action, state: Status::In(state) };
+        let good = [record(ActionKind::Go, StateKind::B), record(ActionKind::Go, StateKind::A)];
+        assert_eq!(replay(&mut Machine::new(), &good), Ok(()));
+        let wrong_state = [record(ActionKind::Go, StateKind::B), record(ActionKind::Go, StateKind::B)];
+        assert_eq!(
+            replay(&mut Machine::new(), &wrong_state),
+            Err(ReplayError::Diverged {
+                index: 1,
+                expected_action: ActionKind::Go,
+                actual_action: ActionKind::Go,
+                expected_state: Status::In(StateKind::B),
+                actual_state: Status::In(StateKind::A),
+            })
+        );
+        let wrong_action = [record(ActionKind::Stay, StateKind::B)];
+        let err = replay(&mut Machine::new(), &wrong_action).expect_err("the action differs");
+        assert!(
+            matches!(
+                err,
+                ReplayError::Diverged {
+                    index: 0,
+                    expected_action: ActionKind::Stay,
+                    actual_action: ActionKind::Go,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
     }
 }
