@@ -458,7 +458,7 @@ pub async fn run_session(
     effects: LoomEffects,
     prompts: &[&str],
     mut on_notification: impl FnMut(&agent_fsm::runtime::Notification<Loom, Output>) + Send + 'static,
-) -> Result<Summary, agent_fsm::runtime::RequestError> {
+) -> Result<Summary, agent_fsm::runtime::RequestError<Loom>> {
     use agent_fsm::runtime::{ExecutorConfig, Notification, spawn};
 
     let config = ExecutorConfig::<Loom>::new()
@@ -486,10 +486,7 @@ pub async fn run_session(
         tool_calls
     });
     for prompt in prompts {
-        handle
-            .send(AgentEvent::UserInput(Message::user(*prompt)))
-            .await
-            .map_err(|_| agent_fsm::runtime::RequestError::Closed)?;
+        handle.send(AgentEvent::UserInput(Message::user(*prompt))).await?;
         handle.wait_idle().await?;
     }
     let final_state = handle.shutdown().await?.name();

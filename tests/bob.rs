@@ -2,6 +2,7 @@
 //! taken at every step resume to the same outcome, and tampered snapshots
 //! are rejected with typed errors.
 
+use agent_fsm::StateKindOf;
 use agent_fsm::snapshot::{self, SnapshotError};
 use agent_fsm_examples::bob::*;
 use proptest::prelude::*;
@@ -153,7 +154,7 @@ fn waiting_snapshot() -> serde_json::Value {
     serde_json::from_str(&snapshot::to_json(&m).expect("snapshot")).expect("json")
 }
 
-fn resume(v: &serde_json::Value) -> Result<Runner, SnapshotError> {
+fn resume(v: &serde_json::Value) -> Result<Runner, SnapshotError<StateKindOf<Runner>>> {
     snapshot::from_json(&v.to_string())
 }
 
@@ -172,7 +173,13 @@ fn tampered_snapshots_are_rejected() {
     let mut mismatched = waiting_snapshot();
     mismatched["state"]["data"]["approvals"][0]["request_id"] = "approval-7".into();
     let err = resume(&mismatched).expect_err("a request id not issued");
-    assert!(matches!(&err, SnapshotError::Invariant { state: "AwaitingApproval", .. }), "{err}");
+    assert!(
+        matches!(
+            &err,
+            SnapshotError::Invariant { state: agent_fsm_examples::bob::machine::StateKind::AwaitingApproval, .. }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("not a request id the machine issued"), "{err}");
 
     let mut extra = waiting_snapshot();
@@ -421,7 +428,7 @@ pub mod keyed {
     }
     use keyed::{Event, Keyed, State};
 
-    fn round_trip(event: Event) -> (Keyed, Result<Keyed, SnapshotError>) {
+    fn round_trip(event: Event) -> (Keyed, Result<Keyed, SnapshotError<keyed::StateKind>>) {
         let mut machine = Keyed::new();
         machine.handle_event(event);
         let json = snapshot::to_json(&machine).expect("snapshot");

@@ -442,7 +442,7 @@ fn waiting_snapshot() -> serde_json::Value {
     serde_json::from_str(&snapshot::to_json(&m).expect("snapshot")).expect("json")
 }
 
-fn resume(v: &serde_json::Value) -> Result<Runner, SnapshotError> {
+fn resume(v: &serde_json::Value) -> Result<Runner, SnapshotError<agent_fsm::StateKindOf<Runner>>> {
     snapshot::from_json(&v.to_string())
 }
 

@@ -725,7 +725,7 @@ async fn a_session_id_in_use_is_refused() {
     let outcomes = h.runtime.shutdown_all().await;
     assert_eq!(outcomes.len(), 1);
     assert_eq!(outcomes[0].0, "main");
-    assert_eq!(outcomes[0].1.as_ref().ok(), Some(&"Done"));
+    assert_eq!(outcomes[0].1.as_ref().ok(), Some(&agent_fsm_examples::shadow::machine::StateKind::Done));
     assert!(h.runtime.spawn("main", &[]).is_ok(), "free again once stopped");
 }
 
@@ -856,5 +856,5 @@ async fn the_release_session_runs_end_to_end() {
 
     let outcomes = h.runtime.shutdown_all().await;
     assert_eq!(outcomes.len(), 1);
-    assert_eq!(outcomes[0].1.as_ref().ok(), Some(&"Done"));
+    assert_eq!(outcomes[0].1.as_ref().ok(), Some(&agent_fsm_examples::shadow::machine::StateKind::Done));
 }

@@ -46,6 +46,20 @@ pub trait Kind: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     fn index(self) -> usize;
 }
 
+/// No kind at all: the kind parameter of a value that names none, such
+/// as the `SnapshotError` of taking a snapshot, which names no state.
+impl Kind for core::convert::Infallible {
+    const ALL: &'static [Self] = &[];
+
+    fn name(self) -> &'static str {
+        match self {}
+    }
+
+    fn index(self) -> usize {
+        match self {}
+    }
+}
+
 /// A value whose variant has a [`Kind`]: a machine's states, events and
 /// actions.
 pub trait Kinded {

@@ -87,16 +87,23 @@
 //! when the agent is idle: `MachineHandle::wait_idle`, then
 //! `MachineHandle::inspect`.
 
-use crate::{Named, StateMachine};
+use crate::{Kind, Kinded, Named, StateKindOf, StateMachine};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use std::convert::Infallible;
 use std::fmt;
 
 /// Why a snapshot could not be taken or resumed.
+///
+/// `S` is the kind of state the error may name: [`from_json`] returns
+/// `SnapshotError<StateKindOf<M>>`, so that a test matches
+/// `SnapshotError::TransientState(StateKind::Thinking)` with the
+/// compiler's help; [`to_json`], whose errors name no state, returns the
+/// plain `SnapshotError` (`S` = [`Infallible`]).
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum SnapshotError {
+pub enum SnapshotError<S = Infallible> {
     /// The text is not JSON, or a value has the wrong type or shape.
     Data(serde_json::Error),
     /// The snapshot was taken from another machine.
@@ -113,11 +120,11 @@ pub enum SnapshotError {
     /// error, whose message lists the tags.
     UnknownState(String),
     /// The snapshot holds a transient state, which is never at rest.
-    TransientState(&'static str),
+    TransientState(S),
     /// The data breaks an invariant the machine declares.
     Invariant {
         /// The state it was found in.
-        state: &'static str,
+        state: S,
         /// What is wrong.
         reason: String,
     },
@@ -125,7 +132,7 @@ pub enum SnapshotError {
     Poisoned,
 }
 
-impl fmt::Display for SnapshotError {
+impl<S: Kind> fmt::Display for SnapshotError<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Data(e) => write!(f, "snapshot data is invalid: {e}"),
@@ -133,14 +140,18 @@ impl fmt::Display for SnapshotError {
                 write!(f, "snapshot is of machine `{found}`, not `{expected}`")
             }
             Self::UnknownState(name) => write!(f, "snapshot names unknown state `{name}`"),
-            Self::TransientState(name) => write!(f, "snapshot holds transient state `{name}`, which is never at rest"),
-            Self::Invariant { state, reason } => write!(f, "snapshot breaks an invariant in state `{state}`: {reason}"),
+            Self::TransientState(state) => {
+                write!(f, "snapshot holds transient state `{}`, which is never at rest", state.name())
+            }
+            Self::Invariant { state, reason } => {
+                write!(f, "snapshot breaks an invariant in state `{}`: {reason}", state.name())
+            }
             Self::Poisoned => f.write_str("the machine is poisoned and has no state to save"),
         }
     }
 }
 
-impl std::error::Error for SnapshotError {
+impl<S: Kind> std::error::Error for SnapshotError<S> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Data(e) => Some(e),
@@ -149,7 +160,7 @@ impl std::error::Error for SnapshotError {
     }
 }
 
-impl From<serde_json::Error> for SnapshotError {
+impl<S> From<serde_json::Error> for SnapshotError<S> {
     fn from(e: serde_json::Error) -> Self {
         Self::Data(e)
     }
@@ -197,7 +208,7 @@ where
 ///
 /// # Errors
 /// See the module docs: every way a snapshot can be wrong has its variant.
-pub fn from_json<M>(json: &str) -> Result<M, SnapshotError>
+pub fn from_json<M>(json: &str) -> Result<M, SnapshotError<StateKindOf<M>>>
 where
     M: StateMachine,
     M::State: DeserializeOwned,
@@ -247,12 +258,12 @@ where
     if snapshot.machine != M::DESCRIPTION.name {
         return Err(SnapshotError::WrongMachine { expected: M::DESCRIPTION.name, found: snapshot.machine });
     }
-    let name = snapshot.state.name();
-    if M::DESCRIPTION.is_transient(name) {
-        return Err(SnapshotError::TransientState(name));
+    let state = snapshot.state.kind();
+    if M::DESCRIPTION.is_transient(snapshot.state.name()) {
+        return Err(SnapshotError::TransientState(state));
     }
     M::check_invariants(&snapshot.state, &snapshot.context)
-        .map_err(|reason| SnapshotError::Invariant { state: name, reason })?;
+        .map_err(|reason| SnapshotError::Invariant { state, reason })?;
     Ok(M::from_parts(snapshot.state, snapshot.context))
 }
 
@@ -355,6 +366,73 @@ pub fn snake_case(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::SnapshotError;
+    use crate::state_machine;
+
+    // Only some variants are built here.
+    #[allow(dead_code, unreachable_pub)]
+    #[state_machine(fallback = Wait, serde, invariants = super::small)]
+    mod router {
+        #[states]
+        pub enum State {
+            #[initial]
+            Idle,
+            #[transient]
+            Route {
+                n: u32,
+            },
+            Big {
+                n: u32,
+            },
+        }
+        #[events]
+        pub enum Event {
+            Number(u32),
+        }
+        #[actions]
+        pub enum Action {
+            Wait,
+        }
+        transitions! {
+            Idle + Number(n) => Route { n },
+            Route { n } => Big { n } / Wait,
+            Big + Number(_) => Idle / Wait,
+        }
+    }
+    use router::{Machine, StateKind};
+
+    /// `Big` holds at most 100.
+    fn small(state: &router::State, _: &()) -> Result<(), String> {
+        match state {
+            router::State::Big { n } if *n > 100 => Err(format!("{n} is too big")),
+            _ => Ok(()),
+        }
+    }
+
+    /// The errors of resuming name the state by kind.
+    #[test]
+    fn resume_errors_name_the_state_by_kind() {
+        let transient = r#"{"machine":"Machine","state":{"state":"route","data":{"n":1}},"context":null}"#;
+        let err = super::from_json::<Machine>(transient).err();
+        assert!(matches!(err, Some(SnapshotError::TransientState(StateKind::Route))), "{err:?}");
+        assert_eq!(
+            err.map(|e| e.to_string()).as_deref(),
+            Some("snapshot holds transient state `Route`, which is never at rest")
+        );
+        let big = r#"{"machine":"Machine","state":{"state":"big","data":{"n":101}},"context":null}"#;
+        let err = super::from_json::<Machine>(big).err();
+        assert!(
+            matches!(&err, Some(SnapshotError::Invariant { state: StateKind::Big, reason }) if reason == "101 is too big"),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.map(|e| e.to_string()).as_deref(),
+            Some("snapshot breaks an invariant in state `Big`: 101 is too big")
+        );
+        let fine = r#"{"machine":"Machine","state":{"state":"big","data":{"n":100}},"context":null}"#;
+        assert!(super::from_json::<Machine>(fine).is_ok());
+    }
+
     #[test]
     fn names_follow_serdes_snake_case() {
         assert_eq!(super::snake_case("ExecutingTool"), "executing_tool");

@@ -78,7 +78,7 @@ fn spawn() -> Handle {
 }
 
 /// `call`, bounded: none of these may hang.
-async fn call(handle: &Handle, event: Event) -> Result<runtime::OutcomeOf<Machine>, RequestError> {
+async fn call(handle: &Handle, event: Event) -> Result<runtime::OutcomeOf<Machine>, RequestError<Machine>> {
     let delivered = tokio::time::timeout(Duration::from_secs(5), handle.call(event)).await.expect("the call returns");
     delivered.map(|d| d.outcome)
 }
@@ -191,7 +191,7 @@ async fn the_call_whose_row_poisons_the_machine_answers_poisoned() {
     // The worker failed: later calls say why.
     let err = call(&handle, Event::Tick).await.expect_err("the worker failed");
     assert!(
-        matches!(&err, RequestError::Failed(cause) if **cause == WorkerError::MachinePoisoned { event: "Bail" }),
+        matches!(&err, RequestError::Failed(cause) if **cause == WorkerError::MachinePoisoned { event: desk::EventKind::Bail }),
         "{err:?}"
     );
 }

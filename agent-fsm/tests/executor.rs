@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use agent_fsm::runtime::{
-    self, EffectContext, EffectFailure, Effects, MachineHandle, Notification, RequestError, RetryPolicy, SendError,
-    Topics, TryRecvError, WorkerError, replay,
+    self, EffectContext, EffectFailure, Effects, MachineHandle, Notification, Performing, RequestError, RetryPolicy,
+    SendError, Topics, TryRecvError, WorkerError, replay,
 };
 use agent_fsm::{StateMachine, Status};
 use support::{Action, ActionKind, Agent, End, Event, EventKind, Reply, Scripted, StateKind, assert_chained, config};
@@ -30,7 +30,7 @@ fn start(script: &Scripted, config: runtime::ExecutorConfig<Agent>) -> MachineHa
 }
 
 /// Why the worker failed; panics if it finished without failing.
-async fn failure(handle: &MachineHandle<Agent, String>) -> Arc<WorkerError> {
+async fn failure(handle: &MachineHandle<Agent, String>) -> Arc<WorkerError<Agent>> {
     match handle.wait_finished().await {
         Err(RequestError::Failed(cause)) => cause,
         other => panic!("expected the worker to fail, got {other:?}"),
@@ -192,7 +192,7 @@ async fn a_panicking_observer_fails_its_agent() {
     handle.send(input("go")).await.unwrap();
     let cause = failure(&handle).await;
     assert!(
-        matches!(&*cause, WorkerError::MachinePanicked { event: "UserInput", message } if message == "observer is broken"),
+        matches!(&*cause, WorkerError::MachinePanicked { event: EventKind::UserInput, message } if message == "observer is broken"),
         "{cause:?}"
     );
 }
@@ -442,9 +442,9 @@ fn effect_failures_and_request_errors_are_comparable_errors() {
     assert_eq!(describe(&EffectFailure::TimedOut), "timed out");
     assert_eq!(describe(&EffectFailure::Cancelled), "cancelled");
     assert_eq!(describe(&EffectFailure::Panicked("boom".to_owned())), "panicked: boom");
-    assert_eq!(RequestError::Closed, RequestError::Closed);
-    assert_ne!(RequestError::Closed, RequestError::Poisoned);
-    let failed = RequestError::Failed(Arc::new(WorkerError::NoRuntime));
+    assert_eq!(RequestError::<Agent>::Closed, RequestError::Closed);
+    assert_ne!(RequestError::<Agent>::Closed, RequestError::Poisoned);
+    let failed = RequestError::<Agent>::Failed(Arc::new(WorkerError::NoRuntime));
     assert_eq!(failed, RequestError::Failed(Arc::new(WorkerError::NoRuntime)));
     assert_eq!(describe(&TryRecvError::Empty), "no notification is ready");
 }
@@ -862,7 +862,7 @@ async fn a_worker_failure_is_sticky_and_distinct_from_closed() {
     let err = handle.wait_finished().await.unwrap_err();
     let RequestError::Failed(cause) = &err else { panic!("expected Failed, got {err:?}") };
     assert!(
-        matches!(&**cause, WorkerError::EffectsPanicked { action: "Display", key: None, message } if message == "display is broken")
+        matches!(&**cause, WorkerError::EffectsPanicked { performing: Performing::Action(ActionKind::Display), key: None, message } if message == "display is broken")
     );
     assert_eq!(err.to_string(), "the machine's worker failed", "lower-case Display without trailing punctuation");
     assert_eq!(cause.to_string(), "the effects panicked while performing `Display`: display is broken");
@@ -1147,7 +1147,7 @@ async fn control_requests_wake_the_worker_through_the_waker_it_last_slept_with()
 }
 
 /// A query from a handle, pinned for polling by hand.
-type Query = std::pin::Pin<Box<dyn Future<Output = Result<&'static str, RequestError>> + Send>>;
+type Query = std::pin::Pin<Box<dyn Future<Output = Result<&'static str, RequestError<Agent>>> + Send>>;
 
 /// A subscriber's waker that queues a query the first time it is woken.
 struct QueryOnWake {
@@ -2081,7 +2081,7 @@ mod user_code {
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
-    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, RequestError, WorkerError};
+    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, Performing, RequestError, WorkerError};
 
     #[allow(unreachable_pub)]
     #[agent_fsm::state_machine(fallback = Nothing)]
@@ -2198,18 +2198,21 @@ mod user_code {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_whose_action_panics_in_the_effects_reports_the_failure() {
-        use streams::{Action, Event, Machine};
+        use streams::{Action, ActionKind, Event, Machine};
         let fx = runtime::from_fn(|_: Action, _: &mut EffectContext<'_, Machine, ()>| panic!("effects always panic"));
         let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
         let Err(RequestError::Failed(error)) = handle.call(Event::Go).await else {
             panic!("the call must report the failure");
         };
-        assert!(matches!(&*error, WorkerError::EffectsPanicked { action: "Start", .. }), "{error:?}");
+        assert!(
+            matches!(&*error, WorkerError::EffectsPanicked { performing: Performing::Action(ActionKind::Start), .. }),
+            "{error:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_panicking_clone_for_the_event_log_fails_the_worker_without_unwinding_it() {
-        use brittle::{Action, Event, Machine};
+        use brittle::{Action, Event, EventKind, Machine};
         let fx = runtime::from_fn(|_: Action, _: &mut EffectContext<'_, Machine, ()>| {});
         let (handle, worker) = runtime::pair(Machine::new(), fx, ExecutorConfig::new().record_events());
         let worker = tokio::spawn(worker);
@@ -2218,7 +2221,7 @@ mod user_code {
         };
         assert_eq!(
             *error,
-            WorkerError::EventClonePanicked { event: "Poke", message: "Brittle cannot be cloned".to_owned() }
+            WorkerError::EventClonePanicked { event: EventKind::Poke, message: "Brittle cannot be cloned".to_owned() }
         );
         assert!(worker.await.is_ok(), "the worker future must not panic");
     }
@@ -2606,7 +2609,7 @@ mod poisoned_without_a_panic {
         });
         let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
         handle.call(Event::Go).await.unwrap();
-        let poisoned = |e: &RequestError| matches!(e, RequestError::Failed(cause) if **cause == WorkerError::MachinePoisoned { event: "Bail" });
+        let poisoned = |e: &RequestError<Machine>| matches!(e, RequestError::Failed(cause) if **cause == WorkerError::MachinePoisoned { event: early::EventKind::Bail });
         // The step that poisons answers its call so; the worker has failed.
         let delivered = handle.call(Event::Bail).await.expect("the call is answered");
         assert_eq!(delivered.outcome, runtime::Outcome::Poisoned);
@@ -2628,7 +2631,7 @@ mod poisoned_without_a_panic {
         assert_eq!(delivered.outcome, runtime::Outcome::Poisoned);
         let err = handle.wait_finished().await.expect_err("the machine is poisoned");
         assert!(
-            matches!(&err, RequestError::Failed(cause) if **cause == WorkerError::MachinePoisoned { event: "Check" }),
+            matches!(&err, RequestError::Failed(cause) if **cause == WorkerError::MachinePoisoned { event: early::EventKind::Check }),
             "{err:?}"
         );
     }
@@ -2637,7 +2640,7 @@ mod poisoned_without_a_panic {
 /// What a failed worker says about the failure: which task's callback
 /// panicked, and a state name that no longer looks alive.
 mod failure_reports {
-    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, RequestError, WorkerError};
+    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, Performing, RequestError, WorkerError};
 
     #[allow(unreachable_pub)]
     #[agent_fsm::state_machine(fallback = Nothing)]
@@ -2673,7 +2676,7 @@ mod failure_reports {
 
     use touchy::{Action, Event, Machine};
 
-    fn failure(err: RequestError) -> WorkerError {
+    fn failure(err: RequestError<Machine>) -> WorkerError<Machine> {
         match err {
             RequestError::Failed(cause) => (*cause).clone(),
             other => panic!("expected the worker to fail, got {other:?}"),
@@ -2690,7 +2693,7 @@ mod failure_reports {
             ExecutorConfig::new(),
         );
         let err = handle.call(Event::Go(13)).await.expect_err("the guard panics");
-        assert!(matches!(failure(err), WorkerError::MachinePanicked { event: "Go", .. }));
+        assert!(matches!(failure(err), WorkerError::MachinePanicked { event: touchy::EventKind::Go, .. }));
         let _ = handle.wait_finished().await;
         assert_eq!(handle.status(), agent_fsm::Status::Poisoned);
     }
@@ -2733,7 +2736,7 @@ mod failure_reports {
         assert_eq!(
             error,
             WorkerError::EffectsPanicked {
-                action: "on_failure",
+                performing: Performing::OnFailure,
                 key: Some("tool-7".to_owned()),
                 message: "callback blew up".to_owned()
             }

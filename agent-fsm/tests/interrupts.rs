@@ -161,8 +161,8 @@ async fn an_interrupt_event_without_rows_everywhere_is_refused_before_the_first_
     let config = ExecutorConfig::new().interrupt_event(EventKind::Go, |_| Event::Go);
     let handle = runtime::spawn(Machine::new(), effects(Arc::clone(&performed)), config);
     let expected = WorkerError::Config(ConfigError::InterruptEventUnhandled {
-        event: "Go",
-        states: vec!["Working", "Summarizing"],
+        event: EventKind::Go,
+        states: vec![StateKind::Working, StateKind::Summarizing],
     });
     match handle.call(Event::Go).await {
         Err(RequestError::Failed(error)) => assert_eq!(*error, expected),
@@ -198,8 +198,10 @@ async fn an_interrupt_event_of_another_kind_fails_the_worker() {
     let config = ExecutorConfig::new().interrupt_event(EventKind::Interrupted, |_| Event::Summary);
     let handle = runtime::spawn(Machine::new(), effects(Arc::default()), config);
     handle.call(Event::Go).await.unwrap();
-    let expected =
-        WorkerError::Config(ConfigError::InterruptEventMismatch { configured: "Interrupted", built: "Summary" });
+    let expected = WorkerError::Config(ConfigError::InterruptEventMismatch {
+        configured: EventKind::Interrupted,
+        built: EventKind::Summary,
+    });
     match handle.interrupt("stop").await {
         Err(RequestError::Failed(error)) => assert_eq!(*error, expected),
         other => panic!("expected the configuration error, got {other:?}"),
@@ -255,7 +257,10 @@ async fn ignores_count_and_guarded_rows_do_not() {
     }
     let config = ExecutorConfig::new().interrupt_event(door::EventKind::Stop, |_| door::Event::Stop);
     let handle = runtime::spawn(door::Machine::new(), (), config);
-    let expected = WorkerError::Config(ConfigError::InterruptEventUnhandled { event: "Stop", states: vec!["Locked"] });
+    let expected = WorkerError::Config(ConfigError::InterruptEventUnhandled {
+        event: door::EventKind::Stop,
+        states: vec![door::StateKind::Locked],
+    });
     let finished =
         tokio::time::timeout(Duration::from_secs(60), handle.wait_finished()).await.expect("refused at once");
     assert!(matches!(finished, Err(RequestError::Failed(e)) if *e == expected));

@@ -27,7 +27,7 @@ pub enum SessionError {
     Store(#[from] StoreError),
     /// The agent failed.
     #[error("the agent: {0}")]
-    Agent(#[from] RequestError),
+    Agent(#[from] RequestError<Loom>),
     /// The workspace could not be laid out.
     #[error("the workspace: {0}")]
     Workspace(#[from] std::io::Error),

@@ -84,6 +84,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use agent_fsm::StateKindOf;
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, RequestError, RetryPolicy};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
@@ -413,11 +414,11 @@ impl AgentRuntime {
 
     /// Shuts every registered agent down and unregisters it; returns each
     /// one's final state, by session id.
-    pub async fn shutdown_all(&self) -> Vec<(String, Result<&'static str, RequestError>)> {
+    pub async fn shutdown_all(&self) -> Vec<(String, Result<StateKindOf<Shadow>, RequestError<Shadow>>)> {
         let agents: Vec<(String, Registered)> = lock(&self.inner.agents).drain().collect();
         let mut outcomes = Vec::with_capacity(agents.len());
         for (session_id, agent) in agents {
-            outcomes.push((session_id, agent.handle.shutdown().await.map(|state| state.name())));
+            outcomes.push((session_id, agent.handle.shutdown().await));
         }
         outcomes.sort_by(|a, b| a.0.cmp(&b.0));
         outcomes

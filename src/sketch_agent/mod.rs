@@ -434,7 +434,7 @@ impl SketchAgent {
         effects: SketchEffects,
         budget: Budget,
         mut on_notification: impl FnMut(&Notification<Sketch, Output>) + Send + 'static,
-    ) -> Result<Self, RequestError> {
+    ) -> Result<Self, RequestError<Sketch>> {
         let config = Self::config(Arc::clone(&effects.interrupted));
         let handle = spawn(Sketch::new(SketchContext::new(budget)), effects, config);
         let mut notifications = handle.subscribe();
@@ -449,7 +449,7 @@ impl SketchAgent {
             outputs
         });
         let agent = SketchAgent { handle, collector };
-        agent.handle.send(SketchEvent::Start).await.map_err(|e| request_error(&e))?;
+        agent.handle.send(SketchEvent::Start).await?;
         Ok(agent)
     }
 
@@ -461,7 +461,7 @@ impl SketchAgent {
     ///
     /// # Errors
     /// The worker has stopped; the event is handed back.
-    pub async fn say(&self, text: impl Into<String>) -> Result<(), SendError<SketchEvent>> {
+    pub async fn say(&self, text: impl Into<String>) -> Result<(), SendError<Sketch>> {
         self.deliver(SketchEvent::UserMessage(text.into())).await
     }
 
@@ -470,7 +470,7 @@ impl SketchAgent {
     ///
     /// # Errors
     /// The worker has stopped.
-    pub async fn cancel(&self) -> Result<(), SendError<SketchEvent>> {
+    pub async fn cancel(&self) -> Result<(), SendError<Sketch>> {
         self.deliver(SketchEvent::Cancel).await
     }
 
@@ -479,7 +479,7 @@ impl SketchAgent {
     ///
     /// # Errors
     /// The worker has stopped.
-    pub async fn raise_budget(&self, budget: Budget) -> Result<(), SendError<SketchEvent>> {
+    pub async fn raise_budget(&self, budget: Budget) -> Result<(), SendError<Sketch>> {
         self.handle.send(SketchEvent::RaiseBudget(budget)).await
     }
 
@@ -488,11 +488,11 @@ impl SketchAgent {
     ///
     /// # Errors
     /// The worker has stopped.
-    pub async fn interrupt(&self, cause: impl Into<String>) -> Result<(), RequestError> {
+    pub async fn interrupt(&self, cause: impl Into<String>) -> Result<(), RequestError<Sketch>> {
         self.handle.interrupt(cause).await
     }
 
-    async fn deliver(&self, event: SketchEvent) -> Result<(), SendError<SketchEvent>> {
+    async fn deliver(&self, event: SketchEvent) -> Result<(), SendError<Sketch>> {
         self.handle.send(event).await
     }
 
@@ -506,7 +506,7 @@ impl SketchAgent {
     ///
     /// # Errors
     /// The worker has stopped.
-    pub async fn wait_idle(&self) -> Result<(), RequestError> {
+    pub async fn wait_idle(&self) -> Result<(), RequestError<Sketch>> {
         self.handle.wait_idle().await
     }
 
@@ -521,7 +521,7 @@ impl SketchAgent {
     ///
     /// # Errors
     /// The worker failed or stopped early.
-    pub async fn finish(self) -> Result<SessionReport, RequestError> {
+    pub async fn finish(self) -> Result<SessionReport, RequestError<Sketch>> {
         self.handle.wait_idle().await?;
         let history = self.handle.history().await?;
         let context = self.handle.inspect(|m| m.context().clone()).await?;
@@ -540,13 +540,6 @@ impl SketchAgent {
     }
 }
 
-fn request_error<E>(error: &SendError<E>) -> RequestError {
-    match error {
-        SendError::Failed(_, cause) => RequestError::Failed(Arc::clone(cause)),
-        _ => RequestError::Closed,
-    }
-}
-
 /// Runs a session: starts the agent with `budget`, sends each prompt once
 /// the previous turn is over, then shuts it down and reports.
 /// `on_notification` sees every notification as it happens (the example
@@ -559,10 +552,10 @@ pub async fn run_session(
     budget: Budget,
     prompts: &[&str],
     on_notification: impl FnMut(&Notification<Sketch, Output>) + Send + 'static,
-) -> Result<SessionReport, RequestError> {
+) -> Result<SessionReport, RequestError<Sketch>> {
     let agent = SketchAgent::start(effects, budget, on_notification).await?;
     for prompt in prompts {
-        agent.say(*prompt).await.map_err(|e| request_error(&e))?;
+        agent.say(*prompt).await?;
         agent.wait_idle().await?;
     }
     agent.finish().await

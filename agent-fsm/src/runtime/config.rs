@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::{ActionKindOf, EventKindOf, Kind, Observer, StateMachine};
+use crate::{ActionKindOf, EventKindOf, Kind, Observer, StateKindOf, StateMachine};
 
 /// Builds the event delivered after an interrupt, from its cause.
 pub(crate) type InterruptEventFn<E> = dyn Fn(&str) -> E + Send + Sync;
@@ -481,7 +481,7 @@ impl<M: StateMachine> Settings<M> {
     /// worker's first step: every state the machine can rest in must say
     /// what the interrupt event does there (see
     /// [`ExecutorConfig::interrupt_event`]).
-    pub(crate) fn check(&self) -> Result<(), super::ConfigError> {
+    pub(crate) fn check(&self) -> Result<(), super::ConfigError<M>> {
         let Some((kind, _)) = &self.interrupt_event else {
             return Ok(());
         };
@@ -493,8 +493,15 @@ impl<M: StateMachine> Settings<M> {
                     .iter()
                     .any(|t| t.from == state && t.event == Some(event) && t.guard.is_none() && t.pattern.is_none())
         };
-        let states: Vec<&'static str> =
-            table.states.iter().filter(|s| !s.terminal && !s.transient && !lands(s.name)).map(|s| s.name).collect();
-        if states.is_empty() { Ok(()) } else { Err(super::ConfigError::InterruptEventUnhandled { event, states }) }
+        let states: Vec<StateKindOf<M>> = <StateKindOf<M> as Kind>::ALL
+            .iter()
+            .copied()
+            .filter(|state| table.state(state.name()).is_some_and(|s| !s.terminal && !s.transient && !lands(s.name)))
+            .collect();
+        if states.is_empty() {
+            Ok(())
+        } else {
+            Err(super::ConfigError::InterruptEventUnhandled { event: *kind, states })
+        }
     }
 }

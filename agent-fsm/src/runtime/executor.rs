@@ -43,7 +43,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 use super::config::ExecutorConfig;
 use super::durable::StepJournal;
 use super::effects::{EffectContext, Effects, Env};
-use super::error::{WorkerError, drop_caught, panic_message};
+use super::error::{Performing, WorkerError, drop_caught, panic_message};
 use super::feed::{Notifier, Topics};
 use super::handle::{Control, Envelope, Final, MachineHandle, Shared};
 use super::history::{EventRecord, History};
@@ -54,7 +54,7 @@ use super::work::{Produced, Work};
 mod journal;
 // Through the crate's own name (`extern crate self as agent_fsm` in lib.rs),
 // as generated code does; it also keeps that declaration in use.
-use agent_fsm::{ActionKindOf, Kind, Kinded, Named, Observer, StateMachine, Status, StepOf, UnhandledOf};
+use agent_fsm::{ActionKindOf, EventKindOf, Kind, Kinded, Observer, StateMachine, Status, StepOf, UnhandledOf};
 
 /// Starts `machine` on a new tokio task (tracked by the configuration's
 /// tracker), performing its actions with `effects`, and returns a handle.
@@ -669,14 +669,14 @@ where
     fn deliver_inline(&mut self, event: M::Event, mode: Mode, reply: Option<oneshot::Sender<DeliveredTo<M>>>) {
         self.steps += 1;
         let step = self.steps;
-        let event_name = event.name();
+        let event_kind = event.kind();
         // Disabled (no `tracing` subscriber wants it), this is a level check.
         // The tasks and streams the step's action starts run in it too.
         let span = tracing::debug_span!(
             "step",
             machine = M::DESCRIPTION.name,
             agent = self.link.shared.settings.agent_id.as_deref(),
-            event = event_name,
+            event = event_kind.name(),
             step
         );
         let _entered = span.enter();
@@ -692,7 +692,7 @@ where
             Some(clone) => match catch_unwind(AssertUnwindSafe(|| clone(&event))) {
                 Ok(copy) => Some(copy),
                 Err(payload) => {
-                    self.fail(WorkerError::EventClonePanicked { event: event_name, message: panic_message(&*payload) });
+                    self.fail(WorkerError::EventClonePanicked { event: event_kind, message: panic_message(&*payload) });
                     return;
                 }
             },
@@ -715,7 +715,7 @@ where
         let action = match catch_unwind(AssertUnwindSafe(|| machine.handle_event_with(event, &mut recorder))) {
             Ok(action) => action,
             Err(payload) => {
-                self.fail(WorkerError::MachinePanicked { event: event_name, message: panic_message(&*payload) });
+                self.fail(WorkerError::MachinePanicked { event: event_kind, message: panic_message(&*payload) });
                 return;
             }
         };
@@ -725,7 +725,7 @@ where
         if self.machine.is_poisoned() {
             // A row's code left it early without a panic (after a hop into
             // a transient state, maybe): nothing of the step is performed.
-            self.fail_poisoned(event_name, reply);
+            self.fail_poisoned(event_kind, reply);
             return;
         }
         if seen == Seen::Hop {
@@ -796,7 +796,7 @@ where
         let effects = &mut self.effects;
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| effects.perform(action, &mut cx))) {
             self.fail(WorkerError::EffectsPanicked {
-                action: kind.name(),
+                performing: Performing::Action(kind),
                 key: None,
                 message: panic_message(&*payload),
             });
@@ -831,7 +831,7 @@ where
             Ok(event) => event,
             Err(payload) => {
                 self.fail(WorkerError::EffectsPanicked {
-                    action: "on_failure",
+                    performing: Performing::OnFailure,
                     key: owner,
                     message: panic_message(&*payload),
                 });
@@ -873,8 +873,8 @@ where
             match catch_unwind(AssertUnwindSafe(|| make(&cause))) {
                 Ok(event) if event.kind() == *kind => self.deliver(event, Mode::Normal, None),
                 Ok(event) => self.fail(WorkerError::Config(super::ConfigError::InterruptEventMismatch {
-                    configured: Kind::name(*kind),
-                    built: event.name(),
+                    configured: *kind,
+                    built: event.kind(),
                 })),
                 Err(payload) => self.fail(WorkerError::ConfigPanicked {
                     callback: "interrupt_event",
@@ -945,14 +945,14 @@ where
     /// line, off the per-event path.
     #[cold]
     #[inline(never)]
-    fn fail_poisoned(&mut self, event: &'static str, reply: Option<oneshot::Sender<DeliveredTo<M>>>) {
+    fn fail_poisoned(&mut self, event: EventKindOf<M>, reply: Option<oneshot::Sender<DeliveredTo<M>>>) {
         if let Some(reply) = reply {
             let _ = reply.send(Delivered { outcome: Outcome::Poisoned, performed: false });
         }
         self.fail(WorkerError::MachinePoisoned { event });
     }
 
-    fn fail(&mut self, error: WorkerError) {
+    fn fail(&mut self, error: WorkerError<M>) {
         tracing::error!(machine = M::DESCRIPTION.name, error = %error, "worker failed");
         // A failed step: the name reads as poisoned from now on (see
         // `finish`), not only once the work in flight has stopped.

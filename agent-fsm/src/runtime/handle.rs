@@ -151,10 +151,14 @@ pub(crate) struct Shared<M: StateMachine, O> {
     /// Set once when the worker stops: how it ended (with the final machine
     /// for queries), or the failure. Nothing when its future was dropped
     /// mid-run.
-    pub(crate) outcome: OnceLock<Result<Arc<Final<M>>, Arc<WorkerError>>>,
+    pub(crate) outcome: OnceLock<Ending<M>>,
     /// The configuration, shared by every agent spawned from it.
     pub(crate) settings: Arc<Settings<M>>,
 }
+
+/// How a worker ended: normally, with the final machine for queries, or
+/// with the failure every later call reports.
+pub(crate) type Ending<M> = Result<Arc<Final<M>>, Arc<WorkerError<M>>>;
 
 /// The control queue's length for `Shared::pending` (only its being 0
 /// matters; saturated).
@@ -448,14 +452,14 @@ where
         Self { inbox, shared }
     }
 
-    fn failure(&self) -> Option<Arc<WorkerError>> {
+    fn failure(&self) -> Option<Arc<WorkerError<M>>> {
         match self.shared.outcome.get() {
             Some(Err(e)) => Some(Arc::clone(e)),
             _ => None,
         }
     }
 
-    fn send_error(&self, event: M::Event) -> SendError<M::Event> {
+    fn send_error(&self, event: M::Event) -> SendError<M> {
         match self.failure() {
             Some(e) => SendError::Failed(event, e),
             None => SendError::Closed(event),
@@ -464,7 +468,7 @@ where
 
     /// What a call whose event the worker did not take answers: the
     /// machine finished (the worker stopped normally), or the error.
-    fn finished_or_closed(&self) -> Result<DeliveredTo<M>, RequestError> {
+    fn finished_or_closed(&self) -> Result<DeliveredTo<M>, RequestError<M>> {
         match self.shared.outcome.get() {
             Some(Ok(last)) => match last.status() {
                 Status::In(state) => Ok(Delivered { outcome: Outcome::Finished { state }, performed: false }),
@@ -474,7 +478,7 @@ where
         }
     }
 
-    fn closed_error(&self) -> RequestError {
+    fn closed_error(&self) -> RequestError<M> {
         match self.failure() {
             Some(e) => RequestError::Failed(e),
             None => RequestError::Closed,
@@ -505,7 +509,7 @@ where
     ///
     /// # Cancel safety
     /// Cancel safe: if the future is dropped, the event was not queued.
-    pub async fn send(&self, event: M::Event) -> Result<(), SendError<M::Event>> {
+    pub async fn send(&self, event: M::Event) -> Result<(), SendError<M>> {
         // One unit of the task's tokio budget, as `Sender::send` spends, so
         // a loop of sends still yields to other tasks; with none left this
         // yields first, before anything is queued (cancel safe).
@@ -551,7 +555,7 @@ where
     ///
     /// # Errors
     /// [`SendError::Full`] if it has none, otherwise as [`send`](Self::send).
-    pub fn try_send(&self, event: M::Event) -> Result<(), SendError<M::Event>> {
+    pub fn try_send(&self, event: M::Event) -> Result<(), SendError<M>> {
         match self.inbox.try_send(Envelope::Event(event)) {
             Ok(()) => Ok(()),
             Err(mpsc::error::TrySendError::Full(envelope)) => Err(SendError::Full(envelope_event(envelope))),
@@ -572,7 +576,7 @@ where
     /// # Errors
     /// [`RequestError::Closed`] or [`RequestError::Failed`] if the worker
     /// failed or was dropped before handling it; the event is then lost.
-    pub async fn call(&self, event: M::Event) -> Result<DeliveredTo<M>, RequestError> {
+    pub async fn call(&self, event: M::Event) -> Result<DeliveredTo<M>, RequestError<M>> {
         let (tx, rx) = oneshot::channel();
         let queued = match self.enqueue_now(Envelope::Call(event, tx)) {
             None => true,
@@ -585,7 +589,7 @@ where
         }
     }
 
-    async fn request(&self, control: Control<M>) -> Result<(), RequestError> {
+    async fn request(&self, control: Control<M>) -> Result<(), RequestError<M>> {
         match self.shared.push_control(control) {
             Ok(()) => Ok(()),
             Err(_) => Err(self.closed_error()),
@@ -614,7 +618,7 @@ where
     /// [`RequestError::Closed`] if its future was dropped before it
     /// finished, [`RequestError::InspectPanicked`] if `f` panicked (the
     /// worker carries on).
-    pub async fn inspect<R, F>(&self, f: F) -> Result<R, RequestError>
+    pub async fn inspect<R, F>(&self, f: F) -> Result<R, RequestError<M>>
     where
         R: Send + 'static,
         F: FnOnce(&M) -> R + Send + 'static,
@@ -626,7 +630,7 @@ where
     ///
     /// # Errors
     /// As [`inspect`](Self::inspect).
-    pub async fn with_history<R, F>(&self, f: F) -> Result<R, RequestError>
+    pub async fn with_history<R, F>(&self, f: F) -> Result<R, RequestError<M>>
     where
         R: Send + 'static,
         F: FnOnce(&History<M>) -> R + Send + 'static,
@@ -634,7 +638,7 @@ where
         self.with_machine_and_history(move |_, history| f(history)).await
     }
 
-    async fn with_machine_and_history<R, F>(&self, f: F) -> Result<R, RequestError>
+    async fn with_machine_and_history<R, F>(&self, f: F) -> Result<R, RequestError<M>>
     where
         R: Send + 'static,
         F: FnOnce(&M, &History<M>) -> R + Send + 'static,
@@ -669,7 +673,7 @@ where
     /// # Errors
     /// [`RequestError::Poisoned`] if the machine is poisoned, otherwise as
     /// [`inspect`](Self::inspect).
-    pub async fn state(&self) -> Result<M::State, RequestError>
+    pub async fn state(&self) -> Result<M::State, RequestError<M>>
     where
         M::State: Clone + Send + 'static,
     {
@@ -683,7 +687,7 @@ where
     ///
     /// # Errors
     /// As [`inspect`](Self::inspect).
-    pub async fn history(&self) -> Result<History<M>, RequestError>
+    pub async fn history(&self) -> Result<History<M>, RequestError<M>>
     where
         M::Event: Clone,
     {
@@ -784,7 +788,7 @@ where
     /// interrupt event (nothing is cancelled);
     /// [`RequestError::Closed`]/[`RequestError::Failed`] if the worker has
     /// stopped.
-    pub async fn interrupt(&self, cause: impl Into<String>) -> Result<(), RequestError> {
+    pub async fn interrupt(&self, cause: impl Into<String>) -> Result<(), RequestError<M>> {
         // Cancelling the work with nothing to move the machine on would
         // leave it waiting with nothing in flight: refused, untouched.
         // A stopped worker's own answer comes first, as for every request.
@@ -815,7 +819,7 @@ where
     /// [`RequestError::Closed`] if it was dropped without finishing.
     /// Shutting down a machine that already stopped returns its final
     /// state again.
-    pub async fn shutdown(&self) -> Result<StateKindOf<M>, RequestError> {
+    pub async fn shutdown(&self) -> Result<StateKindOf<M>, RequestError<M>> {
         // A closed queue means the worker is stopping or gone anyway.
         let _ = self.shared.push_control(Control::Shutdown);
         self.wait_finished().await
@@ -832,7 +836,7 @@ where
     /// # Errors
     /// [`RequestError::Closed`]/[`RequestError::Failed`] if the worker has
     /// stopped (or stops while waiting).
-    pub async fn wait_idle(&self) -> Result<(), RequestError> {
+    pub async fn wait_idle(&self) -> Result<(), RequestError<M>> {
         let (tx, rx) = oneshot::channel();
         self.request(Control::WaitIdle(tx)).await?;
         rx.await.map_err(|_| self.closed_error())
@@ -852,7 +856,7 @@ where
     /// # Errors
     /// [`RequestError::Failed`] if the worker failed;
     /// [`RequestError::Closed`] if it was dropped without finishing.
-    pub async fn wait_finished(&self) -> Result<StateKindOf<M>, RequestError> {
+    pub async fn wait_finished(&self) -> Result<StateKindOf<M>, RequestError<M>> {
         let (tx, rx) = oneshot::channel();
         if self.shared.push_control(Control::WaitFinished(tx)).is_ok() {
             // Never answered: the sender is dropped when the worker exits.

@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::error::ReplayError;
-use crate::{ActionKindOf, EventKindOf, Kind, Kinded, StateKindOf, StateMachine, Status, StepOf};
+use crate::{ActionKindOf, EventKindOf, Kinded, StateKindOf, StateMachine, Status, StepOf};
 
 /// One hop of the machine (transient hops included), by kind: `S`, `E` and
 /// `A` are the machine's state, event and action kinds (see
@@ -353,7 +353,7 @@ impl<M: StateMachine> History<M> {
 /// [`ReplayError::Diverged`] at the first event whose action or resulting
 /// state differs from the record: the machine is not the one recorded, was
 /// not fresh, or is not deterministic.
-pub fn replay<M>(machine: &mut M, log: &[EventRecordOf<M>]) -> Result<(), ReplayError>
+pub fn replay<M>(machine: &mut M, log: &[EventRecordOf<M>]) -> Result<(), ReplayError<M>>
 where
     M: StateMachine,
     M::Event: Clone,
@@ -364,22 +364,14 @@ where
         if action != record.action || state != record.state {
             return Err(ReplayError::Diverged {
                 index,
-                expected_action: record.action.name(),
-                actual_action: action.name(),
-                expected_state: status_name(record.state),
-                actual_state: status_name(state),
+                expected_action: record.action,
+                actual_action: action,
+                expected_state: record.state,
+                actual_state: state,
             });
         }
     }
     Ok(())
-}
-
-/// A status's name for [`ReplayError`]'s message.
-fn status_name<S: Kind>(status: Status<S>) -> &'static str {
-    match status {
-        Status::In(kind) => kind.name(),
-        Status::Poisoned => "(poisoned)",
-    }
 }
 
 /// The hops of a [`History`], oldest first: the ring's two halves in turn.
@@ -419,12 +411,14 @@ mod tests {
             B,
         }
         #[events]
+        #[derive(Clone)]
         pub enum Event {
             E,
         }
         #[actions]
         pub enum Action {
             Go,
+            Stay,
         }
         transitions! {
             A + E => B / Go,
@@ -456,5 +450,39 @@ mod tests {
         empty.on_hop(&hop(StateKind::A, StateKind::B), true, start);
         assert_eq!(empty.transitions().len(), 0);
         assert_eq!(empty.current().0, Status::In(StateKind::B));
+    }
+
+    /// A log that differs in the action alone, or in the state alone,
+    /// diverges, and the error names both by kind.
+    #[test]
+    fn replay_names_the_divergence_by_kind() {
+        let record = |action, state| EventRecord { event: ab::Event::E, action, state: Status::In(state) };
+        let good = [record(ActionKind::Go, StateKind::B), record(ActionKind::Go, StateKind::A)];
+        assert_eq!(replay(&mut Machine::new(), &good), Ok(()));
+        let wrong_state = [record(ActionKind::Go, StateKind::B), record(ActionKind::Go, StateKind::B)];
+        assert_eq!(
+            replay(&mut Machine::new(), &wrong_state),
+            Err(ReplayError::Diverged {
+                index: 1,
+                expected_action: ActionKind::Go,
+                actual_action: ActionKind::Go,
+                expected_state: Status::In(StateKind::B),
+                actual_state: Status::In(StateKind::A),
+            })
+        );
+        let wrong_action = [record(ActionKind::Stay, StateKind::B)];
+        let err = replay(&mut Machine::new(), &wrong_action).expect_err("the action differs");
+        assert!(
+            matches!(
+                err,
+                ReplayError::Diverged {
+                    index: 0,
+                    expected_action: ActionKind::Stay,
+                    actual_action: ActionKind::Go,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
     }
 }

@@ -72,7 +72,7 @@
 //! | [`ExecutorConfig`] | limits, timeouts, the interrupt and shutdown events, an [`Observer`](crate::Observer), the task tracker, a cancellation token |
 //! | [`History`], [`replay`], [`TransitionRecord`], [`EventRecord`], [`InterruptRecord`], [`StateTime`] | the latest hops with their times, and an event log that replays to the same states |
 //! | [`RetryPolicy`] | exponential backoff with jitter, honouring a server's `retry-after` |
-//! | [`SendError`], [`RequestError`], [`WorkerError`], [`ConfigError`], [`ReplayError`], [`TryRecvError`] | what can fail, typed |
+//! | [`SendError`], [`RequestError`], [`WorkerError`], [`Performing`], [`ConfigError`], [`ReplayError`], [`TryRecvError`], [`StoreFailure`] | what can fail, typed |
 //!
 //! # The rules
 //!
@@ -101,6 +101,7 @@ mod config;
 pub(crate) mod durable;
 mod effects;
 mod error;
+mod error_traits;
 mod executor;
 mod feed;
 mod handle;
@@ -113,7 +114,9 @@ pub(crate) mod work;
 
 pub use config::ExecutorConfig;
 pub use effects::{EffectContext, Effects, FnEffects, from_fn};
-pub use error::{ConfigError, ReplayError, RequestError, SendError, StoreFailure, TryRecvError, WorkerError};
+pub use error::{
+    ConfigError, Performing, ReplayError, RequestError, SendError, StoreFailure, TryRecvError, WorkerError,
+};
 pub(crate) use executor::pair_with;
 pub use executor::{pair, spawn};
 pub use feed::{Subscription, Topics};
