@@ -36,7 +36,7 @@
 //! // A state this machine does not have is refused, not guessed.
 //! let stale = json.replace("counting", "paused");
 //! assert!(matches!(from_json::<Tally>(&stale), Err(SnapshotError::UnknownState(_))));
-//! # Ok::<(), SnapshotError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! A snapshot records the machine's name, its state and its context:

@@ -581,3 +581,32 @@ fn the_memory_quota_counts_every_byte_of_text_and_allows_exactly_the_quota() {
     assert!(matches!(store.append("a", &next), Err(StoreError::Full(_))));
     assert_eq!(store.bytes(), created + appended);
 }
+
+#[test]
+fn sqlite_appends_several_steps_in_one_transaction_or_none() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(dir.path().join("agents.db")).expect("open");
+    let mut agent = Agent::new(&store, "a");
+    agent.turn(&store, "one");
+    let next = store.agent("a").expect("agent").expect("known").next_seq;
+    let step = |seq| StepRecord {
+        seq,
+        at: SystemTime::now(),
+        state: "Idle".into(),
+        event: "\"Stop\"".into(),
+        origin: None,
+        finished: vec![],
+        started: vec![],
+        snapshot: None,
+    };
+    let err = store.append_all("a", &[step(next), step(next + 1), step(next + 5)]).expect_err("a gap");
+    assert!(matches!(err, StoreError::Conflict { found, .. } if found == next + 5), "{err}");
+    assert_eq!(store.agent("a").expect("agent").expect("known").next_seq, next, "nothing of the batch written");
+    store.append_all("a", &[step(next), step(next + 1)]).expect("written");
+    assert_eq!(store.agent("a").expect("agent").expect("known").next_seq, next + 2);
+    let memory = MemoryStore::new();
+    let mut agent = Agent::new(&memory, "a");
+    agent.turn(&memory, "one");
+    memory.append_all("a", &[step(next), step(next + 1)]).expect("the default appends in order");
+    assert_eq!(memory.agent("a").expect("agent").expect("known").next_seq, next + 2);
+}

@@ -32,13 +32,15 @@ pub enum Durability {
     #[default]
     BeforeAction,
     /// Each step is handed to a writer thread and written while its action
-    /// is performed: the worker does not wait for the disk. A crash loses
-    /// the steps not yet written; the work they started was performed
-    /// and, not being in the store, is not performed again.
+    /// is performed: the worker does not wait for the disk, and the steps
+    /// that come while a write runs go in the next one together. A crash
+    /// loses the steps not yet written; the work they started was
+    /// performed and, not being in the store, is not performed again.
     WhileAction,
     /// Steps are kept in memory and written when the agent stops (a
-    /// shutdown, a terminal state, every handle dropped). A crash loses
-    /// every step since the agent was spawned.
+    /// shutdown, a terminal state, every handle dropped), in one
+    /// [`append_all`](CheckpointStore::append_all). A crash loses every step
+    /// since the agent was spawned.
     OnStop,
 }
 
@@ -365,8 +367,13 @@ impl WriterThread {
         let join = std::thread::Builder::new()
             .name(format!("agent-fsm-store-{agent}"))
             .spawn(move || {
-                for record in rx {
-                    if let Err(error) = store.append(&agent, &record) {
+                // What came in while the last write ran goes in one
+                // transaction (one disk sync): the writer keeps up however
+                // fast the steps come.
+                while let Ok(first) = rx.recv() {
+                    let mut batch = vec![first];
+                    batch.extend(rx.try_iter());
+                    if let Err(error) = store.append_all(&agent, &batch) {
                         *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
                         return;
                     }
@@ -482,8 +489,9 @@ where
     }
 
     fn stop(&mut self) -> Result<(), JournalError> {
-        for record in std::mem::take(&mut self.buffered) {
-            self.store.append(self.journal.agent(), &record).map_err(erased)?;
+        let buffered = std::mem::take(&mut self.buffered);
+        if !buffered.is_empty() {
+            self.store.append_all(self.journal.agent(), &buffered).map_err(erased)?;
         }
         if let Some(thread) = self.thread.take() {
             drop(thread.tx);

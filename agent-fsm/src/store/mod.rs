@@ -348,6 +348,17 @@ pub trait CheckpointStore: Send + Sync {
     /// [`StoreError::Write`]; on any error nothing was written.
     fn append(&self, agent: &str, step: &StepRecord) -> Result<(), StoreError>;
 
+    /// Appends several steps, in order; a store may write them in one
+    /// transaction (SQLite does: one disk sync for all). The default appends
+    /// them one by one, stopping at the first error (the steps before it
+    /// are written).
+    ///
+    /// # Errors
+    /// As [`append`](Self::append), for the first step refused.
+    fn append_all(&self, agent: &str, steps: &[StepRecord]) -> Result<(), StoreError> {
+        steps.iter().try_for_each(|step| self.append(agent, step))
+    }
+
     /// The newest snapshot at or before `seq`, with its sequence number.
     ///
     /// # Errors
