@@ -8,7 +8,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Fields, Item, ItemMod};
 
-const MARKERS: [&str; 10] = [
+const MARKERS: [&str; 11] = [
     "states",
     "events",
     "actions",
@@ -19,6 +19,7 @@ const MARKERS: [&str; 10] = [
     "transient",
     "no_carry",
     crate::model::DURING_WORK,
+    crate::model::DEADLINE,
 ];
 
 /// The module as written, minus the table and the macro's own attributes,

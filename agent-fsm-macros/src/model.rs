@@ -44,6 +44,9 @@ pub(crate) struct VariantDef {
     /// An event marked `#[during_work]`: delivered from the inbox even
     /// while effect work is in flight.
     pub(crate) during_work: Option<Span>,
+    /// An event marked `#[deadline]`: a timer that delivers it lets input
+    /// through while it is pending, whichever way the effects armed it.
+    pub(crate) deadline: Option<Span>,
 }
 
 /// One row of the table after resolution; `*` and `A | B` sources are kept
@@ -410,8 +413,8 @@ impl Model {
         let carried = roles.carried;
         let states = state_defs(cx, &state_enum, &carried);
         let contradicted = states.iter().any(crate::validate::contradictory);
-        let events = variant_defs(cx, &event_enum);
-        let actions = variant_defs(cx, &action_enum);
+        let events = variant_defs(cx, &event_enum, true);
+        let actions = variant_defs(cx, &action_enum, false);
 
         let mut model = Model {
             machine: args.name.clone().unwrap_or_else(|| Ident::new("Machine", Span::call_site())),
@@ -1294,11 +1297,13 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
                 Some("events") => &mut roles.events,
                 Some("actions") => &mut roles.actions,
                 _ if take_role(cx, &mut e.attrs, &["context"]).is_some() => {
+                    deadline_on_other_enum(cx, &mut e);
                     let ident = e.ident.clone();
                     set_context(cx, roles, &e.generics.clone(), Item::Enum(e), ident);
                     return;
                 }
                 _ => {
+                    deadline_on_other_enum(cx, &mut e);
                     passthrough.push(Item::Enum(e));
                     return;
                 }
@@ -1431,6 +1436,8 @@ fn misplaced_markers(cx: &Ctxt, e: &mut ItemEnum, role: &str) {
                 (DURING_WORK, _, _) if role != "events" => {
                     "`#[during_work]` marks an event delivered while effect work is in flight: put it on a variant of the `#[events]` enum".to_owned()
                 }
+                (DEADLINE, "events", false) => "`#[deadline]` marks one event: put it on that variant of the enum".to_owned(),
+                (DEADLINE, _, _) if role != "events" => DEADLINE_ON_NO_EVENT.to_owned(),
                 _ => return true,
             };
             cx.error_spanned_by(attr, message);
@@ -1560,26 +1567,65 @@ fn state_defs(cx: &Ctxt, e: &ItemEnum, carried: &[Field]) -> Vec<StateDef> {
         .collect()
 }
 
-/// The variants of the events or actions enum; `#[during_work]` is read
-/// here (it is left only on events: `misplaced_markers` took it off the
-/// other enums).
-fn variant_defs(cx: &Ctxt, e: &ItemEnum) -> Vec<VariantDef> {
+/// The variants of the events or actions enum; the event marks
+/// (`#[during_work]`, `#[deadline]`) are read on events only (they are
+/// left only there: `misplaced_markers` took them off the other enums).
+fn variant_defs(cx: &Ctxt, e: &ItemEnum, events: bool) -> Vec<VariantDef> {
     e.variants
         .iter()
-        .map(|v| {
-            let marker = v.attrs.iter().find(|a| a.path().is_ident(DURING_WORK));
-            if let Some(attr) = marker
-                && !matches!(attr.meta, syn::Meta::Path(_))
-            {
-                cx.error_spanned_by(&attr.meta, "`#[during_work]` takes no arguments; write `#[during_work]`");
-            }
-            VariantDef { ident: v.ident.clone(), during_work: marker.map(|a| a.path().span()) }
+        .map(|v| VariantDef {
+            ident: v.ident.clone(),
+            during_work: events.then(|| event_mark(cx, &v.attrs, DURING_WORK)).flatten(),
+            deadline: events.then(|| event_mark(cx, &v.attrs, DEADLINE)).flatten(),
         })
         .collect()
 }
 
+/// The span of the mark `name` on one event, reporting arguments and a
+/// second copy (which would say nothing more).
+fn event_mark(cx: &Ctxt, attrs: &[Attribute], name: &str) -> Option<Span> {
+    let mut found = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident(name)) {
+        if !matches!(attr.meta, syn::Meta::Path(_)) {
+            cx.error_spanned_by(&attr.meta, format!("`#[{name}]` takes no arguments; write `#[{name}]`"));
+        }
+        if found.is_some() {
+            cx.error_spanned_by(attr, format!("`#[{name}]` is written twice on this event; remove one"));
+        } else {
+            found = Some(attr.path().span());
+        }
+    }
+    found
+}
+
 /// The marker of an event delivered while effect work is in flight.
 pub(crate) const DURING_WORK: &str = "during_work";
+
+/// The marker of an event whose timer lets input through.
+pub(crate) const DEADLINE: &str = "deadline";
+
+/// Why `#[deadline]` belongs on an event variant.
+const DEADLINE_ON_NO_EVENT: &str =
+    "`#[deadline]` marks an event whose timer lets input through: put it on a variant of the `#[events]` enum";
+
+/// Reports and removes `#[deadline]` on the variants of an enum of the
+/// module that is not the events enum: left in, it would be rustc's
+/// "cannot find attribute" (unless a derive declares a helper of that
+/// name, which the compiler then reads).
+fn deadline_on_other_enum(cx: &Ctxt, e: &mut ItemEnum) {
+    if derives_with_helpers(e) {
+        return;
+    }
+    for v in &mut e.variants {
+        v.attrs.retain(|attr| {
+            let misplaced = attr.path().is_ident(DEADLINE);
+            if misplaced {
+                cx.error_spanned_by(attr, DEADLINE_ON_NO_EVENT);
+            }
+            !misplaced
+        });
+    }
+}
 
 fn shape(fields: &Fields) -> Shape {
     match fields {

@@ -56,14 +56,18 @@ pub(crate) fn plain_enum(e: &ItemEnum, model: &Model) -> ItemEnum {
     e
 }
 
-/// The event enum: [`plain_enum`], with `#[during_work]` replaced by a
-/// line of documentation saying what it does.
+/// The event enum: [`plain_enum`], with `#[during_work]` and `#[deadline]`
+/// each replaced by a line of documentation saying what it does.
 pub(crate) fn event_enum(model: &Model) -> ItemEnum {
     let mut e = plain_enum(&model.event_enum, model);
     for (v, def) in e.variants.iter_mut().zip(&model.events) {
-        v.attrs.retain(|a| !a.path().is_ident(crate::model::DURING_WORK));
+        v.attrs.retain(|a| !a.path().is_ident(crate::model::DURING_WORK) && !a.path().is_ident(crate::model::DEADLINE));
         if def.during_work.is_some() {
             let text = "\nDelivered as it arrives, even while effect work (streams, tasks, timers that hold input) is in flight (`#[during_work]`).";
+            v.attrs.push(syn::parse_quote!(#[doc = #text]));
+        }
+        if def.deadline.is_some() {
+            let text = "\nA deadline: a timer that delivers it lets input through while it is pending (`#[deadline]`).";
             v.attrs.push(syn::parse_quote!(#[doc = #text]));
         }
     }

@@ -83,6 +83,13 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
             const DURING_WORK: &'static [#kind] = &[#( #kind::#marked ),*];
         }
     });
+    let deadlines: Vec<_> = model.events.iter().filter(|e| e.deadline.is_some()).map(|e| &e.ident).collect();
+    let deadlines = (!deadlines.is_empty()).then(|| {
+        let kind = quote::format_ident!("{event_kind}");
+        quote! {
+            const DEADLINES: &'static [#kind] = &[#( #kind::#deadlines ),*];
+        }
+    });
     let passthrough = &model.passthrough;
     let module = &model.module;
     let (mod_vis, mod_ident) = (&module.vis, &module.ident);
@@ -216,6 +223,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
 
                 const DESCRIPTION: &'static ::agent_fsm::Description = &#machine::DESCRIPTION;
                 #during_work
+                #deadlines
 
                 #[inline]
                 fn handle_event(&mut self, event: #event) -> #action {
