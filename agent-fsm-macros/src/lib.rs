@@ -12,6 +12,7 @@ mod fallback;
 mod kw;
 mod model;
 mod parse;
+mod shared;
 mod validate;
 mod variant;
 

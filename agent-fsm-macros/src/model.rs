@@ -7,7 +7,7 @@ use crate::ctxt::Ctxt;
 use crate::parse::{Args, Ctor, Outcome, Row, Source, Table};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::ToTokens;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use syn::ext::IdentExt;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -412,7 +412,7 @@ impl Model {
         }
         let carried = roles.carried;
         let states = state_defs(cx, &state_enum, &carried);
-        let contradicted = states.iter().any(crate::validate::contradictory);
+        let contradicted = states.iter().any(contradictory);
         let events = variant_defs(cx, &event_enum, true);
         let actions = variant_defs(cx, &action_enum, false);
 
@@ -751,7 +751,7 @@ impl Model {
             }
         }
         // The kind enums take fixed names, so a clash is the user's item's.
-        for kind in crate::codegen::kinds::KIND_NAMES {
+        for kind in crate::shared::names::KIND_NAMES {
             if let Some((clash, what)) = taken.iter().find(|(i, _)| *i == kind) {
                 let what = if *what == "an item" { "this item" } else { what };
                 cx.error_spanned_by(
@@ -767,7 +767,7 @@ impl Model {
                 typed,
                 format!(
                     "the typestate view is generated as `mod typed` in this module; rename this item, or {}",
-                    crate::validate::VIEW_OUT
+                    crate::shared::names::VIEW_OUT
                 ),
             );
         }
@@ -2068,4 +2068,43 @@ pub(crate) fn list<'a>(names: impl Iterator<Item = &'a Ident>) -> String {
     let names = names.map(|n| format!("`{n}`")).collect::<Vec<_>>();
     // An enum without variants: "states are: none".
     if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+}
+
+/// Whether a state's markers contradict each other (reported by the rule
+/// `check_state_markers`); the rules that read those markers pass over it,
+/// so the one mistake gives one error.
+pub(crate) fn contradictory(s: &StateDef) -> bool {
+    s.transient.is_some() && (s.initial.is_some() || s.terminal.is_some())
+}
+
+/// The resting states `(s, event)` can land in, in declaration order.
+pub(crate) fn landing(model: &Model, s: usize, e: usize) -> BTreeSet<usize> {
+    let mut out = BTreeSet::new();
+    let rows: Vec<_> = model.index().pair(s, e).iter().map(|&r| &model.rows[r]).collect();
+    let mut total = false;
+    for row in &rows {
+        resolve(model, row.target, &mut out, &mut Vec::new());
+        if row.takes_every() {
+            total = true;
+            break;
+        }
+    }
+    if !total {
+        out.insert(s);
+    }
+    out
+}
+
+fn resolve(model: &Model, s: usize, out: &mut BTreeSet<usize>, seen: &mut Vec<usize>) {
+    if model.states[s].transient.is_none() {
+        out.insert(s);
+        return;
+    }
+    if seen.contains(&s) {
+        return;
+    }
+    seen.push(s);
+    for &r in model.index().eventless(s) {
+        resolve(model, model.rows[r].target, out, seen);
+    }
 }

@@ -3,7 +3,8 @@
 //! build reports every broken rule.
 
 use crate::ctxt::Ctxt;
-use crate::model::{Model, RowModel, bindings, list, name_key};
+use crate::model::{Model, RowModel, bindings, contradictory, list, name_key};
+use crate::shared::names::VIEW_OUT;
 use std::collections::BTreeSet;
 use syn::Ident;
 
@@ -68,8 +69,8 @@ fn check_conditional_derives(cx: &Ctxt, model: &Model) {
     for e in [&model.state_enum, &model.event_enum, &model.action_enum] {
         // With an `impl Debug` of their own in the module, users manage
         // `Debug` themselves (and the macro derives none).
-        let own_debug = crate::codegen::enums::implements_debug(e, &model.passthrough, &model.module.ident);
-        for path in crate::codegen::enums::cfg_attr_derives(e) {
+        let own_debug = crate::shared::attrs::implements_debug(e, &model.passthrough, &model.module.ident);
+        for path in crate::shared::attrs::cfg_attr_derives(e) {
             let Some(name) = path.segments.last().map(|s| s.ident.to_string()) else { continue };
             if name == "Debug" && !own_debug {
                 cx.error_spanned_by(
@@ -137,7 +138,7 @@ fn check_visibility(cx: &Ctxt, model: &Model) {
 /// variant; the carried fields the macro adds to it would make it one no
 /// longer, and rustc would point at a variant written as a unit.
 fn check_default_state(cx: &Ctxt, model: &Model) {
-    if model.carried.is_empty() || !crate::codegen::enums::derives(&model.state_enum, "Default") {
+    if model.carried.is_empty() || !crate::shared::attrs::derives(&model.state_enum, "Default") {
         return;
     }
     for (variant, state) in model.state_enum.variants.iter().zip(&model.states) {
@@ -198,7 +199,7 @@ fn check_carried_fields_set(cx: &Ctxt, model: &Model) {
 /// and a `#[serde(..)]` on an enum or a variant would change the names the
 /// snapshot reader checks.
 fn check_serde_form(cx: &Ctxt, model: &Model) {
-    use crate::codegen::enums::derives;
+    use crate::shared::attrs::derives;
     if !model.serde {
         return;
     }
@@ -884,7 +885,8 @@ fn check_machine_methods(cx: &Ctxt, model: &Model, imp: &syn::ItemImpl) {
 }
 
 fn check_user_methods(cx: &Ctxt, model: &Model, fixed: &[&str]) {
-    use crate::codegen::enums::{names_local, predicate_name};
+    use crate::shared::attrs::names_local;
+    use crate::shared::names::predicate_name;
     let mut state_items: Vec<String> = fixed.iter().map(|s| (*s).to_owned()).collect();
     state_items.extend(model.states.iter().map(|s| predicate_name(&s.ident)));
     for field in model.carried_names() {
@@ -922,15 +924,12 @@ fn check_user_methods(cx: &Ctxt, model: &Model, fixed: &[&str]) {
     }
 }
 
-/// How an error caused by the typestate view alone says the way out.
-pub(crate) const VIEW_OUT: &str = "leave the view out (drop `typestate` from the arguments)";
-
 /// Methods the macro generates take names from the table; a name that is
 /// already taken would be a duplicate definition reported at the
 /// attribute, without saying which name of the table caused it.
 fn check_generated_names(cx: &Ctxt, model: &Model) {
-    use crate::codegen::enums::{predicate_name, snake_method};
-    use crate::codegen::typestate::{BUILT_IN, landing, landing_enum};
+    use crate::model::landing;
+    use crate::shared::names::{BUILT_IN, landing_enum, predicate_name, snake_method};
     // `NAMES` is an associated constant, in the same namespace as a
     // carried field's accessor.
     let fixed = ["name", "NAMES", "is_terminal", "is_transient", "is_initial"];
@@ -1107,13 +1106,6 @@ fn check_single_initial_state(cx: &Ctxt, model: &Model) {
             }
         }
     }
-}
-
-/// Whether a state's markers contradict each other (reported by
-/// [`check_state_markers`]); the rules that read those markers pass over
-/// it, so the one mistake gives one error.
-pub(crate) fn contradictory(s: &crate::model::StateDef) -> bool {
-    s.transient.is_some() && (s.initial.is_some() || s.terminal.is_some())
 }
 
 /// Contradictory markers: a terminal state cannot resolve itself, and a
