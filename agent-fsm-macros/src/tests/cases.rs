@@ -412,3 +412,52 @@ fn effects_ending_in_a_call_must_be_unit() {
     assert!(out.contains("let () = log (1) ;"), "{out}");
     assert!(out.contains("log (2) ;") && !out.contains("let () = log (2)"), "{out}");
 }
+
+/// `#[deadline]` and `#[during_work]` mark event variants once, without
+/// arguments; anywhere else each is reported (the ui cases show where).
+#[test]
+fn event_marks_are_reported_where_they_mean_nothing() {
+    let module =
+        |states: proc_macro2::TokenStream, events: proc_macro2::TokenStream, other: proc_macro2::TokenStream| {
+            quote! {
+                mod m {
+                    #[states] pub enum State { #[initial] Idle, #states Busy }
+                    #[events] pub enum Event { Go, #events Timeout }
+                    #[actions] pub enum Action { Wait }
+                    pub enum Other { #other A }
+                    transitions! { Idle + Go => Busy / Wait, Busy + Timeout => Idle / Wait, }
+                }
+            }
+        };
+    let on_no_event = "marks an event whose timer lets input through: put it on a variant of the `#[events]` enum";
+    for (states, events, other, expected) in [
+        (quote!(), quote!(#[deadline]), quote!(), &[][..]),
+        (quote!(), quote!(#[deadline] #[during_work]), quote!(), &[][..]),
+        (quote!(#[deadline]), quote!(), quote!(), &[on_no_event][..]),
+        (quote!(), quote!(), quote!(#[deadline]), &[on_no_event][..]),
+        (quote!(), quote!(#[deadline(30)]), quote!(), &["`#[deadline]` takes no arguments; write `#[deadline]`"][..]),
+        (
+            quote!(),
+            quote!(#[deadline] #[deadline]),
+            quote!(),
+            &["`#[deadline]` is written twice on this event; remove one"][..],
+        ),
+        (
+            quote!(),
+            quote!(#[during_work] #[during_work]),
+            quote!(),
+            &["`#[during_work]` is written twice on this event; remove one"][..],
+        ),
+    ] {
+        let out = expand(quote!(fallback = Wait), module(states.clone(), events.clone(), other.clone()));
+        let errors = errors(&out);
+        assert_eq!(errors.len(), expected.len(), "{states} / {events} / {other}: {errors:?}");
+        for (e, want) in errors.iter().zip(expected) {
+            assert!(e.contains(want), "{states} / {events} / {other}: {errors:?}");
+        }
+        if expected.is_empty() {
+            assert!(out.contains("const DEADLINES : & 'static [EventKind] = & [EventKind :: Timeout]"), "{out}");
+            assert!(!out.contains("# [deadline]"), "the mark is left in the output: {out}");
+        }
+    }
+}
