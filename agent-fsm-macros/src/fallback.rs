@@ -2,13 +2,13 @@
 //! and every error, so the IDE keeps seeing the types and the user sees the
 //! real errors rather than a cascade of "cannot find type".
 
-use crate::codegen::enums::{cfg_attr_derives, derives, implements_debug};
 use crate::model::Model;
+use crate::shared::attrs::{cfg_attr_derives, derives, implements_debug};
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Fields, Item, ItemMod};
 
-const MARKERS: [&str; 10] = [
+const MARKERS: [&str; 11] = [
     "states",
     "events",
     "actions",
@@ -19,6 +19,7 @@ const MARKERS: [&str; 10] = [
     "transient",
     "no_carry",
     crate::model::DURING_WORK,
+    crate::model::DEADLINE,
 ];
 
 /// The module as written, minus the table and the macro's own attributes,
@@ -53,7 +54,7 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error, serde: bool, 
         items.retain(|item| match item {
             Item::Macro(m) => !m.mac.path.is_ident("transitions"),
             Item::Impl(imp) => !machine.is_some_and(
-                |name| matches!(&*imp.self_ty, syn::Type::Path(p) if crate::codegen::enums::names_local(&p.path, name)),
+                |name| matches!(&*imp.self_ty, syn::Type::Path(p) if crate::shared::attrs::names_local(&p.path, name)),
             ),
             _ => true,
         });

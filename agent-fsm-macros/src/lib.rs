@@ -3,7 +3,10 @@
 //! Depend on `agent-fsm`, which re-exports this macro, documents the DSL and
 //! provides the runtime the generated code names. This crate only turns
 //! tokens into tokens: `parse` (syntax) -> `model` (names resolved) ->
-//! `validate` (rules over the whole table) -> `codegen`.
+//! `validate` (rules over the whole table) -> `codegen`, driven by
+//! `expand` (`fallback` on error, `variant` for `extends`). Each phase
+//! names only earlier ones and `shared`, `ctxt` and `kw` below them all
+//! (`src/tests/layers.rs` checks it).
 
 mod codegen;
 mod ctxt;
@@ -12,6 +15,7 @@ mod fallback;
 mod kw;
 mod model;
 mod parse;
+mod shared;
 mod validate;
 mod variant;
 
@@ -21,8 +25,26 @@ mod tests;
 use proc_macro::TokenStream;
 
 /// Turns a module holding `#[states]`, `#[events]` and `#[actions]` enums
-/// and a `transitions! { ... }` table into a state machine. The DSL is
-/// documented in the `agent-fsm` crate.
+/// and a `transitions! { State + Event => Next / Action, .. }` table into a
+/// state machine (`agent_fsm::StateMachine`).
+///
+/// Arguments, `#[state_machine(fallback = Nothing, ..)]`:
+/// - `fallback = Action`: required; the action an event no row accepts returns
+/// - `name = Agent`: the machine type's name (default `Machine`)
+/// - `strict`: every (state, event) pair needs a row or `=> ignore`
+/// - `serde`: serde derives on the three enums (agent-fsm's `serde` feature)
+/// - `invariants = path`: a check run on every resumed snapshot
+/// - `typestate`: also generate the typestate view, `mod typed`
+/// - `export = name`: publish the table for variants to extend
+/// - `extends = path`: declare a variant of a published table
+///
+/// Markers in the module: `#[initial]`, `#[terminal]`, `#[transient]`,
+/// `#[no_carry]` on states and `#[carry(..)]` on their enum;
+/// `#[during_work]` and `#[deadline]` on events; `#[context]` on the
+/// context type.
+///
+/// The full reference, with the grammar of a row and every compile error:
+/// [the DSL reference](https://docs.rs/agent-fsm/latest/agent_fsm/docs/dsl/index.html).
 #[proc_macro_attribute]
 pub fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::state_machine(args.into(), item.into()).into()

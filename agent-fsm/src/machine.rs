@@ -51,6 +51,13 @@ pub trait StateMachine {
     /// the runtime's ordering rules). Empty unless the table marks some.
     const DURING_WORK: &'static [<Self::Event as Kinded>::Kind] = &[];
 
+    /// The events the table marks `#[deadline]`: a timer that delivers
+    /// one lets external events through while it is pending, however the
+    /// effects armed it (the runtime's `EffectContext::timer` arms a
+    /// deadline for these and a pause for the rest, and a pause of one of
+    /// these is taken as a deadline). Empty unless the table marks some.
+    const DEADLINES: &'static [<Self::Event as Kinded>::Kind] = &[];
+
     /// Feeds one event and returns the action the caller must perform.
     fn handle_event(&mut self, event: Self::Event) -> Self::Action;
 

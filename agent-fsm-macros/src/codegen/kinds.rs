@@ -6,10 +6,6 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::ItemEnum;
 
-/// The names the kind enums take in the machine's module, in the order
-/// state, event, action (checked against the module's own items).
-pub(crate) const KIND_NAMES: [&str; 3] = ["StateKind", "EventKind", "ActionKind"];
-
 /// The kind enum mirroring `e` (the state, event or action enum, `what`
 /// naming which), its `Kind` impl, and `kind()` with the `Kinded` impl on
 /// `e`.

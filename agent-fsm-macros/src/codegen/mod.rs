@@ -1,6 +1,7 @@
 //! Model -> tokens: the module with the user's items, the enums, the machine
 //! type and its trait impl. One file per generated item.
 
+mod carrier;
 pub(crate) mod describe;
 pub(crate) mod dispatch;
 pub(crate) mod enums;
@@ -28,7 +29,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
     let event_names = enums::names(&event_enum, "event");
     let action_names = enums::names(&action_enum, "action");
     let state_methods = enums::state_methods(model);
-    let [state_kind, event_kind, action_kind] = kinds::KIND_NAMES;
+    let [state_kind, event_kind, action_kind] = crate::shared::names::KIND_NAMES;
     let kind_enums = [
         kinds::kind_enum(&state_enum, state_kind, "state", model.serde),
         kinds::kind_enum(&event_enum, event_kind, "event", model.serde),
@@ -70,7 +71,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
             }
         }
     });
-    let carrier = model.export.as_ref().map(|(name, args, item)| crate::variant::carrier(name, args, item));
+    let carrier = model.export.as_ref().map(|(name, args, item)| carrier::carrier(name, args, item));
     // One error saying to enable agent-fsm's `serde` feature when it is
     // off (the derives' paths then resolve to stand-ins that add none).
     let serde_check =
@@ -81,6 +82,13 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
         let kind = quote::format_ident!("{event_kind}");
         quote! {
             const DURING_WORK: &'static [#kind] = &[#( #kind::#marked ),*];
+        }
+    });
+    let deadlines: Vec<_> = model.events.iter().filter(|e| e.deadline.is_some()).map(|e| &e.ident).collect();
+    let deadlines = (!deadlines.is_empty()).then(|| {
+        let kind = quote::format_ident!("{event_kind}");
+        quote! {
+            const DEADLINES: &'static [#kind] = &[#( #kind::#deadlines ),*];
         }
     });
     let passthrough = &model.passthrough;
@@ -216,6 +224,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
 
                 const DESCRIPTION: &'static ::agent_fsm::Description = &#machine::DESCRIPTION;
                 #during_work
+                #deadlines
 
                 #[inline]
                 fn handle_event(&mut self, event: #event) -> #action {

@@ -11,23 +11,13 @@
 //! Every method is `#[inline]`: a crate that defines a machine and never
 //! uses the view does not compile one function per (state, event) pair.
 
-use crate::codegen::enums::snake_method;
-use crate::model::Model;
+use crate::model::{Model, landing};
+use crate::shared::names::{BUILT_IN, landing_enum, snake_method};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use std::collections::BTreeSet;
 use syn::visit_mut::VisitMut;
 use syn::{Fields, Ident};
-
-/// Methods every typed state has (the initial one also `new`), and
-/// `try_from`, which an inherent one would hide from `TryFrom`: an event
-/// or a field may not take their names.
-pub(crate) const BUILT_IN: [&str; 4] = ["state", "context", "into_machine", "try_from"];
-
-/// The enum a step that can land in several states returns.
-pub(crate) fn landing_enum(state: &Ident, event: &Ident) -> Ident {
-    format_ident!("{}After{}", state, event)
-}
 
 /// `pub mod typed { ... }` and the conversions on the machine.
 pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: bool) -> TokenStream {
@@ -129,38 +119,6 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
                 ::core::convert::TryFrom::try_from(self)
             }
         }
-    }
-}
-
-/// The resting states `(s, event)` can land in, in declaration order.
-pub(crate) fn landing(model: &Model, s: usize, e: usize) -> BTreeSet<usize> {
-    let mut out = BTreeSet::new();
-    let rows: Vec<_> = model.index().pair(s, e).iter().map(|&r| &model.rows[r]).collect();
-    let mut total = false;
-    for row in &rows {
-        resolve(model, row.target, &mut out, &mut Vec::new());
-        if row.takes_every() {
-            total = true;
-            break;
-        }
-    }
-    if !total {
-        out.insert(s);
-    }
-    out
-}
-
-fn resolve(model: &Model, s: usize, out: &mut BTreeSet<usize>, seen: &mut Vec<usize>) {
-    if model.states[s].transient.is_none() {
-        out.insert(s);
-        return;
-    }
-    if seen.contains(&s) {
-        return;
-    }
-    seen.push(s);
-    for &r in model.index().eventless(s) {
-        resolve(model, model.rows[r].target, out, seen);
     }
 }
 

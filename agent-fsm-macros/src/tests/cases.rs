@@ -412,3 +412,49 @@ fn effects_ending_in_a_call_must_be_unit() {
     assert!(out.contains("let () = log (1) ;"), "{out}");
     assert!(out.contains("log (2) ;") && !out.contains("let () = log (2)"), "{out}");
 }
+
+/// `#[deadline]` and `#[during_work]` mark event variants once, without
+/// arguments; anywhere else each is reported (the ui cases show where).
+#[test]
+fn event_marks_are_reported_where_they_mean_nothing() {
+    let module = |on: &str, mark: proc_macro2::TokenStream| {
+        let at = |here: &str| if on == here { mark.clone() } else { quote!() };
+        let (state, event_enum, event, other) = (at("state"), at("event enum"), at("event"), at("other"));
+        quote! {
+            mod m {
+                #[states] pub enum State { #[initial] Idle, #state Busy }
+                #[events] #event_enum pub enum Event { Go, #event Timeout }
+                #[actions] pub enum Action { Wait }
+                pub enum Other { #other #[doc = "kept"] A }
+                transitions! { Idle + Go => Busy / Wait, Busy + Timeout => Idle / Wait, }
+            }
+        }
+    };
+    let on_no_event = "marks an event whose timer lets input through: put it on a variant of the `#[events]` enum";
+    for (on, mark, expected) in [
+        ("event", quote!(#[deadline]), &[][..]),
+        ("event", quote!(#[deadline] #[during_work]), &[][..]),
+        ("state", quote!(#[deadline]), &[on_no_event][..]),
+        ("other", quote!(#[deadline]), &[on_no_event][..]),
+        ("event enum", quote!(#[deadline]), &["`#[deadline]` marks one event: put it on that variant of the enum"][..]),
+        ("event", quote!(#[deadline(30)]), &["`#[deadline]` takes no arguments; write `#[deadline]`"][..]),
+        ("event", quote!(#[deadline] #[deadline]), &["`#[deadline]` is written twice on this event; remove one"][..]),
+        (
+            "event",
+            quote!(#[during_work] #[during_work]),
+            &["`#[during_work]` is written twice on this event; remove one"][..],
+        ),
+    ] {
+        let out = expand(quote!(fallback = Wait), module(on, mark.clone()));
+        let errors = errors(&out);
+        assert_eq!(errors.len(), expected.len(), "{mark} on {on}: {errors:?}");
+        for (e, want) in errors.iter().zip(expected) {
+            assert!(e.contains(want), "{mark} on {on}: {errors:?}");
+        }
+        if expected.is_empty() {
+            assert!(out.contains("const DEADLINES : & 'static [EventKind] = & [EventKind :: Timeout]"), "{out}");
+            assert!(!out.contains("# [deadline]"), "the mark is left in the output: {out}");
+            assert!(out.contains("\"kept\""), "another enum's attributes are dropped: {out}");
+        }
+    }
+}

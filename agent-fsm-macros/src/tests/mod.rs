@@ -5,5 +5,6 @@
 mod cases;
 mod expand;
 mod fuzz;
+mod layers;
 mod phases;
 mod quick;

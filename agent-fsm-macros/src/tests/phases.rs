@@ -172,7 +172,7 @@ fn shadowed_row_is_rejected() {
 
 #[test]
 fn snake_case_names() {
-    use crate::codegen::enums::snake;
+    use crate::shared::names::snake;
     assert_eq!(snake("CallingLlm"), "calling_llm");
     assert_eq!(snake("WaitingForUserInput"), "waiting_for_user_input");
     assert_eq!(snake("HTTPError"), "http_error");

@@ -17,6 +17,9 @@ Delivered as it arrives, even while effect work (streams, tasks, timers that hol
 Delivered as it arrives, even while effect work (streams, tasks, timers that hold input) is in flight (`#[during_work]`).*/
         Cancel,
         Done,
+        /**
+A deadline: a timer that delivers it lets input through while it is pending (`#[deadline]`).*/
+        Timeout,
     }
     #[derive(Debug)]
     pub enum Action {
@@ -55,10 +58,17 @@ Delivered as it arrives, even while effect work (streams, tasks, timers that hol
                 Self::Message { .. } => "Message",
                 Self::Cancel { .. } => "Cancel",
                 Self::Done { .. } => "Done",
+                Self::Timeout { .. } => "Timeout",
             }
         }
         ///Every event name, in declaration order.
-        pub const NAMES: &'static [&'static str] = &["Ask", "Message", "Cancel", "Done"];
+        pub const NAMES: &'static [&'static str] = &[
+            "Ask",
+            "Message",
+            "Cancel",
+            "Done",
+            "Timeout",
+        ];
     }
     #[automatically_derived]
     impl ::agent_fsm::Named for Event {
@@ -211,6 +221,8 @@ Delivered as it arrives, even while effect work (streams, tasks, timers that hol
         Cancel,
         ///`Done`.
         Done,
+        ///`Timeout`.
+        Timeout,
     }
     #[automatically_derived]
     impl EventKind {
@@ -220,6 +232,7 @@ Delivered as it arrives, even while effect work (streams, tasks, timers that hol
             Self::Message,
             Self::Cancel,
             Self::Done,
+            Self::Timeout,
         ];
         ///The variant's name as written in the table.
         #[must_use]
@@ -230,6 +243,7 @@ Delivered as it arrives, even while effect work (streams, tasks, timers that hol
                 Self::Message => "Message",
                 Self::Cancel => "Cancel",
                 Self::Done => "Done",
+                Self::Timeout => "Timeout",
             }
         }
     }
@@ -253,6 +267,7 @@ Delivered as it arrives, even while effect work (streams, tasks, timers that hol
                 Self::Message => 1usize,
                 Self::Cancel => 2usize,
                 Self::Done => 3usize,
+                Self::Timeout => 4usize,
             }
         }
     }
@@ -267,6 +282,7 @@ Delivered as it arrives, even while effect work (streams, tasks, timers that hol
                 Self::Message { .. } => EventKind::Message,
                 Self::Cancel { .. } => EventKind::Cancel,
                 Self::Done { .. } => EventKind::Done,
+                Self::Timeout { .. } => EventKind::Timeout,
             }
         }
     }
@@ -349,7 +365,7 @@ Delivered as it arrives, even while effect work (streams, tasks, timers that hol
             Action::kind(self)
         }
     }
-    ///The state machine generated from this module's table: 2 states ([`State`]), 4 events ([`Event`]), 4 rows, returning [`Action`].
+    ///The state machine generated from this module's table: 2 states ([`State`]), 5 events ([`Event`]), 5 rows, returning [`Action`].
     ///
     ///# Diagram
     ///
@@ -360,6 +376,7 @@ stateDiagram-v2
     Working --&gt; Working : Message / Nothing
     Working --&gt; Idle : Cancel / Nothing
     Working --&gt; Idle : Done / Nothing
+    Working --&gt; Idle : Timeout / Nothing
 </pre>
 <script type="module">import mermaid from "https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs"; mermaid.initialize({ startOnLoad: true });</script>
 */
@@ -371,6 +388,7 @@ stateDiagram-v2
 | `Working` | `Message` | — | `Working` | `Nothing` |  |
 | `Working` | `Cancel` | — | `Idle` | `Nothing` |  |
 | `Working` | `Done` | — | `Idle` | `Nothing` |  |
+| `Working` | `Timeout` | — | `Idle` | `Nothing` |  |
 */
     pub struct Machine {
         state: ::core::option::Option<State>,
@@ -631,6 +649,30 @@ stateDiagram-v2
                         }
                     }
                 }
+                Event::Timeout { .. } => {
+                    match *__s {
+                        __Some(State::Working { .. }) => {
+                            match event {
+                                Event::Timeout => {
+                                    *__s = __Some(State::Idle);
+                                    __row = 4usize;
+                                    Action::Nothing
+                                }
+                                #[allow(unreachable_patterns)]
+                                __event => {
+                                    return Self::__unhandled(
+                                        __observer,
+                                        __Some(StateKind::Working),
+                                        __event.kind(),
+                                    );
+                                }
+                            }
+                        }
+                        _ => {
+                            return Self::__unhandled_single::<4usize, _>(__observer, __s);
+                        }
+                    }
+                }
                 #[allow(unreachable_patterns)]
                 _ => {
                     match *__s {
@@ -696,7 +738,7 @@ stateDiagram-v2
         }
         /// Each row's hop for the observer, as kind indices (see
         /// `agent_fsm::__private::hop`).
-        const __HOPS: &'static [u8] = b"\0\0\x01\x01\x01\x01\x01\0\x01\x02\0\0\x01\x03\0\0";
+        const __HOPS: &'static [u8] = b"\0\0\x01\x01\x01\x01\x01\0\x01\x02\0\0\x01\x03\0\0\x01\x04\0\0";
         /// The table: states, events, actions, rows (any-state rows expanded
         /// per state) and the Mermaid diagram.
         pub const DESCRIPTION: ::agent_fsm::Description = {
@@ -708,10 +750,10 @@ stateDiagram-v2
                 __st("Idle", 1),
                 __st("Working", 0),
             ];
-            const __EVENTS: &[&str] = &["Ask", "Message", "Cancel", "Done"];
+            const __EVENTS: &[&str] = &["Ask", "Message", "Cancel", "Done", "Timeout"];
             const __ACTIONS: &[&str] = &["Nothing", "Work"];
-            static __ROWS: [::agent_fsm::Transition; 4] = ::agent_fsm::__private::rows::<
-                4,
+            static __ROWS: [::agent_fsm::Transition; 5] = ::agent_fsm::__private::rows::<
+                5,
                 1,
             >(
                 (
@@ -721,12 +763,13 @@ stateDiagram-v2
                         __Some("Message"),
                         __Some("Cancel"),
                         __Some("Done"),
+                        __Some("Timeout"),
                         __None,
                     ],
                     &[__Some("Nothing"), __Some("Work"), __None],
                     &[__None],
                 ),
-                b"\0\0\0\0\x01\x01\0\x01\x01\0\0\x01\0\x01\x01\x02\0\0\0\0\0\x01\x03\0\0\0\0\0",
+                b"\0\0\0\0\x01\x01\0\x01\x01\0\0\x01\0\x01\x01\x02\0\0\0\0\0\x01\x03\0\0\0\0\0\x01\x04\0\0\0\0\0",
             );
             ::agent_fsm::Description {
                 name: "Machine",
@@ -736,7 +779,7 @@ stateDiagram-v2
                 transitions: &__ROWS,
                 ignored: &[],
                 fallback: "Nothing",
-                mermaid: "stateDiagram-v2\n    [*] --> Idle\n    Idle --> Working : Ask / Work\n    Working --> Working : Message / Nothing\n    Working --> Idle : Cancel / Nothing\n    Working --> Idle : Done / Nothing\n",
+                mermaid: "stateDiagram-v2\n    [*] --> Idle\n    Idle --> Working : Ask / Work\n    Working --> Working : Message / Nothing\n    Working --> Idle : Cancel / Nothing\n    Working --> Idle : Done / Nothing\n    Working --> Idle : Timeout / Nothing\n",
             }
         };
     }
@@ -751,6 +794,7 @@ stateDiagram-v2
             EventKind::Message,
             EventKind::Cancel,
         ];
+        const DEADLINES: &'static [EventKind] = &[EventKind::Timeout];
         #[inline]
         fn handle_event(&mut self, event: Event) -> Action {
             Machine::handle_event(self, event)

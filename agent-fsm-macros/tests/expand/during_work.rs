@@ -1,5 +1,6 @@
-// Events marked `#[during_work]`: the marker becomes a line of the
-// variant's docs and the machine's `StateMachine::DURING_WORK` lists them.
+// Events marked `#[during_work]` and `#[deadline]`: each marker becomes a
+// line of the variant's docs, and the machine's `StateMachine::DURING_WORK`
+// and `StateMachine::DEADLINES` list them.
 #[agent_fsm::state_machine(fallback = Nothing)]
 mod chat {
     #[states]
@@ -18,6 +19,8 @@ mod chat {
         #[during_work]
         Cancel,
         Done,
+        #[deadline]
+        Timeout,
     }
 
     #[actions]
@@ -31,5 +34,6 @@ mod chat {
         Working + Message(_) => Working / Nothing,
         Working + Cancel => Idle / Nothing,
         Working + Done => Idle / Nothing,
+        Working + Timeout => Idle / Nothing,
     }
 }

@@ -125,7 +125,10 @@
 //!    fires or its state is left (right for a retry's backoff); a
 //!    [`deadline`](EffectContext::deadline) lets it through, for a
 //!    state that waits for input with a deadline ("nudge the user after
-//!    60 s" must not delay the user's reply). A stream that never ends
+//!    60 s" must not delay the user's reply). The table can say which: a
+//!    timer of an event marked `#[deadline]` is a deadline whether
+//!    [`timer`](EffectContext::timer) or [`pause`](EffectContext::pause)
+//!    armed it, and `timer` arms a pause for the rest. A stream that never ends
 //!    holds the inbox back for good: give streams a timeout.
 //!
 //!    **Input during work.** The events the table marks `#[during_work]`

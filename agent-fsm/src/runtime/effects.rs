@@ -15,6 +15,7 @@
 //! | concurrent keyed tasks, one event each (tool calls) | [`spawn_task`](EffectContext::spawn_task) |
 //! | an event after a time limit, input let through (a reply window) | [`deadline`](EffectContext::deadline) |
 //! | an event after a delay, input held back (a retry's backoff) | [`pause`](EffectContext::pause) |
+//! | an event after a delay, as the table says (`#[deadline]` or not) | [`timer`](EffectContext::timer) |
 //! | something for subscribers (text to display) | [`output`](EffectContext::output) |
 //! | stop a task or keyed stream it started earlier | [`cancel_task`](EffectContext::cancel_task) |
 //!
@@ -46,7 +47,7 @@ use super::config::Settings;
 use super::feed::Notifier;
 use super::task::{EffectFailure, TaskOptions, opened};
 use super::work::Work;
-use crate::{ActionKindOf, Kind, StateMachine};
+use crate::{ActionKindOf, Kind, Kinded, StateMachine};
 
 /// Performs the actions of machine `M`.
 ///
@@ -561,8 +562,66 @@ where
     /// [`RetryPolicy`](super::RetryPolicy) whose cap is that long) is taken
     /// to never come, as tokio's timer counts no further: such a timer is
     /// dropped, with a `debug` trace, and holds nothing back.
+    ///
+    /// For an event the table marks `#[deadline]`, the table's word wins:
+    /// the timer lets input through, as a [`deadline`](Self::deadline)
+    /// would, with a `warn` trace (a pause there would hold back the reply
+    /// the deadline waits for).
     pub fn pause(&mut self, delay: Duration, event: M::Event) {
-        self.add_timer("pause", delay, true, event);
+        let holds = !is_deadline::<M>(&event);
+        if !holds {
+            tracing::warn!(
+                event = Kind::name(event.kind()),
+                "a pause of an event the table marks `#[deadline]`: taken as a deadline, input is let through"
+            );
+        }
+        self.add_timer("pause", delay, holds, event);
+    }
+
+    /// A timer that does what the table says of `event`: a
+    /// [`deadline`](Self::deadline) (input let through) if the table
+    /// marks it `#[deadline]`, a [`pause`](Self::pause) (input held back)
+    /// otherwise. With the marks in the table, effects arm every timer this
+    /// way and cannot pick the wrong kind.
+    ///
+    /// ```
+    /// # use agent_fsm::runtime::EffectContext;
+    /// # use std::time::Duration;
+    /// # #[agent_fsm::state_machine(fallback = Escalate)]
+    /// # mod desk {
+    /// #     #[states] pub enum State { #[initial] Waiting, #[terminal] Done }
+    /// #     #[events]
+    /// #     pub enum Event {
+    /// #         HumanReply(String),
+    /// #         #[deadline]
+    /// #         Timeout,
+    /// #         RetryFired,
+    /// #     }
+    /// #     #[actions] pub enum Action { AskHuman, Retry, Escalate }
+    /// #     transitions! {
+    /// #         Waiting + HumanReply(_) => Done / Escalate,
+    /// #         Waiting + Timeout => Done / Escalate,
+    /// #         Waiting + RetryFired => Waiting / AskHuman,
+    /// #     }
+    /// # }
+    /// # use desk::{Action, Event};
+    /// # fn perform(action: Action, cx: &mut EffectContext<'_, desk::Machine, ()>) {
+    /// match action {
+    ///     // `Timeout` is marked `#[deadline]`: the reply is delivered as
+    ///     // soon as it comes.
+    ///     Action::AskHuman => cx.timer(Duration::from_secs(30), Event::Timeout),
+    ///     // `RetryFired` is not: input waits for it.
+    ///     Action::Retry => cx.timer(Duration::from_secs(2), Event::RetryFired),
+    ///     Action::Escalate => {}
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// Which one it is is looked up when the timer is armed, never per
+    /// event.
+    pub fn timer(&mut self, delay: Duration, event: M::Event) {
+        let holds = !is_deadline::<M>(&event);
+        self.add_timer("timer", delay, holds, event);
     }
 
     fn add_timer(&mut self, what: &'static str, delay: Duration, holds: bool, event: M::Event) {
@@ -588,6 +647,12 @@ where
         self.notice_subscribers();
         self.notifier.publish(super::Topics::OUTPUT, || super::Notification::Output(output));
     }
+}
+
+/// Whether the table marks `event` `#[deadline]` (a scan of a list that
+/// is empty for most machines, made only when a timer is armed).
+fn is_deadline<M: StateMachine>(event: &M::Event) -> bool {
+    !M::DEADLINES.is_empty() && M::DEADLINES.contains(&event.kind())
 }
 
 /// [`EffectContext::notice_subscribers`], on the two fields it needs (the
