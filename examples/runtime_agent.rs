@@ -108,7 +108,8 @@ async fn answer_pending(
         let (request_id, reply) = match state {
             ShadowState::WaitingForPermission { request_id, tool_name, .. } => {
                 let line = format!("  user: allow {tool_name} ({request_id}), remember for the session");
-                let reply = ShadowEvent::PermissionReply { request_id: request_id.clone(), allowed: true, remember: true };
+                let reply =
+                    ShadowEvent::PermissionReply { request_id: request_id.clone(), allowed: true, remember: true };
                 (request_id, (line, reply))
             }
             ShadowState::WaitingForUserInput { request_id } => {

@@ -126,7 +126,8 @@ async fn until(updates: &mut broadcast::Receiver<AgentUpdate>, matches: impl Fn(
 }
 
 fn entered(update: &AgentUpdate, session: &str, name: &str) -> bool {
-    &*update.session_id == session && matches!(&update.output, Output::StateChanged { state, .. } if state.name() == name)
+    &*update.session_id == session
+        && matches!(&update.output, Output::StateChanged { state, .. } if state.name() == name)
 }
 
 /// The agent `session` as its store holds it.
@@ -209,7 +210,8 @@ fn a_permission_asked_before_a_crash_is_answered_after_it() {
         };
         assert_eq!((request_id.as_str(), tool_name.as_str()), (request.as_str(), "write_file"));
         // A reply for another request is refused; the pending one is still pending.
-        let stale = ShadowEvent::PermissionReply { request_id: "permission-9".to_owned(), allowed: true, remember: true };
+        let stale =
+            ShadowEvent::PermissionReply { request_id: "permission-9".to_owned(), allowed: true, remember: true };
         main.send(stale).await.expect("sent");
         until(&mut updates, |u| matches!(u.output, Output::Rejected(_))).await;
         assert!(matches!(main.state().await.expect("state"), ShadowState::WaitingForPermission { .. }));
