@@ -14,10 +14,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_fsm::llm::{ProviderError, StreamEvent};
 use agent_fsm::store::{CheckpointStore, SqliteStore, restore};
 use agent_fsm_examples::coding_agent::Workspace;
 use agent_fsm_examples::shadow::{Message, Permission, Shadow, ShadowContext, ShadowEvent, ShadowState};
-use agent_fsm_examples::shadow_agent::{AgentRuntime, AgentUpdate, Output, ScriptedLlm, prepare_workspace};
+use agent_fsm_examples::shadow_agent::{AgentRuntime, AgentUpdate, Llm, Output, ScriptedLlm, prepare_workspace};
+use futures::stream::BoxStream;
 use tokio::sync::broadcast;
 
 /// How long a test waits for the next update before it fails.
@@ -56,7 +58,10 @@ impl Files {
     /// A runtime over the workspace, durable if `store` is given.
     fn runtime(&self, store: Option<Arc<dyn CheckpointStore>>) -> AgentRuntime {
         // Slow enough that a pause lands mid-reply.
-        let llm = ScriptedLlm { delay: Duration::from_millis(20) };
+        self.runtime_with(ScriptedLlm { delay: Duration::from_millis(20) }, store)
+    }
+
+    fn runtime_with(&self, llm: impl Llm, store: Option<Arc<dyn CheckpointStore>>) -> AgentRuntime {
         let runtime = AgentRuntime::new(llm, Workspace::new(&self.workspace));
         match store {
             Some(store) => runtime.with_store(store),
@@ -309,4 +314,84 @@ async fn a_subagent_that_answered_before_the_restart_gives_its_parent_the_answer
     assert_eq!(conversation.last(), Some(&Message::assistant(format!("The helper says: {SUMMARY}"))));
     runtime.shutdown_all().await;
     assert_eq!(inputs_logged(&*store, CHILD), [CHILD_TASK], "the answered child was not given its task again");
+}
+
+/// The scripted model, except that the subagent's task starts with a
+/// slow command (half a second) before anything else.
+struct SlowChild(ScriptedLlm);
+
+impl Llm for SlowChild {
+    fn stream(&self, conversation: &[Message]) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        let child = users(conversation).first() == Some(&CHILD_TASK);
+        if child && !conversation.iter().any(|m| matches!(m, Message::Tool(_))) {
+            // The scripted model's `sleep` script: `run_command` sleeps,
+            // writes slept.txt; then a `write_file`.
+            return self.0.stream(&[Message::user("sleep")]);
+        }
+        self.0.stream(conversation)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_paused_while_it_interrupts_its_child_interrupts_it_again_after_the_restart() {
+    let files = Files::new();
+    let store = files.open();
+    let rules = [("Task", Permission::Allow), ("run_command", Permission::Allow)];
+    let llm = || SlowChild(ScriptedLlm { delay: Duration::from_millis(1) });
+
+    // Main is interrupted while its child runs its slow command; the
+    // session is paused before the command is over.
+    let paused = async {
+        let runtime = files.runtime_with(llm(), Some(Arc::clone(&store)));
+        let mut updates = runtime.subscribe();
+        let main = runtime.spawn("main", &rules).expect("spawned");
+        main.send(ShadowEvent::UserInput(DELEGATE.to_owned())).await.expect("sent");
+        until(&mut updates, |u| {
+            &*u.session_id == CHILD && matches!(&u.output, Output::ToolStarted(c) if c.name == "run_command")
+        })
+        .await;
+        main.interrupt("the user pressed Esc").await.expect("interrupted");
+        runtime.shutdown_all().await;
+    };
+    tokio::time::timeout(WAIT, paused).await.expect("paused in time");
+    let main = stored(&*store, "main");
+    assert!(main.context().interrupt_requested, "main was interrupting its child");
+    assert_eq!(main.state(), &ShadowState::WaitingForSubAgent { session_id: CHILD.to_owned() });
+    assert!(matches!(stored(&*store, CHILD).state(), ShadowState::ExecutingTool { .. }));
+    assert!(!files.workspace.join("slept.txt").exists(), "paused before the command was over");
+
+    // Run again: main interrupts the child again, which lets its command
+    // finish (as an interrupt in `ExecutingTool` does) and ends.
+    let runtime = files.runtime_with(llm(), Some(Arc::clone(&store)));
+    let mut updates = runtime.subscribe();
+    let main = runtime.spawn("main", &rules).expect("resumed");
+    drive(&runtime, &mut updates, "main").await;
+    assert_eq!(main.state().await.expect("state"), ShadowState::Done);
+    runtime.shutdown_all().await;
+    assert_eq!(stored(&*store, CHILD).state(), &ShadowState::Done, "the child resumed and was interrupted");
+    assert!(files.workspace.join("slept.txt").exists(), "the child's command ran to its end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_that_cannot_be_spawned_again_after_the_restart_fails_its_parent_call() {
+    let files = Files::new();
+    let store = files.open();
+    tokio::time::timeout(WAIT, pause_while_the_child_works(&files, &store)).await.expect("paused in time");
+
+    // Run again with the child's session id taken: main performs its
+    // `SpawnSubAgent` again, which is refused; the refusal reaches main.
+    let runtime = files.runtime(Some(Arc::clone(&store)));
+    let mut updates = runtime.subscribe();
+    runtime.spawn_with_context(ShadowContext::new(CHILD)).expect("the child's id taken");
+    let main = runtime.spawn("main", &RULES).expect("resumed");
+    let seen = drive(&runtime, &mut updates, "main").await;
+    let Some(ShadowState::Error { message }) = seen.iter().rev().find_map(|u| match &u.output {
+        Output::StateChanged { state, .. } if &*u.session_id == "main" => Some(state.clone()),
+        _ => None,
+    }) else {
+        panic!("main ends in Error");
+    };
+    assert!(message.contains("already has the session id"), "{message}");
+    assert!(matches!(main.state().await.expect("state"), ShadowState::Error { .. }));
+    runtime.shutdown_all().await;
 }

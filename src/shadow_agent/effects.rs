@@ -146,6 +146,19 @@ async fn child_outcome(handle: &ShadowHandle, result: &mut watch::Receiver<Optio
     }
 }
 
+/// Answers the call that awaits the child `session_id` with `result`, on a
+/// task keyed like the await of a child rather than by a send: an action
+/// performed again after a restart starts again only the tasks it had
+/// started (its sends are dropped), so the parent gets this answer then
+/// too.
+fn finish_child(session_id: String, result: ChildResult, cx: Cx<'_, '_>) {
+    let event = ShadowEvent::SubAgentFinished { session_id: session_id.clone(), result };
+    cx.spawn_task(session_id, async move { event }, |session_id, failure| match failure {
+        EffectFailure::Cancelled => ShadowEvent::Interrupt,
+        failure => ShadowEvent::SubAgentFinished { session_id, result: Err(format!("the subagent {failure}")) },
+    });
+}
+
 impl ShadowEffects {
     /// Publishes `output` to the handle's subscribers and the runtime's.
     fn emit(&self, cx: Cx<'_, '_>, output: Output) {
@@ -254,7 +267,7 @@ impl ShadowEffects {
         let (child, found) = match self.start_child(&session_id, cx) {
             Ok(started) => started,
             Err(error) => {
-                cx.send(ShadowEvent::SubAgentFinished { session_id, result: Err(error) });
+                finish_child(session_id, Err(error), cx);
                 return;
             }
         };
@@ -266,8 +279,7 @@ impl ShadowEffects {
         if found.needs_input()
             && let Err(error) = child.handle.try_send(ShadowEvent::UserInput(prompt))
         {
-            let result = Err(format!("the subagent did not take its task: {error}"));
-            cx.send(ShadowEvent::SubAgentFinished { session_id, result });
+            finish_child(session_id, Err(format!("the subagent did not take its task: {error}")), cx);
             return;
         }
         self.await_child(&session_id, &child, None, cx);
@@ -349,11 +361,11 @@ impl ShadowEffects {
                     self.await_child(&session_id, &child, Some(cause), cx);
                     self.children.insert(session_id, child);
                 }
-                Err(error) => cx.send(ShadowEvent::SubAgentFinished { session_id, result: Err(error) }),
+                Err(error) => finish_child(session_id, Err(error), cx),
             }
             return;
         }
-        cx.send(ShadowEvent::SubAgentFinished { session_id, result: Err(INTERRUPTED.to_owned()) });
+        finish_child(session_id, Err(INTERRUPTED.to_owned()), cx);
     }
 
     /// Whether the runtime's checkpoint store holds the agent `session_id`.
