@@ -67,3 +67,46 @@ pub(super) fn answer_at_rest(machine: &Shadow) -> Option<ChildResult> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use agent_fsm::llm::ErrorKind;
+
+    use super::*;
+    use crate::shadow::{ProviderError, ShadowContext, ShadowEvent};
+
+    fn after(events: Vec<ShadowEvent>) -> Shadow {
+        let mut machine = Shadow::new(ShadowContext::new("main/toolu_1"));
+        for event in events {
+            machine.handle_event(event);
+        }
+        machine
+    }
+
+    fn task() -> ShadowEvent {
+        ShadowEvent::UserInput("Summarise CHANGELOG.md".to_owned())
+    }
+
+    #[test]
+    fn a_failed_child_answers_its_failure() {
+        let failed = ShadowEvent::LlmFailed(ProviderError::new(ErrorKind::BadRequest, "no"));
+        let machine = after(vec![task(), failed]);
+        let ShadowState::Error { message } = machine.state().clone() else { panic!("in Error") };
+        assert_eq!(answer_at_rest(&machine), Some(Err(message)));
+    }
+
+    #[test]
+    fn an_interrupted_child_answers_interrupted_and_one_ended_otherwise_says_so() {
+        let interrupted = after(vec![task(), ShadowEvent::Interrupt]);
+        assert_eq!(answer_at_rest(&interrupted), Some(Err(INTERRUPTED.to_owned())));
+        let ended = after(vec![task(), ShadowEvent::Shutdown]);
+        assert_eq!(ended.state(), &ShadowState::Done);
+        assert_eq!(answer_at_rest(&ended), Some(Err("the subagent ended its task without an answer".to_owned())));
+    }
+
+    #[test]
+    fn a_child_mid_turn_or_without_its_task_has_no_answer_yet() {
+        assert_eq!(answer_at_rest(&after(vec![])), None);
+        assert_eq!(answer_at_rest(&after(vec![task()])), None);
+    }
+}
