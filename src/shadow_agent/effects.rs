@@ -14,6 +14,7 @@ use futures::stream::{self, BoxStream, Stream, StreamExt};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
+use super::durable::Found;
 use super::{AgentRuntime, AgentUpdate, ChildResult, Llm, Output, RuntimeInner, SUBAGENT_TOOL, ShadowHandle};
 use crate::coding_agent::Workspace;
 use crate::shadow::{INTERRUPTED, Shadow, ShadowAction, ShadowContext, ShadowEvent, ShadowState, ToolCall};
@@ -145,6 +146,19 @@ async fn child_outcome(handle: &ShadowHandle, result: &mut watch::Receiver<Optio
     }
 }
 
+/// Answers the call that awaits the child `session_id` with `result`, on a
+/// task keyed like the await of a child rather than by a send: an action
+/// performed again after a restart starts again only the tasks it had
+/// started (its sends are dropped), so the parent gets this answer then
+/// too.
+fn finish_child(session_id: String, result: ChildResult, cx: Cx<'_, '_>) {
+    let event = ShadowEvent::SubAgentFinished { session_id: session_id.clone(), result };
+    cx.spawn_task(session_id, async move { event }, |session_id, failure| match failure {
+        EffectFailure::Cancelled => ShadowEvent::Interrupt,
+        failure => ShadowEvent::SubAgentFinished { session_id, result: Err(format!("the subagent {failure}")) },
+    });
+}
+
 impl ShadowEffects {
     /// Publishes `output` to the handle's subscribers and the runtime's.
     fn emit(&self, cx: Cx<'_, '_>, output: Output) {
@@ -250,38 +264,44 @@ impl ShadowEffects {
     }
 
     fn spawn_child(&mut self, session_id: String, prompt: String, cx: Cx<'_, '_>) {
-        let Some(inner) = self.runtime.upgrade() else {
-            let result = Err("the agent runtime is gone".to_owned());
-            cx.send(ShadowEvent::SubAgentFinished { session_id, result });
-            return;
+        let (child, found) = match self.start_child(&session_id, cx) {
+            Ok(started) => started,
+            Err(error) => {
+                finish_child(session_id, Err(error), cx);
+                return;
+            }
         };
+        self.emit(cx, Output::SubAgentSpawned { session_id: session_id.clone(), prompt: prompt.clone() });
+        // A child resumed from the store with its task taken already (this
+        // action is performed again when its parent resumes) is not given
+        // it twice. A fresh inbox has room; sent here rather than from the
+        // task so that an interrupt cannot cancel it before it is queued.
+        if found.needs_input()
+            && let Err(error) = child.handle.try_send(ShadowEvent::UserInput(prompt))
+        {
+            finish_child(session_id, Err(format!("the subagent did not take its task: {error}")), cx);
+            return;
+        }
+        self.await_child(&session_id, &child, None, cx);
+        self.children.insert(session_id, child);
+    }
+
+    /// Spawns the child `session_id` on the runtime with this agent's
+    /// permission rules, or from the store if it holds it; says what the
+    /// store held.
+    fn start_child(&mut self, session_id: &str, cx: Cx<'_, '_>) -> Result<(Child, Found), String> {
+        let inner = self.runtime.upgrade().ok_or("the agent runtime is gone")?;
         self.children.retain(|_, child| !child.handle.is_finished());
         let parent = cx.machine().context();
-        let mut context = ShadowContext::new(session_id.clone());
+        let mut context = ShadowContext::new(session_id);
         context.permissions = parent.permissions.clone();
         context.default_permission = parent.default_permission;
         context.question_tool = parent.question_tool.clone();
         context.max_llm_attempts = parent.max_llm_attempts;
         let (report, result) = watch::channel(None);
-        let spawned = AgentRuntime { inner }.spawn_agent(context, Some(report));
-        let (handle, generation) = match spawned {
-            Ok(spawned) => spawned,
-            Err(error) => {
-                cx.send(ShadowEvent::SubAgentFinished { session_id, result: Err(error.to_string()) });
-                return;
-            }
-        };
-        self.emit(cx, Output::SubAgentSpawned { session_id: session_id.clone(), prompt: prompt.clone() });
-        // A fresh inbox has room; sent here rather than from the task so
-        // that an interrupt cannot cancel it before it is queued.
-        if let Err(error) = handle.try_send(ShadowEvent::UserInput(prompt)) {
-            let result = Err(format!("the subagent did not take its task: {error}"));
-            cx.send(ShadowEvent::SubAgentFinished { session_id, result });
-            return;
-        }
-        let child = Child { handle, result, generation };
-        self.await_child(&session_id, &child, None, cx);
-        self.children.insert(session_id, child);
+        let (handle, generation, found) =
+            AgentRuntime { inner }.spawn_agent(context, Some(report)).map_err(|error| error.to_string())?;
+        Ok((Child { handle, result, generation }, found))
     }
 
     /// Awaits a child's answer on an executor task (after interrupting it,
@@ -327,14 +347,32 @@ impl ShadowEffects {
         );
     }
 
-    fn interrupt_child(&self, session_id: String, cx: Cx<'_, '_>) {
-        match self.children.get(&session_id) {
-            Some(child) => {
-                let cause = format!("the parent agent `{}` was interrupted", self.session_id);
-                self.await_child(&session_id, child, Some(cause), cx);
-            }
-            None => cx.send(ShadowEvent::SubAgentFinished { session_id, result: Err(INTERRUPTED.to_owned()) }),
+    fn interrupt_child(&mut self, session_id: String, cx: Cx<'_, '_>) {
+        let cause = format!("the parent agent `{}` was interrupted", self.session_id);
+        if let Some(child) = self.children.get(&session_id) {
+            self.await_child(&session_id, child, Some(cause), cx);
+            return;
         }
+        // Performed again after a restart: the child is in the store, not
+        // running yet; it resumes to be interrupted and answer.
+        if self.child_in_store(&session_id) {
+            match self.start_child(&session_id, cx) {
+                Ok((child, _)) => {
+                    self.await_child(&session_id, &child, Some(cause), cx);
+                    self.children.insert(session_id, child);
+                }
+                Err(error) => finish_child(session_id, Err(error), cx),
+            }
+            return;
+        }
+        finish_child(session_id, Err(INTERRUPTED.to_owned()), cx);
+    }
+
+    /// Whether the runtime's checkpoint store holds the agent `session_id`.
+    fn child_in_store(&self, session_id: &str) -> bool {
+        let store = self.runtime.upgrade().and_then(|inner| AgentRuntime { inner }.store());
+        // A store that cannot be read is reported when the child is spawned.
+        store.is_some_and(|store| !matches!(store.agent(session_id), Ok(None)))
     }
 
     /// The agent stops: the running tool and the children stop too.

@@ -74,7 +74,29 @@
 //! machine, which hands it back ([`ShadowAction::DeferInput`]); the
 //! effects keep it and send it again as soon as the turn is over. Input is
 //! never applied mid-turn and never dropped.
+//!
+//! # Durable agents
+//! With a checkpoint store ([`AgentRuntime::with_store`]) every agent,
+//! subagents included, is spawned through [`Durable`] under its session
+//! id: its steps are written as it takes them, and spawning a session id
+//! the store holds continues that agent where it was (see [`Durable`] for
+//! what is performed again). A shutdown is a pause: nothing of it is
+//! written. After a restart:
+//! - an agent that waited for a permission or an answer still waits for
+//!   it, under the same request id; nothing is published again to say so,
+//!   so a UI reads the pending request from the agent's state
+//!   ([`ShadowState::WaitingForPermission`], [`ShadowState::WaitingForUserInput`]);
+//! - subagents resume with their parent: a parent that waited for a child
+//!   performs [`ShadowAction::SpawnSubAgent`] again, which spawns the
+//!   child from the store; a child that took its task already is not
+//!   given it again, and one that had answered (its turn over: `Idle`
+//!   with its reply, `Error`, or interrupted) gives its parent that
+//!   answer, read from its machine.
+//!
+//! [`AgentRuntime::shutdown_all`] stops parents before their children, so
+//! that no child's stop reaches its parent as an answer.
 
+mod durable;
 mod effects;
 mod scripted;
 
@@ -86,6 +108,7 @@ use std::time::Duration;
 
 use agent_fsm::StateKindOf;
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, RequestError, RetryPolicy};
+use agent_fsm::store::{CheckpointStore, Durable, StoreError};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
@@ -183,25 +206,26 @@ pub struct AgentUpdate {
 // ================================================================== runtime
 
 /// Why [`AgentRuntime::spawn`] refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum SpawnError {
     /// A running agent already has this session id.
+    #[error("a running agent already has the session id `{0}`")]
     SessionTaken(String),
     /// Not called inside a tokio runtime.
+    #[error("agents are spawned inside a tokio runtime")]
     NoRuntime,
+    /// The runtime's checkpoint store ([`AgentRuntime::with_store`]) could
+    /// not be read, or the agent not added to it: a store written by
+    /// another machine, of an unknown format, corrupt, or failing.
+    #[error("the checkpoint store, for `{session_id}`: {source}")]
+    Store {
+        /// The agent's session id.
+        session_id: String,
+        /// What the store said (shared, so the error stays cloneable).
+        source: Arc<StoreError>,
+    },
 }
-
-impl fmt::Display for SpawnError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::SessionTaken(id) => write!(f, "a running agent already has the session id `{id}`"),
-            Self::NoRuntime => f.write_str("agents are spawned inside a tokio runtime"),
-        }
-    }
-}
-
-impl std::error::Error for SpawnError {}
 
 /// A registered agent.
 struct Registered {
@@ -218,6 +242,8 @@ struct RuntimeInner {
     agents: Mutex<HashMap<String, Registered>>,
     updates: broadcast::Sender<AgentUpdate>,
     generations: AtomicU64,
+    /// Where every agent's steps are written, if the agents are durable.
+    store: Mutex<Option<Arc<dyn CheckpointStore>>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -311,6 +337,7 @@ impl AgentRuntime {
                 agents: Mutex::new(HashMap::new()),
                 updates: broadcast::channel(Self::UPDATE_CAPACITY).0,
                 generations: AtomicU64::new(0),
+                store: Mutex::new(None),
             }),
         }
     }
@@ -338,14 +365,35 @@ impl AgentRuntime {
     /// # Errors
     /// As [`spawn`](Self::spawn).
     pub fn spawn_with_context(&self, context: ShadowContext) -> Result<ShadowHandle, SpawnError> {
-        self.spawn_agent(context, None).map(|(handle, _)| handle)
+        self.spawn_agent(context, None).map(|(handle, ..)| handle)
     }
 
+    /// Makes the agents durable: every agent spawned from now on (by this
+    /// runtime or a clone of it, subagents included) has its steps written
+    /// to `store` under its session id ([`Durable`], writing each step
+    /// before its action's work starts), and an agent whose session id the
+    /// store already holds is spawned again where it was (see *Durable
+    /// agents* in the [module docs](self)).
+    #[must_use]
+    pub fn with_store(self, store: Arc<dyn CheckpointStore>) -> Self {
+        *lock(&self.inner.store) = Some(store);
+        self
+    }
+
+    /// The checkpoint store the agents are written to, if they are durable.
+    #[must_use]
+    pub fn store(&self) -> Option<Arc<dyn CheckpointStore>> {
+        lock(&self.inner.store).clone()
+    }
+
+    /// Spawns the agent of `context` (from the store if it holds it);
+    /// `report` is set for a subagent, where its answer goes. Says what
+    /// the store held of it.
     fn spawn_agent(
         &self,
         context: ShadowContext,
         report: Option<watch::Sender<Option<ChildResult>>>,
-    ) -> Result<(ShadowHandle, u64), SpawnError> {
+    ) -> Result<(ShadowHandle, u64, durable::Found), SpawnError> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(SpawnError::NoRuntime);
         }
@@ -354,11 +402,32 @@ impl AgentRuntime {
         if agents.get(&session_id).is_some_and(|a| !a.handle.is_finished()) {
             return Err(SpawnError::SessionTaken(session_id));
         }
+        let store_error = |error| SpawnError::Store { session_id: session_id.clone(), source: Arc::new(error) };
+        let store = self.store();
+        // Only a parent needs to know what its child did before a restart.
+        let found = match (&store, &report) {
+            (Some(store), Some(_)) => durable::look_up(&**store, &session_id).map_err(store_error)?,
+            _ => durable::Found::New,
+        };
+        if let (Some(report), durable::Found::Resumed { answer: Some(answer), .. }) = (&report, &found) {
+            // Its effects reported this before the restart, and a resumed
+            // agent does not perform that step again.
+            report.send_replace(Some(answer.clone()));
+        }
         let generation = self.inner.generations.fetch_add(1, Ordering::Relaxed);
         let effects = ShadowEffects::new(Arc::from(session_id.as_str()), &self.inner, report);
-        let handle = runtime::spawn(Shadow::new(context), effects, self.inner.config.clone());
+        let config = self.inner.config.clone();
+        let handle = match store {
+            None => runtime::spawn(Shadow::new(context), effects, config),
+            Some(store) => {
+                let durable = Durable::new(store, session_id.clone());
+                let (handle, start) = durable.spawn(|| Shadow::new(context), effects, config).map_err(store_error)?;
+                tracing::debug!(session = session_id.as_str(), ?start, "durable agent spawned");
+                handle
+            }
+        };
         agents.insert(session_id, Registered { handle: handle.clone(), generation });
-        Ok((handle, generation))
+        Ok((handle, generation, found))
     }
 
     /// The handle of the running agent with `session_id`, subagents
@@ -415,12 +484,15 @@ impl AgentRuntime {
     /// Shuts every registered agent down and unregisters it; returns each
     /// one's final state, by session id.
     pub async fn shutdown_all(&self) -> Vec<(String, Result<StateKindOf<Shadow>, RequestError<Shadow>>)> {
-        let agents: Vec<(String, Registered)> = lock(&self.inner.agents).drain().collect();
+        let mut agents: Vec<(String, Registered)> = lock(&self.inner.agents).drain().collect();
+        // Parents first (a parent's session id sorts before its children's,
+        // which it prefixes): a child stopped first would answer its parent
+        // with an error, and a durable parent would keep that error.
+        agents.sort_by(|a, b| a.0.cmp(&b.0));
         let mut outcomes = Vec::with_capacity(agents.len());
         for (session_id, agent) in agents {
             outcomes.push((session_id, agent.handle.shutdown().await));
         }
-        outcomes.sort_by(|a, b| a.0.cmp(&b.0));
         outcomes
     }
 }
