@@ -123,7 +123,7 @@ const BACKOFF: Duration = Duration::from_secs(5);
 struct Gated {
     permits: Arc<Semaphore>,
     started: Arc<Mutex<HashMap<String, u32>>>,
-    /// How many times `SpawnTools` was performed.
+    /// How many times `SpawnTools` or `OpenStream` was performed.
     spawns: Arc<Mutex<u32>>,
 }
 
@@ -167,6 +167,9 @@ impl Effects<Desk> for Gated {
                 }
             }
             desk::Action::OpenStream(n) => {
+                if let Ok(mut spawns) = self.spawns.lock() {
+                    *spawns += 1;
+                }
                 let permits = Arc::clone(&self.permits);
                 let items = futures::stream::iter(0..n)
                     .then(move |i| {
@@ -615,4 +618,25 @@ async fn an_agent_that_ended_is_not_given_its_work_again() {
     assert!(matches!(start, Start::Resumed { .. }));
     within(handle.wait_finished()).await.expect("ends at once");
     assert_eq!(*effects.spawns.lock().expect("a count"), 0, "the tools' action was performed again");
+}
+
+#[tokio::test]
+async fn a_stream_that_ended_before_a_stop_is_not_opened_again() {
+    for (store, _dir) in stores() {
+        let durable = Durable::new(Arc::clone(&store), "desk");
+        let effects = Gated::new();
+        effects.permits.add_permits(1);
+        let agent = Running::spawn(&durable, effects.clone());
+        agent.handle.send(Event::Stream(1)).await.expect("sent");
+        agent.idle().await;
+        assert_eq!(agent.state().await, State::Idle);
+        agent.handle.shutdown().await.expect("stops");
+        assert!(restore::<Desk, _>(&*store, "desk").expect("restores").in_flight.is_empty());
+
+        let effects = Gated::new();
+        let agent = Running::spawn(&durable, effects.clone());
+        agent.idle().await;
+        assert_eq!(*effects.spawns.lock().expect("a count"), 0, "the ended stream was opened again");
+        assert_eq!(agent.taken().await.items, [0]);
+    }
 }

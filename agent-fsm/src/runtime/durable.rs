@@ -144,6 +144,14 @@ pub(crate) trait StepJournal<M: StateMachine>: Send {
     /// The store refused the write, or an event to store does not serialize.
     fn commit(&mut self, machine: &M, work: StepWork<'_, M::Event>) -> Result<(), JournalError>;
 
+    /// Work ended between two steps (a stream's end, seen after its last
+    /// item's step): writes its end, so that a restart does not perform it
+    /// again.
+    ///
+    /// # Errors
+    /// The store refused the write.
+    fn ended(&mut self, ended: Vec<(WorkKind, WorkId)>) -> Result<(), JournalError>;
+
     /// The agent stops: writes what is still buffered.
     ///
     /// # Errors

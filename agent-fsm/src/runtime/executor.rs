@@ -410,6 +410,12 @@ where
                 }
                 return Poll::Ready(None);
             }
+            if self.hot.journaling {
+                // A stream may have ended: its end is written now, not with
+                // a next step that may never come.
+                self.journal_ended();
+            }
+            let Some(work) = &mut self.work else { return Poll::Pending };
             // External events wait while effect work is in flight (but for
             // deadlines, which let them through), except those the machine
             // takes during work. A stream that just ended may have left

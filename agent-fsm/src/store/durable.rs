@@ -72,10 +72,12 @@ pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 ///   action that started it again with the machine as it was then, with the
 ///   same key: at least once, so a tool that must not act twice
 ///   deduplicates by its key. Only that work of the action starts again;
-///   the rest of what the action does (a line printed, a send) is done
-///   again too. A stream performed again skips the items the machine took
-///   before the restart, so a source that replays the same items continues
-///   where it stopped;
+///   what the action does besides scheduling work (a line printed) is done
+///   again too, while its sends and timers are not (they are restored from
+///   their own rows). A stream performed again skips the items the machine
+///   took before the restart, so a source that replays the same items
+///   continues where it stopped; a stream's end is written when the worker
+///   sees it, so a stream that ended is not opened again;
 /// - a timer is re-armed for the time left of its deadline (fired at once
 ///   if it passed meanwhile); an event sent for delivery after its step
 ///   is delivered after the restart if it was not before;
@@ -345,23 +347,47 @@ struct Writer<M: StateMachine> {
     /// The step begun, written by `commit`.
     pending: Option<PendingStep>,
     replay: Option<Replay<M::Event>>,
-    /// [`Durability::OnStop`]'s steps.
-    buffered: Vec<StepRecord>,
+    /// [`Durability::OnStop`]'s writes.
+    buffered: Vec<Write>,
     /// [`Durability::WhileAction`]'s writer.
     thread: Option<WriterThread>,
 }
 
-/// A thread that appends the records it is sent, in order, and keeps the
-/// first error (it writes nothing after one).
+/// A write to the store: steps, or the ends of work that ended between two
+/// steps.
+enum Write {
+    Step(StepRecord),
+    Ends(Vec<(EffectKind, String)>),
+}
+
+/// Writes `writes` in order, consecutive steps in one transaction.
+fn write_all(store: &dyn CheckpointStore, agent: &str, writes: Vec<Write>) -> Result<(), StoreError> {
+    let mut steps = Vec::new();
+    for write in writes {
+        match write {
+            Write::Step(record) => steps.push(record),
+            Write::Ends(ends) => {
+                if !steps.is_empty() {
+                    store.append_all(agent, &std::mem::take(&mut steps))?;
+                }
+                store.finish(agent, &ends)?;
+            }
+        }
+    }
+    if steps.is_empty() { Ok(()) } else { store.append_all(agent, &steps) }
+}
+
+/// A thread that writes what it is sent, in order, and keeps the first
+/// error (it writes nothing after one).
 struct WriterThread {
-    tx: mpsc::Sender<StepRecord>,
+    tx: mpsc::Sender<Write>,
     failed: Arc<Mutex<Option<StoreError>>>,
     join: JoinHandle<()>,
 }
 
 impl WriterThread {
     fn start(store: Arc<dyn CheckpointStore>, agent: String) -> Result<Self, StoreError> {
-        let (tx, rx) = mpsc::channel::<StepRecord>();
+        let (tx, rx) = mpsc::channel::<Write>();
         let failed = Arc::new(Mutex::new(None));
         let slot = Arc::clone(&failed);
         let join = std::thread::Builder::new()
@@ -373,7 +399,7 @@ impl WriterThread {
                 while let Ok(first) = rx.recv() {
                     let mut batch = vec![first];
                     batch.extend(rx.try_iter());
-                    if let Err(error) = store.append_all(&agent, &batch) {
+                    if let Err(error) = write_all(&*store, &agent, batch) {
                         *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
                         return;
                     }
@@ -440,15 +466,29 @@ where
                     return Err(error);
                 }
                 // A writer that stopped left its error, read above or next time.
-                let _ = thread.tx.send(record);
+                let _ = thread.tx.send(Write::Step(record));
                 Ok(())
             }
             Durability::OnStop => {
                 let record = self.journal.prepare(step, machine)?;
-                self.buffered.push(record);
+                self.buffered.push(Write::Step(record));
                 Ok(())
             }
         }
+    }
+
+    fn write_ends(&mut self, ends: Vec<(EffectKind, String)>) -> Result<(), StoreError> {
+        match (&self.thread, self.durability) {
+            (_, Durability::OnStop) => self.buffered.push(Write::Ends(ends)),
+            (Some(thread), _) => {
+                if let Some(error) = thread.failure() {
+                    return Err(error);
+                }
+                let _ = thread.tx.send(Write::Ends(ends));
+            }
+            (None, _) => self.store.finish(self.journal.agent(), &ends)?,
+        }
+        Ok(())
     }
 }
 
@@ -488,11 +528,14 @@ where
         self.write(step, machine).map_err(erased)
     }
 
+    fn ended(&mut self, ended: Vec<(WorkKind, WorkId)>) -> Result<(), JournalError> {
+        let ends = ended.into_iter().map(|(kind, id)| (effect_kind(kind), id.to_string())).collect();
+        self.write_ends(ends).map_err(erased)
+    }
+
     fn stop(&mut self) -> Result<(), JournalError> {
         let buffered = std::mem::take(&mut self.buffered);
-        if !buffered.is_empty() {
-            self.store.append_all(self.journal.agent(), &buffered).map_err(erased)?;
-        }
+        write_all(&*self.store, self.journal.agent(), buffered).map_err(erased)?;
         if let Some(thread) = self.thread.take() {
             drop(thread.tx);
             // The writer ends once it has written what it was sent.

@@ -189,6 +189,18 @@ impl CheckpointStore for MemoryStore {
         Ok(())
     }
 
+    fn finish(&self, agent: &str, finished: &[(super::EffectKind, String)]) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let Some(log) = inner.agents.get_mut(agent) else {
+            return Err(StoreError::UnknownAgent(agent.to_owned()));
+        };
+        let last = log.next_seq() - 1;
+        for (kind, key) in finished {
+            finish(&mut log.effects, *kind, key, last);
+        }
+        Ok(())
+    }
+
     fn snapshot_at_or_before(&self, agent: &str, seq: u64) -> Result<Option<(u64, Snapshot)>, StoreError> {
         let inner = self.lock();
         let log = inner.log(agent)?;

@@ -359,6 +359,16 @@ pub trait CheckpointStore: Send + Sync {
         steps.iter().try_for_each(|step| self.append(agent, step))
     }
 
+    /// Marks work in flight as finished at the agent's last step, without
+    /// a new step: work that ended between two steps (a stream's end, seen
+    /// after the step of its last item). A key with nothing in flight is
+    /// ignored.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownAgent`], or the backend's write error; on an
+    /// error nothing was written.
+    fn finish(&self, agent: &str, finished: &[(EffectKind, String)]) -> Result<(), StoreError>;
+
     /// The newest snapshot at or before `seq`, with its sequence number.
     ///
     /// # Errors

@@ -122,8 +122,31 @@ where
         }
     }
 
-    /// Stops journaling: what the journal still buffers is written.
+    /// Writes the ends of work that ended since the last step (a stream's
+    /// end), if any: the worker is between two steps.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn journal_ended(&mut self) {
+        let Some(track) = self.tracking() else { return };
+        if track.ended.is_empty() {
+            return;
+        }
+        let ended = std::mem::take(&mut track.ended);
+        let Some(journal) = self.link.extras.as_mut().and_then(|extras| extras.journal.as_mut()) else {
+            return;
+        };
+        if let Err(error) = journal.ended(ended) {
+            self.store_failed(error);
+        }
+    }
+
+    /// Stops journaling: the ends of work seen since the last step, and what
+    /// the journal still buffers, are written.
     pub(super) fn stop_journal(&mut self) {
+        if !self.hot.journaling {
+            return;
+        }
+        self.journal_ended();
         if !std::mem::take(&mut self.hot.journaling) {
             return;
         }
