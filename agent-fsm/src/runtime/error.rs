@@ -160,7 +160,6 @@ impl PartialEq for StoreFailure {
 
 impl Eq for StoreFailure {}
 
-
 /// What the effects were running when they panicked
 /// ([`WorkerError::EffectsPanicked`]): an action, by kind, or a failure
 /// callback they registered. Displays as the action's name, or

@@ -216,44 +216,37 @@ fn known_next(conn: &Connection, agent: &str) -> Result<u64, StoreError> {
 
 /// Writes `step` in `tx`, checking that it is the agent's next one.
 fn append_in(tx: &Connection, agent: &str, step: &StepRecord) -> Result<(), StoreError> {
-        let expected = known_next(tx, agent)?;
-        if step.seq != expected {
-            return Err(StoreError::Conflict { agent: agent.to_owned(), expected, found: step.seq });
-        }
-        let seq = seq_to_sql(step.seq);
-        tx.prepare_cached("INSERT INTO events (agent, seq, at, state, event, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
-            .and_then(|mut s| s.execute(params![agent, seq, to_millis(step.at), step.state, step.event, step.origin]))
+    let expected = known_next(tx, agent)?;
+    if step.seq != expected {
+        return Err(StoreError::Conflict { agent: agent.to_owned(), expected, found: step.seq });
+    }
+    let seq = seq_to_sql(step.seq);
+    tx.prepare_cached("INSERT INTO events (agent, seq, at, state, event, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+        .and_then(|mut s| s.execute(params![agent, seq, to_millis(step.at), step.state, step.event, step.origin]))
+        .map_err(write_err)?;
+    let finishing = step.finished.iter().map(|(kind, key)| (*kind, key.as_str()));
+    let replaced = step.started.iter().map(|e| (e.kind, e.key.as_str()));
+    for (kind, key) in finishing.chain(replaced) {
+        tx.prepare_cached(
+            "UPDATE effects SET finished = ?1 WHERE agent = ?2 AND kind = ?3 AND key = ?4 AND finished IS NULL",
+        )
+        .and_then(|mut s| s.execute(params![seq, agent, kind.code(), key]))
+        .map_err(write_err)?;
+    }
+    for effect in &step.started {
+        tx.prepare_cached(
+            "INSERT INTO effects (agent, kind, key, started, deadline, event) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![agent, effect.kind.code(), effect.key, seq, effect.deadline.map(to_millis), effect.event])
+        })
+        .map_err(write_err)?;
+    }
+    if let Some(snapshot) = &step.snapshot {
+        tx.prepare_cached("INSERT INTO snapshots (agent, seq, format, state, data) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .and_then(|mut s| s.execute(params![agent, seq, snapshot.format, snapshot.state, snapshot.data]))
             .map_err(write_err)?;
-        let finishing = step.finished.iter().map(|(kind, key)| (*kind, key.as_str()));
-        let replaced = step.started.iter().map(|e| (e.kind, e.key.as_str()));
-        for (kind, key) in finishing.chain(replaced) {
-            tx.prepare_cached(
-                "UPDATE effects SET finished = ?1 WHERE agent = ?2 AND kind = ?3 AND key = ?4 AND finished IS NULL",
-            )
-            .and_then(|mut s| s.execute(params![seq, agent, kind.code(), key]))
-            .map_err(write_err)?;
-        }
-        for effect in &step.started {
-            tx.prepare_cached(
-                "INSERT INTO effects (agent, kind, key, started, deadline, event) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    agent,
-                    effect.kind.code(),
-                    effect.key,
-                    seq,
-                    effect.deadline.map(to_millis),
-                    effect.event
-                ])
-            })
-            .map_err(write_err)?;
-        }
-        if let Some(snapshot) = &step.snapshot {
-            tx.prepare_cached("INSERT INTO snapshots (agent, seq, format, state, data) VALUES (?1, ?2, ?3, ?4, ?5)")
-                .and_then(|mut s| s.execute(params![agent, seq, snapshot.format, snapshot.state, snapshot.data]))
-                .map_err(write_err)?;
-        }
+    }
     Ok(())
 }
 
