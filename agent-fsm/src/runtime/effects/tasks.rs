@@ -187,7 +187,7 @@ where
     ///
     /// Only the effects cancel one task. An event sent from a handle waits
     /// in the inbox while work is in flight (see the
-    /// [ordering](super#ordering)), so it would arrive after the task it
+    /// [ordering](crate::runtime#ordering)), so it would arrive after the task it
     /// means to stop, unless the table marks it `#[during_work]`: such an
     /// event (a user's "cancel") reaches the machine while the task runs,
     /// and the action its row returns can cancel the task here. From
