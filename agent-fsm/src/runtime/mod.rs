@@ -112,6 +112,9 @@ mod retry;
 mod task;
 pub(crate) mod work;
 
+#[cfg(test)]
+mod layers;
+
 pub use config::ExecutorConfig;
 pub use effects::{EffectContext, Effects, FnEffects, from_fn};
 pub use error::{

@@ -1,0 +1,97 @@
+//! The observer each step runs with: history, visit counter, tracing, the
+//! user's observer and notifications, per hop; and the small hot fields.
+
+use super::*;
+
+/// The history, created on first use with the machine's current state
+/// (it is created no later than the first event, so that state is the
+/// initial one, entered when the worker started).
+#[inline]
+pub(super) fn history_mut<'h, M: StateMachine, O>(
+    history: &'h mut Option<Box<History<M>>>,
+    machine: &M,
+    shared: &Shared<M, O>,
+) -> &'h mut History<M> {
+    history.get_or_insert_with(|| new_history(machine, shared))
+}
+
+/// Out of line: it runs once per agent, and keeping it out of
+/// [`history_mut`] keeps that one a test and a branch.
+#[cold]
+#[inline(never)]
+pub(super) fn new_history<M: StateMachine, O>(machine: &M, shared: &Shared<M, O>) -> Box<History<M>> {
+    let settings = &shared.settings;
+    Box::new(History::new(machine.status(), settings.history_capacity, settings.record_events, shared.started()))
+}
+
+/// The observer the worker passes to `handle_event_with`: history, visit
+/// counter, tracing, the user's observer and notifications, per hop.
+pub(super) struct Recorder<'a, M: StateMachine, O> {
+    pub(super) history: &'a mut History<M>,
+    pub(super) hot: &'a mut Hot<M, O>,
+    pub(super) user: Option<&'a mut (dyn Observer<M> + Send + 'static)>,
+    /// What the step reported, for a call's [`Outcome`].
+    pub(super) seen: Seen,
+}
+
+/// The worker's small fields that a step's hops and its bookkeeping touch
+/// (the step counter lives beside it), together:
+/// a step's recorder reaches them through one pointer, and packed in one
+/// struct they leave no padding that would make every agent's task a size
+/// class bigger.
+pub(super) struct Hot<M: StateMachine, O> {
+    pub(super) notifier: Notifier<M, O>,
+    /// The time read for the current burst of events; cleared when the
+    /// worker sleeps and every [`STATUS_EVERY`] events, so one clock read
+    /// serves a burst.
+    pub(super) clock: Option<Instant>,
+    /// Incremented on every change of state (not on self-transitions);
+    /// timers are stamped with it and die when it moves on.
+    pub(super) visit: u32,
+    /// The state changed (or the machine was poisoned) since the status was
+    /// last published.
+    pub(super) status_dirty: bool,
+    pub(super) terminal: bool,
+    pub(super) failed: bool,
+    /// Each step is written to the durable agent's journal.
+    pub(super) journaling: bool,
+}
+
+impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
+    #[inline]
+    fn on_transition(&mut self, hop: &StepOf<M>) {
+        self.seen = Seen::Hop;
+        let now = *self.hot.clock.get_or_insert_with(Instant::now);
+        let changed = hop.from != hop.to;
+        self.history.on_hop(hop, changed, now);
+        if changed {
+            // Wrapping: timers compare visits for equality only.
+            self.hot.visit = self.hot.visit.wrapping_add(1);
+        }
+        tracing::debug!(
+            from = hop.from.name(),
+            to = hop.to.name(),
+            event = hop.event.map(Kind::name),
+            action = hop.action.map(Kind::name),
+            "transition"
+        );
+        if let Some(user) = &mut self.user {
+            user.on_transition(hop);
+        }
+        self.hot.notifier.publish(Topics::TRANSITIONS, || Notification::Transition(*hop));
+    }
+
+    fn on_unhandled(&mut self, unhandled: &UnhandledOf<M>) {
+        self.seen = Seen::Unhandled(unhandled.reason);
+        tracing::debug!(
+            state = %unhandled.state,
+            event = unhandled.event.name(),
+            reason = %unhandled.reason,
+            "event not handled"
+        );
+        if let Some(user) = &mut self.user {
+            user.on_unhandled(unhandled);
+        }
+        self.hot.notifier.publish(Topics::UNHANDLED, || Notification::Unhandled(*unhandled));
+    }
+}
