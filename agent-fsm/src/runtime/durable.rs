@@ -5,6 +5,10 @@
 //! (`store::durable`) implements [`StepJournal`]; the worker only calls it,
 //! and an agent without a journal pays one test of a flag per event.
 
+// Without the `store` feature nothing implements the journal, and parts of
+// this module are only read by it.
+#![cfg_attr(not(feature = "store"), allow(dead_code))]
+
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;

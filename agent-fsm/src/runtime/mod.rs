@@ -120,6 +120,7 @@ pub use effects::{EffectContext, Effects, FnEffects, from_fn};
 pub use error::{
     ConfigError, Performing, ReplayError, RequestError, SendError, StoreFailure, TryRecvError, WorkerError,
 };
+#[cfg(feature = "store")]
 pub(crate) use executor::pair_with;
 pub use executor::{pair, spawn};
 pub use feed::{Subscription, Topics};

@@ -129,6 +129,9 @@
 //! `SqliteStore` (feature `sqlite`) is an embedded SQLite file in WAL
 //! mode.
 
+// Durable agents run on the runtime; without it the store is the journal
+// and restore alone.
+#[cfg(feature = "runtime")]
 mod durable;
 mod error;
 mod journal;
@@ -137,6 +140,8 @@ mod restore;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+#[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use durable::{Clock, Durability, Durable, Start};
 pub use error::StoreError;
 pub use journal::{Journal, PendingStep, SnapshotPolicy};
