@@ -1,4 +1,4 @@
-//! Helpers for the Loom row tests: the default configuration, short
+//! What the Loom row tests share: the default configuration, short
 //! conversations, and constructors for the calls, outcomes, events,
 //! requests and states the tests compare, with a check of shutdown from a
 //! given state.

@@ -1,4 +1,4 @@
-//! Helpers for the Shadow agent tests: a runtime over a fresh workspace
+//! What the Shadow agent tests share: a runtime over a fresh workspace
 //! that keeps every update it published and answers permission requests
 //! and questions by a policy, and readers of a handle's history and
 //! conversation.

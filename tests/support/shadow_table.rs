@@ -1,4 +1,4 @@
-//! Helpers for the Shadow table tests: a machine with a recorder fed
+//! What the Shadow table tests share: a machine with a recorder fed
 //! event by event, and short constructors for the events, messages,
 //! results, states and actions the tests compare.
 

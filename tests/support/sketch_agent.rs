@@ -1,4 +1,4 @@
-//! Helpers for the Sketch agent tests: a temporary git repository, the
+//! What the Sketch agent tests share: a temporary git repository, the
 //! agent started on it with a scripted or gated model, waits on its steps
 //! and states, readers of its rounds and of `git` and `rustfmt`, and the
 //! hops of the table's path named once.

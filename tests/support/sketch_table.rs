@@ -1,4 +1,4 @@
-//! Helpers for the Sketch table tests: one event from a given state with
+//! What the Sketch table tests share: one event from a given state with
 //! every hop the observer saw, an edge check, and short constructors for
 //! the calls, budgets, contexts, replies and messages the tests compare.
 
