@@ -1,7 +1,11 @@
 //! The demo agent's session, end to end: real files, a real shell command,
 //! the Loom machine under the executor. Asserts what the example shows.
 
+#[path = "support/coding_agent.rs"]
+mod demo_session;
+
 use agent_fsm_examples::coding_agent::{LoomEffects, ScriptedLlm, Workspace, prepare_workspace, run_session};
+use demo_session::{STATES, TASK};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,37 +16,11 @@ async fn the_scripted_session_fixes_the_file_for_real() {
     let effects =
         LoomEffects::new(Arc::new(ScriptedLlm { delay: Duration::ZERO }), "scripted", Workspace::new(dir.path()))
             .expect("effects");
-    let summary = run_session(effects, &["Please fix the typo in greeting.sh and check that it works."], |_| {})
-        .await
-        .expect("session");
+    let summary = run_session(effects, &[TASK], |_| {}).await.expect("session");
 
     let fixed = std::fs::read_to_string(dir.path().join("greeting.sh")).expect("file");
     assert_eq!(fixed, "#!/bin/sh\necho \"Hello, world\"\n");
-    assert_eq!(
-        summary.states,
-        [
-            "WaitingForUserInput",
-            // list + read, concurrently
-            "CallingLlm",
-            "ProcessingLlmResponse",
-            "ExecutingTools",
-            // edit: mutating, so the hook runs
-            "CallingLlm",
-            "ProcessingLlmResponse",
-            "ExecutingTools",
-            "PostToolsHook",
-            // run the script to check
-            "CallingLlm",
-            "ProcessingLlmResponse",
-            "ExecutingTools",
-            // the answer
-            "CallingLlm",
-            "ProcessingLlmResponse",
-            "WaitingForUserInput",
-            // the shutdown the session ends with
-            "ShuttingDown",
-        ]
-    );
+    assert_eq!(summary.states, STATES);
     assert_eq!(summary.tool_calls, 4);
     assert_eq!(summary.final_state, "ShuttingDown");
 }

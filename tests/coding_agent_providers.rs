@@ -6,6 +6,8 @@
 //! sequence and what the model was sent. The demo's real-model path
 //! (flags, environment, client set-up) is run against the same server.
 
+#[path = "support/coding_agent.rs"]
+mod demo_session;
 #[path = "../agent-fsm/tests/support/replay.rs"]
 mod replay;
 
@@ -15,6 +17,7 @@ use std::time::Duration;
 use agent_fsm::llm::{AnthropicConfig, OpenAiConfig, Provider};
 use agent_fsm_examples::coding_agent::demo::run_demo;
 use agent_fsm_examples::coding_agent::{LoomEffects, Workspace, prepare_workspace, run_session};
+use demo_session::{STATES, TASK};
 use replay::{Recorded, ReplayServer, Reply};
 use serde_json::{Value, json};
 
@@ -118,30 +121,6 @@ fn anthropic_reply(turn: &Turn) -> Reply {
     sse += &anthropic_event(json!({"type": "message_stop"}));
     Reply::events(&sse)
 }
-
-const STATES: [&str; 15] = [
-    "WaitingForUserInput",
-    // list + read, concurrently
-    "CallingLlm",
-    "ProcessingLlmResponse",
-    "ExecutingTools",
-    // edit: mutating, so the hook runs
-    "CallingLlm",
-    "ProcessingLlmResponse",
-    "ExecutingTools",
-    "PostToolsHook",
-    // run the script to check
-    "CallingLlm",
-    "ProcessingLlmResponse",
-    "ExecutingTools",
-    // the answer
-    "CallingLlm",
-    "ProcessingLlmResponse",
-    "WaitingForUserInput",
-    "ShuttingDown",
-];
-
-const TASK: &str = "Please fix the typo in greeting.sh and check that it works.";
 
 async fn session(llm: Arc<dyn Provider>, model: &str) -> (Vec<&'static str>, String) {
     let dir = tempfile::tempdir().expect("temp dir");

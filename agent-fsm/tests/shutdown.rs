@@ -12,14 +12,11 @@ use std::time::Duration;
 use agent_fsm::Kind;
 use agent_fsm::Named;
 use agent_fsm::runtime::{self, MachineHandle, Notification, RequestError, SendError};
-use support::{Agent, End, Event, Reply, Scripted, config};
+use support::run::input;
+use support::{Agent, End, Reply, Scripted, config};
 use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-
-fn input(text: &str) -> Event {
-    Event::UserInput(text.to_owned())
-}
 
 /// Drives a fresh agent into `state`, returning it with its tracker.
 async fn agent_in(state: &str) -> (MachineHandle<Agent, String>, Scripted, TaskTracker) {

@@ -19,6 +19,8 @@ use agent_fsm::{
 use futures::StreamExt;
 use tokio_util::task::TaskTracker;
 
+pub(crate) mod run;
+
 // ===== the machine =====
 
 /// The agent's states.
