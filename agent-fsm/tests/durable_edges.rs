@@ -251,6 +251,10 @@ impl CheckpointStore for Watching {
         self.inner.append(agent, step)
     }
 
+    fn finish(&self, agent: &str, finished: &[(EffectKind, String)]) -> Result<(), StoreError> {
+        self.inner.finish(agent, finished)
+    }
+
     fn snapshot_at_or_before(&self, agent: &str, seq: u64) -> Result<Option<(u64, Snapshot)>, StoreError> {
         self.inner.snapshot_at_or_before(agent, seq)
     }
