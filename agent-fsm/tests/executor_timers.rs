@@ -1,7 +1,8 @@
 //! Timers and the end of the clock: task and stream timeouts there never
 //! come, a retry scheduled past it never fires and harms nothing;
 //! `deadline` and `pause` marks let input through or hold it back while
-//! they wait, and are cancelled with the state the reply leaves.
+//! they wait, and are cancelled with the state the reply leaves; timers
+//! fire in deadline order, whatever order they were armed in.
 
 mod support;
 
@@ -274,5 +275,60 @@ mod deadlines {
                 assert_eq!(handle.shutdown().await.unwrap(), desk::StateKind::Idle);
             }
         }
+    }
+}
+
+mod order {
+    //! Timers fire in deadline order, whatever order they were armed in.
+
+    use agent_fsm::runtime::{self, EffectContext, ExecutorConfig};
+    use std::time::Duration;
+
+    #[allow(unreachable_pub)]
+    #[agent_fsm::state_machine(fallback = Nothing)]
+    pub mod clock {
+        #[context]
+        pub type Context = Vec<&'static str>;
+        #[states]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum State {
+            #[initial]
+            Waiting,
+        }
+        #[events]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            Arm,
+            Early,
+            Late,
+        }
+        #[actions]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Action {
+            Nothing,
+            ArmBoth,
+        }
+        transitions! {
+            Waiting + Arm => Waiting / ArmBoth,
+            Waiting + Early => { ctx.push("early"); } Waiting / Nothing,
+            Waiting + Late => { ctx.push("late"); } Waiting / Nothing,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shorter_timer_armed_after_a_longer_one_fires_first() {
+        let effects = runtime::from_fn(|action, cx: &mut EffectContext<'_, clock::Machine, ()>| {
+            if action == clock::Action::ArmBoth {
+                cx.deadline(Duration::from_secs(10), clock::Event::Late);
+                cx.deadline(Duration::from_secs(5), clock::Event::Early);
+            }
+        });
+        let handle = runtime::spawn(clock::Machine::new(Vec::new()), effects, ExecutorConfig::new());
+        handle.send(clock::Event::Arm).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        assert_eq!(handle.inspect(|m| m.context().clone()).await.unwrap(), ["early"]);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(handle.inspect(|m| m.context().clone()).await.unwrap(), ["early", "late"]);
+        handle.shutdown().await.unwrap();
     }
 }
