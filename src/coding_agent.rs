@@ -105,27 +105,35 @@ impl ScriptedLlm {
 
 impl Provider for ScriptedLlm {
     fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
-        let message = Self::reply(&request.messages);
-        let delay = self.delay;
-        let mut events: Vec<StreamEvent> =
-            message.text.split_inclusive(' ').map(|word| StreamEvent::TextDelta(word.to_owned())).collect();
-        for (index, c) in message.tool_calls.iter().enumerate() {
-            events.push(StreamEvent::ToolCallDelta {
-                index,
-                id: Some(c.id.clone()),
-                name: Some(c.name.clone()),
-                arguments_fragment: c.arguments.to_string(),
-            });
-        }
-        let stop_reason = if message.tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
-        events.push(StreamEvent::Completed { message, stop_reason, usage: Usage::default() });
-        futures::stream::iter(events)
-            .then(move |event| async move {
-                tokio::time::sleep(delay).await;
-                Ok(event)
-            })
-            .boxed()
+        stream_reply(Self::reply(&request.messages), self.delay)
     }
+}
+
+/// `message` streamed as a provider would: a text delta per word, one
+/// tool-call delta per call, then `Completed`, each after `delay`. For
+/// scripted models.
+pub fn stream_reply(
+    message: AssistantMessage,
+    delay: Duration,
+) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+    let mut events: Vec<StreamEvent> =
+        message.text.split_inclusive(' ').map(|word| StreamEvent::TextDelta(word.to_owned())).collect();
+    for (index, c) in message.tool_calls.iter().enumerate() {
+        events.push(StreamEvent::ToolCallDelta {
+            index,
+            id: Some(c.id.clone()),
+            name: Some(c.name.clone()),
+            arguments_fragment: c.arguments.to_string(),
+        });
+    }
+    let stop_reason = if message.tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
+    events.push(StreamEvent::Completed { message, stop_reason, usage: Usage::default() });
+    futures::stream::iter(events)
+        .then(move |event| async move {
+            tokio::time::sleep(delay).await;
+            Ok(event)
+        })
+        .boxed()
 }
 
 /// What the agent is told before the user's first message.

@@ -16,12 +16,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_fsm::llm::{Provider, ProviderError, Request, StopReason, StreamEvent, Usage};
+use agent_fsm::llm::{Provider, ProviderError, Request, StreamEvent};
 use agent_fsm::store::{CheckpointStore, SqliteStore, restore};
 use agent_fsm_examples::coding_agent::durable::{AGENT_ID, SessionEnd, ensure_workspace, run_durable_session};
-use agent_fsm_examples::coding_agent::{LoomEffects, Workspace};
+use agent_fsm_examples::coding_agent::{LoomEffects, Workspace, stream_reply};
 use agent_fsm_examples::loom::{AgentEvent, AssistantMessage, Loom, Message, ToolCall};
-use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::json;
 
@@ -96,26 +95,7 @@ impl Script {
 
 impl Provider for Script {
     fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
-        let message = Self::reply(&request.messages);
-        let delay = self.delay;
-        let mut events: Vec<StreamEvent> =
-            message.text.split_inclusive(' ').map(|word| StreamEvent::TextDelta(word.to_owned())).collect();
-        for (index, c) in message.tool_calls.iter().enumerate() {
-            events.push(StreamEvent::ToolCallDelta {
-                index,
-                id: Some(c.id.clone()),
-                name: Some(c.name.clone()),
-                arguments_fragment: c.arguments.to_string(),
-            });
-        }
-        let stop_reason = if message.tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
-        events.push(StreamEvent::Completed { message, stop_reason, usage: Usage::default() });
-        futures::stream::iter(events)
-            .then(move |event| async move {
-                tokio::time::sleep(delay).await;
-                Ok(event)
-            })
-            .boxed()
+        stream_reply(Self::reply(&request.messages), self.delay)
     }
 }
 
