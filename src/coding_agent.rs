@@ -502,18 +502,30 @@ pub async fn run_session(
     let history = handle.history().await?;
     // The subscription ends when the worker is gone.
     let tool_calls = printer.await.unwrap_or_default();
-    let mut states = vec![history.transitions().next().map_or("WaitingForUserInput", |t| t.from.name())];
-    for t in history.transitions() {
-        if t.to != t.from {
-            states.push(t.to.name());
+    Ok(Summary::of(&history, prompts.len(), tool_calls, final_state))
+}
+
+impl Summary {
+    /// The summary of a run whose worker recorded `history`.
+    pub(crate) fn of(
+        history: &agent_fsm::runtime::History<Loom>,
+        turns: usize,
+        tool_calls: usize,
+        final_state: &'static str,
+    ) -> Self {
+        let mut states = vec![history.transitions().next().map_or(final_state, |t| t.from.name())];
+        for t in history.transitions() {
+            if t.to != t.from {
+                states.push(t.to.name());
+            }
+        }
+        Self {
+            turns,
+            transitions: history.transitions().len(),
+            states,
+            tool_calls,
+            time_in_state: history.time_in_state().iter().map(|s| (s.state.name(), s.entries, s.total)).collect(),
+            final_state,
         }
     }
-    Ok(Summary {
-        turns: prompts.len(),
-        transitions: history.transitions().len(),
-        states,
-        tool_calls,
-        time_in_state: history.time_in_state().iter().map(|s| (s.state.name(), s.entries, s.total)).collect(),
-        final_state,
-    })
 }

@@ -73,3 +73,49 @@ async fn a_symlink_out_of_the_workspace_is_refused_and_edits_match_once() {
     let listed = ws.run(&call("list_files", serde_json::json!({}))).await.expect("list");
     assert_eq!(listed, serde_json::json!("link\ntwice.txt"));
 }
+
+/// Output the demo writes, kept for the assertions.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_demo_run_reports_what_it_did_and_a_continued_one_that_it_did_nothing() {
+    use agent_fsm_examples::coding_agent::demo::run_demo;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("session.db");
+    let args = || ["--store".to_owned(), store.display().to_string()];
+    let first = tokio::time::timeout(Duration::from_secs(60), run_demo(args(), |_| None, Captured::default()))
+        .await
+        .expect("the demo ends")
+        .expect("demo");
+    assert!(first.fixed && !first.paused, "{}", first.greeting);
+    // Every state but the shutdown's: a durable session's stop is a pause.
+    assert_eq!(first.summary.states, STATES[..STATES.len() - 1]);
+    assert_eq!(first.summary.tool_calls, 4);
+    assert_eq!((first.summary.turns, first.summary.final_state), (1, "WaitingForUserInput"));
+
+    let out = Captured::default();
+    let again = tokio::time::timeout(Duration::from_secs(60), run_demo(args(), |_| None, out.clone()))
+        .await
+        .expect("the demo ends")
+        .expect("demo");
+    // Nothing is performed again: the hops it shows are the log's steps
+    // after the store's newest snapshot, replayed without their actions.
+    assert_eq!((again.summary.turns, again.summary.tool_calls), (0, 0), "{:?}", again.summary);
+    assert!(again.summary.transitions < first.summary.transitions, "{:?}", again.summary);
+    assert_eq!(again.summary.states.last(), Some(&"WaitingForUserInput"));
+    let printed = String::from_utf8(out.0.lock().expect("output").clone()).expect("utf-8");
+    let line =
+        format!("this run: {} transitions, 0 tool calls, ended in WaitingForUserInput", again.summary.transitions);
+    assert!(printed.contains("a session continued after its step") && printed.contains(&line), "{printed}");
+}

@@ -198,10 +198,10 @@ async fn run_durable<W: Write + Send + 'static>(
             _ => "a session".to_owned(),
         };
         match &end {
-            SessionEnd::Complete { start, conversation } => {
+            SessionEnd::Complete { start, conversation, .. } => {
                 let _ = writeln!(p.out, "\n{}: complete, {} messages", started(start), conversation.len());
             }
-            SessionEnd::Paused { start } => {
+            SessionEnd::Paused { start, .. } => {
                 let _ = writeln!(
                     p.out,
                     "\n{}: paused; run the same command again to continue (store: {})",
@@ -210,17 +210,16 @@ async fn run_durable<W: Write + Send + 'static>(
                 );
             }
         }
+        let (SessionEnd::Complete { summary, .. } | SessionEnd::Paused { summary, .. }) = &end;
+        let _ = writeln!(
+            p.out,
+            "this run: {} transitions, {} tool calls, ended in {}",
+            summary.transitions, summary.tool_calls, summary.final_state
+        );
         let _ = writeln!(p.out, "greeting.sh now: {greeting:?}");
         let _ = p.out.flush();
     }
-    let summary = Summary {
-        turns: 1,
-        transitions: 0,
-        states: Vec::new(),
-        tool_calls: 0,
-        time_in_state: Vec::new(),
-        final_state: if matches!(end, SessionEnd::Complete { .. }) { "WaitingForUserInput" } else { "paused" },
-    };
     let paused = matches!(end, SessionEnd::Paused { .. });
+    let (SessionEnd::Complete { summary, .. } | SessionEnd::Paused { summary, .. }) = end;
     Ok(DemoReport { summary, greeting, fixed, paused })
 }

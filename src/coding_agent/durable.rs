@@ -12,7 +12,7 @@ use std::time::Duration;
 use agent_fsm::runtime::{ExecutorConfig, Notification, RequestError};
 use agent_fsm::store::{Durable, SqliteStore, Start, StoreError};
 
-use super::{LoomEffects, Output, prepare_workspace};
+use super::{LoomEffects, Output, Summary, prepare_workspace};
 use crate::loom::{AgentEvent, AgentState, Loom, Message};
 
 /// The agent's id in its store: one session per store file.
@@ -44,11 +44,16 @@ pub enum SessionEnd {
         start: Start,
         /// The conversation.
         conversation: Vec<Message>,
+        /// What this run did: its own steps, after the hops it replayed
+        /// (without their actions) from the store's newest snapshot.
+        summary: Summary,
     },
     /// Stopped before the turn was over: run again to continue.
     Paused {
         /// Whether this run started the session or continued it.
         start: Start,
+        /// What this run did before it stopped.
+        summary: Summary,
     },
 }
 
@@ -101,9 +106,14 @@ pub async fn run_durable_session(
     let (handle, start) = durable.spawn(|| Loom::new(crate::loom::AgentConfig::default()), effects, config)?;
     let mut notifications = handle.subscribe();
     let printer = tokio::spawn(async move {
+        let mut tool_calls = 0;
         while let Some(n) = notifications.recv().await {
+            if matches!(n, Notification::Output(Output::ToolStarted(_))) {
+                tool_calls += 1;
+            }
             on_notification(&n);
         }
+        tool_calls
     });
     let empty = handle.inspect(|m| m.state().conversation().is_none_or(|c| c.is_empty())).await?;
     if empty {
@@ -118,7 +128,13 @@ pub async fn run_durable_session(
     let waiting =
         matches!(handle.inspect(|m| matches!(m.state(), AgentState::WaitingForUserInput { .. })).await, Ok(true));
     // A stop is a pause: the store keeps the agent as it was.
-    handle.shutdown().await?;
-    let _ = printer.await;
-    Ok(if finished && waiting { SessionEnd::Complete { start, conversation } } else { SessionEnd::Paused { start } })
+    let final_state = handle.shutdown().await?.name();
+    let history = handle.history().await?;
+    let tool_calls = printer.await.unwrap_or_default();
+    let summary = Summary::of(&history, usize::from(empty), tool_calls, final_state);
+    Ok(if finished && waiting {
+        SessionEnd::Complete { start, conversation, summary }
+    } else {
+        SessionEnd::Paused { start, summary }
+    })
 }
