@@ -14,3 +14,4 @@ syn::custom_keyword!(replace);
 syn::custom_keyword!(remove);
 syn::custom_keyword!(state);
 syn::custom_keyword!(typestate);
+syn::custom_keyword!(no_diagram);

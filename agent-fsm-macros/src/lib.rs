@@ -35,6 +35,7 @@ use proc_macro::TokenStream;
 /// - `serde`: serde derives on the three enums (agent-fsm's `serde` feature)
 /// - `invariants = path`: a check run on every resumed snapshot
 /// - `typestate`: also generate the typestate view, `mod typed`
+/// - `no_diagram`: the machine's rustdoc without the diagram and its script
 /// - `export = name`: publish the table for variants to extend
 /// - `extends = path`: declare a variant of a published table
 ///

@@ -1,6 +1,6 @@
 //! What the table says about itself: the `DESCRIPTION` constant (states,
-//! events, actions, rows with their guard text and patterns), the Mermaid diagram, and
-//! the rustdoc of the machine type that shows it.
+//! events, actions, rows with their guard text and patterns), and the
+//! labels the diagram and the docs (`super::diagram`) share with it.
 
 use crate::model::{Model, RowModel};
 use proc_macro2::TokenStream;
@@ -11,24 +11,24 @@ use syn::ext::IdentExt;
 /// Rows expanded to one entry per source state, in the order they are
 /// tried; `Step::row` indexes this list.
 pub(crate) struct Layout {
-    entries: Vec<(usize, usize)>,
+    pub(super) entries: Vec<(usize, usize)>,
     /// Where each row's entries start in `entries`.
     starts: Vec<usize>,
     /// State, event and action names as the description and the docs
     /// spell them (without `r#`), each made once: a name is a trip across
     /// the token bridge every time it is printed.
-    states: Vec<String>,
+    pub(super) states: Vec<String>,
     events: Vec<String>,
-    actions: Vec<String>,
+    pub(super) actions: Vec<String>,
     /// Per row, what its patterns ask beyond the names, made once for the
     /// description, the diagram and the docs.
-    labels: Vec<RowLabel>,
+    pub(super) labels: Vec<RowLabel>,
 }
 
 /// What a row's patterns say, as tables and diagrams write it.
-struct RowLabel {
+pub(super) struct RowLabel {
     /// The event as matched (`LlmEvent(TextDelta)`, or the bare name).
-    event: Option<String>,
+    pub(super) event: Option<String>,
     /// The state's field patterns (`origin = Llm`), if any refine.
     fields: Option<String>,
 }
@@ -50,7 +50,7 @@ impl RowLabel {
 
     /// The conditions a diagram edge or a docs row shows in brackets: the
     /// fields, then the guard.
-    fn conditions(&self, row: &RowModel) -> Option<String> {
+    pub(super) fn conditions(&self, row: &RowModel) -> Option<String> {
         joined(self.fields.as_deref(), row.guard_text.as_deref(), ", ")
     }
 }
@@ -248,211 +248,6 @@ pub(crate) fn description(model: &Model, layout: &Layout, mermaid: &str) -> Toke
     }
 }
 
-/// The table as a Mermaid `stateDiagram-v2`: one edge per row and source,
-/// labelled `Event [conditions] / Action` (the event as matched; the
-/// state's field patterns, then the guard).
-pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
-    let mut out = String::from("stateDiagram-v2\n");
-    let ids = mermaid_ids(&layout.states);
-    for (name, id) in layout.states.iter().zip(&ids) {
-        if id != name {
-            out.push_str(&format!("    state \"{name}\" as {id}\n"));
-        }
-    }
-    if let Some(i) = model.initial() {
-        out.push_str(&format!("    [*] --> {}\n", ids[i]));
-    }
-    for ((s, id), name) in model.states.iter().zip(&ids).zip(&layout.states) {
-        if s.transient.is_some() {
-            out.push_str(&format!("    {id} : {name} (transient)\n"));
-        }
-    }
-    for &(r, s) in &layout.entries {
-        let row = &model.rows[r];
-        let mut label = Vec::new();
-        let labels = &layout.labels[r];
-        if let Some(event) = &labels.event {
-            label.push(sanitize(event));
-        }
-        if let Some(conditions) = labels.conditions(row) {
-            label.push(format!("[{}]", sanitize(&conditions)));
-        }
-        if let Some((a, _)) = &row.action {
-            label.push(format!("/ {}", layout.actions[*a]));
-        }
-        let label = if label.is_empty() { String::new() } else { format!(" : {}", label.join(" ")) };
-        out.push_str(&format!("    {} --> {}{}\n", ids[s], ids[row.target], label));
-    }
-    for (s, id) in model.states.iter().zip(&ids) {
-        if s.terminal.is_some() {
-            out.push_str(&format!("    {id} --> [*]\n"));
-        }
-    }
-    out
-}
-
-/// Each state's id in the diagram: its name, except where Mermaid reads
-/// the name as a keyword (`Note`, `State`, `Style`...). Such a state gets
-/// an id of its own and is declared with its name as the label. Mermaid's
-/// lexer takes `default` (and, in recent versions, `click`) wherever a
-/// token starts with it, in any case, so `DefaultMode` reads as the
-/// keyword and `Mode`; such names get an id that starts otherwise.
-fn mermaid_ids(names: &[String]) -> Vec<String> {
-    const KEYWORDS: [&str; 11] = [
-        "note",
-        "state",
-        "style",
-        "class",
-        "classdef",
-        "click",
-        "scale",
-        "acctitle",
-        "accdescr",
-        "default",
-        "statediagram",
-    ];
-    const PREFIXES: [&str; 2] = ["default", "click"];
-    names
-        .iter()
-        .map(|name| {
-            let lower = name.to_lowercase();
-            let mut id = if PREFIXES.iter().any(|p| lower.starts_with(p)) {
-                format!("s_{name}")
-            } else if KEYWORDS.contains(&lower.as_str()) {
-                format!("{name}_")
-            } else {
-                return name.clone();
-            };
-            while names.contains(&id) {
-                id.push('_');
-            }
-            id
-        })
-        .collect()
-}
-
-/// Characters Mermaid reads as syntax inside a label. Raw identifiers lose
-/// their `r#` first: `r#match` reads `match`. `#` and `;` become Mermaid's
-/// entity codes, which it draws as those characters; `:` becomes a ratio
-/// sign that reads the same (`LlmEvent∶∶Error` stays legible as text,
-/// where `#58;#58;` would not), and braces go (`Busy n`).
-fn sanitize(text: &str) -> String {
-    let mut plain = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("r#") {
-        let before = rest[..at].chars().next_back();
-        let after = rest[at + 2..].chars().next();
-        let raw_ident = before.is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
-            && after.is_some_and(|c| c.is_alphabetic() || c == '_');
-        plain.push_str(&rest[..at]);
-        if !raw_ident {
-            plain.push_str("r#");
-        }
-        rest = &rest[at + 2..];
-    }
-    plain.push_str(rest);
-    let mut out = String::with_capacity(plain.len());
-    for c in plain.chars() {
-        match c {
-            '#' => out.push_str("#35;"),
-            ';' => out.push_str("#59;"),
-            '{' | '}' => {}
-            ':' => out.push('\u{2236}'),
-            '\n' => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The machine type's rustdoc: summary, the diagram rendered by Mermaid in
-/// the browser (the text stays readable without JavaScript).
-pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> TokenStream {
-    let states = model.states.len();
-    let events = model.events.len();
-    let rows = layout.entries.len();
-    let state = model.state_enum.ident.unraw().to_string();
-    let event = model.event_enum.ident.unraw().to_string();
-    let action = model.action_enum.ident.unraw().to_string();
-    let summary = format!(
-        "The state machine generated from this module's table: {states} states ([`{state}`]), {events} events ([`{event}`]), {rows} rows, returning [`{action}`]."
-    );
-    let html = mermaid.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    let diagram = format!(
-        "<pre class=\"mermaid\">\n{html}</pre>\n<script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs\"; mermaid.initialize({{ startOnLoad: true }});</script>\n"
-    );
-    let mut table =
-        String::from("| from | event | conditions | to | action | note |\n| --- | --- | --- | --- | --- | --- |\n");
-    for &(r, s) in &layout.entries {
-        let row = &model.rows[r];
-        // Most cells hold nothing Markdown would read: written as they are.
-        let cell = |t: Option<&str>| match t {
-            None => "—".to_owned(),
-            Some(t) if t.bytes().all(|b| !matches!(b, b'`' | b'|' | b'\n' | b'\r')) => format!("`{t}`"),
-            Some(t) => code_span(&t.replace('|', "\\|")),
-        };
-        table.push_str(&format!(
-            "| `{}` | {} | {} | `{}` | {} | {} |\n",
-            layout.states[s],
-            cell(layout.labels[r].event.as_deref()),
-            cell(layout.labels[r].conditions(row).as_deref()),
-            layout.states[row.target],
-            cell(row.action.as_ref().map(|(a, _)| layout.actions[*a].as_str())),
-            row_note(row),
-        ));
-    }
-    let docs = [
-        summary,
-        String::new(),
-        "# Diagram".to_owned(),
-        String::new(),
-        diagram,
-        "# Transitions".to_owned(),
-        String::new(),
-        table,
-    ];
-    let docs = docs.iter();
-    let mut ts = TokenStream::new();
-    for line in docs {
-        quote!(#[doc = #line]).to_tokens(&mut ts);
-    }
-    ts
-}
-
-/// `text` as a Markdown code span: fenced with more backticks than it
-/// holds in a row, so a backtick in a guard does not end the span early
-/// (and let what follows through as HTML).
-fn code_span(text: &str) -> String {
-    // A line break would end the table row.
-    let text = text.replace(['\n', '\r'], " ");
-    let text = text.as_str();
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    if longest == 0 {
-        return format!("`{text}`");
-    }
-    let fence = "`".repeat(longest + 1);
-    format!("{fence} {text} {fence}")
-}
-
-/// A row's `///` comment on one line, for the transitions table.
-fn row_note(row: &RowModel) -> String {
-    let mut lines = Vec::new();
-    for attr in &row.docs {
-        if let syn::Meta::NameValue(nv) = &attr.meta
-            && let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = &nv.value
-        {
-            // A `/** .. */` note spans lines; a table cell may not.
-            lines.push(s.value().split_whitespace().collect::<Vec<_>>().join(" "));
-        }
-    }
-    lines.join(" ").replace('|', "\\|")
-}
-
 /// The shape of a pattern without its bindings, for labels:
 /// `LlmEvent(LlmEvent::TextDelta { content })` reads `LlmEvent(TextDelta)`, and
 /// `Reply { allowed: true, .. }` reads `Reply(allowed = true)`.
@@ -546,16 +341,4 @@ fn positional(elems: &syn::punctuated::Punctuated<syn::Pat, syn::Token![,]>) -> 
         })
         .collect();
     any.then(|| labels.join(", "))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn labels_keep_what_guards_say() {
-        assert_eq!(
-            super::sanitize(r##"s.starts_with('#') && s.ends_with("#;") && r#match"##),
-            r##"s.starts_with('#35;') && s.ends_with("#35;#59;") && match"##
-        );
-        assert_eq!(super::sanitize("LlmEvent::Error { e }"), "LlmEvent\u{2236}\u{2236}Error  e ");
-    }
 }

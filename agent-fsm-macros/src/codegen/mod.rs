@@ -3,6 +3,7 @@
 
 mod carrier;
 pub(crate) mod describe;
+pub(crate) mod diagram;
 pub(crate) mod dispatch;
 pub(crate) mod enums;
 pub(crate) mod kinds;
@@ -43,9 +44,9 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
     let step = dispatch::step_fns(&names, &context_ty);
     let new = dispatch::constructor(model, &context_ty, has_context);
     // Built once: the constant and the rustdoc both show it.
-    let mermaid = describe::mermaid(model, &layout);
+    let mermaid = diagram::mermaid(model, &layout);
     let description = describe::description(model, &layout, &mermaid);
-    let docs = describe::machine_docs(model, &layout, &mermaid);
+    let docs = diagram::machine_docs(model, &layout, &mermaid);
     let typed = model.typestate.then(|| typestate::generate(model, &context_ty, has_context));
     let machine = &model.machine;
     let vis = &model.state_enum.vis;

@@ -107,6 +107,7 @@ impl Model {
             serde: args.serde.is_some(),
             serde_arg: args.serde.map(|k| k.span),
             typestate: args.typestate.is_some(),
+            diagram: args.no_diagram.is_none(),
             invariants: args.invariants.clone(),
             export: None,
             variant: None,

@@ -211,6 +211,8 @@ pub(crate) struct Model {
     pub(crate) serde_arg: Option<Span>,
     /// Generate the typestate view (the `typestate` argument).
     pub(crate) typestate: bool,
+    /// Draw the diagram in the machine's rustdoc (no `no_diagram` argument).
+    pub(crate) diagram: bool,
     /// The user's invariant check, if declared.
     pub(crate) invariants: Option<syn::Path>,
     /// The `transitions` path of the table, for table-wide errors.

@@ -27,6 +27,9 @@ pub(crate) struct Args {
     /// `typestate`: generate the typestate view, `mod typed` (off by
     /// default: it is most of a big table's build time).
     pub(crate) typestate: Option<kw::typestate>,
+    /// `no_diagram`: the machine's rustdoc without the diagram and the
+    /// script that draws it; the transitions table stays.
+    pub(crate) no_diagram: Option<kw::no_diagram>,
 }
 
 impl Args {
@@ -43,6 +46,7 @@ impl Args {
             export: over.export,
             extends: None,
             typestate: over.typestate.or(self.typestate),
+            no_diagram: over.no_diagram.or(self.no_diagram),
         }
     }
 }
@@ -130,10 +134,16 @@ impl Parse for Args {
                 if args.typestate.replace(key).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `typestate` argument"));
                 }
+            } else if lookahead.peek(kw::no_diagram) {
+                let key: kw::no_diagram = input.parse()?;
+                flag(input, "no_diagram")?;
+                if args.no_diagram.replace(key).is_some() {
+                    return Err(syn::Error::new(key.span, "duplicate `no_diagram` argument"));
+                }
             } else {
                 return Err(syn::Error::new(
                     input.span(),
-                    "unknown `state_machine` argument; expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path` or `typestate`",
+                    "unknown `state_machine` argument; expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path`, `typestate` or `no_diagram`",
                 ));
             }
             if !input.is_empty() {

@@ -3,6 +3,7 @@
 //! call its internals.
 
 mod cases;
+mod diagram;
 mod expand;
 mod fuzz;
 mod layers;

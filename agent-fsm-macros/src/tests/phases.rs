@@ -5,7 +5,10 @@ use crate::model::Model;
 use crate::parse::{Args, Outcome, Row, Source, Table};
 use quote::quote;
 
-fn model(args: proc_macro2::TokenStream, module: proc_macro2::TokenStream) -> (Option<Model>, Result<(), String>) {
+pub(super) fn model(
+    args: proc_macro2::TokenStream,
+    module: proc_macro2::TokenStream,
+) -> (Option<Model>, Result<(), String>) {
     let cx = Ctxt::new();
     let args: Args = syn::parse2(args).expect("args parse");
     let module: syn::ItemMod = syn::parse2(module).expect("module parses");
@@ -107,7 +110,7 @@ fn unknown_argument_lists_the_accepted_ones() {
     let err = syn::parse2::<Args>(quote!(fallback = X, verbose)).err().expect("unknown argument");
     assert!(
         err.to_string()
-            .contains("expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path` or `typestate`"),
+            .contains("expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path`, `typestate` or `no_diagram`"),
         "{err}"
     );
 }
@@ -266,7 +269,7 @@ fn states_mermaid_reads_as_keywords_get_ids_of_their_own() {
     assert_eq!(result, Ok(()));
     let model = model.expect("model");
     let layout = crate::codegen::describe::Layout::new(&model);
-    let text = crate::codegen::describe::mermaid(&model, &layout);
+    let text = crate::codegen::diagram::mermaid(&model, &layout);
     let expected = "stateDiagram-v2
     state \"Note\" as Note__
     state \"Style\" as Style_

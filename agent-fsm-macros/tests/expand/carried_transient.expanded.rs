@@ -470,12 +470,13 @@ Terminal: no row leaves it.*/
             Action::kind(self)
         }
     }
-    ///The state machine generated from this module's table: 4 states ([`State`]), 5 events ([`Event`]), 10 rows, returning [`Action`].
+    ///The state machine generated from this module's table: 4 states ([`State`]), 5 events ([`Event`]), 8 rows, returning [`Action`].
     ///
     ///# Diagram
     ///
     /**<pre class="mermaid">
 stateDiagram-v2
+    state "any state" as any_state
     [*] --&gt; Idle
     Checking : Checking (transient)
     Idle --&gt; Calling : Input / Call
@@ -485,27 +486,26 @@ stateDiagram-v2
     Calling --&gt; Idle : Failed / Wait
     Checking --&gt; Idle : [reply.is_empty()] / Wait
     Checking --&gt; Idle : / Show
-    Idle --&gt; Stopped : Stop / Halt
-    Calling --&gt; Stopped : Stop / Halt
-    Stopped --&gt; Stopped : Stop / Halt
+    any_state --&gt; Stopped : Stop / Halt
     Stopped --&gt; [*]
+    classDef anyState fill:none,stroke-dasharray:4 3
+    class any_state anyState
 </pre>
-<script type="module">import mermaid from "https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs"; mermaid.initialize({ startOnLoad: true });</script>
+<script src="https://cdn.jsdelivr.net/npm/mermaid@11.12.2/dist/mermaid.min.js" integrity="sha384-1ggI9FC3CkghppRD/XCR4aD+jp4DxwXlJIW0wxhyTLNKuiZEW3c4BwcjKXl0iVAJ" crossorigin="anonymous"></script>
+<script>mermaid.initialize({ startOnLoad: true });</script>
 */
     ///# Transitions
     ///
-    /**| from | event | conditions | to | action | note |
-| --- | --- | --- | --- | --- | --- |
-| `Idle` | `Input` | — | `Calling` | `Call` |  |
-| `Calling` | `Delta` | — | `Calling` | `Show` |  |
-| `Calling` | `Reply` | — | `Checking` | — |  |
-| `Calling` | `Failed` | `*retries + 1 < ctx.max_retries` | `Calling` | `Retry` |  |
-| `Calling` | `Failed` | — | `Idle` | `Wait` |  |
-| `Checking` | — | `reply.is_empty()` | `Idle` | `Wait` |  |
-| `Checking` | — | — | `Idle` | `Show` |  |
-| `Idle` | `Stop` | — | `Stopped` | `Halt` |  |
-| `Calling` | `Stop` | — | `Stopped` | `Halt` |  |
-| `Stopped` | `Stop` | — | `Stopped` | `Halt` |  |
+    /**| from | event | conditions | to | action |
+| --- | --- | --- | --- | --- |
+| `Idle` | `Input` | — | `Calling` | `Call` |
+| `Calling` | `Delta` | — | `Calling` | `Show` |
+| `Calling` | `Reply` | — | `Checking` | — |
+| `Calling` | `Failed` | `*retries + 1 < ctx.max_retries` | `Calling` | `Retry` |
+| `Calling` | `Failed` | — | `Idle` | `Wait` |
+| `Checking` | — | `reply.is_empty()` | `Idle` | `Wait` |
+| `Checking` | — | — | `Idle` | `Show` |
+| `*` | `Stop` | — | `Stopped` | `Halt` |
 */
     pub struct Agent {
         state: ::core::option::Option<State>,
@@ -1012,7 +1012,7 @@ stateDiagram-v2
                 transitions: &__ROWS,
                 ignored: &[],
                 fallback: "Wait",
-                mermaid: "stateDiagram-v2\n    [*] --> Idle\n    Checking : Checking (transient)\n    Idle --> Calling : Input / Call\n    Calling --> Calling : Delta / Show\n    Calling --> Checking : Reply\n    Calling --> Calling : Failed [*retries + 1 < ctx.max_retries] / Retry\n    Calling --> Idle : Failed / Wait\n    Checking --> Idle : [reply.is_empty()] / Wait\n    Checking --> Idle : / Show\n    Idle --> Stopped : Stop / Halt\n    Calling --> Stopped : Stop / Halt\n    Stopped --> Stopped : Stop / Halt\n    Stopped --> [*]\n",
+                mermaid: "stateDiagram-v2\n    state \"any state\" as any_state\n    [*] --> Idle\n    Checking : Checking (transient)\n    Idle --> Calling : Input / Call\n    Calling --> Calling : Delta / Show\n    Calling --> Checking : Reply\n    Calling --> Calling : Failed [*retries + 1 < ctx.max_retries] / Retry\n    Calling --> Idle : Failed / Wait\n    Checking --> Idle : [reply.is_empty()] / Wait\n    Checking --> Idle : / Show\n    any_state --> Stopped : Stop / Halt\n    Stopped --> [*]\n    classDef anyState fill:none,stroke-dasharray:4 3\n    class any_state anyState\n",
             }
         };
     }

@@ -378,17 +378,18 @@ stateDiagram-v2
     Working --&gt; Idle : Done / Nothing
     Working --&gt; Idle : Timeout / Nothing
 </pre>
-<script type="module">import mermaid from "https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs"; mermaid.initialize({ startOnLoad: true });</script>
+<script src="https://cdn.jsdelivr.net/npm/mermaid@11.12.2/dist/mermaid.min.js" integrity="sha384-1ggI9FC3CkghppRD/XCR4aD+jp4DxwXlJIW0wxhyTLNKuiZEW3c4BwcjKXl0iVAJ" crossorigin="anonymous"></script>
+<script>mermaid.initialize({ startOnLoad: true });</script>
 */
     ///# Transitions
     ///
-    /**| from | event | conditions | to | action | note |
-| --- | --- | --- | --- | --- | --- |
-| `Idle` | `Ask` | — | `Working` | `Work` |  |
-| `Working` | `Message` | — | `Working` | `Nothing` |  |
-| `Working` | `Cancel` | — | `Idle` | `Nothing` |  |
-| `Working` | `Done` | — | `Idle` | `Nothing` |  |
-| `Working` | `Timeout` | — | `Idle` | `Nothing` |  |
+    /**| from | event | conditions | to | action |
+| --- | --- | --- | --- | --- |
+| `Idle` | `Ask` | — | `Working` | `Work` |
+| `Working` | `Message` | — | `Working` | `Nothing` |
+| `Working` | `Cancel` | — | `Idle` | `Nothing` |
+| `Working` | `Done` | — | `Idle` | `Nothing` |
+| `Working` | `Timeout` | — | `Idle` | `Nothing` |
 */
     pub struct Machine {
         state: ::core::option::Option<State>,

@@ -350,7 +350,8 @@ stateDiagram-v2
     Closed --&gt; Closed : Knock [*times &gt; 2] / Answer
     Open --&gt; Closed : Pull / Creak
 </pre>
-<script type="module">import mermaid from "https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs"; mermaid.initialize({ startOnLoad: true });</script>
+<script src="https://cdn.jsdelivr.net/npm/mermaid@11.12.2/dist/mermaid.min.js" integrity="sha384-1ggI9FC3CkghppRD/XCR4aD+jp4DxwXlJIW0wxhyTLNKuiZEW3c4BwcjKXl0iVAJ" crossorigin="anonymous"></script>
+<script>mermaid.initialize({ startOnLoad: true });</script>
 */
     ///# Transitions
     ///

@@ -364,30 +364,32 @@ The initial state.*/
             Action::kind(self)
         }
     }
-    ///The state machine generated from this module's table: 3 states ([`State`]), 3 events ([`Event`]), 5 rows, returning [`Action`].
+    ///The state machine generated from this module's table: 3 states ([`State`]), 3 events ([`Event`]), 4 rows, returning [`Action`].
     ///
     ///# Diagram
     ///
     /**<pre class="mermaid">
 stateDiagram-v2
+    state "any state except Broken" as any_state
     [*] --&gt; Off
     Off --&gt; On : Toggle / Glow
     On --&gt; Off : Toggle / Dark
-    Off --&gt; Broken : Smash / Sparks
-    On --&gt; Broken : Smash / Sparks
+    any_state --&gt; Broken : Smash / Sparks
     Broken --&gt; Off : Repair / Dark
+    classDef anyState fill:none,stroke-dasharray:4 3
+    class any_state anyState
 </pre>
-<script type="module">import mermaid from "https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs"; mermaid.initialize({ startOnLoad: true });</script>
+<script src="https://cdn.jsdelivr.net/npm/mermaid@11.12.2/dist/mermaid.min.js" integrity="sha384-1ggI9FC3CkghppRD/XCR4aD+jp4DxwXlJIW0wxhyTLNKuiZEW3c4BwcjKXl0iVAJ" crossorigin="anonymous"></script>
+<script>mermaid.initialize({ startOnLoad: true });</script>
 */
     ///# Transitions
     ///
-    /**| from | event | conditions | to | action | note |
-| --- | --- | --- | --- | --- | --- |
-| `Off` | `Toggle` | — | `On` | `Glow` |  |
-| `On` | `Toggle` | — | `Off` | `Dark` |  |
-| `Off` | `Smash` | — | `Broken` | `Sparks` |  |
-| `On` | `Smash` | — | `Broken` | `Sparks` |  |
-| `Broken` | `Repair` | — | `Off` | `Dark` |  |
+    /**| from | event | conditions | to | action |
+| --- | --- | --- | --- | --- |
+| `Off` | `Toggle` | — | `On` | `Glow` |
+| `On` | `Toggle` | — | `Off` | `Dark` |
+| `*` except `Broken` | `Smash` | — | `Broken` | `Sparks` |
+| `Broken` | `Repair` | — | `Off` | `Dark` |
 */
     pub struct Machine {
         state: ::core::option::Option<State>,
@@ -732,7 +734,7 @@ stateDiagram-v2
                     ("Broken", "Smash"),
                 ],
                 fallback: "None",
-                mermaid: "stateDiagram-v2\n    [*] --> Off\n    Off --> On : Toggle / Glow\n    On --> Off : Toggle / Dark\n    Off --> Broken : Smash / Sparks\n    On --> Broken : Smash / Sparks\n    Broken --> Off : Repair / Dark\n",
+                mermaid: "stateDiagram-v2\n    state \"any state except Broken\" as any_state\n    [*] --> Off\n    Off --> On : Toggle / Glow\n    On --> Off : Toggle / Dark\n    any_state --> Broken : Smash / Sparks\n    Broken --> Off : Repair / Dark\n    classDef anyState fill:none,stroke-dasharray:4 3\n    class any_state anyState\n",
             }
         };
     }
