@@ -15,11 +15,11 @@ const MERMAID_SRC: &str = "https://cdn.jsdelivr.net/npm/mermaid@11.12.2/dist/mer
 /// `sha384` of `MERMAID_SRC`, as Subresource Integrity writes it.
 const MERMAID_INTEGRITY: &str = "sha384-1ggI9FC3CkghppRD/XCR4aD+jp4DxwXlJIW0wxhyTLNKuiZEW3c4BwcjKXl0iVAJ";
 
-/// The table as a Mermaid `stateDiagram-v2`: one edge per row and source,
-/// labelled `Event [conditions] / Action` (the event as matched; the
-/// state's field patterns, then the guard). A `*` row is one edge, from a
-/// dashed node that names the states it leaves ("any state", or "any state
-/// except ..."), not one edge per state.
+/// The table as a Mermaid `stateDiagram-v2`: one edge per pair of states a
+/// row joins, with a line `Event [conditions] / Action` per row (the event
+/// as matched; the state's field patterns, then the guard). A `*` row is
+/// one edge, from a dashed node that names the states it leaves ("any
+/// state", or "any state except ..."), not one edge per state.
 pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
     let mut out = String::from("stateDiagram-v2\n");
     let ids = mermaid_ids(&layout.states);
@@ -51,17 +51,31 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
             out.push_str(&format!("    {id} : {name} (transient)\n"));
         }
     }
+    // Rows between the same two nodes share one edge, a line of its label
+    // each: parallel edges (most of all several self-loops) would be drawn
+    // over each other.
+    let mut edges: Vec<(&str, &str, Vec<String>)> = Vec::new();
     for (r, row) in model.rows.iter().enumerate() {
         let label = edge_label(layout, r, row);
-        let target = &ids[row.target];
+        let target = ids[row.target].as_str();
         let any = (row.any && !row.sources.is_empty()).then(|| any_label(model, layout, &row.sources));
-        match any.and_then(|any| anys.iter().find(|(known, _)| *known == any)) {
-            Some((_, node)) => out.push_str(&format!("    {node} --> {target}{label}\n")),
-            None => {
-                for &s in &row.sources {
-                    out.push_str(&format!("    {} --> {target}{label}\n", ids[s]));
-                }
+        let sources: Vec<&str> = match any.and_then(|any| anys.iter().find(|(known, _)| *known == any)) {
+            Some((_, node)) => vec![node.as_str()],
+            None => row.sources.iter().map(|&s| ids[s].as_str()).collect(),
+        };
+        for source in sources {
+            match edges.iter_mut().find(|(from, to, _)| *from == source && *to == target) {
+                Some((_, _, labels)) => labels.push(label.clone()),
+                None => edges.push((source, target, vec![label.clone()])),
             }
+        }
+    }
+    for (from, to, labels) in &edges {
+        let labels: Vec<&str> = labels.iter().map(String::as_str).filter(|l| !l.is_empty()).collect();
+        if labels.is_empty() {
+            out.push_str(&format!("    {from} --> {to}\n"));
+        } else {
+            out.push_str(&format!("    {from} --> {to} : {}\n", labels.join("<br/>")));
         }
     }
     for (s, id) in model.states.iter().zip(&ids) {
@@ -77,7 +91,8 @@ pub(crate) fn mermaid(model: &Model, layout: &Layout) -> String {
     out
 }
 
-/// An edge's label: ` : Event [conditions] / Action`, or nothing.
+/// A row's line of its edge's label: `Event [conditions] / Action`; empty
+/// for an eventless row with no guard and no action.
 fn edge_label(layout: &Layout, r: usize, row: &RowModel) -> String {
     let mut label = Vec::new();
     let labels = &layout.labels[r];
@@ -90,7 +105,7 @@ fn edge_label(layout: &Layout, r: usize, row: &RowModel) -> String {
     if let Some((a, _)) = &row.action {
         label.push(format!("/ {}", layout.actions[*a]));
     }
-    if label.is_empty() { String::new() } else { format!(" : {}", label.join(" ")) }
+    label.join(" ")
 }
 
 /// The states a `*` row does not leave, in table order: of those a `*`

@@ -480,12 +480,10 @@ stateDiagram-v2
     [*] --&gt; Idle
     Checking : Checking (transient)
     Idle --&gt; Calling : Input / Call
-    Calling --&gt; Calling : Delta / Show
+    Calling --&gt; Calling : Delta / Show&lt;br/&gt;Failed [*retries + 1 &lt; ctx.max_retries] / Retry
     Calling --&gt; Checking : Reply
-    Calling --&gt; Calling : Failed [*retries + 1 &lt; ctx.max_retries] / Retry
     Calling --&gt; Idle : Failed / Wait
-    Checking --&gt; Idle : [reply.is_empty()] / Wait
-    Checking --&gt; Idle : / Show
+    Checking --&gt; Idle : [reply.is_empty()] / Wait&lt;br/&gt;/ Show
     any_state --&gt; Stopped : Stop / Halt
     Stopped --&gt; [*]
     classDef anyState fill:none,stroke-dasharray:4 3
@@ -1012,7 +1010,7 @@ stateDiagram-v2
                 transitions: &__ROWS,
                 ignored: &[],
                 fallback: "Wait",
-                mermaid: "stateDiagram-v2\n    state \"any state\" as any_state\n    [*] --> Idle\n    Checking : Checking (transient)\n    Idle --> Calling : Input / Call\n    Calling --> Calling : Delta / Show\n    Calling --> Checking : Reply\n    Calling --> Calling : Failed [*retries + 1 < ctx.max_retries] / Retry\n    Calling --> Idle : Failed / Wait\n    Checking --> Idle : [reply.is_empty()] / Wait\n    Checking --> Idle : / Show\n    any_state --> Stopped : Stop / Halt\n    Stopped --> [*]\n    classDef anyState fill:none,stroke-dasharray:4 3\n    class any_state anyState\n",
+                mermaid: "stateDiagram-v2\n    state \"any state\" as any_state\n    [*] --> Idle\n    Checking : Checking (transient)\n    Idle --> Calling : Input / Call\n    Calling --> Calling : Delta / Show<br/>Failed [*retries + 1 < ctx.max_retries] / Retry\n    Calling --> Checking : Reply\n    Calling --> Idle : Failed / Wait\n    Checking --> Idle : [reply.is_empty()] / Wait<br/>/ Show\n    any_state --> Stopped : Stop / Halt\n    Stopped --> [*]\n    classDef anyState fill:none,stroke-dasharray:4 3\n    class any_state anyState\n",
             }
         };
     }

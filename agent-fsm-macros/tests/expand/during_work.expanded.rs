@@ -374,9 +374,7 @@ stateDiagram-v2
     [*] --&gt; Idle
     Idle --&gt; Working : Ask / Work
     Working --&gt; Working : Message / Nothing
-    Working --&gt; Idle : Cancel / Nothing
-    Working --&gt; Idle : Done / Nothing
-    Working --&gt; Idle : Timeout / Nothing
+    Working --&gt; Idle : Cancel / Nothing&lt;br/&gt;Done / Nothing&lt;br/&gt;Timeout / Nothing
 </pre>
 <script src="https://cdn.jsdelivr.net/npm/mermaid@11.12.2/dist/mermaid.min.js" integrity="sha384-1ggI9FC3CkghppRD/XCR4aD+jp4DxwXlJIW0wxhyTLNKuiZEW3c4BwcjKXl0iVAJ" crossorigin="anonymous"></script>
 <script>mermaid.initialize({ startOnLoad: true });</script>
@@ -780,7 +778,7 @@ stateDiagram-v2
                 transitions: &__ROWS,
                 ignored: &[],
                 fallback: "Nothing",
-                mermaid: "stateDiagram-v2\n    [*] --> Idle\n    Idle --> Working : Ask / Work\n    Working --> Working : Message / Nothing\n    Working --> Idle : Cancel / Nothing\n    Working --> Idle : Done / Nothing\n    Working --> Idle : Timeout / Nothing\n",
+                mermaid: "stateDiagram-v2\n    [*] --> Idle\n    Idle --> Working : Ask / Work\n    Working --> Working : Message / Nothing\n    Working --> Idle : Cancel / Nothing<br/>Done / Nothing<br/>Timeout / Nothing\n",
             }
         };
     }
