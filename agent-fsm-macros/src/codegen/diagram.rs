@@ -204,7 +204,7 @@ fn sanitize(text: &str) -> String {
 
 /// The machine type's rustdoc: the summary, the diagram (unless the table
 /// says `no_diagram`: then no script at all), and the rows as a table, one
-/// line per row as written (a `*` row once).
+/// line per row as written (a `*` row once), under "Transitions".
 pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> TokenStream {
     let states = model.states.len();
     let events = model.events.len();
@@ -217,13 +217,12 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> Tok
     );
     let mut docs = vec![summary, String::new()];
     if model.diagram {
-        // Without JavaScript the text stays readable, and the table below
-        // says the same.
+        // The diagram's text stays hidden unless the script loaded (and
+        // passed its integrity check) and draws it: offline, or with
+        // scripts blocked, the page shows the table below, not raw text.
         let html = mermaid.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-        docs.push("# Diagram".to_owned());
-        docs.push(String::new());
         docs.push(format!(
-            "<pre class=\"mermaid\">\n{html}</pre>\n<script src=\"{MERMAID_SRC}\" integrity=\"{MERMAID_INTEGRITY}\" crossorigin=\"anonymous\"></script>\n<script>mermaid.initialize({{ startOnLoad: true }});</script>\n"
+            "<pre class=\"mermaid\" hidden>\n{html}</pre>\n<script src=\"{MERMAID_SRC}\" integrity=\"{MERMAID_INTEGRITY}\" crossorigin=\"anonymous\"></script>\n<script>if (window.mermaid) {{ document.querySelectorAll(\"pre.mermaid[hidden]\").forEach((e) => {{ e.hidden = false; }}); mermaid.initialize({{ startOnLoad: true }}); }}</script>\n"
         ));
     }
     docs.push("# Transitions".to_owned());
@@ -236,23 +235,22 @@ pub(crate) fn machine_docs(model: &Model, layout: &Layout, mermaid: &str) -> Tok
     ts
 }
 
-/// The rows as a Markdown table: one line per row, its source as written
-/// (`*`, `A | B`); the note column only when a row has a note.
+/// The rows as a Markdown table narrow enough for a doc page: one line per
+/// row, its source as written (`*`, `A | B`), the event with its
+/// conditions, the target with its action; a row's `///` note is
+/// numbered and written below the table, where it has the page's width.
 fn table(model: &Model, layout: &Layout) -> String {
-    let notes: Vec<String> = model.rows.iter().map(row_note).collect();
-    let with_notes = notes.iter().any(|n| !n.is_empty());
-    let mut table = if with_notes {
-        String::from("| from | event | conditions | to | action | note |\n| --- | --- | --- | --- | --- | --- |\n")
-    } else {
-        String::from("| from | event | conditions | to | action |\n| --- | --- | --- | --- | --- |\n")
-    };
+    let mut table = String::from("| from | event [conditions] | to / action |\n| --- | --- | --- |\n");
+    let mut notes = Vec::new();
     // Most cells hold nothing Markdown would read: written as they are.
-    let cell = |t: Option<&str>| match t {
-        None => "—".to_owned(),
-        Some(t) if t.bytes().all(|b| !matches!(b, b'`' | b'|' | b'\n' | b'\r')) => format!("`{t}`"),
-        Some(t) => code_span(&t.replace('|', "\\|")),
+    let code = |t: &str| {
+        if t.bytes().all(|b| !matches!(b, b'`' | b'|' | b'\n' | b'\r')) {
+            format!("`{t}`")
+        } else {
+            code_span(&t.replace('|', "\\|"))
+        }
     };
-    for ((r, row), note) in model.rows.iter().enumerate().zip(&notes) {
+    for (r, row) in model.rows.iter().enumerate() {
         let from = if row.any {
             let except = left_out(model, layout, &row.sources);
             if except.is_empty() { "`*`".to_owned() } else { format!("`*` except `{}`", except.join("`, `")) }
@@ -260,17 +258,25 @@ fn table(model: &Model, layout: &Layout) -> String {
             let names: Vec<&str> = row.sources.iter().map(|&s| layout.states[s].as_str()).collect();
             format!("`{}`", names.join(" \\| "))
         };
-        table.push_str(&format!(
-            "| {from} | {} | {} | `{}` | {} |",
-            cell(layout.labels[r].event.as_deref()),
-            cell(layout.labels[r].conditions(row).as_deref()),
-            layout.states[row.target],
-            cell(row.action.as_ref().map(|(a, _)| layout.actions[*a].as_str())),
-        ));
-        if with_notes {
-            table.push_str(&format!(" {note} |"));
+        let mut event: Vec<String> = layout.labels[r].event.iter().map(|e| code(e)).collect();
+        event.extend(layout.labels[r].conditions(row).map(|c| code(&format!("[{c}]"))));
+        let event = if event.is_empty() { "—".to_owned() } else { event.join(" ") };
+        let mut to = format!("`{}`", layout.states[row.target]);
+        if let Some((a, _)) = &row.action {
+            to.push_str(&format!(" / `{}`", layout.actions[*a]));
         }
+        let note = row_note(row);
+        if !note.is_empty() {
+            notes.push(note);
+            to.push_str(&format!(" ({})", notes.len()));
+        }
+        table.push_str(&format!("| {from} | {event} | {to} |\n"));
+    }
+    if !notes.is_empty() {
         table.push('\n');
+        for (n, note) in notes.iter().enumerate() {
+            table.push_str(&format!("{}. {note}\n", n + 1));
+        }
     }
     table
 }
@@ -302,7 +308,7 @@ fn row_note(row: &RowModel) -> String {
         if let syn::Meta::NameValue(nv) = &attr.meta
             && let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = &nv.value
         {
-            // A `/** .. */` note spans lines; a table cell may not.
+            // A `/** .. */` note spans lines; its list item keeps to one.
             lines.push(s.value().split_whitespace().collect::<Vec<_>>().join(" "));
         }
     }

@@ -75,8 +75,10 @@ fn the_docs_load_one_pinned_script_with_its_hash_and_list_a_star_row_once() {
         "{docs}"
     );
     assert!(docs.contains("crossorigin=\\\"anonymous\\\""), "{docs}");
-    assert_eq!(docs.matches("| `*` | `Stop` |").count(), 1, "{docs}");
-    assert_eq!(docs.matches("| `*` except `Idle`, `Busy` | `Hold` |").count(), 1, "{docs}");
+    assert!(docs.contains(r#"<pre class=\"mermaid\" hidden>"#), "{docs}");
+    assert!(docs.contains("if (window.mermaid)"), "{docs}");
+    assert_eq!(docs.matches("| `*` | `Stop` | `Done` / `Nop` |").count(), 1, "{docs}");
+    assert_eq!(docs.matches("| `*` except `Idle`, `Busy` | `Hold` | `Paused` / `Nop` |").count(), 1, "{docs}");
     assert!(docs.contains("7 rows"), "{docs}");
 }
 
@@ -84,7 +86,7 @@ fn the_docs_load_one_pinned_script_with_its_hash_and_list_a_star_row_once() {
 fn no_diagram_leaves_no_script_and_keeps_the_table() {
     let docs = docs(&machine(quote!(fallback = Nop, no_diagram)));
     assert!(!docs.contains("<script") && !docs.contains("mermaid"), "{docs}");
-    assert!(docs.contains("# Transitions") && docs.contains("| `Idle` | `Go` |"), "{docs}");
+    assert!(docs.contains("# Transitions") && docs.contains("| `Idle` | `Go` | `Busy` / `Run` |"), "{docs}");
 }
 
 #[test]

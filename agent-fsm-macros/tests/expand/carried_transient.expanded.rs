@@ -472,9 +472,7 @@ Terminal: no row leaves it.*/
     }
     ///The state machine generated from this module's table: 4 states ([`State`]), 5 events ([`Event`]), 8 rows, returning [`Action`].
     ///
-    ///# Diagram
-    ///
-    /**<pre class="mermaid">
+    /**<pre class="mermaid" hidden>
 stateDiagram-v2
     state "any state" as any_state
     [*] --&gt; Idle
@@ -490,20 +488,20 @@ stateDiagram-v2
     class any_state anyState
 </pre>
 <script src="https://cdn.jsdelivr.net/npm/mermaid@11.12.2/dist/mermaid.min.js" integrity="sha384-1ggI9FC3CkghppRD/XCR4aD+jp4DxwXlJIW0wxhyTLNKuiZEW3c4BwcjKXl0iVAJ" crossorigin="anonymous"></script>
-<script>mermaid.initialize({ startOnLoad: true });</script>
+<script>if (window.mermaid) { document.querySelectorAll("pre.mermaid[hidden]").forEach((e) => { e.hidden = false; }); mermaid.initialize({ startOnLoad: true }); }</script>
 */
     ///# Transitions
     ///
-    /**| from | event | conditions | to | action |
-| --- | --- | --- | --- | --- |
-| `Idle` | `Input` | — | `Calling` | `Call` |
-| `Calling` | `Delta` | — | `Calling` | `Show` |
-| `Calling` | `Reply` | — | `Checking` | — |
-| `Calling` | `Failed` | `*retries + 1 < ctx.max_retries` | `Calling` | `Retry` |
-| `Calling` | `Failed` | — | `Idle` | `Wait` |
-| `Checking` | — | `reply.is_empty()` | `Idle` | `Wait` |
-| `Checking` | — | — | `Idle` | `Show` |
-| `*` | `Stop` | — | `Stopped` | `Halt` |
+    /**| from | event [conditions] | to / action |
+| --- | --- | --- |
+| `Idle` | `Input` | `Calling` / `Call` |
+| `Calling` | `Delta` | `Calling` / `Show` |
+| `Calling` | `Reply` | `Checking` |
+| `Calling` | `Failed` `[*retries + 1 < ctx.max_retries]` | `Calling` / `Retry` |
+| `Calling` | `Failed` | `Idle` / `Wait` |
+| `Checking` | `[reply.is_empty()]` | `Idle` / `Wait` |
+| `Checking` | — | `Idle` / `Show` |
+| `*` | `Stop` | `Stopped` / `Halt` |
 */
     pub struct Agent {
         state: ::core::option::Option<State>,

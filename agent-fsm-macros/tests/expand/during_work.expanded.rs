@@ -367,9 +367,7 @@ A deadline: a timer that delivers it lets input through while it is pending (`#[
     }
     ///The state machine generated from this module's table: 2 states ([`State`]), 5 events ([`Event`]), 5 rows, returning [`Action`].
     ///
-    ///# Diagram
-    ///
-    /**<pre class="mermaid">
+    /**<pre class="mermaid" hidden>
 stateDiagram-v2
     [*] --&gt; Idle
     Idle --&gt; Working : Ask / Work
@@ -377,17 +375,17 @@ stateDiagram-v2
     Working --&gt; Idle : Cancel / Nothing&lt;br/&gt;Done / Nothing&lt;br/&gt;Timeout / Nothing
 </pre>
 <script src="https://cdn.jsdelivr.net/npm/mermaid@11.12.2/dist/mermaid.min.js" integrity="sha384-1ggI9FC3CkghppRD/XCR4aD+jp4DxwXlJIW0wxhyTLNKuiZEW3c4BwcjKXl0iVAJ" crossorigin="anonymous"></script>
-<script>mermaid.initialize({ startOnLoad: true });</script>
+<script>if (window.mermaid) { document.querySelectorAll("pre.mermaid[hidden]").forEach((e) => { e.hidden = false; }); mermaid.initialize({ startOnLoad: true }); }</script>
 */
     ///# Transitions
     ///
-    /**| from | event | conditions | to | action |
-| --- | --- | --- | --- | --- |
-| `Idle` | `Ask` | — | `Working` | `Work` |
-| `Working` | `Message` | — | `Working` | `Nothing` |
-| `Working` | `Cancel` | — | `Idle` | `Nothing` |
-| `Working` | `Done` | — | `Idle` | `Nothing` |
-| `Working` | `Timeout` | — | `Idle` | `Nothing` |
+    /**| from | event [conditions] | to / action |
+| --- | --- | --- |
+| `Idle` | `Ask` | `Working` / `Work` |
+| `Working` | `Message` | `Working` / `Nothing` |
+| `Working` | `Cancel` | `Idle` / `Nothing` |
+| `Working` | `Done` | `Idle` / `Nothing` |
+| `Working` | `Timeout` | `Idle` / `Nothing` |
 */
     pub struct Machine {
         state: ::core::option::Option<State>,

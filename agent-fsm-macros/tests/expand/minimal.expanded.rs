@@ -341,9 +341,7 @@ The initial state.*/
     }
     ///The state machine generated from this module's table: 2 states ([`State`]), 3 events ([`Event`]), 3 rows, returning [`Action`].
     ///
-    ///# Diagram
-    ///
-    /**<pre class="mermaid">
+    /**<pre class="mermaid" hidden>
 stateDiagram-v2
     [*] --&gt; Closed
     Closed --&gt; Open : Push / Creak
@@ -351,15 +349,17 @@ stateDiagram-v2
     Open --&gt; Closed : Pull / Creak
 </pre>
 <script src="https://cdn.jsdelivr.net/npm/mermaid@11.12.2/dist/mermaid.min.js" integrity="sha384-1ggI9FC3CkghppRD/XCR4aD+jp4DxwXlJIW0wxhyTLNKuiZEW3c4BwcjKXl0iVAJ" crossorigin="anonymous"></script>
-<script>mermaid.initialize({ startOnLoad: true });</script>
+<script>if (window.mermaid) { document.querySelectorAll("pre.mermaid[hidden]").forEach((e) => { e.hidden = false; }); mermaid.initialize({ startOnLoad: true }); }</script>
 */
     ///# Transitions
     ///
-    /**| from | event | conditions | to | action | note |
-| --- | --- | --- | --- | --- | --- |
-| `Closed` | `Push` | — | `Open` | `Creak` |  |
-| `Closed` | `Knock` | `*times > 2` | `Closed` | `Answer` |  |
-| `Open` | `Pull` | — | `Closed` | `Creak` | The note of this row spans two lines. |
+    /**| from | event [conditions] | to / action |
+| --- | --- | --- |
+| `Closed` | `Push` | `Open` / `Creak` |
+| `Closed` | `Knock` `[*times > 2]` | `Closed` / `Answer` |
+| `Open` | `Pull` | `Closed` / `Creak` (1) |
+
+1. The note of this row spans two lines.
 */
     pub struct Machine {
         state: ::core::option::Option<State>,

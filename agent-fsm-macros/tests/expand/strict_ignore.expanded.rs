@@ -366,9 +366,7 @@ The initial state.*/
     }
     ///The state machine generated from this module's table: 3 states ([`State`]), 3 events ([`Event`]), 4 rows, returning [`Action`].
     ///
-    ///# Diagram
-    ///
-    /**<pre class="mermaid">
+    /**<pre class="mermaid" hidden>
 stateDiagram-v2
     state "any state except Broken" as any_state
     [*] --&gt; Off
@@ -380,16 +378,16 @@ stateDiagram-v2
     class any_state anyState
 </pre>
 <script src="https://cdn.jsdelivr.net/npm/mermaid@11.12.2/dist/mermaid.min.js" integrity="sha384-1ggI9FC3CkghppRD/XCR4aD+jp4DxwXlJIW0wxhyTLNKuiZEW3c4BwcjKXl0iVAJ" crossorigin="anonymous"></script>
-<script>mermaid.initialize({ startOnLoad: true });</script>
+<script>if (window.mermaid) { document.querySelectorAll("pre.mermaid[hidden]").forEach((e) => { e.hidden = false; }); mermaid.initialize({ startOnLoad: true }); }</script>
 */
     ///# Transitions
     ///
-    /**| from | event | conditions | to | action |
-| --- | --- | --- | --- | --- |
-| `Off` | `Toggle` | — | `On` | `Glow` |
-| `On` | `Toggle` | — | `Off` | `Dark` |
-| `*` except `Broken` | `Smash` | — | `Broken` | `Sparks` |
-| `Broken` | `Repair` | — | `Off` | `Dark` |
+    /**| from | event [conditions] | to / action |
+| --- | --- | --- |
+| `Off` | `Toggle` | `On` / `Glow` |
+| `On` | `Toggle` | `Off` / `Dark` |
+| `*` except `Broken` | `Smash` | `Broken` / `Sparks` |
+| `Broken` | `Repair` | `Off` / `Dark` |
 */
     pub struct Machine {
         state: ::core::option::Option<State>,
