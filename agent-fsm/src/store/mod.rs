@@ -138,7 +138,7 @@ mod error;
 mod journal;
 mod memory;
 #[cfg(feature = "postgres")]
-mod postgres;
+pub(crate) mod postgres;
 mod restore;
 #[cfg(feature = "sqlite")]
 mod sqlite;
