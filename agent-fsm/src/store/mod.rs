@@ -135,7 +135,7 @@
 #[cfg(feature = "runtime")]
 mod durable;
 mod error;
-mod journal;
+pub(crate) mod journal;
 mod memory;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
