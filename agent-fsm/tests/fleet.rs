@@ -254,3 +254,30 @@ async fn a_clean_shutdown_hands_the_agents_back_before_their_leases_expire() {
     assert_eq!(report.finished, 3, "{report:?}");
     db.drop_schema().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_skips_a_lease_locked_by_a_write_in_flight() {
+    let Some(db) = Db::new("claim_skips_locked") else { return };
+    let fleet = db.fleet(LEASE).await;
+    for agent in ["a0", "a1"] {
+        within(fleet.create(agent, &Job::new(Vec::new()))).await.expect("created");
+    }
+    // A fenced write of a0 in flight holds its lease row, shared.
+    let mut client = db.client().await;
+    let write = client.transaction().await.expect("begins");
+    write.execute("SELECT 1 FROM leases WHERE agent = 'a0' FOR SHARE", &[]).await.expect("locks");
+    let w = Proc::start(Worker::new(&fleet, "w"));
+    until("a1 is claimed while a0 is locked", || async {
+        within(fleet.status("a1")).await.expect("reads").worker.as_deref() == Some("w")
+    })
+    .await;
+    assert_eq!(within(fleet.status("a0")).await.expect("reads").worker, None);
+    write.rollback().await.expect("ends");
+    until("a0 is claimed once free", || async {
+        within(fleet.status("a0")).await.expect("reads").worker.as_deref() == Some("w")
+    })
+    .await;
+    let report = w.stop().await;
+    assert_eq!(report.claimed, 2, "{report:?}");
+    db.drop_schema().await;
+}

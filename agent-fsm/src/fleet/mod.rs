@@ -30,12 +30,12 @@
 //! let url = "postgres://agent_fsm@127.0.0.1:54329/agent_fsm";
 //! let fleet = Fleet::connect(FleetConfig::new(url)).await?;
 //!
-//! // In each worker process: run the agents this worker claims until
-//! // ctrl-c, then hand them back.
+//! // In each worker process: run the agents this worker claims until told
+//! // to stop (a signal, say), then hand them back.
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
 //! let worker = Worker::new(&fleet, "worker-1").capacity(100);
-//! let shutdown = async { let _ = tokio::signal::ctrl_c().await; };
-//! # let shutdown = async {};
-//! let running = tokio::spawn(worker.run(|_agent: &str| ((), ExecutorConfig::<Counter>::new()), shutdown));
+//! let effects = |_agent: &str| ((), ExecutorConfig::<Counter>::new());
+//! let running = tokio::spawn(worker.run(effects, async { let _ = stopped.await; }));
 //!
 //! // From any process: add an agent (placed on the worker with the most
 //! // room), send it events, read its status.
@@ -44,7 +44,10 @@
 //! fleet.send("counter-1", &Event::Stop).await?;
 //! let status = fleet.status("counter-1").await?;
 //! println!("{} after {} steps, done: {}", status.state, status.steps, status.done);
-//! # drop(running);
+//!
+//! let _ = stop.send(());
+//! let report = running.await.expect("the worker did not panic")?;
+//! println!("{report:?}");
 //! # Ok(())
 //! # }
 //! ```
