@@ -281,3 +281,23 @@ async fn a_claim_skips_a_lease_locked_by_a_write_in_flight() {
     assert_eq!(report.claimed, 2, "{report:?}");
     db.drop_schema().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_placed_on_a_full_worker_is_taken_by_another_a_lease_later() {
+    let Some(db) = Db::new("placed_on_full") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let full = Proc::start(Worker::new(&fleet, "full").capacity(1));
+    within(fleet.create("x", &Job::new(Vec::new()))).await.expect("created");
+    until("x runs", || async { within(fleet.status("x")).await.expect("reads").worker.is_some() }).await;
+    // The only live worker, though it has no room.
+    assert_eq!(within(fleet.create("y", &Job::new(Vec::new()))).await.expect("created").as_deref(), Some("full"));
+    let free = Proc::start(Worker::new(&fleet, "free"));
+    until("y runs on the free worker", || async {
+        within(fleet.status("y")).await.expect("reads").worker.as_deref() == Some("free")
+    })
+    .await;
+    let (rf, rr) = (full.stop().await, free.stop().await);
+    assert_eq!((rf.claimed, rf.handed_back), (1, 1), "{rf:?}");
+    assert!(rr.claimed >= 1, "{rr:?}");
+    db.drop_schema().await;
+}

@@ -66,7 +66,7 @@
 //!
 //! - It registers in `workers` and beats every lease/3; agents are placed
 //!   ([`Fleet::create`]) on the live worker with the most room (capacity
-//!   less the agents placed on it), and it is woken by a `NOTIFY`.
+//!   less the agents placed on it), which is woken by a `NOTIFY`.
 //! - It claims agents up to its capacity with `SELECT .. FOR UPDATE SKIP
 //!   LOCKED`, raising each lease's epoch: first those placed on it, then
 //!   those nobody holds, then those whose lease expired. Each claimed agent
@@ -85,8 +85,9 @@
 //!   and its lease left to expire, so that it is tried again, elsewhere or
 //!   here, a lease later.
 //! - When the shutdown future completes, it stops its agents (a stop is a
-//!   pause: see [`Durable`](crate::store::Durable)), hands their leases
-//!   back and notifies the others, which claim them at once.
+//!   pause: see [`Durable`](crate::store::Durable); a configured shutdown
+//!   event is delivered, its action performed and not written), hands their
+//!   leases back and notifies the others, which claim them at once.
 //!
 //! # Guarantees
 //!
@@ -119,8 +120,10 @@
 //!   third of a lease until another worker looks): the lease is the time
 //!   to recovery. A clean shutdown hands them over at once.
 //! - **Placement is a hint.** Two agents created at once may be placed on
-//!   one worker by the same count, and a worker takes any claimable agent
-//!   once its own placements are running.
+//!   one worker by the same count; an agent its worker does not claim
+//!   within a lease (the worker is full, say) is taken by any worker with
+//!   room, and a worker takes any agent nobody holds once its own
+//!   placements run.
 //! - **Order across senders** is the order in which their sends committed.
 //!   A machine with `#[during_work]` events takes some inbox events before
 //!   older ones held back; the inbox counts steps in delivery order, so in
