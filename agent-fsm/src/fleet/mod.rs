@@ -94,7 +94,7 @@
 //! - **One owner per epoch.** A lease is claimed by one worker at a time,
 //!   each claim raising its epoch, and every write of the agent's steps
 //!   carries the worker and epoch and is refused
-//!   ([`StoreError::Fenced`](crate::store::StoreError::Fenced)) unless the
+//!   ([`StoreError::Fenced`]) unless the
 //!   lease still says so. A worker paused past its lease (a `SIGSTOP`, a
 //!   long GC-like stall, a network cut) and resumed can never write for an
 //!   agent another worker has claimed since: its copy of the agent stops
