@@ -10,12 +10,17 @@
 #    creation and the warm-up cancelled out. All threads are counted (a
 #    2-worker runtime's idle worker too, which makes those rows noisier).
 # 2. Unless --no-criterion, runs criterion on the same binary (extra
-#    arguments go to criterion, e.g. --quick) and reads every median back.
-# Prints one table: instructions per event and wall time per event, each
-# with its ratio to the actor of the same row.
+#    arguments go to criterion, e.g. --quick) and reads every median back,
+#    then the paired timing (EXECUTOR_FAIR_AB=500: the sides timed one
+#    round each in turn, the median of each side's ratio to the actor's
+#    time in the same turn).
+# Prints one table: instructions per event, criterion's wall time per
+# event and the paired ratio, each beside its ratio to the actor of the
+# same row.
 #
 # Wall times move with the machine's load (several builds share 2 cores
-# here): compare the ratios of one run, repeat the run, and trust the
+# here): criterion's medians are taken seconds apart, the paired ratio
+# from rounds milliseconds apart; repeat the run, and trust the
 # instruction counts for the stable ratio.
 #
 # Usage: scripts/callgrind_executor.sh [--no-criterion] [criterion args...]
@@ -63,12 +68,19 @@ done
 
 if [[ $criterion == 1 ]]; then
     "$bin" --bench "$@" >&2
+    EXECUTOR_FAIR_AB=500 "$bin" >"$out_dir/paired"
+else
+    : >"$out_dir/paired"
 fi
 
 target=${CARGO_TARGET_DIR:-../target}
-python3 - "$results" "$target/criterion" "$criterion" <<'PY'
+python3 - "$results" "$target/criterion" "$criterion" "$out_dir/paired" <<'PY'
 import json, os, sys
-results, root, with_time = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+results, root, with_time, paired_file = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4]
+paired = {}
+for line in open(paired_file):
+    _, w, f, m, s, ns, ratio = line.split()
+    paired[(w, f, m, s)] = (float(ns), float(ratio))
 instr = {}
 for line in open(results):
     w, f, m, s, tenths = line.split()
@@ -81,12 +93,14 @@ def wall(w, f, m, s):
         return None
     n = 1020 if m == "fire" else 102
     return est["median"]["point_estimate"] / n
-print("\nper event: instructions (callgrind, (I(11,220) - I(1,020)) / 10,200) and criterion median wall time")
-print("| workload | runtime | mode | side | instr | x actor | ns | x actor |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+print("\nper event: instructions (callgrind, (I(11,220) - I(1,020)) / 10,200), criterion median wall time, paired timing")
+print("| workload | runtime | mode | side | instr | x actor | ns | x actor | paired ns | paired x actor |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for (w, f, m, s), n in instr.items():
     base = instr[(w, f, m, "actor")]
     t, tb = (wall(w, f, m, s), wall(w, f, m, "actor")) if with_time else (None, None)
     ts = f"{t:.1f} | {t / tb:.2f}" if t and tb else "- | -"
-    print(f"| {w} | {f} | {m} | {s} | {n:,.1f} | {n / base:.3f} | {ts} |")
+    pn, pr = paired.get((w, f, m, s), (None, None))
+    ps = f"{pn:.1f} | {pr:.2f}" if pn else "- | -"
+    print(f"| {w} | {f} | {m} | {s} | {n:,.1f} | {n / base:.3f} | {ts} | {ps} |")
 PY

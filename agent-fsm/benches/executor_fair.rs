@@ -19,7 +19,15 @@
 //! Instructions: `scripts/callgrind_executor.sh` runs this binary under
 //! callgrind with `EXECUTOR_FAIR_CALLGRIND=<workload>:<side>:<flavour>:<mode>:<n>`
 //! for two values of `n` and divides the difference (process start,
-//! runtime and warm-up cancel out), then runs criterion on the same build.
+//! runtime and warm-up cancel out), then runs criterion on the same build,
+//! then the paired timing below.
+//!
+//! Paired timing (`EXECUTOR_FAIR_AB=<rounds>`): every side's agent on one
+//! runtime, timed one round each in turn (the order rotating), `rounds`
+//! times; each side's time is divided by the actor's in the same turn and
+//! the median of those ratios printed. Rounds timed milliseconds apart
+//! share the machine's load, so the ratio holds where criterion's
+//! medians, taken seconds apart, move with the load of other processes.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -272,9 +280,56 @@ fn callgrind_workload<M: Workload>(side: &str, flavour: &str, mode: &str, n: u64
     println!("events={n}");
 }
 
+// ===== paired timing =====
+
+const AB_ENV: &str = "EXECUTOR_FAIR_AB";
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Prints `ab <workload> <flavour> <mode> <side> <median ns per event>
+/// <median ratio to the actor of the same turn>` for every combination.
+fn paired<M: Workload>(rounds: usize) {
+    for flavour in FLAVOURS {
+        let rt = runtime(flavour);
+        for mode in MODES {
+            let n = per_round(mode);
+            let agents: Vec<Agent<M>> = rt.block_on(async { SIDES.iter().map(|side| spawn(side)).collect() });
+            let mut times = vec![Vec::with_capacity(rounds); SIDES.len()];
+            rt.block_on(async {
+                for agent in &agents {
+                    agent.run(mode, 0, n).await;
+                }
+                for round in 0..rounds {
+                    for k in 0..SIDES.len() {
+                        let i = (round + k) % SIDES.len();
+                        let start = Instant::now();
+                        agents[i].run(mode, 0, n).await;
+                        times[i].push(start.elapsed().as_secs_f64());
+                    }
+                }
+            });
+            for (i, side) in SIDES.iter().enumerate() {
+                #[allow(clippy::cast_precision_loss)] // a display figure
+                let ns = median(times[i].iter().map(|t| t * 1e9 / n as f64).collect());
+                let ratio = median(times[i].iter().zip(&times[0]).map(|(t, a)| t / a).collect());
+                println!("ab {} {flavour} {mode} {side} {ns:.1} {ratio:.3}", M::NAME);
+            }
+        }
+    }
+}
+
 fn main() {
     if let Ok(spec) = std::env::var(CALLGRIND_ENV) {
         callgrind_run(&spec);
+        return;
+    }
+    if let Ok(rounds) = std::env::var(AB_ENV) {
+        let rounds = rounds.parse().expect("a number of rounds");
+        paired::<PingPong>(rounds);
+        paired::<Stream>(rounds);
         return;
     }
     let mut c = Criterion::default().configure_from_args();
