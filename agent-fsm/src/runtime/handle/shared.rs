@@ -106,10 +106,10 @@ impl<M: StateMachine, O> Locked<M, O> {
 ///
 /// Its size is part of what every agent costs at rest: allocated at 104
 /// bytes or less (this struct at 88 or less, with the `Arc`'s counts),
-/// it fits in the gaps the allocator leaves before the channel's and the
-/// task's 128-byte aligned allocations, and an idle agent costs what a bare
-/// actor's does; at 136 bytes it costs about 220 more. A unit test holds it
-/// to that budget.
+/// it fits in the gaps glibc's allocator leaves before the channel's and
+/// the task's 128-byte aligned allocations, and an idle agent costs what a
+/// bare actor's does; at 120 bytes it costs about 130 more, at 136 up to
+/// about 220. A unit test holds it to that budget.
 pub(crate) struct Shared<M: StateMachine, O> {
     pub(super) locked: Mutex<Locked<M, O>>,
     /// Whether a control request is queued, readable without the lock: the
