@@ -388,6 +388,25 @@ mod tests {
         }
     }
 
+    /// A request queued behind another survives the first one's pop, and
+    /// the box that held them is freed once the queue is empty and nobody
+    /// subscribed.
+    #[test]
+    fn queued_requests_are_kept_and_their_box_freed_once_empty() {
+        let settings = crate::runtime::ExecutorConfig::<ab::Machine>::new().inner;
+        let shared = Shared::<ab::Machine, ()>::new(Status::In(ab::StateKind::A), settings);
+        assert!(!shared.control_pending());
+        assert!(shared.push_control(Control::Shutdown).is_ok());
+        assert!(shared.push_control(Control::Shutdown).is_ok());
+        assert!(shared.control_pending());
+        assert!(matches!(shared.pop_control(), Some(Control::Shutdown)));
+        assert!(shared.control_pending(), "the second request is still queued");
+        assert!(matches!(shared.pop_control(), Some(Control::Shutdown)));
+        assert!(!shared.control_pending());
+        assert!(shared.pop_control().is_none());
+        assert!(lock(&shared.locked).rare.is_none(), "an empty queue with no feed holds no allocation");
+    }
+
     /// The budget [`Shared`]'s docs explain: an idle agent costs what a
     /// bare actor does only while this allocation fits the allocator's
     /// gaps.
