@@ -35,10 +35,12 @@
 //! - `request_response/...`: 100 round trips, each waiting for its reply
 //!   (`call`; the bare actor answers through a oneshot).
 //! - `throughput`: 1,000 agents × 1,000 events on a 2-worker runtime.
-//! - memory: RSS per idle agent with 10,000 spawned (the bare actor, the
-//!   executor, the executor with the observer),
-//!   measured in a child process per variant (so that one variant's freed
+//! - memory: RSS per idle agent with 10,000 and with 100,000 spawned (the
+//!   bare actor, the executor, the executor with the observer), measured in
+//!   a child process per variant and count (so that one variant's freed
 //!   memory does not hide the next one's), printed before the timings.
+//!   The bare actor's idle agent holds what the equal-channel actor of
+//!   `executor_fair.rs` holds: the same channel, machine and task size.
 //!
 //! Run: `cargo bench -p agent-fsm --bench executor -- --quick`.
 //! Note: dev-dependencies enable tokio's `test-util`, which makes
@@ -272,12 +274,14 @@ fn throughput_bare<const TRY_FIRST: bool>(
 
 // ===== memory per idle agent =====
 
+/// `<kind>:<count>` in a child process.
 const MEMORY_ENV: &str = "AGENT_FSM_BENCH_MEMORY";
-const IDLE_AGENTS: usize = 10_000;
+/// How many idle agents each measurement spawns.
+const IDLE_COUNTS: [usize; 2] = [10_000, 100_000];
 
-/// In a child process: spawn 10,000 idle agents of one kind, make sure each
-/// worker ran once, and print the RSS growth per agent in bytes.
-fn memory_child(kind: &str) {
+/// In a child process: spawn `count` idle agents of one kind, make sure
+/// each worker ran once, and print the RSS growth per agent in bytes.
+fn memory_child(kind: &str, count: usize) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         // Warm up the runtime's own structures first.
@@ -289,35 +293,42 @@ fn memory_child(kind: &str) {
 
         let before = rss_bytes().unwrap_or(0);
         match kind {
-            "bare_actor" => idle(kind, before, bare_spawn::<false>).await,
-            "executor_observer" => idle(kind, before, executor_spawn_with_observer).await,
-            _ => idle(kind, before, executor_spawn).await,
+            "bare_actor" => idle(kind, count, before, bare_spawn::<false>).await,
+            "executor_observer" => idle(kind, count, before, executor_spawn_with_observer).await,
+            _ => idle(kind, count, before, executor_spawn).await,
         }
     });
 }
 
-/// Spawns 10,000 agents with `spawn`, lets each run once, and reports.
-async fn idle<T>(kind: &str, before: u64, spawn: impl Fn() -> T) {
-    let agents: Vec<T> = (0..IDLE_AGENTS).map(|_| spawn()).collect();
+/// Spawns `count` agents with `spawn`, lets each run once, and reports.
+async fn idle<T>(kind: &str, count: usize, before: u64, spawn: impl Fn() -> T) {
+    let agents: Vec<T> = (0..count).map(|_| spawn()).collect();
     let_every_task_run().await;
-    report(kind, before);
+    report(kind, count, before);
     black_box(agents);
 }
 
-fn report(kind: &str, before: u64) {
+fn report(kind: &str, count: usize, before: u64) {
     let after = rss_bytes().unwrap_or(0);
-    let per_agent = after.saturating_sub(before) / IDLE_AGENTS as u64;
+    let per_agent = after.saturating_sub(before) / count as u64;
     println!("{kind} {per_agent}");
 }
 
-/// Runs the memory measurement for both kinds, each in a child process.
+/// Runs the memory measurement for every kind and count, each in a child
+/// process.
 fn memory_report() {
+    for count in IDLE_COUNTS {
+        memory_report_of(count);
+    }
+}
+
+fn memory_report_of(count: usize) {
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
     let mut figures = Vec::new();
     for kind in ["bare_actor", "executor", "executor_observer"] {
-        let output = Command::new(&exe).env(MEMORY_ENV, kind).output();
+        let output = Command::new(&exe).env(MEMORY_ENV, format!("{kind}:{count}")).output();
         let Ok(output) = output else {
             return;
         };
@@ -327,11 +338,11 @@ fn memory_report() {
             figures.push((kind, bytes));
         }
     }
-    println!("memory per idle agent ({IDLE_AGENTS} spawned, RSS growth):");
+    println!("memory per idle agent ({count} spawned, RSS growth):");
     for (kind, bytes) in &figures {
         #[allow(clippy::cast_precision_loss)] // a display figure
         let kb = *bytes as f64 / 1024.0;
-        println!("  {kind:<12} {kb:>6.2} KB/agent");
+        println!("  {kind:<18} {bytes:>5} bytes/agent ({kb:.2} KB)");
     }
     if let [(_, bare), rest @ ..] = &figures[..] {
         for (kind, bytes) in rest {
@@ -343,8 +354,9 @@ fn memory_report() {
 }
 
 fn main() {
-    if let Ok(kind) = std::env::var(MEMORY_ENV) {
-        memory_child(&kind);
+    if let Ok(spec) = std::env::var(MEMORY_ENV) {
+        let (kind, count) = spec.split_once(':').unwrap_or((&spec, "10000"));
+        memory_child(kind, count.parse().unwrap_or(IDLE_COUNTS[0]));
         return;
     }
     memory_report();

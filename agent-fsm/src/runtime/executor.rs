@@ -134,7 +134,7 @@ where
         history: None,
         hot: Hot {
             notifier: Notifier::new(),
-            clock: None,
+            started: None,
             visit: 0,
             status_dirty: false,
             terminal: machine.is_terminal(),
@@ -287,7 +287,7 @@ where
                 }
             }
         }
-        self.link.shared.set_started(Instant::now());
+        self.hot.started = Some(Instant::now());
         if self.link.extras.as_ref().is_some_and(|extras| extras.journal.is_some()) && !self.start_journal() {
             return false;
         }
@@ -346,7 +346,7 @@ where
                         // between is missed. Registering only here keeps it
                         // off the per-event path.
                         self.flush_status();
-                        self.hot.clock = None;
+                        self.expire_clock();
                         self.link.shared.register(cx.waker());
                         match self.link.shared.pop_control() {
                             Some(control) => self.on_control(control),
@@ -400,7 +400,7 @@ where
     fn yield_now(&mut self, cx: &mut Context<'_>) {
         // Time passes while others run: the next hop reads the clock again,
         // or the history would charge that time to the wrong state.
-        self.hot.clock = None;
+        self.expire_clock();
         self.flush_status();
         self.hot.notifier.take_woke();
         cx.waker().wake_by_ref();

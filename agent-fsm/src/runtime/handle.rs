@@ -118,7 +118,7 @@ impl<M: StateMachine, O> MachineHandle<M, O> {
     /// Whether the worker has stopped (normally or not).
     pub fn is_finished(&self) -> bool {
         // A worker future dropped mid-run records no outcome, but closes.
-        self.shared.outcome.get().is_some() || self.shared.closed.load(Ordering::Acquire)
+        self.shared.outcome().is_some() || self.shared.closed.load(Ordering::Acquire)
     }
 
     /// The tracker the worker and its tasks run on (from the configuration).
@@ -138,7 +138,7 @@ where
     }
 
     fn failure(&self) -> Option<Arc<WorkerError<M>>> {
-        match self.shared.outcome.get() {
+        match self.shared.outcome() {
             Some(Err(e)) => Some(Arc::clone(e)),
             _ => None,
         }
@@ -154,7 +154,7 @@ where
     /// What a call whose event the worker did not take answers: the
     /// machine finished (the worker stopped normally), or the error.
     fn finished_or_closed(&self) -> Result<DeliveredTo<M>, RequestError<M>> {
-        match self.shared.outcome.get() {
+        match self.shared.outcome() {
             Some(Ok(last)) => match last.status() {
                 Status::In(state) => Ok(Delivered { outcome: Outcome::Finished { state }, performed: false }),
                 Status::Poisoned => Ok(Delivered { outcome: Outcome::Poisoned, performed: false }),
@@ -430,7 +430,7 @@ where
                 return Err(Feed::ended());
             }
             let capacity = self.shared.settings.notification_capacity;
-            let feed = Arc::clone(locked.feed.get_or_insert_with(|| Arc::new(Feed::new(capacity))));
+            let feed = Arc::clone(locked.rare().feed.get_or_insert_with(|| Arc::new(Feed::new(capacity))));
             self.shared.subscribed.store(true, Ordering::Release);
             feed
         };
@@ -478,7 +478,7 @@ where
         // leave it waiting with nothing in flight: refused, untouched.
         // A stopped worker's own answer comes first, as for every request.
         if self.shared.settings.interrupt_event.is_none() {
-            return Err(match self.shared.outcome.get() {
+            return Err(match self.shared.outcome() {
                 Some(_) => self.closed_error(),
                 None => RequestError::NoInterruptEvent,
             });
@@ -547,7 +547,7 @@ where
             // Never answered: the sender is dropped when the worker exits.
             let _ = rx.await;
         }
-        match self.shared.outcome.get() {
+        match self.shared.outcome() {
             Some(Ok(last)) => last.status().state().ok_or(RequestError::Poisoned),
             Some(Err(e)) => Err(RequestError::Failed(Arc::clone(e))),
             None => Err(RequestError::Closed),

@@ -108,6 +108,16 @@ pub struct History<M: StateMachine> {
     /// Poisoned only for a machine handed over poisoned, before any hop.
     current: Status<StateKindOf<M>>,
     entered: Instant,
+    /// The time of the hops of the current burst of events (the worker
+    /// reads the clock once per burst, see [`set_clock`](Self::set_clock)).
+    now: Instant,
+    /// How long the machine had been in `current` at `now`: computed once
+    /// per burst, so that a self-loop's record copies it instead of
+    /// subtracting two instants on every event.
+    stay: Duration,
+    /// `now` was read for the current burst; cleared by
+    /// [`expire_clock`](Self::expire_clock).
+    clock_read: bool,
     /// `None` unless event recording is enabled in the configuration.
     events: Option<Vec<EventRecordOf<M>>>,
     /// The event type's `Clone`, when events are recorded: read here, on
@@ -136,6 +146,9 @@ where
             closed: self.closed.clone(),
             current: self.current,
             entered: self.entered,
+            now: self.now,
+            stay: self.stay,
+            clock_read: self.clock_read,
             events: self.events.clone(),
             clone_event: self.clone_event,
             interrupts: self.interrupts.clone(),
@@ -175,6 +188,9 @@ impl<M: StateMachine> History<M> {
             closed: Vec::new(),
             current: initial,
             entered: now,
+            now,
+            stay: Duration::ZERO,
+            clock_read: false,
             events: clone_event.map(|_| Vec::new()),
             clone_event,
             interrupts: VecDeque::new(),
@@ -183,24 +199,51 @@ impl<M: StateMachine> History<M> {
         }
     }
 
+    /// Sets the time of the hops that follow, up to the next call: the
+    /// worker reads the clock once per burst of events. The stay in the
+    /// current state up to `now` is computed here, once, rather than for
+    /// every hop: within a burst it changes only when the state does (it
+    /// is then empty).
+    #[inline]
+    pub(crate) fn set_clock(&mut self, now: Instant) {
+        self.now = now;
+        self.stay = now.saturating_duration_since(self.entered);
+    }
+
+    /// Reads the clock for the hops that follow, unless it was read since
+    /// the last [`expire_clock`](Self::expire_clock): one read per burst.
+    #[inline]
+    pub(crate) fn read_clock_once(&mut self) {
+        if !self.clock_read {
+            self.clock_read = true;
+            self.set_clock(Instant::now());
+        }
+    }
+
+    /// Makes the next [`read_clock_once`](Self::read_clock_once) read the
+    /// clock: the worker sleeps or yields (time passes while others run,
+    /// which the next hop must not charge to the wrong stay), or a long
+    /// burst goes on.
+    #[inline]
+    pub(crate) fn expire_clock(&mut self) {
+        self.clock_read = false;
+    }
+
     /// Records one hop of the event being delivered, the one after the
-    /// last [`on_step`](Self::on_step) counted.
+    /// last [`on_step`](Self::on_step) counted, at the time of the last
+    /// [`set_clock`](Self::set_clock).
     /// `changed`: whether `hop.from != hop.to`, computed once by the caller.
     #[inline]
-    pub(crate) fn on_hop(&mut self, hop: &StepOf<M>, changed: bool, now: Instant) {
-        let step = self.steps + 1;
-        // Hops of one burst share `now`, so after the first change of state
-        // in a burst the stay is empty: skip the clock arithmetic.
-        let duration = if now == self.entered { Duration::ZERO } else { now.saturating_duration_since(self.entered) };
+    pub(crate) fn on_hop(&mut self, hop: &StepOf<M>, changed: bool) {
         let record = TransitionRecord {
-            step,
+            step: self.steps + 1,
             from: hop.from,
             event: hop.event,
             to: hop.to,
             action: hop.action,
             row: hop.row,
             start: self.entered,
-            duration,
+            duration: self.stay,
         };
         if self.transitions.len() < self.capacity {
             self.transitions.push(record);
@@ -213,14 +256,23 @@ impl<M: StateMachine> History<M> {
             self.evicted += 1;
         }
         if changed {
-            let from = self.entry_mut(hop.from);
-            if !duration.is_zero() {
-                from.total += duration;
-            }
-            from.entries += 1;
-            self.current = Status::In(hop.to);
-            self.entered = now;
+            self.on_change(hop.from, hop.to);
         }
+    }
+
+    /// Closes the stay in `from` and enters `to` at the burst's time.
+    #[inline]
+    fn on_change(&mut self, from: StateKindOf<M>, to: StateKindOf<M>) {
+        let stay = self.stay;
+        let closed = self.entry_mut(from);
+        // After the first change of state in a burst the stay is empty.
+        if !stay.is_zero() {
+            closed.total += stay;
+        }
+        closed.entries += 1;
+        self.current = Status::In(to);
+        self.entered = self.now;
+        self.stay = Duration::ZERO;
     }
 
     /// The event type's `Clone`, if events are recorded.
@@ -437,7 +489,7 @@ mod tests {
         let mut history = History::<Machine>::new(Status::In(StateKind::A), 3, None, start);
         for step in 1..=7 {
             let (from, to) = if step % 2 == 1 { (StateKind::A, StateKind::B) } else { (StateKind::B, StateKind::A) };
-            history.on_hop(&hop(from, to), true, start);
+            history.on_hop(&hop(from, to), true);
             history.on_step(step);
         }
         let steps: Vec<u64> = history.transitions().map(|t| t.step).collect();
@@ -447,7 +499,7 @@ mod tests {
         assert_eq!(history.transitions().last().map(|t| (t.from, t.to)), Some((StateKind::A, StateKind::B)));
 
         let mut empty = History::<Machine>::new(Status::In(StateKind::A), 0, None, start);
-        empty.on_hop(&hop(StateKind::A, StateKind::B), true, start);
+        empty.on_hop(&hop(StateKind::A, StateKind::B), true);
         assert_eq!(empty.transitions().len(), 0);
         assert_eq!(empty.current().0, Status::In(StateKind::B));
     }

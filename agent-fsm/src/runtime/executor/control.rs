@@ -85,6 +85,15 @@ where
         }
     }
 
+    /// The next hop reads the clock again: the worker is about to sleep or
+    /// yield, or a long burst goes on (see [`STATUS_EVERY`]).
+    #[inline]
+    pub(super) fn expire_clock(&mut self) {
+        if let Some(history) = &mut self.history {
+            history.expire_clock();
+        }
+    }
+
     pub(super) fn extras_mut(&mut self) -> &mut Extras<M> {
         self.link.extras.get_or_insert_with(Box::default)
     }
@@ -123,7 +132,7 @@ where
             Control::Shutdown => Some(StopReason::Shutdown),
             // The job catches its own panics and carries its reply.
             Control::Inspect(job) => {
-                let history = history_mut(&mut self.history, &self.machine, &self.link.shared);
+                let history = history_mut(&mut self.history, &self.machine, &self.link.shared, self.hot.started);
                 history.mark_read(Instant::now());
                 job(&self.machine, history);
                 None

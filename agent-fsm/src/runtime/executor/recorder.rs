@@ -11,17 +11,23 @@ pub(super) fn history_mut<'h, M: StateMachine, O>(
     history: &'h mut Option<Box<History<M>>>,
     machine: &M,
     shared: &Shared<M, O>,
+    started: Option<Instant>,
 ) -> &'h mut History<M> {
-    history.get_or_insert_with(|| new_history(machine, shared))
+    history.get_or_insert_with(|| new_history(machine, shared, started))
 }
 
 /// Out of line: it runs once per agent, and keeping it out of
 /// [`history_mut`] keeps that one a test and a branch.
 #[cold]
 #[inline(never)]
-pub(super) fn new_history<M: StateMachine, O>(machine: &M, shared: &Shared<M, O>) -> Box<History<M>> {
+pub(super) fn new_history<M: StateMachine, O>(
+    machine: &M,
+    shared: &Shared<M, O>,
+    started: Option<Instant>,
+) -> Box<History<M>> {
     let settings = &shared.settings;
-    Box::new(History::new(machine.status(), settings.history_capacity, settings.record_events, shared.started()))
+    let started = started.unwrap_or_else(Instant::now);
+    Box::new(History::new(machine.status(), settings.history_capacity, settings.record_events, started))
 }
 
 /// The observer the worker passes to `handle_event_with`: history, visit
@@ -41,10 +47,11 @@ pub(super) struct Recorder<'a, M: StateMachine, O> {
 /// class bigger.
 pub(super) struct Hot<M: StateMachine, O> {
     pub(super) notifier: Notifier<M, O>,
-    /// The time read for the current burst of events; cleared when the
-    /// worker sleeps and every [`STATUS_EVERY`] events, so one clock read
-    /// serves a burst.
-    pub(super) clock: Option<Instant>,
+    /// When the worker started, i.e. entered the initial state (`None`
+    /// until then): the history, created later, starts its first stay
+    /// there. Kept here rather than in the shared state, where every idle
+    /// agent would pay for it in a bigger allocation.
+    pub(super) started: Option<Instant>,
     /// Incremented on every change of state (not on self-transitions);
     /// timers are stamped with it and die when it moves on.
     pub(super) visit: u32,
@@ -61,9 +68,10 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
     #[inline]
     fn on_transition(&mut self, hop: &StepOf<M>) {
         self.seen = Seen::Hop;
-        let now = *self.hot.clock.get_or_insert_with(Instant::now);
+        // The first hop of a burst reads the clock; the others reuse it.
+        self.history.read_clock_once();
         let changed = hop.from != hop.to;
-        self.history.on_hop(hop, changed, now);
+        self.history.on_hop(hop, changed);
         if changed {
             // Wrapping: timers compare visits for equality only.
             self.hot.visit = self.hot.visit.wrapping_add(1);

@@ -113,7 +113,7 @@ where
         }
 
         self.refresh_notifier();
-        let history = history_mut(&mut self.history, &self.machine, &self.link.shared);
+        let history = history_mut(&mut self.history, &self.machine, &self.link.shared, self.hot.started);
         // The event's `Clone` is user code.
         let logged = match history.clone_event() {
             None => None,
@@ -129,7 +129,7 @@ where
         let status_due = step.is_multiple_of(STATUS_EVERY);
         if status_due {
             // Long bursts still refresh the clock now and then.
-            self.hot.clock = None;
+            history.expire_clock();
         }
         // Read only for a call, which answers with the step's outcome.
         let before = reply.as_ref().map(|_| (self.machine.status(), self.hot.terminal));

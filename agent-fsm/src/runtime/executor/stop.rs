@@ -32,7 +32,7 @@ where
         if self.hot.failed {
             return;
         }
-        history_mut(&mut self.history, &self.machine, &self.link.shared)
+        history_mut(&mut self.history, &self.machine, &self.link.shared, self.hot.started)
             .record_interrupt(Arc::clone(&cause), Instant::now());
         self.refresh_notifier();
         self.hot.notifier.publish(Topics::FAULTS, || Notification::Interrupted { cause: Arc::clone(&cause) });
@@ -132,7 +132,7 @@ where
             self.hot.status_dirty = false;
         }
         // Before closing the inbox, so that a refused send reads the failure.
-        let _ = self.link.shared.outcome.set(Err(Arc::new(error)));
+        self.link.shared.set_outcome(Err(Arc::new(error)));
         self.inbox.close();
         self.hot.failed = true;
     }
@@ -147,7 +147,7 @@ where
         // A step that panicked fails the worker, which never touches the
         // machine again: it reads as poisoned even where the panic left
         // the state whole (a guard's panic), as `fail` published it.
-        let step_failed = matches!(self.link.shared.outcome.get(), Some(Err(e)) if e.is_step_failure());
+        let step_failed = matches!(self.link.shared.outcome(), Some(Err(e)) if e.is_step_failure());
         let state = if step_failed { Status::Poisoned } else { self.machine.status() };
         self.hot.status_dirty = !step_failed;
         self.flush_status();
@@ -171,7 +171,7 @@ where
         }
         let mut history = match history {
             Some(history) => *history,
-            None => *new_history(&machine, &link.shared),
+            None => *new_history(&machine, &link.shared, hot.started),
         };
         // The last stay ends now: reads of the parked history count up
         // to here, however much later they come.
@@ -179,7 +179,7 @@ where
         let last = Final::new(machine, history);
         // Before closing: a query that finds the worker closed finds the
         // machine there.
-        let _ = link.shared.outcome.set(Ok(Arc::new(last)));
+        link.shared.set_outcome(Ok(Arc::new(last)));
         link.close();
     }
 }

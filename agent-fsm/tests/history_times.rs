@@ -1,0 +1,105 @@
+//! Times in the history under paused tokio time: each hop's `start` and
+//! `duration` and the time summed per state, for hops that change state
+//! and for self-loops, within one burst of events and across bursts (the
+//! worker reads the clock once per burst and computes the current stay
+//! once per burst, not per hop).
+
+use std::time::Duration;
+
+use agent_fsm::runtime::{self, ExecutorConfig};
+use agent_fsm::state_machine;
+use tokio::time::{Instant, advance, timeout};
+
+#[allow(unreachable_pub)] // the generated items are `pub` in a private module
+#[state_machine(fallback = Stay)]
+mod job {
+    #[states]
+    #[derive(Debug)]
+    pub enum State {
+        #[initial]
+        Idle,
+        Busy {
+            ticks: u32,
+        },
+    }
+    #[events]
+    #[derive(Debug, Clone)]
+    pub enum Event {
+        Go,
+        Tick,
+        Stop,
+    }
+    #[actions]
+    #[derive(Debug)]
+    pub enum Action {
+        Start,
+        Stay,
+        Halt,
+    }
+    transitions! {
+        Idle + Go => Busy { ticks: 0 } / Start,
+        Busy { ticks } + Tick => { *ticks += 1; } Busy / Stay,
+        Busy + Stop => Idle / Halt,
+        Idle + Tick => ignore,
+        Idle + Stop => ignore,
+        Busy + Go => ignore,
+    }
+}
+
+use job::{Event, StateKind};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+#[tokio::test(start_paused = true)]
+async fn hops_and_self_loops_carry_the_stay_up_to_them() {
+    timeout(Duration::from_secs(600), async {
+        let handle = runtime::spawn(job::Machine::new(), (), ExecutorConfig::new());
+        // Let the worker start (and take its start time) at t0.
+        handle.wait_idle().await.unwrap();
+        let t0 = Instant::now();
+
+        advance(2 * SECOND).await;
+        handle.call(Event::Go).await.unwrap(); // Idle -> Busy at t0+2
+        advance(3 * SECOND).await;
+        handle.call(Event::Tick).await.unwrap(); // self-loop at t0+5, a burst of its own
+        advance(4 * SECOND).await;
+        // One burst at t0+9: two self-loops, then a change of state.
+        for event in [Event::Tick, Event::Tick, Event::Stop] {
+            handle.send(event).await.unwrap();
+        }
+        handle.wait_idle().await.unwrap();
+        advance(SECOND).await;
+        // One burst at t0+10: a change of state, then a self-loop of the
+        // state just entered, whose stay is empty.
+        for event in [Event::Go, Event::Tick] {
+            handle.send(event).await.unwrap();
+        }
+        handle.wait_idle().await.unwrap();
+        advance(6 * SECOND).await;
+
+        let history = handle.history().await.unwrap();
+        let hops: Vec<_> =
+            history.transitions().map(|t| (t.from, t.to, t.start.duration_since(t0), t.duration)).collect();
+        let (idle, busy) = (StateKind::Idle, StateKind::Busy);
+        assert_eq!(
+            hops,
+            [
+                (idle, busy, Duration::ZERO, 2 * SECOND),
+                (busy, busy, 2 * SECOND, 3 * SECOND),
+                (busy, busy, 2 * SECOND, 7 * SECOND),
+                (busy, busy, 2 * SECOND, 7 * SECOND),
+                (busy, idle, 2 * SECOND, 7 * SECOND),
+                (idle, busy, 9 * SECOND, SECOND),
+                (busy, busy, 10 * SECOND, Duration::ZERO),
+            ]
+        );
+        // Idle: 2 s, then 1 s; Busy: 7 s, then 6 s up to the read.
+        assert_eq!(history.time_in(idle), 3 * SECOND);
+        assert_eq!(history.time_in(busy), 13 * SECOND);
+        let entries: Vec<_> = history.time_in_state().iter().map(|s| (s.state, s.entries)).collect();
+        assert_eq!(entries, [(idle, 2), (busy, 2)]);
+        assert_eq!(history.current(), (agent_fsm::Status::In(busy), t0 + 10 * SECOND));
+    })
+    .await
+    .expect("the test does not hang");
+}
