@@ -520,7 +520,7 @@ stateDiagram-v2
                                 ) if let __Some((at,)) = match &*__s {
                                     #[allow(unused_variables)]
                                     __Some(State::Waiting { jobs, .. }) => {
-                                        #[allow(unused_mut)]
+                                        #[allow(unused_mut, clippy::manual_map)]
                                         let __guard = if let Some(at) = jobs
                                             .iter()
                                             .position(|j| j == id) && jobs.len() > 1
@@ -546,7 +546,7 @@ stateDiagram-v2
                                 ) if let __Some((at,)) = match &*__s {
                                     #[allow(unused_variables)]
                                     __Some(State::Waiting { jobs, .. }) => {
-                                        #[allow(unused_mut)]
+                                        #[allow(unused_mut, clippy::manual_map)]
                                         let __guard = if let Some(at) = jobs
                                             .iter()
                                             .position(|j| j == id)

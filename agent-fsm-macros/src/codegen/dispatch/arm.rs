@@ -113,9 +113,10 @@ pub(super) fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> Toke
             },
             Some(names) => {
                 let names = names.iter().map(|(name, _)| name);
-                // A binding written `mut` is mutable in the row, not here.
+                // A binding written `mut` is mutable in the row, not here;
+                // a single `let` reads to clippy as a hand-written `map`.
                 quote_spanned! {span=>
-                    #[allow(unused_mut)]
+                    #[allow(unused_mut, clippy::manual_map)]
                     let __guard = if #g { __Some((#(#names,)*)) } else { __None };
                     __guard
                 }

@@ -179,16 +179,15 @@ pub(super) fn explicit_modes(pat: &mut Pat, mutable: bool, fields: &[(Ident, syn
 pub(super) fn ref_for_guard_only(pat: &Pat, body: &Uses) -> (Pat, Vec<Ident>) {
     fn walk(pat: &mut Pat, body: &Uses, out: &mut Vec<Ident>) {
         match pat {
-            Pat::Ident(p) => {
+            Pat::Ident(p)
                 if p.subpat.is_none()
                     && p.by_ref.is_none()
                     && crate::model::is_binding_name(&p.ident)
-                    && !body.has(&p.ident)
-                {
-                    p.by_ref = Some(Token![ref](p.ident.span()));
-                    p.mutability = None;
-                    out.push(p.ident.clone());
-                }
+                    && !body.has(&p.ident) =>
+            {
+                p.by_ref = Some(Token![ref](p.ident.span()));
+                p.mutability = None;
+                out.push(p.ident.clone());
             }
             Pat::Struct(p) => p.fields.iter_mut().for_each(|f| {
                 walk(&mut f.pat, body, out);
