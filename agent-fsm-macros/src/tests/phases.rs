@@ -405,3 +405,25 @@ fn guard_bindings_may_not_hide_the_rows_names() {
     })
     .expect("names of the guard's own");
 }
+
+/// The names a guard hands its row are those of the `let`s at the top of
+/// its `&&` chain, found through every kind of pattern, `mut` noted; a
+/// `let` under `||` hands nothing.
+#[test]
+fn guard_lets_bind_through_every_pattern_at_the_top_of_the_chain() {
+    let names = |guard: proc_macro2::TokenStream| {
+        let guard: syn::Expr = syn::parse2(guard).expect("guard parses");
+        let lets = crate::model::guard_lets(&guard).len();
+        let names: Vec<String> = crate::model::guard_bindings(&guard)
+            .into_iter()
+            .map(|(n, m)| if m { format!("mut {n}") } else { n.to_string() })
+            .collect();
+        (lets, names)
+    };
+    assert_eq!(
+        names(quote!(let S { a, b: (c, [d, ..]), .. } = x && ok && let &(e | e) = y && let (Some(mut f)) = z)),
+        (3, ["a", "c", "d", "e", "mut f"].map(String::from).to_vec())
+    );
+    assert_eq!(names(quote!(ready || let Some(w) = v)), (0, Vec::new()));
+    assert_eq!(names(quote!(!done)), (0, Vec::new()));
+}
