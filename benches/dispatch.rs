@@ -180,7 +180,8 @@ fn time_once(which: &str, trace: &Trace) -> f64 {
 }
 
 /// `DISPATCH_AB=<rounds>`: the machines run one after the other, round
-/// after round, on each trace, so a noisy neighbour hits them alike; prints
+/// after round (taking turns at going first), on each trace, so a noisy
+/// neighbour hits them alike; prints
 /// the minimum and the median ns/event of each and the ratios.
 fn ab(rounds: usize) {
     let mut all = vec![traces::text_turn(), traces::tool_loop()];
@@ -191,9 +192,13 @@ fn ab(rounds: usize) {
     );
     for trace in &all {
         let mut t = [Vec::new(), Vec::new()];
-        for _ in 0..rounds {
-            for (i, which) in ["gen", "hand"].iter().enumerate() {
-                t[i].push(time_once(which, trace));
+        for round in 0..rounds {
+            // Each goes first in every other round: whatever the first run
+            // of a round leaves behind (the allocator's free lists, caches)
+            // falls on both alike.
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for i in order {
+                t[i].push(time_once(["gen", "hand"][i], trace));
             }
         }
         let stats = |v: &mut Vec<f64>| {

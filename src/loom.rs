@@ -225,6 +225,16 @@ impl Executions {
         self.statuses.iter().any(|s| s.call().id == call_id && !s.is_done())
     }
 
+    /// Where `call_id` sits among this round's calls, if it has not
+    /// completed: a guard finds it once and hands the position to its row
+    /// (`[let Some(at) = executions.pending_at(call_id)]`), which then
+    /// completes it with [`complete_at`](Self::complete_at) without
+    /// searching again.
+    #[must_use]
+    pub fn pending_at(&self, call_id: &str) -> Option<usize> {
+        self.statuses.iter().position(|s| s.call().id == call_id && !s.is_done())
+    }
+
     /// How many calls have not completed.
     #[must_use]
     pub fn pending_count(&self) -> usize {
@@ -245,6 +255,34 @@ impl Executions {
         if let Some(s) = self.statuses.iter_mut().find(|s| s.call().id == call_id && !s.is_done()) {
             *s = ToolExecutionStatus::Completed { call: s.call().clone(), outcome };
         }
+    }
+
+    /// Marks the call at `at` (from [`pending_at`](Self::pending_at))
+    /// running with `progress`. Does nothing past the end.
+    pub fn progress_at(&mut self, at: usize, progress: ToolProgress) {
+        if let Some(s) = self.statuses.get_mut(at) {
+            *s = ToolExecutionStatus::Running { call: s.call().clone(), progress };
+        }
+    }
+
+    /// Marks the call at `at` (from [`pending_at`](Self::pending_at))
+    /// completed. Does nothing past the end.
+    pub fn complete_at(&mut self, at: usize, outcome: ToolExecutionOutcome) {
+        if let Some(s) = self.statuses.get_mut(at) {
+            *s = ToolExecutionStatus::Completed { call: s.call().clone(), outcome };
+        }
+    }
+
+    /// [`mutates_with`](Self::mutates_with) for the call at `at`: whether,
+    /// once it ends with `outcome`, a mutating tool will have succeeded in
+    /// this round.
+    #[must_use]
+    pub fn mutates_at(&self, at: usize, outcome: &ToolExecutionOutcome, mutating: &[String]) -> bool {
+        let is_mutating = |name: &str| mutating.iter().any(|m| m == name);
+        self.statuses.iter().enumerate().any(|(i, s)| match s {
+            ToolExecutionStatus::Completed { call, outcome } => is_mutating(&call.name) && outcome.is_success(),
+            other => i == at && is_mutating(&other.call().name) && outcome.is_success(),
+        })
     }
 
     /// Whether, once `call_id` ends with `outcome`, a mutating tool will
@@ -512,11 +550,8 @@ pub mod machine {
         CallingLlm + LlmEvent(StreamEvent::ToolCallDelta { .. }) => CallingLlm / WaitForInput,
         /// Calls are told apart by id: a reply that repeats one runs
         /// nothing and is not recorded.
-        CallingLlm + LlmEvent(StreamEvent::Completed { message, .. }) [repeated_id(&message.tool_calls).is_some()]
-            => WaitingForUserInput / DisplayError(format!(
-                   "the model repeated the tool call id `{}`; no tool ran",
-                   repeated_id(&message.tool_calls).unwrap_or_default()
-               )),
+        CallingLlm + LlmEvent(StreamEvent::Completed { message, .. }) [let Some(id) = repeated_id(&message.tool_calls)]
+            => WaitingForUserInput / DisplayError(format!("the model repeated the tool call id `{id}`; no tool ran")),
         CallingLlm + LlmEvent(StreamEvent::Completed { message, .. })
             => { conversation.push(Message::Assistant(message.clone())); }
                ProcessingLlmResponse { response: message },
@@ -535,24 +570,27 @@ pub mod machine {
                ExecutingTools { executions } / ExecuteTools(response.tool_calls),
         ProcessingLlmResponse => WaitingForUserInput / WaitForInput,
 
-        /// A result for a call that is not pending is reported, not applied.
-        ExecutingTools { executions } + ToolCompleted { call_id, .. } [!executions.is_pending(call_id)]
-            => ExecutingTools / DisplayError(format!("tool result for unknown or finished call `{call_id}`")),
-        ExecutingTools { executions } + ToolCompleted { call_id, outcome } [executions.pending_count() > 1]
-            => { executions.complete(&call_id, outcome); } ExecutingTools / WaitForInput,
+        /// A result for a pending call: the guard finds the call once and
+        /// hands its position to the row.
+        ExecutingTools { executions } + ToolCompleted { call_id, outcome }
+            [let Some(at) = executions.pending_at(call_id) && executions.pending_count() > 1]
+            => { executions.complete_at(at, outcome); } ExecutingTools / WaitForInput,
         ExecutingTools { mut executions } + ToolCompleted { call_id, outcome }
-            [executions.mutates_with(call_id, outcome, &ctx.mutating_tools)]
+            [let Some(at) = executions.pending_at(call_id) && executions.mutates_at(at, outcome, &ctx.mutating_tools)]
             => {
-                   executions.complete(&call_id, outcome);
+                   executions.complete_at(at, outcome);
                    let completed_tools = executions.record_results(&mut conversation);
                }
                PostToolsHook { pending_llm_request: ctx.request(&conversation, 0), completed_tools }
                / RunPostToolsHook { completed_tools: completed_tools.clone() },
-        ExecutingTools { mut executions } + ToolCompleted { call_id, outcome }
-            => { executions.complete(&call_id, outcome); executions.record_results(&mut conversation); }
+        ExecutingTools { mut executions } + ToolCompleted { call_id, outcome } [let Some(at) = executions.pending_at(call_id)]
+            => { executions.complete_at(at, outcome); executions.record_results(&mut conversation); }
                CallingLlm { retries: 0 } / SendLlmRequest(ctx.request(&conversation, 0)),
-        ExecutingTools { executions } + ToolProgress(report) [executions.is_pending(&report.call_id)]
-            => { executions.progress(&report.call_id, report.progress); } ExecutingTools / WaitForInput,
+        /// A result for a call that is not pending is reported, not applied.
+        ExecutingTools + ToolCompleted { call_id, .. }
+            => ExecutingTools / DisplayError(format!("tool result for unknown or finished call `{call_id}`")),
+        ExecutingTools { executions } + ToolProgress(report) [let Some(at) = executions.pending_at(&report.call_id)]
+            => { executions.progress_at(at, report.progress); } ExecutingTools / WaitForInput,
         ExecutingTools + ToolProgress(report)
             => ExecutingTools / DisplayError(format!("progress for unknown or finished call `{}`", report.call_id)),
 

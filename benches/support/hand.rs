@@ -142,19 +142,19 @@ impl HandLoom {
                 let S::ExecutingTools { executions, .. } = state else {
                     return unhandled(state, "ToolCompleted");
                 };
-                if !executions.is_pending(&call_id) {
+                let Some(at) = executions.pending_at(&call_id) else {
                     return A::DisplayError(format!("tool result for unknown or finished call `{call_id}`"));
-                }
+                };
                 if executions.pending_count() > 1 {
-                    executions.complete(&call_id, outcome);
+                    executions.complete_at(at, outcome);
                     return A::WaitForInput;
                 }
-                let mutates = executions.mutates_with(&call_id, &outcome, &ctx.mutating_tools);
+                let mutates = executions.mutates_at(at, &outcome, &ctx.mutating_tools);
                 let S::ExecutingTools { mut executions, mut conversation } = std::mem::replace(state, S::ShuttingDown)
                 else {
                     return restore_unreachable();
                 };
-                executions.complete(&call_id, outcome);
+                executions.complete_at(at, outcome);
                 if mutates {
                     let completed_tools = executions.record_results(&mut conversation);
                     let action = A::RunPostToolsHook { completed_tools: completed_tools.clone() };
@@ -175,8 +175,8 @@ impl HandLoom {
                 let S::ExecutingTools { executions, .. } = state else {
                     return unhandled(state, "ToolProgress");
                 };
-                if executions.is_pending(&report.call_id) {
-                    executions.progress(&report.call_id, report.progress);
+                if let Some(at) = executions.pending_at(&report.call_id) {
+                    executions.progress_at(at, report.progress);
                     A::WaitForInput
                 } else {
                     A::DisplayError(format!("progress for unknown or finished call `{}`", report.call_id))

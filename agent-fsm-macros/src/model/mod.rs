@@ -21,7 +21,9 @@ mod rows;
 pub(crate) use code::captured;
 pub(crate) use code::{Uses, binds_ctx, ctor_code, list, sets_field, use_names};
 pub(crate) use defs::{DEADLINE, DURING_WORK};
-pub(crate) use patterns::{bindings, irrefutable, irrefutable_below, is_binding_name, name_key};
+pub(crate) use patterns::{
+    bindings, guard_bindings, guard_lets, irrefutable, irrefutable_below, is_binding_name, name_key,
+};
 
 use crate::parse::{Ctor, Source};
 use precedence::Repeated;

@@ -4,7 +4,7 @@
 use super::code::use_names;
 use std::collections::HashSet;
 use syn::ext::IdentExt;
-use syn::{Ident, Item, Pat};
+use syn::{Expr, Ident, Item, Pat};
 
 thread_local! {
     /// Names the module being expanded declares or imports (constants,
@@ -78,6 +78,61 @@ pub(crate) fn bindings(pat: &Pat, out: &mut Vec<Ident>) {
         }
         _ => {}
     }
+}
+
+/// The `let`s at the top of a guard's `&&` chain, in order: what the
+/// guard hands its row (`[let Some(at) = find(..) && at > 0]`). A `let`
+/// anywhere else in a guard is not Rust, and rustc says so at it.
+pub(crate) fn guard_lets(guard: &Expr) -> Vec<&syn::ExprLet> {
+    fn walk<'a>(e: &'a Expr, out: &mut Vec<&'a syn::ExprLet>) {
+        match e {
+            Expr::Let(l) => out.push(l),
+            Expr::Binary(b) if matches!(b.op, syn::BinOp::And(_)) => {
+                walk(&b.left, out);
+                walk(&b.right, out);
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(guard, &mut out);
+    out
+}
+
+/// The names a guard's top-level `let`s bind, in order, each with whether
+/// it was written `mut` (the row then gets it mutable).
+pub(crate) fn guard_bindings(guard: &Expr) -> Vec<(Ident, bool)> {
+    fn walk(pat: &Pat, out: &mut Vec<(Ident, bool)>) {
+        match pat {
+            Pat::Ident(p) => {
+                if is_binding_name(&p.ident) {
+                    out.push((p.ident.clone(), p.mutability.is_some()));
+                }
+                if let Some((_, sub)) = &p.subpat {
+                    walk(sub, out);
+                }
+            }
+            Pat::Struct(p) => p.fields.iter().for_each(|f| walk(&f.pat, out)),
+            Pat::TupleStruct(p) => p.elems.iter().for_each(|e| walk(e, out)),
+            Pat::Tuple(p) => p.elems.iter().for_each(|e| walk(e, out)),
+            Pat::Slice(p) => p.elems.iter().for_each(|e| walk(e, out)),
+            Pat::Reference(p) => walk(&p.pat, out),
+            Pat::Paren(p) => walk(&p.pat, out),
+            Pat::Type(p) => walk(&p.pat, out),
+            // Every alternative binds the same names.
+            Pat::Or(p) => {
+                if let Some(first) = p.cases.first() {
+                    walk(first, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for l in guard_lets(guard) {
+        walk(&l.pat, &mut out);
+    }
+    out
 }
 
 /// Whether a pattern accepts every value of its variant: only bindings,

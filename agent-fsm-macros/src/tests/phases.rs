@@ -361,3 +361,72 @@ fn a_context_dropped_with_errors_unchecked_panics() {
     cx.error_beside_output(proc_macro2::Span::call_site(), "beside");
     assert_eq!(cx.check().map_err(|e| e.to_string()), Err("beside".to_owned()));
 }
+
+/// What a guard's `let`s bind is the row's: each name that would hide a
+/// state or event binding, a carried field or `ctx`, or that the guard
+/// binds twice, is one error; names of their own pass, and so does a `let`
+/// that binds nothing.
+#[test]
+fn guard_bindings_may_not_hide_the_rows_names() {
+    let table = |rows: proc_macro2::TokenStream| {
+        model(
+            quote!(fallback = Nothing),
+            quote! {
+                mod m {
+                    #[context] pub struct Ctx { pub n: usize }
+                    #[states] #[carry(log: Vec<u32>)] pub enum State { #[initial] Idle { jobs: Vec<u32> } }
+                    #[events] pub enum Event { Finish(u32), Check }
+                    #[actions] pub enum Action { Nothing, At(usize) }
+                    transitions! { #rows }
+                }
+            },
+        )
+        .1
+    };
+    let errors = table(quote! {
+        Idle { jobs } + Finish(id) [let Some(jobs) = f(id)] => Idle / At(jobs),
+        Idle { jobs } + Finish(id) [let Some(id) = f(jobs)] => Idle / At(id),
+        Idle { jobs } + Check [let Some(log) = f(jobs)] => Idle / At(log),
+        Idle { jobs } + Check [let Some(ctx) = f(jobs)] => Idle / At(ctx),
+        Idle { jobs } + Check [let Some(a) = f(jobs) && let Some(a) = g(jobs)] => Idle / At(a),
+    })
+    .expect_err("five clashes");
+    let lines: Vec<&str> = errors.lines().collect();
+    assert_eq!(lines.len(), 5, "{errors}");
+    for (line, (name, what)) in lines.iter().zip([
+        ("jobs", "the state pattern"),
+        ("id", "the event pattern"),
+        ("log", "carried field"),
+        ("ctx", "the context"),
+        ("a", "bound twice"),
+    ]) {
+        assert!(line.starts_with(&format!("`{name}`")) && line.contains(what), "{line}");
+    }
+    table(quote! {
+        Idle { jobs } + Finish(id) [let Some(at) = f(jobs, id) && at > 0 && let None = g(at)] => Idle / At(at),
+        Idle + Finish(_) => Idle / Nothing,
+    })
+    .expect("names of the guard's own");
+}
+
+/// The names a guard hands its row are those of the `let`s at the top of
+/// its `&&` chain, found through every kind of pattern, `mut` noted; a
+/// `let` under `||` hands nothing.
+#[test]
+fn guard_lets_bind_through_every_pattern_at_the_top_of_the_chain() {
+    let names = |guard: proc_macro2::TokenStream| {
+        let guard: syn::Expr = syn::parse2(guard).expect("guard parses");
+        let lets = crate::model::guard_lets(&guard).len();
+        let names: Vec<String> = crate::model::guard_bindings(&guard)
+            .into_iter()
+            .map(|(n, m)| if m { format!("mut {n}") } else { n.to_string() })
+            .collect();
+        (lets, names)
+    };
+    assert_eq!(
+        names(quote!(let S { a, b: (c, [d, ..]), .. } = x && ok && let &(e | e) = y && let (Some(mut f)) = z)),
+        (3, ["a", "c", "d", "e", "mut f"].map(String::from).to_vec())
+    );
+    assert_eq!(names(quote!(ready || let Some(w) = v)), (0, Vec::new()));
+    assert_eq!(names(quote!(!done)), (0, Vec::new()));
+}

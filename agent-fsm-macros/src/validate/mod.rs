@@ -3,14 +3,15 @@
 //! build reports every broken rule.
 //!
 //! The rules by what they look at: `states` (markers), `rows` (patterns,
-//! repeats, shadowing), `graph` (exits, reachability, strict mode), `code`
-//! and `values` (the code in rows), `carried` (the `#[carry]` fields),
+//! repeats, shadowing), `graph` (exits, reachability, strict mode), `code`,
+//! `guards` and `values` (the code in rows), `carried` (the `#[carry]` fields),
 //! `names` (what the generated code is called) and `items` (the enums as
 //! Rust sees them).
 
 mod carried;
 mod code;
 mod graph;
+mod guards;
 mod items;
 mod names;
 mod rows;
@@ -34,6 +35,7 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     code::check_rows_leave_self_alone(cx, model);
     carried::check_effects_keep_carried_fields(cx, model);
     code::check_row_bindings(cx, model);
+    guards::check_guard_bindings(cx, model);
     code::check_shared_rows_read_no_fields(cx, model);
     rows::check_source_patterns(cx, model);
     let repeats = rows::check_duplicate_rows(cx, model);

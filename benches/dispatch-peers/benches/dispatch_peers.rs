@@ -58,6 +58,10 @@
 //!   `DISPATCH_REPS=n`, default 5), which feeds that trace `n` times through
 //!   `run_<machine>` (`#[inline(never)]`, the function given to
 //!   `--toggle-collect`) and prints `events=<total events fed>`.
+//! - `PEERS_DISPATCH_AB=<rounds>` (default 200): the five machines run
+//!   interleaved, round after round, the order rotating; prints min and
+//!   median ns/event of each and the medians' ratios to `hand` and to the
+//!   fastest peer. Wall clock, so noise hits every machine alike.
 //! - `PEERS_DISPATCH_VERIFY=0` skips the lockstep check (the script runs it
 //!   once natively, then skips it under valgrind).
 
@@ -257,12 +261,68 @@ fn callgrind(spec: &str) {
     println!("events={fed}");
 }
 
+// ---------------------------------------------------------------------------
+// Interleaved mode
+
+/// ns per event of one run of `trace` through a fresh `M`, setup excluded.
+fn time_once<M: Machine>(trace: &Trace, run: fn(&mut M, &mut Vec<AgentEvent>)) -> f64 {
+    let mut machine = M::with_state(trace.start.clone(), traces::config());
+    let mut events = trace.events.clone();
+    let n = events.len() as f64;
+    let start = std::time::Instant::now();
+    run(&mut machine, &mut events);
+    let elapsed = start.elapsed();
+    black_box(&machine);
+    elapsed.as_nanos() as f64 / n
+}
+
+/// `PEERS_DISPATCH_AB=<rounds>`: the five machines run one after the
+/// other, round after round, each trace, the order rotating every round so
+/// that each is first as often as the others, and a noisy neighbour hits
+/// them alike; prints each one's minimum and median ns/event and the
+/// medians' ratio to the fastest peer's (smlang, rust-fsm, statig).
+fn interleaved(rounds: usize) {
+    const NAMES: [&str; 5] = ["gen", "hand", "smlang", "rust_fsm", "statig"];
+    for trace in [traces::text_turn(), traces::tool_loop()] {
+        let mut times: [Vec<f64>; 5] = Default::default();
+        for round in 0..rounds {
+            for k in 0..NAMES.len() {
+                let i = (round + k) % NAMES.len();
+                times[i].push(match i {
+                    0 => time_once(&trace, run_gen),
+                    1 => time_once(&trace, run_hand),
+                    2 => time_once(&trace, run_smlang),
+                    3 => time_once(&trace, run_rust_fsm),
+                    _ => time_once(&trace, run_statig),
+                });
+            }
+        }
+        let stats: Vec<(f64, f64)> = times
+            .iter_mut()
+            .map(|v| {
+                v.sort_by(f64::total_cmp);
+                (v[0], v[v.len() / 2])
+            })
+            .collect();
+        let fastest_peer = stats[2..].iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
+        println!("{} ({rounds} rounds; ns/event)", trace.name);
+        println!("{:<10} {:>9} {:>9} {:>9} {:>12}", "machine", "min", "median", "x hand", "x best peer");
+        for (name, (min, med)) in NAMES.iter().zip(&stats) {
+            println!("{name:<10} {min:>9.2} {med:>9.2} {:>9.3} {:>12.3}", med / stats[1].1, med / fastest_peer);
+        }
+    }
+}
+
 fn main() {
     if std::env::var("PEERS_DISPATCH_VERIFY").as_deref() != Ok("0") {
         verify();
     }
     if let Ok(spec) = std::env::var("PEERS_DISPATCH_CALLGRIND") {
         callgrind(&spec);
+        return;
+    }
+    if let Ok(rounds) = std::env::var("PEERS_DISPATCH_AB") {
+        interleaved(rounds.parse().unwrap_or(200));
         return;
     }
     let mut c = Criterion::default().configure_from_args();

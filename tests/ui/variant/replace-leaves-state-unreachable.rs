@@ -6,8 +6,8 @@ pub mod machine {
 
     transitions! {
         replace ExecutingTools { mut executions } + ToolCompleted { call_id, outcome }
-            [executions.mutates_with(call_id, outcome, &ctx.mutating_tools)]
-            => { executions.complete(&call_id, outcome); executions.record_results(&mut conversation); }
+            [let Some(at) = executions.pending_at(call_id) && executions.mutates_at(at, outcome, &ctx.mutating_tools)]
+            => { executions.complete_at(at, outcome); executions.record_results(&mut conversation); }
                CallingLlm { retries: 0 } / SendLlmRequest(ctx.request(&conversation, 0)),
     }
 }

@@ -8,7 +8,7 @@ pub mod machine {
     transitions! {
         remove CallingLlm + LlmEvent(StreamEvent::ToolCallDelta { .. }),
         remove ExecutingTools { mut executions } + ToolCompleted { call_id, outcome }
-            [executions.mutates_with(call_id, outcome, &ctx.mutating_tools)],
+            [let Some(at) = executions.pending_at(call_id) && executions.mutates_at(at, outcome, &ctx.mutating_tools)],
     }
 }
 

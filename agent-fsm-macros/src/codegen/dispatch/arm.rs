@@ -3,10 +3,10 @@
 
 use super::{
     Names,
-    bind::{Bind, binds, by_reference, explicit_modes, prune},
+    bind::{Bind, binds, by_reference, explicit_modes, prune, ref_for_guard_only},
     pattern::{ctor, prefix_pat, state_pattern},
 };
-use crate::model::{RowModel, Uses, bindings, binds_ctx, irrefutable_below, sets_field};
+use crate::model::{RowModel, Uses, bindings, binds_ctx, guard_bindings, guard_lets, irrefutable_below, sets_field};
 use crate::parse::{Ctor, Init};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -52,7 +52,18 @@ pub(super) fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> Toke
     };
     let ctx = here(&Ident::new("ctx", row.span));
     let ctx_in_guard = bind_for(&guard_uses, &ctx);
-    let event_pat = row.event.as_ref().map(|(_, p)| prefix_pat(p, n.event));
+    // A guard's `let`s hand values to the row, which may borrow from the
+    // event's payload: what only the guard reads is then not moved out.
+    let handed = row.guard.as_ref().filter(|g| !guard_lets(g).is_empty()).map(guard_bindings);
+    let mut by_ref = Vec::new();
+    let event_pat = row.event.as_ref().map(|(_, p)| {
+        if handed.is_none() {
+            return prefix_pat(p, n.event);
+        }
+        let (p, refs) = ref_for_guard_only(p, &body_code);
+        by_ref = refs;
+        prefix_pat(&p, n.event)
+    });
     let mut event_bindings = Vec::new();
     if let Some((_, p)) = &row.event {
         bindings(p, &mut event_bindings);
@@ -86,18 +97,45 @@ pub(super) fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> Toke
     // made for it allowed to go unused (an attribute per binding costs
     // build time on big tables).
     let unsure = guard_uses.unsure.then(|| quote!(#[allow(unused_variables)]));
+    // A guard with `let`s at the top of its `&&` chain hands what they
+    // bind to its row: it yields `Some` of those names when it holds, and
+    // the arm's `if let` guard binds them again for the row's code, so the
+    // row does not compute them a second time.
     let guard = guard_tokens.map(|g| {
         // The first token's span: what `Spanned::span` gives on stable,
         // without printing the guard again to find it.
         let span = g.clone().into_iter().next().map_or_else(Span::call_site, |t| t.span());
         // Statements: they go into a block of their own below.
-        quote_spanned! {span=>
-            let __guard: bool = #g;
-            __guard
+        match &handed {
+            None => quote_spanned! {span=>
+                let __guard: bool = #g;
+                __guard
+            },
+            Some(names) => {
+                let names = names.iter().map(|(name, _)| name);
+                // A binding written `mut` is mutable in the row, not here;
+                // a single `let` reads to clippy as a hand-written `map`.
+                quote_spanned! {span=>
+                    #[allow(unused_mut, clippy::manual_map)]
+                    let __guard = if #g { __Some((#(#names,)*)) } else { __None };
+                    __guard
+                }
+            }
         }
     });
-    let mut event_shadows =
-        event_bindings.iter().filter(|b| guard_uses.has(b)).map(|b| quote!(#unsure let #b = &#b;)).collect::<Vec<_>>();
+    // What the arm's guard is: a `bool`, or the names handed to the row.
+    let (open, refuse) = match &handed {
+        None => (None, quote!(false)),
+        Some(names) => {
+            let names = names.iter().map(|(name, mutable)| if *mutable { quote!(mut #name) } else { quote!(#name) });
+            (Some(quote!(let __Some((#(#names,)*)) =)), quote!(__None))
+        }
+    };
+    let mut event_shadows = event_bindings
+        .iter()
+        .filter(|b| guard_uses.has(b) && !by_ref.contains(b))
+        .map(|b| quote!(#unsure let #b = &#b;))
+        .collect::<Vec<_>>();
     if ctx_is_context && guard_uses.has(&ctx) {
         event_shadows.push(quote!(#unsure let #ctx_in_guard = &*__ctx;));
     }
@@ -117,16 +155,16 @@ pub(super) fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> Toke
             .collect();
         let guard = guard.clone().unwrap_or_else(|| quote!(true));
         if !refutable && in_guard.is_empty() && checked.as_ref().is_none_or(|p| !binds(p)) {
-            return quote!(if { #(#event_shadows)* #guard });
+            return quote!(if #open { #(#event_shadows)* #guard });
         }
         let mode = if explicit { Bind::Ref } else { Bind::Default };
         let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &in_guard, mode);
         let amp = explicit.then(|| quote!(&));
         quote! {
-            if match &*__s {
+            if #open match &*__s {
                 #unsure
                 #amp __Some(#pat) => { #(#event_shadows)* #guard }
-                _ => false,
+                _ => #refuse,
             }
         }
     });

@@ -169,3 +169,44 @@ pub(super) fn explicit_modes(pat: &mut Pat, mutable: bool, fields: &[(Ident, syn
     }
     true
 }
+
+/// The event pattern of a row whose guard hands values to it: a binding
+/// only the guard reads is bound by reference (`ref`), so entering the arm
+/// does not move it out of the event, and what the guard computed from it
+/// (an `&str` found in the payload) can reach the row. Returns the pattern
+/// and the names it made references (already what the guard's `&` shadow
+/// would make them). The variant's own name, at the top, is left alone.
+pub(super) fn ref_for_guard_only(pat: &Pat, body: &Uses) -> (Pat, Vec<Ident>) {
+    fn walk(pat: &mut Pat, body: &Uses, out: &mut Vec<Ident>) {
+        match pat {
+            Pat::Ident(p)
+                if p.subpat.is_none()
+                    && p.by_ref.is_none()
+                    && crate::model::is_binding_name(&p.ident)
+                    && !body.has(&p.ident) =>
+            {
+                p.by_ref = Some(Token![ref](p.ident.span()));
+                p.mutability = None;
+                out.push(p.ident.clone());
+            }
+            Pat::Struct(p) => p.fields.iter_mut().for_each(|f| {
+                walk(&mut f.pat, body, out);
+                if f.colon_token.is_none() && !matches!(&*f.pat, Pat::Ident(_)) {
+                    f.colon_token = Some(Token![:](Span::call_site()));
+                }
+            }),
+            Pat::TupleStruct(p) => p.elems.iter_mut().for_each(|e| walk(e, body, out)),
+            Pat::Tuple(p) => p.elems.iter_mut().for_each(|e| walk(e, body, out)),
+            Pat::Paren(p) => walk(&mut p.pat, body, out),
+            // Below a `&`, in a slice or in alternatives, the pattern is
+            // left as written.
+            _ => {}
+        }
+    }
+    let mut pat = pat.clone();
+    let mut out = Vec::new();
+    if !matches!(pat, Pat::Ident(_)) {
+        walk(&mut pat, body, &mut out);
+    }
+    (pat, out)
+}
