@@ -329,23 +329,22 @@ Terminal: no row leaves it.*/
     }
     ///The state machine generated from this module's table: 2 states ([`State`]), 1 events ([`Event`]), 2 rows, returning [`Action`].
     ///
-    ///# Diagram
-    ///
-    /**<pre class="mermaid">
+    /**<pre class="mermaid" hidden>
 stateDiagram-v2
     [*] --&gt; Waiting
     Waiting --&gt; Waiting : Finish [let Some(at) = jobs.iter().position(|j| j == id) &amp;&amp; jobs.len() &gt; 1] / Finished
     Waiting --&gt; Done : Finish [let Some(at) = jobs.iter().position(|j| j == id)] / AllDone
     Done --&gt; [*]
 </pre>
-<script type="module">import mermaid from "https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs"; mermaid.initialize({ startOnLoad: true });</script>
+<script src="https://cdn.jsdelivr.net/npm/mermaid@11.12.2/dist/mermaid.min.js" integrity="sha384-1ggI9FC3CkghppRD/XCR4aD+jp4DxwXlJIW0wxhyTLNKuiZEW3c4BwcjKXl0iVAJ" crossorigin="anonymous"></script>
+<script>if (window.mermaid) { document.querySelectorAll("pre.mermaid[hidden]").forEach((e) => { e.hidden = false; }); mermaid.initialize({ startOnLoad: true }); }</script>
 */
     ///# Transitions
     ///
-    /**| from | event | conditions | to | action | note |
-| --- | --- | --- | --- | --- | --- |
-| `Waiting` | `Finish` | `let Some(at) = jobs.iter().position(\|j\| j == id) && jobs.len() > 1` | `Waiting` | `Finished` |  |
-| `Waiting` | `Finish` | `let Some(at) = jobs.iter().position(\|j\| j == id)` | `Done` | `AllDone` |  |
+    /**| from | event [conditions] | to / action |
+| --- | --- | --- |
+| `Waiting` | `Finish` `[let Some(at) = jobs.iter().position(\|j\| j == id) && jobs.len() > 1]` | `Waiting` / `Finished` |
+| `Waiting` | `Finish` `[let Some(at) = jobs.iter().position(\|j\| j == id)]` | `Done` / `AllDone` |
 */
     pub struct Machine {
         state: ::core::option::Option<State>,
