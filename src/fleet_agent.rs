@@ -20,13 +20,15 @@
 //!
 //! - [`effects`]: the scripted model and the tools, performing the
 //!   machine's actions.
-//! - [`fleet`]: a worker process, the agents created and approved from
-//!   outside, and the checks read back from the store, shared by the
-//!   example, the chaos test and the benchmark.
+//! - [`drive`]: the outside world, giving the agents their tasks and
+//!   approving their calls through the fleet's inbox.
+//! - [`audit`]: the checks of a run, read back from the store.
 
+pub mod audit;
+pub mod drive;
 pub mod effects;
 
-pub use effects::{FleetEffects, ScriptedModel};
+pub use effects::{FleetEffects, Probe, ScriptedModel};
 pub use machine::{Action, Event, FleetAgent, State};
 
 /// What the scripted model asks of one agent: how many turns, how many
