@@ -133,6 +133,7 @@
 //! | `tools` | no | workspace tools: file tools confined to a directory, a shell run as a process group with a timeout and an output cap ([`tools`]) |
 //! | `store` | no | `serde` and checkpoint stores: an agent's event log, snapshots and effect work in flight by agent id; restore, time travel and fork; an in-memory store ([`store`]) |
 //! | `sqlite` | no | `store` and the embedded SQLite store (rusqlite, SQLite bundled; one file, WAL) |
+//! | `postgres` | no | `store` and the Postgres store, with fencing for workers sharing it (the `postgres` client, on threads of its own) |
 //! | `mcp` | no | `tool` and the tools of a Model Context Protocol server over stdio, through `rmcp` ([`tool::mcp`]) |
 //!
 //! On docs.rs, which documents every feature, each item behind one is

@@ -1,5 +1,6 @@
-//! The checkpoint stores, each test body run against the in-memory store
-//! and a real SQLite file in a temp dir: a restored machine equals the live
+//! The checkpoint stores, each test body run against the in-memory store,
+//! a real SQLite file in a temp dir and, when `AGENT_FSM_PG_URL` is set, a
+//! real Postgres server in a fresh schema: a restored machine equals the live
 //! one, the log has no gap and no duplicate, a stale writer gets a typed
 //! conflict, forks are independent, effect rows are started and cleared,
 //! and a corrupt row, an unknown format, another machine's store and a full
@@ -14,160 +15,17 @@ use agent_fsm::store::{
     CheckpointStore, Effect, EffectKind, FORMAT_VERSION, Journal, MemoryStore, Snapshot, SnapshotPolicy, SqliteConfig,
     SqliteStore, StepRecord, StoreError, Synchronous, restore, restore_at,
 };
-use serde::{Deserialize, Serialize};
 
-/// A conversation: what the context of a chat agent grows with.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Convo {
-    /// Every prompt and reply, in order.
-    pub messages: Vec<String>,
-    /// Model calls made so far.
-    pub calls: u32,
-}
+#[path = "stores/chat.rs"]
+mod chat_agent;
+mod stores;
 
-#[allow(unreachable_pub)]
-#[agent_fsm::state_machine(fallback = Nothing, serde, name = Chat)]
-mod chat {
-    use super::Convo;
-
-    #[context]
-    pub type Context = Convo;
-
-    #[states]
-    #[derive(Debug, Clone, PartialEq)]
-    pub enum State {
-        #[initial]
-        Idle,
-        Calling {
-            call: u32,
-        },
-        #[terminal]
-        Done,
-    }
-
-    #[events]
-    #[derive(Debug, Clone, PartialEq)]
-    pub enum Event {
-        Prompt(String),
-        Reply(u32, String),
-        Timeout,
-        Stop,
-    }
-
-    #[actions]
-    #[derive(Debug, Clone, PartialEq, Default)]
-    pub enum Action {
-        #[default]
-        Nothing,
-        Call(u32),
-        Respond(String),
-        Bye,
-    }
-
-    transitions! {
-        Idle + Prompt(text) => { ctx.messages.push(text); ctx.calls += 1; } Calling { call: ctx.calls } / Call(ctx.calls),
-        Calling { call } + Reply(c, text) [*c == *call] => { ctx.messages.push(text.clone()); } Idle / Respond(text),
-        Calling + Timeout => Idle / Nothing,
-        Idle + Stop => Done / Bye,
-    }
-}
-
-/// Another machine, to read a store it did not write.
-#[allow(unreachable_pub)]
-#[agent_fsm::state_machine(fallback = Nothing, serde, name = Counter)]
-mod counter {
-    #[states]
-    #[derive(Debug, Clone, PartialEq)]
-    pub enum State {
-        #[initial]
-        Idle,
-    }
-
-    #[events]
-    #[derive(Debug, Clone, PartialEq)]
-    pub enum Event {
-        Tick,
-    }
-
-    #[actions]
-    #[derive(Debug, Clone, PartialEq, Default)]
-    pub enum Action {
-        #[default]
-        Nothing,
-    }
-
-    transitions! {
-        Idle + Tick => Idle / Nothing,
-    }
-}
-
-use chat::{Action, Chat as Machine, Event};
-
-/// A live agent: the machine and its journal, driven as the executor will.
-struct Agent {
-    machine: Machine,
-    journal: Journal<Machine>,
-}
-
-impl Agent {
-    fn new(store: &dyn CheckpointStore, id: &str) -> Self {
-        let machine = Machine::new(Convo::default());
-        let journal = Journal::create(store, id, &machine).expect("create");
-        Self { machine, journal }
-    }
-
-    fn policy(mut self, policy: SnapshotPolicy) -> Self {
-        self.journal = self.journal.with_policy(policy);
-        self
-    }
-
-    /// One step: the event logged with the work its action starts (a
-    /// keyed call and its deadline timer) and the work its result ends.
-    fn step(&mut self, store: &dyn CheckpointStore, event: Event) -> Result<Action, StoreError> {
-        let mut pending = self.journal.begin(&event)?;
-        let result_of = match &event {
-            Event::Reply(call, _) => Some(*call),
-            Event::Timeout => Some(self.machine.context().calls),
-            _ => None,
-        };
-        if let Some(call) = result_of {
-            pending.finish(EffectKind::Task, format!("call-{call}"));
-            pending.finish(EffectKind::Timer, "deadline");
-        }
-        let action = self.machine.handle_event(event);
-        if let Action::Call(n) = action {
-            pending.start(Effect::task(format!("call-{n}")));
-            let deadline = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + u64::from(n));
-            pending.start(Effect::timer("deadline", deadline, Journal::<Machine>::encode(&Event::Timeout)?));
-        }
-        self.journal.commit(store, pending, &self.machine)?;
-        Ok(action)
-    }
-
-    /// A turn: a prompt and its reply.
-    fn turn(&mut self, store: &dyn CheckpointStore, text: &str) {
-        self.step(store, Event::Prompt(format!("user: {text}"))).expect("prompt");
-        let call = self.machine.context().calls;
-        self.step(store, Event::Reply(call, format!("model: {text}"))).expect("reply");
-    }
-}
-
-fn assert_same(a: &Machine, b: &Machine) {
-    assert_eq!(a.state(), b.state());
-    assert_eq!(a.context(), b.context());
-}
-
-/// Runs `body` against a memory store and a SQLite file.
-fn both(body: impl Fn(&dyn CheckpointStore)) {
-    body(&MemoryStore::new());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = SqliteStore::open(dir.path().join("agents.db")).expect("open");
-    body(&store);
-}
+use chat_agent::{Agent, Event, Machine, assert_same, counter};
+use stores::each_store;
 
 #[test]
 fn a_restored_agent_equals_the_live_one_at_every_step_under_every_policy() {
-    both(|store| {
+    each_store(|store| {
         let policies = [
             ("proportional", SnapshotPolicy::Proportional),
             ("every-3", SnapshotPolicy::Every(NonZeroU64::new(3).expect("3"))),
@@ -207,7 +65,7 @@ fn a_restored_agent_equals_the_live_one_at_every_step_under_every_policy() {
 
 #[test]
 fn snapshots_follow_the_policy_and_replay_stays_bounded() {
-    both(|store| {
+    each_store(|store| {
         let mut agent = Agent::new(store, "every").policy(SnapshotPolicy::Every(NonZeroU64::new(4).expect("4")));
         for i in 0..6 {
             agent.turn(store, &format!("t{i}"));
@@ -234,7 +92,7 @@ fn snapshots_follow_the_policy_and_replay_stays_bounded() {
 
 #[test]
 fn a_restart_does_not_move_where_snapshots_fall() {
-    both(|store| {
+    each_store(|store| {
         let policies =
             [("p", SnapshotPolicy::Proportional), ("e", SnapshotPolicy::Every(NonZeroU64::new(5).expect("5")))];
         for (name, policy) in policies {
@@ -266,7 +124,7 @@ fn a_restart_does_not_move_where_snapshots_fall() {
 
 #[test]
 fn a_step_that_is_not_the_next_is_a_conflict_and_changes_nothing() {
-    both(|store| {
+    each_store(|store| {
         let mut agent = Agent::new(store, "a");
         agent.turn(store, "one");
         let stale = restore::<Machine, _>(store, "a").expect("restore");
@@ -295,7 +153,7 @@ fn a_step_that_is_not_the_next_is_a_conflict_and_changes_nothing() {
 
 #[test]
 fn many_appends_leave_a_log_without_gap_or_duplicate() {
-    both(|store| {
+    each_store(|store| {
         let mut agent = Agent::new(store, "long");
         for i in 0..150 {
             agent.turn(store, &i.to_string());
@@ -312,7 +170,7 @@ fn many_appends_leave_a_log_without_gap_or_duplicate() {
 
 #[test]
 fn effect_rows_are_recorded_when_started_and_cleared_by_their_result() {
-    both(|store| {
+    each_store(|store| {
         let mut agent = Agent::new(store, "fx");
         agent.step(store, Event::Prompt("hi".into())).expect("prompt");
         let restored = restore::<Machine, _>(store, "fx").expect("restore");
@@ -341,7 +199,7 @@ fn effect_rows_are_recorded_when_started_and_cleared_by_their_result() {
 
 #[test]
 fn a_fork_keeps_the_log_to_its_step_and_both_continue_independently() {
-    both(|store| {
+    each_store(|store| {
         let mut source = Agent::new(store, "source");
         source.turn(store, "one");
         source.step(store, Event::Prompt("two".into())).expect("prompt"); // step 3, a call in flight
@@ -381,7 +239,7 @@ fn a_fork_keeps_the_log_to_its_step_and_both_continue_independently() {
 
 #[test]
 fn a_corrupt_event_is_typed_and_the_step_before_it_stays_readable() {
-    both(|store| {
+    each_store(|store| {
         let mut agent = Agent::new(store, "c");
         agent.turn(store, "ok");
         let record = StepRecord {
@@ -411,7 +269,7 @@ fn a_corrupt_event_is_typed_and_the_step_before_it_stays_readable() {
 
 #[test]
 fn an_unknown_format_version_is_refused_and_older_steps_stay_readable() {
-    both(|store| {
+    each_store(|store| {
         let initial = Snapshot { format: 99, state: "Idle".into(), data: "{}".into() };
         store.create("future", "Chat", SystemTime::now(), &initial).expect("create");
         let err = restore::<Machine, _>(store, "future").expect_err("unknown format");
@@ -439,7 +297,7 @@ fn an_unknown_format_version_is_refused_and_older_steps_stay_readable() {
 
 #[test]
 fn a_store_written_by_another_machine_is_refused() {
-    both(|store| {
+    each_store(|store| {
         let mut agent = Agent::new(store, "chat");
         agent.turn(store, "hi");
         let err = restore::<counter::Counter, _>(store, "chat").expect_err("wrong machine");

@@ -82,12 +82,38 @@ pub enum StoreError {
     /// written.
     #[error("the store is full: {0}")]
     Full(String),
+    /// A fenced store's write refused: the agent's lease is not held by
+    /// the writer at the writer's epoch (another worker claimed the agent,
+    /// or the lease was released). Nothing was written, and nothing this
+    /// writer tries later will be: it must drop the agent.
+    #[error("agent `{agent}`: the write of worker `{worker}` at epoch {epoch} is fenced off: {}", lease(.holder.as_deref(), *.current))]
+    Fenced {
+        /// The agent.
+        agent: String,
+        /// The worker the store was fenced for.
+        worker: String,
+        /// The epoch the store was fenced at.
+        epoch: u64,
+        /// The worker holding the lease now, `None` if nobody does.
+        holder: Option<String>,
+        /// The lease's epoch now, `None` if the agent has no lease.
+        current: Option<u64>,
+    },
     /// The backend failed to write; nothing was written.
     #[error("write failed: {0}")]
     Write(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The backend failed to read or to open the store.
     #[error("read failed: {0}")]
     Read(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// How a [`StoreError::Fenced`] describes the lease it found.
+fn lease(holder: Option<&str>, current: Option<u64>) -> String {
+    match (holder, current) {
+        (_, None) => "the agent has no lease".to_owned(),
+        (None, Some(epoch)) => format!("its lease is held by no worker (epoch {epoch})"),
+        (Some(holder), Some(epoch)) => format!("its lease is held by `{holder}` at epoch {epoch}"),
+    }
 }
 
 impl StoreError {

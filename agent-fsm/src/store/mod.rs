@@ -127,7 +127,8 @@
 //!
 //! [`MemoryStore`] keeps everything in memory (tests, and a baseline);
 //! `SqliteStore` (feature `sqlite`) is an embedded SQLite file in WAL
-//! mode.
+//! mode; `PgStore` (feature `postgres`) keeps agents on a Postgres server,
+//! with the fencing a fleet of worker processes sharing it needs.
 
 // Durable agents run on the runtime; without it the store is the journal
 // and restore alone.
@@ -136,10 +137,15 @@ mod durable;
 mod error;
 mod journal;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod restore;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use self::postgres::{PgConfig, PgStore};
 #[cfg(feature = "runtime")]
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use durable::{Clock, Durability, Durable, Start};

@@ -1,0 +1,291 @@
+//! [`PgStore`]: the checkpoint store on a Postgres server, for agents that
+//! outlive one process or one machine, and the store a fleet of worker
+//! processes shares.
+//!
+//! # What it stores
+//!
+//! The same rows as the SQLite store, in tables of one Postgres schema
+//! (`agent_fsm` unless [`PgConfig::schema`] names another): `agents` (id,
+//! machine, format, next sequence number, fork origin, creation time),
+//! `events` (agent, seq, time, state name, event JSON, origin, and the
+//! fence the write carried), `snapshots` and `effects`. The schema also
+//! holds the tables of a fleet of workers: `leases` (which worker runs an
+//! agent, under which epoch, until when), `inbox` (events sent to an agent
+//! from any process, and the step that applied each) and `workers`. The
+//! first [`PgStore::connect`] creates them all when absent, in one
+//! transaction under an advisory lock, so that processes starting at once
+//! do not race; the schema's version is kept in its `meta` table, and a
+//! newer one is refused with [`StoreError::UnknownFormat`].
+//!
+//! Every method is one transaction. Appending takes a row lock on the
+//! agent's row, so two writers of one agent are serialized and the second
+//! gets [`StoreError::Conflict`]; `append_all` writes its steps in one
+//! transaction, all or none.
+//!
+//! # Fencing
+//!
+//! [`PgStore::fenced`] gives a store whose every write (create, append,
+//! finish) first locks the agent's lease row, shared, in the same
+//! transaction, and is refused with [`StoreError::Fenced`] unless the
+//! lease is held by that worker at that epoch. A worker that claims an
+//! agent raises the epoch (an update, which waits for the writes in
+//! flight), so a worker that lost its lease (paused past its expiry, cut
+//! off from the network) can never write for that agent again. The event
+//! rows a fenced store writes carry its worker and epoch; an unfenced store
+//! writes NULL there and checks nothing.
+//!
+//! A fenced store also consumes the agent's inbox: a step whose
+//! [`StepRecord::origin`] is `"input"` (an event from the agent's mailbox,
+//! which in a fleet only the inbox feeds, in id order) marks the agent's
+//! oldest unapplied inbox row as applied at that step, in the step's
+//! transaction. The k-th mailbox step takes the k-th row; a row still in
+//! the mailbox when the worker stops stays unapplied, to be sent again.
+//!
+//! # Connections and threads
+//!
+//! The store keeps a small pool of connections ([`PgConfig::pool_size`],
+//! 4 by default), each on a thread of its own; a call hands its work to a
+//! free connection thread and blocks until it is done. The `postgres`
+//! client drives its connection on a tokio runtime of its own, and panics
+//! when called from inside another tokio runtime, which is where a durable
+//! agent writes its steps: on the pool's threads it never is. Clones of a
+//! store (and [`fenced`](PgStore::fenced) stores) share the pool; its
+//! threads end when the last of them is dropped. A connection that broke
+//! is opened again on its next call.
+//!
+//! ```no_run
+//! use agent_fsm::store::{CheckpointStore, PgConfig, PgStore};
+//! let store = PgStore::connect_with(
+//!     PgConfig::new("postgres://agent_fsm@127.0.0.1:54329/agent_fsm").schema("agents").pool_size(8),
+//! )?;
+//! println!("{:?}", store.agents()?);
+//! # Ok::<(), agent_fsm::store::StoreError>(())
+//! ```
+
+mod pool;
+mod read;
+mod schema;
+mod write;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use postgres::Client;
+use postgres::types::FromSql;
+
+use self::pool::{Pool, Statements};
+use super::{
+    AgentInfo, Checkpoint, CheckpointStore, EffectKind, EventRecord, InFlight, Snapshot, StepRecord, StoreError,
+};
+
+/// How a [`PgStore`] connects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PgConfig {
+    /// The server's URL (`postgres://user:password@host:port/database`,
+    /// or the `key=value` form).
+    pub url: String,
+    /// The Postgres schema holding the tables, created if absent.
+    pub schema: String,
+    /// How many connections (and threads) the store keeps.
+    pub pool_size: usize,
+}
+
+impl PgConfig {
+    /// The server at `url`, schema `agent_fsm`, 4 connections.
+    #[must_use]
+    pub fn new(url: impl Into<String>) -> Self {
+        Self { url: url.into(), schema: "agent_fsm".to_owned(), pool_size: 4 }
+    }
+
+    /// This configuration with the tables in schema `schema`.
+    #[must_use]
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// This configuration with `size` connections (at least one).
+    #[must_use]
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size.max(1);
+        self
+    }
+}
+
+/// The worker and epoch a fenced store writes under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fence {
+    pub(crate) worker: String,
+    pub(crate) epoch: u64,
+}
+
+/// A checkpoint store on a Postgres server. Cloning it shares its
+/// connections.
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    pool: Arc<Pool>,
+    config: Arc<PgConfig>,
+    fence: Option<Arc<Fence>>,
+}
+
+impl PgStore {
+    /// Connects to the server at `url`, with the tables in schema
+    /// `agent_fsm`, created if absent.
+    ///
+    /// # Errors
+    /// [`StoreError::Read`] if the URL does not parse or the server cannot
+    /// be reached, [`StoreError::UnknownFormat`] for a schema a newer
+    /// release wrote, [`StoreError::Write`] if the tables cannot be created.
+    pub fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_with(PgConfig::new(url))
+    }
+
+    /// Connects as `config` says.
+    ///
+    /// # Errors
+    /// As [`connect`](Self::connect).
+    pub fn connect_with(config: PgConfig) -> Result<Self, StoreError> {
+        let mut pg: postgres::Config = config.url.parse().map_err(|e| StoreError::Read(Box::new(e)))?;
+        if pg.get_connect_timeout().is_none() {
+            pg.connect_timeout(Duration::from_secs(10));
+        }
+        if pg.get_application_name().is_none() {
+            pg.application_name("agent-fsm");
+        }
+        let pool = Pool::start(pg, &config.schema, config.pool_size)?;
+        let schema = config.schema.clone();
+        pool.run(move |client, _| schema::migrate(client, &schema))?;
+        Ok(Self { pool: Arc::new(pool), config: Arc::new(config), fence: None })
+    }
+
+    /// This store, fenced for `worker` holding the agent's lease at
+    /// `epoch`: each write checks the lease in its transaction and is
+    /// refused with [`StoreError::Fenced`] when it has moved on (see the
+    /// module docs). Shares this store's connections.
+    #[must_use]
+    pub fn fenced(&self, worker: &str, epoch: u64) -> Self {
+        let fence = Fence { worker: worker.to_owned(), epoch };
+        Self { pool: Arc::clone(&self.pool), config: Arc::clone(&self.config), fence: Some(Arc::new(fence)) }
+    }
+
+    /// The worker and epoch this store is fenced for, `None` if it is not.
+    #[must_use]
+    pub fn fence(&self) -> Option<(&str, u64)> {
+        self.fence.as_deref().map(|f| (f.worker.as_str(), f.epoch))
+    }
+
+    /// How the store connected.
+    #[must_use]
+    pub fn config(&self) -> &PgConfig {
+        &self.config
+    }
+
+    /// Runs `job` on one of the store's connection threads (its search path
+    /// set to the store's schema, its prepared statements at hand) and
+    /// waits for it. Each call is its own unit of work: open a transaction
+    /// on the client for several statements.
+    ///
+    /// # Errors
+    /// The job's error, or [`StoreError::Read`] when no connection can be
+    /// opened.
+    pub(crate) fn run<R, F>(&self, job: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Client, &mut Statements) -> Result<R, StoreError> + Send + 'static,
+    {
+        self.pool.run(job)
+    }
+
+    /// The fence as the writes take it.
+    fn fence_owned(&self) -> Option<Arc<Fence>> {
+        self.fence.clone()
+    }
+}
+
+/// `name` as a quoted SQL identifier.
+pub(crate) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// A sequence number as a `bigint` (the largest one past it).
+pub(crate) fn seq_to_sql(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
+/// The latest time a store writes: the year 100,000, well inside
+/// Postgres's range (a deadline of `Duration::MAX` is clamped to it).
+const MAX_MILLIS: u64 = 3_093_527_980_800_000;
+
+/// `at` as the store keeps it: whole milliseconds, as SQLite keeps times,
+/// from the Unix epoch (earlier times are the epoch) to [`MAX_MILLIS`].
+pub(crate) fn to_pg_time(at: SystemTime) -> SystemTime {
+    let millis = at.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    UNIX_EPOCH + Duration::from_millis(millis.min(MAX_MILLIS))
+}
+
+/// Column `i` of `row`, or a read error naming the column when it does
+/// not hold what the schema says (a table altered by hand).
+pub(crate) fn get<'a, T: FromSql<'a>>(row: &'a postgres::Row, i: usize) -> Result<T, StoreError> {
+    row.try_get(i).map_err(|e| StoreError::Read(Box::new(e)))
+}
+
+impl CheckpointStore for PgStore {
+    fn create(&self, agent: &str, machine: &str, at: SystemTime, initial: &Snapshot) -> Result<(), StoreError> {
+        let (agent, machine, initial, fence) =
+            (agent.to_owned(), machine.to_owned(), initial.clone(), self.fence_owned());
+        self.run(move |client, statements| {
+            write::create(client, statements, fence.as_deref(), &agent, &machine, at, &initial)
+        })
+    }
+
+    fn agent(&self, agent: &str) -> Result<Option<AgentInfo>, StoreError> {
+        let agent = agent.to_owned();
+        self.run(move |client, statements| read::agent(client, statements, &agent))
+    }
+
+    fn agents(&self) -> Result<Vec<String>, StoreError> {
+        self.run(read::agents)
+    }
+
+    fn append(&self, agent: &str, step: &StepRecord) -> Result<(), StoreError> {
+        self.append_all(agent, std::slice::from_ref(step))
+    }
+
+    /// One transaction for all the steps, rather than one per step.
+    fn append_all(&self, agent: &str, steps: &[StepRecord]) -> Result<(), StoreError> {
+        let (agent, steps, fence) = (agent.to_owned(), steps.to_vec(), self.fence_owned());
+        self.run(move |client, statements| write::append_all(client, statements, fence.as_deref(), &agent, &steps))
+    }
+
+    fn finish(&self, agent: &str, finished: &[(EffectKind, String)]) -> Result<(), StoreError> {
+        let (agent, finished, fence) = (agent.to_owned(), finished.to_vec(), self.fence_owned());
+        self.run(move |client, statements| write::finish(client, statements, fence.as_deref(), &agent, &finished))
+    }
+
+    fn snapshot_at_or_before(&self, agent: &str, seq: u64) -> Result<Option<(u64, Snapshot)>, StoreError> {
+        let agent = agent.to_owned();
+        self.run(move |client, statements| read::snapshot_at_or_before(client, statements, &agent, seq))
+    }
+
+    fn events(&self, agent: &str, after: u64, through: u64) -> Result<Vec<EventRecord>, StoreError> {
+        let agent = agent.to_owned();
+        self.run(move |client, statements| read::events(client, statements, &agent, after, through))
+    }
+
+    fn in_flight(&self, agent: &str, seq: u64) -> Result<Vec<InFlight>, StoreError> {
+        let agent = agent.to_owned();
+        self.run(move |client, statements| read::in_flight(client, statements, &agent, seq))
+    }
+
+    fn checkpoints(&self, agent: &str) -> Result<Vec<Checkpoint>, StoreError> {
+        let agent = agent.to_owned();
+        self.run(move |client, statements| read::checkpoints(client, statements, &agent))
+    }
+
+    /// Not fenced: a fork is a new agent, which no lease covers yet.
+    fn fork(&self, source: &str, seq: u64, new: &str) -> Result<(), StoreError> {
+        let (source, new) = (source.to_owned(), new.to_owned());
+        self.run(move |client, statements| write::fork(client, statements, &source, seq, &new))
+    }
+}

@@ -1,0 +1,164 @@
+//! The connection pool: a few std threads, each owning one
+//! `postgres::Client`, taking boxed jobs from one channel. A caller sends a
+//! job and blocks on its reply.
+//!
+//! Why threads rather than a mutex around a client: the blocking
+//! `postgres::Client` drives its connection on a tokio runtime of its own
+//! and panics when called from a thread that is already inside a tokio
+//! runtime, which is exactly where a durable agent writes
+//! ([`Durability::BeforeAction`](crate::store::Durability::BeforeAction)
+//! commits on the worker's runtime thread). On a thread of the pool the
+//! client never sees the caller's runtime.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+
+use postgres::{Client, GenericClient, NoTls, Statement};
+
+use super::quote_ident;
+use crate::store::StoreError;
+
+/// A job for a connection thread.
+type Job = Box<dyn FnOnce(&mut Conn) + Send>;
+
+/// Statements prepared on one connection, by their SQL: a step's
+/// statements are parsed and planned once per connection, not once per
+/// step (which would double the round trips).
+#[derive(Debug, Default)]
+pub(crate) struct Statements(HashMap<&'static str, Statement>);
+
+impl Statements {
+    /// `sql` prepared on `client` (the connection, or a transaction on it).
+    pub(crate) fn get(
+        &mut self,
+        client: &mut impl GenericClient,
+        sql: &'static str,
+    ) -> Result<Statement, postgres::Error> {
+        if let Some(statement) = self.0.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = client.prepare(sql)?;
+        self.0.insert(sql, statement.clone());
+        Ok(statement)
+    }
+}
+
+/// One connection thread's state: its client, opened on first use and
+/// again after it broke, and its prepared statements.
+pub(crate) struct Conn {
+    config: Arc<postgres::Config>,
+    schema: Arc<str>,
+    client: Option<Client>,
+    statements: Statements,
+}
+
+impl Conn {
+    /// The open client and its statements, connecting first when there is
+    /// no client or the server closed it.
+    fn open(&mut self) -> Result<(&mut Client, &mut Statements), StoreError> {
+        if self.client.as_ref().is_none_or(Client::is_closed) {
+            self.client = None;
+            self.statements = Statements::default();
+            let mut client = self.config.connect(NoTls).map_err(read_err)?;
+            // Every statement names its tables unqualified: the schema is
+            // the connection's search path.
+            client.batch_execute(&format!("SET search_path TO {}", quote_ident(&self.schema))).map_err(read_err)?;
+            self.client = Some(client);
+        }
+        match &mut self.client {
+            Some(client) => Ok((client, &mut self.statements)),
+            None => Err(StoreError::Read("no connection".into())),
+        }
+    }
+}
+
+/// The pool: the job channel and its threads (which end when the last
+/// store sharing the pool is dropped, with the channel).
+pub(crate) struct Pool {
+    jobs: Sender<Job>,
+    schema: Arc<str>,
+    size: usize,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("schema", &self.schema).field("size", &self.size).finish_non_exhaustive()
+    }
+}
+
+impl Pool {
+    /// Starts `size` connection threads (at least one). They connect on
+    /// their first job.
+    pub(crate) fn start(config: postgres::Config, schema: &str, size: usize) -> Result<Self, StoreError> {
+        let size = size.max(1);
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let queue = Arc::new(Mutex::new(queue));
+        let config = Arc::new(config);
+        let schema: Arc<str> = Arc::from(schema);
+        for i in 0..size {
+            let conn = Conn {
+                config: Arc::clone(&config),
+                schema: Arc::clone(&schema),
+                client: None,
+                statements: Statements::default(),
+            };
+            let queue = Arc::clone(&queue);
+            thread::Builder::new()
+                .name(format!("agent-fsm-pg-{i}"))
+                .spawn(move || serve(&queue, conn))
+                .map_err(|e| StoreError::Read(Box::new(e)))?;
+        }
+        Ok(Self { jobs, schema, size })
+    }
+
+    /// Runs `job` on a connection thread and waits for its result. The
+    /// job gets the open client and its prepared statements; a job that
+    /// cannot connect gets no call and the connection error is returned.
+    pub(crate) fn run<R, F>(&self, job: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Client, &mut Statements) -> Result<R, StoreError> + Send + 'static,
+    {
+        let (reply, result) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move |conn: &mut Conn| {
+            let out = conn.open().and_then(|(client, statements)| job(client, statements));
+            // The caller may have gone (a panic on its side): nothing to tell.
+            let _ = reply.send(out);
+        });
+        self.jobs.send(job).map_err(|_| StoreError::Write("the store's connection threads are gone".into()))?;
+        // A job that panicked dropped its reply sender.
+        result.recv().map_err(|_| StoreError::Write("the store's connection thread failed mid-call".into()))?
+    }
+}
+
+/// A connection thread: takes jobs until the channel closes. A job that
+/// panics costs its connection (a transaction may be half done), not the
+/// thread.
+fn serve(queue: &Mutex<Receiver<Job>>, mut conn: Conn) {
+    loop {
+        let job = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(job) = job else { return };
+        if catch_unwind(AssertUnwindSafe(|| job(&mut conn))).is_err() {
+            tracing::warn!("a job on a Postgres connection thread panicked; the connection is closed");
+            conn.client = None;
+        }
+    }
+}
+
+/// A failed read or connection.
+pub(crate) fn read_err(e: postgres::Error) -> StoreError {
+    StoreError::Read(Box::new(e))
+}
+
+/// A failed write: [`StoreError::Full`] for Postgres's "insufficient
+/// resources" class (disk full, out of memory),
+/// [`StoreError::Write`] otherwise.
+pub(crate) fn write_err(e: postgres::Error) -> StoreError {
+    match e.code() {
+        Some(code) if code.code().starts_with("53") => StoreError::Full(e.to_string()),
+        _ => StoreError::Write(Box::new(e)),
+    }
+}

@@ -1,0 +1,92 @@
+//! The tables of a Postgres store, and the migration that creates them in
+//! the configured schema when they are absent: every table of the store
+//! and of a fleet of workers sharing it, created once, idempotently, by
+//! whichever process connects first.
+
+use postgres::Client;
+
+use super::pool::{read_err, write_err};
+use super::quote_ident;
+use crate::store::StoreError;
+
+/// The schema version this build writes, and the newest it reads (kept in
+/// the `meta` table under `schema_version`).
+pub(crate) const SCHEMA_VERSION: i64 = 1;
+
+/// The tables, in the connection's search path (the configured schema).
+/// Times are `timestamptz` at millisecond precision, as SQLite keeps them.
+const TABLES: &str = "
+CREATE TABLE IF NOT EXISTS agents (
+    agent text PRIMARY KEY, machine text NOT NULL, format integer NOT NULL, next_seq bigint NOT NULL,
+    forked_from text, forked_at bigint, created_at timestamptz NOT NULL
+);
+-- epoch, worker: the fence the write carried (NULL from an unfenced store).
+CREATE TABLE IF NOT EXISTS events (
+    agent text NOT NULL, seq bigint NOT NULL, at timestamptz NOT NULL, state text NOT NULL, event text NOT NULL,
+    origin text, epoch bigint, worker text,
+    PRIMARY KEY (agent, seq)
+);
+CREATE TABLE IF NOT EXISTS snapshots (
+    agent text NOT NULL, seq bigint NOT NULL, format integer NOT NULL, state text NOT NULL, data text NOT NULL,
+    PRIMARY KEY (agent, seq)
+);
+CREATE TABLE IF NOT EXISTS effects (
+    agent text NOT NULL, kind smallint NOT NULL, key text NOT NULL, started bigint NOT NULL,
+    finished bigint, deadline timestamptz, event text,
+    PRIMARY KEY (agent, kind, key, started)
+);
+-- The work in flight, which a step finishes by kind and key (see sqlite.rs).
+CREATE INDEX IF NOT EXISTS effects_in_flight ON effects (agent, kind, key) WHERE finished IS NULL;
+-- Which worker runs an agent, under which epoch (the fencing token), until when.
+CREATE TABLE IF NOT EXISTS leases (
+    agent text PRIMARY KEY REFERENCES agents (agent), worker text, epoch bigint NOT NULL DEFAULT 0,
+    expires_at timestamptz, assigned text, done boolean NOT NULL DEFAULT false
+);
+CREATE INDEX IF NOT EXISTS leases_open ON leases (expires_at) WHERE NOT done;
+-- Events sent to an agent from any process; applied_seq: the step that took it.
+CREATE TABLE IF NOT EXISTS inbox (
+    id bigserial PRIMARY KEY, agent text NOT NULL, event text NOT NULL,
+    sent_at timestamptz NOT NULL DEFAULT now(), applied_seq bigint
+);
+CREATE INDEX IF NOT EXISTS inbox_unapplied ON inbox (agent, id) WHERE applied_seq IS NULL;
+CREATE TABLE IF NOT EXISTS workers (
+    worker text PRIMARY KEY, capacity integer NOT NULL, heartbeat timestamptz NOT NULL DEFAULT now(),
+    stopping boolean NOT NULL DEFAULT false
+);
+";
+
+/// Creates the schema and its tables if absent, in one transaction under
+/// an advisory lock (two processes connecting at once would otherwise race
+/// on `CREATE SCHEMA IF NOT EXISTS`, which is not atomic), and checks the
+/// schema version.
+///
+/// # Errors
+/// [`StoreError::UnknownFormat`] for a schema written by a newer release;
+/// the server's error otherwise.
+pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreError> {
+    let mut tx = client.transaction().map_err(write_err)?;
+    let lock = format!("agent_fsm migration {schema}");
+    tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&lock]).map_err(write_err)?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {};
+         CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value bigint NOT NULL);",
+        quote_ident(schema)
+    ))
+    .map_err(write_err)?;
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO NOTHING",
+        &[&SCHEMA_VERSION],
+    )
+    .map_err(write_err)?;
+    let version: i64 =
+        tx.query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[]).map_err(read_err)?.get(0);
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::UnknownFormat {
+            what: format!("the store schema `{schema}`"),
+            found: u32::try_from(version).unwrap_or(u32::MAX),
+            supported: u32::try_from(SCHEMA_VERSION).unwrap_or(0),
+        });
+    }
+    tx.batch_execute(TABLES).map_err(write_err)?;
+    tx.commit().map_err(write_err)
+}
