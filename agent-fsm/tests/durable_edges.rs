@@ -3,7 +3,9 @@
 //! under `BeforeAction` no task runs before the step that spawned it is
 //! written; a task cancelled by the action that spawned it leaves nothing
 //! in flight; a writer thread that hits a full store stops the agent while
-//! it runs; a `Durable` describes itself without its store.
+//! it runs; a `Durable` describes itself without its store; a step whose
+//! event came from the mailbox is marked as input, and a restart reads past
+//! that mark.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,8 +13,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig, RequestError, WorkerError};
 use agent_fsm::store::{
-    AgentInfo, Checkpoint, CheckpointStore, Durability, Durable, Effect, EffectKind, EventRecord, InFlight, Journal,
-    MemoryStore, Snapshot, SnapshotPolicy, Start, StepRecord, StoreError, restore,
+    AgentInfo, Checkpoint, CheckpointStore, Durability, Durable, Effect, EffectKind, EventRecord, INPUT_ORIGIN,
+    InFlight, Journal, MemoryStore, Snapshot, SnapshotPolicy, Start, StepRecord, StoreError, restore,
 };
 
 #[allow(unreachable_pub)]
@@ -41,6 +43,8 @@ mod relay {
         Doom,
         /// Spawns a task whose result is a `Fan` of `hopped`.
         Hop,
+        /// Each name streamed back as a `Note`, in order.
+        Stream(Vec<String>),
     }
 
     #[actions]
@@ -52,6 +56,7 @@ mod relay {
         SpawnTasks(u32),
         SpawnAndCancel,
         HopTask,
+        StreamAll(Vec<String>),
     }
 
     transitions! {
@@ -60,6 +65,7 @@ mod relay {
         Idle + Spawn(n) => Idle / SpawnTasks(n),
         Idle + Doom => Idle / SpawnAndCancel,
         Idle + Hop => Idle / HopTask,
+        Idle + Stream(names) => Idle / StreamAll(names.clone()),
     }
 }
 
@@ -105,6 +111,10 @@ impl Effects<Relay> for Sender {
                 cx.spawn_task("hop", async { Event::Fan(vec!["hopped".to_owned()]) }, |key, failure| {
                     Event::Note(format!("{key}: {failure}"))
                 });
+            }
+            relay::Action::StreamAll(names) => {
+                let items = futures::stream::iter(names.into_iter().map(Event::Note));
+                cx.stream_keyed("names", items, |_| None);
             }
             relay::Action::Nothing => {}
         }
@@ -332,4 +342,59 @@ async fn a_step_that_ends_a_task_and_starts_a_send_writes_both() {
     assert!(kinds(3).is_empty());
     let restored = restore::<Relay, _>(&*store, "relay").expect("restores");
     assert_eq!(restored.machine.context(), &["hopped"]);
+}
+
+#[tokio::test]
+async fn a_mailbox_event_is_marked_as_input_and_the_runtime_own_events_are_not() {
+    for (store, _dir) in stores() {
+        let durable = Durable::new(Arc::clone(&store), "relay");
+        let (handle, _) =
+            durable.spawn(|| Relay::new(Vec::new()), Sender::default(), ExecutorConfig::new()).expect("reads");
+        handle.send(Event::Note("sent".into())).await.expect("sent");
+        within(handle.call(Event::Note("called".into()))).await.expect("called");
+        handle.send(Event::Fan(vec!["fanned".into()])).await.expect("sent");
+        handle.send(Event::Spawn(1)).await.expect("sent");
+        within(handle.wait_idle()).await.expect("runs");
+        handle.send(Event::Stream(vec!["streamed".into()])).await.expect("sent");
+        within(handle.wait_idle()).await.expect("runs");
+        within(handle.shutdown()).await.expect("stops");
+
+        let log = store.events("relay", 0, 100).expect("reads");
+        let origins: Vec<(&str, Option<&str>)> = log.iter().map(|e| (e.event.as_str(), e.origin.as_deref())).collect();
+        let input = Some(INPUT_ORIGIN);
+        let fan = Journal::<Relay>::encode(&Event::Fan(vec!["fanned".into()])).expect("encodes");
+        let spawn = Journal::<Relay>::encode(&Event::Spawn(1)).expect("encodes");
+        let stream = Journal::<Relay>::encode(&Event::Stream(vec!["streamed".into()])).expect("encodes");
+        let (sent, called, fanned, task, streamed) =
+            (note("sent"), note("called"), note("fanned"), note("task-0"), note("streamed"));
+        assert_eq!(
+            origins,
+            [
+                (sent.as_str(), input),
+                (called.as_str(), input),
+                (fan.as_str(), input),
+                (fanned.as_str(), None),
+                (spawn.as_str(), input),
+                (task.as_str(), None),
+                (stream.as_str(), input),
+                (streamed.as_str(), Some("stream:7.0")),
+            ]
+        );
+        // A restart reads the marks as nothing it must act on.
+        let restored = restore::<Relay, _>(&*store, "relay").expect("restores");
+        assert_eq!(restored.machine.context(), &["sent", "called", "fanned", "task-0", "streamed"]);
+        let (handle, start) =
+            durable.spawn(|| Relay::new(Vec::new()), Sender::default(), ExecutorConfig::new()).expect("reads");
+        assert_eq!(start, Start::Resumed { last: 8 });
+        let notes = within(handle.inspect(|m| m.context().clone())).await.expect("runs");
+        assert_eq!(notes, ["sent", "called", "fanned", "task-0", "streamed"]);
+        within(handle.shutdown()).await.expect("stops");
+    }
+}
+
+/// An in-memory store and an SQLite file.
+fn stores() -> Vec<(Arc<dyn CheckpointStore>, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let sqlite = agent_fsm::store::SqliteStore::open(dir.path().join("agents.db")).expect("the file opens");
+    vec![(Arc::new(MemoryStore::new()), None), (Arc::new(sqlite), Some(dir))]
 }

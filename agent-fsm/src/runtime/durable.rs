@@ -107,6 +107,15 @@ impl Tracking {
     }
 }
 
+/// Where the event of a step came from, when the journal records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// An item of the stream with this id.
+    Stream(WorkId),
+    /// The handles' mailbox (`send`, `call`): input from outside the agent.
+    Input,
+}
+
 /// A step's failure to be written, as the store reported it.
 pub(crate) type JournalError = Arc<dyn std::error::Error + Send + Sync>;
 
@@ -134,12 +143,12 @@ pub(crate) trait StepJournal<M: StateMachine>: Send {
     /// The replay that rebuilds the agent, taken once at start.
     fn take_replay(&mut self) -> Option<Replay<M::Event>>;
 
-    /// The step of `event` (which came from stream `origin`, if it is an
-    /// item) begins; returns its sequence number.
+    /// The step of `event` (which came from `origin`: a stream, if it is
+    /// an item, or the mailbox) begins; returns its sequence number.
     ///
     /// # Errors
     /// The event does not serialize.
-    fn begin(&mut self, event: &M::Event, origin: Option<WorkId>) -> Result<u64, JournalError>;
+    fn begin(&mut self, event: &M::Event, origin: Option<Origin>) -> Result<u64, JournalError>;
 
     /// The step's action was performed: writes it, with the work it
     /// started and the work that ended since the last step.

@@ -186,6 +186,17 @@ enum Mode {
     Draining,
 }
 
+/// Where a delivered event came from, as a durable agent's journal records
+/// it (the step's origin in the store).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The handles' mailbox: `send`, `call`, `try_send`.
+    Mailbox,
+    /// The runtime itself: effect work, sends, timers, an interrupt, a
+    /// replay.
+    Runtime,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum StopReason {
     Shutdown,
@@ -414,7 +425,7 @@ where
         {
             if let Poll::Ready(produced) = work.poll_next(cx) {
                 if let Some(event) = self.resolve(produced) {
-                    self.deliver(event, Mode::Normal, None);
+                    self.deliver(event, Mode::Normal, None, Source::Runtime);
                 }
                 return Poll::Ready(None);
             }
@@ -465,11 +476,11 @@ where
         match next {
             // The hot path: inlined here only.
             Poll::Ready(Some(Envelope::Event(event))) => {
-                self.deliver_inline(event, Mode::Normal, None);
+                self.deliver_inline(event, Mode::Normal, None, Source::Mailbox);
                 Poll::Ready(None)
             }
             Poll::Ready(Some(Envelope::Call(event, reply))) => {
-                self.deliver(event, Mode::Normal, Some(reply));
+                self.deliver(event, Mode::Normal, Some(reply), Source::Mailbox);
                 *replied = true;
                 Poll::Ready(None)
             }

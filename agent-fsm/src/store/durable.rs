@@ -14,9 +14,11 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{CheckpointStore, Effect, EffectKind, Journal, PendingStep, SnapshotPolicy, StepRecord, StoreError};
+use super::{
+    CheckpointStore, Effect, EffectKind, INPUT_ORIGIN, Journal, PendingStep, SnapshotPolicy, StepRecord, StoreError,
+};
 use crate::StateMachine;
-use crate::runtime::durable::{JournalError, Replay, Started, StepJournal, StepWork, WorkId, WorkKind};
+use crate::runtime::durable::{JournalError, Origin, Replay, Started, StepJournal, StepWork, WorkId, WorkKind};
 use crate::runtime::{Effects, ExecutorConfig, MachineHandle};
 use crate::snapshot::{self, SnapshotError};
 
@@ -513,10 +515,14 @@ where
         self.replay.take()
     }
 
-    fn begin(&mut self, event: &M::Event, origin: Option<WorkId>) -> Result<u64, JournalError> {
+    fn begin(&mut self, event: &M::Event, origin: Option<Origin>) -> Result<u64, JournalError> {
         let mut step = self.journal.begin(event).map_err(erased)?;
-        if let Some(origin) = origin {
-            step.set_origin(format!("stream:{origin}"));
+        match origin {
+            Some(Origin::Stream(id)) => step.set_origin(format!("stream:{id}")),
+            // A store that keeps an inbox (the fleet's) counts these steps
+            // against it; a restart reads only stream origins.
+            Some(Origin::Input) => step.set_origin(INPUT_ORIGIN.to_owned()),
+            None => {}
         }
         self.pending = Some(step);
         Ok(self.journal.next_seq())

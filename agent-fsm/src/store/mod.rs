@@ -161,6 +161,11 @@ use std::time::SystemTime;
 /// The format version this build writes, and the newest it reads.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The [`StepRecord::origin`] of a durable agent's step whose event came
+/// from its handles' mailbox (`send`, `call`) rather than from its own
+/// work (a task's result, a stream's item, a timer, a send).
+pub const INPUT_ORIGIN: &str = "input";
+
 /// The kind of an effect row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
@@ -271,9 +276,12 @@ pub struct StepRecord {
     pub state: String,
     /// The event, serialized.
     pub event: String,
-    /// Where the event came from, when a restart needs to know: the key of
-    /// the stream whose item it is (a stream performed again after a
-    /// restart skips the items the machine already took).
+    /// Where the event came from, when a restart or an inbox needs to
+    /// know: `stream:` and the key of the stream whose item it is (a stream
+    /// performed again after a restart skips the items the machine already
+    /// took), or [`INPUT_ORIGIN`] for an event a durable agent took from its
+    /// handles' mailbox (`send`, `call`), which a store keeping an inbox
+    /// counts against it. A restart reads only stream origins.
     pub origin: Option<String>,
     /// Effect rows this step finishes (the event is their result), by kind
     /// and key. A key with nothing in flight is ignored.

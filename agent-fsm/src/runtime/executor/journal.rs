@@ -3,8 +3,8 @@
 //! re-arming its timers and sends), then writing each step to its journal
 //! and stopping the journal when the agent stops.
 
-use super::{Effects, Mode, StateMachine, Work, Worker, WorkerError};
-use crate::runtime::durable::{JournalError, Replay, Started, StepWork, Tracking, WorkId, WorkKind};
+use super::{Effects, Mode, Source, StateMachine, Work, Worker, WorkerError};
+use crate::runtime::durable::{JournalError, Origin, Replay, Started, StepWork, Tracking, WorkId, WorkKind};
 use crate::runtime::error::StoreFailure;
 
 impl<M, E> Worker<M, E>
@@ -61,7 +61,7 @@ where
                 track.begin_step(seq);
                 track.replay = Some(keep.unwrap_or_default());
             }
-            self.deliver(event, if perform { Mode::Normal } else { Mode::Draining }, None);
+            self.deliver(event, if perform { Mode::Normal } else { Mode::Draining }, None, Source::Runtime);
             if self.hot.failed {
                 return false;
             }
@@ -85,10 +85,16 @@ where
         true
     }
 
-    /// Begins the step of `event` in the journal; false if the worker failed.
+    /// Begins the step of `event` (from the mailbox if `input`) in the
+    /// journal; false if the worker failed.
     #[inline(never)]
-    pub(super) fn journal_begin(&mut self, event: &M::Event) -> bool {
-        let origin = self.tracking().and_then(|track| track.origin.take());
+    pub(super) fn journal_begin(&mut self, event: &M::Event, input: bool) -> bool {
+        let stream = self.tracking().and_then(|track| track.origin.take());
+        let origin = match stream {
+            Some(id) => Some(Origin::Stream(id)),
+            None if input => Some(Origin::Input),
+            None => None,
+        };
         let Some(journal) = self.link.extras.as_mut().and_then(|extras| extras.journal.as_mut()) else {
             return true;
         };

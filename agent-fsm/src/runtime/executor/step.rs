@@ -41,7 +41,7 @@ where
             let (older, cleared) = (work.ready.len(), work.ready_cleared);
             // After a terminal state nothing more is performed.
             let mode = if self.hot.terminal { Mode::Draining } else { Mode::Normal };
-            self.deliver(event, mode, None);
+            self.deliver(event, mode, None, Source::Runtime);
             if let Some(work) = self.work.as_mut()
                 && work.ready_cleared == cleared
                 && work.ready.len() > older
@@ -62,17 +62,25 @@ where
         false
     }
 
+    /// Delivers an event from the inbox (the handles' mailbox).
     pub(super) fn deliver_envelope(&mut self, envelope: Envelope<M::Event, DeliveredTo<M>>, mode: Mode) {
         match envelope {
-            Envelope::Event(event) => self.deliver(event, mode, None),
-            Envelope::Call(event, reply) => self.deliver(event, mode, Some(reply)),
+            Envelope::Event(event) => self.deliver(event, mode, None, Source::Mailbox),
+            Envelope::Call(event, reply) => self.deliver(event, mode, Some(reply), Source::Mailbox),
         }
     }
 
-    /// Feeds one event to the machine and treats its action per `mode`.
+    /// Feeds one event, which came from `source`, to the machine and treats
+    /// its action per `mode`.
     #[inline(never)]
-    pub(super) fn deliver(&mut self, event: M::Event, mode: Mode, reply: Option<oneshot::Sender<DeliveredTo<M>>>) {
-        self.deliver_inline(event, mode, reply);
+    pub(super) fn deliver(
+        &mut self,
+        event: M::Event,
+        mode: Mode,
+        reply: Option<oneshot::Sender<DeliveredTo<M>>>,
+        source: Source,
+    ) {
+        self.deliver_inline(event, mode, reply, source);
     }
 
     /// [`deliver`](Self::deliver)'s body, inlined into the worker's hot path
@@ -83,6 +91,7 @@ where
         event: M::Event,
         mode: Mode,
         reply: Option<oneshot::Sender<DeliveredTo<M>>>,
+        source: Source,
     ) {
         self.steps += 1;
         let step = self.steps;
@@ -97,7 +106,9 @@ where
             step
         );
         let _entered = span.enter();
-        if self.hot.journaling && !self.journal_begin(&event) {
+        // `source` is read on the journal's path only: a constant where
+        // this is inlined, it costs an agent without a journal nothing.
+        if self.hot.journaling && !self.journal_begin(&event, source == Source::Mailbox) {
             return;
         }
 

@@ -18,7 +18,7 @@ where
         };
         for produced in work.cancel_all(interrupt) {
             if let Some(event) = self.resolve(produced) {
-                self.deliver(event, Mode::Draining, None);
+                self.deliver(event, Mode::Draining, None, Source::Runtime);
             }
             if self.hot.failed {
                 return;
@@ -40,7 +40,7 @@ where
         // The handle refuses an interrupt without an interrupt event.
         if let Some((kind, make)) = &settings.interrupt_event {
             match catch_unwind(AssertUnwindSafe(|| make(&cause))) {
-                Ok(event) if event.kind() == *kind => self.deliver(event, Mode::Normal, None),
+                Ok(event) if event.kind() == *kind => self.deliver(event, Mode::Normal, None, Source::Runtime),
                 Ok(event) => self.fail(WorkerError::Config(crate::runtime::ConfigError::InterruptEventMismatch {
                     configured: *kind,
                     built: event.kind(),
@@ -69,7 +69,7 @@ where
             let settings = Arc::clone(&self.link.shared.settings);
             if let Some(make) = &settings.shutdown_event {
                 match catch_unwind(AssertUnwindSafe(|| make())) {
-                    Ok(Some(event)) => self.deliver(event, Mode::Final, None),
+                    Ok(Some(event)) => self.deliver(event, Mode::Final, None, Source::Runtime),
                     Ok(None) => {}
                     Err(payload) => self.fail(WorkerError::ConfigPanicked {
                         callback: "shutdown_event",
