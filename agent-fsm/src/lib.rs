@@ -134,6 +134,7 @@
 //! | `store` | no | `serde` and checkpoint stores: an agent's event log, snapshots and effect work in flight by agent id; restore, time travel and fork; an in-memory store ([`store`]) |
 //! | `sqlite` | no | `store` and the embedded SQLite store (rusqlite, SQLite bundled; one file, WAL) |
 //! | `postgres` | no | `store` and the Postgres store, with fencing for workers sharing it (the `postgres` client, on threads of its own) |
+//! | `fleet` | no | `postgres` and `runtime`: worker processes sharing agents through Postgres, with leases, fencing and a durable inbox (`tokio-postgres`) ([`fleet`]) |
 //! | `mcp` | no | `tool` and the tools of a Model Context Protocol server over stdio, through `rmcp` ([`tool::mcp`]) |
 //!
 //! On docs.rs, which documents every feature, each item behind one is
@@ -146,6 +147,9 @@
 extern crate self as agent_fsm;
 
 pub mod docs;
+#[cfg(feature = "fleet")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fleet")))]
+pub mod fleet;
 mod kind;
 mod machine;
 

@@ -6,7 +6,8 @@
 //! with the time they had left, an approval is answered after the restart,
 //! a fork continues on its own, each durability mode writes when it says,
 //! and a store that fails mid-run stops the agent with a typed error while
-//! its last good checkpoint stays readable.
+//! its last good checkpoint stays readable. The tests that loop over
+//! `stores()` run on Postgres too when `AGENT_FSM_PG_URL` is set.
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;
@@ -21,6 +22,8 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
+
+mod stores;
 
 /// What the agent has taken in.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -252,10 +255,20 @@ async fn until(agent: &Running, done: impl Fn(&Taken) -> bool) {
     .await;
 }
 
-fn stores() -> Vec<(Arc<dyn CheckpointStore>, Option<tempfile::TempDir>)> {
+/// A memory store, a SQLite file and, when `AGENT_FSM_PG_URL` is set,
+/// Postgres in a fresh schema, each with what keeps it alive (its temp
+/// dir, its schema).
+fn stores() -> Vec<(Arc<dyn CheckpointStore>, Box<dyn std::any::Any>)> {
     let dir = tempfile::tempdir().expect("a temp dir");
     let sqlite = SqliteStore::open(dir.path().join("agents.db")).expect("the file opens");
-    vec![(Arc::new(MemoryStore::new()), None), (Arc::new(sqlite), Some(dir))]
+    #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
+    let mut stores: Vec<(Arc<dyn CheckpointStore>, Box<dyn std::any::Any>)> =
+        vec![(Arc::new(MemoryStore::new()), Box::new(())), (Arc::new(sqlite), Box::new(dir))];
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = stores::pg::Schema::fresh() {
+        stores.push((Arc::new(pg.store.clone()), Box::new(pg)));
+    }
+    stores
 }
 
 /// The event log has steps 1..=last, each once.
@@ -388,67 +401,71 @@ async fn a_backoff_resumes_with_the_time_it_had_left_and_still_holds_input() {
 
 #[tokio::test]
 async fn an_approval_after_a_restart_answers_the_pending_request_and_a_stale_one_is_refused() {
-    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
-    let durable = Durable::new(Arc::clone(&store), "desk");
-    let agent = Running::spawn(&durable, Gated::new());
-    agent.handle.send(Event::Ask).await.expect("sent");
-    agent.idle().await;
-    agent.crash().await;
+    for (store, _keep) in stores() {
+        let durable = Durable::new(Arc::clone(&store), "desk");
+        let agent = Running::spawn(&durable, Gated::new());
+        agent.handle.send(Event::Ask).await.expect("sent");
+        agent.idle().await;
+        agent.crash().await;
 
-    let agent = Running::spawn(&durable, Gated::new());
-    let stale = within(agent.handle.call(Event::Approve(7))).await.expect("delivered");
-    assert!(matches!(stale.outcome, Outcome::Refused { .. }), "{stale:?}");
-    let answer = within(agent.handle.call(Event::Approve(0))).await.expect("delivered");
-    assert!(matches!(answer.outcome, Outcome::Moved { .. }), "{answer:?}");
-    assert_eq!(agent.taken().await.approved, [0]);
-    agent.handle.shutdown().await.expect("stops");
-    let restored = restore::<Desk, _>(&*store, "desk").expect("restores");
-    assert_eq!(restored.machine.context().approved, [0]);
-    // The deadline of the answered request is over, in the store too.
-    assert!(restored.in_flight.is_empty(), "{:?}", restored.in_flight);
+        let agent = Running::spawn(&durable, Gated::new());
+        let stale = within(agent.handle.call(Event::Approve(7))).await.expect("delivered");
+        assert!(matches!(stale.outcome, Outcome::Refused { .. }), "{stale:?}");
+        let answer = within(agent.handle.call(Event::Approve(0))).await.expect("delivered");
+        assert!(matches!(answer.outcome, Outcome::Moved { .. }), "{answer:?}");
+        assert_eq!(agent.taken().await.approved, [0]);
+        agent.handle.shutdown().await.expect("stops");
+        let restored = restore::<Desk, _>(&*store, "desk").expect("restores");
+        assert_eq!(restored.machine.context().approved, [0]);
+        // The deadline of the answered request is over, in the store too.
+        assert!(restored.in_flight.is_empty(), "{:?}", restored.in_flight);
+    }
 }
 
 #[tokio::test]
 async fn a_fork_before_a_tool_call_continues_on_its_own() {
-    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
-    let durable = Durable::new(Arc::clone(&store), "desk");
-    let effects = Gated::new();
-    let agent = Running::spawn(&durable, effects.clone());
-    agent.handle.send(Event::Stream(1)).await.expect("sent");
-    release(&agent, &effects, 1).await;
-    let before_tools = store.agent("desk").expect("reads").expect("there").next_seq - 1;
-    agent.handle.send(Event::Run(2)).await.expect("sent");
-    release(&agent, &effects, 2).await;
-    agent.handle.shutdown().await.expect("stops");
+    for (store, _keep) in stores() {
+        let durable = Durable::new(Arc::clone(&store), "desk");
+        let effects = Gated::new();
+        let agent = Running::spawn(&durable, effects.clone());
+        agent.handle.send(Event::Stream(1)).await.expect("sent");
+        release(&agent, &effects, 1).await;
+        let before_tools = store.agent("desk").expect("reads").expect("there").next_seq - 1;
+        agent.handle.send(Event::Run(2)).await.expect("sent");
+        release(&agent, &effects, 2).await;
+        agent.handle.shutdown().await.expect("stops");
 
-    store.fork("desk", before_tools, "desk-fork").expect("forks");
-    let forked = Durable::new(Arc::clone(&store), "desk-fork");
-    let effects = Gated::new();
-    // The stream's end came after its last item's step: at the fork's step
-    // it is still in flight, and is performed again, its items skipped.
-    effects.permits.add_permits(1);
-    let fork = Running::spawn(&forked, effects.clone());
-    assert!(matches!(fork.start, Start::Resumed { .. }));
-    assert_eq!(fork.taken().await.results, Vec::<String>::new());
-    fork.handle.send(Event::Ask).await.expect("sent");
-    fork.idle().await;
-    assert_eq!(fork.state().await, State::Asking { request: 0 });
-    fork.handle.shutdown().await.expect("stops");
+        store.fork("desk", before_tools, "desk-fork").expect("forks");
+        let forked = Durable::new(Arc::clone(&store), "desk-fork");
+        let effects = Gated::new();
+        // The stream's end came after its last item's step: at the fork's step
+        // it is still in flight, and is performed again, its items skipped.
+        effects.permits.add_permits(1);
+        let fork = Running::spawn(&forked, effects.clone());
+        assert!(matches!(fork.start, Start::Resumed { .. }));
+        assert_eq!(fork.taken().await.results, Vec::<String>::new());
+        fork.handle.send(Event::Ask).await.expect("sent");
+        fork.idle().await;
+        assert_eq!(fork.state().await, State::Asking { request: 0 });
+        fork.handle.shutdown().await.expect("stops");
 
-    let original = restore::<Desk, _>(&*store, "desk").expect("restores");
-    let copy = restore::<Desk, _>(&*store, "desk-fork").expect("restores");
-    assert_eq!(original.machine.context().results.len(), 2);
-    assert_eq!(original.machine.state(), &State::Idle);
-    assert_eq!(copy.machine.state(), &State::Asking { request: 0 });
-    assert!(copy.machine.context().results.is_empty());
-    assert_gapless(&*store, "desk");
-    assert_gapless(&*store, "desk-fork");
+        let original = restore::<Desk, _>(&*store, "desk").expect("restores");
+        let copy = restore::<Desk, _>(&*store, "desk-fork").expect("restores");
+        assert_eq!(original.machine.context().results.len(), 2);
+        assert_eq!(original.machine.state(), &State::Idle);
+        assert_eq!(copy.machine.state(), &State::Asking { request: 0 });
+        assert!(copy.machine.context().results.is_empty());
+        assert_gapless(&*store, "desk");
+        assert_gapless(&*store, "desk-fork");
+    }
 }
 
 #[tokio::test]
 async fn on_stop_writes_only_at_the_stop_and_while_action_writes_every_step() {
-    for durability in [Durability::OnStop, Durability::WhileAction] {
-        let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
+    for (durability, (store, _keep)) in [Durability::OnStop, Durability::WhileAction]
+        .into_iter()
+        .flat_map(|d| stores().into_iter().map(move |s| (d, s)))
+    {
         let durable = Durable::new(Arc::clone(&store), "desk").durability(durability);
         let effects = Gated::new();
         let agent = Running::spawn(&durable, effects.clone());

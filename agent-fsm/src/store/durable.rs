@@ -229,8 +229,58 @@ impl Durable {
         M::Event: Serialize + DeserializeOwned + Send + 'static,
         E: Effects<M>,
     {
+        self.pair_from(Some(new), effects, config)
+    }
+
+    /// [`pair`](Self::pair) for an agent the store already holds: it
+    /// continues after its last written step, which is returned.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownAgent`] if the store does not hold the agent
+    /// (nothing is added), or as [`spawn`](Self::spawn).
+    #[allow(clippy::type_complexity)]
+    pub fn resume<M, E>(
+        &self,
+        effects: E,
+        config: ExecutorConfig<M>,
+    ) -> Result<(MachineHandle<M, E::Output>, impl Future<Output = ()> + Send + 'static + use<M, E>, u64), StoreError>
+    where
+        M: StateMachine + Send + 'static,
+        M::State: Serialize + DeserializeOwned,
+        M::Context: Serialize + DeserializeOwned,
+        M::Event: Serialize + DeserializeOwned + Send + 'static,
+        E: Effects<M>,
+    {
+        let (handle, worker, start) = self.pair_from(None::<fn() -> M>, effects, config)?;
+        match start {
+            Start::Resumed { last } => Ok((handle, worker, last)),
+            Start::New => Err(StoreError::UnknownAgent(self.agent.clone())),
+        }
+    }
+
+    /// [`pair`](Self::pair), adding the agent as `new()` if the store does
+    /// not hold it and `new` is given.
+    #[allow(clippy::type_complexity)]
+    fn pair_from<M, E, N>(
+        &self,
+        new: Option<N>,
+        effects: E,
+        config: ExecutorConfig<M>,
+    ) -> Result<
+        (MachineHandle<M, E::Output>, impl Future<Output = ()> + Send + 'static + use<M, E, N>, Start),
+        StoreError,
+    >
+    where
+        N: FnOnce() -> M,
+        M: StateMachine + Send + 'static,
+        M::State: Serialize + DeserializeOwned,
+        M::Context: Serialize + DeserializeOwned,
+        M::Event: Serialize + DeserializeOwned + Send + 'static,
+        E: Effects<M>,
+    {
         let (machine, journal, replay, start) = match self.store.agent(&self.agent)? {
             None => {
+                let Some(new) = new else { return Err(StoreError::UnknownAgent(self.agent.clone())) };
                 let machine = new();
                 let journal = Journal::create(&*self.store, &self.agent, &machine)?;
                 (machine, journal, None, Start::New)

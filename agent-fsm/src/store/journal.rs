@@ -257,7 +257,7 @@ where
 }
 
 /// `machine` as a store keeps it.
-fn snapshot_of<M>(machine: &M) -> Result<Snapshot, StoreError>
+pub(crate) fn snapshot_of<M>(machine: &M) -> Result<Snapshot, StoreError>
 where
     M: StateMachine,
     M::State: Serialize,

@@ -135,10 +135,10 @@
 #[cfg(feature = "runtime")]
 mod durable;
 mod error;
-mod journal;
+pub(crate) mod journal;
 mod memory;
 #[cfg(feature = "postgres")]
-mod postgres;
+pub(crate) mod postgres;
 mod restore;
 #[cfg(feature = "sqlite")]
 mod sqlite;

@@ -3,6 +3,9 @@
 //! `Agent`, which logs each step with the effect rows its action starts and
 //! its result ends, as the executor does.
 
+// Each test file uses a different part of this module.
+#![allow(dead_code)]
+
 use std::time::{Duration, SystemTime};
 
 use agent_fsm::store::{CheckpointStore, Effect, EffectKind, Journal, SnapshotPolicy, StoreError};

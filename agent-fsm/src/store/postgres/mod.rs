@@ -62,10 +62,10 @@
 //! # Ok::<(), agent_fsm::store::StoreError>(())
 //! ```
 
-mod pool;
+pub(crate) mod pool;
 mod read;
 mod schema;
-mod write;
+pub(crate) mod write;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -1,0 +1,230 @@
+//! The fleet's own connections to Postgres (tokio-postgres: the fleet is
+//! async, and `LISTEN` needs a connection whose messages are read as they
+//! come) and the statements on its tables: leases, inbox and workers. The
+//! checkpoint store's rows are written by [`PgStore`](crate::store::PgStore)
+//! alone.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use tokio_postgres::{AsyncMessage, Client, NoTls};
+
+use super::FleetError;
+
+/// The payload of a notification that agents can be claimed (one was
+/// created, or handed back).
+pub(crate) const CLAIM: &str = "claim";
+/// The prefix of a notification that an agent's inbox has a new row; the
+/// agent's id follows it.
+pub(crate) const INBOX: &str = "inbox ";
+
+/// `name` as a quoted SQL identifier.
+pub(crate) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// A duration in whole milliseconds, as the statements take it.
+pub(crate) fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// An epoch as the leases table keeps it, and back.
+pub(crate) fn epoch_from_sql(epoch: i64) -> u64 {
+    u64::try_from(epoch).unwrap_or(0)
+}
+
+/// Where the fleet's tables are: the server and the schema.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) config: tokio_postgres::Config,
+    pub(crate) schema: String,
+}
+
+impl Target {
+    pub(crate) fn new(url: &str, schema: &str) -> Result<Self, FleetError> {
+        let mut config = tokio_postgres::Config::from_str(url).map_err(|e| FleetError::Connect(Box::new(e)))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("agent-fsm fleet");
+        }
+        Ok(Self { config, schema: schema.to_owned() })
+    }
+
+    /// The notification channel of this schema's fleet: fleets in other
+    /// schemas of the same database do not wake each other.
+    pub(crate) fn channel(&self) -> String {
+        let channel = format!("{}.fleet", self.schema);
+        // A channel name is an identifier: 63 bytes at most.
+        if channel.len() <= 63 {
+            return channel;
+        }
+        // FNV-1a: stable across processes and releases, unlike std's hasher.
+        let hash = self
+            .schema
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        format!("agent_fsm.fleet.{hash:016x}")
+    }
+
+    /// A connection with the schema as its search path; its messages are
+    /// read by a task of its own, which forwards notifications to `notes`
+    /// (dropped otherwise) and ends when the connection closes.
+    pub(crate) async fn connect(&self, notes: Option<mpsc::UnboundedSender<String>>) -> Result<Client, FleetError> {
+        let (client, mut connection) =
+            self.config.connect(NoTls).await.map_err(|e| FleetError::Connect(Box::new(e)))?;
+        tokio::spawn(async move {
+            let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(message) = messages.next().await {
+                match message {
+                    Ok(AsyncMessage::Notification(note)) => {
+                        if let Some(notes) = &notes {
+                            let _ = notes.send(note.payload().to_owned());
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, "fleet connection closed");
+                        break;
+                    }
+                }
+            }
+        });
+        client
+            .batch_execute(&format!("SET search_path TO {}", quote_ident(&self.schema)))
+            .await
+            .map_err(FleetError::db)?;
+        Ok(client)
+    }
+
+    /// A connection listening on the fleet's channel: every notification's
+    /// payload arrives on the receiver, which closes with the connection.
+    pub(crate) async fn listen(&self) -> Result<(Client, mpsc::UnboundedReceiver<String>), FleetError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let client = self.connect(Some(tx)).await?;
+        client.batch_execute(&format!("LISTEN {}", quote_ident(&self.channel()))).await.map_err(FleetError::db)?;
+        Ok((client, rx))
+    }
+}
+
+/// An agent as the leases say.
+pub(crate) const STATUS: &str = "
+SELECT a.next_seq, l.done, l.worker, l.epoch,
+       COALESCE((SELECT e.state FROM events e WHERE e.agent = a.agent ORDER BY e.seq DESC LIMIT 1),
+                (SELECT s.state FROM snapshots s WHERE s.agent = a.agent AND s.seq = 0), ''),
+       (SELECT count(*) FROM inbox i WHERE i.agent = a.agent AND i.applied_seq IS NULL),
+       l.assigned
+FROM agents a LEFT JOIN leases l ON l.agent = a.agent
+WHERE a.agent = $1";
+
+/// The lease row of a new agent, placed on the live worker with the most
+/// room (capacity less the agents placed on it and not done); none if no
+/// worker is live. $1 agent, $2 how old a heartbeat may be (ms).
+pub(crate) const PLACE: &str = "
+WITH target AS (
+    SELECT w.worker FROM workers w
+    WHERE NOT w.stopping AND w.heartbeat > now() - $2::bigint * interval '1 millisecond'
+    ORDER BY w.capacity - (SELECT count(*) FROM leases l WHERE l.assigned = w.worker AND NOT l.done) DESC, w.worker
+    LIMIT 1
+)
+INSERT INTO leases (agent, assigned) VALUES ($1, (SELECT worker FROM target))
+ON CONFLICT (agent) DO NOTHING
+RETURNING assigned";
+
+/// Registers a worker, or takes its row over (a worker restarted under the
+/// same id). $1 worker, $2 capacity.
+pub(crate) const REGISTER: &str = "
+INSERT INTO workers (worker, capacity, heartbeat, stopping) VALUES ($1, $2, now(), false)
+ON CONFLICT (worker) DO UPDATE SET capacity = excluded.capacity, heartbeat = now(), stopping = false";
+
+/// A worker's heartbeat. $1 worker, $2 capacity.
+pub(crate) const HEARTBEAT: &str = "
+INSERT INTO workers (worker, capacity, heartbeat, stopping) VALUES ($1, $2, now(), false)
+ON CONFLICT (worker) DO UPDATE SET heartbeat = now() WHERE NOT workers.stopping";
+
+/// Claims up to $2 agents for worker $1 (none of $3, which it runs
+/// already), each under its lease's next epoch, for $4 ms: first those
+/// placed on it, then those nobody holds whose placement is void (no
+/// worker, or one that is stopping or silent for longer than a lease), then
+/// those whose lease expired, and those an earlier life of this worker held.
+/// `SKIP LOCKED`: two workers claiming at once never wait for each other,
+/// and never both take one agent (the row lock and the epoch's increment
+/// decide); a lease locked by a write in flight is left for the next round.
+pub(crate) const CLAIM_AGENTS: &str = "
+WITH picked AS (
+    SELECT l.agent FROM leases l
+    LEFT JOIN workers w ON w.worker = l.assigned
+    WHERE NOT l.done AND NOT (l.agent = ANY($3::text[]))
+      AND (
+        (l.worker IS NULL AND (l.assigned IS NULL OR l.assigned = $1 OR w.worker IS NULL OR w.stopping
+                               OR w.heartbeat < now() - $4::bigint * interval '1 millisecond'))
+        OR l.worker = $1
+        OR l.expires_at < now()
+      )
+    ORDER BY l.assigned IS NOT DISTINCT FROM $1 DESC, l.agent
+    LIMIT $2
+    FOR UPDATE OF l SKIP LOCKED
+)
+UPDATE leases l SET worker = $1, epoch = l.epoch + 1, assigned = $1,
+       expires_at = now() + $4::bigint * interval '1 millisecond'
+FROM picked WHERE l.agent = picked.agent
+RETURNING l.agent, l.epoch";
+
+/// Renews worker $1's leases on agents $2 at epochs $3 for $4 ms; returns
+/// those it still holds.
+pub(crate) const RENEW: &str = "
+UPDATE leases l SET expires_at = now() + $4::bigint * interval '1 millisecond'
+FROM unnest($2::text[], $3::bigint[]) AS mine (agent, epoch)
+WHERE l.agent = mine.agent AND l.epoch = mine.epoch AND l.worker = $1 AND NOT l.done
+RETURNING l.agent";
+
+/// Marks agent $1 done, if worker $2 holds it at epoch $3.
+pub(crate) const DONE: &str = "
+UPDATE leases SET done = true, worker = NULL, expires_at = NULL
+WHERE agent = $1 AND worker = $2 AND epoch = $3";
+
+/// Hands back every lease worker $1 holds: anyone may claim them at once.
+pub(crate) const RELEASE: &str = "
+UPDATE leases SET worker = NULL, expires_at = NULL, assigned = NULL WHERE worker = $1 AND NOT done";
+
+/// Marks worker $1 as stopping: nothing new is placed on it.
+pub(crate) const STOPPING: &str = "UPDATE workers SET stopping = true WHERE worker = $1";
+
+/// Removes worker $1's row.
+pub(crate) const DEREGISTER: &str = "DELETE FROM workers WHERE worker = $1";
+
+/// Agent $1's inbox rows after id $2 not yet applied, in id order.
+pub(crate) const UNAPPLIED: &str = "
+SELECT id, event FROM inbox WHERE agent = $1 AND applied_seq IS NULL AND id > $2 ORDER BY id";
+
+/// The newest unapplied inbox row of each of agents $1 that has one.
+pub(crate) const PENDING: &str = "
+SELECT agent, max(id) FROM inbox WHERE applied_seq IS NULL AND agent = ANY($1::text[]) GROUP BY agent";
+
+/// Marks inbox row $1 as refused: its event does not decode as the
+/// machine's, so no step will ever apply it (`applied_seq` -1).
+pub(crate) const REFUSE: &str = "UPDATE inbox SET applied_seq = -1 WHERE id = $1 AND applied_seq IS NULL";
+
+/// Sends on the fleet's channel. $1 channel, $2 payload.
+pub(crate) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+
+#[cfg(test)]
+mod tests {
+    use super::Target;
+
+    fn channel(schema: &str) -> String {
+        Target::new("postgres://localhost/db", schema).expect("parses").channel()
+    }
+
+    #[test]
+    fn a_channel_fits_an_identifier_and_follows_its_schema() {
+        assert_eq!(channel("agent_fsm"), "agent_fsm.fleet");
+        let (long, longer) = ("s".repeat(60), "s".repeat(61));
+        assert!(channel(&long).len() <= 63 && channel(&longer).len() <= 63);
+        assert_ne!(channel(&long), channel(&longer));
+        assert_eq!(channel(&long), channel(&"s".repeat(60)));
+    }
+}

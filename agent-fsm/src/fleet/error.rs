@@ -1,0 +1,41 @@
+//! The fleet's errors: what creating, sending to and running agents across
+//! worker processes can fail with.
+
+use crate::store::StoreError;
+
+/// What a [`Fleet`](super::Fleet) or [`Worker`](super::Worker) call failed
+/// with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FleetError {
+    /// The Postgres server could not be reached, or the URL does not parse.
+    #[error("cannot connect to the fleet's database: {0}")]
+    Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A statement of the fleet's own tables (leases, inbox, workers)
+    /// failed.
+    #[error("the fleet's database refused a statement: {0}")]
+    Database(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The checkpoint store failed (creating an agent, resuming one).
+    #[error("checkpoint store: {0}")]
+    Store(#[from] StoreError),
+    /// An event did not serialize.
+    #[error("the event does not serialize: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// The fleet has no agent with this id.
+    #[error("the fleet has no agent `{0}`")]
+    UnknownAgent(String),
+    /// An agent with this id is already in the fleet.
+    #[error("agent `{0}` is already in the fleet")]
+    AgentExists(String),
+    /// The agent reached its terminal state: nothing sent to it would ever
+    /// be applied.
+    #[error("agent `{0}` has finished")]
+    Finished(String),
+}
+
+impl FleetError {
+    /// A failed statement.
+    pub(crate) fn db(error: tokio_postgres::Error) -> Self {
+        Self::Database(Box::new(error))
+    }
+}

@@ -1,0 +1,397 @@
+//! A fleet of worker processes sharing durable agents through Postgres:
+//! each agent runs on exactly one worker at a time, under a lease whose
+//! epoch fences every write it makes; events sent to an agent from any
+//! process go through a durable inbox and are applied exactly once, in the
+//! order sent; a worker that dies loses its agents to the others when
+//! their leases expire, and they resume from their checkpoints.
+//!
+//! ```no_run
+//! # #[agent_fsm::state_machine(fallback = Nothing, serde, name = Counter)]
+//! # mod counter {
+//! #     #[states]
+//! #     #[derive(Debug, Clone)]
+//! #     pub enum State { #[initial] Counting { n: u32 }, #[terminal] Done }
+//! #     #[events]
+//! #     #[derive(Debug)]
+//! #     pub enum Event { Add(u32), Stop }
+//! #     #[actions]
+//! #     #[derive(Debug, Default)]
+//! #     pub enum Action { #[default] Nothing }
+//! #     transitions! {
+//! #         Counting { n } + Add(k) => Counting { n: n + k } / Nothing,
+//! #         Counting + Stop => Done / Nothing,
+//! #     }
+//! # }
+//! use agent_fsm::fleet::{Fleet, FleetConfig, Worker};
+//! use agent_fsm::runtime::ExecutorConfig;
+//! use counter::{Counter, Event};
+//!
+//! # async fn demo() -> Result<(), agent_fsm::fleet::FleetError> {
+//! let url = "postgres://agent_fsm@127.0.0.1:54329/agent_fsm";
+//! let fleet = Fleet::connect(FleetConfig::new(url)).await?;
+//!
+//! // In each worker process: run the agents this worker claims until
+//! // ctrl-c, then hand them back.
+//! let worker = Worker::new(&fleet, "worker-1").capacity(100);
+//! let shutdown = async { let _ = tokio::signal::ctrl_c().await; };
+//! # let shutdown = async {};
+//! let running = tokio::spawn(worker.run(|_agent: &str| ((), ExecutorConfig::<Counter>::new()), shutdown));
+//!
+//! // From any process: add an agent (placed on the worker with the most
+//! // room), send it events, read its status.
+//! fleet.create("counter-1", &Counter::new(0)).await?;
+//! fleet.send("counter-1", &Event::Add(2)).await?;
+//! fleet.send("counter-1", &Event::Stop).await?;
+//! let status = fleet.status("counter-1").await?;
+//! println!("{} after {} steps, done: {}", status.state, status.steps, status.done);
+//! # drop(running);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Running a fleet
+//!
+//! Every process connects to the same Postgres database and schema
+//! ([`FleetConfig`]); the first creates the tables (the checkpoint store's,
+//! and `leases`, `inbox`, `workers`). A worker process runs
+//! [`Worker::run`] with a unique worker id and the effects each agent runs
+//! with; any process (a worker too) creates agents and sends them events
+//! through a [`Fleet`]. `scripts/postgres.sh` starts a server on loopback
+//! for trying it out.
+//!
+//! # How a worker works
+//!
+//! - It registers in `workers` and beats every lease/3; agents are placed
+//!   ([`Fleet::create`]) on the live worker with the most room (capacity
+//!   less the agents placed on it), and it is woken by a `NOTIFY`.
+//! - It claims agents up to its capacity with `SELECT .. FOR UPDATE SKIP
+//!   LOCKED`, raising each lease's epoch: first those placed on it, then
+//!   those nobody holds, then those whose lease expired. Each claimed agent
+//!   is spawned from its checkpoint by [`Durable`](crate::store::Durable)
+//!   on the store [`fenced`](crate::store::PgStore::fenced) with the
+//!   worker's id and the new epoch.
+//! - It renews its leases every lease/3. An agent whose renewal finds the
+//!   lease gone (another worker claimed it) is stopped at once, as a crash
+//!   would stop it, with no more effects; so is every agent when renewals
+//!   have failed for a whole lease.
+//! - It delivers each agent's inbox rows, in id order, to the agent's
+//!   handle, woken by `LISTEN/NOTIFY` with a poll every
+//!   [`Worker::poll`] as a backstop; nothing else sends to that handle.
+//! - An agent that reaches its terminal state is marked done. An agent that
+//!   fails (a write the fence refused, a store error, a panic) is dropped
+//!   and its lease left to expire, so that it is tried again, elsewhere or
+//!   here, a lease later.
+//! - When the shutdown future completes, it stops its agents (a stop is a
+//!   pause: see [`Durable`](crate::store::Durable)), hands their leases
+//!   back and notifies the others, which claim them at once.
+//!
+//! # Guarantees
+//!
+//! - **One owner per epoch.** A lease is claimed by one worker at a time,
+//!   each claim raising its epoch, and every write of the agent's steps
+//!   carries the worker and epoch and is refused
+//!   ([`StoreError::Fenced`](crate::store::StoreError::Fenced)) unless the
+//!   lease still says so. A worker paused past its lease (a `SIGSTOP`, a
+//!   long GC-like stall, a network cut) and resumed can never write for an
+//!   agent another worker has claimed since: its copy of the agent stops
+//!   at its next write.
+//! - **Each step once.** An agent resumes from its checkpoint on the worker
+//!   that claims it; its event log has no gap and no duplicate.
+//! - **The inbox exactly once, in order.** An event sent with
+//!   [`Fleet::send`] is a row of the agent's inbox, committed before `send`
+//!   returns; sends to one agent are serialized, so their ids are in the
+//!   order sent. The owning worker delivers unapplied rows in id order, and
+//!   the step that takes one marks it applied in the same transaction; rows
+//!   delivered but not yet taken when the agent stopped or moved stay
+//!   unapplied and are delivered again by the next owner.
+//!
+//! # What is not guaranteed
+//!
+//! - **Effects are at least once.** A tool call whose result was not
+//!   written before its worker died is performed again by the next owner
+//!   (under the same key). A tool that must not act twice (a payment, an
+//!   email) deduplicates by its key.
+//! - **Hand-over takes a lease.** A worker that dies without a clean
+//!   shutdown holds its agents until their leases expire (plus up to a
+//!   third of a lease until another worker looks): the lease is the time
+//!   to recovery. A clean shutdown hands them over at once.
+//! - **Placement is a hint.** Two agents created at once may be placed on
+//!   one worker by the same count, and a worker takes any claimable agent
+//!   once its own placements are running.
+//! - **Order across senders** is the order in which their sends committed.
+//!   A machine with `#[during_work]` events takes some inbox events before
+//!   older ones held back; the inbox counts steps in delivery order, so in
+//!   a fleet such machines should send those events only while no other
+//!   inbox event waits.
+
+mod db;
+mod error;
+mod running;
+mod worker;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use tokio::sync::Mutex;
+use tokio_postgres::Client;
+
+use crate::StateMachine;
+use crate::store::{CheckpointStore, PgConfig, PgStore, StoreError};
+
+pub use error::FleetError;
+pub use worker::{Worker, WorkerReport};
+
+/// Where a fleet's agents are kept, and how long its leases last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FleetConfig {
+    /// The Postgres server's URL (`postgres://user:password@host:port/db`).
+    pub url: String,
+    /// The Postgres schema holding the tables, created if absent.
+    pub schema: String,
+    /// How many connections the checkpoint store keeps.
+    pub pool_size: usize,
+    /// How long a worker's claim on an agent lasts without renewal: the
+    /// time a dead worker's agents wait before another takes them.
+    pub lease: Duration,
+}
+
+impl FleetConfig {
+    /// The server at `url`, schema `agent_fsm`, 4 store connections,
+    /// leases of 10 seconds.
+    #[must_use]
+    pub fn new(url: impl Into<String>) -> Self {
+        Self { url: url.into(), schema: "agent_fsm".to_owned(), pool_size: 4, lease: Duration::from_secs(10) }
+    }
+
+    /// This configuration with the tables in schema `schema`.
+    #[must_use]
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// This configuration with `size` store connections (at least one).
+    #[must_use]
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size.max(1);
+        self
+    }
+
+    /// This configuration with leases of `lease` (at least 30 ms), the
+    /// default of its workers.
+    #[must_use]
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(30));
+        self
+    }
+}
+
+/// An agent as the fleet knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AgentStatus {
+    /// The name of its state at its last written step.
+    pub state: String,
+    /// How many steps it has written.
+    pub steps: u64,
+    /// Whether it reached its terminal state.
+    pub done: bool,
+    /// The worker holding its lease, if one does.
+    pub worker: Option<String>,
+    /// The worker it is placed on (the last that claimed it), if any.
+    pub assigned: Option<String>,
+    /// Its lease's epoch: how many times it was claimed.
+    pub epoch: u64,
+    /// Events sent to it and not yet applied.
+    pub unapplied: u64,
+}
+
+/// A handle on a fleet: creates agents, sends them events, reads their
+/// status. Cloning it shares its connections.
+#[derive(Debug, Clone)]
+pub struct Fleet {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: FleetConfig,
+    target: db::Target,
+    store: PgStore,
+    /// The fleet's own connection, behind an async mutex because a send's
+    /// transaction holds it across awaits; `None` until connected, or after
+    /// it closed (opened again by the next call).
+    client: Mutex<Option<Client>>,
+}
+
+impl Fleet {
+    /// Connects to the fleet's database, creating its tables if absent.
+    ///
+    /// # Errors
+    /// [`FleetError::Connect`] when the server cannot be reached,
+    /// [`FleetError::Store`] when the checkpoint store cannot be opened.
+    pub async fn connect(config: FleetConfig) -> Result<Self, FleetError> {
+        let target = db::Target::new(&config.url, &config.schema)?;
+        let pg = PgConfig::new(config.url.clone()).schema(config.schema.clone()).pool_size(config.pool_size);
+        // The store's connections block (on threads of their own).
+        let store = blocking(move || PgStore::connect_with(pg)).await??;
+        let client = target.connect(None).await?;
+        Ok(Self { inner: Arc::new(Inner { config, target, store, client: Mutex::new(Some(client)) }) })
+    }
+
+    /// How the fleet connected.
+    #[must_use]
+    pub fn config(&self) -> &FleetConfig {
+        &self.inner.config
+    }
+
+    /// The checkpoint store holding the agents (unfenced: for reads, such
+    /// as [`restore`](crate::store::restore) or the event log).
+    #[must_use]
+    pub fn store(&self) -> &PgStore {
+        &self.inner.store
+    }
+
+    pub(crate) fn target(&self) -> &db::Target {
+        &self.inner.target
+    }
+
+    /// Adds agent `agent` as `machine` (its checkpoint 0), placed on the
+    /// live worker with the most room, which is woken to claim it. Returns
+    /// that worker, `None` if no worker is live (the first to claim takes
+    /// it).
+    ///
+    /// The checkpoint and the lease are two writes: a create cut off between
+    /// them is completed by calling it again.
+    ///
+    /// # Errors
+    /// [`FleetError::AgentExists`], [`FleetError::Store`] if the machine
+    /// does not serialize or the store refuses it, or a database error.
+    pub async fn create<M>(&self, agent: &str, machine: &M) -> Result<Option<String>, FleetError>
+    where
+        M: StateMachine,
+        M::State: Serialize,
+        M::Context: Serialize,
+    {
+        let snapshot = crate::store::journal::snapshot_of(machine)?;
+        let store = self.inner.store.clone();
+        let id = agent.to_owned();
+        let created = blocking(move || store.create(&id, M::DESCRIPTION.name, SystemTime::now(), &snapshot)).await?;
+        match created {
+            Ok(()) | Err(StoreError::AgentExists(_)) => {}
+            Err(error) => return Err(error.into()),
+        }
+        let mut guard = self.client().await?;
+        let client = guard.as_mut().ok_or_else(closed)?;
+        let heartbeat = db::millis(self.inner.config.lease);
+        let placed = client.query_opt(db::PLACE, &[&agent, &heartbeat]).await.map_err(FleetError::db)?;
+        let Some(row) = placed else {
+            return Err(FleetError::AgentExists(agent.to_owned()));
+        };
+        let worker: Option<String> = row.try_get(0).map_err(FleetError::db)?;
+        client.execute(db::NOTIFY, &[&self.inner.target.channel(), &db::CLAIM]).await.map_err(FleetError::db)?;
+        tracing::debug!(agent, worker = worker.as_deref(), "agent created");
+        Ok(worker)
+    }
+
+    /// Sends `event` to agent `agent`: a row of its durable inbox, committed
+    /// when this returns, delivered exactly once, after the events sent to
+    /// it before, by whichever worker owns it. Returns the row's id.
+    ///
+    /// # Errors
+    /// [`FleetError::UnknownAgent`], [`FleetError::Finished`] for an agent
+    /// that reached its terminal state, [`FleetError::Encode`], or a
+    /// database error.
+    pub async fn send<E: Serialize + ?Sized>(&self, agent: &str, event: &E) -> Result<u64, FleetError> {
+        let text = serde_json::to_string(event).map_err(FleetError::Encode)?;
+        let mut guard = self.client().await?;
+        let client = guard.as_mut().ok_or_else(closed)?;
+        let tx = client.transaction().await.map_err(FleetError::db)?;
+        // Sends to one agent take turns: a row's id is drawn after the one
+        // before it committed, so ids are in commit order and a worker
+        // reading past the last id it delivered misses none.
+        tx.execute("SELECT pg_advisory_xact_lock(hashtext('agent_fsm inbox ' || $1))", &[&agent])
+            .await
+            .map_err(FleetError::db)?;
+        let lease =
+            tx.query_opt("SELECT done FROM leases WHERE agent = $1", &[&agent]).await.map_err(FleetError::db)?;
+        match lease.map(|row| row.try_get::<_, bool>(0)).transpose().map_err(FleetError::db)? {
+            None => return Err(FleetError::UnknownAgent(agent.to_owned())),
+            Some(true) => return Err(FleetError::Finished(agent.to_owned())),
+            Some(false) => {}
+        }
+        let row = tx
+            .query_one("INSERT INTO inbox (agent, event) VALUES ($1, $2) RETURNING id", &[&agent, &text])
+            .await
+            .map_err(FleetError::db)?;
+        let id: i64 = row.try_get(0).map_err(FleetError::db)?;
+        let payload = format!("{}{agent}", db::INBOX);
+        tx.execute(db::NOTIFY, &[&self.inner.target.channel(), &payload]).await.map_err(FleetError::db)?;
+        tx.commit().await.map_err(FleetError::db)?;
+        Ok(db::epoch_from_sql(id))
+    }
+
+    /// Agent `agent`'s state, steps, owner and inbox.
+    ///
+    /// # Errors
+    /// [`FleetError::UnknownAgent`], or a database error.
+    pub async fn status(&self, agent: &str) -> Result<AgentStatus, FleetError> {
+        let mut guard = self.client().await?;
+        let client = guard.as_mut().ok_or_else(closed)?;
+        let row = client.query_opt(db::STATUS, &[&agent]).await.map_err(FleetError::db)?;
+        let row = row.ok_or_else(|| FleetError::UnknownAgent(agent.to_owned()))?;
+        let next: i64 = row.try_get(0).map_err(FleetError::db)?;
+        let done: Option<bool> = row.try_get(1).map_err(FleetError::db)?;
+        let epoch: Option<i64> = row.try_get(3).map_err(FleetError::db)?;
+        let unapplied: i64 = row.try_get(5).map_err(FleetError::db)?;
+        Ok(AgentStatus {
+            state: row.try_get(4).map_err(FleetError::db)?,
+            steps: db::epoch_from_sql(next - 1),
+            done: done.unwrap_or(false),
+            worker: row.try_get(2).map_err(FleetError::db)?,
+            assigned: row.try_get(6).map_err(FleetError::db)?,
+            epoch: db::epoch_from_sql(epoch.unwrap_or(0)),
+            unapplied: db::epoch_from_sql(unapplied),
+        })
+    }
+
+    /// The fleet's agents that have not reached their terminal state, sorted.
+    ///
+    /// # Errors
+    /// A database error.
+    pub async fn unfinished(&self) -> Result<Vec<String>, FleetError> {
+        let mut guard = self.client().await?;
+        let client = guard.as_mut().ok_or_else(closed)?;
+        let rows = client
+            .query("SELECT agent FROM leases WHERE NOT done ORDER BY agent", &[])
+            .await
+            .map_err(FleetError::db)?;
+        rows.iter().map(|row| row.try_get(0).map_err(FleetError::db)).collect()
+    }
+
+    /// The fleet's connection, opened again if it closed.
+    async fn client(&self) -> Result<tokio::sync::MutexGuard<'_, Option<Client>>, FleetError> {
+        let mut guard = self.inner.client.lock().await;
+        if guard.as_ref().is_none_or(Client::is_closed) {
+            *guard = Some(self.inner.target.connect(None).await?);
+        }
+        Ok(guard)
+    }
+}
+
+fn closed() -> FleetError {
+    FleetError::Connect("the connection closed".into())
+}
+
+/// Runs `job`, which blocks (the checkpoint store's calls), off the async
+/// threads.
+pub(crate) async fn blocking<R: Send + 'static>(job: impl FnOnce() -> R + Send + 'static) -> Result<R, FleetError> {
+    tokio::task::spawn_blocking(job).await.map_err(|e| FleetError::Database(Box::new(e)))
+}
+
+/// What `CheckpointStore` a worker's agents write through.
+pub(crate) fn fenced(fleet: &Fleet, worker: &str, epoch: u64) -> Arc<dyn CheckpointStore> {
+    Arc::new(fleet.inner.store.fenced(worker, epoch))
+}

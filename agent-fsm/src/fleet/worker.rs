@@ -1,0 +1,456 @@
+//! [`Worker`]: one process's share of the fleet. Its loop registers the
+//! worker and beats, claims agents up to its capacity, renews their leases,
+//! wakes their feeders when their inbox has a new row, handles their ends,
+//! and on shutdown hands them back.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, MissedTickBehavior};
+use tracing::Instrument;
+
+use super::running::{Control, End, Ended, Running, Spawn};
+use super::{Fleet, FleetError, db};
+use crate::StateMachine;
+use crate::runtime::{Effects, ExecutorConfig};
+use crate::store::{Durability, SnapshotPolicy};
+
+/// A worker of a fleet: claims agents, runs them, and hands them back when
+/// it stops. See the [module docs](super) for what it does and guarantees.
+///
+/// ```no_run
+/// # use std::time::Duration;
+/// # use agent_fsm::fleet::{Fleet, Worker};
+/// # fn demo(fleet: &Fleet) {
+/// let worker = Worker::new(fleet, "worker-1").capacity(500).lease(Duration::from_secs(5));
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Worker {
+    fleet: Fleet,
+    id: String,
+    capacity: u32,
+    lease: Duration,
+    poll: Duration,
+    durability: Durability,
+    snapshots: SnapshotPolicy,
+}
+
+/// What a worker did, returned when it stops.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerReport {
+    /// Agents it claimed (an agent claimed twice counts twice).
+    pub claimed: u64,
+    /// Agents it ran to their terminal state.
+    pub finished: u64,
+    /// Agents it lost to another worker (its lease gone, a write fenced)
+    /// or stopped because its renewals failed.
+    pub lost: u64,
+    /// Agents that failed on it (left for a retry a lease later).
+    pub failed: u64,
+    /// Agents it handed back when it stopped.
+    pub handed_back: u64,
+}
+
+impl Worker {
+    /// Worker `id` of `fleet`: 100 agents at most, the fleet's lease, an
+    /// inbox poll every 5 seconds besides notifications, steps written
+    /// [`Durability::BeforeAction`]. The id must be unique among the
+    /// fleet's running workers (a process restarted under the same id takes
+    /// its predecessor's leases over at once).
+    pub fn new(fleet: &Fleet, id: impl Into<String>) -> Self {
+        Self {
+            fleet: fleet.clone(),
+            id: id.into(),
+            capacity: 100,
+            lease: fleet.config().lease,
+            poll: Duration::from_secs(5),
+            durability: Durability::default(),
+            snapshots: SnapshotPolicy::default(),
+        }
+    }
+
+    /// How many agents it runs at most (at least one).
+    #[must_use]
+    pub fn capacity(mut self, capacity: u32) -> Self {
+        self.capacity = capacity.max(1);
+        self
+    }
+
+    /// How long its leases last (at least 30 ms); renewed every third of it.
+    #[must_use]
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(30));
+        self
+    }
+
+    /// How often it looks for inbox rows a lost notification did not
+    /// announce (at least 10 ms).
+    #[must_use]
+    pub fn poll(mut self, poll: Duration) -> Self {
+        self.poll = poll.max(Duration::from_millis(10));
+        self
+    }
+
+    /// When its agents' steps are written.
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// When its agents' snapshots are taken.
+    #[must_use]
+    pub fn snapshots(mut self, policy: SnapshotPolicy) -> Self {
+        self.snapshots = policy;
+        self
+    }
+
+    /// Its id.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Runs the worker until `shutdown` completes, then stops its agents
+    /// and hands them back. `agents` gives the effects and executor
+    /// configuration of each agent it claims, by id; the agent itself comes
+    /// from its checkpoint.
+    ///
+    /// # Errors
+    /// [`FleetError::Connect`] or [`FleetError::Database`] if the worker
+    /// cannot connect or register at start. Once running, database errors
+    /// are logged and retried: a worker cut off from the database for a
+    /// lease stops its agents, and takes agents again once it is back.
+    pub async fn run<M, E, F, S>(self, agents: F, shutdown: S) -> Result<WorkerReport, FleetError>
+    where
+        M: StateMachine + Send + 'static,
+        M::State: Serialize + DeserializeOwned,
+        M::Context: Serialize + DeserializeOwned,
+        M::Event: Serialize + DeserializeOwned + Send + 'static,
+        E: Effects<M>,
+        F: FnMut(&str) -> (E, ExecutorConfig<M>),
+        S: Future<Output = ()>,
+    {
+        let span = tracing::info_span!("fleet_worker", worker = self.id.as_str());
+        Loop::start(self, agents).instrument(span.clone()).await?.run(shutdown).instrument(span).await
+    }
+}
+
+/// The worker's loop and what it keeps.
+struct Loop<M: StateMachine, E: Effects<M>, F> {
+    worker: Worker,
+    agents: F,
+    control: Control,
+    running: HashMap<String, Running<M, E::Output>>,
+    /// Agents that failed here, not claimed again before the instant.
+    resting: HashMap<String, Instant>,
+    ended_tx: mpsc::UnboundedSender<Ended>,
+    ended: mpsc::UnboundedReceiver<Ended>,
+    /// The notifications; `None` while the listening connection is down.
+    notes: Option<(tokio_postgres::Client, mpsc::UnboundedReceiver<String>)>,
+    /// When the leases were last renewed.
+    renewed: Instant,
+    report: WorkerReport,
+}
+
+impl<M, E, F> Loop<M, E, F>
+where
+    M: StateMachine + Send + 'static,
+    M::State: Serialize + DeserializeOwned,
+    M::Context: Serialize + DeserializeOwned,
+    M::Event: Serialize + DeserializeOwned + Send + 'static,
+    E: Effects<M>,
+    F: FnMut(&str) -> (E, ExecutorConfig<M>),
+{
+    async fn start(worker: Worker, agents: F) -> Result<Self, FleetError> {
+        let target = worker.fleet.target().clone();
+        let client = target.connect(None).await?;
+        let notes = target.listen().await?;
+        let capacity = i32::try_from(worker.capacity).unwrap_or(i32::MAX);
+        client.execute(db::REGISTER, &[&worker.id, &capacity]).await.map_err(FleetError::db)?;
+        tracing::info!(capacity = worker.capacity, lease_ms = db::millis(worker.lease), "worker registered");
+        let (ended_tx, ended) = mpsc::unbounded_channel();
+        Ok(Self {
+            worker,
+            agents,
+            control: Control::new(client),
+            running: HashMap::new(),
+            resting: HashMap::new(),
+            ended_tx,
+            ended,
+            notes: Some(notes),
+            renewed: Instant::now(),
+            report: WorkerReport::default(),
+        })
+    }
+
+    async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<WorkerReport, FleetError> {
+        let mut renew = tokio::time::interval(self.worker.lease / 3);
+        renew.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut poll = tokio::time::interval(self.worker.poll);
+        poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut claim = true;
+        tokio::pin!(shutdown);
+        loop {
+            if claim {
+                claim = false;
+                self.claim().await;
+            }
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                Some(ended) = self.ended.recv() => {
+                    // Room for another agent.
+                    claim = self.on_end(ended).await;
+                }
+                note = recv(&mut self.notes) => match note {
+                    Some(note) => claim = self.on_note(&note),
+                    None => {
+                        tracing::warn!("the notification connection closed; polling until it is back");
+                        self.notes = None;
+                    }
+                },
+                _ = renew.tick() => {
+                    self.renew().await;
+                    claim = true;
+                }
+                _ = poll.tick() => self.poll().await,
+            }
+        }
+        Ok(self.hand_back().await)
+    }
+
+    /// Handles a notification; true if agents may be claimable.
+    fn on_note(&mut self, note: &str) -> bool {
+        if let Some(agent) = note.strip_prefix(db::INBOX) {
+            if let Some(running) = self.running.get(agent) {
+                running.wake.notify_one();
+            }
+            false
+        } else {
+            note == db::CLAIM
+        }
+    }
+
+    /// Claims agents up to the worker's capacity and spawns them.
+    async fn claim(&mut self) {
+        let room = (self.worker.capacity as usize).saturating_sub(self.running.len());
+        if room == 0 {
+            return;
+        }
+        let now = Instant::now();
+        self.resting.retain(|_, until| *until > now);
+        let exclude: Vec<&str> = self.running.keys().chain(self.resting.keys()).map(String::as_str).collect();
+        let limit = i64::try_from(room).unwrap_or(i64::MAX);
+        let lease = db::millis(self.worker.lease);
+        let client = self.control.get();
+        let rows = match client.query(db::CLAIM_AGENTS, &[&self.worker.id, &limit, &exclude, &lease]).await {
+            Ok(rows) => rows,
+            Err(error) => {
+                tracing::warn!(%error, "cannot claim agents");
+                return;
+            }
+        };
+        for row in rows {
+            let (Ok(agent), Ok(epoch)) = (row.try_get::<_, String>(0), row.try_get::<_, i64>(1)) else {
+                tracing::error!("a lease row does not read as the schema says");
+                continue;
+            };
+            let epoch = db::epoch_from_sql(epoch);
+            self.report.claimed += 1;
+            tracing::info!(agent = agent.as_str(), epoch, "agent claimed");
+            let (effects, config) = (self.agents)(&agent);
+            let spawn = Spawn {
+                fleet: &self.worker.fleet,
+                control: self.control.clone(),
+                worker: &self.worker.id,
+                agent: agent.clone(),
+                epoch,
+                effects,
+                config,
+                durability: self.worker.durability,
+                snapshots: self.worker.snapshots,
+                ended: self.ended_tx.clone(),
+            };
+            match spawn.start().await {
+                Ok(running) => {
+                    self.running.insert(agent, running);
+                }
+                Err(error) => {
+                    // Its lease expires unrenewed: tried again a lease later.
+                    tracing::error!(agent = agent.as_str(), epoch, %error, "cannot resume the agent");
+                    self.report.failed += 1;
+                    self.resting.insert(agent, Instant::now() + self.worker.lease);
+                }
+            }
+        }
+    }
+
+    /// An agent's run ended; true if the worker has room again.
+    async fn on_end(&mut self, ended: Ended) -> bool {
+        let Ended { agent, epoch, end } = ended;
+        if self.running.get(&agent).is_none_or(|running| running.epoch != epoch) {
+            return false;
+        }
+        match end {
+            End::Terminal => {
+                let client = self.control.get();
+                let done = client.execute(db::DONE, &[&agent, &self.worker.id, &epoch_to_sql(epoch)]).await;
+                match done {
+                    Ok(1) => {
+                        tracing::info!(agent = agent.as_str(), epoch, "agent finished");
+                        self.report.finished += 1;
+                    }
+                    Ok(_) => {
+                        tracing::warn!(agent = agent.as_str(), epoch, "agent finished after its lease moved on");
+                        self.report.lost += 1;
+                    }
+                    Err(error) => {
+                        // The next owner resumes it as it ended, and marks it.
+                        tracing::warn!(agent = agent.as_str(), %error, "cannot mark the agent done");
+                        self.resting.insert(agent.clone(), Instant::now() + self.worker.lease);
+                    }
+                }
+            }
+            End::Stopped => tracing::info!(agent = agent.as_str(), epoch, "agent stopped"),
+            End::Fenced => {
+                tracing::warn!(agent = agent.as_str(), epoch, "agent fenced off: another worker holds it");
+                self.report.lost += 1;
+            }
+            End::Failed(error) => {
+                tracing::error!(agent = agent.as_str(), epoch, %error, "agent failed");
+                self.report.failed += 1;
+                self.resting.insert(agent.clone(), Instant::now() + self.worker.lease);
+            }
+        }
+        self.running.remove(&agent);
+        true
+    }
+
+    /// Beats, and renews the leases of the running agents; drops those it
+    /// lost, and every agent once renewals have failed for a lease.
+    async fn renew(&mut self) {
+        let client = self.control.get();
+        let target = self.worker.fleet.target().clone();
+        if client.is_closed() {
+            match target.connect(None).await {
+                Ok(client) => self.control.set(client),
+                Err(error) => tracing::warn!(%error, "cannot reconnect"),
+            }
+        }
+        if self.notes.is_none() {
+            match target.listen().await {
+                Ok(notes) => self.notes = Some(notes),
+                Err(error) => tracing::warn!(%error, "cannot listen again"),
+            }
+        }
+        let client = self.control.get();
+        let capacity = i32::try_from(self.worker.capacity).unwrap_or(i32::MAX);
+        if let Err(error) = client.execute(db::HEARTBEAT, &[&self.worker.id, &capacity]).await {
+            tracing::warn!(%error, "heartbeat failed");
+        }
+        let (agents, epochs): (Vec<&str>, Vec<i64>) =
+            self.running.iter().map(|(agent, running)| (agent.as_str(), epoch_to_sql(running.epoch))).unzip();
+        let lease = db::millis(self.worker.lease);
+        match client.query(db::RENEW, &[&self.worker.id, &agents, &epochs, &lease]).await {
+            Ok(rows) => {
+                self.renewed = Instant::now();
+                let held: Vec<String> = rows.iter().filter_map(|row| row.try_get(0).ok()).collect();
+                let lost: Vec<String> = self.running.keys().filter(|a| !held.contains(a)).cloned().collect();
+                for agent in lost {
+                    tracing::warn!(agent = agent.as_str(), "lease lost: agent stopped");
+                    self.report.lost += 1;
+                    self.running.remove(&agent);
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot renew the leases");
+                if self.renewed.elapsed() >= self.worker.lease && !self.running.is_empty() {
+                    tracing::error!(agents = self.running.len(), "leases unrenewed for a lease: agents stopped");
+                    self.report.lost += self.running.len() as u64;
+                    self.running.clear();
+                }
+            }
+        }
+    }
+
+    /// The backstop: wakes the feeders of the agents with unapplied rows.
+    async fn poll(&mut self) {
+        if self.running.is_empty() {
+            return;
+        }
+        let agents: Vec<&str> = self.running.keys().map(String::as_str).collect();
+        match self.control.get().query(db::PENDING, &[&agents]).await {
+            Ok(rows) => {
+                for row in rows {
+                    if let Ok(agent) = row.try_get::<_, String>(0)
+                        && let Some(running) = self.running.get(&agent)
+                    {
+                        running.wake.notify_one();
+                    }
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot poll the inbox"),
+        }
+    }
+
+    /// Stops the agents (a pause: their work in flight is performed again
+    /// by the next owner), hands their leases back and wakes the others.
+    async fn hand_back(mut self) -> WorkerReport {
+        let client = self.control.get();
+        if let Err(error) = client.execute(db::STOPPING, &[&self.worker.id]).await {
+            tracing::warn!(%error, "cannot mark the worker stopping");
+        }
+        let lease = self.worker.lease;
+        let stops = self.running.values().map(|running| {
+            let handle = running.handle.clone();
+            async move {
+                // An agent that does not stop within a lease is dropped (a crash).
+                let _ = tokio::time::timeout(lease, handle.shutdown()).await;
+            }
+        });
+        futures::future::join_all(stops).await;
+        // Agents that reached their terminal state meanwhile are marked done.
+        while let Ok(ended) = self.ended.try_recv() {
+            if matches!(ended.end, End::Terminal) {
+                self.on_end(ended).await;
+            }
+        }
+        let count = self.running.len() as u64;
+        self.running.clear();
+        let channel = self.worker.fleet.target().channel();
+        match client.execute(db::RELEASE, &[&self.worker.id]).await {
+            Ok(released) => {
+                tracing::info!(agents = released, "leases handed back");
+                self.report.handed_back += count;
+                if let Err(error) = client.execute(db::NOTIFY, &[&channel, &db::CLAIM]).await {
+                    tracing::warn!(%error, "cannot notify the other workers");
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot hand the leases back: they expire"),
+        }
+        if let Err(error) = client.execute(db::DEREGISTER, &[&self.worker.id]).await {
+            tracing::warn!(%error, "cannot remove the worker's row");
+        }
+        tracing::info!(report = ?self.report, "worker stopped");
+        self.report
+    }
+}
+
+/// The next notification; never, while not listening.
+async fn recv(notes: &mut Option<(tokio_postgres::Client, mpsc::UnboundedReceiver<String>)>) -> Option<String> {
+    match notes {
+        Some((_, rx)) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn epoch_to_sql(epoch: u64) -> i64 {
+    i64::try_from(epoch).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,256 @@
+//! The fleet on a real Postgres server (`AGENT_FSM_PG_URL`, each test in a
+//! schema of its own): two workers share agents with none on both; a worker
+//! frozen past its leases loses its agents to another, which resumes them
+//! from their checkpoints under the next epoch while the frozen one can
+//! no longer write; inbox events sent before and while an agent runs, and
+//! across a hand-over, are applied once each, in order; placement picks
+//! the worker with the most room; a clean shutdown hands agents back at
+//! once.
+
+mod fleet_support;
+
+use std::time::{Duration, SystemTime};
+
+use agent_fsm::fleet::{FleetError, Worker};
+use agent_fsm::store::{CheckpointStore, INPUT_ORIGIN, StepRecord, StoreError};
+use fleet_support::{Db, Event, Job, Proc, taken, until, within};
+
+const LEASE: Duration = Duration::from_millis(900);
+
+/// An event row: its seq, the worker and epoch that wrote it, its origin.
+type Written = (i64, Option<String>, Option<i64>, Option<String>);
+
+/// Sends `Finish` to every agent and waits until all are done.
+async fn finish_all(fleet: &agent_fsm::fleet::Fleet, agents: &[String]) {
+    for agent in agents {
+        within(fleet.send(agent, &Event::Finish)).await.expect("sent");
+    }
+    until("every agent is done", || async { within(fleet.unfinished()).await.expect("reads").is_empty() }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_share_the_agents_and_none_runs_on_both() {
+    let Some(db) = Db::new("two_workers_share") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let a = Proc::start(Worker::new(&fleet, "a").capacity(5).poll(Duration::from_millis(200)));
+    let b = Proc::start(Worker::new(&fleet, "b").capacity(5).poll(Duration::from_millis(200)));
+    let agents: Vec<String> = (0..8).map(|i| format!("job-{i}")).collect();
+    for agent in &agents {
+        within(fleet.create(agent, &Job::new(Vec::new()))).await.expect("created");
+    }
+    until("every agent runs", || async {
+        let mut held = 0;
+        for agent in &agents {
+            held += usize::from(within(fleet.status(agent)).await.expect("reads").worker.is_some());
+        }
+        held == agents.len()
+    })
+    .await;
+    for (i, agent) in agents.iter().enumerate() {
+        within(fleet.send(agent, &Event::Add(u32::try_from(i).expect("small")))).await.expect("sent");
+    }
+    finish_all(&fleet, &agents).await;
+
+    let (on_a, on_b) = (a.spawned(), b.spawned());
+    assert!(on_a.len() <= 5 && on_b.len() <= 5, "{on_a:?} {on_b:?}");
+    assert_eq!(on_a.len() + on_b.len(), agents.len(), "{on_a:?} {on_b:?}");
+    assert!(on_a.iter().all(|agent| !on_b.contains(agent)), "{on_a:?} {on_b:?}");
+    for (i, agent) in agents.iter().enumerate() {
+        assert_eq!(taken(&fleet, agent).await, [u32::try_from(i).expect("small")]);
+        let status = within(fleet.status(agent)).await.expect("reads");
+        assert!(status.done && status.worker.is_none() && status.epoch == 1, "{status:?}");
+        assert_eq!(status.state, "Done");
+    }
+    let (ra, rb) = (a.stop().await, b.stop().await);
+    assert_eq!(ra.finished + rb.finished, 8, "{ra:?} {rb:?}");
+    assert_eq!((ra.lost, rb.lost, ra.failed, rb.failed), (0, 0, 0, 0));
+    assert!(matches!(within(fleet.send("job-0", &Event::Add(1))).await, Err(FleetError::Finished(_))));
+    assert!(matches!(within(fleet.send("nobody", &Event::Add(1))).await, Err(FleetError::UnknownAgent(_))));
+    db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_worker_loses_its_agents_which_resume_elsewhere_under_the_next_epoch() {
+    let Some(db) = Db::new("frozen_worker") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let a = Proc::start(Worker::new(&fleet, "a").capacity(10).poll(Duration::from_millis(200)));
+    within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
+    for n in [1, 2] {
+        within(fleet.send("job", &Event::Add(n))).await.expect("sent");
+    }
+    // A tool that waits: in flight when the worker freezes.
+    within(fleet.send("job", &Event::Work(3))).await.expect("sent");
+    until("the tool runs on a", || async { !a.tools.calls.lock().expect("lock").is_empty() }).await;
+    assert_eq!(taken(&fleet, "job").await, [1, 2]);
+    let before = within(fleet.status("job")).await.expect("reads");
+    assert_eq!((before.worker.as_deref(), before.epoch, before.state.as_str()), (Some("a"), 1, "Working"));
+
+    let thaw = a.freeze();
+    // Sent while its owner is frozen: waits in the inbox, past the tool.
+    for n in [4, 5] {
+        within(fleet.send("job", &Event::Add(n))).await.expect("sent");
+    }
+    let b = Proc::start(Worker::new(&fleet, "b").capacity(10).poll(Duration::from_millis(200)));
+    until("b claims the agent", || async {
+        within(fleet.status("job")).await.expect("reads").worker.as_deref() == Some("b")
+    })
+    .await;
+    let after = within(fleet.status("job")).await.expect("reads");
+    assert_eq!(after.epoch, 2, "{after:?}");
+    // b resumed it from its checkpoint: the tool in flight runs again there.
+    until("the tool runs on b", || async { !b.tools.calls.lock().expect("lock").is_empty() }).await;
+    b.tools.permits.add_permits(1);
+    until("b applied the inbox", || async { taken(&fleet, "job").await.len() == 5 }).await;
+    assert_eq!(taken(&fleet, "job").await, [1, 2, 3, 4, 5]);
+
+    // The frozen worker wakes with its tool done: whatever it tries to
+    // write for the agent now is refused, and it drops the agent.
+    a.tools.permits.add_permits(1);
+    drop(thaw);
+    within(fleet.send("job", &Event::Add(6))).await.expect("sent");
+    until("b applied the last event", || async { taken(&fleet, "job").await.len() == 6 }).await;
+    let stale = fleet.store().fenced("a", 1);
+    let next = stale.agent("job").expect("reads").expect("there").next_seq;
+    let step = StepRecord {
+        seq: next,
+        at: SystemTime::now(),
+        state: "Idle".into(),
+        event: "\"Finish\"".into(),
+        origin: None,
+        finished: Vec::new(),
+        started: Vec::new(),
+        snapshot: None,
+    };
+    let refused = tokio::task::spawn_blocking(move || stale.append("job", &step)).await.expect("joins");
+    assert!(matches!(refused, Err(StoreError::Fenced { .. })), "{refused:?}");
+    finish_all(&fleet, &["job".to_owned()]).await;
+
+    // Every step a's epoch wrote came before every step of b's.
+    let client = db.client().await;
+    let rows = client
+        .query("SELECT seq, worker, epoch, origin FROM events WHERE agent = 'job' ORDER BY seq", &[])
+        .await
+        .expect("reads");
+    let log: Vec<Written> = rows.iter().map(|r| (r.get(0), r.get(1), r.get(2), r.get(3))).collect();
+    let seqs: Vec<i64> = log.iter().map(|r| r.0).collect();
+    assert_eq!(seqs, (1..=i64::try_from(log.len()).expect("small")).collect::<Vec<_>>());
+    let owners: Vec<(Option<&str>, Option<i64>)> = log.iter().map(|r| (r.1.as_deref(), r.2)).collect();
+    let first_b = owners.iter().position(|o| *o == (Some("b"), Some(2))).expect("b wrote");
+    assert!(owners[..first_b].iter().all(|o| *o == (Some("a"), Some(1))), "{owners:?}");
+    assert!(owners[first_b..].iter().all(|o| *o == (Some("b"), Some(2))), "{owners:?}");
+    // Six events from the inbox (and `Finish`), each applied by one step.
+    let inputs = log.iter().filter(|r| r.3.as_deref() == Some(INPUT_ORIGIN)).count();
+    assert_eq!(inputs, 7, "{log:?}");
+    let applied =
+        client.query("SELECT applied_seq FROM inbox WHERE agent = 'job' ORDER BY id", &[]).await.expect("reads");
+    let applied: Vec<Option<i64>> = applied.iter().map(|r| r.get(0)).collect();
+    assert!(applied.iter().all(Option::is_some), "{applied:?}");
+    assert!(applied.windows(2).all(|w| w[0] < w[1]), "{applied:?}");
+
+    let (ra, rb) = (a.stop().await, b.stop().await);
+    assert_eq!(ra.lost, 1, "{ra:?}");
+    assert_eq!((rb.claimed, rb.finished), (1, 1), "{rb:?}");
+    db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbox_events_sent_before_and_while_an_agent_runs_are_applied_once_in_order() {
+    let Some(db) = Db::new("inbox_in_order") else { return };
+    let fleet = db.fleet(LEASE).await;
+    within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
+    // No worker yet: the events wait in the inbox.
+    for n in 1..=5 {
+        within(fleet.send("job", &Event::Add(n))).await.expect("sent");
+    }
+    assert_eq!(within(fleet.status("job")).await.expect("reads").unapplied, 5);
+    // A slow poll: the notifications wake the worker.
+    let a = Proc::start(Worker::new(&fleet, "a").poll(Duration::from_secs(60)));
+    for n in 6..=40 {
+        within(fleet.send("job", &Event::Add(n))).await.expect("sent");
+    }
+    until("every event is applied", || async { within(fleet.status("job")).await.expect("reads").unapplied == 0 })
+        .await;
+    assert_eq!(taken(&fleet, "job").await, (1..=40).collect::<Vec<_>>());
+    let status = within(fleet.status("job")).await.expect("reads");
+    assert_eq!((status.steps, status.state.as_str()), (40, "Idle"));
+    let report = a.stop().await;
+    assert_eq!(report.handed_back, 1, "{report:?}");
+    db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn placement_picks_the_live_worker_with_the_most_room() {
+    let Some(db) = Db::new("placement") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let small = Proc::start(Worker::new(&fleet, "small").capacity(2));
+    let big = Proc::start(Worker::new(&fleet, "big").capacity(4));
+    let client = db.client().await;
+    until("both workers registered", || async {
+        let row = client.query_one("SELECT count(*) FROM workers", &[]).await.expect("reads");
+        row.get::<_, i64>(0) == 2
+    })
+    .await;
+    // Room: big 4, small 2; then 3 and 2; then 2 and 2 (a tie goes to the
+    // first name); then 1 and 2.
+    let mut placed = Vec::new();
+    for i in 0..4 {
+        let agent = format!("job-{i}");
+        let worker = within(fleet.create(&agent, &Job::new(Vec::new()))).await.expect("created").expect("placed");
+        until("the agent runs", || async { within(fleet.status(&agent)).await.expect("reads").worker.is_some() }).await;
+        // Claimed by the worker it was placed on.
+        assert_eq!(within(fleet.status(&agent)).await.expect("reads").worker.as_deref(), Some(worker.as_str()));
+        placed.push(worker);
+    }
+    assert_eq!(placed, ["big", "big", "big", "small"]);
+    assert_eq!((small.spawned().len(), big.spawned().len()), (1, 3));
+    let (rs, rb) = (small.stop().await, big.stop().await);
+    // What small handed back, big may have claimed before it stopped.
+    assert_eq!(rs.handed_back, 1, "{rs:?}");
+    assert_eq!(rb.handed_back, rb.claimed, "{rb:?}");
+    // No live worker: placed on none, for the first to claim.
+    assert_eq!(within(fleet.create("later", &Job::new(Vec::new()))).await.expect("created"), None);
+    db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_shutdown_hands_the_agents_back_before_their_leases_expire() {
+    let Some(db) = Db::new("clean_shutdown") else { return };
+    // Leases far longer than the test may wait.
+    let fleet = db.fleet(Duration::from_secs(600)).await;
+    let a = Proc::start(Worker::new(&fleet, "a"));
+    let agents: Vec<String> = (0..3).map(|i| format!("job-{i}")).collect();
+    for agent in &agents {
+        within(fleet.create(agent, &Job::new(Vec::new()))).await.expect("created");
+        within(fleet.send(agent, &Event::Add(1))).await.expect("sent");
+    }
+    until("a applied every event", || async {
+        let mut left = 0;
+        for agent in &agents {
+            left += within(fleet.status(agent)).await.expect("reads").unapplied;
+        }
+        left == 0
+    })
+    .await;
+    // One agent is mid-tool when a stops: the tool runs again on b.
+    within(fleet.send("job-0", &Event::Work(7))).await.expect("sent");
+    until("the tool runs on a", || async { !a.tools.calls.lock().expect("lock").is_empty() }).await;
+    let b = Proc::start(Worker::new(&fleet, "b"));
+    let report = a.stop().await;
+    assert_eq!(report.handed_back, 3, "{report:?}");
+    until("b holds every agent", || async {
+        let mut on_b = 0;
+        for agent in &agents {
+            let status = within(fleet.status(agent)).await.expect("reads");
+            on_b += usize::from(status.worker.as_deref() == Some("b") && status.epoch == 2);
+        }
+        on_b == agents.len()
+    })
+    .await;
+    b.tools.permits.add_permits(1);
+    until("the tool's result is taken", || async { taken(&fleet, "job-0").await == [1, 7] }).await;
+    finish_all(&fleet, &agents).await;
+    assert_eq!(within(fleet.status("job-1")).await.expect("reads").state, "Done");
+    let report = b.stop().await;
+    assert_eq!(report.finished, 3, "{report:?}");
+    db.drop_schema().await;
+}
