@@ -23,8 +23,11 @@
 //! - [`drive`]: the outside world, giving the agents their tasks and
 //!   approving their calls through the fleet's inbox.
 //! - [`audit`]: the checks of a run, read back from the store.
+//! - [`cluster`]: the worker and driver processes of a run, and the
+//!   guard that kills them.
 
 pub mod audit;
+pub mod cluster;
 pub mod drive;
 pub mod effects;
 

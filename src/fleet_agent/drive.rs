@@ -11,7 +11,7 @@ use postgres::Client;
 use super::Event;
 
 /// What a drive sent.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Driven {
     /// Tasks sent, one per agent.
     pub tasks: usize,
