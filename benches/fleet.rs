@@ -27,7 +27,7 @@ use agent_fsm::store::{CheckpointStore, Durable, SqliteStore};
 use agent_fsm_examples::fleet_agent::audit::connect;
 use agent_fsm_examples::fleet_agent::cluster::{
     ChildSpec, Processes, Role, URL_ENV, WorkerOutcome, agent_ids, child_spec, create_agents, drop_schema,
-    fresh_schema, holding, progress, read_outcome, run_child, wait_until, workers,
+    fresh_schema, progress, read_outcome, run_child, wait_until, workers,
 };
 use agent_fsm_examples::fleet_agent::drive::task_for;
 use agent_fsm_examples::fleet_agent::{FleetAgent, FleetEffects, Plan, Probe, ScriptedModel};
@@ -72,12 +72,20 @@ fn main() {
     println!("one connection, one row per commit: {:.0} commits/s", commit_rate(&mut db));
     println!();
     println!(
-        "| run | steps/s | checkpoint wait p50 | p99 | CPU busy (of 2 cores) | workers' CPU | postgres CPU | commits/s |"
+        "| run | steps/s | checkpoint wait p50 | p99 | agents' CPU / step | postgres CPU / step \
+         | both, of 2 cores | machine busy | commits/s |"
     );
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     sqlite_run(total);
     for workers in [1, 2, 4] {
-        fleet_run(&url, workers, total);
+        fleet_run(&url, workers, total, "");
+    }
+    // The same without waiting for the WAL flush at each commit (a
+    // session setting of the workers' connections): what the commits'
+    // fsync costs.
+    let no_flush = format!("{url}{}options=-c%20synchronous_commit%3Doff", if url.contains('?') { '&' } else { '?' });
+    for workers in [1, 4] {
+        fleet_run(&no_flush, workers, total, ", synchronous_commit=off");
     }
     println!();
     recovery_run(&url);
@@ -150,6 +158,8 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
     sorted[i] as f64 / 1000.0
 }
 
+/// One line of the table: `ours` is the CPU time of this run's own
+/// processes (the workers, or this one), beside the server's.
 #[allow(clippy::too_many_arguments)]
 fn row(
     run: &str,
@@ -163,18 +173,19 @@ fn row(
 ) {
     waits.sort_unstable();
     let secs = elapsed.as_secs_f64();
-    let cores = (after.all - before.all) / secs;
+    let postgres = after.postgres - before.postgres;
+    let per_step = |cpu: f64| 1000.0 * cpu / total as f64;
     println!(
-        "| {run} | {:.0} | {:.2} ms | {:.2} ms | {:.0}% | {:.2} s | {:.2} s | {} |",
+        "| {run} | {:.0} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.0}% | {:.0}% | {} |",
         total as f64 / secs,
         percentile(&waits, 0.5),
         percentile(&waits, 0.99),
+        per_step(ours),
+        per_step(postgres),
+        100.0 * (ours + postgres) / (2.0 * secs),
         100.0 * (after.busy - before.busy) / (after.all - before.all).max(f64::MIN_POSITIVE),
-        ours,
-        after.postgres - before.postgres,
         commits.map_or("-".to_owned(), |c| format!("{:.0}", c / secs)),
     );
-    let _ = cores;
 }
 
 /// The same agents in this process, each a `Durable` agent on one SQLite
@@ -215,7 +226,7 @@ fn us(waits: Vec<Duration>) -> Vec<u64> {
 /// A fleet of `n` worker processes: the agents created and given their
 /// tasks first, then the workers started; timed from their start to the
 /// last agent done.
-fn fleet_run(url: &str, n: usize, total: u64) {
+fn fleet_run(url: &str, n: usize, total: u64, note: &str) {
     let schema = fresh_schema("fleet_bench");
     let dir = tempfile::tempdir().expect("a temp dir");
     let runtime =
@@ -258,7 +269,7 @@ fn fleet_run(url: &str, n: usize, total: u64) {
         let outcome: WorkerOutcome = read_outcome(&dir.path().join(format!("{name}.json"))).expect("an outcome");
         waits.extend(outcome.waits_us);
     }
-    let label = format!("{n} worker process{}, Postgres", if n == 1 { "" } else { "es" });
+    let label = format!("{n} worker process{}, Postgres{note}", if n == 1 { "" } else { "es" });
     row(&label, total, elapsed, waits, before, after, after.ours, Some(commits));
     drop(procs);
     drop_schema(&mut db, &schema).expect("drops");
@@ -334,7 +345,6 @@ fn recovery_run(url: &str) {
         at(0.5),
         at(1.0)
     );
-    let _ = holding;
     drop(procs);
     drop_schema(&mut db, &schema).expect("drops");
 }
