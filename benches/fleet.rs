@@ -114,9 +114,8 @@ struct Cpu {
     postgres: f64,
 }
 
-fn ticks() -> f64 {
-    100.0
-}
+/// Clock ticks a second in `/proc` (Linux's `USER_HZ`).
+const TICKS: f64 = 100.0;
 
 fn cpu(pids: &[u32]) -> Cpu {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
@@ -130,16 +129,16 @@ fn cpu(pids: &[u32]) -> Cpu {
         let name = name.split_once('(')?.1.to_owned();
         let f: Vec<&str> = rest.split_whitespace().collect();
         let used = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-        Some((name, used / ticks()))
+        Some((name, used / TICKS))
     };
-    let mut cpu = Cpu { busy: (all - idle) / ticks(), all: all / ticks(), ..Cpu::default() };
+    let mut cpu = Cpu { busy: (all - idle) / TICKS, all: all / TICKS, ..Cpu::default() };
     cpu.ours = pids.iter().filter_map(|pid| process(&pid.to_string())).map(|(_, used)| used).sum();
     if let Ok(dir) = std::fs::read_dir("/proc") {
         for entry in dir.flatten() {
-            if let Some((name, used)) = process(&entry.file_name().to_string_lossy()) {
-                if name == "postgres" {
-                    cpu.postgres += used;
-                }
+            if let Some((name, used)) = process(&entry.file_name().to_string_lossy())
+                && name == "postgres"
+            {
+                cpu.postgres += used;
             }
         }
     }

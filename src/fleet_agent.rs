@@ -71,7 +71,7 @@ impl Plan {
                 let ordinal = turn * self.calls_per_turn + i + 1;
                 Call {
                     id: format!("t{turn}.c{i}"),
-                    needs_approval: self.approve_every != 0 && ordinal % self.approve_every == 0,
+                    needs_approval: self.approve_every != 0 && ordinal.is_multiple_of(self.approve_every),
                 }
             })
             .collect()
