@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use agent_fsm::runtime::ExecutorConfig;
 use agent_fsm::store::{Durable, MemoryStore, restore};
-use agent_fsm_examples::fleet_agent::{Applied, Call, Event, FleetAgent, FleetEffects, Ledger, Plan, State};
+use agent_fsm_examples::fleet_agent::{Applied, Call, Event, FleetAgent, FleetEffects, Ledger, Plan, Probe, State};
 
 fn ledger(state: &State) -> &Ledger {
     state.ledger()
@@ -19,8 +19,9 @@ async fn the_tool_loop_ends_done_with_each_approval_and_result_once() {
     let plan = Plan { turns: 3, calls_per_turn: 2, approve_every: 3 };
     let store = Arc::new(MemoryStore::new());
     let durable = Durable::new(store.clone(), "a1");
-    let (handle, _) =
-        durable.spawn(|| FleetAgent::new(plan), FleetEffects::default(), ExecutorConfig::new()).expect("spawns");
+    let probe = Probe::new();
+    let effects = FleetEffects::default().with_probe(probe.clone());
+    let (handle, _) = durable.spawn(|| FleetAgent::new(plan), effects, ExecutorConfig::new()).expect("spawns");
     handle.send(Event::Begin { task: "sort the files".into() }).await.expect("sends");
     let mut sent = 0;
     let run = async {
@@ -56,6 +57,9 @@ async fn the_tool_loop_ends_done_with_each_approval_and_result_once() {
     let calls: Vec<String> = plan.calls().into_iter().map(|c| c.id).collect();
     assert_eq!(ledger.tools, calls);
     assert!(ledger.strays.is_empty(), "{:?}", ledger.strays);
+    // One wait measured per task: a model reply per turn, a run per call.
+    assert_eq!(probe.take().len(), 3 + 6);
+    assert!(probe.take().is_empty(), "taken");
 }
 
 #[test]
