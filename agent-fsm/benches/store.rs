@@ -1,6 +1,9 @@
 //! What a checkpoint costs per step: appends per second with no store
-//! (`handle_event` alone), the in-memory store and SQLite with
-//! `synchronous=FULL` and `NORMAL`, and the bytes a step adds to the store
+//! (`handle_event` alone), the in-memory store, SQLite with
+//! `synchronous=FULL` and `NORMAL` and, when `AGENT_FSM_PG_URL` names a
+//! server (feature `postgres`), Postgres over loopback with
+//! `synchronous_commit` on and off; the latency of one
+//! append (p50, p99) in each store; and the bytes a step adds to the store
 //! as a conversation grows.
 //!
 //! The machine is a chat agent whose context keeps every message (about
@@ -17,7 +20,11 @@
 //! size of one snapshot at that length, which a store that rewrote the
 //! machine every step would pay per step.
 //!
-//! Run: `cargo bench -p agent-fsm --features sqlite --bench store -- --quick`.
+//! The latencies are printed before the timings too: 2,000 steps through
+//! each store, each timed alone, after 200 to warm up.
+//!
+//! Run: `cargo bench -p agent-fsm --features sqlite,postgres --bench store -- --quick`
+//! (with `export AGENT_FSM_PG_URL=$(scripts/postgres.sh)` for Postgres).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -136,7 +143,68 @@ fn sqlite(dir: &Path, name: &str, synchronous: Synchronous) -> SqliteStore {
     SqliteStore::open_with(dir.join(name), SqliteConfig::default().synchronous(synchronous)).expect("open")
 }
 
-fn appends(c: &mut Criterion) {
+/// The Postgres store the bench runs on, in a schema of its own (dropped
+/// by [`drop_pg`]), or `None`, said in one line, without a server.
+#[cfg(feature = "postgres")]
+fn postgres(synchronous_commit: bool) -> Option<agent_fsm::store::PgStore> {
+    let Some(url) = std::env::var("AGENT_FSM_PG_URL").ok().filter(|u| !u.is_empty()) else {
+        eprintln!("postgres: skipped (AGENT_FSM_PG_URL is not set; scripts/postgres.sh starts a server)");
+        return None;
+    };
+    let config =
+        agent_fsm::store::PgConfig::new(url).schema(pg_schema()).pool_size(1).synchronous_commit(synchronous_commit);
+    Some(agent_fsm::store::PgStore::connect_with(config).expect("the Postgres server connects"))
+}
+
+#[cfg(feature = "postgres")]
+fn pg_schema() -> String {
+    format!("bench_store_{}", std::process::id())
+}
+
+/// Drops the bench's schema.
+#[cfg(feature = "postgres")]
+fn drop_pg() {
+    if let Ok(url) = std::env::var("AGENT_FSM_PG_URL")
+        && let Ok(mut client) = postgres::Client::connect(&url, postgres::NoTls)
+    {
+        let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", pg_schema()));
+    }
+}
+
+/// Appends per second and the latency of one append (p50, p99) in each
+/// store, printed: `STEPS` steps of one conversation per store, each timed
+/// alone, after `WARM` untimed ones.
+fn latencies(stores: &[(&str, &dyn CheckpointStore)]) {
+    const WARM: u64 = 200;
+    const STEPS: u64 = 2_000;
+    eprintln!("store          appends/s   p50 µs   p99 µs");
+    for (n, (name, store)) in stores.iter().enumerate() {
+        let mut times = Vec::with_capacity(STEPS as usize);
+        let mut agent = None;
+        for i in 0..WARM + STEPS {
+            if i % ROTATE == 0 {
+                let machine = Chat::new(Convo::default());
+                let id = format!("latency-{n}-{i}");
+                agent = Some((Journal::create(*store, &id, &machine).expect("create"), machine));
+            }
+            let Some((journal, machine)) = agent.as_mut() else { unreachable!() };
+            let event = event(i % ROTATE, machine);
+            let start = Instant::now();
+            step(*store, journal, machine, event);
+            if i >= WARM {
+                times.push(start.elapsed());
+            }
+        }
+        let total: Duration = times.iter().sum();
+        times.sort_unstable();
+        let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e6;
+        eprintln!("{name:<14} {:>9.0}  {:>7.0}  {:>7.0}", times.len() as f64 / total.as_secs_f64(), at(0.5), at(0.99));
+    }
+}
+
+/// Criterion's appends per second in each store (`pg`: the Postgres
+/// stores, when there is a server).
+fn appends(c: &mut Criterion, pg: &[(&str, &dyn CheckpointStore)]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut group = c.benchmark_group("append");
     group.throughput(Throughput::Elements(1));
@@ -161,6 +229,9 @@ fn appends(c: &mut Criterion) {
     group.bench_function("sqlite_normal", |b| b.iter_custom(|iters| run(&normal, iters, &mut round)));
     let full = sqlite(dir.path(), "full.db", Synchronous::Full);
     group.bench_function("sqlite_full", |b| b.iter_custom(|iters| run(&full, iters, &mut round)));
+    for (name, pg) in pg {
+        group.bench_function(*name, |b| b.iter_custom(|iters| run(*pg, iters, &mut round)));
+    }
     group.finish();
 }
 
@@ -210,7 +281,24 @@ fn bytes_per_step() {
 
 fn main() {
     bytes_per_step();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let normal = sqlite(dir.path(), "normal.db", Synchronous::Normal);
+    let full = sqlite(dir.path(), "full.db", Synchronous::Full);
+    let memory = MemoryStore::new();
+    #[cfg(feature = "postgres")]
+    let pg = [("postgres", postgres(true)), ("postgres_async", postgres(false))];
+    #[cfg(feature = "postgres")]
+    let pg: Vec<(&str, &dyn CheckpointStore)> =
+        pg.iter().filter_map(|(name, pg)| Some((*name, pg.as_ref()? as &dyn CheckpointStore))).collect();
+    #[cfg(not(feature = "postgres"))]
+    let pg: Vec<(&str, &dyn CheckpointStore)> = Vec::new();
+    let mut stores: Vec<(&str, &dyn CheckpointStore)> =
+        vec![("memory", &memory), ("sqlite_normal", &normal), ("sqlite_full", &full)];
+    stores.extend(pg.iter().copied());
+    latencies(&stores);
     let mut c = Criterion::default().configure_from_args();
-    appends(&mut c);
+    appends(&mut c, &pg);
     c.final_summary();
+    #[cfg(feature = "postgres")]
+    drop_pg();
 }

@@ -254,3 +254,50 @@ async fn a_clean_shutdown_hands_the_agents_back_before_their_leases_expire() {
     assert_eq!(report.finished, 3, "{report:?}");
     db.drop_schema().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_skips_a_lease_locked_by_a_write_in_flight() {
+    let Some(db) = Db::new("claim_skips_locked") else { return };
+    let fleet = db.fleet(LEASE).await;
+    for agent in ["a0", "a1"] {
+        within(fleet.create(agent, &Job::new(Vec::new()))).await.expect("created");
+    }
+    // A fenced write of a0 in flight holds its lease row, shared.
+    let mut client = db.client().await;
+    let write = client.transaction().await.expect("begins");
+    write.execute("SELECT 1 FROM leases WHERE agent = 'a0' FOR SHARE", &[]).await.expect("locks");
+    let w = Proc::start(Worker::new(&fleet, "w"));
+    until("a1 is claimed while a0 is locked", || async {
+        within(fleet.status("a1")).await.expect("reads").worker.as_deref() == Some("w")
+    })
+    .await;
+    assert_eq!(within(fleet.status("a0")).await.expect("reads").worker, None);
+    write.rollback().await.expect("ends");
+    until("a0 is claimed once free", || async {
+        within(fleet.status("a0")).await.expect("reads").worker.as_deref() == Some("w")
+    })
+    .await;
+    let report = w.stop().await;
+    assert_eq!(report.claimed, 2, "{report:?}");
+    db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_placed_on_a_full_worker_is_taken_by_another_a_lease_later() {
+    let Some(db) = Db::new("placed_on_full") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let full = Proc::start(Worker::new(&fleet, "full").capacity(1));
+    within(fleet.create("x", &Job::new(Vec::new()))).await.expect("created");
+    until("x runs", || async { within(fleet.status("x")).await.expect("reads").worker.is_some() }).await;
+    // The only live worker, though it has no room.
+    assert_eq!(within(fleet.create("y", &Job::new(Vec::new()))).await.expect("created").as_deref(), Some("full"));
+    let free = Proc::start(Worker::new(&fleet, "free"));
+    until("y runs on the free worker", || async {
+        within(fleet.status("y")).await.expect("reads").worker.as_deref() == Some("free")
+    })
+    .await;
+    let (rf, rr) = (full.stop().await, free.stop().await);
+    assert_eq!((rf.claimed, rf.handed_back), (1, 1), "{rf:?}");
+    assert!(rr.claimed >= 1, "{rr:?}");
+    db.drop_schema().await;
+}

@@ -141,6 +141,12 @@
 //!   and continues with its work in flight, its timers (for the time they
 //!   had left) and its pending sends
 //!   ([`store::Durable`](crate::store::Durable)).
+//! - **In a fleet, one worker writes for an agent per epoch, and the inbox
+//!   is applied exactly once, in order**: each claim raises the lease's
+//!   epoch and every write is fenced by it, so a worker paused past its
+//!   lease never writes again for an agent another worker claimed; an
+//!   event sent to an agent is applied by exactly one step, in the order
+//!   sent, across hand-overs ([`fleet`](crate::fleet)).
 //!
 //! # Models and tools
 //!
@@ -168,7 +174,8 @@
 //!   ([`store::Durable`](crate::store::Durable)) performs again, after a
 //!   crash, the tasks and streams whose end it had not written, under the
 //!   same key; a tool that must not act twice deduplicates by it. Events
-//!   still in the inbox when an agent stops are not written.
+//!   still in the inbox when an agent stops are not written. In a fleet,
+//!   the agents of a worker that died wait for their leases to expire.
 //! - **Cancellation waits for an `.await`**: a cancelled task stops at its
 //!   next `.await`; blocking work in between runs to its end.
 //! - **Task results come in completion order**: a machine that needs call

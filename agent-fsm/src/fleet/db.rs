@@ -122,7 +122,9 @@ WHERE a.agent = $1";
 
 /// The lease row of a new agent, placed on the live worker with the most
 /// room (capacity less the agents placed on it and not done); none if no
-/// worker is live. $1 agent, $2 how old a heartbeat may be (ms).
+/// worker is live. $1 agent, $2 the lease (ms): how old a live worker's
+/// heartbeat may be, and how long the placement holds (an agent its worker
+/// has not claimed within a lease, being full, say, is anyone's).
 pub(crate) const PLACE: &str = "
 WITH target AS (
     SELECT w.worker FROM workers w
@@ -130,7 +132,9 @@ WITH target AS (
     ORDER BY w.capacity - (SELECT count(*) FROM leases l WHERE l.assigned = w.worker AND NOT l.done) DESC, w.worker
     LIMIT 1
 )
-INSERT INTO leases (agent, assigned) VALUES ($1, (SELECT worker FROM target))
+INSERT INTO leases (agent, assigned, expires_at)
+SELECT $1, worker, CASE WHEN worker IS NULL THEN NULL ELSE now() + $2::bigint * interval '1 millisecond' END
+FROM (SELECT (SELECT worker FROM target) AS worker) AS placed
 ON CONFLICT (agent) DO NOTHING
 RETURNING assigned";
 
@@ -149,7 +153,8 @@ ON CONFLICT (worker) DO UPDATE SET heartbeat = now() WHERE NOT workers.stopping"
 /// already), each under its lease's next epoch, for $4 ms: first those
 /// placed on it, then those nobody holds whose placement is void (no
 /// worker, or one that is stopping or silent for longer than a lease), then
-/// those whose lease expired, and those an earlier life of this worker held.
+/// those whose lease (or placement) expired, and those an earlier life of
+/// this worker held.
 /// `SKIP LOCKED`: two workers claiming at once never wait for each other,
 /// and never both take one agent (the row lock and the epoch's increment
 /// decide); a lease locked by a write in flight is left for the next round.

@@ -30,12 +30,12 @@
 //! let url = "postgres://agent_fsm@127.0.0.1:54329/agent_fsm";
 //! let fleet = Fleet::connect(FleetConfig::new(url)).await?;
 //!
-//! // In each worker process: run the agents this worker claims until
-//! // ctrl-c, then hand them back.
+//! // In each worker process: run the agents this worker claims until told
+//! // to stop (a signal, say), then hand them back.
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
 //! let worker = Worker::new(&fleet, "worker-1").capacity(100);
-//! let shutdown = async { let _ = tokio::signal::ctrl_c().await; };
-//! # let shutdown = async {};
-//! let running = tokio::spawn(worker.run(|_agent: &str| ((), ExecutorConfig::<Counter>::new()), shutdown));
+//! let effects = |_agent: &str| ((), ExecutorConfig::<Counter>::new());
+//! let running = tokio::spawn(worker.run(effects, async { let _ = stopped.await; }));
 //!
 //! // From any process: add an agent (placed on the worker with the most
 //! // room), send it events, read its status.
@@ -44,7 +44,10 @@
 //! fleet.send("counter-1", &Event::Stop).await?;
 //! let status = fleet.status("counter-1").await?;
 //! println!("{} after {} steps, done: {}", status.state, status.steps, status.done);
-//! # drop(running);
+//!
+//! let _ = stop.send(());
+//! let report = running.await.expect("the worker did not panic")?;
+//! println!("{report:?}");
 //! # Ok(())
 //! # }
 //! ```
@@ -63,7 +66,7 @@
 //!
 //! - It registers in `workers` and beats every lease/3; agents are placed
 //!   ([`Fleet::create`]) on the live worker with the most room (capacity
-//!   less the agents placed on it), and it is woken by a `NOTIFY`.
+//!   less the agents placed on it), which is woken by a `NOTIFY`.
 //! - It claims agents up to its capacity with `SELECT .. FOR UPDATE SKIP
 //!   LOCKED`, raising each lease's epoch: first those placed on it, then
 //!   those nobody holds, then those whose lease expired. Each claimed agent
@@ -82,15 +85,16 @@
 //!   and its lease left to expire, so that it is tried again, elsewhere or
 //!   here, a lease later.
 //! - When the shutdown future completes, it stops its agents (a stop is a
-//!   pause: see [`Durable`](crate::store::Durable)), hands their leases
-//!   back and notifies the others, which claim them at once.
+//!   pause: see [`Durable`](crate::store::Durable); a configured shutdown
+//!   event is delivered, its action performed and not written), hands their
+//!   leases back and notifies the others, which claim them at once.
 //!
 //! # Guarantees
 //!
 //! - **One owner per epoch.** A lease is claimed by one worker at a time,
 //!   each claim raising its epoch, and every write of the agent's steps
 //!   carries the worker and epoch and is refused
-//!   ([`StoreError::Fenced`](crate::store::StoreError::Fenced)) unless the
+//!   ([`StoreError::Fenced`]) unless the
 //!   lease still says so. A worker paused past its lease (a `SIGSTOP`, a
 //!   long GC-like stall, a network cut) and resumed can never write for an
 //!   agent another worker has claimed since: its copy of the agent stops
@@ -116,8 +120,10 @@
 //!   third of a lease until another worker looks): the lease is the time
 //!   to recovery. A clean shutdown hands them over at once.
 //! - **Placement is a hint.** Two agents created at once may be placed on
-//!   one worker by the same count, and a worker takes any claimable agent
-//!   once its own placements are running.
+//!   one worker by the same count; an agent its worker does not claim
+//!   within a lease (the worker is full, say) is taken by any worker with
+//!   room, and a worker takes any agent nobody holds once its own
+//!   placements run.
 //! - **Order across senders** is the order in which their sends committed.
 //!   A machine with `#[during_work]` events takes some inbox events before
 //!   older ones held back; the inbox counts steps in delivery order, so in

@@ -19,6 +19,10 @@ use crate::StateMachine;
 use crate::runtime::{Effects, ExecutorConfig};
 use crate::store::{Durability, SnapshotPolicy};
 
+/// How many agents a worker claims at once, between two looks at its
+/// renewals and notifications.
+const CLAIM_BATCH: usize = 32;
+
 /// A worker of a fleet: claims agents, runs them, and hands them back when
 /// it stops. See the [module docs](super) for what it does and guarantees.
 ///
@@ -198,29 +202,29 @@ where
         let mut claim = true;
         tokio::pin!(shutdown);
         loop {
-            if claim {
-                claim = false;
-                self.claim().await;
-            }
+            // Renewals come first: however busy the worker is with
+            // notifications or claims, its leases must not lapse.
             tokio::select! {
                 biased;
                 () = &mut shutdown => break,
+                _ = renew.tick() => {
+                    self.renew().await;
+                    claim = true;
+                }
                 Some(ended) = self.ended.recv() => {
                     // Room for another agent.
-                    claim = self.on_end(ended).await;
+                    claim |= self.on_end(ended).await;
                 }
                 note = recv(&mut self.notes) => match note {
-                    Some(note) => claim = self.on_note(&note),
+                    Some(note) => claim |= self.on_note(&note),
                     None => {
                         tracing::warn!("the notification connection closed; polling until it is back");
                         self.notes = None;
                     }
                 },
-                _ = renew.tick() => {
-                    self.renew().await;
-                    claim = true;
-                }
                 _ = poll.tick() => self.poll().await,
+                // Nothing else is ready: claim, a batch at a time.
+                () = std::future::ready(()), if claim => claim = self.claim().await,
             }
         }
         Ok(self.hand_back().await)
@@ -238,11 +242,12 @@ where
         }
     }
 
-    /// Claims agents up to the worker's capacity and spawns them.
-    async fn claim(&mut self) {
-        let room = (self.worker.capacity as usize).saturating_sub(self.running.len());
+    /// Claims agents up to the worker's capacity, at most [`CLAIM_BATCH`],
+    /// and spawns them; true if it may find more at once.
+    async fn claim(&mut self) -> bool {
+        let room = (self.worker.capacity as usize).saturating_sub(self.running.len()).min(CLAIM_BATCH);
         if room == 0 {
-            return;
+            return false;
         }
         let now = Instant::now();
         self.resting.retain(|_, until| *until > now);
@@ -254,9 +259,11 @@ where
             Ok(rows) => rows,
             Err(error) => {
                 tracing::warn!(%error, "cannot claim agents");
-                return;
+                return false;
             }
         };
+        let full = rows.len() == room;
+        let mut spawns = Vec::with_capacity(rows.len());
         for row in rows {
             let (Ok(agent), Ok(epoch)) = (row.try_get::<_, String>(0), row.try_get::<_, i64>(1)) else {
                 tracing::error!("a lease row does not read as the schema says");
@@ -266,19 +273,27 @@ where
             self.report.claimed += 1;
             tracing::info!(agent = agent.as_str(), epoch, "agent claimed");
             let (effects, config) = (self.agents)(&agent);
-            let spawn = Spawn {
+            spawns.push(Spawn {
                 fleet: &self.worker.fleet,
                 control: self.control.clone(),
                 worker: &self.worker.id,
-                agent: agent.clone(),
+                agent,
                 epoch,
                 effects,
                 config,
                 durability: self.worker.durability,
                 snapshots: self.worker.snapshots,
                 ended: self.ended_tx.clone(),
-            };
-            match spawn.start().await {
+            });
+        }
+        // Resumed side by side: each reads its checkpoint.
+        let started = futures::future::join_all(spawns.into_iter().map(|spawn| {
+            let (agent, epoch) = (spawn.agent.clone(), spawn.epoch);
+            async move { (agent, epoch, spawn.start().await) }
+        }))
+        .await;
+        for (agent, epoch, result) in started {
+            match result {
                 Ok(running) => {
                     self.running.insert(agent, running);
                 }
@@ -290,6 +305,7 @@ where
                 }
             }
         }
+        full
     }
 
     /// An agent's run ended; true if the worker has room again.

@@ -89,19 +89,32 @@ pub struct PgConfig {
     pub schema: String,
     /// How many connections (and threads) the store keeps.
     pub pool_size: usize,
+    /// Whether a commit waits for the server's write-ahead log to reach
+    /// the disk (Postgres's `synchronous_commit`), the default. Off, a
+    /// step is committed sooner and may be lost if the server crashes
+    /// right after (never half of one): as SQLite's `synchronous=NORMAL`.
+    pub synchronous_commit: bool,
 }
 
 impl PgConfig {
-    /// The server at `url`, schema `agent_fsm`, 4 connections.
+    /// The server at `url`, schema `agent_fsm`, 4 connections, commits
+    /// waiting for the disk.
     #[must_use]
     pub fn new(url: impl Into<String>) -> Self {
-        Self { url: url.into(), schema: "agent_fsm".to_owned(), pool_size: 4 }
+        Self { url: url.into(), schema: "agent_fsm".to_owned(), pool_size: 4, synchronous_commit: true }
     }
 
     /// This configuration with the tables in schema `schema`.
     #[must_use]
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
+        self
+    }
+
+    /// This configuration with commits waiting for the disk, or not.
+    #[must_use]
+    pub fn synchronous_commit(mut self, on: bool) -> Self {
+        self.synchronous_commit = on;
         self
     }
 
@@ -153,7 +166,13 @@ impl PgStore {
         if pg.get_application_name().is_none() {
             pg.application_name("agent-fsm");
         }
-        let pool = Pool::start(pg, &config.schema, config.pool_size)?;
+        // Every statement names its tables unqualified: the schema is each
+        // connection's search path.
+        let mut setup = format!("SET search_path TO {}", quote_ident(&config.schema));
+        if !config.synchronous_commit {
+            setup.push_str("; SET synchronous_commit TO off");
+        }
+        let pool = Pool::start(pg, &setup, config.pool_size)?;
         let schema = config.schema.clone();
         pool.run(move |client, _| schema::migrate(client, &schema))?;
         Ok(Self { pool: Arc::new(pool), config: Arc::new(config), fence: None })

@@ -18,7 +18,6 @@ use std::thread;
 
 use postgres::{Client, GenericClient, NoTls, Statement};
 
-use super::quote_ident;
 use crate::store::StoreError;
 
 /// A job for a connection thread.
@@ -50,7 +49,8 @@ impl Statements {
 /// again after it broke, and its prepared statements.
 pub(crate) struct Conn {
     config: Arc<postgres::Config>,
-    schema: Arc<str>,
+    /// The statements each new connection runs first (its search path).
+    setup: Arc<str>,
     client: Option<Client>,
     statements: Statements,
 }
@@ -63,9 +63,7 @@ impl Conn {
             self.client = None;
             self.statements = Statements::default();
             let mut client = self.config.connect(NoTls).map_err(read_err)?;
-            // Every statement names its tables unqualified: the schema is
-            // the connection's search path.
-            client.batch_execute(&format!("SET search_path TO {}", quote_ident(&self.schema))).map_err(read_err)?;
+            client.batch_execute(&self.setup).map_err(read_err)?;
             self.client = Some(client);
         }
         match &mut self.client {
@@ -79,29 +77,28 @@ impl Conn {
 /// store sharing the pool is dropped, with the channel).
 pub(crate) struct Pool {
     jobs: Sender<Job>,
-    schema: Arc<str>,
     size: usize,
 }
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool").field("schema", &self.schema).field("size", &self.size).finish_non_exhaustive()
+        f.debug_struct("Pool").field("size", &self.size).finish_non_exhaustive()
     }
 }
 
 impl Pool {
     /// Starts `size` connection threads (at least one). They connect on
-    /// their first job.
-    pub(crate) fn start(config: postgres::Config, schema: &str, size: usize) -> Result<Self, StoreError> {
+    /// their first job, and run `setup` on each new connection.
+    pub(crate) fn start(config: postgres::Config, setup: &str, size: usize) -> Result<Self, StoreError> {
         let size = size.max(1);
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
         let config = Arc::new(config);
-        let schema: Arc<str> = Arc::from(schema);
+        let setup: Arc<str> = Arc::from(setup);
         for i in 0..size {
             let conn = Conn {
                 config: Arc::clone(&config),
-                schema: Arc::clone(&schema),
+                setup: Arc::clone(&setup),
                 client: None,
                 statements: Statements::default(),
             };
@@ -111,7 +108,7 @@ impl Pool {
                 .spawn(move || serve(&queue, conn))
                 .map_err(|e| StoreError::Read(Box::new(e)))?;
         }
-        Ok(Self { jobs, schema, size })
+        Ok(Self { jobs, size })
     }
 
     /// Runs `job` on a connection thread and waits for its result. The
