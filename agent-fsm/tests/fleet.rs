@@ -4,8 +4,10 @@
 //! from their checkpoints under the next epoch while the frozen one can
 //! no longer write; inbox events sent before and while an agent runs, and
 //! across a hand-over, are applied once each, in order; placement picks
-//! the worker with the most room; a clean shutdown hands agents back at
-//! once.
+//! the worker with the most room, and an agent placed on a full worker goes
+//! to another a lease later; a clean shutdown hands agents back at once; a
+//! claim skips a lease a write in flight holds; a live worker keeps its
+//! agents for many leases.
 
 mod fleet_support;
 
@@ -299,5 +301,36 @@ async fn an_agent_placed_on_a_full_worker_is_taken_by_another_a_lease_later() {
     let (rf, rr) = (full.stop().await, free.stop().await);
     assert_eq!((rf.claimed, rf.handed_back), (1, 1), "{rf:?}");
     assert!(rr.claimed >= 1, "{rr:?}");
+    db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_worker_keeps_its_agents_for_many_leases() {
+    let Some(db) = Db::new("keeps_its_agents") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let a = Proc::start(Worker::new(&fleet, "a"));
+    let agents: Vec<String> = (0..3).map(|i| format!("job-{i}")).collect();
+    for agent in &agents {
+        within(fleet.create(agent, &Job::new(Vec::new()))).await.expect("created");
+    }
+    until("a runs every agent", || async {
+        let mut on_a = 0;
+        for agent in &agents {
+            on_a += usize::from(within(fleet.status(agent)).await.expect("reads").worker.as_deref() == Some("a"));
+        }
+        on_a == agents.len()
+    })
+    .await;
+    // Another worker with room, waiting for a lease that expires.
+    let b = Proc::start(Worker::new(&fleet, "b"));
+    tokio::time::sleep(LEASE * 4).await;
+    for agent in &agents {
+        let status = within(fleet.status(agent)).await.expect("reads");
+        assert_eq!((status.worker.as_deref(), status.epoch), (Some("a"), 1), "{status:?}");
+    }
+    assert!(b.spawned().is_empty(), "{:?}", b.spawned());
+    let (ra, rb) = (a.stop().await, b.stop().await);
+    assert_eq!((ra.lost, ra.handed_back), (0, 3), "{ra:?}");
+    assert_eq!(rb.lost, 0, "{rb:?}");
     db.drop_schema().await;
 }

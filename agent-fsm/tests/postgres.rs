@@ -137,7 +137,8 @@ fn two_fences_on_one_agent_racing_a_claim_never_write_under_one_epoch() {
             }
         })
     };
-    while !started.load(Ordering::SeqCst) {
+    // (A writer that failed otherwise has finished: its join says why.)
+    while !started.load(Ordering::SeqCst) && !old.is_finished() {
         std::thread::sleep(Duration::from_millis(1));
     }
     lease(&pg, "a", Some("w2"), 2);

@@ -30,8 +30,8 @@ pub(crate) fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// An epoch as the leases table keeps it, and back.
-pub(crate) fn epoch_from_sql(epoch: i64) -> u64 {
+/// A count, an id or an epoch from a `bigint` column (never negative there).
+pub(crate) fn unsigned(epoch: i64) -> u64 {
     u64::try_from(epoch).unwrap_or(0)
 }
 

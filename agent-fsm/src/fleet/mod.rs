@@ -336,7 +336,7 @@ impl Fleet {
         let payload = format!("{}{agent}", db::INBOX);
         tx.execute(db::NOTIFY, &[&self.inner.target.channel(), &payload]).await.map_err(FleetError::db)?;
         tx.commit().await.map_err(FleetError::db)?;
-        Ok(db::epoch_from_sql(id))
+        Ok(db::unsigned(id))
     }
 
     /// Agent `agent`'s state, steps, owner and inbox.
@@ -354,12 +354,12 @@ impl Fleet {
         let unapplied: i64 = row.try_get(5).map_err(FleetError::db)?;
         Ok(AgentStatus {
             state: row.try_get(4).map_err(FleetError::db)?,
-            steps: db::epoch_from_sql(next - 1),
+            steps: db::unsigned(next - 1),
             done: done.unwrap_or(false),
             worker: row.try_get(2).map_err(FleetError::db)?,
             assigned: row.try_get(6).map_err(FleetError::db)?,
-            epoch: db::epoch_from_sql(epoch.unwrap_or(0)),
-            unapplied: db::epoch_from_sql(unapplied),
+            epoch: db::unsigned(epoch.unwrap_or(0)),
+            unapplied: db::unsigned(unapplied),
         })
     }
 

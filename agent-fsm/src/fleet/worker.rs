@@ -269,7 +269,7 @@ where
                 tracing::error!("a lease row does not read as the schema says");
                 continue;
             };
-            let epoch = db::epoch_from_sql(epoch);
+            let epoch = db::unsigned(epoch);
             self.report.claimed += 1;
             tracing::info!(agent = agent.as_str(), epoch, "agent claimed");
             let (effects, config) = (self.agents)(&agent);
