@@ -111,12 +111,25 @@ fn run(url: &str) {
     // Later: w2 stops for twice its lease, so that the others take its
     // agents, then goes on as if nothing happened.
     assert!(wait_until(LIMIT, || steps(&mut db).map(|n| n >= killed_at + total / 5)).expect("reads"));
-    let held = holding(&mut db, "w2").expect("reads");
+    let held: Vec<String> = db
+        .query("SELECT agent FROM leases WHERE worker = 'w2' AND NOT done", &[])
+        .expect("reads")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
     procs.signal("w2", "STOP").expect("SIGSTOP");
     let stopped_at = steps(&mut db).expect("reads");
+    // Past its lease, and on until another worker has taken one of its
+    // agents (on a loaded machine the others may look late).
     std::thread::sleep(LEASE * 2);
+    let taken = |db: &mut postgres::Client| {
+        db.query_one("SELECT count(*) FROM leases WHERE agent = ANY($1) AND worker <> 'w2'", &[&held])
+            .map(|r| r.get::<_, i64>(0) > 0)
+    };
+    assert!(wait_until(Duration::from_secs(30), || taken(&mut db)).expect("reads"), "no agent of w2 was taken");
     procs.signal("w2", "CONT").expect("SIGCONT");
-    println!("w2 paused at step {stopped_at} for {:?}, holding {held} unfinished agents", LEASE * 2);
+    let held = held.len();
+    println!("w2 paused at step {stopped_at} for over {:?}, holding {held} unfinished agents", LEASE * 2);
     assert!(held > 0, "w2 held no unfinished agent when it was paused");
 
     // The driver ends when every agent is done.
