@@ -11,6 +11,9 @@
 //!   offline; with `OPENAI_API_KEY` or `ANTHROPIC_API_KEY` set (or
 //!   `--provider openai|anthropic --base-url URL --model M`), against the
 //!   real model ([`coding_agent::model`]).
+//! - [`fleet_agent`]: the fleet's demo agent, a tool loop with human
+//!   approvals whose final state shows each event applied once, and the
+//!   worker processes, senders and checks of `cargo run --example fleet`.
 //! - [`loom_with_permission`]: Loom plus a permission step before mutating
 //!   tools, declared as a variant of the Loom table.
 //! - [`bob`]: bob's typestate runner: step by step or to completion, human
@@ -27,6 +30,7 @@ pub mod diagrams {}
 
 pub mod bob;
 pub mod coding_agent;
+pub mod fleet_agent;
 pub mod loom;
 pub mod loom_with_permission;
 pub mod shadow;
