@@ -191,6 +191,29 @@ fn each_mailbox_step_marks_the_oldest_unapplied_inbox_row_in_order() {
     assert_eq!(next_seq(store, "a"), 10);
 }
 
+/// A step with its event: what a mailbox step writes for an inbox row.
+fn step_of(seq: u64, event: &str) -> StepRecord {
+    StepRecord { event: event.to_owned(), ..step(seq, Some("input")) }
+}
+
+#[test]
+fn a_mailbox_step_taken_out_of_turn_marks_the_row_of_its_own_event() {
+    let Some(pg) = Schema::fresh() else { return };
+    let store = &pg.store;
+    Agent::new(store, "a");
+    lease(&pg, "a", Some("w1"), 1);
+    pg.sql("INSERT INTO inbox (agent, event) VALUES ('a', 'held'), ('a', 'urgent'), ('a', 'later')");
+    let w1 = store.fenced("w1", 1);
+    // The machine takes `urgent` first (it goes through during work while
+    // `held` waits): its row is marked, not the oldest.
+    w1.append("a", &step_of(1, "urgent")).expect("append");
+    assert_eq!(applied(&pg), [None, Some(1), None]);
+    // A crash here sends `held` and `later` again, each once.
+    w1.append("a", &step_of(2, "held")).expect("append");
+    w1.append("a", &step_of(3, "later")).expect("append");
+    assert_eq!(applied(&pg), [Some(2), Some(1), Some(3)]);
+}
+
 #[test]
 fn a_refused_mailbox_step_leaves_its_inbox_row_unapplied() {
     let Some(pg) = Schema::fresh() else { return };

@@ -125,10 +125,10 @@
 //!   room, and a worker takes any agent nobody holds once its own
 //!   placements run.
 //! - **Order across senders** is the order in which their sends committed.
-//!   A machine with `#[during_work]` events takes some inbox events before
-//!   older ones held back; the inbox counts steps in delivery order, so in
-//!   a fleet such machines should send those events only while no other
-//!   inbox event waits.
+//!   A machine with `#[during_work]` events takes such an event before the
+//!   older input it holds back during work; the step marks the row of the
+//!   event it took (the oldest unapplied row holding that event), so each
+//!   row is still applied once.
 
 mod db;
 mod error;

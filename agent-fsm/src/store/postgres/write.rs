@@ -173,7 +173,7 @@ fn append_in(
         tx.execute(&statement, &[&agent, &seq, &format, &snapshot.state, &snapshot.data]).map_err(&failed)?;
     }
     if fence.is_some() && step.origin.as_deref() == Some(INPUT) {
-        take_inbox_row(tx, statements, agent, seq)?;
+        take_inbox_row(tx, statements, agent, seq, &step.event)?;
     }
     Ok(())
 }
@@ -182,21 +182,29 @@ fn append_in(
 /// in a fleet only the agent's inbox rows reach, in id order.
 pub(crate) const INPUT: &str = "input";
 
-/// Marks the agent's oldest unapplied inbox row as applied at step `seq`:
-/// the k-th mailbox step takes the k-th row, so a row is applied exactly
+/// Marks the agent's inbox row that step `seq` took as applied: the oldest
+/// unapplied row holding the step's event, else the oldest unapplied row.
+/// The k-th mailbox step takes the k-th row, so a row is applied exactly
 /// once, by the step that handled it, and the rows a crash left in the
-/// mailbox stay unapplied, to be sent again.
+/// mailbox stay unapplied, to be sent again. Matching the event first
+/// keeps that true when the machine takes an event out of turn (a
+/// `#[during_work]` event ahead of the input held back during work): the
+/// row marked is the one whose event the step took. (A row sent is the
+/// event serialized as the step serializes it, so the two texts are the
+/// same.)
 fn take_inbox_row(
     tx: &mut Transaction<'_>,
     statements: &mut Statements,
     agent: &str,
     seq: i64,
+    event: &str,
 ) -> Result<(), StoreError> {
     let sql = "UPDATE inbox SET applied_seq = $2 WHERE id = (
-                   SELECT id FROM inbox WHERE agent = $1 AND applied_seq IS NULL ORDER BY id LIMIT 1 FOR UPDATE
+                   SELECT id FROM inbox WHERE agent = $1 AND applied_seq IS NULL
+                   ORDER BY event = $3 DESC, id LIMIT 1 FOR UPDATE
                )";
     let statement = statements.get(tx, sql).map_err(write_err)?;
-    if tx.execute(&statement, &[&agent, &seq]).map_err(write_err)? == 0 {
+    if tx.execute(&statement, &[&agent, &seq, &event]).map_err(write_err)? == 0 {
         // Something other than the inbox sent to the agent's handle: the
         // step is logged all the same, and no row is marked.
         tracing::warn!(agent, seq, "a step from the mailbox found no unapplied inbox row");
