@@ -148,6 +148,9 @@ pub mod docs;
 mod kind;
 mod machine;
 
+#[cfg(feature = "inspector")]
+#[cfg_attr(docsrs, doc(cfg(feature = "inspector")))]
+pub mod inspector;
 #[cfg(feature = "llm")]
 #[cfg_attr(docsrs, doc(cfg(feature = "llm")))]
 pub mod llm;
