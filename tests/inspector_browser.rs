@@ -26,15 +26,16 @@ use tokio::time::{Instant, sleep, timeout};
 
 /// What the page shows, read in one evaluation: the state its diagram
 /// highlights, the timeline's entries (`from>to`), whether an approval is
-/// shown, and whether the session is marked finished.
+/// shown, and whether the session is marked finished (read while the
+/// page may still be loading).
 const READ: &str = r#"(() => {
   const current = document.querySelector('#diagram [data-state].current');
   return {
     current: current ? current.dataset.state : null,
     timeline: [...document.querySelectorAll('#timeline li')].map(li => li.dataset.from + '>' + li.dataset.to),
-    approval: !document.getElementById('approval').hidden,
+    approval: document.getElementById('approval')?.hidden === false,
     svg: !!document.querySelector('#diagram svg g.node'),
-    finished: document.getElementById('status').textContent === 'finished',
+    finished: document.getElementById('status')?.textContent === 'finished',
   };
 })()"#;
 
