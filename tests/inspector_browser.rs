@@ -87,10 +87,10 @@ async fn run(chrome: PathBuf) {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let page = browser.eval(READ).await.expect("read the page");
-        if let Some(current) = page["current"].as_str() {
-            if seen.last().map(String::as_str) != Some(current) {
-                seen.push(current.to_owned());
-            }
+        if let Some(current) = page["current"].as_str()
+            && seen.last().map(String::as_str) != Some(current)
+        {
+            seen.push(current.to_owned());
         }
         let length = page["timeline"].as_array().map_or(0, Vec::len);
         if timeline_lengths.last() != Some(&length) {

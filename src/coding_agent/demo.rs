@@ -14,10 +14,10 @@ use tokio::time::Instant;
 
 use super::durable::{SessionEnd, run_durable_session};
 use super::inspect::InspectedSession;
-use std::time::Duration;
 use super::model::{ModelArgs, choose};
 use super::{GREETING_WITH_TYPO, LoomEffects, Output, ScriptedLlm, Summary, Workspace, prepare_workspace, run_session};
 use agent_fsm::store::Start;
+use std::time::Duration;
 
 /// The task both the scripted and a real model are given.
 pub const TASK: &str = "Please fix the typo in greeting.sh and check that it works.";

@@ -105,7 +105,10 @@ impl Effects<LoomWithPermission> for InspectedEffects {
                             let outcome = if result.is_error {
                                 ToolExecutionOutcome::Error { call_id: id.clone(), error: tool_error(result.content) }
                             } else {
-                                ToolExecutionOutcome::Success { call_id: id.clone(), output: Value::String(result.content) }
+                                ToolExecutionOutcome::Success {
+                                    call_id: id.clone(),
+                                    output: Value::String(result.content),
+                                }
                             };
                             AgentEvent::ToolCompleted { call_id: id, outcome }
                         },

@@ -154,7 +154,8 @@ impl Browser {
 
     /// A PNG of the page's whole height, written to `path`.
     pub(crate) async fn screenshot(&mut self, path: &Path) -> Result<(), Error> {
-        let shot = self.call("Page.captureScreenshot", json!({ "format": "png", "captureBeyondViewport": true })).await?;
+        let shot =
+            self.call("Page.captureScreenshot", json!({ "format": "png", "captureBeyondViewport": true })).await?;
         let data = shot["data"].as_str().ok_or("no screenshot data")?;
         let png = base64::engine::general_purpose::STANDARD.decode(data)?;
         if let Some(dir) = path.parent() {

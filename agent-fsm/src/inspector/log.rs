@@ -1,8 +1,8 @@
 //! One attached agent as the page sees it: its current state, its hops
 //! with the time spent before each, the text the current model call
 //! streamed, its tools in flight, its pending approval and its notes,
-//! kept as plain data (names and milliseconds), with the JSON message that
-//! each change sends to the open pages.
+//! kept as plain data (names and milliseconds), with the [`Update`] that
+//! each change sends to the open pages (made JSON only while one is open).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -49,9 +49,29 @@ pub(super) struct Hop {
     pub(super) spent: f64,
 }
 
+/// A change, as the open pages receive it (`{"t": "hop", ...}`).
+#[derive(Debug, serde::Serialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub(super) enum Update {
+    Hop { hop: Hop },
+    Text { reset: bool, delta: String },
+    Tool { tool: Tool },
+    ToolDone { id: String },
+    Note { at: f64, text: String },
+    Approval { approval: Option<Shown> },
+    End { at: f64 },
+}
+
+/// An approval as the page shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(super) struct Shown {
+    id: u64,
+    summary: String,
+}
+
 /// A tool call in flight.
 #[derive(Debug, Clone, serde::Serialize)]
-struct Tool {
+pub(super) struct Tool {
     id: String,
     label: String,
     started: f64,
@@ -110,7 +130,7 @@ impl Log {
         action: Option<&'static str>,
         row: usize,
         at: f64,
-    ) -> Value {
+    ) -> Update {
         self.hop_count += 1;
         let hop = Hop { n: self.hop_count, from, event, to, action, row, at, spent: (at - self.entered).max(0.0) };
         if from != to {
@@ -121,63 +141,60 @@ impl Log {
         if self.hops.len() == HOPS_KEPT {
             self.hops.pop_front();
         }
-        let message = json!({ "t": "hop", "hop": &hop });
-        self.hops.push_back(hop);
-        message
+        self.hops.push_back(hop.clone());
+        Update::Hop { hop }
     }
 
     /// Text streamed by the current call.
-    pub(super) fn text(&mut self, delta: &str) -> Value {
+    pub(super) fn text(&mut self, delta: String) -> Update {
         let reset = std::mem::take(&mut self.text_done);
         if reset {
             self.text.clear();
         }
-        self.text.push_str(delta);
-        json!({ "t": "text", "reset": reset, "delta": delta })
+        self.text.push_str(&delta);
+        Update::Text { reset, delta }
     }
 
     /// A tool call started.
-    pub(super) fn tool_started(&mut self, id: String, label: String) -> Value {
+    pub(super) fn tool_started(&mut self, id: String, label: String) -> Update {
         let tool = Tool { id, label, started: self.now() };
-        let message = json!({ "t": "tool", "tool": &tool });
         self.tools.retain(|t| t.id != tool.id);
-        self.tools.push(tool);
-        message
+        self.tools.push(tool.clone());
+        Update::Tool { tool }
     }
 
     /// A tool call finished.
-    pub(super) fn tool_finished(&mut self, id: &str) -> Value {
+    pub(super) fn tool_finished(&mut self, id: String) -> Update {
         self.tools.retain(|t| t.id != id);
-        json!({ "t": "tool_done", "id": id })
+        Update::ToolDone { id }
     }
 
     /// A note.
-    pub(super) fn note(&mut self, text: String) -> Value {
+    pub(super) fn note(&mut self, text: String) -> Update {
         let at = self.now();
         if self.notes.len() == NOTES_KEPT {
             self.notes.pop_front();
         }
-        let message = json!({ "t": "note", "at": at, "text": &text });
-        self.notes.push_back((at, text));
-        message
+        self.notes.push_back((at, text.clone()));
+        Update::Note { at, text }
     }
 
     /// The approval shown, replaced (`None`: none pending).
-    pub(super) fn approval(&mut self, approval: Option<(u64, String)>) -> Value {
+    pub(super) fn approval(&mut self, approval: Option<(u64, String)>) -> Update {
         self.approval = approval;
-        json!({ "t": "approval", "approval": self.approval_json() })
+        Update::Approval { approval: self.approval_shown() }
     }
 
-    fn approval_json(&self) -> Value {
-        self.approval.as_ref().map_or(Value::Null, |(id, summary)| json!({ "id": id, "summary": summary }))
+    fn approval_shown(&self) -> Option<Shown> {
+        self.approval.as_ref().map(|(id, summary)| Shown { id: *id, summary: summary.clone() })
     }
 
     /// The worker exited.
-    pub(super) fn finish(&mut self) -> Value {
+    pub(super) fn finish(&mut self) -> Update {
         self.finished = true;
         self.tools.clear();
         self.approval = None;
-        json!({ "t": "end", "at": self.now() })
+        Update::End { at: self.now() }
     }
 
     /// The index's line for this agent.
@@ -196,8 +213,10 @@ impl Log {
         let rows: Vec<Value> = description
             .transitions
             .iter()
-            .map(|t| json!({ "from": t.from, "event": t.event, "guard": t.guard, "pattern": t.pattern,
-                             "to": t.to, "action": t.action, "any": t.any_state }))
+            .map(|t| {
+                json!({ "from": t.from, "event": t.event, "guard": t.guard, "pattern": t.pattern,
+                             "to": t.to, "action": t.action, "any": t.any_state })
+            })
             .collect();
         let notes: Vec<Value> = self.notes.iter().map(|(at, text)| json!({ "at": at, "text": text })).collect();
         json!({
@@ -205,7 +224,7 @@ impl Log {
             "mermaid": description.mermaid, "states": states, "rows": rows,
             "state": self.state, "entered": self.entered, "finished": self.finished,
             "hops": &self.hops, "hop_count": self.hop_count, "text": &self.text,
-            "tools": &self.tools, "approval": self.approval_json(), "notes": notes, "now": self.now(),
+            "tools": &self.tools, "approval": self.approval_shown(), "notes": notes, "now": self.now(),
         })
     }
 }
@@ -241,11 +260,17 @@ impl Agent {
 
     /// Changes the log and sends the change to the open pages, under the
     /// log's lock, so that a page's snapshot and its updates never overlap.
-    pub(super) fn apply(&self, change: impl FnOnce(&mut Log) -> Option<Value>) {
+    /// With no page open the change is not written out at all.
+    pub(super) fn apply(&self, change: impl FnOnce(&mut Log) -> Update) {
         let mut log = self.lock();
-        if let Some(message) = change(&mut log) {
-            // No page open: nobody to tell.
-            let _ = self.updates.send(Arc::from(message.to_string()));
+        let update = change(&mut log);
+        if self.updates.receiver_count() == 0 {
+            return;
+        }
+        match serde_json::to_string(&update) {
+            // A page that closed meanwhile is not an error.
+            Ok(message) => drop(self.updates.send(Arc::from(message))),
+            Err(error) => tracing::warn!(%error, "an inspector update could not be written"),
         }
     }
 

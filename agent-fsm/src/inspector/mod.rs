@@ -183,7 +183,11 @@ impl Inspector {
     ///
     /// # Errors
     /// [`InspectorError::Ended`] if the agent's worker has exited.
-    pub async fn attach<M, O>(&self, handle: &MachineHandle<M, O>, view: AgentView<M, O>) -> Result<usize, InspectorError>
+    pub async fn attach<M, O>(
+        &self,
+        handle: &MachineHandle<M, O>,
+        view: AgentView<M, O>,
+    ) -> Result<usize, InspectorError>
     where
         M: StateMachine + Send + 'static,
         M::State: Clone + Send + Sync + 'static,

@@ -55,9 +55,11 @@ fn asset(name: &str) -> Option<Asset> {
         // license in assets/mermaid-LICENSE), gzip-compressed: 0.8 MB in
         // the binary instead of 2.7.
         "mermaid.min.js" => Asset { body: include_bytes!("assets/mermaid.min.js.gz"), content_type: JS, gzip: true },
-        "mermaid-LICENSE" => {
-            Asset { body: include_bytes!("assets/mermaid-LICENSE"), content_type: "text/plain; charset=utf-8", gzip: false }
-        }
+        "mermaid-LICENSE" => Asset {
+            body: include_bytes!("assets/mermaid-LICENSE"),
+            content_type: "text/plain; charset=utf-8",
+            gzip: false,
+        },
         _ => return None,
     })
 }
@@ -80,7 +82,10 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/", get(|| async { INDEX_HTML }))
         .route("/agents/{id}", get(|| async { AGENT_HTML }))
-        .route("/assets/{name}", get(|Path(name): Path<String>| async move { asset(&name).ok_or(StatusCode::NOT_FOUND) }))
+        .route(
+            "/assets/{name}",
+            get(|Path(name): Path<String>| async move { asset(&name).ok_or(StatusCode::NOT_FOUND) }),
+        )
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/agents", get(agents))
         .route("/api/agents/{id}/events", get(events))
@@ -117,22 +122,19 @@ fn json_response(body: String) -> Response {
 async fn events(State(shared): State<Arc<Shared>>, Path(id): Path<usize>) -> Result<Response, StatusCode> {
     let agent = shared.agent(id).ok_or(StatusCode::NOT_FOUND)?;
     let (snapshot, updates) = agent.open();
-    let stream = futures::stream::unfold(
-        (Some(snapshot), updates, agent),
-        |(first, mut updates, agent)| async move {
-            if let Some(snapshot) = first {
-                return Some((snapshot, (None, updates, agent)));
+    let stream = futures::stream::unfold((Some(snapshot), updates, agent), |(first, mut updates, agent)| async move {
+        if let Some(snapshot) = first {
+            return Some((snapshot, (None, updates, agent)));
+        }
+        match updates.recv().await {
+            Ok(message) => Some((message.to_string(), (None, updates, agent))),
+            Err(RecvError::Lagged(_)) => {
+                let (snapshot, updates) = agent.open();
+                Some((snapshot, (None, updates, agent)))
             }
-            match updates.recv().await {
-                Ok(message) => Some((message.to_string(), (None, updates, agent))),
-                Err(RecvError::Lagged(_)) => {
-                    let (snapshot, updates) = agent.open();
-                    Some((snapshot, (None, updates, agent)))
-                }
-                Err(RecvError::Closed) => None,
-            }
-        },
-    );
+            Err(RecvError::Closed) => None,
+        }
+    });
     let stream: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
         Box::pin(stream.map(|data| Ok(Event::default().data(data))).take_until(shared.stop.clone().cancelled_owned()));
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()).into_response())

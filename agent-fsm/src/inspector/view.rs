@@ -102,10 +102,7 @@ impl<M: StateMachine, O> AgentView<M, O> {
     /// every step a row accepted; a new summary, or a state with none
     /// after one with one, replaces the approval shown.
     #[must_use]
-    pub fn approvals(
-        mut self,
-        find: impl Fn(&M::State) -> Option<Approval<M::Event>> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn approvals(mut self, find: impl Fn(&M::State) -> Option<Approval<M::Event>> + Send + Sync + 'static) -> Self {
         self.approvals = Some(Box::new(find));
         self
     }

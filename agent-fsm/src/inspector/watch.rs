@@ -38,16 +38,19 @@ where
     O: Clone + Send + Sync + 'static,
 {
     let with_states = view.approvals.is_some();
+    // Only what the page shows: not the actions (one notification per
+    // event saved), the outputs only if they can be read.
+    let mut topics = Topics::TRANSITIONS | Topics::UNHANDLED | Topics::FAULTS;
+    if view.outputs.is_some() {
+        topics = topics | Topics::OUTPUT;
+    }
     let subscriber = handle.clone();
     // Read on the worker, between two steps: the subscription starts right
     // after the last hop the history holds, so no hop is lost or shown twice.
     let (past, subscription) = handle
         .with_history(move |history| {
-            let subscription: Subscription<M, O> = if with_states {
-                subscriber.subscribe_with_states(Topics::ALL)
-            } else {
-                subscriber.subscribe()
-            };
+            let subscription: Subscription<M, O> =
+                if with_states { subscriber.subscribe_with_states(topics) } else { subscriber.subscribe_to(topics) };
             let hops = history
                 .transitions()
                 .map(|t| {
@@ -86,12 +89,11 @@ where
     let agent = Arc::new(Agent::new(id, view.name.clone(), M::DESCRIPTION, log, Box::new(control)));
     // The approval pending now, if any: the subscription's states carry
     // it on from here.
-    if let Some(find) = &view.approvals {
-        if let Ok(state) = handle.inspect(|m| m.state().clone()).await {
-            if let Some(shown) = pending.update(find(&state)) {
-                agent.apply(|log| Some(log.approval(shown)));
-            }
-        }
+    if let Some(find) = &view.approvals
+        && let Ok(state) = handle.inspect(|m| m.state().clone()).await
+        && let Some(shown) = pending.update(find(&state))
+    {
+        agent.apply(|log| log.approval(shown));
     }
     shared.add(Arc::clone(&agent));
     tokio::spawn(follow(agent, subscription, view, pending));
@@ -115,45 +117,43 @@ async fn follow<M, O>(
                 let (from, event, to, action) = step.names();
                 agent.apply(|log| {
                     let at = log.now();
-                    Some(log.hop(from, event, to, action, step.row, at))
+                    log.hop(from, event, to, action, step.row, at)
                 });
             }
             Notification::State(state) => {
-                if let Some(find) = &view.approvals {
-                    if let Some(shown) = pending.update(find(&state)) {
-                        agent.apply(|log| Some(log.approval(shown)));
-                    }
+                if let Some(find) = &view.approvals
+                    && let Some(shown) = pending.update(find(&state))
+                {
+                    agent.apply(|log| log.approval(shown));
                 }
             }
             Notification::Output(output) => {
                 let Some(shown) = view.outputs.as_ref().and_then(|read| read(&output)) else {
                     continue;
                 };
-                agent.apply(|log| {
-                    Some(match shown {
-                        Shown::TextDelta(delta) => log.text(&delta),
-                        Shown::ToolStarted { id, label } => log.tool_started(id, label),
-                        Shown::ToolFinished { id } => log.tool_finished(&id),
-                        Shown::Note(text) => log.note(text),
-                    })
+                agent.apply(|log| match shown {
+                    Shown::TextDelta(delta) => log.text(delta),
+                    Shown::ToolStarted { id, label } => log.tool_started(id, label),
+                    Shown::ToolFinished { id } => log.tool_finished(id),
+                    Shown::Note(text) => log.note(text),
                 });
             }
             Notification::Unhandled(unhandled) => {
                 let text = format!("refused: {} + {} ({})", unhandled.state, unhandled.event.name(), unhandled.reason);
-                agent.apply(|log| Some(log.note(text)));
+                agent.apply(|log| log.note(text));
             }
             Notification::EffectFailed { key, failure } => {
                 let text = format!("{} failed: {failure}", key.as_deref().unwrap_or("a stream"));
-                agent.apply(|log| Some(log.note(text)));
+                agent.apply(|log| log.note(text));
             }
             Notification::Interrupted { cause } => {
-                agent.apply(|log| Some(log.note(format!("interrupted: {cause}"))));
+                agent.apply(|log| log.note(format!("interrupted: {cause}")));
             }
             Notification::Lagged(missed) => {
-                agent.apply(|log| Some(log.note(format!("the inspector missed {missed} notifications"))));
+                agent.apply(|log| log.note(format!("the inspector missed {missed} notifications")));
             }
             _ => {}
         }
     }
-    agent.apply(|log| Some(log.finish()));
+    agent.apply(|log| log.finish());
 }
