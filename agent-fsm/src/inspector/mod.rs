@@ -80,9 +80,9 @@ pub enum InspectorError {
     /// The address is not a loopback one.
     #[error("the inspector listens on loopback addresses only, not {0}")]
     NotLoopback(SocketAddr),
-    /// The agent's worker has exited: there is nothing to follow.
-    #[error("the agent has stopped")]
-    Ended,
+    /// The agent's worker failed: there is nothing to follow.
+    #[error("the agent's worker failed")]
+    Failed,
 }
 
 /// What the server and the agents' tasks share.
@@ -178,11 +178,13 @@ impl Inspector {
     /// Attaches the agent behind `handle`, shown as `view` says, and
     /// returns its id (its page is [`agent_url`](Self::agent_url)). The
     /// page shows the hops its [`History`](crate::runtime::History) still
-    /// holds, and everything after. Requires a tokio runtime with the
-    /// `time` driver (the page's times are tokio instants).
+    /// holds, and everything after; an agent that has stopped is shown
+    /// with the history it stopped with, finished. Requires a tokio
+    /// runtime with the `time` driver (the page's times are tokio
+    /// instants).
     ///
     /// # Errors
-    /// [`InspectorError::Ended`] if the agent's worker has exited.
+    /// [`InspectorError::Failed`] if the agent's worker failed.
     pub async fn attach<M, O>(
         &self,
         handle: &MachineHandle<M, O>,

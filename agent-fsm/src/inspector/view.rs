@@ -64,7 +64,7 @@ type ApprovalsFn<M> =
 /// #         Closed + Knock => Asking / Nothing,
 /// #         Asking + Allow => Open / Nothing,
 /// #         Asking + Refuse => Closed / Nothing,
-/// #         Open + Knock => Open / Nothing,
+/// #         Open + Refuse => Closed / Nothing,
 /// #     }
 /// # }
 /// use agent_fsm::inspector::{AgentView, Approval, Shown};

@@ -76,7 +76,7 @@ where
             (Past { hops, state, entered }, subscription)
         })
         .await
-        .map_err(|_| InspectorError::Ended)?;
+        .map_err(|_| InspectorError::Failed)?;
     let epoch = shared.epoch;
     let first = past.hops.first().map_or(past.entered, |(_, at)| *at);
     let mut log = Log::new(epoch, past.hops.first().map_or(past.state, |(h, _)| h.from), first);
