@@ -174,3 +174,18 @@ async fn run(chrome: PathBuf) {
     let page: Value = browser.eval(READ).await.expect("read the page");
     assert_eq!(page["svg"], true, "the diagram rendered with no network");
 }
+
+#[test]
+fn inspect_takes_an_optional_address() {
+    use agent_fsm_examples::coding_agent::model::{INSPECT_ADDR, USAGE, parse_args};
+    let parse = |args: &[&str]| parse_args(args.iter().map(|a| (*a).to_owned())).expect("parsed");
+    assert_eq!(parse(&["--inspect"]).inspect.as_deref(), Some(INSPECT_ADDR));
+    assert_eq!(INSPECT_ADDR, "127.0.0.1:0");
+    assert_eq!(parse(&["--inspect", "127.0.0.1:7777"]).inspect.as_deref(), Some("127.0.0.1:7777"));
+    assert_eq!(parse(&["--inspect=[::1]:0"]).inspect.as_deref(), Some("[::1]:0"));
+    // A flag after it is not its address.
+    let both = parse(&["--inspect", "--model", "m"]);
+    assert_eq!((both.inspect.as_deref(), both.model.as_deref()), (Some(INSPECT_ADDR), Some("m")));
+    assert_eq!(parse(&[]).inspect, None);
+    assert!(USAGE.contains("--inspect [ADDR]"));
+}
