@@ -98,3 +98,28 @@ where
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asking(summary: &str) -> Option<Approval<&'static str>> {
+        Some(Approval { summary: summary.to_owned(), approve: "yes", deny: "no" })
+    }
+
+    #[test]
+    fn a_new_summary_replaces_the_approval_and_the_same_one_keeps_it() {
+        let pending = Pending::new();
+        assert_eq!(pending.update(None), None, "none before, none now: no change");
+        assert_eq!(pending.update(asking("a")), Some(Some((1, "a".to_owned()))));
+        assert_eq!(pending.update(asking("a")), None, "the same approval found again");
+        assert_eq!(pending.update(asking("b")), Some(Some((2, "b".to_owned()))), "another one replaces it");
+        assert_eq!(pending.answer(1, true), None, "the replaced one cannot be answered");
+        assert_eq!(pending.answer(2, false), Some("no"));
+        assert_eq!(pending.answer(2, true), None, "answered once");
+        assert_eq!(pending.update(asking("b")), None, "not offered again while its state lasts");
+        assert_eq!(pending.update(None), Some(None));
+        assert_eq!(pending.update(asking("b")), Some(Some((3, "b".to_owned()))), "a later request is new");
+        assert_eq!(pending.answer(3, true), Some("yes"));
+    }
+}
