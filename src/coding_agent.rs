@@ -21,6 +21,7 @@
 
 pub mod demo;
 pub mod durable;
+pub mod inspect;
 pub mod model;
 
 use crate::loom::{
@@ -288,6 +289,8 @@ pub enum Output {
     Error(String),
     /// A tool call starting.
     ToolStarted(String),
+    /// A tool call finished (published by the inspected demo's effects).
+    ToolFinished(String),
     /// The post-tool hook ran.
     Hook(String),
 }
@@ -507,12 +510,13 @@ pub async fn run_session(
 
 impl Summary {
     /// The summary of a run whose worker recorded `history`.
-    pub(crate) fn of(
-        history: &agent_fsm::runtime::History<Loom>,
+    pub(crate) fn of<M: agent_fsm::StateMachine>(
+        history: &agent_fsm::runtime::History<M>,
         turns: usize,
         tool_calls: usize,
         final_state: &'static str,
     ) -> Self {
+        use agent_fsm::Kind;
         let mut states = vec![history.transitions().next().map_or(final_state, |t| t.from.name())];
         for t in history.transitions() {
             if t.to != t.from {

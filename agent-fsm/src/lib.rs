@@ -153,6 +153,9 @@ pub mod fleet;
 mod kind;
 mod machine;
 
+#[cfg(feature = "inspector")]
+#[cfg_attr(docsrs, doc(cfg(feature = "inspector")))]
+pub mod inspector;
 #[cfg(feature = "llm")]
 #[cfg_attr(docsrs, doc(cfg(feature = "llm")))]
 pub mod llm;

@@ -8,15 +8,16 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use agent_fsm::runtime::Notification;
+use agent_fsm::{Kind, StateMachine};
 
-use crate::loom::Loom;
-use crate::loom::machine::ActionKind;
 use tokio::time::Instant;
 
 use super::durable::{SessionEnd, run_durable_session};
+use super::inspect::InspectedSession;
 use super::model::{ModelArgs, choose};
 use super::{GREETING_WITH_TYPO, LoomEffects, Output, ScriptedLlm, Summary, Workspace, prepare_workspace, run_session};
 use agent_fsm::store::Start;
+use std::time::Duration;
 
 /// The task both the scripted and a real model are given.
 pub const TASK: &str = "Please fix the typo in greeting.sh and check that it works.";
@@ -36,7 +37,9 @@ impl<W: Write> Printer<W> {
         }
     }
 
-    fn show(&mut self, n: &Notification<Loom, Output>) {
+    /// Any Loom variant's notifications: the plain demo's and the
+    /// inspected one's.
+    fn show<M: StateMachine>(&mut self, n: &Notification<M, Output>) {
         let at = self.start.elapsed().as_secs_f64();
         match n {
             Notification::Output(Output::Text(text)) => {
@@ -48,16 +51,19 @@ impl<W: Write> Printer<W> {
             }
             // The text deltas' own hops: counted above.
             Notification::Transition(step)
-                if step.from == step.to && step.action == Some(ActionKind::DisplayMessage) => {}
+                if step.from == step.to && step.action.map(Kind::name) == Some("DisplayMessage") => {}
             Notification::Transition(step) => {
                 self.end_text();
-                let event = step.event.map_or("(eventless)", |e| e.name());
-                let action = step.action.map_or(String::new(), |a| format!(" / {a}"));
-                let _ = writeln!(self.out, "[{at:7.3}s] {} --{event}--> {}{action}", step.from, step.to);
+                let (from, event, to, action) = step.names();
+                let action = action.map_or(String::new(), |a| format!(" / {a}"));
+                let _ = writeln!(self.out, "[{at:7.3}s] {from} --{}--> {to}{action}", event.unwrap_or("(eventless)"));
             }
             Notification::Output(Output::ToolStarted(call)) => {
                 self.end_text();
                 let _ = writeln!(self.out, "           tool: {call}");
+            }
+            Notification::Output(Output::ToolFinished(call)) => {
+                let _ = writeln!(self.out, "           done: {call}");
             }
             Notification::Output(Output::Hook(what)) => {
                 let _ = writeln!(self.out, "           {what}");
@@ -67,7 +73,7 @@ impl<W: Write> Printer<W> {
                 let _ = writeln!(self.out, "           error: {e}");
             }
             Notification::Unhandled(u) => {
-                let _ = writeln!(self.out, "           refused: {} + {} ({})", u.state, u.event, u.reason);
+                let _ = writeln!(self.out, "           refused: {} + {} ({})", u.state, u.event.name(), u.reason);
             }
             _ => {}
         }
@@ -102,6 +108,12 @@ pub async fn run_demo<W: Write + Send + 'static>(
 ) -> Result<DemoReport, Box<dyn std::error::Error + Send + Sync>> {
     let args: ModelArgs = super::model::parse_args(args)?;
     let choice = choose(&args, env)?;
+    if let Some(addr) = &args.inspect {
+        if args.store.is_some() {
+            return Err("--inspect and --store cannot be combined".into());
+        }
+        return run_inspected(addr, choice.as_ref(), out).await;
+    }
     // A durable session keeps its workspace beside its store; any other
     // gets a fresh one, gone at the end.
     let temp = match &args.store {
@@ -222,4 +234,62 @@ async fn run_durable<W: Write + Send + 'static>(
     let paused = matches!(end, SessionEnd::Paused { .. });
     let (SessionEnd::Complete { summary, .. } | SessionEnd::Paused { summary, .. }) = end;
     Ok(DemoReport { summary, greeting, fixed, paused })
+}
+
+/// The scripted model's pace under the inspector: a word every 120 ms,
+/// and a second and a half before each tool and the hook, so that a
+/// person can follow each state on the page. A real model paces itself.
+const INSPECT_WORD: Duration = Duration::from_millis(120);
+const INSPECT_PACE: Duration = Duration::from_millis(1500);
+
+/// The demo under the inspector on `addr` (see [`super::inspect`]): prints
+/// the page's URL and every hop, waits for the turn to end (the edit waits
+/// for the page's approval), stops the agent, and keeps serving the
+/// finished session until Ctrl-C.
+async fn run_inspected<W: Write + Send + 'static>(
+    addr: &str,
+    choice: Option<&super::model::Choice>,
+    out: W,
+) -> Result<DemoReport, Box<dyn std::error::Error + Send + Sync>> {
+    let (llm, model, pace): (Arc<dyn agent_fsm::llm::Provider>, &str, Duration) = match choice {
+        Some(c) => (Arc::clone(&c.llm), &c.model, Duration::ZERO),
+        None => (Arc::new(ScriptedLlm { delay: INSPECT_WORD }), "scripted", INSPECT_PACE),
+    };
+    let session = InspectedSession::start(addr, llm, model, pace).await?;
+    let root = session.workspace.path().to_path_buf();
+    let mut printer = Printer { out, start: Instant::now(), deltas: 0 };
+    let _ = writeln!(printer.out, "inspector: {}", session.url);
+    let _ = writeln!(printer.out, "(all agents: {})", session.inspector.url());
+    let _ = writeln!(printer.out, "workspace: {}", root.display());
+    let _ = writeln!(printer.out, "the edit waits for approval on the page\n");
+    let _ = printer.out.flush();
+    let mut notifications = session.handle.subscribe();
+    session.begin(TASK).await?;
+    // The turn ends back in `WaitingForUserInput` (the edit approved or
+    // denied on the page).
+    let mut tool_calls = 0;
+    while let Some(n) = notifications.recv().await {
+        printer.show(&n);
+        tool_calls += usize::from(matches!(n, Notification::Output(Output::ToolStarted(_))));
+        if matches!(&n, Notification::Transition(step) if step.to.name() == "WaitingForUserInput") {
+            break;
+        }
+    }
+    let final_state = session.handle.shutdown().await?.name();
+    let history = session.handle.history().await?;
+    while let Some(n) = notifications.recv().await {
+        printer.show(&n);
+    }
+    let greeting = std::fs::read_to_string(root.join("greeting.sh"))?;
+    let fixed = greeting == GREETING_WITH_TYPO.replace("wrold", "world");
+    let summary = Summary::of(&history, 1, tool_calls, final_state);
+    printer.end_text();
+    let _ = writeln!(printer.out, "\ngreeting.sh after: {greeting:?}");
+    let _ = writeln!(printer.out, "{} transitions, ended in {final_state}", summary.transitions);
+    let _ = writeln!(printer.out, "the finished session stays on {} until Ctrl-C", session.url);
+    let _ = printer.out.flush();
+    // Without a signal handler (no terminal) there is nothing to wait for.
+    let _ = tokio::signal::ctrl_c().await;
+    session.inspector.shutdown().await;
+    Ok(DemoReport { summary, greeting, fixed, paused: false })
 }

@@ -64,6 +64,7 @@ The coding agent: asks a model to fix a typo in greeting.sh, in a fresh
 temporary workspace, and prints every transition and the model's text.
 
 Usage: coding_agent [--provider openai|anthropic] [--base-url URL] [--model M] [--store PATH]
+                    [--inspect [ADDR]]
 
 With no flag and no key set, the model is scripted (offline).
   --provider P     openai (Chat Completions, also most other servers) or anthropic
@@ -72,6 +73,10 @@ With no flag and no key set, the model is scripted (offline).
   --store PATH     a durable session: every step is written to the SQLite file
                    PATH (its workspace beside it, in PATH.workspace); stop it
                    with Ctrl-C and run the same command again to continue
+  --inspect [ADDR] serve a live inspector page on ADDR (default 127.0.0.1:0, any
+                   free port) and print its URL; the edit waits for approval on
+                   the page, the scripted model is paced to be followed, and the
+                   finished session stays on the page until Ctrl-C
   -h, --help       print this and exit
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY,
@@ -94,7 +99,12 @@ pub struct ModelArgs {
     pub model: Option<String>,
     /// `--store PATH`: a durable session kept in this SQLite file.
     pub store: Option<std::path::PathBuf>,
+    /// `--inspect [ADDR]`: the inspector's address.
+    pub inspect: Option<String>,
 }
+
+/// Where `--inspect` serves when given no address: loopback, any free port.
+pub const INSPECT_ADDR: &str = "127.0.0.1:0";
 
 /// Why no model could be set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,12 +165,18 @@ impl std::error::Error for ModelError {}
 /// An unknown flag or provider, or a flag without its value.
 pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<ModelArgs, ModelError> {
     let mut parsed = ModelArgs::default();
-    let mut args = args.into_iter();
+    let mut args = args.into_iter().peekable();
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((flag, value)) if flag.starts_with("--") => (flag.to_owned(), Some(value.to_owned())),
             _ => (arg.clone(), None),
         };
+        if flag == "--inspect" {
+            // Its address is optional: the next argument, unless a flag.
+            let next = inline.or_else(|| args.next_if(|next| !next.starts_with('-')));
+            parsed.inspect = Some(next.filter(|a| !a.is_empty()).unwrap_or_else(|| INSPECT_ADDR.to_owned()));
+            continue;
+        }
         let name: &'static str = match flag.as_str() {
             "--provider" => "--provider",
             "--base-url" => "--base-url",

@@ -1,0 +1,188 @@
+// One agent's page: follows the agent's updates (server-sent events: a
+// snapshot, then one message per change) and draws its machine.
+//
+// The diagram is the machine's own Mermaid text (`DESCRIPTION.mermaid`,
+// the one its rustdoc shows) drawn by Mermaid 11.12.2, served from the
+// binary: the same layout as the docs, and no layout code of our own.
+// Mermaid names each state's node `state-<id>-<n>` and each edge
+// `edge<k>` (k: the edge's line among the text's `-->` lines), which is
+// how the current state, the states visited and the edges walked are
+// marked, and how a click finds its state. If Mermaid cannot draw, the
+// states are listed as buttons instead, marked the same way.
+"use strict";
+
+const agent = {
+  id: Number(location.pathname.split("/").filter(Boolean).pop()),
+  hops: [],
+  tools: [],
+  rows: [],
+  offset: 0, // client clock minus the server's page clock, in ms
+  serverNow() {
+    return Date.now() - this.offset;
+  },
+};
+
+const $ = (id) => document.getElementById(id);
+
+// ---- the diagram.
+const diagram = {
+  nodes: new Map(), // state name -> its element(s)
+  edges: [], // [source id, target id, label] per `-->` line, in order
+  ids: new Map(), // state name -> Mermaid id
+  drawn: false,
+};
+
+function parseMermaid(text) {
+  for (const line of text.split("\n")) {
+    const alias = line.match(/^\s*state "(.+)" as (\S+)$/);
+    if (alias) diagram.ids.set(alias[1], alias[2]);
+    const edge = line.match(/^\s*(\S+) --> (\S+)(?: : (.*))?$/);
+    if (edge) diagram.edges.push([edge[1], edge[2], edge[3] || ""]);
+  }
+}
+
+function mermaidId(name) {
+  return diagram.ids.get(name) || name;
+}
+
+async function drawDiagram() {
+  const box = $("diagram");
+  parseMermaid(agent.mermaid);
+  const byId = new Map(agent.states.map((s) => [mermaidId(s.name), s.name]));
+  try {
+    mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "neutral" });
+    const { svg } = await mermaid.render("agent-diagram", agent.mermaid);
+    box.innerHTML = svg;
+    for (const node of box.querySelectorAll("g.node")) {
+      const match = node.id.match(/^state-(.+)-\d+$/);
+      const name = match && byId.get(match[1]);
+      if (!name) continue;
+      node.dataset.state = name;
+      diagram.nodes.set(name, node);
+    }
+  } catch (e) {
+    // No Mermaid: the states as buttons.
+    box.replaceChildren(...agent.states.map((s) => {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "node fallback";
+      button.dataset.state = s.name;
+      button.textContent = s.name;
+      diagram.nodes.set(s.name, button);
+      return button;
+    }));
+  }
+  for (const [name, node] of diagram.nodes) {
+    node.classList.add("clickable");
+    node.addEventListener("click", () => Panels.showState(agent, name));
+  }
+  diagram.drawn = true;
+  mark();
+}
+
+// The edge of the diagram a hop walked: the line from its source to its
+// target whose label starts with its event, else any such line, else the
+// `*` node's line into its target.
+function edgeOf(hop) {
+  const from = mermaidId(hop.from);
+  const to = mermaidId(hop.to);
+  const candidates = diagram.edges.map((e, k) => [e, k]).filter(([e]) => e[1] === to);
+  const direct = candidates.filter(([e]) => e[0] === from);
+  const pool = direct.length ? direct : candidates.filter(([e]) => e[0].startsWith("any_state"));
+  const labelled = pool.find(([e]) => hop.event && e[2].startsWith(hop.event));
+  const found = labelled || pool[0];
+  return found ? found[1] : -1;
+}
+
+// Marks the current state, the states visited and the edges walked.
+function mark() {
+  if (!diagram.drawn) return;
+  const visited = new Set(agent.hops.flatMap((h) => [h.from, h.to]));
+  for (const [name, node] of diagram.nodes) {
+    node.classList.toggle("current", name === agent.state);
+    node.classList.toggle("visited", visited.has(name));
+  }
+  const svg = $("diagram").querySelector("svg");
+  if (!svg) return;
+  for (const hop of agent.hops) {
+    if (hop.from === hop.to) continue;
+    const k = edgeOf(hop);
+    const edge = k >= 0 && svg.querySelector('[id="edge' + k + '"]');
+    if (edge) edge.classList.add("walked");
+  }
+}
+
+// ---- the header.
+function renderHeader() {
+  $("name").textContent = agent.name;
+  $("machine").textContent = agent.machine;
+  $("state").textContent = agent.state;
+  document.body.dataset.state = agent.state;
+  $("status").textContent = agent.finished ? "finished" : "running";
+  $("status").className = "status " + (agent.finished ? "finished" : "running");
+  document.title = agent.name + " · " + agent.state;
+}
+
+function tick() {
+  if (agent.state === undefined) return;
+  $("since").textContent = agent.finished ? "" : "for " + Panels.duration(agent.serverNow() - agent.entered);
+  if (agent.tools.length) Panels.renderTools(agent);
+}
+
+// ---- updates.
+function onSnapshot(s) {
+  const first = agent.mermaid === undefined;
+  Object.assign(agent, s);
+  agent.offset = Date.now() - s.now;
+  renderHeader();
+  Panels.resetHops(agent);
+  Panels.setText(s.text);
+  Panels.renderTools(agent);
+  Panels.renderApproval(agent);
+  $("notes").replaceChildren();
+  for (const note of s.notes) Panels.addNote(note, agent.hops.length ? agent.hops[0].at : 0);
+  if (first) drawDiagram();
+  else mark();
+}
+
+function onMessage(m) {
+  switch (m.t) {
+    case "snapshot":
+      return onSnapshot(m);
+    case "hop":
+      agent.hops.push(m.hop);
+      agent.hop_count = m.hop.n;
+      if (m.hop.from !== m.hop.to) agent.entered = m.hop.at;
+      agent.state = m.hop.to;
+      renderHeader();
+      Panels.addHops(agent, [m.hop]);
+      return mark();
+    case "text":
+      return Panels.addText(m.delta, m.reset);
+    case "tool":
+      agent.tools = agent.tools.filter((t) => t.id !== m.tool.id).concat([m.tool]);
+      return Panels.renderTools(agent);
+    case "tool_done":
+      agent.tools = agent.tools.filter((t) => t.id !== m.id);
+      return Panels.renderTools(agent);
+    case "note":
+      return Panels.addNote(m, agent.hops.length ? agent.hops[0].at : 0);
+    case "approval":
+      agent.approval = m.approval;
+      return Panels.renderApproval(agent);
+    case "end":
+      agent.finished = true;
+      agent.tools = [];
+      renderHeader();
+      Panels.renderTools(agent);
+      return Panels.renderApproval(agent);
+  }
+}
+
+Panels.wire(agent);
+const updates = new EventSource("/api/agents/" + agent.id + "/events");
+updates.onmessage = (e) => onMessage(JSON.parse(e.data));
+updates.onerror = () => {
+  $("status").textContent = agent.finished ? "finished (inspector stopped)" : "disconnected, retrying";
+};
+setInterval(tick, 250);

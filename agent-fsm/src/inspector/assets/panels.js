@@ -1,0 +1,196 @@
+// The agent page's panels other than the diagram: the timeline, the
+// history table and its filters, the tools in flight, the streamed text,
+// the notes and the approval box. Each takes the page's model of the
+// agent (`agent`, kept by agent.js) and updates its part of the page.
+"use strict";
+
+const Panels = (() => {
+  const $ = (id) => document.getElementById(id);
+
+  // "1.234 s" or "312 ms".
+  function duration(ms) {
+    if (ms < 1000) return Math.round(ms) + " ms";
+    if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s";
+    const m = Math.floor(ms / 60000);
+    return m + " min " + Math.round((ms % 60000) / 1000) + " s";
+  }
+
+  function el(tag, text, cls) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = text;
+    if (cls) node.className = cls;
+    return node;
+  }
+
+  // ---- timeline: one entry per hop, with the time spent in its source.
+  let longest = 1;
+
+  function timelineEntry(hop, start) {
+    const li = el("li", null, hop.from === hop.to ? "in-place" : "moved");
+    li.dataset.n = hop.n;
+    li.dataset.from = hop.from;
+    li.dataset.to = hop.to;
+    const at = el("span", "+" + duration(Math.max(0, hop.at - start)), "at");
+    const what = el("span", hop.from === hop.to ? hop.from + " ↻" : hop.from + " → " + hop.to, "what");
+    const event = el("span", (hop.event || "(eventless)") + (hop.action ? " / " + hop.action : ""), "event muted");
+    const bar = el("span", null, "bar");
+    bar.style.width = Math.max(1, Math.round((100 * hop.spent) / longest)) + "%";
+    bar.title = duration(hop.spent) + " in " + hop.from;
+    const spent = el("span", duration(hop.spent), "spent muted");
+    li.append(at, what, event, bar, spent);
+    return li;
+  }
+
+  function addHops(agent, hops) {
+    const list = $("timeline");
+    const rows = $("history");
+    const start = agent.hops.length ? agent.hops[0].at : 0;
+    for (const hop of hops) {
+      if (hop.spent > longest) longest = hop.spent;
+      list.appendChild(timelineEntry(hop, start));
+      rows.appendChild(historyRow(hop, start));
+    }
+    list.scrollTop = list.scrollHeight;
+    $("hop-count").textContent = agent.hop_count + " hops";
+    applyFilter();
+  }
+
+  function resetHops(agent) {
+    $("timeline").replaceChildren();
+    $("history").replaceChildren();
+    longest = Math.max(1, ...agent.hops.map((h) => h.spent));
+    addHops(agent, agent.hops);
+  }
+
+  // ---- history: every hop, filterable by name and by staying in place.
+  function historyRow(hop, start) {
+    const tr = document.createElement("tr");
+    tr.dataset.words = [hop.from, hop.event || "", hop.to, hop.action || ""].join(" ").toLowerCase();
+    tr.dataset.inPlace = hop.from === hop.to ? "1" : "";
+    tr.dataset.from = hop.from;
+    tr.dataset.to = hop.to;
+    tr.append(el("td", String(hop.n)), el("td", "+" + duration(Math.max(0, hop.at - start))), el("td", hop.from),
+      el("td", hop.event || "(eventless)"), el("td", hop.to), el("td", hop.action || ""), el("td", duration(hop.spent)));
+    return tr;
+  }
+
+  function applyFilter() {
+    const words = $("filter").value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    const hideInPlace = $("hide-in-place").checked;
+    let shown = 0;
+    const rows = $("history").children;
+    for (const tr of rows) {
+      const keep = (!hideInPlace || !tr.dataset.inPlace) && words.every((w) => tr.dataset.words.includes(w));
+      tr.hidden = !keep;
+      if (keep) shown += 1;
+    }
+    $("history-shown").textContent = shown + " of " + rows.length + " shown";
+  }
+
+  function filterOn(text) {
+    $("filter").value = text;
+    applyFilter();
+  }
+
+  // ---- the current model call's text.
+  function setText(text) {
+    $("stream").textContent = text;
+  }
+
+  function addText(delta, reset) {
+    const stream = $("stream");
+    if (reset) stream.textContent = "";
+    stream.textContent += delta;
+    stream.scrollTop = stream.scrollHeight;
+  }
+
+  // ---- tools in flight, with their elapsed time.
+  function renderTools(agent) {
+    const list = $("tools");
+    if (agent.tools.length === 0) {
+      list.replaceChildren(el("li", "none", "muted"));
+      return;
+    }
+    list.replaceChildren(...agent.tools.map((tool) => {
+      const li = el("li", null, "tool");
+      li.dataset.id = tool.id;
+      li.append(el("span", tool.label, "label"), el("span", duration(agent.serverNow() - tool.started), "elapsed muted"));
+      return li;
+    }));
+  }
+
+  // ---- notes.
+  function addNote(note, start) {
+    const li = el("li", null);
+    li.append(el("span", "+" + duration(Math.max(0, note.at - start)), "at muted"), el("span", " " + note.text));
+    const list = $("notes");
+    list.appendChild(li);
+    while (list.children.length > 200) list.firstChild.remove();
+  }
+
+  // ---- the pending approval, with buttons that answer it through the
+  // agent's handle (the server sends the event the agent's view chose).
+  function renderApproval(agent) {
+    const box = $("approval");
+    const approval = agent.finished ? null : agent.approval;
+    box.hidden = !approval;
+    if (!approval) return;
+    box.dataset.id = approval.id;
+    $("approval-summary").textContent = approval.summary;
+    $("approval-result").textContent = "";
+    for (const button of box.querySelectorAll("button")) button.disabled = false;
+  }
+
+  async function answer(agent, decision) {
+    const box = $("approval");
+    const id = box.dataset.id;
+    for (const button of box.querySelectorAll("button")) button.disabled = true;
+    const url = "/api/agents/" + agent.id + "/approvals/" + id + "/" + decision;
+    try {
+      const response = await fetch(url, { method: "POST", headers: { "x-agent-fsm-inspector": "1" } });
+      $("approval-result").textContent = response.ok ? decision + " sent" : await response.text();
+    } catch (e) {
+      $("approval-result").textContent = "not sent: " + e;
+    }
+  }
+
+  // ---- a state's rows and time, when it is clicked.
+  function showState(agent, name) {
+    const box = $("state-info");
+    box.hidden = false;
+    box.dataset.state = name;
+    $("info-name").textContent = name;
+    let total = 0;
+    let entries = 0;
+    for (const hop of agent.hops) {
+      if (hop.from === name && hop.to !== name) total += hop.spent;
+      if (hop.to === name && hop.from !== name) entries += 1;
+    }
+    if (agent.state === name && !agent.finished) total += agent.serverNow() - agent.entered;
+    if (agent.hops.length && agent.hops[0].from === name) entries += 1;
+    $("info-time").textContent = "entered " + entries + " times, " + duration(total) + " in it";
+    const rows = agent.rows.filter((r) => r.from === name);
+    $("info-rows").replaceChildren(...rows.map((r) => {
+      const tr = document.createElement("tr");
+      const condition = [r.pattern, r.guard && "[" + r.guard + "]"].filter(Boolean).join(" ");
+      tr.append(el("td", (r.any ? "* + " : "") + (r.event || "(eventless)")), el("td", condition), el("td", r.to),
+        el("td", r.action || ""));
+      return tr;
+    }));
+    if (rows.length === 0) $("info-rows").replaceChildren(el("tr", "no row leaves it (terminal)", "muted"));
+    filterOn(name);
+  }
+
+  function wire(agent) {
+    $("filter").addEventListener("input", applyFilter);
+    $("hide-in-place").addEventListener("change", applyFilter);
+    $("info-close").addEventListener("click", () => {
+      $("state-info").hidden = true;
+      filterOn("");
+    });
+    $("approval").querySelector(".approve").addEventListener("click", () => answer(agent, "approve"));
+    $("approval").querySelector(".deny").addEventListener("click", () => answer(agent, "deny"));
+  }
+
+  return { duration, addHops, resetHops, setText, addText, renderTools, addNote, renderApproval, showState, wire };
+})();

@@ -1,0 +1,125 @@
+//! Answering an approval from the page: the approval an agent's state
+//! holds now, numbered so that a click on one already answered or
+//! replaced does nothing, and the event its button sends through the
+//! agent's handle.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use futures::future::BoxFuture;
+
+use super::view::Approval;
+use crate::StateMachine;
+use crate::runtime::MachineHandle;
+
+/// Why a click did not send anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// That approval is not the one pending (answered, replaced, or none).
+    NotPending,
+    /// The agent's worker has exited.
+    Ended,
+}
+
+/// Answers an agent's approvals, whatever its machine.
+pub(super) trait Control: Send + Sync {
+    /// Sends approval `id`'s approve (or deny) event.
+    fn decide(&self, id: u64, approve: bool) -> BoxFuture<'_, Result<(), Refusal>>;
+}
+
+/// The approval shown.
+struct Current<E> {
+    id: u64,
+    approval: Approval<E>,
+    /// A button was clicked: the same approval found again (the event not
+    /// handled yet) is not offered again.
+    answered: bool,
+}
+
+/// The approval pending in an agent's latest state.
+pub(super) struct Pending<E> {
+    current: Mutex<(u64, Option<Current<E>>)>,
+}
+
+impl<E: Clone> Pending<E> {
+    pub(super) fn new() -> Self {
+        Self { current: Mutex::new((0, None)) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, (u64, Option<Current<E>>)> {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What the latest state holds; the approval to show if that changed
+    /// (`Some(None)`: none any more).
+    pub(super) fn update(&self, found: Option<Approval<E>>) -> Option<Option<(u64, String)>> {
+        let mut guard = self.lock();
+        let (last, current) = &mut *guard;
+        match (found, current.as_ref()) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                *current = None;
+                Some(None)
+            }
+            (Some(found), Some(shown)) if found.summary == shown.approval.summary => None,
+            (Some(found), _) => {
+                *last += 1;
+                let shown = (*last, found.summary.clone());
+                *current = Some(Current { id: *last, approval: found, answered: false });
+                Some(Some(shown))
+            }
+        }
+    }
+
+    /// Takes approval `id`'s event, once.
+    fn answer(&self, id: u64, approve: bool) -> Option<E> {
+        let mut guard = self.lock();
+        let current = guard.1.as_mut().filter(|c| c.id == id && !c.answered)?;
+        current.answered = true;
+        Some(if approve { current.approval.approve.clone() } else { current.approval.deny.clone() })
+    }
+}
+
+/// [`Control`] for machine `M`.
+pub(super) struct Typed<M: StateMachine, O> {
+    pub(super) handle: MachineHandle<M, O>,
+    pub(super) pending: std::sync::Arc<Pending<M::Event>>,
+}
+
+impl<M, O> Control for Typed<M, O>
+where
+    M: StateMachine + Send + 'static,
+    M::Event: Clone + Send + Sync + 'static,
+    O: Clone + Send + Sync + 'static,
+{
+    fn decide(&self, id: u64, approve: bool) -> BoxFuture<'_, Result<(), Refusal>> {
+        Box::pin(async move {
+            let event = self.pending.answer(id, approve).ok_or(Refusal::NotPending)?;
+            self.handle.send(event).await.map_err(|_| Refusal::Ended)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asking(summary: &str) -> Option<Approval<&'static str>> {
+        Some(Approval { summary: summary.to_owned(), approve: "yes", deny: "no" })
+    }
+
+    #[test]
+    fn a_new_summary_replaces_the_approval_and_the_same_one_keeps_it() {
+        let pending = Pending::new();
+        assert_eq!(pending.update(None), None, "none before, none now: no change");
+        assert_eq!(pending.update(asking("a")), Some(Some((1, "a".to_owned()))));
+        assert_eq!(pending.update(asking("a")), None, "the same approval found again");
+        assert_eq!(pending.update(asking("b")), Some(Some((2, "b".to_owned()))), "another one replaces it");
+        assert_eq!(pending.answer(1, true), None, "the replaced one cannot be answered");
+        assert_eq!(pending.answer(2, false), Some("no"));
+        assert_eq!(pending.answer(2, true), None, "answered once");
+        assert_eq!(pending.update(asking("b")), None, "not offered again while its state lasts");
+        assert_eq!(pending.update(None), Some(None));
+        assert_eq!(pending.update(asking("b")), Some(Some((3, "b".to_owned()))), "a later request is new");
+        assert_eq!(pending.answer(3, true), Some("yes"));
+    }
+}

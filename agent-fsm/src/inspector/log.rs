@@ -1,0 +1,292 @@
+//! One attached agent as the page sees it: its current state, its hops
+//! with the time spent before each, the text the current model call
+//! streamed, its tools in flight, its pending approval and its notes,
+//! kept as plain data (names and milliseconds), with the [`Update`] that
+//! each change sends to the open pages (made JSON only while one is open).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+use super::control::Control;
+use crate::Description;
+
+/// How many hops a page is sent at most (the oldest go first): enough for
+/// a long session, bounded for one that runs for days.
+const HOPS_KEPT: usize = 10_000;
+/// How many notes are kept.
+const NOTES_KEPT: usize = 200;
+/// How many updates an open page may fall behind before it is sent a
+/// fresh snapshot instead.
+pub(super) const UPDATES_KEPT: usize = 1024;
+
+/// Milliseconds from `epoch` to `at` (negative before it).
+pub(super) fn millis(epoch: Instant, at: Instant) -> f64 {
+    if at >= epoch {
+        at.duration_since(epoch).as_secs_f64() * 1e3
+    } else {
+        -(epoch.duration_since(at).as_secs_f64() * 1e3)
+    }
+}
+
+/// One hop, by name.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(super) struct Hop {
+    /// Its number, from 1, counting evicted ones.
+    pub(super) n: u64,
+    pub(super) from: &'static str,
+    pub(super) event: Option<&'static str>,
+    pub(super) to: &'static str,
+    pub(super) action: Option<&'static str>,
+    /// The row's index in the description.
+    pub(super) row: usize,
+    /// When, in ms from the inspector's start.
+    pub(super) at: f64,
+    /// How long the agent had been in `from`, in ms.
+    pub(super) spent: f64,
+}
+
+/// A change, as the open pages receive it (`{"t": "hop", ...}`).
+#[derive(Debug, serde::Serialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub(super) enum Update {
+    Hop { hop: Hop },
+    Text { reset: bool, delta: String },
+    Tool { tool: Tool },
+    ToolDone { id: String },
+    Note { at: f64, text: String },
+    Approval { approval: Option<Shown> },
+    End { at: f64 },
+}
+
+/// An approval as the page shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(super) struct Shown {
+    id: u64,
+    summary: String,
+}
+
+/// A tool call in flight.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(super) struct Tool {
+    id: String,
+    label: String,
+    started: f64,
+}
+
+/// The page's model of one agent.
+#[derive(Debug)]
+pub(super) struct Log {
+    epoch: Instant,
+    state: &'static str,
+    /// When the agent entered `state`, in ms.
+    entered: f64,
+    finished: bool,
+    hops: VecDeque<Hop>,
+    hop_count: u64,
+    text: String,
+    /// The text belongs to a call that has ended: the next delta starts
+    /// a new one.
+    text_done: bool,
+    tools: Vec<Tool>,
+    /// The approval shown: its number and summary.
+    approval: Option<(u64, String)>,
+    notes: VecDeque<(f64, String)>,
+}
+
+impl Log {
+    /// An agent in `state` since `entered`.
+    pub(super) fn new(epoch: Instant, state: &'static str, entered: Instant) -> Self {
+        Self {
+            epoch,
+            state,
+            entered: millis(epoch, entered),
+            finished: false,
+            hops: VecDeque::new(),
+            hop_count: 0,
+            text: String::new(),
+            text_done: false,
+            tools: Vec::new(),
+            approval: None,
+            notes: VecDeque::new(),
+        }
+    }
+
+    /// Now, in ms from the inspector's start.
+    pub(super) fn now(&self) -> f64 {
+        millis(self.epoch, Instant::now())
+    }
+
+    /// A hop at `at` (ms).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn hop(
+        &mut self,
+        from: &'static str,
+        event: Option<&'static str>,
+        to: &'static str,
+        action: Option<&'static str>,
+        row: usize,
+        at: f64,
+    ) -> Update {
+        self.hop_count += 1;
+        let hop = Hop { n: self.hop_count, from, event, to, action, row, at, spent: (at - self.entered).max(0.0) };
+        if from != to {
+            self.entered = at;
+            self.text_done = true;
+        }
+        self.state = to;
+        if self.hops.len() == HOPS_KEPT {
+            self.hops.pop_front();
+        }
+        self.hops.push_back(hop.clone());
+        Update::Hop { hop }
+    }
+
+    /// Text streamed by the current call.
+    pub(super) fn text(&mut self, delta: String) -> Update {
+        let reset = std::mem::take(&mut self.text_done);
+        if reset {
+            self.text.clear();
+        }
+        self.text.push_str(&delta);
+        Update::Text { reset, delta }
+    }
+
+    /// A tool call started.
+    pub(super) fn tool_started(&mut self, id: String, label: String) -> Update {
+        let tool = Tool { id, label, started: self.now() };
+        self.tools.retain(|t| t.id != tool.id);
+        self.tools.push(tool.clone());
+        Update::Tool { tool }
+    }
+
+    /// A tool call finished.
+    pub(super) fn tool_finished(&mut self, id: String) -> Update {
+        self.tools.retain(|t| t.id != id);
+        Update::ToolDone { id }
+    }
+
+    /// A note.
+    pub(super) fn note(&mut self, text: String) -> Update {
+        let at = self.now();
+        if self.notes.len() == NOTES_KEPT {
+            self.notes.pop_front();
+        }
+        self.notes.push_back((at, text.clone()));
+        Update::Note { at, text }
+    }
+
+    /// The approval shown, replaced (`None`: none pending).
+    pub(super) fn approval(&mut self, approval: Option<(u64, String)>) -> Update {
+        self.approval = approval;
+        Update::Approval { approval: self.approval_shown() }
+    }
+
+    fn approval_shown(&self) -> Option<Shown> {
+        self.approval.as_ref().map(|(id, summary)| Shown { id: *id, summary: summary.clone() })
+    }
+
+    /// The worker exited.
+    pub(super) fn finish(&mut self) -> Update {
+        self.finished = true;
+        self.tools.clear();
+        self.approval = None;
+        Update::End { at: self.now() }
+    }
+
+    /// The index's line for this agent.
+    pub(super) fn summary(&self) -> Value {
+        json!({ "state": self.state, "finished": self.finished, "hops": self.hop_count,
+                "approval": self.approval.is_some() })
+    }
+
+    /// Everything, for a page that opens (or fell behind).
+    pub(super) fn snapshot(&self, id: usize, name: &str, description: &'static Description) -> Value {
+        let states: Vec<Value> = description
+            .states
+            .iter()
+            .map(|s| json!({ "name": s.name, "initial": s.initial, "terminal": s.terminal, "transient": s.transient }))
+            .collect();
+        let rows: Vec<Value> = description
+            .transitions
+            .iter()
+            .map(|t| {
+                json!({ "from": t.from, "event": t.event, "guard": t.guard, "pattern": t.pattern,
+                             "to": t.to, "action": t.action, "any": t.any_state })
+            })
+            .collect();
+        let notes: Vec<Value> = self.notes.iter().map(|(at, text)| json!({ "at": at, "text": text })).collect();
+        json!({
+            "t": "snapshot", "id": id, "name": name, "machine": description.name,
+            "mermaid": description.mermaid, "states": states, "rows": rows,
+            "state": self.state, "entered": self.entered, "finished": self.finished,
+            "hops": &self.hops, "hop_count": self.hop_count, "text": &self.text,
+            "tools": &self.tools, "approval": self.approval_shown(), "notes": notes, "now": self.now(),
+        })
+    }
+}
+
+/// An attached agent: its log, the updates its pages listen to, and how
+/// to answer its approvals.
+pub(super) struct Agent {
+    pub(super) id: usize,
+    pub(super) name: String,
+    pub(super) description: &'static Description,
+    log: Mutex<Log>,
+    updates: broadcast::Sender<Arc<str>>,
+    pub(super) control: Box<dyn Control>,
+}
+
+impl Agent {
+    pub(super) fn new(
+        id: usize,
+        name: String,
+        description: &'static Description,
+        log: Log,
+        control: Box<dyn Control>,
+    ) -> Self {
+        let (updates, _) = broadcast::channel(UPDATES_KEPT);
+        Self { id, name, description, log: Mutex::new(log), updates, control }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Log> {
+        // A panic while the log was held leaves plain data behind: keep
+        // showing it.
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Changes the log and sends the change to the open pages, under the
+    /// log's lock, so that a page's snapshot and its updates never overlap.
+    /// With no page open the change is not written out at all.
+    pub(super) fn apply(&self, change: impl FnOnce(&mut Log) -> Update) {
+        let mut log = self.lock();
+        let update = change(&mut log);
+        if self.updates.receiver_count() == 0 {
+            return;
+        }
+        match serde_json::to_string(&update) {
+            // A page that closed meanwhile is not an error.
+            Ok(message) => drop(self.updates.send(Arc::from(message))),
+            Err(error) => tracing::warn!(%error, "an inspector update could not be written"),
+        }
+    }
+
+    /// A snapshot and the updates after it.
+    pub(super) fn open(&self) -> (String, broadcast::Receiver<Arc<str>>) {
+        let log = self.lock();
+        let updates = self.updates.subscribe();
+        (log.snapshot(self.id, &self.name, self.description).to_string(), updates)
+    }
+
+    /// The index's line.
+    pub(super) fn summary(&self) -> Value {
+        let mut line = self.lock().summary();
+        line["id"] = json!(self.id);
+        line["name"] = json!(self.name);
+        line["machine"] = json!(self.description.name);
+        line
+    }
+}

@@ -1,0 +1,220 @@
+//! A live inspector for running agents: a small web server on localhost
+//! whose page shows each attached agent's machine as a diagram with the
+//! current state highlighted and the path taken so far, a timeline of its
+//! hops with the time spent in each state, the text of the current model
+//! call as it streams, the tools in flight with their elapsed time, a
+//! pending approval with approve and deny buttons, and the whole history,
+//! filterable. Clicking a state shows its rows and the time spent in it.
+//!
+//! ```no_run
+//! # #[agent_fsm::state_machine(fallback = Nothing)]
+//! # mod door {
+//! #     #[states] #[derive(Debug, Clone)] pub enum State { #[initial] Closed, Open }
+//! #     #[events] #[derive(Debug, Clone)] pub enum Event { Push }
+//! #     #[actions] #[derive(Debug)] pub enum Action { Nothing }
+//! #     transitions! { Closed + Push => Open / Nothing, Open + Push => Closed / Nothing }
+//! # }
+//! use agent_fsm::inspector::{AgentView, Inspector};
+//! use agent_fsm::runtime::{ExecutorConfig, from_fn, spawn};
+//! use door::Machine;
+//!
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let handle = spawn(Machine::new(), from_fn(|_, _| {}), ExecutorConfig::new());
+//! let inspector = Inspector::bind("127.0.0.1:0").await?; // port 0: any free one
+//! let id = inspector.attach(&handle, AgentView::new("door")).await?;
+//! println!("inspector: {}", inspector.agent_url(id));
+//! # Ok(()) }
+//! ```
+//!
+//! [`AgentView`] names the agent and, optionally, says how to read its
+//! outputs (text deltas, tools started and finished: [`Shown`]) and how to
+//! recognise a pending approval in its state and which events answer it
+//! ([`Approval`]). Any number of agents (a fleet's) can be attached to one
+//! inspector; its index page lists them.
+//!
+//! # What it costs
+//! Nothing for an agent that is not attached: the executor has no hook
+//! for the inspector. An attached agent has one live subscription
+//! ([`MachineHandle::subscribe`]), so its worker builds a notification
+//! per hop and output (and, with approvals, copies its state once per
+//! step, as [`subscribe_with_states`](MachineHandle::subscribe_with_states)
+//! says); the inspector's own task turns each into JSON for the open
+//! pages. The figures are in the performance notes (`docs/performance.md`,
+//! "Inspector").
+//!
+//! # No network, loopback only
+//! Every script and style the page loads is served by the binary
+//! (Mermaid's single-file build among them, compressed), so the page
+//! renders with no network at all. The server binds only loopback
+//! addresses: anyone who can reach it can answer the agents' approvals.
+//! For the same reason it answers only requests addressed to its own
+//! address (not a DNS name another site could point at 127.0.0.1), and
+//! the buttons' requests carry a header a page of another origin cannot
+//! send.
+
+mod control;
+mod log;
+mod server;
+mod view;
+mod watch;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::StateMachine;
+use crate::runtime::MachineHandle;
+use log::Agent;
+
+pub use view::{AgentView, Approval, Shown};
+
+/// Why the inspector could not start or attach an agent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InspectorError {
+    /// The address could not be bound.
+    #[error("cannot listen on the inspector's address: {0}")]
+    Bind(#[source] std::io::Error),
+    /// The address is not a loopback one.
+    #[error("the inspector listens on loopback addresses only, not {0}")]
+    NotLoopback(SocketAddr),
+    /// The agent's worker failed: there is nothing to follow.
+    #[error("the agent's worker failed")]
+    Failed,
+}
+
+/// What the server and the agents' tasks share.
+pub(crate) struct Shared {
+    /// Times on the page are milliseconds from here.
+    epoch: Instant,
+    agents: Mutex<Vec<Arc<Agent>>>,
+    /// `Host` values the server answers: `127.0.0.1:PORT` and
+    /// `localhost:PORT`.
+    host: String,
+    localhost: String,
+    stop: CancellationToken,
+}
+
+impl Shared {
+    fn next_id(&self) -> usize {
+        self.agents.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    fn add(&self, agent: Arc<Agent>) {
+        self.agents.lock().unwrap_or_else(PoisonError::into_inner).push(agent);
+    }
+
+    fn agents(&self) -> Vec<Arc<Agent>> {
+        self.agents.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn agent(&self, id: usize) -> Option<Arc<Agent>> {
+        self.agents.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+    }
+}
+
+/// The inspector's server: bound by [`bind`](Self::bind), serving until it
+/// is dropped or [`shutdown`](Self::shutdown). Agents are attached with
+/// [`attach`](Self::attach), and stay listed after they finish.
+pub struct Inspector {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Inspector {
+    /// Starts the server on `addr`, a loopback address (`127.0.0.1:0`
+    /// takes any free port; [`url`](Self::url) says which), on the
+    /// current tokio runtime.
+    ///
+    /// # Errors
+    /// [`InspectorError::NotLoopback`] for another address,
+    /// [`InspectorError::Bind`] if it cannot be bound.
+    pub async fn bind(addr: impl tokio::net::ToSocketAddrs) -> Result<Self, InspectorError> {
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(InspectorError::Bind)?;
+        let addr = listener.local_addr().map_err(InspectorError::Bind)?;
+        if !addr.ip().is_loopback() {
+            return Err(InspectorError::NotLoopback(addr));
+        }
+        let stop = CancellationToken::new();
+        let shared = Arc::new(Shared {
+            epoch: Instant::now(),
+            agents: Mutex::new(Vec::new()),
+            host: addr.to_string(),
+            localhost: format!("localhost:{}", addr.port()),
+            stop: stop.clone(),
+        });
+        let app = server::router(Arc::clone(&shared));
+        let server = tokio::spawn(async move {
+            let served = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
+            if let Err(error) = served {
+                tracing::warn!(%error, "the inspector's server stopped");
+            }
+        });
+        tracing::info!(%addr, "inspector listening");
+        Ok(Self { shared, addr, server })
+    }
+
+    /// The address it listens on.
+    #[must_use]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The index page's URL (`http://127.0.0.1:PORT/`).
+    #[must_use]
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// The page of the agent attached as `id`.
+    #[must_use]
+    pub fn agent_url(&self, id: usize) -> String {
+        format!("http://{}/agents/{id}", self.addr)
+    }
+
+    /// Attaches the agent behind `handle`, shown as `view` says, and
+    /// returns its id (its page is [`agent_url`](Self::agent_url)). The
+    /// page shows the hops its [`History`](crate::runtime::History) still
+    /// holds, and everything after; an agent that has stopped is shown
+    /// with the history it stopped with, finished. Requires a tokio
+    /// runtime with the `time` driver (the page's times are tokio
+    /// instants).
+    ///
+    /// # Errors
+    /// [`InspectorError::Failed`] if the agent's worker failed.
+    pub async fn attach<M, O>(
+        &self,
+        handle: &MachineHandle<M, O>,
+        view: AgentView<M, O>,
+    ) -> Result<usize, InspectorError>
+    where
+        M: StateMachine + Send + 'static,
+        M::State: Clone + Send + Sync + 'static,
+        M::Event: Clone + Send + Sync + 'static,
+        O: Clone + Send + Sync + 'static,
+    {
+        watch::attach(&self.shared, handle, view).await
+    }
+
+    /// Stops serving: open pages' update streams end, and the server
+    /// finishes the requests it is answering.
+    pub async fn shutdown(mut self) {
+        self.shared.stop.cancel();
+        let _ = (&mut self.server).await;
+    }
+}
+
+impl Drop for Inspector {
+    fn drop(&mut self) {
+        self.shared.stop.cancel();
+    }
+}
+
+impl std::fmt::Debug for Inspector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inspector").field("addr", &self.addr).finish_non_exhaustive()
+    }
+}

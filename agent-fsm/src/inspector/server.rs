@@ -1,0 +1,164 @@
+//! The inspector's HTTP routes: the index and agent pages, their scripts
+//! and styles (every one served from the binary, so the page needs no
+//! network), the agents' list, each agent's live updates as server-sent
+//! events, and the approve and deny buttons.
+//!
+//! Requests are only answered for a `Host` naming the loopback address
+//! the inspector listens on, so that a web page elsewhere cannot reach it
+//! through a DNS name that resolves to 127.0.0.1; the buttons' POSTs must
+//! carry the [`CLICK_HEADER`], which a page of another origin cannot add
+//! without a preflight the server never grants.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::{Stream, StreamExt};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::Shared;
+use super::control::Refusal;
+
+/// The header the page's buttons send with their POST.
+pub(super) const CLICK_HEADER: &str = "x-agent-fsm-inspector";
+
+/// One file served from the binary.
+struct Asset {
+    body: &'static [u8],
+    content_type: &'static str,
+    /// Stored gzip-compressed: sent as is with `Content-Encoding: gzip`.
+    gzip: bool,
+}
+
+const INDEX_HTML: Asset = Asset { body: include_bytes!("assets/index.html"), content_type: HTML, gzip: false };
+const AGENT_HTML: Asset = Asset { body: include_bytes!("assets/agent.html"), content_type: HTML, gzip: false };
+const HTML: &str = "text/html; charset=utf-8";
+const JS: &str = "text/javascript; charset=utf-8";
+
+/// The page's scripts and styles, by file name.
+fn asset(name: &str) -> Option<Asset> {
+    Some(match name {
+        "inspector.css" => {
+            Asset { body: include_bytes!("assets/inspector.css"), content_type: "text/css; charset=utf-8", gzip: false }
+        }
+        "agent.js" => Asset { body: include_bytes!("assets/agent.js"), content_type: JS, gzip: false },
+        "panels.js" => Asset { body: include_bytes!("assets/panels.js"), content_type: JS, gzip: false },
+        "index.js" => Asset { body: include_bytes!("assets/index.js"), content_type: JS, gzip: false },
+        // Mermaid 11.12.2's single-file build, as published (MIT, its
+        // license in assets/mermaid-LICENSE), gzip-compressed: 0.8 MB in
+        // the binary instead of 2.7.
+        "mermaid.min.js" => Asset { body: include_bytes!("assets/mermaid.min.js.gz"), content_type: JS, gzip: true },
+        "mermaid-LICENSE" => Asset {
+            body: include_bytes!("assets/mermaid-LICENSE"),
+            content_type: "text/plain; charset=utf-8",
+            gzip: false,
+        },
+        _ => return None,
+    })
+}
+
+impl IntoResponse for Asset {
+    fn into_response(self) -> Response {
+        let mut response = Response::new(Body::from(self.body));
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(self.content_type));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        if self.gzip {
+            headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        }
+        response
+    }
+}
+
+/// The routes.
+pub(super) fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/", get(|| async { INDEX_HTML }))
+        .route("/agents/{id}", get(|| async { AGENT_HTML }))
+        .route(
+            "/assets/{name}",
+            get(|Path(name): Path<String>| async move { asset(&name).ok_or(StatusCode::NOT_FOUND) }),
+        )
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
+        .route("/api/agents", get(agents))
+        .route("/api/agents/{id}/events", get(events))
+        .route("/api/agents/{id}/approvals/{approval}/{decision}", post(decide))
+        .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
+        .with_state(shared)
+}
+
+/// Refuses a request whose `Host` is not the inspector's own address, and
+/// a POST without the [`CLICK_HEADER`].
+async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
+    if host != Some(shared.host.as_str()) && host != Some(shared.localhost.as_str()) {
+        return (StatusCode::MISDIRECTED_REQUEST, "not this inspector's address").into_response();
+    }
+    if request.method() == axum::http::Method::POST && !request.headers().contains_key(CLICK_HEADER) {
+        return (StatusCode::FORBIDDEN, "missing the inspector's header").into_response();
+    }
+    next.run(request).await
+}
+
+/// The attached agents, as JSON.
+async fn agents(State(shared): State<Arc<Shared>>) -> Response {
+    let list: Vec<serde_json::Value> = shared.agents().iter().map(|a| a.summary()).collect();
+    json_response(serde_json::Value::Array(list).to_string())
+}
+
+fn json_response(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// One agent's updates: a snapshot, then each change; a page that falls
+/// behind is sent a fresh snapshot. Ends when the inspector stops.
+async fn events(State(shared): State<Arc<Shared>>, Path(id): Path<usize>) -> Result<Response, StatusCode> {
+    let agent = shared.agent(id).ok_or(StatusCode::NOT_FOUND)?;
+    let (snapshot, updates) = agent.open();
+    let stream = futures::stream::unfold((Some(snapshot), updates, agent), |(first, mut updates, agent)| async move {
+        if let Some(snapshot) = first {
+            return Some((snapshot, (None, updates, agent)));
+        }
+        match updates.recv().await {
+            Ok(message) => Some((message.to_string(), (None, updates, agent))),
+            Err(RecvError::Lagged(_)) => {
+                let (snapshot, updates) = agent.open();
+                Some((snapshot, (None, updates, agent)))
+            }
+            Err(RecvError::Closed) => None,
+        }
+    });
+    let stream: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
+        Box::pin(stream.map(|data| Ok(Event::default().data(data))).take_until(shared.stop.clone().cancelled_owned()));
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()).into_response())
+}
+
+/// A click on approve or deny.
+async fn decide(
+    State(shared): State<Arc<Shared>>,
+    Path((id, approval, decision)): Path<(usize, u64, String)>,
+) -> Response {
+    let Some(agent) = shared.agent(id) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let approve = match decision.as_str() {
+        "approve" => true,
+        "deny" => false,
+        _ => return StatusCode::NOT_FOUND.into_response(),
+    };
+    match agent.control.decide(approval, approve).await {
+        Ok(()) => {
+            tracing::info!(agent = agent.name, approval, decision, "approval answered in the inspector");
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(Refusal::NotPending) => (StatusCode::CONFLICT, "that approval is not pending").into_response(),
+        Err(Refusal::Ended) => (StatusCode::GONE, "the agent has stopped").into_response(),
+    }
+}

@@ -1,0 +1,159 @@
+//! Attaching an agent: one subscription to its notifications, taken
+//! between two of its steps together with the hops its history already
+//! holds, and a task that turns each notification into a change of the
+//! agent's [`Log`] for the open pages.
+//!
+//! Everything here runs on the inspector's side of the subscription: the
+//! worker's only extra work is the notifications it builds for a live
+//! subscription (and, with approvals, one copy of the state per step).
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::control::{Pending, Typed};
+use super::log::{Agent, Hop, Log, millis};
+use super::view::{AgentView, Shown};
+use super::{InspectorError, Shared};
+use crate::runtime::{MachineHandle, Notification, Subscription, Topics};
+use crate::{Kind, StateMachine, Status};
+
+/// The hops a history holds and the state it ends in, by name.
+struct Past {
+    hops: Vec<(Hop, Instant)>,
+    state: &'static str,
+    entered: Instant,
+}
+
+/// Attaches the agent behind `handle` to `shared`, returning its id.
+pub(super) async fn attach<M, O>(
+    shared: &Arc<Shared>,
+    handle: &MachineHandle<M, O>,
+    view: AgentView<M, O>,
+) -> Result<usize, InspectorError>
+where
+    M: StateMachine + Send + 'static,
+    M::State: Clone + Send + Sync + 'static,
+    M::Event: Clone + Send + Sync + 'static,
+    O: Clone + Send + Sync + 'static,
+{
+    let with_states = view.approvals.is_some();
+    // Only what the page shows: not the actions (one notification per
+    // event saved), the outputs only if they can be read.
+    let mut topics = Topics::TRANSITIONS | Topics::UNHANDLED | Topics::FAULTS;
+    if view.outputs.is_some() {
+        topics = topics | Topics::OUTPUT;
+    }
+    let subscriber = handle.clone();
+    // Read on the worker, between two steps: the subscription starts right
+    // after the last hop the history holds, so no hop is lost or shown twice.
+    let (past, subscription) = handle
+        .with_history(move |history| {
+            let subscription: Subscription<M, O> =
+                if with_states { subscriber.subscribe_with_states(topics) } else { subscriber.subscribe_to(topics) };
+            let hops = history
+                .transitions()
+                .map(|t| {
+                    let at = t.start + t.duration;
+                    let hop = Hop {
+                        n: 0,
+                        from: t.from.name(),
+                        event: t.event.map(|e| e.name()),
+                        to: t.to.name(),
+                        action: t.action.map(|a| a.name()),
+                        row: t.row,
+                        at: 0.0,
+                        spent: 0.0,
+                    };
+                    (hop, at)
+                })
+                .collect();
+            let (status, entered) = history.current();
+            let state = match status {
+                Status::In(kind) => kind.name(),
+                _ => "<poisoned>",
+            };
+            (Past { hops, state, entered }, subscription)
+        })
+        .await
+        .map_err(|_| InspectorError::Failed)?;
+    let epoch = shared.epoch;
+    let first = past.hops.first().map_or(past.entered, |(_, at)| *at);
+    let mut log = Log::new(epoch, past.hops.first().map_or(past.state, |(h, _)| h.from), first);
+    for (hop, at) in past.hops {
+        log.hop(hop.from, hop.event, hop.to, hop.action, hop.row, millis(epoch, at));
+    }
+    let pending = Arc::new(Pending::new());
+    let control = Typed { handle: handle.clone(), pending: Arc::clone(&pending) };
+    let id = shared.next_id();
+    let agent = Arc::new(Agent::new(id, view.name.clone(), M::DESCRIPTION, log, Box::new(control)));
+    // The approval pending now, if any: the subscription's states carry
+    // it on from here.
+    if let Some(find) = &view.approvals
+        && let Ok(state) = handle.inspect(|m| m.state().clone()).await
+        && let Some(shown) = pending.update(find(&state))
+    {
+        agent.apply(|log| log.approval(shown));
+    }
+    shared.add(Arc::clone(&agent));
+    tokio::spawn(follow(agent, subscription, view, pending));
+    Ok(id)
+}
+
+/// Feeds the agent's notifications into its log until its worker exits.
+async fn follow<M, O>(
+    agent: Arc<Agent>,
+    mut subscription: Subscription<M, O>,
+    view: AgentView<M, O>,
+    pending: Arc<Pending<M::Event>>,
+) where
+    M: StateMachine + Send + 'static,
+    M::Event: Clone,
+    O: Clone + Send + 'static,
+{
+    while let Some(notification) = subscription.recv().await {
+        match notification {
+            Notification::Transition(step) => {
+                let (from, event, to, action) = step.names();
+                agent.apply(|log| {
+                    let at = log.now();
+                    log.hop(from, event, to, action, step.row, at)
+                });
+            }
+            Notification::State(state) => {
+                if let Some(find) = &view.approvals
+                    && let Some(shown) = pending.update(find(&state))
+                {
+                    agent.apply(|log| log.approval(shown));
+                }
+            }
+            Notification::Output(output) => {
+                let Some(shown) = view.outputs.as_ref().and_then(|read| read(&output)) else {
+                    continue;
+                };
+                agent.apply(|log| match shown {
+                    Shown::TextDelta(delta) => log.text(delta),
+                    Shown::ToolStarted { id, label } => log.tool_started(id, label),
+                    Shown::ToolFinished { id } => log.tool_finished(id),
+                    Shown::Note(text) => log.note(text),
+                });
+            }
+            Notification::Unhandled(unhandled) => {
+                let text = format!("refused: {} + {} ({})", unhandled.state, unhandled.event.name(), unhandled.reason);
+                agent.apply(|log| log.note(text));
+            }
+            Notification::EffectFailed { key, failure } => {
+                let text = format!("{} failed: {failure}", key.as_deref().unwrap_or("a stream"));
+                agent.apply(|log| log.note(text));
+            }
+            Notification::Interrupted { cause } => {
+                agent.apply(|log| log.note(format!("interrupted: {cause}")));
+            }
+            Notification::Lagged(missed) => {
+                agent.apply(|log| log.note(format!("the inspector missed {missed} notifications")));
+            }
+            _ => {}
+        }
+    }
+    agent.apply(|log| log.finish());
+}
