@@ -160,6 +160,9 @@ pub mod snapshot;
 #[cfg(feature = "store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "store")))]
 pub mod store;
+#[cfg(any(feature = "otel", feature = "metrics"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "otel", feature = "metrics"))))]
+pub mod telemetry;
 #[cfg(feature = "tool")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tool")))]
 pub mod tool;

@@ -140,6 +140,8 @@ where
             terminal: machine.is_terminal(),
             failed: false,
             journaling: false,
+            #[cfg(feature = "otel")]
+            turn: crate::telemetry::TurnState::new(),
         },
         machine,
         effects,

@@ -183,6 +183,13 @@ impl<M: StateMachine> History<M> {
         }
     }
 
+    /// When the machine entered its current state (what the next hop that
+    /// leaves it will record), for the time-in-state metric.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn entered(&self) -> Instant {
+        self.entered
+    }
+
     /// Records one hop of the event being delivered, the one after the
     /// last [`on_step`](Self::on_step) counted.
     /// `changed`: whether `hop.from != hop.to`, computed once by the caller.

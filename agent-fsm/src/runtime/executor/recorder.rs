@@ -55,6 +55,9 @@ pub(super) struct Hot<M: StateMachine, O> {
     pub(super) failed: bool,
     /// Each step is written to the durable agent's journal.
     pub(super) journaling: bool,
+    /// The agent turn open, whose span each step enters.
+    #[cfg(feature = "otel")]
+    pub(super) turn: crate::telemetry::TurnState<M>,
 }
 
 impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
@@ -62,6 +65,10 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
     fn on_transition(&mut self, hop: &StepOf<M>) {
         self.seen = Seen::Hop;
         let now = *self.hot.clock.get_or_insert_with(Instant::now);
+        #[cfg(feature = "metrics")]
+        crate::telemetry::count_hop::<M>(hop, self.history.entered(), now);
+        #[cfg(feature = "otel")]
+        self.hot.turn.hop(hop);
         let changed = hop.from != hop.to;
         self.history.on_hop(hop, changed, now);
         if changed {
@@ -83,6 +90,8 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
 
     fn on_unhandled(&mut self, unhandled: &UnhandledOf<M>) {
         self.seen = Seen::Unhandled(unhandled.reason);
+        #[cfg(feature = "metrics")]
+        crate::telemetry::count_refused::<M>(unhandled);
         tracing::debug!(
             state = %unhandled.state,
             event = unhandled.event.name(),

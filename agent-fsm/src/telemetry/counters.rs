@@ -1,0 +1,65 @@
+//! The metrics, recorded through the `metrics` facade: their [`names`] and
+//! what the executor, the tools and the model clients record.
+
+/// The metric names (Prometheus style: `_total` counters, `_seconds`
+/// histograms).
+pub mod names {
+    /// Counter of hops, self-transitions included: `machine`, `from`, `to`.
+    pub const TRANSITIONS: &str = "agent_fsm_transitions_total";
+    /// Histogram of the seconds spent in a state, recorded when the
+    /// machine leaves it: `machine`, `state`.
+    pub const STATE_DURATION: &str = "agent_fsm_state_duration_seconds";
+    /// Counter of events the table did not accept (the catch-all):
+    /// `machine`, `state`, `event`, `reason`.
+    pub const REFUSED_EVENTS: &str = "agent_fsm_refused_events_total";
+    /// Counter of tool calls: `tool`, `outcome` (`ok` or `error`).
+    pub const TOOL_CALLS: &str = "agent_fsm_tool_calls_total";
+    /// Histogram of a tool call's seconds: `tool`, `outcome`.
+    pub const TOOL_DURATION: &str = "agent_fsm_tool_duration_seconds";
+    /// Counter of model tokens: `provider`, `model`, `type` (`input` or
+    /// `output`).
+    pub const LLM_TOKENS: &str = "agent_fsm_llm_tokens_total";
+}
+
+/// One hop: counted, and the time spent in `from` (entered at `entered`)
+/// recorded when the hop leaves it.
+#[cfg(feature = "runtime")]
+pub(crate) fn count_hop<M: crate::StateMachine>(
+    hop: &crate::StepOf<M>,
+    entered: tokio::time::Instant,
+    now: tokio::time::Instant,
+) {
+    use crate::Kind as _;
+    let (machine, from, to) = (M::DESCRIPTION.name, hop.from.name(), hop.to.name());
+    metrics::counter!(names::TRANSITIONS, "machine" => machine, "from" => from, "to" => to).increment(1);
+    if hop.from != hop.to {
+        let seconds = now.saturating_duration_since(entered).as_secs_f64();
+        metrics::histogram!(names::STATE_DURATION, "machine" => machine, "state" => from).record(seconds);
+    }
+}
+
+/// An event the table did not accept.
+#[cfg(feature = "runtime")]
+pub(crate) fn count_refused<M: crate::StateMachine>(unhandled: &crate::UnhandledOf<M>) {
+    use crate::Kind as _;
+    let state = unhandled.state.state().map_or("poisoned", |s| s.name());
+    metrics::counter!(
+        names::REFUSED_EVENTS,
+        "machine" => M::DESCRIPTION.name,
+        "state" => state,
+        "event" => unhandled.event.name(),
+        "reason" => reason_label(unhandled.reason),
+    )
+    .increment(1);
+}
+
+/// The reason as a label value, as `serde` names it.
+#[cfg(feature = "runtime")]
+fn reason_label(reason: crate::UnhandledReason) -> &'static str {
+    match reason {
+        crate::UnhandledReason::NoRow => "no_row",
+        crate::UnhandledReason::Refused => "refused",
+        crate::UnhandledReason::Ignored => "ignored",
+        crate::UnhandledReason::Poisoned => "poisoned",
+    }
+}
