@@ -22,6 +22,7 @@
 pub mod demo;
 pub mod durable;
 pub mod model;
+pub mod observed;
 
 use crate::loom::{
     AgentAction, AgentEvent, AssistantMessage, LlmRequest, Loom, Message, ToolCall, ToolError, ToolExecutionOutcome,

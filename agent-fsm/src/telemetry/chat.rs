@@ -7,7 +7,9 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use futures::stream::BoxStream;
 
-use crate::llm::{ProviderError, Request, StopReason, StreamEvent};
+#[cfg(feature = "otel")]
+use crate::llm::StopReason;
+use crate::llm::{ProviderError, Request, StreamEvent};
 
 /// A reply's stream, observed: the `chat` span is entered while it is
 /// polled and closed when the stream ends or is dropped; the usage of its
