@@ -27,8 +27,11 @@ async fn the_metrics_example_counts_transitions_tools_tokens_and_refusals() {
 
     // Every hop of the session (the idle agent takes none: it has no
     // shutdown event), and the ones the demo takes by name.
-    let hops: f64 =
-        text.lines().filter(|l| l.starts_with(names::TRANSITIONS)).filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).sum();
+    let hops: f64 = text
+        .lines()
+        .filter(|l| l.starts_with(names::TRANSITIONS))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
     #[allow(clippy::cast_precision_loss)] // a few dozen hops
     let expected_hops = summary.transitions as f64;
     assert_eq!(hops, expected_hops);
@@ -55,7 +58,10 @@ async fn the_metrics_example_counts_transitions_tools_tokens_and_refusals() {
 
     // The stray timer, refused by the catch-all.
     assert_eq!(
-        count(names::REFUSED_EVENTS, r#"machine="Loom",state="WaitingForUserInput",event="RetryTimeoutFired",reason="no_row""#),
+        count(
+            names::REFUSED_EVENTS,
+            r#"machine="Loom",state="WaitingForUserInput",event="RetryTimeoutFired",reason="no_row""#
+        ),
         1.0
     );
 }

@@ -100,7 +100,8 @@ async fn a_session_exports_one_span_tree_per_turn() {
         .iter()
         .map(|t| (t.name.to_string(), must(t, "gen_ai.tool.name"), must(t, "gen_ai.tool.call.id")))
         .collect();
-    let expected = [("list_files", "call_1"), ("read_file", "call_2"), ("edit_file", "call_3"), ("run_command", "call_4")];
+    let expected =
+        [("list_files", "call_1"), ("read_file", "call_2"), ("edit_file", "call_3"), ("run_command", "call_4")];
     let mut tools_sorted = tools.clone();
     tools_sorted.sort_by(|a, b| a.2.cmp(&b.2));
     assert_eq!(
@@ -123,7 +124,9 @@ async fn a_session_exports_one_span_tree_per_turn() {
     let mut states = vec![must(hops[0], "agent_fsm.state.from")];
     // A self-transition (one tool of two done) enters no new state.
     states.extend(
-        hops.iter().filter(|h| must(h, "agent_fsm.state.from") != must(h, "agent_fsm.state.to")).map(|h| must(h, "agent_fsm.state.to")),
+        hops.iter()
+            .filter(|h| must(h, "agent_fsm.state.from") != must(h, "agent_fsm.state.to"))
+            .map(|h| must(h, "agent_fsm.state.to")),
     );
     assert_eq!(states, STATES[..STATES.len() - 1]);
     let first = hops[0];

@@ -60,14 +60,14 @@ mod tool;
 
 #[cfg(feature = "llm")]
 pub(crate) use chat::observe_chat;
-#[cfg(all(feature = "metrics", feature = "runtime"))]
-pub(crate) use counters::{count_hop, count_refused};
 #[cfg(feature = "metrics")]
 pub use counters::names;
-#[cfg(feature = "otel")]
-pub use spans::{AgentTurns, layer};
+#[cfg(all(feature = "metrics", feature = "runtime"))]
+pub(crate) use counters::{count_hop, count_refused};
 #[cfg(all(feature = "otel", feature = "runtime"))]
 pub(crate) use spans::TurnState;
+#[cfg(feature = "otel")]
+pub use spans::{AgentTurns, layer};
 #[cfg(feature = "tool")]
 pub(crate) use tool::observe_tool;
 
