@@ -17,6 +17,8 @@ use metrics_exporter_prometheus::PrometheusBuilder;
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     // Process-wide: every agent, tool and model call records through it.
     let prometheus = PrometheusBuilder::new().install_recorder()?;
+    // Units and help text: the `# HELP` lines.
+    agent_fsm::telemetry::describe();
     let summary = run_observed_session("scripted").await?;
     eprintln!("session over: {} hops, {} tool calls", summary.transitions, summary.tool_calls);
     print!("{}", prometheus.render());

@@ -18,12 +18,18 @@ fn sample(text: &str, name: &str, labels: &str) -> Option<f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_metrics_example_counts_transitions_tools_tokens_and_refusals() {
     let prometheus = PrometheusBuilder::new().install_recorder().expect("the recorder, once per process");
+    agent_fsm::telemetry::describe();
     let session = run_observed_session("scripted-model");
     let summary = tokio::time::timeout(Duration::from_secs(60), session).await.expect("in time").expect("session");
     let text = prometheus.render();
     let count = |name: &str, labels: &str| {
         sample(&text, name, labels).unwrap_or_else(|| panic!("no {name}{{{labels}}} in:\n{text}"))
     };
+
+    for name in [names::TRANSITIONS, names::REFUSED_EVENTS, names::TOOL_CALLS, names::LLM_TOKENS] {
+        assert!(text.contains(&format!("# TYPE {name} counter")), "{name} is a counter");
+        assert!(text.contains(&format!("# HELP {name} ")), "{name} is described");
+    }
 
     // Every hop of the session (the idle agent takes none: it has no
     // shutdown event), and the ones the demo takes by name.

@@ -134,6 +134,8 @@
 //! | `store` | no | `serde` and checkpoint stores: an agent's event log, snapshots and effect work in flight by agent id; restore, time travel and fork; an in-memory store ([`store`]) |
 //! | `sqlite` | no | `store` and the embedded SQLite store (rusqlite, SQLite bundled; one file, WAL) |
 //! | `mcp` | no | `tool` and the tools of a Model Context Protocol server over stdio, through `rmcp` ([`tool::mcp`]) |
+//! | `otel` | no | OpenTelemetry spans in the GenAI conventions (`invoke_agent`, `chat`, `execute_tool`, one per transition) through `tracing-opentelemetry` ([`telemetry`]) |
+//! | `metrics` | no | transitions, time in state, refused events, tool calls and tokens through the `metrics` facade ([`telemetry`]) |
 //!
 //! On docs.rs, which documents every feature, each item behind one is
 //! labelled with it.

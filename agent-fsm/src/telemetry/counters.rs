@@ -21,6 +21,19 @@ pub mod names {
     pub const LLM_TOKENS: &str = "agent_fsm_llm_tokens_total";
 }
 
+/// Describes every metric to the installed recorder: its unit and what it
+/// counts (Prometheus's `# HELP` lines). Call it once, after installing the
+/// recorder; the metrics are recorded without it all the same.
+pub fn describe() {
+    use metrics::{Unit, describe_counter, describe_histogram};
+    describe_counter!(names::TRANSITIONS, Unit::Count, "Hops of an agent's machine, by state left and entered");
+    describe_histogram!(names::STATE_DURATION, Unit::Seconds, "Time an agent spent in a state, recorded on leaving it");
+    describe_counter!(names::REFUSED_EVENTS, Unit::Count, "Events an agent's table did not accept (the catch-all)");
+    describe_counter!(names::TOOL_CALLS, Unit::Count, "Tool calls, by tool and outcome");
+    describe_histogram!(names::TOOL_DURATION, Unit::Seconds, "Duration of a tool call, by tool and outcome");
+    describe_counter!(names::LLM_TOKENS, Unit::Count, "Model tokens, by provider, model and type (input, output)");
+}
+
 /// One hop: counted, and the time spent in `from` (entered at `entered`)
 /// recorded when the hop leaves it.
 #[cfg(feature = "runtime")]

@@ -37,8 +37,9 @@
 //! # Metrics (`metrics`)
 //!
 //! Recorded through the facade; the application installs a recorder (the
-//! Prometheus exporter in `examples/coding_agent_metrics.rs`). The names are
-//! in [`names`]:
+//! Prometheus exporter in `examples/coding_agent_metrics.rs`), and may call
+//! [`describe`] for each metric's unit and help text. The names are in
+//! [`names`]:
 //!
 //! | metric | kind | labels |
 //! | --- | --- | --- |
@@ -60,10 +61,10 @@ mod tool;
 
 #[cfg(feature = "llm")]
 pub(crate) use chat::observe_chat;
-#[cfg(feature = "metrics")]
-pub use counters::names;
 #[cfg(all(feature = "metrics", feature = "runtime"))]
 pub(crate) use counters::{count_hop, count_refused};
+#[cfg(feature = "metrics")]
+pub use counters::{describe, names};
 #[cfg(all(feature = "otel", feature = "runtime"))]
 pub(crate) use spans::TurnState;
 #[cfg(feature = "otel")]
