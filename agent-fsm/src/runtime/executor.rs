@@ -142,6 +142,8 @@ where
             journaling: false,
             #[cfg(feature = "otel")]
             turn: crate::telemetry::TurnState::new(),
+            #[cfg(feature = "metrics")]
+            hop_metrics: crate::telemetry::HopCounters::new(),
         },
         machine,
         effects,

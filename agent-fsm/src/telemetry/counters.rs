@@ -34,20 +34,56 @@ pub fn describe() {
     describe_counter!(names::LLM_TOKENS, Unit::Count, "Model tokens, by provider, model and type (input, output)");
 }
 
-/// One hop: counted, and the time spent in `from` (entered at `entered`)
-/// recorded when the hop leaves it.
+/// A worker's handles on the hop metrics, registered with the recorder
+/// on first use and kept: a hop then costs an increment, not the labels'
+/// allocation and hashing of a lookup. A recorder installed after the
+/// agent started does not see the handles it registered before.
 #[cfg(feature = "runtime")]
-pub(crate) fn count_hop<M: crate::StateMachine>(
-    hop: &crate::StepOf<M>,
-    entered: tokio::time::Instant,
-    now: tokio::time::Instant,
-) {
-    use crate::Kind as _;
-    let (machine, from, to) = (M::DESCRIPTION.name, hop.from.name(), hop.to.name());
-    metrics::counter!(names::TRANSITIONS, "machine" => machine, "from" => from, "to" => to).increment(1);
-    if hop.from != hop.to {
-        let seconds = now.saturating_duration_since(entered).as_secs_f64();
-        metrics::histogram!(names::STATE_DURATION, "machine" => machine, "state" => from).record(seconds);
+pub(crate) struct HopCounters {
+    /// By `from * states + to`, empty until the first hop.
+    transitions: Box<[Option<metrics::Counter>]>,
+    /// By state left.
+    stays: Box<[Option<metrics::Histogram>]>,
+}
+
+#[cfg(feature = "runtime")]
+impl HopCounters {
+    /// No handle yet (nothing allocated: an idle agent pays nothing).
+    pub(crate) fn new() -> Self {
+        Self { transitions: Box::default(), stays: Box::default() }
+    }
+
+    /// One hop of machine `M`: counted, and the time spent in `from`
+    /// (entered at `entered`) recorded when the hop leaves it.
+    pub(crate) fn hop<M: crate::StateMachine>(
+        &mut self,
+        hop: &crate::StepOf<M>,
+        entered: tokio::time::Instant,
+        now: tokio::time::Instant,
+    ) {
+        use crate::Kind as _;
+        let states = <crate::StateKindOf<M> as crate::Kind>::ALL.len();
+        if self.stays.is_empty() {
+            self.transitions = std::iter::repeat_with(|| None).take(states * states).collect();
+            self.stays = std::iter::repeat_with(|| None).take(states).collect();
+        }
+        let machine = M::DESCRIPTION.name;
+        let (from, to) = (hop.from, hop.to);
+        if let Some(slot) = self.transitions.get_mut(from.index() * states + to.index()) {
+            slot.get_or_insert_with(|| {
+                metrics::counter!(names::TRANSITIONS, "machine" => machine, "from" => from.name(), "to" => to.name())
+            })
+            .increment(1);
+        }
+        if from != to
+            && let Some(slot) = self.stays.get_mut(from.index())
+        {
+            let seconds = now.saturating_duration_since(entered).as_secs_f64();
+            slot.get_or_insert_with(
+                || metrics::histogram!(names::STATE_DURATION, "machine" => machine, "state" => from.name()),
+            )
+            .record(seconds);
+        }
     }
 }
 

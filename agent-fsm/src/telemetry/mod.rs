@@ -62,7 +62,7 @@ mod tool;
 #[cfg(feature = "llm")]
 pub(crate) use chat::observe_chat;
 #[cfg(all(feature = "metrics", feature = "runtime"))]
-pub(crate) use counters::{count_hop, count_refused};
+pub(crate) use counters::{HopCounters, count_refused};
 #[cfg(feature = "metrics")]
 pub use counters::{describe, names};
 #[cfg(all(feature = "otel", feature = "runtime"))]

@@ -58,6 +58,9 @@ pub(super) struct Hot<M: StateMachine, O> {
     /// The agent turn open, whose span each step enters.
     #[cfg(feature = "otel")]
     pub(super) turn: crate::telemetry::TurnState<M>,
+    /// The handles on the hop metrics.
+    #[cfg(feature = "metrics")]
+    pub(super) hop_metrics: crate::telemetry::HopCounters,
 }
 
 impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
@@ -66,7 +69,7 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
         self.seen = Seen::Hop;
         let now = *self.hot.clock.get_or_insert_with(Instant::now);
         #[cfg(feature = "metrics")]
-        crate::telemetry::count_hop::<M>(hop, self.history.entered(), now);
+        self.hot.hop_metrics.hop::<M>(hop, self.history.entered(), now);
         #[cfg(feature = "otel")]
         self.hot.turn.hop(hop);
         let changed = hop.from != hop.to;
