@@ -67,8 +67,9 @@ where
 /// }
 /// use chat::{EventKind, Machine, StateKind};
 ///
-/// let config = ExecutorConfig::<Machine>::new()
-///     .agent_turns(AgentTurns::new("chat").starts_on([EventKind::Input]).ends_in([StateKind::Idle]));
+/// let turns = AgentTurns::new("chat").starts_on([EventKind::Input]).ends_in([StateKind::Idle]);
+/// assert_eq!(turns.name(), "chat");
+/// let config = ExecutorConfig::<Machine>::new().agent_turns(turns);
 /// # let _ = config;
 /// ```
 pub struct AgentTurns<M: StateMachine> {
