@@ -23,6 +23,7 @@ pub mod demo;
 pub mod durable;
 pub mod inspect;
 pub mod model;
+pub mod observed;
 
 use crate::loom::{
     AgentAction, AgentEvent, AssistantMessage, LlmRequest, Loom, Message, ToolCall, ToolError, ToolExecutionOutcome,
@@ -65,26 +66,53 @@ fn reply(text: &str, tool_calls: Vec<ToolCall>) -> AssistantMessage {
     AssistantMessage { text: text.to_owned(), tool_calls }
 }
 
+/// The tokens (input, output) the scripted model reports for each of its
+/// four replies, in the order of the session: made-up counts that tell the
+/// replies apart, as a real server's usage would.
+pub const SCRIPTED_USAGE: [(u64, u64); 4] = [(120, 18), (260, 22), (340, 16), (410, 12)];
+
+/// The tool results of a conversation, in order.
+fn tool_results(messages: &[Message]) -> Vec<&str> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(result) => Some(result.content.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 impl ScriptedLlm {
+    /// Which of its four replies the model gives to a conversation.
+    fn step(messages: &[Message]) -> usize {
+        match tool_results(messages).len() {
+            0 if matches!(messages.last(), Some(Message::User { .. })) => 0,
+            2 => 1,
+            3 => 2,
+            _ => 3,
+        }
+    }
+
+    /// The tokens the reply to a conversation reports ([`SCRIPTED_USAGE`]).
+    #[must_use]
+    pub fn usage(messages: &[Message]) -> Usage {
+        let (input, output) = SCRIPTED_USAGE[Self::step(messages)];
+        Usage::new(input, output)
+    }
+
     /// The reply for a conversation.
     #[must_use]
     pub fn reply(messages: &[Message]) -> AssistantMessage {
-        let tool_results: Vec<&str> = messages
-            .iter()
-            .filter_map(|m| match m {
-                Message::Tool(result) => Some(result.content.as_str()),
-                _ => None,
-            })
-            .collect();
-        match tool_results.len() {
-            _ if matches!(messages.last(), Some(Message::User { .. })) && tool_results.is_empty() => reply(
+        let tool_results = tool_results(messages);
+        match Self::step(messages) {
+            0 => reply(
                 "Let me look at the workspace and the script first.",
                 vec![
                     call("call_1", "list_files", json!({ "path": "." })),
                     call("call_2", "read_file", json!({ "path": "greeting.sh" })),
                 ],
             ),
-            2 => reply(
+            1 => reply(
                 "The script prints \"wrold\"; I'll fix the typo.",
                 vec![call(
                     "call_3",
@@ -92,7 +120,7 @@ impl ScriptedLlm {
                     json!({ "path": "greeting.sh", "old_text": "wrold", "new_text": "world" }),
                 )],
             ),
-            3 => reply(
+            2 => reply(
                 "Now let me run it to check.",
                 vec![call("call_4", "run_command", json!({ "command": "sh greeting.sh" }))],
             ),
@@ -106,15 +134,28 @@ impl ScriptedLlm {
 
 impl Provider for ScriptedLlm {
     fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
-        stream_reply(Self::reply(&request.messages), self.delay)
+        let reply = Self::reply(&request.messages);
+        let usage = Self::usage(&request.messages);
+        // Observed as the real clients are: a `chat` span and token metrics
+        // when agent-fsm's telemetry features are on.
+        agent_fsm::llm::observe("scripted", request, stream_reply_with(reply, usage, self.delay))
     }
 }
 
 /// `message` streamed as a provider would: a text delta per word, one
 /// tool-call delta per call, then `Completed`, each after `delay`. For
-/// scripted models.
+/// scripted models; the usage is zero.
 pub fn stream_reply(
     message: AssistantMessage,
+    delay: Duration,
+) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+    stream_reply_with(message, Usage::default(), delay)
+}
+
+/// [`stream_reply`], its `Completed` event reporting `usage`.
+pub fn stream_reply_with(
+    message: AssistantMessage,
+    usage: Usage,
     delay: Duration,
 ) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
     let mut events: Vec<StreamEvent> =
@@ -128,7 +169,7 @@ pub fn stream_reply(
         });
     }
     let stop_reason = if message.tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
-    events.push(StreamEvent::Completed { message, stop_reason, usage: Usage::default() });
+    events.push(StreamEvent::Completed { message, stop_reason, usage });
     futures::stream::iter(events)
         .then(move |event| async move {
             tokio::time::sleep(delay).await;
@@ -484,6 +525,14 @@ pub async fn run_session(
             cause: cause.to_owned(),
         })
         .shutdown_event(|| Some(AgentEvent::ShutdownRequested));
+    // A turn, for its `invoke_agent` span: from the user's input until the
+    // agent waits for the next one.
+    #[cfg(feature = "otel")]
+    let config = config.agent_turns(
+        agent_fsm::telemetry::AgentTurns::new("coding-agent")
+            .starts_on([crate::loom::machine::EventKind::UserInput])
+            .ends_in([crate::loom::machine::StateKind::WaitingForUserInput]),
+    );
     let handle = spawn(Loom::new(crate::loom::AgentConfig::default()), effects, config);
     let mut notifications = handle.subscribe();
     let printer = tokio::spawn(async move {

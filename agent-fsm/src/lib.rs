@@ -136,6 +136,8 @@
 //! | `postgres` | no | `store` and the Postgres store, with fencing for workers sharing it (the `postgres` client, on threads of its own) |
 //! | `fleet` | no | `postgres` and `runtime`: worker processes sharing agents through Postgres, with leases, fencing and a durable inbox (`tokio-postgres`) ([`fleet`]) |
 //! | `mcp` | no | `tool` and the tools of a Model Context Protocol server over stdio, through `rmcp` ([`tool::mcp`]) |
+//! | `otel` | no | OpenTelemetry spans in the GenAI conventions (`invoke_agent`, `chat`, `execute_tool`, one per transition) through `tracing-opentelemetry` ([`telemetry`]) |
+//! | `metrics` | no | transitions, time in state, refused events, tool calls and tokens through the `metrics` facade ([`telemetry`]) |
 //!
 //! On docs.rs, which documents every feature, each item behind one is
 //! labelled with it.
@@ -168,6 +170,9 @@ pub mod snapshot;
 #[cfg(feature = "store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "store")))]
 pub mod store;
+#[cfg(any(feature = "otel", feature = "metrics"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "otel", feature = "metrics"))))]
+pub mod telemetry;
 #[cfg(feature = "tool")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tool")))]
 pub mod tool;

@@ -292,7 +292,7 @@ impl Provider for Anthropic {
     fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
         // Serializing a `Value` cannot fail (its keys are strings).
         let body = serde_json::to_vec(&self.body(request)).unwrap_or_default();
-        self.transport.stream(body, StreamParser::new())
+        super::observe("anthropic", request, self.transport.stream(body, StreamParser::new()))
     }
 }
 

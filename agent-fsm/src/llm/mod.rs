@@ -166,6 +166,29 @@ pub trait Provider: Send + Sync + 'static {
     fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>>;
 }
 
+/// `stream`, the reply of the provider named `provider` (`openai`,
+/// `anthropic`: the conventions' `gen_ai.provider.name`) to `request`, as
+/// the telemetry features observe it: with `otel`, read inside a
+/// `chat {model}` span that records the call's token usage and finish
+/// reason; with `metrics`, its tokens counted by provider and model (see
+/// [`telemetry`](crate::telemetry)). Without either feature it returns
+/// `stream` as it is.
+///
+/// The OpenAI and Anthropic clients call it for every call; a provider of
+/// your own calls it in its [`Provider::stream`] to be observed alike.
+#[must_use]
+pub fn observe(
+    provider: &'static str,
+    request: &Request,
+    stream: BoxStream<'static, Result<StreamEvent, ProviderError>>,
+) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+    #[cfg(any(feature = "otel", feature = "metrics"))]
+    let stream = crate::telemetry::observe_chat(provider, request, stream);
+    #[cfg(not(any(feature = "otel", feature = "metrics")))]
+    let _ = (provider, request);
+    stream
+}
+
 impl<P: Provider + ?Sized> Provider for Arc<P> {
     fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
         (**self).stream(request)

@@ -296,7 +296,7 @@ impl Provider for OpenAi {
     fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
         // Serializing a `Value` cannot fail (its keys are strings).
         let body = serde_json::to_vec(&self.body(request)).unwrap_or_default();
-        self.transport.stream(body, StreamParser::new())
+        super::observe("openai", request, self.transport.stream(body, StreamParser::new()))
     }
 }
 

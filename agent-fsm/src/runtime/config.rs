@@ -76,6 +76,9 @@ pub(crate) struct Settings<M: StateMachine> {
     pub(crate) cancel: Option<CancellationToken>,
     /// Whether the machine's description has a terminal state at all.
     pub(crate) has_terminal: bool,
+    /// Where the agent's turns start and end, for their spans.
+    #[cfg(feature = "otel")]
+    pub(crate) turns: Option<Arc<crate::telemetry::AgentTurns<M>>>,
 }
 
 // Written by hand: a derive would require `M: Clone`.
@@ -98,6 +101,8 @@ impl<M: StateMachine> Clone for Settings<M> {
             tracker: self.tracker.clone(),
             cancel: self.cancel.clone(),
             has_terminal: self.has_terminal,
+            #[cfg(feature = "otel")]
+            turns: self.turns.clone(),
         }
     }
 }
@@ -175,6 +180,8 @@ impl<M: StateMachine> ExecutorConfig<M> {
                 tracker: TaskTracker::new(),
                 cancel: None,
                 has_terminal: M::DESCRIPTION.states.iter().any(|s| s.terminal),
+                #[cfg(feature = "otel")]
+                turns: None,
             }),
         }
     }
@@ -282,6 +289,19 @@ impl<M: StateMachine> ExecutorConfig<M> {
     pub fn agent_id(self, id: impl Into<Arc<str>>) -> Self {
         let id = id.into();
         self.edit(|s| s.agent_id = Some(id))
+    }
+
+    /// Where the agent's turns start and end: each turn is an
+    /// `invoke_agent` span, the parent of the turn's model calls, tool
+    /// calls and hops (see [`telemetry`](crate::telemetry)). The agent's
+    /// [id](Self::agent_id) is its `gen_ai.agent.id`. Without it no
+    /// `invoke_agent` span is opened.
+    #[cfg(feature = "otel")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+    #[must_use]
+    pub fn agent_turns(self, turns: crate::telemetry::AgentTurns<M>) -> Self {
+        let turns = Arc::new(turns);
+        self.edit(|s| s.turns = Some(turns))
     }
 
     /// How many hops the history keeps (older ones are evicted, and

@@ -140,6 +140,10 @@ where
             terminal: machine.is_terminal(),
             failed: false,
             journaling: false,
+            #[cfg(feature = "otel")]
+            turn: crate::telemetry::TurnState::new(),
+            #[cfg(feature = "metrics")]
+            hop_metrics: crate::telemetry::HopCounters::new(),
         },
         machine,
         effects,

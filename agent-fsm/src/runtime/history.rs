@@ -229,6 +229,19 @@ impl<M: StateMachine> History<M> {
         self.clock_read = false;
     }
 
+    /// When the machine entered its current state (what the next hop that
+    /// leaves it will record), for the time-in-state metric.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn entered(&self) -> Instant {
+        self.entered
+    }
+
+    /// The time of the current burst's hops, for the time-in-state metric.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn now(&self) -> Instant {
+        self.now
+    }
+
     /// Records one hop of the event being delivered, the one after the
     /// last [`on_step`](Self::on_step) counted, at the time of the last
     /// [`set_clock`](Self::set_clock).

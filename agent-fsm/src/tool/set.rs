@@ -192,7 +192,7 @@ impl ToolSet {
     pub fn call(&self, call: &ToolCall) -> impl Future<Output = ToolResult> + Send + 'static {
         let run = self.run(&call.name, call.arguments.clone());
         let call_id = call.id.clone();
-        async move {
+        let result = async move {
             match run.await {
                 Ok(content) => ToolResult { call_id, content, is_error: false },
                 Err(error) => {
@@ -200,7 +200,11 @@ impl ToolSet {
                     error.into_result(call_id)
                 }
             }
-        }
+        };
+        // The `execute_tool` span and the tool metrics, if either is on.
+        #[cfg(any(feature = "otel", feature = "metrics"))]
+        let result = crate::telemetry::observe_tool(call, result);
+        result
     }
 
     /// Runs a reply's calls concurrently; their results come in call

@@ -62,6 +62,12 @@ pub(super) struct Hot<M: StateMachine, O> {
     pub(super) failed: bool,
     /// Each step is written to the durable agent's journal.
     pub(super) journaling: bool,
+    /// The agent turn open, whose span each step enters.
+    #[cfg(feature = "otel")]
+    pub(super) turn: crate::telemetry::TurnState<M>,
+    /// The handles on the hop metrics.
+    #[cfg(feature = "metrics")]
+    pub(super) hop_metrics: crate::telemetry::HopCounters,
 }
 
 impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
@@ -70,6 +76,10 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
         self.seen = Seen::Hop;
         // The first hop of a burst reads the clock; the others reuse it.
         self.history.read_clock_once();
+        #[cfg(feature = "metrics")]
+        self.hot.hop_metrics.hop::<M>(hop, self.history.entered(), self.history.now());
+        #[cfg(feature = "otel")]
+        self.hot.turn.hop(hop);
         let changed = hop.from != hop.to;
         self.history.on_hop(hop, changed);
         if changed {
@@ -91,6 +101,8 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
 
     fn on_unhandled(&mut self, unhandled: &UnhandledOf<M>) {
         self.seen = Seen::Unhandled(unhandled.reason);
+        #[cfg(feature = "metrics")]
+        crate::telemetry::count_refused::<M>(unhandled);
         tracing::debug!(
             state = %unhandled.state,
             event = unhandled.event.name(),

@@ -96,6 +96,13 @@ where
         self.steps += 1;
         let step = self.steps;
         let event_kind = event.kind();
+        // With `otel`, the step runs in its agent turn's span (see
+        // `ExecutorConfig::agent_turns`), the parent of what it opens.
+        #[cfg(feature = "otel")]
+        let _turn = {
+            let settings = &self.link.shared.settings;
+            self.hot.turn.enter(settings.turns.as_ref(), event_kind, settings.agent_id.as_deref())
+        };
         // Disabled (no `tracing` subscriber wants it), this is a level check.
         // The tasks and streams the step's action starts run in it too.
         let span = tracing::debug_span!(

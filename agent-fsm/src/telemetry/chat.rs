@@ -1,0 +1,125 @@
+//! A model call's `chat` span and its token metrics, around the reply's
+//! stream.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use futures::stream::BoxStream;
+
+#[cfg(feature = "otel")]
+use crate::llm::StopReason;
+use crate::llm::{ProviderError, Request, StreamEvent};
+
+/// A reply's stream, observed: the `chat` span is entered while it is
+/// polled and closed when the stream ends or is dropped; the usage of its
+/// `Completed` event is recorded.
+struct Observed {
+    inner: BoxStream<'static, Result<StreamEvent, ProviderError>>,
+    #[cfg(feature = "otel")]
+    span: tracing::Span,
+    #[cfg(feature = "metrics")]
+    labels: [(&'static str, String); 2],
+}
+
+/// `stream`, the reply of `provider` to `request`, observed (see
+/// [`crate::llm::observe`]).
+pub(crate) fn observe_chat(
+    provider: &'static str,
+    request: &Request,
+    stream: BoxStream<'static, Result<StreamEvent, ProviderError>>,
+) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+    let model = request.model.as_str();
+    Box::pin(Observed {
+        inner: stream,
+        #[cfg(feature = "otel")]
+        span: tracing::info_span!(
+            "chat",
+            otel.name = format!("chat {model}").as_str(),
+            otel.kind = "client",
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = provider,
+            gen_ai.request.model = model,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+        ),
+        #[cfg(feature = "metrics")]
+        labels: [("provider", provider.to_owned()), ("model", model.to_owned())],
+    })
+}
+
+/// The conventions' name of a finish reason.
+#[cfg(feature = "otel")]
+fn finish_reason(reason: &StopReason) -> &str {
+    match reason {
+        StopReason::EndTurn => "stop",
+        StopReason::ToolUse => "tool_calls",
+        StopReason::MaxTokens => "length",
+        StopReason::StopSequence => "stop_sequence",
+        StopReason::ContentFilter => "content_filter",
+        StopReason::Other(other) => other,
+    }
+}
+
+impl Observed {
+    /// Records what an item of the stream says about the call.
+    fn record(&self, item: &Result<StreamEvent, ProviderError>) {
+        match item {
+            Ok(StreamEvent::Completed { usage, stop_reason, .. }) => {
+                #[cfg(feature = "otel")]
+                {
+                    self.span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                    self.span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                    self.span.record("gen_ai.response.finish_reasons", finish_reason(stop_reason));
+                }
+                #[cfg(feature = "metrics")]
+                {
+                    let [provider, model] = &self.labels;
+                    for (kind, tokens) in [("input", usage.input_tokens), ("output", usage.output_tokens)] {
+                        metrics::counter!(
+                            super::names::LLM_TOKENS,
+                            "provider" => provider.1.clone(),
+                            "model" => model.1.clone(),
+                            "type" => kind,
+                        )
+                        .increment(tokens);
+                    }
+                }
+                #[cfg(not(feature = "otel"))]
+                let _ = stop_reason;
+            }
+            Err(error) => {
+                #[cfg(feature = "otel")]
+                {
+                    // The variant's name, without the server's details.
+                    let kind = format!("{:?}", error.kind());
+                    let name = kind.split([' ', '(', '{']).next().unwrap_or_default();
+                    self.span.record("error.type", name);
+                }
+                #[cfg(not(feature = "otel"))]
+                let _ = error;
+            }
+            Ok(_) => {}
+        }
+    }
+}
+
+impl Stream for Observed {
+    type Item = Result<StreamEvent, ProviderError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        #[cfg(feature = "otel")]
+        let _entered = self.span.clone().entered();
+        let polled = self.inner.as_mut().poll_next(cx);
+        match &polled {
+            Poll::Ready(Some(item)) => self.record(item),
+            // Ended: the span closes now, not when the stream is dropped.
+            #[cfg(feature = "otel")]
+            Poll::Ready(None) => self.span = tracing::Span::none(),
+            _ => {}
+        }
+        polled
+    }
+}

@@ -1,0 +1,196 @@
+//! The spans of a turn and of a hop: [`AgentTurns`] says where a turn
+//! starts and ends, the worker opens the turn's `invoke_agent` span and
+//! every hop's `transition` span; [`layer`] exports them.
+
+use std::fmt;
+use std::sync::Arc;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::{SdkTracerProvider, Tracer};
+use tracing::Subscriber;
+use tracing_opentelemetry::OpenTelemetryLayer;
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::{EventKindOf, StateKindOf, StateMachine};
+
+/// The `tracing` layer that exports the spans through `provider`, its
+/// tracer named `agent-fsm`.
+pub fn layer<S>(provider: &SdkTracerProvider) -> OpenTelemetryLayer<S, Tracer>
+where
+    S: Subscriber + for<'span> LookupSpan<'span>,
+{
+    tracing_opentelemetry::layer().with_tracer(provider.tracer("agent-fsm"))
+}
+
+/// Where an agent's turns start and end: the `invoke_agent {name}` span
+/// under which a turn's model calls, tool calls and hops are recorded.
+///
+/// A turn starts when one of the [`starts_on`](Self::starts_on) events is
+/// delivered while no turn is open (a user's input), and ends with the
+/// step whose hop enters one of the [`ends_in`](Self::ends_in) states (the
+/// agent waits for input again) or a terminal state. Events outside a turn
+/// (a shutdown while idle) have no `invoke_agent` parent.
+///
+/// # Examples
+/// ```
+/// use agent_fsm::runtime::ExecutorConfig;
+/// use agent_fsm::telemetry::AgentTurns;
+///
+/// #[agent_fsm::state_machine(fallback = Nothing)]
+/// mod chat {
+///     #[states]
+///     #[derive(Debug, Clone, PartialEq)]
+///     pub enum State {
+///         #[initial]
+///         Idle,
+///         Thinking,
+///     }
+///
+///     #[events]
+///     #[derive(Debug, Clone)]
+///     pub enum Event {
+///         Input,
+///         Done,
+///     }
+///
+///     #[actions]
+///     #[derive(Debug)]
+///     pub enum Action {
+///         Nothing,
+///         Think,
+///     }
+///
+///     transitions! {
+///         Idle + Input => Thinking / Think,
+///         Thinking + Done => Idle / Nothing,
+///     }
+/// }
+/// use chat::{EventKind, Machine, StateKind};
+///
+/// let turns = AgentTurns::new("chat").starts_on([EventKind::Input]).ends_in([StateKind::Idle]);
+/// assert_eq!(turns.name(), "chat");
+/// let config = ExecutorConfig::<Machine>::new().agent_turns(turns);
+/// # let _ = config;
+/// ```
+pub struct AgentTurns<M: StateMachine> {
+    name: Arc<str>,
+    starts: Vec<EventKindOf<M>>,
+    ends: Vec<StateKindOf<M>>,
+}
+
+impl<M: StateMachine> AgentTurns<M> {
+    /// Turns of the agent called `name` (`gen_ai.agent.name`), starting on
+    /// no event yet.
+    #[must_use]
+    pub fn new(name: impl Into<Arc<str>>) -> Self {
+        Self { name: name.into(), starts: Vec::new(), ends: Vec::new() }
+    }
+
+    /// The events that start a turn when none is open.
+    #[must_use]
+    pub fn starts_on(mut self, events: impl IntoIterator<Item = EventKindOf<M>>) -> Self {
+        self.starts.extend(events);
+        self
+    }
+
+    /// The states whose entry ends the turn (terminal states always do).
+    #[must_use]
+    pub fn ends_in(mut self, states: impl IntoIterator<Item = StateKindOf<M>>) -> Self {
+        self.ends.extend(states);
+        self
+    }
+
+    /// The agent's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl<M: StateMachine> Clone for AgentTurns<M> {
+    fn clone(&self) -> Self {
+        Self { name: Arc::clone(&self.name), starts: self.starts.clone(), ends: self.ends.clone() }
+    }
+}
+
+impl<M: StateMachine> fmt::Debug for AgentTurns<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentTurns")
+            .field("name", &self.name)
+            .field("starts", &self.starts)
+            .field("ends", &self.ends)
+            .finish()
+    }
+}
+
+/// A worker's turns: the one open, if any, and how many it opened.
+#[cfg(feature = "runtime")]
+pub(crate) struct TurnState<M: StateMachine> {
+    open: Option<(tracing::Span, Arc<AgentTurns<M>>)>,
+    count: u64,
+}
+
+#[cfg(feature = "runtime")]
+impl<M: StateMachine> TurnState<M> {
+    /// No turn yet.
+    pub(crate) fn new() -> Self {
+        Self { open: None, count: 0 }
+    }
+
+    /// Before a step of `event`: enters the open turn's span, or opens one
+    /// if `event` starts a turn. The returned guard is held for the whole
+    /// step, so that what the step opens (hops, model calls, tool calls) is
+    /// its child.
+    pub(crate) fn enter(
+        &mut self,
+        turns: Option<&Arc<AgentTurns<M>>>,
+        event: EventKindOf<M>,
+        agent_id: Option<&str>,
+    ) -> Option<tracing::span::EnteredSpan> {
+        if let Some((span, _)) = &self.open {
+            return Some(span.clone().entered());
+        }
+        let turns = turns.filter(|t| t.starts.contains(&event))?;
+        self.count += 1;
+        let span = tracing::info_span!(
+            "invoke_agent",
+            otel.name = format!("invoke_agent {}", turns.name).as_str(),
+            otel.kind = "internal",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = &*turns.name,
+            gen_ai.agent.id = agent_id,
+            agent_fsm.machine = M::DESCRIPTION.name,
+            agent_fsm.turn = self.count,
+        );
+        self.open = Some((span.clone(), Arc::clone(turns)));
+        Some(span.entered())
+    }
+
+    /// One hop: a `transition` span, opened and closed at once (a hop
+    /// takes no time of its own), child of the step's current span. Closes
+    /// the open turn when the hop enters one of its end states or a
+    /// terminal state; the step's guard keeps the turn's span open until
+    /// the step is done.
+    pub(crate) fn hop(&mut self, hop: &crate::StepOf<M>) {
+        use crate::Kind as _;
+        let (from, to) = (hop.from.name(), hop.to.name());
+        tracing::info_span!(
+            "transition",
+            otel.name = format!("transition {from} -> {to}").as_str(),
+            otel.kind = "internal",
+            agent_fsm.machine = M::DESCRIPTION.name,
+            agent_fsm.state.from = from,
+            agent_fsm.state.to = to,
+            agent_fsm.event = hop.event.map(|e| e.name()),
+            agent_fsm.action = hop.action.map(|a| a.name()),
+            agent_fsm.row = hop.row,
+        )
+        .in_scope(|| {});
+        let ends = |turns: &AgentTurns<M>| {
+            turns.ends.contains(&hop.to) || M::DESCRIPTION.states.get(hop.to.index()).is_some_and(|s| s.terminal)
+        };
+        if self.open.as_ref().is_some_and(|(_, turns)| ends(turns)) {
+            self.open = None;
+        }
+    }
+}

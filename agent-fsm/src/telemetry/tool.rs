@@ -1,0 +1,47 @@
+//! A tool call's `execute_tool` span and its metrics.
+
+use std::future::Future;
+
+use crate::llm::{ToolCall, ToolResult};
+
+/// `run` (the call's future) inside an `execute_tool {tool}` span whose
+/// parent is the span current now (the step that started the call), and
+/// counted and timed by tool and outcome.
+pub(crate) fn observe_tool(
+    call: &ToolCall,
+    run: impl Future<Output = ToolResult> + Send + 'static,
+) -> impl Future<Output = ToolResult> + Send + 'static {
+    #[cfg(feature = "otel")]
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = format!("execute_tool {}", call.name).as_str(),
+        otel.kind = "internal",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = call.name.as_str(),
+        gen_ai.tool.call.id = call.id.as_str(),
+        gen_ai.tool.type = "function",
+        "error.type" = tracing::field::Empty,
+    );
+    #[cfg(feature = "metrics")]
+    let name = call.name.clone();
+    let observed = async move {
+        #[cfg(feature = "metrics")]
+        let start = tokio::time::Instant::now();
+        let result = run.await;
+        #[cfg(feature = "otel")]
+        if result.is_error {
+            tracing::Span::current().record("error.type", "tool_error");
+        }
+        #[cfg(feature = "metrics")]
+        {
+            let outcome = if result.is_error { "error" } else { "ok" };
+            let seconds = start.elapsed().as_secs_f64();
+            metrics::counter!(super::names::TOOL_CALLS, "tool" => name.clone(), "outcome" => outcome).increment(1);
+            metrics::histogram!(super::names::TOOL_DURATION, "tool" => name, "outcome" => outcome).record(seconds);
+        }
+        result
+    };
+    #[cfg(feature = "otel")]
+    let observed = tracing::Instrument::instrument(observed, span);
+    observed
+}
