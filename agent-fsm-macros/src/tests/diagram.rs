@@ -17,7 +17,10 @@ fn machine(args: proc_macro2::TokenStream) -> Model {
                 #[actions] pub enum X { Nop, Run }
                 transitions! {
                     Idle + Go => Busy / Run,
+                    /// Held twice: one edge, two lines.
+                    Idle + Hold [urgent() || late()] => Busy / Nop,
                     Busy + Hold => Paused / Nop,
+                    Busy + Go => Idle / Run,
                     Paused + Go => Check,
                     Check => Busy / Run,
                     * + Stop => Done / Nop,
@@ -42,8 +45,9 @@ fn a_star_row_is_one_edge_from_a_node_naming_the_states_it_leaves() {
     state \"any state except Idle, Busy\" as any_state_3
     [*] --> Idle
     Check : Check (transient)
-    Idle --> Busy : Go / Run
+    Idle --> Busy : Go / Run<br/>Hold [urgent() || late()] / Nop
     Busy --> Paused : Hold / Nop
+    Busy --> Idle : Go / Run
     Paused --> Check : Go
     Check --> Busy : / Run
     any_state --> Done : Stop / Nop
@@ -79,7 +83,11 @@ fn the_docs_load_one_pinned_script_with_its_hash_and_list_a_star_row_once() {
     assert!(docs.contains("if (window.mermaid)"), "{docs}");
     assert_eq!(docs.matches("| `*` | `Stop` | `Done` / `Nop` |").count(), 1, "{docs}");
     assert_eq!(docs.matches("| `*` except `Idle`, `Busy` | `Hold` | `Paused` / `Nop` |").count(), 1, "{docs}");
-    assert!(docs.contains("7 rows"), "{docs}");
+    assert!(docs.contains("9 rows"), "{docs}");
+    // A `|` in a guard is escaped, so the row keeps its three cells.
+    assert!(docs.contains(r"| `Idle` | `Hold` `[urgent() \\|\\| late()]` | `Busy` / `Nop` (1) |"), "{docs}");
+    // The note is numbered below the table.
+    assert!(docs.contains(r"|\n\n1. Held twice: one edge, two lines.\n"), "{docs}");
 }
 
 #[test]
