@@ -183,6 +183,15 @@ pub const SYSTEM_PROMPT: &str = "You are a coding agent working in a small works
 Use the tools to look at files, change them and run commands; paths are relative to the workspace. \
 When the task is done, say what you did in one or two sentences.";
 
+/// What a finished tool call tells the machine: its output, or its error.
+pub(crate) fn tool_outcome(call_id: String, result: agent_fsm::llm::ToolResult) -> ToolExecutionOutcome {
+    if result.is_error {
+        ToolExecutionOutcome::Error { call_id, error: tool_error(result.content) }
+    } else {
+        ToolExecutionOutcome::Success { call_id, output: Value::String(result.content) }
+    }
+}
+
 /// Why a tool call failed.
 fn tool_error(message: impl Into<String>) -> ToolError {
     ToolError { message: message.into() }
@@ -435,14 +444,7 @@ impl Effects<Loom> for LoomEffects {
                         id.clone(),
                         async move {
                             let result = run.await;
-                            let outcome = if result.is_error {
-                                ToolExecutionOutcome::Error { call_id: id.clone(), error: tool_error(result.content) }
-                            } else {
-                                ToolExecutionOutcome::Success {
-                                    call_id: id.clone(),
-                                    output: Value::String(result.content),
-                                }
-                            };
+                            let outcome = tool_outcome(id.clone(), result);
                             AgentEvent::ToolCompleted { call_id: id, outcome }
                         },
                         |call_id: String, failure: EffectFailure| AgentEvent::ToolCompleted {

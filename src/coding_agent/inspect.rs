@@ -16,9 +16,8 @@ use agent_fsm::inspector::{AgentView, Approval, Inspector, InspectorError, Shown
 use agent_fsm::llm::{ErrorKind, Provider, ProviderError};
 use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, ExecutorConfig, MachineHandle, spawn};
 use futures::StreamExt;
-use serde_json::Value;
 
-use super::{LoomEffects, Output, Workspace, prepare_workspace, tool_error};
+use super::{LoomEffects, Output, Workspace, prepare_workspace, tool_error, tool_outcome};
 use crate::loom::{AgentConfig, Message, ToolExecutionOutcome};
 use crate::loom_with_permission::{AgentAction, AgentEvent, AgentState, LoomWithPermission};
 
@@ -102,14 +101,7 @@ impl Effects<LoomWithPermission> for InspectedEffects {
                         async move {
                             tokio::time::sleep(pace).await;
                             let result = run.await;
-                            let outcome = if result.is_error {
-                                ToolExecutionOutcome::Error { call_id: id.clone(), error: tool_error(result.content) }
-                            } else {
-                                ToolExecutionOutcome::Success {
-                                    call_id: id.clone(),
-                                    output: Value::String(result.content),
-                                }
-                            };
+                            let outcome = tool_outcome(id.clone(), result);
                             AgentEvent::ToolCompleted { call_id: id, outcome }
                         },
                         |call_id: String, failure: EffectFailure| AgentEvent::ToolCompleted {
