@@ -738,9 +738,13 @@ stateDiagram-v2
                                     #[allow(unused_mut)]
                                     let __Some(State::Calling { log: mut log, .. }) = __s.take()
                                     else { return Self::__fallback() };
-                                    let __t: State = State::Checking { reply, log: log };
-                                    Self::__hop(__observer, 2usize);
-                                    return Self::__settle_2(__s, __ctx, __observer, __t);
+                                    *__s = __Some(State::Checking { reply, log: log });
+                                    return Self::__settle(
+                                        __s,
+                                        __ctx,
+                                        __observer,
+                                        ::core::option::Option::Some(2usize),
+                                    );
                                 }
                                 #[allow(unreachable_patterns)]
                                 __event => {
@@ -896,52 +900,6 @@ stateDiagram-v2
             }
             let __action = Self::__settle_rows(__settling.state(), __ctx, __observer);
             __settling.finish(__action)
-        }
-        ///Decides on `Checking`, just entered, with the rows that leave it.
-        #[allow(
-            unused_variables,
-            non_shorthand_field_patterns,
-            clippy::needless_pass_by_ref_mut,
-            clippy::redundant_field_names,
-            clippy::blocks_in_conditions
-        )]
-        #[inline]
-        fn __settle_2<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
-            __s: &mut ::core::option::Option<State>,
-            __ctx: &mut Config,
-            __observer: &mut __O,
-            __t: State,
-        ) -> Action {
-            #[allow(unused_imports)]
-            use ::core::option::Option::{None as __None, Some as __Some};
-            if match &__t {
-                State::Checking { reply, .. } => {
-                    let __guard: bool = reply.is_empty();
-                    __guard
-                }
-                _ => false,
-            } {
-                #[allow(unused_mut)]
-                let State::Checking { reply: _, log: mut log, .. } = ::core::convert::identity(
-                    __t,
-                ) else { return Self::__fallback() };
-                let __action: Action = Action::Wait;
-                *__s = __Some(State::Idle { log: log });
-                Self::__hop(__observer, 5usize);
-                return __action;
-            }
-            {
-                #[allow(unused_mut)]
-                let State::Checking { reply, log: mut log, .. } = ::core::convert::identity(
-                    __t,
-                ) else { return Self::__fallback() };
-                log.push(reply.clone());
-                let __action: Action = Action::Show(reply);
-                *__s = __Some(State::Idle { log: log });
-                Self::__hop(__observer, 6usize);
-                return __action;
-            }
-            #[allow(unreachable_code)] return Self::__fallback();
         }
         /// The eventless rows, tried until one leaves for a resting state.
         #[allow(

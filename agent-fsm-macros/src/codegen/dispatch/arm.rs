@@ -12,26 +12,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::{Expr, Ident};
 
-/// Where an eventless row's arm finds the transient state it leaves.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum From {
-    /// In the machine (`__s`), matched in `__settle_rows`' loop.
-    Machine,
-    /// In the local `__t`, known to be the row's source, in the transient
-    /// state's own settle function: the row that entered the state built it
-    /// there instead of storing it in the machine and reading it back.
-    Local,
-}
-
 /// One arm for `row` leaving state `s`.
 pub(super) fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> TokenStream {
-    row_arm_from(n, r, row, s, From::Machine)
-}
-
-/// [`row_arm`], for an eventless row, reading its source from `from`;
-/// from a local, the arm is an `if` (or a block) that returns when taken.
-pub(super) fn row_arm_from(n: &Names<'_>, r: usize, row: &RowModel, s: usize, from: From) -> TokenStream {
-    let local = from == From::Local;
     let model = n.model;
     let state_ty = n.state;
     let action_ty = n.action;
@@ -178,15 +160,6 @@ pub(super) fn row_arm_from(n: &Names<'_>, r: usize, row: &RowModel, s: usize, fr
         let mode = if explicit { Bind::Ref } else { Bind::Default };
         let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &in_guard, mode);
         let amp = explicit.then(|| quote!(&));
-        if local {
-            return quote! {
-                if #open match &__t {
-                    #unsure
-                    #amp #pat => { #(#event_shadows)* #guard }
-                    _ => #refuse,
-                }
-            };
-        }
         quote! {
             if #open match &*__s {
                 #unsure
@@ -262,22 +235,10 @@ pub(super) fn row_arm_from(n: &Names<'_>, r: usize, row: &RowModel, s: usize, fr
     // written without a panic).
     let take = if !carried_moved.is_empty() || taken.as_ref().is_some_and(binds) {
         let take_pat = state_pattern(state_ty, src_ident, taken.as_ref(), &carried_moved, Bind::Move);
-        if local {
-            // Moved into a temporary, as `take` moves the state out: what
-            // the row does not bind is dropped here, not after its code.
-            // (A `let`-`else` may not start from a block: `{ __t }`.)
-            quote! {
-                #[allow(unused_mut)]
-                let #take_pat = ::core::convert::identity(__t) else { return Self::__fallback() };
-            }
-        } else {
-            quote! {
-                #[allow(unused_mut)]
-                let __Some(#take_pat) = __s.take() else { return Self::__fallback() };
-            }
+        quote! {
+            #[allow(unused_mut)]
+            let __Some(#take_pat) = __s.take() else { return Self::__fallback() };
         }
-    } else if local {
-        quote!(::core::mem::drop(__t);)
     } else {
         // Dropped in place: no call per row for the compiler to check.
         quote!(*__s = __None;)
@@ -324,27 +285,12 @@ pub(super) fn row_arm_from(n: &Names<'_>, r: usize, row: &RowModel, s: usize, fr
             __row = #flat;
             __action
         },
-        // The transient target is built in a local and handed to its
-        // settle function, which decides on it at once: storing it in the
-        // machine to match it again in `__settle` cost a write and a read
-        // of the whole state, a loop and a call. The machine stays without
-        // a state meanwhile, so a panic (in a guard, or in the observer
-        // told of this hop) leaves it poisoned, as `__settle` would.
-        (false, true) => {
-            let settle = settle_fn(row.target);
-            quote! {
-                Self::__hop(__observer, #flat);
-                return Self::#settle(__s, __ctx, __observer, __t);
-            }
-        }
+        (false, true) => quote! {
+            return Self::__settle(__s, __ctx, __observer, ::core::option::Option::Some(#flat));
+        },
         (true, false) => quote! {
             Self::__hop(__observer, #flat);
             return __action;
-        },
-        // In a settle function there is no loop to go round: `__settle`
-        // takes the next transient state, the hop reported under its guard.
-        (true, true) if local => quote! {
-            return Self::__settle(__s, __ctx, __observer, ::core::option::Option::Some(#flat));
         },
         (true, true) => quote! {
             Self::__hop(__observer, #flat);
@@ -354,33 +300,14 @@ pub(super) fn row_arm_from(n: &Names<'_>, r: usize, row: &RowModel, s: usize, fr
     // Eventless rows (in `__settle`) match the state; the others match the
     // event, inside the arm of their state.
     let arm_pat = if eventless { quote!(__s @ __Some(#state_ty::#src_ident { .. })) } else { quote!(#event_pat) };
-    let mut put = if !eventless && target.transient.is_some() {
-        quote!(let __t: #state_ty = #target_expr;)
-    } else {
-        quote!(*__s = __Some(#target_expr);)
-    };
+    let mut put = quote!(*__s = __Some(#target_expr););
     let action = match action {
         Some(action) => Some(after_block(action, block_end, false)),
         None => {
-            let all = eventless || target.transient.is_none();
-            put = after_block(put, block_end, all);
+            put = after_block(put, block_end, true);
             None
         }
     };
-    if local {
-        let body = quote! {
-            #take
-            #ctx_in_body
-            #effects
-            #action
-            #put
-            #tail
-        };
-        return match check {
-            Some(check) => quote!(#check { #body }),
-            None => quote!({ #body }),
-        };
-    }
     quote! {
         #arm_pat #check => {
             #take
@@ -391,11 +318,6 @@ pub(super) fn row_arm_from(n: &Names<'_>, r: usize, row: &RowModel, s: usize, fr
             #tail
         }
     }
-}
-
-/// The name of transient state `t`'s settle function.
-pub(super) fn settle_fn(t: usize) -> Ident {
-    quote::format_ident!("__settle_{}", t)
 }
 
 /// The first statement after a row's block, reported at `at` (the row's

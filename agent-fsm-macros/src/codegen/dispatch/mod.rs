@@ -196,45 +196,6 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         .filter(|(_, r)| r.event.is_none())
         .flat_map(|(r, row)| row.sources.iter().map(move |&s| row_arm(n, r, row, s)))
         .collect::<Vec<_>>();
-    // A settle function for each transient state a row with an event
-    // enters: its eventless rows, in table order, deciding on the state
-    // the entering row built.
-    let settle_fns = (0..model.states.len())
-        .filter(|&t| model.rows.iter().any(|r| r.event.is_some() && r.target == t && model.states[t].transient.is_some()))
-        .map(|t| {
-            let f = arm::settle_fn(t);
-            let rows = model
-                .rows
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.event.is_none() && r.sources.contains(&t))
-                .map(|(r, row)| arm::row_arm_from(n, r, row, t, arm::From::Local));
-            let doc = format!("Decides on `{}`, just entered, with the rows that leave it.", model.states[t].ident);
-            quote! {
-                #[doc = #doc]
-                #[allow(
-                    unused_variables,
-                    non_shorthand_field_patterns,
-                    clippy::needless_pass_by_ref_mut,
-                    clippy::redundant_field_names,
-                    clippy::blocks_in_conditions
-                )]
-                #[inline]
-                fn #f<__O: ::agent_fsm::Observer<Self> + ?::core::marker::Sized>(
-                    __s: &mut ::core::option::Option<#state>,
-                    __ctx: &mut #context_ty,
-                    __observer: &mut __O,
-                    __t: #state,
-                ) -> #action {
-                    #prelude
-                    #(#rows)*
-                    // Every transient state ends with an unguarded row.
-                    #[allow(unreachable_code)]
-                    return Self::__fallback();
-                }
-            }
-        })
-        .collect::<Vec<_>>();
     let hops_width = proc_macro2::Literal::usize_unsuffixed(crate::codegen::describe::hops_width(model));
     quote! {
         /// The description, behind one function: every use of the large
@@ -338,8 +299,6 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         }
 
         #(#state_fns)*
-
-        #(#settle_fns)*
 
         /// The eventless rows, tried until one leaves for a resting state.
         #[allow(
