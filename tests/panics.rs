@@ -3,7 +3,8 @@
 //! state out before its code runs, so a panic there poisons the machine and
 //! the fields it does not use are dropped first; an in-place row keeps the
 //! state; a panic while a transient state resolves, in a guard too,
-//! poisons the machine rather than leave it resting there.
+//! poisons the machine rather than leave it resting there; and a transient
+//! state's rows drop the fields they do not use before their code runs.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
@@ -276,4 +277,103 @@ fn an_observer_panic_poisons_only_a_machine_it_leaves_in_a_transient_state() {
     assert!(outcome.is_err(), "the observer panicked");
     assert!(!machine.is_poisoned());
     assert_eq!(machine.state(), &router::State::Big);
+}
+
+/// Two transient states in a row, each row out of them dropping a field.
+#[agent_fsm::state_machine(fallback = Wait)]
+pub mod relay {
+    use super::Noisy;
+
+    /// States.
+    #[states]
+    pub enum State {
+        /// Waits for two fields.
+        #[initial]
+        Idle,
+        /// Keeps one of the two, drops the other.
+        #[transient]
+        First {
+            /// Moved on to `Second`.
+            keep: Noisy,
+            /// Dropped by the row out of `First`.
+            other: Noisy,
+        },
+        /// Decides on the field kept.
+        #[transient]
+        Second {
+            /// Moved on to `Done`, or dropped.
+            keep: Noisy,
+        },
+        /// Where the relay ends.
+        #[terminal]
+        Done {
+            /// From `Second`.
+            keep: Noisy,
+        },
+    }
+
+    /// Events.
+    #[events]
+    pub enum Event {
+        /// Two fields to relay.
+        Go(Noisy, Noisy),
+    }
+
+    /// Actions.
+    #[actions]
+    #[derive(PartialEq)]
+    pub enum Action {
+        /// The fallback.
+        Wait,
+        /// Relayed to `Done`.
+        Relayed,
+    }
+
+    /// The context.
+    #[context]
+    type Context = super::Log;
+
+    transitions! {
+        Idle + Go(keep, other) => First { keep, other },
+        First { keep } => { ctx.lock().unwrap().push("first".into()); } Second { keep },
+        Second { keep } [keep.name == "drop"] => { ctx.lock().unwrap().push("second".into()); } Idle / Wait,
+        Second { keep } => Done { keep } / Relayed,
+    }
+}
+
+#[test]
+fn a_transient_states_rows_drop_what_they_do_not_use_first_and_report_every_hop() {
+    let log = Log::default();
+    let noisy = |name| Noisy { name, log: Arc::clone(&log) };
+    let mut machine = relay::Machine::new(Arc::clone(&log));
+    let mut recorder = agent_fsm::Recorder::default();
+    let action = machine.handle_event_with(relay::Event::Go(noisy("keep"), noisy("other")), &mut recorder);
+    assert!(action == relay::Action::Relayed);
+    assert_eq!(entries(&log), ["drop other", "first"]);
+    assert_eq!(
+        recorder.hop_names(),
+        [
+            ("Idle", Some("Go"), "First", None),
+            ("First", None, "Second", None),
+            ("Second", None, "Done", Some("Relayed")),
+        ]
+    );
+    assert!(matches!(machine.state(), relay::State::Done { keep } if keep.name == "keep"));
+
+    // The guarded row out of `Second`: its field, bound only by the
+    // guard, is dropped before its code runs.
+    log.lock().unwrap().clear();
+    let mut machine = relay::Machine::new(Arc::clone(&log));
+    assert!(machine.handle_event(relay::Event::Go(noisy("drop"), noisy("other"))) == relay::Action::Wait);
+    assert_eq!(entries(&log), ["drop other", "first", "drop drop", "second"]);
+    assert!(matches!(machine.state(), relay::State::Idle));
+
+    // `with_state` resolves them with the same rows.
+    log.lock().unwrap().clear();
+    let machine = relay::Machine::with_state(
+        relay::State::First { keep: noisy("drop"), other: noisy("other") },
+        Arc::clone(&log),
+    );
+    assert_eq!(entries(&log), ["drop other", "first", "drop drop", "second"]);
+    assert!(matches!(machine.state(), relay::State::Idle));
 }
