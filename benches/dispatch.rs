@@ -27,6 +27,11 @@
 //! - `DISPATCH_AB=<rounds>`: generated and hand-written run
 //!   one after the other, round after round (default 200), on every trace;
 //!   prints min and median ns/event (wall clock, noise hits all alike).
+//!   `DISPATCH_AB_PAIR=hand,handdrop` times `run_hand` against
+//!   `run_hand_drop` instead (the store-forwarding experiment; the columns
+//!   keep their names: `gen` is the first of the pair). `handdrop` is also
+//!   a machine for `DISPATCH_CALLGRIND` (`handdrop-a`, counted by
+//!   `--toggle-collect=*run_hand_drop*`).
 //! - `DISPATCH_VERIFY=0` skips the lockstep check (it runs otherwise, in
 //!   both modes; the callgrind script runs it once natively first).
 
@@ -45,6 +50,20 @@ feeders! {
     run_gen: Loom;
     /// The hand-written machine.
     run_hand: HandLoom;
+}
+
+/// `run_hand` with each action dropped where the step wrote it instead of
+/// moved into `black_box` (the experiment behind docs/performance.md's
+/// store-forwarding figures): the move is two 16-byte loads over the three
+/// smaller stores that wrote the action, which cannot be forwarded.
+/// Only for the hand-written machine, whose step is `#[inline(always)]`: a
+/// second caller of the generated step in this crate changes whether
+/// `run_gen` inlines it.
+#[inline(never)]
+fn run_hand_drop(machine: &mut HandLoom, events: &mut Vec<AgentEvent>) {
+    for event in events.drain(..) {
+        drop(machine.handle_event(event));
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -144,7 +163,8 @@ fn callgrind(spec: &str) {
         match which {
             "gen" => black_box(once(&trace, Loom::with_state, run_gen, events)),
             "hand" => black_box(once(&trace, HandLoom::with_state, run_hand, events)),
-            other => panic!("unknown machine `{other}`; expected gen or hand"),
+            "handdrop" => black_box(once(&trace, HandLoom::with_state, run_hand_drop, events)),
+            other => panic!("unknown machine `{other}`; expected gen, hand or handdrop"),
         };
     }
     println!("events={fed}");
@@ -174,7 +194,9 @@ fn time_once(which: &str, trace: &Trace) -> f64 {
     let n = events.len() as f64;
     let elapsed = match which {
         "gen" => once(trace, Loom::with_state, run_gen, events),
-        _ => once(trace, HandLoom::with_state, run_hand, events),
+        "hand" => once(trace, HandLoom::with_state, run_hand, events),
+        "handdrop" => once(trace, HandLoom::with_state, run_hand_drop, events),
+        other => panic!("DISPATCH_AB_PAIR: unknown machine `{other}`; expected gen, hand or handdrop"),
     };
     elapsed.as_nanos() as f64 / n
 }
@@ -183,7 +205,7 @@ fn time_once(which: &str, trace: &Trace) -> f64 {
 /// after round (taking turns at going first), on each trace, so a noisy
 /// neighbour hits them alike; prints
 /// the minimum and the median ns/event of each and the ratios.
-fn ab(rounds: usize) {
+fn ab(rounds: usize, pair: [&str; 2]) {
     let mut all = vec![traces::text_turn(), traces::tool_loop()];
     all.extend(traces::FLAT_SIZES.iter().map(|&n| traces::flat(n)));
     println!(
@@ -198,7 +220,7 @@ fn ab(rounds: usize) {
             // falls on both alike.
             let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
             for i in order {
-                t[i].push(time_once(["gen", "hand"][i], trace));
+                t[i].push(time_once(pair[i], trace));
             }
         }
         let stats = |v: &mut Vec<f64>| {
@@ -227,7 +249,11 @@ fn main() {
         return;
     }
     if let Ok(rounds) = std::env::var("DISPATCH_AB") {
-        ab(rounds.parse().unwrap_or(200));
+        // `DISPATCH_AB_PAIR=hand,handdrop` times the store-forwarding
+        // experiment in the same way, in place of the two machines.
+        let pair = std::env::var("DISPATCH_AB_PAIR").unwrap_or_else(|_| "gen,hand".into());
+        let pair = pair.split_once(',').unwrap_or(("gen", "hand"));
+        ab(rounds.parse().unwrap_or(200), [pair.0, pair.1]);
         return;
     }
     let mut c = Criterion::default().configure_from_args();
