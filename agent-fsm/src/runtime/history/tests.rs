@@ -214,7 +214,7 @@ fn paused() -> tokio::runtime::Runtime {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
 
     /// Whatever the hops, bursts, refused events and reads, the log reads
     /// back as every hop written whole would: same steps, times, kinds and
@@ -282,4 +282,19 @@ fn a_burst_of_one_self_loop_is_one_record() {
 #[test]
 fn the_run_count_costs_no_space() {
     assert_eq!(std::mem::size_of::<TransitionRecordOf<Machine>>(), 56);
+}
+
+/// Debug output shows every hop, even of a run not unfolded yet, and
+/// not the run count, the log's own business.
+#[test]
+fn debug_shows_every_hop_of_a_run() {
+    let mut history = History::<Machine>::new(Status::In(StateKind::A), 8, None, Instant::now());
+    for step in 1..=3 {
+        history.on_hop(&self_loop(), false);
+        history.on_step(step);
+    }
+    let shown = format!("{history:?}");
+    assert_eq!(shown.matches("TransitionRecord {").count(), 3, "{shown}");
+    assert!(shown.contains("step: 3, from: A, event: Some(E), to: A, action: Some(Stay), row: 0"), "{shown}");
+    assert!(!shown.contains("run"), "{shown}");
 }
