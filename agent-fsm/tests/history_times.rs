@@ -2,11 +2,12 @@
 //! `duration` and the time summed per state, for hops that change state
 //! and for self-loops, within one burst of events and across bursts (the
 //! worker reads the clock once per burst and computes the current stay
-//! once per burst, not per hop).
+//! once per burst, not per hop); and long runs of one self-loop, which the
+//! worker keeps as one record until read, read back hop by hop.
 
 use std::time::Duration;
 
-use agent_fsm::runtime::{self, ExecutorConfig};
+use agent_fsm::runtime::{self, ExecutorConfig, History};
 use agent_fsm::state_machine;
 use tokio::time::{Instant, advance, timeout};
 
@@ -99,6 +100,56 @@ async fn hops_and_self_loops_carry_the_stay_up_to_them() {
         let entries: Vec<_> = history.time_in_state().iter().map(|s| (s.state, s.entries)).collect();
         assert_eq!(entries, [(idle, 2), (busy, 2)]);
         assert_eq!(history.current(), (agent_fsm::Status::In(busy), t0 + 10 * SECOND));
+    })
+    .await
+    .expect("the test does not hang");
+}
+
+/// Each hop as `(step, from, event, to, start, duration)`, times from `t0`.
+type Hop = (u64, StateKind, Option<job::EventKind>, StateKind, Duration, Duration);
+
+fn hops(history: &History<job::Machine>, t0: Instant) -> Vec<Hop> {
+    history.transitions().map(|t| (t.step, t.from, t.event, t.to, t.start.duration_since(t0), t.duration)).collect()
+}
+
+/// A burst of 150 self-loops (the worker reads the clock again every 64
+/// events), a refused event in the middle of it, another burst, and reads
+/// in between: every hop reads back with its own step and the stay of its
+/// burst, the latest ten of them, and the rest counted as evicted.
+#[tokio::test(start_paused = true)]
+async fn long_runs_of_self_loops_read_back_hop_by_hop() {
+    timeout(Duration::from_secs(600), async {
+        let handle = runtime::spawn(job::Machine::new(), (), ExecutorConfig::new().history_capacity(10));
+        handle.wait_idle().await.unwrap();
+        let t0 = Instant::now();
+        advance(SECOND).await;
+        handle.call(Event::Go).await.unwrap(); // step 1, at t0+1
+        advance(2 * SECOND).await;
+        // One burst at t0+3: steps 2 to 151, step 77 refused.
+        for n in 2..=151 {
+            handle.send(if n == 77 { Event::Go } else { Event::Tick }).await.unwrap();
+        }
+        handle.wait_idle().await.unwrap();
+        let (tick, busy) = (Some(job::EventKind::Tick), StateKind::Busy);
+        let at = |step: u64, stay: Duration| (step, busy, tick, busy, SECOND, stay);
+        // Read in the middle: the latest ten hops, the last one step 151.
+        let read = handle.with_history(move |h| (hops(h, t0), h.evicted(), h.steps())).await.unwrap();
+        assert_eq!(read, ((142..=151).map(|s| at(s, 2 * SECOND)).collect::<Vec<_>>(), 140, 151));
+
+        advance(4 * SECOND).await;
+        // One burst at t0+7: two self-loops, then a change of state.
+        for event in [Event::Tick, Event::Tick, Event::Stop] {
+            handle.send(event).await.unwrap();
+        }
+        handle.wait_idle().await.unwrap();
+        let history = handle.history().await.unwrap();
+        let mut expected: Vec<Hop> = (145..=151).map(|s| at(s, 2 * SECOND)).collect();
+        expected.extend([at(152, 6 * SECOND), at(153, 6 * SECOND)]);
+        expected.push((154, busy, Some(job::EventKind::Stop), StateKind::Idle, SECOND, 6 * SECOND));
+        assert_eq!(hops(&history, t0), expected);
+        // Every hop but the refused event's: 153, of which ten are kept.
+        assert_eq!(history.evicted(), 143);
+        assert_eq!(history.time_in(busy), 6 * SECOND);
     })
     .await
     .expect("the test does not hang");

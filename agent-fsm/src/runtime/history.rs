@@ -11,6 +11,10 @@
 //! durations. To keep clock reads off the per-event path, the worker reads
 //! the clock once per burst: when it wakes up, and again every 64 events
 //! of a long burst; hops handled within one burst share a timestamp.
+//! Identical self-loops of one burst (a stream of text deltas) share
+//! everything but their step, so the worker keeps a run of them as one
+//! record with a count, and unfolds it into one record per hop before
+//! anyone reads the history: readers see every hop.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -22,10 +26,14 @@ use tokio::time::Instant;
 use super::error::ReplayError;
 use crate::{ActionKindOf, EventKindOf, Kinded, StateKindOf, StateMachine, Status, StepOf};
 
+mod hops;
+
+use hops::HopLog;
+
 /// One hop of the machine (transient hops included), by kind: `S`, `E` and
 /// `A` are the machine's state, event and action kinds (see
 /// [`TransitionRecordOf`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TransitionRecord<S, E, A> {
     /// Which delivered event caused the hop (1 for the first event the
@@ -45,6 +53,27 @@ pub struct TransitionRecord<S, E, A> {
     pub start: Instant,
     /// How long the machine had been in `from` when the hop happened.
     pub duration: Duration,
+    /// How many hops the record stands for: inside the worker, a run of
+    /// identical self-loops of one burst, of steps `step..step + run`;
+    /// 1 in every record a reader sees (the log is unfolded first). It fits
+    /// in the record's padding.
+    run: u32,
+}
+
+// Written out: the run count is the log's own business (always 1 here).
+impl<S: fmt::Debug, E: fmt::Debug, A: fmt::Debug> fmt::Debug for TransitionRecord<S, E, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TransitionRecord")
+            .field("step", &self.step)
+            .field("from", &self.from)
+            .field("event", &self.event)
+            .field("to", &self.to)
+            .field("action", &self.action)
+            .field("row", &self.row)
+            .field("start", &self.start)
+            .field("duration", &self.duration)
+            .finish()
+    }
 }
 
 /// The [`TransitionRecord`] of machine `M`.
@@ -97,12 +126,10 @@ type CloneEvent<M> = fn(&<M as StateMachine>::Event) -> <M as StateMachine>::Eve
 /// The history of one machine `M`: bounded hop log, time per state,
 /// interrupts and the optional event log.
 pub struct History<M: StateMachine> {
-    /// The hop log, a ring once full: `head` is then the oldest hop, and
-    /// the next one overwrites it (cheaper than a deque's pop and push).
-    transitions: Vec<TransitionRecordOf<M>>,
-    head: usize,
+    /// The bounded hop log, runs of self-loops folded until read.
+    hops: HopLog<StateKindOf<M>, EventKindOf<M>, ActionKindOf<M>>,
+    /// How many hops (and interrupts) are kept.
     capacity: usize,
-    evicted: u64,
     /// Closed stays, summed per state; the current stay is added on read.
     closed: Vec<StateTime<StateKindOf<M>>>,
     /// Poisoned only for a machine handed over poisoned, before any hop.
@@ -139,10 +166,8 @@ where
 {
     fn clone(&self) -> Self {
         Self {
-            transitions: self.transitions.clone(),
-            head: self.head,
+            hops: self.hops.clone(),
             capacity: self.capacity,
-            evicted: self.evicted,
             closed: self.closed.clone(),
             current: self.current,
             entered: self.entered,
@@ -161,8 +186,8 @@ where
 impl<M: StateMachine> fmt::Debug for History<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("History")
-            .field("transitions", &self.transitions().collect::<Vec<_>>())
-            .field("evicted", &self.evicted)
+            .field("transitions", &self.hops.hops().collect::<Vec<_>>())
+            .field("evicted", &self.hops.evicted())
             .field("current", &self.current)
             .field("steps", &self.steps)
             .field("events", &self.events.as_ref().map(Vec::len))
@@ -181,10 +206,8 @@ impl<M: StateMachine> History<M> {
         now: Instant,
     ) -> Self {
         Self {
-            transitions: Vec::new(),
-            head: 0,
+            hops: HopLog::new(capacity),
             capacity,
-            evicted: 0,
             closed: Vec::new(),
             current: initial,
             entered: now,
@@ -206,8 +229,11 @@ impl<M: StateMachine> History<M> {
     /// is then empty).
     #[inline]
     pub(crate) fn set_clock(&mut self, now: Instant) {
+        self.clock_read = true;
         self.now = now;
         self.stay = now.saturating_duration_since(self.entered);
+        // No run is open here: only the first hop of a burst reads the
+        // clock, after `expire_clock` closed it.
     }
 
     /// Reads the clock for the hops that follow, unless it was read since
@@ -215,7 +241,6 @@ impl<M: StateMachine> History<M> {
     #[inline]
     pub(crate) fn read_clock_once(&mut self) {
         if !self.clock_read {
-            self.clock_read = true;
             self.set_clock(Instant::now());
         }
     }
@@ -227,6 +252,8 @@ impl<M: StateMachine> History<M> {
     #[inline]
     pub(crate) fn expire_clock(&mut self) {
         self.clock_read = false;
+        // The next hop reads the clock: it cannot join the current run.
+        self.hops.close_run();
     }
 
     /// When the machine entered its current state (what the next hop that
@@ -243,31 +270,29 @@ impl<M: StateMachine> History<M> {
     }
 
     /// Records one hop of the event being delivered, the one after the
-    /// last [`on_step`](Self::on_step) counted, at the time of the last
-    /// [`set_clock`](Self::set_clock).
+    /// last [`on_step`](Self::on_step) counted, at the burst's time (read
+    /// by the first hop of a burst, see
+    /// [`read_clock_once`](Self::read_clock_once)).
     /// `changed`: whether `hop.from != hop.to`, computed once by the caller.
+    ///
+    /// A self-loop that repeats the previous hop of the burst, for the next
+    /// step, only counts into that hop's record: the same time, stay and
+    /// kinds, nothing else to write.
     #[inline]
     pub(crate) fn on_hop(&mut self, hop: &StepOf<M>, changed: bool) {
-        let record = TransitionRecord {
-            step: self.steps + 1,
-            from: hop.from,
-            event: hop.event,
-            to: hop.to,
-            action: hop.action,
-            row: hop.row,
-            start: self.entered,
-            duration: self.stay,
-        };
-        if self.transitions.len() < self.capacity {
-            self.transitions.push(record);
-        } else {
-            // With a capacity of 0 the log stays empty: every hop is dropped.
-            if let Some(oldest) = self.transitions.get_mut(self.head) {
-                *oldest = record;
-                self.head = if self.head + 1 == self.transitions.len() { 0 } else { self.head + 1 };
-            }
-            self.evicted += 1;
+        if changed || !self.hops.extend_run(hop, self.steps) {
+            self.write_hop(hop, changed);
         }
+    }
+
+    /// [`on_hop`](Self::on_hop)'s new record (the self-loops of a run skip
+    /// it). Inlined: out of line, its call and saved registers cost about
+    /// 25 instructions, which machines whose every hop changes state pay
+    /// on every hop.
+    #[inline(always)]
+    fn write_hop(&mut self, hop: &StepOf<M>, changed: bool) {
+        self.read_clock_once();
+        self.hops.push(hop, self.steps + 1, self.entered, self.stay, !changed);
         if changed {
             self.on_change(hop.from, hop.to);
         }
@@ -319,9 +344,11 @@ impl<M: StateMachine> History<M> {
     }
 
     /// Marks the history as read at `now`, closing the current stay for
-    /// [`time_in_state`](Self::time_in_state).
+    /// [`time_in_state`](Self::time_in_state), and unfolds the hop log's
+    /// runs: every path that hands the history to a reader calls it first.
     pub(crate) fn mark_read(&mut self, now: Instant) {
         self.read_at = now;
+        self.hops.unfold();
     }
 
     /// The entry of `state`, created if missing (a few states, compared
@@ -341,15 +368,15 @@ impl<M: StateMachine> History<M> {
     /// The recorded hops, oldest first. At most the configured capacity;
     /// older ones are [`evicted`](Self::evicted).
     pub fn transitions(&self) -> impl ExactSizeIterator<Item = &TransitionRecordOf<M>> + '_ {
-        let (newer, older) = self.transitions.split_at(self.head);
-        Hops { older: older.iter(), newer: newer.iter() }
+        debug_assert!(self.hops.is_unfolded(), "the history is read unfolded");
+        self.hops.ring()
     }
 
     /// How many hops were dropped from the front of the bounded log (with
     /// a capacity of 0, every hop).
     #[must_use]
     pub fn evicted(&self) -> u64 {
-        self.evicted
+        self.hops.evicted()
     }
 
     /// How many events the machine handled (refused ones included).
@@ -439,115 +466,5 @@ where
     Ok(())
 }
 
-/// The hops of a [`History`], oldest first: the ring's two halves in turn.
-struct Hops<'a, T> {
-    older: std::slice::Iter<'a, T>,
-    newer: std::slice::Iter<'a, T>,
-}
-
-impl<'a, T> Iterator for Hops<'a, T> {
-    type Item = &'a T;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.older.next().or_else(|| self.newer.next())
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let len = self.older.len() + self.newer.len();
-        (len, Some(len))
-    }
-}
-
-impl<T> ExactSizeIterator for Hops<'_, T> {}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{Step, state_machine};
-
-    // Only some variants are built here.
-    #[allow(dead_code, unreachable_pub)]
-    #[state_machine(fallback = Go)]
-    mod ab {
-        #[states]
-        pub enum State {
-            #[initial]
-            A,
-            B,
-        }
-        #[events]
-        #[derive(Clone)]
-        pub enum Event {
-            E,
-        }
-        #[actions]
-        pub enum Action {
-            Go,
-            Stay,
-        }
-        transitions! {
-            A + E => B / Go,
-            B + E => A / Go,
-        }
-    }
-    use ab::{ActionKind, EventKind, Machine, StateKind};
-
-    fn hop(from: StateKind, to: StateKind) -> StepOf<Machine> {
-        Step { from, event: Some(EventKind::E), to, action: Some(ActionKind::Go), row: 0 }
-    }
-
-    #[test]
-    fn the_hop_log_keeps_the_latest_hops_oldest_first() {
-        let start = Instant::now();
-        let mut history = History::<Machine>::new(Status::In(StateKind::A), 3, None, start);
-        for step in 1..=7 {
-            let (from, to) = if step % 2 == 1 { (StateKind::A, StateKind::B) } else { (StateKind::B, StateKind::A) };
-            history.on_hop(&hop(from, to), true);
-            history.on_step(step);
-        }
-        let steps: Vec<u64> = history.transitions().map(|t| t.step).collect();
-        assert_eq!(steps, [5, 6, 7]);
-        assert_eq!(history.transitions().len(), 3);
-        assert_eq!(history.evicted(), 4);
-        assert_eq!(history.transitions().last().map(|t| (t.from, t.to)), Some((StateKind::A, StateKind::B)));
-
-        let mut empty = History::<Machine>::new(Status::In(StateKind::A), 0, None, start);
-        empty.on_hop(&hop(StateKind::A, StateKind::B), true);
-        assert_eq!(empty.transitions().len(), 0);
-        assert_eq!(empty.current().0, Status::In(StateKind::B));
-    }
-
-    /// A log that differs in the action alone, or in the state alone,
-    /// diverges, and the error names both by kind.
-    #[test]
-    fn replay_names_the_divergence_by_kind() {
-        let record = |action, state| EventRecord { event: ab::Event::E, action, state: Status::In(state) };
-        let good = [record(ActionKind::Go, StateKind::B), record(ActionKind::Go, StateKind::A)];
-        assert_eq!(replay(&mut Machine::new(), &good), Ok(()));
-        let wrong_state = [record(ActionKind::Go, StateKind::B), record(ActionKind::Go, StateKind::B)];
-        assert_eq!(
-            replay(&mut Machine::new(), &wrong_state),
-            Err(ReplayError::Diverged {
-                index: 1,
-                expected_action: ActionKind::Go,
-                actual_action: ActionKind::Go,
-                expected_state: Status::In(StateKind::B),
-                actual_state: Status::In(StateKind::A),
-            })
-        );
-        let wrong_action = [record(ActionKind::Stay, StateKind::B)];
-        let err = replay(&mut Machine::new(), &wrong_action).expect_err("the action differs");
-        assert!(
-            matches!(
-                err,
-                ReplayError::Diverged {
-                    index: 0,
-                    expected_action: ActionKind::Stay,
-                    actual_action: ActionKind::Go,
-                    ..
-                }
-            ),
-            "{err:?}"
-        );
-    }
-}
+mod tests;

@@ -40,6 +40,12 @@ pub(super) struct Recorder<'a, M: StateMachine, O> {
     pub(super) seen: Seen,
 }
 
+/// Notifies a hop, for an agent someone subscribed to.
+#[inline(never)]
+fn publish_hop<M: StateMachine, O>(notifier: &mut Notifier<M, O>, hop: &StepOf<M>) {
+    notifier.publish(Topics::TRANSITIONS, || Notification::Transition(*hop));
+}
+
 /// The worker's small fields that a step's hops and its bookkeeping touch
 /// (the step counter lives beside it), together:
 /// a step's recorder reaches them through one pointer, and packed in one
@@ -71,21 +77,26 @@ pub(super) struct Hot<M: StateMachine, O> {
 }
 
 impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
-    #[inline]
+    /// Kept small, so that it inlines into the machine's dispatch: what
+    /// runs only sometimes (a new record in the history, a subscriber's
+    /// notification) is out of line behind one test each.
+    #[inline(always)]
     fn on_transition(&mut self, hop: &StepOf<M>) {
         self.seen = Seen::Hop;
-        // The first hop of a burst reads the clock; the others reuse it.
-        self.history.read_clock_once();
         #[cfg(feature = "metrics")]
-        self.hot.hop_metrics.hop::<M>(hop, self.history.entered(), self.history.now());
+        {
+            // The first hop of a burst reads the clock; the others reuse it.
+            self.history.read_clock_once();
+            self.hot.hop_metrics.hop::<M>(hop, self.history.entered(), self.history.now());
+        }
         #[cfg(feature = "otel")]
         self.hot.turn.hop(hop);
         let changed = hop.from != hop.to;
+        // Reads the clock if the hop is the burst's first.
         self.history.on_hop(hop, changed);
-        if changed {
-            // Wrapping: timers compare visits for equality only.
-            self.hot.visit = self.hot.visit.wrapping_add(1);
-        }
+        // Counts changes of state, without a branch. Wrapping: timers
+        // compare visits for equality only.
+        self.hot.visit = self.hot.visit.wrapping_add(u32::from(changed));
         tracing::debug!(
             from = hop.from.name(),
             to = hop.to.name(),
@@ -96,7 +107,9 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
         if let Some(user) = &mut self.user {
             user.on_transition(hop);
         }
-        self.hot.notifier.publish(Topics::TRANSITIONS, || Notification::Transition(*hop));
+        if self.hot.notifier.attached() {
+            publish_hop(&mut self.hot.notifier, hop);
+        }
     }
 
     fn on_unhandled(&mut self, unhandled: &UnhandledOf<M>) {
