@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, MachineHandle, RequestError, WorkerError};
+use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, MachineHandle, Performing, RequestError, WorkerError};
 use agent_fsm::state_machine;
 use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
@@ -41,7 +41,7 @@ mod counter {
     }
 }
 
-use counter::{Event, EventKind, Machine};
+use counter::{ActionKind, Event, EventKind, Machine};
 
 type Handle = MachineHandle<Machine, ()>;
 
@@ -142,4 +142,21 @@ async fn a_panic_in_the_middle_of_a_burst_names_its_own_event_and_ends_the_burst
     assert!(matches!(*error, WorkerError::MachinePanicked { event: EventKind::Boom, .. }), "{error:?}");
     assert_eq!(performed, AT + 2, "actions performed after the failed step");
     assert_eq!(handle.steps(), u64::from(AT + 3), "steps delivered up to the failed one");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_panic_of_the_effects_in_the_middle_of_a_burst_names_the_action_not_the_event() {
+    let ticks = (0..QUEUED).map(|_| Event::Tick);
+    let (performed, end, handle) = run(ExecutorConfig::new(), ticks, |_| panic!("effects gave up")).await;
+    let Err(RequestError::Failed(error)) = end else { panic!("the worker did not fail: {end:?}") };
+    assert!(
+        matches!(
+            &*error,
+            WorkerError::EffectsPanicked { performing: Performing::Action(ActionKind::Count), key: None, message }
+                if message.contains("effects gave up")
+        ),
+        "{error:?}"
+    );
+    assert_eq!(performed, AT, "actions performed after the failed step");
+    assert_eq!(handle.steps(), u64::from(AT), "steps delivered up to the failed one");
 }
