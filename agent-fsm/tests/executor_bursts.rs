@@ -160,3 +160,17 @@ async fn a_panic_of_the_effects_in_the_middle_of_a_burst_names_the_action_not_th
     assert_eq!(performed, AT, "actions performed after the failed step");
     assert_eq!(handle.steps(), u64::from(AT), "steps delivered up to the failed one");
 }
+
+/// An idle waiter that arrives with a burst queued is answered once the
+/// inbox is empty, not left waiting for the next event.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_idle_waiter_queued_before_a_burst_is_answered_when_the_inbox_empties() {
+    let handle = runtime::spawn(Machine::new(0), (), ExecutorConfig::new());
+    for _ in 0..QUEUED {
+        handle.try_send(Event::Tick).unwrap();
+    }
+    // Its request is the worker's first input; the burst follows.
+    timeout(Duration::from_secs(10), handle.wait_idle()).await.expect("the idle waiter was answered").unwrap();
+    assert_eq!(handle.steps(), u64::from(QUEUED));
+    handle.shutdown().await.unwrap();
+}

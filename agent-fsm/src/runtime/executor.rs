@@ -25,11 +25,11 @@
 //! source: only what a step, a handle or the cancellation token can change
 //! between two events is looked at again, so the order and the priorities
 //! above hold as they do input by input. Everything published to the
-//! handles (status, notifications) is handed over once per burst, when the worker pauses or
-//! answers someone, rather than once per event. A batch of notifications
-//! that woke a subscriber makes the worker yield before its next input, so
-//! that the subscriber reads it before the next batch can push it out of
-//! the log.
+//! handles (status, notifications) is handed over once per burst, when the
+//! worker pauses or answers someone, rather than once per event. A batch
+//! of notifications that woke a subscriber makes the worker yield before
+//! its next input, so that the subscriber reads it before the next batch
+//! can push it out of the log.
 
 use std::collections::VecDeque;
 use std::future::{Future, poll_fn};
