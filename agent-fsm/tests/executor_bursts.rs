@@ -1,7 +1,8 @@
 //! A burst of inbox events: the worker takes queued events one after the
 //! other without its full look at every source, yet a control request, a
-//! cancellation or a failure in the middle of the burst is seen before the
-//! next event, as it would be between two separate inputs.
+//! cancellation, a failure, a terminal state or a subscriber owed a read
+//! in the middle of the burst is seen before the next event, as it would
+//! be between two separate inputs, and an idle waiter is still answered.
 
 use std::future::Future;
 use std::pin::pin;
@@ -23,12 +24,15 @@ mod counter {
     pub enum State {
         #[initial]
         Counting { ticks: u32 },
+        #[terminal]
+        Stopped,
     }
     #[events]
     #[derive(Debug, Clone)]
     pub enum Event {
         Tick,
         Boom,
+        Stop,
     }
     #[actions]
     #[derive(Debug)]
@@ -38,6 +42,10 @@ mod counter {
     transitions! {
         Counting { ticks } + Tick => { *ticks += 1; } Counting / Count,
         Counting { ticks } + Boom => { assert!(*ticks == u32::MAX, "boom after {ticks} ticks"); } Counting / Count,
+        Counting + Stop => Stopped / Count,
+        Stopped + Tick => ignore,
+        Stopped + Boom => ignore,
+        Stopped + Stop => ignore,
     }
 }
 
@@ -101,6 +109,7 @@ async fn a_shutdown_requested_in_the_middle_of_a_burst_is_served_before_the_next
     assert_eq!(performed, AT, "actions performed after the shutdown was requested");
     let ticks = handle.inspect(|machine| match machine.state() {
         counter::State::Counting { ticks } => *ticks,
+        counter::State::Stopped => u32::MAX,
     });
     assert_eq!(ticks.await.unwrap(), QUEUED, "accepted events are still delivered");
 }
@@ -112,8 +121,10 @@ async fn a_query_requested_in_the_middle_of_a_burst_reads_the_machine_at_that_st
     let ticks = (0..QUEUED).map(|_| Event::Tick);
     let (performed, end, _) = run(ExecutorConfig::new(), ticks, move |handle| {
         let record = Arc::clone(&record);
-        poll_once(handle.inspect(move |machine| match machine.state() {
-            counter::State::Counting { ticks } => record.store(*ticks, Ordering::SeqCst),
+        poll_once(handle.inspect(move |machine| {
+            if let counter::State::Counting { ticks } = machine.state() {
+                record.store(*ticks, Ordering::SeqCst);
+            }
         }));
         poll_once(handle.shutdown());
     })
@@ -173,4 +184,49 @@ async fn an_idle_waiter_queued_before_a_burst_is_answered_when_the_inbox_empties
     timeout(Duration::from_secs(10), handle.wait_idle()).await.expect("the idle waiter was answered").unwrap();
     assert_eq!(handle.steps(), u64::from(QUEUED));
     handle.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_terminal_state_reached_in_the_middle_of_a_burst_ends_it_before_the_next_event() {
+    // The `AT`th event stops the machine; the rest are drained.
+    let events = (0..QUEUED).map(|i| if i == AT - 1 { Event::Stop } else { Event::Tick });
+    let (performed, end, handle) = run(ExecutorConfig::new(), events, |_| {}).await;
+    assert_eq!(end.unwrap(), counter::StateKind::Stopped);
+    assert_eq!(performed, AT, "actions performed after the terminal state");
+    assert_eq!(handle.steps(), u64::from(QUEUED), "accepted events are still delivered");
+}
+
+/// Every `STATUS_EVERY` (64) steps a burst hands its notifications over;
+/// when that wakes a subscriber, the burst stops for it to read before the
+/// next batch, so one that keeps up never lags, however long the burst.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_burst_stops_for_a_subscriber_it_woke_before_the_next_batch() {
+    use agent_fsm::runtime::Notification;
+    const EVENTS: u32 = 300;
+    // Two notifications per step (the hop and the action): one batch of
+    // 64 steps fills the log, a second one would push the first out.
+    let config = ExecutorConfig::new().inbox_capacity(EVENTS as usize).notification_capacity(128);
+    let handle = runtime::spawn(Machine::new(0), (), config);
+    let mut subscription = handle.subscribe();
+    let reader = tokio::spawn(async move {
+        let (mut transitions, mut lagged) = (0, 0);
+        while let Some(notification) = subscription.recv().await {
+            match notification {
+                Notification::Transition(_) => transitions += 1,
+                Notification::Lagged(missed) => lagged += missed,
+                _ => {}
+            }
+        }
+        (transitions, lagged)
+    });
+    // The reader waits in `recv` before any event is queued.
+    tokio::task::yield_now().await;
+    for _ in 0..EVENTS {
+        handle.try_send(Event::Tick).unwrap();
+    }
+    // No request is queued: the worker takes the events as one burst.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(handle.steps(), u64::from(EVENTS));
+    handle.shutdown().await.unwrap();
+    assert_eq!(reader.await.unwrap(), (EVENTS, 0), "(transitions read, notifications missed)");
 }
