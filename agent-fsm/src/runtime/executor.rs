@@ -20,12 +20,16 @@
 //!
 //! The loop runs inside one poll ([`Worker::poll_run`]) until there is
 //! nothing to do: a burst of events goes through it without returning to
-//! the future's machinery, and everything published to the handles (status,
-//! notifications) is handed over once per burst, when the worker pauses or
-//! answers someone, rather than once per event. A batch of notifications
-//! that woke a subscriber makes the worker yield before its next input, so
-//! that the subscriber reads it before the next batch can push it out of
-//! the log.
+//! the future's machinery. While nothing but the inbox has work, its
+//! events are taken one after the other without the loop's look at every
+//! source: only what a step, a handle or the cancellation token can change
+//! between two events is looked at again, so the order and the priorities
+//! above hold as they do input by input. Everything published to the
+//! handles (status, notifications) is handed over once per burst, when the
+//! worker pauses or answers someone, rather than once per event. A batch
+//! of notifications that woke a subscriber makes the worker yield before
+//! its next input, so that the subscriber reads it before the next batch
+//! can push it out of the log.
 
 use std::collections::VecDeque;
 use std::future::{Future, poll_fn};
@@ -384,6 +388,25 @@ where
             || self.link.extras.as_ref().is_some_and(|extras| !extras.held.is_empty())
     }
 
+    /// After an event from the inbox: whether the next one may be taken at
+    /// once, without the loop's look at every source, because nothing but
+    /// the inbox can have work. Only the sources an event's step can
+    /// change, or a handle or a token can, are looked at again: effect
+    /// work (ready or in flight), a failure, a terminal state,
+    /// subscribers owed a yield, a control request and the cancellation
+    /// token, if one is set up. Idle waiters and held-back
+    /// events were looked at when the burst began; neither comes without a
+    /// control request or effect work.
+    #[inline]
+    fn burst_goes_on(&self) -> bool {
+        !self.hot.failed
+            && !self.hot.terminal
+            && !self.hot.notifier.woke()
+            && !self.link.shared.control_pending()
+            && self.work.as_ref().is_none_or(|w| w.ready.is_empty() && !w.in_flight())
+            && !self.link.shared.settings.cancel.as_ref().is_some_and(|token| token.is_cancelled())
+    }
+
     /// Yields once if a batch of notifications woke subscribers since the
     /// worker last yielded (see [`poll_run`](Self::poll_run)); used on the
     /// way out, before the stop protocol and the last flushes.
@@ -451,6 +474,10 @@ where
                 return Poll::Pending;
             }
         }
+        // Whether the events after this one may be taken as a burst (see
+        // `burst_goes_on`): not while an idle waiter waits for the inbox
+        // to empty, which the burst would not stop to look at.
+        let mut burst = true;
         if waiting {
             // The events held back go first, in the order received.
             if let Some(envelope) = self.link.extras.as_mut().and_then(|extras| extras.held.pop_front()) {
@@ -460,6 +487,7 @@ where
             if self.inbox.is_empty() {
                 self.answer_idle_waiters();
             }
+            burst = self.link.extras.as_ref().is_none_or(|extras| extras.waiters.iter().all(Waiter::is_finished));
         }
         // Within a burst, seven events in eight are taken without a trip
         // through tokio's cooperative budget; the eighth goes through
@@ -468,32 +496,37 @@ where
         // After a reply the inbox is most likely empty (its caller waits
         // for the reply): straight to `poll_recv`, which looks and
         // registers in one go, rather than an empty `try_recv` first.
-        let after_call = std::mem::take(replied);
-        let next = if !after_call
-            && !self.steps.is_multiple_of(8)
-            && let Ok(envelope) = self.inbox.try_recv()
-        {
-            Poll::Ready(Some(envelope))
-        } else {
-            self.inbox.poll_recv(cx)
-        };
-        match next {
-            // The hot path: inlined here only.
-            Poll::Ready(Some(Envelope::Event(event))) => {
-                self.deliver_inline(event, Mode::Normal, None, Source::Mailbox);
-                Poll::Ready(None)
+        let mut after_call = std::mem::take(replied);
+        loop {
+            let next = if !after_call
+                && !self.steps.is_multiple_of(8)
+                && let Ok(envelope) = self.inbox.try_recv()
+            {
+                Poll::Ready(Some(envelope))
+            } else {
+                self.inbox.poll_recv(cx)
+            };
+            after_call = false;
+            match next {
+                // The hot path: inlined here only.
+                Poll::Ready(Some(Envelope::Event(event))) => {
+                    self.deliver_inline(event, Mode::Normal, None, Source::Mailbox);
+                    if !(burst && self.burst_goes_on()) {
+                        return Poll::Ready(None);
+                    }
+                }
+                Poll::Ready(Some(Envelope::Call(event, reply))) => {
+                    self.deliver(event, Mode::Normal, Some(reply), Source::Mailbox);
+                    *replied = true;
+                    return Poll::Ready(None);
+                }
+                // Every handle is gone: stop once nothing is in flight, the
+                // timers that let input through included (a deadline with no one
+                // left to answer before it still fires).
+                Poll::Ready(None) if self.work.as_ref().is_some_and(|w| w.in_flight()) => return Poll::Pending,
+                Poll::Ready(None) => return Poll::Ready(Some(StopReason::HandlesDropped)),
+                Poll::Pending => return Poll::Pending,
             }
-            Poll::Ready(Some(Envelope::Call(event, reply))) => {
-                self.deliver(event, Mode::Normal, Some(reply), Source::Mailbox);
-                *replied = true;
-                Poll::Ready(None)
-            }
-            // Every handle is gone: stop once nothing is in flight, the
-            // timers that let input through included (a deadline with no one
-            // left to answer before it still fires).
-            Poll::Ready(None) if self.work.as_ref().is_some_and(|w| w.in_flight()) => Poll::Pending,
-            Poll::Ready(None) => Poll::Ready(Some(StopReason::HandlesDropped)),
-            Poll::Pending => Poll::Pending,
         }
     }
 }

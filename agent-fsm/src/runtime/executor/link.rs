@@ -73,6 +73,11 @@ pub(super) enum Waiter {
 }
 
 impl Waiter {
+    /// Whether it waits for the worker to finish (never answered).
+    pub(super) fn is_finished(&self) -> bool {
+        matches!(self, Self::Finished(_))
+    }
+
     pub(super) fn is_closed(&self) -> bool {
         match self {
             Self::Idle(tx) | Self::Finished(tx) => tx.is_closed(),
