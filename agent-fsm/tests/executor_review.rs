@@ -226,3 +226,61 @@ async fn bursts_of_self_loops_read_back_hop_by_hop_at_every_capacity() {
         );
     }
 }
+
+/// A subscription taken by an action's effects in the middle of a burst
+/// gets every hop after that step, none before, none missed.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_subscription_taken_in_the_middle_of_a_burst_gets_every_later_hop() {
+    use agent_fsm::runtime::{Notification, Subscription};
+    let taken: Arc<Mutex<Option<Subscription<Machine, ()>>>> = Arc::new(Mutex::new(None));
+    let slot = Arc::clone(&taken);
+    let handle = spawn_with(ExecutorConfig::new(), move |handle, _| {
+        *slot.lock().unwrap() = Some(handle.subscribe());
+    });
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(handle.steps(), u64::from(QUEUED));
+    let mut subscription = taken.lock().unwrap().take().expect("the AT-th action subscribed");
+    handle.shutdown().await.unwrap();
+    let (mut transitions, mut lagged) = (0, 0);
+    while let Some(notification) = timeout(Duration::from_secs(10), subscription.recv()).await.expect("the feed ends") {
+        match notification {
+            Notification::Transition(_) => transitions += 1,
+            Notification::Lagged(missed) => lagged += missed,
+            _ => {}
+        }
+    }
+    assert_eq!((transitions, lagged), (QUEUED - AT, 0), "(hops after the subscription, notifications missed)");
+}
+
+/// A history read by an action's effects in the middle of a burst (the
+/// read unfolds the log between two self-loops of one run) shows the hops
+/// up to that step; a read after the burst shows every hop, the run
+/// continued after the first read included, for capacities down to 0.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_history_read_in_the_middle_of_a_run_of_self_loops_leaves_the_rest_exact() {
+    type Read = Pin<Box<dyn Future<Output = Result<(Vec<Hop>, u64), RequestError<Machine>>> + Send>>;
+    for capacity in [0, 1, 2, 3, 4, 7, 100] {
+        let t0 = Instant::now();
+        let read: Arc<Mutex<Option<Read>>> = Arc::new(Mutex::new(None));
+        let slot = Arc::clone(&read);
+        let handle = spawn_with(ExecutorConfig::new().history_capacity(capacity), move |handle, _| {
+            let handle = handle.clone();
+            let mut read: Read = Box::pin(async move { handle.with_history(hops).await });
+            assert!(read.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
+            *slot.lock().unwrap() = Some(read);
+        });
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let tick =
+            |step: u32| (u64::from(step), StateKind::Here, Some(EventKind::Tick), StateKind::Here, t0, Duration::ZERO);
+        let latest = |last: u32| {
+            let kept = (last as usize).min(capacity) as u32;
+            ((last - kept + 1..=last).map(tick).collect::<Vec<_>>(), u64::from(last - kept))
+        };
+        let first = read.lock().unwrap().take().expect("the AT-th action read the history");
+        let first = timeout(Duration::from_secs(10), first).await.expect("the read is answered").unwrap();
+        assert_eq!(first, latest(AT), "capacity {capacity}: the read in the middle of the burst");
+        let after = handle.with_history(hops).await.unwrap();
+        assert_eq!(after, latest(QUEUED), "capacity {capacity}: the read after the burst");
+        handle.shutdown().await.unwrap();
+    }
+}
