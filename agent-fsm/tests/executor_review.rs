@@ -284,3 +284,34 @@ async fn a_history_read_in_the_middle_of_a_run_of_self_loops_leaves_the_rest_exa
         handle.shutdown().await.unwrap();
     }
 }
+
+/// On a multi-threaded runtime, idle waiters asked while other threads
+/// keep the inbox full, in the middle of bursts at any point: each is
+/// answered (none lost to a burst that went to sleep past it), and one
+/// asked after the last send returns sees every event handled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_waiters_racing_bursts_on_other_threads_are_all_answered() {
+    const ROUNDS: u64 = 20;
+    const SENT: u64 = 300;
+    let handle = runtime::spawn(Machine::new(), (), ExecutorConfig::new().inbox_capacity(64));
+    for round in 1..=ROUNDS {
+        let sender = handle.clone();
+        let sending = tokio::spawn(async move {
+            for _ in 0..SENT {
+                sender.send(Event::Tick).await.unwrap();
+            }
+        });
+        let waiter = handle.clone();
+        let waiting = tokio::spawn(async move {
+            for _ in 0..10 {
+                timeout(Duration::from_secs(10), waiter.wait_idle()).await.expect("answered").unwrap();
+                tokio::task::yield_now().await;
+            }
+        });
+        timeout(Duration::from_secs(30), sending).await.expect("the sends finish").unwrap();
+        timeout(Duration::from_secs(30), waiting).await.expect("the waiters are answered").unwrap();
+        timeout(Duration::from_secs(10), handle.wait_idle()).await.expect("answered").unwrap();
+        assert_eq!(handle.steps(), round * SENT, "idle before every sent event was handled");
+    }
+    handle.shutdown().await.unwrap();
+}
