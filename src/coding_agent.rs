@@ -192,6 +192,22 @@ pub(crate) fn tool_outcome(call_id: String, result: agent_fsm::llm::ToolResult) 
     }
 }
 
+/// What a tool call whose task failed (panicked, timed out, was
+/// cancelled) tells the machine.
+pub(crate) fn tool_failed(call_id: String, failure: &EffectFailure) -> ToolExecutionOutcome {
+    ToolExecutionOutcome::Error { call_id, error: tool_error(failure.to_string()) }
+}
+
+/// The model's error for a response stream that failed: none for one
+/// cancelled (by a newer attempt: nothing to report).
+pub(crate) fn stream_failure(failure: EffectFailure) -> Option<ProviderError> {
+    match failure {
+        EffectFailure::Cancelled => None,
+        EffectFailure::TimedOut => Some(ProviderError::new(ErrorKind::Timeout, "the stream timed out")),
+        failure => Some(ProviderError::new(ErrorKind::ConnectionDropped, failure.to_string())),
+    }
+}
+
 /// Why a tool call failed.
 fn tool_error(message: impl Into<String>) -> ToolError {
     ToolError { message: message.into() }
@@ -423,17 +439,7 @@ impl Effects<Loom> for LoomEffects {
                     Ok(event) => AgentEvent::LlmEvent(event),
                     Err(error) => AgentEvent::LlmFailed(error),
                 });
-                cx.stream_keyed(LLM_STREAM, stream, |failure: EffectFailure| match failure {
-                    // Cancelled above, for a newer attempt: nothing to report.
-                    EffectFailure::Cancelled => None,
-                    EffectFailure::TimedOut => {
-                        Some(AgentEvent::LlmFailed(ProviderError::new(ErrorKind::Timeout, "the stream timed out")))
-                    }
-                    failure => Some(AgentEvent::LlmFailed(ProviderError::new(
-                        ErrorKind::ConnectionDropped,
-                        failure.to_string(),
-                    ))),
-                });
+                cx.stream_keyed(LLM_STREAM, stream, |failure| stream_failure(failure).map(AgentEvent::LlmFailed));
             }
             AgentAction::ExecuteTools(calls) => {
                 for call in calls {
@@ -448,10 +454,7 @@ impl Effects<Loom> for LoomEffects {
                             AgentEvent::ToolCompleted { call_id: id, outcome }
                         },
                         |call_id: String, failure: EffectFailure| AgentEvent::ToolCompleted {
-                            outcome: ToolExecutionOutcome::Error {
-                                call_id: call_id.clone(),
-                                error: tool_error(failure.to_string()),
-                            },
+                            outcome: tool_failed(call_id.clone(), &failure),
                             call_id,
                         },
                     );
@@ -582,5 +585,28 @@ impl Summary {
             time_in_state: history.time_in_state().iter().map(|s| (s.state.name(), s.entries, s.total)).collect(),
             final_state,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_response_stream_tells_the_model_why_and_a_cancelled_one_nothing() {
+        assert!(stream_failure(EffectFailure::Cancelled).is_none());
+        let timed_out = stream_failure(EffectFailure::TimedOut).expect("an error");
+        assert_eq!(timed_out.kind(), &ErrorKind::Timeout);
+        let panicked = stream_failure(EffectFailure::Panicked("boom".into())).expect("an error");
+        assert_eq!(panicked.kind(), &ErrorKind::ConnectionDropped);
+        assert!(panicked.to_string().contains("boom"), "{panicked}");
+    }
+
+    #[test]
+    fn a_failed_tool_task_is_an_error_outcome_naming_the_call_and_the_failure() {
+        let outcome = tool_failed("call-1".into(), &EffectFailure::TimedOut);
+        let ToolExecutionOutcome::Error { call_id, error } = outcome else { panic!("not an error: {outcome:?}") };
+        assert_eq!(call_id, "call-1");
+        assert_eq!(error.message, EffectFailure::TimedOut.to_string());
     }
 }

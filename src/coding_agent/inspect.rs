@@ -13,12 +13,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_fsm::inspector::{AgentView, Approval, Inspector, InspectorError, Shown};
-use agent_fsm::llm::{ErrorKind, Provider, ProviderError};
+use agent_fsm::llm::Provider;
 use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, ExecutorConfig, MachineHandle, spawn};
 use futures::StreamExt;
 
-use super::{LoomEffects, Output, Workspace, prepare_workspace, tool_error, tool_outcome};
-use crate::loom::{AgentConfig, Message, ToolExecutionOutcome};
+use super::{LoomEffects, Output, Workspace, prepare_workspace, stream_failure, tool_failed, tool_outcome};
+use crate::loom::{AgentConfig, Message};
 use crate::loom_with_permission::{AgentAction, AgentEvent, AgentState, LoomWithPermission};
 
 /// The key of the model's response stream, as in [`LoomEffects`].
@@ -78,16 +78,7 @@ impl Effects<LoomWithPermission> for InspectedEffects {
                     Ok(event) => AgentEvent::LlmEvent(event),
                     Err(error) => AgentEvent::LlmFailed(error),
                 });
-                cx.stream_keyed(LLM_STREAM, stream, |failure: EffectFailure| match failure {
-                    EffectFailure::Cancelled => None,
-                    EffectFailure::TimedOut => {
-                        Some(AgentEvent::LlmFailed(ProviderError::new(ErrorKind::Timeout, "the stream timed out")))
-                    }
-                    failure => Some(AgentEvent::LlmFailed(ProviderError::new(
-                        ErrorKind::ConnectionDropped,
-                        failure.to_string(),
-                    ))),
-                });
+                cx.stream_keyed(LLM_STREAM, stream, |failure| stream_failure(failure).map(AgentEvent::LlmFailed));
             }
             AgentAction::ExecuteTools(calls) => {
                 for call in calls {
@@ -105,10 +96,7 @@ impl Effects<LoomWithPermission> for InspectedEffects {
                             AgentEvent::ToolCompleted { call_id: id, outcome }
                         },
                         |call_id: String, failure: EffectFailure| AgentEvent::ToolCompleted {
-                            outcome: ToolExecutionOutcome::Error {
-                                call_id: call_id.clone(),
-                                error: tool_error(failure.to_string()),
-                            },
+                            outcome: tool_failed(call_id.clone(), &failure),
                             call_id,
                         },
                     );
