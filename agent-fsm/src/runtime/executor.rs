@@ -487,7 +487,7 @@ where
             if self.inbox.is_empty() {
                 self.answer_idle_waiters();
             }
-            burst = self.link.extras.as_ref().is_none_or(|extras| extras.waiters.iter().all(Waiter::is_finished));
+            burst = self.link.extras.as_ref().is_none_or(|extras| extras.waiters.iter().all(Waiter::waits_for_finish));
         }
         // Within a burst, seven events in eight are taken without a trip
         // through tokio's cooperative budget; the eighth goes through

@@ -74,7 +74,7 @@ pub(super) enum Waiter {
 
 impl Waiter {
     /// Whether it waits for the worker to finish (never answered).
-    pub(super) fn is_finished(&self) -> bool {
+    pub(super) fn waits_for_finish(&self) -> bool {
         matches!(self, Self::Finished(_))
     }
 
