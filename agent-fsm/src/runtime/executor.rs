@@ -515,8 +515,9 @@ where
                         return Poll::Ready(None);
                     }
                 }
+                // Inlined too: a round trip pays this once per event.
                 Poll::Ready(Some(Envelope::Call(event, reply))) => {
-                    self.deliver(event, Mode::Normal, Some(reply), Source::Mailbox);
+                    self.deliver_inline(event, Mode::Normal, Some(reply), Source::Mailbox);
                     *replied = true;
                     return Poll::Ready(None);
                 }

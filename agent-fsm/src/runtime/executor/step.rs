@@ -83,8 +83,10 @@ where
         self.deliver_inline(event, mode, reply, source);
     }
 
-    /// [`deliver`](Self::deliver)'s body, inlined into the worker's hot path
-    /// (an event from the inbox) and called out of line everywhere else.
+    /// [`deliver`](Self::deliver)'s body, inlined into the worker's hot paths
+    /// (an event or a call from the inbox) and called out of line everywhere
+    /// else. A call is inlined too: each one wakes the worker for a burst of
+    /// one, so the out-of-line call's saved registers were paid per event.
     #[inline(always)]
     pub(super) fn deliver_inline(
         &mut self,
@@ -212,7 +214,7 @@ where
     }
 
     /// Hands `action` (of kind `kind`) to the effects; with `discard`, any
-    /// work it schedules is dropped. Inlined into both copies of
+    /// work it schedules is dropped. Inlined into every copy of
     /// [`deliver_inline`](Self::deliver_inline), its only caller.
     #[inline(always)]
     pub(super) fn perform(&mut self, action: M::Action, kind: ActionKindOf<M>, discard: bool) {
