@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio_postgres::{AsyncMessage, Client, NoTls};
 
 use super::FleetError;
+use crate::store::postgres::idle_in_transaction_setting;
 
 /// The payload of a notification that agents can be claimed (one was
 /// created, or handed back).
@@ -40,10 +41,13 @@ pub(crate) fn unsigned(epoch: i64) -> u64 {
 pub(crate) struct Target {
     pub(crate) config: tokio_postgres::Config,
     pub(crate) schema: String,
+    /// What each connection runs first: its search path, and how long the
+    /// server lets it sit idle in a transaction.
+    setup: String,
 }
 
 impl Target {
-    pub(crate) fn new(url: &str, schema: &str) -> Result<Self, FleetError> {
+    pub(crate) fn new(url: &str, schema: &str, idle_in_transaction: Duration) -> Result<Self, FleetError> {
         let mut config = tokio_postgres::Config::from_str(url).map_err(|e| FleetError::Connect(Box::new(e)))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
@@ -51,7 +55,12 @@ impl Target {
         if config.get_application_name().is_none() {
             config.application_name("agent-fsm fleet");
         }
-        Ok(Self { config, schema: schema.to_owned() })
+        let mut setup = format!("SET search_path TO {}", quote_ident(schema));
+        if let Some(set) = idle_in_transaction_setting(idle_in_transaction) {
+            setup.push_str("; ");
+            setup.push_str(&set);
+        }
+        Ok(Self { config, schema: schema.to_owned(), setup })
     }
 
     /// The notification channel of this schema's fleet: fleets in other
@@ -93,10 +102,7 @@ impl Target {
                 }
             }
         });
-        client
-            .batch_execute(&format!("SET search_path TO {}", quote_ident(&self.schema)))
-            .await
-            .map_err(FleetError::db)?;
+        client.batch_execute(&self.setup).await.map_err(FleetError::db)?;
         Ok(client)
     }
 
@@ -218,10 +224,12 @@ pub(crate) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::Target;
 
     fn channel(schema: &str) -> String {
-        Target::new("postgres://localhost/db", schema).expect("parses").channel()
+        Target::new("postgres://localhost/db", schema, Duration::ZERO).expect("parses").channel()
     }
 
     #[test]
@@ -231,5 +239,38 @@ mod tests {
         assert!(channel(&long).len() <= 63 && channel(&longer).len() <= 63);
         assert_ne!(channel(&long), channel(&longer));
         assert_eq!(channel(&long), channel(&"s".repeat(60)));
+    }
+
+    /// Every connection of a fleet, its own and its store's, asks the
+    /// server to end it when it sits idle in a transaction for the
+    /// configured time (the store's test shows what that does); zero
+    /// leaves the server's setting.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_fleet_s_connections_carry_the_idle_in_transaction_timeout() {
+        let Ok(url) = std::env::var("AGENT_FSM_PG_URL") else {
+            eprintln!("skipped: AGENT_FSM_PG_URL is not set");
+            return;
+        };
+        let schema = format!("t_fleet_idle_tx_{}", std::process::id());
+        let setting = |target: Target| async move {
+            let client = target.connect(None).await.expect("connects");
+            let row = client.query_one("SHOW idle_in_transaction_session_timeout", &[]).await.expect("shows");
+            row.get::<_, String>(0)
+        };
+        let server_default = setting(Target::new(&url, &schema, Duration::ZERO).expect("parses")).await;
+        assert_eq!(setting(Target::new(&url, &schema, Duration::from_millis(250)).expect("parses")).await, "250ms");
+        assert_ne!(server_default, "250ms");
+
+        let config = crate::fleet::FleetConfig::new(url.clone())
+            .schema(schema.clone())
+            .pool_size(1)
+            .idle_in_transaction_timeout(Duration::from_millis(250));
+        let fleet = crate::fleet::Fleet::connect(config).await.expect("connects");
+        assert_eq!(fleet.store().config().idle_in_transaction_timeout, Duration::from_millis(250));
+        assert_eq!(setting(fleet.target().clone()).await, "250ms");
+        drop(fleet);
+        let client =
+            Target::new(&url, "public", Duration::ZERO).expect("parses").connect(None).await.expect("connects");
+        let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE")).await;
     }
 }

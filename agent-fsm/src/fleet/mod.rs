@@ -143,6 +143,7 @@ use tokio::sync::Mutex;
 use tokio_postgres::Client;
 
 use crate::StateMachine;
+use crate::store::postgres::IDLE_IN_TRANSACTION_TIMEOUT;
 use crate::store::{CheckpointStore, PgConfig, PgStore, StoreError};
 
 pub use error::FleetError;
@@ -161,6 +162,13 @@ pub struct FleetConfig {
     /// How long a worker's claim on an agent lasts without renewal: the
     /// time a dead worker's agents wait before another takes them.
     pub lease: Duration,
+    /// How long the server lets any of the fleet's connections (the
+    /// store's and its own) sit idle in the middle of a transaction before
+    /// it ends the session, 10 seconds by default; zero leaves the
+    /// server's setting. See [`PgConfig::idle_in_transaction_timeout`]:
+    /// a process stopped mid-write or mid-send releases the locks it held
+    /// (on an agent's rows, on its inbox) after this, not when it dies.
+    pub idle_in_transaction_timeout: Duration,
 }
 
 impl FleetConfig {
@@ -168,7 +176,13 @@ impl FleetConfig {
     /// leases of 10 seconds.
     #[must_use]
     pub fn new(url: impl Into<String>) -> Self {
-        Self { url: url.into(), schema: "agent_fsm".to_owned(), pool_size: 4, lease: Duration::from_secs(10) }
+        Self {
+            url: url.into(),
+            schema: "agent_fsm".to_owned(),
+            pool_size: 4,
+            lease: Duration::from_secs(10),
+            idle_in_transaction_timeout: IDLE_IN_TRANSACTION_TIMEOUT,
+        }
     }
 
     /// This configuration with the tables in schema `schema`.
@@ -190,6 +204,14 @@ impl FleetConfig {
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease.max(Duration::from_millis(30));
+        self
+    }
+
+    /// This configuration with the server ending a connection left idle
+    /// in a transaction for `timeout` (zero: the server's setting).
+    #[must_use]
+    pub fn idle_in_transaction_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_in_transaction_timeout = timeout;
         self
     }
 }
@@ -239,8 +261,11 @@ impl Fleet {
     /// [`FleetError::Connect`] when the server cannot be reached,
     /// [`FleetError::Store`] when the checkpoint store cannot be opened.
     pub async fn connect(config: FleetConfig) -> Result<Self, FleetError> {
-        let target = db::Target::new(&config.url, &config.schema)?;
-        let pg = PgConfig::new(config.url.clone()).schema(config.schema.clone()).pool_size(config.pool_size);
+        let target = db::Target::new(&config.url, &config.schema, config.idle_in_transaction_timeout)?;
+        let pg = PgConfig::new(config.url.clone())
+            .schema(config.schema.clone())
+            .pool_size(config.pool_size)
+            .idle_in_transaction_timeout(config.idle_in_transaction_timeout);
         // The store's connections block (on threads of their own).
         let store = blocking(move || PgStore::connect_with(pg)).await??;
         let client = target.connect(None).await?;

@@ -53,6 +53,16 @@
 //! threads end when the last of them is dropped. A connection that broke
 //! is opened again on its next call.
 //!
+//! A process stopped in the middle of a write (paused, frozen, cut off
+//! from the network) would hold that write's row locks for as long as its
+//! session lives, and every other writer of the agent (a worker that took
+//! its lease over, say) would wait on them. Each connection therefore asks
+//! the server to end it when it sits idle inside a transaction for
+//! [`PgConfig::idle_in_transaction_timeout`] (10 seconds by default): the
+//! transaction rolls back, its locks go, and the stopped process finds its
+//! connection closed when it wakes (the write fails; nothing half-written
+//! stays).
+//!
 //! ```no_run
 //! use agent_fsm::store::{CheckpointStore, PgConfig, PgStore};
 //! let store = PgStore::connect_with(
@@ -94,14 +104,44 @@ pub struct PgConfig {
     /// step is committed sooner and may be lost if the server crashes
     /// right after (never half of one): as SQLite's `synchronous=NORMAL`.
     pub synchronous_commit: bool,
+    /// How long the server lets one of the store's connections sit idle in
+    /// the middle of a transaction before it ends the session (Postgres's
+    /// `idle_in_transaction_session_timeout`), 10 seconds by default; zero
+    /// leaves the server's setting. The store's transactions never wait on
+    /// anything but the server, so only a client that stopped mid-write (a
+    /// process paused or frozen, a machine cut off) is ever idle there: the
+    /// timeout releases the row locks it holds, which would otherwise keep
+    /// every other writer of that agent waiting for as long as the stopped
+    /// process lives.
+    pub idle_in_transaction_timeout: Duration,
+}
+
+/// [`PgConfig::idle_in_transaction_timeout`]'s default.
+pub(crate) const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The statement that sets Postgres's `idle_in_transaction_session_timeout`
+/// to `timeout` for one session; `None` for zero (the server's setting).
+pub(crate) fn idle_in_transaction_setting(timeout: Duration) -> Option<String> {
+    let millis = timeout.as_millis();
+    // The setting is an `int` of milliseconds; a sub-millisecond timeout
+    // is one millisecond, not zero (which would turn it off).
+    (!timeout.is_zero())
+        .then(|| format!("SET idle_in_transaction_session_timeout TO {}", millis.clamp(1, i32::MAX as u128)))
 }
 
 impl PgConfig {
     /// The server at `url`, schema `agent_fsm`, 4 connections, commits
-    /// waiting for the disk.
+    /// waiting for the disk, a connection idle in a transaction ended
+    /// after 10 seconds.
     #[must_use]
     pub fn new(url: impl Into<String>) -> Self {
-        Self { url: url.into(), schema: "agent_fsm".to_owned(), pool_size: 4, synchronous_commit: true }
+        Self {
+            url: url.into(),
+            schema: "agent_fsm".to_owned(),
+            pool_size: 4,
+            synchronous_commit: true,
+            idle_in_transaction_timeout: IDLE_IN_TRANSACTION_TIMEOUT,
+        }
     }
 
     /// This configuration with the tables in schema `schema`.
@@ -122,6 +162,15 @@ impl PgConfig {
     #[must_use]
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size.max(1);
+        self
+    }
+
+    /// This configuration with the server ending a connection left idle
+    /// in a transaction for `timeout` (zero: the server's setting); see
+    /// [`idle_in_transaction_timeout`](Self#structfield.idle_in_transaction_timeout).
+    #[must_use]
+    pub fn idle_in_transaction_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_in_transaction_timeout = timeout;
         self
     }
 }
@@ -171,6 +220,10 @@ impl PgStore {
         let mut setup = format!("SET search_path TO {}", quote_ident(&config.schema));
         if !config.synchronous_commit {
             setup.push_str("; SET synchronous_commit TO off");
+        }
+        if let Some(set) = idle_in_transaction_setting(config.idle_in_transaction_timeout) {
+            setup.push_str("; ");
+            setup.push_str(&set);
         }
         let pool = Pool::start(pg, &setup, config.pool_size)?;
         let schema = config.schema.clone();
@@ -308,3 +361,6 @@ impl CheckpointStore for PgStore {
         self.run(move |client, statements| write::fork(client, statements, &source, seq, &new))
     }
 }
+
+#[cfg(test)]
+mod tests;
