@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::error::ReplayError;
-use crate::{ActionKindOf, EventKindOf, Kinded, StateKindOf, StateMachine, Status, StepOf};
+use crate::{ActionKindOf, EventKindOf, Kind, Kinded, StateKindOf, StateMachine, Status, StepOf};
 
 mod hops;
 
@@ -130,8 +130,13 @@ pub struct History<M: StateMachine> {
     hops: HopLog<StateKindOf<M>, EventKindOf<M>, ActionKindOf<M>>,
     /// How many hops (and interrupts) are kept.
     capacity: usize,
-    /// Closed stays, summed per state; the current stay is added on read.
+    /// Closed stays, summed per state, in order of first exit; the current
+    /// stay is added on read.
     closed: Vec<StateTime<StateKindOf<M>>>,
+    /// Where each state's entry is in `closed`, by the state kind's
+    /// [`index`](Kind::index): its position plus one, 0 for none yet.
+    /// Found in one load on every change of state, rather than by a scan.
+    slots: Vec<u32>,
     /// Poisoned only for a machine handed over poisoned, before any hop.
     current: Status<StateKindOf<M>>,
     entered: Instant,
@@ -169,6 +174,7 @@ where
             hops: self.hops.clone(),
             capacity: self.capacity,
             closed: self.closed.clone(),
+            slots: self.slots.clone(),
             current: self.current,
             entered: self.entered,
             now: self.now,
@@ -209,6 +215,7 @@ impl<M: StateMachine> History<M> {
             hops: HopLog::new(capacity),
             capacity,
             closed: Vec::new(),
+            slots: Vec::new(),
             current: initial,
             entered: now,
             now,
@@ -351,18 +358,31 @@ impl<M: StateMachine> History<M> {
         self.hops.unfold();
     }
 
-    /// The entry of `state`, created if missing (a few states, compared
-    /// by kind: one byte each).
+    /// The entry of `state`, created if missing.
     #[inline]
     fn entry_mut(&mut self, state: StateKindOf<M>) -> &mut StateTime<StateKindOf<M>> {
-        let index = match self.closed.iter().position(|s| s.state == state) {
-            Some(index) => index,
-            None => {
-                self.closed.push(StateTime { state, entries: 0, total: Duration::ZERO });
-                self.closed.len() - 1
-            }
-        };
-        &mut self.closed[index]
+        match self.slots.get(state.index()) {
+            Some(&slot) if slot != 0 => &mut self.closed[slot as usize - 1],
+            _ => self.new_entry(state),
+        }
+    }
+
+    /// [`entry_mut`](Self::entry_mut) for a state left for the first time:
+    /// once per state, so out of line.
+    #[cold]
+    #[inline(never)]
+    fn new_entry(&mut self, state: StateKindOf<M>) -> &mut StateTime<StateKindOf<M>> {
+        let index = state.index();
+        if self.slots.len() <= index {
+            // `index + 1`: a hand-written kind whose index lies past `ALL`
+            // still gets its slot.
+            self.slots.resize(StateKindOf::<M>::ALL.len().max(index + 1), 0);
+        }
+        self.closed.push(StateTime { state, entries: 0, total: Duration::ZERO });
+        // At most one entry per state kind, which a table counts in `u32`s.
+        self.slots[index] = u32::try_from(self.closed.len()).unwrap_or(u32::MAX);
+        let last = self.closed.len() - 1;
+        &mut self.closed[last]
     }
 
     /// The recorded hops, oldest first. At most the configured capacity;
