@@ -114,6 +114,8 @@ pub(crate) mod work;
 
 #[cfg(test)]
 mod layers;
+#[cfg(test)]
+mod test_machine;
 
 pub use config::ExecutorConfig;
 pub use effects::{EffectContext, Effects, FnEffects, from_fn};

@@ -362,31 +362,7 @@ impl<M: StateMachine, O> Shared<M, O> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state_machine;
-
-    // Only some variants are built here.
-    #[allow(dead_code, unreachable_pub)]
-    #[state_machine(fallback = Go)]
-    mod ab {
-        #[states]
-        pub enum State {
-            #[initial]
-            A,
-            B,
-        }
-        #[events]
-        pub enum Event {
-            E,
-        }
-        #[actions]
-        pub enum Action {
-            Go,
-        }
-        transitions! {
-            A + E => B / Go,
-            B + E => A / Go,
-        }
-    }
+    use crate::runtime::test_machine::ab;
 
     /// A request queued behind another survives the first one's pop, and
     /// the box that held them is freed once the queue is empty and nobody

@@ -2,33 +2,8 @@
 //! record of every hop, and replay's errors.
 
 use super::*;
-use crate::{Step, state_machine};
-
-// Only some variants are built here.
-#[allow(dead_code, unreachable_pub)]
-#[state_machine(fallback = Go)]
-mod ab {
-    #[states]
-    pub enum State {
-        #[initial]
-        A,
-        B,
-    }
-    #[events]
-    #[derive(Clone)]
-    pub enum Event {
-        E,
-    }
-    #[actions]
-    pub enum Action {
-        Go,
-        Stay,
-    }
-    transitions! {
-        A + E => B / Go,
-        B + E => A / Go,
-    }
-}
+use crate::Step;
+use crate::runtime::test_machine::ab;
 use ab::{ActionKind, EventKind, Machine, StateKind};
 
 fn hop(from: StateKind, to: StateKind) -> StepOf<Machine> {
