@@ -16,6 +16,8 @@ use agent_fsm::state_machine;
 use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
+mod support;
+
 #[allow(unreachable_pub)] // the generated items are `pub` in a private module
 #[state_machine(fallback = Count)]
 mod counter {
@@ -201,26 +203,12 @@ async fn a_terminal_state_reached_in_the_middle_of_a_burst_ends_it_before_the_ne
 /// next batch, so one that keeps up never lags, however long the burst.
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_burst_stops_for_a_subscriber_it_woke_before_the_next_batch() {
-    use agent_fsm::runtime::Notification;
     const EVENTS: u32 = 300;
     // Two notifications per step (the hop and the action): one batch of
     // 64 steps fills the log, a second one would push the first out.
     let config = ExecutorConfig::new().inbox_capacity(EVENTS as usize).notification_capacity(128);
     let handle = runtime::spawn(Machine::new(0), (), config);
-    let mut subscription = handle.subscribe();
-    let reader = tokio::spawn(async move {
-        let (mut transitions, mut lagged) = (0, 0);
-        while let Some(notification) = subscription.recv().await {
-            match notification {
-                Notification::Transition(_) => transitions += 1,
-                Notification::Lagged(missed) => lagged += missed,
-                _ => {}
-            }
-        }
-        (transitions, lagged)
-    });
-    // The reader waits in `recv` before any event is queued.
-    tokio::task::yield_now().await;
+    let reader = support::parked_reader(&handle).await;
     for _ in 0..EVENTS {
         handle.try_send(Event::Tick).unwrap();
     }
@@ -228,5 +216,5 @@ async fn a_burst_stops_for_a_subscriber_it_woke_before_the_next_batch() {
     tokio::time::sleep(Duration::from_millis(1)).await;
     assert_eq!(handle.steps(), u64::from(EVENTS));
     handle.shutdown().await.unwrap();
-    assert_eq!(reader.await.unwrap(), (EVENTS, 0), "(transitions read, notifications missed)");
+    assert_eq!(reader.await.unwrap(), (EVENTS as usize, 0), "(transitions read, notifications missed)");
 }

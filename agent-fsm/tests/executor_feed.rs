@@ -9,6 +9,7 @@ mod eager_subscriber {
     //! A subscriber parked in `recv` keeps up with a burst bigger than the
     //! notification log: the worker yields each time it fills the log.
 
+    use super::support::parked_reader;
     use agent_fsm::runtime::{self, EffectContext, ExecutorConfig, Notification};
 
     // Public enums in a test's private module, as a user's crate has them.
@@ -45,27 +46,6 @@ mod eager_subscriber {
             A + Flip => B / Flipped,
             A | B + Stop => A / Nothing,
         }
-    }
-
-    /// A task that counts the transitions and lag notices it receives,
-    /// already waiting in `recv` when this returns.
-    async fn parked_reader(
-        handle: &runtime::MachineHandle<bounce::Machine, ()>,
-    ) -> tokio::task::JoinHandle<(usize, u64)> {
-        let mut subscription = handle.subscribe();
-        let reader = tokio::spawn(async move {
-            let (mut transitions, mut lagged) = (0, 0);
-            while let Some(n) = subscription.recv().await {
-                match n {
-                    Notification::Transition(_) => transitions += 1,
-                    Notification::Lagged(k) => lagged += k,
-                    _ => {}
-                }
-            }
-            (transitions, lagged)
-        });
-        tokio::task::yield_now().await;
-        reader
     }
 
     #[tokio::test(start_paused = true)]

@@ -598,3 +598,30 @@ pub(crate) fn assert_chained(history: &agent_fsm::runtime::History<Agent>) {
         assert_eq!(pair[0].to, pair[1].from, "hops do not chain: {pair:?}");
     }
 }
+
+/// A task that counts the transitions and lag notices `handle`'s
+/// subscription receives until the feed ends, already waiting in `recv`
+/// when this returns.
+pub(crate) async fn parked_reader<M, O>(
+    handle: &agent_fsm::runtime::MachineHandle<M, O>,
+) -> tokio::task::JoinHandle<(usize, u64)>
+where
+    M: StateMachine + Send + 'static,
+    M::Event: Send + 'static,
+    O: Clone + Send + 'static,
+{
+    let mut subscription = handle.subscribe();
+    let reader = tokio::spawn(async move {
+        let (mut transitions, mut lagged) = (0, 0);
+        while let Some(notification) = subscription.recv().await {
+            match notification {
+                agent_fsm::runtime::Notification::Transition(_) => transitions += 1,
+                agent_fsm::runtime::Notification::Lagged(missed) => lagged += missed,
+                _ => {}
+            }
+        }
+        (transitions, lagged)
+    });
+    tokio::task::yield_now().await;
+    reader
+}
