@@ -218,3 +218,34 @@ async fn a_burst_stops_for_a_subscriber_it_woke_before_the_next_batch() {
     handle.shutdown().await.unwrap();
     assert_eq!(reader.await.unwrap(), (EVENTS as usize, 0), "(transitions read, notifications missed)");
 }
+
+/// Calls queued together are taken as a burst too (the worker goes on to
+/// the next one without its full look at every source), and a control
+/// request made by the `AT`th call's action is still served before the
+/// next call: that call and the rest are answered as drained, not
+/// performed.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_shutdown_requested_in_the_middle_of_a_burst_of_calls_is_served_before_the_next_call() {
+    let performed = Arc::new(AtomicU32::new(0));
+    let slot = Arc::new(OnceLock::new());
+    let at = |handle: &Handle| poll_once(handle.shutdown());
+    let handle =
+        runtime::spawn(Machine::new(0), effects(Arc::clone(&performed), Arc::clone(&slot), at), ExecutorConfig::new());
+    assert!(slot.set(handle.clone()).is_ok());
+    // Each call is queued by its first poll, before the worker first runs.
+    let mut calls: Vec<_> = (0..QUEUED).map(|_| Box::pin(handle.call(Event::Tick))).collect();
+    for call in &mut calls {
+        assert!(call.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
+    }
+    let mut answers = Vec::new();
+    for call in calls {
+        answers.push(timeout(Duration::from_secs(10), call).await.expect("every call is answered").unwrap());
+    }
+    assert_eq!(performed.load(Ordering::SeqCst), AT, "actions performed after the shutdown was requested");
+    let flags: Vec<bool> = answers.iter().map(|answer| answer.performed).collect();
+    let expected: Vec<bool> = (0..QUEUED).map(|i| i < AT).collect();
+    assert_eq!(flags, expected, "which calls' actions were performed");
+    assert!(answers.iter().all(|answer| answer.state() == Some(counter::StateKind::Counting)));
+    let end = timeout(Duration::from_secs(10), handle.wait_finished()).await.expect("the worker finishes");
+    assert_eq!(end.unwrap(), counter::StateKind::Counting);
+}

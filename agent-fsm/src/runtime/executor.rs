@@ -388,7 +388,7 @@ where
             || self.link.extras.as_ref().is_some_and(|extras| !extras.held.is_empty())
     }
 
-    /// After an event from the inbox: whether the next one may be taken at
+    /// After an event or a call from the inbox: whether the next may be taken at
     /// once, without the loop's look at every source, because nothing but
     /// the inbox can have work. Only the sources an event's step can
     /// change, or a handle or a token can, are looked at again: effect
@@ -506,20 +506,24 @@ where
             } else {
                 self.inbox.poll_recv(cx)
             };
-            after_call = false;
             match next {
-                // The hot path: inlined here only.
-                Poll::Ready(Some(Envelope::Event(event))) => {
-                    self.deliver_inline(event, Mode::Normal, None, Source::Mailbox);
+                // The hot path: inlined here only, a call too (a round trip
+                // pays it once per event). After a call the burst goes on
+                // as after an event, straight to `poll_recv`: its caller
+                // waits for the reply, so the inbox is most likely empty, and
+                // a pass through the loop's look at every source would be
+                // paid on every round trip.
+                Poll::Ready(Some(envelope)) => {
+                    let (event, reply) = match envelope {
+                        Envelope::Event(event) => (event, None),
+                        Envelope::Call(event, reply) => (event, Some(reply)),
+                    };
+                    after_call = reply.is_some();
+                    self.deliver_inline(event, Mode::Normal, reply, Source::Mailbox);
                     if !(burst && self.burst_goes_on()) {
+                        *replied = after_call;
                         return Poll::Ready(None);
                     }
-                }
-                // Inlined too: a round trip pays this once per event.
-                Poll::Ready(Some(Envelope::Call(event, reply))) => {
-                    self.deliver_inline(event, Mode::Normal, Some(reply), Source::Mailbox);
-                    *replied = true;
-                    return Poll::Ready(None);
                 }
                 // Every handle is gone: stop once nothing is in flight, the
                 // timers that let input through included (a deadline with no one

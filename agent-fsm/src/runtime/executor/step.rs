@@ -83,10 +83,11 @@ where
         self.deliver_inline(event, mode, reply, source);
     }
 
-    /// [`deliver`](Self::deliver)'s body, inlined into the worker's hot paths
-    /// (an event or a call from the inbox) and called out of line everywhere
-    /// else. A call is inlined too: each one wakes the worker for a burst of
-    /// one, so the out-of-line call's saved registers were paid per event.
+    /// [`deliver`](Self::deliver)'s body, inlined into the worker's hot path
+    /// (one copy for an event and a call from the inbox) and called out of
+    /// line everywhere else. A call takes it too: a round trip wakes the
+    /// worker for one call, so the out-of-line call's saved registers were
+    /// paid per event.
     #[inline(always)]
     pub(super) fn deliver_inline(
         &mut self,
@@ -140,8 +141,9 @@ where
             // Long bursts still refresh the clock now and then.
             history.expire_clock();
         }
-        // Read only for a call, which answers with the step's outcome.
-        let before = reply.as_ref().map(|_| (self.machine.status(), self.hot.terminal));
+        // Read only for a call, which answers with the step's outcome. The
+        // history's state is the machine's (it follows every hop), one load.
+        let before = reply.as_ref().map(|_| (history.current, self.hot.terminal));
         let mut recorder = Recorder {
             history,
             hot: &mut self.hot,
