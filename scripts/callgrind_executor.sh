@@ -66,14 +66,16 @@ for workload in "${workloads[@]}"; do
     done
 done
 
+# criterion writes its estimates under $CARGO_TARGET_DIR/criterion, or
+# under ./target when that is unset: the workspace's target dir either way.
+target=${CARGO_TARGET_DIR:-$(cd .. && pwd)/target}
 if [[ $criterion == 1 ]]; then
-    "$bin" --bench "$@" >&2
+    CARGO_TARGET_DIR=$target "$bin" --bench "$@" >&2
     EXECUTOR_FAIR_AB=500 "$bin" >"$out_dir/paired"
 else
     : >"$out_dir/paired"
 fi
 
-target=${CARGO_TARGET_DIR:-../target}
 python3 - "$results" "$target/criterion" "$criterion" "$out_dir/paired" <<'PY'
 import json, os, sys
 results, root, with_time, paired_file = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4]
