@@ -174,7 +174,7 @@ mod user_code {
             *error,
             WorkerError::EventClonePanicked { event: EventKind::Poke, message: "Brittle cannot be cloned".to_owned() }
         );
-        assert!(worker.await.is_ok(), "the worker future must not panic");
+        assert!(crate::support::within(worker).await.is_ok(), "the worker future must not panic");
     }
 
     /// Panics when dropped.
@@ -202,7 +202,7 @@ mod user_code {
         let worker = tokio::spawn(worker);
         handle.send(streams::Event::Go).await.unwrap();
         assert_eq!(handle.shutdown().await.unwrap(), streams::StateKind::Busy);
-        assert!(worker.await.is_ok(), "the worker future must not panic");
+        assert!(crate::support::within(worker).await.is_ok(), "the worker future must not panic");
         // The outcome stands: the final state is readable.
         assert_eq!(handle.status().to_string(), "Busy");
     }
@@ -359,7 +359,7 @@ mod poisoned_without_a_panic {
         // The step that poisons answers its call so; the worker has failed.
         let delivered = handle.call(Event::Bail).await.expect("the call is answered");
         assert_eq!(delivered.outcome, runtime::Outcome::Poisoned);
-        assert!(poisoned(&handle.wait_finished().await.expect_err("failed")));
+        assert!(poisoned(&crate::support::within(handle.wait_finished()).await.expect_err("failed")));
         let err = handle.call(Event::Go).await.expect_err("the worker failed");
         assert!(poisoned(&err), "{err:?}");
         assert!(handle.send(Event::Go).await.is_err());
@@ -375,7 +375,7 @@ mod poisoned_without_a_panic {
         handle.call(Event::Go).await.unwrap();
         let delivered = handle.call(Event::Check).await.expect("the call is answered");
         assert_eq!(delivered.outcome, runtime::Outcome::Poisoned);
-        let err = handle.wait_finished().await.expect_err("the machine is poisoned");
+        let err = crate::support::within(handle.wait_finished()).await.expect_err("the machine is poisoned");
         assert!(
             matches!(&err, RequestError::Failed(cause) if **cause == WorkerError::MachinePoisoned { event: early::EventKind::Check }),
             "{err:?}"
@@ -440,7 +440,7 @@ mod failure_reports {
         );
         let err = handle.call(Event::Go(13)).await.expect_err("the guard panics");
         assert!(matches!(failure(err), WorkerError::MachinePanicked { event: touchy::EventKind::Go, .. }));
-        let _ = handle.wait_finished().await;
+        let _ = crate::support::within(handle.wait_finished()).await;
         assert_eq!(handle.status(), agent_fsm::Status::Poisoned);
     }
 
@@ -477,7 +477,7 @@ mod failure_reports {
         });
         let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
         handle.send(Event::Go(7)).await.unwrap();
-        let err = handle.wait_finished().await.expect_err("the callback panics");
+        let err = crate::support::within(handle.wait_finished()).await.expect_err("the callback panics");
         let error = failure(err);
         assert_eq!(
             error,

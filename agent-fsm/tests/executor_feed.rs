@@ -214,7 +214,7 @@ mod eager_subscriber {
                 handle.send(Event::Go).await.unwrap();
                 tokio::task::yield_now().await;
                 token.cancel();
-                handle.wait_finished().await.unwrap();
+                crate::support::within(handle.wait_finished()).await.unwrap();
                 // A subscriber the chain's notifications keep waking makes
                 // the worker yield to it again and again; the chain is
                 // still cut for shutdown and the token.
@@ -229,7 +229,7 @@ mod eager_subscriber {
                 handle.send(Event::Go).await.unwrap();
                 tokio::task::yield_now().await;
                 token.cancel();
-                handle.wait_finished().await.unwrap();
+                crate::support::within(handle.wait_finished()).await.unwrap();
                 reader.await.unwrap();
             });
             let _ = done.send(());

@@ -94,7 +94,7 @@ async fn reaching_a_terminal_state_stops_the_worker() {
         (delivered.action(), delivered.state()),
         (Some(support::ActionKind::Shutdown), Some(support::StateKind::Done))
     );
-    assert_eq!(handle.wait_finished().await.unwrap(), support::StateKind::Done);
+    assert_eq!(crate::support::within(handle.wait_finished()).await.unwrap(), support::StateKind::Done);
     assert!(handle.is_finished());
     assert!(matches!(handle.send(input("late")).await, Err(SendError::Closed(_))));
     assert!(matches!(handle.wait_idle().await, Err(RequestError::Closed)));
@@ -108,7 +108,7 @@ async fn the_final_state_and_history_stay_readable_once_terminal() {
     handle.wait_idle().await.unwrap();
     sleep(Duration::from_secs(3)).await;
     handle.call(Event::Shutdown).await.unwrap();
-    assert_eq!(handle.wait_finished().await.unwrap(), support::StateKind::Done);
+    assert_eq!(crate::support::within(handle.wait_finished()).await.unwrap(), support::StateKind::Done);
     // Much later, the machine and its history are still there, as the
     // worker left them.
     sleep(Duration::from_secs(60)).await;
@@ -136,7 +136,7 @@ async fn the_final_state_and_history_stay_readable_once_terminal() {
 async fn a_failed_worker_leaves_nothing_to_read() {
     let handle = runtime::spawn(Agent::new(3), PanicOnDisplay, runtime::ExecutorConfig::new());
     handle.send(input("go")).await.unwrap();
-    assert!(handle.wait_finished().await.is_err());
+    assert!(crate::support::within(handle.wait_finished()).await.is_err());
     assert!(matches!(handle.state().await, Err(RequestError::Failed(_))));
     assert!(matches!(handle.history().await, Err(RequestError::Failed(_))));
 }
@@ -150,7 +150,7 @@ async fn dropping_every_handle_delivers_what_is_queued_then_stops() {
     handle.send(input("two")).await.unwrap();
     handle.send(input("three")).await.unwrap();
     drop(handle);
-    worker.await.unwrap();
+    crate::support::within(worker).await.unwrap();
     // one (+ follow-up after its tool), two, three: all delivered and performed.
     assert_eq!(script.produced().llm_requests, 4);
 }
@@ -174,7 +174,7 @@ impl Effects<Agent> for PanicOnDisplay {
 async fn a_worker_failure_is_sticky_and_distinct_from_closed() {
     let handle = runtime::spawn(Agent::new(3), PanicOnDisplay, runtime::ExecutorConfig::new());
     handle.send(input("go")).await.unwrap();
-    let err = handle.wait_finished().await.unwrap_err();
+    let err = crate::support::within(handle.wait_finished()).await.unwrap_err();
     let RequestError::Failed(cause) = &err else { panic!("expected Failed, got {err:?}") };
     assert!(
         matches!(&**cause, WorkerError::EffectsPanicked { performing: Performing::Action(ActionKind::Display), key: None, message } if message == "display is broken")

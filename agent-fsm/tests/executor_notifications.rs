@@ -157,7 +157,7 @@ async fn the_observer_is_dropped_before_the_agent_is_seen_finished() {
     assert!(slot.set(handle.clone()).is_ok());
     handle.send(input("go")).await.unwrap();
     handle.shutdown().await.unwrap();
-    handle.wait_finished().await.unwrap();
+    crate::support::within(handle.wait_finished()).await.unwrap();
     assert!(handle.is_finished());
     assert_eq!(*finished_at_drop.lock().unwrap(), Some(false), "dropped before the agent was seen finished");
 }

@@ -134,7 +134,7 @@ async fn interrupt_during_tools_gives_every_pending_call_a_result() {
     let tracker = handle.tracker().clone();
     assert_eq!(handle.shutdown().await.unwrap(), support::StateKind::Done);
     tracker.close();
-    tracker.wait().await;
+    crate::support::within(tracker.wait()).await;
     assert!(tracker.is_empty());
 }
 
@@ -303,7 +303,7 @@ mod interleavings {
 
         assert_eq!(handle.shutdown().await.unwrap(), support::StateKind::Done);
         tracker.close();
-        tracker.wait().await;
+        crate::support::within(tracker.wait()).await;
         assert!(tracker.is_empty());
     }
 

@@ -205,7 +205,7 @@ mod deadlines {
             let worker = tokio::spawn(worker);
             handle.send(Event::Ask).await.unwrap();
             drop(handle);
-            worker.await.unwrap();
+            crate::support::within(worker).await.unwrap();
             assert_eq!(start.elapsed(), Duration::from_secs(30), "holds: {holds}");
             assert_eq!(*performed.lock().unwrap(), [Action::AskHuman, Action::TimedOut], "holds: {holds}");
         }

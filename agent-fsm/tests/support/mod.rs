@@ -21,6 +21,14 @@ use tokio_util::task::TaskTracker;
 
 pub(crate) mod run;
 
+/// Awaits `future` for at most five minutes of the runtime's clock (a
+/// paused clock jumps there as soon as the runtime is idle; the tests'
+/// own timers are shorter), so that a worker that never gets there fails
+/// the test instead of stalling the suite.
+pub(crate) async fn within<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(300), future).await.expect("timed out: the worker never got there")
+}
+
 // ===== the machine =====
 
 /// The agent's states.
