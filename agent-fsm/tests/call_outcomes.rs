@@ -3,6 +3,8 @@
 //! pair, no row accepts it, every guard refused it, the machine had
 //! finished, or the event's row poisoned the machine.
 
+mod support;
+
 use std::time::Duration;
 
 use agent_fsm::Status;
@@ -86,7 +88,7 @@ async fn call(handle: &Handle, event: Event) -> Result<runtime::OutcomeOf<Machin
 #[tokio::test(start_paused = true)]
 async fn a_transition_answers_from_to_and_action() {
     let handle = spawn();
-    let delivered = handle.call(Event::Open).await.unwrap();
+    let delivered = crate::support::within(handle.call(Event::Open)).await.unwrap();
     assert_eq!(
         (delivered.state(), delivered.action(), delivered.performed),
         (Some(StateKind::Busy), Some(ActionKind::Greet), true)

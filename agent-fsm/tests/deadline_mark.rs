@@ -5,6 +5,8 @@
 //! under a timeout, so that a worker that never delivers fails instead of
 //! hanging.
 
+mod support;
+
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -105,7 +107,7 @@ async fn reply_one_second_after(
     let start = Instant::now();
     handle.send(first).await.expect("sent");
     sleep(Duration::from_secs(1)).await;
-    let delivered = handle.call(Event::Reply).await.expect("delivered");
+    let delivered = crate::support::within(handle.call(Event::Reply)).await.expect("delivered");
     let answered = start.elapsed();
     sleep(Duration::from_secs(60)).await;
     (delivered.outcome, answered)
@@ -130,7 +132,7 @@ async fn a_reply_beats_a_timer_of_a_marked_event() {
             Outcome::Moved { from: StateKind::Waiting, to: StateKind::Idle, action: ActionKind::Answered }
         );
         assert_eq!(received(&handle).await, [Event::Ask, Event::Reply]);
-        handle.shutdown().await.expect("the worker is running");
+        crate::support::within(handle.shutdown()).await.expect("the worker is running");
     })
     .await;
 }
@@ -145,7 +147,7 @@ async fn a_timer_of_an_unmarked_event_holds_input_back_until_it_fires() {
         assert_eq!(answered, DELAY, "the reply was let through before the backoff ended");
         assert_eq!(outcome, Outcome::Stayed { state: StateKind::Idle, action: ActionKind::Nothing });
         assert_eq!(received(&handle).await, [Event::Fail, Event::RetryFired, Event::Reply]);
-        handle.shutdown().await.expect("the worker is running");
+        crate::support::within(handle.shutdown()).await.expect("the worker is running");
     })
     .await;
 }
@@ -166,7 +168,7 @@ async fn a_pause_of_a_marked_event_lets_input_through_with_a_warning() {
             Outcome::Moved { from: StateKind::Waiting, to: StateKind::Idle, action: ActionKind::Answered }
         );
         assert_eq!(received(&handle).await, [Event::AskPaused, Event::Reply]);
-        handle.shutdown().await.expect("the worker is running");
+        crate::support::within(handle.shutdown()).await.expect("the worker is running");
     })
     .await;
     let warnings = warnings.0.lock().unwrap_or_else(PoisonError::into_inner);

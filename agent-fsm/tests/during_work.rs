@@ -6,6 +6,8 @@
 //! under a timeout, so that a worker that never delivers fails instead of
 //! hanging.
 
+mod support;
+
 use std::future::Future;
 use std::time::Duration;
 
@@ -120,10 +122,10 @@ async fn a_message_sent_while_three_tools_run_comes_before_the_last_result() {
         let started = Instant::now();
         handle.send(Event::Start(vec![100, 200, 300])).await.expect("sent");
         sleep(Duration::from_millis(250)).await;
-        let delivered = handle.call(message("also check the docs")).await.expect("delivered");
+        let delivered = crate::support::within(handle.call(message("also check the docs"))).await.expect("delivered");
         assert!(delivered.performed, "{delivered:?}");
         assert_eq!(started.elapsed(), Duration::from_millis(250), "the call waited for the tools");
-        handle.wait_idle().await.expect("the worker is running");
+        crate::support::within(handle.wait_idle()).await.expect("the worker is running");
         assert_eq!(
             received(&handle).await,
             [
@@ -152,7 +154,7 @@ async fn other_events_wait_for_the_work_and_keep_their_order() {
         handle.send(message("first")).await.expect("sent");
         handle.send(Event::Budget(3)).await.expect("sent");
         handle.send(message("second")).await.expect("sent");
-        handle.wait_idle().await.expect("the worker is running");
+        crate::support::within(handle.wait_idle()).await.expect("the worker is running");
         assert_eq!(
             received(&handle).await,
             [
@@ -179,7 +181,7 @@ async fn the_configuration_lists_more_events() {
         handle.send(Event::Start(vec![100, 200])).await.expect("sent");
         sleep(Duration::from_millis(150)).await;
         handle.send(Event::Budget(7)).await.expect("sent");
-        handle.wait_idle().await.expect("the worker is running");
+        crate::support::within(handle.wait_idle()).await.expect("the worker is running");
         assert_eq!(
             received(&handle).await,
             [Event::Start(vec![100, 200]), Event::ToolDone(100), Event::Budget(7), Event::ToolDone(200)]
@@ -200,7 +202,7 @@ async fn held_events_are_delivered_after_an_interrupt() {
         handle.send(message("now")).await.expect("sent");
         sleep(Duration::from_millis(10)).await;
         handle.interrupt("stop").await.expect("interrupted");
-        handle.wait_idle().await.expect("the worker is running");
+        crate::support::within(handle.wait_idle()).await.expect("the worker is running");
         assert_eq!(
             received(&handle).await,
             [Event::Start(vec![1_000]), message("now"), Event::ToolDone(0), Event::Interrupted, Event::Budget(1)]
@@ -219,7 +221,7 @@ async fn a_task_spawned_to_survive_interrupts_runs_on_through_one() {
         handle.send(Event::Start(vec![301, 200])).await.expect("sent");
         sleep(Duration::from_millis(10)).await;
         handle.interrupt("stop").await.expect("interrupted");
-        handle.wait_idle().await.expect("the worker is running");
+        crate::support::within(handle.wait_idle()).await.expect("the worker is running");
         assert_eq!(started.elapsed(), Duration::from_millis(301), "idle once the surviving task is done");
         assert_eq!(
             received(&handle).await,
@@ -237,7 +239,7 @@ async fn a_shutdown_cancels_a_task_that_survives_interrupts() {
         let started = Instant::now();
         handle.send(Event::Start(vec![301])).await.expect("sent");
         sleep(Duration::from_millis(10)).await;
-        handle.shutdown().await.expect("stopped");
+        crate::support::within(handle.shutdown()).await.expect("stopped");
         assert_eq!(started.elapsed(), Duration::from_millis(10), "the shutdown waited for the task");
         assert_eq!(received(&handle).await, [Event::Start(vec![301]), Event::ToolDone(0)]);
     })
@@ -253,7 +255,7 @@ async fn a_call_held_back_returns_when_the_work_ends() {
         let started = Instant::now();
         handle.send(Event::Start(vec![100])).await.expect("sent");
         sleep(Duration::from_millis(10)).await;
-        handle.call(Event::Budget(1)).await.expect("delivered");
+        crate::support::within(handle.call(Event::Budget(1))).await.expect("delivered");
         assert_eq!(started.elapsed(), Duration::from_millis(100), "the call waited for the tool");
     })
     .await;
@@ -285,7 +287,7 @@ async fn an_interrupt_cancels_queued_tasks_that_do_not_survive_it() {
         handle.send(Event::Start(vec![301, 200])).await.expect("sent");
         sleep(Duration::from_millis(10)).await;
         handle.interrupt("stop").await.expect("interrupted");
-        handle.wait_idle().await.expect("the worker is running");
+        crate::support::within(handle.wait_idle()).await.expect("the worker is running");
         assert_eq!(
             received(&handle).await,
             [Event::Start(vec![301, 200]), Event::ToolDone(0), Event::Interrupted, Event::ToolDone(301)]
@@ -302,7 +304,7 @@ async fn a_shutdown_cancels_queued_tasks_that_survive_interrupts() {
         let handle = spawn(ExecutorConfig::new().concurrency_limit(1));
         handle.send(Event::Start(vec![200, 301])).await.expect("sent");
         sleep(Duration::from_millis(10)).await;
-        handle.shutdown().await.expect("stopped");
+        crate::support::within(handle.shutdown()).await.expect("stopped");
         assert_eq!(received(&handle).await, [Event::Start(vec![200, 301]), Event::ToolDone(0), Event::ToolDone(0)]);
     })
     .await;
@@ -365,7 +367,7 @@ async fn a_machine_that_takes_nothing_during_work_leaves_the_inbox_alone() {
         handle.try_send(plain::Event::Note).expect("the inbox has room for one");
         sleep(Duration::from_millis(10)).await;
         assert!(handle.try_send(plain::Event::Note).is_err(), "the inbox was read during the work");
-        handle.wait_idle().await.expect("the worker is running");
+        crate::support::within(handle.wait_idle()).await.expect("the worker is running");
     })
     .await;
 }

@@ -185,7 +185,7 @@ async fn an_idle_waiter_queued_before_a_burst_is_answered_when_the_inbox_empties
     // Its request is the worker's first input; the burst follows.
     timeout(Duration::from_secs(10), handle.wait_idle()).await.expect("the idle waiter was answered").unwrap();
     assert_eq!(handle.steps(), u64::from(QUEUED));
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -215,7 +215,7 @@ async fn a_burst_stops_for_a_subscriber_it_woke_before_the_next_batch() {
     // No request is queued: the worker takes the events as one burst.
     tokio::time::sleep(Duration::from_millis(1)).await;
     assert_eq!(handle.steps(), u64::from(EVENTS));
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
     assert_eq!(reader.await.unwrap(), (EVENTS as usize, 0), "(transitions read, notifications missed)");
 }
 

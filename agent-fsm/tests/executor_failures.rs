@@ -144,7 +144,7 @@ mod user_code {
         }
         let seen_by_100ms = log.lock().unwrap().clone();
         assert_eq!(seen_by_100ms, ["got 7", "second: TimedOut"]);
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]
@@ -152,7 +152,7 @@ mod user_code {
         use streams::{Action, ActionKind, Event, Machine};
         let fx = runtime::from_fn(|_: Action, _: &mut EffectContext<'_, Machine, ()>| panic!("effects always panic"));
         let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
-        let Err(RequestError::Failed(error)) = handle.call(Event::Go).await else {
+        let Err(RequestError::Failed(error)) = crate::support::within(handle.call(Event::Go)).await else {
             panic!("the call must report the failure");
         };
         assert!(
@@ -167,7 +167,7 @@ mod user_code {
         let fx = runtime::from_fn(|_: Action, _: &mut EffectContext<'_, Machine, ()>| {});
         let (handle, worker) = runtime::pair(Machine::new(), fx, ExecutorConfig::new().record_events());
         let worker = tokio::spawn(worker);
-        let Err(RequestError::Failed(error)) = handle.call(Event::Poke(Brittle)).await else {
+        let Err(RequestError::Failed(error)) = crate::support::within(handle.call(Event::Poke(Brittle))).await else {
             panic!("the call must report the failure");
         };
         assert_eq!(
@@ -269,9 +269,9 @@ mod cancel_after_failure {
         let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new().record_events());
         let mut faults = handle.subscribe_to(Topics::FAULTS);
         handle.send(Event::Go).await.unwrap();
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         let history = handle.history().await.unwrap();
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
         let results: Vec<_> = history
             .events()
             .unwrap()
@@ -354,13 +354,13 @@ mod poisoned_without_a_panic {
             log.lock().unwrap().push(action);
         });
         let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
-        handle.call(Event::Go).await.unwrap();
+        crate::support::within(handle.call(Event::Go)).await.unwrap();
         let poisoned = |e: &RequestError<Machine>| matches!(e, RequestError::Failed(cause) if **cause == WorkerError::MachinePoisoned { event: early::EventKind::Bail });
         // The step that poisons answers its call so; the worker has failed.
-        let delivered = handle.call(Event::Bail).await.expect("the call is answered");
+        let delivered = crate::support::within(handle.call(Event::Bail)).await.expect("the call is answered");
         assert_eq!(delivered.outcome, runtime::Outcome::Poisoned);
         assert!(poisoned(&crate::support::within(handle.wait_finished()).await.expect_err("failed")));
-        let err = handle.call(Event::Go).await.expect_err("the worker failed");
+        let err = crate::support::within(handle.call(Event::Go)).await.expect_err("the worker failed");
         assert!(poisoned(&err), "{err:?}");
         assert!(handle.send(Event::Go).await.is_err());
         // The action the early return gave is not performed.
@@ -372,8 +372,8 @@ mod poisoned_without_a_panic {
     async fn after_a_hop_into_a_transient_state_too() {
         let fx = runtime::from_fn(|_: early::Action, _: &mut EffectContext<'_, Machine, ()>| {});
         let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
-        handle.call(Event::Go).await.unwrap();
-        let delivered = handle.call(Event::Check).await.expect("the call is answered");
+        crate::support::within(handle.call(Event::Go)).await.unwrap();
+        let delivered = crate::support::within(handle.call(Event::Check)).await.expect("the call is answered");
         assert_eq!(delivered.outcome, runtime::Outcome::Poisoned);
         let err = crate::support::within(handle.wait_finished()).await.expect_err("the machine is poisoned");
         assert!(
@@ -438,7 +438,7 @@ mod failure_reports {
             runtime::from_fn(|_: Action, _: &mut EffectContext<'_, Machine, ()>| {}),
             ExecutorConfig::new(),
         );
-        let err = handle.call(Event::Go(13)).await.expect_err("the guard panics");
+        let err = crate::support::within(handle.call(Event::Go(13))).await.expect_err("the guard panics");
         assert!(matches!(failure(err), WorkerError::MachinePanicked { event: touchy::EventKind::Go, .. }));
         let _ = crate::support::within(handle.wait_finished()).await;
         assert_eq!(handle.status(), agent_fsm::Status::Poisoned);
@@ -459,7 +459,8 @@ mod failure_reports {
             runtime::from_fn(|_: Action, _: &mut EffectContext<'_, Machine, ()>| {}),
             ExecutorConfig::new(),
         );
-        let err = handle.call(Event::Back).await.expect_err("the worker never handles an event");
+        let err =
+            crate::support::within(handle.call(Event::Back)).await.expect_err("the worker never handles an event");
         assert_eq!(failure(err), WorkerError::SpawnedPoisoned);
         assert_eq!(handle.status(), agent_fsm::Status::Poisoned);
         assert!(matches!(handle.history().await, Err(RequestError::Failed(_))), "every later request fails too");

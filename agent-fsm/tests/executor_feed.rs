@@ -63,8 +63,8 @@ mod eager_subscriber {
         let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
         let reader = parked_reader(&handle).await;
         handle.send(Event::Go).await.unwrap();
-        handle.wait_idle().await.unwrap();
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
         assert_eq!(reader.await.unwrap(), (ITEMS + 1, 0));
     }
 
@@ -84,8 +84,8 @@ mod eager_subscriber {
         for _ in 0..events {
             handle.try_send(Event::Flip).unwrap();
         }
-        handle.wait_idle().await.unwrap();
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
         reader.await.unwrap()
     }
 
@@ -129,8 +129,8 @@ mod eager_subscriber {
             });
             tokio::task::yield_now().await;
             handle.send(Event::Go).await.unwrap();
-            handle.wait_idle().await.unwrap();
-            handle.shutdown().await.unwrap();
+            crate::support::within(handle.wait_idle()).await.unwrap();
+            crate::support::within(handle.shutdown()).await.unwrap();
             let (seen, stale) = reader.await.unwrap();
             assert_eq!(seen, flips as u64 + 2, "outputs {outputs}, capacity {capacity}");
             assert_eq!(stale, [], "outputs {outputs}, capacity {capacity}: (transition, to, state_name, steps)");
@@ -156,20 +156,20 @@ mod eager_subscriber {
         // The reply's flush wakes the reader; then nothing else comes.
         let handle = runtime::spawn(Machine::new(), sender(0), ExecutorConfig::new());
         let reader = parked_reader(&handle).await;
-        handle.call(Event::Go).await.unwrap();
+        crate::support::within(handle.call(Event::Go)).await.unwrap();
         tokio::time::sleep(std::time::Duration::from_secs(60)).await;
         assert_eq!(handle.steps(), 2, "the sent Flip still waits a minute later");
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
         assert_eq!(reader.await.unwrap().0, 2);
         // The step fills a log of 4; `wait_idle` is already queued.
         let config = ExecutorConfig::new().notification_capacity(4);
         let handle = runtime::spawn(Machine::new(), sender(6), config);
         let reader = parked_reader(&handle).await;
         handle.send(Event::Go).await.unwrap();
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         assert_eq!(handle.steps(), 2, "idle with the sent Flip undelivered");
         assert_eq!(handle.state().await.unwrap(), State::A);
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
         reader.await.unwrap();
     }
 
@@ -200,15 +200,15 @@ mod eager_subscriber {
                 tokio::spawn(async {}).await.unwrap();
                 assert!(handle.steps() > 1, "the chain ran before the other task");
                 handle.interrupt("stop").await.unwrap();
-                handle.wait_idle().await.unwrap();
+                crate::support::within(handle.wait_idle()).await.unwrap();
                 let after = handle.steps();
                 tokio::task::yield_now().await;
                 assert_eq!(handle.steps(), after, "the chain went on after the interrupt");
-                handle.shutdown().await.unwrap();
+                crate::support::within(handle.shutdown()).await.unwrap();
                 // Shutdown and the cancellation token stop a chain running.
                 let handle = runtime::spawn(Machine::new(), endless(), ExecutorConfig::new());
                 handle.send(Event::Go).await.unwrap();
-                handle.shutdown().await.unwrap();
+                crate::support::within(handle.shutdown()).await.unwrap();
                 let token = tokio_util::sync::CancellationToken::new();
                 let handle = runtime::spawn(Machine::new(), endless(), ExecutorConfig::new().cancel_on(token.clone()));
                 handle.send(Event::Go).await.unwrap();
@@ -221,7 +221,7 @@ mod eager_subscriber {
                 let handle = runtime::spawn(Machine::new(), endless(), ExecutorConfig::new());
                 let reader = parked_reader(&handle).await;
                 handle.send(Event::Go).await.unwrap();
-                handle.shutdown().await.unwrap();
+                crate::support::within(handle.shutdown()).await.unwrap();
                 reader.await.unwrap();
                 let token = tokio_util::sync::CancellationToken::new();
                 let handle = runtime::spawn(Machine::new(), endless(), ExecutorConfig::new().cancel_on(token.clone()));
@@ -266,11 +266,11 @@ mod eager_subscriber {
         });
         let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
         handle.send(Event::Go).await.unwrap();
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         assert_eq!(handle.steps(), 1 + BURST as u64);
         assert!(other_ran.load(Ordering::SeqCst));
         assert_eq!(seen_mid_burst.load(Ordering::SeqCst), 0, "the burst was cut");
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
     }
 
     /// Runs a stream of `items` Flips whose every step publishes `outputs`
@@ -304,8 +304,8 @@ mod eager_subscriber {
         let handle = runtime::spawn(Machine::new(), fx, config);
         let reader = parked_reader(&handle).await;
         handle.send(Event::Go).await.unwrap();
-        handle.wait_idle().await.unwrap();
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
         reader.await.unwrap()
     }
 
@@ -413,13 +413,13 @@ mod feed_and_clock {
         });
         tokio::task::yield_now().await;
         handle.send(Event::Go).await.unwrap();
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         let history = handle.history().await.unwrap();
         let seen = seen.lock().unwrap().clone();
         let busy = seen.last().unwrap().1 - seen[0].1;
         assert_eq!(busy, Duration::from_secs(1), "{seen:?}");
         assert_eq!(history.time_in(pinger::StateKind::Busy), busy, "{:?}", history.time_in_state());
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
         reader.await.unwrap();
     }
 
@@ -437,8 +437,8 @@ mod feed_and_clock {
         });
         let agent = runtime::spawn(Machine::new(), effects, ExecutorConfig::new());
         assert!(handle.set(agent.clone()).is_ok());
-        agent.call(Event::Ping).await.unwrap();
-        agent.shutdown().await.unwrap();
+        crate::support::within(agent.call(Event::Ping)).await.unwrap();
+        crate::support::within(agent.shutdown()).await.unwrap();
         let mut subscription = slot.lock().unwrap().take().unwrap();
         let mut got = Vec::new();
         while let Some(notification) = subscription.recv().await {

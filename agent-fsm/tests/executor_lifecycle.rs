@@ -22,8 +22,8 @@ async fn history_capacity_bounds_hops_and_interrupts_and_counts_what_it_drops() 
             None => config(),
         };
         let handle = start(&script, config);
-        handle.call(input("go")).await.unwrap();
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.call(input("go"))).await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         for cause in ["one", "two", "three"] {
             handle.interrupt(cause).await.unwrap();
         }
@@ -57,12 +57,12 @@ async fn history_chains_and_replay_reproduces_the_final_state() {
     ]);
     let handle = start(&script, config());
     handle.send(input("one")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     handle.send(input("two")).await.unwrap();
     sleep(Duration::from_millis(100)).await;
     handle.interrupt("enough").await.unwrap();
     handle.send(input("three")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
 
     let history = handle.history().await.unwrap();
     assert_chained(&history);
@@ -89,7 +89,7 @@ async fn history_chains_and_replay_reproduces_the_final_state() {
 async fn reaching_a_terminal_state_stops_the_worker() {
     let script = Scripted::new([]);
     let handle = start(&script, config());
-    let delivered = handle.call(Event::Shutdown).await.unwrap();
+    let delivered = crate::support::within(handle.call(Event::Shutdown)).await.unwrap();
     assert_eq!(
         (delivered.action(), delivered.state()),
         (Some(support::ActionKind::Shutdown), Some(support::StateKind::Done))
@@ -105,9 +105,9 @@ async fn the_final_state_and_history_stay_readable_once_terminal() {
     let script = Scripted::new([Reply::tools(&["a:10"]), Reply::text(&["answer"])]);
     let handle = start(&script, config());
     handle.send(input("question")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     sleep(Duration::from_secs(3)).await;
-    handle.call(Event::Shutdown).await.unwrap();
+    crate::support::within(handle.call(Event::Shutdown)).await.unwrap();
     assert_eq!(crate::support::within(handle.wait_finished()).await.unwrap(), support::StateKind::Done);
     // Much later, the machine and its history are still there, as the
     // worker left them.
@@ -217,7 +217,7 @@ async fn queries_are_served_while_effects_run() {
     assert!(matches!(err, RequestError::InspectPanicked(ref m) if m == "bad query"));
     assert_eq!(handle.steps(), 3);
     handle.interrupt("unstick").await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     let inputs = handle.inspect(|m| m.context().inputs.clone()).await.unwrap();
     assert_eq!(inputs, ["go", "queued"]);
 }

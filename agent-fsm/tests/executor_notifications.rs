@@ -24,8 +24,8 @@ async fn a_subscription_to_some_topics_sees_exactly_those_notifications_in_order
     let mut actions = handle.subscribe_to(Topics::ACTIONS);
     assert_eq!(actions.topics(), Topics::ACTIONS);
     handle.send(input("go")).await.unwrap();
-    handle.wait_idle().await.unwrap();
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 
     let all: Vec<_> = std::iter::from_fn(|| everything.try_recv().ok()).collect();
     let some: Vec<_> = std::iter::from_fn(|| hops_and_output.try_recv().ok()).collect();
@@ -74,8 +74,8 @@ async fn an_attached_observer_sees_every_hop_and_refusal_of_its_own_agent_in_ord
     let mut feed = first.subscribe_to(Topics::TRANSITIONS | Topics::UNHANDLED);
     first.send(Event::RetryFired).await.unwrap(); // no row in `Waiting`
     first.send(input("go")).await.unwrap();
-    first.wait_idle().await.unwrap();
-    idle.wait_idle().await.unwrap();
+    crate::support::within(first.wait_idle()).await.unwrap();
+    crate::support::within(idle.wait_idle()).await.unwrap();
 
     let recorders = made.lock().unwrap().clone();
     assert_eq!(recorders.len(), 2, "one observer per spawned agent");
@@ -156,7 +156,7 @@ async fn the_observer_is_dropped_before_the_agent_is_seen_finished() {
     let handle = start(&Scripted::new([Reply::text(&["x"])]), config);
     assert!(slot.set(handle.clone()).is_ok());
     handle.send(input("go")).await.unwrap();
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
     crate::support::within(handle.wait_finished()).await.unwrap();
     assert!(handle.is_finished());
     assert_eq!(*finished_at_drop.lock().unwrap(), Some(false), "dropped before the agent was seen finished");
@@ -169,7 +169,7 @@ async fn a_slow_subscriber_sees_lagged_and_keeps_receiving() {
     let handle = start(&script, config().notification_capacity(8));
     let mut slow = handle.subscribe();
     handle.send(input("go")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
 
     let first = slow.recv().await.unwrap();
     assert!(matches!(first, Notification::Lagged(n) if n > 0), "{first:?}");
@@ -184,7 +184,7 @@ async fn a_slow_subscriber_sees_lagged_and_keeps_receiving() {
     handle.send(input("more")).await.unwrap();
     let next = slow.recv().await.unwrap();
     assert!(matches!(next, Notification::Transition(step) if step.event == Some(EventKind::UserInput)), "{next:?}");
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
     while slow.recv().await.is_some() {}
 }
 
@@ -197,7 +197,7 @@ async fn notifications_and_status_are_published_before_any_reply() {
     let mut notifications = handle.subscribe();
     for round in 1..=200 {
         // Ignored in `Waiting`: one refusal and one action per event.
-        let delivered = handle.call(Event::Interrupted).await.unwrap();
+        let delivered = crate::support::within(handle.call(Event::Interrupted)).await.unwrap();
         assert_eq!(
             (delivered.action(), delivered.state()),
             (Some(support::ActionKind::WaitForInput), Some(support::StateKind::Waiting))
@@ -215,7 +215,7 @@ async fn notifications_and_status_are_published_before_any_reply() {
     for _ in 0..100 {
         handle.send(Event::Interrupted).await.unwrap();
     }
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     assert_eq!(handle.steps(), 300);
     let mut received = 0;
     while let Ok(notification) = notifications.try_recv() {
@@ -223,7 +223,7 @@ async fn notifications_and_status_are_published_before_any_reply() {
         received += 1;
     }
     assert_eq!(received, 200);
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
     // The configured shutdown event's hop and action, then the end.
     let last = notifications.recv().await;
     assert!(matches!(last, Some(Notification::Transition(ref step)) if step.to == StateKind::Done), "{last:?}");
@@ -260,12 +260,12 @@ async fn a_long_burst_publishes_its_status_every_64_events() {
     for _ in 0..200 {
         handle.try_send(Event::Interrupted).unwrap();
     }
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     let seen = seen.lock().unwrap().clone();
     // While performing event `n`, the last publication was at the last
     // multiple of 64 before it.
     let expected: Vec<u64> = (0..200).map(|i| i / 64 * 64).collect();
     assert_eq!(seen, expected);
     assert_eq!(handle.steps(), 200);
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 }

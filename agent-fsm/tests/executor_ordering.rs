@@ -31,7 +31,7 @@ async fn tool_results_found_together_come_in_the_order_they_ended() {
         }
     }
     tokio::time::advance(Duration::from_millis(10)).await;
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     let done: Vec<String> = event_log(&handle)
         .await
         .into_iter()
@@ -57,7 +57,7 @@ async fn input_sent_during_tools_is_delivered_after_them_in_order() {
     assert_eq!(handle.status().to_string(), "ExecutingTools");
     handle.send(input("second")).await.unwrap();
     handle.send(input("third")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
 
     let inputs = handle.inspect(|m| m.context().inputs.clone()).await.unwrap();
     assert_eq!(inputs, ["first", "second", "third"]);
@@ -97,7 +97,7 @@ async fn interrupt_during_streaming_keeps_the_partial_text() {
 
     assert_eq!(handle.status().to_string(), "Waiting");
     sleep(Duration::from_secs(1)).await;
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
     assert_eq!(transcript, ["Hello  [interrupted]"]);
     // The stream was dropped: nothing after the two deltas was produced.
@@ -253,7 +253,7 @@ mod interleavings {
                 Op::Advance(ms) => sleep(Duration::from_millis(ms)).await,
             }
         }
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
 
         let history = handle.history().await.unwrap();
         let log: Vec<Event> = history.events().unwrap().iter().map(|r| r.event.clone()).collect();
@@ -382,13 +382,13 @@ mod nested_sends {
         });
         let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
         handle.send(Event::Go(1)).await.unwrap();
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         // Go(1), Back, Go(99) (taken in A), then Go(7) (refused in B).
         assert_eq!(handle.state().await.unwrap(), State::B { n: 99 });
         let history = handle.history().await.unwrap();
         let events: Vec<Option<&str>> = history.transitions().map(|t| t.event.map(|e| e.name())).collect();
         assert_eq!(events, [Some("Go"), Some("Back"), Some("Go")]);
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
     }
 }
 
@@ -472,13 +472,13 @@ mod owed_through_a_cut_chain {
             tokio::task::yield_now().await;
             assert!(handle.steps() > 1, "the chain has not started");
             if shutdown {
-                handle.shutdown().await.unwrap();
+                crate::support::within(handle.shutdown()).await.unwrap();
             } else {
                 handle.interrupt("runaway").await.unwrap();
-                handle.wait_idle().await.unwrap();
+                crate::support::within(handle.wait_idle()).await.unwrap();
             }
             assert_eq!(results(&handle).await, spawned.load(Ordering::SeqCst), "shutdown: {shutdown}");
-            handle.shutdown().await.unwrap();
+            crate::support::within(handle.shutdown()).await.unwrap();
         }
     }
 }

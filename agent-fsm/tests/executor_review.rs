@@ -5,6 +5,8 @@
 //! refresh, a change of state, calls and a pause) reads back hop by hop
 //! with the right steps, times and evictions, for small capacities too.
 
+mod support;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -105,7 +107,7 @@ async fn an_event_an_action_sends_in_the_middle_of_a_burst_comes_before_the_next
     tokio::time::sleep(Duration::from_millis(1)).await;
     assert_eq!(handle.steps(), u64::from(QUEUED + 1));
     assert_eq!(delivered(&handle).await, ticks_with_mark_after_at());
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -124,7 +126,7 @@ async fn a_task_started_in_the_middle_of_a_burst_holds_the_queued_events_until_i
     assert_eq!(handle.steps(), u64::from(AT), "queued events taken while the task was in flight");
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(delivered(&handle).await, ticks_with_mark_after_at());
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 }
 
 type StepsWhenIdle = Pin<Box<dyn Future<Output = Result<u64, RequestError<Machine>>> + Send>>;
@@ -139,7 +141,7 @@ async fn an_idle_waiter_asked_in_the_middle_of_a_burst_is_answered_once_the_inbo
     let handle = spawn_with(ExecutorConfig::new(), move |handle, _| {
         let handle = handle.clone();
         let mut idle: StepsWhenIdle = Box::pin(async move {
-            handle.wait_idle().await?;
+            crate::support::within(handle.wait_idle()).await?;
             Ok(handle.steps())
         });
         // As far as its first await: the request is queued.
@@ -150,7 +152,7 @@ async fn an_idle_waiter_asked_in_the_middle_of_a_burst_is_answered_once_the_inbo
     let idle = waiting.lock().unwrap().take().expect("the AT-th action asked");
     let steps = timeout(Duration::from_secs(10), idle).await.expect("the idle waiter was answered").unwrap();
     assert_eq!(steps, u64::from(QUEUED), "answered before the inbox was empty");
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 }
 
 /// One hop as a reader expects it: step, from, event, to, start, duration.
@@ -198,7 +200,7 @@ async fn bursts_of_self_loops_read_back_hop_by_hop_at_every_capacity() {
         let t1 = Instant::now();
         // Two calls at t1, then three queued ticks as one more burst.
         for _ in 0..2 {
-            handle.call(Event::Tick).await.unwrap();
+            crate::support::within(handle.call(Event::Tick)).await.unwrap();
         }
         for _ in 0..3 {
             handle.try_send(Event::Tick).unwrap();
@@ -216,7 +218,7 @@ async fn bursts_of_self_loops_read_back_hop_by_hop_at_every_capacity() {
         // Read twice: the first read unfolded the log, the second sees it so.
         let again = handle.with_history(hops).await.unwrap();
         assert_eq!(again, expected, "capacity {capacity}: read again");
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
         let parked = handle.history().await.unwrap();
         assert_eq!(hops(&parked), expected, "capacity {capacity}: the stopped worker's history");
         assert_eq!(
@@ -240,7 +242,7 @@ async fn a_subscription_taken_in_the_middle_of_a_burst_gets_every_later_hop() {
     tokio::time::sleep(Duration::from_millis(1)).await;
     assert_eq!(handle.steps(), u64::from(QUEUED));
     let mut subscription = taken.lock().unwrap().take().expect("the AT-th action subscribed");
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
     let (mut transitions, mut lagged) = (0, 0);
     while let Some(notification) = timeout(Duration::from_secs(10), subscription.recv()).await.expect("the feed ends") {
         match notification {
@@ -281,7 +283,7 @@ async fn a_history_read_in_the_middle_of_a_run_of_self_loops_leaves_the_rest_exa
         assert_eq!(first, latest(AT), "capacity {capacity}: the read in the middle of the burst");
         let after = handle.with_history(hops).await.unwrap();
         assert_eq!(after, latest(QUEUED), "capacity {capacity}: the read after the burst");
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
     }
 }
 
@@ -313,5 +315,5 @@ async fn idle_waiters_racing_bursts_on_other_threads_are_all_answered() {
         timeout(Duration::from_secs(10), handle.wait_idle()).await.expect("answered").unwrap();
         assert_eq!(handle.steps(), round * SENT, "idle before every sent event was handled");
     }
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 }

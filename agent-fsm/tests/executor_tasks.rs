@@ -19,7 +19,7 @@ async fn time_in_tools(limit: usize) -> Duration {
     let script = Scripted::new([Reply::tools(&["a:100", "b:100", "c:100", "d:100"]), Reply::text(&["done"])]);
     let handle = start(&script, config().concurrency_limit(limit));
     handle.send(input("go")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     assert_eq!(handle.status().to_string(), "Waiting");
     let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
     assert_eq!(batches.len(), 1);
@@ -40,7 +40,7 @@ async fn llm_error_retries_after_backoff_and_gives_up_through_the_machine() {
     let handle = start(&script, config());
     let mut notifications = handle.subscribe();
     handle.send(input("hi")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
 
     // Three attempts (max_attempts = 3), two retries, then the table's
     // give-up row back to Waiting with DisplayError.
@@ -72,7 +72,7 @@ async fn a_panicking_tool_yields_an_error_outcome_and_the_agent_continues() {
     let script = Scripted::new([Reply::tools(&["a:10", "p:panic"]), Reply::text(&["recovered"])]);
     let handle = start(&script, config());
     handle.send(input("go")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
 
     let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
     assert_eq!(batches, [vec![("p:panic".to_owned(), false), ("a:10".to_owned(), true)]]);
@@ -82,12 +82,12 @@ async fn a_panicking_tool_yields_an_error_outcome_and_the_agent_continues() {
         "{failures:?}"
     );
     assert_eq!(handle.status().to_string(), "Waiting");
-    let delivered = handle.call(input("again")).await.unwrap();
+    let delivered = crate::support::within(handle.call(input("again"))).await.unwrap();
     assert_eq!(
         (delivered.action(), delivered.state()),
         (Some(support::ActionKind::SendLlmRequest), Some(support::StateKind::CallingLlm))
     );
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
     assert_eq!(transcript, ["calling tools", "recovered", "ok"]);
 }
@@ -97,7 +97,7 @@ async fn a_task_timeout_fails_that_task_only() {
     let script = Scripted::new([Reply::tools(&["h:hang", "a:10"])]);
     let handle = start(&script, config().task_timeout(Duration::from_millis(50)));
     handle.send(input("go")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
     assert_eq!(batches, [vec![("a:10".to_owned(), true), ("h:hang".to_owned(), false)]]);
     assert_eq!(script.produced().tool_failures, [("h:hang".to_owned(), EffectFailure::TimedOut)]);
@@ -113,7 +113,7 @@ async fn a_task_done_at_its_deadline_has_timed_out() {
     let script = Scripted::new([Reply::tools(&["a:49", "b:50"])]);
     let handle = start(&script, config().task_timeout(Duration::from_millis(50)));
     handle.send(input("go")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
     assert_eq!(batches, [vec![("a:49".to_owned(), true), ("b:50".to_owned(), false)]]);
     assert_eq!(script.produced().tool_failures, [("b:50".to_owned(), EffectFailure::TimedOut)]);
@@ -126,7 +126,7 @@ async fn a_stream_timeout_becomes_an_llm_error_and_the_machine_retries() {
     let handle =
         start(&script, config().action_timeout(support::ActionKind::SendLlmRequest, Duration::from_millis(100)));
     handle.send(input("go")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     assert_eq!(script.produced().stream_failure_events, 1);
     assert_eq!(script.produced().llm_requests, 2);
     let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
@@ -198,7 +198,7 @@ async fn retry_after_an_error_item(cancel: bool) -> (Vec<String>, (Vec<bool>, Ve
     let seen = Arc::clone(&effects.seen);
     let handle = runtime::spawn(Agent::new(3), effects, config());
     handle.send(input("go")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     assert_eq!(handle.status().to_string(), "Waiting");
     let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
     let seen = seen.lock().unwrap().clone();
@@ -268,21 +268,21 @@ async fn a_stream_that_panics_when_dropped_does_not_stop_the_agent() {
         let failures = Arc::new(Mutex::new(Vec::new()));
         let fx = FirstStreamPanicsOnDrop { inner: script.clone(), ends, armed: true, failures: Arc::clone(&failures) };
         let handle = runtime::spawn(Agent::new(3), fx, config());
-        handle.call(input("hi")).await.unwrap();
+        crate::support::within(handle.call(input("hi"))).await.unwrap();
         sleep(Duration::from_millis(10)).await;
         if ends {
             // Its end panicked: the stream's failure, as a panic while
             // polling it is, and the machine takes its error path (a retry
             // that reads the scripted reply).
-            handle.wait_idle().await.unwrap();
+            crate::support::within(handle.wait_idle()).await.unwrap();
             assert_eq!(*failures.lock().unwrap(), [EffectFailure::Panicked("the stream's drop broke".to_owned())]);
             assert_eq!(script.produced().llm_requests, 1, "the retry");
         } else {
             // Dropped by the interrupt: the cancellation stands.
             handle.interrupt("esc").await.unwrap();
             assert_eq!(*failures.lock().unwrap(), [EffectFailure::Cancelled]);
-            handle.call(input("again")).await.unwrap();
-            handle.wait_idle().await.unwrap();
+            crate::support::within(handle.call(input("again"))).await.unwrap();
+            crate::support::within(handle.wait_idle()).await.unwrap();
             assert_eq!(script.produced().llm_requests, 1, "the next turn");
         }
         assert_eq!(handle.status().to_string(), "Waiting", "ends: {ends}");
@@ -330,13 +330,13 @@ async fn a_timer_is_dropped_when_its_state_is_left() {
     let handle = runtime::spawn(Agent::new(3), LeaveErrorAtOnce(script.clone()), config());
     let started = Instant::now();
     handle.send(input("go")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     // Idle as soon as the stream ended: the retry timer did not hold the
     // worker busy, and never fired.
     assert_eq!(started.elapsed(), Duration::from_millis(20));
     assert_eq!(script.produced().retries_scheduled, 1);
     sleep(Duration::from_secs(10)).await;
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     let log = event_log(&handle).await;
     assert!(!log.contains(&Event::RetryFired), "{log:?}");
     assert_eq!(handle.status().to_string(), "Waiting");

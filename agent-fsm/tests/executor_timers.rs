@@ -22,12 +22,12 @@ async fn timeouts_at_the_end_of_the_clock_never_come() {
         let script = Scripted::new([Reply::tools(&["a:10"]), Reply::text(&["done"])]);
         let handle = start(&script, config().task_timeout(limit).stream_timeout(limit));
         handle.send(input("go")).await.unwrap();
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
         assert_eq!(batches, [vec![("a:10".to_owned(), true)]], "{limit:?}");
         let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
         assert_eq!(transcript, ["calling tools", "done"], "{limit:?}");
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
     }
 }
 
@@ -43,7 +43,7 @@ async fn a_timer_past_the_end_of_the_clock_never_fires_and_harms_nothing() {
     assert_eq!(script.produced().retries_scheduled, 1);
     assert_eq!(handle.status().to_string(), "Error");
     assert!(!handle.is_finished());
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 }
 
 mod deadlines {
@@ -116,7 +116,7 @@ mod deadlines {
         handle.send(Event::Reply).await.unwrap();
         tokio::time::sleep(Duration::from_secs(60)).await;
         let history = handle.history().await.unwrap();
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
         let hops = history
             .transitions()
             .map(|t| (t.event.map_or("-", |e| e.name()), (t.start + t.duration - start).as_secs()))
@@ -166,7 +166,7 @@ mod deadlines {
                 assert_eq!(start.elapsed(), Duration::from_secs(30), "the pause held the reply back");
                 // The pause's event took the machine back first.
                 assert_eq!(reply.outcome, Outcome::NoRow { state: StateKind::Idle, action: ActionKind::Nothing });
-                handle.shutdown().await.unwrap();
+                crate::support::within(handle.shutdown()).await.unwrap();
                 continue;
             }
             assert_eq!(start.elapsed(), Duration::from_secs(1), "applied as it came");
@@ -181,7 +181,7 @@ mod deadlines {
             assert_eq!(handle.steps(), 3);
             tokio::time::sleep(Duration::from_secs(16)).await;
             assert_eq!(handle.status().state(), Some(StateKind::Idle), "the new one fired at 50 s");
-            handle.shutdown().await.unwrap();
+            crate::support::within(handle.shutdown()).await.unwrap();
         }
     }
 
@@ -223,13 +223,13 @@ mod deadlines {
         let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
         handle.send(Event::Ask).await.unwrap();
         // Idle while it waits: nothing is in flight that holds input back.
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         assert_eq!(start.elapsed(), Duration::ZERO);
         assert_eq!(handle.state().await.unwrap(), State::Waiting);
         tokio::time::sleep(Duration::from_secs(31)).await;
         assert_eq!(handle.state().await.unwrap(), State::Idle);
         assert_eq!(handle.steps(), 2);
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
     }
 
     fn nanos(n: u128) -> Duration {
@@ -268,8 +268,8 @@ mod deadlines {
                 let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
                 handle.send(Event::Ask).await.unwrap();
                 // Dropped, so even a pause holds nothing back.
-                handle.wait_idle().await.unwrap();
-                let delivered = handle.call(Event::Reply).await.unwrap();
+                crate::support::within(handle.wait_idle()).await.unwrap();
+                let delivered = crate::support::within(handle.call(Event::Reply)).await.unwrap();
                 assert_eq!(delivered.state(), Some(desk::StateKind::Idle), "{delay:?}, holds: {holds}");
                 assert_eq!(handle.state().await.unwrap(), State::Idle);
                 assert_eq!(handle.shutdown().await.unwrap(), desk::StateKind::Idle);
@@ -329,6 +329,6 @@ mod order {
         assert_eq!(handle.inspect(|m| m.context().clone()).await.unwrap(), ["early"]);
         tokio::time::sleep(Duration::from_secs(5)).await;
         assert_eq!(handle.inspect(|m| m.context().clone()).await.unwrap(), ["early", "late"]);
-        handle.shutdown().await.unwrap();
+        crate::support::within(handle.shutdown()).await.unwrap();
     }
 }

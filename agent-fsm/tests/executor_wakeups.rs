@@ -27,9 +27,9 @@ async fn a_loop_of_sends_still_yields_to_other_tasks() {
         handle.send(Event::Interrupted).await.unwrap();
     }
     assert!(other_ran.load(std::sync::atomic::Ordering::SeqCst), "900 sends never yielded");
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     assert_eq!(handle.steps(), 900);
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 }
 
 /// The worker takes most inbox events without spending tokio's budget, but
@@ -52,9 +52,9 @@ async fn a_flooded_worker_still_yields_to_other_tasks() {
     probe.await.unwrap();
     let seen = seen.load(Ordering::SeqCst);
     assert!(seen > 0 && seen < FLOOD, "the other task ran after {seen} of {FLOOD} events");
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     assert_eq!(handle.steps(), FLOOD);
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 }
 
 #[test]
@@ -239,7 +239,7 @@ async fn queries_racing_events_on_two_threads_are_all_answered() {
     let calls = async {
         for _ in 0..ROUNDS {
             // Ignored in `Waiting`: the state stays.
-            handle.call(Event::Interrupted).await.unwrap();
+            crate::support::within(handle.call(Event::Interrupted)).await.unwrap();
         }
     };
     tokio::time::timeout(Duration::from_secs(60), async { tokio::join!(queries, calls).0.unwrap() })
@@ -247,5 +247,5 @@ async fn queries_racing_events_on_two_threads_are_all_answered() {
         .expect("a query or an event was never answered");
     assert_eq!(handle.steps(), ROUNDS);
     assert_eq!(handle.status().to_string(), "Waiting");
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 }

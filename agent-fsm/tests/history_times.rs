@@ -5,6 +5,8 @@
 //! once per burst, not per hop); and long runs of one self-loop, which the
 //! worker keeps as one record until read, read back hop by hop.
 
+mod support;
+
 use std::time::Duration;
 
 use agent_fsm::runtime::{self, ExecutorConfig, History};
@@ -56,26 +58,26 @@ async fn hops_and_self_loops_carry_the_stay_up_to_them() {
     timeout(Duration::from_secs(600), async {
         let handle = runtime::spawn(job::Machine::new(), (), ExecutorConfig::new());
         // Let the worker start (and take its start time) at t0.
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         let t0 = Instant::now();
 
         advance(2 * SECOND).await;
-        handle.call(Event::Go).await.unwrap(); // Idle -> Busy at t0+2
+        crate::support::within(handle.call(Event::Go)).await.unwrap(); // Idle -> Busy at t0+2
         advance(3 * SECOND).await;
-        handle.call(Event::Tick).await.unwrap(); // self-loop at t0+5, a burst of its own
+        crate::support::within(handle.call(Event::Tick)).await.unwrap(); // self-loop at t0+5, a burst of its own
         advance(4 * SECOND).await;
         // One burst at t0+9: two self-loops, then a change of state.
         for event in [Event::Tick, Event::Tick, Event::Stop] {
             handle.send(event).await.unwrap();
         }
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         advance(SECOND).await;
         // One burst at t0+10: a change of state, then a self-loop of the
         // state just entered, whose stay is empty.
         for event in [Event::Go, Event::Tick] {
             handle.send(event).await.unwrap();
         }
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         advance(6 * SECOND).await;
 
         let history = handle.history().await.unwrap();
@@ -120,16 +122,16 @@ fn hops(history: &History<job::Machine>, t0: Instant) -> Vec<Hop> {
 async fn long_runs_of_self_loops_read_back_hop_by_hop() {
     timeout(Duration::from_secs(600), async {
         let handle = runtime::spawn(job::Machine::new(), (), ExecutorConfig::new().history_capacity(10));
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         let t0 = Instant::now();
         advance(SECOND).await;
-        handle.call(Event::Go).await.unwrap(); // step 1, at t0+1
+        crate::support::within(handle.call(Event::Go)).await.unwrap(); // step 1, at t0+1
         advance(2 * SECOND).await;
         // One burst at t0+3: steps 2 to 151, step 77 refused.
         for n in 2..=151 {
             handle.send(if n == 77 { Event::Go } else { Event::Tick }).await.unwrap();
         }
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         let (tick, busy) = (Some(job::EventKind::Tick), StateKind::Busy);
         let at = |step: u64, stay: Duration| (step, busy, tick, busy, SECOND, stay);
         // Read in the middle: the latest ten hops, the last one step 151.
@@ -141,7 +143,7 @@ async fn long_runs_of_self_loops_read_back_hop_by_hop() {
         for event in [Event::Tick, Event::Tick, Event::Stop] {
             handle.send(event).await.unwrap();
         }
-        handle.wait_idle().await.unwrap();
+        crate::support::within(handle.wait_idle()).await.unwrap();
         let history = handle.history().await.unwrap();
         let mut expected: Vec<Hop> = (145..=151).map(|s| at(s, 2 * SECOND)).collect();
         expected.extend([at(152, 6 * SECOND), at(153, 6 * SECOND)]);

@@ -5,6 +5,8 @@
 //! event, the same machine without one, and configurations the worker
 //! refuses before its first step.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -91,7 +93,7 @@ async fn assert_not_stranded(handle: &MachineHandle<Machine, ()>) {
         .expect("nothing left in flight")
         .expect("the worker runs");
     assert_eq!(handle.status().state(), Some(StateKind::Idle));
-    let go = handle.call(Event::Go).await.expect("the worker runs");
+    let go = crate::support::within(handle.call(Event::Go)).await.expect("the worker runs");
     assert_eq!(
         go.outcome,
         Outcome::Moved { from: StateKind::Idle, to: StateKind::Working, action: desk::ActionKind::RunTool }
@@ -105,7 +107,7 @@ async fn assert_not_stranded(handle: &MachineHandle<Machine, ()>) {
 async fn an_interrupt_lands_the_machine_where_it_waits_for_input() {
     let performed = Arc::new(AtomicU32::new(0));
     let handle = runtime::spawn(Machine::new(), effects(Arc::clone(&performed)), with_interrupt_event());
-    handle.call(Event::Go).await.unwrap();
+    crate::support::within(handle.call(Event::Go)).await.unwrap();
     handle.interrupt("stop").await.unwrap();
     let history = handle.history().await.unwrap();
     let hops: Vec<_> = history.transitions().map(|t| (t.from, t.to)).collect();
@@ -120,7 +122,7 @@ async fn an_interrupt_lands_the_machine_where_it_waits_for_input() {
     // `RunTool` and the interrupt row's `Nothing`: `Summarize` was not performed.
     assert_eq!(performed.load(Ordering::SeqCst), 2);
     assert_not_stranded(&handle).await;
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 }
 
 /// Without an interrupt event, an interrupt is refused and cancels
@@ -130,11 +132,11 @@ async fn an_interrupt_lands_the_machine_where_it_waits_for_input() {
 async fn without_an_interrupt_event_an_interrupt_is_refused_and_cancels_nothing() {
     let performed = Arc::new(AtomicU32::new(0));
     let handle = runtime::spawn(Machine::new(), effects(Arc::clone(&performed)), ExecutorConfig::new());
-    handle.call(Event::Go).await.unwrap();
+    crate::support::within(handle.call(Event::Go)).await.unwrap();
     assert_eq!(handle.interrupt("stop").await, Err(RequestError::NoInterruptEvent));
     assert_eq!(handle.status().state(), Some(StateKind::Working), "the tool still runs");
     tokio::time::sleep(Duration::from_secs(3600)).await;
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     let history = handle.history().await.unwrap();
     let hops: Vec<_> = history.transitions().map(|t| (t.from, t.to)).collect();
     assert_eq!(
@@ -148,7 +150,7 @@ async fn without_an_interrupt_event_an_interrupt_is_refused_and_cancels_nothing(
     assert_eq!(performed.load(Ordering::SeqCst), 3, "the summary was asked for");
     assert!(history.interrupts().next().is_none());
     assert_not_stranded(&handle).await;
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
 }
 
 /// An interrupt event some resting state has no row for is refused
@@ -164,7 +166,7 @@ async fn an_interrupt_event_without_rows_everywhere_is_refused_before_the_first_
         event: EventKind::Go,
         states: vec![StateKind::Working, StateKind::Summarizing],
     });
-    match handle.call(Event::Go).await {
+    match crate::support::within(handle.call(Event::Go)).await {
         Err(RequestError::Failed(error)) => assert_eq!(*error, expected),
         other => panic!("expected the configuration error, got {other:?}"),
     }
@@ -197,7 +199,7 @@ async fn an_interrupt_event_without_rows_everywhere_is_refused_before_the_first_
 async fn an_interrupt_event_of_another_kind_fails_the_worker() {
     let config = ExecutorConfig::new().interrupt_event(EventKind::Interrupted, |_| Event::Summary);
     let handle = runtime::spawn(Machine::new(), effects(Arc::default()), config);
-    handle.call(Event::Go).await.unwrap();
+    crate::support::within(handle.call(Event::Go)).await.unwrap();
     let expected = WorkerError::Config(ConfigError::InterruptEventMismatch {
         configured: EventKind::Interrupted,
         built: EventKind::Summary,

@@ -74,7 +74,7 @@ async fn shutdown_cleanly(
 async fn shutdown_from_waiting() {
     let (handle, _, tracker) = agent_in("Waiting").await;
     handle.send(input("x")).await.unwrap();
-    handle.wait_idle().await.unwrap();
+    crate::support::within(handle.wait_idle()).await.unwrap();
     shutdown_cleanly(&handle, &tracker).await;
 }
 
@@ -117,7 +117,7 @@ async fn events_queued_at_shutdown_are_delivered_but_not_performed() {
     handle.send(input("queued 1")).await.unwrap();
     handle.send(input("queued 2")).await.unwrap();
     let mut notifications = handle.subscribe();
-    handle.shutdown().await.unwrap();
+    crate::support::within(handle.shutdown()).await.unwrap();
     let mut unperformed = Vec::new();
     while let Some(n) = notifications.recv().await {
         match n {
