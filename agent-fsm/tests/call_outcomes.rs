@@ -160,13 +160,7 @@ async fn a_call_after_the_machine_finished_answers_finished() {
         call(&handle, Event::Close).await.unwrap(),
         Outcome::Moved { from: StateKind::Busy, to: StateKind::Closed, action: ActionKind::Bye }
     );
-    assert_eq!(
-        tokio::time::timeout(std::time::Duration::from_secs(10), handle.wait_finished())
-            .await
-            .expect("the worker finishes")
-            .unwrap(),
-        StateKind::Closed
-    );
+    assert_eq!(crate::support::within(handle.wait_finished()).await.unwrap(), StateKind::Closed);
     assert_eq!(handle.status(), Status::In(StateKind::Closed));
     let outcome = call(&handle, Event::Open).await.unwrap();
     assert_eq!(outcome, Outcome::Finished { state: StateKind::Closed });

@@ -239,13 +239,13 @@ async fn a_shutdown_requested_in_the_middle_of_a_burst_of_calls_is_served_before
     }
     let mut answers = Vec::new();
     for call in calls {
-        answers.push(timeout(Duration::from_secs(10), call).await.expect("every call is answered").unwrap());
+        answers.push(crate::support::within(call).await.unwrap());
     }
     assert_eq!(performed.load(Ordering::SeqCst), AT, "actions performed after the shutdown was requested");
     let flags: Vec<bool> = answers.iter().map(|answer| answer.performed).collect();
     let expected: Vec<bool> = (0..QUEUED).map(|i| i < AT).collect();
     assert_eq!(flags, expected, "which calls' actions were performed");
     assert!(answers.iter().all(|answer| answer.state() == Some(counter::StateKind::Counting)));
-    let end = timeout(Duration::from_secs(10), handle.wait_finished()).await.expect("the worker finishes");
+    let end = crate::support::within(handle.wait_finished()).await;
     assert_eq!(end.unwrap(), counter::StateKind::Counting);
 }

@@ -138,7 +138,7 @@ pub struct History<M: StateMachine> {
     /// Found in one load on every change of state, rather than by a scan.
     slots: Vec<u32>,
     /// Poisoned only for a machine handed over poisoned, before any hop.
-    pub(crate) current: Status<StateKindOf<M>>,
+    current: Status<StateKindOf<M>>,
     entered: Instant,
     /// The time of the hops of the current burst of events (the worker
     /// reads the clock once per burst, see [`set_clock`](Self::set_clock)).

@@ -143,7 +143,7 @@ where
         }
         // Read only for a call, which answers with the step's outcome. The
         // history's state is the machine's (it follows every hop), one load.
-        let before = reply.as_ref().map(|_| (history.current, self.hot.terminal));
+        let before = reply.as_ref().map(|_| (history.current().0, self.hot.terminal));
         let mut recorder = Recorder {
             history,
             hot: &mut self.hot,
