@@ -94,7 +94,7 @@ fn spawn(config: ExecutorConfig<Desk>) -> MachineHandle<Desk> {
 
 /// Every event the machine received, in order.
 async fn received(handle: &MachineHandle<Desk>) -> Vec<Event> {
-    let history = handle.history().await.expect("the worker is running");
+    let history = crate::support::within(handle.history()).await.expect("the worker is running");
     history.events().expect("events are recorded").iter().map(|r| r.event.clone()).collect()
 }
 

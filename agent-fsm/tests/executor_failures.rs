@@ -270,7 +270,7 @@ mod cancel_after_failure {
         let mut faults = handle.subscribe_to(Topics::FAULTS);
         handle.send(Event::Go).await.unwrap();
         crate::support::within(handle.wait_idle()).await.unwrap();
-        let history = handle.history().await.unwrap();
+        let history = crate::support::within(handle.history()).await.unwrap();
         crate::support::within(handle.shutdown()).await.unwrap();
         let results: Vec<_> = history
             .events()
@@ -463,7 +463,10 @@ mod failure_reports {
             crate::support::within(handle.call(Event::Back)).await.expect_err("the worker never handles an event");
         assert_eq!(failure(err), WorkerError::SpawnedPoisoned);
         assert_eq!(handle.status(), agent_fsm::Status::Poisoned);
-        assert!(matches!(handle.history().await, Err(RequestError::Failed(_))), "every later request fails too");
+        assert!(
+            matches!(crate::support::within(handle.history()).await, Err(RequestError::Failed(_))),
+            "every later request fails too"
+        );
     }
 
     /// A failure callback that panics is reported with its task's key:

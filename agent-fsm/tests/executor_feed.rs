@@ -414,7 +414,7 @@ mod feed_and_clock {
         tokio::task::yield_now().await;
         handle.send(Event::Go).await.unwrap();
         crate::support::within(handle.wait_idle()).await.unwrap();
-        let history = handle.history().await.unwrap();
+        let history = crate::support::within(handle.history()).await.unwrap();
         let seen = seen.lock().unwrap().clone();
         let busy = seen.last().unwrap().1 - seen[0].1;
         assert_eq!(busy, Duration::from_secs(1), "{seen:?}");

@@ -27,7 +27,7 @@ async fn history_capacity_bounds_hops_and_interrupts_and_counts_what_it_drops() 
         for cause in ["one", "two", "three"] {
             handle.interrupt(cause).await.unwrap();
         }
-        handle.history().await.unwrap()
+        crate::support::within(handle.history()).await.unwrap()
     }
     let all = session(None).await;
     assert_eq!(all.evicted(), 0);
@@ -64,7 +64,7 @@ async fn history_chains_and_replay_reproduces_the_final_state() {
     handle.send(input("three")).await.unwrap();
     crate::support::within(handle.wait_idle()).await.unwrap();
 
-    let history = handle.history().await.unwrap();
+    let history = crate::support::within(handle.history()).await.unwrap();
     assert_chained(&history);
     let hops: Vec<_> = history.transitions().collect();
     assert_eq!(hops.first().unwrap().from, StateKind::Waiting);
@@ -77,7 +77,7 @@ async fn history_chains_and_replay_reproduces_the_final_state() {
     replay(&mut fresh, log).unwrap();
     let state = handle.state().await.unwrap();
     assert_eq!(fresh.state(), &state);
-    let context = handle.inspect(|m| m.context().clone()).await.unwrap();
+    let context = crate::support::within(handle.inspect(|m| m.context().clone())).await.unwrap();
     assert_eq!(fresh.context(), &context);
 
     // A different machine diverges, and replay says where.
@@ -113,9 +113,9 @@ async fn the_final_state_and_history_stay_readable_once_terminal() {
     // worker left them.
     sleep(Duration::from_secs(60)).await;
     assert_eq!(handle.state().await.unwrap(), support::State::Done);
-    let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+    let transcript = crate::support::within(handle.inspect(|m| m.context().transcript.clone())).await.unwrap();
     assert_eq!(transcript, ["calling tools", "answer"]);
-    let history = handle.history().await.unwrap();
+    let history = crate::support::within(handle.history()).await.unwrap();
     assert_chained(&history);
     assert_eq!(history.current().0, Status::In(StateKind::Done));
     assert_eq!(history.steps(), handle.steps());
@@ -125,9 +125,9 @@ async fn the_final_state_and_history_stay_readable_once_terminal() {
     // The event log reproduces the run.
     let mut fresh = Agent::new(3);
     replay(&mut fresh, history.events().unwrap()).unwrap();
-    assert_eq!(fresh, handle.inspect(Agent::clone).await.unwrap());
+    assert_eq!(fresh, crate::support::within(handle.inspect(Agent::clone)).await.unwrap());
     // A panicking query is still reported as such.
-    let err = handle.inspect(|_| -> u32 { panic!("bad query") }).await.unwrap_err();
+    let err = crate::support::within(handle.inspect(|_| -> u32 { panic!("bad query") })).await.unwrap_err();
     assert!(matches!(err, RequestError::InspectPanicked(ref m) if m == "bad query"));
     assert_eq!(handle.with_history(|h| h.steps()).await.unwrap(), history.steps());
 }
@@ -138,7 +138,7 @@ async fn a_failed_worker_leaves_nothing_to_read() {
     handle.send(input("go")).await.unwrap();
     assert!(crate::support::within(handle.wait_finished()).await.is_err());
     assert!(matches!(handle.state().await, Err(RequestError::Failed(_))));
-    assert!(matches!(handle.history().await, Err(RequestError::Failed(_))));
+    assert!(matches!(crate::support::within(handle.history()).await, Err(RequestError::Failed(_))));
 }
 
 #[tokio::test(start_paused = true)]
@@ -213,11 +213,11 @@ async fn queries_are_served_while_effects_run() {
     assert!(matches!(handle.try_send(input("full")), Err(SendError::Full(_))));
 
     // A panicking query is reported and the worker carries on.
-    let err = handle.inspect(|_| -> u32 { panic!("bad query") }).await.unwrap_err();
+    let err = crate::support::within(handle.inspect(|_| -> u32 { panic!("bad query") })).await.unwrap_err();
     assert!(matches!(err, RequestError::InspectPanicked(ref m) if m == "bad query"));
     assert_eq!(handle.steps(), 3);
     handle.interrupt("unstick").await.unwrap();
     crate::support::within(handle.wait_idle()).await.unwrap();
-    let inputs = handle.inspect(|m| m.context().inputs.clone()).await.unwrap();
+    let inputs = crate::support::within(handle.inspect(|m| m.context().inputs.clone())).await.unwrap();
     assert_eq!(inputs, ["go", "queued"]);
 }

@@ -95,7 +95,7 @@ async fn an_attached_observer_sees_every_hop_and_refusal_of_its_own_agent_in_ord
     assert_eq!((refused[0].state, refused[0].event), (Status::In(StateKind::Waiting), EventKind::RetryFired));
     assert_eq!(seen.states().first().copied(), Some(StateKind::Waiting));
     assert!(seen.states().contains(&StateKind::ExecutingTools), "{:?}", seen.states());
-    let history = first.history().await.unwrap();
+    let history = crate::support::within(first.history()).await.unwrap();
     assert_eq!(seen.steps.len(), history.transitions().len());
     // The idle agent's observer heard nothing of the other agent.
     assert_eq!(*recorders[1].lock().unwrap(), agent_fsm::Recorder::default());

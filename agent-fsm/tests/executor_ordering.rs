@@ -59,7 +59,7 @@ async fn input_sent_during_tools_is_delivered_after_them_in_order() {
     handle.send(input("third")).await.unwrap();
     crate::support::within(handle.wait_idle()).await.unwrap();
 
-    let inputs = handle.inspect(|m| m.context().inputs.clone()).await.unwrap();
+    let inputs = crate::support::within(handle.inspect(|m| m.context().inputs.clone())).await.unwrap();
     assert_eq!(inputs, ["first", "second", "third"]);
     let names: Vec<_> = event_log(&handle).await.iter().map(agent_fsm::Named::name).collect();
     assert_eq!(
@@ -80,7 +80,7 @@ async fn input_sent_during_tools_is_delivered_after_them_in_order() {
             "Completed", // third
         ]
     );
-    let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+    let transcript = crate::support::within(handle.inspect(|m| m.context().transcript.clone())).await.unwrap();
     assert_eq!(transcript, ["calling tools", "r1", "r2", "r3"]);
 }
 
@@ -98,11 +98,11 @@ async fn interrupt_during_streaming_keeps_the_partial_text() {
     assert_eq!(handle.status().to_string(), "Waiting");
     sleep(Duration::from_secs(1)).await;
     crate::support::within(handle.wait_idle()).await.unwrap();
-    let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+    let transcript = crate::support::within(handle.inspect(|m| m.context().transcript.clone())).await.unwrap();
     assert_eq!(transcript, ["Hello  [interrupted]"]);
     // The stream was dropped: nothing after the two deltas was produced.
     assert_eq!(script.produced().stream_events, BTreeMap::from([("Delta", 2)]));
-    let history = handle.history().await.unwrap();
+    let history = crate::support::within(handle.history()).await.unwrap();
     let causes: Vec<_> = history.interrupts().map(|i| i.cause.to_string()).collect();
     assert_eq!(causes, ["user pressed escape"]);
 }
@@ -117,7 +117,7 @@ async fn interrupt_during_tools_gives_every_pending_call_a_result() {
     handle.interrupt("stop").await.unwrap();
     assert_eq!(handle.status().to_string(), "Waiting");
 
-    let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
+    let batches = crate::support::within(handle.inspect(|m| m.context().tool_batches.clone())).await.unwrap();
     let expected: Vec<(String, bool)> = [("d:50", true), ("a:100", true), ("b:hang", false), ("c:300", false)]
         .map(|(id, ok)| (id.to_owned(), ok))
         .to_vec();
@@ -255,7 +255,7 @@ mod interleavings {
         }
         crate::support::within(handle.wait_idle()).await.unwrap();
 
-        let history = handle.history().await.unwrap();
+        let history = crate::support::within(handle.history()).await.unwrap();
         let log: Vec<Event> = history.events().unwrap().iter().map(|r| r.event.clone()).collect();
         let produced = script.produced();
 
@@ -298,7 +298,7 @@ mod interleavings {
         assert_eq!(fresh.state(), &handle.state().await.unwrap());
         // The context too: inputs, transcript (partial texts included) and
         // tool batches in arrival order.
-        let context = handle.inspect(|m| m.context().clone()).await.unwrap();
+        let context = crate::support::within(handle.inspect(|m| m.context().clone())).await.unwrap();
         assert_eq!(fresh.context(), &context);
 
         assert_eq!(handle.shutdown().await.unwrap(), support::StateKind::Done);
@@ -385,7 +385,7 @@ mod nested_sends {
         crate::support::within(handle.wait_idle()).await.unwrap();
         // Go(1), Back, Go(99) (taken in A), then Go(7) (refused in B).
         assert_eq!(handle.state().await.unwrap(), State::B { n: 99 });
-        let history = handle.history().await.unwrap();
+        let history = crate::support::within(handle.history()).await.unwrap();
         let events: Vec<Option<&str>> = history.transitions().map(|t| t.event.map(|e| e.name())).collect();
         assert_eq!(events, [Some("Go"), Some("Back"), Some("Go")]);
         crate::support::within(handle.shutdown()).await.unwrap();
@@ -456,7 +456,7 @@ mod owed_through_a_cut_chain {
     }
 
     async fn results(handle: &runtime::MachineHandle<Machine, ()>) -> u64 {
-        let history = handle.history().await.unwrap();
+        let history = crate::support::within(handle.history()).await.unwrap();
         history.events().unwrap().iter().filter(|r| r.event == Event::ToolDone).count() as u64
     }
 

@@ -89,7 +89,7 @@ fn spawn_with(
 
 /// The events the machine handled, in order.
 async fn delivered(handle: &Handle) -> Vec<Event> {
-    let history = handle.history().await.unwrap();
+    let history = crate::support::within(handle.history()).await.unwrap();
     history.events().expect("events are recorded").iter().map(|record| record.event.clone()).collect()
 }
 
@@ -212,14 +212,14 @@ async fn bursts_of_self_loops_read_back_hop_by_hop_at_every_capacity() {
         let kept = all.len().min(capacity);
         let expected = (all[all.len() - kept..].to_vec(), (all.len() - kept) as u64);
 
-        let running = handle.history().await.unwrap();
+        let running = crate::support::within(handle.history()).await.unwrap();
         assert_eq!(hops(&running), expected, "capacity {capacity}: the running worker's history");
         assert_eq!(running.steps(), 82);
         // Read twice: the first read unfolded the log, the second sees it so.
         let again = handle.with_history(hops).await.unwrap();
         assert_eq!(again, expected, "capacity {capacity}: read again");
         crate::support::within(handle.shutdown()).await.unwrap();
-        let parked = handle.history().await.unwrap();
+        let parked = crate::support::within(handle.history()).await.unwrap();
         assert_eq!(hops(&parked), expected, "capacity {capacity}: the stopped worker's history");
         assert_eq!(
             format!("{parked:?}").matches("TransitionRecord").count(),

@@ -21,10 +21,10 @@ async fn time_in_tools(limit: usize) -> Duration {
     handle.send(input("go")).await.unwrap();
     crate::support::within(handle.wait_idle()).await.unwrap();
     assert_eq!(handle.status().to_string(), "Waiting");
-    let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
+    let batches = crate::support::within(handle.inspect(|m| m.context().tool_batches.clone())).await.unwrap();
     assert_eq!(batches.len(), 1);
     assert!(batches[0].iter().all(|(_, ok)| *ok), "{batches:?}");
-    handle.history().await.unwrap().time_in(StateKind::ExecutingTools)
+    crate::support::within(handle.history()).await.unwrap().time_in(StateKind::ExecutingTools)
 }
 
 #[tokio::test(start_paused = true)]
@@ -48,7 +48,7 @@ async fn llm_error_retries_after_backoff_and_gives_up_through_the_machine() {
     assert_eq!(produced.llm_requests, 3);
     assert_eq!(produced.retries_scheduled, 2);
     assert_eq!(handle.status().to_string(), "Waiting");
-    let history = handle.history().await.unwrap();
+    let history = crate::support::within(handle.history()).await.unwrap();
     let error_stays: Vec<Duration> =
         history.transitions().filter(|t| t.from == StateKind::Error).map(|t| t.duration).collect();
     assert_eq!(error_stays, vec![script.policy.delay(1), script.policy.delay(2)]);
@@ -74,7 +74,7 @@ async fn a_panicking_tool_yields_an_error_outcome_and_the_agent_continues() {
     handle.send(input("go")).await.unwrap();
     crate::support::within(handle.wait_idle()).await.unwrap();
 
-    let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
+    let batches = crate::support::within(handle.inspect(|m| m.context().tool_batches.clone())).await.unwrap();
     assert_eq!(batches, [vec![("p:panic".to_owned(), false), ("a:10".to_owned(), true)]]);
     let failures = script.produced().tool_failures;
     assert!(
@@ -88,7 +88,7 @@ async fn a_panicking_tool_yields_an_error_outcome_and_the_agent_continues() {
         (Some(support::ActionKind::SendLlmRequest), Some(support::StateKind::CallingLlm))
     );
     crate::support::within(handle.wait_idle()).await.unwrap();
-    let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+    let transcript = crate::support::within(handle.inspect(|m| m.context().transcript.clone())).await.unwrap();
     assert_eq!(transcript, ["calling tools", "recovered", "ok"]);
 }
 
@@ -98,10 +98,13 @@ async fn a_task_timeout_fails_that_task_only() {
     let handle = start(&script, config().task_timeout(Duration::from_millis(50)));
     handle.send(input("go")).await.unwrap();
     crate::support::within(handle.wait_idle()).await.unwrap();
-    let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
+    let batches = crate::support::within(handle.inspect(|m| m.context().tool_batches.clone())).await.unwrap();
     assert_eq!(batches, [vec![("a:10".to_owned(), true), ("h:hang".to_owned(), false)]]);
     assert_eq!(script.produced().tool_failures, [("h:hang".to_owned(), EffectFailure::TimedOut)]);
-    assert_eq!(handle.history().await.unwrap().time_in(StateKind::ExecutingTools), Duration::from_millis(50));
+    assert_eq!(
+        crate::support::within(handle.history()).await.unwrap().time_in(StateKind::ExecutingTools),
+        Duration::from_millis(50)
+    );
 }
 
 /// A task's result is judged by when it came, not by whether it was ready
@@ -114,7 +117,7 @@ async fn a_task_done_at_its_deadline_has_timed_out() {
     let handle = start(&script, config().task_timeout(Duration::from_millis(50)));
     handle.send(input("go")).await.unwrap();
     crate::support::within(handle.wait_idle()).await.unwrap();
-    let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
+    let batches = crate::support::within(handle.inspect(|m| m.context().tool_batches.clone())).await.unwrap();
     assert_eq!(batches, [vec![("a:49".to_owned(), true), ("b:50".to_owned(), false)]]);
     assert_eq!(script.produced().tool_failures, [("b:50".to_owned(), EffectFailure::TimedOut)]);
 }
@@ -129,7 +132,7 @@ async fn a_stream_timeout_becomes_an_llm_error_and_the_machine_retries() {
     crate::support::within(handle.wait_idle()).await.unwrap();
     assert_eq!(script.produced().stream_failure_events, 1);
     assert_eq!(script.produced().llm_requests, 2);
-    let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+    let transcript = crate::support::within(handle.inspect(|m| m.context().transcript.clone())).await.unwrap();
     assert_eq!(transcript, ["fine"]);
 }
 
@@ -200,7 +203,7 @@ async fn retry_after_an_error_item(cancel: bool) -> (Vec<String>, (Vec<bool>, Ve
     handle.send(input("go")).await.unwrap();
     crate::support::within(handle.wait_idle()).await.unwrap();
     assert_eq!(handle.status().to_string(), "Waiting");
-    let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+    let transcript = crate::support::within(handle.inspect(|m| m.context().transcript.clone())).await.unwrap();
     let seen = seen.lock().unwrap().clone();
     (transcript, seen)
 }
@@ -286,7 +289,7 @@ async fn a_stream_that_panics_when_dropped_does_not_stop_the_agent() {
             assert_eq!(script.produced().llm_requests, 1, "the next turn");
         }
         assert_eq!(handle.status().to_string(), "Waiting", "ends: {ends}");
-        let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+        let transcript = crate::support::within(handle.inspect(|m| m.context().transcript.clone())).await.unwrap();
         assert_eq!(transcript.last().map(String::as_str), Some("fine"), "ends: {ends}");
         // Stopped by the shutdown, not failed.
         assert_eq!(handle.shutdown().await.unwrap(), support::StateKind::Done, "ends: {ends}");

@@ -23,9 +23,9 @@ async fn timeouts_at_the_end_of_the_clock_never_come() {
         let handle = start(&script, config().task_timeout(limit).stream_timeout(limit));
         handle.send(input("go")).await.unwrap();
         crate::support::within(handle.wait_idle()).await.unwrap();
-        let batches = handle.inspect(|m| m.context().tool_batches.clone()).await.unwrap();
+        let batches = crate::support::within(handle.inspect(|m| m.context().tool_batches.clone())).await.unwrap();
         assert_eq!(batches, [vec![("a:10".to_owned(), true)]], "{limit:?}");
-        let transcript = handle.inspect(|m| m.context().transcript.clone()).await.unwrap();
+        let transcript = crate::support::within(handle.inspect(|m| m.context().transcript.clone())).await.unwrap();
         assert_eq!(transcript, ["calling tools", "done"], "{limit:?}");
         crate::support::within(handle.shutdown()).await.unwrap();
     }
@@ -115,7 +115,7 @@ mod deadlines {
         tokio::time::sleep(Duration::from_secs(1)).await;
         handle.send(Event::Reply).await.unwrap();
         tokio::time::sleep(Duration::from_secs(60)).await;
-        let history = handle.history().await.unwrap();
+        let history = crate::support::within(handle.history()).await.unwrap();
         crate::support::within(handle.shutdown()).await.unwrap();
         let hops = history
             .transitions()
@@ -326,9 +326,9 @@ mod order {
         let handle = runtime::spawn(clock::Machine::new(Vec::new()), effects, ExecutorConfig::new());
         handle.send(clock::Event::Arm).await.unwrap();
         tokio::time::sleep(Duration::from_secs(6)).await;
-        assert_eq!(handle.inspect(|m| m.context().clone()).await.unwrap(), ["early"]);
+        assert_eq!(crate::support::within(handle.inspect(|m| m.context().clone())).await.unwrap(), ["early"]);
         tokio::time::sleep(Duration::from_secs(5)).await;
-        assert_eq!(handle.inspect(|m| m.context().clone()).await.unwrap(), ["early", "late"]);
+        assert_eq!(crate::support::within(handle.inspect(|m| m.context().clone())).await.unwrap(), ["early", "late"]);
         crate::support::within(handle.shutdown()).await.unwrap();
     }
 }

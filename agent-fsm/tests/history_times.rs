@@ -80,7 +80,7 @@ async fn hops_and_self_loops_carry_the_stay_up_to_them() {
         crate::support::within(handle.wait_idle()).await.unwrap();
         advance(6 * SECOND).await;
 
-        let history = handle.history().await.unwrap();
+        let history = crate::support::within(handle.history()).await.unwrap();
         let hops: Vec<_> =
             history.transitions().map(|t| (t.from, t.to, t.start.duration_since(t0), t.duration)).collect();
         let (idle, busy) = (StateKind::Idle, StateKind::Busy);
@@ -144,7 +144,7 @@ async fn long_runs_of_self_loops_read_back_hop_by_hop() {
             handle.send(event).await.unwrap();
         }
         crate::support::within(handle.wait_idle()).await.unwrap();
-        let history = handle.history().await.unwrap();
+        let history = crate::support::within(handle.history()).await.unwrap();
         let mut expected: Vec<Hop> = (145..=151).map(|s| at(s, 2 * SECOND)).collect();
         expected.extend([at(152, 6 * SECOND), at(153, 6 * SECOND)]);
         expected.push((154, busy, Some(job::EventKind::Stop), StateKind::Idle, SECOND, 6 * SECOND));

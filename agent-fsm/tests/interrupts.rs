@@ -109,7 +109,7 @@ async fn an_interrupt_lands_the_machine_where_it_waits_for_input() {
     let handle = runtime::spawn(Machine::new(), effects(Arc::clone(&performed)), with_interrupt_event());
     crate::support::within(handle.call(Event::Go)).await.unwrap();
     handle.interrupt("stop").await.unwrap();
-    let history = handle.history().await.unwrap();
+    let history = crate::support::within(handle.history()).await.unwrap();
     let hops: Vec<_> = history.transitions().map(|t| (t.from, t.to)).collect();
     assert_eq!(
         hops,
@@ -137,7 +137,7 @@ async fn without_an_interrupt_event_an_interrupt_is_refused_and_cancels_nothing(
     assert_eq!(handle.status().state(), Some(StateKind::Working), "the tool still runs");
     tokio::time::sleep(Duration::from_secs(3600)).await;
     crate::support::within(handle.wait_idle()).await.unwrap();
-    let history = handle.history().await.unwrap();
+    let history = crate::support::within(handle.history()).await.unwrap();
     let hops: Vec<_> = history.transitions().map(|t| (t.from, t.to)).collect();
     assert_eq!(
         hops,

@@ -69,7 +69,7 @@ fn spawn(config: ExecutorConfig<Reader>) -> MachineHandle<Reader> {
 
 async fn received(handle: &MachineHandle<Reader>) -> Vec<Event> {
     timeout(Duration::from_secs(60), handle.wait_idle()).await.expect("the work ends").expect("running");
-    let history = handle.history().await.expect("running");
+    let history = timeout(Duration::from_secs(60), handle.history()).await.expect("answered").expect("running");
     history.events().expect("recorded").iter().map(|r| r.event.clone()).collect()
 }
 

@@ -54,12 +54,12 @@ async fn shutdown_cleanly(
     assert_eq!(hops.last(), Some(&(Some("Shutdown"), "Done")));
     // So does the history, which outlives the worker, and its event log
     // reproduces the final machine.
-    let history = handle.history().await.unwrap();
+    let history = crate::support::within(handle.history()).await.unwrap();
     let recorded: Vec<_> = history.transitions().map(|t| (t.event.map(Kind::name), t.to.name())).collect();
     assert!(recorded.ends_with(&hops), "{recorded:?} does not end with {hops:?}");
     let mut fresh = Agent::new(3);
     runtime::replay(&mut fresh, history.events().unwrap()).unwrap();
-    assert_eq!(fresh, handle.inspect(Agent::clone).await.unwrap());
+    assert_eq!(fresh, crate::support::within(handle.inspect(Agent::clone)).await.unwrap());
     // No task outlives the worker: the tracker empties without any time
     // passing.
     let now = Instant::now();
