@@ -26,8 +26,8 @@ use agent_fsm::runtime::ExecutorConfig;
 use agent_fsm::store::{CheckpointStore, Durable, SqliteStore};
 use agent_fsm_examples::fleet_agent::audit::connect;
 use agent_fsm_examples::fleet_agent::cluster::{
-    ChildSpec, Processes, Role, URL_ENV, WorkerOutcome, agent_ids, child_spec, create_agents, drop_schema,
-    fresh_schema, progress, read_outcome, run_child, wait_until, workers,
+    ChildSpec, Processes, Role, URL_ENV, WorkerOutcome, agent_ids, create_agents, drop_schema, fresh_schema, progress,
+    read_outcome, run_if_child, wait_until, workers,
 };
 use agent_fsm_examples::fleet_agent::drive::task_for;
 use agent_fsm_examples::fleet_agent::{FleetAgent, FleetEffects, Plan, Probe, ScriptedModel};
@@ -44,9 +44,8 @@ const LEASE_MS: u64 = 5000;
 const RECOVERY_LEASE_MS: u64 = 2000;
 
 fn main() {
-    if let Some(spec) = child_spec() {
-        let spec = spec.expect("a child spec");
-        if let Err(error) = run_child(&spec) {
+    if let Some(ran) = run_if_child() {
+        if let Err(error) = ran {
             eprintln!("child failed: {error}");
             std::process::exit(1);
         }

@@ -17,8 +17,8 @@ use agent_fsm::fleet::{Fleet, FleetConfig};
 use agent_fsm_examples::fleet_agent::Plan;
 use agent_fsm_examples::fleet_agent::audit::{audit, connect};
 use agent_fsm_examples::fleet_agent::cluster::{
-    ChildSpec, Processes, Role, URL_ENV, agent_ids, child_spec, create_agents, drop_schema, fresh_schema, holding,
-    progress, run_child, wait_until, workers,
+    ChildSpec, Processes, Role, URL_ENV, agent_ids, create_agents, drop_schema, fresh_schema, holding, progress,
+    run_if_child, wait_until, workers,
 };
 use agent_fsm_examples::fleet_agent::drive::drive;
 
@@ -55,8 +55,8 @@ fn parse() -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
-    if let Some(spec) = child_spec() {
-        return match spec.map_err(|e| e.to_string()).and_then(|spec| run_child(&spec).map_err(|e| e.to_string())) {
+    if let Some(ran) = run_if_child() {
+        return match ran {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("fleet child failed: {error}");

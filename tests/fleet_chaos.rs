@@ -17,8 +17,8 @@ use agent_fsm::fleet::{Fleet, FleetConfig};
 use agent_fsm_examples::fleet_agent::Plan;
 use agent_fsm_examples::fleet_agent::audit::{audit, connect};
 use agent_fsm_examples::fleet_agent::cluster::{
-    ChildSpec, Processes, Role, URL_ENV, WorkerOutcome, agent_ids, child_spec, create_agents, drop_schema,
-    fresh_schema, holding, progress, read_outcome, run_child, wait_until, workers,
+    ChildSpec, Processes, Role, URL_ENV, WorkerOutcome, agent_ids, create_agents, drop_schema, fresh_schema, holding,
+    progress, read_outcome, run_if_child, wait_until, workers,
 };
 use agent_fsm_examples::fleet_agent::drive::Driven;
 
@@ -34,9 +34,8 @@ const LEASE: Duration = Duration::from_millis(1500);
 const LIMIT: Duration = Duration::from_secs(150);
 
 fn main() {
-    if let Some(spec) = child_spec() {
-        let spec = spec.expect("a child spec");
-        if let Err(error) = run_child(&spec) {
+    if let Some(ran) = run_if_child() {
+        if let Err(error) = ran {
             eprintln!("child failed: {error}");
             std::process::exit(1);
         }

@@ -100,7 +100,7 @@ pub enum ChildError {
     /// The runtime or the outcome file failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
-    /// The outcome did not serialize.
+    /// The spec was not valid JSON, or the outcome did not serialize.
     #[error("{0}")]
     Encode(#[from] serde_json::Error),
 }
@@ -124,6 +124,16 @@ pub fn fresh_schema(prefix: &str) -> String {
 /// The JSON's, when the variable holds no spec.
 pub fn child_spec() -> Option<Result<ChildSpec, serde_json::Error>> {
     std::env::var(CHILD_ENV).ok().map(|json| serde_json::from_str(&json))
+}
+
+/// Runs this process as the fleet child its environment names, if it is
+/// one (`None` otherwise): [`child_spec`], then [`run_child`]. A binary
+/// that starts itself as children calls it first thing in `main`.
+///
+/// # Errors
+/// [`ChildError`]: the spec was not valid JSON, or the child failed.
+pub fn run_if_child() -> Option<Result<(), ChildError>> {
+    child_spec().map(|spec| run_child(&spec?))
 }
 
 /// Runs the child `spec` describes to its end, and writes its outcome.
