@@ -1,0 +1,271 @@
+//! A durable agent's journal writer: encodes each step and writes it to
+//! the store as the agent's [`Durability`] says (at once, from a thread
+//! of its own while the action runs, or at the stop).
+
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::thread::JoinHandle;
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::StateMachine;
+use crate::runtime::durable::{JournalError, Origin, Replay, Started, StepJournal, StepWork, WorkId, WorkKind};
+use crate::store::{CheckpointStore, Effect, EffectKind, INPUT_ORIGIN, Journal, PendingStep, StepRecord, StoreError};
+
+/// When a durable agent's steps reach its store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Durability {
+    /// Each step is written before the work its action starts runs: the
+    /// action's tasks wait in the queue until the write returns (streams,
+    /// timers and sends only run once the step is over anyway). A crash
+    /// loses no step that started work, and no work runs that the store
+    /// does not know of. The write is synchronous, on the worker's thread.
+    #[default]
+    BeforeAction,
+    /// Each step is handed to a writer thread and written while its action
+    /// is performed: the worker does not wait for the disk, and the steps
+    /// that come while a write runs go in the next one together. A crash
+    /// loses the steps not yet written; the work they started was
+    /// performed and, not being in the store, is not performed again.
+    WhileAction,
+    /// Steps are kept in memory and written when the agent stops (a
+    /// shutdown, a terminal state, every handle dropped), in one
+    /// [`append_all`](CheckpointStore::append_all). A crash loses every step
+    /// since the agent was spawned.
+    OnStop,
+}
+
+/// A clock of wall time, for the deadlines of timers kept in a store.
+pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// A durable agent's [`StepJournal`]: encodes the steps and writes them
+/// as its [`Durability`] says.
+pub(super) struct Writer<M: StateMachine> {
+    journal: Journal<M>,
+    store: Arc<dyn CheckpointStore>,
+    durability: Durability,
+    clock: Clock,
+    /// The step begun, written by `commit`.
+    pending: Option<PendingStep>,
+    replay: Option<Replay<M::Event>>,
+    /// [`Durability::OnStop`]'s writes.
+    buffered: Vec<Write>,
+    /// [`Durability::WhileAction`]'s writer.
+    thread: Option<WriterThread>,
+}
+
+/// A write to the store: steps, or the ends of work that ended between two
+/// steps.
+enum Write {
+    Step(StepRecord),
+    Ends(Vec<(EffectKind, String)>),
+}
+
+/// Writes `writes` in order, consecutive steps in one transaction.
+fn write_all(store: &dyn CheckpointStore, agent: &str, writes: Vec<Write>) -> Result<(), StoreError> {
+    let mut steps = Vec::new();
+    for write in writes {
+        match write {
+            Write::Step(record) => steps.push(record),
+            Write::Ends(ends) => {
+                if !steps.is_empty() {
+                    store.append_all(agent, &std::mem::take(&mut steps))?;
+                }
+                store.finish(agent, &ends)?;
+            }
+        }
+    }
+    if steps.is_empty() { Ok(()) } else { store.append_all(agent, &steps) }
+}
+
+/// A thread that writes what it is sent, in order, and keeps the first
+/// error (it writes nothing after one).
+struct WriterThread {
+    tx: mpsc::Sender<Write>,
+    failed: Arc<Mutex<Option<StoreError>>>,
+    join: JoinHandle<()>,
+}
+
+impl WriterThread {
+    fn start(store: Arc<dyn CheckpointStore>, agent: String) -> Result<Self, StoreError> {
+        let (tx, rx) = mpsc::channel::<Write>();
+        let failed = Arc::new(Mutex::new(None));
+        let slot = Arc::clone(&failed);
+        let join = std::thread::Builder::new()
+            .name(format!("agent-fsm-store-{agent}"))
+            .spawn(move || {
+                // What came in while the last write ran goes in one
+                // transaction (one disk sync): the writer keeps up however
+                // fast the steps come.
+                while let Ok(first) = rx.recv() {
+                    let mut batch = vec![first];
+                    batch.extend(rx.try_iter());
+                    if let Err(error) = write_all(&*store, &agent, batch) {
+                        *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| StoreError::Write(Box::new(e)))?;
+        Ok(Self { tx, failed, join })
+    }
+
+    fn failure(&self) -> Option<StoreError> {
+        self.failed.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+fn erased(error: StoreError) -> JournalError {
+    Arc::new(error)
+}
+
+impl<M> Writer<M>
+where
+    M: StateMachine,
+    M::State: Serialize,
+    M::Context: Serialize,
+    M::Event: Serialize,
+{
+    /// A writer of `journal`'s steps to `store`, as `durability` says,
+    /// which first hands the worker `replay`, if any.
+    pub(super) fn new(
+        journal: Journal<M>,
+        store: Arc<dyn CheckpointStore>,
+        durability: Durability,
+        clock: Clock,
+        replay: Option<Replay<M::Event>>,
+    ) -> Self {
+        Self { journal, store, durability, clock, pending: None, replay, buffered: Vec::new(), thread: None }
+    }
+
+    fn encode(&self, step: &mut PendingStep, work: StepWork<'_, M::Event>) -> Result<(), StoreError> {
+        for (kind, id) in work.ended {
+            step.finish(effect_kind(kind), id.to_string());
+        }
+        let now = (self.clock)();
+        for started in work.started {
+            let effect = match started {
+                Started::Task(id) => Effect::task(id.to_string()),
+                Started::Stream(id) => Effect::stream(id.to_string()),
+                Started::Timer { id, holds, left, event } => {
+                    let mut effect = Effect::timer(id.to_string(), now + left, Journal::<M>::encode(event)?);
+                    if holds {
+                        effect.kind = EffectKind::Pause;
+                    }
+                    effect
+                }
+                Started::Send { id, event } => Effect {
+                    kind: EffectKind::Send,
+                    key: id.to_string(),
+                    deadline: None,
+                    event: Some(Journal::<M>::encode(event)?),
+                },
+            };
+            step.start(effect);
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, step: PendingStep, machine: &M) -> Result<(), StoreError> {
+        match self.durability {
+            Durability::BeforeAction => self.journal.commit(&*self.store, step, machine).map(drop),
+            Durability::WhileAction => {
+                let record = self.journal.prepare(step, machine)?;
+                if self.thread.is_none() {
+                    self.thread = Some(WriterThread::start(Arc::clone(&self.store), self.journal.agent().to_owned())?);
+                }
+                let Some(thread) = &self.thread else { return Ok(()) };
+                if let Some(error) = thread.failure() {
+                    return Err(error);
+                }
+                // A writer that stopped left its error, read above or next time.
+                let _ = thread.tx.send(Write::Step(record));
+                Ok(())
+            }
+            Durability::OnStop => {
+                let record = self.journal.prepare(step, machine)?;
+                self.buffered.push(Write::Step(record));
+                Ok(())
+            }
+        }
+    }
+
+    fn write_ends(&mut self, ends: Vec<(EffectKind, String)>) -> Result<(), StoreError> {
+        match (&self.thread, self.durability) {
+            (_, Durability::OnStop) => self.buffered.push(Write::Ends(ends)),
+            (Some(thread), _) => {
+                if let Some(error) = thread.failure() {
+                    return Err(error);
+                }
+                let _ = thread.tx.send(Write::Ends(ends));
+            }
+            (None, _) => self.store.finish(self.journal.agent(), &ends)?,
+        }
+        Ok(())
+    }
+}
+
+fn effect_kind(kind: WorkKind) -> EffectKind {
+    match kind {
+        WorkKind::Task => EffectKind::Task,
+        WorkKind::Stream => EffectKind::Stream,
+        WorkKind::Deadline => EffectKind::Timer,
+        WorkKind::Pause => EffectKind::Pause,
+        WorkKind::Send => EffectKind::Send,
+    }
+}
+
+impl<M> StepJournal<M> for Writer<M>
+where
+    M: StateMachine,
+    M::State: Serialize,
+    M::Context: Serialize,
+    M::Event: Serialize + Send,
+{
+    fn take_replay(&mut self) -> Option<Replay<M::Event>> {
+        self.replay.take()
+    }
+
+    fn begin(&mut self, event: &M::Event, origin: Option<Origin>) -> Result<u64, JournalError> {
+        let mut step = self.journal.begin(event).map_err(erased)?;
+        match origin {
+            Some(Origin::Stream(id)) => step.set_origin(format!("stream:{id}")),
+            // A store that keeps an inbox (the fleet's) counts these steps
+            // against it; a restart reads only stream origins.
+            Some(Origin::Input) => step.set_origin(INPUT_ORIGIN.to_owned()),
+            None => {}
+        }
+        self.pending = Some(step);
+        Ok(self.journal.next_seq())
+    }
+
+    fn commit(&mut self, machine: &M, work: StepWork<'_, M::Event>) -> Result<(), JournalError> {
+        let Some(mut step) = self.pending.take() else { return Ok(()) };
+        self.encode(&mut step, work).map_err(erased)?;
+        self.write(step, machine).map_err(erased)
+    }
+
+    fn ended(&mut self, ended: Vec<(WorkKind, WorkId)>) -> Result<(), JournalError> {
+        let ends = ended.into_iter().map(|(kind, id)| (effect_kind(kind), id.to_string())).collect();
+        self.write_ends(ends).map_err(erased)
+    }
+
+    fn stop(&mut self) -> Result<(), JournalError> {
+        let buffered = std::mem::take(&mut self.buffered);
+        write_all(&*self.store, self.journal.agent(), buffered).map_err(erased)?;
+        if let Some(thread) = self.thread.take() {
+            drop(thread.tx);
+            // The writer ends once it has written what it was sent.
+            let _ = thread.join.join();
+            if let Some(error) = thread.failed.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                return Err(erased(error));
+            }
+        }
+        Ok(())
+    }
+
+    fn holds_tasks(&self) -> bool {
+        self.durability == Durability::BeforeAction
+    }
+}
