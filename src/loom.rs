@@ -571,9 +571,11 @@ pub mod machine {
         ProcessingLlmResponse => WaitingForUserInput / WaitForInput,
 
         /// A result for a pending call: the guard finds the call once and
-        /// hands its position to the row.
+        /// hands its position to the row. The count goes first: the last
+        /// result of a round fails it at once, and only the row that takes
+        /// that result looks for the call.
         ExecutingTools { executions } + ToolCompleted { call_id, outcome }
-            [let Some(at) = executions.pending_at(call_id) && executions.pending_count() > 1]
+            [executions.pending_count() > 1 && let Some(at) = executions.pending_at(call_id)]
             => { executions.complete_at(at, outcome); } ExecutingTools / WaitForInput,
         ExecutingTools { mut executions } + ToolCompleted { call_id, outcome }
             [let Some(at) = executions.pending_at(call_id) && executions.mutates_at(at, outcome, &ctx.mutating_tools)]

@@ -128,7 +128,7 @@ fn description_lists_every_tested_row() {
         (
             "ExecutingTools",
             Some("ToolCompleted"),
-            Some("let Some(at) = executions.pending_at(call_id) && executions.pending_count() > 1"),
+            Some("executions.pending_count() > 1 && let Some(at) = executions.pending_at(call_id)"),
             "ExecutingTools",
             Some("WaitForInput"),
         ),
