@@ -82,6 +82,18 @@ fn added_rows_a_reply_to_another_request_is_refused_and_a_stale_one_approves_not
     assert!(m.state().is_waiting_for_permission());
 }
 
+/// A grant that comes before its request, even one naming the id the
+/// request is about to get, is not kept for it.
+#[test]
+fn added_rows_a_grant_sent_before_the_request_approves_nothing() {
+    let mut m = calling();
+    let early = AgentEvent::PermissionGranted { request_id: 2 };
+    assert_eq!(m.handle_event(early), AgentAction::WaitForInput, "no row while the reply streams: the fallback");
+    let calls = vec![call("1", "write_file")];
+    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission { request_id: 2, calls });
+    assert!(m.state().is_waiting_for_permission(), "asked, though a grant for its id came first");
+}
+
 #[test]
 fn base_row_read_only_calls_run_at_once() {
     let mut m = calling();

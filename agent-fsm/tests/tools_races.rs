@@ -1,8 +1,9 @@
 //! The workspace file tools while another process changes the workspace
 //! under them, as a shell command left running would: a directory swapped
-//! for a symlink out of the workspace, and a file swapped for a FIFO, each
-//! many thousand times during the calls. Nothing outside is touched and no
-//! call blocks.
+//! for a symlink out of the workspace, a file swapped for a FIFO, each
+//! many thousand times during the calls, and a file growing while it is
+//! read. Nothing outside is touched, no call blocks, and no read returns
+//! more than the limit.
 #![cfg(unix)]
 
 use agent_fsm::tools::Workspace;
@@ -44,7 +45,7 @@ fn swapping(dir: &Path, name: &str, a: PathBuf, b: PathBuf, stop: &Arc<AtomicBoo
         let mut swaps = 0u64;
         while !stop.load(Ordering::Relaxed) {
             let _ = std::fs::remove_file(&tmp);
-            symlink(if swaps % 2 == 0 { &a } else { &b }, &tmp).expect("symlink");
+            symlink(if swaps.is_multiple_of(2) { &a } else { &b }, &tmp).expect("symlink");
             std::fs::rename(&tmp, &target).expect("rename");
             swaps += 1;
         }
@@ -110,4 +111,45 @@ async fn a_file_swapped_for_a_fifo_after_the_check_does_not_block() {
     let _both_ends = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).expect("open the FIFO");
     assert!(!read_blocked, "read_file blocked on a FIFO swapped in after its check");
     assert!(!write_blocked, "write_file blocked on a FIFO swapped in after its check");
+}
+
+/// The size is checked before the read and again during it: a file that
+/// grows past the limit in between is refused, never returned whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_growing_while_it_is_read_is_never_returned_past_the_limit() {
+    const MAX: u64 = 64 * 1024;
+    let f = fixture();
+    let ws = f.ws.clone().with_max_file_bytes(MAX);
+    let path = f.inside.join("log");
+    let stop = Arc::new(AtomicBool::new(false));
+    let grower = {
+        let (path, stop) = (path.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            use std::io::Write as _;
+            let line = [b'x'; 4096];
+            let mut rounds = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                // Starts small each round, then grows past the limit.
+                let mut file = std::fs::File::create(&path).expect("create");
+                for _ in 0..32 {
+                    file.write_all(&line).expect("append");
+                }
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    let (mut read, mut refused) = (0, 0);
+    for _ in 0..5000 {
+        match ws.read_file("log").await {
+            Ok(text) => {
+                assert!(text.len() as u64 <= MAX, "read {} bytes over the {MAX}-byte limit", text.len());
+                read += 1;
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let rounds = grower.join().expect("grower");
+    assert!(rounds > 10 && read > 0 && refused > 0, "the race ran: {rounds} rounds, {read} read, {refused} refused");
 }
