@@ -78,8 +78,9 @@
 //!   timeout passes, or when the future is dropped (the agent cancelled the
 //!   call), so a background child (`sleep 1000 &`) does not outlive the call.
 //!   A process that leaves the group on purpose (`setsid`) is not tracked:
-//!   it outlives the call, and while it keeps the output pipe open the call
-//!   waits for it, until the timeout (which the result then reports);
+//!   it outlives the call, but does not hold it either, even while it
+//!   keeps the output pipe open (the output ends with what the pipe holds
+//!   when the shell exits; what that process writes later is not read);
 //! - at most [`ShellOptions::output_cap`] bytes of output are kept (the
 //!   first half and the last half of stdout and stderr together); the rest
 //!   is read and dropped as it arrives, and the result says how many bytes
