@@ -20,7 +20,8 @@
 //!
 //! The model is asked to fix a typo in `greeting.sh`. The scripted one lists
 //! and reads the files (two tool calls at once), edits the script (a
-//! mutating tool, so the post-tool hook runs), runs it to check, and
+//! mutating tool, so the post-tool hook runs), runs it to check (a shell
+//! command, which can change files too: the hook runs again), and
 //! reports. Every transition is printed as it happens, the model's text as
 //! it streams. At the end: turns, transitions, tool calls and time in each
 //! state; the exit status says whether the file was fixed.

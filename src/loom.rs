@@ -375,7 +375,11 @@ pub struct AgentConfig {
     pub max_retries: u32,
     /// Token budget per reply.
     pub max_tokens: u32,
-    /// Tools whose success triggers the post-tool hook.
+    /// Tools that can change the workspace: their success triggers the
+    /// post-tool hook, and [`crate::loom_with_permission`] asks before
+    /// running them. By default the edits and the shell, under the names
+    /// of `agent_fsm::tools` (`write_file`, `edit_file`, `run_command`) and
+    /// `bash`.
     pub mutating_tools: Vec<String>,
 }
 
@@ -384,7 +388,7 @@ impl Default for AgentConfig {
         AgentConfig {
             max_retries: 3,
             max_tokens: 4096,
-            mutating_tools: vec!["edit_file".to_owned(), "write_file".to_owned(), "bash".to_owned()],
+            mutating_tools: ["edit_file", "write_file", "run_command", "bash"].map(str::to_owned).to_vec(),
         }
     }
 }

@@ -84,6 +84,8 @@ async fn run(chrome: PathBuf) {
     let mut seen: Vec<String> = vec!["WaitingForUserInput".into()];
     let mut timeline_lengths = vec![0];
     let mut approved_at = None;
+    let mut clicked_at = None;
+    let mut clicks = 0;
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let page = browser.eval(READ).await.expect("read the page");
@@ -96,11 +98,17 @@ async fn run(chrome: PathBuf) {
         if timeline_lengths.last() != Some(&length) {
             timeline_lengths.push(length);
         }
+        // The edit, then the command that checks it: one click each, once
+        // the agent has moved on from the one clicked before.
         if page["approval"] == true && approved_at.is_none() {
             assert_eq!(page["current"], "WaitingForPermission", "an approval shows while the agent waits for it");
             browser.screenshot(&screenshot_path()).await.expect("screenshot");
+        }
+        if page["approval"] == true && page["current"] == "WaitingForPermission" && clicked_at != Some(seen.len()) {
             browser.eval("document.querySelector('#approval .approve').click()").await.expect("click approve");
-            approved_at = Some(seen.len());
+            approved_at.get_or_insert(seen.len());
+            clicked_at = Some(seen.len());
+            clicks += 1;
         }
         if approved_at.is_some() && page["current"] == "WaitingForUserInput" {
             break;
@@ -109,6 +117,7 @@ async fn run(chrome: PathBuf) {
         sleep(Duration::from_millis(30)).await;
     }
     let approved_at = approved_at.expect("an approval was shown");
+    assert_eq!(clicks, 2, "the edit and the check each waited for a click");
 
     // The agent went on after the click: the edit ran and fixed the file.
     let history = session.handle.history().await.expect("history");

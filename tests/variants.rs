@@ -40,6 +40,18 @@ fn added_row_mutating_calls_wait_for_permission() {
     assert_eq!((conversation.len(), *request_id), (2, 2));
 }
 
+/// A shell command can change anything an edit can: by default it waits
+/// for permission too, under the name the workspace tools give it.
+#[test]
+fn added_row_a_shell_command_waits_for_permission_by_default() {
+    for shell in ["run_command", "bash"] {
+        let mut m = calling();
+        let calls = vec![call("1", "read_file"), call("2", shell)];
+        let action = m.handle_event(completed(calls.clone()));
+        assert_eq!(action, AgentAction::AskPermission { request_id: 2, calls }, "{shell}");
+    }
+}
+
 #[test]
 fn added_rows_a_reply_to_another_request_is_refused_and_a_stale_one_approves_nothing() {
     let mut m = calling();
@@ -68,6 +80,18 @@ fn added_rows_a_reply_to_another_request_is_refused_and_a_stale_one_approves_not
     let action = m.handle_event(AgentEvent::PermissionGranted { request_id: 2 });
     assert_eq!(action, AgentAction::DisplayError("no permission request 2 pending (waiting for 4)".into()));
     assert!(m.state().is_waiting_for_permission());
+}
+
+/// A grant that comes before its request, even one naming the id the
+/// request is about to get, is not kept for it.
+#[test]
+fn added_rows_a_grant_sent_before_the_request_approves_nothing() {
+    let mut m = calling();
+    let early = AgentEvent::PermissionGranted { request_id: 2 };
+    assert_eq!(m.handle_event(early), AgentAction::WaitForInput, "no row while the reply streams: the fallback");
+    let calls = vec![call("1", "write_file")];
+    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission { request_id: 2, calls });
+    assert!(m.state().is_waiting_for_permission(), "asked, though a grant for its id came first");
 }
 
 #[test]

@@ -248,6 +248,32 @@ async fn requests_from_elsewhere_are_refused() {
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
 }
 
+/// A page of another origin can only click through a preflight, since the
+/// buttons' header is not one a browser sends across origins unasked; the
+/// server grants none, so the browser never sends the click.
+#[tokio::test]
+async fn another_origin_is_granted_no_preflight() {
+    let handle = agent();
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    inspector.attach(&handle, view()).await.expect("attach");
+    let addr = inspector.local_addr();
+    for origin in ["http://evil.example", "http://localhost:1", "null"] {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        let text = format!(
+            "OPTIONS /api/agents/0/approvals/1/approve HTTP/1.1\r\nHost: {addr}\r\nOrigin: {origin}\r\n\
+             Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: x-agent-fsm-inspector\r\n\
+             Connection: close\r\n\r\n"
+        );
+        stream.write_all(text.as_bytes()).await.expect("write");
+        let mut response = String::new();
+        timeout(LIMIT, stream.read_to_string(&mut response)).await.expect("in time").expect("read");
+        let head = response.split("\r\n\r\n").next().unwrap_or_default().to_ascii_lowercase();
+        assert!(!head.starts_with("http/1.1 2"), "{origin}: {head}");
+        assert!(!head.contains("access-control-allow"), "{origin}: {head}");
+    }
+    handle.shutdown().await.expect("shutdown");
+}
+
 #[tokio::test]
 async fn only_loopback_addresses_and_stopped_agents_too() {
     match Inspector::bind("0.0.0.0:0").await {

@@ -1,8 +1,9 @@
 //! The workspace tools against real directories and real `sh` processes:
 //! no path (symlinks to files and directories, relative ones, ones the
 //! shell made, `..`, absolute paths) leads out of the workspace, a
-//! command's background children die with it (timeout, cancel, exit), and
-//! output over the cap is cut and says so.
+//! command's background children die with it (timeout, cancel, exit), one
+//! that left its group does not hold the call, and output over the cap is
+//! cut and says so.
 #![cfg(unix)]
 
 use agent_fsm::tools::{ShellOptions, ToolError, Workspace};
@@ -301,6 +302,22 @@ async fn a_background_child_does_not_outlive_the_shell() {
     for name in ["held", "freed"] {
         assert_dies(pid_in(&f.inside, name).await, shell).await;
     }
+}
+
+/// A process that leaves the group (`setsid`) is not killed, but holding
+/// the output pipe it does not keep the call past the shell's exit either:
+/// the shell's output is returned, the command not timed out.
+#[tokio::test]
+async fn a_process_that_left_the_group_does_not_hold_the_call() {
+    let f = fixture();
+    let options = ShellOptions::default().with_timeout(HANG);
+    let command = "setsid sh -c 'echo $$ > escaped; while :; do echo tick; sleep 0.1; done' & \
+                   while [ ! -s escaped ]; do sleep 0.01; done; echo done";
+    let run = tokio::time::timeout(2 * HANG, f.ws.run_command(command, &options)).await.expect("returns").expect("ran");
+    let escaped = pid_in(&f.inside, "escaped").await;
+    let _ = std::process::Command::new("kill").args(["-KILL", &escaped.to_string()]).status();
+    assert!(run.success() && !run.timed_out, "{run:?}");
+    assert!(run.output.contains("done\n"), "{run:?}");
 }
 
 #[tokio::test]

@@ -243,8 +243,8 @@ const INSPECT_WORD: Duration = Duration::from_millis(120);
 const INSPECT_PACE: Duration = Duration::from_millis(1500);
 
 /// The demo under the inspector on `addr` (see [`super::inspect`]): prints
-/// the page's URL and every hop, waits for the turn to end (the edit waits
-/// for the page's approval), stops the agent, and keeps serving the
+/// the page's URL and every hop, waits for the turn to end (the edit and
+/// the command that checks it wait for the page's approval), stops the agent, and keeps serving the
 /// finished session until Ctrl-C.
 async fn run_inspected<W: Write + Send + 'static>(
     addr: &str,
@@ -261,12 +261,12 @@ async fn run_inspected<W: Write + Send + 'static>(
     let _ = writeln!(printer.out, "inspector: {}", session.url);
     let _ = writeln!(printer.out, "(all agents: {})", session.inspector.url());
     let _ = writeln!(printer.out, "workspace: {}", root.display());
-    let _ = writeln!(printer.out, "the edit waits for approval on the page\n");
+    let _ = writeln!(printer.out, "the edit and the check wait for approval on the page\n");
     let _ = printer.out.flush();
     let mut notifications = session.handle.subscribe();
     session.begin(TASK).await?;
-    // The turn ends back in `WaitingForUserInput` (the edit approved or
-    // denied on the page).
+    // The turn ends back in `WaitingForUserInput` (the edit and the check
+    // approved, or one denied, on the page).
     let mut tool_calls = 0;
     while let Some(n) = notifications.recv().await {
         printer.show(&n);

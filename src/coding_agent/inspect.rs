@@ -1,8 +1,9 @@
 //! The demo under the inspector (`cargo run --example coding_agent --
 //! --inspect [ADDR]`): the same session, run by Loom with a permission
-//! step ([`crate::loom_with_permission`]) so that the edit waits for an
-//! approval the page answers, paced so that a person can follow it, and
-//! attached to an [`Inspector`] whose page shows it live.
+//! step ([`crate::loom_with_permission`]) so that the edit and the command
+//! that checks it wait for approvals the page answers, paced so that a
+//! person can follow it, and attached to an [`Inspector`] whose page shows
+//! it live.
 //!
 //! [`InspectedEffects`] performs the variant's actions as
 //! [`LoomEffects`] performs Loom's (the variant's enums are types of their

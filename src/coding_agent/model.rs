@@ -74,9 +74,10 @@ With no flag and no key set, the model is scripted (offline).
                    PATH (its workspace beside it, in PATH.workspace); stop it
                    with Ctrl-C and run the same command again to continue
   --inspect [ADDR] serve a live inspector page on ADDR (default 127.0.0.1:0, any
-                   free port) and print its URL; the edit waits for approval on
-                   the page, the scripted model is paced to be followed, and the
-                   finished session stays on the page until Ctrl-C
+                   free port) and print its URL; the edit and the check wait for
+                   approval on the page, the scripted model is paced to be
+                   followed, and the finished session stays on the page until
+                   Ctrl-C
   -h, --help       print this and exit
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY,

@@ -5,7 +5,7 @@
 pub(crate) const TASK: &str = "Please fix the typo in greeting.sh and check that it works.";
 
 /// Every state the session passes through, in order.
-pub(crate) const STATES: [&str; 15] = [
+pub(crate) const STATES: [&str; 16] = [
     "WaitingForUserInput",
     // list + read, concurrently
     "CallingLlm",
@@ -16,10 +16,11 @@ pub(crate) const STATES: [&str; 15] = [
     "ProcessingLlmResponse",
     "ExecutingTools",
     "PostToolsHook",
-    // run the script to check
+    // run the script to check: a shell command, so the hook runs
     "CallingLlm",
     "ProcessingLlmResponse",
     "ExecutingTools",
+    "PostToolsHook",
     // the answer
     "CallingLlm",
     "ProcessingLlmResponse",

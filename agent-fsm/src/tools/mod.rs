@@ -56,7 +56,18 @@
 //! (a cloned repository can hold one, or a shell command can make one) are
 //! refused with [`ToolError::OutsideWorkspace`]. A symlink that stays inside
 //! is followed; a symlink with an absolute target is refused even when it
-//! names a file inside, since the walk never goes through `/`.
+//! names a file inside, since the walk never goes through `/`. This holds
+//! while the workspace changes under the call (a directory swapped for a
+//! symlink out of it by a command still running), since each component is
+//! resolved and opened in one step, and a FIFO swapped in for a file after
+//! its check is refused without waiting for its other end.
+//!
+//! A hard link is not a way out but it is not fenced off either: it is the
+//! file itself under another name, so a hard link inside the workspace to
+//! a file outside it is a regular file of the workspace, read and written
+//! like any other, and writing it changes the file outside. Only someone
+//! who could already read or write that file can make such a link (the
+//! shell tool, for one); a cloned repository cannot hold one.
 //!
 //! **The shell is not a sandbox.** Its working directory is the workspace,
 //! but the command runs as the user running the agent and can read, write
@@ -66,7 +77,10 @@
 //!   that group is killed with `SIGKILL` when the shell exits, when the
 //!   timeout passes, or when the future is dropped (the agent cancelled the
 //!   call), so a background child (`sleep 1000 &`) does not outlive the call.
-//!   A process that leaves the group on purpose (`setsid`) is not tracked;
+//!   A process that leaves the group on purpose (`setsid`) is not tracked:
+//!   it outlives the call, but does not hold it either, even while it
+//!   keeps the output pipe open (the output ends with what the pipe holds
+//!   when the shell exits; what that process writes later is not read);
 //! - at most [`ShellOptions::output_cap`] bytes of output are kept (the
 //!   first half and the last half of stdout and stderr together); the rest
 //!   is read and dropped as it arrives, and the result says how many bytes

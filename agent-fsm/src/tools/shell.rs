@@ -114,14 +114,28 @@ impl Drop for Group {
     }
 }
 
+/// Reads what is in the pipe now, without waiting for more: at most 1 MiB
+/// (the largest a pipe holds unless raised), so that a process outside the
+/// group that keeps writing cannot hold the call here.
+fn drain(output: &tokio::net::unix::pipe::Receiver, buf: &mut [u8], capture: &mut Capture) {
+    for _ in 0..64 {
+        match output.try_read(buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => capture.push(&buf[..n]),
+        }
+    }
+}
+
 /// Runs `command` with `sh -c` in `dir`, in a process group of its own.
 ///
 /// Stdin is empty and the `GIT_DIR`, `GIT_WORK_TREE` and `GIT_INDEX_FILE`
 /// variables are removed (so `git` sees the repository at `dir`, not the
 /// caller's). Stdout and stderr share one pipe, as with `2>&1`, read as it
-/// fills into one capped buffer ([`ShellOptions::output_cap`]). When the shell exits, every
-/// process left in its group is killed and the output already written is
-/// read to its end; when the timeout passes, the group is killed and the
+/// fills into one capped buffer ([`ShellOptions::output_cap`]). When the
+/// shell exits, every process left in its group is killed and the output
+/// already in the pipe is read (a process that left the group is not
+/// killed and may keep the pipe open: it does not hold the call, and what
+/// it writes later is not read); when the timeout passes, the group is killed and the
 /// result says so ([`CommandOutput::timed_out`]); when the returned future
 /// is dropped, the group is killed at once.
 ///
@@ -169,27 +183,28 @@ pub async fn run_command(dir: &Path, command: &str, options: &ShellOptions) -> R
     let run = async {
         let mut buf = vec![0; 16 * 1024];
         let mut open = true;
-        // Until the shell has exited and the pipe is closed. The pipe stays
-        // open while any process holds it, so a background child that
-        // still has it would keep the call going: it is killed with the
-        // group as soon as the shell exits.
-        while status.is_none() || open {
+        // Until the shell has exited. What its group wrote until then is
+        // in the pipe: the group is killed at once and what the pipe holds
+        // is read then, rather than up to the pipe's end of file, which a
+        // process that left the group (`setsid`) could hold off for good.
+        while status.is_none() {
             tokio::select! {
                 // A read error ends the output as EOF does.
                 n = output.read(&mut buf), if open => match n.unwrap_or(0) {
                     0 => open = false,
                     n => capture.push(&buf[..n]),
                 },
-                exit = child.wait(), if status.is_none() => {
+                exit = child.wait() => {
                     status = Some(exit.map_err(|source| ToolError::Io { path: dir.display().to_string(), source })?);
-                    // What the group wrote is still in the pipe and is read
-                    // on; nothing more is written once it is dead. The
-                    // shell is already reaped here, so its pid could in
-                    // principle name a new group by now, but only after the
-                    // pid space wrapped in between two system calls.
+                    // The shell is already reaped here, so its pid could
+                    // in principle name a new group by now, but only after
+                    // the pid space wrapped in between two system calls.
                     group.kill();
                 }
             }
+        }
+        if open {
+            drain(&output, &mut buf, &mut capture);
         }
         Ok::<(), ToolError>(())
     };

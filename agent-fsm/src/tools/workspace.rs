@@ -3,8 +3,8 @@
 
 use super::ToolError;
 use cap_std::ambient_authority;
-use cap_std::fs::Dir;
-use std::io::{self, Read as _};
+use cap_std::fs::{Dir, File, OpenOptions};
+use std::io::{self, Read as _, Write as _};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -46,6 +46,33 @@ enum Read {
     Bytes(Vec<u8>),
     NotAFile,
     TooLarge(u64),
+}
+
+/// Opens `path` with `options` and returns it if it is a regular file,
+/// `None` if it is anything else.
+///
+/// The caller's check of the path comes first, but the path can be swapped
+/// in between (a FIFO renamed over the file by a shell command), so the
+/// kind is checked again on the handle opened. The open itself must not
+/// block: opening a FIFO waits for its other end unless `O_NONBLOCK` is
+/// set, which is cleared again once the handle is known to be a file.
+fn open_regular(dir: &Dir, path: &Path, options: &mut OpenOptions) -> io::Result<Option<(File, u64)>> {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt as _;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let file = dir.open_with(path, options)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    #[cfg(unix)]
+    {
+        let flags = rustix::fs::fcntl_getfl(&file)?;
+        rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
+    }
+    Ok(Some((file, meta.len())))
 }
 
 /// `bytes` as text, or [`ToolError::NotUtf8`].
@@ -101,7 +128,8 @@ impl Workspace {
     /// until something writes to it, and a device or a huge file would fill
     /// memory. The file's kind is checked before it is opened and its size
     /// again while it is read, so a file that grows past the limit in
-    /// between is refused too.
+    /// between is refused too; a FIFO swapped in for the file after the
+    /// check is found on the handle, opened without waiting, and refused.
     ///
     /// # Errors
     /// [`ToolError::OutsideWorkspace`], [`ToolError::NotFound`],
@@ -119,8 +147,14 @@ impl Workspace {
                 if meta.len() > max {
                     return Ok(Read::TooLarge(meta.len()));
                 }
+                let Some((file, len)) = open_regular(dir, p, OpenOptions::new().read(true))? else {
+                    return Ok(Read::NotAFile);
+                };
+                if len > max {
+                    return Ok(Read::TooLarge(len));
+                }
                 let mut bytes = Vec::new();
-                dir.open(p)?.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+                file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
                 if bytes.len() as u64 > max {
                     return Ok(Read::TooLarge(bytes.len() as u64));
                 }
@@ -164,7 +198,12 @@ impl Workspace {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
-            dir.write(p, contents).map(|()| true)
+            let mut options = OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            let Some((mut file, _)) = open_regular(dir, p, &mut options)? else {
+                return Ok(false);
+            };
+            file.write_all(contents.as_bytes()).map(|()| true)
         })
         .await?
         .then_some(())

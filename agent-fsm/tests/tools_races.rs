@@ -1,0 +1,155 @@
+//! The workspace file tools while another process changes the workspace
+//! under them, as a shell command left running would: a directory swapped
+//! for a symlink out of the workspace, a file swapped for a FIFO, each
+//! many thousand times during the calls, and a file growing while it is
+//! read. Nothing outside is touched, no call blocks, and no read returns
+//! more than the limit.
+#![cfg(unix)]
+
+use agent_fsm::tools::Workspace;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Bounds one call: a call that blocks never returns at all.
+const HANG: Duration = Duration::from_secs(30);
+
+/// A workspace `ws/` beside a directory `outside/` holding `secret`.
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    ws: Workspace,
+    inside: PathBuf,
+    outside: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let inside = tmp.path().join("ws");
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&inside).expect("ws");
+    std::fs::create_dir(&outside).expect("outside");
+    std::fs::write(outside.join("secret"), "top secret\n").expect("secret");
+    let ws = Workspace::open(&inside).expect("open");
+    Fixture { _tmp: tmp, ws, inside, outside }
+}
+
+/// A thread that points the symlink `dir/name` at `a`, then `b`, then `a`
+/// again, each swap one `rename`, until `stop`; it returns the swaps made.
+fn swapping(dir: &Path, name: &str, a: PathBuf, b: PathBuf, stop: &Arc<AtomicBool>) -> JoinHandle<u64> {
+    let (target, tmp) = (dir.join(name), dir.join(format!(".{name}.next")));
+    let stop = Arc::clone(stop);
+    std::thread::spawn(move || {
+        let mut swaps = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            let _ = std::fs::remove_file(&tmp);
+            symlink(if swaps.is_multiple_of(2) { &a } else { &b }, &tmp).expect("symlink");
+            std::fs::rename(&tmp, &target).expect("rename");
+            swaps += 1;
+        }
+        swaps
+    })
+}
+
+/// `call` run `times` times while the swaps go on; whether any one did
+/// not return within [`HANG`].
+async fn any_blocked<F: Future>(times: usize, mut call: impl FnMut() -> F) -> bool {
+    for _ in 0..times {
+        if tokio::time::timeout(HANG, call()).await.is_err() {
+            return true;
+        }
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_swapped_for_a_symlink_out_is_never_written_through() {
+    let f = fixture();
+    std::fs::create_dir(f.inside.join("real")).expect("real");
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = swapping(&f.inside, "d", "real".into(), f.outside.clone(), &stop);
+    let mut written = 0;
+    for i in 0..1000 {
+        // New directories below the swapped one, a file in them, and the
+        // secret's name read, written and edited through it.
+        written += usize::from(f.ws.write_file(&format!("d/n{i}/deep/file.txt"), "pwned").await.is_ok());
+        if let Ok(text) = f.ws.read_file("d/secret").await {
+            assert_ne!(text, "top secret\n", "read the file outside");
+        }
+        let _ = f.ws.write_file("d/secret", "pwned").await;
+        let _ = f.ws.edit_file("d/secret", "top", "pwned").await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    assert!(swaps > 100 && written > 0, "the race ran: {swaps} swaps, {written} writes inside");
+    let names: Vec<_> =
+        std::fs::read_dir(&f.outside).expect("outside").map(|e| e.expect("entry").file_name()).collect();
+    assert_eq!(names, ["secret"], "nothing was created outside");
+    assert_eq!(std::fs::read_to_string(f.outside.join("secret")).expect("secret"), "top secret\n");
+}
+
+/// The file tools check a path's kind, then open it: a FIFO swapped in
+/// between is found on the opened handle (opened without waiting for the
+/// FIFO's other end) and refused, rather than blocking the call for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_swapped_for_a_fifo_after_the_check_does_not_block() {
+    let f = fixture();
+    std::fs::write(f.inside.join("plain"), "plain\n").expect("plain");
+    let fifo = f.inside.join("pipe");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = swapping(&f.inside, "f", "plain".into(), "pipe".into(), &stop);
+    let read_blocked = any_blocked(10_000, || f.ws.read_file("f")).await;
+    let write_blocked = any_blocked(10_000, || f.ws.write_file("f", "plain\n")).await;
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().expect("swapper");
+    // A blocked open returns once the FIFO has both ends, which lets the
+    // runtime shut down.
+    let _both_ends = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).expect("open the FIFO");
+    assert!(!read_blocked, "read_file blocked on a FIFO swapped in after its check");
+    assert!(!write_blocked, "write_file blocked on a FIFO swapped in after its check");
+}
+
+/// The size is checked before the read and again during it: a file that
+/// grows past the limit in between is refused, never returned whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_growing_while_it_is_read_is_never_returned_past_the_limit() {
+    const MAX: u64 = 64 * 1024;
+    let f = fixture();
+    let ws = f.ws.clone().with_max_file_bytes(MAX);
+    let path = f.inside.join("log");
+    let stop = Arc::new(AtomicBool::new(false));
+    let grower = {
+        let (path, stop) = (path.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            use std::io::Write as _;
+            let line = [b'x'; 4096];
+            let mut rounds = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                // Starts small each round, then grows past the limit.
+                let mut file = std::fs::File::create(&path).expect("create");
+                for _ in 0..32 {
+                    file.write_all(&line).expect("append");
+                }
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    let (mut read, mut refused) = (0, 0);
+    for _ in 0..5000 {
+        match ws.read_file("log").await {
+            Ok(text) => {
+                assert!(text.len() as u64 <= MAX, "read {} bytes over the {MAX}-byte limit", text.len());
+                read += 1;
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let rounds = grower.join().expect("grower");
+    assert!(rounds > 10 && read > 0 && refused > 0, "the race ran: {rounds} rounds, {read} read, {refused} refused");
+}
