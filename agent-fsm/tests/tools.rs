@@ -320,6 +320,26 @@ async fn a_process_that_left_the_group_does_not_hold_the_call() {
     assert!(run.output.contains("done\n"), "{run:?}");
 }
 
+/// What a command writes just before it exits is all returned, however
+/// its exit and its last output reach the runtime: the call may see the
+/// exit first, and then reads what the pipe holds.
+#[tokio::test]
+async fn the_whole_output_of_a_command_that_exits_at_once_is_returned() {
+    let f = fixture();
+    let options = ShellOptions::default().with_timeout(HANG);
+    for round in 0..100 {
+        // 24 KiB: under the cap and the pipe's size, so the shell writes
+        // it all and exits without waiting for the reader.
+        let run =
+            tokio::time::timeout(HANG, f.ws.run_command("head -c 24576 /dev/zero | tr '\\0' y; echo END", &options))
+                .await
+                .expect("in time")
+                .expect("ran");
+        assert_eq!(run.output.len(), 24576 + 4, "round {round}: {} bytes", run.output.len());
+        assert!(run.output.ends_with("yEND\n"), "round {round}");
+    }
+}
+
 #[tokio::test]
 async fn output_over_the_cap_keeps_head_and_tail_and_says_the_cut() {
     let f = fixture();

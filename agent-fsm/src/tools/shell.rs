@@ -117,9 +117,15 @@ impl Drop for Group {
 /// Reads what is in the pipe now, without waiting for more: at most 1 MiB
 /// (the largest a pipe holds unless raised), so that a process outside the
 /// group that keeps writing cannot hold the call here.
+///
+/// A plain non-blocking `read(2)` on the pipe (tokio opened it
+/// non-blocking), not tokio's `try_read`: that one answers "would block"
+/// without reading while the runtime has not yet seen the pipe become
+/// readable, and what the shell wrote just before it exited could be lost.
 fn drain(output: &tokio::net::unix::pipe::Receiver, buf: &mut [u8], capture: &mut Capture) {
+    use std::os::fd::AsFd as _;
     for _ in 0..64 {
-        match output.try_read(buf) {
+        match rustix::io::read(output.as_fd(), &mut *buf) {
             Ok(0) | Err(_) => return,
             Ok(n) => capture.push(&buf[..n]),
         }
