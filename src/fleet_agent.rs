@@ -8,8 +8,9 @@
 //! deterministic) for tool calls, turn after turn, as its [`Plan`] says.
 //! The calls of a turn run one after the other, each a keyed task that
 //! takes a few milliseconds; some of them first wait for a human approval
-//! ([`Event::Approved`]), sent from outside through the inbox. After its
-//! last turn the agent rests in [`State::Done`], its terminal state.
+//! ([`Event::Approved`], naming the request it answers), sent from
+//! outside through the inbox. After its last turn the agent rests in
+//! [`State::Done`], its terminal state.
 //!
 //! Everything needed to check exactly-once delivery is in the state the
 //! agent ends with, its [`Ledger`]: the task it was given, every approval
@@ -121,8 +122,9 @@ pub struct Ledger {
     /// The id of every tool call whose result the agent took, in order.
     pub tools: Vec<String>,
     /// Events that came when nothing waited for them, by name and id: a
-    /// second `Begin`, an approval with no call waiting, a result for a
-    /// call that is not running.
+    /// second `Begin`, an approval with no call waiting or for another
+    /// request than the one waiting, a result for a call that is not
+    /// running.
     pub strays: Vec<String>,
 }
 
@@ -191,10 +193,16 @@ pub mod machine {
             /// The calls it asks for.
             calls: Vec<Call>,
         },
-        /// A human approved the call that waits.
+        /// A human approved the call that waits, if it answers the request
+        /// that call made.
         Approved {
             /// The approval's id, unique per approval sent.
             id: String,
+            /// The request it answers: the number
+            /// [`AwaitApproval`](Action::AwaitApproval) gave, 1 for the
+            /// agent's first. An approval for an earlier request (sent
+            /// twice, say) or a later one releases nothing.
+            request: usize,
         },
         /// A tool finished.
         ToolDone {
@@ -221,6 +229,10 @@ pub mod machine {
         AwaitApproval {
             /// The call.
             call: String,
+            /// The request's number, which its approval must name: the
+            /// agent's requests counted from 1, minted by the machine (not
+            /// taken from the call, which a model could repeat).
+            request: usize,
         },
         /// Run this tool call.
         RunTool(Call),
@@ -238,23 +250,28 @@ pub mod machine {
         Dispatching { turn, queue } [queue.is_empty()]
             => Thinking { turn: turn + 1 } / AskModel { turn: turn + 1 },
         Dispatching { turn, queue } [queue[0].needs_approval]
-            => AwaitingApproval { turn, queue } / AwaitApproval { call: queue[0].id.clone() },
+            => AwaitingApproval { turn, queue }
+               / AwaitApproval { call: queue[0].id.clone(), request: ledger.approvals.len() + 1 },
         Dispatching { turn, queue } => RunningTool { turn, queue } / RunTool(queue[0].clone()),
 
-        AwaitingApproval { turn, queue } + Approved { id }
+        /// Only the approval of the request made releases the call.
+        AwaitingApproval { turn, queue } + Approved { id, request } [*request == ledger.approvals.len() + 1]
             => { ledger.approvals.push(Applied { id, call: queue[0].id.clone() }); }
                RunningTool { turn, queue } / RunTool(queue[0].clone()),
         RunningTool { turn, mut queue } + ToolDone { call, .. } [*call == queue[0].id]
             => { ledger.tools.push(queue.remove(0).id); } Dispatching { turn, queue },
 
         /// What nothing waits for is recorded, not applied: a second task,
-        /// an approval with no call waiting, a result for a call not running.
+        /// an approval with no call waiting or for another request, a result
+        /// for a call not running.
         Thinking + Begin { task } => { ledger.strays.push(format!("Begin {task}")); } Thinking / Nothing,
         AwaitingApproval + Begin { task } => { ledger.strays.push(format!("Begin {task}")); } AwaitingApproval / Nothing,
         RunningTool + Begin { task } => { ledger.strays.push(format!("Begin {task}")); } RunningTool / Nothing,
-        Idle + Approved { id } => { ledger.strays.push(format!("Approved {id}")); } Idle / Nothing,
-        Thinking + Approved { id } => { ledger.strays.push(format!("Approved {id}")); } Thinking / Nothing,
-        RunningTool + Approved { id } => { ledger.strays.push(format!("Approved {id}")); } RunningTool / Nothing,
+        Idle + Approved { id, .. } => { ledger.strays.push(format!("Approved {id}")); } Idle / Nothing,
+        Thinking + Approved { id, .. } => { ledger.strays.push(format!("Approved {id}")); } Thinking / Nothing,
+        AwaitingApproval + Approved { id, .. }
+            => { ledger.strays.push(format!("Approved {id}")); } AwaitingApproval / Nothing,
+        RunningTool + Approved { id, .. } => { ledger.strays.push(format!("Approved {id}")); } RunningTool / Nothing,
         RunningTool + ToolDone { call, .. } => { ledger.strays.push(format!("ToolDone {call}")); } RunningTool / Nothing,
     }
 }

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use agent_fsm::runtime::ExecutorConfig;
 use agent_fsm::store::{Durable, MemoryStore, restore};
-use agent_fsm_examples::fleet_agent::{Applied, Call, Event, FleetAgent, FleetEffects, Ledger, Plan, Probe, State};
+use agent_fsm_examples::fleet_agent::{
+    Action, Applied, Call, Event, FleetAgent, FleetEffects, Ledger, Plan, Probe, State,
+};
 
 fn ledger(state: &State) -> &Ledger {
     state.ledger()
@@ -33,7 +35,7 @@ async fn the_tool_loop_ends_done_with_each_approval_and_result_once() {
             match handle.state().await {
                 Ok(State::AwaitingApproval { .. }) => {
                     sent += 1;
-                    handle.send(Event::Approved { id: format!("ap{sent}") }).await.expect("sends");
+                    handle.send(Event::Approved { id: format!("ap{sent}"), request: sent }).await.expect("sends");
                 }
                 Ok(other) => panic!("idle in {other:?}"),
                 Err(_) => break,
@@ -79,14 +81,14 @@ fn the_plan_lists_its_calls_and_steps() {
 fn events_nothing_waits_for_are_strays() {
     let plan = Plan { turns: 1, calls_per_turn: 1, approve_every: 1 };
     let mut m = FleetAgent::new(plan);
-    m.handle_event(Event::Approved { id: "early".into() });
+    m.handle_event(Event::Approved { id: "early".into(), request: 1 });
     m.handle_event(Event::Begin { task: "x".into() });
     m.handle_event(Event::Begin { task: "again".into() });
     let call = Call { id: "t0.c0".into(), needs_approval: true };
     m.handle_event(Event::Replied { turn: 0, calls: vec![call] });
     assert!(matches!(m.state(), State::AwaitingApproval { .. }));
-    m.handle_event(Event::Approved { id: "ok".into() });
-    m.handle_event(Event::Approved { id: "twice".into() });
+    m.handle_event(Event::Approved { id: "ok".into(), request: 1 });
+    m.handle_event(Event::Approved { id: "twice".into(), request: 1 });
     m.handle_event(Event::ToolDone { call: "other".into(), output: String::new() });
     m.handle_event(Event::ToolDone { call: "t0.c0".into(), output: String::new() });
     assert!(matches!(m.state(), State::Done { .. }), "{:?}", m.state());
@@ -94,4 +96,30 @@ fn events_nothing_waits_for_are_strays() {
     assert_eq!(ledger.approvals, vec![Applied { id: "ok".into(), call: "t0.c0".into() }]);
     assert_eq!(ledger.tools, vec!["t0.c0".to_owned()]);
     assert_eq!(ledger.strays, vec!["Approved early", "Begin again", "Approved twice", "ToolDone other"]);
+}
+
+/// An approval releases only the call of the request it names: the first
+/// request's approval sent again, or one for a request not made yet, leaves
+/// the second call waiting.
+#[test]
+fn an_approval_for_another_request_releases_nothing() {
+    let plan = Plan { turns: 1, calls_per_turn: 2, approve_every: 1 };
+    let mut m = FleetAgent::new(plan);
+    m.handle_event(Event::Begin { task: "x".into() });
+    let action = m.handle_event(Event::Replied { turn: 0, calls: plan.turn(0) });
+    assert_eq!(action, Action::AwaitApproval { call: "t0.c0".into(), request: 1 });
+    assert_eq!(m.handle_event(Event::Approved { id: "later".into(), request: 2 }), Action::Nothing);
+    assert!(matches!(m.state(), State::AwaitingApproval { .. }), "not released by a later request's approval");
+    assert!(matches!(m.handle_event(Event::Approved { id: "first".into(), request: 1 }), Action::RunTool(_)));
+    let action = m.handle_event(Event::ToolDone { call: "t0.c0".into(), output: String::new() });
+    assert_eq!(action, Action::AwaitApproval { call: "t0.c1".into(), request: 2 });
+    for stale in [1, 3] {
+        assert_eq!(m.handle_event(Event::Approved { id: format!("stale{stale}"), request: stale }), Action::Nothing);
+        assert!(matches!(m.state(), State::AwaitingApproval { .. }), "request {stale} released the second call");
+    }
+    assert!(matches!(m.handle_event(Event::Approved { id: "second".into(), request: 2 }), Action::RunTool(_)));
+    let ledger = m.state().ledger();
+    let applied: Vec<(&str, &str)> = ledger.approvals.iter().map(|a| (a.id.as_str(), a.call.as_str())).collect();
+    assert_eq!(applied, [("first", "t0.c0"), ("second", "t0.c1")]);
+    assert_eq!(ledger.strays, vec!["Approved later", "Approved stale1", "Approved stale3"]);
 }

@@ -141,7 +141,7 @@ pub fn audit(client: &mut Client, plan: Plan, expected: usize) -> Result<Report,
     let mut sent_approvals: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for row in client.query("SELECT agent, event FROM inbox ORDER BY id", &[])? {
         let (agent, event): (String, String) = (row.get(0), row.get(1));
-        if let Ok(Event::Approved { id }) = serde_json::from_str(&event) {
+        if let Ok(Event::Approved { id, .. }) = serde_json::from_str(&event) {
             sent_approvals.entry(agent).or_default().push(id);
         }
     }

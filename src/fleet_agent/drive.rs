@@ -52,11 +52,12 @@ pub fn task_for(agent: &str) -> Event {
     Event::Begin { task: format!("tidy the files of {agent}") }
 }
 
-/// The `n`-th approval (from 1) sent to `agent`: its id is unique in the
-/// fleet, so the ledger shows which one was applied.
+/// The `n`-th approval (from 1) sent to `agent`, for its `n`-th request:
+/// its id is unique in the fleet, so the ledger shows which one was
+/// applied.
 #[must_use]
 pub fn approval_for(agent: &str, n: usize) -> Event {
-    Event::Approved { id: format!("{agent}/approval-{n}") }
+    Event::Approved { id: format!("{agent}/approval-{n}"), request: n }
 }
 
 /// Sends every agent of `agents` its task with `send`, then, polling the
