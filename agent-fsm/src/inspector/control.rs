@@ -30,6 +30,10 @@ pub(super) trait Control: Send + Sync {
 struct Current<E> {
     id: u64,
     approval: Approval<E>,
+    /// Its approve event as `Debug` writes it: what tells a new request
+    /// with the same summary (a request id in the event) from the one
+    /// shown, when the page did not see the state between the two.
+    key: String,
     /// A button was clicked: the same approval found again (the event not
     /// handled yet) is not offered again.
     answered: bool,
@@ -40,7 +44,7 @@ pub(super) struct Pending<E> {
     current: Mutex<(u64, Option<Current<E>>)>,
 }
 
-impl<E: Clone> Pending<E> {
+impl<E: Clone + std::fmt::Debug> Pending<E> {
     pub(super) fn new() -> Self {
         Self { current: Mutex::new((0, None)) }
     }
@@ -60,11 +64,14 @@ impl<E: Clone> Pending<E> {
                 *current = None;
                 Some(None)
             }
-            (Some(found), Some(shown)) if found.summary == shown.approval.summary => None,
-            (Some(found), _) => {
+            (Some(found), shown) => {
+                let key = format!("{:?}", found.approve);
+                if shown.is_some_and(|shown| found.summary == shown.approval.summary && key == shown.key) {
+                    return None;
+                }
                 *last += 1;
                 let shown = (*last, found.summary.clone());
-                *current = Some(Current { id: *last, approval: found, answered: false });
+                *current = Some(Current { id: *last, approval: found, key, answered: false });
                 Some(Some(shown))
             }
         }
@@ -121,5 +128,19 @@ mod tests {
         assert_eq!(pending.update(None), Some(None));
         assert_eq!(pending.update(asking("b")), Some(Some((3, "b".to_owned()))), "a later request is new");
         assert_eq!(pending.answer(3, true), Some("yes"));
+    }
+
+    /// A new request with the same summary, found without the state in
+    /// between (the page's feed fell behind), is a new approval: its
+    /// approve event differs (it names the request).
+    #[test]
+    fn the_same_summary_for_another_request_is_a_new_approval() {
+        let pending = Pending::new();
+        let request = |n: &'static str| Some(Approval { summary: "edit_file a".to_owned(), approve: n, deny: "no" });
+        assert_eq!(pending.update(request("grant 1")), Some(Some((1, "edit_file a".to_owned()))));
+        assert_eq!(pending.answer(1, true), Some("grant 1"));
+        assert_eq!(pending.update(request("grant 1")), None, "the one answered, found again");
+        assert_eq!(pending.update(request("grant 2")), Some(Some((2, "edit_file a".to_owned()))), "a new request");
+        assert_eq!(pending.answer(2, true), Some("grant 2"), "and it can be answered");
     }
 }

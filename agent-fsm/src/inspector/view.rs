@@ -99,8 +99,10 @@ impl<M: StateMachine, O> AgentView<M, O> {
     }
 
     /// The approval pending in a state, if any. The inspector asks after
-    /// every step a row accepted; a new summary, or a state with none
-    /// after one with one, replaces the approval shown.
+    /// every step a row accepted; a new summary or approve event (told
+    /// apart by its `Debug` form, so let it name the request, as a
+    /// request id does), or a state with none after one with one,
+    /// replaces the approval shown.
     #[must_use]
     pub fn approvals(mut self, find: impl Fn(&M::State) -> Option<Approval<M::Event>> + Send + Sync + 'static) -> Self {
         self.approvals = Some(Box::new(find));
