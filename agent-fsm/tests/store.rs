@@ -389,6 +389,36 @@ fn sqlite_a_damaged_row_a_newer_file_and_a_non_database_are_typed() {
     assert!(matches!(SqliteStore::open(&junk), Err(StoreError::Read(_))));
 }
 
+/// Processes starting at once on a file not yet created (workers of one
+/// deployment, say) each open it: one creates the tables, the others find
+/// them, rather than failing to create them again.
+#[test]
+fn sqlite_a_new_file_opened_by_several_at_once_opens_for_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for round in 0..20 {
+        let path = dir.path().join(format!("new-{round}.db"));
+        let start = std::sync::Barrier::new(6);
+        std::thread::scope(|scope| {
+            let opens: Vec<_> = (0..6)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        SqliteStore::open(&path).map(drop)
+                    })
+                })
+                .collect();
+            for open in opens {
+                let opened = open.join().expect("no panic");
+                assert!(opened.is_ok(), "round {round}: {opened:?}");
+            }
+        });
+        let store = SqliteStore::open(&path).expect("open");
+        let mut agent = Agent::new(&store, "a");
+        agent.turn(&store, "one");
+        assert!(restore::<Machine, _>(&store, "a").is_ok());
+    }
+}
+
 #[test]
 fn sqlite_steps_survive_reopening_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -121,7 +121,7 @@ impl SqliteStore {
     /// # Errors
     /// As [`open`](Self::open).
     pub fn open_with(path: impl AsRef<Path>, config: SqliteConfig) -> Result<Self, StoreError> {
-        let conn = Connection::open(path).map_err(read_err)?;
+        let mut conn = Connection::open(path).map_err(read_err)?;
         // Another process may hold the write lock for a moment.
         conn.busy_timeout(Duration::from_secs(5)).map_err(read_err)?;
         let mode: String =
@@ -134,17 +134,25 @@ impl SqliteStore {
             Synchronous::Normal => "NORMAL",
         };
         conn.pragma_update(None, "synchronous", sync).map_err(read_err)?;
-        let version: u32 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(read_err)?;
+        let mut version = schema_version(&conn)?;
+        if version == 0 {
+            // Another process may be creating the file's tables at this
+            // moment: read the version again under the write lock, so that
+            // only the first creates them and the others find them.
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(write_err)?;
+            version = schema_version(&tx)?;
+            if version == 0 {
+                tx.execute_batch(&format!("{SCHEMA} PRAGMA user_version = {SCHEMA_VERSION};")).map_err(write_err)?;
+                version = SCHEMA_VERSION;
+            }
+            tx.commit().map_err(write_err)?;
+        }
         if version > SCHEMA_VERSION {
             return Err(StoreError::UnknownFormat {
                 what: "the store file".to_owned(),
                 found: version,
                 supported: SCHEMA_VERSION,
             });
-        }
-        if version == 0 {
-            conn.execute_batch(&format!("BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))
-                .map_err(write_err)?;
         }
         if let Some(pages) = config.max_pages {
             conn.pragma_update(None, "max_page_count", pages).map_err(read_err)?;
@@ -157,6 +165,11 @@ impl SqliteStore {
         // dropped: the connection is sound after one.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// The schema version in the file's `user_version` (0: no tables yet).
+fn schema_version(conn: &Connection) -> Result<u32, StoreError> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(read_err)
 }
 
 /// A failed write: [`StoreError::Full`] when the disk or the page cap is
