@@ -101,6 +101,13 @@ impl SqliteConfig {
 }
 
 /// A checkpoint store in one SQLite file.
+///
+/// Several processes may open one file (the first creates its tables);
+/// an agent is meant to be run by one of them at a time (see `Durable`).
+/// SQLite keeps no checksum of its pages: a damaged file is refused where
+/// what it holds no longer decodes or replays, but damage that still
+/// decodes (a byte flipped inside an event's text, a page that no longer
+/// lists its last rows) reads as a store holding other or fewer steps.
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
