@@ -105,9 +105,10 @@ impl SqliteConfig {
 /// Several processes may open one file (the first creates its tables);
 /// an agent is meant to be run by one of them at a time (see `Durable`).
 /// SQLite keeps no checksum of its pages: a damaged file is refused where
-/// what it holds no longer decodes or replays, but damage that still
-/// decodes (a byte flipped inside an event's text, a page that no longer
-/// lists its last rows) reads as a store holding other or fewer steps.
+/// what it holds no longer decodes or replays, or where snapshots or
+/// effect rows remain of steps its log no longer holds (a page that lost
+/// its last rows); other damage that still decodes (a byte flipped inside
+/// an event's text) reads as a store holding other steps.
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
@@ -304,6 +305,24 @@ impl CheckpointStore for SqliteStore {
         let forked_from = row.2.map_err(|e| bad(e.to_string()))?;
         let forked_at = row.3.map_err(|e| bad(e.to_string()))?;
         let forked_from = forked_from.zip(forked_at).map(|(a, s)| (a, u64::try_from(s).unwrap_or(0)));
+        // A snapshot or an effect row of a step past the log's last: the
+        // log lost its last steps (a damaged page still reads, without
+        // them), which would otherwise read as an agent that is behind.
+        let beyond: Option<i64> = conn
+            .prepare_cached(
+                "SELECT MAX(seq) FROM (SELECT MAX(seq) AS seq FROM snapshots WHERE agent = ?1
+                 UNION ALL SELECT MAX(started) FROM effects WHERE agent = ?1)",
+            )
+            .and_then(|mut s| s.query_row([agent], |row| row.get(0)))
+            .map_err(read_err)?;
+        if let Some(step) = beyond.and_then(|n| u64::try_from(n).ok()).filter(|&n| n >= next_seq) {
+            return Err(StoreError::corrupt(
+                agent,
+                "log",
+                next_seq,
+                format!("step {step} has rows but the log ends before"),
+            ));
+        }
         Ok(Some(AgentInfo { machine, format, next_seq, forked_from }))
     }
 
