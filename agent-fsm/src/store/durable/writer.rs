@@ -92,8 +92,11 @@ impl WriterThread {
         let (tx, rx) = mpsc::channel::<Write>();
         let failed = Arc::new(Mutex::new(None));
         let slot = Arc::clone(&failed);
+        // A thread's name cannot hold a NUL byte (std panics on one), and
+        // the agent's id is the user's to choose.
+        let name = format!("agent-fsm-store-{}", agent.replace('\0', "\u{fffd}"));
         let join = std::thread::Builder::new()
-            .name(format!("agent-fsm-store-{agent}"))
+            .name(name)
             .spawn(move || {
                 // What came in while the last write ran goes in one
                 // transaction (one disk sync): the writer keeps up however
