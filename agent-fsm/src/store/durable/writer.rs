@@ -31,8 +31,11 @@ pub enum Durability {
     WhileAction,
     /// Steps are kept in memory and written when the agent stops (a
     /// shutdown, a terminal state, every handle dropped), in one
-    /// [`append_all`](CheckpointStore::append_all). A crash loses every step
-    /// since the agent was spawned.
+    /// [`append_all`](CheckpointStore::append_all) per run of steps between
+    /// two ends of work written on their own (a stream's end, seen between
+    /// two steps): usually one. A crash loses every step since the agent
+    /// was spawned; one during the stop's writes may leave their first
+    /// runs written.
     OnStop,
 }
 
