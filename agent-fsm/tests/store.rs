@@ -417,7 +417,7 @@ fn sqlite_a_log_missing_its_last_steps_is_refused() {
 #[test]
 fn sqlite_a_new_file_opened_by_several_at_once_opens_for_each() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for round in 0..20 {
+    for round in 0..40 {
         let path = dir.path().join(format!("new-{round}.db"));
         let start = std::sync::Barrier::new(6);
         std::thread::scope(|scope| {

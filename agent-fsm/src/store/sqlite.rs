@@ -131,9 +131,9 @@ impl SqliteStore {
     pub fn open_with(path: impl AsRef<Path>, config: SqliteConfig) -> Result<Self, StoreError> {
         let mut conn = Connection::open(path).map_err(read_err)?;
         // Another process may hold the write lock for a moment.
-        conn.busy_timeout(Duration::from_secs(5)).map_err(read_err)?;
-        let mode: String =
-            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)).map_err(read_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(read_err)?;
+        let mode: String = when_free(|| conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)))
+            .map_err(read_err)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Read(format!("the file refused WAL mode (it is in `{mode}` mode)").into()));
         }
@@ -141,7 +141,7 @@ impl SqliteStore {
             Synchronous::Full => "FULL",
             Synchronous::Normal => "NORMAL",
         };
-        conn.pragma_update(None, "synchronous", sync).map_err(read_err)?;
+        when_free(|| conn.pragma_update(None, "synchronous", sync)).map_err(read_err)?;
         let mut version = schema_version(&conn)?;
         if version == 0 {
             // Another process may be creating the file's tables at this
@@ -177,7 +177,26 @@ impl SqliteStore {
 
 /// The schema version in the file's `user_version` (0: no tables yet).
 fn schema_version(conn: &Connection) -> Result<u32, StoreError> {
-    conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(read_err)
+    when_free(|| conn.pragma_query_value(None, "user_version", |row| row.get(0))).map_err(read_err)
+}
+
+/// How long a connection waits for another one's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `f`, again while SQLite answers that the file is busy, for up to
+/// [`BUSY_TIMEOUT`]: while connections open a new file at once (one
+/// switching it to WAL, one creating the WAL index) SQLite answers busy
+/// at once, without waiting as its busy timeout would.
+fn when_free<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    loop {
+        match f() {
+            Err(e) if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) && start.elapsed() < BUSY_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// A failed write: [`StoreError::Full`] when the disk or the page cap is
