@@ -104,6 +104,11 @@ fn child(store: &Path) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async {
         let root = ensure_workspace(store)?;
+        // Round 0 writes the first note while it lists the workspace: with
+        // `notes/` there from the start, the listing is the same whichever
+        // of the two concurrent tools runs first (else the run never killed
+        // and the killed one may list differently).
+        std::fs::create_dir_all(root.join("notes"))?;
         let effects =
             LoomEffects::new(Arc::new(Script { delay: Duration::from_millis(1) }), "scripted", Workspace::new(root))?;
         let end = run_durable_session(store, effects, "Fix greeting.sh.", |_| {}, std::future::pending()).await?;

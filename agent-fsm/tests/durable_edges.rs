@@ -3,7 +3,8 @@
 //! under `BeforeAction` no task runs before the step that spawned it is
 //! written; a task cancelled by the action that spawned it leaves nothing
 //! in flight; a writer thread that hits a full store stops the agent while
-//! it runs; a `Durable` describes itself without its store; a step whose
+//! it runs, and writes an agent whose id a thread name cannot hold; a
+//! `Durable` describes itself without its store; a step whose
 //! event came from the mailbox is marked as input, and a restart reads past
 //! that mark.
 
@@ -216,6 +217,20 @@ async fn a_writer_thread_that_fills_the_store_stops_the_running_agent() {
     // What the thread wrote before the store filled reads back.
     let restored = restore::<Relay, _>(&*store, "relay").expect("the last good step restores");
     assert!(restored.next_seq > 1);
+}
+
+/// An agent id is the user's: one with a NUL byte (which a thread's name
+/// cannot hold) is written by the writer thread as any other.
+#[tokio::test]
+async fn a_writer_thread_writes_an_agent_whose_id_has_a_nul_byte() {
+    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
+    let durable = Durable::new(Arc::clone(&store), "re\0lay").durability(Durability::WhileAction);
+    let (handle, _) =
+        durable.spawn(|| Relay::new(Vec::new()), Sender::default(), ExecutorConfig::new()).expect("reads");
+    within(handle.call(Event::Note("x".to_owned()))).await.expect("the step is taken");
+    within(handle.shutdown()).await.expect("stops");
+    let restored = restore::<Relay, _>(&*store, "re\0lay").expect("restores");
+    assert_eq!(restored.machine.context(), &["x"]);
 }
 
 #[test]

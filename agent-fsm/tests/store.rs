@@ -389,6 +389,58 @@ fn sqlite_a_damaged_row_a_newer_file_and_a_non_database_are_typed() {
     assert!(matches!(SqliteStore::open(&junk), Err(StoreError::Read(_))));
 }
 
+/// A file whose log lost its last steps (a damaged page that still reads,
+/// without its last rows) while their snapshots and effect rows remain is
+/// corrupt, not an agent that is behind: restoring it is refused.
+#[test]
+fn sqlite_a_log_missing_its_last_steps_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let store = SqliteStore::open(&path).expect("open");
+    let mut agent = Agent::new(&store, "a").policy(SnapshotPolicy::Every(NonZeroU64::MIN));
+    agent.turn(&store, "one");
+    agent.turn(&store, "two");
+    let last = store.agent("a").expect("reads").expect("there").next_seq - 1;
+    for lost in [last, last - 1] {
+        let raw = rusqlite::Connection::open(&path).expect("raw");
+        let lost = i64::try_from(lost).expect("a few steps");
+        raw.execute("DELETE FROM events WHERE agent = 'a' AND seq >= ?1", [lost]).expect("damage");
+        let err = restore::<Machine, _>(&store, "a").expect_err("the log lost steps");
+        assert!(matches!(err, StoreError::Corrupt { what: "log", .. }), "{err}");
+        assert!(matches!(store.agent("a"), Err(StoreError::Corrupt { .. })));
+    }
+}
+
+/// Processes starting at once on a file not yet created (workers of one
+/// deployment, say) each open it: one creates the tables, the others find
+/// them, rather than failing to create them again.
+#[test]
+fn sqlite_a_new_file_opened_by_several_at_once_opens_for_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for round in 0..40 {
+        let path = dir.path().join(format!("new-{round}.db"));
+        let start = std::sync::Barrier::new(6);
+        std::thread::scope(|scope| {
+            let opens: Vec<_> = (0..6)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        SqliteStore::open(&path).map(drop)
+                    })
+                })
+                .collect();
+            for open in opens {
+                let opened = open.join().expect("no panic");
+                assert!(opened.is_ok(), "round {round}: {opened:?}");
+            }
+        });
+        let store = SqliteStore::open(&path).expect("open");
+        let mut agent = Agent::new(&store, "a");
+        agent.turn(&store, "one");
+        assert!(restore::<Machine, _>(&store, "a").is_ok());
+    }
+}
+
 #[test]
 fn sqlite_steps_survive_reopening_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -62,7 +62,13 @@ pub enum Start {
 ///   cancels, and the shutdown event, are not written, so the next spawn
 ///   continues that work. Events still in the inbox when the agent stops
 ///   are not written. An agent that reached a terminal state is spawned
-///   again as it ended, its cancelled work not performed again.
+///   again as it ended, its cancelled work not performed again;
+/// - an agent runs in one place at a time. Nothing locks it at spawn: two
+///   spawns of one agent (two processes on one SQLite file) both resume,
+///   and both perform its work in flight again; the first step written
+///   wins, and the other's is refused with [`StoreError::Conflict`], which
+///   stops that agent, so the log stays one. (A fleet's fenced `PgStore`
+///   refuses every write of a worker that lost the agent's lease.)
 ///
 /// ```
 /// # use std::sync::Arc;

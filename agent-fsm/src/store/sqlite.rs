@@ -101,6 +101,14 @@ impl SqliteConfig {
 }
 
 /// A checkpoint store in one SQLite file.
+///
+/// Several processes may open one file (the first creates its tables);
+/// an agent is meant to be run by one of them at a time (see `Durable`).
+/// SQLite keeps no checksum of its pages: a damaged file is refused where
+/// what it holds no longer decodes or replays, or where snapshots or
+/// effect rows remain of steps its log no longer holds (a page that lost
+/// its last rows); other damage that still decodes (a byte flipped inside
+/// an event's text) reads as a store holding other steps.
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
@@ -121,11 +129,11 @@ impl SqliteStore {
     /// # Errors
     /// As [`open`](Self::open).
     pub fn open_with(path: impl AsRef<Path>, config: SqliteConfig) -> Result<Self, StoreError> {
-        let conn = Connection::open(path).map_err(read_err)?;
+        let mut conn = Connection::open(path).map_err(read_err)?;
         // Another process may hold the write lock for a moment.
-        conn.busy_timeout(Duration::from_secs(5)).map_err(read_err)?;
-        let mode: String =
-            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)).map_err(read_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(read_err)?;
+        let mode: String = when_free(|| conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)))
+            .map_err(read_err)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Read(format!("the file refused WAL mode (it is in `{mode}` mode)").into()));
         }
@@ -133,18 +141,26 @@ impl SqliteStore {
             Synchronous::Full => "FULL",
             Synchronous::Normal => "NORMAL",
         };
-        conn.pragma_update(None, "synchronous", sync).map_err(read_err)?;
-        let version: u32 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(read_err)?;
+        when_free(|| conn.pragma_update(None, "synchronous", sync)).map_err(read_err)?;
+        let mut version = schema_version(&conn)?;
+        if version == 0 {
+            // Another process may be creating the file's tables at this
+            // moment: read the version again under the write lock, so that
+            // only the first creates them and the others find them.
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(write_err)?;
+            version = schema_version(&tx)?;
+            if version == 0 {
+                tx.execute_batch(&format!("{SCHEMA} PRAGMA user_version = {SCHEMA_VERSION};")).map_err(write_err)?;
+                version = SCHEMA_VERSION;
+            }
+            tx.commit().map_err(write_err)?;
+        }
         if version > SCHEMA_VERSION {
             return Err(StoreError::UnknownFormat {
                 what: "the store file".to_owned(),
                 found: version,
                 supported: SCHEMA_VERSION,
             });
-        }
-        if version == 0 {
-            conn.execute_batch(&format!("BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))
-                .map_err(write_err)?;
         }
         if let Some(pages) = config.max_pages {
             conn.pragma_update(None, "max_page_count", pages).map_err(read_err)?;
@@ -156,6 +172,30 @@ impl SqliteStore {
         // A transaction interrupted by a panic is rolled back when it is
         // dropped: the connection is sound after one.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The schema version in the file's `user_version` (0: no tables yet).
+fn schema_version(conn: &Connection) -> Result<u32, StoreError> {
+    when_free(|| conn.pragma_query_value(None, "user_version", |row| row.get(0))).map_err(read_err)
+}
+
+/// How long a connection waits for another one's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `f`, again while SQLite answers that the file is busy, for up to
+/// [`BUSY_TIMEOUT`]: while connections open a new file at once (one
+/// switching it to WAL, one creating the WAL index) SQLite answers busy
+/// at once, without waiting as its busy timeout would.
+fn when_free<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    loop {
+        match f() {
+            Err(e) if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) && start.elapsed() < BUSY_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            other => return other,
+        }
     }
 }
 
@@ -284,6 +324,24 @@ impl CheckpointStore for SqliteStore {
         let forked_from = row.2.map_err(|e| bad(e.to_string()))?;
         let forked_at = row.3.map_err(|e| bad(e.to_string()))?;
         let forked_from = forked_from.zip(forked_at).map(|(a, s)| (a, u64::try_from(s).unwrap_or(0)));
+        // A snapshot or an effect row of a step past the log's last: the
+        // log lost its last steps (a damaged page still reads, without
+        // them), which would otherwise read as an agent that is behind.
+        let beyond: Option<i64> = conn
+            .prepare_cached(
+                "SELECT MAX(seq) FROM (SELECT MAX(seq) AS seq FROM snapshots WHERE agent = ?1
+                 UNION ALL SELECT MAX(started) FROM effects WHERE agent = ?1)",
+            )
+            .and_then(|mut s| s.query_row([agent], |row| row.get(0)))
+            .map_err(read_err)?;
+        if let Some(step) = beyond.and_then(|n| u64::try_from(n).ok()).filter(|&n| n >= next_seq) {
+            return Err(StoreError::corrupt(
+                agent,
+                "log",
+                next_seq,
+                format!("step {step} has rows but the log ends before"),
+            ));
+        }
         Ok(Some(AgentInfo { machine, format, next_seq, forked_from }))
     }
 

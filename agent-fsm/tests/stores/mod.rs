@@ -7,8 +7,6 @@
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use agent_fsm::store::{CheckpointStore, MemoryStore, SqliteStore};
 
 /// The variable the Postgres tests read their server's URL from.
@@ -47,7 +45,9 @@ pub(crate) fn each_store(body: impl Fn(&dyn CheckpointStore)) {
 pub(crate) mod pg {
     //! A fresh Postgres schema per test.
 
-    use super::{AtomicU32, Ordering, pg_url, test_name};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::{pg_url, test_name};
     use agent_fsm::store::{PgConfig, PgStore};
 
     /// A store in a schema of its own, dropped with it.

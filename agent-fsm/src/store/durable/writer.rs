@@ -31,8 +31,11 @@ pub enum Durability {
     WhileAction,
     /// Steps are kept in memory and written when the agent stops (a
     /// shutdown, a terminal state, every handle dropped), in one
-    /// [`append_all`](CheckpointStore::append_all). A crash loses every step
-    /// since the agent was spawned.
+    /// [`append_all`](CheckpointStore::append_all) per run of steps between
+    /// two ends of work written on their own (a stream's end, seen between
+    /// two steps): usually one. A crash loses every step since the agent
+    /// was spawned; one during the stop's writes may leave their first
+    /// runs written.
     OnStop,
 }
 
@@ -92,8 +95,11 @@ impl WriterThread {
         let (tx, rx) = mpsc::channel::<Write>();
         let failed = Arc::new(Mutex::new(None));
         let slot = Arc::clone(&failed);
+        // A thread's name cannot hold a NUL byte (std panics on one), and
+        // the agent's id is the user's to choose.
+        let name = format!("agent-fsm-store-{}", agent.replace('\0', "\u{fffd}"));
         let join = std::thread::Builder::new()
-            .name(format!("agent-fsm-store-{agent}"))
+            .name(name)
             .spawn(move || {
                 // What came in while the last write ran goes in one
                 // transaction (one disk sync): the writer keeps up however
