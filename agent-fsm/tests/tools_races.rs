@@ -36,13 +36,17 @@ fn fixture() -> Fixture {
     Fixture { _tmp: tmp, ws, inside, outside }
 }
 
-/// A thread that points the symlink `dir/name` at `a`, then `b`, then `a`
+/// A thread that points the symlink `dir/name` at `b`, then `a`, then `b`
 /// again, each swap one `rename`, until `stop`; it returns the swaps made.
+/// The link points at `a` before this returns: a tool called at once must
+/// not find the name free (it would create a directory there, which no
+/// rename of a symlink replaces).
 fn swapping(dir: &Path, name: &str, a: PathBuf, b: PathBuf, stop: &Arc<AtomicBool>) -> JoinHandle<u64> {
     let (target, tmp) = (dir.join(name), dir.join(format!(".{name}.next")));
+    symlink(&a, &target).expect("the first link");
     let stop = Arc::clone(stop);
     std::thread::spawn(move || {
-        let mut swaps = 0u64;
+        let mut swaps = 1u64;
         while !stop.load(Ordering::Relaxed) {
             let _ = std::fs::remove_file(&tmp);
             symlink(if swaps.is_multiple_of(2) { &a } else { &b }, &tmp).expect("symlink");
