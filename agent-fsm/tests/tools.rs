@@ -6,34 +6,14 @@
 //! cut and says so.
 #![cfg(unix)]
 
-use agent_fsm::tools::{ShellOptions, ToolError, Workspace};
+use agent_fsm::tools::{ShellOptions, ToolError};
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::time::Duration;
 
-/// Bounds every test that waits on a process.
-const HANG: Duration = Duration::from_secs(30);
+mod tools_support;
 
-/// A workspace `ws/` beside a directory `outside/` holding `secret`.
-struct Fixture {
-    _tmp: tempfile::TempDir,
-    ws: Workspace,
-    inside: std::path::PathBuf,
-    outside: std::path::PathBuf,
-}
-
-fn fixture() -> Fixture {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let inside = tmp.path().join("ws");
-    let outside = tmp.path().join("outside");
-    std::fs::create_dir(&inside).expect("ws");
-    std::fs::create_dir(&outside).expect("outside");
-    std::fs::write(outside.join("secret"), "top secret\n").expect("secret");
-    std::fs::write(inside.join("inside.txt"), "inside\n").expect("inside");
-    std::fs::create_dir(inside.join("sub")).expect("sub");
-    let ws = Workspace::open(&inside).expect("open");
-    Fixture { _tmp: tmp, ws, inside, outside }
-}
+use tools_support::{Fixture, HANG, fixture};
 
 fn is_outside<T: std::fmt::Debug>(result: Result<T, ToolError>) -> bool {
     match result {

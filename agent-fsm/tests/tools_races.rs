@@ -6,35 +6,15 @@
 //! more than the limit.
 #![cfg(unix)]
 
-use agent_fsm::tools::Workspace;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
-/// Bounds one call: a call that blocks never returns at all.
-const HANG: Duration = Duration::from_secs(30);
+mod tools_support;
 
-/// A workspace `ws/` beside a directory `outside/` holding `secret`.
-struct Fixture {
-    _tmp: tempfile::TempDir,
-    ws: Workspace,
-    inside: PathBuf,
-    outside: PathBuf,
-}
-
-fn fixture() -> Fixture {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let inside = tmp.path().join("ws");
-    let outside = tmp.path().join("outside");
-    std::fs::create_dir(&inside).expect("ws");
-    std::fs::create_dir(&outside).expect("outside");
-    std::fs::write(outside.join("secret"), "top secret\n").expect("secret");
-    let ws = Workspace::open(&inside).expect("open");
-    Fixture { _tmp: tmp, ws, inside, outside }
-}
+use tools_support::{HANG, fixture};
 
 /// A thread that points the symlink `dir/name` at `b`, then `a`, then `b`
 /// again, each swap one `rename`, until `stop`; it returns the swaps made.
