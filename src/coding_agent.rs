@@ -333,7 +333,7 @@ impl Workspace {
             }
             "list_files" => {
                 let path = call.arguments.get("path").and_then(Value::as_str).unwrap_or(".");
-                Ok(Value::String(ws.list_files(path).await.map_err(fail)?.join("\n")))
+                Ok(Value::String(ws.listing(path).await.map_err(fail)?.to_text()))
             }
             "run_command" => {
                 let options =

@@ -148,7 +148,8 @@ impl Tool for EditFile {
     }
 }
 
-/// `list_files`: the names in a directory of the workspace.
+/// `list_files`: the names in a directory of the workspace, at most the
+/// workspace's limit of them ([`Workspace::listing`]).
 #[derive(Debug, Clone)]
 pub struct ListFiles(pub Workspace);
 
@@ -167,11 +168,13 @@ impl Tool for ListFiles {
     type Error = ToolError;
 
     fn description(&self) -> String {
-        "Lists the names in a directory of the workspace, one per line, sorted.".to_owned()
+        "Lists the names in a directory of the workspace, one per line, sorted; a large directory is cut \
+         to its first names, with a last line saying how many more it holds."
+            .to_owned()
     }
 
     async fn call(&self, args: ListFilesArgs) -> Result<String, ToolError> {
-        Ok(self.0.list_files(args.path.as_deref().unwrap_or("")).await?.join("\n"))
+        Ok(self.0.listing(args.path.as_deref().unwrap_or("")).await?.to_text())
     }
 }
 

@@ -102,4 +102,4 @@ mod workspace;
 pub use error::ToolError;
 #[cfg(unix)]
 pub use shell::{CommandOutput, ShellOptions, run_command};
-pub use workspace::{DEFAULT_MAX_FILE_BYTES, Workspace};
+pub use workspace::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_LISTED, Listing, Workspace};

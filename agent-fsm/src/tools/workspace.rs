@@ -21,11 +21,48 @@ pub struct Workspace {
     root: PathBuf,
     dir: Arc<Dir>,
     max_file_bytes: u64,
+    max_listed: usize,
 }
 
 /// The largest file [`Workspace::read_file`] reads unless told otherwise:
 /// 1 MiB, far more than a model's context holds in one tool result.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// The most names [`Workspace::listing`] returns unless told otherwise:
+/// 1,000, a page a model can read; a directory holding more (a
+/// `node_modules`, a build's output) is summed up by how many are left out.
+pub const DEFAULT_MAX_LISTED: usize = 1_000;
+
+/// The names in a directory, at most the workspace's limit of them
+/// ([`Workspace::with_max_listed`]): the first in sorted order, and how many
+/// more the directory holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The names shown, sorted.
+    pub names: Vec<String>,
+    /// How many names the directory holds past those shown.
+    pub more: usize,
+}
+
+impl Listing {
+    /// The names one per line, then, if some were left out, a last line
+    /// saying how many: the text a model is shown.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut text = self.names.join("\n");
+        if self.more > 0 {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            let shown = self.names.len();
+            text.push_str(&format!(
+                "({} more names not shown: the first {shown} in sorted order are listed)",
+                self.more
+            ));
+        }
+        text
+    }
+}
 
 /// A path-level failure for the model: the escape cap-std refuses, the
 /// usual kinds, and the rest as it is.
@@ -88,7 +125,12 @@ impl Workspace {
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
         let root = root.as_ref().to_path_buf();
         let dir = Dir::open_ambient_dir(&root, ambient_authority())?;
-        Ok(Workspace { root, dir: Arc::new(dir), max_file_bytes: DEFAULT_MAX_FILE_BYTES })
+        Ok(Workspace {
+            root,
+            dir: Arc::new(dir),
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            max_listed: DEFAULT_MAX_LISTED,
+        })
     }
 
     /// The same workspace, reading files of at most `max` bytes (see
@@ -97,6 +139,14 @@ impl Workspace {
     #[must_use]
     pub fn with_max_file_bytes(mut self, max: u64) -> Self {
         self.max_file_bytes = max;
+        self
+    }
+
+    /// The same workspace, listing at most `max` names of a directory (see
+    /// [`listing`](Self::listing); [`DEFAULT_MAX_LISTED`] unless set).
+    #[must_use]
+    pub fn with_max_listed(mut self, max: usize) -> Self {
+        self.max_listed = max;
         self
     }
 
@@ -235,6 +285,10 @@ impl Workspace {
     /// workspace itself), sorted. A name that is not UTF-8 is shown with
     /// U+FFFD in place of the bytes that are not.
     ///
+    /// Every name is returned, however many the directory holds; what a
+    /// model is shown should come from [`listing`](Self::listing), which
+    /// bounds it.
+    ///
     /// # Errors
     /// [`ToolError::OutsideWorkspace`], [`ToolError::NotFound`], or
     /// [`ToolError::Io`] (not a directory, no permission).
@@ -247,6 +301,39 @@ impl Workspace {
             }
             names.sort();
             Ok(names)
+        })
+        .await
+    }
+
+    /// The names in the directory at `path`, as [`list_files`](Self::list_files)
+    /// gives them, but at most the workspace's limit of them
+    /// ([`with_max_listed`](Self::with_max_listed)): the first in sorted
+    /// order, with the count of the rest. Only that many names are held at
+    /// once while the directory is read, however large it is.
+    ///
+    /// # Errors
+    /// As [`list_files`](Self::list_files).
+    pub async fn listing(&self, path: &str) -> Result<Listing, ToolError> {
+        let path = if path.is_empty() { "." } else { path };
+        let max = self.max_listed;
+        self.blocking(path, move |dir, p| {
+            // The `max` smallest names so far, the largest on top, so that
+            // each name read past the limit costs one comparison.
+            let mut kept = std::collections::BinaryHeap::with_capacity(max.min(4_096).saturating_add(1));
+            let mut more = 0usize;
+            for entry in dir.read_dir(p)? {
+                let name = entry?.file_name().to_string_lossy().into_owned();
+                if kept.len() < max {
+                    kept.push(name);
+                } else if kept.peek().is_some_and(|largest| name < *largest) {
+                    kept.pop();
+                    kept.push(name);
+                    more += 1;
+                } else {
+                    more += 1;
+                }
+            }
+            Ok(Listing { names: kept.into_sorted_vec(), more })
         })
         .await
     }
