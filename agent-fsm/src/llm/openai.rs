@@ -25,7 +25,8 @@
 //! The base URL makes the same client serve OpenAI, Azure-style gateways,
 //! OpenRouter, Groq, vLLM, llama.cpp's server and Ollama. What those
 //! servers do differently is tolerated: optional fields left out or
-//! `null`, `data:` without a space, keep-alive comments, usage in a last
+//! `null`, a `finish_reason` of `""` until the last chunk, `data:` without
+//! a space, keep-alive comments, usage in a last
 //! chunk with no choices (asked for with `stream_options.include_usage`)
 //! or in the chunk with the finish reason, a tool call's id repeated on
 //! every fragment or missing, every parallel call sent at index 0 with its
@@ -406,7 +407,9 @@ impl StreamParser {
                     out.push_back(Ok(event));
                 }
             }
-            if let Some(reason) = &choice.finish_reason {
+            // Ollama, LocalAI and SGLang write `""` on every chunk before
+            // the last: no reason yet.
+            if let Some(reason) = choice.finish_reason.as_deref().filter(|r| !r.is_empty()) {
                 self.finish_reason = Some(StopReason::from_openai(reason));
             }
         }
