@@ -62,3 +62,16 @@ async fn an_empty_finish_reason_is_no_reason_and_a_cut_reply_is_not_complete() {
         ]
     );
 }
+
+#[tokio::test]
+async fn an_error_line_then_done_fails_the_reply() {
+    // llama.cpp's server through its 2025 builds: a failure mid-stream is
+    // an `error:` line (no SSE field), then `[DONE]` all the same.
+    let error = r#"{"code":500,"message":"failed to decode the batch","type":"server_error"}"#;
+    let stream = chunk(json!({"content": "a"}), Value::Null) + &format!("error: {error}\n\ndata: [DONE]\n\n");
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let log = run(openai(&server), request(), 1).await;
+    assert_eq!(kinds(log.clone()), vec![Ok(text("a")), Err(ErrorKind::ServerError { status: 500, retry_after: None })]);
+    let error = log[1].as_ref().expect_err("an error");
+    assert_eq!((error.status(), error.message()), (Some(500), "failed to decode the batch"));
+}

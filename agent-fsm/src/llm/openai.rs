@@ -31,7 +31,9 @@
 //! or in the chunk with the finish reason, a tool call's id repeated on
 //! every fragment or missing, every parallel call sent at index 0 with its
 //! own id, arguments whole in one chunk, a stream that ends with the
-//! finish reason and no `[DONE]`, and an error sent as a chunk.
+//! finish reason and no `[DONE]`, and an error sent as a chunk or, as
+//! llama.cpp's server wrote it until late 2025, on an `error:` line
+//! followed by `[DONE]`.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -345,7 +347,7 @@ impl StreamParser {
             return;
         }
         let mut sse = std::mem::take(&mut self.sse);
-        sse.feed(chunk, &mut |_event, data| self.frame(data, out));
+        sse.feed(chunk, &mut |event, data| self.frame(event, data, out));
         self.sse = sse;
     }
 
@@ -362,7 +364,7 @@ impl StreamParser {
         self.done
     }
 
-    fn frame(&mut self, data: &str, out: &mut VecDeque<Item>) {
+    fn frame(&mut self, event: &str, data: &str, out: &mut VecDeque<Item>) {
         if self.done {
             return;
         }
@@ -377,7 +379,12 @@ impl StreamParser {
                 return self.fail(ProviderError::new(ErrorKind::MalformedStream, message), out);
             }
         };
-        if let Some(e) = chunk.error {
+        // An `error` event's data may be the error itself (llama.cpp's).
+        let error = match chunk.error {
+            None if event == "error" => Some(serde_json::from_str(data).unwrap_or_default()),
+            error => error,
+        };
+        if let Some(e) = error {
             let message = e.message.unwrap_or_default();
             // OpenRouter and others put the HTTP status the upstream gave
             // in a numeric `code`: classify it as that status.
@@ -447,7 +454,7 @@ impl Decoder for StreamParser {
         }
         let mut sse = std::mem::take(&mut self.sse);
         if cut.is_none() {
-            sse.finish(&mut |_event, data| self.frame(data, out));
+            sse.finish(&mut |event, data| self.frame(event, data, out));
         }
         if self.done {
             return;
@@ -529,7 +536,7 @@ struct PromptDetails {
     cached_tokens: Option<u64>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct WireError {
     #[serde(default, rename = "type")]
     kind: Option<String>,

@@ -5,11 +5,13 @@
 //! value loses one leading space (`data:x` and `data: x` are the same);
 //! several `data` lines join with LF; `id` and `retry` are not needed here.
 //!
-//! One deviation, for servers that close the connection right after their
-//! last line: at the end of the body, an event whose lines are complete but
-//! which no blank line ended is still dispatched. A line cut off by the
-//! end (no line ending) is dropped, as the spec says: it is a truncated
-//! frame, and the provider reports the reply as incomplete.
+//! Two deviations. For servers that close the connection right after
+//! their last line: at the end of the body, an event whose lines are
+//! complete but which no blank line ended is still dispatched. A line cut
+//! off by the end (no line ending) is dropped, as the spec says: it is a
+//! truncated frame, and the provider reports the reply as incomplete. And
+//! an `error` field, which the spec ignores, is read as the data of an
+//! event named `error` (llama.cpp's server reports failures so).
 
 /// Incremental SSE decoder.
 #[derive(Debug, Default)]
@@ -102,6 +104,17 @@ impl SseDecoder {
                 self.data.push('\n');
                 self.has_data = true;
             }
+            // Not an SSE field: llama.cpp's server (through its 2025
+            // builds) reports a failure mid-stream as `error: {json}`, then
+            // sends `[DONE]`. Read as an `error` event, so that the failure
+            // is not lost and the reply passed as complete.
+            b"error" => {
+                self.event.clear();
+                self.event.push_str("error");
+                push_utf8(&mut self.data, value);
+                self.data.push('\n');
+                self.has_data = true;
+            }
             b"event" => {
                 self.event.clear();
                 push_utf8(&mut self.event, value);
@@ -177,6 +190,14 @@ mod tests {
     #[test]
     fn invalid_utf8_is_replaced() {
         assert_eq!(frames(&[b"event: e\xFF\ndata: a\xC3\n\n"], false), vec![pair("e\u{FFFD}", "a\u{FFFD}")]);
+    }
+
+    #[test]
+    fn an_error_line_is_an_error_event() {
+        assert_eq!(
+            frames(&[b"data: 1\n\nerror: {}\n\ndata: 2\n\n"], false),
+            vec![pair("", "1"), pair("error", "{}"), pair("", "2")]
+        );
     }
 
     #[test]
