@@ -10,7 +10,8 @@ mod caller;
 mod replay;
 
 use agent_fsm::llm::{
-    AssistantMessage, ErrorKind, Message, OpenAi, OpenAiConfig, Request, StopReason, StreamEvent, Usage,
+    AnthropicConfig, AssistantMessage, ErrorKind, Message, OpenAi, OpenAiConfig, Request, StopReason, StreamEvent,
+    Usage,
 };
 use caller::{kinds, run};
 use replay::{ReplayServer, Reply};
@@ -74,4 +75,41 @@ async fn an_error_line_then_done_fails_the_reply() {
     assert_eq!(kinds(log.clone()), vec![Ok(text("a")), Err(ErrorKind::ServerError { status: 500, retry_after: None })]);
     let error = log[1].as_ref().expect_err("an error");
     assert_eq!((error.status(), error.message()), (Some(500), "failed to decode the batch"));
+}
+
+/// One Anthropic event: the `event:` line, then the data, whose `type` is
+/// the same name.
+fn event(data: Value) -> String {
+    let name = data["type"].as_str().expect("a type").to_owned();
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+fn block_delta(index: usize, delta: Value) -> String {
+    event(json!({"type": "content_block_delta", "index": index, "delta": delta}))
+}
+
+#[tokio::test]
+async fn a_server_tools_input_and_result_are_skipped() {
+    // Web search, run by Anthropic's server: its `server_tool_use` input
+    // streams as `input_json_delta`, like a client tool's.
+    let stream = [
+        event(json!({"type": "message_start", "message": {"usage": {"input_tokens": 7, "output_tokens": 1}}})),
+        event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}})),
+        block_delta(0, json!({"type": "input_json_delta", "partial_json": ""})),
+        block_delta(0, json!({"type": "input_json_delta", "partial_json": "{\"query\": \"rust\"}"})),
+        event(json!({"type": "content_block_stop", "index": 0})),
+        event(json!({"type": "content_block_start", "index": 1, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}})),
+        event(json!({"type": "content_block_stop", "index": 1})),
+        event(json!({"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}})),
+        block_delta(2, json!({"type": "text_delta", "text": "Found it."})),
+        event(json!({"type": "content_block_stop", "index": 2})),
+        event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}})),
+        event(json!({"type": "message_stop"})),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let client = AnthropicConfig::new("k").base_url(server.url()).build().expect("client");
+    let message = AssistantMessage { text: "Found it.".into(), tool_calls: Vec::new() };
+    let done = StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::new(7, 9) };
+    assert_eq!(kinds(run(client, request(), 1).await), vec![Ok(text("Found it.")), Ok(done)]);
 }
