@@ -27,7 +27,8 @@ pub(crate) struct SseDecoder {
     /// The last chunk ended with CR: an LF that starts the next one
     /// belongs to it.
     after_cr: bool,
-    /// Bytes were seen (a byte-order mark is stripped only at the start).
+    /// A line was read (a byte-order mark is stripped from the first
+    /// only).
     started: bool,
 }
 
@@ -35,11 +36,8 @@ impl SseDecoder {
     /// Reads `chunk`, calling `on_frame(event, data)` for every complete
     /// event, in order.
     pub(crate) fn feed(&mut self, mut chunk: &[u8], on_frame: &mut impl FnMut(&str, &str)) {
-        if !self.started && !chunk.is_empty() {
-            self.started = true;
-            chunk = chunk.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(chunk);
-        }
-        if self.after_cr {
+        // An empty chunk says nothing of the byte after the CR.
+        if self.after_cr && !chunk.is_empty() {
             self.after_cr = false;
             chunk = chunk.strip_prefix(b"\n").unwrap_or(chunk);
         }
@@ -74,7 +72,13 @@ impl SseDecoder {
         self.line_done(b"", on_frame);
     }
 
-    fn line_done(&mut self, line: &[u8], on_frame: &mut impl FnMut(&str, &str)) {
+    fn line_done(&mut self, mut line: &[u8], on_frame: &mut impl FnMut(&str, &str)) {
+        // The mark holds no line ending, so it is whole at the start of the
+        // first line however the chunks split it.
+        if !self.started {
+            self.started = true;
+            line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+        }
         if line.is_empty() {
             if self.has_data {
                 // The last data line's LF is not part of the data.
@@ -165,6 +169,17 @@ mod tests {
         }
         let singles: Vec<&[u8]> = bytes.chunks(1).collect();
         assert_eq!(frames(&singles, false), expected);
+    }
+
+    #[test]
+    fn a_byte_order_mark_and_a_crlf_split_anywhere_or_by_empty_chunks_decode_the_same() {
+        let text = "\u{FEFF}data: a\r\ndata: b\r\n\r\n";
+        let expected = vec![pair("", "a\nb")];
+        let bytes = text.as_bytes();
+        for split in 0..=bytes.len() {
+            let (head, tail) = bytes.split_at(split);
+            assert_eq!(frames(&[head, b"", tail], false), expected, "split at {split}");
+        }
     }
 
     #[test]
