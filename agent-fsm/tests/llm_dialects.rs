@@ -113,3 +113,20 @@ async fn a_server_tools_input_and_result_are_skipped() {
     let done = StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::new(7, 9) };
     assert_eq!(kinds(run(client, request(), 1).await), vec![Ok(text("Found it.")), Ok(done)]);
 }
+
+#[tokio::test]
+async fn an_html_page_in_place_of_the_stream_is_malformed() {
+    // A captive portal, or a base URL that leads to a web app's page.
+    let page = "<!DOCTYPE html>\n<html><body>Sign in to continue</body></html>\n";
+    let server =
+        ReplayServer::start(vec![Reply::status(200, page).header("content-type", "text/HTML; charset=utf-8")]).await;
+    let log = run(openai(&server), request(), 1).await;
+    assert_eq!(kinds(log.clone()), vec![Err(ErrorKind::MalformedStream)]);
+    let message = log[0].as_ref().expect_err("an error").message().to_owned();
+    assert!(
+        message.starts_with(
+            "the server answered with `text/HTML; charset=utf-8` instead of an event stream: <!DOCTYPE html>"
+        ),
+        "{message}"
+    );
+}
