@@ -11,7 +11,7 @@ mod replay;
 
 use agent_fsm::llm::{
     AnthropicConfig, AssistantMessage, ErrorKind, Message, OpenAi, OpenAiConfig, Request, StopReason, StreamEvent,
-    Usage,
+    ToolCall, Usage,
 };
 use caller::{kinds, run};
 use replay::{ReplayServer, Reply};
@@ -129,4 +129,22 @@ async fn an_html_page_in_place_of_the_stream_is_malformed() {
         ),
         "{message}"
     );
+}
+
+#[tokio::test]
+async fn arguments_sent_as_a_json_object_are_read_as_their_text() {
+    let call =
+        json!({"index": 0, "id": "c", "type": "function", "function": {"name": "read", "arguments": {"path": "a.rs"}}});
+    let stream = chunk(json!({"tool_calls": [call]}), Value::Null) + &chunk(json!({}), json!("tool_calls"));
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let delta = StreamEvent::ToolCallDelta {
+        index: 0,
+        id: Some("c".into()),
+        name: Some("read".into()),
+        arguments_fragment: r#"{"path":"a.rs"}"#.into(),
+    };
+    let call = ToolCall { id: "c".into(), name: "read".into(), arguments: json!({"path": "a.rs"}) };
+    let message = AssistantMessage { text: String::new(), tool_calls: vec![call] };
+    let done = StreamEvent::Completed { message, stop_reason: StopReason::ToolUse, usage: Usage::default() };
+    assert_eq!(kinds(run(openai(&server), request(), 1).await), vec![Ok(delta), Ok(done)]);
 }

@@ -30,7 +30,8 @@
 //! chunk with no choices (asked for with `stream_options.include_usage`)
 //! or in the chunk with the finish reason, a tool call's id repeated on
 //! every fragment or missing, every parallel call sent at index 0 with its
-//! own id, arguments whole in one chunk, a stream that ends with the
+//! own id, arguments whole in one chunk (or as a JSON object rather than
+//! its text), a stream that ends with the
 //! finish reason and no `[DONE]`, and an error sent as a chunk or, as
 //! llama.cpp's server wrote it until late 2025, on an `error:` line
 //! followed by `[DONE]`.
@@ -409,7 +410,7 @@ impl StreamParser {
                         call.index,
                         call.id.as_deref(),
                         function.and_then(|f| f.name.as_deref()),
-                        function.and_then(|f| f.arguments.as_deref()).unwrap_or(""),
+                        &function.and_then(|f| f.arguments.as_ref()).map(Arguments::text).unwrap_or_default(),
                     );
                     out.push_back(Ok(event));
                 }
@@ -517,7 +518,26 @@ struct FunctionPiece<'a> {
     #[serde(default, borrow)]
     name: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    arguments: Option<Cow<'a, str>>,
+    arguments: Option<Arguments<'a>>,
+}
+
+/// A piece of a call's arguments: JSON text, or (TGI, some llama.cpp
+/// builds) the arguments as a JSON value.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Arguments<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Value(Value),
+}
+
+impl Arguments<'_> {
+    /// The piece as JSON text.
+    fn text(&self) -> Cow<'_, str> {
+        match self {
+            Arguments::Text(text) => Cow::Borrowed(text),
+            Arguments::Value(value) => Cow::Owned(value.to_string()),
+        }
+    }
 }
 
 #[derive(Deserialize)]
