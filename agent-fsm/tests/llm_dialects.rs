@@ -148,3 +148,24 @@ async fn arguments_sent_as_a_json_object_are_read_as_their_text() {
     let done = StreamEvent::Completed { message, stop_reason: StopReason::ToolUse, usage: Usage::default() };
     assert_eq!(kinds(run(openai(&server), request(), 1).await), vec![Ok(delta), Ok(done)]);
 }
+
+#[tokio::test]
+async fn a_refusal_is_the_replys_text_and_its_stop_reason() {
+    // OpenAI: the refusal streams in `delta.refusal`, the content stays
+    // null, and the reply ends with `stop`.
+    let stream = [
+        chunk(json!({"role": "assistant", "content": null, "refusal": null}), Value::Null),
+        chunk(json!({"refusal": "I'm sorry, "}), Value::Null),
+        chunk(json!({"refusal": "I can't help with that."}), Value::Null),
+        chunk(json!({}), json!("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let expected = vec![
+        Ok(text("I'm sorry, ")),
+        Ok(text("I can't help with that.")),
+        Ok(completed("I'm sorry, I can't help with that.", StopReason::ContentFilter)),
+    ];
+    assert_eq!(kinds(run(openai(&server), request(), 1).await), expected);
+}

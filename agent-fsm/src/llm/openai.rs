@@ -330,6 +330,8 @@ pub struct StreamParser {
     reply: Assembler,
     finish_reason: Option<StopReason>,
     usage: Usage,
+    /// The model wrote a `refusal`: it declined to answer.
+    refused: bool,
     done: bool,
 }
 
@@ -404,6 +406,12 @@ impl StreamParser {
                 if let Some(event) = delta.content.as_deref().and_then(|text| self.reply.text(text)) {
                     out.push_back(Ok(event));
                 }
+                // OpenAI's refusal, in place of the content: the model's own
+                // words on why it declined, shown as its text.
+                if let Some(event) = delta.refusal.as_deref().and_then(|text| self.reply.text(text)) {
+                    self.refused = true;
+                    out.push_back(Ok(event));
+                }
                 for call in delta.tool_calls.iter().flatten() {
                     let function = call.function.as_ref();
                     let event = self.reply.tool_piece(
@@ -433,7 +441,11 @@ impl StreamParser {
 
     fn complete(&mut self, out: &mut VecDeque<Item>) {
         let message = self.reply.finish();
-        let stop_reason = self.finish_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
+        let mut stop_reason = self.finish_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
+        // A refusal ends with `stop`; the reply is no answer all the same.
+        if self.refused && stop_reason == StopReason::EndTurn {
+            stop_reason = StopReason::ContentFilter;
+        }
         out.push_back(Ok(StreamEvent::Completed { message, stop_reason, usage: self.usage }));
         self.done = true;
     }
@@ -499,6 +511,8 @@ struct Choice<'a> {
 struct Delta<'a> {
     #[serde(default, borrow)]
     content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    refusal: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     tool_calls: Option<Vec<ToolCallPiece<'a>>>,
 }
