@@ -169,3 +169,24 @@ async fn a_refusal_is_the_replys_text_and_its_stop_reason() {
     ];
     assert_eq!(kinds(run(openai(&server), request(), 1).await), expected);
 }
+
+#[tokio::test]
+async fn partial_null_or_empty_usage_on_other_chunks_keeps_the_counts() {
+    // LiteLLM: the prompt's count on every chunk, the reply's only at the
+    // end; a count may be `null`, and an empty `usage` may follow.
+    let with_usage = |delta: Value, finish: Value, usage: Value| {
+        let body = json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": usage});
+        format!("data: {body}\n\n")
+    };
+    let stream = [
+        with_usage(json!({"content": "a"}), Value::Null, json!({"prompt_tokens": 9, "completion_tokens": null})),
+        with_usage(json!({}), json!("stop"), json!({"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11})),
+        format!("data: {}\n\n", json!({"choices": [], "usage": {}})),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let message = AssistantMessage { text: "a".into(), tool_calls: Vec::new() };
+    let done = StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::new(9, 2) };
+    assert_eq!(kinds(run(openai(&server), request(), 1).await), vec![Ok(text("a")), Ok(done)]);
+}

@@ -429,13 +429,18 @@ impl StreamParser {
                 self.finish_reason = Some(StopReason::from_openai(reason));
             }
         }
+        // Each count the server gives wins; one it leaves out or `null`
+        // (LiteLLM's and MiniMax's partial or empty `usage` on other
+        // chunks) keeps what came before.
         if let Some(usage) = chunk.usage {
-            self.usage = Usage {
-                input_tokens: usage.prompt_tokens,
-                output_tokens: usage.completion_tokens,
-                cache_read_tokens: usage.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0),
-                cache_write_tokens: 0,
+            let set = |field: &mut u64, value: Option<u64>| {
+                if let Some(value) = value {
+                    *field = value;
+                }
             };
+            set(&mut self.usage.input_tokens, usage.prompt_tokens);
+            set(&mut self.usage.output_tokens, usage.completion_tokens);
+            set(&mut self.usage.cache_read_tokens, usage.prompt_tokens_details.and_then(|d| d.cached_tokens));
         }
     }
 
@@ -557,9 +562,9 @@ impl Arguments<'_> {
 #[derive(Deserialize)]
 struct WireUsage {
     #[serde(default)]
-    prompt_tokens: u64,
+    prompt_tokens: Option<u64>,
     #[serde(default)]
-    completion_tokens: u64,
+    completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
 }
