@@ -28,8 +28,10 @@
 //! `content_block_stop`, `message_delta` (stop reason, output usage),
 //! `message_stop` (the reply is complete), `ping`, and `error` (an
 //! `overloaded_error` or any other, which ends the stream with a
-//! classified [`ProviderError`]). Thinking blocks and event types this
-//! crate does not know are skipped.
+//! classified [`ProviderError`]). Thinking blocks, the server's own tool
+//! calls and results (`server_tool_use`, `web_search_tool_result`, whose
+//! input streams as `input_json_delta` too) and event types this crate
+//! does not know are skipped.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -320,6 +322,9 @@ pub struct StreamParser {
     reply: Assembler,
     stop_reason: Option<StopReason>,
     usage: Usage,
+    /// The indexes of blocks not surfaced (thinking, server tools): their
+    /// deltas, `input_json_delta` included, are skipped too.
+    skipped: Vec<usize>,
     done: bool,
 }
 
@@ -392,7 +397,7 @@ impl StreamParser {
                             self.reply.initial_arguments(index, input);
                         }
                     }
-                    _ => {} // thinking, server tools: not surfaced
+                    _ => self.skipped.push(index), // thinking, server tools: not surfaced
                 }
             }
             "content_block_delta" => {
@@ -405,6 +410,8 @@ impl StreamParser {
                             out.push_back(Ok(event));
                         }
                     }
+                    // A server tool's input (`server_tool_use`, `mcp_tool_use`).
+                    Some("input_json_delta") if self.skipped.contains(&index) => {}
                     Some("input_json_delta") => {
                         if !self.reply.has_call(index) {
                             let message = format!("an `input_json_delta` for block {index}, which is not a tool call");

@@ -133,9 +133,17 @@ fn error_body(body: &str) -> (Option<String>, String) {
 /// OpenRouter use.
 fn says_context_too_long(message: &str) -> bool {
     let message = message.to_ascii_lowercase();
-    ["context length", "context_length", "context window", "prompt is too long", "maximum context", "too many tokens"]
-        .iter()
-        .any(|needle| message.contains(needle))
+    [
+        "context length",
+        "context_length",
+        "context window",
+        "context size",
+        "prompt is too long",
+        "maximum context",
+        "too many tokens",
+    ]
+    .iter()
+    .any(|needle| message.contains(needle))
 }
 
 /// `text` cut to at most `max` bytes, on a character boundary.
@@ -218,6 +226,13 @@ mod tests {
         );
         assert_eq!(
             kind(400, r#"{"error":{"code":"context_length_exceeded","message":"?"}}"#),
+            ErrorKind::ContextTooLong
+        );
+        assert_eq!(
+            kind(
+                400,
+                r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}"#
+            ),
             ErrorKind::ContextTooLong
         );
         assert_eq!(kind(400, r#"{"error":{"message":"unknown field"}}"#), ErrorKind::BadRequest);

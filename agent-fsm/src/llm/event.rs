@@ -57,8 +57,9 @@ pub enum StopReason {
     /// It wrote one of the request's stop sequences (Anthropic
     /// `stop_sequence`; OpenAI reports those as `stop`).
     StopSequence,
-    /// The server withheld or stopped the reply (`content_filter`,
-    /// Anthropic `refusal`).
+    /// The server withheld or stopped the reply, or the model declined
+    /// (`content_filter`, an OpenAI reply that is a `refusal`, whose words
+    /// are the reply's text, Anthropic `refusal`).
     ContentFilter,
     /// A reason this crate does not know, as the server wrote it
     /// (Anthropic `pause_turn`, say).

@@ -166,7 +166,7 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
                     return Some((Err(status_error(response).await), Phase::Done));
                 }
                 Ok(response) => {
-                    if let Some(error) = json_instead_of_events(&response) {
+                    if let Some(error) = not_events(&response) {
                         let body = response.text().await.unwrap_or_default();
                         let message = format!("{error}: {}", classify::truncate(&body, 300));
                         return Some((Err(ProviderError::new(ErrorKind::MalformedStream, message)), Phase::Done));
@@ -212,10 +212,13 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
     }
 }
 
-/// A 200 whose body is JSON: the server ignored `"stream": true`.
-fn json_instead_of_events(response: &reqwest::Response) -> Option<String> {
+/// A 200 whose body is JSON (the server ignored `"stream": true`) or a web
+/// page (a captive portal, a base URL that leads to a web app): read as
+/// events, a page would end as a reply cut short, and say nothing of why.
+fn not_events(response: &reqwest::Response) -> Option<String> {
     let kind = response.headers().get(reqwest::header::CONTENT_TYPE)?.to_str().ok()?;
-    kind.starts_with("application/json")
+    let lower = kind.to_ascii_lowercase();
+    (lower.starts_with("application/json") || lower.starts_with("text/html"))
         .then(|| format!("the server answered with `{kind}` instead of an event stream"))
 }
 

@@ -25,12 +25,16 @@
 //! The base URL makes the same client serve OpenAI, Azure-style gateways,
 //! OpenRouter, Groq, vLLM, llama.cpp's server and Ollama. What those
 //! servers do differently is tolerated: optional fields left out or
-//! `null`, `data:` without a space, keep-alive comments, usage in a last
+//! `null`, a `finish_reason` of `""` until the last chunk, `data:` without
+//! a space, keep-alive comments, usage in a last
 //! chunk with no choices (asked for with `stream_options.include_usage`)
 //! or in the chunk with the finish reason, a tool call's id repeated on
 //! every fragment or missing, every parallel call sent at index 0 with its
-//! own id, arguments whole in one chunk, a stream that ends with the
-//! finish reason and no `[DONE]`, and an error sent as a chunk.
+//! own id, arguments whole in one chunk (or as a JSON object rather than
+//! its text), a stream that ends with the
+//! finish reason and no `[DONE]`, and an error sent as a chunk or, as
+//! llama.cpp's server wrote it until late 2025, on an `error:` line
+//! followed by `[DONE]`.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -326,6 +330,8 @@ pub struct StreamParser {
     reply: Assembler,
     finish_reason: Option<StopReason>,
     usage: Usage,
+    /// The model wrote a `refusal`: it declined to answer.
+    refused: bool,
     done: bool,
 }
 
@@ -344,7 +350,7 @@ impl StreamParser {
             return;
         }
         let mut sse = std::mem::take(&mut self.sse);
-        sse.feed(chunk, &mut |_event, data| self.frame(data, out));
+        sse.feed(chunk, &mut |event, data| self.frame(event, data, out));
         self.sse = sse;
     }
 
@@ -361,7 +367,7 @@ impl StreamParser {
         self.done
     }
 
-    fn frame(&mut self, data: &str, out: &mut VecDeque<Item>) {
+    fn frame(&mut self, event: &str, data: &str, out: &mut VecDeque<Item>) {
         if self.done {
             return;
         }
@@ -376,7 +382,12 @@ impl StreamParser {
                 return self.fail(ProviderError::new(ErrorKind::MalformedStream, message), out);
             }
         };
-        if let Some(e) = chunk.error {
+        // An `error` event's data may be the error itself (llama.cpp's).
+        let error = match chunk.error {
+            None if event == "error" => Some(serde_json::from_str(data).unwrap_or_default()),
+            error => error,
+        };
+        if let Some(e) = error {
             let message = e.message.unwrap_or_default();
             // OpenRouter and others put the HTTP status the upstream gave
             // in a numeric `code`: classify it as that status.
@@ -395,34 +406,51 @@ impl StreamParser {
                 if let Some(event) = delta.content.as_deref().and_then(|text| self.reply.text(text)) {
                     out.push_back(Ok(event));
                 }
+                // OpenAI's refusal, in place of the content: the model's own
+                // words on why it declined, shown as its text.
+                if let Some(event) = delta.refusal.as_deref().and_then(|text| self.reply.text(text)) {
+                    self.refused = true;
+                    out.push_back(Ok(event));
+                }
                 for call in delta.tool_calls.iter().flatten() {
                     let function = call.function.as_ref();
                     let event = self.reply.tool_piece(
                         call.index,
                         call.id.as_deref(),
                         function.and_then(|f| f.name.as_deref()),
-                        function.and_then(|f| f.arguments.as_deref()).unwrap_or(""),
+                        &function.and_then(|f| f.arguments.as_ref()).map(Arguments::text).unwrap_or_default(),
                     );
                     out.push_back(Ok(event));
                 }
             }
-            if let Some(reason) = &choice.finish_reason {
+            // Ollama, LocalAI and SGLang write `""` on every chunk before
+            // the last: no reason yet.
+            if let Some(reason) = choice.finish_reason.as_deref().filter(|r| !r.is_empty()) {
                 self.finish_reason = Some(StopReason::from_openai(reason));
             }
         }
+        // Each count the server gives wins; one it leaves out or `null`
+        // (LiteLLM's and MiniMax's partial or empty `usage` on other
+        // chunks) keeps what came before.
         if let Some(usage) = chunk.usage {
-            self.usage = Usage {
-                input_tokens: usage.prompt_tokens,
-                output_tokens: usage.completion_tokens,
-                cache_read_tokens: usage.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0),
-                cache_write_tokens: 0,
+            let set = |field: &mut u64, value: Option<u64>| {
+                if let Some(value) = value {
+                    *field = value;
+                }
             };
+            set(&mut self.usage.input_tokens, usage.prompt_tokens);
+            set(&mut self.usage.output_tokens, usage.completion_tokens);
+            set(&mut self.usage.cache_read_tokens, usage.prompt_tokens_details.and_then(|d| d.cached_tokens));
         }
     }
 
     fn complete(&mut self, out: &mut VecDeque<Item>) {
         let message = self.reply.finish();
-        let stop_reason = self.finish_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
+        let mut stop_reason = self.finish_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
+        // A refusal ends with `stop`; the reply is no answer all the same.
+        if self.refused && stop_reason == StopReason::EndTurn {
+            stop_reason = StopReason::ContentFilter;
+        }
         out.push_back(Ok(StreamEvent::Completed { message, stop_reason, usage: self.usage }));
         self.done = true;
     }
@@ -444,7 +472,7 @@ impl Decoder for StreamParser {
         }
         let mut sse = std::mem::take(&mut self.sse);
         if cut.is_none() {
-            sse.finish(&mut |_event, data| self.frame(data, out));
+            sse.finish(&mut |event, data| self.frame(event, data, out));
         }
         if self.done {
             return;
@@ -489,6 +517,8 @@ struct Delta<'a> {
     #[serde(default, borrow)]
     content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
+    refusal: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
     tool_calls: Option<Vec<ToolCallPiece<'a>>>,
 }
 
@@ -507,15 +537,34 @@ struct FunctionPiece<'a> {
     #[serde(default, borrow)]
     name: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    arguments: Option<Cow<'a, str>>,
+    arguments: Option<Arguments<'a>>,
+}
+
+/// A piece of a call's arguments: JSON text, or (TGI, some llama.cpp
+/// builds) the arguments as a JSON value.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Arguments<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Value(Value),
+}
+
+impl Arguments<'_> {
+    /// The piece as JSON text.
+    fn text(&self) -> Cow<'_, str> {
+        match self {
+            Arguments::Text(text) => Cow::Borrowed(text),
+            Arguments::Value(value) => Cow::Owned(value.to_string()),
+        }
+    }
 }
 
 #[derive(Deserialize)]
 struct WireUsage {
     #[serde(default)]
-    prompt_tokens: u64,
+    prompt_tokens: Option<u64>,
     #[serde(default)]
-    completion_tokens: u64,
+    completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
 }
@@ -526,7 +575,7 @@ struct PromptDetails {
     cached_tokens: Option<u64>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct WireError {
     #[serde(default, rename = "type")]
     kind: Option<String>,

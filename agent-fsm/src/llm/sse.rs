@@ -5,11 +5,13 @@
 //! value loses one leading space (`data:x` and `data: x` are the same);
 //! several `data` lines join with LF; `id` and `retry` are not needed here.
 //!
-//! One deviation, for servers that close the connection right after their
-//! last line: at the end of the body, an event whose lines are complete but
-//! which no blank line ended is still dispatched. A line cut off by the
-//! end (no line ending) is dropped, as the spec says: it is a truncated
-//! frame, and the provider reports the reply as incomplete.
+//! Two deviations. For servers that close the connection right after
+//! their last line: at the end of the body, an event whose lines are
+//! complete but which no blank line ended is still dispatched. A line cut
+//! off by the end (no line ending) is dropped, as the spec says: it is a
+//! truncated frame, and the provider reports the reply as incomplete. And
+//! an `error` field, which the spec ignores, is read as the data of an
+//! event named `error` (llama.cpp's server reports failures so).
 
 /// Incremental SSE decoder.
 #[derive(Debug, Default)]
@@ -25,7 +27,8 @@ pub(crate) struct SseDecoder {
     /// The last chunk ended with CR: an LF that starts the next one
     /// belongs to it.
     after_cr: bool,
-    /// Bytes were seen (a byte-order mark is stripped only at the start).
+    /// A line was read (a byte-order mark is stripped from the first
+    /// only).
     started: bool,
 }
 
@@ -33,11 +36,8 @@ impl SseDecoder {
     /// Reads `chunk`, calling `on_frame(event, data)` for every complete
     /// event, in order.
     pub(crate) fn feed(&mut self, mut chunk: &[u8], on_frame: &mut impl FnMut(&str, &str)) {
-        if !self.started && !chunk.is_empty() {
-            self.started = true;
-            chunk = chunk.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(chunk);
-        }
-        if self.after_cr {
+        // An empty chunk says nothing of the byte after the CR.
+        if self.after_cr && !chunk.is_empty() {
             self.after_cr = false;
             chunk = chunk.strip_prefix(b"\n").unwrap_or(chunk);
         }
@@ -72,7 +72,13 @@ impl SseDecoder {
         self.line_done(b"", on_frame);
     }
 
-    fn line_done(&mut self, line: &[u8], on_frame: &mut impl FnMut(&str, &str)) {
+    fn line_done(&mut self, mut line: &[u8], on_frame: &mut impl FnMut(&str, &str)) {
+        // The mark holds no line ending, so it is whole at the start of the
+        // first line however the chunks split it.
+        if !self.started {
+            self.started = true;
+            line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+        }
         if line.is_empty() {
             if self.has_data {
                 // The last data line's LF is not part of the data.
@@ -98,6 +104,17 @@ impl SseDecoder {
         };
         match field {
             b"data" => {
+                push_utf8(&mut self.data, value);
+                self.data.push('\n');
+                self.has_data = true;
+            }
+            // Not an SSE field: llama.cpp's server (through its 2025
+            // builds) reports a failure mid-stream as `error: {json}`, then
+            // sends `[DONE]`. Read as an `error` event, so that the failure
+            // is not lost and the reply passed as complete.
+            b"error" => {
+                self.event.clear();
+                self.event.push_str("error");
                 push_utf8(&mut self.data, value);
                 self.data.push('\n');
                 self.has_data = true;
@@ -155,6 +172,17 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_order_mark_and_a_crlf_split_anywhere_or_by_empty_chunks_decode_the_same() {
+        let text = "\u{FEFF}data: a\r\ndata: b\r\n\r\n";
+        let expected = vec![pair("", "a\nb")];
+        let bytes = text.as_bytes();
+        for split in 0..=bytes.len() {
+            let (head, tail) = bytes.split_at(split);
+            assert_eq!(frames(&[head, b"", tail], false), expected, "split at {split}");
+        }
+    }
+
+    #[test]
     fn a_cr_at_a_chunk_end_takes_the_next_lf() {
         assert_eq!(frames(&[b"data: a\r", b"\n\r", b"\ndata: b\r", b"\r"], false), vec![pair("", "a"), pair("", "b")]);
     }
@@ -177,6 +205,14 @@ mod tests {
     #[test]
     fn invalid_utf8_is_replaced() {
         assert_eq!(frames(&[b"event: e\xFF\ndata: a\xC3\n\n"], false), vec![pair("e\u{FFFD}", "a\u{FFFD}")]);
+    }
+
+    #[test]
+    fn an_error_line_is_an_error_event() {
+        assert_eq!(
+            frames(&[b"data: 1\n\nerror: {}\n\ndata: 2\n\n"], false),
+            vec![pair("", "1"), pair("error", "{}"), pair("", "2")]
+        );
     }
 
     #[test]

@@ -276,10 +276,11 @@ async fn write_status(
     headers: &[(String, String)],
     body: &str,
 ) -> std::io::Result<()> {
-    let mut head = format!(
-        "HTTP/1.1 {status} Status\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
-        body.len()
-    );
+    let mut head = format!("HTTP/1.1 {status} Status\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
+    // JSON unless the reply says otherwise.
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-type")) {
+        head.push_str("content-type: application/json\r\n");
+    }
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }

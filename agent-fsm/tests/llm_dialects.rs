@@ -1,0 +1,192 @@
+//! The clients against servers on loopback that speak each provider's
+//! format the way other servers write it (Ollama, LocalAI, SGLang,
+//! llama.cpp's server, Anthropic's server tools): what they send must
+//! neither fail a good reply nor pass a failed one as complete.
+#![cfg(all(feature = "openai", feature = "anthropic", feature = "runtime"))]
+
+#[path = "support/caller.rs"]
+mod caller;
+#[path = "support/replay.rs"]
+mod replay;
+
+use agent_fsm::llm::{
+    AnthropicConfig, AssistantMessage, ErrorKind, Message, OpenAi, OpenAiConfig, Request, StopReason, StreamEvent,
+    ToolCall, Usage,
+};
+use caller::{kinds, run};
+use replay::{ReplayServer, Reply};
+use serde_json::{Value, json};
+
+fn openai(server: &ReplayServer) -> OpenAi {
+    OpenAiConfig::without_key().base_url(server.url()).build().expect("client")
+}
+
+fn request() -> Request {
+    Request::new("m").message(Message::user("hi"))
+}
+
+/// One `data:` chunk whose only choice has `delta` and `finish_reason`.
+fn chunk(delta: Value, finish_reason: Value) -> String {
+    format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}))
+}
+
+fn text(t: &str) -> StreamEvent {
+    StreamEvent::TextDelta(t.to_owned())
+}
+
+fn completed(text: &str, stop_reason: StopReason) -> StreamEvent {
+    let message = AssistantMessage { text: text.to_owned(), tool_calls: Vec::new() };
+    StreamEvent::Completed { message, stop_reason, usage: Usage::default() }
+}
+
+#[tokio::test]
+async fn an_empty_finish_reason_is_no_reason_and_a_cut_reply_is_not_complete() {
+    // Ollama's, LocalAI's and SGLang's `"finish_reason": ""` on every chunk.
+    let stream = [
+        chunk(json!({"role": "assistant", "content": "Hel"}), json!("")),
+        chunk(json!({"content": "lo"}), json!("")),
+        chunk(json!({}), json!("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream).dropped_after(2), Reply::events(&stream)]).await;
+    let log = kinds(run(openai(&server), request(), 2).await);
+    assert_eq!(
+        log,
+        vec![
+            Ok(text("Hel")),
+            Ok(text("lo")),
+            Err(ErrorKind::ConnectionDropped),
+            Ok(text("Hel")),
+            Ok(text("lo")),
+            Ok(completed("Hello", StopReason::EndTurn)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_error_line_then_done_fails_the_reply() {
+    // llama.cpp's server through its 2025 builds: a failure mid-stream is
+    // an `error:` line (no SSE field), then `[DONE]` all the same.
+    let error = r#"{"code":500,"message":"failed to decode the batch","type":"server_error"}"#;
+    let stream = chunk(json!({"content": "a"}), Value::Null) + &format!("error: {error}\n\ndata: [DONE]\n\n");
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let log = run(openai(&server), request(), 1).await;
+    assert_eq!(kinds(log.clone()), vec![Ok(text("a")), Err(ErrorKind::ServerError { status: 500, retry_after: None })]);
+    let error = log[1].as_ref().expect_err("an error");
+    assert_eq!((error.status(), error.message()), (Some(500), "failed to decode the batch"));
+}
+
+/// One Anthropic event: the `event:` line, then the data, whose `type` is
+/// the same name.
+fn event(data: Value) -> String {
+    let name = data["type"].as_str().expect("a type").to_owned();
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+fn block_delta(index: usize, delta: Value) -> String {
+    event(json!({"type": "content_block_delta", "index": index, "delta": delta}))
+}
+
+#[tokio::test]
+async fn a_server_tools_input_and_result_are_skipped() {
+    // Web search, run by Anthropic's server: its `server_tool_use` input
+    // streams as `input_json_delta`, like a client tool's.
+    let stream = [
+        event(json!({"type": "message_start", "message": {"usage": {"input_tokens": 7, "output_tokens": 1}}})),
+        event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}})),
+        block_delta(0, json!({"type": "input_json_delta", "partial_json": ""})),
+        block_delta(0, json!({"type": "input_json_delta", "partial_json": "{\"query\": \"rust\"}"})),
+        event(json!({"type": "content_block_stop", "index": 0})),
+        event(json!({"type": "content_block_start", "index": 1, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}})),
+        event(json!({"type": "content_block_stop", "index": 1})),
+        event(json!({"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}})),
+        block_delta(2, json!({"type": "text_delta", "text": "Found it."})),
+        event(json!({"type": "content_block_stop", "index": 2})),
+        event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}})),
+        event(json!({"type": "message_stop"})),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let client = AnthropicConfig::new("k").base_url(server.url()).build().expect("client");
+    let message = AssistantMessage { text: "Found it.".into(), tool_calls: Vec::new() };
+    let done = StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::new(7, 9) };
+    assert_eq!(kinds(run(client, request(), 1).await), vec![Ok(text("Found it.")), Ok(done)]);
+}
+
+#[tokio::test]
+async fn an_html_page_in_place_of_the_stream_is_malformed() {
+    // A captive portal, or a base URL that leads to a web app's page.
+    let page = "<!DOCTYPE html>\n<html><body>Sign in to continue</body></html>\n";
+    let server =
+        ReplayServer::start(vec![Reply::status(200, page).header("content-type", "text/HTML; charset=utf-8")]).await;
+    let log = run(openai(&server), request(), 1).await;
+    assert_eq!(kinds(log.clone()), vec![Err(ErrorKind::MalformedStream)]);
+    let message = log[0].as_ref().expect_err("an error").message().to_owned();
+    assert!(
+        message.starts_with(
+            "the server answered with `text/HTML; charset=utf-8` instead of an event stream: <!DOCTYPE html>"
+        ),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn arguments_sent_as_a_json_object_are_read_as_their_text() {
+    let call =
+        json!({"index": 0, "id": "c", "type": "function", "function": {"name": "read", "arguments": {"path": "a.rs"}}});
+    let stream = chunk(json!({"tool_calls": [call]}), Value::Null) + &chunk(json!({}), json!("tool_calls"));
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let delta = StreamEvent::ToolCallDelta {
+        index: 0,
+        id: Some("c".into()),
+        name: Some("read".into()),
+        arguments_fragment: r#"{"path":"a.rs"}"#.into(),
+    };
+    let call = ToolCall { id: "c".into(), name: "read".into(), arguments: json!({"path": "a.rs"}) };
+    let message = AssistantMessage { text: String::new(), tool_calls: vec![call] };
+    let done = StreamEvent::Completed { message, stop_reason: StopReason::ToolUse, usage: Usage::default() };
+    assert_eq!(kinds(run(openai(&server), request(), 1).await), vec![Ok(delta), Ok(done)]);
+}
+
+#[tokio::test]
+async fn a_refusal_is_the_replys_text_and_its_stop_reason() {
+    // OpenAI: the refusal streams in `delta.refusal`, the content stays
+    // null, and the reply ends with `stop`.
+    let stream = [
+        chunk(json!({"role": "assistant", "content": null, "refusal": null}), Value::Null),
+        chunk(json!({"refusal": "I'm sorry, "}), Value::Null),
+        chunk(json!({"refusal": "I can't help with that."}), Value::Null),
+        chunk(json!({}), json!("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let expected = vec![
+        Ok(text("I'm sorry, ")),
+        Ok(text("I can't help with that.")),
+        Ok(completed("I'm sorry, I can't help with that.", StopReason::ContentFilter)),
+    ];
+    assert_eq!(kinds(run(openai(&server), request(), 1).await), expected);
+}
+
+#[tokio::test]
+async fn partial_null_or_empty_usage_on_other_chunks_keeps_the_counts() {
+    // LiteLLM: the prompt's count on every chunk, the reply's only at the
+    // end; a count may be `null`, and an empty `usage` may follow.
+    let with_usage = |delta: Value, finish: Value, usage: Value| {
+        let body = json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": usage});
+        format!("data: {body}\n\n")
+    };
+    let stream = [
+        with_usage(json!({"content": "a"}), Value::Null, json!({"prompt_tokens": 9, "completion_tokens": null})),
+        with_usage(json!({}), json!("stop"), json!({"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11})),
+        format!("data: {}\n\n", json!({"choices": [], "usage": {}})),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let message = AssistantMessage { text: "a".into(), tool_calls: Vec::new() };
+    let done = StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::new(9, 2) };
+    assert_eq!(kinds(run(openai(&server), request(), 1).await), vec![Ok(text("a")), Ok(done)]);
+}
