@@ -43,7 +43,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Provider;
-use super::assemble::Assembler;
+use super::assemble::{Assembler, over_limit};
 use super::classify;
 use super::error::{ErrorKind, ProviderError};
 use super::event::{StopReason, StreamEvent, Usage};
@@ -344,6 +344,11 @@ impl StreamParser {
         }
         let mut sse = std::mem::take(&mut self.sse);
         sse.feed(chunk, &mut |event, data| self.frame(event, data, out));
+        if !self.done
+            && let Some(error) = over_limit(&sse, &self.reply)
+        {
+            self.fail(error, out);
+        }
         self.sse = sse;
     }
 
@@ -394,7 +399,7 @@ impl StreamParser {
                         let event = self.reply.tool_piece(Some(index), block.id.as_deref(), block.name.as_deref(), "");
                         out.push_back(Ok(event));
                         if let Some(input) = block.input.filter(|i| i.as_object().is_some_and(|o| !o.is_empty())) {
-                            self.reply.initial_arguments(index, input);
+                            self.reply.initial_arguments(index, input, data.len());
                         }
                     }
                     _ => self.skipped.push(index), // thinking, server tools: not surfaced

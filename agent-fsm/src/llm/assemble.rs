@@ -12,8 +12,36 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 use super::classify::truncate;
+use super::error::{ErrorKind, ProviderError};
 use super::event::StreamEvent;
+use super::sse::{MAX_EVENT_BYTES, SseDecoder};
 use super::types::{AssistantMessage, ToolCall};
+
+/// The most bytes of text, tool names, ids and arguments one reply may
+/// hold: 64 MiB, over a hundred times what the largest output token limits
+/// give. A server that streams on past it is failing or hostile.
+pub(crate) const MAX_REPLY_BYTES: usize = 64 << 20;
+
+/// The most tool calls one reply may hold; a reply with more is failing
+/// or hostile (each new call is also looked for among the earlier ones).
+pub(crate) const MAX_CALLS: usize = 1_024;
+
+/// The error that ends a reply which outgrew a limit: the event being read
+/// ([`MAX_EVENT_BYTES`]), the reply ([`MAX_REPLY_BYTES`]) or its calls
+/// ([`MAX_CALLS`]). Both parsers check after every piece of the body; a
+/// piece adds at most its own size, so nothing grows far past a limit.
+pub(crate) fn over_limit(sse: &SseDecoder, reply: &Assembler) -> Option<ProviderError> {
+    let message = if sse.pending_bytes() > MAX_EVENT_BYTES {
+        format!("an event of the stream grew past {} MiB without ending", MAX_EVENT_BYTES >> 20)
+    } else if reply.bytes > MAX_REPLY_BYTES {
+        format!("the reply grew past {} MiB", MAX_REPLY_BYTES >> 20)
+    } else if reply.calls.len() > MAX_CALLS {
+        format!("the reply holds more than {MAX_CALLS} tool calls")
+    } else {
+        return None;
+    };
+    Some(ProviderError::new(ErrorKind::MalformedStream, message))
+}
 
 /// A tool call still arriving.
 #[derive(Debug)]
@@ -33,6 +61,8 @@ struct Partial {
 pub(crate) struct Assembler {
     text: String,
     calls: Vec<Partial>,
+    /// The bytes of text, ids, names and arguments taken so far.
+    bytes: usize,
 }
 
 impl Assembler {
@@ -42,6 +72,7 @@ impl Assembler {
             return None;
         }
         self.text.push_str(text);
+        self.bytes += text.len();
         Some(StreamEvent::TextDelta(text.to_owned()))
     }
 
@@ -95,14 +126,18 @@ impl Assembler {
             _ => None,
         };
         call.arguments.push_str(fragment);
+        self.bytes +=
+            fragment.len() + new_id.as_ref().map_or(0, String::len) + new_name.as_ref().map_or(0, String::len);
         StreamEvent::ToolCallDelta { index, id: new_id, name: new_name, arguments_fragment: fragment.to_owned() }
     }
 
-    /// Sets the arguments a call began with, given whole.
+    /// Sets the arguments a call began with, given whole, read from
+    /// `size` bytes of the stream (counted toward the reply's limit).
     #[cfg(feature = "anthropic")]
-    pub(crate) fn initial_arguments(&mut self, key: usize, input: Value) {
+    pub(crate) fn initial_arguments(&mut self, key: usize, input: Value, size: usize) {
         if let Some(call) = self.calls.iter_mut().rev().find(|c| c.key == Some(key)) {
             call.initial = Some(input);
+            self.bytes += size;
         }
     }
 

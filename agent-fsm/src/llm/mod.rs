@@ -91,12 +91,20 @@
 //! | [`ServerError`](ErrorKind::ServerError) | HTTP 5xx, `api_error` | yes |
 //! | [`Timeout`](ErrorKind::Timeout) | connect, read or total timeout, HTTP 408 | yes |
 //! | [`ConnectionDropped`](ErrorKind::ConnectionDropped) | the connection failed or ended before the reply was complete | yes |
-//! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, tool-call arguments that are not JSON | yes |
+//! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a 200 whose body is JSON or a web page, a stream past the limits below | yes |
 //! | [`BadRequest`](ErrorKind::BadRequest) | other 4xx | no |
 //! | [`Auth`](ErrorKind::Auth) | HTTP 401, 403 | no |
 //! | [`QuotaExceeded`](ErrorKind::QuotaExceeded) | HTTP 402, `insufficient_quota` | no |
 //! | [`ContextTooLong`](ErrorKind::ContextTooLong) | a 400 whose message says the prompt is too long, HTTP 413 | no |
 //! | [`InvalidConfig`](ErrorKind::InvalidConfig) | an invalid header, TLS setup | no |
+//!
+//! What a server sends is bounded, so that a failing or hostile one cannot
+//! fill the agent's memory: one event may hold at most 16 MiB while it
+//! arrives (an endless line included), and one reply at most 64 MiB of
+//! text, tool names, ids and arguments, and 1,024 tool calls. Past a limit
+//! the reply ends with a `MalformedStream` error. Time is bounded by the
+//! client's timeouts: the read timeout for a server that goes quiet, the
+//! total timeout (none unless set) for one that trickles on.
 //!
 //! The server's wait (`retry-after-ms`, or `retry-after` in seconds or as
 //! an HTTP date) goes to

@@ -46,7 +46,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Provider;
-use super::assemble::Assembler;
+use super::assemble::{Assembler, over_limit};
 use super::classify;
 use super::error::{ErrorKind, ProviderError};
 use super::event::{StopReason, StreamEvent, Usage};
@@ -351,6 +351,11 @@ impl StreamParser {
         }
         let mut sse = std::mem::take(&mut self.sse);
         sse.feed(chunk, &mut |event, data| self.frame(event, data, out));
+        if !self.done
+            && let Some(error) = over_limit(&sse, &self.reply)
+        {
+            self.fail(error, out);
+        }
         self.sse = sse;
     }
 

@@ -13,6 +13,12 @@
 //! an `error` field, which the spec ignores, is read as the data of an
 //! event named `error` (llama.cpp's server reports failures so).
 
+/// The most bytes one event may hold while it arrives (its lines, or the
+/// line not yet ended): 16 MiB, thousands of times a real event. A server
+/// that sends more without ending the event (one endless line, say) would
+/// otherwise hold memory without bound.
+pub(crate) const MAX_EVENT_BYTES: usize = 16 << 20;
+
 /// Incremental SSE decoder.
 #[derive(Debug, Default)]
 pub(crate) struct SseDecoder {
@@ -33,6 +39,12 @@ pub(crate) struct SseDecoder {
 }
 
 impl SseDecoder {
+    /// How many bytes the event being read holds so far, its unfinished
+    /// line included (see [`MAX_EVENT_BYTES`]).
+    pub(crate) fn pending_bytes(&self) -> usize {
+        self.line.len() + self.data.len() + self.event.len()
+    }
+
     /// Reads `chunk`, calling `on_frame(event, data)` for every complete
     /// event, in order.
     pub(crate) fn feed(&mut self, mut chunk: &[u8], on_frame: &mut impl FnMut(&str, &str)) {

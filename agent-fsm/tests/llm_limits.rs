@@ -1,0 +1,200 @@
+//! What a server sends is bounded: an event that never ends, a reply that
+//! never stops growing and a reply with endless tool calls each end the
+//! reply with a `MalformedStream` error, on both providers' parsers and
+//! through the real client; a large reply within the limits is not cut.
+#![cfg(all(feature = "openai", feature = "anthropic", feature = "runtime"))]
+
+#[path = "support/caller.rs"]
+mod caller;
+#[path = "support/replay.rs"]
+mod replay;
+
+use std::collections::VecDeque;
+
+use agent_fsm::llm::{
+    ErrorKind, Message, OpenAiConfig, ProviderError, Request, StreamEvent, anthropic as anth, openai as oai,
+};
+use caller::run;
+use replay::{ReplayServer, Reply};
+use serde_json::json;
+
+type Out = VecDeque<Result<StreamEvent, ProviderError>>;
+
+const MIB: usize = 1 << 20;
+
+/// The error the parser ended with, if it did; what it delivered before.
+fn outcome(out: Out) -> (usize, Option<ProviderError>) {
+    let mut delivered = 0;
+    for item in out {
+        match item {
+            Ok(_) => delivered += 1,
+            Err(error) => return (delivered, Some(error)),
+        }
+    }
+    (delivered, None)
+}
+
+fn openai_text(text: &str) -> String {
+    format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]}))
+}
+
+#[test]
+fn an_event_that_never_ends_is_refused_past_16_mib() {
+    let megabyte = "a".repeat(MIB);
+    // OpenAI: one `data:` line that never ends.
+    let mut parser = oai::StreamParser::new();
+    let mut out = Out::new();
+    let start = b"data: {\"choices\": [{\"delta\": {\"content\": \"";
+    parser.feed(start, &mut out);
+    for _ in 0..15 {
+        parser.feed(megabyte.as_bytes(), &mut out);
+    }
+    parser.feed(&megabyte.as_bytes()[start.len()..], &mut out);
+    assert!(out.is_empty() && !parser.is_done(), "exactly 16 MiB is still within the limit");
+    parser.feed(b"a", &mut out);
+    let (delivered, error) = outcome(out);
+    let error = error.expect("refused past the limit");
+    assert_eq!((delivered, error.kind()), (0, &ErrorKind::MalformedStream));
+    assert!(error.message().contains("16 MiB"), "{error}");
+    assert!(parser.is_done());
+
+    // Anthropic: an event of many `data:` lines, none blank.
+    let mut parser = anth::StreamParser::new();
+    let mut out = Out::new();
+    let line = format!("data: {}\n", "b".repeat(MIB - 7));
+    for _ in 0..17 {
+        parser.feed(line.as_bytes(), &mut out);
+    }
+    let (_, error) = outcome(out);
+    assert_eq!(error.expect("refused past the limit").kind(), &ErrorKind::MalformedStream);
+}
+
+#[test]
+fn a_reply_that_keeps_growing_is_refused_past_64_mib() {
+    let piece = openai_text(&"t".repeat(MIB));
+    let mut parser = oai::StreamParser::new();
+    let mut out = Out::new();
+    for _ in 0..64 {
+        parser.feed(piece.as_bytes(), &mut out);
+    }
+    assert_eq!(outcome(std::mem::take(&mut out)), (64, None), "64 MiB of text is within the limit");
+    parser.feed(openai_text("one more").as_bytes(), &mut out);
+    let (delivered, error) = outcome(out);
+    let error = error.expect("refused past the limit");
+    assert_eq!((delivered, error.kind()), (1, &ErrorKind::MalformedStream));
+    assert!(error.message().contains("64 MiB"), "{error}");
+
+    // Anthropic: arguments given whole when each call begins count too.
+    let mut parser = anth::StreamParser::new();
+    let mut out = Out::new();
+    let input = json!({"blob": "x".repeat(4 * MIB)});
+    for index in 0..17 {
+        let start = json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "tool_use", "id": format!("t{index}"), "name": "f", "input": input}});
+        parser.feed(format!("event: content_block_start\ndata: {start}\n\n").as_bytes(), &mut out);
+        if index == 14 {
+            assert_eq!(outcome(std::mem::take(&mut out)), (15, None), "15 calls of 4 MiB are within the limit");
+        }
+    }
+    let (_, error) = outcome(out);
+    assert!(error.expect("refused past the limit").message().contains("64 MiB"));
+}
+
+#[test]
+fn tool_call_arguments_ids_and_names_count_toward_the_reply() {
+    // Arguments, streamed 1 MiB a piece to one call.
+    let piece = |i: usize, fragment: &str| {
+        let call = if i == 0 {
+            json!({"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": fragment}})
+        } else {
+            json!({"index": 0, "function": {"arguments": fragment}})
+        };
+        format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}))
+    };
+    let fragment = "a".repeat(MIB);
+    let mut parser = oai::StreamParser::new();
+    let mut out = Out::new();
+    for i in 0..63 {
+        parser.feed(piece(i, &fragment).as_bytes(), &mut out);
+    }
+    assert_eq!(outcome(std::mem::take(&mut out)), (63, None));
+    parser.feed(piece(63, &fragment).as_bytes(), &mut out);
+    let (_, error) = outcome(out);
+    assert!(error.expect("refused past the limit").message().contains("64 MiB"));
+
+    // Ids and names: 32 calls of a 1 MiB id and a 1 MiB name are 64 MiB.
+    let call = |i: usize| {
+        let id = format!("{i:04}{}", "i".repeat(MIB - 4));
+        let name = "n".repeat(MIB);
+        let call = json!({"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}});
+        format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}))
+    };
+    let mut parser = oai::StreamParser::new();
+    let mut out = Out::new();
+    for i in 0..32 {
+        parser.feed(call(i).as_bytes(), &mut out);
+    }
+    assert_eq!(outcome(std::mem::take(&mut out)), (32, None), "64 MiB of ids and names is within the limit");
+    parser.feed(call(32).as_bytes(), &mut out);
+    let (_, error) = outcome(out);
+    assert!(error.expect("refused past the limit").message().contains("64 MiB"));
+}
+
+#[test]
+fn an_events_name_counts_toward_the_event() {
+    let mut parser = anth::StreamParser::new();
+    let mut out = Out::new();
+    parser.feed(format!("event: {}\n", "e".repeat(10 * MIB)).as_bytes(), &mut out);
+    parser.feed(format!("data: {}", "d".repeat(6 * MIB - 6)).as_bytes(), &mut out);
+    assert!(out.is_empty() && !parser.is_done(), "16 MiB with the name is within the limit");
+    parser.feed(&[b'd'; 64], &mut out);
+    let (_, error) = outcome(out);
+    assert!(error.expect("refused past the limit").message().contains("16 MiB"));
+}
+
+fn openai_calls(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|i| {
+            let call = json!({"index": i, "id": format!("c{i}"), "type": "function",
+                "function": {"name": "f", "arguments": "{}"}});
+            format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}))
+        })
+        .collect()
+}
+
+#[test]
+fn a_reply_with_more_than_1024_tool_calls_is_refused() {
+    let mut parser = oai::StreamParser::new();
+    let mut out = Out::new();
+    parser.feed(openai_calls(0, 1_024).as_bytes(), &mut out);
+    assert_eq!(outcome(std::mem::take(&mut out)), (1_024, None));
+    let finish = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
+    let mut whole = oai::StreamParser::new();
+    whole.feed(openai_calls(0, 1_024).as_bytes(), &mut out);
+    whole.feed(format!("data: {finish}\n\ndata: [DONE]\n\n").as_bytes(), &mut out);
+    match out.pop_back() {
+        Some(Ok(StreamEvent::Completed { message, .. })) => assert_eq!(message.tool_calls.len(), 1_024),
+        other => panic!("1,024 calls complete: {other:?}"),
+    }
+
+    parser.feed(openai_calls(1_024, 1).as_bytes(), &mut out);
+    let (_, error) = outcome(std::mem::take(&mut out));
+    assert!(error.expect("refused past the limit").message().contains("1024 tool calls"));
+}
+
+#[tokio::test]
+async fn through_the_client_an_endless_line_ends_the_reply_with_an_error() {
+    let endless = format!("data: {}", "z".repeat(17 * MIB));
+    let server = ReplayServer::start(vec![Reply::events(&endless)]).await;
+    let client = OpenAiConfig::without_key().base_url(server.url()).build().expect("client");
+    let log = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        run(client, Request::new("m").message(Message::user("hi")), 1),
+    )
+    .await
+    .expect("in time");
+    let errors: Vec<_> = log.iter().filter_map(|item| item.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "{log:?}");
+    assert_eq!(errors[0].kind(), &ErrorKind::MalformedStream);
+    assert!(errors[0].message().contains("16 MiB"), "{}", errors[0]);
+}
