@@ -8,12 +8,15 @@
 //! two unfenced writers of one agent. Each test runs in a fresh schema of
 //! the server at `AGENT_FSM_PG_URL`, and is skipped (one line) without it.
 
+use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use agent_fsm::runtime::{ExecutorConfig, RequestError, WorkerError};
-use agent_fsm::store::{CheckpointStore, Durable, EffectKind, PgConfig, PgStore, StepRecord, StoreError};
+use agent_fsm::store::{
+    CheckpointStore, Durable, EffectKind, PgConfig, PgStore, SnapshotPolicy, StepRecord, StoreError, restore,
+};
 
 #[path = "stores/chat.rs"]
 mod chat_agent;
@@ -307,3 +310,40 @@ fn processes_connecting_at_once_create_the_tables_once_and_two_writers_conflict(
     assert_eq!(next_seq(store, "a"), 21);
     drop(stores);
 }
+
+/// A log that lost its last steps (their event rows deleted, a table
+/// restored from an older backup) while the agent's row, snapshots or
+/// effect rows still name them is corrupt, as in SQLite: reading the agent
+/// is refused, rather than it reading as an agent that is behind, or one
+/// whose next step would leave a gap. So is an agent's row that counts
+/// fewer steps than its log holds.
+#[test]
+fn a_log_missing_its_last_steps_is_refused() {
+    let Some(pg) = Schema::fresh() else { return };
+    let store = &pg.store;
+    let mut agent = Agent::new(store, "a").policy(SnapshotPolicy::Every(NonZeroU64::MIN));
+    agent.turn(store, "one");
+    agent.turn(store, "two");
+    let last = next_seq(store, "a") - 1;
+    assert!(restore::<Machine, _>(store, "a").is_ok());
+    for lost in [last, last - 1] {
+        pg.sql(&format!("DELETE FROM events WHERE agent = 'a' AND seq >= {lost}"));
+        let err = restore::<Machine, _>(store, "a").expect_err("the log lost steps");
+        assert!(matches!(err, StoreError::Corrupt { what: "log", .. }), "{err}");
+        assert!(matches!(store.agent("a"), Err(StoreError::Corrupt { what: "log", .. })));
+    }
+
+    // The agent's row alone still counting them (no snapshot or effect row
+    // names the lost step).
+    let mut agent = Agent::new(store, "b");
+    agent.turn(store, "one");
+    let last = next_seq(store, "b") - 1;
+    pg.sql("DELETE FROM snapshots WHERE agent = 'b' AND seq > 0");
+    pg.sql("DELETE FROM effects WHERE agent = 'b'");
+    assert!(restore::<Machine, _>(store, "b").is_ok());
+    pg.sql(&format!("DELETE FROM events WHERE agent = 'b' AND seq = {last}"));
+    assert!(matches!(store.agent("b"), Err(StoreError::Corrupt { what: "log", .. })));
+    pg.sql(&format!("UPDATE agents SET next_seq = {last} - 1 WHERE agent = 'b'"));
+    assert!(matches!(store.agent("b"), Err(StoreError::Corrupt { what: "agent", .. })));
+}
+

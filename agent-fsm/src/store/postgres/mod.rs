@@ -15,7 +15,10 @@
 //! first [`PgStore::connect`] creates them all when absent, in one
 //! transaction under an advisory lock, so that processes starting at once
 //! do not race; the schema's version is kept in its `meta` table, and a
-//! newer one is refused with [`StoreError::UnknownFormat`].
+//! newer one is refused with [`StoreError::UnknownFormat`]. Reading an
+//! agent checks that its row, its log and its snapshot and effect rows
+//! agree on its last step, as the SQLite store does: a log that lost its
+//! last steps is [`StoreError::Corrupt`], not an agent that is behind.
 //!
 //! Every method is one transaction. Appending takes a row lock on the
 //! agent's row, so two writers of one agent are serialized and the second
