@@ -347,3 +347,32 @@ fn a_log_missing_its_last_steps_is_refused() {
     assert!(matches!(store.agent("b"), Err(StoreError::Corrupt { what: "agent", .. })));
 }
 
+/// A process connecting to a schema that is there (a worker starting, a
+/// process that sends) waits for no write in flight: a writer stopped in
+/// the middle of a transaction (a paused process) holds up its own agent's
+/// writers, not every connect, nor every write queued behind one.
+#[test]
+fn connecting_to_an_existing_schema_waits_for_no_write_in_flight() {
+    let Some(pg) = Schema::fresh() else { return };
+    let url = std::env::var(stores::PG_URL).expect("set");
+    // Writes left open on each table with an index, as a paused process
+    // leaves its transaction.
+    let mut held = postgres::Client::connect(&url, postgres::NoTls).expect("connects");
+    held.batch_execute(&format!(
+        "SET search_path TO \"{}\"; BEGIN;
+         INSERT INTO effects (agent, kind, key, started) VALUES ('x', 1, 'k', 1);
+         INSERT INTO inbox (agent, event) VALUES ('x', 'e');
+         UPDATE leases SET epoch = 0 WHERE agent = 'x'",
+        pg.name
+    ))
+    .expect("writes in flight");
+    let (done, connected) = std::sync::mpsc::channel();
+    let config = PgConfig::new(url).schema(pg.name.clone()).pool_size(1);
+    std::thread::spawn(move || {
+        let _ = done.send(PgStore::connect_with(config).map(drop));
+    });
+    let connected = connected.recv_timeout(Duration::from_secs(30));
+    // The open writes roll back: a connect still waiting ends.
+    drop(held);
+    assert!(matches!(connected, Ok(Ok(()))), "{connected:?}");
+}
