@@ -7,7 +7,8 @@
 //! the worker with the most room, and an agent placed on a full worker goes
 //! to another a lease later; a clean shutdown hands agents back at once; a
 //! claim skips a lease a write in flight holds; a live worker keeps its
-//! agents for many leases.
+//! agents for many leases; an agent whose id does not fit a notification
+//! is sent its events.
 
 mod fleet_support;
 
@@ -335,5 +336,28 @@ async fn a_live_worker_keeps_its_agents_for_many_leases() {
     let (ra, rb) = (a.stop().await, b.stop().await);
     assert_eq!((ra.lost, ra.handed_back), (0, 3), "{ra:?}");
     assert_eq!(rb.lost, 0, "{rb:?}");
+    db.drop_schema().await;
+}
+
+/// An agent whose id is too long for a notification's payload (Postgres
+/// refuses one of 8000 bytes) is sent events all the same, and its worker
+/// is woken for them without waiting for its poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_whose_id_does_not_fit_a_notification_is_sent_its_events() {
+    let Some(db) = Db::new("long_id") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let agent = "j".repeat(9000);
+    within(fleet.create(&agent, &Job::new(Vec::new()))).await.expect("created");
+    // A poll too slow to matter: only a notification wakes the feeder.
+    let a = Proc::start(Worker::new(&fleet, "a").poll(Duration::from_secs(3600)));
+    until("the agent runs", || async { within(fleet.status(&agent)).await.expect("reads").worker.is_some() }).await;
+    // Once its feeder has read the inbox, each event needs a wake.
+    for n in [1, 7] {
+        within(fleet.send(&agent, &Event::Add(n))).await.expect("sent");
+        until("the event is applied", || async { within(fleet.status(&agent)).await.expect("reads").unapplied == 0 })
+            .await;
+    }
+    assert_eq!(taken(&fleet, &agent).await, [1, 7]);
+    a.stop().await;
     db.drop_schema().await;
 }

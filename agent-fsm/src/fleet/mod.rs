@@ -358,7 +358,12 @@ impl Fleet {
             .await
             .map_err(FleetError::db)?;
         let id: i64 = row.try_get(0).map_err(FleetError::db)?;
-        let payload = format!("{}{agent}", db::INBOX);
+        let mut payload = format!("{}{agent}", db::INBOX);
+        // An id too long for a payload (Postgres refuses one of 8000 bytes,
+        // failing the send) wakes every feeder instead.
+        if payload.len() >= db::MAX_PAYLOAD {
+            payload = db::INBOX_ANY.to_owned();
+        }
         tx.execute(db::NOTIFY, &[&self.inner.target.channel(), &payload]).await.map_err(FleetError::db)?;
         tx.commit().await.map_err(FleetError::db)?;
         Ok(db::unsigned(id))

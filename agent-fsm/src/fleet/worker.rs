@@ -237,6 +237,11 @@ where
                 running.wake.notify_one();
             }
             false
+        } else if note == db::INBOX_ANY {
+            for running in self.running.values() {
+                running.wake.notify_one();
+            }
+            false
         } else {
             note == db::CLAIM
         }
