@@ -8,15 +8,16 @@
 //! to another a lease later; a clean shutdown hands agents back at once; a
 //! claim skips a lease a write in flight holds; a live worker keeps its
 //! agents for many leases; an agent whose id does not fit a notification
-//! is sent its events.
+//! is sent its events; a worker cut off from the database stops its agents.
 
 mod fleet_support;
 
+use std::sync::PoisonError;
 use std::time::{Duration, SystemTime};
 
-use agent_fsm::fleet::{FleetError, Worker};
+use agent_fsm::fleet::{Fleet, FleetConfig, FleetError, Worker};
 use agent_fsm::store::{CheckpointStore, INPUT_ORIGIN, StepRecord, StoreError};
-use fleet_support::{Db, Event, Job, Proc, taken, until, within};
+use fleet_support::{Db, Event, Job, Proc, Relay, taken, until, within};
 
 const LEASE: Duration = Duration::from_millis(900);
 
@@ -359,5 +360,30 @@ async fn an_agent_whose_id_does_not_fit_a_notification_is_sent_its_events() {
     }
     assert_eq!(taken(&fleet, &agent).await, [1, 7]);
     a.stop().await;
+    db.drop_schema().await;
+}
+
+/// A worker cut off from the database by the network (its connections
+/// open, its queries never answered: they hang rather than fail) stops its
+/// agents once their leases have gone unrenewed for a lease, as another
+/// worker may have them by then, and stops when told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_cut_off_from_the_database_stops_its_agents() {
+    let Some(db) = Db::new("cut_off") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let relay = Relay::start(&db.url).await;
+    let config = FleetConfig::new(relay.url.clone()).schema(db.schema.clone()).lease(LEASE);
+    let cut_off = within(Fleet::connect(config)).await.expect("connects through the relay");
+    let a = Proc::start(Worker::new(&cut_off, "a"));
+    within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
+    within(fleet.send("job", &Event::Work(1))).await.expect("sent");
+    let (calls, dropped) = (a.tools.calls.clone(), a.tools.dropped.clone());
+    until("the tool call runs", || async { !calls.lock().unwrap_or_else(PoisonError::into_inner).is_empty() }).await;
+    relay.cut(true);
+    until("the agent is stopped", || async { !dropped.lock().unwrap_or_else(PoisonError::into_inner).is_empty() })
+        .await;
+    relay.cut(false);
+    let report = a.stop().await;
+    assert_eq!(report.lost, 1, "{report:?}");
     db.drop_schema().await;
 }

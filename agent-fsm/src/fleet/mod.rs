@@ -76,7 +76,8 @@
 //! - It renews its leases every lease/3. An agent whose renewal finds the
 //!   lease gone (another worker claimed it) is stopped at once, as a crash
 //!   would stop it, with no more effects; so is every agent when renewals
-//!   have failed for a whole lease.
+//!   have failed for a whole lease (a query unanswered for a lease, as on
+//!   a connection the network cut off, counts as failed).
 //! - It delivers each agent's inbox rows, in id order, to the agent's
 //!   handle, woken by `LISTEN/NOTIFY` with a poll every
 //!   [`Worker::poll`] as a backstop; nothing else sends to that handle.
