@@ -267,7 +267,7 @@ async fn a_durable_agent_on_a_fenced_store_stops_once_its_lease_moves() {
 }
 
 #[test]
-fn a_schema_a_newer_release_wrote_is_refused_and_a_bad_url_is_a_read_error() {
+fn a_schema_a_newer_release_wrote_is_refused_and_a_bad_url_or_schema_name_is_a_read_error() {
     let Some(pg) = Schema::fresh() else { return };
     pg.sql("UPDATE meta SET value = 2 WHERE key = 'schema_version'");
     let url = std::env::var(stores::PG_URL).expect("set");
@@ -275,6 +275,16 @@ fn a_schema_a_newer_release_wrote_is_refused_and_a_bad_url_is_a_read_error() {
     assert!(matches!(&err, StoreError::UnknownFormat { found: 2, supported: 1, .. }), "{err}");
     assert!(err.to_string().contains(&pg.name), "{err}");
     assert!(matches!(PgStore::connect("not a url ::"), Err(StoreError::Read(_))));
+    // Postgres would cut a longer name to its first 63 bytes, so that two
+    // names that differ past them would name one schema.
+    let long = format!("{}_{}", pg.name, "x".repeat(64 - pg.name.len()));
+    let config = PgConfig::new(std::env::var(stores::PG_URL).expect("set")).schema(long.clone());
+    let err = PgStore::connect_with(config).expect_err("too long a name");
+    assert!(matches!(&err, StoreError::Read(_)) && err.to_string().contains(&long), "{err}");
+    let whole = format!("{}_{}", pg.name, "x".repeat(62 - pg.name.len()));
+    let config = PgConfig::new(std::env::var(stores::PG_URL).expect("set")).schema(whole.clone()).pool_size(1);
+    drop(PgStore::connect_with(config).expect("63 bytes are kept whole"));
+    pg.sql(&format!("DROP SCHEMA \"{whole}\" CASCADE"));
 }
 
 #[test]

@@ -98,7 +98,8 @@ pub struct PgConfig {
     /// The server's URL (`postgres://user:password@host:port/database`,
     /// or the `key=value` form).
     pub url: String,
-    /// The Postgres schema holding the tables, created if absent.
+    /// The Postgres schema holding the tables, created if absent: at most
+    /// 63 bytes, the longest name Postgres keeps whole.
     pub schema: String,
     /// How many connections (and threads) the store keeps.
     pub pool_size: usize,
@@ -199,8 +200,9 @@ impl PgStore {
     /// `agent_fsm`, created if absent.
     ///
     /// # Errors
-    /// [`StoreError::Read`] if the URL does not parse or the server cannot
-    /// be reached, [`StoreError::UnknownFormat`] for a schema a newer
+    /// [`StoreError::Read`] if the URL does not parse, the schema's name is
+    /// longer than Postgres keeps (63 bytes) or the server cannot be
+    /// reached, [`StoreError::UnknownFormat`] for a schema a newer
     /// release wrote, [`StoreError::Write`] if the tables cannot be created.
     pub fn connect(url: &str) -> Result<Self, StoreError> {
         Self::connect_with(PgConfig::new(url))
@@ -212,6 +214,13 @@ impl PgStore {
     /// As [`connect`](Self::connect).
     pub fn connect_with(config: PgConfig) -> Result<Self, StoreError> {
         let mut pg: postgres::Config = config.url.parse().map_err(|e| StoreError::Read(Box::new(e)))?;
+        // Postgres cuts a longer name to its first 63 bytes: two
+        // configurations naming different schemas would share one, each
+        // taking its own migration lock and notifying its own channel.
+        if config.schema.len() > MAX_SCHEMA_LEN {
+            let why = format!("the schema name `{}` is longer than {MAX_SCHEMA_LEN} bytes", config.schema);
+            return Err(StoreError::Read(why.into()));
+        }
         if pg.get_connect_timeout().is_none() {
             pg.connect_timeout(Duration::from_secs(10));
         }
@@ -277,6 +286,9 @@ impl PgStore {
         self.fence.clone()
     }
 }
+
+/// The longest name Postgres keeps whole (its `NAMEDATALEN` less one).
+const MAX_SCHEMA_LEN: usize = 63;
 
 /// `name` as a quoted SQL identifier.
 pub(crate) fn quote_ident(name: &str) -> String {
