@@ -7,15 +7,17 @@
 //! the worker with the most room, and an agent placed on a full worker goes
 //! to another a lease later; a clean shutdown hands agents back at once; a
 //! claim skips a lease a write in flight holds; a live worker keeps its
-//! agents for many leases.
+//! agents for many leases; an agent whose id does not fit a notification
+//! is sent its events; a worker cut off from the database stops its agents.
 
 mod fleet_support;
 
+use std::sync::PoisonError;
 use std::time::{Duration, SystemTime};
 
-use agent_fsm::fleet::{FleetError, Worker};
+use agent_fsm::fleet::{Fleet, FleetConfig, FleetError, Worker};
 use agent_fsm::store::{CheckpointStore, INPUT_ORIGIN, StepRecord, StoreError};
-use fleet_support::{Db, Event, Job, Proc, taken, until, within};
+use fleet_support::{Db, Event, Job, Proc, Relay, taken, until, within};
 
 const LEASE: Duration = Duration::from_millis(900);
 
@@ -335,5 +337,53 @@ async fn a_live_worker_keeps_its_agents_for_many_leases() {
     let (ra, rb) = (a.stop().await, b.stop().await);
     assert_eq!((ra.lost, ra.handed_back), (0, 3), "{ra:?}");
     assert_eq!(rb.lost, 0, "{rb:?}");
+    db.drop_schema().await;
+}
+
+/// An agent whose id is too long for a notification's payload (Postgres
+/// refuses one of 8000 bytes) is sent events all the same, and its worker
+/// is woken for them without waiting for its poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_whose_id_does_not_fit_a_notification_is_sent_its_events() {
+    let Some(db) = Db::new("long_id") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let agent = "j".repeat(9000);
+    within(fleet.create(&agent, &Job::new(Vec::new()))).await.expect("created");
+    // A poll too slow to matter: only a notification wakes the feeder.
+    let a = Proc::start(Worker::new(&fleet, "a").poll(Duration::from_secs(3600)));
+    until("the agent runs", || async { within(fleet.status(&agent)).await.expect("reads").worker.is_some() }).await;
+    // Once its feeder has read the inbox, each event needs a wake.
+    for n in [1, 7] {
+        within(fleet.send(&agent, &Event::Add(n))).await.expect("sent");
+        until("the event is applied", || async { within(fleet.status(&agent)).await.expect("reads").unapplied == 0 })
+            .await;
+    }
+    assert_eq!(taken(&fleet, &agent).await, [1, 7]);
+    a.stop().await;
+    db.drop_schema().await;
+}
+
+/// A worker cut off from the database by the network (its connections
+/// open, its queries never answered: they hang rather than fail) stops its
+/// agents once their leases have gone unrenewed for a lease, as another
+/// worker may have them by then, and stops when told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_cut_off_from_the_database_stops_its_agents() {
+    let Some(db) = Db::new("cut_off") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let relay = Relay::start(&db.url).await;
+    let config = FleetConfig::new(relay.url.clone()).schema(db.schema.clone()).lease(LEASE);
+    let cut_off = within(Fleet::connect(config)).await.expect("connects through the relay");
+    let a = Proc::start(Worker::new(&cut_off, "a"));
+    within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
+    within(fleet.send("job", &Event::Work(1))).await.expect("sent");
+    let (calls, dropped) = (a.tools.calls.clone(), a.tools.dropped.clone());
+    until("the tool call runs", || async { !calls.lock().unwrap_or_else(PoisonError::into_inner).is_empty() }).await;
+    relay.cut(true);
+    until("the agent is stopped", || async { !dropped.lock().unwrap_or_else(PoisonError::into_inner).is_empty() })
+        .await;
+    relay.cut(false);
+    let report = a.stop().await;
+    assert_eq!(report.lost, 1, "{report:?}");
     db.drop_schema().await;
 }

@@ -8,12 +8,15 @@
 //! two unfenced writers of one agent. Each test runs in a fresh schema of
 //! the server at `AGENT_FSM_PG_URL`, and is skipped (one line) without it.
 
+use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use agent_fsm::runtime::{ExecutorConfig, RequestError, WorkerError};
-use agent_fsm::store::{CheckpointStore, Durable, EffectKind, PgConfig, PgStore, StepRecord, StoreError};
+use agent_fsm::store::{
+    CheckpointStore, Durable, EffectKind, PgConfig, PgStore, SnapshotPolicy, StepRecord, StoreError, restore,
+};
 
 #[path = "stores/chat.rs"]
 mod chat_agent;
@@ -264,7 +267,7 @@ async fn a_durable_agent_on_a_fenced_store_stops_once_its_lease_moves() {
 }
 
 #[test]
-fn a_schema_a_newer_release_wrote_is_refused_and_a_bad_url_is_a_read_error() {
+fn a_schema_a_newer_release_wrote_is_refused_and_a_bad_url_or_schema_name_is_a_read_error() {
     let Some(pg) = Schema::fresh() else { return };
     pg.sql("UPDATE meta SET value = 2 WHERE key = 'schema_version'");
     let url = std::env::var(stores::PG_URL).expect("set");
@@ -272,6 +275,16 @@ fn a_schema_a_newer_release_wrote_is_refused_and_a_bad_url_is_a_read_error() {
     assert!(matches!(&err, StoreError::UnknownFormat { found: 2, supported: 1, .. }), "{err}");
     assert!(err.to_string().contains(&pg.name), "{err}");
     assert!(matches!(PgStore::connect("not a url ::"), Err(StoreError::Read(_))));
+    // Postgres would cut a longer name to its first 63 bytes, so that two
+    // names that differ past them would name one schema.
+    let long = format!("{}_{}", pg.name, "x".repeat(64 - pg.name.len()));
+    let config = PgConfig::new(std::env::var(stores::PG_URL).expect("set")).schema(long.clone());
+    let err = PgStore::connect_with(config).expect_err("too long a name");
+    assert!(matches!(&err, StoreError::Read(_)) && err.to_string().contains(&long), "{err}");
+    let whole = format!("{}_{}", pg.name, "x".repeat(62 - pg.name.len()));
+    let config = PgConfig::new(std::env::var(stores::PG_URL).expect("set")).schema(whole.clone()).pool_size(1);
+    drop(PgStore::connect_with(config).expect("63 bytes are kept whole"));
+    pg.sql(&format!("DROP SCHEMA \"{whole}\" CASCADE"));
 }
 
 #[test]
@@ -306,4 +319,70 @@ fn processes_connecting_at_once_create_the_tables_once_and_two_writers_conflict(
     assert_eq!(conflicts, 20);
     assert_eq!(next_seq(store, "a"), 21);
     drop(stores);
+}
+
+/// A log that lost its last steps (their event rows deleted, a table
+/// restored from an older backup) while the agent's row, snapshots or
+/// effect rows still name them is corrupt, as in SQLite: reading the agent
+/// is refused, rather than it reading as an agent that is behind, or one
+/// whose next step would leave a gap. So is an agent's row that counts
+/// fewer steps than its log holds.
+#[test]
+fn a_log_missing_its_last_steps_is_refused() {
+    let Some(pg) = Schema::fresh() else { return };
+    let store = &pg.store;
+    let mut agent = Agent::new(store, "a").policy(SnapshotPolicy::Every(NonZeroU64::MIN));
+    agent.turn(store, "one");
+    agent.turn(store, "two");
+    let last = next_seq(store, "a") - 1;
+    assert!(restore::<Machine, _>(store, "a").is_ok());
+    for lost in [last, last - 1] {
+        pg.sql(&format!("DELETE FROM events WHERE agent = 'a' AND seq >= {lost}"));
+        let err = restore::<Machine, _>(store, "a").expect_err("the log lost steps");
+        assert!(matches!(err, StoreError::Corrupt { what: "log", .. }), "{err}");
+        assert!(matches!(store.agent("a"), Err(StoreError::Corrupt { what: "log", .. })));
+    }
+
+    // The agent's row alone still counting them (no snapshot or effect row
+    // names the lost step).
+    let mut agent = Agent::new(store, "b");
+    agent.turn(store, "one");
+    let last = next_seq(store, "b") - 1;
+    pg.sql("DELETE FROM snapshots WHERE agent = 'b' AND seq > 0");
+    pg.sql("DELETE FROM effects WHERE agent = 'b'");
+    assert!(restore::<Machine, _>(store, "b").is_ok());
+    pg.sql(&format!("DELETE FROM events WHERE agent = 'b' AND seq = {last}"));
+    assert!(matches!(store.agent("b"), Err(StoreError::Corrupt { what: "log", .. })));
+    pg.sql(&format!("UPDATE agents SET next_seq = {last} - 1 WHERE agent = 'b'"));
+    assert!(matches!(store.agent("b"), Err(StoreError::Corrupt { what: "agent", .. })));
+}
+
+/// A process connecting to a schema that is there (a worker starting, a
+/// process that sends) waits for no write in flight: a writer stopped in
+/// the middle of a transaction (a paused process) holds up its own agent's
+/// writers, not every connect, nor every write queued behind one.
+#[test]
+fn connecting_to_an_existing_schema_waits_for_no_write_in_flight() {
+    let Some(pg) = Schema::fresh() else { return };
+    let url = std::env::var(stores::PG_URL).expect("set");
+    // Writes left open on each table with an index, as a paused process
+    // leaves its transaction.
+    let mut held = postgres::Client::connect(&url, postgres::NoTls).expect("connects");
+    held.batch_execute(&format!(
+        "SET search_path TO \"{}\"; BEGIN;
+         INSERT INTO effects (agent, kind, key, started) VALUES ('x', 1, 'k', 1);
+         INSERT INTO inbox (agent, event) VALUES ('x', 'e');
+         UPDATE leases SET epoch = 0 WHERE agent = 'x'",
+        pg.name
+    ))
+    .expect("writes in flight");
+    let (done, connected) = std::sync::mpsc::channel();
+    let config = PgConfig::new(url).schema(pg.name.clone()).pool_size(1);
+    std::thread::spawn(move || {
+        let _ = done.send(PgStore::connect_with(config).map(drop));
+    });
+    let connected = connected.recv_timeout(Duration::from_secs(30));
+    // The open writes roll back: a connect still waiting ends.
+    drop(held);
+    assert!(matches!(connected, Ok(Ok(()))), "{connected:?}");
 }

@@ -20,6 +20,12 @@ pub(crate) const CLAIM: &str = "claim";
 /// The prefix of a notification that an agent's inbox has a new row; the
 /// agent's id follows it.
 pub(crate) const INBOX: &str = "inbox ";
+/// The payload of a notification that the inbox of an agent whose id does
+/// not fit in one has a new row: every feeder looks.
+pub(crate) const INBOX_ANY: &str = "inbox?";
+/// The bytes a notification's payload must stay under (Postgres's
+/// `NOTIFY` limit with its default page size).
+pub(crate) const MAX_PAYLOAD: usize = 8000;
 
 /// `name` as a quoted SQL identifier.
 pub(crate) fn quote_ident(name: &str) -> String {

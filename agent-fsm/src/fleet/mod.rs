@@ -76,7 +76,8 @@
 //! - It renews its leases every lease/3. An agent whose renewal finds the
 //!   lease gone (another worker claimed it) is stopped at once, as a crash
 //!   would stop it, with no more effects; so is every agent when renewals
-//!   have failed for a whole lease.
+//!   have failed for a whole lease (a query unanswered for a lease, as on
+//!   a connection the network cut off, counts as failed).
 //! - It delivers each agent's inbox rows, in id order, to the agent's
 //!   handle, woken by `LISTEN/NOTIFY` with a poll every
 //!   [`Worker::poll`] as a backstop; nothing else sends to that handle.
@@ -358,7 +359,12 @@ impl Fleet {
             .await
             .map_err(FleetError::db)?;
         let id: i64 = row.try_get(0).map_err(FleetError::db)?;
-        let payload = format!("{}{agent}", db::INBOX);
+        let mut payload = format!("{}{agent}", db::INBOX);
+        // An id too long for a payload (Postgres refuses one of 8000 bytes,
+        // failing the send) wakes every feeder instead.
+        if payload.len() >= db::MAX_PAYLOAD {
+            payload = db::INBOX_ANY.to_owned();
+        }
         tx.execute(db::NOTIFY, &[&self.inner.target.channel(), &payload]).await.map_err(FleetError::db)?;
         tx.commit().await.map_err(FleetError::db)?;
         Ok(db::unsigned(id))

@@ -237,6 +237,11 @@ where
                 running.wake.notify_one();
             }
             false
+        } else if note == db::INBOX_ANY {
+            for running in self.running.values() {
+                running.wake.notify_one();
+            }
+            false
         } else {
             note == db::CLAIM
         }
@@ -255,13 +260,14 @@ where
         let limit = i64::try_from(room).unwrap_or(i64::MAX);
         let lease = db::millis(self.worker.lease);
         let client = self.control.get();
-        let rows = match client.query(db::CLAIM_AGENTS, &[&self.worker.id, &limit, &exclude, &lease]).await {
-            Ok(rows) => rows,
-            Err(error) => {
-                tracing::warn!(%error, "cannot claim agents");
-                return false;
-            }
-        };
+        let rows =
+            match self.bounded(client.query(db::CLAIM_AGENTS, &[&self.worker.id, &limit, &exclude, &lease])).await {
+                Ok(rows) => rows,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot claim agents");
+                    return false;
+                }
+            };
         let full = rows.len() == room;
         let mut spawns = Vec::with_capacity(rows.len());
         for row in rows {
@@ -317,7 +323,8 @@ where
         match end {
             End::Terminal => {
                 let client = self.control.get();
-                let done = client.execute(db::DONE, &[&agent, &self.worker.id, &epoch_to_sql(epoch)]).await;
+                let done =
+                    self.bounded(client.execute(db::DONE, &[&agent, &self.worker.id, &epoch_to_sql(epoch)])).await;
                 match done {
                     Ok(1) => {
                         tracing::info!(agent = agent.as_str(), epoch, "agent finished");
@@ -349,32 +356,29 @@ where
         true
     }
 
-    /// Beats, and renews the leases of the running agents; drops those it
-    /// lost, and every agent once renewals have failed for a lease.
+    /// Renews the leases of the running agents, and beats; drops the
+    /// agents it lost, and every agent once renewals have failed (or gone
+    /// unanswered) for a lease.
     async fn renew(&mut self) {
         let client = self.control.get();
         let target = self.worker.fleet.target().clone();
         if client.is_closed() {
-            match target.connect(None).await {
+            match self.bounded(target.connect(None)).await {
                 Ok(client) => self.control.set(client),
                 Err(error) => tracing::warn!(%error, "cannot reconnect"),
             }
         }
         if self.notes.is_none() {
-            match target.listen().await {
+            match self.bounded(target.listen()).await {
                 Ok(notes) => self.notes = Some(notes),
                 Err(error) => tracing::warn!(%error, "cannot listen again"),
             }
         }
         let client = self.control.get();
-        let capacity = i32::try_from(self.worker.capacity).unwrap_or(i32::MAX);
-        if let Err(error) = client.execute(db::HEARTBEAT, &[&self.worker.id, &capacity]).await {
-            tracing::warn!(%error, "heartbeat failed");
-        }
         let (agents, epochs): (Vec<&str>, Vec<i64>) =
             self.running.iter().map(|(agent, running)| (agent.as_str(), epoch_to_sql(running.epoch))).unzip();
         let lease = db::millis(self.worker.lease);
-        match client.query(db::RENEW, &[&self.worker.id, &agents, &epochs, &lease]).await {
+        match self.bounded(client.query(db::RENEW, &[&self.worker.id, &agents, &epochs, &lease])).await {
             Ok(rows) => {
                 self.renewed = Instant::now();
                 let held: Vec<String> = rows.iter().filter_map(|row| row.try_get(0).ok()).collect();
@@ -394,6 +398,11 @@ where
                 }
             }
         }
+        // After the renewal: a heartbeat that hangs does not delay it.
+        let capacity = i32::try_from(self.worker.capacity).unwrap_or(i32::MAX);
+        if let Err(error) = self.bounded(client.execute(db::HEARTBEAT, &[&self.worker.id, &capacity])).await {
+            tracing::warn!(%error, "heartbeat failed");
+        }
     }
 
     /// The backstop: wakes the feeders of the agents with unapplied rows.
@@ -402,7 +411,7 @@ where
             return;
         }
         let agents: Vec<&str> = self.running.keys().map(String::as_str).collect();
-        match self.control.get().query(db::PENDING, &[&agents]).await {
+        match self.bounded(self.control.get().query(db::PENDING, &[&agents])).await {
             Ok(rows) => {
                 for row in rows {
                     if let Ok(agent) = row.try_get::<_, String>(0)
@@ -416,11 +425,23 @@ where
         }
     }
 
+    /// `query`, given up after a lease (by when the leases it would renew
+    /// have lapsed anyway): on a connection the network cut off without a
+    /// reset a query hangs, for as long as TCP retries, rather than fails,
+    /// and the loop must go on meanwhile, to stop its agents once their
+    /// leases have gone unrenewed.
+    async fn bounded<T, Q: std::fmt::Display>(&self, query: impl Future<Output = Result<T, Q>>) -> Result<T, String> {
+        match tokio::time::timeout(self.worker.lease, query).await {
+            Ok(done) => done.map_err(|error| error.to_string()),
+            Err(_) => Err(format!("no answer within a lease ({:?})", self.worker.lease)),
+        }
+    }
+
     /// Stops the agents (a pause: their work in flight is performed again
     /// by the next owner), hands their leases back and wakes the others.
     async fn hand_back(mut self) -> WorkerReport {
         let client = self.control.get();
-        if let Err(error) = client.execute(db::STOPPING, &[&self.worker.id]).await {
+        if let Err(error) = self.bounded(client.execute(db::STOPPING, &[&self.worker.id])).await {
             tracing::warn!(%error, "cannot mark the worker stopping");
         }
         let lease = self.worker.lease;
@@ -441,17 +462,17 @@ where
         let count = self.running.len() as u64;
         self.running.clear();
         let channel = self.worker.fleet.target().channel();
-        match client.execute(db::RELEASE, &[&self.worker.id]).await {
+        match self.bounded(client.execute(db::RELEASE, &[&self.worker.id])).await {
             Ok(released) => {
                 tracing::info!(agents = released, "leases handed back");
                 self.report.handed_back += count;
-                if let Err(error) = client.execute(db::NOTIFY, &[&channel, &db::CLAIM]).await {
+                if let Err(error) = self.bounded(client.execute(db::NOTIFY, &[&channel, &db::CLAIM])).await {
                     tracing::warn!(%error, "cannot notify the other workers");
                 }
             }
             Err(error) => tracing::warn!(%error, "cannot hand the leases back: they expire"),
         }
-        if let Err(error) = client.execute(db::DEREGISTER, &[&self.worker.id]).await {
+        if let Err(error) = self.bounded(client.execute(db::DEREGISTER, &[&self.worker.id])).await {
             tracing::warn!(%error, "cannot remove the worker's row");
         }
         tracing::info!(report = ?self.report, "worker stopped");

@@ -32,8 +32,8 @@ pub struct Restored<M> {
 /// [`StoreError::UnknownAgent`]; [`StoreError::WrongMachine`] if another
 /// machine wrote the agent; [`StoreError::UnknownFormat`] for a snapshot
 /// or an agent of a newer format; [`StoreError::Corrupt`] for a row that
-/// does not decode, a gap in the log (or, in SQLite, rows of steps past its
-/// end), or a replay that does not reach the state the log recorded; the
+/// does not decode, a gap in the log (or, in SQLite and Postgres, rows of
+/// steps past its end), or a replay that does not reach the state the log recorded; the
 /// store's read error.
 pub fn restore<M, S>(store: &S, agent: &str) -> Result<Restored<M>, StoreError>
 where

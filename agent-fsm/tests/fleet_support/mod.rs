@@ -1,7 +1,8 @@
 //! What the fleet tests share: the job agent (inputs it takes in order, a
 //! tool gated by the test), workers each on a tokio runtime and thread of
 //! their own (so that a test can freeze one whole, as `SIGSTOP` freezes a
-//! process), a fresh Postgres schema per test, and waiting with a timeout.
+//! process), a fresh Postgres schema per test, a relay to the server whose
+//! traffic the test can cut, and waiting with a timeout.
 
 // Each test uses a different part of this module.
 #![allow(dead_code, unreachable_pub)]
@@ -13,6 +14,9 @@ use std::time::Duration;
 use agent_fsm::fleet::{Fleet, FleetConfig, FleetError, Worker, WorkerReport};
 use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig};
 use tokio::sync::{Semaphore, oneshot};
+
+mod relay;
+pub use relay::Relay;
 
 /// The variable the Postgres tests read their server's URL from.
 pub const PG_URL: &str = "AGENT_FSM_PG_URL";
@@ -61,19 +65,30 @@ pub mod job {
 
 pub use job::{Event, Job};
 
+/// Tool calls, as (agent, tool argument).
+pub type Calls = Arc<Mutex<Vec<(String, u32)>>>;
+
 /// A worker's tools: each call waits for a permit the test hands out, and
 /// is counted.
 #[derive(Clone)]
 pub struct Tools {
     pub permits: Arc<Semaphore>,
     /// (agent, tool argument) of each call that began.
-    pub calls: Arc<Mutex<Vec<(String, u32)>>>,
+    pub calls: Calls,
+    /// (agent, tool argument) of each call dropped before it ended: its
+    /// agent was stopped.
+    pub dropped: Calls,
     pub agent: String,
 }
 
 impl Default for Tools {
     fn default() -> Self {
-        Self { permits: Arc::new(Semaphore::new(0)), calls: Arc::default(), agent: String::new() }
+        Self {
+            permits: Arc::new(Semaphore::new(0)),
+            calls: Arc::default(),
+            dropped: Arc::default(),
+            agent: String::new(),
+        }
     }
 }
 
@@ -83,17 +98,31 @@ impl Effects<Job> for Tools {
     fn perform(&mut self, action: job::Action, cx: &mut EffectContext<'_, Job, ()>) {
         if let job::Action::Tool(n) = action {
             let (permits, calls, agent) = (Arc::clone(&self.permits), Arc::clone(&self.calls), self.agent.clone());
+            let dropped = Dropped(Some((Arc::clone(&self.dropped), (agent.clone(), n))));
             cx.spawn_task(
                 format!("tool-{n}"),
                 async move {
                     calls.lock().unwrap_or_else(PoisonError::into_inner).push((agent, n));
+                    let mut dropped = dropped;
                     if let Ok(permit) = permits.acquire().await {
                         permit.forget();
                     }
+                    dropped.0 = None;
                     Event::Worked(n)
                 },
                 |_, _| Event::Worked(0),
             );
+        }
+    }
+}
+
+/// Records a tool call in [`Tools::dropped`] when dropped before it ended.
+struct Dropped(Option<(Calls, (String, u32))>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        if let Some((list, call)) = self.0.take() {
+            list.lock().unwrap_or_else(PoisonError::into_inner).push(call);
         }
     }
 }

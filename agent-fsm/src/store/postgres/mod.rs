@@ -15,7 +15,10 @@
 //! first [`PgStore::connect`] creates them all when absent, in one
 //! transaction under an advisory lock, so that processes starting at once
 //! do not race; the schema's version is kept in its `meta` table, and a
-//! newer one is refused with [`StoreError::UnknownFormat`].
+//! newer one is refused with [`StoreError::UnknownFormat`]. Reading an
+//! agent checks that its row, its log and its snapshot and effect rows
+//! agree on its last step, as the SQLite store does: a log that lost its
+//! last steps is [`StoreError::Corrupt`], not an agent that is behind.
 //!
 //! Every method is one transaction. Appending takes a row lock on the
 //! agent's row, so two writers of one agent are serialized and the second
@@ -95,7 +98,8 @@ pub struct PgConfig {
     /// The server's URL (`postgres://user:password@host:port/database`,
     /// or the `key=value` form).
     pub url: String,
-    /// The Postgres schema holding the tables, created if absent.
+    /// The Postgres schema holding the tables, created if absent: at most
+    /// 63 bytes, the longest name Postgres keeps whole.
     pub schema: String,
     /// How many connections (and threads) the store keeps.
     pub pool_size: usize,
@@ -196,8 +200,9 @@ impl PgStore {
     /// `agent_fsm`, created if absent.
     ///
     /// # Errors
-    /// [`StoreError::Read`] if the URL does not parse or the server cannot
-    /// be reached, [`StoreError::UnknownFormat`] for a schema a newer
+    /// [`StoreError::Read`] if the URL does not parse, the schema's name is
+    /// longer than Postgres keeps (63 bytes) or the server cannot be
+    /// reached, [`StoreError::UnknownFormat`] for a schema a newer
     /// release wrote, [`StoreError::Write`] if the tables cannot be created.
     pub fn connect(url: &str) -> Result<Self, StoreError> {
         Self::connect_with(PgConfig::new(url))
@@ -209,6 +214,13 @@ impl PgStore {
     /// As [`connect`](Self::connect).
     pub fn connect_with(config: PgConfig) -> Result<Self, StoreError> {
         let mut pg: postgres::Config = config.url.parse().map_err(|e| StoreError::Read(Box::new(e)))?;
+        // Postgres cuts a longer name to its first 63 bytes: two
+        // configurations naming different schemas would share one, each
+        // taking its own migration lock and notifying its own channel.
+        if config.schema.len() > MAX_SCHEMA_LEN {
+            let why = format!("the schema name `{}` is longer than {MAX_SCHEMA_LEN} bytes", config.schema);
+            return Err(StoreError::Read(why.into()));
+        }
         if pg.get_connect_timeout().is_none() {
             pg.connect_timeout(Duration::from_secs(10));
         }
@@ -274,6 +286,9 @@ impl PgStore {
         self.fence.clone()
     }
 }
+
+/// The longest name Postgres keeps whole (its `NAMEDATALEN` less one).
+const MAX_SCHEMA_LEN: usize = 63;
 
 /// `name` as a quoted SQL identifier.
 pub(crate) fn quote_ident(name: &str) -> String {

@@ -23,7 +23,13 @@ pub(crate) fn agent(
     statements: &mut Statements,
     agent: &str,
 ) -> Result<Option<AgentInfo>, StoreError> {
-    let sql = "SELECT machine, format, next_seq, forked_from, forked_at FROM agents WHERE agent = $1";
+    // One statement, so one instant: the agent's row, its log's last step,
+    // and the last step any snapshot or effect row names.
+    let sql = "SELECT a.machine, a.format, a.next_seq, a.forked_from, a.forked_at,
+                      (SELECT max(seq) FROM events WHERE agent = a.agent),
+                      GREATEST((SELECT max(seq) FROM snapshots WHERE agent = a.agent),
+                               (SELECT max(started) FROM effects WHERE agent = a.agent))
+               FROM agents a WHERE a.agent = $1";
     let statement = statements.get(client, sql).map_err(read_err)?;
     let Some(row) = client.query_opt(&statement, &[&agent]).map_err(read_err)? else { return Ok(None) };
     let format: i32 = get(&row, 1)?;
@@ -33,10 +39,36 @@ pub(crate) fn agent(
         Some((source, at)) => Some((source, seq_from(agent, "agent", at)?)),
         None => None,
     };
+    let next_seq = seq_from(agent, "agent", get(&row, 2)?)?;
+    let log_next = match get::<Option<i64>>(&row, 5)? {
+        Some(last) => seq_from(agent, "event", last)?.saturating_add(1),
+        None => 1,
+    };
+    // As SQLite refuses it: the log lost its last steps (rows deleted, a
+    // restored backup of one table), which would otherwise read as an
+    // agent that is behind, or one whose next step leaves a gap. Here the
+    // agent's row counts its steps too.
+    let beyond = get::<Option<i64>>(&row, 6)?.and_then(|n| u64::try_from(n).ok());
+    if let Some(step) = beyond.into_iter().chain([next_seq.saturating_sub(1)]).filter(|&n| n >= log_next).max() {
+        return Err(StoreError::corrupt(
+            agent,
+            "log",
+            log_next,
+            format!("step {step} has rows but the log ends before"),
+        ));
+    }
+    if next_seq < log_next {
+        let reason = format!(
+            "the log holds step {} but the agent's row counts {} steps",
+            log_next - 1,
+            next_seq.saturating_sub(1)
+        );
+        return Err(StoreError::corrupt(agent, "agent", next_seq, reason));
+    }
     Ok(Some(AgentInfo {
         machine: get(&row, 0)?,
         format: u32::try_from(format).unwrap_or(u32::MAX),
-        next_seq: seq_from(agent, "agent", get(&row, 2)?)?,
+        next_seq,
         forked_from,
     }))
 }

@@ -87,6 +87,20 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreErro
             supported: u32::try_from(SCHEMA_VERSION).unwrap_or(0),
         });
     }
-    tx.batch_execute(TABLES).map_err(write_err)?;
+    // `CREATE INDEX IF NOT EXISTS` locks its table against writes before
+    // it finds the index there: run on every connect, it would wait for
+    // every write in flight (one a paused process holds open, for as long
+    // as it lives) with every other write of the table queued behind it.
+    // The tables and indexes are created in one transaction, so with the
+    // indexes there everything is, and the statements are skipped.
+    let indexes = ["effects_in_flight", "leases_open", "inbox_unapplied"];
+    let created: Option<bool> = tx
+        .query_one("SELECT bool_and(to_regclass(name) IS NOT NULL) FROM unnest($1::text[]) AS name", &[&&indexes[..]])
+        .map_err(read_err)?
+        .try_get(0)
+        .map_err(read_err)?;
+    if created != Some(true) {
+        tx.batch_execute(TABLES).map_err(write_err)?;
+    }
     tx.commit().map_err(write_err)
 }
