@@ -252,7 +252,7 @@ mod tests {
         let mut a = Assembler::default();
         a.tool_piece(Some(3), None, Some("now"), "");
         a.tool_piece(Some(5), Some("b"), Some("then"), "");
-        a.initial_arguments(5, json!({"given": true}));
+        a.initial_arguments(5, json!({"given": true}), 15);
         assert!(a.has_call(5) && !a.has_call(4));
         let calls = a.finish().tool_calls;
         assert_eq!((calls[0].name.as_str(), &calls[0].arguments), ("now", &json!({})));
