@@ -8,7 +8,9 @@
 //! to another a lease later; a clean shutdown hands agents back at once; a
 //! claim skips a lease a write in flight holds; a live worker keeps its
 //! agents for many leases; an agent whose id does not fit a notification
-//! is sent its events; a worker cut off from the database stops its agents.
+//! is sent its events; an event sent written otherwise than the machine
+//! writes it is rewritten before it is delivered; a worker cut off from the
+//! database stops its agents.
 
 mod fleet_support;
 
@@ -359,6 +361,31 @@ async fn an_agent_whose_id_does_not_fit_a_notification_is_sent_its_events() {
             .await;
     }
     assert_eq!(taken(&fleet, &agent).await, [1, 7]);
+    a.stop().await;
+    db.drop_schema().await;
+}
+
+/// An event sent written otherwise than the machine writes it (here by
+/// `json!`, which sorts its keys, and with a `null` for a unit variant's
+/// data) is rewritten in the inbox
+/// as the machine writes it before it is delivered: the step that takes it
+/// finds its row by that text, even when it takes it out of turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_written_otherwise_is_rewritten_as_the_machine_writes_it() {
+    let Some(db) = Db::new("rewritten") else { return };
+    let fleet = db.fleet(LEASE).await;
+    within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
+    within(fleet.send("job", &serde_json::json!({"event": "add", "data": 3}))).await.expect("sent");
+    within(fleet.send("job", &serde_json::json!({"event": "finish", "data": null}))).await.expect("sent");
+    let a = Proc::start(Worker::new(&fleet, "a"));
+    until("the agent is done", || async { within(fleet.unfinished()).await.expect("reads").is_empty() }).await;
+    let client = db.client().await;
+    let rows =
+        client.query("SELECT event, applied_seq FROM inbox WHERE agent = 'job' ORDER BY id", &[]).await.expect("reads");
+    let rows: Vec<(String, Option<i64>)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let own = |event: &Event| serde_json::to_string(event).expect("serializes");
+    assert_eq!(rows, [(own(&Event::Add(3)), Some(1)), (own(&Event::Finish), Some(2))]);
+    assert_eq!(taken(&fleet, "job").await, [3]);
     a.stop().await;
     db.drop_schema().await;
 }

@@ -225,6 +225,10 @@ SELECT agent, max(id) FROM inbox WHERE applied_seq IS NULL AND agent = ANY($1::t
 /// machine's, so no step will ever apply it (`applied_seq` -1).
 pub(crate) const REFUSE: &str = "UPDATE inbox SET applied_seq = -1 WHERE id = $1 AND applied_seq IS NULL";
 
+/// Rewrites unapplied inbox row $1's event as text $2: the event as the
+/// machine serializes it.
+pub(crate) const REWRITE: &str = "UPDATE inbox SET event = $2 WHERE id = $1 AND applied_seq IS NULL";
+
 /// Sends on the fleet's channel. $1 channel, $2 payload.
 pub(crate) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 

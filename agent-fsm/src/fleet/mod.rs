@@ -332,6 +332,12 @@ impl Fleet {
     /// when this returns, delivered exactly once, after the events sent to
     /// it before, by whichever worker owns it. Returns the row's id.
     ///
+    /// `event` may be any value that serializes to what the machine's event
+    /// reads from (the event itself, or a `serde_json::Value`); the worker
+    /// rewrites the row as the machine writes the event before delivering
+    /// it, and refuses (marks applied by no step) a row that does not read
+    /// as one.
+    ///
     /// # Errors
     /// [`FleetError::UnknownAgent`], [`FleetError::Finished`] for an agent
     /// that reached its terminal state, [`FleetError::Encode`], or a

@@ -125,7 +125,7 @@ where
 async fn feed<M, O>(control: Control, agent: String, handle: MachineHandle<M, O>, wake: Arc<Notify>)
 where
     M: StateMachine + 'static,
-    M::Event: DeserializeOwned + Send + 'static,
+    M::Event: Serialize + DeserializeOwned + Send + 'static,
     O: Clone + Send + 'static,
 {
     let mut after: i64 = 0;
@@ -141,6 +141,19 @@ where
                     after = id;
                     match serde_json::from_str::<M::Event>(&text) {
                         Ok(event) => {
+                            // The step that takes the event marks the row
+                            // holding the event as the machine writes it
+                            // (the fenced store's `take_inbox_row`). A
+                            // sender may have written it otherwise (keys in
+                            // another order, `{"Stop":null}` for `"Stop"`):
+                            // rewritten first, or a step taking it out of
+                            // turn would mark another row.
+                            if let Ok(own) = serde_json::to_string(&event)
+                                && own != text
+                                && let Err(error) = client.execute(db::REWRITE, &[&id, &own]).await
+                            {
+                                tracing::warn!(inbox = id, %error, "cannot rewrite an inbox event as the machine writes it");
+                            }
                             if handle.send(event).await.is_err() {
                                 // The agent stopped: its watcher reports why.
                                 return;

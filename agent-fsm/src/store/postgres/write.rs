@@ -189,9 +189,9 @@ pub(crate) const INPUT: &str = "input";
 /// mailbox stay unapplied, to be sent again. Matching the event first
 /// keeps that true when the machine takes an event out of turn (a
 /// `#[during_work]` event ahead of the input held back during work): the
-/// row marked is the one whose event the step took. (A row sent is the
-/// event serialized as the step serializes it, so the two texts are the
-/// same.)
+/// row marked is the one whose event the step took. (The fleet's feeder
+/// rewrites a row whose text is not the event as the step serializes it
+/// before it sends the event, so the two texts are the same.)
 fn take_inbox_row(
     tx: &mut Transaction<'_>,
     statements: &mut Statements,
