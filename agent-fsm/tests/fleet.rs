@@ -9,8 +9,9 @@
 //! claim skips a lease a write in flight holds; a live worker keeps its
 //! agents for many leases; an agent whose id does not fit a notification
 //! is sent its events; an event sent written otherwise than the machine
-//! writes it is rewritten before it is delivered; a worker cut off from the
-//! database stops its agents.
+//! writes it is rewritten before it is delivered; an agent of another
+//! machine is not adopted; a worker cut off from the database stops its
+//! agents.
 
 mod fleet_support;
 
@@ -387,6 +388,37 @@ async fn an_event_written_otherwise_is_rewritten_as_the_machine_writes_it() {
     assert_eq!(rows, [(own(&Event::Add(3)), Some(1)), (own(&Event::Finish), Some(2))]);
     assert_eq!(taken(&fleet, "job").await, [3]);
     a.stop().await;
+    db.drop_schema().await;
+}
+
+/// Creating an agent again completes a create cut off before its lease,
+/// but an agent the store holds as another machine is not adopted: no
+/// worker could resume it as this one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_of_another_machine_is_not_adopted() {
+    let Some(db) = Db::new("other_machine") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let snapshot =
+        agent_fsm::store::Snapshot { format: 1, state: "Elsewhere".into(), data: r#"{"state":"Elsewhere"}"#.into() };
+    let store = fleet.store().clone();
+    tokio::task::spawn_blocking(move || store.create("other", "Other", SystemTime::now(), &snapshot))
+        .await
+        .expect("joins")
+        .expect("created in the store");
+    let adopted = within(fleet.create("other", &Job::new(Vec::new()))).await;
+    assert!(matches!(&adopted, Err(FleetError::AgentExists(id)) if id == "other"), "{adopted:?}");
+    assert!(within(fleet.unfinished()).await.expect("reads").is_empty(), "no lease was placed");
+
+    // The same machine's agent, in the store without a lease yet (a create
+    // cut off between its two writes), is completed.
+    let snapshot = agent_fsm::store::Snapshot { format: 1, state: "Idle".into(), data: String::new() };
+    let store = fleet.store().clone();
+    tokio::task::spawn_blocking(move || store.create("job", "Job", SystemTime::now(), &snapshot))
+        .await
+        .expect("joins")
+        .expect("created in the store");
+    within(fleet.create("job", &Job::new(Vec::new()))).await.expect("completed");
+    assert_eq!(within(fleet.unfinished()).await.expect("reads"), ["job"]);
     db.drop_schema().await;
 }
 

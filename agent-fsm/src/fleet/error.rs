@@ -24,7 +24,8 @@ pub enum FleetError {
     /// The fleet has no agent with this id.
     #[error("the fleet has no agent `{0}`")]
     UnknownAgent(String),
-    /// An agent with this id is already in the fleet.
+    /// An agent with this id is already in the fleet, or in its store as
+    /// another machine.
     #[error("agent `{0}` is already in the fleet")]
     AgentExists(String),
     /// The agent reached its terminal state: nothing sent to it would ever

@@ -296,10 +296,11 @@ impl Fleet {
     /// it).
     ///
     /// The checkpoint and the lease are two writes: a create cut off between
-    /// them is completed by calling it again.
+    /// them is completed by calling it again with the same machine.
     ///
     /// # Errors
-    /// [`FleetError::AgentExists`], [`FleetError::Store`] if the machine
+    /// [`FleetError::AgentExists`] (the agent has a lease already, or the
+    /// store holds it as another machine), [`FleetError::Store`] if the machine
     /// does not serialize or the store refuses it, or a database error.
     pub async fn create<M>(&self, agent: &str, machine: &M) -> Result<Option<String>, FleetError>
     where
@@ -312,7 +313,18 @@ impl Fleet {
         let id = agent.to_owned();
         let created = blocking(move || store.create(&id, M::DESCRIPTION.name, SystemTime::now(), &snapshot)).await?;
         match created {
-            Ok(()) | Err(StoreError::AgentExists(_)) => {}
+            Ok(()) => {}
+            // A create cut off before its lease is completed; an agent of
+            // another machine (or of none: written outside the fleet) is
+            // not adopted, as no worker could resume it as this one.
+            Err(StoreError::AgentExists(_)) => {
+                let store = self.inner.store.clone();
+                let id = agent.to_owned();
+                let info = blocking(move || store.agent(&id)).await??;
+                if info.is_none_or(|info| info.machine != M::DESCRIPTION.name) {
+                    return Err(FleetError::AgentExists(agent.to_owned()));
+                }
+            }
             Err(error) => return Err(error.into()),
         }
         let mut guard = self.client().await?;
