@@ -66,6 +66,16 @@
 //! connection closed when it wakes (the write fails; nothing half-written
 //! stays).
 //!
+//! The other side of that: a process cut off from the server by the
+//! network, with no reset reaching it, waits in its call for as long as
+//! TCP keeps retrying (many minutes on Linux), and under
+//! [`Durability::BeforeAction`](crate::store::Durability::BeforeAction)
+//! its agent waits with it. Its writes stay safe (a fenced write is
+//! refused once the lease moved on), but to bound the wait, set
+//! `tcp_user_timeout` in the URL (`?tcp_user_timeout=30`, in seconds): once
+//! data sent has gone unacknowledged that long, the connection is closed
+//! and the call fails.
+//!
 //! ```no_run
 //! use agent_fsm::store::{CheckpointStore, PgConfig, PgStore};
 //! let store = PgStore::connect_with(
