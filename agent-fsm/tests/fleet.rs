@@ -391,6 +391,17 @@ async fn an_event_written_otherwise_is_rewritten_as_the_machine_writes_it() {
     db.drop_schema().await;
 }
 
+/// Writes agent `agent` of machine `machine`, in state `state`, to the
+/// fleet's store only, as a create cut off before its lease does.
+async fn store_only(fleet: &Fleet, agent: &str, machine: &str, state: &str) {
+    let snapshot = agent_fsm::store::Snapshot { format: 1, state: state.into(), data: String::new() };
+    let (store, agent, machine) = (fleet.store().clone(), agent.to_owned(), machine.to_owned());
+    tokio::task::spawn_blocking(move || store.create(&agent, &machine, SystemTime::now(), &snapshot))
+        .await
+        .expect("joins")
+        .expect("created in the store");
+}
+
 /// Creating an agent again completes a create cut off before its lease,
 /// but an agent the store holds as another machine is not adopted: no
 /// worker could resume it as this one.
@@ -398,25 +409,14 @@ async fn an_event_written_otherwise_is_rewritten_as_the_machine_writes_it() {
 async fn an_agent_of_another_machine_is_not_adopted() {
     let Some(db) = Db::new("other_machine") else { return };
     let fleet = db.fleet(LEASE).await;
-    let snapshot =
-        agent_fsm::store::Snapshot { format: 1, state: "Elsewhere".into(), data: r#"{"state":"Elsewhere"}"#.into() };
-    let store = fleet.store().clone();
-    tokio::task::spawn_blocking(move || store.create("other", "Other", SystemTime::now(), &snapshot))
-        .await
-        .expect("joins")
-        .expect("created in the store");
+    store_only(&fleet, "other", "Other", "Elsewhere").await;
     let adopted = within(fleet.create("other", &Job::new(Vec::new()))).await;
     assert!(matches!(&adopted, Err(FleetError::AgentExists(id)) if id == "other"), "{adopted:?}");
     assert!(within(fleet.unfinished()).await.expect("reads").is_empty(), "no lease was placed");
 
     // The same machine's agent, in the store without a lease yet (a create
     // cut off between its two writes), is completed.
-    let snapshot = agent_fsm::store::Snapshot { format: 1, state: "Idle".into(), data: String::new() };
-    let store = fleet.store().clone();
-    tokio::task::spawn_blocking(move || store.create("job", "Job", SystemTime::now(), &snapshot))
-        .await
-        .expect("joins")
-        .expect("created in the store");
+    store_only(&fleet, "job", "Job", "Idle").await;
     within(fleet.create("job", &Job::new(Vec::new()))).await.expect("completed");
     assert_eq!(within(fleet.unfinished()).await.expect("reads"), ["job"]);
     db.drop_schema().await;
