@@ -368,9 +368,9 @@ async fn an_agent_whose_id_does_not_fit_a_notification_is_sent_its_events() {
 
 /// An event sent written otherwise than the machine writes it (here by
 /// `json!`, which sorts its keys, and with a `null` for a unit variant's
-/// data) is rewritten in the inbox
-/// as the machine writes it before it is delivered: the step that takes it
-/// finds its row by that text, even when it takes it out of turn.
+/// data) is rewritten in the inbox as the machine writes it before it is
+/// delivered: the step that takes it finds its row by that text, even
+/// when it takes it out of turn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_written_otherwise_is_rewritten_as_the_machine_writes_it() {
     let Some(db) = Db::new("rewritten") else { return };

@@ -115,18 +115,16 @@ impl SseDecoder {
             None => (line, &b""[..]),
         };
         match field {
-            b"data" => {
-                push_utf8(&mut self.data, value);
-                self.data.push('\n');
-                self.has_data = true;
-            }
-            // Not an SSE field: llama.cpp's server (through its 2025
-            // builds) reports a failure mid-stream as `error: {json}`, then
-            // sends `[DONE]`. Read as an `error` event, so that the failure
-            // is not lost and the reply passed as complete.
-            b"error" => {
-                self.event.clear();
-                self.event.push_str("error");
+            b"data" | b"error" => {
+                // `error` is not an SSE field: llama.cpp's server (through
+                // its 2025 builds) reports a failure mid-stream as
+                // `error: {json}`, then sends `[DONE]`. Read as the data of
+                // an `error` event, so that the failure is not lost and the
+                // reply passed as complete.
+                if field == b"error" {
+                    self.event.clear();
+                    self.event.push_str("error");
+                }
                 push_utf8(&mut self.data, value);
                 self.data.push('\n');
                 self.has_data = true;
