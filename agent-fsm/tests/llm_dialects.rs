@@ -190,3 +190,33 @@ async fn partial_null_or_empty_usage_on_other_chunks_keeps_the_counts() {
     let done = StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::new(9, 2) };
     assert_eq!(kinds(run(openai(&server), request(), 1).await), vec![Ok(text("a")), Ok(done)]);
 }
+
+#[tokio::test]
+async fn a_reply_the_server_gave_up_on_fails_and_is_retried() {
+    // vLLM's and SGLang's `abort` (the engine dropped the request part
+    // way), OpenRouter's `error` (the upstream failed mid-stream): the text
+    // so far is no whole reply.
+    for reason in ["abort", "error"] {
+        let cut = [
+            chunk(json!({"role": "assistant", "content": "Hel"}), json!("")),
+            chunk(json!({}), json!(reason)),
+            "data: [DONE]\n\n".to_owned(),
+        ]
+        .concat();
+        let whole = [chunk(json!({"content": "Hello"}), Value::Null), chunk(json!({}), json!("stop"))].concat();
+        let server = ReplayServer::start(vec![Reply::events(&cut), Reply::events(&whole)]).await;
+        let log = run(openai(&server), request(), 2).await;
+        let error = log[1].as_ref().expect_err("the cut reply fails");
+        assert!(error.message().contains(reason), "{error}");
+        assert_eq!(
+            kinds(log),
+            vec![
+                Ok(text("Hel")),
+                Err(ErrorKind::ServerError { status: 500, retry_after: None }),
+                Ok(text("Hello")),
+                Ok(completed("Hello", StopReason::EndTurn)),
+            ],
+            "{reason}"
+        );
+    }
+}

@@ -198,3 +198,32 @@ async fn through_the_client_an_endless_line_ends_the_reply_with_an_error() {
     assert_eq!(errors[0].kind(), &ErrorKind::MalformedStream);
     assert!(errors[0].message().contains("16 MiB"), "{}", errors[0]);
 }
+
+/// An Anthropic `content_block_start` of a block the parser skips.
+fn thinking_block(index: usize) -> String {
+    let data =
+        json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": ""}});
+    format!("event: content_block_start\ndata: {data}\n\n")
+}
+
+#[test]
+fn blocks_other_than_text_and_tool_calls_are_refused_past_4096() {
+    let mut parser = anth::StreamParser::new();
+    let mut out = Out::new();
+    for index in 0..4_096 {
+        parser.feed(thinking_block(index).as_bytes(), &mut out);
+    }
+    // A block started again is one block, not two.
+    parser.feed(thinking_block(17).as_bytes(), &mut out);
+    assert!(out.is_empty() && !parser.is_done(), "4,096 skipped blocks are within the limit");
+    // Their deltas are still skipped, not taken for a tool call's.
+    let delta = json!({"type": "content_block_delta", "index": 4_095, "delta": {"type": "input_json_delta", "partial_json": "{"}});
+    parser.feed(format!("event: content_block_delta\ndata: {delta}\n\n").as_bytes(), &mut out);
+    assert!(out.is_empty() && !parser.is_done(), "a skipped block's delta is skipped");
+    parser.feed(thinking_block(4_096).as_bytes(), &mut out);
+    let (delivered, error) = outcome(out);
+    let error = error.expect("refused past the limit");
+    assert_eq!((delivered, error.kind()), (0, &ErrorKind::MalformedStream));
+    assert!(error.message().contains("4096 blocks"), "{error}");
+    assert!(parser.is_done());
+}

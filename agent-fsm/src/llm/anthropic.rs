@@ -34,7 +34,7 @@
 //! does not know are skipped.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -300,6 +300,12 @@ impl Provider for Anthropic {
 
 // ===== the parser =====
 
+/// The most blocks other than text and tool calls (thinking, server tools
+/// and their results) one reply may open: far more than a reply's output
+/// tokens allow, so a server past it is failing or hostile. Each is
+/// remembered, so that its deltas are skipped.
+pub(crate) const MAX_SKIPPED_BLOCKS: usize = 4_096;
+
 /// Turns the bytes of a Messages event stream into [`StreamEvent`]s, with
 /// no I/O: what [`Anthropic`] runs on each piece of the body.
 ///
@@ -323,8 +329,9 @@ pub struct StreamParser {
     stop_reason: Option<StopReason>,
     usage: Usage,
     /// The indexes of blocks not surfaced (thinking, server tools): their
-    /// deltas, `input_json_delta` included, are skipped too.
-    skipped: Vec<usize>,
+    /// deltas, `input_json_delta` included, are skipped too. At most
+    /// [`MAX_SKIPPED_BLOCKS`].
+    skipped: BTreeSet<usize>,
     done: bool,
 }
 
@@ -402,7 +409,16 @@ impl StreamParser {
                             self.reply.initial_arguments(index, input, data.len());
                         }
                     }
-                    _ => self.skipped.push(index), // thinking, server tools: not surfaced
+                    // Thinking, server tools: not surfaced.
+                    _ => {
+                        self.skipped.insert(index);
+                        if self.skipped.len() > MAX_SKIPPED_BLOCKS {
+                            let message = format!(
+                                "the reply holds more than {MAX_SKIPPED_BLOCKS} blocks that are neither text nor tool calls"
+                            );
+                            self.fail(malformed(&message), out);
+                        }
+                    }
                 }
             }
             "content_block_delta" => {

@@ -88,7 +88,7 @@
 //! | --- | --- | --- |
 //! | [`RateLimited`](ErrorKind::RateLimited) | HTTP 429, `rate_limit_error` | yes, after [`retry_after`](ProviderError::retry_after) if given |
 //! | [`Overloaded`](ErrorKind::Overloaded) | HTTP 529, `overloaded_error` (as a body or an event mid-stream) | yes |
-//! | [`ServerError`](ErrorKind::ServerError) | HTTP 5xx, `api_error` | yes |
+//! | [`ServerError`](ErrorKind::ServerError) | HTTP 5xx, `api_error`, a `finish_reason` of `abort` or `error` | yes |
 //! | [`Timeout`](ErrorKind::Timeout) | connect, read or total timeout, HTTP 408 | yes |
 //! | [`ConnectionDropped`](ErrorKind::ConnectionDropped) | the connection failed or ended before the reply was complete | yes |
 //! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a 200 whose body is JSON or a web page, a stream past the limits below | yes |
@@ -101,7 +101,8 @@
 //! What a server sends is bounded, so that a failing or hostile one cannot
 //! fill the agent's memory: one event may hold at most 16 MiB while it
 //! arrives (an endless line included), and one reply at most 64 MiB of
-//! text, tool names, ids and arguments, and 1,024 tool calls. Past a limit
+//! text, tool names, ids and arguments, 1,024 tool calls and 4,096 other
+//! blocks (thinking, Anthropic's server tools). Past a limit
 //! the reply ends with a `MalformedStream` error. Time is bounded by the
 //! client's timeouts: the read timeout for a server that goes quiet, the
 //! total timeout (none unless set) for one that trickles on.
