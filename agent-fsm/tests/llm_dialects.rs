@@ -220,3 +220,30 @@ async fn a_reply_the_server_gave_up_on_fails_and_is_retried() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_event_stream_that_holds_a_bare_error_object_is_classified_by_it() {
+    // A proxy that fails after announcing an event stream, and writes the
+    // provider's error object without the `data:` framing (pretty-printed
+    // here): the error it names, with its message, not a dropped connection.
+    let body = "{\n  \"error\": {\n    \"type\": \"rate_limit_error\",\n    \"message\": \"slow down\"\n  }\n}\n";
+    let server = ReplayServer::start(vec![
+        Reply::events(body),
+        Reply::status(200, body).header("content-type", "text/event-stream"),
+        Reply::events("this is no event stream\n"),
+        Reply::events(": keep-alive\n\n"),
+    ])
+    .await;
+    let log = run(openai(&server), request(), 1).await;
+    assert_eq!(kinds(log.clone()), vec![Err(ErrorKind::RateLimited { retry_after: None })]);
+    assert_eq!(log[0].as_ref().expect_err("an error").message(), "slow down");
+    let anthropic = AnthropicConfig::new("k").base_url(server.url()).build().expect("client");
+    assert_eq!(kinds(run(anthropic, request(), 1).await), vec![Err(ErrorKind::RateLimited { retry_after: None })]);
+    // Not JSON: a broken stream, quoted.
+    let log = run(openai(&server), request(), 1).await;
+    let error = log[0].as_ref().expect_err("an error");
+    assert_eq!(error.kind(), &ErrorKind::MalformedStream);
+    assert_eq!(error.message(), "the event stream held no event, only: this is no event stream");
+    // Comments alone say nothing: the stream was cut short.
+    assert_eq!(kinds(run(openai(&server), request(), 1).await), vec![Err(ErrorKind::ConnectionDropped)]);
+}

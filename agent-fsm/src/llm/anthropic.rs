@@ -515,8 +515,9 @@ impl Decoder for StreamParser {
         if self.stop_reason.is_some() {
             return self.complete(out);
         }
-        let error = cut.unwrap_or_else(|| {
-            ProviderError::new(ErrorKind::ConnectionDropped, "the stream ended before `message_stop`")
+        let error = cut.unwrap_or_else(|| match sse.unframed() {
+            Some(body) => classify::unframed(body),
+            None => ProviderError::new(ErrorKind::ConnectionDropped, "the stream ended before `message_stop`"),
         });
         self.fail(error, out);
     }

@@ -100,6 +100,19 @@ pub(crate) fn from_stream_error(kind: &str, message: String) -> ProviderError {
     ProviderError::new(kind, message)
 }
 
+/// Classifies a body an event stream's content type announced but that
+/// held no event: an error object sent without the framing (a proxy's
+/// failure) by its type, anything else as a broken stream, quoted.
+pub(crate) fn unframed(body: &str) -> ProviderError {
+    match error_body(body) {
+        (Some(kind), message) => from_stream_error(&kind, message),
+        (None, message) => ProviderError::new(
+            ErrorKind::MalformedStream,
+            format!("the event stream held no event, only: {}", truncate(&message, 300)),
+        ),
+    }
+}
+
 /// The error body's type (or code) and message; the body itself, cut
 /// short, when it is not the JSON both providers send.
 fn error_body(body: &str) -> (Option<String>, String) {

@@ -98,6 +98,11 @@
 //! | [`ContextTooLong`](ErrorKind::ContextTooLong) | a 400 whose message says the prompt is too long, HTTP 413 | no |
 //! | [`InvalidConfig`](ErrorKind::InvalidConfig) | an invalid header, TLS setup | no |
 //!
+//! An event stream that ends without a single event is classified by what
+//! it held instead: an error object sent without the `data:` framing (a
+//! proxy failing after the headers) by its type, as an error event would
+//! be; any other text as a `MalformedStream` that quotes it.
+//!
 //! What a server sends is bounded, so that a failing or hostile one cannot
 //! fill the agent's memory: one event may hold at most 16 MiB while it
 //! arrives (an endless line included), and one reply at most 64 MiB of

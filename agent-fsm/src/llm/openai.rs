@@ -495,8 +495,9 @@ impl Decoder for StreamParser {
         if self.finish_reason.is_some() {
             return self.complete(out);
         }
-        let error = cut.unwrap_or_else(|| {
-            ProviderError::new(ErrorKind::ConnectionDropped, "the stream ended before the reply was complete")
+        let error = cut.unwrap_or_else(|| match sse.unframed() {
+            Some(body) => classify::unframed(body),
+            None => ProviderError::new(ErrorKind::ConnectionDropped, "the stream ended before the reply was complete"),
         });
         self.fail(error, out);
     }

@@ -19,6 +19,10 @@
 /// otherwise hold memory without bound.
 pub(crate) const MAX_EVENT_BYTES: usize = 16 << 20;
 
+/// The most bytes of a body's lines that are no SSE field kept, while no
+/// event has come, to say what the body was if none ever does.
+const MAX_UNFRAMED_BYTES: usize = 4 << 10;
+
 /// Incremental SSE decoder.
 #[derive(Debug, Default)]
 pub(crate) struct SseDecoder {
@@ -36,6 +40,11 @@ pub(crate) struct SseDecoder {
     /// A line was read (a byte-order mark is stripped from the first
     /// only).
     started: bool,
+    /// An event was dispatched.
+    dispatched: bool,
+    /// Until an event is dispatched: the first lines that are no SSE field
+    /// (a body sent without the framing), up to [`MAX_UNFRAMED_BYTES`].
+    unframed: String,
 }
 
 impl SseDecoder {
@@ -77,6 +86,13 @@ impl SseDecoder {
         self.line.extend_from_slice(chunk);
     }
 
+    /// What the body held, when it ended without a single event: its lines
+    /// that are no SSE field (an error object a proxy sent unframed, say),
+    /// up to 4 KiB; `None` once an event came, or for a body of comments.
+    pub(crate) fn unframed(&self) -> Option<&str> {
+        (!self.dispatched && !self.unframed.is_empty()).then_some(self.unframed.as_str())
+    }
+
     /// The body ended: dispatches an event whose lines are all complete
     /// but that no blank line closed; drops a line cut off mid-way.
     pub(crate) fn finish(&mut self, on_frame: &mut impl FnMut(&str, &str)) {
@@ -98,6 +114,7 @@ impl SseDecoder {
                     self.data.pop();
                 }
                 on_frame(&self.event, &self.data);
+                self.dispatched = true;
             }
             self.data.clear();
             self.event.clear();
@@ -133,7 +150,16 @@ impl SseDecoder {
                 self.event.clear();
                 push_utf8(&mut self.event, value);
             }
-            _ => {} // `id`, `retry` and unknown fields
+            b"id" | b"retry" => {}
+            // Unknown fields are ignored, as the spec says; before any
+            // event they are kept to tell a body sent without framing.
+            _ => {
+                if !self.dispatched && self.unframed.len() < MAX_UNFRAMED_BYTES {
+                    let room = MAX_UNFRAMED_BYTES - self.unframed.len();
+                    push_utf8(&mut self.unframed, &line[..line.len().min(room)]);
+                    self.unframed.push('\n');
+                }
+            }
         }
     }
 }
@@ -228,5 +254,25 @@ mod tests {
     #[test]
     fn the_event_name_resets_after_each_event() {
         assert_eq!(frames(&[b"event: error\ndata: 1\n\ndata: 2\n\n"], false), vec![pair("error", "1"), pair("", "2")]);
+    }
+
+    #[test]
+    fn lines_that_are_no_field_are_kept_until_the_first_event_and_bounded() {
+        let mut sse = SseDecoder::default();
+        sse.feed(b"id: 1\nretry: 5\n: a comment\n", &mut |_, _| {});
+        assert_eq!(sse.unframed(), None, "fields and comments are no unframed body");
+        sse.feed(b"{\"error\": {}}\nnot json", &mut |_, _| {});
+        sse.finish(&mut |_, _| {});
+        assert_eq!(sse.unframed(), Some("{\"error\": {}}\n"), "the cut-off last line is dropped");
+
+        let mut sse = SseDecoder::default();
+        let long = format!("{}\n", "x".repeat(10_000));
+        sse.feed(long.as_bytes(), &mut |_, _| {});
+        sse.feed(long.as_bytes(), &mut |_, _| {});
+        assert_eq!(sse.unframed().map(str::len), Some(super::MAX_UNFRAMED_BYTES + 1), "4 KiB, then its line's end");
+
+        let mut sse = SseDecoder::default();
+        sse.feed(b"data: a\n\nstray\n", &mut |_, _| {});
+        assert_eq!(sse.unframed(), None, "after an event, a stray line is ignored");
     }
 }
