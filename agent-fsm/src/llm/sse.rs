@@ -265,11 +265,19 @@ mod tests {
         sse.finish(&mut |_, _| {});
         assert_eq!(sse.unframed(), Some("{\"error\": {}}\n"), "the cut-off last line is dropped");
 
+        // A long line is cut to what is left of the 4 KiB, then its end.
         let mut sse = SseDecoder::default();
         let long = format!("{}\n", "x".repeat(10_000));
+        sse.feed(b"ab\n", &mut |_, _| {});
         sse.feed(long.as_bytes(), &mut |_, _| {});
         sse.feed(long.as_bytes(), &mut |_, _| {});
-        assert_eq!(sse.unframed().map(str::len), Some(super::MAX_UNFRAMED_BYTES + 1), "4 KiB, then its line's end");
+        assert_eq!(sse.unframed().map(str::len), Some(super::MAX_UNFRAMED_BYTES + 1));
+        // Exactly full: nothing more, not even a line's end.
+        let mut sse = SseDecoder::default();
+        let full = format!("{}\n", "x".repeat(super::MAX_UNFRAMED_BYTES - 1));
+        sse.feed(full.as_bytes(), &mut |_, _| {});
+        sse.feed(b"y\n", &mut |_, _| {});
+        assert_eq!(sse.unframed(), Some(full.as_str()));
 
         let mut sse = SseDecoder::default();
         sse.feed(b"data: a\n\nstray\n", &mut |_, _| {});
