@@ -1,6 +1,6 @@
 //! Loom with a permission step: before mutating tools run, the agent waits
 //! for the user to allow them. Declared as a variant of [`crate::loom`]:
-//! one added state, two added events, one added action, five added rows
+//! one added state, two added events, one added action, six added rows
 //! and one replaced row; everything else is Loom's table, untouched.
 //!
 //! - `ProcessingLlmResponse` with a mutating tool call goes to
@@ -15,6 +15,10 @@
 //! - `PermissionGranted` runs the calls; `PermissionDenied` answers every
 //!   call with a "denied" tool result (so the next request has no
 //!   unanswered call) and returns to waiting for input with a message.
+//! - An interrupt while the user decides answers every call with a "not
+//!   run" tool result before returning to waiting for input, as a denial
+//!   does: the calls never ran, and the model's reply stays followed by a
+//!   result per call, which both providers require of the next request.
 //! - Replaced: a final LLM failure says `gave up: ..` instead of the bare
 //!   error.
 //! - Inherited without a word: `ShutdownRequested` from every state,
@@ -37,10 +41,21 @@ pub fn deny_all(calls: &[ToolCall], reason: &str, conversation: &mut Conversatio
     }
 }
 
+/// Answers every call with a "not run" tool result: the user interrupted
+/// the turn (`cause`) before allowing the calls.
+pub fn interrupt_all(calls: &[ToolCall], cause: &str, conversation: &mut ConversationContext) {
+    for call in calls {
+        conversation.push(crate::loom::Message::tool_error(
+            call.id.clone(),
+            format!("not run: interrupted by the user: {cause}"),
+        ));
+    }
+}
+
 /// The variant: Loom's table plus the differences below.
 #[agent_fsm::state_machine(extends = crate::loom::machine::loom_machine, name = LoomWithPermission)]
 pub mod machine {
-    use super::{deny_all, needs_permission};
+    use super::{deny_all, interrupt_all, needs_permission};
     use crate::loom::*;
 
     /// States added to Loom's.
@@ -100,6 +115,11 @@ pub mod machine {
         WaitingForPermission { calls } + PermissionDenied { reason, .. }
             => { deny_all(&calls, &reason, &mut conversation); }
                WaitingForUserInput / DisplayError(format!("permission denied: {reason}")),
+        /// Before Loom's interrupt row: the calls that waited are answered,
+        /// so the next request has no unanswered call.
+        WaitingForPermission { calls } + Interrupted { cause }
+            => { interrupt_all(&calls, &cause, &mut conversation); }
+               WaitingForUserInput / DisplayError(format!("interrupted: {cause}")),
 
         replace CallingLlm + LlmFailed(error)
             => WaitingForUserInput / DisplayError(format!("gave up: {error}")),
