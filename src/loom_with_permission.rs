@@ -12,6 +12,10 @@
 //!   the model's call ids play no part. A `PermissionGranted` or
 //!   `PermissionDenied` for another id (sent twice, kept from an earlier
 //!   round, or early) is refused with `DisplayError` and changes nothing.
+//!   Both replies are `#[during_work]`: the executor delivers them as they
+//!   come, so one sent while the model still replies reaches the machine
+//!   before the request it names exists (and is dropped), rather than
+//!   waiting in the inbox for that request and answering it.
 //! - `PermissionGranted` runs the calls; `PermissionDenied` answers every
 //!   call with a "denied" tool result (so the next request has no
 //!   unanswered call) and returns to waiting for input with a message.
@@ -74,12 +78,17 @@ pub mod machine {
     /// Events added to Loom's.
     #[events]
     pub enum AddedEvents {
-        /// The user allows the calls.
+        /// The user allows the calls. Delivered as it comes, even while
+        /// the model replies or tools run: held back until then, a grant
+        /// sent before its request would be taken once the request is
+        /// made, as its answer.
+        #[during_work]
         PermissionGranted {
             /// The request answered.
             request_id: usize,
         },
-        /// The user denies them.
+        /// The user denies them. Delivered as it comes, as a grant is.
+        #[during_work]
         PermissionDenied {
             /// The request answered.
             request_id: usize,
