@@ -194,7 +194,11 @@ pub mod machine {
             calls: Vec<Call>,
         },
         /// A human approved the call that waits, if it answers the request
-        /// that call made.
+        /// that call made. Delivered as it comes, even while the model
+        /// replies or a tool runs: held back until then, an approval sent
+        /// before its request would release the call once the request is
+        /// made, instead of being a stray.
+        #[during_work]
         Approved {
             /// The approval's id, unique per approval sent.
             id: String,

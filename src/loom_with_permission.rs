@@ -1,6 +1,6 @@
 //! Loom with a permission step: before mutating tools run, the agent waits
 //! for the user to allow them. Declared as a variant of [`crate::loom`]:
-//! one added state, two added events, one added action, five added rows
+//! one added state, two added events, one added action, six added rows
 //! and one replaced row; everything else is Loom's table, untouched.
 //!
 //! - `ProcessingLlmResponse` with a mutating tool call goes to
@@ -12,9 +12,17 @@
 //!   the model's call ids play no part. A `PermissionGranted` or
 //!   `PermissionDenied` for another id (sent twice, kept from an earlier
 //!   round, or early) is refused with `DisplayError` and changes nothing.
+//!   Both replies are `#[during_work]`: the executor delivers them as they
+//!   come, so one sent while the model still replies reaches the machine
+//!   before the request it names exists (and is dropped), rather than
+//!   waiting in the inbox for that request and answering it.
 //! - `PermissionGranted` runs the calls; `PermissionDenied` answers every
 //!   call with a "denied" tool result (so the next request has no
 //!   unanswered call) and returns to waiting for input with a message.
+//! - An interrupt while the user decides answers every call with a "not
+//!   run" tool result before returning to waiting for input, as a denial
+//!   does: the calls never ran, and the model's reply stays followed by a
+//!   result per call, which both providers require of the next request.
 //! - Replaced: a final LLM failure says `gave up: ..` instead of the bare
 //!   error.
 //! - Inherited without a word: `ShutdownRequested` from every state,
@@ -37,10 +45,21 @@ pub fn deny_all(calls: &[ToolCall], reason: &str, conversation: &mut Conversatio
     }
 }
 
+/// Answers every call with a "not run" tool result: the user interrupted
+/// the turn (`cause`) before allowing the calls.
+pub fn interrupt_all(calls: &[ToolCall], cause: &str, conversation: &mut ConversationContext) {
+    for call in calls {
+        conversation.push(crate::loom::Message::tool_error(
+            call.id.clone(),
+            format!("not run: interrupted by the user: {cause}"),
+        ));
+    }
+}
+
 /// The variant: Loom's table plus the differences below.
 #[agent_fsm::state_machine(extends = crate::loom::machine::loom_machine, name = LoomWithPermission)]
 pub mod machine {
-    use super::{deny_all, needs_permission};
+    use super::{deny_all, interrupt_all, needs_permission};
     use crate::loom::*;
 
     /// States added to Loom's.
@@ -59,12 +78,17 @@ pub mod machine {
     /// Events added to Loom's.
     #[events]
     pub enum AddedEvents {
-        /// The user allows the calls.
+        /// The user allows the calls. Delivered as it comes, even while
+        /// the model replies or tools run: held back until then, a grant
+        /// sent before its request would be taken once the request is
+        /// made, as its answer.
+        #[during_work]
         PermissionGranted {
             /// The request answered.
             request_id: usize,
         },
-        /// The user denies them.
+        /// The user denies them. Delivered as it comes, as a grant is.
+        #[during_work]
         PermissionDenied {
             /// The request answered.
             request_id: usize,
@@ -100,6 +124,11 @@ pub mod machine {
         WaitingForPermission { calls } + PermissionDenied { reason, .. }
             => { deny_all(&calls, &reason, &mut conversation); }
                WaitingForUserInput / DisplayError(format!("permission denied: {reason}")),
+        /// Before Loom's interrupt row: the calls that waited are answered,
+        /// so the next request has no unanswered call.
+        WaitingForPermission { calls } + Interrupted { cause }
+            => { interrupt_all(&calls, &cause, &mut conversation); }
+               WaitingForUserInput / DisplayError(format!("interrupted: {cause}")),
 
         replace CallingLlm + LlmFailed(error)
             => WaitingForUserInput / DisplayError(format!("gave up: {error}")),

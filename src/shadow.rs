@@ -49,7 +49,11 @@
 //!   snapshots included; [`ShadowAction::RequestPermission`] carries it
 //!   and [`ShadowEvent::PermissionReply`] must name it. A reply for another
 //!   id (sent twice, left from an earlier request, or guessed) is refused
-//!   with [`ShadowAction::Reject`] and changes nothing. Should the counter
+//!   with [`ShadowAction::Reject`] and changes nothing. Both replies and
+//!   answers are `#[during_work]`: the executor delivers them as they come,
+//!   so one sent while the model still replies reaches the machine before
+//!   the request it names exists (and is dropped), rather than waiting in
+//!   the inbox for that request and answering it. Should the counter
 //!   run out (only a tampered snapshot gets near `u64::MAX`), a call that
 //!   would ask is answered with an error instead. `remember: true` stores
 //!   the answer as the session's rule for that tool name, so the next call
@@ -225,7 +229,11 @@ pub mod machine {
             /// The retry's number, as scheduled.
             attempt: u32,
         },
-        /// The user answered a permission request.
+        /// The user answered a permission request. Delivered as it comes,
+        /// even while the model replies or a tool runs: held back until
+        /// then, a reply sent before its request would be taken once the
+        /// request is made, as its answer.
+        #[during_work]
         PermissionReply {
             /// The request it answers ([`ShadowAction::RequestPermission`]'s
             /// `request_id`).
@@ -256,7 +264,9 @@ pub mod machine {
             /// Its answer, or why it failed.
             result: Result<String, String>,
         },
-        /// The user answered questions.
+        /// The user answered questions. Delivered as it comes, as a
+        /// permission reply is.
+        #[during_work]
         QuestionAnswered {
             /// The request answered.
             request_id: String,

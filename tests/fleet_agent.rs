@@ -123,3 +123,27 @@ fn an_approval_for_another_request_releases_nothing() {
     assert_eq!(applied, [("first", "t0.c0"), ("second", "t0.c1")]);
     assert_eq!(ledger.strays, vec!["Approved later", "Approved stale1", "Approved stale3"]);
 }
+
+/// Under the executor too: an approval sent while the model replies, before
+/// the request it names is made, is a stray, not held back for that request.
+#[tokio::test(start_paused = true)]
+async fn an_approval_sent_before_its_request_is_a_stray_under_the_executor() {
+    let plan = Plan { turns: 1, calls_per_turn: 1, approve_every: 1 };
+    let store = Arc::new(MemoryStore::new());
+    let (handle, _) = Durable::new(store, "early")
+        .spawn(|| FleetAgent::new(plan), FleetEffects::default(), ExecutorConfig::new())
+        .expect("spawns");
+    let run = async {
+        handle.send(Event::Begin { task: "sort the files".into() }).await.expect("sends");
+        // The model's reply is still to come: no request is made yet.
+        handle.send(Event::Approved { id: "early".into(), request: 1 }).await.expect("sends");
+        // An error here is the agent's end: it ran past the approval.
+        let _ = handle.wait_idle().await;
+        handle.state().await.expect("the state")
+    };
+    let state = tokio::time::timeout(Duration::from_secs(60), run).await.expect("settles in time");
+    assert!(matches!(state, State::AwaitingApproval { .. }), "the call was released early: {state:?}");
+    assert!(state.ledger().approvals.is_empty(), "{:?}", state.ledger().approvals);
+    assert_eq!(state.ledger().strays, vec!["Approved early"]);
+    handle.shutdown().await.expect("stops");
+}

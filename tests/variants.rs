@@ -139,6 +139,52 @@ fn added_row_permission_denied_answers_every_call_and_waits() {
     assert_eq!(results, [("1", true, true), ("2", true, true)]);
 }
 
+/// The ids of the calls in `messages` that no tool message right after
+/// their reply answers: what both providers refuse in a request.
+fn unanswered(messages: &[Message]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (at, message) in messages.iter().enumerate() {
+        if let Message::Assistant(reply) = message {
+            let answered: Vec<&str> = messages[at + 1..]
+                .iter()
+                .map_while(|m| match m {
+                    Message::Tool(result) => Some(result.call_id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            missing
+                .extend(reply.tool_calls.iter().filter(|c| !answered.contains(&c.id.as_str())).map(|c| c.id.clone()));
+        }
+    }
+    missing
+}
+
+#[test]
+fn added_row_an_interrupt_while_waiting_answers_every_call_and_runs_none() {
+    let mut m = calling();
+    let calls = vec![call("c1", "edit_file"), call("c2", "read_file")];
+    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission { request_id: 2, calls });
+    let action = m.handle_event(AgentEvent::Interrupted { cause: "stop".into() });
+    assert_eq!(action, AgentAction::DisplayError("interrupted: stop".into()));
+    assert_eq!(m.state().name(), "WaitingForUserInput");
+    // A grant that comes after the interrupt releases nothing.
+    assert!(!matches!(m.handle_event(AgentEvent::PermissionGranted { request_id: 2 }), AgentAction::ExecuteTools(_)));
+    // The next request answers the calls that never ran, in call order.
+    let AgentAction::SendLlmRequest(request) = m.handle_event(AgentEvent::UserInput(Message::user("go on"))) else {
+        panic!("expected a request, in {:?}", m.state());
+    };
+    assert_eq!(unanswered(&request.messages), Vec::<String>::new());
+    let results: Vec<(&str, bool)> = request
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(r) => Some((r.call_id.as_str(), r.is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, [("c1", true), ("c2", true)]);
+}
+
 #[test]
 fn replaced_row_final_failure_says_gave_up() {
     let mut m = LoomWithPermission::with_state(

@@ -12,10 +12,16 @@ pub mod names {
     /// Counter of events the table did not accept (the catch-all):
     /// `machine`, `state`, `event`, `reason`.
     pub const REFUSED_EVENTS: &str = "agent_fsm_refused_events_total";
-    /// Counter of tool calls: `tool`, `outcome` (`ok` or `error`).
+    /// Counter of tool calls: `tool` (the tool's name, [`UNKNOWN_TOOL`]
+    /// for a name the set does not have), `outcome` (`ok` or `error`).
     pub const TOOL_CALLS: &str = "agent_fsm_tool_calls_total";
     /// Histogram of a tool call's seconds: `tool`, `outcome`.
     pub const TOOL_DURATION: &str = "agent_fsm_tool_duration_seconds";
+    /// The `tool` label of a call whose name the set does not have: the
+    /// model writes the name, and one value per name made up would grow
+    /// the recorder's series without bound. No tool can be named so (a
+    /// tool's name has letters, digits, `_` and `-`).
+    pub const UNKNOWN_TOOL: &str = "(unknown)";
     /// Counter of model tokens: `provider`, `model`, `type` (`input` or
     /// `output`).
     pub const LLM_TOKENS: &str = "agent_fsm_llm_tokens_total";

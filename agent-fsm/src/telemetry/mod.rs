@@ -46,7 +46,7 @@
 //! | `agent_fsm_transitions_total` | counter | `machine`, `from`, `to` |
 //! | `agent_fsm_state_duration_seconds` | histogram, on leaving a state | `machine`, `state` |
 //! | `agent_fsm_refused_events_total` | counter (the catch-all) | `machine`, `state`, `event`, `reason` |
-//! | `agent_fsm_tool_calls_total` | counter | `tool`, `outcome` (`ok`, `error`) |
+//! | `agent_fsm_tool_calls_total` | counter | `tool` (`(unknown)` for a name the set does not have), `outcome` (`ok`, `error`) |
 //! | `agent_fsm_tool_duration_seconds` | histogram | `tool`, `outcome` |
 //! | `agent_fsm_llm_tokens_total` | counter | `provider`, `model`, `type` (`input`, `output`) |
 

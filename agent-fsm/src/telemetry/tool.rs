@@ -6,9 +6,13 @@ use crate::llm::{ToolCall, ToolResult};
 
 /// `run` (the call's future) inside an `execute_tool {tool}` span whose
 /// parent is the span current now (the step that started the call), and
-/// counted and timed by tool and outcome.
+/// counted and timed by tool and outcome. `known`: whether the set has
+/// the tool called; a name it does not have is counted as
+/// `names::UNKNOWN_TOOL`, since the model writes the name and each label
+/// value is a series the recorder keeps for good.
 pub(crate) fn observe_tool(
     call: &ToolCall,
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))] known: bool,
     run: impl Future<Output = ToolResult> + Send + 'static,
 ) -> impl Future<Output = ToolResult> + Send + 'static {
     #[cfg(feature = "otel")]
@@ -23,7 +27,7 @@ pub(crate) fn observe_tool(
         "error.type" = tracing::field::Empty,
     );
     #[cfg(feature = "metrics")]
-    let name = call.name.clone();
+    let name = if known { call.name.clone() } else { super::names::UNKNOWN_TOOL.to_owned() };
     let observed = async move {
         #[cfg(feature = "metrics")]
         let start = tokio::time::Instant::now();

@@ -1,0 +1,56 @@
+//! `LoomWithPermission` under the executor, with the scripted model and the
+//! real workspace tools: a permission reply sent before its request, while
+//! the model is still replying, is not held back until the request is made
+//! and then taken as its answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_fsm::runtime::{ExecutorConfig, spawn};
+use agent_fsm_examples::coding_agent::inspect::InspectedEffects;
+use agent_fsm_examples::coding_agent::{GREETING_WITH_TYPO, LoomEffects, ScriptedLlm, Workspace, prepare_workspace};
+use agent_fsm_examples::loom::{AgentConfig, Message};
+use agent_fsm_examples::loom_with_permission::{AgentEvent, AgentState, LoomWithPermission};
+
+/// The request the scripted session's edit makes: its id is the
+/// conversation's length then (the task, the first reply, its two
+/// results, the reply asking for the edit).
+const EDIT_REQUEST: usize = 5;
+
+async fn early_reply_leaves_the_edit_waiting(early: AgentEvent) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    prepare_workspace(dir.path()).expect("the workspace");
+    let llm = Arc::new(ScriptedLlm { delay: Duration::from_millis(2) });
+    let inner = LoomEffects::new(llm, "scripted", Workspace::new(dir.path())).expect("the tools");
+    let effects = InspectedEffects::new(inner, Duration::ZERO);
+    let config = ExecutorConfig::<LoomWithPermission>::new().task_timeout(Duration::from_secs(20));
+    let handle = spawn(LoomWithPermission::new(AgentConfig::default()), effects, config);
+
+    let run = async {
+        handle.send(AgentEvent::UserInput(Message::user("fix the greeting"))).await.expect("the task");
+        // Sent while the model's first reply streams, before any request.
+        handle.send(early).await.expect("the early reply");
+        handle.wait_idle().await.expect("idle");
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("the agent settles in time");
+
+    let state = handle.state().await.expect("the state");
+    assert!(
+        matches!(state, AgentState::WaitingForPermission { request_id: EDIT_REQUEST, .. }),
+        "the edit must still wait for the user, in {state:?}"
+    );
+    let greeting = std::fs::read_to_string(dir.path().join("greeting.sh")).expect("the script");
+    assert_eq!(greeting, GREETING_WITH_TYPO, "the edit ran without being allowed");
+    handle.shutdown().await.expect("stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_sent_before_its_request_does_not_run_the_edit() {
+    early_reply_leaves_the_edit_waiting(AgentEvent::PermissionGranted { request_id: EDIT_REQUEST }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denial_sent_before_its_request_does_not_answer_it() {
+    let denial = AgentEvent::PermissionDenied { request_id: EDIT_REQUEST, reason: "early".into() };
+    early_reply_leaves_the_edit_waiting(denial).await;
+}
