@@ -29,8 +29,11 @@
 //! ([`CallError::Failed`]).
 //!
 //! The server runs in its own process group. When the last handle to it is
-//! dropped (the [`McpServer`] and every tool it listed), that whole group
-//! is killed (`SIGKILL`), so a server's own children do not outlive it.
+//! dropped (the [`McpServer`] and every tool it listed), or when the server
+//! exits, that whole group is killed (`SIGKILL`), so a server's own
+//! children do not outlive it, nor keep its stdout open: a call pending
+//! when the server exits, and every later call, fails
+//! ([`CallError::Failed`]) rather than waiting.
 //! Its stderr is the agent's.
 
 use std::fmt;
@@ -41,7 +44,6 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 
@@ -139,14 +141,25 @@ impl McpServer {
         let program = command.as_std().get_program().to_string_lossy().into_owned();
         #[cfg(unix)]
         command.process_group(0);
-        command.kill_on_drop(true);
-        let (transport, _) = TokioChildProcess::builder(command)
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|source| McpError::Spawn { program: program.clone(), source })?;
+        command.kill_on_drop(true).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let spawn_error = |source| McpError::Spawn { program: program.clone(), source };
+        let mut child = command.spawn().map_err(spawn_error)?;
         // Made before the handshake, so that a failed one kills the group.
-        let group = Group(transport.id());
-        let service = match tokio::time::timeout(timeout, ().serve(transport)).await {
+        let group = Group(child.id());
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(spawn_error(std::io::Error::other("the server's stdio is not piped")));
+        };
+        // The connection ends when the server's stdout does. A child of the
+        // server that inherited it would hold it open after the server
+        // exits, and every call would wait for an answer that never comes:
+        // so the server's exit ends its group too. The wait also reaps it.
+        let pid = group.0;
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            tracing::debug!(?pid, ?status, "MCP server exited");
+            drop(Group(pid));
+        });
+        let service = match tokio::time::timeout(timeout, ().serve((stdout, stdin))).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => return Err(McpError::Handshake { program, source: Box::new(error) }),
             Err(_) => return Err(McpError::TimedOut { program, after: timeout }),

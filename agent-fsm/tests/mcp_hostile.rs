@@ -1,0 +1,160 @@
+//! MCP servers that misbehave: this test binary, run again with
+//! `AGENT_FSM_TEST_MCP_HOSTILE` set, is a hand-written MCP server on stdio
+//! whose tools misbehave (one exits mid-call, leaving a child behind). The
+//! tests spawn it through [`McpServer`] and check that each call ends with
+//! an error result the model reads, in bounded time, and that no process
+//! outlives the server.
+//!
+//! No libtest harness (`harness = false`): libtest writes to stdout, which
+//! is the server's protocol channel; `main` runs the tests itself, each
+//! under a timeout.
+#![cfg(feature = "mcp")]
+
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use agent_fsm::llm::ToolCall;
+use agent_fsm::tool::mcp::McpServer;
+use serde_json::{Value, json};
+
+/// Set in the server's environment: run as the server.
+const SERVER: &str = "AGENT_FSM_TEST_MCP_HOSTILE";
+
+fn main() {
+    if std::env::var_os(SERVER).is_some() {
+        serve();
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let tests: [(&str, Test); 1] = [("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
+        Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
+    })];
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        eprint!("test {name} ... ");
+        runtime.block_on(async { tokio::time::timeout(Duration::from_secs(60), test()).await.expect("the test ends") });
+        eprintln!("ok");
+    }
+}
+
+/// One test: its future, under a timeout in `main`.
+type Test = fn() -> futures::future::BoxFuture<'static, ()>;
+
+/// This binary as a hostile MCP server.
+fn server_command() -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(std::env::current_exe().expect("the test binary"));
+    command.env(SERVER, "1");
+    command
+}
+
+fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
+    ToolCall { id: id.into(), name: name.into(), arguments }
+}
+
+/// A server that exits mid-call, while a child of its own still holds
+/// its stdout open: the call, and every later one, fails at once rather
+/// than waiting for an answer; the child is killed and the server reaped.
+async fn a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let pid_file = dir.path().join("child.pid");
+    let server = McpServer::spawn(server_command()).await.expect("the server starts");
+    let server_pid = server.pid().expect("the server's pid");
+    // No timeout on the set: only the server's exit can end the call.
+    let tools = server.tools().await.expect("the list");
+
+    let exiting = call("c1", "exit_leaving_child", json!({"pid_file": pid_file}));
+    let result = within(tools.call(&exiting)).await;
+    assert!(result.is_error, "{result:?}");
+    assert!(
+        result.content.starts_with("`exit_leaving_child` failed: the MCP server did not answer"),
+        "{}",
+        result.content
+    );
+    let later = within(tools.call(&call("c2", "exit_leaving_child", json!({})))).await;
+    assert!(later.is_error && later.content.starts_with("`exit_leaving_child` failed: "), "{later:?}");
+
+    let child: u32 = std::fs::read_to_string(&pid_file).expect("the child's pid").trim().parse().expect("a pid");
+    for _ in 0..200 {
+        if !alive(child) && !zombie_of_ours(server_pid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server's child ({child}) outlived it, or the server ({server_pid}) was not reaped");
+}
+
+/// `future`, or a panic if it has not ended within 20 s (a hang).
+async fn within<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
+}
+
+/// Whether `pid` runs (a zombie, killed but not yet reaped, does not).
+fn alive(pid: u32) -> bool {
+    stat(pid).is_some_and(|state| !state.starts_with('Z'))
+}
+
+/// Whether `pid` is a zombie child of this process: exited, not reaped.
+fn zombie_of_ours(pid: u32) -> bool {
+    stat(pid).is_some_and(|state| {
+        let ppid = state.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
+        state.starts_with('Z') && ppid == Some(std::process::id())
+    })
+}
+
+/// `/proc/{pid}/stat` after the parenthesised command name: the state, the
+/// parent's pid, and on.
+fn stat(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ").map(|(_, rest)| rest.to_owned())
+}
+
+/// The server: one JSON-RPC message per line on stdin, one answer per
+/// request on stdout, except where a tool's misbehaviour says otherwise.
+fn serve() {
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { return };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+        let Some(id) = message.get("id").cloned() else { continue };
+        let params = &message["params"];
+        let result = match message["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "agent-fsm-hostile-server", "version": "0.1.0"},
+            }),
+            "tools/list" => {
+                let names = ["exit_leaving_child"];
+                let tools: Vec<Value> =
+                    names.iter().map(|n| json!({"name": n, "inputSchema": {"type": "object"}})).collect();
+                json!({ "tools": tools })
+            }
+            "tools/call" => match params["name"].as_str().unwrap_or_default() {
+                "exit_leaving_child" => {
+                    // The child inherits stdout, the protocol's pipe, and
+                    // outlives the server unless killed.
+                    let child = std::process::Command::new("sleep").arg("1000").spawn();
+                    if let (Ok(child), Some(path)) = (child, params["arguments"]["pid_file"].as_str()) {
+                        let _ = std::fs::write(path, child.id().to_string());
+                    }
+                    std::process::exit(3)
+                }
+                _ => json!({"content": [], "isError": true}),
+            },
+            _ => {
+                send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no method"}}));
+                continue;
+            }
+        };
+        send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+}
+
+fn send(message: &Value) {
+    let mut out = std::io::stdout().lock();
+    if writeln!(out, "{message}").and_then(|()| out.flush()).is_err() {
+        std::process::exit(0);
+    }
+}
