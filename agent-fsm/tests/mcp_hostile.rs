@@ -1,9 +1,10 @@
 //! MCP servers that misbehave: this test binary, run again with
 //! `AGENT_FSM_TEST_MCP_HOSTILE` set, is a hand-written MCP server on stdio
-//! whose tools misbehave (one exits mid-call, leaving a child behind). The
-//! tests spawn it through [`McpServer`] and check that each call ends with
-//! an error result the model reads, in bounded time, and that no process
-//! outlives the server.
+//! whose tools misbehave (one exits mid-call, leaving a child behind; some
+//! have names or schemas no provider takes). The tests spawn it through
+//! [`McpServer`] and check that each call ends with an error result the
+//! model reads, in bounded time, that no process outlives the server, and
+//! that what the set hands the model is what the providers accept.
 //!
 //! No libtest harness (`harness = false`): libtest writes to stdout, which
 //! is the server's protocol channel; `main` runs the tests itself, each
@@ -13,11 +14,12 @@
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
-use agent_fsm::llm::ToolCall;
+use agent_fsm::llm::{ToolCall, ToolDefinition};
 use agent_fsm::tool::mcp::McpServer;
 use serde_json::{Value, json};
 
-/// Set in the server's environment: run as the server.
+/// Set in the server's environment: run as the server, listing the tools
+/// its value names ([`listed`]).
 const SERVER: &str = "AGENT_FSM_TEST_MCP_HOSTILE";
 
 fn main() {
@@ -26,9 +28,12 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 1] = [("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
-        Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
-    })];
+    let tests: [(&str, Test); 2] = [
+        ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
+            Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
+        }),
+        ("tools_the_providers_would_refuse_are_left_out", || Box::pin(tools_the_providers_would_refuse_are_left_out())),
+    ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     for (name, test) in tests {
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
@@ -43,10 +48,10 @@ fn main() {
 /// One test: its future, under a timeout in `main`.
 type Test = fn() -> futures::future::BoxFuture<'static, ()>;
 
-/// This binary as a hostile MCP server.
-fn server_command() -> tokio::process::Command {
+/// This binary as a hostile MCP server, listing the tools `list` names.
+fn server_command(list: &str) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(std::env::current_exe().expect("the test binary"));
-    command.env(SERVER, "1");
+    command.env(SERVER, list);
     command
 }
 
@@ -60,7 +65,7 @@ fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
 async fn a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let pid_file = dir.path().join("child.pid");
-    let server = McpServer::spawn(server_command()).await.expect("the server starts");
+    let server = McpServer::spawn(server_command("exit")).await.expect("the server starts");
     let server_pid = server.pid().expect("the server's pid");
     // No timeout on the set: only the server's exit can end the call.
     let tools = server.tools().await.expect("the list");
@@ -84,6 +89,27 @@ async fn a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("the server's child ({child}) outlived it, or the server ({server_pid}) was not reaped");
+}
+
+/// A server's tool whose name is not the spec's (empty, a space, a slash)
+/// or whose schema is not an object's would fail every model request that
+/// lists it: it is left out. A schema without a `type` is an object's.
+async fn tools_the_providers_would_refuse_are_left_out() {
+    let server = McpServer::spawn(server_command("odd")).await.expect("the server starts");
+    let tools = server.tools().await.expect("the list");
+    assert_eq!(
+        tools.definitions(),
+        [
+            ToolDefinition::new("untyped", "", json!({"type": "object", "properties": {}})),
+            ToolDefinition::new(
+                "files.read-2_b",
+                "Reads",
+                json!({"type": "object", "properties": {"p": {"type": "string"}}})
+            ),
+        ]
+    );
+    let result = tools.call(&call("c", "has space", json!({}))).await;
+    assert_eq!(result.content, "unknown tool `has space`; the tools are: untyped, files.read-2_b");
 }
 
 /// `future`, or a panic if it has not ended within 20 s (a hang).
@@ -125,12 +151,7 @@ fn serve() {
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "agent-fsm-hostile-server", "version": "0.1.0"},
             }),
-            "tools/list" => {
-                let names = ["exit_leaving_child"];
-                let tools: Vec<Value> =
-                    names.iter().map(|n| json!({"name": n, "inputSchema": {"type": "object"}})).collect();
-                json!({ "tools": tools })
-            }
+            "tools/list" => listed(),
             "tools/call" => match params["name"].as_str().unwrap_or_default() {
                 "exit_leaving_child" => {
                     // The child inherits stdout, the protocol's pipe, and
@@ -152,6 +173,24 @@ fn serve() {
     }
 }
 
+/// The tools the server lists, by the value of [`SERVER`].
+fn listed() -> Value {
+    match std::env::var(SERVER).unwrap_or_default().as_str() {
+        "odd" => json!({"tools": [
+            {"name": "", "inputSchema": {"type": "object"}},
+            {"name": "untyped", "inputSchema": {}},
+            {"name": "has space", "inputSchema": {"type": "object"}},
+            {"name": "a/b", "inputSchema": {"type": "object"}},
+            {"name": "x".repeat(129), "inputSchema": {"type": "object"}},
+            {"name": "an_array", "inputSchema": {"type": "array", "items": {"type": "string"}}},
+            {"name": "two_types", "inputSchema": {"type": ["object", "null"]}},
+            {"name": "files.read-2_b", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
+        ]}),
+        _ => json!({"tools": [{"name": "exit_leaving_child", "inputSchema": {"type": "object"}}]}),
+    }
+}
+
+/// Writes one message, as a line; exits if the client is gone.
 fn send(message: &Value) {
     let mut out = std::io::stdout().lock();
     if writeln!(out, "{message}").and_then(|()| out.flush()).is_err() {

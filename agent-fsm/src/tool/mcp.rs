@@ -176,8 +176,14 @@ impl McpServer {
 
     /// Lists the server's tools, as a set to [`extend`](ToolSet::extend)
     /// another with: each tool's definition is the server's name,
-    /// description and input schema (without its `$schema` key), and a
-    /// call is a `tools/call` request to the server.
+    /// description and input schema (without its `$schema` key, with
+    /// `"type": "object"` and `properties` if it had none), and a call is
+    /// a `tools/call` request to the server.
+    ///
+    /// A tool the model providers would refuse is left out, with a
+    /// warning, rather than failing every request that lists it: one whose
+    /// name is not 1 to 128 of `A-Z a-z 0-9 _ - .` (the spec's), or whose
+    /// input schema's `type` is not `"object"`.
     ///
     /// # Errors
     /// [`McpError::ListTools`] or [`McpError::TimedOut`].
@@ -190,26 +196,45 @@ impl McpServer {
         };
         let mut set = ToolSet::new();
         for tool in listed {
-            let definition = ToolDefinition::new(
-                tool.name.clone(),
-                tool.description.as_deref().unwrap_or_default(),
-                input_schema(&tool.input_schema),
-            );
+            // One such tool in a request fails the whole request, every
+            // time: better the model goes without it.
+            let Some(parameters) = input_schema(&tool.input_schema).filter(|_| valid_name(&tool.name)) else {
+                tracing::warn!(program = %program, tool = %tool.name, "an MCP tool with a name or an input schema the spec does not allow is left out");
+                continue;
+            };
+            let definition =
+                ToolDefinition::new(tool.name.clone(), tool.description.as_deref().unwrap_or_default(), parameters);
             set.add_raw(Arc::new(McpTool { definition, server: Arc::clone(&self.inner) }));
         }
         Ok(set)
     }
 }
 
-/// A server's schema as the providers take it: no `$schema` key, and an
-/// object schema always has `properties` (OpenAI refuses one without).
-fn input_schema(schema: &Map<String, Value>) -> Value {
+/// Whether `name` is a tool name as the MCP spec has it, 1 to 128 of
+/// `A-Z a-z 0-9 _ - .`: the providers refuse a request with an empty name,
+/// or one with a space, a slash or a control character.
+fn valid_name(name: &str) -> bool {
+    (1..=128).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+}
+
+/// A server's schema as the providers take it, if it is an object's (the
+/// spec's `"type": "object"`, added if the server left it out): no
+/// `$schema` key, and always `properties` (OpenAI refuses an object schema
+/// without).
+fn input_schema(schema: &Map<String, Value>) -> Option<Value> {
     let mut schema = schema.clone();
     schema.remove("$schema");
-    if schema.get("type").and_then(Value::as_str) == Some("object") && !schema.contains_key("properties") {
+    match schema.get("type") {
+        None => {
+            schema.insert("type".to_owned(), Value::from("object"));
+        }
+        Some(Value::String(kind)) if kind == "object" => {}
+        Some(_) => return None,
+    }
+    if !schema.contains_key("properties") {
         schema.insert("properties".to_owned(), Value::Object(Map::new()));
     }
-    Value::Object(schema)
+    Some(Value::Object(schema))
 }
 
 /// One tool of a server.
