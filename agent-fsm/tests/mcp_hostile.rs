@@ -1,10 +1,11 @@
 //! MCP servers that misbehave: this test binary, run again with
 //! `AGENT_FSM_TEST_MCP_HOSTILE` set, is a hand-written MCP server on stdio
 //! whose tools misbehave (one exits mid-call, leaving a child behind; some
-//! have names or schemas no provider takes). The tests spawn it through
-//! [`McpServer`] and check that each call ends with an error result the
-//! model reads, in bounded time, that no process outlives the server, and
-//! that what the set hands the model is what the providers accept.
+//! have names or schemas no provider takes; one list's pages never end).
+//! The tests spawn it through [`McpServer`] and check that each call or
+//! list ends with an error in bounded time, that no process outlives the
+//! server, and that what the set hands the model is what the providers
+//! accept.
 //!
 //! No libtest harness (`harness = false`): libtest writes to stdout, which
 //! is the server's protocol channel; `main` runs the tests itself, each
@@ -15,7 +16,7 @@ use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use agent_fsm::llm::{ToolCall, ToolDefinition};
-use agent_fsm::tool::mcp::McpServer;
+use agent_fsm::tool::mcp::{McpError, McpServer};
 use serde_json::{Value, json};
 
 /// Set in the server's environment: run as the server, listing the tools
@@ -28,11 +29,12 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 2] = [
+    let tests: [(&str, Test); 3] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
         }),
         ("tools_the_providers_would_refuse_are_left_out", || Box::pin(tools_the_providers_would_refuse_are_left_out())),
+        ("a_server_whose_pages_never_end_fails_the_list", || Box::pin(a_server_whose_pages_never_end_fails_the_list())),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     for (name, test) in tests {
@@ -112,6 +114,24 @@ async fn tools_the_providers_would_refuse_are_left_out() {
     assert_eq!(result.content, "unknown tool `has space`; the tools are: untyped, files.read-2_b");
 }
 
+/// A server whose next page's cursor is one it gave before (`a`, `b`,
+/// `a`, ...), and whose pages may be cached (`ttlMs`): the list fails at
+/// once, rather than growing until the timeout.
+async fn a_server_whose_pages_never_end_fails_the_list() {
+    let server = McpServer::spawn_with_timeout(server_command("cycle"), Duration::from_secs(20))
+        .await
+        .expect("the server starts");
+    match within(server.tools()).await {
+        Err(error @ McpError::ListTools { .. }) => assert!(
+            error.to_string().ends_with(
+                "did not list its tools: the server gave a cursor it had given before, so its pages would never end"
+            ),
+            "{error}"
+        ),
+        other => panic!("expected a list error, got {other:?}"),
+    }
+}
+
 /// `future`, or a panic if it has not ended within 20 s (a hang).
 async fn within<F: std::future::Future>(future: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
@@ -151,7 +171,7 @@ fn serve() {
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "agent-fsm-hostile-server", "version": "0.1.0"},
             }),
-            "tools/list" => listed(),
+            "tools/list" => listed(params["cursor"].as_str()),
             "tools/call" => match params["name"].as_str().unwrap_or_default() {
                 "exit_leaving_child" => {
                     // The child inherits stdout, the protocol's pipe, and
@@ -173,8 +193,9 @@ fn serve() {
     }
 }
 
-/// The tools the server lists, by the value of [`SERVER`].
-fn listed() -> Value {
+/// The tools the server lists, by the value of [`SERVER`]; `cursor` is the
+/// page asked for.
+fn listed(cursor: Option<&str>) -> Value {
     match std::env::var(SERVER).unwrap_or_default().as_str() {
         "odd" => json!({"tools": [
             {"name": "", "inputSchema": {"type": "object"}},
@@ -186,6 +207,11 @@ fn listed() -> Value {
             {"name": "two_types", "inputSchema": {"type": ["object", "null"]}},
             {"name": "files.read-2_b", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
         ]}),
+        "cycle" => json!({
+            "tools": [{"name": "again", "inputSchema": {"type": "object"}}],
+            "nextCursor": if cursor == Some("a") { "b" } else { "a" },
+            "ttlMs": 600_000,
+        }),
         _ => json!({"tools": [{"name": "exit_leaving_child", "inputSchema": {"type": "object"}}]}),
     }
 }

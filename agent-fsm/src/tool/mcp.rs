@@ -36,14 +36,15 @@
 //! ([`CallError::Failed`]) rather than waiting.
 //! Its stderr is the agent's.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
+use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 
@@ -189,9 +190,9 @@ impl McpServer {
     /// [`McpError::ListTools`] or [`McpError::TimedOut`].
     pub async fn tools(&self) -> Result<ToolSet, McpError> {
         let program = &self.inner.program;
-        let listed = match tokio::time::timeout(self.inner.timeout, self.inner.service.peer().list_all_tools()).await {
+        let listed = match tokio::time::timeout(self.inner.timeout, list_all_tools(self.inner.service.peer())).await {
             Ok(Ok(listed)) => listed,
-            Ok(Err(error)) => return Err(McpError::ListTools { program: program.clone(), source: Box::new(error) }),
+            Ok(Err(source)) => return Err(McpError::ListTools { program: program.clone(), source }),
             Err(_) => return Err(McpError::TimedOut { program: program.clone(), after: self.inner.timeout }),
         };
         let mut set = ToolSet::new();
@@ -207,6 +208,27 @@ impl McpServer {
             set.add_raw(Arc::new(McpTool { definition, server: Arc::clone(&self.inner) }));
         }
         Ok(set)
+    }
+}
+
+/// Every page of the server's tools. A cursor the server gave before ends
+/// the list with an error: it would list the same pages again, forever,
+/// and a page the SDK has cached comes back without a round trip, so the
+/// list would grow as fast as memory allows until the timeout.
+async fn list_all_tools(
+    peer: &Peer<RoleClient>,
+) -> Result<Vec<rmcp::model::Tool>, Box<dyn std::error::Error + Send + Sync>> {
+    let (mut tools, mut cursors, mut cursor) = (Vec::new(), HashSet::new(), None);
+    loop {
+        let page = peer.list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor))).await?;
+        tools.extend(page.tools);
+        match page.next_cursor {
+            None => return Ok(tools),
+            Some(next) if !cursors.insert(next.clone()) => {
+                return Err("the server gave a cursor it had given before, so its pages would never end".into());
+            }
+            next => cursor = next,
+        }
     }
 }
 
