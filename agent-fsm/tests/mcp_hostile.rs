@@ -1,6 +1,6 @@
 //! MCP servers that misbehave: this test binary, run again with
 //! `AGENT_FSM_TEST_MCP_HOSTILE` set, is a hand-written MCP server on stdio
-//! whose tools misbehave (one exits mid-call, leaving a child behind; some
+//! whose tools misbehave (one exits mid-call, one leaving a child behind; some
 //! have names or schemas no provider takes; one list's pages never end).
 //! The tests spawn it through [`McpServer`] and check that each call or
 //! list ends with an error in bounded time, that no process outlives the
@@ -29,12 +29,13 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 3] = [
+    let tests: [(&str, Test); 4] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
         }),
         ("tools_the_providers_would_refuse_are_left_out", || Box::pin(tools_the_providers_would_refuse_are_left_out())),
         ("a_server_whose_pages_never_end_fails_the_list", || Box::pin(a_server_whose_pages_never_end_fails_the_list())),
+        ("a_server_that_has_exited_has_no_pid", || Box::pin(a_server_that_has_exited_has_no_pid())),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     for (name, test) in tests {
@@ -132,6 +133,24 @@ async fn a_server_whose_pages_never_end_fails_the_list() {
     }
 }
 
+/// Once the server has exited, and been reaped, its pid is no longer its
+/// own: [`McpServer::pid`] no longer gives it.
+async fn a_server_that_has_exited_has_no_pid() {
+    let server = McpServer::spawn(server_command("exit")).await.expect("the server starts");
+    let pid = server.pid().expect("the server's pid");
+    let tools = server.tools().await.expect("the list");
+    let result = within(tools.call(&call("c", "exit", json!({})))).await;
+    assert!(result.is_error, "{result:?}");
+    for _ in 0..200 {
+        if server.pid().is_none() {
+            assert!(!zombie_of_ours(pid), "the server exited but was not reaped");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server ({pid}) exited, but its pid is still given");
+}
+
 /// `future`, or a panic if it has not ended within 20 s (a hang).
 async fn within<F: std::future::Future>(future: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
@@ -182,6 +201,7 @@ fn serve() {
                     }
                     std::process::exit(3)
                 }
+                "exit" => std::process::exit(3),
                 _ => json!({"content": [], "isError": true}),
             },
             _ => {
@@ -212,7 +232,10 @@ fn listed(cursor: Option<&str>) -> Value {
             "nextCursor": if cursor == Some("a") { "b" } else { "a" },
             "ttlMs": 600_000,
         }),
-        _ => json!({"tools": [{"name": "exit_leaving_child", "inputSchema": {"type": "object"}}]}),
+        _ => json!({"tools": [
+            {"name": "exit_leaving_child", "inputSchema": {"type": "object"}},
+            {"name": "exit", "inputSchema": {"type": "object"}},
+        ]}),
     }
 }
 

@@ -40,6 +40,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -108,12 +109,12 @@ struct Inner {
     program: String,
     timeout: Duration,
     /// Declared last: the group is killed once the client has stopped.
-    _group: Group,
+    group: Group,
 }
 
 impl fmt::Debug for McpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("McpServer").field("program", &self.inner.program).field("pid", &self.inner._group.0).finish()
+        f.debug_struct("McpServer").field("program", &self.inner.program).field("pid", &self.pid()).finish()
     }
 }
 
@@ -146,7 +147,7 @@ impl McpServer {
         let spawn_error = |source| McpError::Spawn { program: program.clone(), source };
         let mut child = command.spawn().map_err(spawn_error)?;
         // Made before the handshake, so that a failed one kills the group.
-        let group = Group(child.id());
+        let group = Group::new(child.id());
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(spawn_error(std::io::Error::other("the server's stdio is not piped")));
         };
@@ -154,25 +155,31 @@ impl McpServer {
         // server that inherited it would hold it open after the server
         // exits, and every call would wait for an answer that never comes:
         // so the server's exit ends its group too. The wait also reaps it.
-        let pid = group.0;
+        let (pid, running) = (child.id(), Arc::clone(&group.pid));
         tokio::spawn(async move {
             let status = child.wait().await;
             tracing::debug!(?pid, ?status, "MCP server exited");
-            drop(Group(pid));
+            if let Some(pid) = pid {
+                kill_group(pid);
+            }
+            // Reaped, its pid may soon be another process's: not to be
+            // shown, nor killed as a group, any more.
+            running.store(0, Ordering::Release);
         });
         let service = match tokio::time::timeout(timeout, ().serve((stdout, stdin))).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => return Err(McpError::Handshake { program, source: Box::new(error) }),
             Err(_) => return Err(McpError::TimedOut { program, after: timeout }),
         };
-        tracing::debug!(program = %program, pid = ?group.0, "MCP server started");
-        Ok(McpServer { inner: Arc::new(Inner { service, program, timeout, _group: group }) })
+        tracing::debug!(program = %program, pid = ?group.pid(), "MCP server started");
+        Ok(McpServer { inner: Arc::new(Inner { service, program, timeout, group }) })
     }
 
-    /// The server's process id, while it runs.
+    /// The server's process id, while it runs: `None` once it has exited
+    /// (and been reaped, after which the id may be another process's).
     #[must_use]
     pub fn pid(&self) -> Option<u32> {
-        self.inner._group.0
+        self.inner.group.pid()
     }
 
     /// Lists the server's tools, as a set to [`extend`](ToolSet::extend)
@@ -318,19 +325,42 @@ fn result_text<B: serde::Serialize>(blocks: &[B], structured: Option<&Value>) ->
 }
 
 /// The server's process group (its id is the server's pid), killed whole
-/// when dropped.
-struct Group(Option<u32>);
+/// when dropped unless the server has been reaped.
+struct Group {
+    /// The server's pid; 0 if it has none, or once it has been reaped.
+    pid: Arc<AtomicU32>,
+}
+
+impl Group {
+    fn new(pid: Option<u32>) -> Group {
+        Group { pid: Arc::new(AtomicU32::new(pid.unwrap_or(0))) }
+    }
+
+    /// The server's pid, until it has been reaped.
+    fn pid(&self) -> Option<u32> {
+        Some(self.pid.load(Ordering::Acquire)).filter(|&pid| pid != 0)
+    }
+}
 
 impl Drop for Group {
     fn drop(&mut self) {
-        #[cfg(unix)]
-        if let Some(pid) = self.0.and_then(|pid| rustix::process::Pid::from_raw(pid.cast_signed())) {
-            // ESRCH: the group is gone already.
-            if let Err(error) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL)
-                && error != rustix::io::Errno::SRCH
-            {
-                tracing::warn!(pid = pid.as_raw_nonzero().get(), %error, "cannot kill the MCP server's process group");
-            }
+        if let Some(pid) = self.pid() {
+            kill_group(pid);
+        }
+    }
+}
+
+/// Kills the process group `pid` (`SIGKILL`); one already gone is no error.
+fn kill_group(pid: u32) {
+    #[cfg(not(unix))]
+    let _ = pid;
+    #[cfg(unix)]
+    if let Some(pid) = rustix::process::Pid::from_raw(pid.cast_signed()) {
+        // ESRCH: the group is gone already.
+        if let Err(error) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL)
+            && error != rustix::io::Errno::SRCH
+        {
+            tracing::warn!(pid = pid.as_raw_nonzero().get(), %error, "cannot kill the MCP server's process group");
         }
     }
 }
