@@ -1,7 +1,8 @@
 //! MCP servers that misbehave: this test binary, run again with
 //! `AGENT_FSM_TEST_MCP_HOSTILE` set, is a hand-written MCP server on stdio
-//! whose tools misbehave (one exits mid-call, one leaving a child behind; some
-//! have names or schemas no provider takes; one list's pages never end).
+//! whose tools misbehave (one exits mid-call, one leaving a child behind;
+//! one never answers; some have names or schemas no provider takes; one
+//! list's pages never end).
 //! The tests spawn it through [`McpServer`] and check that each call or
 //! list ends with an error in bounded time, that no process outlives the
 //! server, and that what the set hands the model is what the providers
@@ -29,13 +30,16 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 4] = [
+    let tests: [(&str, Test); 5] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
         }),
         ("tools_the_providers_would_refuse_are_left_out", || Box::pin(tools_the_providers_would_refuse_are_left_out())),
         ("a_server_whose_pages_never_end_fails_the_list", || Box::pin(a_server_whose_pages_never_end_fails_the_list())),
         ("a_server_that_has_exited_has_no_pid", || Box::pin(a_server_that_has_exited_has_no_pid())),
+        ("a_call_the_set_drops_is_cancelled_on_the_server", || {
+            Box::pin(a_call_the_set_drops_is_cancelled_on_the_server())
+        }),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     for (name, test) in tests {
@@ -151,6 +155,31 @@ async fn a_server_that_has_exited_has_no_pid() {
     panic!("the server ({pid}) exited, but its pid is still given");
 }
 
+/// A call the server never answers ends at the set's timeout, and the
+/// server is told (`notifications/cancelled` with the call's request id);
+/// the connection serves the next call.
+async fn a_call_the_set_drops_is_cancelled_on_the_server() {
+    let server = McpServer::spawn(server_command("hang")).await.expect("the server starts");
+    let tools = server.tools().await.expect("the list");
+    let result =
+        within(tools.clone().with_timeout(Duration::from_millis(200)).call(&call("c", "hang", json!({})))).await;
+    assert_eq!(result.content, "`hang` timed out after 200ms");
+    // The notification and the next request may reach the server in
+    // either order: asked again until it is there.
+    for _ in 0..200 {
+        let seen = within(tools.call(&call("s", "seen", json!({})))).await;
+        let seen: Value = serde_json::from_str(&seen.content).expect("the ids the server saw");
+        let hung = seen["hung"].as_array().expect("the hung calls' ids");
+        assert_eq!(hung.len(), 1, "{seen}");
+        if !seen["cancelled"].as_array().expect("the cancelled ids").is_empty() {
+            assert_eq!(seen["cancelled"], seen["hung"]);
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server was not told the call was cancelled");
+}
+
 /// `future`, or a panic if it has not ended within 20 s (a hang).
 async fn within<F: std::future::Future>(future: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
@@ -179,9 +208,15 @@ fn stat(pid: u32) -> Option<String> {
 /// The server: one JSON-RPC message per line on stdin, one answer per
 /// request on stdout, except where a tool's misbehaviour says otherwise.
 fn serve() {
+    // The request ids of the `hang` calls, never answered, and of the
+    // `notifications/cancelled` the client sent.
+    let (mut hung, mut cancelled) = (Vec::new(), Vec::new());
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { return };
         let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+        if message["method"] == "notifications/cancelled" {
+            cancelled.push(message["params"]["requestId"].clone());
+        }
         let Some(id) = message.get("id").cloned() else { continue };
         let params = &message["params"];
         let result = match message["method"].as_str().unwrap_or_default() {
@@ -202,6 +237,14 @@ fn serve() {
                     std::process::exit(3)
                 }
                 "exit" => std::process::exit(3),
+                "hang" => {
+                    hung.push(id);
+                    continue;
+                }
+                "seen" => {
+                    let seen = json!({"hung": hung, "cancelled": cancelled});
+                    json!({"content": [{"type": "text", "text": seen.to_string()}]})
+                }
                 _ => json!({"content": [], "isError": true}),
             },
             _ => {
@@ -226,6 +269,10 @@ fn listed(cursor: Option<&str>) -> Value {
             {"name": "an_array", "inputSchema": {"type": "array", "items": {"type": "string"}}},
             {"name": "two_types", "inputSchema": {"type": ["object", "null"]}},
             {"name": "files.read-2_b", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
+        ]}),
+        "hang" => json!({"tools": [
+            {"name": "hang", "inputSchema": {"type": "object"}},
+            {"name": "seen", "inputSchema": {"type": "object"}},
         ]}),
         "cycle" => json!({
             "tools": [{"name": "again", "inputSchema": {"type": "object"}}],

@@ -28,6 +28,13 @@
 //! refuses or cannot answer, are error results
 //! ([`CallError::Failed`]).
 //!
+//! A call waits for the server's answer as long as the server runs: one
+//! that never answers, answers under another id, or answers with a line
+//! over the SDK's 16 MiB limit (which the SDK drops) leaves the call
+//! waiting. Give the set a [timeout](ToolSet::with_timeout): a call it
+//! drops, or that the executor cancels, is cancelled on the server too
+//! (`notifications/cancelled`).
+//!
 //! The server runs in its own process group. When the last handle to it is
 //! dropped (the [`McpServer`] and every tool it listed), or when the server
 //! exits, that whole group is killed (`SIGKILL`), so a server's own
