@@ -22,9 +22,10 @@
 //! ```
 //!
 //! A call's result is the text the model reads: the text of each content
-//! block, one per line (a block of another kind is named, as
-//! `[image/png image]`), or the structured content as JSON if there is no
-//! block. A result the server marks `isError`, and a request the server
+//! block (of an embedded text resource too), one per line (a block of
+//! another kind is named, as `[image/png image]`, with its URI if it has
+//! one, as `[application/pdf resource file:///a.pdf]`), or the structured
+//! content as JSON if there is no block. A result the server marks `isError`, and a request the server
 //! refuses or cannot answer, are error results
 //! ([`CallError::Failed`]).
 //!
@@ -310,9 +311,11 @@ fn service_error(error: &ServiceError) -> String {
     }
 }
 
-/// The text of a result's content blocks, one per line; a block that is not
-/// text is named (`[image/png image]`). Read from the blocks' JSON (the MCP
-/// wire shape), which stays put while the SDK's types change.
+/// The text of a result's content blocks, one per line: a text block's
+/// text, an embedded text resource's text; another block is named, with
+/// its URI if it has one (`[image/png image]`,
+/// `[application/pdf resource file:///a.pdf]`). Read from the blocks' JSON
+/// (the MCP wire shape), which stays put while the SDK's types change.
 fn result_text<B: serde::Serialize>(blocks: &[B], structured: Option<&Value>) -> String {
     if blocks.is_empty() {
         return structured.map(Value::to_string).unwrap_or_default();
@@ -320,13 +323,14 @@ fn result_text<B: serde::Serialize>(blocks: &[B], structured: Option<&Value>) ->
     let line = |block: &B| {
         let block = serde_json::to_value(block).unwrap_or_default();
         let kind = block.get("type").and_then(Value::as_str).unwrap_or("unknown");
-        if let Some(text) = block.get("text").and_then(Value::as_str) {
+        // An embedded resource's text, MIME type and URI are one level in.
+        let inner = block.get("resource").filter(|r| r.is_object()).unwrap_or(&block);
+        if let Some(text) = inner.get("text").and_then(Value::as_str) {
             return text.to_owned();
         }
-        match block.get("mimeType").and_then(Value::as_str) {
-            Some(mime) => format!("[{mime} {kind}]"),
-            None => format!("[{kind}]"),
-        }
+        let mime = inner.get("mimeType").and_then(Value::as_str).map(|m| format!("{m} ")).unwrap_or_default();
+        let uri = inner.get("uri").and_then(Value::as_str).map(|u| format!(" {u}")).unwrap_or_default();
+        format!("[{mime}{kind}{uri}]")
     };
     blocks.iter().map(line).collect::<Vec<_>>().join("\n")
 }
