@@ -1,8 +1,8 @@
 //! MCP servers that misbehave: this test binary, run again with
 //! `AGENT_FSM_TEST_MCP_HOSTILE` set, is a hand-written MCP server on stdio
 //! whose tools misbehave (one exits mid-call, one leaving a child behind;
-//! one never answers; some have names or schemas no provider takes; one
-//! list's pages never end).
+//! one never answers; one writes noise on stdout; some have names or
+//! schemas no provider takes; one list's pages never end).
 //! The tests spawn it through [`McpServer`] and check that each call or
 //! list ends with an error in bounded time, that no process outlives the
 //! server, and that what the set hands the model is what the providers
@@ -30,7 +30,7 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 5] = [
+    let tests: [(&str, Test); 7] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
         }),
@@ -39,6 +39,12 @@ fn main() {
         ("a_server_that_has_exited_has_no_pid", || Box::pin(a_server_that_has_exited_has_no_pid())),
         ("a_call_the_set_drops_is_cancelled_on_the_server", || {
             Box::pin(a_call_the_set_drops_is_cancelled_on_the_server())
+        }),
+        ("a_server_that_exits_at_start_leaving_a_child_fails_the_handshake", || {
+            Box::pin(a_server_that_exits_at_start_leaving_a_child_fails_the_handshake())
+        }),
+        ("noise_on_the_servers_stdout_does_not_hold_up_its_answers", || {
+            Box::pin(noise_on_the_servers_stdout_does_not_hold_up_its_answers())
         }),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
@@ -180,6 +186,30 @@ async fn a_call_the_set_drops_is_cancelled_on_the_server() {
     panic!("the server was not told the call was cancelled");
 }
 
+/// A server that exits before the handshake, while a child of its own
+/// holds its stdin and stdout: a handshake error at once, not a wait for
+/// the timeout.
+async fn a_server_that_exits_at_start_leaving_a_child_fails_the_handshake() {
+    let mut command = tokio::process::Command::new("sh");
+    command.args(["-c", "sleep 1000 <&0 & exit 0"]);
+    match within(McpServer::spawn_with_timeout(command, Duration::from_secs(60))).await {
+        Err(McpError::Handshake { program, .. }) => assert_eq!(program, "sh"),
+        other => panic!("expected a handshake error, got {other:?}"),
+    }
+}
+
+/// Lines on the server's stdout that are not JSON-RPC (more than a pipe
+/// holds), and JSON that is not a message, are passed over: the answer
+/// after them is read.
+async fn noise_on_the_servers_stdout_does_not_hold_up_its_answers() {
+    let server = McpServer::spawn(server_command("noise")).await.expect("the server starts");
+    let tools = server.tools().await.expect("the list");
+    for id in ["c1", "c2"] {
+        let result = within(tools.call(&call(id, "noise", json!({})))).await;
+        assert_eq!((result.content.as_str(), result.is_error), ("after the noise", false));
+    }
+}
+
 /// `future`, or a panic if it has not ended within 20 s (a hang).
 async fn within<F: std::future::Future>(future: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
@@ -241,6 +271,16 @@ fn serve() {
                     hung.push(id);
                     continue;
                 }
+                "noise" => {
+                    let mut out = std::io::stdout().lock();
+                    for n in 0..10_000 {
+                        let _ = writeln!(out, "log line {n}: this is not JSON-RPC");
+                    }
+                    let _ = writeln!(out, "{}", json!({"jsonrpc": "2.0", "note": "no method, no id"}));
+                    let _ = writeln!(out, "[1, 2, 3]");
+                    let _ = out.flush();
+                    json!({"content": [{"type": "text", "text": "after the noise"}]})
+                }
                 "seen" => {
                     let seen = json!({"hung": hung, "cancelled": cancelled});
                     json!({"content": [{"type": "text", "text": seen.to_string()}]})
@@ -270,6 +310,7 @@ fn listed(cursor: Option<&str>) -> Value {
             {"name": "two_types", "inputSchema": {"type": ["object", "null"]}},
             {"name": "files.read-2_b", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
         ]}),
+        "noise" => json!({"tools": [{"name": "noise", "inputSchema": {"type": "object"}}]}),
         "hang" => json!({"tools": [
             {"name": "hang", "inputSchema": {"type": "object"}},
             {"name": "seen", "inputSchema": {"type": "object"}},
