@@ -25,9 +25,9 @@
 //! block (of an embedded text resource too), one per line (a block of
 //! another kind is named, as `[image/png image]`, with its URI if it has
 //! one, as `[application/pdf resource file:///a.pdf]`), or the structured
-//! content as JSON if there is no block. A result the server marks `isError`, and a request the server
-//! refuses or cannot answer, are error results
-//! ([`CallError::Failed`]).
+//! content as JSON if there is no block. A result the server marks
+//! `isError`, and a request the server refuses or cannot answer, are error
+//! results ([`CallError::Failed`]).
 //!
 //! A call waits for the server's answer as long as the server runs: one
 //! that never answers, answers under another id, or answers with a line
