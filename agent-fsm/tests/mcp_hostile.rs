@@ -1,12 +1,12 @@
 //! MCP servers that misbehave: this test binary, run again with
 //! `AGENT_FSM_TEST_MCP_HOSTILE` set, is a hand-written MCP server on stdio
 //! whose tools misbehave (one exits mid-call, one leaving a child behind;
-//! one never answers; one writes noise on stdout; some have names or
-//! schemas no provider takes; one list's pages never end).
-//! The tests spawn it through [`McpServer`] and check that each call or
-//! list ends with an error in bounded time, that no process outlives the
-//! server, and that what the set hands the model is what the providers
-//! accept.
+//! one never answers; one writes noise on stdout; one answers what is not
+//! a result; some have names or schemas no provider takes; one list's
+//! pages never end). The tests spawn it through [`McpServer`] and check
+//! that each call or list ends with an error in bounded time, that no
+//! process outlives the server, and that what the set hands the model is
+//! what the providers accept.
 //!
 //! No libtest harness (`harness = false`): libtest writes to stdout, which
 //! is the server's protocol channel; `main` runs the tests itself, each
@@ -30,7 +30,7 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 7] = [
+    let tests: [(&str, Test); 8] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
         }),
@@ -46,6 +46,7 @@ fn main() {
         ("noise_on_the_servers_stdout_does_not_hold_up_its_answers", || {
             Box::pin(noise_on_the_servers_stdout_does_not_hold_up_its_answers())
         }),
+        ("an_answer_that_is_not_a_tool_result_says_so", || Box::pin(an_answer_that_is_not_a_tool_result_says_so())),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     for (name, test) in tests {
@@ -210,6 +211,18 @@ async fn noise_on_the_servers_stdout_does_not_hold_up_its_answers() {
     }
 }
 
+/// An answer to the call that is not a tool's result (a string): an error
+/// result that says the server answered, with what the model cannot use.
+async fn an_answer_that_is_not_a_tool_result_says_so() {
+    let server = McpServer::spawn(server_command("noise")).await.expect("the server starts");
+    let tools = server.tools().await.expect("the list");
+    let result = within(tools.call(&call("c", "not_a_result", json!({})))).await;
+    assert_eq!(
+        (result.content.as_str(), result.is_error),
+        ("`not_a_result` failed: the MCP server answered with something that is not a tool's result", true)
+    );
+}
+
 /// `future`, or a panic if it has not ended within 20 s (a hang).
 async fn within<F: std::future::Future>(future: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
@@ -267,6 +280,7 @@ fn serve() {
                     std::process::exit(3)
                 }
                 "exit" => std::process::exit(3),
+                "not_a_result" => json!("a string"),
                 "hang" => {
                     hung.push(id);
                     continue;
@@ -310,7 +324,10 @@ fn listed(cursor: Option<&str>) -> Value {
             {"name": "two_types", "inputSchema": {"type": ["object", "null"]}},
             {"name": "files.read-2_b", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
         ]}),
-        "noise" => json!({"tools": [{"name": "noise", "inputSchema": {"type": "object"}}]}),
+        "noise" => json!({"tools": [
+            {"name": "noise", "inputSchema": {"type": "object"}},
+            {"name": "not_a_result", "inputSchema": {"type": "object"}},
+        ]}),
         "hang" => json!({"tools": [
             {"name": "hang", "inputSchema": {"type": "object"}},
             {"name": "seen", "inputSchema": {"type": "object"}},

@@ -307,6 +307,11 @@ impl RawTool for McpTool {
 fn service_error(error: &ServiceError) -> String {
     match error {
         ServiceError::McpError(data) => format!("the MCP server refused the call: {}", data.message),
+        // It answered, but with something else than a tool's result (the
+        // model would otherwise read that it did not answer, and wait).
+        ServiceError::UnexpectedResponse => {
+            "the MCP server answered with something that is not a tool's result".to_owned()
+        }
         other => format!("the MCP server did not answer: {other}"),
     }
 }
