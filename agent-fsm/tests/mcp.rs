@@ -152,8 +152,12 @@ async fn server_tools_sit_beside_native_ones_and_are_called_through_the_set() {
             error("c4", "`add` failed: `a` and `b` must be integers"),
             // Refused before it reaches the server.
             error("c5", "invalid arguments for `add`: expected a JSON object, got an array"),
-            // Blocks one per line; an image named.
-            ok("c6", "first\nsecond\n[image/png image]"),
+            // Blocks one per line; an image named; an embedded text
+            // resource's text; another resource named with its URI.
+            ok(
+                "c6",
+                "first\nsecond\n[image/png image]\nthe notes\n[application/pdf resource file:///a.pdf]\n[resource_link file:///big.log]"
+            ),
             error("c7", "unknown tool `nope`; the tools are: double, add, fail, describe, sleeper"),
         ]
     );
@@ -285,6 +289,9 @@ fn call_tool(name: &Value, arguments: &Value) -> Result<Value, (i64, String)> {
             {"type": "text", "text": "first"},
             {"type": "text", "text": "second"},
             {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "the notes"}},
+            {"type": "resource", "resource": {"uri": "file:///a.pdf", "mimeType": "application/pdf", "blob": "JVBERi0="}},
+            {"type": "resource_link", "uri": "file:///big.log", "name": "big.log"},
         ]})),
         "sleeper" => {
             let child = std::process::Command::new("sleep").arg("1000").spawn().map_err(|e| (-32603, e.to_string()))?;

@@ -22,26 +22,38 @@
 //! ```
 //!
 //! A call's result is the text the model reads: the text of each content
-//! block, one per line (a block of another kind is named, as
-//! `[image/png image]`), or the structured content as JSON if there is no
-//! block. A result the server marks `isError`, and a request the server
-//! refuses or cannot answer, are error results
-//! ([`CallError::Failed`]).
+//! block (of an embedded text resource too), one per line (a block of
+//! another kind is named, as `[image/png image]`, with its URI if it has
+//! one, as `[application/pdf resource file:///a.pdf]`), or the structured
+//! content as JSON if there is no block. A result the server marks
+//! `isError`, and a request the server refuses or cannot answer, are error
+//! results ([`CallError::Failed`]).
+//!
+//! A call waits for the server's answer as long as the server runs: one
+//! that never answers, answers under another id, or answers with a line
+//! over the SDK's 16 MiB limit (which the SDK drops) leaves the call
+//! waiting. Give the set a [timeout](ToolSet::with_timeout): a call it
+//! drops, or that the executor cancels, is cancelled on the server too
+//! (`notifications/cancelled`).
 //!
 //! The server runs in its own process group. When the last handle to it is
-//! dropped (the [`McpServer`] and every tool it listed), that whole group
-//! is killed (`SIGKILL`), so a server's own children do not outlive it.
+//! dropped (the [`McpServer`] and every tool it listed), or when the server
+//! exits, that whole group is killed (`SIGKILL`), so a server's own
+//! children do not outlive it, nor keep its stdout open: a call pending
+//! when the server exits, and every later call, fails
+//! ([`CallError::Failed`]) rather than waiting.
 //! Its stderr is the agent's.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
+use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 
@@ -105,12 +117,12 @@ struct Inner {
     program: String,
     timeout: Duration,
     /// Declared last: the group is killed once the client has stopped.
-    _group: Group,
+    group: Group,
 }
 
 impl fmt::Debug for McpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("McpServer").field("program", &self.inner.program).field("pid", &self.inner._group.0).finish()
+        f.debug_struct("McpServer").field("program", &self.inner.program).field("pid", &self.pid()).finish()
     }
 }
 
@@ -139,64 +151,127 @@ impl McpServer {
         let program = command.as_std().get_program().to_string_lossy().into_owned();
         #[cfg(unix)]
         command.process_group(0);
-        command.kill_on_drop(true);
-        let (transport, _) = TokioChildProcess::builder(command)
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|source| McpError::Spawn { program: program.clone(), source })?;
+        command.kill_on_drop(true).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let spawn_error = |source| McpError::Spawn { program: program.clone(), source };
+        let mut child = command.spawn().map_err(spawn_error)?;
         // Made before the handshake, so that a failed one kills the group.
-        let group = Group(transport.id());
-        let service = match tokio::time::timeout(timeout, ().serve(transport)).await {
+        let group = Group::new(child.id());
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(spawn_error(std::io::Error::other("the server's stdio is not piped")));
+        };
+        // The connection ends when the server's stdout does. A child of the
+        // server that inherited it would hold it open after the server
+        // exits, and every call would wait for an answer that never comes:
+        // so the server's exit ends its group too. The wait also reaps it.
+        let (pid, running) = (child.id(), Arc::clone(&group.pid));
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            tracing::debug!(?pid, ?status, "MCP server exited");
+            if let Some(pid) = pid {
+                kill_group(pid);
+            }
+            // Reaped, its pid may soon be another process's: not to be
+            // shown, nor killed as a group, any more.
+            running.store(0, Ordering::Release);
+        });
+        let service = match tokio::time::timeout(timeout, ().serve((stdout, stdin))).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => return Err(McpError::Handshake { program, source: Box::new(error) }),
             Err(_) => return Err(McpError::TimedOut { program, after: timeout }),
         };
-        tracing::debug!(program = %program, pid = ?group.0, "MCP server started");
-        Ok(McpServer { inner: Arc::new(Inner { service, program, timeout, _group: group }) })
+        tracing::debug!(program = %program, pid = ?group.pid(), "MCP server started");
+        Ok(McpServer { inner: Arc::new(Inner { service, program, timeout, group }) })
     }
 
-    /// The server's process id, while it runs.
+    /// The server's process id, while it runs: `None` once it has exited
+    /// (and been reaped, after which the id may be another process's).
     #[must_use]
     pub fn pid(&self) -> Option<u32> {
-        self.inner._group.0
+        self.inner.group.pid()
     }
 
     /// Lists the server's tools, as a set to [`extend`](ToolSet::extend)
     /// another with: each tool's definition is the server's name,
-    /// description and input schema (without its `$schema` key), and a
-    /// call is a `tools/call` request to the server.
+    /// description and input schema (without its `$schema` key, with
+    /// `"type": "object"` and `properties` if it had none), and a call is
+    /// a `tools/call` request to the server.
+    ///
+    /// A tool the model providers would refuse is left out, with a
+    /// warning, rather than failing every request that lists it: one whose
+    /// name is not 1 to 128 of `A-Z a-z 0-9 _ - .` (the spec's), or whose
+    /// input schema's `type` is not `"object"`.
     ///
     /// # Errors
     /// [`McpError::ListTools`] or [`McpError::TimedOut`].
     pub async fn tools(&self) -> Result<ToolSet, McpError> {
         let program = &self.inner.program;
-        let listed = match tokio::time::timeout(self.inner.timeout, self.inner.service.peer().list_all_tools()).await {
+        let listed = match tokio::time::timeout(self.inner.timeout, list_all_tools(self.inner.service.peer())).await {
             Ok(Ok(listed)) => listed,
-            Ok(Err(error)) => return Err(McpError::ListTools { program: program.clone(), source: Box::new(error) }),
+            Ok(Err(source)) => return Err(McpError::ListTools { program: program.clone(), source }),
             Err(_) => return Err(McpError::TimedOut { program: program.clone(), after: self.inner.timeout }),
         };
         let mut set = ToolSet::new();
         for tool in listed {
-            let definition = ToolDefinition::new(
-                tool.name.clone(),
-                tool.description.as_deref().unwrap_or_default(),
-                input_schema(&tool.input_schema),
-            );
+            // One such tool in a request fails the whole request, every
+            // time: better the model goes without it.
+            let Some(parameters) = input_schema(&tool.input_schema).filter(|_| valid_name(&tool.name)) else {
+                tracing::warn!(program = %program, tool = %tool.name, "an MCP tool with a name or an input schema the spec does not allow is left out");
+                continue;
+            };
+            let definition =
+                ToolDefinition::new(tool.name.clone(), tool.description.as_deref().unwrap_or_default(), parameters);
             set.add_raw(Arc::new(McpTool { definition, server: Arc::clone(&self.inner) }));
         }
         Ok(set)
     }
 }
 
-/// A server's schema as the providers take it: no `$schema` key, and an
-/// object schema always has `properties` (OpenAI refuses one without).
-fn input_schema(schema: &Map<String, Value>) -> Value {
+/// Every page of the server's tools. A cursor the server gave before ends
+/// the list with an error: it would list the same pages again, forever,
+/// and a page the SDK has cached comes back without a round trip, so the
+/// list would grow as fast as memory allows until the timeout.
+async fn list_all_tools(
+    peer: &Peer<RoleClient>,
+) -> Result<Vec<rmcp::model::Tool>, Box<dyn std::error::Error + Send + Sync>> {
+    let (mut tools, mut cursors, mut cursor) = (Vec::new(), HashSet::new(), None);
+    loop {
+        let page = peer.list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor))).await?;
+        tools.extend(page.tools);
+        match page.next_cursor {
+            None => return Ok(tools),
+            Some(next) if !cursors.insert(next.clone()) => {
+                return Err("the server gave a cursor it had given before, so its pages would never end".into());
+            }
+            next => cursor = next,
+        }
+    }
+}
+
+/// Whether `name` is a tool name as the MCP spec has it, 1 to 128 of
+/// `A-Z a-z 0-9 _ - .`: the providers refuse a request with an empty name,
+/// or one with a space, a slash or a control character.
+fn valid_name(name: &str) -> bool {
+    (1..=128).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+}
+
+/// A server's schema as the providers take it, if it is an object's (the
+/// spec's `"type": "object"`, added if the server left it out): no
+/// `$schema` key, and always `properties` (OpenAI refuses an object schema
+/// without).
+fn input_schema(schema: &Map<String, Value>) -> Option<Value> {
     let mut schema = schema.clone();
     schema.remove("$schema");
-    if schema.get("type").and_then(Value::as_str) == Some("object") && !schema.contains_key("properties") {
+    match schema.get("type") {
+        None => {
+            schema.insert("type".to_owned(), Value::from("object"));
+        }
+        Some(Value::String(kind)) if kind == "object" => {}
+        Some(_) => return None,
+    }
+    if !schema.contains_key("properties") {
         schema.insert("properties".to_owned(), Value::Object(Map::new()));
     }
-    Value::Object(schema)
+    Some(Value::Object(schema))
 }
 
 /// One tool of a server.
@@ -232,13 +307,20 @@ impl RawTool for McpTool {
 fn service_error(error: &ServiceError) -> String {
     match error {
         ServiceError::McpError(data) => format!("the MCP server refused the call: {}", data.message),
+        // It answered, but with something else than a tool's result (the
+        // model would otherwise read that it did not answer, and wait).
+        ServiceError::UnexpectedResponse => {
+            "the MCP server answered with something that is not a tool's result".to_owned()
+        }
         other => format!("the MCP server did not answer: {other}"),
     }
 }
 
-/// The text of a result's content blocks, one per line; a block that is not
-/// text is named (`[image/png image]`). Read from the blocks' JSON (the MCP
-/// wire shape), which stays put while the SDK's types change.
+/// The text of a result's content blocks, one per line: a text block's
+/// text, an embedded text resource's text; another block is named, with
+/// its URI if it has one (`[image/png image]`,
+/// `[application/pdf resource file:///a.pdf]`). Read from the blocks' JSON
+/// (the MCP wire shape), which stays put while the SDK's types change.
 fn result_text<B: serde::Serialize>(blocks: &[B], structured: Option<&Value>) -> String {
     if blocks.is_empty() {
         return structured.map(Value::to_string).unwrap_or_default();
@@ -246,31 +328,55 @@ fn result_text<B: serde::Serialize>(blocks: &[B], structured: Option<&Value>) ->
     let line = |block: &B| {
         let block = serde_json::to_value(block).unwrap_or_default();
         let kind = block.get("type").and_then(Value::as_str).unwrap_or("unknown");
-        if let Some(text) = block.get("text").and_then(Value::as_str) {
+        // An embedded resource's text, MIME type and URI are one level in.
+        let inner = block.get("resource").filter(|r| r.is_object()).unwrap_or(&block);
+        if let Some(text) = inner.get("text").and_then(Value::as_str) {
             return text.to_owned();
         }
-        match block.get("mimeType").and_then(Value::as_str) {
-            Some(mime) => format!("[{mime} {kind}]"),
-            None => format!("[{kind}]"),
-        }
+        let mime = inner.get("mimeType").and_then(Value::as_str).map(|m| format!("{m} ")).unwrap_or_default();
+        let uri = inner.get("uri").and_then(Value::as_str).map(|u| format!(" {u}")).unwrap_or_default();
+        format!("[{mime}{kind}{uri}]")
     };
     blocks.iter().map(line).collect::<Vec<_>>().join("\n")
 }
 
 /// The server's process group (its id is the server's pid), killed whole
-/// when dropped.
-struct Group(Option<u32>);
+/// when dropped unless the server has been reaped.
+struct Group {
+    /// The server's pid; 0 if it has none, or once it has been reaped.
+    pid: Arc<AtomicU32>,
+}
+
+impl Group {
+    fn new(pid: Option<u32>) -> Group {
+        Group { pid: Arc::new(AtomicU32::new(pid.unwrap_or(0))) }
+    }
+
+    /// The server's pid, until it has been reaped.
+    fn pid(&self) -> Option<u32> {
+        Some(self.pid.load(Ordering::Acquire)).filter(|&pid| pid != 0)
+    }
+}
 
 impl Drop for Group {
     fn drop(&mut self) {
-        #[cfg(unix)]
-        if let Some(pid) = self.0.and_then(|pid| rustix::process::Pid::from_raw(pid.cast_signed())) {
-            // ESRCH: the group is gone already.
-            if let Err(error) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL)
-                && error != rustix::io::Errno::SRCH
-            {
-                tracing::warn!(pid = pid.as_raw_nonzero().get(), %error, "cannot kill the MCP server's process group");
-            }
+        if let Some(pid) = self.pid() {
+            kill_group(pid);
+        }
+    }
+}
+
+/// Kills the process group `pid` (`SIGKILL`); one already gone is no error.
+fn kill_group(pid: u32) {
+    #[cfg(not(unix))]
+    let _ = pid;
+    #[cfg(unix)]
+    if let Some(pid) = rustix::process::Pid::from_raw(pid.cast_signed()) {
+        // ESRCH: the group is gone already.
+        if let Err(error) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL)
+            && error != rustix::io::Errno::SRCH
+        {
+            tracing::warn!(pid = pid.as_raw_nonzero().get(), %error, "cannot kill the MCP server's process group");
         }
     }
 }

@@ -1,0 +1,353 @@
+//! MCP servers that misbehave: this test binary, run again with
+//! `AGENT_FSM_TEST_MCP_HOSTILE` set, is a hand-written MCP server on stdio
+//! whose tools misbehave (one exits mid-call, one leaving a child behind;
+//! one never answers; one writes noise on stdout; one answers what is not
+//! a result; some have names or schemas no provider takes; one list's
+//! pages never end). The tests spawn it through [`McpServer`] and check
+//! that each call or list ends with an error in bounded time, that no
+//! process outlives the server, and that what the set hands the model is
+//! what the providers accept.
+//!
+//! No libtest harness (`harness = false`): libtest writes to stdout, which
+//! is the server's protocol channel; `main` runs the tests itself, each
+//! under a timeout.
+#![cfg(feature = "mcp")]
+
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use agent_fsm::llm::{ToolCall, ToolDefinition};
+use agent_fsm::tool::mcp::{McpError, McpServer};
+use serde_json::{Value, json};
+
+/// Set in the server's environment: run as the server, listing the tools
+/// its value names ([`listed`]).
+const SERVER: &str = "AGENT_FSM_TEST_MCP_HOSTILE";
+
+fn main() {
+    if std::env::var_os(SERVER).is_some() {
+        serve();
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let tests: [(&str, Test); 8] = [
+        ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
+            Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
+        }),
+        ("tools_the_providers_would_refuse_are_left_out", || Box::pin(tools_the_providers_would_refuse_are_left_out())),
+        ("a_server_whose_pages_never_end_fails_the_list", || Box::pin(a_server_whose_pages_never_end_fails_the_list())),
+        ("a_server_that_has_exited_has_no_pid", || Box::pin(a_server_that_has_exited_has_no_pid())),
+        ("a_call_the_set_drops_is_cancelled_on_the_server", || {
+            Box::pin(a_call_the_set_drops_is_cancelled_on_the_server())
+        }),
+        ("a_server_that_exits_at_start_leaving_a_child_fails_the_handshake", || {
+            Box::pin(a_server_that_exits_at_start_leaving_a_child_fails_the_handshake())
+        }),
+        ("noise_on_the_servers_stdout_does_not_hold_up_its_answers", || {
+            Box::pin(noise_on_the_servers_stdout_does_not_hold_up_its_answers())
+        }),
+        ("an_answer_that_is_not_a_tool_result_says_so", || Box::pin(an_answer_that_is_not_a_tool_result_says_so())),
+    ];
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        eprint!("test {name} ... ");
+        runtime.block_on(async { tokio::time::timeout(Duration::from_secs(60), test()).await.expect("the test ends") });
+        eprintln!("ok");
+    }
+}
+
+/// One test: its future, under a timeout in `main`.
+type Test = fn() -> futures::future::BoxFuture<'static, ()>;
+
+/// This binary as a hostile MCP server, listing the tools `list` names.
+fn server_command(list: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(std::env::current_exe().expect("the test binary"));
+    command.env(SERVER, list);
+    command
+}
+
+fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
+    ToolCall { id: id.into(), name: name.into(), arguments }
+}
+
+/// A server that exits mid-call, while a child of its own still holds
+/// its stdout open: the call, and every later one, fails at once rather
+/// than waiting for an answer; the child is killed and the server reaped.
+async fn a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let pid_file = dir.path().join("child.pid");
+    let server = McpServer::spawn(server_command("exit")).await.expect("the server starts");
+    let server_pid = server.pid().expect("the server's pid");
+    // No timeout on the set: only the server's exit can end the call.
+    let tools = server.tools().await.expect("the list");
+
+    let exiting = call("c1", "exit_leaving_child", json!({"pid_file": pid_file}));
+    let result = within(tools.call(&exiting)).await;
+    assert!(result.is_error, "{result:?}");
+    assert!(
+        result.content.starts_with("`exit_leaving_child` failed: the MCP server did not answer"),
+        "{}",
+        result.content
+    );
+    let later = within(tools.call(&call("c2", "exit_leaving_child", json!({})))).await;
+    assert!(later.is_error && later.content.starts_with("`exit_leaving_child` failed: "), "{later:?}");
+
+    let child: u32 = std::fs::read_to_string(&pid_file).expect("the child's pid").trim().parse().expect("a pid");
+    for _ in 0..200 {
+        if !alive(child) && !zombie_of_ours(server_pid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server's child ({child}) outlived it, or the server ({server_pid}) was not reaped");
+}
+
+/// A server's tool whose name is not the spec's (empty, a space, a slash)
+/// or whose schema is not an object's would fail every model request that
+/// lists it: it is left out. A schema without a `type` is an object's.
+async fn tools_the_providers_would_refuse_are_left_out() {
+    let server = McpServer::spawn(server_command("odd")).await.expect("the server starts");
+    let tools = server.tools().await.expect("the list");
+    assert_eq!(
+        tools.definitions(),
+        [
+            ToolDefinition::new("untyped", "", json!({"type": "object", "properties": {}})),
+            ToolDefinition::new(
+                "files.read-2_b",
+                "Reads",
+                json!({"type": "object", "properties": {"p": {"type": "string"}}})
+            ),
+        ]
+    );
+    let result = tools.call(&call("c", "has space", json!({}))).await;
+    assert_eq!(result.content, "unknown tool `has space`; the tools are: untyped, files.read-2_b");
+}
+
+/// A server whose next page's cursor is one it gave before (`a`, `b`,
+/// `a`, ...), and whose pages may be cached (`ttlMs`): the list fails at
+/// once, rather than growing until the timeout.
+async fn a_server_whose_pages_never_end_fails_the_list() {
+    let server = McpServer::spawn_with_timeout(server_command("cycle"), Duration::from_secs(20))
+        .await
+        .expect("the server starts");
+    match within(server.tools()).await {
+        Err(error @ McpError::ListTools { .. }) => assert!(
+            error.to_string().ends_with(
+                "did not list its tools: the server gave a cursor it had given before, so its pages would never end"
+            ),
+            "{error}"
+        ),
+        other => panic!("expected a list error, got {other:?}"),
+    }
+}
+
+/// Once the server has exited, and been reaped, its pid is no longer its
+/// own: [`McpServer::pid`] no longer gives it.
+async fn a_server_that_has_exited_has_no_pid() {
+    let server = McpServer::spawn(server_command("exit")).await.expect("the server starts");
+    let pid = server.pid().expect("the server's pid");
+    let tools = server.tools().await.expect("the list");
+    let result = within(tools.call(&call("c", "exit", json!({})))).await;
+    assert!(result.is_error, "{result:?}");
+    for _ in 0..200 {
+        if server.pid().is_none() {
+            assert!(!zombie_of_ours(pid), "the server exited but was not reaped");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server ({pid}) exited, but its pid is still given");
+}
+
+/// A call the server never answers ends at the set's timeout, and the
+/// server is told (`notifications/cancelled` with the call's request id);
+/// the connection serves the next call.
+async fn a_call_the_set_drops_is_cancelled_on_the_server() {
+    let server = McpServer::spawn(server_command("hang")).await.expect("the server starts");
+    let tools = server.tools().await.expect("the list");
+    let result =
+        within(tools.clone().with_timeout(Duration::from_millis(200)).call(&call("c", "hang", json!({})))).await;
+    assert_eq!(result.content, "`hang` timed out after 200ms");
+    // The notification and the next request may reach the server in
+    // either order: asked again until it is there.
+    for _ in 0..200 {
+        let seen = within(tools.call(&call("s", "seen", json!({})))).await;
+        let seen: Value = serde_json::from_str(&seen.content).expect("the ids the server saw");
+        let hung = seen["hung"].as_array().expect("the hung calls' ids");
+        assert_eq!(hung.len(), 1, "{seen}");
+        if !seen["cancelled"].as_array().expect("the cancelled ids").is_empty() {
+            assert_eq!(seen["cancelled"], seen["hung"]);
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server was not told the call was cancelled");
+}
+
+/// A server that exits before the handshake, while a child of its own
+/// holds its stdin and stdout: a handshake error at once, not a wait for
+/// the timeout.
+async fn a_server_that_exits_at_start_leaving_a_child_fails_the_handshake() {
+    let mut command = tokio::process::Command::new("sh");
+    command.args(["-c", "sleep 1000 <&0 & exit 0"]);
+    match within(McpServer::spawn_with_timeout(command, Duration::from_secs(60))).await {
+        Err(McpError::Handshake { program, .. }) => assert_eq!(program, "sh"),
+        other => panic!("expected a handshake error, got {other:?}"),
+    }
+}
+
+/// Lines on the server's stdout that are not JSON-RPC (more than a pipe
+/// holds), and JSON that is not a message, are passed over: the answer
+/// after them is read.
+async fn noise_on_the_servers_stdout_does_not_hold_up_its_answers() {
+    let server = McpServer::spawn(server_command("noise")).await.expect("the server starts");
+    let tools = server.tools().await.expect("the list");
+    for id in ["c1", "c2"] {
+        let result = within(tools.call(&call(id, "noise", json!({})))).await;
+        assert_eq!((result.content.as_str(), result.is_error), ("after the noise", false));
+    }
+}
+
+/// An answer to the call that is not a tool's result (a string): an error
+/// result that says the server answered, with what the model cannot use.
+async fn an_answer_that_is_not_a_tool_result_says_so() {
+    let server = McpServer::spawn(server_command("noise")).await.expect("the server starts");
+    let tools = server.tools().await.expect("the list");
+    let result = within(tools.call(&call("c", "not_a_result", json!({})))).await;
+    assert_eq!(
+        (result.content.as_str(), result.is_error),
+        ("`not_a_result` failed: the MCP server answered with something that is not a tool's result", true)
+    );
+}
+
+/// `future`, or a panic if it has not ended within 20 s (a hang).
+async fn within<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
+}
+
+/// Whether `pid` runs (a zombie, killed but not yet reaped, does not).
+fn alive(pid: u32) -> bool {
+    stat(pid).is_some_and(|state| !state.starts_with('Z'))
+}
+
+/// Whether `pid` is a zombie child of this process: exited, not reaped.
+fn zombie_of_ours(pid: u32) -> bool {
+    stat(pid).is_some_and(|state| {
+        let ppid = state.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
+        state.starts_with('Z') && ppid == Some(std::process::id())
+    })
+}
+
+/// `/proc/{pid}/stat` after the parenthesised command name: the state, the
+/// parent's pid, and on.
+fn stat(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ").map(|(_, rest)| rest.to_owned())
+}
+
+/// The server: one JSON-RPC message per line on stdin, one answer per
+/// request on stdout, except where a tool's misbehaviour says otherwise.
+fn serve() {
+    // The request ids of the `hang` calls, never answered, and of the
+    // `notifications/cancelled` the client sent.
+    let (mut hung, mut cancelled) = (Vec::new(), Vec::new());
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { return };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+        if message["method"] == "notifications/cancelled" {
+            cancelled.push(message["params"]["requestId"].clone());
+        }
+        let Some(id) = message.get("id").cloned() else { continue };
+        let params = &message["params"];
+        let result = match message["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "agent-fsm-hostile-server", "version": "0.1.0"},
+            }),
+            "tools/list" => listed(params["cursor"].as_str()),
+            "tools/call" => match params["name"].as_str().unwrap_or_default() {
+                "exit_leaving_child" => {
+                    // The child inherits stdout, the protocol's pipe, and
+                    // outlives the server unless killed.
+                    let child = std::process::Command::new("sleep").arg("1000").spawn();
+                    if let (Ok(child), Some(path)) = (child, params["arguments"]["pid_file"].as_str()) {
+                        let _ = std::fs::write(path, child.id().to_string());
+                    }
+                    std::process::exit(3)
+                }
+                "exit" => std::process::exit(3),
+                "not_a_result" => json!("a string"),
+                "hang" => {
+                    hung.push(id);
+                    continue;
+                }
+                "noise" => {
+                    let mut out = std::io::stdout().lock();
+                    for n in 0..10_000 {
+                        let _ = writeln!(out, "log line {n}: this is not JSON-RPC");
+                    }
+                    let _ = writeln!(out, "{}", json!({"jsonrpc": "2.0", "note": "no method, no id"}));
+                    let _ = writeln!(out, "[1, 2, 3]");
+                    let _ = out.flush();
+                    json!({"content": [{"type": "text", "text": "after the noise"}]})
+                }
+                "seen" => {
+                    let seen = json!({"hung": hung, "cancelled": cancelled});
+                    json!({"content": [{"type": "text", "text": seen.to_string()}]})
+                }
+                _ => json!({"content": [], "isError": true}),
+            },
+            _ => {
+                send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no method"}}));
+                continue;
+            }
+        };
+        send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+}
+
+/// The tools the server lists, by the value of [`SERVER`]; `cursor` is the
+/// page asked for.
+fn listed(cursor: Option<&str>) -> Value {
+    match std::env::var(SERVER).unwrap_or_default().as_str() {
+        "odd" => json!({"tools": [
+            {"name": "", "inputSchema": {"type": "object"}},
+            {"name": "untyped", "inputSchema": {}},
+            {"name": "has space", "inputSchema": {"type": "object"}},
+            {"name": "a/b", "inputSchema": {"type": "object"}},
+            {"name": "x".repeat(129), "inputSchema": {"type": "object"}},
+            {"name": "an_array", "inputSchema": {"type": "array", "items": {"type": "string"}}},
+            {"name": "two_types", "inputSchema": {"type": ["object", "null"]}},
+            {"name": "files.read-2_b", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
+        ]}),
+        "noise" => json!({"tools": [
+            {"name": "noise", "inputSchema": {"type": "object"}},
+            {"name": "not_a_result", "inputSchema": {"type": "object"}},
+        ]}),
+        "hang" => json!({"tools": [
+            {"name": "hang", "inputSchema": {"type": "object"}},
+            {"name": "seen", "inputSchema": {"type": "object"}},
+        ]}),
+        "cycle" => json!({
+            "tools": [{"name": "again", "inputSchema": {"type": "object"}}],
+            "nextCursor": if cursor == Some("a") { "b" } else { "a" },
+            "ttlMs": 600_000,
+        }),
+        _ => json!({"tools": [
+            {"name": "exit_leaving_child", "inputSchema": {"type": "object"}},
+            {"name": "exit", "inputSchema": {"type": "object"}},
+        ]}),
+    }
+}
+
+/// Writes one message, as a line; exits if the client is gone.
+fn send(message: &Value) {
+    let mut out = std::io::stdout().lock();
+    if writeln!(out, "{message}").and_then(|()| out.flush()).is_err() {
+        std::process::exit(0);
+    }
+}
