@@ -53,6 +53,7 @@
 //! send.
 
 mod control;
+mod listener;
 mod log;
 mod server;
 mod view;
@@ -60,6 +61,7 @@ mod watch;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -84,6 +86,10 @@ pub enum InspectorError {
     #[error("the agent's worker failed")]
     Failed,
 }
+
+/// How long a stopping server waits for the requests it is answering
+/// before it cuts the connections still open.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// What the server and the agents' tasks share.
 pub(crate) struct Shared {
@@ -127,7 +133,8 @@ pub struct Inspector {
 impl Inspector {
     /// Starts the server on `addr`, a loopback address (`127.0.0.1:0`
     /// takes any free port; [`url`](Self::url) says which), on the
-    /// current tokio runtime.
+    /// current tokio runtime, which needs its `time` driver (a stopping
+    /// server waits for its clients a bounded time).
     ///
     /// # Errors
     /// [`InspectorError::NotLoopback`] for another address,
@@ -147,9 +154,25 @@ impl Inspector {
             stop: stop.clone(),
         });
         let app = server::router(Arc::clone(&shared));
+        let cut = CancellationToken::new();
+        let listener = listener::Cuttable { listener, cut: cut.clone() };
         let server = tokio::spawn(async move {
-            let served = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
-            if let Err(error) = served {
+            let served = axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned());
+            let mut served = std::pin::pin!(served.into_future());
+            let result = tokio::select! {
+                result = &mut served => result,
+                () = async {
+                    stop.cancelled().await;
+                    tokio::time::sleep(SHUTDOWN_GRACE).await;
+                } => {
+                    // A graceful shutdown waits for every connection; one
+                    // whose client stopped reading, or never ends its
+                    // request, would keep the server (and its task) forever.
+                    cut.cancel();
+                    served.await
+                }
+            };
+            if let Err(error) = result {
                 tracing::warn!(%error, "the inspector's server stopped");
             }
         });
@@ -200,7 +223,10 @@ impl Inspector {
     }
 
     /// Stops serving: open pages' update streams end, and the server
-    /// finishes the requests it is answering.
+    /// finishes the requests it is answering, for up to two seconds; the
+    /// connections still open then (a client that stopped reading, or
+    /// never finished its request) are cut. Dropping the inspector does
+    /// the same without waiting.
     pub async fn shutdown(mut self) {
         self.shared.stop.cancel();
         let _ = (&mut self.server).await;

@@ -1,0 +1,145 @@
+//! The inspector against clients that misbehave, over real sockets on
+//! 127.0.0.1: a page that stops reading its updates and a request whose
+//! headers never end must not keep the inspector from stopping.
+
+use std::time::Duration;
+
+use agent_fsm::inspector::{AgentView, Approval, Inspector, Shown};
+use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig, MachineHandle, spawn};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::time::timeout;
+
+#[agent_fsm::state_machine(fallback = Nothing)]
+mod door {
+    #[states]
+    #[derive(Debug, Clone, PartialEq)]
+    pub(crate) enum State {
+        #[initial]
+        Closed,
+        Asking {
+            who: String,
+        },
+        Open,
+    }
+    #[events]
+    #[derive(Debug, Clone)]
+    pub(crate) enum Event {
+        Knock(String),
+        Allow,
+        Refuse,
+    }
+    #[actions]
+    #[derive(Debug)]
+    pub(crate) enum Action {
+        Nothing,
+        Greet,
+    }
+    transitions! {
+        Closed + Knock(who) => Asking { who } / Greet,
+        Asking + Allow => Open / Nothing,
+        Asking + Refuse => Closed / Nothing,
+        Open + Knock(_) => Open / Greet,
+        Open + Refuse => Closed / Nothing,
+    }
+}
+use door::{Event, Machine, State};
+
+type Handle = MachineHandle<Machine, String>;
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// How much each greeting streams: a few of them fill a socket.
+const GREETING: usize = 256 * 1024;
+
+/// Greets with a long output, the text the page streams.
+struct Greeter;
+
+impl Effects<Machine> for Greeter {
+    type Output = String;
+
+    fn perform(&mut self, action: door::Action, cx: &mut EffectContext<'_, Machine, String>) {
+        if matches!(action, door::Action::Greet) {
+            cx.output("x".repeat(GREETING));
+        }
+    }
+}
+
+fn agent() -> Handle {
+    spawn(Machine::new(), Greeter, ExecutorConfig::new())
+}
+
+fn asking(state: &State) -> Option<Approval<Event>> {
+    match state {
+        State::Asking { who } => {
+            Some(Approval { summary: format!("let {who} in?"), approve: Event::Allow, deny: Event::Refuse })
+        }
+        _ => None,
+    }
+}
+
+fn view(name: &str) -> AgentView<Machine, String> {
+    AgentView::new(name).outputs(|text: &String| Some(Shown::TextDelta(text.clone()))).approvals(asking)
+}
+
+/// A client that reads nothing, with a small receive buffer, so that what
+/// the server sends soon fills the socket.
+async fn deaf_client(inspector: &Inspector, request: &str) -> TcpStream {
+    let socket = TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(4096).expect("buffer size");
+    let mut stream = timeout(LIMIT, socket.connect(inspector.local_addr())).await.expect("in time").expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    stream
+}
+
+/// Stopping the inspector ends every connection in bounded time, even a
+/// page that stopped reading its updates (its socket full, the end of its
+/// stream cannot be written) and a request whose headers never end; the
+/// server does not keep answering them after `shutdown` returned.
+#[tokio::test]
+async fn shutdown_ends_the_connections_of_clients_that_stall() {
+    let handle = agent();
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let id = inspector.attach(&handle, view("door")).await.expect("attach");
+    let addr = inspector.local_addr();
+
+    let page = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let mut deaf = deaf_client(&inspector, &page).await;
+    let mut endless = deaf_client(&inspector, &format!("GET / HTTP/1.1\r\nHost: {addr}\r\nX-More: ")).await;
+
+    // Megabytes of streamed text, more than the page's socket holds.
+    handle.send(Event::Knock("ann".into())).await.expect("knock");
+    handle.send(Event::Allow).await.expect("allow");
+    for _ in 0..40 {
+        handle.send(Event::Knock("ann".into())).await.expect("knock");
+    }
+    handle.wait_idle().await.expect("idle");
+    // A page that reads gets everything up to the last hop: the server
+    // has written the deaf page's updates as far as its socket took them.
+    let mut reader = TcpStream::connect(addr).await.expect("connect");
+    reader.write_all(page.as_bytes()).await.expect("write");
+    let mut seen = Vec::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    while !String::from_utf8_lossy(&seen).contains("\"hop_count\":42") {
+        let n = timeout(LIMIT, reader.read(&mut buffer)).await.expect("a snapshot in time").expect("read");
+        assert!(n > 0, "the stream ended");
+        seen.extend_from_slice(&buffer[..n]);
+    }
+
+    timeout(LIMIT, inspector.shutdown()).await.expect("the inspector stops in bounded time");
+    // Both stalled connections were closed by the server: reading them
+    // to the end finishes (the deaf page's backlog, then the end).
+    for (name, stream) in [("the deaf page", &mut deaf), ("the endless request", &mut endless)] {
+        let drained = timeout(LIMIT, async {
+            loop {
+                match stream.read(&mut buffer).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        assert!(drained.is_ok(), "{name}: the connection is still open after shutdown");
+    }
+    handle.shutdown().await.expect("shutdown");
+}
