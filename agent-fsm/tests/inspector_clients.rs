@@ -1,7 +1,11 @@
 //! The inspector against clients that misbehave, over real sockets on
-//! 127.0.0.1: a page that stops reading its updates and a request whose
-//! headers never end must not keep the inspector from stopping.
+//! 127.0.0.1: a page that stops reading its updates, a request whose
+//! headers never end, and agents attached at the same time. Neither may
+//! keep the inspector from stopping, nor give two agents one page.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_fsm::inspector::{AgentView, Approval, Inspector, Shown};
@@ -142,4 +146,78 @@ async fn shutdown_ends_the_connections_of_clients_that_stall() {
         assert!(drained.is_ok(), "{name}: the connection is still open after shutdown");
     }
     handle.shutdown().await.expect("shutdown");
+}
+
+/// Agents attached at the same time get distinct ids, each the index of
+/// its own page: one attach still reading the agent's pending approval
+/// (the view's closure, run while attaching) when another completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_attached_at_the_same_time_get_their_own_ids() {
+    let inspector = Arc::new(Inspector::bind("127.0.0.1:0").await.expect("bind"));
+    let (slow_handle, quick_handle) = (agent(), agent());
+    let (attached, wait_for_quick) = mpsc::channel::<()>();
+    let wait_for_quick = Mutex::new(wait_for_quick);
+    let (reading, now_reading) = tokio::sync::oneshot::channel::<()>();
+    let reading = Mutex::new(Some(reading));
+    let first = AtomicBool::new(true);
+    // The slow agent's view blocks its first read of the state until the
+    // quick agent is attached (handing its runtime thread's other tasks
+    // over, so that the quick attach runs meanwhile).
+    let slow_view = AgentView::<Machine, String>::new("slow").approvals(move |state: &State| {
+        if first.swap(false, Ordering::SeqCst) {
+            if let Some(reading) = reading.lock().expect("lock").take() {
+                let _ = reading.send(());
+            }
+            tokio::task::block_in_place(|| {
+                let _ = wait_for_quick.lock().expect("lock").recv_timeout(LIMIT);
+            });
+        }
+        asking(state)
+    });
+    let quick = {
+        let (inspector, quick_handle) = (Arc::clone(&inspector), quick_handle.clone());
+        tokio::spawn(async move {
+            timeout(LIMIT, now_reading).await.expect("the slow attach reads the state").expect("signal");
+            let id = inspector.attach(&quick_handle, view("quick")).await.expect("attach the quick one");
+            attached.send(()).expect("signal");
+            id
+        })
+    };
+    let slow_id = timeout(LIMIT, inspector.attach(&slow_handle, slow_view)).await.expect("in time").expect("attach");
+    let quick_id = timeout(LIMIT, quick).await.expect("in time").expect("the quick attach");
+    assert_ne!(slow_id, quick_id, "two agents, one id");
+
+    // Each id's page is its own agent's.
+    let (_, list) = get(&inspector, "/api/agents").await;
+    let list: serde_json::Value = serde_json::from_str(&list).expect("json");
+    for (id, name) in [(slow_id, "slow"), (quick_id, "quick")] {
+        let line = list.as_array().and_then(|l| l.iter().find(|a| a["name"] == name)).expect("listed");
+        assert_eq!(line["id"], id, "{list}");
+        let page = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {}\r\n\r\n", inspector.local_addr());
+        let mut stream = TcpStream::connect(inspector.local_addr()).await.expect("connect");
+        stream.write_all(page.as_bytes()).await.expect("write");
+        let mut seen = String::new();
+        let mut buffer = [0u8; 8192];
+        while !seen.contains("\"t\":\"snapshot\"") {
+            let n = timeout(LIMIT, stream.read(&mut buffer)).await.expect("in time").expect("read");
+            assert!(n > 0, "the stream ended: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+        }
+        assert!(seen.contains(&format!("\"name\":\"{name}\"")), "page {id} shows another agent: {seen}");
+    }
+    slow_handle.shutdown().await.expect("shutdown");
+    quick_handle.shutdown().await.expect("shutdown");
+}
+
+/// One GET; its status line and body.
+async fn get(inspector: &Inspector, path: &str) -> (String, String) {
+    let addr = inspector.local_addr();
+    let mut stream = timeout(LIMIT, TcpStream::connect(addr)).await.expect("connect in time").expect("connect");
+    let text = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(text.as_bytes()).await.expect("write");
+    let mut response = Vec::new();
+    timeout(LIMIT, stream.read_to_end(&mut response)).await.expect("answer in time").expect("read");
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (head.lines().next().unwrap_or_default().to_owned(), body.to_owned())
 }

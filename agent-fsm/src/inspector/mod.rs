@@ -104,12 +104,13 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    fn next_id(&self) -> usize {
-        self.agents.lock().unwrap_or_else(PoisonError::into_inner).len()
-    }
-
-    fn add(&self, agent: Arc<Agent>) {
-        self.agents.lock().unwrap_or_else(PoisonError::into_inner).push(agent);
+    /// Adds the agent `make` builds with its id, the next index, under the
+    /// list's lock: agents attached at the same time get distinct ids.
+    fn add(&self, make: impl FnOnce(usize) -> Arc<Agent>) -> Arc<Agent> {
+        let mut agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+        let agent = make(agents.len());
+        agents.push(Arc::clone(&agent));
+        agent
     }
 
     fn agents(&self) -> Vec<Arc<Agent>> {

@@ -84,18 +84,20 @@ where
         log.hop(hop.from, hop.event, hop.to, hop.action, hop.row, millis(epoch, at));
     }
     let pending = Arc::new(Pending::new());
-    let control = Typed { handle: handle.clone(), pending: Arc::clone(&pending) };
-    let id = shared.next_id();
-    let agent = Arc::new(Agent::new(id, view.name.clone(), M::DESCRIPTION, log, Box::new(control)));
     // The approval pending now, if any: the subscription's states carry
-    // it on from here.
+    // it on from here. No page can be open yet, so the log takes it as is.
     if let Some(find) = &view.approvals
         && let Ok(state) = handle.inspect(|m| m.state().clone()).await
         && let Some(shown) = pending.update(find(&state))
     {
-        agent.apply(|log| log.approval(shown));
+        log.approval(shown);
     }
-    shared.add(Arc::clone(&agent));
+    let control = Typed { handle: handle.clone(), pending: Arc::clone(&pending) };
+    // The id is taken only now, with the agent added under the same lock:
+    // an attach awaiting the worker above must not hand out an id another
+    // attach takes meanwhile.
+    let agent = shared.add(|id| Arc::new(Agent::new(id, view.name.clone(), M::DESCRIPTION, log, Box::new(control))));
+    let id = agent.id;
     tokio::spawn(follow(agent, subscription, view, pending));
     Ok(id)
 }
