@@ -12,7 +12,9 @@ pub mod names {
     /// Counter of events the table did not accept (the catch-all):
     /// `machine`, `state`, `event`, `reason`.
     pub const REFUSED_EVENTS: &str = "agent_fsm_refused_events_total";
-    /// Counter of tool calls: `tool`, `outcome` (`ok` or `error`).
+    /// Counter of tool calls: `tool` (`_OTHER` for a name the
+    /// `ToolSet` does not have: the model chooses
+    /// it), `outcome` (`ok` or `error`).
     pub const TOOL_CALLS: &str = "agent_fsm_tool_calls_total";
     /// Histogram of a tool call's seconds: `tool`, `outcome`.
     pub const TOOL_DURATION: &str = "agent_fsm_tool_duration_seconds";

@@ -4,11 +4,19 @@ use std::future::Future;
 
 use crate::llm::{ToolCall, ToolResult};
 
+/// The `tool` label of a call to a tool the set does not have (the
+/// conventions' value for one outside a known set).
+#[cfg(feature = "metrics")]
+pub(crate) const OTHER_TOOL: &str = "_OTHER";
+
 /// `run` (the call's future) inside an `execute_tool {tool}` span whose
 /// parent is the span current now (the step that started the call), and
-/// counted and timed by tool and outcome.
+/// counted and timed by tool and outcome. `known`: the set has the tool;
+/// other names, which the model chooses, are counted as [`OTHER_TOOL`]:
+/// each label value is a series the recorder keeps for good.
 pub(crate) fn observe_tool(
     call: &ToolCall,
+    known: bool,
     run: impl Future<Output = ToolResult> + Send + 'static,
 ) -> impl Future<Output = ToolResult> + Send + 'static {
     #[cfg(feature = "otel")]
@@ -23,7 +31,9 @@ pub(crate) fn observe_tool(
         "error.type" = tracing::field::Empty,
     );
     #[cfg(feature = "metrics")]
-    let name = call.name.clone();
+    let name = if known { call.name.clone() } else { OTHER_TOOL.to_owned() };
+    #[cfg(not(feature = "metrics"))]
+    let _ = known;
     let observed = async move {
         #[cfg(feature = "metrics")]
         let start = tokio::time::Instant::now();

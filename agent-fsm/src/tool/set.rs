@@ -203,7 +203,7 @@ impl ToolSet {
         };
         // The `execute_tool` span and the tool metrics, if either is on.
         #[cfg(any(feature = "otel", feature = "metrics"))]
-        let result = crate::telemetry::observe_tool(call, result);
+        let result = crate::telemetry::observe_tool(call, self.contains(&call.name), result);
         result
     }
 
