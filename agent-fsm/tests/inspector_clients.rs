@@ -1,7 +1,8 @@
 //! The inspector against clients that misbehave, over real sockets on
 //! 127.0.0.1: a page that stops reading its updates, a request whose
-//! headers never end, and agents attached at the same time. Neither may
-//! keep the inspector from stopping, nor give two agents one page.
+//! headers never end, agents attached at the same time, and a click that
+//! waits for a busy agent. Neither may keep the inspector from stopping,
+//! give two agents one page, nor take an approval without sending it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -220,4 +221,100 @@ async fn get(inspector: &Inspector, path: &str) -> (String, String) {
     let response = String::from_utf8_lossy(&response).into_owned();
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
     (head.lines().next().unwrap_or_default().to_owned(), body.to_owned())
+}
+
+/// A click the server took is sent even when its request goes away while
+/// the agent's inbox is full: here the inspector stops (cutting the
+/// request) before the busy agent takes the event. The approval then
+/// cannot be clicked again, so dropping the event would leave the agent
+/// waiting for an answer it was given.
+#[tokio::test]
+async fn a_click_taken_reaches_the_agent_after_its_request_is_gone() {
+    // The agent runs on a thread of its own, so that the test can hold its
+    // worker (in an `inspect`) while its one-slot inbox is full.
+    let (handle_tx, handle_rx) = tokio::sync::oneshot::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let agent_thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async {
+            let handle: Handle = spawn(Machine::new(), Greeter, ExecutorConfig::new().inbox_capacity(1));
+            let _ = handle_tx.send(handle);
+            let _ = stop_rx.await;
+        });
+    });
+    let handle = timeout(LIMIT, handle_rx).await.expect("in time").expect("the agent");
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let id = inspector.attach(&handle, view("door")).await.expect("attach");
+    handle.send(Event::Knock("ann".into())).await.expect("knock");
+    handle.wait_idle().await.expect("idle");
+    timeout(LIMIT, async {
+        while !get(&inspector, "/api/agents").await.1.contains("\"approval\":true") {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the approval is shown");
+
+    // The worker held, its inbox full.
+    let (holding_tx, holding_rx) = tokio::sync::oneshot::channel::<()>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let held = {
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            handle
+                .inspect(move |_| {
+                    let _ = holding_tx.send(());
+                    let _ = release_rx.recv_timeout(LIMIT);
+                })
+                .await
+        })
+    };
+    timeout(LIMIT, holding_rx).await.expect("in time").expect("the worker is held");
+    handle.send(Event::Knock("bob".into())).await.expect("fills the inbox");
+
+    // Two clicks: one is taken, its event waiting for room in the inbox
+    // (no answer yet); the other is refused, whichever came first.
+    let addr = inspector.local_addr();
+    let text = format!(
+        "POST /api/agents/{id}/approvals/1/approve HTTP/1.1\r\nHost: {addr}\r\n\
+         x-agent-fsm-inspector: 1\r\nContent-Length: 0\r\n\r\n"
+    );
+    let mut clicks = Vec::new();
+    for _ in 0..2 {
+        let mut click = TcpStream::connect(addr).await.expect("connect");
+        click.write_all(text.as_bytes()).await.expect("write");
+        clicks.push(click);
+    }
+    let (first, second) = clicks.split_at_mut(1);
+    let (mut a, mut b) = ([0u8; 512], [0u8; 512]);
+    let answer = timeout(LIMIT, async {
+        tokio::select! {
+            n = first[0].read(&mut a) => String::from_utf8_lossy(&a[..n.expect("read")]).into_owned(),
+            n = second[0].read(&mut b) => String::from_utf8_lossy(&b[..n.expect("read")]).into_owned(),
+        }
+    })
+    .await
+    .expect("one click is answered");
+    assert!(answer.starts_with("HTTP/1.1 409"), "taken once: {answer}");
+
+    // The inspector stops, cutting the waiting request; then the agent
+    // takes its inbox.
+    timeout(LIMIT, inspector.shutdown()).await.expect("the inspector stops");
+    release_tx.send(()).expect("release");
+    timeout(LIMIT, held).await.expect("in time").expect("task").expect("inspect");
+    timeout(LIMIT, async {
+        loop {
+            handle.wait_idle().await.expect("idle");
+            if handle.state().await.expect("state") == State::Open {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the approval taken by the click reaches the agent");
+    drop(clicks);
+    handle.shutdown().await.expect("shutdown");
+    let _ = stop_tx.send(());
+    agent_thread.join().expect("the agent's thread");
 }
