@@ -318,3 +318,52 @@ async fn a_click_taken_reaches_the_agent_after_its_request_is_gone() {
     let _ = stop_tx.send(());
     agent_thread.join().expect("the agent's thread");
 }
+
+/// A state that streams call after call without leaving it (the door's
+/// `Open + Knock => Open / Greet`) never resets the page's text: the
+/// inspector keeps its end only, so that neither its memory nor what each
+/// page that opens is sent grows with everything ever streamed there.
+#[tokio::test]
+async fn the_text_of_a_state_that_keeps_streaming_is_bounded() {
+    let handle = agent();
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let id = inspector.attach(&handle, view("door")).await.expect("attach");
+    handle.send(Event::Knock("ann".into())).await.expect("knock");
+    handle.send(Event::Allow).await.expect("allow");
+    for _ in 0..8 {
+        handle.send(Event::Knock("ann".into())).await.expect("knock");
+    }
+    handle.wait_idle().await.expect("idle");
+    let addr = inspector.local_addr();
+    let snapshot = timeout(LIMIT, async {
+        loop {
+            let mut page = TcpStream::connect(addr).await.expect("connect");
+            let text = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+            page.write_all(text.as_bytes()).await.expect("write");
+            let mut seen = Vec::new();
+            let mut buffer = vec![0u8; 64 * 1024];
+            // The snapshot is the first event: one `data:` line.
+            let line = loop {
+                let n = page.read(&mut buffer).await.expect("read");
+                assert!(n > 0, "the stream ended");
+                seen.extend_from_slice(&buffer[..n]);
+                let text = String::from_utf8_lossy(&seen);
+                if let Some(start) = text.find("data: ")
+                    && let Some(end) = text[start..].find('\n')
+                {
+                    break text[start + 6..start + end].to_owned();
+                }
+            };
+            let snapshot: serde_json::Value = serde_json::from_str(&line).expect("json");
+            if snapshot["hop_count"] == 10 {
+                break snapshot;
+            }
+        }
+    })
+    .await
+    .expect("a snapshot after the last hop");
+    let text = snapshot["text"].as_str().expect("text");
+    assert!(text.len() <= GREETING, "{} bytes kept of {} streamed", text.len(), 8 * GREETING);
+    assert!(text.len() >= 32 * 1024 && text.chars().all(|c| c == 'x'), "the end of the text is kept");
+    handle.shutdown().await.expect("shutdown");
+}

@@ -2,9 +2,10 @@
 //! whose page shows each attached agent's machine as a diagram with the
 //! current state highlighted and the path taken so far, a timeline of its
 //! hops with the time spent in each state, the text of the current model
-//! call as it streams, the tools in flight with their elapsed time, a
-//! pending approval with approve and deny buttons, and the whole history,
-//! filterable. Clicking a state shows its rows and the time spent in it.
+//! call as it streams (its last 64 KiB), the tools in flight with their
+//! elapsed time, a pending approval with approve and deny buttons, and the
+//! whole history, filterable. Clicking a state shows its rows and the time
+//! spent in it.
 //!
 //! ```no_run
 //! # #[agent_fsm::state_machine(fallback = Nothing)]
