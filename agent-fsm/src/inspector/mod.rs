@@ -204,7 +204,8 @@ impl Inspector {
     /// returns its id (its page is [`agent_url`](Self::agent_url)). The
     /// page shows the hops its [`History`](crate::runtime::History) still
     /// holds, and everything after; an agent that has stopped is shown
-    /// with the history it stopped with, finished. Requires a tokio
+    /// with the history it stopped with, finished (with a note saying why,
+    /// if its worker failed while attached). Requires a tokio
     /// runtime with the `time` driver (the page's times are tokio
     /// instants).
     ///

@@ -15,7 +15,7 @@ use super::control::{Pending, Typed};
 use super::log::{Agent, Hop, Log, millis};
 use super::view::{AgentView, Shown};
 use super::{InspectorError, Shared};
-use crate::runtime::{MachineHandle, Notification, Subscription, Topics};
+use crate::runtime::{MachineHandle, Notification, RequestError, Subscription, Topics};
 use crate::{Kind, StateMachine, Status};
 
 /// The hops a history holds and the state it ends in, by name.
@@ -98,19 +98,21 @@ where
     // attach takes meanwhile.
     let agent = shared.add(|id| Arc::new(Agent::new(id, view.name.clone(), M::DESCRIPTION, log, Box::new(control))));
     let id = agent.id;
-    tokio::spawn(follow(agent, subscription, view, pending));
+    tokio::spawn(follow(agent, subscription, view, pending, handle.clone()));
     Ok(id)
 }
 
-/// Feeds the agent's notifications into its log until its worker exits.
+/// Feeds the agent's notifications into its log until its worker exits,
+/// and says why if it failed.
 async fn follow<M, O>(
     agent: Arc<Agent>,
     mut subscription: Subscription<M, O>,
     view: AgentView<M, O>,
     pending: Arc<Pending<M::Event>>,
+    handle: MachineHandle<M, O>,
 ) where
     M: StateMachine + Send + 'static,
-    M::Event: Clone,
+    M::Event: Clone + Send + 'static,
     O: Clone + Send + 'static,
 {
     while let Some(notification) = subscription.recv().await {
@@ -156,6 +158,11 @@ async fn follow<M, O>(
             }
             _ => {}
         }
+    }
+    // The worker has exited: a failure (a row that panicked) would
+    // otherwise show as a plain "finished".
+    if let Err(RequestError::Failed(cause)) = handle.wait_finished().await {
+        agent.apply(|log| log.note(format!("the agent's worker failed: {cause}")));
     }
     agent.apply(|log| log.finish());
 }
