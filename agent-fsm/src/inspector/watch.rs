@@ -103,7 +103,8 @@ where
 }
 
 /// Feeds the agent's notifications into its log until its worker exits,
-/// and says why if it failed.
+/// and says why if it failed; a panic in the view's readings is noted,
+/// and the following goes on.
 async fn follow<M, O>(
     agent: Arc<Agent>,
     mut subscription: Subscription<M, O>,
@@ -125,14 +126,20 @@ async fn follow<M, O>(
                 });
             }
             Notification::State(state) => {
-                if let Some(find) = &view.approvals
-                    && let Some(shown) = pending.update(find(&state))
-                {
-                    agent.apply(|log| log.approval(shown));
+                if let Some(find) = &view.approvals {
+                    // An approval that cannot be read from this state is
+                    // withdrawn rather than left answerable.
+                    let found = caught(&agent, "approvals", || find(&state)).flatten();
+                    if let Some(shown) = pending.update(found) {
+                        agent.apply(|log| log.approval(shown));
+                    }
                 }
             }
             Notification::Output(output) => {
-                let Some(shown) = view.outputs.as_ref().and_then(|read| read(&output)) else {
+                let Some(read) = view.outputs.as_ref() else {
+                    continue;
+                };
+                let Some(shown) = caught(&agent, "outputs", || read(&output)).flatten() else {
                     continue;
                 };
                 agent.apply(|log| match shown {
@@ -165,4 +172,25 @@ async fn follow<M, O>(
         agent.apply(|log| log.note(format!("the agent's worker failed: {cause}")));
     }
     agent.apply(|log| log.finish());
+}
+
+/// Runs one of the view's readings (`what`): a panic in it, the
+/// application's code run on what the agent holds or streams, is noted on
+/// the page and reads as nothing, rather than ending the task that
+/// follows the agent (its page would then freeze as it was, the approval
+/// shown still answerable).
+fn caught<T>(agent: &Agent, what: &str, read: impl FnOnce() -> T) -> Option<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)) {
+        Ok(value) => Some(value),
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string panic".to_owned());
+            tracing::warn!(agent = agent.name, what, message, "the inspector's view panicked");
+            agent.apply(|log| log.note(format!("the view's {what} reading panicked: {message}")));
+            None
+        }
+    }
 }
