@@ -1,7 +1,7 @@
 //! Answering an approval from the page: the approval an agent's state
 //! holds now, numbered so that a click on one already answered or
 //! replaced does nothing, and the event its button sends through the
-//! agent's handle.
+//! agent's handle, once taken, whatever becomes of the click's request.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -101,7 +101,16 @@ where
     fn decide(&self, id: u64, approve: bool) -> BoxFuture<'_, Result<(), Refusal>> {
         Box::pin(async move {
             let event = self.pending.answer(id, approve).ok_or(Refusal::NotPending)?;
-            self.handle.send(event).await.map_err(|_| Refusal::Ended)
+            // Sent by a task of its own: the approval is taken now and
+            // cannot be clicked again, so its event must reach the agent
+            // even if this request goes (the page closed, the inspector
+            // stopped) while the agent's full inbox holds the send back.
+            let handle = self.handle.clone();
+            let sent = tokio::spawn(async move { handle.send(event).await.is_ok() });
+            match sent.await {
+                Ok(true) => Ok(()),
+                Ok(false) | Err(_) => Err(Refusal::Ended),
+            }
         })
     }
 }

@@ -19,6 +19,11 @@ use crate::Description;
 const HOPS_KEPT: usize = 10_000;
 /// How many notes are kept.
 const NOTES_KEPT: usize = 200;
+/// How many bytes of the current call's text are kept, its end: a state
+/// that streams call after call without leaving it (where the text is
+/// never reset) would otherwise keep, and send each page that opens,
+/// everything ever streamed in it. Cut to this once it is twice as long.
+const TEXT_KEPT: usize = 64 * 1024;
 /// How many updates an open page may fall behind before it is sent a
 /// fresh snapshot instead.
 pub(super) const UPDATES_KEPT: usize = 1024;
@@ -145,13 +150,21 @@ impl Log {
         Update::Hop { hop }
     }
 
-    /// Text streamed by the current call.
+    /// Text streamed by the current call (its last [`TEXT_KEPT`] bytes or
+    /// so are kept).
     pub(super) fn text(&mut self, delta: String) -> Update {
         let reset = std::mem::take(&mut self.text_done);
         if reset {
             self.text.clear();
         }
         self.text.push_str(&delta);
+        if self.text.len() > 2 * TEXT_KEPT {
+            let mut cut = self.text.len() - TEXT_KEPT;
+            while !self.text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.text.drain(..cut);
+        }
         Update::Text { reset, delta }
     }
 
@@ -288,5 +301,22 @@ impl Agent {
         line["name"] = json!(self.name);
         line["machine"] = json!(self.description.name);
         line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text is cut on a character's boundary, to its last
+    /// [`TEXT_KEPT`] bytes or so, once it is twice as long.
+    #[test]
+    fn the_text_keeps_its_end_whole() {
+        let mut log = Log::new(Instant::now(), "Calling", Instant::now());
+        for _ in 0..3 * TEXT_KEPT / 5 {
+            let _ = log.text("é€a".to_owned());
+        }
+        assert!(log.text.len() <= 2 * TEXT_KEPT && log.text.len() >= TEXT_KEPT, "{}", log.text.len());
+        assert!(log.text.ends_with("é€a"));
     }
 }

@@ -2,9 +2,10 @@
 //! whose page shows each attached agent's machine as a diagram with the
 //! current state highlighted and the path taken so far, a timeline of its
 //! hops with the time spent in each state, the text of the current model
-//! call as it streams, the tools in flight with their elapsed time, a
-//! pending approval with approve and deny buttons, and the whole history,
-//! filterable. Clicking a state shows its rows and the time spent in it.
+//! call as it streams (its last 64 KiB), the tools in flight with their
+//! elapsed time, a pending approval with approve and deny buttons, and the
+//! whole history, filterable. Clicking a state shows its rows and the time
+//! spent in it.
 //!
 //! ```no_run
 //! # #[agent_fsm::state_machine(fallback = Nothing)]
@@ -53,6 +54,7 @@
 //! send.
 
 mod control;
+mod listener;
 mod log;
 mod server;
 mod view;
@@ -60,6 +62,7 @@ mod watch;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -85,6 +88,10 @@ pub enum InspectorError {
     Failed,
 }
 
+/// How long a stopping server waits for the requests it is answering
+/// before it cuts the connections still open.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
 /// What the server and the agents' tasks share.
 pub(crate) struct Shared {
     /// Times on the page are milliseconds from here.
@@ -98,12 +105,13 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    fn next_id(&self) -> usize {
-        self.agents.lock().unwrap_or_else(PoisonError::into_inner).len()
-    }
-
-    fn add(&self, agent: Arc<Agent>) {
-        self.agents.lock().unwrap_or_else(PoisonError::into_inner).push(agent);
+    /// Adds the agent `make` builds with its id, the next index, under the
+    /// list's lock: agents attached at the same time get distinct ids.
+    fn add(&self, make: impl FnOnce(usize) -> Arc<Agent>) -> Arc<Agent> {
+        let mut agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+        let agent = make(agents.len());
+        agents.push(Arc::clone(&agent));
+        agent
     }
 
     fn agents(&self) -> Vec<Arc<Agent>> {
@@ -127,7 +135,8 @@ pub struct Inspector {
 impl Inspector {
     /// Starts the server on `addr`, a loopback address (`127.0.0.1:0`
     /// takes any free port; [`url`](Self::url) says which), on the
-    /// current tokio runtime.
+    /// current tokio runtime, which needs its `time` driver (a stopping
+    /// server waits for its clients a bounded time).
     ///
     /// # Errors
     /// [`InspectorError::NotLoopback`] for another address,
@@ -147,9 +156,25 @@ impl Inspector {
             stop: stop.clone(),
         });
         let app = server::router(Arc::clone(&shared));
+        let cut = CancellationToken::new();
+        let listener = listener::Cuttable { listener, cut: cut.clone() };
         let server = tokio::spawn(async move {
-            let served = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
-            if let Err(error) = served {
+            let served = axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned());
+            let mut served = std::pin::pin!(served.into_future());
+            let result = tokio::select! {
+                result = &mut served => result,
+                () = async {
+                    stop.cancelled().await;
+                    tokio::time::sleep(SHUTDOWN_GRACE).await;
+                } => {
+                    // A graceful shutdown waits for every connection; one
+                    // whose client stopped reading, or never ends its
+                    // request, would keep the server (and its task) forever.
+                    cut.cancel();
+                    served.await
+                }
+            };
+            if let Err(error) = result {
                 tracing::warn!(%error, "the inspector's server stopped");
             }
         });
@@ -179,7 +204,8 @@ impl Inspector {
     /// returns its id (its page is [`agent_url`](Self::agent_url)). The
     /// page shows the hops its [`History`](crate::runtime::History) still
     /// holds, and everything after; an agent that has stopped is shown
-    /// with the history it stopped with, finished. Requires a tokio
+    /// with the history it stopped with, finished (with a note saying why,
+    /// if its worker failed while attached). Requires a tokio
     /// runtime with the `time` driver (the page's times are tokio
     /// instants).
     ///
@@ -200,7 +226,10 @@ impl Inspector {
     }
 
     /// Stops serving: open pages' update streams end, and the server
-    /// finishes the requests it is answering.
+    /// finishes the requests it is answering, for up to two seconds; the
+    /// connections still open then (a client that stopped reading, or
+    /// never finished its request) are cut. Dropping the inspector does
+    /// the same without waiting.
     pub async fn shutdown(mut self) {
         self.shared.stop.cancel();
         let _ = (&mut self.server).await;

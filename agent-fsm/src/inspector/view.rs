@@ -52,7 +52,8 @@ type ApprovalsFn<M> =
 /// optional readings above. Without `outputs` the page shows no streamed
 /// text and no tools; without `approvals`, no approvals (and the
 /// inspector's subscription does not ask the worker for copies of the
-/// state).
+/// state). A reading that panics is noted on the page and reads as
+/// nothing: no output shown, no approval pending.
 ///
 /// ```
 /// # #[agent_fsm::state_machine(fallback = Nothing)]

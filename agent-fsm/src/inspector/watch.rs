@@ -15,7 +15,7 @@ use super::control::{Pending, Typed};
 use super::log::{Agent, Hop, Log, millis};
 use super::view::{AgentView, Shown};
 use super::{InspectorError, Shared};
-use crate::runtime::{MachineHandle, Notification, Subscription, Topics};
+use crate::runtime::{MachineHandle, Notification, RequestError, Subscription, Topics};
 use crate::{Kind, StateMachine, Status};
 
 /// The hops a history holds and the state it ends in, by name.
@@ -84,31 +84,36 @@ where
         log.hop(hop.from, hop.event, hop.to, hop.action, hop.row, millis(epoch, at));
     }
     let pending = Arc::new(Pending::new());
-    let control = Typed { handle: handle.clone(), pending: Arc::clone(&pending) };
-    let id = shared.next_id();
-    let agent = Arc::new(Agent::new(id, view.name.clone(), M::DESCRIPTION, log, Box::new(control)));
     // The approval pending now, if any: the subscription's states carry
-    // it on from here.
+    // it on from here. No page can be open yet, so the log takes it as is.
     if let Some(find) = &view.approvals
         && let Ok(state) = handle.inspect(|m| m.state().clone()).await
         && let Some(shown) = pending.update(find(&state))
     {
-        agent.apply(|log| log.approval(shown));
+        log.approval(shown);
     }
-    shared.add(Arc::clone(&agent));
-    tokio::spawn(follow(agent, subscription, view, pending));
+    let control = Typed { handle: handle.clone(), pending: Arc::clone(&pending) };
+    // The id is taken only now, with the agent added under the same lock:
+    // an attach awaiting the worker above must not hand out an id another
+    // attach takes meanwhile.
+    let agent = shared.add(|id| Arc::new(Agent::new(id, view.name.clone(), M::DESCRIPTION, log, Box::new(control))));
+    let id = agent.id;
+    tokio::spawn(follow(agent, subscription, view, pending, handle.clone()));
     Ok(id)
 }
 
-/// Feeds the agent's notifications into its log until its worker exits.
+/// Feeds the agent's notifications into its log until its worker exits,
+/// and says why if it failed; a panic in the view's readings is noted,
+/// and the following goes on.
 async fn follow<M, O>(
     agent: Arc<Agent>,
     mut subscription: Subscription<M, O>,
     view: AgentView<M, O>,
     pending: Arc<Pending<M::Event>>,
+    handle: MachineHandle<M, O>,
 ) where
     M: StateMachine + Send + 'static,
-    M::Event: Clone,
+    M::Event: Clone + Send + 'static,
     O: Clone + Send + 'static,
 {
     while let Some(notification) = subscription.recv().await {
@@ -121,14 +126,20 @@ async fn follow<M, O>(
                 });
             }
             Notification::State(state) => {
-                if let Some(find) = &view.approvals
-                    && let Some(shown) = pending.update(find(&state))
-                {
-                    agent.apply(|log| log.approval(shown));
+                if let Some(find) = &view.approvals {
+                    // An approval that cannot be read from this state is
+                    // withdrawn rather than left answerable.
+                    let found = caught(&agent, "approvals", || find(&state)).flatten();
+                    if let Some(shown) = pending.update(found) {
+                        agent.apply(|log| log.approval(shown));
+                    }
                 }
             }
             Notification::Output(output) => {
-                let Some(shown) = view.outputs.as_ref().and_then(|read| read(&output)) else {
+                let Some(read) = view.outputs.as_ref() else {
+                    continue;
+                };
+                let Some(shown) = caught(&agent, "outputs", || read(&output)).flatten() else {
                     continue;
                 };
                 agent.apply(|log| match shown {
@@ -155,5 +166,31 @@ async fn follow<M, O>(
             _ => {}
         }
     }
+    // The worker has exited: a failure (a row that panicked) would
+    // otherwise show as a plain "finished".
+    if let Err(RequestError::Failed(cause)) = handle.wait_finished().await {
+        agent.apply(|log| log.note(format!("the agent's worker failed: {cause}")));
+    }
     agent.apply(|log| log.finish());
+}
+
+/// Runs one of the view's readings (`what`): a panic in it, the
+/// application's code run on what the agent holds or streams, is noted on
+/// the page and reads as nothing, rather than ending the task that
+/// follows the agent (its page would then freeze as it was, the approval
+/// shown still answerable).
+fn caught<T>(agent: &Agent, what: &str, read: impl FnOnce() -> T) -> Option<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)) {
+        Ok(value) => Some(value),
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string panic".to_owned());
+            tracing::warn!(agent = agent.name, what, message, "the inspector's view panicked");
+            agent.apply(|log| log.note(format!("the view's {what} reading panicked: {message}")));
+            None
+        }
+    }
 }

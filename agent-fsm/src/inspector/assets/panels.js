@@ -97,10 +97,16 @@ const Panels = (() => {
     $("stream").textContent = text;
   }
 
+  // The end of the text is kept, as the server keeps it: a state that
+  // streams call after call without leaving it never resets it.
+  const TEXT_KEPT = 64 * 1024;
+
   function addText(delta, reset) {
     const stream = $("stream");
     if (reset) stream.textContent = "";
-    stream.textContent += delta;
+    let text = stream.textContent + delta;
+    if (text.length > 2 * TEXT_KEPT) text = text.slice(text.length - TEXT_KEPT);
+    stream.textContent = text;
     stream.scrollTop = stream.scrollHeight;
   }
 
