@@ -15,7 +15,9 @@ use tokio::time::Instant;
 use super::durable::{SessionEnd, run_durable_session};
 use super::inspect::InspectedSession;
 use super::model::{ModelArgs, choose};
-use super::{GREETING_WITH_TYPO, LoomEffects, Output, ScriptedLlm, Summary, Workspace, prepare_workspace, run_session};
+use super::{
+    GREETING_WITH_TYPO, LoomEffects, Output, ScriptedLlm, Summary, Workspace, prepare_workspace, run_session_until,
+};
 use agent_fsm::store::Start;
 use std::time::Duration;
 
@@ -93,6 +95,17 @@ pub struct DemoReport {
     /// Whether a durable session was stopped before its end (`--store`):
     /// running the same command again continues it.
     pub paused: bool,
+    /// Whether a session that is not durable was stopped by Ctrl-C before
+    /// its end: the agent was shut down, its running command killed.
+    pub interrupted: bool,
+}
+
+/// Completes on Ctrl-C (SIGINT); never without a signal handler (no
+/// terminal), so that the session then runs to its end.
+async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// Runs the demo with `args` (flags, program name taken off) and the
@@ -148,16 +161,26 @@ pub async fn run_demo<W: Write + Send + 'static>(
     if let Some(store) = &args.store {
         return run_durable(store, &root, effects, printer, sink).await;
     }
-    let summary = run_session(effects, &[TASK], move |n| {
-        if let Ok(mut p) = sink.lock() {
-            p.show(n);
-        }
-    })
+    // Ctrl-C stops the agent rather than the process, so that the command
+    // it is running is killed and not left behind.
+    let (summary, interrupted) = run_session_until(
+        effects,
+        &[TASK],
+        move |n| {
+            if let Ok(mut p) = sink.lock() {
+                p.show(n);
+            }
+        },
+        ctrl_c(),
+    )
     .await?;
     let greeting = std::fs::read_to_string(root.join("greeting.sh"))?;
     let fixed = greeting == GREETING_WITH_TYPO.replace("wrold", "world");
     if let Ok(mut p) = printer.lock() {
         p.end_text();
+        if interrupted {
+            let _ = writeln!(p.out, "\ninterrupted (Ctrl-C): the agent stopped, its running command killed");
+        }
         let _ = writeln!(p.out, "\ngreeting.sh after: {greeting:?}");
         let _ = writeln!(
             p.out,
@@ -170,7 +193,7 @@ pub async fn run_demo<W: Write + Send + 'static>(
         }
         let _ = p.out.flush();
     }
-    Ok(DemoReport { summary, greeting, fixed, paused: false })
+    Ok(DemoReport { summary, greeting, fixed, paused: false, interrupted })
 }
 
 /// The demo as a durable session kept in `store` (see [`super::durable`]):
@@ -182,12 +205,7 @@ async fn run_durable<W: Write + Send + 'static>(
     printer: Arc<Mutex<Printer<W>>>,
     sink: Arc<Mutex<Printer<W>>>,
 ) -> Result<DemoReport, Box<dyn std::error::Error + Send + Sync>> {
-    let stop = async {
-        // Without a signal handler (no terminal) the session runs to its end.
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
+    let stop = ctrl_c();
     let end = run_durable_session(
         store,
         effects,
@@ -233,7 +251,7 @@ async fn run_durable<W: Write + Send + 'static>(
     }
     let paused = matches!(end, SessionEnd::Paused { .. });
     let (SessionEnd::Complete { summary, .. } | SessionEnd::Paused { summary, .. }) = end;
-    Ok(DemoReport { summary, greeting, fixed, paused })
+    Ok(DemoReport { summary, greeting, fixed, paused, interrupted: false })
 }
 
 /// The scripted model's pace under the inspector: a word every 120 ms,
@@ -268,13 +286,21 @@ async fn run_inspected<W: Write + Send + 'static>(
     // The turn ends back in `WaitingForUserInput` (the edit and the check
     // approved, or one denied, on the page).
     let mut tool_calls = 0;
-    while let Some(n) = notifications.recv().await {
-        printer.show(&n);
-        tool_calls += usize::from(matches!(n, Notification::Output(Output::ToolStarted(_))));
-        if matches!(&n, Notification::Transition(step) if step.to.name() == "WaitingForUserInput") {
-            break;
+    // Ctrl-C before the turn is over stops the agent (killing a running
+    // command) and the program, instead of leaving the command behind.
+    let turn = async {
+        while let Some(n) = notifications.recv().await {
+            printer.show(&n);
+            tool_calls += usize::from(matches!(n, Notification::Output(Output::ToolStarted(_))));
+            if matches!(&n, Notification::Transition(step) if step.to.name() == "WaitingForUserInput") {
+                break;
+            }
         }
-    }
+    };
+    let interrupted = tokio::select! {
+        () = turn => false,
+        () = ctrl_c() => true,
+    };
     let final_state = session.handle.shutdown().await?.name();
     let history = session.handle.history().await?;
     while let Some(n) = notifications.recv().await {
@@ -286,10 +312,15 @@ async fn run_inspected<W: Write + Send + 'static>(
     printer.end_text();
     let _ = writeln!(printer.out, "\ngreeting.sh after: {greeting:?}");
     let _ = writeln!(printer.out, "{} transitions, ended in {final_state}", summary.transitions);
-    let _ = writeln!(printer.out, "the finished session stays on {} until Ctrl-C", session.url);
+    if interrupted {
+        let _ = writeln!(printer.out, "interrupted (Ctrl-C): the agent stopped, its running command killed");
+    } else {
+        let _ = writeln!(printer.out, "the finished session stays on {} until Ctrl-C", session.url);
+        let _ = printer.out.flush();
+        // Without a signal handler (no terminal) there is nothing to wait for.
+        let _ = tokio::signal::ctrl_c().await;
+    }
     let _ = printer.out.flush();
-    // Without a signal handler (no terminal) there is nothing to wait for.
-    let _ = tokio::signal::ctrl_c().await;
     session.inspector.shutdown().await;
-    Ok(DemoReport { summary, greeting, fixed, paused: false })
+    Ok(DemoReport { summary, greeting, fixed, paused: false, interrupted })
 }
