@@ -38,22 +38,31 @@ const INTERRUPTED: u8 = 130;
 // `pub(crate)`: tests/coding_agent_binary.rs runs this very `main` as
 // its child process.
 #[tokio::main]
-pub(crate) async fn main() -> Result<ExitCode, Box<dyn std::error::Error + Send + Sync>> {
+pub(crate) async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if wants_help(&args) {
         print!("{USAGE}");
-        return Ok(ExitCode::SUCCESS);
+        return ExitCode::SUCCESS;
     }
-    let report = run_demo(args, env_var, std::io::stdout()).await?;
+    // Errors are printed in their own words (`Display`), not as the
+    // `Debug` form a `main` returning `Err` would print.
+    let report = match run_demo(args, env_var, std::io::stdout()).await {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     if report.interrupted {
-        return Ok(ExitCode::from(INTERRUPTED));
+        return ExitCode::from(INTERRUPTED);
     }
     // The session's point: the file on disk is fixed. Anything else is a
     // failure, and the exit status says so.
     if !report.fixed && !report.paused {
-        return Err("the session ended without fixing greeting.sh".into());
+        eprintln!("error: the session ended without fixing greeting.sh");
+        return ExitCode::FAILURE;
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
 /// The variable `name`, if it is set: one that is set but not valid

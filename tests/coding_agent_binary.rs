@@ -7,6 +7,9 @@
 //! command's processes (the shell and what it left in the background) are
 //! gone, and so is the temporary workspace.
 //!
+//! Given a bad flag or setting, it says what is wrong in words on stderr
+//! and exits with 1.
+//!
 //! Its own `main`: the test binary is also the demo (run with `DEMO_CHILD`
 //! set), so the child is the example's `main` itself, not a copy of it.
 
@@ -176,6 +179,43 @@ fn ctrl_c_during_the_models_reply_stops_the_demo(runtime: &tokio::runtime::Runti
     assert!(!workspace(&printed).exists(), "the temporary workspace is left behind:\n{printed}");
 }
 
+fn a_bad_flag_or_setting_is_said_in_words(_: &tokio::runtime::Runtime) {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--verbose"], "error: unknown argument `--verbose` (expected --provider openai|anthropic"),
+        (&["--model="], "error: `--model` needs a value"),
+        (&["--provider", "gemini"], "error: unknown provider `gemini` (expected `openai` or `anthropic`)"),
+        (&["--provider", "anthropic"], "error: the anthropic provider needs ANTHROPIC_API_KEY to be set"),
+    ];
+    for (args, said) in cases {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let mut child = Command::new(exe)
+            .args(args)
+            .env("DEMO_CHILD", "1")
+            .env_remove("ANTHROPIC_API_KEY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the demo starts");
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("the demo's status") {
+                break status;
+            }
+            if start.elapsed() > LIMIT {
+                let _ = child.kill();
+                panic!("the demo did not exit for {args:?}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut stderr = String::new();
+        child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("stderr");
+        assert_eq!(status.code(), Some(1), "{args:?}: {status}\n{stderr}");
+        assert!(stderr.starts_with(said), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
+
 /// One test: it starts its server on the runtime.
 type Test = fn(&tokio::runtime::Runtime);
 
@@ -183,7 +223,8 @@ fn main() -> ExitCode {
     if std::env::var_os("DEMO_CHILD").is_some() {
         return demo_binary::main().report();
     }
-    let tests: [(&str, Test); 2] = [
+    let tests: [(&str, Test); 3] = [
+        ("a_bad_flag_or_setting_is_said_in_words", a_bad_flag_or_setting_is_said_in_words),
         (
             "ctrl_c_during_a_command_kills_it_and_its_background_children",
             ctrl_c_during_a_command_kills_it_and_its_background_children,
