@@ -180,11 +180,17 @@ fn ctrl_c_during_the_models_reply_stops_the_demo(runtime: &tokio::runtime::Runti
 }
 
 fn a_bad_flag_or_setting_is_said_in_words(_: &tokio::runtime::Runtime) {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (&["--verbose"], "error: unknown argument `--verbose` (expected --provider openai|anthropic"),
         (&["--model="], "error: `--model` needs a value"),
         (&["--provider", "gemini"], "error: unknown provider `gemini` (expected `openai` or `anthropic`)"),
         (&["--provider", "anthropic"], "error: the anthropic provider needs ANTHROPIC_API_KEY to be set"),
+        // A server's address without its scheme: refused before any call.
+        (
+            &["--provider", "openai", "--base-url", "localhost:11434/v1", "--model", "m"],
+            "error: could not set up the model client: invalid client configuration: the base URL \
+             `localhost:11434/v1` is not http or https",
+        ),
     ];
     for (args, said) in cases {
         let exe = std::env::current_exe().expect("the test binary's path");
