@@ -23,8 +23,10 @@
 //! mutating tool, so the post-tool hook runs), runs it to check (a shell
 //! command, which can change files too: the hook runs again), and
 //! reports. Every transition is printed as it happens, the model's text as
-//! it streams. At the end: turns, transitions, tool calls and time in each
-//! state; the exit status says whether the file was fixed (130 after a
+//! it streams (control characters other than newlines and tabs shown as
+//! escapes, `\u{1b}`, so that a server cannot drive the terminal). At
+//! the end: turns, transitions, tool calls and time in each state; the
+//! exit status says whether the file was fixed (130 after a
 //! Ctrl-C, which stops the agent and kills the command it is running).
 
 use agent_fsm_examples::coding_agent::demo::run_demo;

@@ -24,6 +24,18 @@ use std::time::Duration;
 /// The task both the scripted and a real model are given.
 pub const TASK: &str = "Please fix the typo in greeting.sh and check that it works.";
 
+/// `text` with its control characters but newlines and tabs shown as
+/// escapes (`\u{1b}`): what the model or its server sends is printed to
+/// a terminal, which must not take it for commands (clear the screen,
+/// rewrite lines, set the clipboard).
+fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let control = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars().map(|c| if control(c) { c.escape_unicode().to_string() } else { c.to_string() }).collect()
+}
+
 /// Writes notifications, the model's streamed text as it arrives.
 struct Printer<W> {
     out: W,
@@ -49,7 +61,7 @@ impl<W: Write> Printer<W> {
                     let _ = write!(self.out, "           model: \"");
                 }
                 self.deltas += 1;
-                let _ = write!(self.out, "{text}");
+                let _ = write!(self.out, "{}", printable(text));
             }
             // The text deltas' own hops: counted above.
             Notification::Transition(step)
@@ -62,17 +74,17 @@ impl<W: Write> Printer<W> {
             }
             Notification::Output(Output::ToolStarted(call)) => {
                 self.end_text();
-                let _ = writeln!(self.out, "           tool: {call}");
+                let _ = writeln!(self.out, "           tool: {}", printable(call));
             }
             Notification::Output(Output::ToolFinished(call)) => {
-                let _ = writeln!(self.out, "           done: {call}");
+                let _ = writeln!(self.out, "           done: {}", printable(call));
             }
             Notification::Output(Output::Hook(what)) => {
-                let _ = writeln!(self.out, "           {what}");
+                let _ = writeln!(self.out, "           {}", printable(what));
             }
             Notification::Output(Output::Error(e)) => {
                 self.end_text();
-                let _ = writeln!(self.out, "           error: {e}");
+                let _ = writeln!(self.out, "           error: {}", printable(e));
             }
             Notification::Unhandled(u) => {
                 let _ = writeln!(self.out, "           refused: {} + {} ({})", u.state, u.event.name(), u.reason);
