@@ -191,7 +191,8 @@ pub async fn run_demo<W: Write + Send + 'static>(
     if let Ok(mut p) = printer.lock() {
         p.end_text();
         if interrupted {
-            let _ = writeln!(p.out, "\ninterrupted (Ctrl-C): the agent stopped, its running command killed");
+            let _ =
+                writeln!(p.out, "\ninterrupted (Ctrl-C): the agent was stopped, and any command it was running killed");
         }
         let _ = writeln!(p.out, "\ngreeting.sh after: {greeting:?}");
         let _ = writeln!(
@@ -325,7 +326,8 @@ async fn run_inspected<W: Write + Send + 'static>(
     let _ = writeln!(printer.out, "\ngreeting.sh after: {greeting:?}");
     let _ = writeln!(printer.out, "{} transitions, ended in {final_state}", summary.transitions);
     if interrupted {
-        let _ = writeln!(printer.out, "interrupted (Ctrl-C): the agent stopped, its running command killed");
+        let _ =
+            writeln!(printer.out, "interrupted (Ctrl-C): the agent was stopped, and any command it was running killed");
     } else {
         let _ = writeln!(printer.out, "the finished session stays on {} until Ctrl-C", session.url);
         let _ = printer.out.flush();
