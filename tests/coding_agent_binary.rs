@@ -5,7 +5,8 @@
 //! of a command the model asked for and in the middle of the model's
 //! reply: each time the child exits with 130 after saying so, the
 //! command's processes (the shell and what it left in the background) are
-//! gone, and so is the temporary workspace.
+//! gone, and so is the temporary workspace; under the inspector
+//! (`--inspect`) as well.
 //!
 //! Given a bad flag or setting, it says what is wrong in words on stderr
 //! and exits with 1.
@@ -60,9 +61,13 @@ struct Demo {
 
 impl Demo {
     fn start(server: &ReplayServer) -> Demo {
+        Demo::with_args(&["--provider", "openai", "--base-url", &format!("{}/v1", server.url()), "--model", "m"])
+    }
+
+    fn with_args(args: &[&str]) -> Demo {
         let exe = std::env::current_exe().expect("the test binary's path");
         let mut child = Command::new(exe)
-            .args(["--provider", "openai", "--base-url", &format!("{}/v1", server.url()), "--model", "m"])
+            .args(args)
             .env("DEMO_CHILD", "1")
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL")
@@ -222,6 +227,17 @@ fn a_bad_flag_or_setting_is_said_in_words(_: &tokio::runtime::Runtime) {
     }
 }
 
+fn ctrl_c_under_the_inspector_stops_the_session(_: &tokio::runtime::Runtime) {
+    // The scripted model, paced to be followed on the page.
+    let mut demo = Demo::with_args(&["--inspect"]);
+    demo.wait_until("the reply began", |d| d.printed().contains("model: \""));
+
+    let (status, printed) = demo.interrupt();
+    assert_eq!(status.code(), Some(130), "the demo's exit after Ctrl-C ({status}):\n{printed}");
+    assert!(printed.contains("interrupted (Ctrl-C)"), "{printed}");
+    assert!(!workspace(&printed).exists(), "the temporary workspace is left behind:\n{printed}");
+}
+
 /// One test: it starts its server on the runtime.
 type Test = fn(&tokio::runtime::Runtime);
 
@@ -229,7 +245,8 @@ fn main() -> ExitCode {
     if std::env::var_os("DEMO_CHILD").is_some() {
         return demo_binary::main().report();
     }
-    let tests: [(&str, Test); 3] = [
+    let tests: [(&str, Test); 4] = [
+        ("ctrl_c_under_the_inspector_stops_the_session", ctrl_c_under_the_inspector_stops_the_session),
         ("a_bad_flag_or_setting_is_said_in_words", a_bad_flag_or_setting_is_said_in_words),
         (
             "ctrl_c_during_a_command_kills_it_and_its_background_children",
