@@ -121,7 +121,10 @@ async fn ctrl_c() {
 }
 
 /// Runs the demo with `args` (flags, program name taken off) and the
-/// environment read through `env`, writing to `out`.
+/// environment read through `env`, writing to `out`. Ctrl-C stops the
+/// agent, killing the command it is running: a durable session is then
+/// [`paused`](DemoReport::paused), any other
+/// [`interrupted`](DemoReport::interrupted).
 ///
 /// # Errors
 /// A bad flag or a missing setting ([`super::model::ModelError`]), an I/O
