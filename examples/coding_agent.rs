@@ -23,26 +23,48 @@
 //! mutating tool, so the post-tool hook runs), runs it to check (a shell
 //! command, which can change files too: the hook runs again), and
 //! reports. Every transition is printed as it happens, the model's text as
-//! it streams. At the end: turns, transitions, tool calls and time in each
-//! state; the exit status says whether the file was fixed.
+//! it streams (control characters other than newlines and tabs shown as
+//! escapes, `\u{1b}`, so that a server cannot drive the terminal). At
+//! the end: turns, transitions, tool calls and time in each state; the
+//! exit status says whether the file was fixed (130 after a
+//! Ctrl-C, which stops the agent and kills the command it is running).
 
 use agent_fsm_examples::coding_agent::demo::run_demo;
 use agent_fsm_examples::coding_agent::model::{USAGE, wants_help};
+use std::process::ExitCode;
 
+/// The exit status of a run stopped by Ctrl-C, as a shell reports one
+/// killed by SIGINT.
+const INTERRUPTED: u8 = 130;
+
+// `pub(crate)`: tests/coding_agent_binary.rs runs this very `main` as
+// its child process.
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+pub(crate) async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if wants_help(&args) {
         print!("{USAGE}");
-        return Ok(());
+        return ExitCode::SUCCESS;
     }
-    let report = run_demo(args, env_var, std::io::stdout()).await?;
+    // Errors are printed in their own words (`Display`), not as the
+    // `Debug` form a `main` returning `Err` would print.
+    let report = match run_demo(args, env_var, std::io::stdout()).await {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if report.interrupted {
+        return ExitCode::from(INTERRUPTED);
+    }
     // The session's point: the file on disk is fixed. Anything else is a
     // failure, and the exit status says so.
     if !report.fixed && !report.paused {
-        return Err("the session ended without fixing greeting.sh".into());
+        eprintln!("error: the session ended without fixing greeting.sh");
+        return ExitCode::FAILURE;
     }
-    Ok(())
+    ExitCode::SUCCESS
 }
 
 /// The variable `name`, if it is set: one that is set but not valid

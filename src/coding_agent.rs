@@ -514,8 +514,26 @@ pub struct Summary {
 pub async fn run_session(
     effects: LoomEffects,
     prompts: &[&str],
-    mut on_notification: impl FnMut(&agent_fsm::runtime::Notification<Loom, Output>) + Send + 'static,
+    on_notification: impl FnMut(&agent_fsm::runtime::Notification<Loom, Output>) + Send + 'static,
 ) -> Result<Summary, agent_fsm::runtime::RequestError<Loom>> {
+    let (summary, _) = run_session_until(effects, prompts, on_notification, std::future::pending()).await?;
+    Ok(summary)
+}
+
+/// [`run_session`], cut short when `stop` completes (the demo's Ctrl-C):
+/// the agent is shut down at once, its model stream dropped and its
+/// running commands killed with their process groups, rather than left
+/// running after the program is gone. Also returns whether `stop` cut it
+/// short.
+///
+/// # Errors
+/// The executor's error if the worker failed.
+pub async fn run_session_until(
+    effects: LoomEffects,
+    prompts: &[&str],
+    mut on_notification: impl FnMut(&agent_fsm::runtime::Notification<Loom, Output>) + Send + 'static,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(Summary, bool), agent_fsm::runtime::RequestError<Loom>> {
     use agent_fsm::runtime::{ExecutorConfig, Notification, spawn};
 
     let config = ExecutorConfig::<Loom>::new()
@@ -550,16 +568,25 @@ pub async fn run_session(
         }
         tool_calls
     });
-    for prompt in prompts {
-        handle.send(AgentEvent::UserInput(Message::user(*prompt))).await?;
-        handle.wait_idle().await?;
-    }
+    let turns = async {
+        for prompt in prompts {
+            handle.send(AgentEvent::UserInput(Message::user(*prompt))).await?;
+            handle.wait_idle().await?;
+        }
+        Ok::<(), agent_fsm::runtime::RequestError<Loom>>(())
+    };
+    let stopped = tokio::select! {
+        done = turns => { done?; false }
+        () = stop => true,
+    };
+    // Cancels whatever is in flight: a tool's future dropped kills its
+    // command's process group.
     let final_state = handle.shutdown().await?.name();
     // Read after the stop, so it holds the shutdown's own hop.
     let history = handle.history().await?;
     // The subscription ends when the worker is gone.
     let tool_calls = printer.await.unwrap_or_default();
-    Ok(Summary::of(&history, prompts.len(), tool_calls, final_state))
+    Ok((Summary::of(&history, prompts.len(), tool_calls, final_state), stopped))
 }
 
 impl Summary {

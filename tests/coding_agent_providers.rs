@@ -342,3 +342,29 @@ fn help_is_asked_for_anywhere_and_names_every_flag_and_variable() {
         assert!(USAGE.contains(name), "--help does not mention {name}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_server_sends_reaches_the_terminal_as_text_not_as_escape_sequences() {
+    // Clear the screen, set the clipboard (OSC 52), in the reply's text and
+    // in a tool's name.
+    let turns = [
+        Turn {
+            text: "Hi \u{1b}[2J\u{1b}]52;c;cm0gLXJmIH4=\u{7} there\r\nsecond line",
+            calls: vec![("call_1", "\u{1b}[31mred", json!({}))],
+        },
+        Turn { text: "Done.", calls: vec![] },
+    ];
+    let server = ReplayServer::start(turns.iter().map(openai_reply).collect()).await;
+    let args =
+        ["--provider", "openai", "--base-url", &format!("{}/v1", server.url()), "--model", "m"].map(str::to_owned);
+    let out = Captured::default();
+    let report = tokio::time::timeout(Duration::from_secs(60), run_demo(args, |_| None, out.clone()))
+        .await
+        .expect("the demo ends")
+        .expect("demo");
+    assert!(!report.fixed);
+    let printed = String::from_utf8(out.0.lock().expect("output").clone()).expect("utf-8");
+    assert!(!printed.contains(['\u{1b}', '\u{7}', '\r']), "{printed:?}");
+    assert!(printed.contains("Hi \\u{1b}[2J\\u{1b}]52;c;cm0gLXJmIH4=\\u{7} there\\u{d}\nsecond line"), "{printed}");
+    assert!(printed.contains("tool: \\u{1b}[31mred {}"), "{printed}");
+}

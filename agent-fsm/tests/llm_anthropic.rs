@@ -497,3 +497,13 @@ fn a_whitespace_text_block_and_arguments_that_are_not_an_object_are_not_sent_as_
         ])
     );
 }
+
+#[test]
+fn a_base_url_that_is_no_http_url_is_a_configuration_error() {
+    for url in ["localhost:8080", "ftp://127.0.0.1", "127.0.0.1:8080", "http://"] {
+        let error = AnthropicConfig::new("k").base_url(url).build().expect_err(url);
+        assert_eq!(error.kind(), &ErrorKind::InvalidConfig, "{url}");
+        assert!(error.to_string().contains(&format!("the base URL `{url}`")), "{url}: {error}");
+    }
+    assert!(AnthropicConfig::new("k").base_url("http://127.0.0.1:9").build().is_ok());
+}

@@ -482,3 +482,20 @@ fn an_invalid_header_is_a_configuration_error() {
     assert_eq!(error.kind(), &ErrorKind::InvalidConfig);
     assert_eq!(OpenAiConfig::new("k").build().expect("client").url(), "https://api.openai.com/v1/chat/completions");
 }
+
+#[test]
+fn a_base_url_that_is_no_http_url_is_a_configuration_error() {
+    for (url, says) in [
+        ("localhost:11434/v1", "is not http or https (its scheme is `localhost`)"),
+        ("ftp://127.0.0.1/v1", "is not http or https (its scheme is `ftp`)"),
+        ("127.0.0.1:8080/v1", "is not a URL"),
+        ("http://", "is not a URL"),
+    ] {
+        let error = OpenAiConfig::new("k").base_url(url).build().expect_err(url);
+        assert_eq!(error.kind(), &ErrorKind::InvalidConfig, "{url}");
+        assert!(error.to_string().contains(&format!("the base URL `{url}` {says}")), "{url}: {error}");
+    }
+    for url in ["http://127.0.0.1:9/v1", "https://gateway.example/openai/v1/"] {
+        assert!(OpenAiConfig::new("k").base_url(url).build().is_ok(), "{url}");
+    }
+}

@@ -15,12 +15,26 @@ use tokio::time::Instant;
 use super::durable::{SessionEnd, run_durable_session};
 use super::inspect::InspectedSession;
 use super::model::{ModelArgs, choose};
-use super::{GREETING_WITH_TYPO, LoomEffects, Output, ScriptedLlm, Summary, Workspace, prepare_workspace, run_session};
+use super::{
+    GREETING_WITH_TYPO, LoomEffects, Output, ScriptedLlm, Summary, Workspace, prepare_workspace, run_session_until,
+};
 use agent_fsm::store::Start;
 use std::time::Duration;
 
 /// The task both the scripted and a real model are given.
 pub const TASK: &str = "Please fix the typo in greeting.sh and check that it works.";
+
+/// `text` with its control characters but newlines and tabs shown as
+/// escapes (`\u{1b}`): what the model or its server sends is printed to
+/// a terminal, which must not take it for commands (clear the screen,
+/// rewrite lines, set the clipboard).
+fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let control = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars().map(|c| if control(c) { c.escape_unicode().to_string() } else { c.to_string() }).collect()
+}
 
 /// Writes notifications, the model's streamed text as it arrives.
 struct Printer<W> {
@@ -47,7 +61,7 @@ impl<W: Write> Printer<W> {
                     let _ = write!(self.out, "           model: \"");
                 }
                 self.deltas += 1;
-                let _ = write!(self.out, "{text}");
+                let _ = write!(self.out, "{}", printable(text));
             }
             // The text deltas' own hops: counted above.
             Notification::Transition(step)
@@ -60,17 +74,17 @@ impl<W: Write> Printer<W> {
             }
             Notification::Output(Output::ToolStarted(call)) => {
                 self.end_text();
-                let _ = writeln!(self.out, "           tool: {call}");
+                let _ = writeln!(self.out, "           tool: {}", printable(call));
             }
             Notification::Output(Output::ToolFinished(call)) => {
-                let _ = writeln!(self.out, "           done: {call}");
+                let _ = writeln!(self.out, "           done: {}", printable(call));
             }
             Notification::Output(Output::Hook(what)) => {
-                let _ = writeln!(self.out, "           {what}");
+                let _ = writeln!(self.out, "           {}", printable(what));
             }
             Notification::Output(Output::Error(e)) => {
                 self.end_text();
-                let _ = writeln!(self.out, "           error: {e}");
+                let _ = writeln!(self.out, "           error: {}", printable(e));
             }
             Notification::Unhandled(u) => {
                 let _ = writeln!(self.out, "           refused: {} + {} ({})", u.state, u.event.name(), u.reason);
@@ -93,10 +107,24 @@ pub struct DemoReport {
     /// Whether a durable session was stopped before its end (`--store`):
     /// running the same command again continues it.
     pub paused: bool,
+    /// Whether a session that is not durable was stopped by Ctrl-C before
+    /// its end: the agent was shut down, its running command killed.
+    pub interrupted: bool,
+}
+
+/// Completes on Ctrl-C (SIGINT); never without a signal handler (no
+/// terminal), so that the session then runs to its end.
+async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// Runs the demo with `args` (flags, program name taken off) and the
-/// environment read through `env`, writing to `out`.
+/// environment read through `env`, writing to `out`. Ctrl-C stops the
+/// agent, killing the command it is running: a durable session is then
+/// [`paused`](DemoReport::paused), any other
+/// [`interrupted`](DemoReport::interrupted).
 ///
 /// # Errors
 /// A bad flag or a missing setting ([`super::model::ModelError`]), an I/O
@@ -148,16 +176,27 @@ pub async fn run_demo<W: Write + Send + 'static>(
     if let Some(store) = &args.store {
         return run_durable(store, &root, effects, printer, sink).await;
     }
-    let summary = run_session(effects, &[TASK], move |n| {
-        if let Ok(mut p) = sink.lock() {
-            p.show(n);
-        }
-    })
+    // Ctrl-C stops the agent rather than the process, so that the command
+    // it is running is killed and not left behind.
+    let (summary, interrupted) = run_session_until(
+        effects,
+        &[TASK],
+        move |n| {
+            if let Ok(mut p) = sink.lock() {
+                p.show(n);
+            }
+        },
+        ctrl_c(),
+    )
     .await?;
     let greeting = std::fs::read_to_string(root.join("greeting.sh"))?;
     let fixed = greeting == GREETING_WITH_TYPO.replace("wrold", "world");
     if let Ok(mut p) = printer.lock() {
         p.end_text();
+        if interrupted {
+            let _ =
+                writeln!(p.out, "\ninterrupted (Ctrl-C): the agent was stopped, and any command it was running killed");
+        }
         let _ = writeln!(p.out, "\ngreeting.sh after: {greeting:?}");
         let _ = writeln!(
             p.out,
@@ -170,7 +209,7 @@ pub async fn run_demo<W: Write + Send + 'static>(
         }
         let _ = p.out.flush();
     }
-    Ok(DemoReport { summary, greeting, fixed, paused: false })
+    Ok(DemoReport { summary, greeting, fixed, paused: false, interrupted })
 }
 
 /// The demo as a durable session kept in `store` (see [`super::durable`]):
@@ -182,12 +221,7 @@ async fn run_durable<W: Write + Send + 'static>(
     printer: Arc<Mutex<Printer<W>>>,
     sink: Arc<Mutex<Printer<W>>>,
 ) -> Result<DemoReport, Box<dyn std::error::Error + Send + Sync>> {
-    let stop = async {
-        // Without a signal handler (no terminal) the session runs to its end.
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
+    let stop = ctrl_c();
     let end = run_durable_session(
         store,
         effects,
@@ -233,7 +267,7 @@ async fn run_durable<W: Write + Send + 'static>(
     }
     let paused = matches!(end, SessionEnd::Paused { .. });
     let (SessionEnd::Complete { summary, .. } | SessionEnd::Paused { summary, .. }) = end;
-    Ok(DemoReport { summary, greeting, fixed, paused })
+    Ok(DemoReport { summary, greeting, fixed, paused, interrupted: false })
 }
 
 /// The scripted model's pace under the inspector: a word every 120 ms,
@@ -268,13 +302,21 @@ async fn run_inspected<W: Write + Send + 'static>(
     // The turn ends back in `WaitingForUserInput` (the edit and the check
     // approved, or one denied, on the page).
     let mut tool_calls = 0;
-    while let Some(n) = notifications.recv().await {
-        printer.show(&n);
-        tool_calls += usize::from(matches!(n, Notification::Output(Output::ToolStarted(_))));
-        if matches!(&n, Notification::Transition(step) if step.to.name() == "WaitingForUserInput") {
-            break;
+    // Ctrl-C before the turn is over stops the agent (killing a running
+    // command) and the program, instead of leaving the command behind.
+    let turn = async {
+        while let Some(n) = notifications.recv().await {
+            printer.show(&n);
+            tool_calls += usize::from(matches!(n, Notification::Output(Output::ToolStarted(_))));
+            if matches!(&n, Notification::Transition(step) if step.to.name() == "WaitingForUserInput") {
+                break;
+            }
         }
-    }
+    };
+    let interrupted = tokio::select! {
+        () = turn => false,
+        () = ctrl_c() => true,
+    };
     let final_state = session.handle.shutdown().await?.name();
     let history = session.handle.history().await?;
     while let Some(n) = notifications.recv().await {
@@ -286,10 +328,16 @@ async fn run_inspected<W: Write + Send + 'static>(
     printer.end_text();
     let _ = writeln!(printer.out, "\ngreeting.sh after: {greeting:?}");
     let _ = writeln!(printer.out, "{} transitions, ended in {final_state}", summary.transitions);
-    let _ = writeln!(printer.out, "the finished session stays on {} until Ctrl-C", session.url);
+    if interrupted {
+        let _ =
+            writeln!(printer.out, "interrupted (Ctrl-C): the agent was stopped, and any command it was running killed");
+    } else {
+        let _ = writeln!(printer.out, "the finished session stays on {} until Ctrl-C", session.url);
+        let _ = printer.out.flush();
+        // Without a signal handler (no terminal) there is nothing to wait for.
+        let _ = tokio::signal::ctrl_c().await;
+    }
     let _ = printer.out.flush();
-    // Without a signal handler (no terminal) there is nothing to wait for.
-    let _ = tokio::signal::ctrl_c().await;
     session.inspector.shutdown().await;
-    Ok(DemoReport { summary, greeting, fixed, paused: false })
+    Ok(DemoReport { summary, greeting, fixed, paused: false, interrupted })
 }

@@ -160,8 +160,8 @@ impl AnthropicConfig {
     /// The client.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidConfig`] if a header is invalid or TLS cannot
-    /// be set up.
+    /// [`ErrorKind::InvalidConfig`] if the base URL is not an http(s)
+    /// URL, a header is invalid or TLS cannot be set up.
     pub fn build(self) -> Result<Anthropic, ProviderError> {
         let mut auth = vec![("anthropic-version".to_owned(), self.version.clone())];
         auth.extend(self.options.api_key.iter().map(|key| ("x-api-key".to_owned(), key.clone())));

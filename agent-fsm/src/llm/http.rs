@@ -74,6 +74,21 @@ impl Transport {
         path: &str,
         auth: Vec<(String, String)>,
     ) -> Result<Arc<Self>, ProviderError> {
+        let url = options.url(path);
+        // A base URL that is no http(s) URL can never be reached: refused
+        // here, rather than failing every call as a dropped connection,
+        // which a retry policy would try again.
+        match reqwest::Url::parse(&options.base_url) {
+            Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => {}
+            Ok(parsed) => {
+                return Err(invalid(format!(
+                    "the base URL `{}` is not http or https (its scheme is `{}`)",
+                    options.base_url,
+                    parsed.scheme()
+                )));
+            }
+            Err(e) => return Err(invalid(format!("the base URL `{}` is not a URL: {e}", options.base_url))),
+        }
         let mut headers = HeaderMap::new();
         let fixed = [("content-type", "application/json"), ("accept", "text/event-stream")];
         for (name, value) in
@@ -96,7 +111,7 @@ impl Transport {
             builder = builder.timeout(timeout);
         }
         let client = builder.build().map_err(|e| invalid(format!("the HTTP client could not be built: {e}")))?;
-        Ok(Arc::new(Transport { client, url: options.url(path), headers }))
+        Ok(Arc::new(Transport { client, url, headers }))
     }
 
     /// Where requests go.

@@ -187,8 +187,8 @@ impl OpenAiConfig {
     /// The client.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidConfig`] if a header is invalid or TLS cannot
-    /// be set up.
+    /// [`ErrorKind::InvalidConfig`] if the base URL is not an http(s)
+    /// URL, a header is invalid or TLS cannot be set up.
     pub fn build(self) -> Result<OpenAi, ProviderError> {
         let auth =
             self.options.api_key.iter().map(|key| ("authorization".to_owned(), format!("Bearer {key}"))).collect();
