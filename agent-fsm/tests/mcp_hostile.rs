@@ -30,12 +30,13 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 8] = [
+    let tests: [(&str, Test); 9] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
         }),
         ("tools_the_providers_would_refuse_are_left_out", || Box::pin(tools_the_providers_would_refuse_are_left_out())),
         ("a_server_whose_pages_never_end_fails_the_list", || Box::pin(a_server_whose_pages_never_end_fails_the_list())),
+        ("a_list_in_pages_is_read_to_its_end", || Box::pin(a_list_in_pages_is_read_to_its_end())),
         ("a_server_that_has_exited_has_no_pid", || Box::pin(a_server_that_has_exited_has_no_pid())),
         ("a_call_the_set_drops_is_cancelled_on_the_server", || {
             Box::pin(a_call_the_set_drops_is_cancelled_on_the_server())
@@ -142,6 +143,15 @@ async fn a_server_whose_pages_never_end_fails_the_list() {
         ),
         other => panic!("expected a list error, got {other:?}"),
     }
+}
+
+/// A list in three pages, each with a cursor of its own: every page is
+/// read, in order, and the list ends with the page that gives no cursor.
+async fn a_list_in_pages_is_read_to_its_end() {
+    let server = McpServer::spawn(server_command("pages")).await.expect("the server starts");
+    let tools = within(server.tools()).await.expect("the list");
+    let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
+    assert_eq!(names, ["first", "second", "third"]);
 }
 
 /// Once the server has exited, and been reaped, its pid is no longer its
@@ -332,6 +342,14 @@ fn listed(cursor: Option<&str>) -> Value {
             {"name": "hang", "inputSchema": {"type": "object"}},
             {"name": "seen", "inputSchema": {"type": "object"}},
         ]}),
+        "pages" => {
+            let (name, next) = match cursor {
+                None => ("first", Some("p2")),
+                Some("p2") => ("second", Some("p3")),
+                _ => ("third", None),
+            };
+            json!({"tools": [{"name": name, "inputSchema": {"type": "object"}}], "nextCursor": next})
+        }
         "cycle" => json!({
             "tools": [{"name": "again", "inputSchema": {"type": "object"}}],
             "nextCursor": if cursor == Some("a") { "b" } else { "a" },

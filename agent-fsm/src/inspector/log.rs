@@ -311,6 +311,21 @@ mod tests {
     /// The text is cut on a character's boundary, to its last
     /// [`TEXT_KEPT`] bytes or so, once it is twice as long.
     #[test]
+    fn the_text_is_cut_once_past_twice_the_limit_and_on_a_character() {
+        let mut log = Log::new(Instant::now(), "Calling", Instant::now());
+        let _ = log.text("a".repeat(2 * TEXT_KEPT));
+        assert_eq!(log.text.len(), 2 * TEXT_KEPT, "exactly twice the limit is kept whole");
+        let _ = log.text("a".to_owned());
+        assert_eq!(log.text.len(), TEXT_KEPT, "one byte more: cut to the limit");
+        // 3-byte characters, 2 * TEXT_KEPT + 1 bytes: the cut, TEXT_KEPT
+        // from the end, falls inside one and moves on to the next.
+        let mut log = Log::new(Instant::now(), "Calling", Instant::now());
+        let _ = log.text("€".repeat((2 * TEXT_KEPT + 1) / 3));
+        assert_eq!(log.text.len(), TEXT_KEPT - 1);
+        assert!(log.text.chars().all(|c| c == '€'));
+    }
+
+    #[test]
     fn the_text_keeps_its_end_whole() {
         let mut log = Log::new(Instant::now(), "Calling", Instant::now());
         for _ in 0..3 * TEXT_KEPT / 5 {
