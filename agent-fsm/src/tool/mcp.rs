@@ -368,6 +368,11 @@ impl Drop for Group {
 
 /// Kills the process group `pid` (`SIGKILL`); one already gone is no error.
 fn kill_group(pid: u32) {
+    // No server is init, and group 1 would be signalled as `kill(-1)`:
+    // every process the agent may signal.
+    if pid <= 1 {
+        return;
+    }
     #[cfg(not(unix))]
     let _ = pid;
     #[cfg(unix)]
