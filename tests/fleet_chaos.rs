@@ -110,26 +110,44 @@ fn run(url: &str) {
     // Later: w2 stops for twice its lease, so that the others take its
     // agents, then goes on as if nothing happened.
     assert!(wait_until(LIMIT, || steps(&mut db).map(|n| n >= killed_at + total / 5)).expect("reads"));
-    let held: Vec<String> = db
-        .query("SELECT agent FROM leases WHERE worker = 'w2' AND NOT done", &[])
-        .expect("reads")
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    // Its unfinished agents, each at the epoch it holds it under.
+    let rows = db.query("SELECT agent, epoch FROM leases WHERE worker = 'w2' AND NOT done", &[]).expect("reads");
+    let held: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    let epochs: Vec<i64> = rows.iter().map(|r| r.get(1)).collect();
+    assert!(!held.is_empty(), "w2 held no unfinished agent when it was paused");
     procs.signal("w2", "STOP").expect("SIGSTOP");
     let stopped_at = steps(&mut db).expect("reads");
     // Past its lease, and on until another worker has taken one of its
-    // agents (on a loaded machine the others may look late).
+    // agents (on a loaded machine the others may look late). Taken: its
+    // epoch moved on. (Not "held by another": on a fast machine the taker
+    // may have finished it already, and a finished lease is held by none.)
     std::thread::sleep(LEASE * 2);
     let taken = |db: &mut postgres::Client| {
-        db.query_one("SELECT count(*) FROM leases WHERE agent = ANY($1) AND worker <> 'w2'", &[&held])
-            .map(|r| r.get::<_, i64>(0) > 0)
+        db.query_one(
+            "SELECT count(*) FROM leases l JOIN unnest($1::text[], $2::bigint[]) AS p (agent, epoch)
+             ON l.agent = p.agent WHERE l.epoch > p.epoch",
+            &[&held, &epochs],
+        )
+        .map(|r| r.get::<_, i64>(0) > 0)
     };
-    assert!(wait_until(Duration::from_secs(30), || taken(&mut db)).expect("reads"), "no agent of w2 was taken");
+    if !wait_until(Duration::from_secs(30), || taken(&mut db)).expect("reads") {
+        // What the leases say, for whoever reads the failure.
+        let rows = db
+            .query(
+                "SELECT agent, worker, epoch, done, expires_at < now() FROM leases WHERE agent = ANY($1) LIMIT 10",
+                &[&held],
+            )
+            .expect("reads");
+        for r in rows {
+            let (agent, worker, epoch, done, expired): (String, Option<String>, i64, bool, Option<bool>) =
+                (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+            eprintln!("  {agent}: worker {worker:?}, epoch {epoch}, done {done}, expired {expired:?}");
+        }
+        panic!("no agent of w2 was taken within 30 s of its lease's end");
+    }
     procs.signal("w2", "CONT").expect("SIGCONT");
     let held = held.len();
     println!("w2 paused at step {stopped_at} for over {:?}, holding {held} unfinished agents", LEASE * 2);
-    assert!(held > 0, "w2 held no unfinished agent when it was paused");
 
     // The driver ends when every agent is done.
     let status = procs.wait("driver", LIMIT).expect("the driver's status");
