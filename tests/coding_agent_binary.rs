@@ -57,6 +57,8 @@ fn run_command_reply(text: &str, command: &str) -> Reply {
 struct Demo {
     child: Child,
     out: Arc<Mutex<Vec<u8>>>,
+    /// The thread copying its stdout into `out`, until the pipe's end.
+    reader: std::thread::JoinHandle<()>,
 }
 
 impl Demo {
@@ -80,13 +82,13 @@ impl Demo {
         let out = Arc::new(Mutex::new(Vec::new()));
         let mut stdout = child.stdout.take().expect("stdout");
         let sink = Arc::clone(&out);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buf = [0; 4096];
             while let Ok(n @ 1..) = stdout.read(&mut buf) {
                 sink.lock().expect("output").extend_from_slice(&buf[..n]);
             }
         });
-        Demo { child, out }
+        Demo { child, out, reader }
     }
 
     fn printed(&self) -> String {
@@ -113,8 +115,13 @@ impl Demo {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("the demo's status") {
-                // Its stdout closes with it; let the reader catch up.
-                std::thread::sleep(Duration::from_millis(50));
+                // Its stdout closes with it: the reader has everything once
+                // it reaches the pipe's end (however late it is scheduled).
+                let read = Instant::now();
+                while !self.reader.is_finished() {
+                    assert!(read.elapsed() < LIMIT, "the demo's stdout stayed open after it exited");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 return (status, self.printed());
             }
             if start.elapsed() > LIMIT {
