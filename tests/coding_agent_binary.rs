@@ -31,6 +31,10 @@ use serde_json::{Value, json};
 /// How long any one wait may take before the test fails instead of hanging.
 const LIMIT: Duration = Duration::from_secs(30);
 
+/// How long a process sent SIGKILL may take to be gone (the command's own
+/// `sleep 60` outlives it if it was never sent one).
+const KILLED: Duration = Duration::from_secs(5);
+
 fn chunk(delta: &Value, finish_reason: Option<&str>) -> String {
     let body = json!({
         "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
@@ -163,7 +167,16 @@ fn ctrl_c_during_a_command_kills_it_and_its_background_children(runtime: &tokio:
     assert!(started.iter().all(|&pid| running(pid)), "the command runs");
 
     let (status, printed) = demo.interrupt();
-    let alive: Vec<u32> = started.iter().copied().filter(|&pid| running(pid)).collect();
+    // Killed by the demo with SIGKILL, which the kernel carries out soon
+    // but not at once: each gets a few seconds to be gone.
+    let killed = Instant::now();
+    let alive = loop {
+        let alive: Vec<u32> = started.iter().copied().filter(|&pid| running(pid)).collect();
+        if alive.is_empty() || killed.elapsed() > KILLED {
+            break alive;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     // Whatever the outcome, leave nothing behind.
     let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", started[0])]).status();
     assert!(alive.is_empty(), "the command's processes {alive:?} outlived the demo:\n{printed}");
