@@ -137,6 +137,18 @@ impl Demo {
     }
 }
 
+impl Drop for Demo {
+    /// A demo still running when its test fails is killed: left behind (the
+    /// inspector's waits for Ctrl-C for good), it would hold the output the
+    /// test run writes to, and so the run, open.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// Whether process `pid` is still running (a zombie waiting for its
 /// parent's reaper is not).
 fn running(pid: u32) -> bool {
