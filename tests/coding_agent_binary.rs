@@ -31,6 +31,10 @@ use serde_json::{Value, json};
 /// How long any one wait may take before the test fails instead of hanging.
 const LIMIT: Duration = Duration::from_secs(30);
 
+/// How long a process sent SIGKILL may take to be gone (the command's own
+/// `sleep 60` outlives it if it was never sent one).
+const KILLED: Duration = Duration::from_secs(5);
+
 fn chunk(delta: &Value, finish_reason: Option<&str>) -> String {
     let body = json!({
         "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
@@ -57,6 +61,8 @@ fn run_command_reply(text: &str, command: &str) -> Reply {
 struct Demo {
     child: Child,
     out: Arc<Mutex<Vec<u8>>>,
+    /// The thread copying its stdout into `out`, until the pipe's end.
+    reader: std::thread::JoinHandle<()>,
 }
 
 impl Demo {
@@ -80,13 +86,13 @@ impl Demo {
         let out = Arc::new(Mutex::new(Vec::new()));
         let mut stdout = child.stdout.take().expect("stdout");
         let sink = Arc::clone(&out);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buf = [0; 4096];
             while let Ok(n @ 1..) = stdout.read(&mut buf) {
                 sink.lock().expect("output").extend_from_slice(&buf[..n]);
             }
         });
-        Demo { child, out }
+        Demo { child, out, reader }
     }
 
     fn printed(&self) -> String {
@@ -113,8 +119,13 @@ impl Demo {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("the demo's status") {
-                // Its stdout closes with it; let the reader catch up.
-                std::thread::sleep(Duration::from_millis(50));
+                // Its stdout closes with it: the reader has everything once
+                // it reaches the pipe's end (however late it is scheduled).
+                let read = Instant::now();
+                while !self.reader.is_finished() {
+                    assert!(read.elapsed() < LIMIT, "the demo's stdout stayed open after it exited");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 return (status, self.printed());
             }
             if start.elapsed() > LIMIT {
@@ -122,6 +133,18 @@ impl Demo {
                 panic!("the demo did not exit after Ctrl-C:\n{}", self.printed());
             }
             std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Demo {
+    /// A demo still running when its test fails is killed: left behind (the
+    /// inspector's waits for Ctrl-C for good), it would hold the output the
+    /// test run writes to, and so the run, open.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
 }
@@ -156,7 +179,16 @@ fn ctrl_c_during_a_command_kills_it_and_its_background_children(runtime: &tokio:
     assert!(started.iter().all(|&pid| running(pid)), "the command runs");
 
     let (status, printed) = demo.interrupt();
-    let alive: Vec<u32> = started.iter().copied().filter(|&pid| running(pid)).collect();
+    // Killed by the demo with SIGKILL, which the kernel carries out soon
+    // but not at once: each gets a few seconds to be gone.
+    let killed = Instant::now();
+    let alive = loop {
+        let alive: Vec<u32> = started.iter().copied().filter(|&pid| running(pid)).collect();
+        if alive.is_empty() || killed.elapsed() > KILLED {
+            break alive;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     // Whatever the outcome, leave nothing behind.
     let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", started[0])]).status();
     assert!(alive.is_empty(), "the command's processes {alive:?} outlived the demo:\n{printed}");

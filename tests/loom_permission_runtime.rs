@@ -6,21 +6,43 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_fsm::llm::{Provider, ProviderError, Request, StreamEvent};
 use agent_fsm::runtime::{ExecutorConfig, spawn};
 use agent_fsm_examples::coding_agent::inspect::InspectedEffects;
 use agent_fsm_examples::coding_agent::{GREETING_WITH_TYPO, LoomEffects, ScriptedLlm, Workspace, prepare_workspace};
 use agent_fsm_examples::loom::{AgentConfig, Message};
 use agent_fsm_examples::loom_with_permission::{AgentEvent, AgentState, LoomWithPermission};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use tokio::sync::Semaphore;
 
 /// The request the scripted session's edit makes: its id is the
 /// conversation's length then (the task, the first reply, its two
 /// results, the reply asking for the edit).
 const EDIT_REQUEST: usize = 5;
 
+/// The scripted model, each reply held back until the gate opens: the
+/// test opens it once the early reply is sent, so that the model's first
+/// reply is still to come then however slowly the test is scheduled.
+struct Held {
+    llm: ScriptedLlm,
+    gate: Arc<Semaphore>,
+}
+
+impl Provider for Held {
+    fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        let gate = Arc::clone(&self.gate);
+        let opened =
+            futures::stream::once(async move { drop(gate.acquire().await) }).filter_map(|()| std::future::ready(None));
+        opened.chain(self.llm.stream(request)).boxed()
+    }
+}
+
 async fn early_reply_leaves_the_edit_waiting(early: AgentEvent) {
     let dir = tempfile::tempdir().expect("a temp dir");
     prepare_workspace(dir.path()).expect("the workspace");
-    let llm = Arc::new(ScriptedLlm { delay: Duration::from_millis(2) });
+    let gate = Arc::new(Semaphore::new(0));
+    let llm = Arc::new(Held { llm: ScriptedLlm { delay: Duration::from_millis(2) }, gate: Arc::clone(&gate) });
     let inner = LoomEffects::new(llm, "scripted", Workspace::new(dir.path())).expect("the tools");
     let effects = InspectedEffects::new(inner, Duration::ZERO);
     let config = ExecutorConfig::<LoomWithPermission>::new().task_timeout(Duration::from_secs(20));
@@ -28,8 +50,9 @@ async fn early_reply_leaves_the_edit_waiting(early: AgentEvent) {
 
     let run = async {
         handle.send(AgentEvent::UserInput(Message::user("fix the greeting"))).await.expect("the task");
-        // Sent while the model's first reply streams, before any request.
+        // Sent while the model's first reply is under way, before any request.
         handle.send(early).await.expect("the early reply");
+        gate.add_permits(1);
         handle.wait_idle().await.expect("idle");
     };
     tokio::time::timeout(Duration::from_secs(30), run).await.expect("the agent settles in time");

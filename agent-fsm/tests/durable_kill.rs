@@ -30,6 +30,10 @@ use serde::{Deserialize, Serialize};
 const JOBS: u32 = 24;
 /// The alarm armed once the jobs are done.
 const ALARM: Duration = Duration::from_millis(150);
+/// The alarm of the test that kills a life once its alarm is armed: long
+/// enough that the kill lands before it fires, however slowly the test
+/// sees the armed step.
+const LONG_ALARM: Duration = Duration::from_secs(1);
 /// The agent's id in the store.
 const AGENT: &str = "jobs";
 /// The seed of the kill points (printed, to replay a failure).
@@ -101,6 +105,8 @@ use jobs::{Event, Jobs, State};
 /// work as performed, outside the store), then takes a few milliseconds.
 struct Ledger {
     path: PathBuf,
+    /// The alarm's delay.
+    alarm: Duration,
 }
 
 impl Effects<Jobs> for Ledger {
@@ -128,7 +134,7 @@ impl Effects<Jobs> for Ledger {
                     |key, failure| Event::Failed(format!("{key}: {failure}")),
                 );
             }
-            jobs::Action::Sleep => cx.deadline(ALARM, Event::Alarm),
+            jobs::Action::Sleep => cx.deadline(self.alarm, Event::Alarm),
             jobs::Action::Nothing => {}
         }
     }
@@ -153,7 +159,8 @@ fn child(store: &Path, ledger: &Path, mode: &str) -> Result<(), Box<dyn std::err
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async {
         let store: Arc<dyn CheckpointStore> = Arc::new(SqliteStore::open(store)?);
-        let effects = Ledger { path: ledger.to_path_buf() };
+        let alarm = std::env::var("KILL_CHILD_ALARM_MS").ok().and_then(|ms| ms.parse().ok());
+        let effects = Ledger { path: ledger.to_path_buf(), alarm: alarm.map_or(ALARM, Duration::from_millis) };
         let (handle, _) = durable(store, mode).spawn(new_machine, effects, ExecutorConfig::new())?;
         if handle.state().await? == State::Idle {
             handle.send(Event::Begin).await?;
@@ -180,12 +187,19 @@ fn spawn_child(store: &Path, ledger: &Path, mode: &str) -> Child {
 
 /// A child that stops cleanly after `pause`, if given.
 fn spawn_pausing(store: &Path, ledger: &Path, mode: &str, pause: Option<Duration>) -> Child {
+    spawn_with(store, ledger, mode, pause, ALARM)
+}
+
+/// A child that stops cleanly after `pause`, if given, and whose alarm
+/// fires `alarm` after it is armed.
+fn spawn_with(store: &Path, ledger: &Path, mode: &str, pause: Option<Duration>, alarm: Duration) -> Child {
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut command = Command::new(exe);
     command
         .env("KILL_CHILD_STORE", store)
         .env("KILL_CHILD_LEDGER", ledger)
         .env("KILL_CHILD_MODE", mode)
+        .env("KILL_CHILD_ALARM_MS", millis(alarm).to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null());
     if let Some(pause) = pause {
@@ -206,6 +220,16 @@ fn wait_for(child: &mut Child, limit: Duration) -> Option<bool> {
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// [`wait_for`], killing `child` if it has not exited: a test that fails
+/// on that leaves no process behind (holding the test's output open).
+fn finishes(child: &mut Child, limit: Duration) -> Option<bool> {
+    let exited = wait_for(child, limit);
+    if exited.is_none() {
+        kill(child);
+    }
+    exited
 }
 
 fn kill(child: &mut Child) {
@@ -301,12 +325,12 @@ fn killed_at_seeded_points(dir: &Path, mode: &str, kills: usize) {
     let calm = dir.join(format!("calm-{mode}.db"));
     let began = Instant::now();
     let mut first = spawn_child(&calm, &dir.join(format!("calm-{mode}.ledger")), mode);
-    assert_eq!(wait_for(&mut first, Duration::from_secs(60)), Some(true), "{mode}: a run never killed finishes");
+    assert_eq!(finishes(&mut first, Duration::from_secs(60)), Some(true), "{mode}: a run never killed finishes");
     let whole = millis(began.elapsed());
     check_finished(mode, &calm);
     let began = Instant::now();
     let mut again = spawn_child(&calm, &dir.join(format!("calm-{mode}.ledger")), mode);
-    assert_eq!(wait_for(&mut again, Duration::from_secs(60)), Some(true), "{mode}: a finished agent resumes");
+    assert_eq!(finishes(&mut again, Duration::from_secs(60)), Some(true), "{mode}: a finished agent resumes");
     let start_up = millis(began.elapsed());
     let (low, high) = (start_up / 2, start_up + (whole / 12).max(10));
     println!("{mode}: a run never killed takes {whole} ms, a start-up {start_up} ms");
@@ -324,7 +348,7 @@ fn killed_at_seeded_points(dir: &Path, mode: &str, kills: usize) {
         let pid = child.id();
         lives.push((pid, before));
         if pausing {
-            assert_eq!(wait_for(&mut child, Duration::from_secs(60)), Some(true), "{mode}: a pause stops the child");
+            assert_eq!(finishes(&mut child, Duration::from_secs(60)), Some(true), "{mode}: a pause stops the child");
             let after = steps_restoring(&db, mode);
             assert!(after >= before, "{mode}: the store went back from {before} to {after}");
             if after == u64::from(JOBS) + 2 {
@@ -336,7 +360,10 @@ fn killed_at_seeded_points(dir: &Path, mode: &str, kills: usize) {
         match wait_for(&mut child, limit) {
             Some(true) => break,
             Some(false) => panic!("{mode}: a child failed on its own after {killed} kills (seed {SEED:#x})"),
-            None if killed >= kills => panic!("{mode}: the last life did not finish in a minute: stuck"),
+            None if killed >= kills => {
+                kill(&mut child);
+                panic!("{mode}: the last life did not finish in a minute: stuck");
+            }
             None => {
                 kill(&mut child);
                 killed += 1;
@@ -369,19 +396,22 @@ fn killed_at_seeded_points(dir: &Path, mode: &str, kills: usize) {
 fn an_alarm_due_while_no_process_ran_fires_once(dir: &Path) {
     let db = dir.join("alarm.db");
     let ledger_path = dir.join("alarm.ledger");
-    let mut child = spawn_child(&db, &ledger_path, "before");
+    let mut child = spawn_with(&db, &ledger_path, "before", None, LONG_ALARM);
     let armed = u64::from(JOBS) + 1;
     let began = Instant::now();
     while steps_written(&db) < armed {
-        assert!(began.elapsed() < Duration::from_secs(60), "the jobs never ended");
+        if began.elapsed() >= Duration::from_secs(60) {
+            kill(&mut child);
+            panic!("the jobs never ended");
+        }
         assert!(child.try_wait().expect("status").is_none(), "the child ended before its alarm");
         std::thread::sleep(Duration::from_millis(1));
     }
     kill(&mut child);
     assert_eq!(steps_restoring(&db, "alarm"), armed, "killed before the alarm fired");
-    std::thread::sleep(ALARM * 2);
-    let mut child = spawn_child(&db, &ledger_path, "before");
-    assert_eq!(wait_for(&mut child, Duration::from_secs(60)), Some(true), "the resumed agent finishes");
+    std::thread::sleep(LONG_ALARM * 2);
+    let mut child = spawn_with(&db, &ledger_path, "before", None, LONG_ALARM);
+    assert_eq!(finishes(&mut child, Duration::from_secs(60)), Some(true), "the resumed agent finishes");
     check_finished("alarm", &db);
 }
 

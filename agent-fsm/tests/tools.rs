@@ -215,16 +215,20 @@ async fn assert_dies(pid: i32, pgid: i32) {
     panic!("process {pid} still runs, or its group {pgid} still has {:?}", live_members(pgid));
 }
 
-/// The pid a command wrote to `name` in the workspace, once it is there.
+/// The pid a command wrote to `name` in the workspace, once it is there
+/// (failing after [`HANG`]: a command killed before it wrote it never will).
 async fn pid_in(dir: &Path, name: &str) -> i32 {
-    loop {
-        if let Ok(text) = std::fs::read_to_string(dir.join(name))
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
+    let written = tokio::time::timeout(HANG, async {
+        loop {
+            if let Ok(text) = std::fs::read_to_string(dir.join(name))
+                && let Ok(pid) = text.trim().parse()
+            {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    });
+    written.await.unwrap_or_else(|_| panic!("no pid in `{name}` after {HANG:?}"))
 }
 
 #[tokio::test]
