@@ -54,7 +54,10 @@
 //! agent writes its steps: on the pool's threads it never is. Clones of a
 //! store (and [`fenced`](PgStore::fenced) stores) share the pool; its
 //! threads end when the last of them is dropped. A connection that broke
-//! is opened again on its next call.
+//! is opened again on its next call; one the server closed while it sat
+//! idle (a restart, say) is seen closed before that call uses it, so the
+//! call does not fail for it (one used in the last 50 ms is taken to be
+//! open, as looking costs the call a millisecond or so).
 //!
 //! A process stopped in the middle of a write (paused, frozen, cut off
 //! from the network) would hold that write's row locks for as long as its

@@ -15,7 +15,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
+use std::time::{Duration, Instant};
 
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, GenericClient, NoTls, Statement};
 
 use crate::store::StoreError;
@@ -53,12 +55,35 @@ pub(crate) struct Conn {
     setup: Arc<str>,
     client: Option<Client>,
     statements: Statements,
+    /// When the last job on the client ended.
+    used: Instant,
 }
+
+/// How long a connection sits idle before a job first looks whether the
+/// server closed it: the look waits for the client's timer (a millisecond
+/// or so), which steps that come one right after another need not pay.
+const IDLE_CHECK: Duration = Duration::from_millis(50);
 
 impl Conn {
     /// The open client and its statements, connecting first when there is
     /// no client or the server closed it.
     fn open(&mut self) -> Result<(&mut Client, &mut Statements), StoreError> {
+        // The blocking client reads from its socket only inside a call: a
+        // connection the server closed while it sat idle (a restart, every
+        // backend terminated) still says it is open, and the job would fail
+        // on it although the server is back. Reading what is already there
+        // (without waiting for more) takes in the server's goodbye and the
+        // close.
+        let idle = self.used.elapsed() >= IDLE_CHECK;
+        let gone = self
+            .client
+            .as_mut()
+            .filter(|_| idle)
+            .and_then(|client| client.notifications().timeout_iter(Duration::ZERO).next().err());
+        if let Some(error) = gone {
+            tracing::info!(%error, "a Postgres connection closed while idle; connecting again");
+            self.client = None;
+        }
         if self.client.as_ref().is_none_or(Client::is_closed) {
             self.client = None;
             self.statements = Statements::default();
@@ -101,6 +126,7 @@ impl Pool {
                 setup: Arc::clone(&setup),
                 client: None,
                 statements: Statements::default(),
+                used: Instant::now(),
             };
             let queue = Arc::clone(&queue);
             thread::Builder::new()
@@ -142,6 +168,7 @@ fn serve(queue: &Mutex<Receiver<Job>>, mut conn: Conn) {
             tracing::warn!("a job on a Postgres connection thread panicked; the connection is closed");
             conn.client = None;
         }
+        conn.used = Instant::now();
     }
 }
 

@@ -1,0 +1,106 @@
+//! The fleet and its store when the database goes away mid-run and comes
+//! back (every connection closed at once, as a server restart does),
+//! through a relay the test takes down, on a schema of the test's own: a
+//! store call made once the server is back is answered on a new
+//! connection, not failed on the one the server closed; a worker whose
+//! database restarted between its agents' steps keeps them, and applies
+//! every event sent afterwards once, in order.
+
+mod fleet_support;
+
+use std::time::Duration;
+
+use agent_fsm::fleet::{Fleet, FleetConfig, Worker};
+use agent_fsm::store::{CheckpointStore, PgConfig, PgStore, StoreError};
+use fleet_support::{Db, Event, Job, Proc, Relay, taken, until, within};
+
+/// Long enough that renewals every third of it go on across the short
+/// outages below, on a loaded machine too.
+const LEASE: Duration = Duration::from_secs(2);
+
+/// Runs one of the store's (blocking) calls off the test's threads.
+async fn call<R: Send + 'static>(job: impl FnOnce() -> R + Send + 'static) -> R {
+    within(tokio::task::spawn_blocking(job)).await.expect("joins")
+}
+
+/// Takes the relay down (every connection closed, new ones refused) for a
+/// moment, as a server restart does, and brings it back.
+async fn restart(relay: &Relay) {
+    relay.down(true);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    relay.down(false);
+}
+
+/// A store whose connection the server closed while it sat idle connects
+/// again for its next call, rather than failing that call; while the
+/// server is away, a call fails with a typed error at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_call_after_a_server_restart_is_answered() {
+    let Some(db) = Db::new("store_restart") else { return };
+    let relay = Relay::start(&db.url).await;
+    let config = PgConfig::new(relay.url.clone()).schema(db.schema.clone()).pool_size(1);
+    let store = call(move || PgStore::connect_with(config)).await.expect("connects through the relay");
+    let s = store.clone();
+    assert_eq!(call(move || s.agents()).await.expect("reads"), Vec::<String>::new());
+
+    restart(&relay).await;
+    let s = store.clone();
+    assert_eq!(call(move || s.agents()).await.expect("answered on a new connection"), Vec::<String>::new());
+
+    relay.down(true);
+    let s = store.clone();
+    let away = call(move || s.agents()).await;
+    assert!(matches!(away, Err(StoreError::Read(_))), "{away:?}");
+    relay.down(false);
+    let s = store.clone();
+    assert_eq!(call(move || s.agents()).await.expect("answered once back"), Vec::<String>::new());
+    db.drop_schema().await;
+}
+
+/// A worker (its store on one connection, through the relay) whose
+/// database restarts while its agents sit between steps keeps them: their
+/// next writes go through on new connections, none fails or is taken
+/// over, and every event sent before and after is applied once, in order,
+/// in a log without gaps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_keeps_its_agents_across_a_server_restart() {
+    let Some(db) = Db::new("worker_restart") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let relay = Relay::start(&db.url).await;
+    let config = FleetConfig::new(relay.url.clone()).schema(db.schema.clone()).lease(LEASE).pool_size(1);
+    let via = within(Fleet::connect(config)).await.expect("connects through the relay");
+    let a = Proc::start(Worker::new(&via, "a").poll(Duration::from_millis(100)));
+    let agents = ["job-0", "job-1"];
+    for agent in agents {
+        within(fleet.create(agent, &Job::new(Vec::new()))).await.expect("created");
+        within(fleet.send(agent, &Event::Add(1))).await.expect("sent");
+    }
+    for agent in agents {
+        until("the first event is applied", || async { taken(&fleet, agent).await == [1] }).await;
+    }
+
+    restart(&relay).await;
+    for n in 2..=4 {
+        for agent in agents {
+            within(fleet.send(agent, &Event::Add(n))).await.expect("sent");
+        }
+    }
+    for agent in agents {
+        until("every event is applied", || async { within(fleet.status(agent)).await.expect("reads").unapplied == 0 })
+            .await;
+        assert_eq!(taken(&fleet, agent).await, [1, 2, 3, 4]);
+        let status = within(fleet.status(agent)).await.expect("reads");
+        assert_eq!((status.steps, status.epoch, status.worker.as_deref()), (4, 1, Some("a")), "{status:?}");
+    }
+    let client = db.client().await;
+    let rows = client
+        .query("SELECT agent, array_agg(seq ORDER BY seq) FROM events GROUP BY agent ORDER BY agent", &[])
+        .await
+        .expect("reads");
+    for row in rows {
+        assert_eq!(row.get::<_, Vec<i64>>(1), [1, 2, 3, 4], "the log of {}", row.get::<_, String>(0));
+    }
+    let report = a.stop().await;
+    assert_eq!((report.claimed, report.failed, report.lost), (2, 0, 0), "{report:?}");
+    db.drop_schema().await;
+}
