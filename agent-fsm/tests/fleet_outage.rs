@@ -4,13 +4,14 @@
 //! store call made once the server is back is answered on a new
 //! connection, not failed on the one the server closed; a worker whose
 //! database restarted between its agents' steps keeps them, and applies
-//! every event sent afterwards once, in order.
+//! every event sent afterwards once, in order; connecting to a server that
+//! is away or silent fails with a typed error in time.
 
 mod fleet_support;
 
 use std::time::Duration;
 
-use agent_fsm::fleet::{Fleet, FleetConfig, Worker};
+use agent_fsm::fleet::{Fleet, FleetConfig, FleetError, Worker};
 use agent_fsm::store::{CheckpointStore, PgConfig, PgStore, StoreError};
 use fleet_support::{Db, Event, Job, Proc, Relay, taken, until, within};
 
@@ -102,5 +103,48 @@ async fn a_worker_keeps_its_agents_across_a_server_restart() {
     }
     let report = a.stop().await;
     assert_eq!((report.claimed, report.failed, report.lost), (2, 0, 0), "{report:?}");
+    db.drop_schema().await;
+}
+
+/// `call`'s outcome, failing the test if it is still waiting after 5
+/// seconds.
+async fn bounded<T>(call: impl std::future::Future<Output = T>) -> T {
+    let limited = tokio::time::timeout(Duration::from_secs(5), call).await;
+    limited.unwrap_or_else(|_| panic!("still waiting for the server after 5 seconds"))
+}
+
+/// While the server is away, connecting to the fleet fails with
+/// `FleetError::Connect`, as documented; while it accepts connections and
+/// never answers (hung, or behind a proxy holding the traffic), connecting
+/// and a send that must connect again fail the same way once the URL's
+/// `connect_timeout` has passed, rather than wait for the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connecting_to_a_server_that_is_away_or_silent_fails_in_time() {
+    let Some(db) = Db::new("connect_away") else { return };
+    let fleet = db.fleet(LEASE).await;
+    within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
+    let relay = Relay::start(&db.url).await;
+    let url = format!("{} connect_timeout=1", relay.url);
+    let config = FleetConfig::new(url).schema(db.schema.clone()).lease(LEASE).pool_size(1);
+    relay.down(true);
+    let away = bounded(Fleet::connect(config.clone())).await;
+    assert!(matches!(away, Err(FleetError::Connect(_))), "{away:?}");
+    relay.down(false);
+    let via = within(Fleet::connect(config.clone())).await.expect("connects once back");
+    within(via.send("job", &Event::Add(1))).await.expect("sent");
+
+    // Its connection closed, then the server silent: the send connects
+    // again, and gives up.
+    relay.down(true);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    relay.cut(true);
+    relay.down(false);
+    let silent = bounded(Fleet::connect(config)).await;
+    assert!(matches!(silent, Err(FleetError::Connect(_))), "{silent:?}");
+    let send = bounded(via.send("job", &Event::Add(2))).await;
+    assert!(matches!(send, Err(FleetError::Connect(_))), "{send:?}");
+    relay.cut(false);
+    within(via.send("job", &Event::Add(3))).await.expect("sent once the server answers");
+    assert_eq!(within(fleet.status("job")).await.expect("reads").unapplied, 2);
     db.drop_schema().await;
 }

@@ -155,6 +155,10 @@ pub use worker::{Worker, WorkerReport};
 #[non_exhaustive]
 pub struct FleetConfig {
     /// The Postgres server's URL (`postgres://user:password@host:port/db`).
+    /// Its `connect_timeout` (10 seconds when it sets none) bounds the
+    /// opening of each of the fleet's own connections, the server's answer
+    /// included: a call that must connect while the server is away or
+    /// does not answer fails with [`FleetError::Connect`] by then.
     pub url: String,
     /// The Postgres schema holding the tables, created if absent.
     pub schema: String,
@@ -263,13 +267,15 @@ impl Fleet {
     /// [`FleetError::Store`] when the checkpoint store cannot be opened.
     pub async fn connect(config: FleetConfig) -> Result<Self, FleetError> {
         let target = db::Target::new(&config.url, &config.schema, config.idle_in_transaction_timeout)?;
+        // The fleet's own connection first: a server that cannot be reached
+        // is `Connect`, as documented, not the store's read error.
+        let client = target.connect(None).await?;
         let pg = PgConfig::new(config.url.clone())
             .schema(config.schema.clone())
             .pool_size(config.pool_size)
             .idle_in_transaction_timeout(config.idle_in_transaction_timeout);
         // The store's connections block (on threads of their own).
         let store = blocking(move || PgStore::connect_with(pg)).await??;
-        let client = target.connect(None).await?;
         Ok(Self { inner: Arc::new(Inner { config, target, store, client: Mutex::new(Some(client)) }) })
     }
 
