@@ -148,3 +148,45 @@ async fn connecting_to_a_server_that_is_away_or_silent_fails_in_time() {
     assert_eq!(within(fleet.status("job")).await.expect("reads").unapplied, 2);
     db.drop_schema().await;
 }
+
+/// A worker whose resume of an agent waits on the database (the agents'
+/// snapshots locked, as a long migration or `VACUUM FULL` locks them) goes
+/// on renewing the leases of the agents it runs meanwhile: none lapses. The
+/// agent it could not resume is resumed once the lock is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_that_waits_on_the_database_does_not_hold_up_the_renewals() {
+    let Some(db) = Db::new("resume_waits") else { return };
+    let lease = Duration::from_millis(1500);
+    let fleet = db.fleet(lease).await;
+    let client = db.client().await;
+    // The second agent hidden from the workers (marked done) until the
+    // lock is taken.
+    for agent in ["running", "waiting"] {
+        within(fleet.create(agent, &Job::new(Vec::new()))).await.expect("created");
+    }
+    within(client.execute("UPDATE leases SET done = true WHERE agent = 'waiting'", &[])).await.expect("hides");
+    let a = Proc::start(Worker::new(&fleet, "a").poll(Duration::from_millis(100)));
+    within(fleet.send("running", &Event::Add(1))).await.expect("sent");
+    until("the first agent runs", || async { taken(&fleet, "running").await == [1] }).await;
+
+    let mut locker = db.client().await;
+    let lock = locker.transaction().await.expect("begins");
+    lock.batch_execute("LOCK TABLE snapshots IN ACCESS EXCLUSIVE MODE").await.expect("locks");
+    within(client.execute("UPDATE leases SET done = false WHERE agent = 'waiting'", &[])).await.expect("shows");
+    let lapsed =
+        "SELECT count(*) FROM leases WHERE agent = 'running' AND (worker IS DISTINCT FROM 'a' OR expires_at < now())";
+    let start = std::time::Instant::now();
+    while start.elapsed() < lease * 2 {
+        let row = within(client.query_one(lapsed, &[])).await.expect("reads");
+        assert_eq!(row.get::<_, i64>(0), 0, "the running agent's lease lapsed after {:?}", start.elapsed());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(a.spawned().contains(&"waiting".to_owned()), "a claimed the second agent while the lock was held");
+    within(lock.rollback()).await.expect("unlocks");
+    within(fleet.send("waiting", &Event::Add(2))).await.expect("sent");
+    until("the second agent runs", || async { taken(&fleet, "waiting").await == [2] }).await;
+    let status = within(fleet.status("running")).await.expect("reads");
+    assert_eq!((status.epoch, status.worker.as_deref()), (1, Some("a")), "{status:?}");
+    a.stop().await;
+    db.drop_schema().await;
+}

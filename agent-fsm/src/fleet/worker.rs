@@ -17,7 +17,7 @@ use super::running::{Control, End, Ended, Running, Spawn};
 use super::{Fleet, FleetError, db};
 use crate::StateMachine;
 use crate::runtime::{Effects, ExecutorConfig};
-use crate::store::{Durability, SnapshotPolicy};
+use crate::store::{Durability, SnapshotPolicy, StoreError};
 
 /// How many agents a worker claims at once, between two looks at its
 /// renewals and notifications.
@@ -292,10 +292,22 @@ where
                 ended: self.ended_tx.clone(),
             });
         }
-        // Resumed side by side: each reads its checkpoint.
+        // Resumed side by side: each reads its checkpoint. A read that
+        // waits (on a lock, a connection that does not answer) is given up
+        // after a third of a lease, as a failed resume, rather than keep
+        // the loop from its renewals, which would let the leases of the
+        // agents it runs lapse.
+        let wait = self.worker.lease / 3;
         let started = futures::future::join_all(spawns.into_iter().map(|spawn| {
             let (agent, epoch) = (spawn.agent.clone(), spawn.epoch);
-            async move { (agent, epoch, spawn.start().await) }
+            async move {
+                let started = tokio::time::timeout(wait, spawn.start()).await.unwrap_or_else(|_| {
+                    Err(FleetError::Store(StoreError::Read(
+                        format!("the checkpoint was not read within {wait:?}").into(),
+                    )))
+                });
+                (agent, epoch, started)
+            }
         }))
         .await;
         for (agent, epoch, result) in started {
