@@ -118,6 +118,11 @@
 //!   written before its worker died is performed again by the next owner
 //!   (under the same key). A tool that must not act twice (a payment, an
 //!   email) deduplicates by its key.
+//! - **A send that failed may have been sent.** A [`Fleet::send`] whose
+//!   connection is lost while its commit is on the way returns an error
+//!   though the server may have committed the row; sending the event again
+//!   then delivers it twice. An event that must not be applied twice
+//!   carries an id of its own that the machine checks.
 //! - **Hand-over takes a lease.** A worker that dies without a clean
 //!   shutdown holds its agents until their leases expire (plus up to a
 //!   third of a lease until another worker looks): the lease is the time
@@ -160,7 +165,11 @@ pub struct FleetConfig {
     /// Its `connect_timeout` (10 seconds when it sets none) bounds the
     /// opening of each of the fleet's own connections, the server's answer
     /// included: a call that must connect while the server is away or
-    /// does not answer fails with [`FleetError::Connect`] by then.
+    /// does not answer fails with [`FleetError::Connect`] by then. A call
+    /// on a connection already open that the network cut off without a
+    /// reset waits for as long as TCP retries (many minutes on Linux), as
+    /// the checkpoint store's calls do: `tcp_user_timeout` in the URL
+    /// (`?tcp_user_timeout=30`, in seconds) bounds that.
     pub url: String,
     /// The Postgres schema holding the tables, created if absent.
     pub schema: String,
@@ -361,7 +370,9 @@ impl Fleet {
     /// # Errors
     /// [`FleetError::UnknownAgent`], [`FleetError::Finished`] for an agent
     /// that reached its terminal state, [`FleetError::Encode`], or a
-    /// database error.
+    /// database error ([`FleetError::Connect`] while the server cannot be
+    /// reached). A database error from the commit itself leaves the row
+    /// perhaps written (see the [module docs](self)).
     pub async fn send<E: Serialize + ?Sized>(&self, agent: &str, event: &E) -> Result<u64, FleetError> {
         let text = serde_json::to_string(event).map_err(FleetError::Encode)?;
         let mut guard = self.client().await?;
