@@ -4,8 +4,10 @@
 //! store call made once the server is back is answered on a new
 //! connection, not failed on the one the server closed; a worker whose
 //! database restarted between its agents' steps keeps them, and applies
-//! every event sent afterwards once, in order; connecting to a server that
-//! is away or silent fails with a typed error in time.
+//! every event sent afterwards once, in order, and one told to stop just
+//! after the restart hands its agents back; connecting to a server that is
+//! away or silent fails with a typed error in time; a resume that waits on
+//! a locked table does not hold up the renewals of the agents running.
 
 mod fleet_support;
 
@@ -188,5 +190,30 @@ async fn a_resume_that_waits_on_the_database_does_not_hold_up_the_renewals() {
     let status = within(fleet.status("running")).await.expect("reads");
     assert_eq!((status.epoch, status.worker.as_deref()), (1, Some("a")), "{status:?}");
     a.stop().await;
+    db.drop_schema().await;
+}
+
+/// A worker told to stop just after its database restarted (before its
+/// next renewal opened a new connection) still hands its agents back, on a
+/// new connection: another worker need not wait a lease for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stopped_after_a_server_restart_hands_its_agents_back() {
+    let Some(db) = Db::new("stop_after_restart") else { return };
+    // Long: no renewal comes between the restart and the stop.
+    let lease = Duration::from_secs(6);
+    let fleet = db.fleet(lease).await;
+    let relay = Relay::start(&db.url).await;
+    let config = FleetConfig::new(relay.url.clone()).schema(db.schema.clone()).lease(lease).pool_size(1);
+    let via = within(Fleet::connect(config)).await.expect("connects through the relay");
+    let a = Proc::start(Worker::new(&via, "a"));
+    within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
+    within(fleet.send("job", &Event::Add(1))).await.expect("sent");
+    until("the agent runs", || async { taken(&fleet, "job").await == [1] }).await;
+
+    restart(&relay).await;
+    let report = a.stop().await;
+    assert_eq!(report.handed_back, 1, "{report:?}");
+    let status = within(fleet.status("job")).await.expect("reads");
+    assert_eq!(status.worker, None, "{status:?}");
     db.drop_schema().await;
 }

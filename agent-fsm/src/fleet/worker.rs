@@ -372,14 +372,8 @@ where
     /// agents it lost, and every agent once renewals have failed (or gone
     /// unanswered) for a lease.
     async fn renew(&mut self) {
-        let client = self.control.get();
+        self.reconnect().await;
         let target = self.worker.fleet.target().clone();
-        if client.is_closed() {
-            match self.bounded(target.connect(None)).await {
-                Ok(client) => self.control.set(client),
-                Err(error) => tracing::warn!(%error, "cannot reconnect"),
-            }
-        }
         if self.notes.is_none() {
             match self.bounded(target.listen()).await {
                 Ok(notes) => self.notes = Some(notes),
@@ -414,6 +408,17 @@ where
         let capacity = i32::try_from(self.worker.capacity).unwrap_or(i32::MAX);
         if let Err(error) = self.bounded(client.execute(db::HEARTBEAT, &[&self.worker.id, &capacity])).await {
             tracing::warn!(%error, "heartbeat failed");
+        }
+    }
+
+    /// Opens the control connection again if it closed (the server
+    /// restarted, say).
+    async fn reconnect(&mut self) {
+        if self.control.get().is_closed() {
+            match self.bounded(self.worker.fleet.target().connect(None)).await {
+                Ok(client) => self.control.set(client),
+                Err(error) => tracing::warn!(%error, "cannot reconnect"),
+            }
         }
     }
 
@@ -452,6 +457,9 @@ where
     /// Stops the agents (a pause: their work in flight is performed again
     /// by the next owner), hands their leases back and wakes the others.
     async fn hand_back(mut self) -> WorkerReport {
+        // The server may have closed the connection since the last renewal:
+        // the leases are handed back on a new one rather than left to expire.
+        self.reconnect().await;
         let client = self.control.get();
         if let Err(error) = self.bounded(client.execute(db::STOPPING, &[&self.worker.id])).await {
             tracing::warn!(%error, "cannot mark the worker stopping");
