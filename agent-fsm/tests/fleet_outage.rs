@@ -6,8 +6,9 @@
 //! database restarted between its agents' steps keeps them, and applies
 //! every event sent afterwards once, in order, and one told to stop just
 //! after the restart hands its agents back; connecting to a server that is
-//! away or silent fails with a typed error in time; a resume that waits on
-//! a locked table does not hold up the renewals of the agents running.
+//! away or silent, the fleet's and the store's, fails with a typed error in
+//! time; a resume that waits on a locked table does not hold up the
+//! renewals of the agents running.
 
 mod fleet_support;
 
@@ -215,5 +216,35 @@ async fn a_worker_stopped_after_a_server_restart_hands_its_agents_back() {
     assert_eq!(report.handed_back, 1, "{report:?}");
     let status = within(fleet.status("job")).await.expect("reads");
     assert_eq!(status.worker, None, "{status:?}");
+    db.drop_schema().await;
+}
+
+/// The checkpoint store's connecting is bounded as the fleet's is: a
+/// server that accepts connections and never answers fails `connect`, and
+/// a call that must connect again, with `StoreError::Read` once the URL's
+/// `connect_timeout` has passed, and the store answers once the server
+/// does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_s_connecting_to_a_silent_server_fails_in_time() {
+    let Some(db) = Db::new("store_silent") else { return };
+    let relay = Relay::start(&db.url).await;
+    let config = PgConfig::new(format!("{} connect_timeout=1", relay.url)).schema(db.schema.clone()).pool_size(1);
+    relay.cut(true);
+    let connecting = config.clone();
+    let silent = bounded(call(move || PgStore::connect_with(connecting))).await;
+    assert!(matches!(silent, Err(StoreError::Read(_))), "{silent:?}");
+    relay.cut(false);
+    let store = call(move || PgStore::connect_with(config)).await.expect("connects once the server answers");
+
+    relay.down(true);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    relay.cut(true);
+    relay.down(false);
+    let s = store.clone();
+    let silent = bounded(call(move || s.agents())).await;
+    assert!(matches!(silent, Err(StoreError::Read(_))), "{silent:?}");
+    relay.cut(false);
+    let s = store.clone();
+    assert_eq!(call(move || s.agents()).await.expect("answered once the server answers"), Vec::<String>::new());
     db.drop_schema().await;
 }

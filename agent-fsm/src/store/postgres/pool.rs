@@ -87,14 +87,42 @@ impl Conn {
         if self.client.as_ref().is_none_or(Client::is_closed) {
             self.client = None;
             self.statements = Statements::default();
-            let mut client = self.config.connect(NoTls).map_err(read_err)?;
-            client.batch_execute(&self.setup).map_err(read_err)?;
-            self.client = Some(client);
+            self.client = Some(connect(&self.config, &self.setup)?);
         }
         match &mut self.client {
             Some(client) => Ok((client, &mut self.statements)),
             None => Err(StoreError::Read("no connection".into())),
         }
+    }
+}
+
+/// How long connecting may take when the URL sets no `connect_timeout`.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A new connection, its `setup` run, within the connect timeout as a
+/// whole: the client bounds only the socket's connecting by it, and a
+/// server that accepts and never answers (hung, or behind a proxy holding
+/// the traffic) would keep the call waiting for as long as it does. The
+/// handshake runs on a thread of its own, left to end by itself when the
+/// wait is given up (the connection it may open then is dropped).
+fn connect(config: &Arc<postgres::Config>, setup: &Arc<str>) -> Result<Client, StoreError> {
+    let limit = config.get_connect_timeout().copied().unwrap_or(CONNECT_TIMEOUT);
+    let (config, setup) = (Arc::clone(config), Arc::clone(setup));
+    let (tx, rx) = mpsc::channel();
+    thread::Builder::new()
+        .name("agent-fsm-pg-connect".to_owned())
+        .spawn(move || {
+            let connected = config.connect(NoTls).and_then(|mut client| client.batch_execute(&setup).map(|()| client));
+            // Nobody waits any more when the wait was given up.
+            let _ = tx.send(connected);
+        })
+        .map_err(|e| StoreError::Read(Box::new(e)))?;
+    match rx.recv_timeout(limit) {
+        Ok(connected) => connected.map_err(read_err),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            Err(StoreError::Read(format!("the server did not answer within {limit:?}").into()))
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(StoreError::Read("the connecting thread failed".into())),
     }
 }
 
