@@ -27,6 +27,9 @@ pub(crate) const INBOX_ANY: &str = "inbox?";
 /// `NOTIFY` limit with its default page size).
 pub(crate) const MAX_PAYLOAD: usize = 8000;
 
+/// How long connecting may take when the URL sets no `connect_timeout`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// `name` as a quoted SQL identifier.
 pub(crate) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -56,7 +59,7 @@ impl Target {
     pub(crate) fn new(url: &str, schema: &str, idle_in_transaction: Duration) -> Result<Self, FleetError> {
         let mut config = tokio_postgres::Config::from_str(url).map_err(|e| FleetError::Connect(Box::new(e)))?;
         if config.get_connect_timeout().is_none() {
-            config.connect_timeout(Duration::from_secs(10));
+            config.connect_timeout(CONNECT_TIMEOUT);
         }
         if config.get_application_name().is_none() {
             config.application_name("agent-fsm fleet");
@@ -88,7 +91,21 @@ impl Target {
     /// A connection with the schema as its search path; its messages are
     /// read by a task of its own, which forwards notifications to `notes`
     /// (dropped otherwise) and ends when the connection closes.
+    ///
+    /// The whole of it (the socket, the server's greeting, the setup) is
+    /// given up after the connect timeout: tokio-postgres bounds only the
+    /// socket's, and a server that accepts and never answers (hung, or
+    /// behind a proxy that holds the traffic) would keep a call reconnecting
+    /// (a send, say) waiting for as long as it does.
     pub(crate) async fn connect(&self, notes: Option<mpsc::UnboundedSender<String>>) -> Result<Client, FleetError> {
+        let limit = self.config.get_connect_timeout().copied().unwrap_or(CONNECT_TIMEOUT);
+        match tokio::time::timeout(limit, self.connect_unbounded(notes)).await {
+            Ok(connected) => connected,
+            Err(_) => Err(FleetError::Connect(format!("the server did not answer within {limit:?}").into())),
+        }
+    }
+
+    async fn connect_unbounded(&self, notes: Option<mpsc::UnboundedSender<String>>) -> Result<Client, FleetError> {
         let (client, mut connection) =
             self.config.connect(NoTls).await.map_err(|e| FleetError::Connect(Box::new(e)))?;
         tokio::spawn(async move {

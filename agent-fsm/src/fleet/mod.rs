@@ -72,7 +72,9 @@
 //!   those nobody holds, then those whose lease expired. Each claimed agent
 //!   is spawned from its checkpoint by [`Durable`](crate::store::Durable)
 //!   on the store [`fenced`](crate::store::PgStore::fenced) with the
-//!   worker's id and the new epoch.
+//!   worker's id and the new epoch. A checkpoint not read within a third
+//!   of a lease (the database slow, or locked) is given up on as a failed
+//!   resume, so that the renewals are never held up by it.
 //! - It renews its leases every lease/3. An agent whose renewal finds the
 //!   lease gone (another worker claimed it) is stopped at once, as a crash
 //!   would stop it, with no more effects; so is every agent when renewals
@@ -116,6 +118,11 @@
 //!   written before its worker died is performed again by the next owner
 //!   (under the same key). A tool that must not act twice (a payment, an
 //!   email) deduplicates by its key.
+//! - **A send that failed may have been sent.** A [`Fleet::send`] whose
+//!   connection is lost while its commit is on the way returns an error
+//!   though the server may have committed the row; sending the event again
+//!   then delivers it twice. An event that must not be applied twice
+//!   carries an id of its own that the machine checks.
 //! - **Hand-over takes a lease.** A worker that dies without a clean
 //!   shutdown holds its agents until their leases expire (plus up to a
 //!   third of a lease until another worker looks): the lease is the time
@@ -155,6 +162,14 @@ pub use worker::{Worker, WorkerReport};
 #[non_exhaustive]
 pub struct FleetConfig {
     /// The Postgres server's URL (`postgres://user:password@host:port/db`).
+    /// Its `connect_timeout` (10 seconds when it sets none) bounds the
+    /// opening of each of the fleet's own connections, the server's answer
+    /// included: a call that must connect while the server is away or
+    /// does not answer fails with [`FleetError::Connect`] by then. A call
+    /// on a connection already open that the network cut off without a
+    /// reset waits for as long as TCP retries (many minutes on Linux), as
+    /// the checkpoint store's calls do: `tcp_user_timeout` in the URL
+    /// (`?tcp_user_timeout=30`, in seconds) bounds that.
     pub url: String,
     /// The Postgres schema holding the tables, created if absent.
     pub schema: String,
@@ -263,13 +278,15 @@ impl Fleet {
     /// [`FleetError::Store`] when the checkpoint store cannot be opened.
     pub async fn connect(config: FleetConfig) -> Result<Self, FleetError> {
         let target = db::Target::new(&config.url, &config.schema, config.idle_in_transaction_timeout)?;
+        // The fleet's own connection first: a server that cannot be reached
+        // is `Connect`, as documented, not the store's read error.
+        let client = target.connect(None).await?;
         let pg = PgConfig::new(config.url.clone())
             .schema(config.schema.clone())
             .pool_size(config.pool_size)
             .idle_in_transaction_timeout(config.idle_in_transaction_timeout);
         // The store's connections block (on threads of their own).
         let store = blocking(move || PgStore::connect_with(pg)).await??;
-        let client = target.connect(None).await?;
         Ok(Self { inner: Arc::new(Inner { config, target, store, client: Mutex::new(Some(client)) }) })
     }
 
@@ -353,7 +370,9 @@ impl Fleet {
     /// # Errors
     /// [`FleetError::UnknownAgent`], [`FleetError::Finished`] for an agent
     /// that reached its terminal state, [`FleetError::Encode`], or a
-    /// database error.
+    /// database error ([`FleetError::Connect`] while the server cannot be
+    /// reached). A database error from the commit itself leaves the row
+    /// perhaps written (see the [module docs](self)).
     pub async fn send<E: Serialize + ?Sized>(&self, agent: &str, event: &E) -> Result<u64, FleetError> {
         let text = serde_json::to_string(event).map_err(FleetError::Encode)?;
         let mut guard = self.client().await?;

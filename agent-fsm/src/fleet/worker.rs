@@ -17,7 +17,7 @@ use super::running::{Control, End, Ended, Running, Spawn};
 use super::{Fleet, FleetError, db};
 use crate::StateMachine;
 use crate::runtime::{Effects, ExecutorConfig};
-use crate::store::{Durability, SnapshotPolicy};
+use crate::store::{Durability, SnapshotPolicy, StoreError};
 
 /// How many agents a worker claims at once, between two looks at its
 /// renewals and notifications.
@@ -292,10 +292,22 @@ where
                 ended: self.ended_tx.clone(),
             });
         }
-        // Resumed side by side: each reads its checkpoint.
+        // Resumed side by side: each reads its checkpoint. A read that
+        // waits (on a lock, a connection that does not answer) is given up
+        // after a third of a lease, as a failed resume, rather than keep
+        // the loop from its renewals, which would let the leases of the
+        // agents it runs lapse.
+        let wait = self.worker.lease / 3;
         let started = futures::future::join_all(spawns.into_iter().map(|spawn| {
             let (agent, epoch) = (spawn.agent.clone(), spawn.epoch);
-            async move { (agent, epoch, spawn.start().await) }
+            async move {
+                let started = tokio::time::timeout(wait, spawn.start()).await.unwrap_or_else(|_| {
+                    Err(FleetError::Store(StoreError::Read(
+                        format!("the checkpoint was not read within {wait:?}").into(),
+                    )))
+                });
+                (agent, epoch, started)
+            }
         }))
         .await;
         for (agent, epoch, result) in started {
@@ -360,14 +372,8 @@ where
     /// agents it lost, and every agent once renewals have failed (or gone
     /// unanswered) for a lease.
     async fn renew(&mut self) {
-        let client = self.control.get();
+        self.reconnect().await;
         let target = self.worker.fleet.target().clone();
-        if client.is_closed() {
-            match self.bounded(target.connect(None)).await {
-                Ok(client) => self.control.set(client),
-                Err(error) => tracing::warn!(%error, "cannot reconnect"),
-            }
-        }
         if self.notes.is_none() {
             match self.bounded(target.listen()).await {
                 Ok(notes) => self.notes = Some(notes),
@@ -402,6 +408,17 @@ where
         let capacity = i32::try_from(self.worker.capacity).unwrap_or(i32::MAX);
         if let Err(error) = self.bounded(client.execute(db::HEARTBEAT, &[&self.worker.id, &capacity])).await {
             tracing::warn!(%error, "heartbeat failed");
+        }
+    }
+
+    /// Opens the control connection again if it closed (the server
+    /// restarted, say).
+    async fn reconnect(&mut self) {
+        if self.control.get().is_closed() {
+            match self.bounded(self.worker.fleet.target().connect(None)).await {
+                Ok(client) => self.control.set(client),
+                Err(error) => tracing::warn!(%error, "cannot reconnect"),
+            }
         }
     }
 
@@ -440,6 +457,9 @@ where
     /// Stops the agents (a pause: their work in flight is performed again
     /// by the next owner), hands their leases back and wakes the others.
     async fn hand_back(mut self) -> WorkerReport {
+        // The server may have closed the connection since the last renewal:
+        // the leases are handed back on a new one rather than left to expire.
+        self.reconnect().await;
         let client = self.control.get();
         if let Err(error) = self.bounded(client.execute(db::STOPPING, &[&self.worker.id])).await {
             tracing::warn!(%error, "cannot mark the worker stopping");

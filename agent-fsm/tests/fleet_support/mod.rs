@@ -2,7 +2,7 @@
 //! tool gated by the test), workers each on a tokio runtime and thread of
 //! their own (so that a test can freeze one whole, as `SIGSTOP` freezes a
 //! process), a fresh Postgres schema per test, a relay to the server whose
-//! traffic the test can cut, and waiting with a timeout.
+//! traffic the test can cut or take down, and waiting with a timeout.
 
 // Each test uses a different part of this module.
 #![allow(dead_code, unreachable_pub)]

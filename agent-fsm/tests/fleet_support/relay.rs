@@ -1,7 +1,8 @@
 //! A relay between a fleet and its Postgres server, on 127.0.0.1, whose
 //! traffic the test can cut as a network partition does: the connections
 //! stay open and the bytes sent go nowhere (no reset, no error), until the
-//! relay is mended and they go on.
+//! relay is mended and they go on. It can also drop every connection at
+//! once and refuse new ones, as a server that restarted or went away does.
 
 use std::str::FromStr;
 
@@ -12,11 +13,13 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_postgres::config::Host;
 
-/// The relay: the URL to connect through it, and the switch that cuts it.
+/// The relay: the URL to connect through it, and the switches that cut it
+/// or take it down.
 pub struct Relay {
     /// A `key=value` URL for the server, through the relay.
     pub url: String,
     cut: watch::Sender<bool>,
+    down: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
 
@@ -42,22 +45,34 @@ impl Relay {
             url.push_str(&format!(" dbname='{dbname}'"));
         }
         let (cut, _) = watch::channel(false);
-        let switch = cut.clone();
+        let (down, _) = watch::channel(false);
+        let (switch, gone) = (cut.clone(), down.clone());
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                // Down: the connection is closed at once, as a server
+                // that is not there refuses it.
+                if *gone.borrow() {
+                    continue;
+                }
                 let Ok(server) = TcpStream::connect((host.as_str(), port)).await else { continue };
                 let (client_rx, client_tx) = client.into_split();
                 let (server_rx, server_tx) = server.into_split();
-                tokio::spawn(pump(client_rx, server_tx, switch.subscribe()));
-                tokio::spawn(pump(server_rx, client_tx, switch.subscribe()));
+                tokio::spawn(pump(client_rx, server_tx, switch.subscribe(), gone.subscribe()));
+                tokio::spawn(pump(server_rx, client_tx, switch.subscribe(), gone.subscribe()));
             }
         });
-        Self { url, cut, task }
+        Self { url, cut, down, task }
     }
 
     /// Cuts the traffic (`true`) or mends it (`false`).
     pub fn cut(&self, cut: bool) {
         self.cut.send_replace(cut);
+    }
+
+    /// Takes the relay down (`true`: every connection closed at once, new
+    /// ones closed as they come) or up again (`false`).
+    pub fn down(&self, down: bool) {
+        self.down.send_replace(down);
     }
 }
 
@@ -67,16 +82,28 @@ impl Drop for Relay {
     }
 }
 
-/// Copies `from` to `to`, holding what it read while the relay is cut.
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut cut: watch::Receiver<bool>) {
+/// Copies `from` to `to`, holding what it read while the relay is cut;
+/// closes both (by returning) when the relay goes down.
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    mut cut: watch::Receiver<bool>,
+    mut down: watch::Receiver<bool>,
+) {
     let mut buf = vec![0; 16 * 1024];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        if cut.wait_for(|cut| !cut).await.is_err() || to.write_all(&buf[..n]).await.is_err() {
-            return;
+    let pumped = async {
+        loop {
+            let n = match from.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if cut.wait_for(|cut| !cut).await.is_err() || to.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
         }
+    };
+    tokio::select! {
+        () = pumped => {}
+        _ = down.wait_for(|down| *down) => {}
     }
 }

@@ -54,7 +54,14 @@
 //! agent writes its steps: on the pool's threads it never is. Clones of a
 //! store (and [`fenced`](PgStore::fenced) stores) share the pool; its
 //! threads end when the last of them is dropped. A connection that broke
-//! is opened again on its next call.
+//! is opened again on its next call; one the server closed while it sat
+//! idle (a restart, say) is seen closed before that call uses it, so the
+//! call does not fail for it (one used in the last 50 ms is taken to be
+//! open, as looking costs the call a millisecond or so). Opening a
+//! connection, the server's answer included, is given up after the URL's
+//! `connect_timeout` (10 seconds when it sets none): a call that must
+//! connect while the server is away or does not answer fails with
+//! [`StoreError::Read`] by then.
 //!
 //! A process stopped in the middle of a write (paused, frozen, cut off
 //! from the network) would hold that write's row locks for as long as its
@@ -232,7 +239,7 @@ impl PgStore {
             return Err(StoreError::Read(why.into()));
         }
         if pg.get_connect_timeout().is_none() {
-            pg.connect_timeout(Duration::from_secs(10));
+            pg.connect_timeout(pool::CONNECT_TIMEOUT);
         }
         if pg.get_application_name().is_none() {
             pg.application_name("agent-fsm");

@@ -15,7 +15,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
+use std::time::{Duration, Instant};
 
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, GenericClient, NoTls, Statement};
 
 use crate::store::StoreError;
@@ -53,23 +55,74 @@ pub(crate) struct Conn {
     setup: Arc<str>,
     client: Option<Client>,
     statements: Statements,
+    /// When the last job on the client ended.
+    used: Instant,
 }
+
+/// How long a connection sits idle before a job first looks whether the
+/// server closed it: the look waits for the client's timer (a millisecond
+/// or so), which steps that come one right after another need not pay.
+const IDLE_CHECK: Duration = Duration::from_millis(50);
 
 impl Conn {
     /// The open client and its statements, connecting first when there is
     /// no client or the server closed it.
     fn open(&mut self) -> Result<(&mut Client, &mut Statements), StoreError> {
+        // The blocking client reads from its socket only inside a call: a
+        // connection the server closed while it sat idle (a restart, every
+        // backend terminated) still says it is open, and the job would fail
+        // on it although the server is back. Reading what is already there
+        // (without waiting for more) takes in the server's goodbye and the
+        // close.
+        let idle = self.used.elapsed() >= IDLE_CHECK;
+        let gone = self
+            .client
+            .as_mut()
+            .filter(|_| idle)
+            .and_then(|client| client.notifications().timeout_iter(Duration::ZERO).next().err());
+        if let Some(error) = gone {
+            tracing::info!(%error, "a Postgres connection closed while idle; connecting again");
+            self.client = None;
+        }
         if self.client.as_ref().is_none_or(Client::is_closed) {
             self.client = None;
             self.statements = Statements::default();
-            let mut client = self.config.connect(NoTls).map_err(read_err)?;
-            client.batch_execute(&self.setup).map_err(read_err)?;
-            self.client = Some(client);
+            self.client = Some(connect(&self.config, &self.setup)?);
         }
         match &mut self.client {
             Some(client) => Ok((client, &mut self.statements)),
             None => Err(StoreError::Read("no connection".into())),
         }
+    }
+}
+
+/// How long connecting may take when the URL sets no `connect_timeout`.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A new connection, its `setup` run, within the connect timeout as a
+/// whole: the client bounds only the socket's connecting by it, and a
+/// server that accepts and never answers (hung, or behind a proxy holding
+/// the traffic) would keep the call waiting for as long as it does. The
+/// handshake runs on a thread of its own, left to end by itself when the
+/// wait is given up (the connection it may open then is dropped).
+fn connect(config: &Arc<postgres::Config>, setup: &Arc<str>) -> Result<Client, StoreError> {
+    let limit = config.get_connect_timeout().copied().unwrap_or(CONNECT_TIMEOUT);
+    let (config, setup) = (Arc::clone(config), Arc::clone(setup));
+    let (tx, rx) = mpsc::channel();
+    thread::Builder::new()
+        .name("agent-fsm-pg-connect".to_owned())
+        .spawn(move || {
+            let connected = config.connect(NoTls).and_then(|mut client| client.batch_execute(&setup).map(|()| client));
+            // Nobody waits any more when the wait was given up.
+            let _ = tx.send(connected);
+        })
+        .map_err(|e| StoreError::Read(Box::new(e)))?;
+    match rx.recv_timeout(limit) {
+        Ok(connected) => connected.map_err(read_err),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            Err(StoreError::Read(format!("the server did not answer within {limit:?}").into()))
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(StoreError::Read("the connecting thread failed".into())),
     }
 }
 
@@ -101,6 +154,7 @@ impl Pool {
                 setup: Arc::clone(&setup),
                 client: None,
                 statements: Statements::default(),
+                used: Instant::now(),
             };
             let queue = Arc::clone(&queue);
             thread::Builder::new()
@@ -142,6 +196,7 @@ fn serve(queue: &Mutex<Receiver<Job>>, mut conn: Conn) {
             tracing::warn!("a job on a Postgres connection thread panicked; the connection is closed");
             conn.client = None;
         }
+        conn.used = Instant::now();
     }
 }
 
