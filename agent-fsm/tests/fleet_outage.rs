@@ -159,7 +159,9 @@ async fn connecting_to_a_server_that_is_away_or_silent_fails_in_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_that_waits_on_the_database_does_not_hold_up_the_renewals() {
     let Some(db) = Db::new("resume_waits") else { return };
-    let lease = Duration::from_millis(1500);
+    // Renewed every third of it, and a resume given up after half of it:
+    // a third of a second to spare.
+    let lease = LEASE;
     let fleet = db.fleet(lease).await;
     let client = db.client().await;
     // The second agent hidden from the workers (marked done) until the

@@ -72,9 +72,10 @@
 //!   those nobody holds, then those whose lease expired. Each claimed agent
 //!   is spawned from its checkpoint by [`Durable`](crate::store::Durable)
 //!   on the store [`fenced`](crate::store::PgStore::fenced) with the
-//!   worker's id and the new epoch. A checkpoint not read within a third
-//!   of a lease (the database slow, or locked) is given up on as a failed
-//!   resume, so that the renewals are never held up by it.
+//!   worker's id and the new epoch. A checkpoint not read within half a
+//!   lease (the database slow, or locked) is given up on as a failed
+//!   resume, tried again a lease later, so that the renewals are never
+//!   held up long enough for the leases of the agents it runs to lapse.
 //! - It renews its leases every lease/3. An agent whose renewal finds the
 //!   lease gone (another worker claimed it) is stopped at once, as a crash
 //!   would stop it, with no more effects; so is every agent when renewals

@@ -294,10 +294,13 @@ where
         }
         // Resumed side by side: each reads its checkpoint. A read that
         // waits (on a lock, a connection that does not answer) is given up
-        // after a third of a lease, as a failed resume, rather than keep
-        // the loop from its renewals, which would let the leases of the
-        // agents it runs lapse.
-        let wait = self.worker.lease / 3;
+        // after half a lease, as a failed resume, rather than keep the loop
+        // from its renewals, which would let the leases of the agents it
+        // runs lapse: renewed every third of a lease, they are then renewed
+        // within five sixths of one. (A bound as short as the renewals'
+        // period would fail resumes that are only slow, a batch of them
+        // queued on the store's connections on a busy machine.)
+        let wait = self.worker.lease / 2;
         let started = futures::future::join_all(spawns.into_iter().map(|spawn| {
             let (agent, epoch) = (spawn.agent.clone(), spawn.epoch);
             async move {

@@ -56,8 +56,9 @@
 //! threads end when the last of them is dropped. A connection that broke
 //! is opened again on its next call; one the server closed while it sat
 //! idle (a restart, say) is seen closed before that call uses it, so the
-//! call does not fail for it (one used in the last 50 ms is taken to be
-//! open, as looking costs the call a millisecond or so). Opening a
+//! call does not fail for it: a connection idle for 50 ms or more is asked
+//! first with an empty query (one round trip; one used in the last 50 ms is
+//! taken to be open). Opening a
 //! connection, the server's answer included, is given up after the URL's
 //! `connect_timeout` (10 seconds when it sets none): a call that must
 //! connect while the server is away or does not answer fails with

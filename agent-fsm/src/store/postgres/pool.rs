@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, GenericClient, NoTls, Statement};
 
 use crate::store::StoreError;
@@ -59,9 +58,9 @@ pub(crate) struct Conn {
     used: Instant,
 }
 
-/// How long a connection sits idle before a job first looks whether the
-/// server closed it: the look waits for the client's timer (a millisecond
-/// or so), which steps that come one right after another need not pay.
+/// How long a connection sits idle before a job first asks whether the
+/// server still has it: the question costs a round trip, which steps that
+/// come one right after another need not pay.
 const IDLE_CHECK: Duration = Duration::from_millis(50);
 
 impl Conn {
@@ -71,15 +70,15 @@ impl Conn {
         // The blocking client reads from its socket only inside a call: a
         // connection the server closed while it sat idle (a restart, every
         // backend terminated) still says it is open, and the job would fail
-        // on it although the server is back. Reading what is already there
-        // (without waiting for more) takes in the server's goodbye and the
-        // close.
+        // on it although the server is back. An empty query (one round
+        // trip, answered at once by a server that has the connection) takes
+        // in the server's goodbye and the close. Waiting instead for the
+        // client's timer to read what is already there costs more (about
+        // 1.5 ms against 30 µs on loopback), and a connection that does not
+        // answer within the connect timeout is as good as gone.
         let idle = self.used.elapsed() >= IDLE_CHECK;
-        let gone = self
-            .client
-            .as_mut()
-            .filter(|_| idle)
-            .and_then(|client| client.notifications().timeout_iter(Duration::ZERO).next().err());
+        let limit = self.config.get_connect_timeout().copied().unwrap_or(CONNECT_TIMEOUT);
+        let gone = self.client.as_mut().filter(|_| idle).and_then(|client| client.is_valid(limit).err());
         if let Some(error) = gone {
             tracing::info!(%error, "a Postgres connection closed while idle; connecting again");
             self.client = None;
