@@ -54,7 +54,14 @@ pub(super) fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> Toke
     let ctx_in_guard = bind_for(&guard_uses, &ctx);
     // A guard's `let`s hand values to the row, which may borrow from the
     // event's payload: what only the guard reads is then not moved out.
-    let handed = row.guard.as_ref().filter(|g| !guard_lets(g).is_empty()).map(guard_bindings);
+    // A name only the guard reads is not handed on: bound again in the
+    // arm and never read there, it would be rustc's "unused variable" at
+    // the guard, which does read it.
+    let handed = row
+        .guard
+        .as_ref()
+        .filter(|g| !guard_lets(g).is_empty())
+        .map(|g| guard_bindings(g).into_iter().filter(|(name, _)| body_code.has(name)).collect::<Vec<_>>());
     let mut by_ref = Vec::new();
     let event_pat = row.event.as_ref().map(|(_, p)| {
         if handed.is_none() {
