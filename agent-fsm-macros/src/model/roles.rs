@@ -80,6 +80,7 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
             }
         }
         Item::Struct(mut s) => {
+            misplaced_roles(cx, &mut s.attrs, &["states", "events", "actions"]);
             if take_role(cx, &mut s.attrs, &["context"]).is_some() {
                 let ident = s.ident.clone();
                 set_context(cx, roles, &s.generics.clone(), Item::Struct(s), ident);
@@ -88,6 +89,7 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
             }
         }
         Item::Type(mut t) => {
+            misplaced_roles(cx, &mut t.attrs, &["states", "events", "actions"]);
             if take_role(cx, &mut t.attrs, &["context"]).is_some() {
                 let ident = t.ident.clone();
                 set_context(cx, roles, &t.generics.clone(), Item::Type(t), ident);
@@ -133,8 +135,35 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
                 }
             }
         }
-        other => passthrough.push(other),
+        mut other => {
+            if let Some(attrs) = crate::shared::attrs::item_attrs(&mut other) {
+                misplaced_roles(cx, attrs, &["states", "events", "actions", "context"]);
+            }
+            passthrough.push(other);
+        }
     }
+}
+
+/// Reports and removes the role attributes `names` on an item that cannot
+/// take them (`#[states]` on a struct, `#[context]` on a function): the
+/// error goes on the attribute, not on the module that lacks the role.
+fn misplaced_roles(cx: &Ctxt, attrs: &mut Vec<Attribute>, names: &[&str]) {
+    attrs.retain(|attr| {
+        // Only the bare marker: an attribute macro of that name with
+        // arguments (`#[context("reading")]`) is someone else's.
+        let Some(name) =
+            names.iter().find(|n| attr.path().is_ident(n)).filter(|_| matches!(attr.meta, syn::Meta::Path(_)))
+        else {
+            return true;
+        };
+        let goes_on = if *name == "context" {
+            "a struct, an enum or a type alias (`#[context] type Context = T;`)"
+        } else {
+            "an enum"
+        };
+        cx.error_spanned_by(attr, format!("`#[{name}]` goes on {goes_on}"));
+        false
+    });
 }
 
 fn set_context(cx: &Ctxt, roles: &mut Roles, generics: &syn::Generics, mut item: Item, ident: Ident) {
