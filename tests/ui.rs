@@ -20,8 +20,12 @@ use std::path::PathBuf;
 /// features bring in do; so what these print depends on the features, and
 /// their `.stderr` is written for `--all-features` (the README's test
 /// command). Without both features they are left out, and the test says so.
-const NAMES_DEPEND_ON_FEATURES: [&str; 3] =
-    ["action-missing-payload.rs", "fallback-missing-payload.rs", "new-without-default-carried.rs"];
+const NAMES_DEPEND_ON_FEATURES: [&str; 4] = [
+    "action-missing-payload.rs",
+    "fallback-missing-payload.rs",
+    "invariants-check-of-the-wrong-type.rs",
+    "new-without-default-carried.rs",
+];
 
 /// The `.rs` cases in `dir`, sorted, less those whose output depends on
 /// features when not all of them are on.

@@ -103,7 +103,14 @@ pub(crate) fn expand(module: Option<ItemMod>, errors: &syn::Error, serde: bool, 
                 }
                 Item::Struct(s) => strip(&mut s.attrs),
                 Item::Type(t) => strip(&mut t.attrs),
-                _ => {}
+                // A marker misplaced on another item was reported.
+                other => {
+                    if let Some(attrs) = crate::shared::attrs::item_attrs(other) {
+                        attrs.retain(|a| {
+                            !(matches!(a.meta, syn::Meta::Path(_)) && MARKERS.iter().any(|m| a.path().is_ident(m)))
+                        });
+                    }
+                }
             }
         }
     }

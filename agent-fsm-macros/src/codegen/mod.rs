@@ -63,12 +63,18 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
         quote!({ let () = context; #machine::with_state(state) })
     };
     let invariants = model.invariants.as_ref().map(|path| {
+        // The call is located at the path, so that a check of the wrong
+        // type is rustc's error at `invariants = check`, not at the
+        // attribute as a whole.
+        let at = quote::ToTokens::to_token_stream(path).into_iter().next().map(|t| t.span());
+        let at = proc_macro2::Span::call_site().located_at(at.unwrap_or_else(proc_macro2::Span::call_site));
+        let call = quote::quote_spanned!(at=> #path(state, context));
         quote! {
             fn check_invariants(
                 state: &#state,
                 context: &#context_ty,
             ) -> ::core::result::Result<(), ::std::string::String> {
-                #path(state, context)
+                #call
             }
         }
     });

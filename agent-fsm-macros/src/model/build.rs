@@ -217,16 +217,25 @@ impl Model {
                 );
             }
         }
-        if self.typestate
-            && let Some(typed) = own.iter().find(|i| **i == "typed")
-        {
-            cx.error_spanned_by(
-                typed,
-                format!(
-                    "the typestate view is generated as `mod typed` in this module; rename this item, or {}",
-                    crate::shared::names::VIEW_OUT
-                ),
-            );
+        // The view's module takes `typed` beside every item above and the
+        // machine type: rustc would report the clash at the attribute.
+        if self.typestate {
+            let is_typed = |i: &Ident| name_key(i) == "typed";
+            let clash = match (taken.iter().find(|(i, _)| is_typed(i)), named.filter(|n| is_typed(n))) {
+                (Some((item, "an item")), _) => Some((*item, "this item".to_owned())),
+                (Some((item, what)), _) => Some((*item, (*what).to_owned())),
+                (None, Some(name)) => Some((name, "the machine".to_owned())),
+                (None, None) => None,
+            };
+            if let Some((at, what)) = clash {
+                cx.error_spanned_by(
+                    at,
+                    format!(
+                        "the typestate view is generated as `mod typed` in this module; rename {what}, or {}",
+                        crate::shared::names::VIEW_OUT
+                    ),
+                );
+            }
         }
     }
 

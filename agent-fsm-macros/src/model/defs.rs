@@ -111,6 +111,7 @@ pub(super) fn state_defs(cx: &Ctxt, e: &ItemEnum, carried: &[Field]) -> Vec<Stat
                 carries: !carried.is_empty(),
                 no_carry: false,
             };
+            let mut seen: Vec<&str> = Vec::new();
             for attr in &v.attrs {
                 let Some(marker) =
                     ["initial", "terminal", "transient", "no_carry"].into_iter().find(|m| attr.path().is_ident(m))
@@ -120,6 +121,11 @@ pub(super) fn state_defs(cx: &Ctxt, e: &ItemEnum, carried: &[Field]) -> Vec<Stat
                 if !matches!(attr.meta, syn::Meta::Path(_)) {
                     cx.error_spanned_by(&attr.meta, format!("`#[{marker}]` takes no arguments; write `#[{marker}]`"));
                 }
+                // A second copy says nothing more, as on an event.
+                if seen.contains(&marker) {
+                    cx.error_spanned_by(attr, format!("`#[{marker}]` is written twice on this state; remove one"));
+                }
+                seen.push(marker);
                 let slot = match marker {
                     "initial" => &mut def.initial,
                     "terminal" => &mut def.terminal,

@@ -124,6 +124,21 @@ impl RowModel {
             && self.event.as_ref().is_none_or(|(_, p)| irrefutable_below(p))
     }
 
+    /// The row's first token, `*` or the (first) state's name, found
+    /// without printing the pattern (codegen asks for it per guarded row).
+    pub(crate) fn source_start(&self) -> Span {
+        let first = |path: &syn::Path| path.segments.first().map_or(self.span, |s| s.ident.span());
+        match &self.key_source {
+            Source::Any { star, .. } => *star,
+            Source::Several(names) => names.first().map_or(self.span, Ident::span),
+            Source::One(Pat::Ident(p)) => p.ident.span(),
+            Source::One(Pat::Path(p)) => first(&p.path),
+            Source::One(Pat::Struct(p)) => first(&p.path),
+            Source::One(Pat::TupleStruct(p)) => first(&p.path),
+            Source::One(_) => self.span,
+        }
+    }
+
     /// The first token of the row's source and the last of its guard (or
     /// event, or source): errors about which row fires underline its head.
     pub(crate) fn head(&self) -> (Span, Span) {

@@ -35,6 +35,7 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
         Item::Enum(mut e) => {
             let role = take_role(cx, &mut e.attrs, &["states", "events", "actions"]);
             if let Some(role) = &role {
+                strip_cfgs(cx, &mut e.attrs, &format!("the `#[{role}]` enum {IN_EVERY_BUILD}"));
                 roles.cfg_stripped |= strip_variant_cfgs(cx, &mut e, role);
                 misplaced_markers(cx, &mut e, role);
             }
@@ -79,6 +80,7 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
             }
         }
         Item::Struct(mut s) => {
+            misplaced_roles(cx, &mut s.attrs, &["states", "events", "actions"]);
             if take_role(cx, &mut s.attrs, &["context"]).is_some() {
                 let ident = s.ident.clone();
                 set_context(cx, roles, &s.generics.clone(), Item::Struct(s), ident);
@@ -87,6 +89,7 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
             }
         }
         Item::Type(mut t) => {
+            misplaced_roles(cx, &mut t.attrs, &["states", "events", "actions"]);
             if take_role(cx, &mut t.attrs, &["context"]).is_some() {
                 let ident = t.ident.clone();
                 set_context(cx, roles, &t.generics.clone(), Item::Type(t), ident);
@@ -94,8 +97,21 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
                 passthrough.push(Item::Type(t));
             }
         }
-        Item::Macro(m) if m.mac.path.is_ident("transitions") => {
+        Item::Macro(mut m) if m.mac.path.is_ident("transitions") => {
             let span = m.mac.path.span();
+            strip_cfgs(cx, &mut m.attrs, &format!("the `transitions!` table {IN_EVERY_BUILD}"));
+            // The table is read, not compiled: a lint level on it would
+            // reach none of the code its rows become.
+            for attr in &m.attrs {
+                if let Some(lint) =
+                    ["allow", "expect", "warn", "deny", "forbid"].iter().find(|l| attr.path().is_ident(l))
+                {
+                    cx.error_spanned_by(
+                        attr,
+                        format!("`#[{lint}(..)]` on the `transitions!` table reaches none of the code its rows become; put it on the module"),
+                    );
+                }
+            }
             if roles.table.is_some() {
                 cx.error_at(span, "a second `transitions!` table; one machine has one table");
                 roles.table_doubled = true;
@@ -119,11 +135,44 @@ pub(crate) fn classify(cx: &Ctxt, item: Item, roles: &mut Roles, passthrough: &m
                 }
             }
         }
-        other => passthrough.push(other),
+        mut other => {
+            if let Some(attrs) = crate::shared::attrs::item_attrs(&mut other) {
+                misplaced_roles(cx, attrs, &["states", "events", "actions", "context"]);
+            }
+            passthrough.push(other);
+        }
     }
 }
 
-fn set_context(cx: &Ctxt, roles: &mut Roles, generics: &syn::Generics, item: Item, ident: Ident) {
+/// Reports and removes the role attributes `names` on an item that cannot
+/// take them (`#[states]` on a struct, `#[context]` on a function): the
+/// error goes on the attribute, not on the module that lacks the role.
+fn misplaced_roles(cx: &Ctxt, attrs: &mut Vec<Attribute>, names: &[&str]) {
+    attrs.retain(|attr| {
+        // Only the bare marker: an attribute macro of that name with
+        // arguments (`#[context("reading")]`) is someone else's.
+        let Some(name) =
+            names.iter().find(|n| attr.path().is_ident(n)).filter(|_| matches!(attr.meta, syn::Meta::Path(_)))
+        else {
+            return true;
+        };
+        let goes_on = if *name == "context" {
+            "a struct, an enum or a type alias (`#[context] type Context = T;`)"
+        } else {
+            "an enum"
+        };
+        cx.error_spanned_by(attr, format!("`#[{name}]` goes on {goes_on}"));
+        false
+    });
+}
+
+fn set_context(cx: &Ctxt, roles: &mut Roles, generics: &syn::Generics, mut item: Item, ident: Ident) {
+    if let Item::Struct(syn::ItemStruct { attrs, .. })
+    | Item::Enum(ItemEnum { attrs, .. })
+    | Item::Type(syn::ItemType { attrs, .. }) = &mut item
+    {
+        strip_cfgs(cx, attrs, &format!("the `#[context]` item {IN_EVERY_BUILD}"));
+    }
     if !generics.params.is_empty() {
         cx.error_spanned_by(generics, "a generic `#[context]` is not supported");
     }
@@ -155,6 +204,10 @@ fn take_role(cx: &Ctxt, attrs: &mut Vec<Attribute>, names: &[&str]) -> Option<St
     });
     found
 }
+
+/// Why a role item or the table cannot be compiled in or out.
+const IN_EVERY_BUILD: &str =
+    "cannot be compiled in or out: the machine is generated from it, the same in every build; remove the `#[cfg]`";
 
 /// Reports and removes `#[cfg]` on the variants of a role
 /// enum: the table, its checks, the diagram and snapshots describe one set

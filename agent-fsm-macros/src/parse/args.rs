@@ -51,14 +51,18 @@ impl Args {
     }
 }
 
-/// The `=` after an argument's name; its absence is reported at the name
-/// (at the end of the arguments, syn would point at the whole attribute).
+/// The `=` after an argument's name; its absence is reported at the name,
+/// and a value missing after it at the `=` (at the end of the arguments,
+/// syn would point at the whole attribute).
 fn equals(input: ParseStream<'_>, key: proc_macro2::Span, form: &str) -> syn::Result<()> {
+    let name = form.split(' ').next().unwrap_or(form);
     if input.peek(Token![=]) {
-        input.parse::<Token![=]>()?;
+        let eq = input.parse::<Token![=]>()?;
+        if input.is_empty() || input.peek(Token![,]) {
+            return Err(syn::Error::new(eq.span, format!("`{name}` takes a value after `=`: `{form}`")));
+        }
         Ok(())
     } else {
-        let name = form.split(' ').next().unwrap_or(form);
         Err(syn::Error::new(key, format!("`{name}` takes a value: `{form}`")))
     }
 }

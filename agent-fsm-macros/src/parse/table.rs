@@ -41,10 +41,16 @@ impl Parse for Table {
         let mut table = Table::default();
         while !input.is_empty() {
             // A stray `;` (a row ended by `;;`) is skipped alone, so that
-            // the row after it is still read.
+            // the row after it is still read; a stray `,` (`,,`) too.
             if input.peek(Token![;]) {
                 let error = input.error("expected a row: rows are separated by commas");
                 input.parse::<Token![;]>()?;
+                table.push_error(error);
+                continue;
+            }
+            if input.peek(Token![,]) {
+                let error = input.error("expected a row: rows are separated by one comma");
+                input.parse::<Token![,]>()?;
                 table.push_error(error);
                 continue;
             }

@@ -145,3 +145,19 @@ pub(crate) fn names_local(path: &syn::Path, ident: &syn::Ident) -> bool {
     }
     segments.next().is_some_and(|s| s.ident == *ident && s.arguments.is_none()) && segments.next().is_none()
 }
+
+/// The attributes of a module item other than an enum, a struct or a type
+/// alias, where a role attribute may have been misplaced.
+pub(crate) fn item_attrs(item: &mut syn::Item) -> Option<&mut Vec<syn::Attribute>> {
+    match item {
+        syn::Item::Const(i) => Some(&mut i.attrs),
+        syn::Item::Fn(i) => Some(&mut i.attrs),
+        syn::Item::Impl(i) => Some(&mut i.attrs),
+        syn::Item::Mod(i) => Some(&mut i.attrs),
+        syn::Item::Static(i) => Some(&mut i.attrs),
+        syn::Item::Trait(i) => Some(&mut i.attrs),
+        syn::Item::Union(i) => Some(&mut i.attrs),
+        syn::Item::Use(i) => Some(&mut i.attrs),
+        _ => None,
+    }
+}

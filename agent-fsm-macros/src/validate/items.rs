@@ -56,22 +56,31 @@ pub(super) fn check_conditional_derives(cx: &Ctxt, model: &Model) {
 /// The machine type is as public as the state enum, and names the event
 /// and action enums and the context struct in its methods and its `StateMachine`
 /// impl: one of them less visible would fail with rustc's E0446 at the
-/// attribute. Only levels that compare for sure are checked (`pub` above
-/// `pub(crate)` above private); `pub(super)` and `pub(in ..)` are left to
-/// rustc.
+/// attribute. Only pairs that compare for sure are checked: `pub` above
+/// every restricted level, private below every other; `pub(super)` and
+/// `pub(in ..)` against each other or `pub(crate)` (equal when the module
+/// sits at the crate's root) are left to rustc.
 pub(super) fn check_visibility(cx: &Ctxt, model: &Model) {
-    fn level(vis: &syn::Visibility) -> Option<u8> {
+    /// 3 `pub`, 2 `pub(crate)`, 1 `pub(super)` or `pub(in ..)`, 0 private.
+    fn level(vis: &syn::Visibility) -> u8 {
         match vis {
-            syn::Visibility::Public(_) => Some(3),
-            syn::Visibility::Restricted(r) if r.path.is_ident("crate") => Some(2),
-            syn::Visibility::Restricted(r) if r.path.is_ident("self") => Some(0),
-            syn::Visibility::Restricted(_) => None,
-            syn::Visibility::Inherited => Some(0),
+            syn::Visibility::Public(_) => 3,
+            syn::Visibility::Restricted(r) if r.path.is_ident("crate") => 2,
+            syn::Visibility::Restricted(r) if r.path.is_ident("self") => 0,
+            syn::Visibility::Restricted(_) => 1,
+            syn::Visibility::Inherited => 0,
         }
     }
     let states = &model.state_enum;
-    let Some(wanted) = level(&states.vis) else {
-        return;
+    let wanted = level(&states.vis);
+    let vis_text = match &states.vis {
+        syn::Visibility::Restricted(r) if wanted == 1 => {
+            let path: Vec<String> = r.path.segments.iter().map(|s| s.ident.to_string()).collect();
+            let path = path.join("::");
+            if r.in_token.is_some() { format!("pub(in {path})") } else { format!("pub({path})") }
+        }
+        _ if wanted == 3 => "pub".to_owned(),
+        _ => "pub(crate)".to_owned(),
     };
     let mut others: Vec<(&syn::Visibility, &syn::Ident, &str)> = vec![
         (&model.event_enum.vis, &model.event_enum.ident, "event enum"),
@@ -84,8 +93,9 @@ pub(super) fn check_visibility(cx: &Ctxt, model: &Model) {
         _ => {}
     }
     for (vis, ident, what) in others {
-        if level(vis).is_some_and(|have| have < wanted) {
-            let vis_text = if wanted == 3 { "pub" } else { "pub(crate)" };
+        let have = level(vis);
+        let surely_less = have < wanted && !(have == 1 && wanted == 2);
+        if surely_less {
             cx.error_spanned_by(
                 ident,
                 format!(

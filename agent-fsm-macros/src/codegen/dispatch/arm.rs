@@ -54,7 +54,14 @@ pub(super) fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> Toke
     let ctx_in_guard = bind_for(&guard_uses, &ctx);
     // A guard's `let`s hand values to the row, which may borrow from the
     // event's payload: what only the guard reads is then not moved out.
-    let handed = row.guard.as_ref().filter(|g| !guard_lets(g).is_empty()).map(guard_bindings);
+    // A name only the guard reads is not handed on: bound again in the
+    // arm and never read there, it would be rustc's "unused variable" at
+    // the guard, which does read it.
+    let handed = row
+        .guard
+        .as_ref()
+        .filter(|g| !guard_lets(g).is_empty())
+        .map(|g| guard_bindings(g).into_iter().filter(|(name, _)| body_code.has(name)).collect::<Vec<_>>());
     let mut by_ref = Vec::new();
     let event_pat = row.event.as_ref().map(|(_, p)| {
         if handed.is_none() {
@@ -160,8 +167,11 @@ pub(super) fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> Toke
         let mode = if explicit { Bind::Ref } else { Bind::Default };
         let pat = state_pattern(state_ty, src_ident, checked.as_ref(), &in_guard, mode);
         let amp = explicit.then(|| quote!(&));
+        // Reported at the row's source: what a guard's `let` borrows from
+        // the state must not reach a row that moves it (rustc's error).
+        let borrow = after_block(quote!(&*__s), Some(row.source_start()), true);
         quote! {
-            if #open match &*__s {
+            if #open match #borrow {
                 #unsure
                 #amp __Some(#pat) => { #(#event_shadows)* #guard }
                 _ => #refuse,
@@ -226,6 +236,9 @@ pub(super) fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> Toke
     } else {
         Vec::new()
     };
+    // Where rustc reports the state's move (a guard's `let` that borrowed
+    // from it and reaches the row): the target, which replaces it.
+    let moves_at = row.target_ctor.ident.span();
     // Bindings only the guard used are not bound again by value.
     let taken = user_pat.map(|p| prune(p, false, Some(&body_code)));
     // The old state is taken out before the row's code runs: the fields the
@@ -235,13 +248,14 @@ pub(super) fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> Toke
     // written without a panic).
     let take = if !carried_moved.is_empty() || taken.as_ref().is_some_and(binds) {
         let take_pat = state_pattern(state_ty, src_ident, taken.as_ref(), &carried_moved, Bind::Move);
+        let taking = after_block(quote!(__s.take()), Some(moves_at), true);
         quote! {
             #[allow(unused_mut)]
-            let __Some(#take_pat) = __s.take() else { return Self::__fallback() };
+            let __Some(#take_pat) = #taking else { return Self::__fallback() };
         }
     } else {
         // Dropped in place: no call per row for the compiler to check.
-        quote!(*__s = __None;)
+        after_block(quote!(*__s = __None;), Some(moves_at), true)
     };
     let fill: Vec<(&Ident, Ident)> = if target.carries {
         model.carried_names().filter(|c| !sets_field(&row.target_ctor, c)).map(|c| (c, here(c))).collect()
@@ -299,7 +313,13 @@ pub(super) fn row_arm(n: &Names<'_>, r: usize, row: &RowModel, s: usize) -> Toke
     };
     // Eventless rows (in `__settle`) match the state; the others match the
     // event, inside the arm of their state.
-    let arm_pat = if eventless { quote!(__s @ __Some(#state_ty::#src_ident { .. })) } else { quote!(#event_pat) };
+    // An eventless arm binds the state itself, at the row's source: what
+    // a guard's `let` borrows from it must not reach a row that moves it.
+    let arm_pat = if eventless {
+        after_block(quote!(__s @ __Some(#state_ty::#src_ident { .. })), Some(row.source_start()), true)
+    } else {
+        quote!(#event_pat)
+    };
     let mut put = quote!(*__s = __Some(#target_expr););
     let action = match action {
         Some(action) => Some(after_block(action, block_end, false)),
