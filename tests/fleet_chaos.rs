@@ -145,7 +145,21 @@ fn run(url: &str) {
         }
         panic!("no agent of w2 was taken within 30 s of its lease's end");
     }
+    // Its last heartbeat, which stays while it is stopped: once it beats
+    // again, it has renewed (the beat follows the renewal) and so seen the
+    // leases it lost. On a fast machine the others may have finished every
+    // agent by now, and the driver ends at once: without this wait, w2
+    // could be told to stop before it looked.
+    let beat = |db: &mut postgres::Client| {
+        db.query_one("SELECT extract(epoch FROM heartbeat)::float8 FROM workers WHERE worker = 'w2'", &[])
+            .map(|r| r.get::<_, f64>(0))
+    };
+    let paused_beat = beat(&mut db).expect("reads");
     procs.signal("w2", "CONT").expect("SIGCONT");
+    assert!(
+        wait_until(Duration::from_secs(30), || beat(&mut db).map(|b| b > paused_beat)).expect("reads"),
+        "w2 did not beat again after it was continued"
+    );
     let held = held.len();
     println!("w2 paused at step {stopped_at} for over {:?}, holding {held} unfinished agents", LEASE * 2);
 
