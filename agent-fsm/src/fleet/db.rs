@@ -13,6 +13,7 @@ use tokio_postgres::{AsyncMessage, Client, NoTls};
 
 use super::FleetError;
 use crate::store::postgres::idle_in_transaction_setting;
+use crate::store::postgres::pool::CONNECT_TIMEOUT;
 
 /// The payload of a notification that agents can be claimed (one was
 /// created, or handed back).
@@ -26,9 +27,6 @@ pub(crate) const INBOX_ANY: &str = "inbox?";
 /// The bytes a notification's payload must stay under (Postgres's
 /// `NOTIFY` limit with its default page size).
 pub(crate) const MAX_PAYLOAD: usize = 8000;
-
-/// How long connecting may take when the URL sets no `connect_timeout`.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `name` as a quoted SQL identifier.
 pub(crate) fn quote_ident(name: &str) -> String {
