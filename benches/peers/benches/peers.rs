@@ -69,12 +69,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use agent_fsm::runtime::{self, ExecutorConfig, MachineHandle, Topics};
-use agent_fsm::{Named, Observer, StateMachine, StepOf};
+use agent_fsm::{Named, Observer, StepOf};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
-use kameo::actor::Spawn as _;
-use kameo::message::{Context, Message};
-use ractor::{ActorProcessingErr, RpcReplyPort};
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
 
@@ -177,138 +174,12 @@ fn executor_spawn_subscribed() -> Handle {
     handle
 }
 
-// ===== ractor =====
+// ===== ractor and kameo =====
 
-/// The ractor actor; its state is the machine.
-struct RactorPingPong;
+#[path = "peers/actors.rs"]
+mod actors;
 
-/// A message to the ractor actor.
-enum RactorMsg {
-    /// One-way event (`cast`).
-    Event(Tick),
-    /// Event whose action name is sent back (`call`).
-    Call(Tick, RpcReplyPort<&'static str>),
-    /// Answered once every earlier message is handled.
-    Flush(RpcReplyPort<()>),
-    /// Reads the machine back, for the checks only.
-    Inspect(RpcReplyPort<Snapshot>),
-}
-
-impl ractor::Actor for RactorPingPong {
-    type Msg = RactorMsg;
-    type State = PingPong;
-    type Arguments = ();
-
-    async fn pre_start(&self, _: ractor::ActorRef<RactorMsg>, (): ()) -> Result<PingPong, ActorProcessingErr> {
-        Ok(PingPong::default())
-    }
-
-    async fn handle(
-        &self,
-        _: ractor::ActorRef<RactorMsg>,
-        message: RactorMsg,
-        machine: &mut PingPong,
-    ) -> Result<(), ActorProcessingErr> {
-        match message {
-            RactorMsg::Event(event) => {
-                black_box(machine.handle_event(event));
-            }
-            RactorMsg::Call(event, reply) => {
-                let _ = reply.send(machine.handle_event(event).name());
-            }
-            RactorMsg::Flush(reply) => {
-                let _ = reply.send(());
-            }
-            RactorMsg::Inspect(reply) => {
-                let _ = reply.send(machine.snapshot());
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A reference to a ractor actor that stops it when dropped: ractor actors
-/// outlive their references, and each bench would otherwise leave its
-/// agents behind.
-struct RactorAgent(ractor::ActorRef<RactorMsg>);
-
-impl Drop for RactorAgent {
-    fn drop(&mut self) {
-        self.0.stop(None);
-    }
-}
-
-impl RactorAgent {
-    /// Starts an actor, waiting for its `pre_start` as ractor does.
-    async fn spawn() -> Self {
-        let (actor, _) = ractor::Actor::spawn(None, RactorPingPong, ()).await.unwrap();
-        Self(actor)
-    }
-
-    /// A `call` without timeout (a timeout would add a timer per call).
-    async fn call<R: Send + 'static>(&self, msg_for: impl FnOnce(RpcReplyPort<R>) -> RactorMsg) -> R {
-        self.0.call(msg_for, None).await.unwrap().unwrap()
-    }
-}
-
-// ===== kameo =====
-
-/// The kameo actor, holding the machine.
-struct KameoPingPong(PingPong);
-
-impl kameo::Actor for KameoPingPong {
-    type Args = Self;
-    type Error = kameo::error::Infallible;
-
-    async fn on_start(args: Self, _: kameo::actor::ActorRef<Self>) -> Result<Self, Self::Error> {
-        Ok(args)
-    }
-}
-
-/// One-way event (`tell`).
-struct KameoEvent(Tick);
-/// Event whose action name is sent back (`ask`).
-struct KameoCall(Tick);
-/// Answered once every earlier message is handled.
-struct KameoFlush;
-/// Reads the machine back, for the checks only.
-struct KameoInspect;
-
-impl Message<KameoEvent> for KameoPingPong {
-    type Reply = ();
-
-    async fn handle(&mut self, KameoEvent(event): KameoEvent, _: &mut Context<Self, ()>) {
-        black_box(self.0.handle_event(event));
-    }
-}
-
-impl Message<KameoCall> for KameoPingPong {
-    type Reply = &'static str;
-
-    async fn handle(&mut self, KameoCall(event): KameoCall, _: &mut Context<Self, &'static str>) -> &'static str {
-        self.0.handle_event(event).name()
-    }
-}
-
-impl Message<KameoFlush> for KameoPingPong {
-    type Reply = ();
-
-    async fn handle(&mut self, _: KameoFlush, _: &mut Context<Self, ()>) {}
-}
-
-impl Message<KameoInspect> for KameoPingPong {
-    type Reply = Snapshot;
-
-    async fn handle(&mut self, _: KameoInspect, _: &mut Context<Self, Snapshot>) -> Snapshot {
-        self.0.snapshot()
-    }
-}
-
-/// Starts a kameo actor on a bounded mailbox of the same capacity as the
-/// other inboxes (kameo's default is 64).
-fn kameo_spawn() -> kameo::actor::ActorRef<KameoPingPong> {
-    KameoPingPong::spawn_with_mailbox(KameoPingPong(PingPong::default()), kameo::mailbox::bounded(32))
-}
+use actors::{KameoCall, KameoEvent, KameoFlush, KameoInspect, KameoPingPong, RactorAgent, RactorMsg, kameo_spawn};
 
 // ===== tokio-fsm =====
 
