@@ -498,39 +498,37 @@ where
         // registers in one go, rather than an empty `try_recv` first.
         let mut after_call = std::mem::take(replied);
         loop {
-            let next = if !after_call
-                && !self.steps.is_multiple_of(8)
-                && let Ok(envelope) = self.inbox.try_recv()
-            {
-                Poll::Ready(Some(envelope))
-            } else {
-                self.inbox.poll_recv(cx)
+            // The two ways of taking an envelope meet on the envelope itself,
+            // not on `poll_recv`'s `Poll<Option<..>>`: the compiler then
+            // moves it once instead of re-encoding it between the two types.
+            let taken = if !after_call && !self.steps.is_multiple_of(8) { self.inbox.try_recv().ok() } else { None };
+            let envelope = match taken {
+                Some(envelope) => envelope,
+                None => match self.inbox.poll_recv(cx) {
+                    Poll::Ready(Some(envelope)) => envelope,
+                    // Every handle is gone: stop once nothing is in flight,
+                    // the timers that let input through included (a deadline
+                    // with no one left to answer before it still fires).
+                    Poll::Ready(None) if self.work.as_ref().is_some_and(|w| w.in_flight()) => return Poll::Pending,
+                    Poll::Ready(None) => return Poll::Ready(Some(StopReason::HandlesDropped)),
+                    Poll::Pending => return Poll::Pending,
+                },
             };
-            match next {
-                // The hot path: inlined here only, a call too (a round trip
-                // pays it once per event). After a call the burst goes on
-                // as after an event, straight to `poll_recv`: its caller
-                // waits for the reply, so the inbox is most likely empty, and
-                // a pass through the loop's look at every source would be
-                // paid on every round trip.
-                Poll::Ready(Some(envelope)) => {
-                    let (event, reply) = match envelope {
-                        Envelope::Event(event) => (event, None),
-                        Envelope::Call(event, reply) => (event, Some(reply)),
-                    };
-                    after_call = reply.is_some();
-                    self.deliver_inline(event, Mode::Normal, reply, Source::Mailbox);
-                    if !(burst && self.burst_goes_on()) {
-                        *replied = after_call;
-                        return Poll::Ready(None);
-                    }
-                }
-                // Every handle is gone: stop once nothing is in flight, the
-                // timers that let input through included (a deadline with no one
-                // left to answer before it still fires).
-                Poll::Ready(None) if self.work.as_ref().is_some_and(|w| w.in_flight()) => return Poll::Pending,
-                Poll::Ready(None) => return Poll::Ready(Some(StopReason::HandlesDropped)),
-                Poll::Pending => return Poll::Pending,
+            // The hot path: inlined here only, a call too (a round trip
+            // pays it once per event). After a call the burst goes on
+            // as after an event, straight to `poll_recv`: its caller
+            // waits for the reply, so the inbox is most likely empty, and
+            // a pass through the loop's look at every source would be
+            // paid on every round trip.
+            let (event, reply) = match envelope {
+                Envelope::Event(event) => (event, None),
+                Envelope::Call(event, reply) => (event, Some(reply)),
+            };
+            after_call = reply.is_some();
+            self.deliver_inline(event, Mode::Normal, reply, Source::Mailbox);
+            if !(burst && self.burst_goes_on()) {
+                *replied = after_call;
+                return Poll::Ready(None);
             }
         }
     }
