@@ -80,7 +80,9 @@
 //!   A process that leaves the group on purpose (`setsid`) is not tracked:
 //!   it outlives the call, but does not hold it either, even while it
 //!   keeps the output pipe open (the output ends with what the pipe holds
-//!   when the shell exits; what that process writes later is not read);
+//!   when the shell exits; what that process writes later is not read).
+//!   The shell itself is killed by its pid too, whichever group it (or a
+//!   program it `exec`ed) moved to, so the timeout always ends the call;
 //! - at most [`ShellOptions::output_cap`] bytes of output are kept (the
 //!   first half and the last half of stdout and stderr together); the rest
 //!   is read and dropped as it arrives, and the result says how many bytes

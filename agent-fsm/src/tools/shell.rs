@@ -225,6 +225,13 @@ pub async fn run_command(dir: &Path, command: &str, options: &ShellOptions) -> R
         // Killed before the shell is reaped: the group id cannot have been
         // reused yet.
         group.kill();
+        // And the shell by its pid: a program it `exec`ed can have moved
+        // into another group of the session (`setpgid`), out of reach of
+        // the group's kill, and the wait below would then last as long as
+        // that program does.
+        if let Err(e) = child.start_kill() {
+            tracing::warn!(error = %e, "could not kill a timed-out command's shell");
+        }
     }
     let status = match status {
         Some(status) => status,

@@ -1,0 +1,104 @@
+//! The workspace tools against a hostile model and a hostile command: the
+//! arguments a model may write (NUL bytes, names too long, symlink loops,
+//! FIFOs, sockets and devices where a file or a directory is expected) each
+//! end at once in an error result, with nothing outside touched; and a
+//! command whose shell leaves its process group still ends at its timeout.
+#![cfg(unix)]
+
+use agent_fsm::llm::ToolCall;
+use agent_fsm::tool::workspace_tools_with;
+use agent_fsm::tools::ShellOptions;
+use serde_json::{Value, json};
+use std::os::unix::fs::symlink;
+use std::time::Duration;
+
+mod tools_support;
+
+use tools_support::{HANG, fixture};
+
+/// Whether `pid` still runs: a zombie waiting for its reaper does not.
+fn running(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+    !matches!(state, None | Some("Z" | "X"))
+}
+
+/// `SIGKILL` to `pid` when dropped: a process that escaped the call is
+/// not left behind by a failing test.
+struct KillOnDrop(i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let mut kill = std::process::Command::new("kill");
+        let _ = kill.args(["-KILL", &self.0.to_string()]).stderr(std::process::Stdio::null()).status();
+    }
+}
+
+/// A shell that `exec`s a program which moves itself into another process
+/// group of the session (here the test's own) is out of reach of the kill
+/// sent to its group. The call must still end at its timeout, with the
+/// shell killed, rather than wait for the program to exit.
+#[tokio::test]
+async fn a_shell_that_moves_to_another_group_still_ends_at_its_timeout() {
+    let f = fixture();
+    let options = ShellOptions::default().with_timeout(Duration::from_millis(500));
+    let command = r#"exec perl -e '$| = 1; open(my $f, ">", "pid") or die; print $f $$; close $f;
+        setpgrp(0, getpgrp(getppid())) or die "setpgrp: $!"; print "moved\n"; sleep 1000'"#;
+    let call = tokio::time::timeout(HANG, f.ws.run_command(command, &options)).await;
+    let pid: i32 = std::fs::read_to_string(f.inside.join("pid")).expect("the pid").trim().parse().expect("a pid");
+    let _reaper = KillOnDrop(pid);
+    let run = call.expect("the call ended at its timeout").expect("ran");
+    assert!(run.timed_out && !run.success(), "{run:?}");
+    assert_eq!(run.output, "moved\n", "the program left its group before the timeout");
+    assert!(!running(pid), "the shell was killed");
+}
+
+/// A [`ToolCall`] of `name` with `arguments`, as a provider delivers it.
+fn call(name: &str, arguments: Value) -> ToolCall {
+    ToolCall { id: "1".into(), name: name.into(), arguments }
+}
+
+/// Arguments no file can answer: each call ends in an error result, at once
+/// (no FIFO's other end waited for, no loop followed), and nothing outside
+/// the workspace is created or changed.
+#[tokio::test]
+async fn hostile_paths_end_in_error_results() {
+    let f = fixture();
+    symlink("loop", f.inside.join("loop")).expect("loop");
+    symlink("l2", f.inside.join("l1")).expect("l1");
+    symlink("l1", f.inside.join("l2")).expect("l2");
+    symlink("../outside/absent", f.inside.join("dangling_out")).expect("dangling");
+    let made = std::process::Command::new("mkfifo").arg(f.inside.join("fifo")).status().expect("mkfifo");
+    assert!(made.success());
+    let _socket = std::os::unix::net::UnixListener::bind(f.inside.join("socket")).expect("socket");
+    let tools = workspace_tools_with(f.ws.clone(), ShellOptions::default().with_timeout(HANG));
+    let long_name = "a".repeat(300);
+    let long_path = ["b"; 3000].join("/");
+    let mut calls = Vec::new();
+    for path in ["a\0b", "", ".", "..", "sub/", "inside.txt/", &long_name, &long_path, "loop", "l1", "loop/x"] {
+        calls.push(call("read_file", json!({"path": path})));
+        calls.push(call("write_file", json!({"path": path, "content": "pwned"})));
+        calls.push(call("edit_file", json!({"path": path, "old_text": "inside", "new_text": "pwned"})));
+    }
+    for path in ["fifo", "socket", "fifo/x", "dangling_out", "dangling_out/x"] {
+        calls.push(call("read_file", json!({"path": path})));
+        calls.push(call("write_file", json!({"path": path, "content": "pwned"})));
+    }
+    for path in ["a\0b", "..", &long_name, &long_path, "loop", "l1", "fifo", "socket", "inside.txt", "dangling_out"] {
+        calls.push(call("list_files", json!({"path": path})));
+    }
+    for arguments in [json!({"path": 3}), json!({}), json!("{not json"), json!(null), json!(["inside.txt"])] {
+        calls.push(call("read_file", arguments));
+    }
+    calls.push(call("run_command", json!({"command": "echo a\0b"})));
+    for c in &calls {
+        let result = tokio::time::timeout(HANG, tools.call(c)).await.expect("the call ended");
+        assert!(result.is_error, "{} {}: {result:?}", c.name, c.arguments);
+        assert!(!result.content.is_empty(), "the model is told why");
+    }
+    assert_eq!(std::fs::read_to_string(f.inside.join("inside.txt")).expect("inside"), "inside\n");
+    assert_eq!(std::fs::read_to_string(f.outside.join("secret")).expect("secret"), "top secret\n");
+    let outside: Vec<_> =
+        std::fs::read_dir(&f.outside).expect("outside").map(|e| e.expect("entry").file_name()).collect();
+    assert_eq!(outside, ["secret"], "nothing was created outside");
+}
