@@ -1,13 +1,15 @@
 //! The workspace tools against a hostile model and a hostile command: the
 //! arguments a model may write (NUL bytes, names too long, symlink loops,
 //! FIFOs, sockets and devices where a file or a directory is expected) each
-//! end at once in an error result, with nothing outside touched; and a
-//! command whose shell leaves its process group still ends at its timeout.
+//! end at once in an error result, with nothing outside touched; an edit
+//! whose text occurs twice, overlapping, is refused rather than made at the
+//! first; and a command whose shell leaves its process group still ends at
+//! its timeout.
 #![cfg(unix)]
 
 use agent_fsm::llm::ToolCall;
 use agent_fsm::tool::workspace_tools_with;
-use agent_fsm::tools::ShellOptions;
+use agent_fsm::tools::{ShellOptions, ToolError};
 use serde_json::{Value, json};
 use std::os::unix::fs::symlink;
 use std::time::Duration;
@@ -101,4 +103,26 @@ async fn hostile_paths_end_in_error_results() {
     let outside: Vec<_> =
         std::fs::read_dir(&f.outside).expect("outside").map(|e| e.expect("entry").file_name()).collect();
     assert_eq!(outside, ["secret"], "nothing was created outside");
+}
+
+/// An edit's text that occurs twice, the second starting inside the first
+/// (two line ends of three in a row), could mean either: it is refused as
+/// ambiguous, and the file left as it was, rather than edited at the first.
+#[tokio::test]
+async fn an_edit_whose_text_occurs_twice_overlapping_is_ambiguous() {
+    let f = fixture();
+    // Three line ends in a row hold two line ends twice, overlapping.
+    let code = "fn a() {}\n\n\nfn b() {}\n";
+    for (text, old) in [(code, "\n\n"), ("aaa", "aa"), ("ééé", "éé"), ("ababab", "abab")] {
+        f.ws.write_file("f.rs", text).await.expect("write");
+        let edit = f.ws.edit_file("f.rs", old, "X").await;
+        assert!(matches!(edit, Err(ToolError::EditAmbiguous { count: 2, .. })), "{old:?} in {text:?}: {edit:?}");
+        assert_eq!(f.ws.read_file("f.rs").await.expect("read"), text, "a refused edit changes nothing");
+    }
+    // Text that occurs once is still edited, beside a partial match too.
+    for (text, old, edited) in [("aab", "aa", "Xb"), ("ab-ba", "ab", "X-ba"), ("éa", "é", "Xa")] {
+        f.ws.write_file("f.rs", text).await.expect("write");
+        f.ws.edit_file("f.rs", old, "X").await.expect("one occurrence");
+        assert_eq!(f.ws.read_file("f.rs").await.expect("read"), edited);
+    }
 }

@@ -112,6 +112,23 @@ fn open_regular(dir: &Dir, path: &Path, options: &mut OpenOptions) -> io::Result
     Ok(Some((file, meta.len())))
 }
 
+/// How many times the non-empty `old` occurs in `text`, for an edit: the
+/// occurrences that do not overlap, and when that is one, 2 if another
+/// occurrence starts inside it (`aa` in `aaa`), since either could be the
+/// one meant. Two linear searches, however many times `old` overlaps
+/// itself.
+fn occurrences(text: &str, old: &str) -> usize {
+    let mut found = text.match_indices(old);
+    let Some((first, _)) = found.next() else { return 0 };
+    match found.count() {
+        0 => {
+            let next = first + text[first..].chars().next().map_or(0, char::len_utf8);
+            if text[next..].contains(old) { 2 } else { 1 }
+        }
+        more => more + 1,
+    }
+}
+
 /// `bytes` as text, or [`ToolError::NotUtf8`].
 fn utf8(path: &str, bytes: Vec<u8>) -> Result<String, ToolError> {
     String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: path.to_owned() })
@@ -261,7 +278,8 @@ impl Workspace {
     }
 
     /// Replaces the one occurrence of `old` in the file at `path` with
-    /// `new`.
+    /// `new`. Two occurrences that overlap (`aa` twice in `aaa`) are two:
+    /// the edit is refused as ambiguous rather than made at the first.
     ///
     /// # Errors
     /// [`ToolError::EditNotFound`] when `old` does not occur,
@@ -274,7 +292,7 @@ impl Workspace {
             return Err(ToolError::EditEmpty { path: path.to_owned() });
         }
         let text = self.read_file(path).await?;
-        match text.matches(old).count() {
+        match occurrences(&text, old) {
             0 => Err(ToolError::EditNotFound { path: path.to_owned() }),
             1 => self.write_file(path, &text.replacen(old, new, 1)).await,
             count => Err(ToolError::EditAmbiguous { path: path.to_owned(), count }),
