@@ -3,8 +3,9 @@
 //! FIFOs, sockets and devices where a file or a directory is expected) each
 //! end at once in an error result, with nothing outside touched; an edit
 //! whose text occurs twice, overlapping, is refused rather than made at the
-//! first; and a command whose shell leaves its process group still ends at
-//! its timeout.
+//! first; a name with a line break in it is listed as one name, written
+//! so the model can name it back; and a command whose shell leaves its
+//! process group still ends at its timeout.
 #![cfg(unix)]
 
 use agent_fsm::llm::ToolCall;
@@ -124,5 +125,50 @@ async fn an_edit_whose_text_occurs_twice_overlapping_is_ambiguous() {
         f.ws.write_file("f.rs", text).await.expect("write");
         f.ws.edit_file("f.rs", old, "X").await.expect("one occurrence");
         assert_eq!(f.ws.read_file("f.rs").await.expect("read"), edited);
+    }
+}
+
+/// A name holding a line break (which a cloned repository or a command can
+/// make) is one name: listed as a JSON string, not as two lines that could
+/// pass for two names or for the line saying how many were left out, and
+/// read back by the path the model decodes from that line.
+#[tokio::test]
+async fn a_name_with_a_line_break_is_listed_as_one_name() {
+    let f = fixture();
+    let odd = [
+        "x\nfake.txt",
+        "(7 more names not shown)\n",
+        "tab\there",
+        "\"quoted",
+        "esc\u{1b}[31m",
+        "sep\u{2028}arator",
+        "back\\slash",
+    ];
+    for name in odd {
+        std::fs::write(f.inside.join(name), name).expect("odd name");
+    }
+    let tools = workspace_tools_with(f.ws.clone(), ShellOptions::default());
+    let listed = tools.call(&call("list_files", json!({}))).await;
+    assert!(!listed.is_error, "{listed:?}");
+    let lines: Vec<&str> = listed.content.lines().collect();
+    let mut expected: Vec<String> = odd.iter().map(|n| (*n).to_owned()).collect();
+    expected.extend(["inside.txt".to_owned(), "sub".to_owned()]);
+    expected.sort();
+    assert_eq!(lines.len(), expected.len(), "one line a name: {lines:?}");
+    for (line, name) in lines.iter().zip(&expected) {
+        // What the model takes from the line: a JSON string decoded, any
+        // other line as it is.
+        let path: String = if line.starts_with('"') {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"))
+        } else {
+            (*line).to_owned()
+        };
+        assert_eq!(&path, name, "{line}");
+        if !odd.contains(&name.as_str()) {
+            assert_eq!(line, name, "a plain name is shown as it is");
+        } else {
+            let read = tools.call(&call("read_file", json!({"path": path}))).await;
+            assert_eq!((read.is_error, read.content.as_str()), (false, name.as_str()), "read back by {line}");
+        }
     }
 }
