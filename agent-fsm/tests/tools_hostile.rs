@@ -5,7 +5,8 @@
 //! whose text occurs twice, overlapping, is refused rather than made at the
 //! first; a name with a line break in it is listed as one name, written
 //! so the model can name it back; and a command whose shell leaves its
-//! process group still ends at its timeout.
+//! process group still ends at its timeout; and `git` in the workspace is not
+//! pointed at the agent's repository by the variables a git hook sets.
 #![cfg(unix)]
 
 use agent_fsm::llm::ToolCall;
@@ -13,6 +14,7 @@ use agent_fsm::tool::workspace_tools_with;
 use agent_fsm::tools::{ShellOptions, ToolError};
 use serde_json::{Value, json};
 use std::os::unix::fs::symlink;
+use std::path::Path;
 use std::time::Duration;
 
 mod tools_support;
@@ -171,4 +173,68 @@ async fn a_name_with_a_line_break_is_listed_as_one_name() {
             assert_eq!((read.is_error, read.content.as_str()), (false, name.as_str()), "read back by {line}");
         }
     }
+}
+
+/// Set, to the agent's `.git`, in the copy of this test binary that runs as
+/// an agent started by a git hook would, with git's variables for that
+/// repository.
+const AGENT_GIT_DIR: &str = "AGENT_FSM_TEST_AGENT_GIT_DIR";
+
+/// An agent run from a git hook (or a `git -c` alias) inherits the
+/// variables that tie `git` to the agent's repository: `GIT_DIR` and
+/// `GIT_INDEX_FILE`, but also `GIT_OBJECT_DIRECTORY` and `GIT_COMMON_DIR`.
+/// A commit made by the model's command in the workspace must land in the
+/// workspace's repository, not write into the agent's. The variables are
+/// process-wide, so the check runs in a copy of this binary started with
+/// them set.
+#[tokio::test]
+async fn git_in_the_workspace_is_not_pointed_at_the_agents_repository() {
+    const NAME: &str = "git_in_the_workspace_is_not_pointed_at_the_agents_repository";
+    if let Some(agent_git) = std::env::var_os(AGENT_GIT_DIR) {
+        return commit_in_the_workspace(Path::new(&agent_git)).await;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let agent = tmp.path().join("agent");
+    let made = std::process::Command::new("git").args(["init", "-q"]).arg(&agent).status().expect("git");
+    assert!(made.success());
+    let git = agent.join(".git");
+    let run = tokio::process::Command::new(std::env::current_exe().expect("this binary"))
+        .args([NAME, "--exact", "--nocapture"])
+        .env(AGENT_GIT_DIR, &git)
+        .env("GIT_DIR", &git)
+        .env("GIT_INDEX_FILE", git.join("index"))
+        .env("GIT_OBJECT_DIRECTORY", git.join("objects"))
+        .env("GIT_COMMON_DIR", &git)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let run = tokio::time::timeout(HANG, run).await.expect("the copy ended").expect("the copy ran");
+    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success() && stdout.contains("1 passed"), "{stdout}\n{stderr}");
+    assert_eq!(objects_in(&git.join("objects")), 0, "nothing was written into the agent's repository");
+}
+
+/// In the copy with the agent's variables: a commit in a new repository in
+/// the workspace.
+async fn commit_in_the_workspace(agent_git: &Path) {
+    assert!(std::env::var_os("GIT_OBJECT_DIRECTORY").is_some(), "run with the agent's variables");
+    let f = fixture();
+    let command = "git init -q . && echo hi > f && git add f && \
+                   git -c user.name=t -c user.email=t@t commit -qm one && git rev-parse --absolute-git-dir";
+    let options = ShellOptions::default().with_timeout(HANG);
+    let run = tokio::time::timeout(HANG, f.ws.run_command(command, &options)).await.expect("in time").expect("ran");
+    assert!(run.success(), "{run:?}");
+    let own = std::fs::canonicalize(&f.inside).expect("canonical").join(".git");
+    assert_eq!(run.output.trim(), own.display().to_string(), "the workspace's repository");
+    assert!(objects_in(&own.join("objects")) >= 3, "the commit, its tree and its blob");
+    assert_eq!(objects_in(&agent_git.join("objects")), 0, "nothing in the agent's repository");
+}
+
+/// The loose objects under `objects`.
+fn objects_in(objects: &Path) -> usize {
+    let Ok(dirs) = std::fs::read_dir(objects) else { return 0 };
+    dirs.filter_map(Result::ok)
+        .filter(|d| d.file_name().len() == 2)
+        .map(|d| std::fs::read_dir(d.path()).map_or(0, Iterator::count))
+        .sum()
 }

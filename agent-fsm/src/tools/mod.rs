@@ -87,9 +87,10 @@
 //!   first half and the last half of stdout and stderr together); the rest
 //!   is read and dropped as it arrives, and the result says how many bytes
 //!   were cut;
-//! - stdin is empty, and the `GIT_DIR`, `GIT_WORK_TREE` and
-//!   `GIT_INDEX_FILE` variables are removed, so `git` works on the
-//!   workspace's repository rather than the agent's.
+//! - stdin is empty, and the variables that tie `git` to one repository
+//!   (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, `GIT_OBJECT_DIRECTORY`,
+//!   `GIT_COMMON_DIR`, ...: `git rev-parse --local-env-vars`) are removed,
+//!   so `git` works on the workspace's repository rather than the agent's.
 //!
 //! Confining a shell takes an OS sandbox (a container, a VM, Landlock,
 //! `bubblewrap`): run the whole agent inside one when the model must not

@@ -132,11 +132,37 @@ fn drain(output: &tokio::net::unix::pipe::Receiver, buf: &mut [u8], capture: &mu
     }
 }
 
+/// The variables that tie `git` to one repository (`git rev-parse
+/// --local-env-vars`): set for the agent (run from a git hook, say), they
+/// would point `git` in the workspace at the agent's repository, its
+/// objects (`GIT_OBJECT_DIRECTORY`) or its refs (`GIT_COMMON_DIR`) as much
+/// as its `GIT_DIR`. Git itself clears these when it enters another
+/// repository.
+const GIT_REPOSITORY_VARIABLES: [&str; 15] = [
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+];
+
 /// Runs `command` with `sh -c` in `dir`, in a process group of its own.
 ///
-/// Stdin is empty and the `GIT_DIR`, `GIT_WORK_TREE` and `GIT_INDEX_FILE`
-/// variables are removed (so `git` sees the repository at `dir`, not the
-/// caller's). Stdout and stderr share one pipe, as with `2>&1`, read as it
+/// Stdin is empty and the variables that tie `git` to one repository are
+/// removed (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`,
+/// `GIT_OBJECT_DIRECTORY`, `GIT_COMMON_DIR` and the rest of `git rev-parse
+/// --local-env-vars`), so `git` sees the repository at `dir`, not the
+/// caller's. Stdout and stderr share one pipe, as with `2>&1`, read as it
 /// fills into one capped buffer ([`ShellOptions::output_cap`]). When the
 /// shell exits, every process left in its group is killed and the output
 /// already in the pipe is read (a process that left the group is not
@@ -161,27 +187,30 @@ pub async fn run_command(dir: &Path, command: &str, options: &ShellOptions) -> R
     let mut output =
         tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()).map_err(|source| ToolError::Spawn { source })?;
     // The command (and with it this process's copies of the write end)
-    // is dropped at the end of the statement: the pipe then closes when
-    // the last process of the command's group lets go of it.
-    let mut child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(stderr)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        // The shell leads a new group, whose id is its pid: everything it
-        // starts joins that group unless it leaves on purpose.
-        .process_group(0)
-        // The shell itself is killed and reaped by tokio if this future is
-        // dropped; `Group` kills the rest.
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| ToolError::Spawn { source })?;
+    // is dropped at the end of the block: the pipe then closes when the
+    // last process of the command's group lets go of it.
+    let mut child = {
+        let mut shell = tokio::process::Command::new("sh");
+        for name in GIT_REPOSITORY_VARIABLES {
+            shell.env_remove(name);
+        }
+        shell
+            .arg("-c")
+            .arg(command)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(stderr)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            // The shell leads a new group, whose id is its pid: everything
+            // it starts joins that group unless it leaves on purpose.
+            .process_group(0)
+            // The shell itself is killed and reaped by tokio if this future
+            // is dropped; `Group` kills the rest.
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| ToolError::Spawn { source })?
+    };
     let mut group = Group(child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw));
     let mut capture = Capture::new(options.output_cap);
     let mut status = None;
