@@ -5,7 +5,8 @@
 //! whose text occurs twice, overlapping, is refused rather than made at the
 //! first; a name with a line break in it is listed as one name, written
 //! so the model can name it back; and a command whose shell leaves its
-//! process group still ends at its timeout; and `git` in the workspace is not
+//! process group still ends at its timeout; output that is not text is
+//! returned within the cap like any other; and `git` in the workspace is not
 //! pointed at the agent's repository by the variables a git hook sets.
 #![cfg(unix)]
 
@@ -237,4 +238,26 @@ fn objects_in(objects: &Path) -> usize {
         .filter(|d| d.file_name().len() == 2)
         .map(|d| std::fs::read_dir(d.path()).map_or(0, Iterator::count))
         .sum()
+}
+
+/// Output that is not UTF-8 (a binary `cat`) is shown as U+FFFD, three bytes
+/// of text a byte: the text the model reads stays within the cap all the
+/// same, whether the bytes printed were over the cap or under it.
+#[tokio::test]
+async fn output_that_is_not_text_is_returned_within_the_cap() {
+    let f = fixture();
+    let cap = 1024;
+    let options = ShellOptions::default().with_timeout(HANG).with_output_cap(cap);
+    for (bytes, command) in [
+        (100_000, "head -c 100000 /dev/zero | tr '\\0' '\\377'"),
+        (1_000, "head -c 1000 /dev/zero | tr '\\0' '\\377'"),
+        (3_000, "for i in $(seq 1000); do printf 'a\\351\\377'; done"),
+    ] {
+        let run = tokio::time::timeout(HANG, f.ws.run_command(command, &options)).await.expect("in time").expect("ran");
+        assert!(run.success() && run.total_bytes == bytes, "{command}: {run:?}");
+        let said = format!("\n[... {} bytes cut ...]\n", run.cut_bytes);
+        assert!(run.cut_bytes > 0 && run.output.contains(&said), "{command}: the cut is said");
+        let shown = run.output.len() - said.len();
+        assert!(shown <= cap && shown > cap - 8, "{command}: {shown} bytes of text for a {cap}-byte cap");
+    }
 }

@@ -86,7 +86,8 @@
 //! - at most [`ShellOptions::output_cap`] bytes of output are kept (the
 //!   first half and the last half of stdout and stderr together); the rest
 //!   is read and dropped as it arrives, and the result says how many bytes
-//!   were cut;
+//!   were cut. The cap bounds the text returned, output that is not UTF-8
+//!   (shown as U+FFFD) included;
 //! - stdin is empty, and the variables that tie `git` to one repository
 //!   (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, `GIT_OBJECT_DIRECTORY`,
 //!   `GIT_COMMON_DIR`, ...: `git rev-parse --local-env-vars`) are removed,

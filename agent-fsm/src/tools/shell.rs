@@ -18,7 +18,9 @@ pub struct ShellOptions {
     /// Default 60 s.
     pub timeout: Duration,
     /// How many bytes of output (stdout and stderr together) are kept: the
-    /// first half and the last half. Default 32 KiB, about 8,000 tokens.
+    /// first half and the last half. The text returned holds at most this
+    /// many bytes besides the line saying the cut, however many of them
+    /// are not UTF-8. Default 32 KiB, about 8,000 tokens.
     pub output_cap: usize,
 }
 
@@ -52,11 +54,12 @@ pub struct CommandOutput {
     pub status: ExitStatus,
     /// Stdout and stderr in the order written, capped: when bytes were cut, a
     /// line `[... N bytes cut ...]` stands between the head and the tail.
-    /// Bytes that are not UTF-8 are shown as U+FFFD.
+    /// Bytes that are not UTF-8 are shown as U+FFFD, within the cap: each
+    /// takes three bytes of it, so fewer such bytes are shown.
     pub output: String,
     /// Bytes the command printed in all.
     pub total_bytes: u64,
-    /// Bytes printed but not kept (`0` when the output fit).
+    /// Bytes printed but not shown (`0` when the output fit).
     pub cut_bytes: u64,
     /// Whether the command ran past its timeout and was killed.
     pub timed_out: bool,
@@ -267,12 +270,6 @@ pub async fn run_command(dir: &Path, command: &str, options: &ShellOptions) -> R
         None => child.wait().await.map_err(|source| ToolError::Io { path: dir.display().to_string(), source })?,
     };
     tracing::debug!(command, %status, timed_out, bytes = capture.total(), "command finished");
-    Ok(CommandOutput {
-        status,
-        output: capture.text(),
-        total_bytes: capture.total(),
-        cut_bytes: capture.cut(),
-        timed_out,
-        timeout: options.timeout,
-    })
+    let (output, cut_bytes) = capture.render();
+    Ok(CommandOutput { status, output, total_bytes: capture.total(), cut_bytes, timed_out, timeout: options.timeout })
 }
