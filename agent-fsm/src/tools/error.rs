@@ -70,7 +70,8 @@ pub enum ToolError {
     EditAmbiguous {
         /// The path as given.
         path: String,
-        /// How many times it occurs.
+        /// How many times it occurs, at least: occurrences that overlap
+        /// one already counted are not all counted.
         count: usize,
     },
     /// The command ran past its timeout and was killed with its process

@@ -80,14 +80,18 @@
 //!   A process that leaves the group on purpose (`setsid`) is not tracked:
 //!   it outlives the call, but does not hold it either, even while it
 //!   keeps the output pipe open (the output ends with what the pipe holds
-//!   when the shell exits; what that process writes later is not read);
+//!   when the shell exits; what that process writes later is not read).
+//!   The shell itself is killed by its pid too, whichever group it (or a
+//!   program it `exec`ed) moved to, so the timeout always ends the call;
 //! - at most [`ShellOptions::output_cap`] bytes of output are kept (the
 //!   first half and the last half of stdout and stderr together); the rest
 //!   is read and dropped as it arrives, and the result says how many bytes
-//!   were cut;
-//! - stdin is empty, and the `GIT_DIR`, `GIT_WORK_TREE` and
-//!   `GIT_INDEX_FILE` variables are removed, so `git` works on the
-//!   workspace's repository rather than the agent's.
+//!   were cut. The cap bounds the text returned, output that is not UTF-8
+//!   (shown as U+FFFD) included;
+//! - stdin is empty, and the variables that tie `git` to one repository
+//!   (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, `GIT_OBJECT_DIRECTORY`,
+//!   `GIT_COMMON_DIR`, ...: `git rev-parse --local-env-vars`) are removed,
+//!   so `git` works on the workspace's repository rather than the agent's.
 //!
 //! Confining a shell takes an OS sandbox (a container, a VM, Landlock,
 //! `bubblewrap`): run the whole agent inside one when the model must not

@@ -18,7 +18,9 @@ pub struct ShellOptions {
     /// Default 60 s.
     pub timeout: Duration,
     /// How many bytes of output (stdout and stderr together) are kept: the
-    /// first half and the last half. Default 32 KiB, about 8,000 tokens.
+    /// first half and the last half. The text returned holds at most this
+    /// many bytes besides the line saying the cut, however many of them
+    /// are not UTF-8. Default 32 KiB, about 8,000 tokens.
     pub output_cap: usize,
 }
 
@@ -52,11 +54,12 @@ pub struct CommandOutput {
     pub status: ExitStatus,
     /// Stdout and stderr in the order written, capped: when bytes were cut, a
     /// line `[... N bytes cut ...]` stands between the head and the tail.
-    /// Bytes that are not UTF-8 are shown as U+FFFD.
+    /// Bytes that are not UTF-8 are shown as U+FFFD, within the cap: each
+    /// takes three bytes of it, so fewer such bytes are shown.
     pub output: String,
     /// Bytes the command printed in all.
     pub total_bytes: u64,
-    /// Bytes printed but not kept (`0` when the output fit).
+    /// Bytes printed but not shown (`0` when the output fit).
     pub cut_bytes: u64,
     /// Whether the command ran past its timeout and was killed.
     pub timed_out: bool,
@@ -132,11 +135,37 @@ fn drain(output: &tokio::net::unix::pipe::Receiver, buf: &mut [u8], capture: &mu
     }
 }
 
+/// The variables that tie `git` to one repository (`git rev-parse
+/// --local-env-vars`): set for the agent (run from a git hook, say), they
+/// would point `git` in the workspace at the agent's repository, its
+/// objects (`GIT_OBJECT_DIRECTORY`) or its refs (`GIT_COMMON_DIR`) as much
+/// as its `GIT_DIR`. Git itself clears these when it enters another
+/// repository.
+const GIT_REPOSITORY_VARIABLES: [&str; 15] = [
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+];
+
 /// Runs `command` with `sh -c` in `dir`, in a process group of its own.
 ///
-/// Stdin is empty and the `GIT_DIR`, `GIT_WORK_TREE` and `GIT_INDEX_FILE`
-/// variables are removed (so `git` sees the repository at `dir`, not the
-/// caller's). Stdout and stderr share one pipe, as with `2>&1`, read as it
+/// Stdin is empty and the variables that tie `git` to one repository are
+/// removed (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`,
+/// `GIT_OBJECT_DIRECTORY`, `GIT_COMMON_DIR` and the rest of `git rev-parse
+/// --local-env-vars`), so `git` sees the repository at `dir`, not the
+/// caller's. Stdout and stderr share one pipe, as with `2>&1`, read as it
 /// fills into one capped buffer ([`ShellOptions::output_cap`]). When the
 /// shell exits, every process left in its group is killed and the output
 /// already in the pipe is read (a process that left the group is not
@@ -161,27 +190,30 @@ pub async fn run_command(dir: &Path, command: &str, options: &ShellOptions) -> R
     let mut output =
         tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()).map_err(|source| ToolError::Spawn { source })?;
     // The command (and with it this process's copies of the write end)
-    // is dropped at the end of the statement: the pipe then closes when
-    // the last process of the command's group lets go of it.
-    let mut child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(stderr)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        // The shell leads a new group, whose id is its pid: everything it
-        // starts joins that group unless it leaves on purpose.
-        .process_group(0)
-        // The shell itself is killed and reaped by tokio if this future is
-        // dropped; `Group` kills the rest.
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| ToolError::Spawn { source })?;
+    // is dropped at the end of the block: the pipe then closes when the
+    // last process of the command's group lets go of it.
+    let mut child = {
+        let mut shell = tokio::process::Command::new("sh");
+        for name in GIT_REPOSITORY_VARIABLES {
+            shell.env_remove(name);
+        }
+        shell
+            .arg("-c")
+            .arg(command)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(stderr)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            // The shell leads a new group, whose id is its pid: everything
+            // it starts joins that group unless it leaves on purpose.
+            .process_group(0)
+            // The shell itself is killed and reaped by tokio if this future
+            // is dropped; `Group` kills the rest.
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| ToolError::Spawn { source })?
+    };
     let mut group = Group(child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw));
     let mut capture = Capture::new(options.output_cap);
     let mut status = None;
@@ -225,18 +257,19 @@ pub async fn run_command(dir: &Path, command: &str, options: &ShellOptions) -> R
         // Killed before the shell is reaped: the group id cannot have been
         // reused yet.
         group.kill();
+        // And the shell by its pid: a program it `exec`ed can have moved
+        // into another group of the session (`setpgid`), out of reach of
+        // the group's kill, and the wait below would then last as long as
+        // that program does.
+        if let Err(e) = child.start_kill() {
+            tracing::warn!(error = %e, "could not kill a timed-out command's shell");
+        }
     }
     let status = match status {
         Some(status) => status,
         None => child.wait().await.map_err(|source| ToolError::Io { path: dir.display().to_string(), source })?,
     };
     tracing::debug!(command, %status, timed_out, bytes = capture.total(), "command finished");
-    Ok(CommandOutput {
-        status,
-        output: capture.text(),
-        total_bytes: capture.total(),
-        cut_bytes: capture.cut(),
-        timed_out,
-        timeout: options.timeout,
-    })
+    let (output, cut_bytes) = capture.render();
+    Ok(CommandOutput { status, output, total_bytes: capture.total(), cut_bytes, timed_out, timeout: options.timeout })
 }

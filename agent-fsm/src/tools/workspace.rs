@@ -47,9 +47,14 @@ pub struct Listing {
 impl Listing {
     /// The names one per line, then, if some were left out, a last line
     /// saying how many: the text a model is shown.
+    ///
+    /// A name holding a line break or another control character, or
+    /// starting with `"`, is shown as a JSON string (`"a\nb"`), which is
+    /// how the model writes it back as a path: shown as it is, it would
+    /// read as several names, or as the line saying how many were left out.
     #[must_use]
     pub fn to_text(&self) -> String {
-        let mut text = self.names.join("\n");
+        let mut text = self.names.iter().map(|name| shown(name)).collect::<Vec<_>>().join("\n");
         if self.more > 0 {
             if !text.is_empty() {
                 text.push('\n');
@@ -62,6 +67,33 @@ impl Listing {
         }
         text
     }
+}
+
+/// `name` as one line of a listing: as it is, or as a JSON string when
+/// it holds a control character or a line separator, or starts with the
+/// quote that marks one.
+fn shown(name: &str) -> std::borrow::Cow<'_, str> {
+    // The Unicode line and paragraph separators end a line for some readers.
+    let escaped = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+    if !name.starts_with('"') && !name.chars().any(escaped) {
+        return name.into();
+    }
+    let mut quoted = String::with_capacity(name.len() + 2);
+    quoted.push('"');
+    for c in name.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            '\n' => quoted.push_str("\\n"),
+            '\r' => quoted.push_str("\\r"),
+            '\t' => quoted.push_str("\\t"),
+            // Each of these is below U+FFFF: one `\uXXXX` escape.
+            c if escaped(c) => quoted.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted.into()
 }
 
 /// A path-level failure for the model: the escape cap-std refuses, the
@@ -110,6 +142,23 @@ fn open_regular(dir: &Dir, path: &Path, options: &mut OpenOptions) -> io::Result
         rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
     }
     Ok(Some((file, meta.len())))
+}
+
+/// How many times the non-empty `old` occurs in `text`, for an edit: the
+/// occurrences that do not overlap, and when that is one, 2 if another
+/// occurrence starts inside it (`aa` in `aaa`), since either could be the
+/// one meant. Two linear searches, however many times `old` overlaps
+/// itself.
+fn occurrences(text: &str, old: &str) -> usize {
+    let mut found = text.match_indices(old);
+    let Some((first, _)) = found.next() else { return 0 };
+    match found.count() {
+        0 => {
+            let next = first + text[first..].chars().next().map_or(0, char::len_utf8);
+            if text[next..].contains(old) { 2 } else { 1 }
+        }
+        more => more + 1,
+    }
 }
 
 /// `bytes` as text, or [`ToolError::NotUtf8`].
@@ -261,7 +310,8 @@ impl Workspace {
     }
 
     /// Replaces the one occurrence of `old` in the file at `path` with
-    /// `new`.
+    /// `new`. Two occurrences that overlap (`aa` twice in `aaa`) are two:
+    /// the edit is refused as ambiguous rather than made at the first.
     ///
     /// # Errors
     /// [`ToolError::EditNotFound`] when `old` does not occur,
@@ -274,7 +324,7 @@ impl Workspace {
             return Err(ToolError::EditEmpty { path: path.to_owned() });
         }
         let text = self.read_file(path).await?;
-        match text.matches(old).count() {
+        match occurrences(&text, old) {
             0 => Err(ToolError::EditNotFound { path: path.to_owned() }),
             1 => self.write_file(path, &text.replacen(old, new, 1)).await,
             count => Err(ToolError::EditAmbiguous { path: path.to_owned(), count }),
