@@ -214,20 +214,20 @@ fn tool_error(message: impl Into<String>) -> ToolError {
 }
 
 /// Runs `command` in `dir` with no stdin, killed if the future is dropped,
-/// and without the `GIT_*` variables that would point `git` at another
-/// repository than the workspace's. For the programs the agents run
+/// and without the variables that would point `git` at another
+/// repository than the workspace's ([`tools::GIT_REPOSITORY_VARIABLES`]). For the programs the agents run
 /// themselves (`git`, a formatter); the model's commands go through
 /// [`run_shell`].
 ///
 /// # Errors
 /// The command could not be started.
 pub async fn output_of(command: &mut tokio::process::Command, dir: &Path) -> std::io::Result<std::process::Output> {
+    for name in tools::GIT_REPOSITORY_VARIABLES {
+        command.env_remove(name);
+    }
     command
         .current_dir(dir)
         .stdin(std::process::Stdio::null())
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
         .env("GIT_TERMINAL_PROMPT", "0")
         .kill_on_drop(true)
         .output()

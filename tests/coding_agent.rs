@@ -119,3 +119,30 @@ async fn a_durable_demo_run_reports_what_it_did_and_a_continued_one_that_it_did_
         format!("this run: {} transitions, 0 tool calls, ended in WaitingForUserInput", again.summary.transitions);
     assert!(printed.contains("a session continued after its step") && printed.contains(&line), "{printed}");
 }
+
+/// The programs the agents run themselves (`git` for the sketch agent's
+/// commits, a formatter) do not get the variables that tie `git` to another
+/// repository, however they reached the command: inherited from a git hook
+/// that started the agent, or set on it.
+#[tokio::test]
+async fn the_agents_own_programs_run_without_git_s_repository_variables() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut command = tokio::process::Command::new("sh");
+    command.args(["-c", "env"]);
+    for name in agent_fsm::tools::GIT_REPOSITORY_VARIABLES {
+        command.env(name, "/elsewhere");
+    }
+    command.env("GIT_AUTHOR_NAME", "kept");
+    let output = tokio::time::timeout(
+        Duration::from_secs(30),
+        agent_fsm_examples::coding_agent::output_of(&mut command, dir.path()),
+    )
+    .await
+    .expect("env ends")
+    .expect("env runs");
+    let env = String::from_utf8_lossy(&output.stdout);
+    let left: Vec<&str> = env.lines().filter(|line| line.contains("/elsewhere")).collect();
+    assert!(left.is_empty(), "left in the command's environment: {left:?}");
+    assert!(env.lines().any(|line| line == "GIT_AUTHOR_NAME=kept"), "other variables stay: {env}");
+    assert!(env.lines().any(|line| line == "GIT_TERMINAL_PROMPT=0"), "{env}");
+}

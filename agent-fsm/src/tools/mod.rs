@@ -105,5 +105,5 @@ mod workspace;
 
 pub use error::ToolError;
 #[cfg(unix)]
-pub use shell::{CommandOutput, ShellOptions, run_command};
+pub use shell::{CommandOutput, GIT_REPOSITORY_VARIABLES, ShellOptions, run_command};
 pub use workspace::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_LISTED, Listing, Workspace};

@@ -140,8 +140,9 @@ fn drain(output: &tokio::net::unix::pipe::Receiver, buf: &mut [u8], capture: &mu
 /// would point `git` in the workspace at the agent's repository, its
 /// objects (`GIT_OBJECT_DIRECTORY`) or its refs (`GIT_COMMON_DIR`) as much
 /// as its `GIT_DIR`. Git itself clears these when it enters another
-/// repository.
-const GIT_REPOSITORY_VARIABLES: [&str; 15] = [
+/// repository. [`run_command`] removes them; remove them too from any
+/// other command run in a workspace.
+pub const GIT_REPOSITORY_VARIABLES: [&str; 15] = [
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
     "GIT_CONFIG",
     "GIT_CONFIG_PARAMETERS",
