@@ -376,11 +376,23 @@ pub struct AgentConfig {
     /// Token budget per reply.
     pub max_tokens: u32,
     /// Tools that can change the workspace: their success triggers the
-    /// post-tool hook, and [`crate::loom_with_permission`] asks before
-    /// running them. By default the edits and the shell, under the names
+    /// post-tool hook. By default the edits and the shell, under the names
     /// of `agent_fsm::tools` (`write_file`, `edit_file`, `run_command`) and
     /// `bash`.
     pub mutating_tools: Vec<String>,
+    /// Tools that only read: [`crate::loom_with_permission`] runs them
+    /// without asking and asks before any other, so that a tool added
+    /// later (an MCP server's, one of your own, one the model names wrong)
+    /// waits for the user until it is listed here. By default the reading
+    /// tools of `agent_fsm::tools` (`read_file`, `list_files`). Missing
+    /// from a snapshot taken before it existed, it is that default.
+    #[serde(default = "default_read_only_tools")]
+    pub read_only_tools: Vec<String>,
+}
+
+/// [`AgentConfig::read_only_tools`]' default.
+fn default_read_only_tools() -> Vec<String> {
+    ["read_file", "list_files"].map(str::to_owned).to_vec()
 }
 
 impl Default for AgentConfig {
@@ -389,6 +401,7 @@ impl Default for AgentConfig {
             max_retries: 3,
             max_tokens: 4096,
             mutating_tools: ["edit_file", "write_file", "run_command", "bash"].map(str::to_owned).to_vec(),
+            read_only_tools: default_read_only_tools(),
         }
     }
 }

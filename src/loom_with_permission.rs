@@ -1,10 +1,14 @@
-//! Loom with a permission step: before mutating tools run, the agent waits
-//! for the user to allow them. Declared as a variant of [`crate::loom`]:
+//! Loom with a permission step: before any tool that is not known to only
+//! read runs, the agent waits for the user to allow it. Declared as a variant of [`crate::loom`]:
 //! one added state, two added events, one added action, six added rows
 //! and one replaced row; everything else is Loom's table, untouched.
 //!
-//! - `ProcessingLlmResponse` with a mutating tool call goes to
-//!   `WaitingForPermission` (`AskPermission`) instead of `ExecutingTools`.
+//! - `ProcessingLlmResponse` with a call of a tool not listed in
+//!   [`AgentConfig::read_only_tools`](crate::loom::AgentConfig::read_only_tools)
+//!   goes to `WaitingForPermission` (`AskPermission`) instead of
+//!   `ExecutingTools`. The list names what may run unasked, not what must
+//!   ask: a tool nobody listed (an MCP server's, a name the model made up)
+//!   asks.
 //! - **Replies name their request.** Each request has an id the machine
 //!   takes from the request's position: the conversation's length when it
 //!   was asked. The conversation only grows and every request follows a
@@ -32,10 +36,11 @@ use crate::loom::{ConversationContext, ToolCall};
 
 pub use machine::{AgentAction, AgentEvent, AgentState, LoomWithPermission};
 
-/// Whether any call uses a tool the configuration calls mutating.
+/// Whether any call uses a tool that is not in `read_only`, the tools the
+/// configuration lets run without asking.
 #[must_use]
-pub fn needs_permission(calls: &[ToolCall], mutating: &[String]) -> bool {
-    calls.iter().any(|c| mutating.contains(&c.name))
+pub fn needs_permission(calls: &[ToolCall], read_only: &[String]) -> bool {
+    calls.iter().any(|c| !read_only.contains(&c.name))
 }
 
 /// Answers every call with a "denied" tool result.
@@ -111,7 +116,7 @@ pub mod machine {
     }
 
     transitions! {
-        ProcessingLlmResponse { response } [needs_permission(&response.tool_calls, &ctx.mutating_tools)]
+        ProcessingLlmResponse { response } [needs_permission(&response.tool_calls, &ctx.read_only_tools)]
             => WaitingForPermission { calls: response.tool_calls, request_id: conversation.len() }
                / AskPermission { request_id: conversation.len(), calls: response.tool_calls.clone() },
         /// Matched by id: a reply to another request is refused, not applied.

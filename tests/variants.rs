@@ -94,10 +94,43 @@ fn added_rows_a_grant_sent_before_the_request_approves_nothing() {
     assert!(m.state().is_waiting_for_permission(), "asked, though a grant for its id came first");
 }
 
+/// The configuration lists what may run unasked, not what must ask: a
+/// tool nobody listed (an MCP server's, one added later, a name the model
+/// made up) waits for permission, and listing it as read-only lets it run.
+#[test]
+fn added_row_a_tool_not_listed_as_read_only_waits_for_permission() {
+    for name in ["delete_repository", "Read_File", "read_file ", ""] {
+        let mut m = calling();
+        let calls = vec![call("1", "read_file"), call("2", name)];
+        let action = m.handle_event(completed(calls.clone()));
+        assert_eq!(action, AgentAction::AskPermission { request_id: 2, calls }, "{name:?}");
+    }
+    let config =
+        AgentConfig { read_only_tools: vec!["read_file".into(), "search_docs".into()], ..AgentConfig::default() };
+    let mut m =
+        LoomWithPermission::with_state(AgentState::CallingLlm { retries: 0, conversation: conv() }, config.clone());
+    let calls = vec![call("1", "search_docs"), call("2", "read_file")];
+    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::ExecuteTools(calls));
+    // `list_files` is read-only by default only: a list without it asks.
+    let mut m = LoomWithPermission::with_state(AgentState::CallingLlm { retries: 0, conversation: conv() }, config);
+    let calls = vec![call("1", "list_files")];
+    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission { request_id: 2, calls });
+}
+
+/// A configuration saved before `read_only_tools` existed reads with its
+/// default, the reading tools of the workspace set.
+#[test]
+fn a_configuration_without_read_only_tools_reads_with_the_default() {
+    let old = serde_json::json!({"max_retries": 3, "max_tokens": 4096, "mutating_tools": ["edit_file"]});
+    let config: AgentConfig = serde_json::from_value(old).expect("an older configuration reads");
+    assert_eq!(config.read_only_tools, AgentConfig::default().read_only_tools);
+    assert_eq!(config.read_only_tools, ["read_file", "list_files"]);
+}
+
 #[test]
 fn base_row_read_only_calls_run_at_once() {
     let mut m = calling();
-    let calls = vec![call("1", "read_file")];
+    let calls = vec![call("1", "read_file"), call("2", "list_files")];
     assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::ExecuteTools(calls));
     assert!(m.state().is_executing_tools());
 }
