@@ -3,7 +3,7 @@
 //! the current reply, the streamed reply so far and the model call's
 //! retries, with the bookkeeping the table's rows do on them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use agent_fsm::llm::{Message, ProviderError, StreamEvent, ToolCall, ToolResult};
 use serde::{Deserialize, Serialize};
@@ -98,6 +98,13 @@ pub struct ShadowContext {
     /// `Processing`).
     #[serde(default)]
     pub retry_scheduled: bool,
+    /// The session ids of the subagents this agent has spawned. A child's
+    /// id is derived from the model's call id, which a model may use again
+    /// in a later turn; a second child under a used id would be the first
+    /// one, resumed from a checkpoint store with its old answer instead of
+    /// given its new task. Absent from a snapshot, it is empty.
+    #[serde(default)]
+    pub children: BTreeSet<String>,
 }
 
 impl ShadowContext {
@@ -120,6 +127,7 @@ impl ShadowContext {
             max_llm_attempts: DEFAULT_LLM_ATTEMPTS,
             llm_failures: 0,
             retry_scheduled: false,
+            children: BTreeSet::new(),
         }
     }
 
@@ -149,10 +157,28 @@ impl ShadowContext {
         self.next_step_for(&self.turn.pending)
     }
 
-    /// The session id of the child spawned for `tool_use_id`.
+    /// The session id a child spawned for `tool_use_id` is given first:
+    /// `"{session}/{tool_use_id}"`.
     #[must_use]
     pub fn child_session_id(&self, tool_use_id: &str) -> String {
         format!("{}/{}", self.session_id, tool_use_id)
+    }
+
+    /// The session id of a new child for `tool_use_id`, recorded in
+    /// [`children`](Self::children): [`child_session_id`](Self::child_session_id),
+    /// or, if an earlier child has that one (the model used the call id
+    /// before), the same with `~{n}` added, the smallest `n` from 2 that
+    /// no child has. Never the id of an earlier child.
+    pub fn spawn_child(&mut self, tool_use_id: &str) -> String {
+        let first = self.child_session_id(tool_use_id);
+        let mut id = first.clone();
+        let mut n: u64 = 2;
+        while self.children.contains(&id) {
+            id = format!("{first}~{n}");
+            n = n.saturating_add(1);
+        }
+        self.children.insert(id.clone());
+        id
     }
 
     /// Whether a failed model call is tried again: the error is one a

@@ -35,7 +35,9 @@
 //! # Subagents
 //! The [`SUBAGENT_TOOL`]'s call reports [`ShadowEvent::SubAgentRequested`];
 //! the table answers [`ShadowAction::SpawnSubAgent`] with the child's
-//! session id (`"{parent}/{tool_use_id}"`). The effects spawn the child on
+//! session id (`"{parent}/{tool_use_id}"`, with `~{n}` added if the model
+//! used that call id before: [`ShadowContext::spawn_child`](crate::shadow::ShadowContext::spawn_child)).
+//! The effects spawn the child on
 //! the same runtime, with the parent's permission rules (remembered
 //! answers included), send it the prompt, and start a task that awaits the
 //! child's answer: `Ok(text)` when it responds, `Err(..)` when it fails,
