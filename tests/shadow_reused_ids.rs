@@ -1,10 +1,12 @@
 //! A model that uses one tool call id again in a later turn (as some
 //! OpenAI-compatible servers do, numbering each reply's calls from
-//! `call_0`) against the Shadow runtime with a checkpoint store (a real
-//! SQLite file in a temp dir): each `Task` call gets a subagent of its own
-//! that is given its own task, rather than the earlier call's subagent,
-//! found in the store under the same session id, resumed and its old
-//! answer taken as the new call's result.
+//! `call_0`) against the Shadow runtime: each `Task` call gets a subagent
+//! of its own, under a session id no earlier subagent had. With a
+//! checkpoint store (a real SQLite file in a temp dir) the new subagent is
+//! given its own task, rather than the earlier one resumed and its old
+//! answer taken as the new call's result; without one, a late reply to the
+//! earlier subagent's permission request, sent to its session, cannot
+//! release the new subagent's call.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +17,7 @@ use agent_fsm_examples::coding_agent::Workspace;
 use agent_fsm_examples::shadow::{
     AssistantMessage, Message, Permission, Shadow, ShadowContext, ShadowEvent, ShadowState, ToolCall,
 };
-use agent_fsm_examples::shadow_agent::{AgentRuntime, Llm, Output, prepare_workspace};
+use agent_fsm_examples::shadow_agent::{AgentRuntime, AgentUpdate, Llm, Output, prepare_workspace};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
@@ -47,6 +49,17 @@ impl Llm for SameIdEveryTurn {
                 _ => None,
             });
         let message = match (first.strip_prefix(CHILD), result) {
+            // A child told to run something asks to: `run_command` waits
+            // for a permission.
+            (Some(task), None) if task.starts_with("run ") => {
+                let command = format!("echo {}", &task[4..]);
+                let call = ToolCall {
+                    id: "call_0".into(),
+                    name: "run_command".into(),
+                    arguments: serde_json::json!({ "command": command }),
+                };
+                AssistantMessage { text: String::new(), tool_calls: vec![call] }
+            }
             (Some(task), _) => AssistantMessage { text: format!("done {task}"), tool_calls: Vec::new() },
             (None, Some(result)) => AssistantMessage { text: format!("main got: {result}"), tool_calls: Vec::new() },
             (None, None) => {
@@ -122,4 +135,54 @@ fn child_session_ids_are_distinct_even_for_ids_chosen_to_collide() {
         ["call_0", "call_0~2", "call_0", "call_0", "call_0~2"].iter().map(|id| ctx.spawn_child(id)).collect();
     assert_eq!(ids, ["main/call_0", "main/call_0~2", "main/call_0~3", "main/call_0~4", "main/call_0~2~2"]);
     assert_eq!(ctx.children.len(), ids.len());
+}
+
+/// The next update matching `matches`, within [`WAIT`].
+async fn until(
+    updates: &mut tokio::sync::broadcast::Receiver<AgentUpdate>,
+    matches: impl Fn(&AgentUpdate) -> bool,
+) -> AgentUpdate {
+    loop {
+        let update = tokio::time::timeout(WAIT, updates.recv()).await.expect("an update in time").expect("no lag");
+        if matches(&update) {
+            return update;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_reply_to_an_earlier_subagent_does_not_release_the_call_of_one_spawned_under_a_reused_id() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    prepare_workspace(dir.path()).expect("workspace");
+    let runtime = AgentRuntime::new(SameIdEveryTurn, Workspace::new(dir.path()));
+    let mut updates = runtime.subscribe();
+    let main = runtime.spawn("main", &[("Task", Permission::Allow)]).expect("spawned");
+    let asked = |update: &AgentUpdate| matches!(update.output, Output::PermissionRequested { .. });
+
+    // The first subagent asks to run its command; the user interrupts the
+    // session instead of answering.
+    main.send(ShadowEvent::UserInput("run first".to_owned())).await.expect("sent");
+    let first = until(&mut updates, asked).await;
+    let Output::PermissionRequested { request_id: stale, .. } = first.output else { unreachable!("matched") };
+    main.interrupt("the user pressed Esc").await.expect("interrupted");
+    until(&mut updates, |u| &*u.session_id == "main" && matches!(u.output, Output::Interrupted)).await;
+
+    // The next turn's subagent, spawned for the same call id, asks too.
+    main.send(ShadowEvent::UserInput("run second".to_owned())).await.expect("sent");
+    let second = until(&mut updates, asked).await;
+
+    // The answer to the first request reaches whatever runs under its
+    // session now: nothing, or at least not the second subagent's call.
+    if let Some(agent) = runtime.get(&first.session_id) {
+        let reply = ShadowEvent::PermissionReply { request_id: stale, allowed: true, remember: false };
+        let _ = agent.send(reply).await;
+    }
+    let child = runtime.get(&second.session_id).expect("the second subagent runs");
+    tokio::time::timeout(WAIT, child.wait_idle()).await.expect("idle in time").expect("idle");
+    assert!(
+        matches!(child.state().await.expect("state"), ShadowState::WaitingForPermission { .. }),
+        "the second subagent's command still waits for its own answer"
+    );
+    assert_ne!(second.session_id, first.session_id, "the second subagent has a session of its own");
+    runtime.shutdown_all().await;
 }

@@ -102,7 +102,9 @@ pub struct ShadowContext {
     /// id is derived from the model's call id, which a model may use again
     /// in a later turn; a second child under a used id would be the first
     /// one, resumed from a checkpoint store with its old answer instead of
-    /// given its new task. Absent from a snapshot, it is empty.
+    /// given its new task, or, without a store, would take a late reply
+    /// to the first one's permission request (both number theirs from 0)
+    /// as the answer to its own. Absent from a snapshot, it is empty.
     #[serde(default)]
     pub children: BTreeSet<String>,
 }
