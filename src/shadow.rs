@@ -98,7 +98,8 @@
 //! - **Subagents**: a tool that needs a child agent reports
 //!   [`ShadowEvent::SubAgentRequested`]; the table answers
 //!   [`ShadowAction::SpawnSubAgent`] with a session id derived from the
-//!   parent's session and the call's id (`"{session}/{tool_use_id}"`: no
+//!   parent's session and the call's id (`"{session}/{tool_use_id}"`, a
+//!   `/` or `%` of the id escaped: no
 //!   random ids, so replays are identical; with `~{n}` added for a call
 //!   id the model used before, so that every call gets a child of its
 //!   own, never an earlier one resumed from a store) and waits in

@@ -137,6 +137,18 @@ fn child_session_ids_are_distinct_even_for_ids_chosen_to_collide() {
     assert_eq!(ctx.children.len(), ids.len());
 }
 
+/// A call id holding a `/` names no session of another level: the call
+/// `a/b` of `main` and the call `b` of its child `main/a` get two ids.
+#[test]
+fn a_call_id_cannot_name_a_grandchild_session() {
+    let mut main = ShadowContext::new("main");
+    let child = main.spawn_child("a");
+    let grandchild = ShadowContext::new(child).spawn_child("b");
+    assert_eq!(grandchild, "main/a/b");
+    assert_eq!(main.spawn_child("a/b"), "main/a%2Fb");
+    assert_eq!(main.spawn_child("a%2Fb"), "main/a%252Fb", "the escape is escaped too");
+}
+
 /// The next update matching `matches`, within [`WAIT`].
 async fn until(
     updates: &mut tokio::sync::broadcast::Receiver<AgentUpdate>,

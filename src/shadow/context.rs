@@ -160,10 +160,23 @@ impl ShadowContext {
     }
 
     /// The session id a child spawned for `tool_use_id` is given first:
-    /// `"{session}/{tool_use_id}"`.
+    /// `"{session}/{tool_use_id}"`, with a `/` or `%` of the call id
+    /// written `%2F` or `%25`: `/` separates the levels of a session id,
+    /// and a call id holding one would otherwise name a session of another
+    /// level (a grandchild's, `main/a/b` for the call `a/b`).
     #[must_use]
     pub fn child_session_id(&self, tool_use_id: &str) -> String {
-        format!("{}/{}", self.session_id, tool_use_id)
+        let mut id = String::with_capacity(self.session_id.len() + 1 + tool_use_id.len());
+        id.push_str(&self.session_id);
+        id.push('/');
+        for c in tool_use_id.chars() {
+            match c {
+                '/' => id.push_str("%2F"),
+                '%' => id.push_str("%25"),
+                c => id.push(c),
+            }
+        }
+        id
     }
 
     /// The session id of a new child for `tool_use_id`, recorded in

@@ -148,11 +148,12 @@ pub fn invariants(state: &ShadowState, ctx: &ShadowContext) -> Result<(), String
 /// Whether `session_id` is a child [`ShadowContext::spawn_child`] gave
 /// call `tool_use_id`: its first id or one with `~{n}` added, recorded in
 /// [`ShadowContext::children`]; or, in a snapshot from before children
-/// were recorded (none are), the first.
+/// were recorded (none are), the first, or the call id joined as it was
+/// then, unescaped.
 fn child_of(ctx: &ShadowContext, tool_use_id: &str, session_id: &str) -> bool {
     let first = ctx.child_session_id(tool_use_id);
     if ctx.children.is_empty() {
-        return session_id == first;
+        return session_id == first || session_id == format!("{}/{}", ctx.session_id, tool_use_id);
     }
     let derived = session_id == first
         || session_id

@@ -35,7 +35,8 @@
 //! # Subagents
 //! The [`SUBAGENT_TOOL`]'s call reports [`ShadowEvent::SubAgentRequested`];
 //! the table answers [`ShadowAction::SpawnSubAgent`] with the child's
-//! session id (`"{parent}/{tool_use_id}"`, with `~{n}` added if the model
+//! session id (`"{parent}/{tool_use_id}"`, a `/` or `%` of the id escaped,
+//! with `~{n}` added if the model
 //! used that call id before: [`ShadowContext::spawn_child`](crate::shadow::ShadowContext::spawn_child)).
 //! The effects spawn the child on
 //! the same runtime, with the parent's permission rules (remembered
