@@ -78,6 +78,27 @@ impl Plan {
             .collect()
     }
 
+    /// Whether `call`, asked for by the model, waits for an approval: if
+    /// the plan says so for the call with its id, or the plan has no call
+    /// with that id, or the call says so itself. The plan decides, not the
+    /// model: a reply that marks a call as needing no approval does not
+    /// spare it one.
+    #[must_use]
+    pub fn needs_approval(&self, call: &Call) -> bool {
+        call.needs_approval || self.planned(&call.id).is_none_or(|planned| planned.needs_approval)
+    }
+
+    /// The plan's call with id `id` (`t{turn}.c{index}`), if it has one.
+    fn planned(&self, id: &str) -> Option<Call> {
+        let (turn, index) = id.strip_prefix('t')?.split_once(".c")?;
+        let (turn, index): (u32, u32) = (turn.parse().ok()?, index.parse().ok()?);
+        if turn >= self.turns || index >= self.calls_per_turn {
+            return None;
+        }
+        // Parsed ids such as `t01.c0` name no call: the plan's id must match.
+        self.turn(turn).into_iter().nth(index as usize).filter(|call| call.id == id)
+    }
+
     /// How many approvals a run takes.
     #[must_use]
     pub fn approvals(&self) -> usize {
@@ -98,7 +119,9 @@ impl Plan {
 pub struct Call {
     /// Its id, unique within the agent: `t{turn}.c{index}`.
     pub id: String,
-    /// Whether it waits for a human approval before it runs.
+    /// Whether it waits for a human approval before it runs. The agent
+    /// also asks for one when this is `false` but its [`Plan`] says so
+    /// ([`Plan::needs_approval`]): a model cannot waive an approval.
     pub needs_approval: bool,
 }
 
@@ -253,7 +276,8 @@ pub mod machine {
         Dispatching { turn, queue } [queue.is_empty() && *turn + 1 >= ctx.turns] => Done / Finish,
         Dispatching { turn, queue } [queue.is_empty()]
             => Thinking { turn: turn + 1 } / AskModel { turn: turn + 1 },
-        Dispatching { turn, queue } [queue[0].needs_approval]
+        /// The plan says which calls wait, whatever the model's reply says.
+        Dispatching { turn, queue } [ctx.needs_approval(&queue[0])]
             => AwaitingApproval { turn, queue }
                / AwaitApproval { call: queue[0].id.clone(), request: ledger.approvals.len() + 1 },
         Dispatching { turn, queue } => RunningTool { turn, queue } / RunTool(queue[0].clone()),

@@ -98,8 +98,11 @@
 //! - **Subagents**: a tool that needs a child agent reports
 //!   [`ShadowEvent::SubAgentRequested`]; the table answers
 //!   [`ShadowAction::SpawnSubAgent`] with a session id derived from the
-//!   parent's session and the call's id (`"{session}/{tool_use_id}"`: no
-//!   random ids, so replays are identical) and waits in
+//!   parent's session and the call's id (`"{session}/{tool_use_id}"`, a
+//!   `/` or `%` of the id escaped: no
+//!   random ids, so replays are identical; with `~{n}` added for a call
+//!   id the model used before, so that every call gets a child of its
+//!   own, never an earlier one resumed from a store) and waits in
 //!   `WaitingForSubAgent`. The child's `Ok` result is the call's result;
 //!   its `Err` is the parent's `Error`. Children are spawned from a tool
 //!   (as in the documented subagent flow and the reference's code), so the
@@ -447,7 +450,7 @@ pub mod machine {
         ExecutingTool + SubAgentRequested { .. } [ctx.interrupt_requested]
             => { ctx.interrupt_turn(); } Done / Interrupted,
         ExecutingTool { tool_use_id } + SubAgentRequested { prompt, .. }
-            => { let session_id = ctx.child_session_id(&tool_use_id); }
+            => { let session_id = ctx.spawn_child(&tool_use_id); }
                WaitingForSubAgent { session_id } / SpawnSubAgent { session_id: session_id.clone(), prompt },
         ExecutingTool + Interrupt => { ctx.interrupt_requested = true; } ExecutingTool / InterruptAfterCurrentTool,
         ExecutingTool + UserInput(text) => ExecutingTool / DeferInput(text),

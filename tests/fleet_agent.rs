@@ -147,3 +147,25 @@ async fn an_approval_sent_before_its_request_is_a_stray_under_the_executor() {
     assert_eq!(state.ledger().strays, vec!["Approved early"]);
     handle.shutdown().await.expect("stops");
 }
+
+/// The plan, not the model, says which calls wait: a reply that marks the
+/// plan's approved call as needing none, or asks for a call the plan does
+/// not have, still waits for an approval before anything runs.
+#[test]
+fn a_reply_cannot_waive_an_approval() {
+    let plan = Plan { turns: 1, calls_per_turn: 2, approve_every: 2 };
+    let waived = |id: &str| Call { id: id.into(), needs_approval: false };
+    let mut m = FleetAgent::new(plan);
+    m.handle_event(Event::Begin { task: "x".into() });
+    let action = m.handle_event(Event::Replied { turn: 0, calls: vec![waived("t0.c0"), waived("t0.c1")] });
+    assert_eq!(action, Action::RunTool(waived("t0.c0")), "the plan lets the first call run at once");
+    let action = m.handle_event(Event::ToolDone { call: "t0.c0".into(), output: String::new() });
+    assert_eq!(action, Action::AwaitApproval { call: "t0.c1".into(), request: 1 }, "the second waits, as planned");
+
+    for unplanned in ["t0.c2", "t1.c0", "t00.c1", "x", "t4294967295.c4294967295"] {
+        let mut m = FleetAgent::new(plan);
+        m.handle_event(Event::Begin { task: "x".into() });
+        let action = m.handle_event(Event::Replied { turn: 0, calls: vec![waived(unplanned)] });
+        assert_eq!(action, Action::AwaitApproval { call: unplanned.into(), request: 1 }, "{unplanned} waits");
+    }
+}

@@ -39,6 +39,14 @@ const READ: &str = r#"(() => {
   };
 })()"#;
 
+/// Clicks approve if its button takes clicks; says whether it did.
+const CLICK_IF_ENABLED: &str = r#"(() => {
+  const button = document.querySelector('#approval:not([hidden]) .approve');
+  if (!button || button.disabled) return false;
+  button.click();
+  return true;
+})()"#;
+
 /// Where the screenshot goes: `target/inspector/`.
 fn screenshot_path() -> PathBuf {
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
@@ -86,6 +94,7 @@ async fn run(chrome: PathBuf) {
     let mut approved_at = None;
     let mut clicked_at = None;
     let mut clicks = 0;
+    let mut shot = false;
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let page = browser.eval(READ).await.expect("read the page");
@@ -100,12 +109,18 @@ async fn run(chrome: PathBuf) {
         }
         // The edit, then the command that checks it: one click each, once
         // the agent has moved on from the one clicked before.
-        if page["approval"] == true && approved_at.is_none() {
+        if page["approval"] == true && approved_at.is_none() && !shot {
+            shot = true;
             assert_eq!(page["current"], "WaitingForPermission", "an approval shows while the agent waits for it");
             browser.screenshot(&screenshot_path()).await.expect("screenshot");
         }
-        if page["approval"] == true && page["current"] == "WaitingForPermission" && clicked_at != Some(seen.len()) {
-            browser.eval("document.querySelector('#approval .approve').click()").await.expect("click approve");
+        // A new approval's buttons take clicks after a moment: a click
+        // before then sends nothing, and is tried again at the next poll.
+        if page["approval"] == true
+            && page["current"] == "WaitingForPermission"
+            && clicked_at != Some(seen.len())
+            && browser.eval(CLICK_IF_ENABLED).await.expect("click approve") == true
+        {
             approved_at.get_or_insert(seen.len());
             clicked_at = Some(seen.len());
             clicks += 1;

@@ -3,7 +3,7 @@
 //! the current reply, the streamed reply so far and the model call's
 //! retries, with the bookkeeping the table's rows do on them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use agent_fsm::llm::{Message, ProviderError, StreamEvent, ToolCall, ToolResult};
 use serde::{Deserialize, Serialize};
@@ -98,6 +98,15 @@ pub struct ShadowContext {
     /// `Processing`).
     #[serde(default)]
     pub retry_scheduled: bool,
+    /// The session ids of the subagents this agent has spawned. A child's
+    /// id is derived from the model's call id, which a model may use again
+    /// in a later turn; a second child under a used id would be the first
+    /// one, resumed from a checkpoint store with its old answer instead of
+    /// given its new task, or, without a store, would take a late reply
+    /// to the first one's permission request (both number theirs from 0)
+    /// as the answer to its own. Absent from a snapshot, it is empty.
+    #[serde(default)]
+    pub children: BTreeSet<String>,
 }
 
 impl ShadowContext {
@@ -120,6 +129,7 @@ impl ShadowContext {
             max_llm_attempts: DEFAULT_LLM_ATTEMPTS,
             llm_failures: 0,
             retry_scheduled: false,
+            children: BTreeSet::new(),
         }
     }
 
@@ -149,10 +159,41 @@ impl ShadowContext {
         self.next_step_for(&self.turn.pending)
     }
 
-    /// The session id of the child spawned for `tool_use_id`.
+    /// The session id a child spawned for `tool_use_id` is given first:
+    /// `"{session}/{tool_use_id}"`, with a `/` or `%` of the call id
+    /// written `%2F` or `%25`: `/` separates the levels of a session id,
+    /// and a call id holding one would otherwise name a session of another
+    /// level (a grandchild's, `main/a/b` for the call `a/b`).
     #[must_use]
     pub fn child_session_id(&self, tool_use_id: &str) -> String {
-        format!("{}/{}", self.session_id, tool_use_id)
+        let mut id = String::with_capacity(self.session_id.len() + 1 + tool_use_id.len());
+        id.push_str(&self.session_id);
+        id.push('/');
+        for c in tool_use_id.chars() {
+            match c {
+                '/' => id.push_str("%2F"),
+                '%' => id.push_str("%25"),
+                c => id.push(c),
+            }
+        }
+        id
+    }
+
+    /// The session id of a new child for `tool_use_id`, recorded in
+    /// [`children`](Self::children): [`child_session_id`](Self::child_session_id),
+    /// or, if an earlier child has that one (the model used the call id
+    /// before), the same with `~{n}` added, the smallest `n` from 2 that
+    /// no child has. Never the id of an earlier child.
+    pub fn spawn_child(&mut self, tool_use_id: &str) -> String {
+        let first = self.child_session_id(tool_use_id);
+        let mut id = first.clone();
+        let mut n: u64 = 2;
+        while self.children.contains(&id) {
+            id = format!("{first}~{n}");
+            n = n.saturating_add(1);
+        }
+        self.children.insert(id.clone());
+        id
     }
 
     /// Whether a failed model call is tried again: the error is one a

@@ -133,7 +133,7 @@ pub fn invariants(state: &ShadowState, ctx: &ShadowContext) -> Result<(), String
         }
         ShadowState::WaitingForSubAgent { session_id } => {
             let call = turn.current.as_ref().ok_or("waiting for a subagent with no current call")?;
-            if ctx.child_session_id(&call.id) != *session_id {
+            if !child_of(ctx, &call.id, session_id) {
                 return Err(format!("subagent `{session_id}` is not the current call's"));
             }
             Ok(())
@@ -143,6 +143,24 @@ pub fn invariants(state: &ShadowState, ctx: &ShadowContext) -> Result<(), String
             issued(ctx, QUESTION, request_id)
         }
     }
+}
+
+/// Whether `session_id` is a child [`ShadowContext::spawn_child`] gave
+/// call `tool_use_id`: its first id or one with `~{n}` added, recorded in
+/// [`ShadowContext::children`]; or, in a snapshot from before children
+/// were recorded (none are), the first, or the call id joined as it was
+/// then, unescaped.
+fn child_of(ctx: &ShadowContext, tool_use_id: &str, session_id: &str) -> bool {
+    let first = ctx.child_session_id(tool_use_id);
+    if ctx.children.is_empty() {
+        return session_id == first || session_id == format!("{}/{}", ctx.session_id, tool_use_id);
+    }
+    let derived = session_id == first
+        || session_id
+            .strip_prefix(first.as_str())
+            .and_then(|rest| rest.strip_prefix('~'))
+            .is_some_and(|n| n.parse::<u64>().is_ok_and(|k| k >= 2 && k.to_string() == n));
+    derived && ctx.children.contains(session_id)
 }
 
 /// The turn's current call, which must have `id`.

@@ -15,7 +15,9 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
 use super::durable::Found;
-use super::{AgentRuntime, AgentUpdate, ChildResult, Llm, Output, RuntimeInner, SUBAGENT_TOOL, ShadowHandle};
+use super::{
+    AgentRuntime, AgentUpdate, ChildResult, Llm, MAX_SUBAGENT_DEPTH, Output, RuntimeInner, SUBAGENT_TOOL, ShadowHandle,
+};
 use crate::coding_agent::Workspace;
 use crate::shadow::{INTERRUPTED, Shadow, ShadowAction, ShadowContext, ShadowEvent, ShadowState, ToolCall};
 
@@ -49,6 +51,9 @@ pub struct ShadowEffects {
     children: HashMap<String, Child>,
     /// Set for a subagent: where its answer goes.
     report: Option<watch::Sender<Option<ChildResult>>>,
+    /// How deep this agent is among subagents: 0 for one the runtime
+    /// spawned, its parent's plus one for a subagent.
+    depth: usize,
 }
 
 impl fmt::Debug for ShadowEffects {
@@ -60,17 +65,20 @@ impl fmt::Debug for ShadowEffects {
             .field("current_tool", &self.current_tool)
             .field("children", &self.children.keys().collect::<Vec<_>>())
             .field("subagent", &self.report.is_some())
+            .field("depth", &self.depth)
             .finish_non_exhaustive()
     }
 }
 
 impl ShadowEffects {
-    /// The effects of the agent `session_id` on `runtime`; `report` is set
-    /// for a subagent, whose answer goes there.
+    /// The effects of the agent `session_id` on `runtime`, at subagent
+    /// depth `depth`; `report` is set for a subagent, whose answer goes
+    /// there.
     pub(super) fn new(
         session_id: Arc<str>,
         runtime: &Arc<RuntimeInner>,
         report: Option<watch::Sender<Option<ChildResult>>>,
+        depth: usize,
     ) -> Self {
         ShadowEffects {
             session_id,
@@ -85,6 +93,7 @@ impl ShadowEffects {
             current_tool: None,
             children: HashMap::new(),
             report,
+            depth,
         }
     }
 }
@@ -218,6 +227,15 @@ impl ShadowEffects {
         self.emit(cx, Output::ToolStarted(call.clone()));
         if call.name == SUBAGENT_TOOL {
             let event = match call.arguments.get("prompt").and_then(Value::as_str) {
+                // Refused before anything is spawned: a model delegating
+                // every task would nest agents without end.
+                _ if self.depth >= MAX_SUBAGENT_DEPTH => ShadowEvent::ToolResult {
+                    tool_use_id: call.id,
+                    result: Err(format!(
+                        "subagents nest at most {MAX_SUBAGENT_DEPTH} deep: `{}` cannot start another",
+                        self.session_id
+                    )),
+                },
                 Some(prompt) => ShadowEvent::SubAgentRequested { tool_use_id: call.id, prompt: prompt.to_owned() },
                 None => ShadowEvent::ToolResult {
                     tool_use_id: call.id,
@@ -299,8 +317,9 @@ impl ShadowEffects {
         context.question_tool = parent.question_tool.clone();
         context.max_llm_attempts = parent.max_llm_attempts;
         let (report, result) = watch::channel(None);
-        let (handle, generation, found) =
-            AgentRuntime { inner }.spawn_agent(context, Some(report)).map_err(|error| error.to_string())?;
+        let (handle, generation, found) = AgentRuntime { inner }
+            .spawn_agent(context, Some(report), self.depth.saturating_add(1))
+            .map_err(|error| error.to_string())?;
         Ok((Child { handle, result, generation }, found))
     }
 

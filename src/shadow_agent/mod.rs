@@ -35,7 +35,10 @@
 //! # Subagents
 //! The [`SUBAGENT_TOOL`]'s call reports [`ShadowEvent::SubAgentRequested`];
 //! the table answers [`ShadowAction::SpawnSubAgent`] with the child's
-//! session id (`"{parent}/{tool_use_id}"`). The effects spawn the child on
+//! session id (`"{parent}/{tool_use_id}"`, a `/` or `%` of the id escaped,
+//! with `~{n}` added if the model
+//! used that call id before: [`ShadowContext::spawn_child`](crate::shadow::ShadowContext::spawn_child)).
+//! The effects spawn the child on
 //! the same runtime, with the parent's permission rules (remembered
 //! answers included), send it the prompt, and start a task that awaits the
 //! child's answer: `Ok(text)` when it responds, `Err(..)` when it fails,
@@ -44,6 +47,8 @@
 //! [`ShadowEvent::SubAgentFinished`]; an `Err` is the parent's `Error`.
 //! While the child runs, [`AgentRuntime::get`] returns its handle, so its
 //! own permission requests and questions are answered through it.
+//! Subagents nest at most [`MAX_SUBAGENT_DEPTH`] deep: deeper, the call
+//! fails without spawning anything.
 //!
 //! # Interrupts
 //! [`MachineHandle::interrupt`] cancels the executor's work in flight, then
@@ -126,6 +131,13 @@ use agent_fsm::runtime::Notification;
 /// The tool through which the model delegates a task to a subagent; its
 /// input is `{"prompt": "..."}`.
 pub const SUBAGENT_TOOL: &str = "Task";
+
+/// How deep subagents nest: an agent spawned by [`AgentRuntime::spawn`] is
+/// at depth 0, its subagents at 1, theirs at 2. A [`SUBAGENT_TOOL`] call of
+/// an agent at this depth fails (as a tool does) instead of spawning one:
+/// a model that delegates every task it is given would otherwise nest
+/// agents, each waiting for the next, without end.
+pub const MAX_SUBAGENT_DEPTH: usize = 3;
 
 /// The handle of a running Shadow agent.
 pub type ShadowHandle = MachineHandle<Shadow, Output>;
@@ -365,7 +377,7 @@ impl AgentRuntime {
     /// # Errors
     /// As [`spawn`](Self::spawn).
     pub fn spawn_with_context(&self, context: ShadowContext) -> Result<ShadowHandle, SpawnError> {
-        self.spawn_agent(context, None).map(|(handle, ..)| handle)
+        self.spawn_agent(context, None, 0).map(|(handle, ..)| handle)
     }
 
     /// Makes the agents durable: every agent spawned from now on (by this
@@ -386,13 +398,14 @@ impl AgentRuntime {
         lock(&self.inner.store).clone()
     }
 
-    /// Spawns the agent of `context` (from the store if it holds it);
-    /// `report` is set for a subagent, where its answer goes. Says what
-    /// the store held of it.
+    /// Spawns the agent of `context` (from the store if it holds it) at
+    /// subagent depth `depth`; `report` is set for a subagent, where its
+    /// answer goes. Says what the store held of it.
     fn spawn_agent(
         &self,
         context: ShadowContext,
         report: Option<watch::Sender<Option<ChildResult>>>,
+        depth: usize,
     ) -> Result<(ShadowHandle, u64, durable::Found), SpawnError> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(SpawnError::NoRuntime);
@@ -415,7 +428,7 @@ impl AgentRuntime {
             report.send_replace(Some(answer.clone()));
         }
         let generation = self.inner.generations.fetch_add(1, Ordering::Relaxed);
-        let effects = ShadowEffects::new(Arc::from(session_id.as_str()), &self.inner, report);
+        let effects = ShadowEffects::new(Arc::from(session_id.as_str()), &self.inner, report, depth);
         let config = self.inner.config.clone();
         let handle = match store {
             None => runtime::spawn(Shadow::new(context), effects, config),

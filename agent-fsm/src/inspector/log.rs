@@ -5,6 +5,7 @@
 //! each change sends to the open pages (made JSON only while one is open).
 
 use std::collections::VecDeque;
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Value, json};
@@ -65,6 +66,51 @@ pub(super) enum Update {
     Note { at: f64, text: String },
     Approval { approval: Option<Shown> },
     End { at: f64 },
+}
+
+/// `text` with every character that is not shown, or that changes how
+/// the text around it is shown (bidirectional overrides and isolates,
+/// zero-width and other format characters, Unicode tags, control
+/// characters other than a line break or a tab), written as `<U+XXXX>`.
+/// An approval's summary holds what a model wrote (a call's arguments),
+/// and the user decides on what the page shows: a right-to-left override
+/// must not make `rm -rf ~` read as something else.
+pub(super) fn as_written(text: &str) -> String {
+    let hidden = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(
+                c,
+                '\u{00AD}'
+                    | '\u{034F}'
+                    | '\u{061C}'
+                    | '\u{115F}'
+                    | '\u{1160}'
+                    | '\u{17B4}'
+                    | '\u{17B5}'
+                    | '\u{180B}'..='\u{180F}'
+                    | '\u{200B}'..='\u{200F}'
+                    | '\u{202A}'..='\u{202E}'
+                    | '\u{2060}'..='\u{206F}'
+                    | '\u{3164}'
+                    | '\u{FEFF}'
+                    | '\u{FFA0}'
+                    | '\u{FFF0}'..='\u{FFFB}'
+                    | '\u{E0000}'..='\u{E007F}'
+            )
+    };
+    if !text.chars().any(hidden) {
+        return text.to_owned();
+    }
+    let mut shown = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if hidden(c) {
+            // Writing to a String cannot fail.
+            let _ = write!(shown, "<U+{:04X}>", u32::from(c));
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
 }
 
 /// An approval as the page shows it.
@@ -192,9 +238,10 @@ impl Log {
         Update::Note { at, text }
     }
 
-    /// The approval shown, replaced (`None`: none pending).
+    /// The approval shown, replaced (`None`: none pending). Its summary is
+    /// shown as written ([`as_written`]).
     pub(super) fn approval(&mut self, approval: Option<(u64, String)>) -> Update {
-        self.approval = approval;
+        self.approval = approval.map(|(id, summary)| (id, as_written(&summary)));
         Update::Approval { approval: self.approval_shown() }
     }
 

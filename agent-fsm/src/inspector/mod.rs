@@ -3,7 +3,9 @@
 //! current state highlighted and the path taken so far, a timeline of its
 //! hops with the time spent in each state, the text of the current model
 //! call as it streams (its last 64 KiB), the tools in flight with their
-//! elapsed time, a pending approval with approve and deny buttons, and the
+//! elapsed time, a pending approval with approve and deny buttons (which
+//! take clicks once the approval has been shown for a moment, so that a
+//! click meant for the approval it replaced cannot answer it), and the
 //! whole history, filterable. Clicking a state shows its rows and the time
 //! spent in it.
 //!

@@ -34,7 +34,11 @@ pub enum Shown {
 /// each of its buttons sends through the agent's handle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval<E> {
-    /// What is asked (`edit_file greeting.sh`).
+    /// What is asked (`edit_file greeting.sh`). The page shows it as
+    /// written: a character that hides itself or changes how the text
+    /// around it is shown (a right-to-left override, a zero-width space, a
+    /// control character) is spelled out as `<U+XXXX>`, since the summary
+    /// often holds what a model wrote.
     pub summary: String,
     /// Sent by "approve".
     pub approve: E,

@@ -136,15 +136,27 @@ const Panels = (() => {
 
   // ---- the pending approval, with buttons that answer it through the
   // agent's handle (the server sends the event the agent's view chose).
+  // A new approval's buttons take clicks only after it has been shown for
+  // ARM_MS: a click meant for the one it replaced (the second click of a
+  // double click, a click already on its way) must not answer an approval
+  // the user has not read.
+  const ARM_MS = 700;
+  let armed = null; // the approval whose buttons wait to take clicks
   function renderApproval(agent) {
     const box = $("approval");
     const approval = agent.finished ? null : agent.approval;
     box.hidden = !approval;
     if (!approval) return;
+    if (box.dataset.id === String(approval.id)) return; // shown already, as it was left
     box.dataset.id = approval.id;
     $("approval-summary").textContent = approval.summary;
     $("approval-result").textContent = "";
-    for (const button of box.querySelectorAll("button")) button.disabled = false;
+    for (const button of box.querySelectorAll("button")) button.disabled = true;
+    clearTimeout(armed);
+    armed = setTimeout(() => {
+      if (box.dataset.id !== String(approval.id)) return;
+      for (const button of box.querySelectorAll("button")) button.disabled = false;
+    }, ARM_MS);
   }
 
   async function answer(agent, decision) {
@@ -157,6 +169,9 @@ const Panels = (() => {
       $("approval-result").textContent = response.ok ? decision + " sent" : await response.text();
     } catch (e) {
       $("approval-result").textContent = "not sent: " + e;
+      // Nothing came back: the click may be tried again (the server takes
+      // an approval's answer once).
+      if (box.dataset.id === id) for (const button of box.querySelectorAll("button")) button.disabled = false;
     }
   }
 
