@@ -1,6 +1,7 @@
 //! Loom with a permission step, declared as a variant of the Loom table
-//! (`src/loom_with_permission.rs`): a mutating tool call waits for the
-//! user's permission, a read-only one does not.
+//! (`src/loom_with_permission.rs`): a call of any tool not listed as
+//! read-only (`AgentConfig::read_only_tools`) waits for the user's
+//! permission.
 //!
 //! ```text
 //! cargo run --example loom_with_permission
