@@ -198,3 +198,58 @@ async fn a_late_reply_to_an_earlier_subagent_does_not_release_the_call_of_one_sp
     assert_ne!(second.session_id, first.session_id, "the second subagent has a session of its own");
     runtime.shutdown_all().await;
 }
+
+/// A snapshot waiting for a subagent resumes only with a session id its
+/// context gave the current call: the first, or one with `~n` it recorded;
+/// and, from a snapshot taken before children were recorded, the id as it
+/// was written then. Any other is refused, so a tampered or mixed-up
+/// snapshot cannot make the parent take another session's answer.
+#[test]
+fn a_snapshot_waiting_for_a_subagent_names_a_child_its_context_gave() {
+    use agent_fsm::snapshot::{self, SnapshotError};
+    let waiting = |spawned_before: &[&str]| {
+        let mut context = ShadowContext::new("main");
+        context.permissions.insert("Task".into(), Permission::Allow);
+        for id in spawned_before {
+            context.spawn_child(id);
+        }
+        let mut machine = Shadow::new(context);
+        machine.handle_event(ShadowEvent::UserInput("go".into()));
+        let call = ToolCall { id: "a/b".into(), name: "Task".into(), arguments: serde_json::json!({}) };
+        machine.handle_event(ShadowEvent::LlmEvent(StreamEvent::Completed {
+            message: AssistantMessage { text: String::new(), tool_calls: vec![call] },
+            stop_reason: StopReason::ToolUse,
+            usage: Usage::default(),
+        }));
+        machine.handle_event(ShadowEvent::SubAgentRequested { tool_use_id: "a/b".into(), prompt: "task".into() });
+        serde_json::from_str::<serde_json::Value>(&snapshot::to_json(&machine).expect("snapshot")).expect("json")
+    };
+    let resume = |v: &serde_json::Value| snapshot::from_json::<Shadow>(&v.to_string()).map(|_| ());
+    let with_session = |mut v: serde_json::Value, id: &str| {
+        v["state"]["data"]["session_id"] = serde_json::json!(id);
+        v
+    };
+    // As spawned: the first child, then `~2` for an id used before.
+    let first = waiting(&[]);
+    assert_eq!(first["state"]["data"]["session_id"], "main/a%2Fb");
+    assert!(resume(&first).is_ok());
+    let second = waiting(&["a/b"]);
+    assert_eq!(second["state"]["data"]["session_id"], "main/a%2Fb~2");
+    assert!(resume(&second).is_ok());
+    // Before children were recorded: the first id, and the unescaped form
+    // written then.
+    let mut legacy = waiting(&[]);
+    legacy["context"]["children"] = serde_json::json!([]);
+    assert!(resume(&legacy).is_ok());
+    assert!(resume(&with_session(legacy.clone(), "main/a/b")).is_ok());
+    for (what, v) in [
+        ("a child of another call", with_session(first.clone(), "main/c")),
+        ("a `~n` the context did not record", with_session(first.clone(), "main/a%2Fb~2")),
+        ("a `~n` written two ways", with_session(second.clone(), "main/a%2Fb~02")),
+        ("the unescaped form once children are recorded", with_session(first.clone(), "main/a/b")),
+        ("another call's child in a legacy snapshot", with_session(legacy, "main/c")),
+    ] {
+        let err = resume(&v).expect_err(what);
+        assert!(matches!(err, SnapshotError::Invariant { .. }), "{what}: {err}");
+    }
+}
