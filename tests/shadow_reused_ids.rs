@@ -229,6 +229,10 @@ fn a_snapshot_waiting_for_a_subagent_names_a_child_its_context_gave() {
         v["state"]["data"]["session_id"] = serde_json::json!(id);
         v
     };
+    let recorded = |mut v: serde_json::Value, id: &str| {
+        v["context"]["children"].as_array_mut().expect("children").push(serde_json::json!(id));
+        v
+    };
     // As spawned: the first child, then `~2` for an id used before.
     let first = waiting(&[]);
     assert_eq!(first["state"]["data"]["session_id"], "main/a%2Fb");
@@ -248,6 +252,9 @@ fn a_snapshot_waiting_for_a_subagent_names_a_child_its_context_gave() {
         ("a `~n` written two ways", with_session(second.clone(), "main/a%2Fb~02")),
         ("the unescaped form once children are recorded", with_session(first.clone(), "main/a/b")),
         ("another call's child in a legacy snapshot", with_session(legacy, "main/c")),
+        // Recorded as children too, which `spawn_child` never makes.
+        ("a `~1`", recorded(with_session(first.clone(), "main/a%2Fb~1"), "main/a%2Fb~1")),
+        ("a `~2` written `~02`", recorded(with_session(second.clone(), "main/a%2Fb~02"), "main/a%2Fb~02")),
     ] {
         let err = resume(&v).expect_err(what);
         assert!(matches!(err, SnapshotError::Invariant { .. }), "{what}: {err}");
