@@ -39,14 +39,6 @@ const READ: &str = r#"(() => {
   };
 })()"#;
 
-/// Clicks approve if its button takes clicks; says whether it did.
-const CLICK_IF_ENABLED: &str = r#"(() => {
-  const button = document.querySelector('#approval:not([hidden]) .approve');
-  if (!button || button.disabled) return false;
-  button.click();
-  return true;
-})()"#;
-
 /// Where the screenshot goes: `target/inspector/`.
 fn screenshot_path() -> PathBuf {
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
@@ -119,7 +111,7 @@ async fn run(chrome: PathBuf) {
         if page["approval"] == true
             && page["current"] == "WaitingForPermission"
             && clicked_at != Some(seen.len())
-            && browser.eval(CLICK_IF_ENABLED).await.expect("click approve") == true
+            && browser.eval(cdp::CLICK_IF_ENABLED).await.expect("click approve") == true
         {
             approved_at.get_or_insert(seen.len());
             clicked_at = Some(seen.len());

@@ -122,14 +122,6 @@ const DOUBLE_CLICK: &str = r#"(async () => {
   return { sent, shown: box.dataset.id };
 })()"#;
 
-/// Clicks approve if its button takes clicks; says whether it did.
-const CLICK_IF_ENABLED: &str = r#"(() => {
-  const button = document.querySelector('#approval:not([hidden]) .approve');
-  if (!button || button.disabled) return false;
-  button.click();
-  return true;
-})()"#;
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_click_on_an_approval_just_shown_answers_nothing() {
     let Some(chrome) = cdp::find() else {
@@ -137,6 +129,16 @@ async fn a_click_on_an_approval_just_shown_answers_nothing() {
         return;
     };
     timeout(Duration::from_secs(120), run(chrome)).await.expect("the browser test timed out");
+}
+
+/// Evaluates `expression` in the page every 50 ms until it is `true`;
+/// fails with `failure` after 30 s.
+async fn until_true(browser: &mut cdp::Browser, expression: &str, failure: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while browser.eval(expression).await.expect("evaluate") != true {
+        assert!(Instant::now() < deadline, "{failure}");
+        sleep(Duration::from_millis(50)).await;
+    }
 }
 
 async fn run(chrome: PathBuf) {
@@ -148,33 +150,15 @@ async fn run(chrome: PathBuf) {
     browser.open(&inspector.agent_url(id)).await.expect("open the page");
 
     // Approval 1, read for a moment: its button takes the click.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while browser.eval(CLICK_IF_ENABLED).await.expect("click") != true {
-        assert!(Instant::now() < deadline, "approval 1 never took a click");
-        sleep(Duration::from_millis(50)).await;
-    }
+    until_true(&mut browser, cdp::CLICK_IF_ENABLED, "approval 1 never took a click").await;
     until_asking(&handle, 2).await;
     // Approval 2 waits for a click of its own; then the double click: its
     // second click lands on approval 3 as soon as it is shown.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while browser.eval(CLICK_IF_ENABLED).await.expect("click") != true {
-        assert!(Instant::now() < deadline, "approval 2 never took a click");
-        sleep(Duration::from_millis(50)).await;
-    }
+    until_true(&mut browser, cdp::CLICK_IF_ENABLED, "approval 2 never took a click").await;
     until_asking(&handle, 3).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        // Approval 3 shown and ready, so that the double click starts on it.
-        let ready = browser
-            .eval("(() => { const b = document.querySelector('#approval:not([hidden]) .approve'); return !!b && !b.disabled; })()")
-            .await
-            .expect("read");
-        if ready == true {
-            break;
-        }
-        assert!(Instant::now() < deadline, "approval 3 never took clicks");
-        sleep(Duration::from_millis(50)).await;
-    }
+    // Approval 3 shown and ready, so that the double click starts on it.
+    let ready = "(() => { const b = document.querySelector('#approval:not([hidden]) .approve'); return !!b && !b.disabled; })()";
+    until_true(&mut browser, ready, "approval 3 never took clicks").await;
     let clicks = browser.eval(DOUBLE_CLICK).await.expect("double click");
     assert_ne!(clicks["timeout"], true, "approval 4 was never shown: {clicks}");
     let sent: Vec<String> = serde_json::from_value(clicks["sent"].clone()).expect("ids");
@@ -182,11 +166,7 @@ async fn run(chrome: PathBuf) {
     until_asking(&handle, 4).await;
 
     // Approval 4, once shown for a moment, takes a click.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while browser.eval(CLICK_IF_ENABLED).await.expect("click") != true {
-        assert!(Instant::now() < deadline, "approval 4 never took a click");
-        sleep(Duration::from_millis(50)).await;
-    }
+    until_true(&mut browser, cdp::CLICK_IF_ENABLED, "approval 4 never took a click").await;
     until_asking(&handle, 5).await;
     assert_eq!(asking(&handle).await, 5, "one approval answered per deliberate click");
     handle.shutdown().await.expect("shutdown");

@@ -21,6 +21,16 @@ use tokio::time::timeout;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+/// JavaScript for [`Browser::eval`]: clicks the inspector's approve button
+/// if the approval is shown and its button takes clicks (a new approval's
+/// buttons wait a moment); evaluates to whether it clicked.
+pub(crate) const CLICK_IF_ENABLED: &str = r#"(() => {
+  const button = document.querySelector('#approval:not([hidden]) .approve');
+  if (!button || button.disabled) return false;
+  button.click();
+  return true;
+})()"#;
+
 /// How long one protocol command may take.
 const COMMAND: Duration = Duration::from_secs(15);
 
