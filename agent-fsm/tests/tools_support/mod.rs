@@ -1,5 +1,6 @@
 //! The fixture the workspace-tool tests share: a workspace beside a
-//! directory outside it that holds a secret, and the bound on a call.
+//! directory outside it that holds a secret, the check that nothing
+//! outside changed, and the bound on a call.
 
 use agent_fsm::tools::Workspace;
 use std::path::PathBuf;
@@ -30,4 +31,16 @@ pub(crate) fn fixture() -> Fixture {
     std::fs::create_dir(inside.join("sub")).expect("sub");
     let ws = Workspace::open(&inside).expect("open");
     Fixture { _tmp: tmp, ws, inside, outside }
+}
+
+impl Fixture {
+    /// Nothing outside the workspace changed: the secret is as it was and
+    /// no other name appeared beside it.
+    #[allow(dead_code, reason = "the listing tests only read inside the workspace")]
+    pub(crate) fn assert_outside_untouched(&self) {
+        assert_eq!(std::fs::read_to_string(self.outside.join("secret")).expect("secret"), "top secret\n");
+        let names: Vec<_> =
+            std::fs::read_dir(&self.outside).expect("outside").map(|e| e.expect("entry").file_name()).collect();
+        assert_eq!(names, ["secret"], "nothing was created outside");
+    }
 }
