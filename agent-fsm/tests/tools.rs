@@ -85,12 +85,50 @@ async fn symlinks_that_stay_inside_are_followed() {
     assert_eq!(f.ws.read_file("sub/parent/inside.txt").await.expect("read"), "inside\n");
     f.ws.edit_file("alias", "inside", "edited").await.expect("edit");
     assert_eq!(std::fs::read_to_string(f.inside.join("inside.txt")).expect("read"), "edited\n");
+    // The edit replaced the link's target, not the link.
+    assert!(std::fs::symlink_metadata(f.inside.join("alias")).expect("alias").is_symlink());
+    // A link whose target is not there yet is written through, creating it.
+    symlink("later.txt", f.inside.join("pending")).expect("symlink");
+    f.ws.write_file("pending", "later").await.expect("write through a dangling inside link");
+    assert_eq!(std::fs::read_to_string(f.inside.join("later.txt")).expect("created"), "later");
+    assert!(std::fs::symlink_metadata(f.inside.join("pending")).expect("pending").is_symlink());
     assert!(f.ws.list_files("sub/parent").await.expect("list").contains(&"inside.txt".to_owned()));
     // Writing through a symlinked directory that stays inside, existing or
     // new below it.
     f.ws.write_file("sub/parent/new.txt", "new").await.expect("write through an inside link");
     f.ws.write_file("sub/parent/deeper/new.txt", "new").await.expect("write below an inside link");
     assert_eq!(std::fs::read_to_string(f.inside.join("deeper/new.txt")).expect("written"), "new");
+}
+
+/// A write replaces the file's contents and keeps its permissions (an
+/// executable script stays executable), and leaves no other name behind.
+#[tokio::test]
+async fn a_write_keeps_the_file_mode_and_leaves_nothing_beside() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let f = fixture();
+    let script = f.inside.join("run.sh");
+    std::fs::write(&script, "#!/bin/sh\n").expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o750)).expect("chmod");
+    let before = f.ws.list_files("").await.expect("list");
+    f.ws.write_file("run.sh", "#!/bin/sh\necho hi\n").await.expect("write");
+    f.ws.edit_file("run.sh", "hi", "there").await.expect("edit");
+    assert_eq!(std::fs::read_to_string(&script).expect("read"), "#!/bin/sh\necho there\n");
+    let mode = std::fs::metadata(&script).expect("meta").permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o750, "the mode is kept: {mode:o}");
+    assert_eq!(f.ws.list_files("").await.expect("list"), before, "no other name is left");
+}
+
+/// A hard link inside to a file outside reads as that file, but a write
+/// replaces the name inside: the file outside keeps its contents.
+#[tokio::test]
+async fn a_write_to_a_hard_link_leaves_the_file_outside_as_it_was() {
+    let f = fixture();
+    std::fs::hard_link(f.outside.join("secret"), f.inside.join("linked")).expect("hard link");
+    let secret = std::fs::read_to_string(f.outside.join("secret")).expect("secret");
+    assert_eq!(f.ws.read_file("linked").await.expect("read"), secret);
+    f.ws.write_file("linked", "mine").await.expect("write");
+    assert_eq!(std::fs::read_to_string(f.inside.join("linked")).expect("read"), "mine");
+    f.assert_outside_untouched();
 }
 
 #[tokio::test]

@@ -64,8 +64,10 @@
 //!
 //! A hard link is not a way out but it is not fenced off either: it is the
 //! file itself under another name, so a hard link inside the workspace to
-//! a file outside it is a regular file of the workspace, read and written
-//! like any other, and writing it changes the file outside. Only someone
+//! a file outside it is a regular file of the workspace, read like any
+//! other. Writing it does not change the file outside: a write replaces
+//! the name inside with a new file (see
+//! [`write_file`](Workspace::write_file)), which ends the link. Only someone
 //! who could already read or write that file can make such a link (the
 //! shell tool, for one); a cloned repository cannot hold one.
 //!

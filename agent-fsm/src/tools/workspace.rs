@@ -144,6 +144,66 @@ fn open_regular(dir: &Dir, path: &Path, options: &mut OpenOptions) -> io::Result
     Ok(Some((file, meta.len())))
 }
 
+/// Tells apart the new files of concurrent writes in one process.
+static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Replaces the regular file at `p` (or creates it) with `contents`: a new
+/// file beside it, written and flushed, renamed over it. False if what is
+/// at `p` turns out not to be a regular file.
+fn replace(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> {
+    // The rename replaces what is at the name: a symlink is resolved first
+    // (beneath the root), so that its target is what gets replaced. One
+    // whose target is missing is written through, in place, as opening it
+    // would: there is nothing to lose.
+    let target = match dir.symlink_metadata(p) {
+        Ok(meta) if meta.is_symlink() => match dir.canonicalize(p) {
+            Ok(target) => target,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return write_in_place(dir, p, contents),
+            Err(e) => return Err(e),
+        },
+        _ => p.to_path_buf(),
+    };
+    // The file as it is: opened for writing, so that one this process may
+    // not write is refused with the system's own error, as writing it in
+    // place was; and checked on the handle to be a regular file.
+    let permissions = match open_regular(dir, &target, OpenOptions::new().write(true)) {
+        Ok(Some((file, _))) => Some(file.metadata()?.permissions()),
+        Ok(None) => return Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = target.with_file_name(format!(".agent-fsm-write-{}-{n}", std::process::id()));
+    let mut file = dir.open_with(&temp, OpenOptions::new().write(true).create_new(true))?;
+    let written = (|| {
+        if let Some(permissions) = permissions {
+            file.set_permissions(permissions)?;
+        }
+        file.write_all(contents)?;
+        // On the disk before the rename makes it the file: after a crash of
+        // the machine, the name holds the old contents or the new.
+        file.sync_all()?;
+        drop(file);
+        dir.rename(&temp, dir, &target)
+    })();
+    if written.is_err() {
+        // Best effort: the error that matters is the write's.
+        let _ = dir.remove_file(&temp);
+    }
+    written.map(|()| true)
+}
+
+/// Writes `contents` through the file at `p`, truncating it first: for a
+/// symlink whose target does not exist yet, which it creates.
+fn write_in_place(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> {
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    let Some((mut file, _)) = open_regular(dir, p, &mut options)? else {
+        return Ok(false);
+    };
+    file.write_all(contents).map(|()| true)
+}
+
 /// How many times the non-empty `old` occurs in `text`, for an edit: the
 /// occurrences that do not overlap, and when that is one, 2 if another
 /// occurrence starts inside it (`aa` in `aaa`), since either could be the
@@ -270,6 +330,16 @@ impl Workspace {
     /// Writes `contents` to the file at `path`, replacing it, and creates
     /// the directories it needs first (inside the workspace).
     ///
+    /// The file is replaced in one step: the contents go to a new file
+    /// beside it, flushed to the disk, which is then renamed over it. A
+    /// write that fails part way (a full disk) or a process killed during
+    /// it leaves the file as it was, never truncated or half written (a
+    /// process killed before the rename may leave the new file behind, a
+    /// hidden name starting with `.agent-fsm-write-`). The file keeps its
+    /// permissions; a symlink at `path` is followed, and its target
+    /// replaced. A file this process may not write is refused as before,
+    /// though the directory would let it be renamed over.
+    ///
     /// # Errors
     /// [`ToolError::OutsideWorkspace`] (a symlinked directory or file on
     /// the way leads out), [`ToolError::NotAFile`] (something other than a
@@ -297,12 +367,7 @@ impl Workspace {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
-            let mut options = OpenOptions::new();
-            options.write(true).create(true).truncate(true);
-            let Some((mut file, _)) = open_regular(dir, p, &mut options)? else {
-                return Ok(false);
-            };
-            file.write_all(contents.as_bytes()).map(|()| true)
+            replace(dir, p, contents.as_bytes())
         })
         .await?
         .then_some(())
