@@ -38,7 +38,7 @@ async fn model_calls_go_through_the_set_to_the_confined_workspace() {
             "path": {"type": "string", "description": "The file's path, relative to the workspace."},
             "old_text": {"type": "string", "description": "The text to replace, copied exactly from the file; it must occur\nonce."},
             "new_text": {"type": "string", "description": "The text to put in its place."},
-        }, "required": ["path", "old_text", "new_text"]})
+        }, "required": ["path", "old_text", "new_text"], "additionalProperties": false})
     );
 
     // One call after another, as a model works.
@@ -79,6 +79,25 @@ async fn model_calls_go_through_the_set_to_the_confined_workspace() {
             call("10", "run_command", json!({"command": "echo oops; exit 3"})),
             result("10", "`run_command` failed: exit 3: oops\n", true),
         ),
+        // A key the tool does not take is named, not ignored: a misspelled
+        // `path` would otherwise list the workspace, a `timeout` would
+        // seem set.
+        (
+            call("11", "list_files", json!({"directory": "src"})),
+            result(
+                "11",
+                "invalid arguments for `list_files`: at `directory`: unknown field `directory`, expected `path`",
+                true,
+            ),
+        ),
+        (
+            call("12", "run_command", json!({"command": "touch ran", "timeout": 600})),
+            result(
+                "12",
+                "invalid arguments for `run_command`: at `timeout`: unknown field `timeout`, expected `command`",
+                true,
+            ),
+        ),
     ];
     for (call, expected) in steps {
         let got = tokio::time::timeout(Duration::from_secs(60), tools.call(&call)).await.expect("the call ends");
@@ -86,4 +105,5 @@ async fn model_calls_go_through_the_set_to_the_confined_workspace() {
     }
     assert_eq!(std::fs::read_to_string(root.join("src/greet.sh")).expect("the file"), "echo Hello, world\n");
     assert_eq!(std::fs::read_to_string(outside.path().join("secret")).expect("the secret"), "outside");
+    assert!(!root.join("ran").exists(), "a call with an unknown key runs nothing");
 }

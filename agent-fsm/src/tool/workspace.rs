@@ -15,6 +15,12 @@ use crate::tools::{ToolError, Workspace};
 /// The five workspace tools over `workspace` (`run_command` on Unix only),
 /// the shell with the default [`ShellOptions`].
 ///
+/// Each tool takes exactly the arguments its schema lists (which says so,
+/// `"additionalProperties": false`, as strict tool modes require): a call
+/// with another key (a misspelled `path`, a `timeout` the shell tool does
+/// not take) is an error result naming it, and nothing runs, rather than
+/// the key being ignored and the model left believing it counted.
+///
 /// # Examples
 /// ```
 /// use agent_fsm::llm::ToolCall;
@@ -66,6 +72,7 @@ pub struct ReadFile(pub Workspace);
 
 /// The arguments of `read_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ReadFileArgs {
     /// The file's path, relative to the workspace.
     pub path: String,
@@ -92,6 +99,7 @@ pub struct WriteFile(pub Workspace);
 
 /// The arguments of `write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct WriteFileArgs {
     /// The file's path, relative to the workspace; missing directories are
     /// created.
@@ -122,6 +130,7 @@ pub struct EditFile(pub Workspace);
 
 /// The arguments of `edit_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct EditFileArgs {
     /// The file's path, relative to the workspace.
     pub path: String,
@@ -155,6 +164,7 @@ pub struct ListFiles(pub Workspace);
 
 /// The arguments of `list_files`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ListFilesArgs {
     /// The directory's path, relative to the workspace; the workspace
     /// itself if absent.
@@ -195,6 +205,7 @@ pub struct RunCommand {
 /// The arguments of `run_command`.
 #[cfg(unix)]
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RunCommandArgs {
     /// The command, run with `sh -c` in the workspace directory.
     pub command: String,
