@@ -118,6 +118,25 @@ async fn a_write_keeps_the_file_mode_and_leaves_nothing_beside() {
     assert_eq!(f.ws.list_files("").await.expect("list"), before, "no other name is left");
 }
 
+/// A write whose path climbs out after directories that do not exist yet
+/// is refused before any of them is made: nothing is left inside either.
+#[tokio::test]
+async fn a_write_that_climbs_out_makes_no_directory_first() {
+    let f = fixture();
+    let before = f.ws.list_files("").await.expect("list");
+    for path in ["new/../../outside/x", "new/deeper/../../../outside/x", "a/b/../../../x"] {
+        assert!(is_outside(f.ws.write_file(path, "pwned").await), "{path}");
+    }
+    assert_eq!(f.ws.list_files("").await.expect("list"), before, "no directory was made inside");
+    f.assert_outside_untouched();
+    // One that climbs back without leaving is still written, through a
+    // directory that exists or one that is made on the way.
+    f.ws.write_file("sub/../made/x", "made").await.expect("through an existing directory");
+    assert_eq!(std::fs::read_to_string(f.inside.join("made/x")).expect("made"), "made");
+    f.ws.write_file("new/../kept/x", "kept").await.expect("through a new directory");
+    assert_eq!(std::fs::read_to_string(f.inside.join("kept/x")).expect("kept"), "kept");
+}
+
 /// A hard link inside to a file outside reads as that file, but a write
 /// replaces the name inside: the file outside keeps its contents.
 #[tokio::test]

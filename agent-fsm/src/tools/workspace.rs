@@ -144,6 +144,27 @@ fn open_regular(dir: &Dir, path: &Path, options: &mut OpenOptions) -> io::Result
     Ok(Some((file, meta.len())))
 }
 
+/// Whether `path`, read as text, leads out of the directory it is
+/// relative to: absolute, or with more `..` than names before them.
+fn climbs_out(path: &Path) -> bool {
+    let mut depth = 0usize;
+    for component in path.components() {
+        match component {
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::ParentDir if depth > 0 => depth -= 1,
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return true,
+        }
+    }
+    false
+}
+
+/// The error cap-std gives for a path that leads out, which
+/// [`classify`] reports as [`ToolError::OutsideWorkspace`].
+fn escape() -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, "a path that leads out of the workspace")
+}
+
 /// Tells apart the new files of concurrent writes in one process.
 static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -356,6 +377,10 @@ impl Workspace {
                 // file fails the write below.
                 match dir.metadata(parent) {
                     Ok(_) => {}
+                    // A path that climbs out by its text is refused before
+                    // anything is made: `create_dir_all` would make the
+                    // missing directories before the `..` that leads out.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound && climbs_out(parent) => return Err(escape()),
                     Err(e) if e.kind() == io::ErrorKind::NotFound => dir.create_dir_all(parent)?,
                     Err(e) => return Err(e),
                 }
