@@ -5,7 +5,8 @@
 //! no longer write; inbox events sent before and while an agent runs, and
 //! across a hand-over, are applied once each, in order; placement picks
 //! the worker with the most room, and an agent placed on a full worker goes
-//! to another a lease later; a clean shutdown hands agents back at once; a
+//! to another a lease later, and a create wakes the workers once it placed
+//! its agent; a clean shutdown hands agents back at once; a
 //! claim skips a lease a write in flight holds; a live worker keeps its
 //! agents for many leases; an agent whose id does not fit a notification
 //! is sent its events; an event sent written otherwise than the machine
@@ -192,8 +193,9 @@ async fn placement_picks_the_live_worker_with_the_most_room() {
     // lease that expired would let the other worker take an agent over,
     // which this test is not about.
     let fleet = db.fleet(Duration::from_secs(5)).await;
-    let small = Proc::start(Worker::new(&fleet, "small").capacity(2));
-    let big = Proc::start(Worker::new(&fleet, "big").capacity(4));
+    // A slow poll: the creates' own notifications wake the workers to claim.
+    let small = Proc::start(Worker::new(&fleet, "small").capacity(2).poll(Duration::from_secs(60)));
+    let big = Proc::start(Worker::new(&fleet, "big").capacity(4).poll(Duration::from_secs(60)));
     let client = db.client().await;
     until("both workers registered", || async {
         let row = client.query_one("SELECT count(*) FROM workers", &[]).await.expect("reads");
@@ -219,6 +221,37 @@ async fn placement_picks_the_live_worker_with_the_most_room() {
     assert_eq!(rb.handed_back, rb.claimed, "{rb:?}");
     // No live worker: placed on none, for the first to claim.
     assert_eq!(within(fleet.create("later", &Job::new(Vec::new()))).await.expect("created"), None);
+    db.drop_schema().await;
+}
+
+/// A create wakes the workers: the claim notification comes on the
+/// fleet's channel once the agent is placed, from the placing statement
+/// itself, and no later create of the same agent sends another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_wakes_the_workers_once_it_placed_the_agent() {
+    use futures::StreamExt as _;
+    let Some(db) = Db::new("create_wakes") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let (client, mut connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls).await.expect("connects");
+    let (tell, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+    tokio::spawn(async move {
+        while let Some(Ok(message)) = messages.next().await {
+            if let tokio_postgres::AsyncMessage::Notification(note) = message {
+                let _ = tell.send((note.channel().to_owned(), note.payload().to_owned()));
+            }
+        }
+    });
+    let channel = format!("{}.fleet", db.schema);
+    client.batch_execute(&format!("LISTEN \"{channel}\"")).await.expect("listens");
+    within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
+    let note = within(async { heard.recv().await }).await.expect("a notification");
+    assert_eq!(note, (channel, "claim".to_owned()));
+    // A second create is refused, and wakes nobody.
+    let again = within(fleet.create("job", &Job::new(Vec::new()))).await;
+    assert!(matches!(again, Err(FleetError::AgentExists(_))), "{again:?}");
+    client.batch_execute("SELECT 1").await.expect("a round trip after the create");
+    assert!(heard.try_recv().is_err(), "no wake-up for an agent not placed");
     db.drop_schema().await;
 }
 

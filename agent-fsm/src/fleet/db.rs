@@ -151,19 +151,24 @@ WHERE a.agent = $1";
 /// room (capacity less the agents placed on it and not done); none if no
 /// worker is live. $1 agent, $2 the lease (ms): how old a live worker's
 /// heartbeat may be, and how long the placement holds (an agent its worker
-/// has not claimed within a lease, being full, say, is anyone's).
+/// has not claimed within a lease, being full, say, is anyone's). The
+/// workers are woken ($3 the channel, $4 [`CLAIM`]) by the same statement,
+/// so that the placement is never written without the wake-up, nor
+/// reported failed after it was written because the wake-up failed.
 pub(crate) const PLACE: &str = "
 WITH target AS (
     SELECT w.worker FROM workers w
     WHERE NOT w.stopping AND w.heartbeat > now() - $2::bigint * interval '1 millisecond'
     ORDER BY w.capacity - (SELECT count(*) FROM leases l WHERE l.assigned = w.worker AND NOT l.done) DESC, w.worker
     LIMIT 1
+), placed AS (
+    INSERT INTO leases (agent, assigned, expires_at)
+    SELECT $1, worker, CASE WHEN worker IS NULL THEN NULL ELSE now() + $2::bigint * interval '1 millisecond' END
+    FROM (SELECT (SELECT worker FROM target) AS worker) AS placed
+    ON CONFLICT (agent) DO NOTHING
+    RETURNING assigned
 )
-INSERT INTO leases (agent, assigned, expires_at)
-SELECT $1, worker, CASE WHEN worker IS NULL THEN NULL ELSE now() + $2::bigint * interval '1 millisecond' END
-FROM (SELECT (SELECT worker FROM target) AS worker) AS placed
-ON CONFLICT (agent) DO NOTHING
-RETURNING assigned";
+SELECT placed.assigned FROM placed, pg_notify($3, $4)";
 
 /// Registers a worker, or takes its row over (a worker restarted under the
 /// same id). $1 worker, $2 capacity.

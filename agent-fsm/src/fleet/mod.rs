@@ -314,7 +314,10 @@ impl Fleet {
     /// it).
     ///
     /// The checkpoint and the lease are two writes: a create cut off between
-    /// them is completed by calling it again with the same machine.
+    /// them is completed by calling it again with the same machine. The
+    /// lease and the workers' wake-up are one statement: an error after
+    /// the lease was written is one whose reply was lost (the connection
+    /// cut), and calling again then says [`FleetError::AgentExists`].
     ///
     /// # Errors
     /// [`FleetError::AgentExists`] (the agent has a lease already, or the
@@ -348,12 +351,13 @@ impl Fleet {
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
         let heartbeat = db::millis(self.inner.config.lease);
-        let placed = client.query_opt(db::PLACE, &[&agent, &heartbeat]).await.map_err(FleetError::db)?;
+        let channel = self.inner.target.channel();
+        let placed =
+            client.query_opt(db::PLACE, &[&agent, &heartbeat, &channel, &db::CLAIM]).await.map_err(FleetError::db)?;
         let Some(row) = placed else {
             return Err(FleetError::AgentExists(agent.to_owned()));
         };
         let worker: Option<String> = row.try_get(0).map_err(FleetError::db)?;
-        client.execute(db::NOTIFY, &[&self.inner.target.channel(), &db::CLAIM]).await.map_err(FleetError::db)?;
         tracing::debug!(agent, worker = worker.as_deref(), "agent created");
         Ok(worker)
     }
