@@ -7,7 +7,8 @@
 //! the worker with the most room, and an agent placed on a full worker goes
 //! to another a lease later, and a create wakes the workers once it placed
 //! its agent; a clean shutdown hands agents back at once; a
-//! claim skips a lease a write in flight holds; a live worker keeps its
+//! claim skips a lease a write in flight holds, and a write stuck on a lock
+//! costs the worker no other lease; a live worker keeps its
 //! agents for many leases; an agent whose id does not fit a notification
 //! is sent its events; an event sent written otherwise than the machine
 //! writes it is rewritten before it is delivered; an agent of another
@@ -322,6 +323,42 @@ async fn a_claim_skips_a_lease_locked_by_a_write_in_flight() {
     .await;
     let report = w.stop().await;
     assert_eq!(report.claimed, 2, "{report:?}");
+    db.drop_schema().await;
+}
+
+/// A step write stuck on a lock (here its inbox row's, as a sender
+/// stopped mid-transaction would hold it) blocks its runtime thread, which
+/// here runs the worker's loop too: it fails after a third of a lease, and
+/// only its agent stops, to be resumed once the lock is gone. The worker's
+/// other lease is renewed throughout, and the event is taken once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_stuck_on_a_lock_costs_the_worker_no_other_lease() {
+    let Some(db) = Db::new("stuck_write_renewals") else { return };
+    let fleet = db.fleet(LEASE).await;
+    for agent in ["a0", "a1"] {
+        within(fleet.create(agent, &Job::new(Vec::new()))).await.expect("created");
+    }
+    within(fleet.send("a0", &Event::Add(1))).await.expect("sent");
+    let mut client = db.client().await;
+    let lock = client.transaction().await.expect("begins");
+    lock.execute("SELECT 1 FROM inbox WHERE agent = 'a0' FOR UPDATE", &[]).await.expect("locks");
+    let w = Proc::start(Worker::new(&fleet, "w"));
+    until("a1 runs on w", || async { within(fleet.status("a1")).await.expect("reads").worker.as_deref() == Some("w") })
+        .await;
+    // Several leases go by with a0's writes stuck: a1's lease is renewed,
+    // and has not lapsed.
+    tokio::time::sleep(LEASE * 4).await;
+    let status = within(fleet.status("a1")).await.expect("reads");
+    assert_eq!((status.worker.as_deref(), status.epoch), (Some("w"), 1), "{status:?}");
+    let live = "SELECT expires_at > now() FROM leases WHERE agent = 'a1'";
+    let reader = db.client().await;
+    assert!(reader.query_one(live, &[]).await.expect("reads").get::<_, bool>(0), "a1's lease is current");
+    lock.rollback().await.expect("ends");
+    until("a0 took its event", || async { within(fleet.status("a0")).await.expect("reads").unapplied == 0 }).await;
+    assert_eq!(taken(&fleet, "a0").await, [1]);
+    let report = w.stop().await;
+    assert_eq!(report.lost, 0, "{report:?}");
+    assert!(report.failed >= 1, "a0's stuck write failed: {report:?}");
     db.drop_schema().await;
 }
 

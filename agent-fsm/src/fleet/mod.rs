@@ -84,6 +84,11 @@
 //! - It delivers each agent's inbox rows, in id order, to the agent's
 //!   handle, woken by `LISTEN/NOTIFY` with a poll every
 //!   [`Worker::poll`] as a backstop; nothing else sends to that handle.
+//! - An agent's step writes block the thread it runs on (durability
+//!   `BeforeAction`), so a write waits for a row lock (another session
+//!   holding its agent's rows, such as a sender stopped mid-send) at most
+//!   lease/3, then fails: that agent stops, and the worker's renewals,
+//!   which may share its thread, are not held up for longer.
 //! - An agent that reaches its terminal state is marked done. An agent that
 //!   fails (a write the fence refused, a store error, a panic) is dropped
 //!   and its lease left to expire, so that it is tried again, elsewhere or
@@ -177,7 +182,12 @@ pub struct FleetConfig {
     /// How many connections the checkpoint store keeps.
     pub pool_size: usize,
     /// How long a worker's claim on an agent lasts without renewal: the
-    /// time a dead worker's agents wait before another takes them.
+    /// time a dead worker's agents wait before another takes them. A third
+    /// of it is also how long an agent's step write may wait for a row lock
+    /// ([`PgConfig::lock_timeout`]) before it fails and the agent stops, to
+    /// be resumed by the next claim: a write stuck on a lock blocks its
+    /// runtime thread, and must not hold up the renewal of the worker's
+    /// other leases.
     pub lease: Duration,
     /// How long the server lets any of the fleet's connections (the
     /// store's and its own) sit idle in the middle of a transaction before
@@ -285,7 +295,11 @@ impl Fleet {
         let pg = PgConfig::new(config.url.clone())
             .schema(config.schema.clone())
             .pool_size(config.pool_size)
-            .idle_in_transaction_timeout(config.idle_in_transaction_timeout);
+            .idle_in_transaction_timeout(config.idle_in_transaction_timeout)
+            // A step write blocks its runtime thread (durability
+            // `BeforeAction`): one stuck on a lock for longer would hold
+            // up the renewal of every lease of its worker.
+            .lock_timeout(config.lease / 3);
         // The store's connections block (on threads of their own).
         let store = blocking(move || PgStore::connect_with(pg)).await??;
         Ok(Self { inner: Arc::new(Inner { config, target, store, client: Mutex::new(Some(client)) }) })

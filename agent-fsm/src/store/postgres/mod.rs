@@ -136,6 +136,18 @@ pub struct PgConfig {
     /// every other writer of that agent waiting for as long as the stopped
     /// process lives.
     pub idle_in_transaction_timeout: Duration,
+    /// How long one of the store's statements may wait for a row lock
+    /// before it fails (Postgres's `lock_timeout`); zero, the default,
+    /// leaves the server's setting (by default, waiting as long as the
+    /// lock is held). A step write waits on a lock only while another
+    /// transaction holds its agent's rows: a second writer of the agent,
+    /// or a sender stopped in the middle of a send (until the idle timeout
+    /// above ends it). Under [`Durability::BeforeAction`](crate::store::Durability::BeforeAction)
+    /// the write blocks its runtime thread meanwhile; bounded, the write
+    /// fails with [`StoreError::Write`] instead, and only its agent stops.
+    /// A [fleet](crate::fleet) sets it to a third of its lease, so that no
+    /// write holds up the renewal of the worker's leases.
+    pub lock_timeout: Duration,
 }
 
 /// [`PgConfig::idle_in_transaction_timeout`]'s default.
@@ -154,7 +166,7 @@ pub(crate) fn idle_in_transaction_setting(timeout: Duration) -> Option<String> {
 impl PgConfig {
     /// The server at `url`, schema `agent_fsm`, 4 connections, commits
     /// waiting for the disk, a connection idle in a transaction ended
-    /// after 10 seconds.
+    /// after 10 seconds, the server's lock timeout.
     #[must_use]
     pub fn new(url: impl Into<String>) -> Self {
         Self {
@@ -163,6 +175,7 @@ impl PgConfig {
             pool_size: 4,
             synchronous_commit: true,
             idle_in_transaction_timeout: IDLE_IN_TRANSACTION_TIMEOUT,
+            lock_timeout: Duration::ZERO,
         }
     }
 
@@ -193,6 +206,15 @@ impl PgConfig {
     #[must_use]
     pub fn idle_in_transaction_timeout(mut self, timeout: Duration) -> Self {
         self.idle_in_transaction_timeout = timeout;
+        self
+    }
+
+    /// This configuration with a statement that waits `timeout` for a row
+    /// lock failing (zero: the server's setting); see
+    /// [`lock_timeout`](Self#structfield.lock_timeout).
+    #[must_use]
+    pub fn lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = timeout;
         self
     }
 }
@@ -254,6 +276,11 @@ impl PgStore {
         if let Some(set) = idle_in_transaction_setting(config.idle_in_transaction_timeout) {
             setup.push_str("; ");
             setup.push_str(&set);
+        }
+        if !config.lock_timeout.is_zero() {
+            // An `int` of milliseconds, as above: never rounded down to 0.
+            let millis = config.lock_timeout.as_millis().clamp(1, i32::MAX as u128);
+            setup.push_str(&format!("; SET lock_timeout TO {millis}"));
         }
         let pool = Pool::start(pg, &setup, config.pool_size)?;
         let schema = config.schema.clone();

@@ -65,6 +65,9 @@ CREATE TABLE IF NOT EXISTS workers (
 /// the server's error otherwise.
 pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreError> {
     let mut tx = client.transaction().map_err(write_err)?;
+    // Migrations of processes starting together take turns, however long
+    // each waits: the connection's lock timeout is for the agents' writes.
+    tx.batch_execute("SET LOCAL lock_timeout TO 0").map_err(write_err)?;
     let lock = format!("agent_fsm migration {schema}");
     tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&lock]).map_err(write_err)?;
     tx.batch_execute(&format!(

@@ -93,3 +93,56 @@ fn a_connection_stalled_inside_a_transaction_is_ended_and_its_locks_released() {
     );
     drop(schema);
 }
+
+/// With a lock timeout, a statement that waits for a row lock longer fails
+/// (here a read locking the version row another session holds), where the
+/// migration of a store connecting meanwhile waits its turn, however long.
+#[test]
+fn the_lock_timeout_bounds_a_wait_for_a_row_but_not_a_migration() {
+    let Ok(url) = std::env::var("AGENT_FSM_PG_URL") else {
+        eprintln!("skipped: AGENT_FSM_PG_URL is not set");
+        return;
+    };
+    let name = format!("t_lock_timeout_{}_{}", std::process::id(), line!());
+    let schema = Schema { url: url.clone(), name: name.clone() };
+    let config = PgConfig::new(url.clone()).schema(name.clone()).pool_size(1).lock_timeout(Duration::from_millis(100));
+    let store = PgStore::connect_with(config.clone()).expect("the server at AGENT_FSM_PG_URL connects");
+
+    // Another session holds the version row, and the migration lock,
+    // until told (20 s at most).
+    let (locked_tx, locked) = mpsc::channel::<()>();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let (holder_url, holder_schema) = (url.clone(), name.clone());
+    let holder = thread::spawn(move || {
+        let mut client = postgres::Client::connect(&holder_url, postgres::NoTls).expect("connects");
+        client.batch_execute(&format!("SET search_path TO \"{holder_schema}\"")).expect("setup");
+        let mut held = client.transaction().expect("begins");
+        held.query("SELECT value FROM meta WHERE key = 'schema_version' FOR UPDATE", &[]).expect("locks the row");
+        let lock = format!("agent_fsm migration {holder_schema}");
+        held.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&lock]).expect("locks the migration");
+        let _ = locked_tx.send(());
+        let _ = release.recv_timeout(Duration::from_secs(20));
+        held.commit().expect("ends");
+    });
+    locked.recv_timeout(Duration::from_secs(20)).expect("the other session took its locks");
+
+    let started = Instant::now();
+    let waited = store.run(|client, _| {
+        let mut tx = client.transaction().map_err(super::pool::write_err)?;
+        tx.query("SELECT value FROM meta WHERE key = 'schema_version' FOR UPDATE", &[])
+            .map_err(super::pool::write_err)?;
+        tx.commit().map_err(super::pool::write_err)
+    });
+    assert!(matches!(waited, Err(StoreError::Write(_))), "the wait for the row failed: {waited:?}");
+    assert!(started.elapsed() < Duration::from_secs(15), "failed at its timeout, while the row was still held");
+
+    // A second store migrating waits for the migration lock, past the lock
+    // timeout, and connects once it is free.
+    let second = thread::spawn(move || PgStore::connect_with(config).map(drop));
+    thread::sleep(Duration::from_millis(400));
+    let _ = release_tx.send(());
+    let second = second.join().expect("the second store's thread");
+    assert!(second.is_ok(), "the migration waited its turn: {second:?}");
+    holder.join().expect("the holder's thread");
+    drop(schema);
+}
