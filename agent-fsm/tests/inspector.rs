@@ -80,9 +80,21 @@ fn view() -> AgentView<Machine, String> {
     )
 }
 
-/// One HTTP/1.1 request; the response's status line and body (headers
-/// dropped; the body read to the end of the connection).
+/// One HTTP/1.1 request with the inspector's cookie; the response's
+/// status line and body (headers dropped; the body read to the end of the
+/// connection).
 async fn request(inspector: &Inspector, method: &str, path: &str, headers: &str) -> (String, String) {
+    raw(inspector, method, path, &format!("Cookie: {}\r\n{headers}", inspector.cookie())).await
+}
+
+/// [`request`] without the cookie.
+async fn raw(inspector: &Inspector, method: &str, path: &str, headers: &str) -> (String, String) {
+    let (head, body) = exchange(inspector, method, path, headers).await;
+    (head.lines().next().unwrap_or_default().to_owned(), body)
+}
+
+/// One HTTP/1.1 request as given; the response's head and body.
+async fn exchange(inspector: &Inspector, method: &str, path: &str, headers: &str) -> (String, String) {
     let addr = inspector.local_addr();
     let mut stream = timeout(LIMIT, TcpStream::connect(addr)).await.expect("connect in time").expect("connect");
     let text = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{headers}\r\n");
@@ -91,7 +103,7 @@ async fn request(inspector: &Inspector, method: &str, path: &str, headers: &str)
     timeout(LIMIT, stream.read_to_end(&mut response)).await.expect("answer in time").expect("read");
     let response = String::from_utf8_lossy(&response).into_owned();
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    (head.lines().next().unwrap_or_default().to_owned(), body.to_owned())
+    (head.to_owned(), body.to_owned())
 }
 
 /// Reads server-sent events from `stream` until one contains `needle`;
@@ -115,8 +127,9 @@ fn messages(seen: &str) -> Vec<serde_json::Value> {
 
 async fn open_updates(inspector: &Inspector, id: usize) -> TcpStream {
     let addr = inspector.local_addr();
+    let cookie = inspector.cookie();
     let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let text = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let text = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
     stream.write_all(text.as_bytes()).await.expect("write");
     stream
 }
@@ -143,8 +156,10 @@ async fn pages_and_assets_come_from_the_binary() {
 async fn mermaid_is_served_compressed_and_whole() {
     let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
     let addr = inspector.local_addr();
+    let cookie = inspector.cookie();
     let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let text = format!("GET /assets/mermaid.min.js HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let text =
+        format!("GET /assets/mermaid.min.js HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n");
     stream.write_all(text.as_bytes()).await.expect("write");
     let mut response = Vec::new();
     timeout(LIMIT, stream.read_to_end(&mut response)).await.expect("in time").expect("read");
@@ -161,7 +176,8 @@ async fn the_agents_updates_stream_and_its_approval_is_answered_once() {
     let handle = agent();
     let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
     let id = inspector.attach(&handle, view()).await.expect("attach");
-    assert_eq!(inspector.agent_url(id), format!("http://{}/agents/0", inspector.local_addr()));
+    let token = inspector.url().split_once("?token=").map(|(_, t)| t.to_owned()).expect("the index's URL has a token");
+    assert_eq!(inspector.agent_url(id), format!("http://{}/agents/0?token={token}", inspector.local_addr()));
 
     let mut updates = open_updates(&inspector, id).await;
     let mut seen = String::new();
@@ -234,6 +250,7 @@ async fn deny_sends_the_deny_event_and_a_late_page_sees_the_past() {
 async fn requests_from_elsewhere_are_refused() {
     let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
     let addr = inspector.local_addr();
+    let cookie = inspector.cookie();
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     stream.write_all(b"GET / HTTP/1.1\r\nHost: evil.example:80\r\nConnection: close\r\n\r\n").await.expect("write");
     let mut response = String::new();
@@ -241,11 +258,56 @@ async fn requests_from_elsewhere_are_refused() {
     assert!(response.starts_with("HTTP/1.1 421"), "{response}");
     let port = addr.port();
     let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let text = format!("GET / HTTP/1.1\r\nHost: localhost:{port}\r\nConnection: close\r\n\r\n");
+    let text = format!("GET / HTTP/1.1\r\nHost: localhost:{port}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n");
     stream.write_all(text.as_bytes()).await.expect("write");
     let mut response = String::new();
     timeout(LIMIT, stream.read_to_string(&mut response)).await.expect("in time").expect("read");
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+}
+
+/// Without the inspector's token nothing but the static assets is
+/// answered: not the pages, not the agents' updates, not a click; nor with
+/// a wrong token, or the token in another inspector's cookie. The URL's
+/// token opens the page and sets the cookie, which then opens the rest.
+#[tokio::test]
+async fn nothing_but_the_assets_is_answered_without_the_token() {
+    let handle = agent();
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let id = inspector.attach(&handle, view()).await.expect("attached");
+    let other = Inspector::bind("127.0.0.1:0").await.expect("bind another");
+    let (_, token) = inspector.url().split_once("?token=").map(|(u, t)| (u.to_owned(), t.to_owned())).expect("a token");
+    assert_eq!(token.len(), 32, "128 bits, in hex");
+    assert_ne!(other.url().split_once("?token=").map(|(_, t)| t.to_owned()), Some(token.clone()));
+    let click = "X-Agent-Fsm-Inspector: 1\r\nContent-Length: 0\r\n";
+    let wrong = format!("Cookie: {}\r\n", inspector.cookie().replace(&token, &"0".repeat(32)));
+    let theirs = format!("Cookie: {}={token}\r\n", other.cookie().split_once('=').map(|(n, _)| n).unwrap_or_default());
+    for headers in [String::new(), wrong, theirs, format!("Cookie: {}\r\n", other.cookie())] {
+        for (method, path, extra) in [
+            ("GET", "/", ""),
+            ("GET", "/agents/0", ""),
+            ("GET", "/api/agents", ""),
+            ("GET", "/api/agents/0/events", ""),
+            ("GET", "/?token=", ""),
+            ("GET", "/?token=00000000000000000000000000000000", ""),
+            ("POST", "/api/agents/0/approvals/1/approve", click),
+        ] {
+            let (status, _) = raw(&inspector, method, path, &format!("{headers}{extra}")).await;
+            assert!(status.contains("401"), "{method} {path} with {headers:?}: {status}");
+        }
+    }
+    let (status, _) = raw(&inspector, "GET", "/assets/agent.js", "").await;
+    assert!(status.contains("200"), "the assets are public: {status}");
+    // The URL's token opens the page and sets the cookie; the cookie opens
+    // the rest (a click finds no approval pending: it got past the guard).
+    let path = format!("/agents/{id}?token={token}");
+    let (head, _) = exchange(&inspector, "GET", &path, "").await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let set = head.lines().find_map(|l| l.strip_prefix("set-cookie: ")).expect("the cookie is set");
+    assert_eq!(set, format!("{}; Path=/; HttpOnly; SameSite=Strict", inspector.cookie()));
+    let (status, list) = request(&inspector, "GET", "/api/agents", "").await;
+    assert!(status.contains("200") && list.contains("front door"), "{status} {list}");
+    let (status, _) = request(&inspector, "POST", "/api/agents/0/approvals/1/approve", click).await;
+    assert!(status.contains("409"), "{status}");
 }
 
 /// A page of another origin can only click through a preflight, since the
@@ -257,10 +319,11 @@ async fn another_origin_is_granted_no_preflight() {
     let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
     inspector.attach(&handle, view()).await.expect("attach");
     let addr = inspector.local_addr();
+    let cookie = inspector.cookie();
     for origin in ["http://evil.example", "http://localhost:1", "null"] {
         let mut stream = TcpStream::connect(addr).await.expect("connect");
         let text = format!(
-            "OPTIONS /api/agents/0/approvals/1/approve HTTP/1.1\r\nHost: {addr}\r\nOrigin: {origin}\r\n\
+            "OPTIONS /api/agents/0/approvals/1/approve HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nOrigin: {origin}\r\n\
              Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: x-agent-fsm-inspector\r\n\
              Connection: close\r\n\r\n"
         );

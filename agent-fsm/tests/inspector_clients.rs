@@ -107,10 +107,12 @@ async fn shutdown_ends_the_connections_of_clients_that_stall() {
     let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
     let id = inspector.attach(&handle, view("door")).await.expect("attach");
     let addr = inspector.local_addr();
+    let cookie = inspector.cookie();
 
-    let page = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let page = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
     let mut deaf = deaf_client(&inspector, &page).await;
-    let mut endless = deaf_client(&inspector, &format!("GET / HTTP/1.1\r\nHost: {addr}\r\nX-More: ")).await;
+    let mut endless =
+        deaf_client(&inspector, &format!("GET / HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nX-More: ")).await;
 
     // Megabytes of streamed text, more than the page's socket holds.
     handle.send(Event::Knock("ann".into())).await.expect("knock");
@@ -194,7 +196,8 @@ async fn agents_attached_at_the_same_time_get_their_own_ids() {
     for (id, name) in [(slow_id, "slow"), (quick_id, "quick")] {
         let line = list.as_array().and_then(|l| l.iter().find(|a| a["name"] == name)).expect("listed");
         assert_eq!(line["id"], id, "{list}");
-        let page = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {}\r\n\r\n", inspector.local_addr());
+        let (addr, cookie) = (inspector.local_addr(), inspector.cookie());
+        let page = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
         let mut stream = TcpStream::connect(inspector.local_addr()).await.expect("connect");
         stream.write_all(page.as_bytes()).await.expect("write");
         let mut seen = String::new();
@@ -213,8 +216,9 @@ async fn agents_attached_at_the_same_time_get_their_own_ids() {
 /// One GET; its status line and body.
 async fn get(inspector: &Inspector, path: &str) -> (String, String) {
     let addr = inspector.local_addr();
+    let cookie = inspector.cookie();
     let mut stream = timeout(LIMIT, TcpStream::connect(addr)).await.expect("connect in time").expect("connect");
-    let text = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let text = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n");
     stream.write_all(text.as_bytes()).await.expect("write");
     let mut response = Vec::new();
     timeout(LIMIT, stream.read_to_end(&mut response)).await.expect("answer in time").expect("read");
@@ -275,8 +279,9 @@ async fn a_click_taken_reaches_the_agent_after_its_request_is_gone() {
     // Two clicks: one is taken, its event waiting for room in the inbox
     // (no answer yet); the other is refused, whichever came first.
     let addr = inspector.local_addr();
+    let cookie = inspector.cookie();
     let text = format!(
-        "POST /api/agents/{id}/approvals/1/approve HTTP/1.1\r\nHost: {addr}\r\n\
+        "POST /api/agents/{id}/approvals/1/approve HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\
          x-agent-fsm-inspector: 1\r\nContent-Length: 0\r\n\r\n"
     );
     let mut clicks = Vec::new();
@@ -335,10 +340,11 @@ async fn the_text_of_a_state_that_keeps_streaming_is_bounded() {
     }
     handle.wait_idle().await.expect("idle");
     let addr = inspector.local_addr();
+    let cookie = inspector.cookie();
     let snapshot = timeout(LIMIT, async {
         loop {
             let mut page = TcpStream::connect(addr).await.expect("connect");
-            let text = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+            let text = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
             page.write_all(text.as_bytes()).await.expect("write");
             let mut seen = Vec::new();
             let mut buffer = vec![0u8; 64 * 1024];

@@ -57,8 +57,9 @@ const LIMIT: Duration = Duration::from_secs(10);
 /// snapshot, for a page opened after it), its snapshot's included.
 async fn notes_until_the_end(inspector: &Inspector, id: usize) -> Vec<String> {
     let addr = inspector.local_addr();
+    let cookie = inspector.cookie();
     let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let text = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let text = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
     stream.write_all(text.as_bytes()).await.expect("write");
     let mut seen = String::new();
     let mut buffer = [0u8; 8192];
@@ -207,10 +208,13 @@ async fn a_view_that_panics_is_reported_and_the_page_goes_on() {
     let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
     let id = inspector.attach(&handle, view).await.expect("attach");
     let addr = inspector.local_addr();
+    let cookie = inspector.cookie();
     let mut page = TcpStream::connect(addr).await.expect("connect");
-    page.write_all(format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await
-        .expect("write");
+    page.write_all(
+        format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n").as_bytes(),
+    )
+    .await
+    .expect("write");
     let mut seen = String::new();
     let has = |t: &'static str, needle: &'static str| {
         move |messages: &[serde_json::Value]| messages.iter().any(|m| m["t"] == t && m.to_string().contains(needle))
@@ -233,7 +237,7 @@ async fn a_view_that_panics_is_reported_and_the_page_goes_on() {
         .await;
     let mut click = TcpStream::connect(addr).await.expect("connect");
     let text = format!(
-        "POST /api/agents/{id}/approvals/2/approve HTTP/1.1\r\nHost: {addr}\r\n\
+        "POST /api/agents/{id}/approvals/2/approve HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\
          x-agent-fsm-inspector: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     );
     click.write_all(text.as_bytes()).await.expect("write");

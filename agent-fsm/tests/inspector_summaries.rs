@@ -63,8 +63,9 @@ async fn summary_sent(command: &str) -> String {
     handle.wait_idle().await.expect("idle");
 
     let addr = inspector.local_addr();
+    let cookie = inspector.cookie();
     let mut stream = timeout(LIMIT, TcpStream::connect(addr)).await.expect("connect in time").expect("connect");
-    let request = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let request = format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
     stream.write_all(request.as_bytes()).await.expect("write");
     let mut seen = String::new();
     let mut buffer = [0u8; 8192];

@@ -45,15 +45,23 @@
 //! pages. The figures are in the performance notes (`docs/performance.md`,
 //! "Inspector").
 //!
-//! # No network, loopback only
+//! # No network, loopback only, and a token
 //! Every script and style the page loads is served by the binary
 //! (Mermaid's single-file build among them, compressed), so the page
 //! renders with no network at all. The server binds only loopback
-//! addresses: anyone who can reach it can answer the agents' approvals.
-//! For the same reason it answers only requests addressed to its own
-//! address (not a DNS name another site could point at 127.0.0.1), and
-//! the buttons' requests carry a header a page of another origin cannot
-//! send.
+//! addresses, and answers only those who know its token: a random one
+//! per inspector, 128 bits, part of the URLs [`url`](Inspector::url) and
+//! [`agent_url`](Inspector::agent_url) give (`?token=..`). Opening one
+//! of them sets a cookie for that inspector's port, which the page's
+//! later requests carry; a client other than a browser sends the token
+//! as that cookie ([`cookie`](Inspector::cookie)) or in the query. So
+//! another user of the machine, who can reach its port but not read the
+//! URL it was given to, can neither read the agents nor answer their
+//! approvals. It answers only requests addressed to its own address (not
+//! a DNS name another site could point at 127.0.0.1), and the buttons'
+//! requests carry a header a page of another origin cannot send. The
+//! scripts, styles and icon are served to anyone: they are the same in
+//! every build.
 
 mod control;
 mod listener;
@@ -103,6 +111,9 @@ pub(crate) struct Shared {
     /// `localhost:PORT`.
     host: String,
     localhost: String,
+    /// The access token (hex), and the name of the cookie that carries it.
+    token: String,
+    cookie: String,
     stop: CancellationToken,
 }
 
@@ -149,12 +160,19 @@ impl Inspector {
         if !addr.ip().is_loopback() {
             return Err(InspectorError::NotLoopback(addr));
         }
+        let mut secret = [0u8; 16];
+        getrandom::fill(&mut secret).map_err(|e| InspectorError::Bind(std::io::Error::other(e)))?;
+        let token = secret.iter().map(|b| format!("{b:02x}")).collect();
         let stop = CancellationToken::new();
         let shared = Arc::new(Shared {
             epoch: Instant::now(),
             agents: Mutex::new(Vec::new()),
             host: addr.to_string(),
             localhost: format!("localhost:{}", addr.port()),
+            token,
+            // Cookies are kept per host, not per port: each inspector's
+            // has a name of its own.
+            cookie: format!("agent-fsm-inspector-{}", addr.port()),
             stop: stop.clone(),
         });
         let app = server::router(Arc::clone(&shared));
@@ -190,16 +208,25 @@ impl Inspector {
         self.addr
     }
 
-    /// The index page's URL (`http://127.0.0.1:PORT/`).
+    /// The index page's URL, with the inspector's token
+    /// (`http://127.0.0.1:PORT/?token=..`): whoever has it can read the
+    /// agents and answer their approvals.
     #[must_use]
     pub fn url(&self) -> String {
-        format!("http://{}/", self.addr)
+        format!("http://{}/?token={}", self.addr, self.shared.token)
     }
 
-    /// The page of the agent attached as `id`.
+    /// The page of the agent attached as `id`, with the inspector's token.
     #[must_use]
     pub fn agent_url(&self, id: usize) -> String {
-        format!("http://{}/agents/{id}", self.addr)
+        format!("http://{}/agents/{id}?token={}", self.addr, self.shared.token)
+    }
+
+    /// The `Cookie` header's value that carries the inspector's token
+    /// (`agent-fsm-inspector-PORT=..`), for a client other than the page.
+    #[must_use]
+    pub fn cookie(&self) -> String {
+        format!("{}={}", self.shared.cookie, self.shared.token)
     }
 
     /// Attaches the agent behind `handle`, shown as `view` says, and

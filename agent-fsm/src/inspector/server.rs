@@ -5,9 +5,12 @@
 //!
 //! Requests are only answered for a `Host` naming the loopback address
 //! the inspector listens on, so that a web page elsewhere cannot reach it
-//! through a DNS name that resolves to 127.0.0.1; the buttons' POSTs must
-//! carry the [`CLICK_HEADER`], which a page of another origin cannot add
-//! without a preflight the server never grants.
+//! through a DNS name that resolves to 127.0.0.1; and, but for the static
+//! assets, only with the inspector's token, in the query (a page opened
+//! from a URL the inspector gave, which then sets the token's cookie) or
+//! in that cookie. The buttons' POSTs must carry the [`CLICK_HEADER`],
+//! which a page of another origin cannot add without a preflight the
+//! server never grants.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -94,17 +97,49 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// Refuses a request whose `Host` is not the inspector's own address, and
-/// a POST without the [`CLICK_HEADER`].
+/// Refuses a request whose `Host` is not the inspector's own address, one
+/// without the inspector's token (but for the static assets), and a POST
+/// without the [`CLICK_HEADER`]. A request that brought the token in its
+/// query is answered with the token's cookie, for the page's later
+/// requests.
 async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
     let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
     if host != Some(shared.host.as_str()) && host != Some(shared.localhost.as_str()) {
         return (StatusCode::MISDIRECTED_REQUEST, "not this inspector's address").into_response();
     }
+    let path = request.uri().path();
+    let public = path.starts_with("/assets/") || path == "/favicon.ico";
+    let in_query = request.uri().query().is_some_and(|query| {
+        query.split('&').any(|pair| pair.strip_prefix("token=").is_some_and(|t| same(t, &shared.token)))
+    });
+    let in_cookie = request
+        .headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .any(|(name, token)| name == shared.cookie && same(token, &shared.token));
+    if !public && !in_query && !in_cookie {
+        return (StatusCode::UNAUTHORIZED, "open the inspector's URL with its token, as it was given").into_response();
+    }
     if request.method() == axum::http::Method::POST && !request.headers().contains_key(CLICK_HEADER) {
         return (StatusCode::FORBIDDEN, "missing the inspector's header").into_response();
     }
-    next.run(request).await
+    let mut response = next.run(request).await;
+    if in_query && !in_cookie {
+        let cookie = format!("{}={}; Path=/; HttpOnly; SameSite=Strict", shared.cookie, shared.token);
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+    response
+}
+
+/// Whether `given` is the token, in time that does not depend on where
+/// they first differ.
+fn same(given: &str, token: &str) -> bool {
+    given.len() == token.len() && given.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
 /// The attached agents, as JSON.
