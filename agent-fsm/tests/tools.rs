@@ -116,6 +116,16 @@ async fn a_write_keeps_the_file_mode_and_leaves_nothing_beside() {
     let mode = std::fs::metadata(&script).expect("meta").permissions().mode() & 0o7777;
     assert_eq!(mode, 0o750, "the mode is kept: {mode:o}");
     assert_eq!(f.ws.list_files("").await.expect("list"), before, "no other name is left");
+    // Run as root, a write keeps the file's owner too (elsewhere the
+    // process cannot give a file away, and the new file is its own).
+    if rustix::process::geteuid().is_root() {
+        use std::os::unix::fs::MetadataExt as _;
+        std::os::unix::fs::chown(&script, Some(12_345), Some(23_456)).expect("chown");
+        f.ws.write_file("run.sh", "#!/bin/sh\n").await.expect("write");
+        let meta = std::fs::metadata(&script).expect("meta");
+        assert_eq!((meta.uid(), meta.gid()), (12_345, 23_456), "the owner is kept");
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o750, "and the mode");
+    }
 }
 
 /// A write whose path climbs out after directories that do not exist yet

@@ -187,16 +187,37 @@ fn replace(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> {
     // The file as it is: opened for writing, so that one this process may
     // not write is refused with the system's own error, as writing it in
     // place was; and checked on the handle to be a regular file.
-    let permissions = match open_regular(dir, &target, OpenOptions::new().write(true)) {
-        Ok(Some((file, _))) => Some(file.metadata()?.permissions()),
+    let existing = match open_regular(dir, &target, OpenOptions::new().write(true)) {
+        Ok(Some((file, _))) => Some(file),
         Ok(None) => return Ok(false),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(e),
     };
+    let permissions = existing.as_ref().map(File::metadata).transpose()?.map(|meta| meta.permissions());
     let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let temp = target.with_file_name(format!(".agent-fsm-write-{}-{n}", std::process::id()));
-    let mut file = dir.open_with(&temp, OpenOptions::new().write(true).create_new(true))?;
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    if existing.is_some() {
+        use cap_std::fs::OpenOptionsExt as _;
+        // Open to this user alone until it has the file's own owner and
+        // permissions: a file others may not read is never readable by
+        // them under the new name.
+        options.mode(0o600);
+    }
+    let mut file = dir.open_with(&temp, &options)?;
     let written = (|| {
+        #[cfg(unix)]
+        if let Some(existing) = &existing {
+            // The file keeps its owner where this process may give it one
+            // (running as root, say); elsewhere the new file is this
+            // process's, as any file it creates.
+            let stat = rustix::fs::fstat(existing)?;
+            let (uid, gid) = (rustix::fs::Uid::from_raw(stat.st_uid), rustix::fs::Gid::from_raw(stat.st_gid));
+            let _ = rustix::fs::fchown(&file, Some(uid), Some(gid));
+        }
+        // After the owner: a change of owner clears the set-id bits.
         if let Some(permissions) = permissions {
             file.set_permissions(permissions)?;
         }
@@ -357,8 +378,8 @@ impl Workspace {
     /// it leaves the file as it was, never truncated or half written (a
     /// process killed before the rename may leave the new file behind, a
     /// hidden name starting with `.agent-fsm-write-`). The file keeps its
-    /// permissions; a symlink at `path` is followed, and its target
-    /// replaced. A file this process may not write is refused as before,
+    /// permissions, and its owner where this process may set it (as
+    /// root); a symlink at `path` is followed, and its target replaced. A file this process may not write is refused as before,
     /// though the directory would let it be renamed over.
     ///
     /// # Errors
