@@ -30,7 +30,7 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 9] = [
+    let tests: [(&str, Test); 10] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
         }),
@@ -48,6 +48,9 @@ fn main() {
             Box::pin(noise_on_the_servers_stdout_does_not_hold_up_its_answers())
         }),
         ("an_answer_that_is_not_a_tool_result_says_so", || Box::pin(an_answer_that_is_not_a_tool_result_says_so())),
+        ("a_tool_the_sdk_cannot_read_is_left_out_not_the_whole_list", || {
+            Box::pin(a_tool_the_sdk_cannot_read_is_left_out_not_the_whole_list())
+        }),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     for (name, test) in tests {
@@ -233,6 +236,19 @@ async fn an_answer_that_is_not_a_tool_result_says_so() {
     );
 }
 
+/// A page of the list with tools the SDK cannot read (no input schema, a
+/// schema that is not an object, no name), on the second of two pages:
+/// those tools are left out, and the others, on both pages, are listed
+/// and can be called.
+async fn a_tool_the_sdk_cannot_read_is_left_out_not_the_whole_list() {
+    let server = McpServer::spawn(server_command("sloppy")).await.expect("the server starts");
+    let tools = within(server.tools()).await.expect("the list");
+    let names: Vec<&str> = tools.names().collect();
+    assert_eq!(names, ["first", "before", "after"]);
+    let result = within(tools.call(&call("c", "after", json!({})))).await;
+    assert_eq!((result.content.as_str(), result.is_error), ("called", false));
+}
+
 /// `future`, or a panic if it has not ended within 20 s (a hang).
 async fn within<F: std::future::Future>(future: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
@@ -291,6 +307,7 @@ fn serve() {
                 }
                 "exit" => std::process::exit(3),
                 "not_a_result" => json!("a string"),
+                "first" | "before" | "after" => json!({"content": [{"type": "text", "text": "called"}]}),
                 "hang" => {
                     hung.push(id);
                     continue;
@@ -350,6 +367,19 @@ fn listed(cursor: Option<&str>) -> Value {
             };
             json!({"tools": [{"name": name, "inputSchema": {"type": "object"}}], "nextCursor": next})
         }
+        "sloppy" => match cursor {
+            None => json!({"tools": [{"name": "first", "inputSchema": {"type": "object"}}], "nextCursor": "p2"}),
+            _ => json!({"tools": [
+                {"name": "before", "inputSchema": {"type": "object"}},
+                {"name": "no_schema", "description": "Has no input schema"},
+                {"name": "string_schema", "inputSchema": "an object"},
+                {"name": "null_schema", "inputSchema": null},
+                {"name": 7, "inputSchema": {"type": "object"}},
+                {"inputSchema": {"type": "object"}},
+                "not a tool",
+                {"name": "after", "inputSchema": {"type": "object"}},
+            ]}),
+        },
         "cycle" => json!({
             "tools": [{"name": "again", "inputSchema": {"type": "object"}}],
             "nextCursor": if cursor == Some("a") { "b" } else { "a" },

@@ -52,9 +52,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
+use rmcp::model::{
+    CallToolRequestParams, ClientRequest, CustomResult, ListToolsRequest, PaginatedRequestParams, ServerResult,
+};
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::{ServiceError, ServiceExt};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::CallError;
@@ -199,7 +202,10 @@ impl McpServer {
     /// A tool the model providers would refuse is left out, with a
     /// warning, rather than failing every request that lists it: one whose
     /// name is not 1 to 128 of `A-Z a-z 0-9 _ - .` (the spec's), or whose
-    /// input schema's `type` is not `"object"`.
+    /// input schema's `type` is not `"object"`. So is an entry of the list
+    /// that is not a tool as the spec has it (no input schema, a schema
+    /// that is not a JSON object, no name), rather than the whole list
+    /// failing with it.
     ///
     /// # Errors
     /// [`McpError::ListTools`] or [`McpError::TimedOut`].
@@ -235,9 +241,17 @@ async fn list_all_tools(
 ) -> Result<Vec<rmcp::model::Tool>, Box<dyn std::error::Error + Send + Sync>> {
     let (mut tools, mut cursors, mut cursor) = (Vec::new(), HashSet::new(), None);
     loop {
-        let page = peer.list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor))).await?;
-        tools.extend(page.tools);
-        match page.next_cursor {
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let (page, next_cursor) = match peer.list_tools(Some(params.clone())).await {
+            Ok(page) => (page.tools, page.next_cursor),
+            // One tool the SDK cannot read (no input schema, say) makes
+            // the whole page unreadable to it: the page is asked for again
+            // and read tool by tool, so that one tool is left out, not all.
+            Err(ServiceError::UnexpectedResponse) => list_page_leniently(peer, params).await?,
+            Err(error) => return Err(error.into()),
+        };
+        tools.extend(page);
+        match next_cursor {
             None => return Ok(tools),
             Some(next) if !cursors.insert(next.clone()) => {
                 return Err("the server gave a cursor it had given before, so its pages would never end".into());
@@ -245,6 +259,37 @@ async fn list_all_tools(
             next => cursor = next,
         }
     }
+}
+
+/// One page of the server's tools and the next page's cursor, read from
+/// the page's JSON one tool at a time: a tool that is not one (no name, no
+/// input schema, a schema that is not a JSON object) is left out, with a
+/// warning.
+async fn list_page_leniently(
+    peer: &Peer<RoleClient>,
+    params: PaginatedRequestParams,
+) -> Result<(Vec<rmcp::model::Tool>, Option<String>), Box<dyn std::error::Error + Send + Sync>> {
+    let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
+    let page = match peer.send_request(request).await? {
+        ServerResult::ListToolsResult(page) => return Ok((page.tools, page.next_cursor)),
+        ServerResult::CustomResult(CustomResult(page)) => page,
+        _ => return Err(ServiceError::UnexpectedResponse.into()),
+    };
+    let Some(listed) = page.get("tools").and_then(Value::as_array) else {
+        return Err("the server's answer has no list of tools".into());
+    };
+    let mut tools = Vec::with_capacity(listed.len());
+    for tool in listed {
+        match rmcp::model::Tool::deserialize(tool) {
+            Ok(tool) => tools.push(tool),
+            Err(error) => {
+                let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+                tracing::warn!(tool = %name, %error, "an MCP tool that is not one as the spec has it is left out");
+            }
+        }
+    }
+    let next_cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+    Ok((tools, next_cursor))
 }
 
 /// Whether `name` is a tool name as the MCP spec has it, 1 to 128 of
