@@ -2,7 +2,8 @@
 //! `AGENT_FSM_TEST_MCP_HOSTILE` set, is a hand-written MCP server on stdio
 //! whose tools misbehave (one exits mid-call, one leaving a child behind;
 //! one never answers; one writes noise on stdout; one answers what is not
-//! a result; some have names or schemas no provider takes; one list's
+//! a result; some answer with blocks the SDK cannot read; some have names
+//! or schemas no provider takes, or are not tools at all; one list's
 //! pages never end). The tests spawn it through [`McpServer`] and check
 //! that each call or list ends with an error in bounded time, that no
 //! process outlives the server, and that what the set hands the model is
@@ -30,7 +31,7 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 10] = [
+    let tests: [(&str, Test); 11] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
         }),
@@ -50,6 +51,9 @@ fn main() {
         ("an_answer_that_is_not_a_tool_result_says_so", || Box::pin(an_answer_that_is_not_a_tool_result_says_so())),
         ("a_tool_the_sdk_cannot_read_is_left_out_not_the_whole_list", || {
             Box::pin(a_tool_the_sdk_cannot_read_is_left_out_not_the_whole_list())
+        }),
+        ("blocks_the_sdk_cannot_read_are_named_not_a_failed_call", || {
+            Box::pin(blocks_the_sdk_cannot_read_are_named_not_a_failed_call())
         }),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
@@ -236,6 +240,22 @@ async fn an_answer_that_is_not_a_tool_result_says_so() {
     );
 }
 
+/// A result with content blocks the SDK cannot read (a kind it does not
+/// know, an image without its MIME type, a text block without its text):
+/// the tool ran, so its result is read block by block as any other, each
+/// such block named, and `isError` still makes it an error result.
+async fn blocks_the_sdk_cannot_read_are_named_not_a_failed_call() {
+    let server = McpServer::spawn(server_command("noise")).await.expect("the server starts");
+    let tools = server.tools().await.expect("the list");
+    let result = within(tools.call(&call("c1", "odd_blocks", json!({})))).await;
+    assert_eq!(
+        (result.content.as_str(), result.is_error),
+        ("done\n[video/mp4 video https://example.com/v.mp4]\n[image]\n[text]", false)
+    );
+    let result = within(tools.call(&call("c2", "odd_error", json!({})))).await;
+    assert_eq!((result.content.as_str(), result.is_error), ("`odd_error` failed: no disk\n[video]", true));
+}
+
 /// A page of the list with tools the SDK cannot read (no input schema, a
 /// schema that is not an object, no name), on the second of two pages:
 /// those tools are left out, and the others, on both pages, are listed
@@ -307,6 +327,15 @@ fn serve() {
                 }
                 "exit" => std::process::exit(3),
                 "not_a_result" => json!("a string"),
+                "odd_blocks" => json!({"content": [
+                    {"type": "text", "text": "done"},
+                    {"type": "video", "mimeType": "video/mp4", "uri": "https://example.com/v.mp4"},
+                    {"type": "image", "data": "iVBORw0KGgo="},
+                    {"type": "text"},
+                ]}),
+                "odd_error" => {
+                    json!({"content": [{"type": "text", "text": "no disk"}, {"type": "video"}], "isError": true})
+                }
                 "first" | "before" | "after" => json!({"content": [{"type": "text", "text": "called"}]}),
                 "hang" => {
                     hung.push(id);
@@ -354,6 +383,8 @@ fn listed(cursor: Option<&str>) -> Value {
         "noise" => json!({"tools": [
             {"name": "noise", "inputSchema": {"type": "object"}},
             {"name": "not_a_result", "inputSchema": {"type": "object"}},
+            {"name": "odd_blocks", "inputSchema": {"type": "object"}},
+            {"name": "odd_error", "inputSchema": {"type": "object"}},
         ]}),
         "hang" => json!({"tools": [
             {"name": "hang", "inputSchema": {"type": "object"}},

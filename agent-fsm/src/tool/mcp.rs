@@ -24,10 +24,11 @@
 //! A call's result is the text the model reads: the text of each content
 //! block (of an embedded text resource too), one per line (a block of
 //! another kind is named, as `[image/png image]`, with its URI if it has
-//! one, as `[application/pdf resource file:///a.pdf]`), or the structured
-//! content as JSON if there is no block. A result the server marks
-//! `isError`, and a request the server refuses or cannot answer, are error
-//! results ([`CallError::Failed`]).
+//! one, as `[application/pdf resource file:///a.pdf]`; so is a block the
+//! SDK does not know or cannot read, rather than failing the result), or
+//! the structured content as JSON if there is no block. A result the
+//! server marks `isError`, and a request the server refuses or cannot
+//! answer, are error results ([`CallError::Failed`]).
 //!
 //! A call waits for the server's answer as long as the server runs: one
 //! that never answers, answers under another id, or answers with a line
@@ -53,9 +54,10 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CallToolRequestParams, ClientRequest, CustomResult, ListToolsRequest, PaginatedRequestParams, ServerResult,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, CustomResult, ListToolsRequest,
+    PaginatedRequestParams, RequestId, ServerResult,
 };
-use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::{ServiceError, ServiceExt};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -337,13 +339,68 @@ impl RawTool for McpTool {
                 return Err(CallError::InvalidArguments { tool, reason: not_an_object(&arguments) });
             };
             let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
-            let result = match self.server.service.peer().call_tool(params).await {
+            let (text, is_error) = match call_tool(self.server.service.peer(), params).await {
                 Ok(result) => result,
                 Err(error) => return Err(CallError::Failed { tool, message: service_error(&error) }),
             };
-            let text = result_text(&result.content, result.structured_content.as_ref());
-            if result.is_error == Some(true) { Err(CallError::Failed { tool, message: text }) } else { Ok(text) }
+            if is_error { Err(CallError::Failed { tool, message: text }) } else { Ok(text) }
         })
+    }
+}
+
+/// Sends a `tools/call` request and reads its result: the text the model
+/// reads, and whether the server marked it `isError`.
+///
+/// A result the SDK cannot read (a content block of a kind it does not
+/// know, or missing a field it wants) is read from its JSON, as
+/// [`result_text`] reads every block: the tool ran, and a result the
+/// model reads as a failure might have it run again. The request is sent
+/// rather than through `Peer::call_tool`, which gives no such result back,
+/// and is cancelled on the server if dropped, as `call_tool` does.
+async fn call_tool(peer: &Peer<RoleClient>, params: CallToolRequestParams) -> Result<(String, bool), ServiceError> {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await?;
+    let mut guard = CancelOnDrop { peer: peer.clone(), id: Some(handle.id.clone()) };
+    let answer = handle.await_response().await;
+    guard.id = None;
+    match answer? {
+        ServerResult::CallToolResult(result) => {
+            Ok((result_text(&result.content, result.structured_content.as_ref()), result.is_error == Some(true)))
+        }
+        // A tool's result, by its fields: blocks in a list, or no block.
+        ServerResult::CustomResult(CustomResult(Value::Object(result)))
+            if ["content", "structuredContent", "isError"].iter().any(|key| result.contains_key(*key)) =>
+        {
+            let blocks = match result.get("content") {
+                Some(Value::Array(blocks)) => blocks.as_slice(),
+                None => &[],
+                Some(_) => return Err(ServiceError::UnexpectedResponse),
+            };
+            let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+            Ok((result_text(blocks, result.get("structuredContent")), is_error))
+        }
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// Tells the server a request was abandoned (`notifications/cancelled`)
+/// if dropped while `id` is set: the call was dropped before its answer.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let peer = self.peer.clone();
+        let cancelled = CancelledNotificationParam::new(Some(id), Some("the call was dropped".to_owned()));
+        runtime.spawn(async move {
+            if let Err(error) = peer.notify_cancelled(cancelled).await {
+                tracing::debug!(%error, "cannot tell the MCP server a call was cancelled");
+            }
+        });
     }
 }
 
