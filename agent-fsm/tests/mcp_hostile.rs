@@ -113,25 +113,28 @@ async fn a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls() {
     panic!("the server's child ({child}) outlived it, or the server ({server_pid}) was not reaped");
 }
 
-/// A server's tool whose name is not the spec's (empty, a space, a slash)
-/// or whose schema is not an object's would fail every model request that
-/// lists it: it is left out. A schema without a `type` is an object's.
+/// A server's tool whose name a provider refuses (empty, a space, a slash,
+/// a dot as the MCP spec allows, over 64 long) or whose schema is not an
+/// object's would fail every model request that lists it: it is left out.
+/// A schema without a `type` is an object's.
 async fn tools_the_providers_would_refuse_are_left_out() {
     let server = McpServer::spawn(server_command("odd")).await.expect("the server starts");
     let tools = server.tools().await.expect("the list");
+    let long = "y".repeat(64);
     assert_eq!(
         tools.definitions(),
         [
             ToolDefinition::new("untyped", "", json!({"type": "object", "properties": {}})),
+            ToolDefinition::new(&*long, "", json!({"type": "object", "properties": {}})),
             ToolDefinition::new(
-                "files.read-2_b",
+                "files_read-2_B",
                 "Reads",
                 json!({"type": "object", "properties": {"p": {"type": "string"}}})
             ),
         ]
     );
     let result = tools.call(&call("c", "has space", json!({}))).await;
-    assert_eq!(result.content, "unknown tool `has space`; the tools are: untyped, files.read-2_b");
+    assert_eq!(result.content, format!("unknown tool `has space`; the tools are: untyped, {long}, files_read-2_B"));
 }
 
 /// A server whose next page's cursor is one it gave before (`a`, `b`,
@@ -375,10 +378,12 @@ fn listed(cursor: Option<&str>) -> Value {
             {"name": "untyped", "inputSchema": {}},
             {"name": "has space", "inputSchema": {"type": "object"}},
             {"name": "a/b", "inputSchema": {"type": "object"}},
-            {"name": "x".repeat(129), "inputSchema": {"type": "object"}},
+            {"name": "x".repeat(65), "inputSchema": {"type": "object"}},
+            {"name": "devserver.stop", "inputSchema": {"type": "object"}},
+            {"name": "y".repeat(64), "inputSchema": {"type": "object"}},
             {"name": "an_array", "inputSchema": {"type": "array", "items": {"type": "string"}}},
             {"name": "two_types", "inputSchema": {"type": ["object", "null"]}},
-            {"name": "files.read-2_b", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
+            {"name": "files_read-2_B", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
         ]}),
         "noise" => json!({"tools": [
             {"name": "noise", "inputSchema": {"type": "object"}},

@@ -203,8 +203,10 @@ impl McpServer {
     ///
     /// A tool the model providers would refuse is left out, with a
     /// warning, rather than failing every request that lists it: one whose
-    /// name is not 1 to 128 of `A-Z a-z 0-9 _ - .` (the spec's), or whose
-    /// input schema's `type` is not `"object"`. So is an entry of the list
+    /// name is not 1 to 64 of `A-Z a-z 0-9 _ -` (what both providers take;
+    /// the MCP spec also allows `.`, which both refuse, and up to 128,
+    /// which OpenAI refuses), or whose input schema's `type` is not
+    /// `"object"`. So is an entry of the list
     /// that is not a tool as the spec has it (no input schema, a schema
     /// that is not a JSON object, no name), rather than the whole list
     /// failing with it.
@@ -294,11 +296,13 @@ async fn list_page_leniently(
     Ok((tools, next_cursor))
 }
 
-/// Whether `name` is a tool name as the MCP spec has it, 1 to 128 of
-/// `A-Z a-z 0-9 _ - .`: the providers refuse a request with an empty name,
-/// or one with a space, a slash or a control character.
+/// Whether `name` is a tool name both providers take, 1 to 64 of
+/// `A-Z a-z 0-9 _ -` (OpenAI's `^[a-zA-Z0-9_-]{1,64}$`; Anthropic's allows
+/// 128): either refuses a whole request with a tool named otherwise. The
+/// MCP spec's names may also have a `.` (`devserver.stop`) and be up to 128
+/// long.
 fn valid_name(name: &str) -> bool {
-    (1..=128).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b))
 }
 
 /// A server's schema as the providers take it, if it is an object's (the
