@@ -260,14 +260,16 @@ async fn blocks_the_sdk_cannot_read_are_named_not_a_failed_call() {
 }
 
 /// A page of the list with tools the SDK cannot read (no input schema, a
-/// schema that is not an object, no name), on the second of two pages:
-/// those tools are left out, and the others, on both pages, are listed
-/// and can be called.
+/// schema that is not an object, no name; an annotation of the wrong
+/// type), on the second of two pages: those without what a definition
+/// needs are left out, and the others, on both pages, are listed and can
+/// be called.
 async fn a_tool_the_sdk_cannot_read_is_left_out_not_the_whole_list() {
     let server = McpServer::spawn(server_command("sloppy")).await.expect("the server starts");
     let tools = within(server.tools()).await.expect("the list");
     let names: Vec<&str> = tools.names().collect();
-    assert_eq!(names, ["first", "before", "after"]);
+    assert_eq!(names, ["first", "before", "annotated", "after"]);
+    assert_eq!(tools.definitions()[2].description, "Kept");
     let result = within(tools.call(&call("c", "after", json!({})))).await;
     assert_eq!((result.content.as_str(), result.is_error), ("called", false));
 }
@@ -407,6 +409,9 @@ fn listed(cursor: Option<&str>) -> Value {
             None => json!({"tools": [{"name": "first", "inputSchema": {"type": "object"}}], "nextCursor": "p2"}),
             _ => json!({"tools": [
                 {"name": "before", "inputSchema": {"type": "object"}},
+                // Only its annotation and output schema are not the spec's.
+                {"name": "annotated", "description": "Kept", "inputSchema": {"type": "object"},
+                 "annotations": {"readOnlyHint": "yes"}, "outputSchema": "text"},
                 {"name": "no_schema", "description": "Has no input schema"},
                 {"name": "string_schema", "inputSchema": "an object"},
                 {"name": "null_schema", "inputSchema": null},

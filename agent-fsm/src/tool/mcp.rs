@@ -266,9 +266,11 @@ async fn list_all_tools(
 }
 
 /// One page of the server's tools and the next page's cursor, read from
-/// the page's JSON one tool at a time: a tool that is not one (no name, no
-/// input schema, a schema that is not a JSON object) is left out, with a
-/// warning.
+/// the page's JSON one tool at a time, and of each tool only what the set
+/// uses (its name, description and input schema: a malformed annotation
+/// or output schema does not matter here): a tool without those (no name,
+/// no input schema, a schema that is not a JSON object) is left out, with
+/// a warning.
 async fn list_page_leniently(
     peer: &Peer<RoleClient>,
     params: PaginatedRequestParams,
@@ -284,8 +286,10 @@ async fn list_page_leniently(
     };
     let mut tools = Vec::with_capacity(listed.len());
     for tool in listed {
-        match rmcp::model::Tool::deserialize(tool) {
-            Ok(tool) => tools.push(tool),
+        match Listed::deserialize(tool) {
+            Ok(Listed { name, description, input_schema }) => {
+                tools.push(rmcp::model::Tool::new_with_raw(name, description.map(Into::into), input_schema));
+            }
             Err(error) => {
                 let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
                 tracing::warn!(tool = %name, %error, "an MCP tool that is not one as the spec has it is left out");
@@ -294,6 +298,16 @@ async fn list_page_leniently(
     }
     let next_cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
     Ok((tools, next_cursor))
+}
+
+/// What the set reads of a tool the SDK could not read.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Listed {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    input_schema: Map<String, Value>,
 }
 
 /// Whether `name` is a tool name both providers take, 1 to 64 of
