@@ -151,7 +151,7 @@ async fn server_tools_sit_beside_native_ones_and_are_called_through_the_set() {
             error("c3", "`fail` failed: the disk is full"),
             error("c4", "`add` failed: `a` and `b` must be integers"),
             // Refused before it reaches the server.
-            error("c5", "invalid arguments for `add`: expected a JSON object, got an array"),
+            error("c5", "invalid arguments for `add`: expected a JSON object, got an array: [2,40]"),
             // Blocks one per line; an image named; an embedded text
             // resource's text; another resource named with its URI.
             ok(

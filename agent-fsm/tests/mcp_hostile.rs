@@ -2,7 +2,8 @@
 //! `AGENT_FSM_TEST_MCP_HOSTILE` set, is a hand-written MCP server on stdio
 //! whose tools misbehave (one exits mid-call, one leaving a child behind;
 //! one never answers; one writes noise on stdout; one answers what is not
-//! a result; some have names or schemas no provider takes; one list's
+//! a result; some answer with blocks the SDK cannot read; some have names
+//! or schemas no provider takes, or are not tools at all; one list's
 //! pages never end). The tests spawn it through [`McpServer`] and check
 //! that each call or list ends with an error in bounded time, that no
 //! process outlives the server, and that what the set hands the model is
@@ -30,7 +31,7 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 9] = [
+    let tests: [(&str, Test); 11] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
         }),
@@ -48,6 +49,12 @@ fn main() {
             Box::pin(noise_on_the_servers_stdout_does_not_hold_up_its_answers())
         }),
         ("an_answer_that_is_not_a_tool_result_says_so", || Box::pin(an_answer_that_is_not_a_tool_result_says_so())),
+        ("a_tool_the_sdk_cannot_read_is_left_out_not_the_whole_list", || {
+            Box::pin(a_tool_the_sdk_cannot_read_is_left_out_not_the_whole_list())
+        }),
+        ("blocks_the_sdk_cannot_read_are_named_not_a_failed_call", || {
+            Box::pin(blocks_the_sdk_cannot_read_are_named_not_a_failed_call())
+        }),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     for (name, test) in tests {
@@ -106,25 +113,28 @@ async fn a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls() {
     panic!("the server's child ({child}) outlived it, or the server ({server_pid}) was not reaped");
 }
 
-/// A server's tool whose name is not the spec's (empty, a space, a slash)
-/// or whose schema is not an object's would fail every model request that
-/// lists it: it is left out. A schema without a `type` is an object's.
+/// A server's tool whose name a provider refuses (empty, a space, a slash,
+/// a dot as the MCP spec allows, over 64 long) or whose schema is not an
+/// object's would fail every model request that lists it: it is left out.
+/// A schema without a `type` is an object's.
 async fn tools_the_providers_would_refuse_are_left_out() {
     let server = McpServer::spawn(server_command("odd")).await.expect("the server starts");
     let tools = server.tools().await.expect("the list");
+    let long = "y".repeat(64);
     assert_eq!(
         tools.definitions(),
         [
             ToolDefinition::new("untyped", "", json!({"type": "object", "properties": {}})),
+            ToolDefinition::new(&*long, "", json!({"type": "object", "properties": {}})),
             ToolDefinition::new(
-                "files.read-2_b",
+                "files_read-2_B",
                 "Reads",
                 json!({"type": "object", "properties": {"p": {"type": "string"}}})
             ),
         ]
     );
     let result = tools.call(&call("c", "has space", json!({}))).await;
-    assert_eq!(result.content, "unknown tool `has space`; the tools are: untyped, files.read-2_b");
+    assert_eq!(result.content, format!("unknown tool `has space`; the tools are: untyped, {long}, files_read-2_B"));
 }
 
 /// A server whose next page's cursor is one it gave before (`a`, `b`,
@@ -233,6 +243,37 @@ async fn an_answer_that_is_not_a_tool_result_says_so() {
     );
 }
 
+/// A result with content blocks the SDK cannot read (a kind it does not
+/// know, an image without its MIME type, a text block without its text):
+/// the tool ran, so its result is read block by block as any other, each
+/// such block named, and `isError` still makes it an error result.
+async fn blocks_the_sdk_cannot_read_are_named_not_a_failed_call() {
+    let server = McpServer::spawn(server_command("noise")).await.expect("the server starts");
+    let tools = server.tools().await.expect("the list");
+    let result = within(tools.call(&call("c1", "odd_blocks", json!({})))).await;
+    assert_eq!(
+        (result.content.as_str(), result.is_error),
+        ("done\n[video/mp4 video https://example.com/v.mp4]\n[image]\n[text]", false)
+    );
+    let result = within(tools.call(&call("c2", "odd_error", json!({})))).await;
+    assert_eq!((result.content.as_str(), result.is_error), ("`odd_error` failed: no disk\n[video]", true));
+}
+
+/// A page of the list with tools the SDK cannot read (no input schema, a
+/// schema that is not an object, no name; an annotation of the wrong
+/// type), on the second of two pages: those without what a definition
+/// needs are left out, and the others, on both pages, are listed and can
+/// be called.
+async fn a_tool_the_sdk_cannot_read_is_left_out_not_the_whole_list() {
+    let server = McpServer::spawn(server_command("sloppy")).await.expect("the server starts");
+    let tools = within(server.tools()).await.expect("the list");
+    let names: Vec<&str> = tools.names().collect();
+    assert_eq!(names, ["first", "before", "annotated", "after"]);
+    assert_eq!(tools.definitions()[2].description, "Kept");
+    let result = within(tools.call(&call("c", "after", json!({})))).await;
+    assert_eq!((result.content.as_str(), result.is_error), ("called", false));
+}
+
 /// `future`, or a panic if it has not ended within 20 s (a hang).
 async fn within<F: std::future::Future>(future: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
@@ -291,6 +332,16 @@ fn serve() {
                 }
                 "exit" => std::process::exit(3),
                 "not_a_result" => json!("a string"),
+                "odd_blocks" => json!({"content": [
+                    {"type": "text", "text": "done"},
+                    {"type": "video", "mimeType": "video/mp4", "uri": "https://example.com/v.mp4"},
+                    {"type": "image", "data": "iVBORw0KGgo="},
+                    {"type": "text"},
+                ]}),
+                "odd_error" => {
+                    json!({"content": [{"type": "text", "text": "no disk"}, {"type": "video"}], "isError": true})
+                }
+                "first" | "before" | "after" => json!({"content": [{"type": "text", "text": "called"}]}),
                 "hang" => {
                     hung.push(id);
                     continue;
@@ -329,14 +380,18 @@ fn listed(cursor: Option<&str>) -> Value {
             {"name": "untyped", "inputSchema": {}},
             {"name": "has space", "inputSchema": {"type": "object"}},
             {"name": "a/b", "inputSchema": {"type": "object"}},
-            {"name": "x".repeat(129), "inputSchema": {"type": "object"}},
+            {"name": "x".repeat(65), "inputSchema": {"type": "object"}},
+            {"name": "devserver.stop", "inputSchema": {"type": "object"}},
+            {"name": "y".repeat(64), "inputSchema": {"type": "object"}},
             {"name": "an_array", "inputSchema": {"type": "array", "items": {"type": "string"}}},
             {"name": "two_types", "inputSchema": {"type": ["object", "null"]}},
-            {"name": "files.read-2_b", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
+            {"name": "files_read-2_B", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
         ]}),
         "noise" => json!({"tools": [
             {"name": "noise", "inputSchema": {"type": "object"}},
             {"name": "not_a_result", "inputSchema": {"type": "object"}},
+            {"name": "odd_blocks", "inputSchema": {"type": "object"}},
+            {"name": "odd_error", "inputSchema": {"type": "object"}},
         ]}),
         "hang" => json!({"tools": [
             {"name": "hang", "inputSchema": {"type": "object"}},
@@ -350,6 +405,22 @@ fn listed(cursor: Option<&str>) -> Value {
             };
             json!({"tools": [{"name": name, "inputSchema": {"type": "object"}}], "nextCursor": next})
         }
+        "sloppy" => match cursor {
+            None => json!({"tools": [{"name": "first", "inputSchema": {"type": "object"}}], "nextCursor": "p2"}),
+            _ => json!({"tools": [
+                {"name": "before", "inputSchema": {"type": "object"}},
+                // Only its annotation and output schema are not the spec's.
+                {"name": "annotated", "description": "Kept", "inputSchema": {"type": "object"},
+                 "annotations": {"readOnlyHint": "yes"}, "outputSchema": "text"},
+                {"name": "no_schema", "description": "Has no input schema"},
+                {"name": "string_schema", "inputSchema": "an object"},
+                {"name": "null_schema", "inputSchema": null},
+                {"name": 7, "inputSchema": {"type": "object"}},
+                {"inputSchema": {"type": "object"}},
+                "not a tool",
+                {"name": "after", "inputSchema": {"type": "object"}},
+            ]}),
+        },
         "cycle" => json!({
             "tools": [{"name": "again", "inputSchema": {"type": "object"}}],
             "nextCursor": if cursor == Some("a") { "b" } else { "a" },

@@ -339,7 +339,13 @@ async fn bad_arguments_and_failures_are_error_results_the_model_reads() {
             json!("{\"query\": \"fn"),
             "invalid arguments for `search`: the arguments are not valid JSON (EOF while parsing a string at line 1 column 13): {\"query\": \"fn",
         ),
-        (json!("\"fn main\""), "invalid arguments for `search`: expected a JSON object, got a string"),
+        // JSON that is not an object is quoted: the conversation shows the
+        // call with `{}` in its place, so the model sees it only here.
+        (json!("\"fn main\""), "invalid arguments for `search`: expected a JSON object, got a string: \"\\\"fn main\\\"\""),
+        (
+            json!("{\"query\": \"x\"}"),
+            "invalid arguments for `search`: expected a JSON object, got a string: \"{\\\"query\\\": \\\"x\\\"}\"",
+        ),
         // Long text is cut to 200 characters, and says so.
         (
             json!(format!("[{}", "1,".repeat(150))),
@@ -349,7 +355,11 @@ async fn bad_arguments_and_failures_are_error_results_the_model_reads() {
             )
             .leak(),
         ),
-        (json!(["fn main", null, "literal"]), "invalid arguments for `search`: expected a JSON object, got an array"),
+        (
+            json!(["fn main", null, "literal"]),
+            "invalid arguments for `search`: expected a JSON object, got an array: [\"fn main\",null,\"literal\"]",
+        ),
+        (json!(7), "invalid arguments for `search`: expected a JSON object, got a number: 7"),
         (Value::Null, "invalid arguments for `search`: expected a JSON object, got null"),
         (json!({"mode": "literal"}), "invalid arguments for `search`: missing field `query`"),
         (

@@ -24,10 +24,11 @@
 //! A call's result is the text the model reads: the text of each content
 //! block (of an embedded text resource too), one per line (a block of
 //! another kind is named, as `[image/png image]`, with its URI if it has
-//! one, as `[application/pdf resource file:///a.pdf]`), or the structured
-//! content as JSON if there is no block. A result the server marks
-//! `isError`, and a request the server refuses or cannot answer, are error
-//! results ([`CallError::Failed`]).
+//! one, as `[application/pdf resource file:///a.pdf]`; so is a block the
+//! SDK does not know or cannot read, rather than failing the result), or
+//! the structured content as JSON if there is no block. A result the
+//! server marks `isError`, and a request the server refuses or cannot
+//! answer, are error results ([`CallError::Failed`]).
 //!
 //! A call waits for the server's answer as long as the server runs: one
 //! that never answers, answers under another id, or answers with a line
@@ -52,9 +53,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
-use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, CustomResult, ListToolsRequest,
+    PaginatedRequestParams, RequestId, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::{ServiceError, ServiceExt};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::CallError;
@@ -198,8 +203,13 @@ impl McpServer {
     ///
     /// A tool the model providers would refuse is left out, with a
     /// warning, rather than failing every request that lists it: one whose
-    /// name is not 1 to 128 of `A-Z a-z 0-9 _ - .` (the spec's), or whose
-    /// input schema's `type` is not `"object"`.
+    /// name is not 1 to 64 of `A-Z a-z 0-9 _ -` (what both providers take;
+    /// the MCP spec also allows `.`, which both refuse, and up to 128,
+    /// which OpenAI refuses), or whose input schema's `type` is not
+    /// `"object"`. So is an entry of the list
+    /// that is not a tool as the spec has it (no input schema, a schema
+    /// that is not a JSON object, no name), rather than the whole list
+    /// failing with it.
     ///
     /// # Errors
     /// [`McpError::ListTools`] or [`McpError::TimedOut`].
@@ -235,9 +245,17 @@ async fn list_all_tools(
 ) -> Result<Vec<rmcp::model::Tool>, Box<dyn std::error::Error + Send + Sync>> {
     let (mut tools, mut cursors, mut cursor) = (Vec::new(), HashSet::new(), None);
     loop {
-        let page = peer.list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor))).await?;
-        tools.extend(page.tools);
-        match page.next_cursor {
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let (page, next_cursor) = match peer.list_tools(Some(params.clone())).await {
+            Ok(page) => (page.tools, page.next_cursor),
+            // One tool the SDK cannot read (no input schema, say) makes
+            // the whole page unreadable to it: the page is asked for again
+            // and read tool by tool, so that one tool is left out, not all.
+            Err(ServiceError::UnexpectedResponse) => list_page_leniently(peer, params).await?,
+            Err(error) => return Err(error.into()),
+        };
+        tools.extend(page);
+        match next_cursor {
             None => return Ok(tools),
             Some(next) if !cursors.insert(next.clone()) => {
                 return Err("the server gave a cursor it had given before, so its pages would never end".into());
@@ -247,11 +265,58 @@ async fn list_all_tools(
     }
 }
 
-/// Whether `name` is a tool name as the MCP spec has it, 1 to 128 of
-/// `A-Z a-z 0-9 _ - .`: the providers refuse a request with an empty name,
-/// or one with a space, a slash or a control character.
+/// One page of the server's tools and the next page's cursor, read from
+/// the page's JSON one tool at a time, and of each tool only what the set
+/// uses (its name, description and input schema: a malformed annotation
+/// or output schema does not matter here): a tool without those (no name,
+/// no input schema, a schema that is not a JSON object) is left out, with
+/// a warning.
+async fn list_page_leniently(
+    peer: &Peer<RoleClient>,
+    params: PaginatedRequestParams,
+) -> Result<(Vec<rmcp::model::Tool>, Option<String>), Box<dyn std::error::Error + Send + Sync>> {
+    let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
+    let page = match peer.send_request(request).await? {
+        ServerResult::ListToolsResult(page) => return Ok((page.tools, page.next_cursor)),
+        ServerResult::CustomResult(CustomResult(page)) => page,
+        _ => return Err(ServiceError::UnexpectedResponse.into()),
+    };
+    let Some(listed) = page.get("tools").and_then(Value::as_array) else {
+        return Err("the server's answer has no list of tools".into());
+    };
+    let mut tools = Vec::with_capacity(listed.len());
+    for tool in listed {
+        match Listed::deserialize(tool) {
+            Ok(Listed { name, description, input_schema }) => {
+                tools.push(rmcp::model::Tool::new_with_raw(name, description.map(Into::into), input_schema));
+            }
+            Err(error) => {
+                let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+                tracing::warn!(tool = %name, %error, "an MCP tool that is not one as the spec has it is left out");
+            }
+        }
+    }
+    let next_cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+    Ok((tools, next_cursor))
+}
+
+/// What the set reads of a tool the SDK could not read.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Listed {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    input_schema: Map<String, Value>,
+}
+
+/// Whether `name` is a tool name both providers take, 1 to 64 of
+/// `A-Z a-z 0-9 _ -` (OpenAI's `^[a-zA-Z0-9_-]{1,64}$`; Anthropic's allows
+/// 128): either refuses a whole request with a tool named otherwise. The
+/// MCP spec's names may also have a `.` (`devserver.stop`) and be up to 128
+/// long.
 fn valid_name(name: &str) -> bool {
-    (1..=128).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b))
 }
 
 /// A server's schema as the providers take it, if it is an object's (the
@@ -292,13 +357,68 @@ impl RawTool for McpTool {
                 return Err(CallError::InvalidArguments { tool, reason: not_an_object(&arguments) });
             };
             let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
-            let result = match self.server.service.peer().call_tool(params).await {
+            let (text, is_error) = match call_tool(self.server.service.peer(), params).await {
                 Ok(result) => result,
                 Err(error) => return Err(CallError::Failed { tool, message: service_error(&error) }),
             };
-            let text = result_text(&result.content, result.structured_content.as_ref());
-            if result.is_error == Some(true) { Err(CallError::Failed { tool, message: text }) } else { Ok(text) }
+            if is_error { Err(CallError::Failed { tool, message: text }) } else { Ok(text) }
         })
+    }
+}
+
+/// Sends a `tools/call` request and reads its result: the text the model
+/// reads, and whether the server marked it `isError`.
+///
+/// A result the SDK cannot read (a content block of a kind it does not
+/// know, or missing a field it wants) is read from its JSON, as
+/// [`result_text`] reads every block: the tool ran, and a result the
+/// model reads as a failure might have it run again. The request is sent
+/// rather than through `Peer::call_tool`, which gives no such result back,
+/// and is cancelled on the server if dropped, as `call_tool` does.
+async fn call_tool(peer: &Peer<RoleClient>, params: CallToolRequestParams) -> Result<(String, bool), ServiceError> {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await?;
+    let mut guard = CancelOnDrop { peer: peer.clone(), id: Some(handle.id.clone()) };
+    let answer = handle.await_response().await;
+    guard.id = None;
+    match answer? {
+        ServerResult::CallToolResult(result) => {
+            Ok((result_text(&result.content, result.structured_content.as_ref()), result.is_error == Some(true)))
+        }
+        // A tool's result, by its fields: blocks in a list, or no block.
+        ServerResult::CustomResult(CustomResult(Value::Object(result)))
+            if ["content", "structuredContent", "isError"].iter().any(|key| result.contains_key(*key)) =>
+        {
+            let blocks = match result.get("content") {
+                Some(Value::Array(blocks)) => blocks.as_slice(),
+                None => &[],
+                Some(_) => return Err(ServiceError::UnexpectedResponse),
+            };
+            let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+            Ok((result_text(blocks, result.get("structuredContent")), is_error))
+        }
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// Tells the server a request was abandoned (`notifications/cancelled`)
+/// if dropped while `id` is set: the call was dropped before its answer.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let peer = self.peer.clone();
+        let cancelled = CancelledNotificationParam::new(Some(id), Some("the call was dropped".to_owned()));
+        runtime.spawn(async move {
+            if let Err(error) = peer.notify_cancelled(cancelled).await {
+                tracing::debug!(%error, "cannot tell the MCP server a call was cancelled");
+            }
+        });
     }
 }
 

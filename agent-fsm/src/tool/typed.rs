@@ -151,22 +151,33 @@ fn output_text<O: Serialize>(tool: &str, output: &O) -> Result<String, CallError
     }
 }
 
-/// `value`'s JSON type, with an article, for a message.
-/// Why `arguments`, which are not a JSON object, cannot be read. A string
-/// is what the stream assembler keeps when the model's arguments were not
-/// valid JSON at all (a cut-off reply, a broken model): the model reads the
-/// parse error and what it wrote, so it can write them again.
+/// Why `arguments`, which are not a JSON object, cannot be read, quoting
+/// them (cut to 200 characters): the conversation shows the call with `{}`
+/// in their place ([`ToolCall::sent_arguments`](crate::llm::ToolCall::sent_arguments)),
+/// so this is where the model sees what it wrote. A string is what the
+/// stream assembler keeps when the model's arguments were not valid JSON
+/// at all (a cut-off reply, a broken model): the model reads the parse
+/// error and what it wrote, so it can write them again.
 pub(crate) fn not_an_object(arguments: &Value) -> String {
     if let Value::String(text) = arguments
         && let Err(error) = serde_json::from_str::<Value>(text)
     {
-        let shown: String = text.chars().take(200).collect();
-        let more = if shown.len() < text.len() { "..." } else { "" };
-        return format!("the arguments are not valid JSON ({error}): {shown}{more}");
+        return format!("the arguments are not valid JSON ({error}): {}", shown(text));
     }
-    format!("expected a JSON object, got {}", json_kind(arguments))
+    match arguments {
+        Value::Null => "expected a JSON object, got null".to_owned(),
+        other => format!("expected a JSON object, got {}: {}", json_kind(other), shown(&other.to_string())),
+    }
 }
 
+/// `text`'s first 200 characters, and `...` if there is more.
+fn shown(text: &str) -> String {
+    let shown: String = text.chars().take(200).collect();
+    let more = if shown.len() < text.len() { "..." } else { "" };
+    format!("{shown}{more}")
+}
+
+/// `value`'s JSON type, with an article, for a message.
 pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
