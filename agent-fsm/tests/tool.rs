@@ -602,7 +602,7 @@ impl Tool for SearchAgain {
 }
 
 #[tokio::test]
-async fn a_tool_of_the_same_name_replaces_the_earlier_in_its_place() {
+async fn a_tool_added_replaces_the_earlier_in_its_place_and_one_extended_does_not() {
     let empty = ToolSet::new();
     assert!(empty.is_empty() && empty.definitions().is_empty());
     assert_eq!(empty.len(), 0);
@@ -622,10 +622,13 @@ async fn a_tool_of_the_same_name_replaces_the_earlier_in_its_place() {
     assert_eq!(result.await.content, "again");
     assert!(tools.add(Search).is_some() && tools.len() == 2);
 
-    // Another set's tools join, replacing those of the same name; the
-    // receiving set's timeout is kept.
+    // Another set's tools join, but not in place of a tool of the same
+    // name (an MCP server cannot take over a tool the agent trusts by
+    // name); the receiving set's timeout is kept.
     let mut more = ToolSet::new().with(Search).with_timeout(Duration::from_secs(1));
     more.extend(ToolSet::new().with(SearchAgain).with(Sleep { log: Arc::default() }));
     assert_eq!(format!("{more:?}"), r#"ToolSet { tools: ["search", "sleep"], timeout: Some(1s) }"#);
-    assert_eq!(more.definitions()[0].description, "Searches again");
+    assert_eq!(more.definitions()[0].description, "Searches the workspace's files");
+    let result = more.call(&ToolCall { id: "d".into(), name: "search".into(), arguments: json!({"query": "x"}) });
+    assert_ne!(result.await.content, "again", "the set's own search answers");
 }

@@ -113,10 +113,18 @@ impl ToolSet {
         }
     }
 
-    /// Adds every tool of `other` (an MCP server's, say), each replacing a
-    /// tool of the same name. This set's timeout is kept.
+    /// Adds the tools of `other` (an MCP server's, say) whose names this
+    /// set does not have yet. A tool of `other` named as one already here
+    /// is left out, with a warning: a server cannot take the place of a
+    /// tool the agent trusts by name (one an approval rule lets run
+    /// unasked, such as `read_file`). To replace a tool, [`add_raw`](Self::add_raw)
+    /// it. This set's timeout is kept.
     pub fn extend(&mut self, other: ToolSet) {
         for entry in other.entries {
+            if self.by_name.contains_key(&entry.definition.name) {
+                tracing::warn!(tool = %entry.definition.name, "a tool of a name already in the set is left out");
+                continue;
+            }
             self.add_raw(entry.tool);
         }
     }
