@@ -101,6 +101,7 @@
 
 mod capture;
 mod error;
+mod replace;
 #[cfg(unix)]
 mod shell;
 mod workspace;

@@ -2,9 +2,10 @@
 //! (cap-std), never by its text.
 
 use super::ToolError;
+use super::replace::{climbs_out, escape, replace};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, File, OpenOptions};
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Read as _};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -125,7 +126,7 @@ enum Read {
 /// kind is checked again on the handle opened. The open itself must not
 /// block: opening a FIFO waits for its other end unless `O_NONBLOCK` is
 /// set, which is cleared again once the handle is known to be a file.
-fn open_regular(dir: &Dir, path: &Path, options: &mut OpenOptions) -> io::Result<Option<(File, u64)>> {
+pub(super) fn open_regular(dir: &Dir, path: &Path, options: &mut OpenOptions) -> io::Result<Option<(File, u64)>> {
     #[cfg(unix)]
     {
         use cap_std::fs::OpenOptionsExt as _;
@@ -142,108 +143,6 @@ fn open_regular(dir: &Dir, path: &Path, options: &mut OpenOptions) -> io::Result
         rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
     }
     Ok(Some((file, meta.len())))
-}
-
-/// Whether `path`, read as text, leads out of the directory it is
-/// relative to: absolute, or with more `..` than names before them.
-fn climbs_out(path: &Path) -> bool {
-    let mut depth = 0usize;
-    for component in path.components() {
-        match component {
-            Component::Normal(_) => depth += 1,
-            Component::CurDir => {}
-            Component::ParentDir if depth > 0 => depth -= 1,
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return true,
-        }
-    }
-    false
-}
-
-/// The error cap-std gives for a path that leads out, which
-/// [`classify`] reports as [`ToolError::OutsideWorkspace`].
-fn escape() -> io::Error {
-    io::Error::new(io::ErrorKind::PermissionDenied, "a path that leads out of the workspace")
-}
-
-/// Tells apart the new files of concurrent writes in one process.
-static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Replaces the regular file at `p` (or creates it) with `contents`: a new
-/// file beside it, written and flushed, renamed over it. False if what is
-/// at `p` turns out not to be a regular file.
-fn replace(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> {
-    // The rename replaces what is at the name: a symlink is resolved first
-    // (beneath the root), so that its target is what gets replaced. One
-    // whose target is missing is written through, in place, as opening it
-    // would: there is nothing to lose.
-    let target = match dir.symlink_metadata(p) {
-        Ok(meta) if meta.is_symlink() => match dir.canonicalize(p) {
-            Ok(target) => target,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return write_in_place(dir, p, contents),
-            Err(e) => return Err(e),
-        },
-        _ => p.to_path_buf(),
-    };
-    // The file as it is: opened for writing, so that one this process may
-    // not write is refused with the system's own error, as writing it in
-    // place was; and checked on the handle to be a regular file.
-    let existing = match open_regular(dir, &target, OpenOptions::new().write(true)) {
-        Ok(Some((file, _))) => Some(file),
-        Ok(None) => return Ok(false),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e),
-    };
-    let permissions = existing.as_ref().map(File::metadata).transpose()?.map(|meta| meta.permissions());
-    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let temp = target.with_file_name(format!(".agent-fsm-write-{}-{n}", std::process::id()));
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    if existing.is_some() {
-        use cap_std::fs::OpenOptionsExt as _;
-        // Open to this user alone until it has the file's own owner and
-        // permissions: a file others may not read is never readable by
-        // them under the new name.
-        options.mode(0o600);
-    }
-    let mut file = dir.open_with(&temp, &options)?;
-    let written = (|| {
-        #[cfg(unix)]
-        if let Some(existing) = &existing {
-            // The file keeps its owner where this process may give it one
-            // (running as root, say); elsewhere the new file is this
-            // process's, as any file it creates.
-            let stat = rustix::fs::fstat(existing)?;
-            let (uid, gid) = (rustix::fs::Uid::from_raw(stat.st_uid), rustix::fs::Gid::from_raw(stat.st_gid));
-            let _ = rustix::fs::fchown(&file, Some(uid), Some(gid));
-        }
-        // After the owner: a change of owner clears the set-id bits.
-        if let Some(permissions) = permissions {
-            file.set_permissions(permissions)?;
-        }
-        file.write_all(contents)?;
-        // On the disk before the rename makes it the file: after a crash of
-        // the machine, the name holds the old contents or the new.
-        file.sync_all()?;
-        drop(file);
-        dir.rename(&temp, dir, &target)
-    })();
-    if written.is_err() {
-        // Best effort: the error that matters is the write's.
-        let _ = dir.remove_file(&temp);
-    }
-    written.map(|()| true)
-}
-
-/// Writes `contents` through the file at `p`, truncating it first: for a
-/// symlink whose target does not exist yet, which it creates.
-fn write_in_place(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> {
-    let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    let Some((mut file, _)) = open_regular(dir, p, &mut options)? else {
-        return Ok(false);
-    };
-    file.write_all(contents).map(|()| true)
 }
 
 /// How many times the non-empty `old` occurs in `text`, for an edit: the
