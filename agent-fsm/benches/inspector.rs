@@ -54,7 +54,7 @@ async fn setup(mode: &str) -> Setup {
             use agent_fsm::inspector::{AgentView, Inspector};
             let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
             let id = inspector.attach(&handle, AgentView::new("ping-pong")).await.expect("attach");
-            let page = (mode == "page").then(|| open_page(inspector.local_addr(), id));
+            let page = (mode == "page").then(|| open_page(inspector.local_addr(), inspector.cookie(), id));
             Setup { handle, _inspector: Some(inspector), page }
         }
         other => panic!("unknown INSPECTOR_BENCH mode `{other}` (unattached, attached, page)"),
@@ -63,15 +63,16 @@ async fn setup(mode: &str) -> Setup {
 
 /// A page's connection to the agent's updates: counts the hops it reads.
 #[cfg(feature = "inspector")]
-fn open_page(addr: std::net::SocketAddr, id: usize) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+fn open_page(addr: std::net::SocketAddr, cookie: String, id: usize) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
     use std::sync::atomic::Ordering;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let hops = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let counted = std::sync::Arc::clone(&hops);
     tokio::spawn(async move {
         let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let request =
-            format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
+        let request = format!(
+            "GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n\r\n"
+        );
         stream.write_all(request.as_bytes()).await.expect("request");
         let mut buffer = vec![0u8; 64 * 1024];
         let mut carry = Vec::new();
