@@ -182,7 +182,7 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
                 }
                 Ok(response) => {
                     if let Some(error) = not_events(&response) {
-                        let body = response.text().await.unwrap_or_default();
+                        let body = bounded_text(response).await;
                         let message = format!("{error}: {}", classify::truncate(&body, 300));
                         return Some((Err(ProviderError::new(ErrorKind::MalformedStream, message)), Phase::Done));
                     }
@@ -237,6 +237,29 @@ fn not_events(response: &reqwest::Response) -> Option<String> {
         .then(|| format!("the server answered with `{kind}` instead of an event stream"))
 }
 
+/// The most bytes of a body read to report it (an error status's body, a
+/// web page in place of the stream): error objects are a few hundred
+/// bytes, and a server that sends an endless body must not fill memory
+/// or hold the call.
+const MAX_REPORTED_BODY_BYTES: usize = 64 << 10;
+
+/// The start of `response`'s body, at most [`MAX_REPORTED_BODY_BYTES`]
+/// (invalid UTF-8 replaced): what arrived before the limit, the end, or
+/// a failure to read on (a read timeout, a dropped connection).
+async fn bounded_text(mut response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    while body.len() < MAX_REPORTED_BODY_BYTES {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = MAX_REPORTED_BODY_BYTES - body.len();
+                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
 /// A transport failure while `doing` something.
 fn transport_error(e: &reqwest::Error, doing: &str) -> ProviderError {
     let kind = if e.is_timeout() { ErrorKind::Timeout } else { ErrorKind::ConnectionDropped };
@@ -258,6 +281,6 @@ async fn status_error(response: reqwest::Response) -> ProviderError {
     let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let wait =
         classify::retry_after(header("retry-after-ms").as_deref(), header("retry-after").as_deref(), SystemTime::now());
-    let body = response.text().await.unwrap_or_default();
+    let body = bounded_text(response).await;
     classify::from_status(status, wait, &body)
 }

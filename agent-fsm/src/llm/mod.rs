@@ -108,7 +108,9 @@
 //! arrives (an endless line included), and one reply at most 64 MiB of
 //! text, tool names, ids and arguments, 1,024 tool calls and 4,096 other
 //! blocks (thinking, Anthropic's server tools). Past a limit
-//! the reply ends with a `MalformedStream` error. Time is bounded by the
+//! the reply ends with a `MalformedStream` error. Of an error status's body
+//! (or a web page sent in place of the stream) the first 64 KiB are read,
+//! and the error is classified from them. Time is bounded by the
 //! client's timeouts: the read timeout for a server that goes quiet, the
 //! total timeout (none unless set) for one that trickles on.
 //!
