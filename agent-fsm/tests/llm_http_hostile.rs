@@ -1,10 +1,12 @@
 //! The clients against HTTP servers that misbehave below the event
 //! stream, on loopback: an error status or a web page whose body never
-//! ends. Each call must end with a classified error, in bounded time and
-//! memory.
+//! ends, and a redirect to another origin. Each call must end with a
+//! classified error, in bounded time and memory, and the key must stay
+//! with the server the user configured.
 #![cfg(all(feature = "openai", feature = "anthropic"))]
 
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_fsm::llm::{
@@ -20,11 +22,18 @@ enum Answer {
     /// This head (status line and headers, without the blank line), then
     /// a chunked body that repeats `piece` until the client goes away.
     Endless { head: String, piece: String },
+    /// This whole response, then the connection is closed.
+    Fixed(String),
 }
 
-/// A server on 127.0.0.1 that answers every request with `answer`.
+/// One request's headers, names in lower case.
+type Headers = Vec<(String, String)>;
+
+/// A server on 127.0.0.1 that answers every request with `answer` and
+/// records each request's headers (names in lower case).
 struct RawServer {
     addr: SocketAddr,
+    requests: Arc<Mutex<Vec<Headers>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -32,18 +41,24 @@ impl RawServer {
     async fn start(answer: Answer) -> RawServer {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
         let addr = listener.local_addr().expect("address");
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let recorded = Arc::clone(&requests);
         let task = tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                let answer = answer.clone();
+                let (answer, recorded) = (answer.clone(), Arc::clone(&recorded));
                 // A client that goes away mid-answer ends the write.
-                tokio::spawn(async move { drop(serve(socket, answer).await) });
+                tokio::spawn(async move { drop(serve(socket, answer, &recorded).await) });
             }
         });
-        RawServer { addr, task }
+        RawServer { addr, requests, task }
     }
 
     fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    fn requests(&self) -> Vec<Headers> {
+        self.requests.lock().expect("lock").clone()
     }
 }
 
@@ -53,24 +68,24 @@ impl Drop for RawServer {
     }
 }
 
-async fn serve(socket: TcpStream, answer: Answer) -> std::io::Result<()> {
+async fn serve(socket: TcpStream, answer: Answer, recorded: &Mutex<Vec<Headers>>) -> std::io::Result<()> {
     let mut reader = BufReader::new(socket);
     let mut line = String::new();
     reader.read_line(&mut line).await?;
-    let mut length = 0;
+    let mut headers = Vec::new();
     loop {
         line.clear();
         if reader.read_line(&mut line).await? == 0 || line.trim_end().is_empty() {
             break;
         }
-        if let Some((name, value)) = line.trim_end().split_once(':')
-            && name.trim().eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
+        if let Some((name, value)) = line.trim_end().split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
         }
     }
+    let length = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
     let mut body = vec![0; length];
     reader.read_exact(&mut body).await?;
+    recorded.lock().expect("lock").push(headers);
     let mut socket = reader.into_inner();
     match answer {
         Answer::Endless { head, piece } => {
@@ -79,6 +94,10 @@ async fn serve(socket: TcpStream, answer: Answer) -> std::io::Result<()> {
             loop {
                 socket.write_all(chunk.as_bytes()).await?;
             }
+        }
+        Answer::Fixed(response) => {
+            socket.write_all(response.as_bytes()).await?;
+            socket.shutdown().await
         }
     }
 }
@@ -124,4 +143,27 @@ async fn a_web_page_that_never_ends_in_place_of_the_stream_is_malformed() {
     assert_eq!(error.kind(), &ErrorKind::MalformedStream);
     assert!(error.message().contains("`text/html; charset=utf-8` instead of an event stream"), "{error}");
     assert!(error.message().contains("<div>sign in"), "{error}");
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_not_followed_and_the_key_stays_home() {
+    let elsewhere = RawServer::start(Answer::Fixed(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 0\r\n\r\n".to_owned(),
+    ))
+    .await;
+    let to = format!("{}/v1/messages", elsewhere.url());
+    let moved = format!("HTTP/1.1 307 Temporary Redirect\r\nlocation: {to}\r\ncontent-length: 0\r\n\r\n");
+    let home = RawServer::start(Answer::Fixed(moved.clone())).await;
+    let anthropic = AnthropicConfig::new("sk-ant-secret").base_url(home.url()).build().expect("client");
+    let openai =
+        OpenAiConfig::without_key().header("api-key", "azure-secret").base_url(home.url()).build().expect("client");
+    for error in [only_error(collect(&anthropic).await), only_error(collect(&openai).await)] {
+        assert_eq!((error.kind(), error.status()), (&ErrorKind::BadRequest, Some(307)), "{error}");
+        assert!(error.message().contains(&format!("redirected the request to `{to}`")), "{error}");
+    }
+    let sent = home.requests();
+    assert_eq!(sent.len(), 2);
+    assert!(sent[0].contains(&("x-api-key".to_owned(), "sk-ant-secret".to_owned())), "{:?}", sent[0]);
+    assert!(sent[1].contains(&("api-key".to_owned(), "azure-secret".to_owned())), "{:?}", sent[1]);
+    assert_eq!(elsewhere.requests(), Vec::<Headers>::new(), "nothing is sent to the other origin");
 }

@@ -106,7 +106,8 @@ impl Transport {
         let mut builder = reqwest::Client::builder()
             .tls_backend_preconfigured(tls_config()?)
             .connect_timeout(options.connect_timeout)
-            .read_timeout(options.read_timeout);
+            .read_timeout(options.read_timeout)
+            .redirect(reqwest::redirect::Policy::custom(same_origin_only));
         if let Some(timeout) = options.timeout {
             builder = builder.timeout(timeout);
         }
@@ -123,6 +124,26 @@ impl Transport {
     pub(crate) fn stream<D: Decoder>(&self, body: Vec<u8>, decoder: D) -> BoxStream<'static, Item> {
         let request = self.client.post(&self.url).headers(self.headers.clone()).body(body);
         Box::pin(stream::unfold(Phase::Start(request, decoder), next))
+    }
+}
+
+/// The most redirects followed in one call (reqwest's default).
+const MAX_REDIRECTS: usize = 10;
+
+/// Follows a redirect only within the origin (scheme, host and port) the
+/// request was sent to. reqwest drops `Authorization` on a redirect to
+/// another origin, but not `x-api-key`, `api-key` or a gateway's own key
+/// header: followed, such a redirect would hand the key to a server the
+/// user never named (or send it in clear text, from https to http).
+/// Stopped, the redirect is the call's error, naming where it pointed.
+fn same_origin_only(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Action {
+    let same = attempt.previous().first().is_some_and(|from| from.origin() == attempt.url().origin());
+    if !same {
+        attempt.stop()
+    } else if attempt.previous().len() > MAX_REDIRECTS {
+        attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+    } else {
+        attempt.follow()
     }
 }
 
@@ -281,6 +302,17 @@ async fn status_error(response: reqwest::Response) -> ProviderError {
     let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let wait =
         classify::retry_after(header("retry-after-ms").as_deref(), header("retry-after").as_deref(), SystemTime::now());
+    // A redirect to another origin, which is not followed (see
+    // `same_origin_only`): sent again, the request goes the same way.
+    if (300..400).contains(&status)
+        && let Some(to) = header("location")
+    {
+        let message = format!(
+            "the server redirected the request to `{to}`, another origin, which is not followed so that the key \
+             stays where it was sent; if that server is to be trusted, make it the base URL"
+        );
+        return ProviderError::new(ErrorKind::BadRequest, message).with_status(status);
+    }
     let body = bounded_text(response).await;
     classify::from_status(status, wait, &body)
 }

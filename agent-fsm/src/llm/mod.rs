@@ -92,7 +92,7 @@
 //! | [`Timeout`](ErrorKind::Timeout) | connect, read or total timeout, HTTP 408 | yes |
 //! | [`ConnectionDropped`](ErrorKind::ConnectionDropped) | the connection failed or ended before the reply was complete | yes |
 //! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a 200 whose body is JSON or a web page, a stream past the limits below | yes |
-//! | [`BadRequest`](ErrorKind::BadRequest) | other 4xx | no |
+//! | [`BadRequest`](ErrorKind::BadRequest) | other 4xx, a redirect to another origin | no |
 //! | [`Auth`](ErrorKind::Auth) | HTTP 401, 403 | no |
 //! | [`QuotaExceeded`](ErrorKind::QuotaExceeded) | HTTP 402, `insufficient_quota` | no |
 //! | [`ContextTooLong`](ErrorKind::ContextTooLong) | a 400 whose message says the prompt is too long, HTTP 413 | no |
@@ -113,6 +113,12 @@
 //! and the error is classified from them. Time is bounded by the
 //! client's timeouts: the read timeout for a server that goes quiet, the
 //! total timeout (none unless set) for one that trickles on.
+//!
+//! A redirect is followed only within the origin (scheme, host and port)
+//! of the configured URL: the key headers (`x-api-key`, `api-key`, a
+//! gateway's own) are never sent to a server the user did not name, nor
+//! from https to http. A redirect elsewhere fails the call as a
+//! `BadRequest` that names where it pointed.
 //!
 //! The server's wait (`retry-after-ms`, or `retry-after` in seconds or as
 //! an HTTP date) goes to
