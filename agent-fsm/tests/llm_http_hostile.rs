@@ -2,7 +2,7 @@
 //! stream, on loopback: an error status or a web page whose body never
 //! ends, and a redirect to another origin. Each call must end with a
 //! classified error, in bounded time and memory, and the key must stay
-//! with the server the user configured.
+//! with the server the user configured (nor show in `Debug` output).
 #![cfg(all(feature = "openai", feature = "anthropic"))]
 
 use std::net::SocketAddr;
@@ -166,4 +166,22 @@ async fn a_redirect_to_another_origin_is_not_followed_and_the_key_stays_home() {
     assert!(sent[0].contains(&("x-api-key".to_owned(), "sk-ant-secret".to_owned())), "{:?}", sent[0]);
     assert!(sent[1].contains(&("api-key".to_owned(), "azure-secret".to_owned())), "{:?}", sent[1]);
     assert_eq!(elsewhere.requests(), Vec::<Headers>::new(), "nothing is sent to the other origin");
+}
+
+#[test]
+fn debug_output_gives_no_key_away() {
+    let openai = OpenAiConfig::new("sk-secret-1")
+        .header("x-portkey-api-key", "secret-2")
+        .header("OpenAI-Beta", "assistants=v2")
+        .query("key", "secret-3");
+    let openai_client = openai.clone().build().expect("client");
+    let anthropic = AnthropicConfig::new("sk-ant-secret-4").header("api-key", "secret-5");
+    let anthropic_client = anthropic.clone().build().expect("client");
+    for shown in
+        [format!("{openai:?}"), format!("{openai_client:?}"), format!("{anthropic:?}"), format!("{anthropic_client:?}")]
+    {
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("https://api."), "the rest is still shown: {shown}");
+    }
+    assert!(format!("{openai:?}").contains("x-portkey-api-key"), "header names are still shown");
 }

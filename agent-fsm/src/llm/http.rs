@@ -5,6 +5,7 @@
 //! to a provider's parser as it arrives.
 
 use std::collections::VecDeque;
+use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -18,8 +19,10 @@ use super::event::StreamEvent;
 /// One item of a provider's stream.
 pub(crate) type Item = Result<StreamEvent, ProviderError>;
 
-/// Settings every provider client has.
-#[derive(Debug, Clone)]
+/// Settings every provider client has. Its `Debug` hides the key and the
+/// values of the headers and query (a gateway's key travels in either),
+/// so that a config logged with `{:?}` gives no credential away.
+#[derive(Clone)]
 pub(crate) struct HttpOptions {
     pub(crate) base_url: String,
     pub(crate) api_key: Option<String>,
@@ -28,6 +31,22 @@ pub(crate) struct HttpOptions {
     pub(crate) connect_timeout: Duration,
     pub(crate) read_timeout: Duration,
     pub(crate) timeout: Option<Duration>,
+}
+
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const HIDDEN: &str = "<hidden>";
+        let names = |pairs: &[(String, String)]| pairs.iter().map(|(n, _)| (n.clone(), HIDDEN)).collect::<Vec<_>>();
+        f.debug_struct("HttpOptions")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| HIDDEN))
+            .field("headers", &names(&self.headers))
+            .field("query", &names(&self.query))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 impl HttpOptions {
@@ -59,11 +78,19 @@ impl HttpOptions {
 }
 
 /// A configured client and the headers every request carries.
-#[derive(Debug)]
 pub(crate) struct Transport {
     client: reqwest::Client,
     url: String,
     headers: HeaderMap,
+}
+
+/// The URL without its query, whose values may be a key, and the headers,
+/// whose keys are marked sensitive (shown as such).
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.url.split_once('?').map_or(self.url.as_str(), |(path, _)| path);
+        f.debug_struct("Transport").field("url", &path).field("headers", &self.headers).finish_non_exhaustive()
+    }
 }
 
 impl Transport {
@@ -98,9 +125,9 @@ impl Transport {
                 .map_err(|e| invalid(format!("the header name `{name}` is invalid: {e}")))?;
             let mut value = HeaderValue::from_str(&value)
                 .map_err(|e| invalid(format!("the value of the header `{name}` is invalid: {e}")))?;
-            if name == "authorization" || name == "x-api-key" || name == "api-key" {
-                value.set_sensitive(true);
-            }
+            // Keys travel in the auth headers and, for gateways, in headers
+            // of their own: only the fixed ones are shown by `Debug`.
+            value.set_sensitive(!fixed.iter().any(|(fixed, _)| name == *fixed) && name != "anthropic-version");
             headers.insert(name, value);
         }
         let mut builder = reqwest::Client::builder()

@@ -118,7 +118,9 @@
 //! of the configured URL: the key headers (`x-api-key`, `api-key`, a
 //! gateway's own) are never sent to a server the user did not name, nor
 //! from https to http. A redirect elsewhere fails the call as a
-//! `BadRequest` that names where it pointed.
+//! `BadRequest` that names where it pointed. Nor does a config or a
+//! client show a key in its `Debug` output: the key and the values of the
+//! headers and query parameters added are hidden there.
 //!
 //! The server's wait (`retry-after-ms`, or `retry-after` in seconds or as
 //! an HTTP date) goes to
