@@ -247,3 +247,27 @@ async fn an_event_stream_that_holds_a_bare_error_object_is_classified_by_it() {
     // Comments alone say nothing: the stream was cut short.
     assert_eq!(kinds(run(openai(&server), request(), 1).await), vec![Err(ErrorKind::ConnectionDropped)]);
 }
+
+#[tokio::test]
+async fn an_id_repeated_at_two_indexes_is_made_unique_so_each_result_answers_one_call() {
+    // A server that numbers its ids per reply and gives two parallel
+    // calls the same one: each call's result must still answer it alone.
+    let call = |index: usize, path: &str| {
+        let arguments = json!({"path": path}).to_string();
+        json!({"index": index, "id": "call_0", "type": "function", "function": {"name": "read", "arguments": arguments}})
+    };
+    let stream = chunk(json!({"tool_calls": [call(0, "a.rs")]}), Value::Null)
+        + &chunk(json!({"tool_calls": [call(1, "b.rs")]}), Value::Null)
+        + &chunk(json!({}), json!("tool_calls"))
+        + "data: [DONE]\n\n";
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let log = run(openai(&server), request(), 1).await;
+    let Some(Ok(StreamEvent::Completed { message, stop_reason: StopReason::ToolUse, .. })) = log.last() else {
+        panic!("{log:?}");
+    };
+    let arguments: Vec<&Value> = message.tool_calls.iter().map(|c| &c.arguments).collect();
+    assert_eq!(arguments, [&json!({"path": "a.rs"}), &json!({"path": "b.rs"})], "two calls, in order");
+    assert_eq!(message.tool_calls[0].id, "call_0", "the first keeps the server's id");
+    assert_ne!(message.tool_calls[1].id, "call_0", "the second gets one of its own");
+    assert!(message.tool_calls[1].id.starts_with("call_"), "{}", message.tool_calls[1].id);
+}

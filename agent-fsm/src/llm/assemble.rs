@@ -151,8 +151,8 @@ impl Assembler {
     /// reads as `{}`; text that is not JSON, say from a reply cut off at
     /// its token limit, is kept as a JSON string, which the tool set
     /// answers with the parse error), and every call with an id no other
-    /// call of the reply has: a call the server gave none gets a fresh one
-    /// (see [`fresh_id`]).
+    /// call of the reply has: a call the server gave none, or gave the id
+    /// of an earlier call, gets a fresh one (see [`fresh_id`]).
     pub(crate) fn finish(&mut self) -> AssistantMessage {
         let calls = std::mem::take(&mut self.calls);
         let mut tool_calls: Vec<ToolCall> = Vec::with_capacity(calls.len());
@@ -170,8 +170,11 @@ impl Assembler {
                     Value::String(call.arguments.clone())
                 })
             };
-            let id = if call.id.is_empty() {
-                let taken = |id: &str| calls.iter().any(|c| c.id == id) || tool_calls.iter().any(|c| c.id == id);
+            // A call the server gave no id, or the id of an earlier call
+            // (a server that numbers ids per reply and repeats one at two
+            // indexes): its result must tell it apart from the other's.
+            let taken = |id: &str| calls.iter().any(|c| c.id == id) || tool_calls.iter().any(|c| c.id == id);
+            let id = if call.id.is_empty() || tool_calls.iter().any(|c| c.id == call.id) {
                 let mut id = fresh_id();
                 while taken(&id) {
                     id = fresh_id();
@@ -186,7 +189,8 @@ impl Assembler {
     }
 }
 
-/// An id for a call the server sent without one: `call_` and 16 hex
+/// An id for a call the server sent without one (or with an earlier
+/// call's): `call_` and 16 hex
 /// digits, from a counter mixed with a per-process random key, so ids made
 /// up in different replies of one conversation (and, almost surely, in
 /// different processes) differ, and each suits every provider's id rules

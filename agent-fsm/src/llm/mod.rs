@@ -61,7 +61,9 @@
 //! [`Provider::stream`] takes a [`Request`] and returns a stream of
 //! `Result<StreamEvent, ProviderError>`: text and tool-call deltas as they
 //! arrive, then one [`StreamEvent::Completed`] with the whole reply (its
-//! tool calls' arguments parsed as JSON, in the order the calls began), why
+//! tool calls' arguments parsed as JSON, in the order the calls began,
+//! each with an id no other call of the reply has: one the server left out,
+//! or gave an earlier call too, is made up), why
 //! the model stopped and the tokens used; or, in place of `Completed`, one
 //! error, after which the stream ends. Parallel tool calls are assembled by
 //! index and id, each [`StreamEvent::ToolCallDelta`] numbered by the call's
