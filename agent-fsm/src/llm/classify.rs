@@ -45,7 +45,9 @@ fn http_date(value: &str) -> Option<SystemTime> {
     let year: u64 = year.parse().ok()?;
     let mut hms = time.split(':').map(str::parse::<u64>);
     let (h, m, s) = (hms.next()?.ok()?, hms.next()?.ok()?, hms.next()?.ok()?);
-    if year < 1970 || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+    // The form's year has four digits: a longer one (sent by a broken or
+    // hostile server) would overflow the sums below and the clock.
+    if !(1970..=9999).contains(&year) || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
         return None;
     }
     // Days since the epoch of a proleptic Gregorian date (Howard Hinnant's
@@ -56,7 +58,7 @@ fn http_date(value: &str) -> Option<SystemTime> {
     let doy = (153 * mo + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = (era * 146_097 + doe).checked_sub(719_468)?;
-    Some(UNIX_EPOCH + Duration::from_secs(days * 86_400 + h * 3_600 + m * 60 + s))
+    UNIX_EPOCH.checked_add(Duration::from_secs(days * 86_400 + h * 3_600 + m * 60 + s))
 }
 
 /// Classifies an HTTP error response from its status, requested wait and
@@ -200,6 +202,10 @@ mod tests {
             "Sun, 06 Nov 1994 08:49:47 PST",
             "Sun, 06 Foo 1994 08:49:47 GMT",
             "Sun, 06 Nov 1994 24:00:00 GMT",
+            // Years no clock holds: refused, not a panic.
+            "Sun, 06 Nov 10000 08:49:37 GMT",
+            "Sun, 06 Nov 300000000000 08:49:37 GMT",
+            "Sun, 06 Nov 18446744073709551615 08:49:37 GMT",
         ] {
             assert_eq!(retry_after(None, Some(bad), now), None, "{bad}");
         }
