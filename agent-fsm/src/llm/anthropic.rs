@@ -405,6 +405,9 @@ impl StreamParser {
                     "tool_use" => {
                         let event = self.reply.tool_piece(Some(index), block.id.as_deref(), block.name.as_deref(), "");
                         out.push_back(Ok(event));
+                        if let Some(error) = self.reply.too_many_calls() {
+                            return self.fail(error, out);
+                        }
                         if let Some(input) = block.input.filter(|i| i.as_object().is_some_and(|o| !o.is_empty())) {
                             self.reply.initial_arguments(index, input, data.len());
                         }

@@ -35,10 +35,8 @@ pub(crate) fn over_limit(sse: &SseDecoder, reply: &Assembler) -> Option<Provider
         format!("an event of the stream grew past {} MiB without ending", MAX_EVENT_BYTES >> 20)
     } else if reply.bytes > MAX_REPLY_BYTES {
         format!("the reply grew past {} MiB", MAX_REPLY_BYTES >> 20)
-    } else if reply.calls.len() > MAX_CALLS {
-        format!("the reply holds more than {MAX_CALLS} tool calls")
     } else {
-        return None;
+        return reply.too_many_calls();
     };
     Some(ProviderError::new(ErrorKind::MalformedStream, message))
 }
@@ -129,6 +127,16 @@ impl Assembler {
         self.bytes +=
             fragment.len() + new_id.as_ref().map_or(0, String::len) + new_name.as_ref().map_or(0, String::len);
         StreamEvent::ToolCallDelta { index, id: new_id, name: new_name, arguments_fragment: fragment.to_owned() }
+    }
+
+    /// The error that ends a reply past [`MAX_CALLS`]. The parsers check
+    /// it after every piece of a call, not only after every piece of the
+    /// body: one event (up to [`MAX_EVENT_BYTES`]) can start hundreds of
+    /// thousands of calls, each looked for among the earlier ones.
+    pub(crate) fn too_many_calls(&self) -> Option<ProviderError> {
+        (self.calls.len() > MAX_CALLS).then(|| {
+            ProviderError::new(ErrorKind::MalformedStream, format!("the reply holds more than {MAX_CALLS} tool calls"))
+        })
     }
 
     /// Sets the arguments a call began with, given whole, read from

@@ -428,6 +428,9 @@ impl StreamParser {
                         &function.and_then(|f| f.arguments.as_ref()).map(Arguments::text).unwrap_or_default(),
                     );
                     out.push_back(Ok(event));
+                    if let Some(error) = self.reply.too_many_calls() {
+                        return self.fail(error, out);
+                    }
                 }
             }
             // Ollama, LocalAI and SGLang write `""` on every chunk before
