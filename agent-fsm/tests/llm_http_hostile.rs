@@ -185,3 +185,14 @@ fn debug_output_gives_no_key_away() {
     }
     assert!(format!("{openai:?}").contains("x-portkey-api-key"), "header names are still shown");
 }
+
+#[tokio::test]
+async fn redirects_in_a_loop_within_the_origin_are_a_bad_request_not_retried() {
+    let moved = "HTTP/1.1 308 Permanent Redirect\r\nlocation: /v1/messages\r\ncontent-length: 0\r\n\r\n";
+    let server = RawServer::start(Answer::Fixed(moved.to_owned())).await;
+    let client = AnthropicConfig::new("sk-ant-test").base_url(server.url()).build().expect("client");
+    let error = only_error(collect(&client).await);
+    assert_eq!(error.kind(), &ErrorKind::BadRequest, "{error}");
+    assert!(!error.is_retryable());
+    assert_eq!(server.requests().len(), 11, "the request and 10 redirects within the origin are followed");
+}

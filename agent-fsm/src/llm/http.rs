@@ -310,7 +310,15 @@ async fn bounded_text(mut response: reqwest::Response) -> String {
 
 /// A transport failure while `doing` something.
 fn transport_error(e: &reqwest::Error, doing: &str) -> ProviderError {
-    let kind = if e.is_timeout() { ErrorKind::Timeout } else { ErrorKind::ConnectionDropped };
+    let kind = if e.is_timeout() {
+        ErrorKind::Timeout
+    } else if e.is_redirect() {
+        // Redirects in a loop within the origin: the same request loops
+        // the same way again.
+        ErrorKind::BadRequest
+    } else {
+        ErrorKind::ConnectionDropped
+    };
     // reqwest's own message names only the outermost layer; the causes say
     // what happened ("connection closed before message completed").
     let mut message = format!("{doing}: {e}");
