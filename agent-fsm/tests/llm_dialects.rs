@@ -271,3 +271,38 @@ async fn an_id_repeated_at_two_indexes_is_made_unique_so_each_result_answers_one
     assert_ne!(message.tool_calls[1].id, "call_0", "the second gets one of its own");
     assert!(message.tool_calls[1].id.starts_with("call_"), "{}", message.tool_calls[1].id);
 }
+
+#[tokio::test]
+async fn an_anthropic_stream_error_without_the_documented_wrapper_is_classified_by_what_it_says() {
+    let start = event(json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}));
+    let text_start =
+        event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}));
+    let hello = block_delta(0, json!({"type": "text_delta", "text": "Hel"}));
+    let opening = [start, text_start, hello].concat();
+    let cases = [
+        // LiteLLM's: an OpenAI-shaped error with the status as a string code.
+        (
+            "data: {\"error\": {\"message\": \"Rate limit reached\", \"type\": \"None\", \"code\": \"429\"}}\n\n",
+            ErrorKind::RateLimited { retry_after: None },
+        ),
+        // An `error` event whose data is the error object itself.
+        (
+            "event: error\ndata: {\"type\": \"authentication_error\", \"message\": \"invalid x-api-key\"}\n\n",
+            ErrorKind::Auth,
+        ),
+        // An `error` event whose data is not JSON: its text is the message.
+        (
+            "event: error\ndata: upstream overloaded, try later\n\n",
+            ErrorKind::ServerError { status: 500, retry_after: None },
+        ),
+    ];
+    for (failure, kind) in cases {
+        let server = ReplayServer::start(vec![Reply::events(&(opening.clone() + failure))]).await;
+        let client = AnthropicConfig::new("k").base_url(server.url()).build().expect("client");
+        let log = run(client, request(), 1).await;
+        assert_eq!(log.len(), 2, "{log:?}");
+        assert_eq!(log[0], Ok(text("Hel")));
+        let error = log[1].as_ref().expect_err("the reply fails");
+        assert_eq!(error.kind(), &kind, "{failure}: {error}");
+    }
+}
