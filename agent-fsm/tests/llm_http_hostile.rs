@@ -2,7 +2,8 @@
 //! stream, on loopback: an error status or a web page whose body never
 //! ends, and a redirect to another origin. Each call must end with a
 //! classified error, in bounded time and memory, and the key must stay
-//! with the server the user configured (nor show in `Debug` output).
+//! with the server the user configured (nor show in `Debug` output or in
+//! an error's message).
 #![cfg(all(feature = "openai", feature = "anthropic"))]
 
 use std::net::SocketAddr;
@@ -195,4 +196,19 @@ async fn redirects_in_a_loop_within_the_origin_are_a_bad_request_not_retried() {
     assert_eq!(error.kind(), &ErrorKind::BadRequest, "{error}");
     assert!(!error.is_retryable());
     assert_eq!(server.requests().len(), 11, "the request and 10 redirects within the origin are followed");
+}
+
+#[tokio::test]
+async fn a_failed_connection_names_the_url_without_its_query() {
+    // A port nothing listens on: bound, then let go.
+    let port = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind").local_addr().expect("address").port();
+    let client = OpenAiConfig::without_key()
+        .base_url(format!("http://127.0.0.1:{port}/v1"))
+        .query("key", "secret-6")
+        .build()
+        .expect("client");
+    let error = only_error(collect(&client).await);
+    assert_eq!(error.kind(), &ErrorKind::ConnectionDropped, "{error}");
+    assert!(error.message().contains(&format!("127.0.0.1:{port}/v1/chat/completions)")), "{error}");
+    assert!(!error.message().contains("secret"), "{error}");
 }

@@ -328,6 +328,15 @@ fn transport_error(e: &reqwest::Error, doing: &str) -> ProviderError {
         message.push_str(&cause.to_string());
         source = cause.source();
     }
+    // reqwest names the URL; its query may hold a key (`?key=`), and the
+    // error is logged, stored with the machine's events and shown.
+    if let Some(url) = e.url()
+        && url.query().is_some()
+    {
+        let mut shown = url.clone();
+        shown.set_query(None);
+        message = message.replace(url.as_str(), shown.as_str());
+    }
     ProviderError::new(kind, message)
 }
 

@@ -122,7 +122,8 @@
 //! from https to http. A redirect elsewhere fails the call as a
 //! `BadRequest` that names where it pointed. Nor does a config or a
 //! client show a key in its `Debug` output: the key and the values of the
-//! headers and query parameters added are hidden there.
+//! headers and query parameters added are hidden there, and an error that
+//! names the URL names it without its query.
 //!
 //! The server's wait (`retry-after-ms`, or `retry-after` in seconds or as
 //! an HTTP date) goes to
