@@ -247,3 +247,62 @@ async fn an_event_stream_that_holds_a_bare_error_object_is_classified_by_it() {
     // Comments alone say nothing: the stream was cut short.
     assert_eq!(kinds(run(openai(&server), request(), 1).await), vec![Err(ErrorKind::ConnectionDropped)]);
 }
+
+#[tokio::test]
+async fn an_id_repeated_at_two_indexes_is_made_unique_so_each_result_answers_one_call() {
+    // A server that numbers its ids per reply and gives two parallel
+    // calls the same one: each call's result must still answer it alone.
+    let call = |index: usize, path: &str| {
+        let arguments = json!({"path": path}).to_string();
+        json!({"index": index, "id": "call_0", "type": "function", "function": {"name": "read", "arguments": arguments}})
+    };
+    let stream = chunk(json!({"tool_calls": [call(0, "a.rs")]}), Value::Null)
+        + &chunk(json!({"tool_calls": [call(1, "b.rs")]}), Value::Null)
+        + &chunk(json!({}), json!("tool_calls"))
+        + "data: [DONE]\n\n";
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let log = run(openai(&server), request(), 1).await;
+    let Some(Ok(StreamEvent::Completed { message, stop_reason: StopReason::ToolUse, .. })) = log.last() else {
+        panic!("{log:?}");
+    };
+    let arguments: Vec<&Value> = message.tool_calls.iter().map(|c| &c.arguments).collect();
+    assert_eq!(arguments, [&json!({"path": "a.rs"}), &json!({"path": "b.rs"})], "two calls, in order");
+    assert_eq!(message.tool_calls[0].id, "call_0", "the first keeps the server's id");
+    assert_ne!(message.tool_calls[1].id, "call_0", "the second gets one of its own");
+    assert!(message.tool_calls[1].id.starts_with("call_"), "{}", message.tool_calls[1].id);
+}
+
+#[tokio::test]
+async fn an_anthropic_stream_error_without_the_documented_wrapper_is_classified_by_what_it_says() {
+    let start = event(json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}));
+    let text_start =
+        event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}));
+    let hello = block_delta(0, json!({"type": "text_delta", "text": "Hel"}));
+    let opening = [start, text_start, hello].concat();
+    let cases = [
+        // LiteLLM's: an OpenAI-shaped error with the status as a string code.
+        (
+            "data: {\"error\": {\"message\": \"Rate limit reached\", \"type\": \"None\", \"code\": \"429\"}}\n\n",
+            ErrorKind::RateLimited { retry_after: None },
+        ),
+        // An `error` event whose data is the error object itself.
+        (
+            "event: error\ndata: {\"type\": \"authentication_error\", \"message\": \"invalid x-api-key\"}\n\n",
+            ErrorKind::Auth,
+        ),
+        // An `error` event whose data is not JSON: its text is the message.
+        (
+            "event: error\ndata: upstream overloaded, try later\n\n",
+            ErrorKind::ServerError { status: 500, retry_after: None },
+        ),
+    ];
+    for (failure, kind) in cases {
+        let server = ReplayServer::start(vec![Reply::events(&(opening.clone() + failure))]).await;
+        let client = AnthropicConfig::new("k").base_url(server.url()).build().expect("client");
+        let log = run(client, request(), 1).await;
+        assert_eq!(log.len(), 2, "{log:?}");
+        assert_eq!(log[0], Ok(text("Hel")));
+        let error = log[1].as_ref().expect_err("the reply fails");
+        assert_eq!(error.kind(), &kind, "{failure}: {error}");
+    }
+}

@@ -182,6 +182,37 @@ fn a_reply_with_more_than_1024_tool_calls_is_refused() {
     assert!(error.expect("refused past the limit").message().contains("1024 tool calls"));
 }
 
+#[test]
+fn calls_past_the_limit_in_one_event_end_the_reply_at_the_limit() {
+    // One chunk holding 20,000 calls: the reply ends at the 1,025th,
+    // rather than after the whole event, each new call looked for among
+    // all the earlier ones (quadratic: minutes, for the 16 MiB an event
+    // may hold) and each delivered.
+    let calls: Vec<_> = (0..20_000).map(|i| json!({"index": i, "function": {"name": "f"}})).collect();
+    let chunk = json!({"choices": [{"index": 0, "delta": {"tool_calls": calls}}]});
+    let mut parser = oai::StreamParser::new();
+    let mut out = Out::new();
+    parser.feed(format!("data: {chunk}\n\n").as_bytes(), &mut out);
+    let (delivered, error) = outcome(out);
+    assert!(error.expect("refused past the limit").message().contains("1024 tool calls"));
+    assert_eq!(delivered, 1_025, "the reply ends at the call past the limit");
+    assert!(parser.is_done());
+
+    // Anthropic: many blocks in one piece of the body.
+    let block = |i: usize| {
+        let data = json!({"type": "content_block_start", "index": i,
+            "content_block": {"type": "tool_use", "id": format!("t{i}"), "name": "f", "input": {}}});
+        format!("event: content_block_start\ndata: {data}\n\n")
+    };
+    let body: String = (0..20_000).map(block).collect();
+    let mut parser = anth::StreamParser::new();
+    let mut out = Out::new();
+    parser.feed(body.as_bytes(), &mut out);
+    let (delivered, error) = outcome(out);
+    assert!(error.expect("refused past the limit").message().contains("1024 tool calls"));
+    assert_eq!(delivered, 1_025, "the reply ends at the call past the limit");
+}
+
 #[tokio::test]
 async fn through_the_client_an_endless_line_ends_the_reply_with_an_error() {
     let endless = format!("data: {}", "z".repeat(17 * MIB));

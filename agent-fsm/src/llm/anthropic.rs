@@ -28,7 +28,9 @@
 //! `content_block_stop`, `message_delta` (stop reason, output usage),
 //! `message_stop` (the reply is complete), `ping`, and `error` (an
 //! `overloaded_error` or any other, which ends the stream with a
-//! classified [`ProviderError`]). Thinking blocks, the server's own tool
+//! classified [`ProviderError`]; so is an error a gateway sends in
+//! OpenAI's `{"error": {...}}` shape, and an `error` event whose data is
+//! the error object alone or plain text). Thinking blocks, the server's own tool
 //! calls and results (`server_tool_use`, `web_search_tool_result`, whose
 //! input streams as `input_json_delta` too) and event types this crate
 //! does not know are skipped.
@@ -376,9 +378,14 @@ impl StreamParser {
         if self.done {
             return;
         }
-        let wire: Wire<'_> = match serde_json::from_str(data) {
-            Ok(wire) => wire,
+        let wire = match serde_json::from_str::<Wire<'_>>(data) {
+            Ok(wire) if event != "error" || wire.kind == "error" => wire,
+            // An `error` event whose data is the error object itself.
+            Ok(_) => return self.fail(classify::bare_error(event, data).unwrap_or_else(|| malformed(data)), out),
             Err(e) => {
+                if let Some(error) = classify::bare_error(event, data) {
+                    return self.fail(error, out);
+                }
                 let message =
                     format!("a `{event}` event is not the JSON expected ({e}): {}", classify::truncate(data, 200));
                 return self.fail(ProviderError::new(ErrorKind::MalformedStream, message), out);
@@ -405,6 +412,9 @@ impl StreamParser {
                     "tool_use" => {
                         let event = self.reply.tool_piece(Some(index), block.id.as_deref(), block.name.as_deref(), "");
                         out.push_back(Ok(event));
+                        if let Some(error) = self.reply.too_many_calls() {
+                            return self.fail(error, out);
+                        }
                         if let Some(input) = block.input.filter(|i| i.as_object().is_some_and(|o| !o.is_empty())) {
                             self.reply.initial_arguments(index, input, data.len());
                         }

@@ -35,10 +35,8 @@ pub(crate) fn over_limit(sse: &SseDecoder, reply: &Assembler) -> Option<Provider
         format!("an event of the stream grew past {} MiB without ending", MAX_EVENT_BYTES >> 20)
     } else if reply.bytes > MAX_REPLY_BYTES {
         format!("the reply grew past {} MiB", MAX_REPLY_BYTES >> 20)
-    } else if reply.calls.len() > MAX_CALLS {
-        format!("the reply holds more than {MAX_CALLS} tool calls")
     } else {
-        return None;
+        return reply.too_many_calls();
     };
     Some(ProviderError::new(ErrorKind::MalformedStream, message))
 }
@@ -131,6 +129,16 @@ impl Assembler {
         StreamEvent::ToolCallDelta { index, id: new_id, name: new_name, arguments_fragment: fragment.to_owned() }
     }
 
+    /// The error that ends a reply past [`MAX_CALLS`]. The parsers check
+    /// it after every piece of a call, not only after every piece of the
+    /// body: one event (up to [`MAX_EVENT_BYTES`]) can start hundreds of
+    /// thousands of calls, each looked for among the earlier ones.
+    pub(crate) fn too_many_calls(&self) -> Option<ProviderError> {
+        (self.calls.len() > MAX_CALLS).then(|| {
+            ProviderError::new(ErrorKind::MalformedStream, format!("the reply holds more than {MAX_CALLS} tool calls"))
+        })
+    }
+
     /// Sets the arguments a call began with, given whole, read from
     /// `size` bytes of the stream (counted toward the reply's limit).
     #[cfg(feature = "anthropic")]
@@ -151,8 +159,8 @@ impl Assembler {
     /// reads as `{}`; text that is not JSON, say from a reply cut off at
     /// its token limit, is kept as a JSON string, which the tool set
     /// answers with the parse error), and every call with an id no other
-    /// call of the reply has: a call the server gave none gets a fresh one
-    /// (see [`fresh_id`]).
+    /// call of the reply has: a call the server gave none, or gave the id
+    /// of an earlier call, gets a fresh one (see [`fresh_id`]).
     pub(crate) fn finish(&mut self) -> AssistantMessage {
         let calls = std::mem::take(&mut self.calls);
         let mut tool_calls: Vec<ToolCall> = Vec::with_capacity(calls.len());
@@ -170,8 +178,11 @@ impl Assembler {
                     Value::String(call.arguments.clone())
                 })
             };
-            let id = if call.id.is_empty() {
-                let taken = |id: &str| calls.iter().any(|c| c.id == id) || tool_calls.iter().any(|c| c.id == id);
+            // A call the server gave no id, or the id of an earlier call
+            // (a server that numbers ids per reply and repeats one at two
+            // indexes): its result must tell it apart from the other's.
+            let taken = |id: &str| calls.iter().any(|c| c.id == id) || tool_calls.iter().any(|c| c.id == id);
+            let id = if call.id.is_empty() || tool_calls.iter().any(|c| c.id == call.id) {
                 let mut id = fresh_id();
                 while taken(&id) {
                     id = fresh_id();
@@ -186,7 +197,8 @@ impl Assembler {
     }
 }
 
-/// An id for a call the server sent without one: `call_` and 16 hex
+/// An id for a call the server sent without one (or with an earlier
+/// call's): `call_` and 16 hex
 /// digits, from a counter mixed with a per-process random key, so ids made
 /// up in different replies of one conversation (and, almost surely, in
 /// different processes) differ, and each suits every provider's id rules

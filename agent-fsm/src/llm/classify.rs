@@ -45,7 +45,9 @@ fn http_date(value: &str) -> Option<SystemTime> {
     let year: u64 = year.parse().ok()?;
     let mut hms = time.split(':').map(str::parse::<u64>);
     let (h, m, s) = (hms.next()?.ok()?, hms.next()?.ok()?, hms.next()?.ok()?);
-    if year < 1970 || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+    // The form's year has four digits: a longer one (sent by a broken or
+    // hostile server) would overflow the sums below and the clock.
+    if !(1970..=9999).contains(&year) || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
         return None;
     }
     // Days since the epoch of a proleptic Gregorian date (Howard Hinnant's
@@ -56,7 +58,7 @@ fn http_date(value: &str) -> Option<SystemTime> {
     let doy = (153 * mo + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = (era * 146_097 + doe).checked_sub(719_468)?;
-    Some(UNIX_EPOCH + Duration::from_secs(days * 86_400 + h * 3_600 + m * 60 + s))
+    UNIX_EPOCH.checked_add(Duration::from_secs(days * 86_400 + h * 3_600 + m * 60 + s))
 }
 
 /// Classifies an HTTP error response from its status, requested wait and
@@ -98,6 +100,60 @@ pub(crate) fn from_stream_error(kind: &str, message: String) -> ProviderError {
         _ => ErrorKind::ServerError { status: 500, retry_after: None },
     };
     ProviderError::new(kind, message)
+}
+
+/// Classifies an error object a stream carried (`{"type", "code",
+/// "message"}`): a `code` that is an HTTP error status, as a number or as
+/// its digits (OpenRouter and LiteLLM put the status the upstream gave
+/// there), as that status; otherwise by the `code`'s text, else by the
+/// `type` (see [`from_stream_error`]).
+pub(crate) fn error_object(kind: Option<String>, code: Option<&serde_json::Value>, message: String) -> ProviderError {
+    let status = code.and_then(|c| match c {
+        serde_json::Value::Number(n) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
+        serde_json::Value::String(s) => s.trim().parse::<u16>().ok(),
+        _ => None,
+    });
+    if let Some(status) = status.filter(|s| (400..=599).contains(s)) {
+        let body = serde_json::json!({"error": {"type": kind, "message": message}}).to_string();
+        return from_status(status, None, &body);
+    }
+    let kind = code.and_then(serde_json::Value::as_str).map(str::to_owned).or(kind).unwrap_or_default();
+    from_stream_error(&kind, message)
+}
+
+/// An error an Anthropic frame reports without the `type` Anthropic
+/// writes around it: a gateway's `{"error": {...}}` in OpenAI's shape
+/// (LiteLLM's), or an `error` event whose data is the error object itself,
+/// or no JSON at all (its text is the message, as Anthropic's SDKs read
+/// it). Classified as the error it reports, not as a broken stream, so
+/// that an auth or quota failure is not retried and an overload is.
+#[cfg(feature = "anthropic")]
+pub(crate) fn bare_error(event: &str, data: &str) -> Option<ProviderError> {
+    #[derive(Deserialize)]
+    struct Wrapped {
+        error: Detail,
+    }
+    #[derive(Deserialize)]
+    struct Detail {
+        #[serde(default, rename = "type")]
+        kind: Option<String>,
+        #[serde(default)]
+        code: Option<serde_json::Value>,
+        #[serde(default)]
+        message: Option<String>,
+    }
+    let detail = match serde_json::from_str::<Wrapped>(data) {
+        Ok(Wrapped { error }) => error,
+        Err(_) if event != "error" => return None,
+        Err(_) => match serde_json::from_str::<Detail>(data) {
+            Ok(detail) => detail,
+            Err(_) => {
+                let kind = ErrorKind::ServerError { status: 500, retry_after: None };
+                return Some(ProviderError::new(kind, truncate(data.trim(), 500)));
+            }
+        },
+    };
+    Some(error_object(detail.kind, detail.code.as_ref(), detail.message.unwrap_or_default()))
 }
 
 /// Classifies a body an event stream's content type announced but that
@@ -200,6 +256,10 @@ mod tests {
             "Sun, 06 Nov 1994 08:49:47 PST",
             "Sun, 06 Foo 1994 08:49:47 GMT",
             "Sun, 06 Nov 1994 24:00:00 GMT",
+            // Years no clock holds: refused, not a panic.
+            "Sun, 06 Nov 10000 08:49:37 GMT",
+            "Sun, 06 Nov 300000000000 08:49:37 GMT",
+            "Sun, 06 Nov 18446744073709551615 08:49:37 GMT",
         ] {
             assert_eq!(retry_after(None, Some(bad), now), None, "{bad}");
         }
@@ -269,6 +329,19 @@ mod tests {
         assert_eq!(kind("invalid_request_error", "prompt is too long"), ErrorKind::ContextTooLong);
         assert_eq!(kind("invalid_request_error", "bad"), ErrorKind::BadRequest);
         assert_eq!(kind("api_error", "oops"), ErrorKind::ServerError { status: 500, retry_after: None });
+    }
+
+    #[test]
+    fn an_error_objects_code_is_read_as_a_status_whether_number_or_digits() {
+        let kind = |code: serde_json::Value| error_object(Some("x".into()), Some(&code), "m".into()).kind().clone();
+        assert_eq!(kind(serde_json::json!(429)), ErrorKind::RateLimited { retry_after: None });
+        assert_eq!(kind(serde_json::json!(" 401")), ErrorKind::Auth);
+        assert_eq!(kind(serde_json::json!("insufficient_quota")), ErrorKind::QuotaExceeded);
+        assert_eq!(kind(serde_json::json!(200)), ErrorKind::ServerError { status: 500, retry_after: None });
+        assert_eq!(
+            error_object(Some("overloaded_error".into()), None, String::new()).kind(),
+            &ErrorKind::Overloaded { retry_after: None }
+        );
     }
 
     #[test]

@@ -39,7 +39,8 @@ pub enum ErrorKind {
     /// The connection failed or closed before the reply was complete.
     ConnectionDropped,
     /// The server refused the request as malformed (HTTP 400, 404, 422 and
-    /// other 4xx not listed here): retrying the same request cannot help.
+    /// other 4xx not listed here), or redirected it to another origin,
+    /// which is not followed: retrying the same request cannot help.
     BadRequest,
     /// The key is missing, wrong or not allowed this (HTTP 401, 403).
     Auth,

@@ -23,7 +23,9 @@ pub enum StreamEvent {
         /// the order the calls began (the same numbering for every
         /// provider: Anthropic's content-block index is not used).
         index: usize,
-        /// The call's id, on the first delta of the call only.
+        /// The call's id as the server sent it, on the first delta of the
+        /// call only (`Completed` has a made-up one for a call the server
+        /// gave none, or the id of an earlier call).
         id: Option<String>,
         /// The tool's name, on the first delta of the call only.
         name: Option<String>,

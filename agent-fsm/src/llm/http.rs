@@ -5,6 +5,7 @@
 //! to a provider's parser as it arrives.
 
 use std::collections::VecDeque;
+use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -18,8 +19,10 @@ use super::event::StreamEvent;
 /// One item of a provider's stream.
 pub(crate) type Item = Result<StreamEvent, ProviderError>;
 
-/// Settings every provider client has.
-#[derive(Debug, Clone)]
+/// Settings every provider client has. Its `Debug` hides the key and the
+/// values of the headers and query (a gateway's key travels in either),
+/// so that a config logged with `{:?}` gives no credential away.
+#[derive(Clone)]
 pub(crate) struct HttpOptions {
     pub(crate) base_url: String,
     pub(crate) api_key: Option<String>,
@@ -28,6 +31,22 @@ pub(crate) struct HttpOptions {
     pub(crate) connect_timeout: Duration,
     pub(crate) read_timeout: Duration,
     pub(crate) timeout: Option<Duration>,
+}
+
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const HIDDEN: &str = "<hidden>";
+        let names = |pairs: &[(String, String)]| pairs.iter().map(|(n, _)| (n.clone(), HIDDEN)).collect::<Vec<_>>();
+        f.debug_struct("HttpOptions")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| HIDDEN))
+            .field("headers", &names(&self.headers))
+            .field("query", &names(&self.query))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 impl HttpOptions {
@@ -59,11 +78,19 @@ impl HttpOptions {
 }
 
 /// A configured client and the headers every request carries.
-#[derive(Debug)]
 pub(crate) struct Transport {
     client: reqwest::Client,
     url: String,
     headers: HeaderMap,
+}
+
+/// The URL without its query, whose values may be a key, and the headers,
+/// whose keys are marked sensitive (shown as such).
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.url.split_once('?').map_or(self.url.as_str(), |(path, _)| path);
+        f.debug_struct("Transport").field("url", &path).field("headers", &self.headers).finish_non_exhaustive()
+    }
 }
 
 impl Transport {
@@ -98,15 +125,16 @@ impl Transport {
                 .map_err(|e| invalid(format!("the header name `{name}` is invalid: {e}")))?;
             let mut value = HeaderValue::from_str(&value)
                 .map_err(|e| invalid(format!("the value of the header `{name}` is invalid: {e}")))?;
-            if name == "authorization" || name == "x-api-key" || name == "api-key" {
-                value.set_sensitive(true);
-            }
+            // Keys travel in the auth headers and, for gateways, in headers
+            // of their own: only the fixed ones are shown by `Debug`.
+            value.set_sensitive(!fixed.iter().any(|(fixed, _)| name == *fixed) && name != "anthropic-version");
             headers.insert(name, value);
         }
         let mut builder = reqwest::Client::builder()
             .tls_backend_preconfigured(tls_config()?)
             .connect_timeout(options.connect_timeout)
-            .read_timeout(options.read_timeout);
+            .read_timeout(options.read_timeout)
+            .redirect(reqwest::redirect::Policy::custom(same_origin_only));
         if let Some(timeout) = options.timeout {
             builder = builder.timeout(timeout);
         }
@@ -123,6 +151,26 @@ impl Transport {
     pub(crate) fn stream<D: Decoder>(&self, body: Vec<u8>, decoder: D) -> BoxStream<'static, Item> {
         let request = self.client.post(&self.url).headers(self.headers.clone()).body(body);
         Box::pin(stream::unfold(Phase::Start(request, decoder), next))
+    }
+}
+
+/// The most redirects followed in one call (reqwest's default).
+const MAX_REDIRECTS: usize = 10;
+
+/// Follows a redirect only within the origin (scheme, host and port) the
+/// request was sent to. reqwest drops `Authorization` on a redirect to
+/// another origin, but not `x-api-key`, `api-key` or a gateway's own key
+/// header: followed, such a redirect would hand the key to a server the
+/// user never named (or send it in clear text, from https to http).
+/// Stopped, the redirect is the call's error, naming where it pointed.
+fn same_origin_only(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Action {
+    let same = attempt.previous().first().is_some_and(|from| from.origin() == attempt.url().origin());
+    if !same {
+        attempt.stop()
+    } else if attempt.previous().len() > MAX_REDIRECTS {
+        attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+    } else {
+        attempt.follow()
     }
 }
 
@@ -182,7 +230,7 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
                 }
                 Ok(response) => {
                     if let Some(error) = not_events(&response) {
-                        let body = response.text().await.unwrap_or_default();
+                        let body = bounded_text(response).await;
                         let message = format!("{error}: {}", classify::truncate(&body, 300));
                         return Some((Err(ProviderError::new(ErrorKind::MalformedStream, message)), Phase::Done));
                     }
@@ -237,9 +285,40 @@ fn not_events(response: &reqwest::Response) -> Option<String> {
         .then(|| format!("the server answered with `{kind}` instead of an event stream"))
 }
 
+/// The most bytes of a body read to report it (an error status's body, a
+/// web page in place of the stream): error objects are a few hundred
+/// bytes, and a server that sends an endless body must not fill memory
+/// or hold the call.
+const MAX_REPORTED_BODY_BYTES: usize = 64 << 10;
+
+/// The start of `response`'s body, at most [`MAX_REPORTED_BODY_BYTES`]
+/// (invalid UTF-8 replaced): what arrived before the limit, the end, or
+/// a failure to read on (a read timeout, a dropped connection).
+async fn bounded_text(mut response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    while body.len() < MAX_REPORTED_BODY_BYTES {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = MAX_REPORTED_BODY_BYTES - body.len();
+                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
 /// A transport failure while `doing` something.
 fn transport_error(e: &reqwest::Error, doing: &str) -> ProviderError {
-    let kind = if e.is_timeout() { ErrorKind::Timeout } else { ErrorKind::ConnectionDropped };
+    let kind = if e.is_timeout() {
+        ErrorKind::Timeout
+    } else if e.is_redirect() {
+        // Redirects in a loop within the origin: the same request loops
+        // the same way again.
+        ErrorKind::BadRequest
+    } else {
+        ErrorKind::ConnectionDropped
+    };
     // reqwest's own message names only the outermost layer; the causes say
     // what happened ("connection closed before message completed").
     let mut message = format!("{doing}: {e}");
@@ -248,6 +327,15 @@ fn transport_error(e: &reqwest::Error, doing: &str) -> ProviderError {
         message.push_str(": ");
         message.push_str(&cause.to_string());
         source = cause.source();
+    }
+    // reqwest names the URL; its query may hold a key (`?key=`), and the
+    // error is logged, stored with the machine's events and shown.
+    if let Some(url) = e.url()
+        && url.query().is_some()
+    {
+        let mut shown = url.clone();
+        shown.set_query(None);
+        message = message.replace(url.as_str(), shown.as_str());
     }
     ProviderError::new(kind, message)
 }
@@ -258,6 +346,17 @@ async fn status_error(response: reqwest::Response) -> ProviderError {
     let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let wait =
         classify::retry_after(header("retry-after-ms").as_deref(), header("retry-after").as_deref(), SystemTime::now());
-    let body = response.text().await.unwrap_or_default();
+    // A redirect to another origin, which is not followed (see
+    // `same_origin_only`): sent again, the request goes the same way.
+    if (300..400).contains(&status)
+        && let Some(to) = header("location")
+    {
+        let message = format!(
+            "the server redirected the request to `{to}`, another origin, which is not followed so that the key \
+             stays where it was sent; if that server is to be trusted, make it the base URL"
+        );
+        return ProviderError::new(ErrorKind::BadRequest, message).with_status(status);
+    }
+    let body = bounded_text(response).await;
     classify::from_status(status, wait, &body)
 }

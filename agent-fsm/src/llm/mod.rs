@@ -61,7 +61,9 @@
 //! [`Provider::stream`] takes a [`Request`] and returns a stream of
 //! `Result<StreamEvent, ProviderError>`: text and tool-call deltas as they
 //! arrive, then one [`StreamEvent::Completed`] with the whole reply (its
-//! tool calls' arguments parsed as JSON, in the order the calls began), why
+//! tool calls' arguments parsed as JSON, in the order the calls began,
+//! each with an id no other call of the reply has: one the server left out,
+//! or gave an earlier call too, is made up), why
 //! the model stopped and the tokens used; or, in place of `Completed`, one
 //! error, after which the stream ends. Parallel tool calls are assembled by
 //! index and id, each [`StreamEvent::ToolCallDelta`] numbered by the call's
@@ -92,7 +94,7 @@
 //! | [`Timeout`](ErrorKind::Timeout) | connect, read or total timeout, HTTP 408 | yes |
 //! | [`ConnectionDropped`](ErrorKind::ConnectionDropped) | the connection failed or ended before the reply was complete | yes |
 //! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a 200 whose body is JSON or a web page, a stream past the limits below | yes |
-//! | [`BadRequest`](ErrorKind::BadRequest) | other 4xx | no |
+//! | [`BadRequest`](ErrorKind::BadRequest) | other 4xx, a redirect to another origin, more than 10 redirects | no |
 //! | [`Auth`](ErrorKind::Auth) | HTTP 401, 403 | no |
 //! | [`QuotaExceeded`](ErrorKind::QuotaExceeded) | HTTP 402, `insufficient_quota` | no |
 //! | [`ContextTooLong`](ErrorKind::ContextTooLong) | a 400 whose message says the prompt is too long, HTTP 413 | no |
@@ -108,9 +110,20 @@
 //! arrives (an endless line included), and one reply at most 64 MiB of
 //! text, tool names, ids and arguments, 1,024 tool calls and 4,096 other
 //! blocks (thinking, Anthropic's server tools). Past a limit
-//! the reply ends with a `MalformedStream` error. Time is bounded by the
+//! the reply ends with a `MalformedStream` error. Of an error status's body
+//! (or a web page sent in place of the stream) the first 64 KiB are read,
+//! and the error is classified from them. Time is bounded by the
 //! client's timeouts: the read timeout for a server that goes quiet, the
 //! total timeout (none unless set) for one that trickles on.
+//!
+//! A redirect is followed only within the origin (scheme, host and port)
+//! of the configured URL: the key headers (`x-api-key`, `api-key`, a
+//! gateway's own) are never sent to a server the user did not name, nor
+//! from https to http. A redirect elsewhere fails the call as a
+//! `BadRequest` that names where it pointed. Nor does a config or a
+//! client show a key in its `Debug` output: the key and the values of the
+//! headers and query parameters added are hidden there, and an error that
+//! names the URL names it without its query.
 //!
 //! The server's wait (`retry-after-ms`, or `retry-after` in seconds or as
 //! an HTTP date) goes to

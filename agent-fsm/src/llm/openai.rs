@@ -396,16 +396,7 @@ impl StreamParser {
         };
         if let Some(e) = error {
             let message = e.message.unwrap_or_default();
-            // OpenRouter and others put the HTTP status the upstream gave
-            // in a numeric `code`: classify it as that status.
-            if let Some(status) = e.code.as_ref().and_then(Value::as_u64).and_then(|c| u16::try_from(c).ok())
-                && (400..=599).contains(&status)
-            {
-                let body = serde_json::json!({"error": {"type": e.kind, "message": message}}).to_string();
-                return self.fail(classify::from_status(status, None, &body), out);
-            }
-            let kind = e.code.as_ref().and_then(Value::as_str).map(str::to_owned).or(e.kind).unwrap_or_default();
-            return self.fail(classify::from_stream_error(&kind, message), out);
+            return self.fail(classify::error_object(e.kind, e.code.as_ref(), message), out);
         }
         // Only the first choice (`n` > 1 is not supported).
         for choice in chunk.choices.iter().flatten().filter(|c| c.index.unwrap_or(0) == 0) {
@@ -428,6 +419,9 @@ impl StreamParser {
                         &function.and_then(|f| f.arguments.as_ref()).map(Arguments::text).unwrap_or_default(),
                     );
                     out.push_back(Ok(event));
+                    if let Some(error) = self.reply.too_many_calls() {
+                        return self.fail(error, out);
+                    }
                 }
             }
             // Ollama, LocalAI and SGLang write `""` on every chunk before
