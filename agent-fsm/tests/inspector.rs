@@ -280,8 +280,15 @@ async fn nothing_but_the_assets_is_answered_without_the_token() {
     assert_ne!(other.url().split_once("?token=").map(|(_, t)| t.to_owned()), Some(token.clone()));
     let click = "X-Agent-Fsm-Inspector: 1\r\nContent-Length: 0\r\n";
     let wrong = format!("Cookie: {}\r\n", inspector.cookie().replace(&token, &"0".repeat(32)));
+    // Two neighbouring digits swapped: as many bytes differ as agree, in
+    // pairs whose differences cancel out if combined carelessly.
+    let mut swapped = token.clone().into_bytes();
+    let at = swapped.windows(2).position(|w| w[0] != w[1]).expect("a token of one repeated digit");
+    swapped.swap(at, at + 1);
+    let swapped = String::from_utf8(swapped).expect("hex");
+    let near = format!("Cookie: {}\r\n", inspector.cookie().replace(&token, &swapped));
     let theirs = format!("Cookie: {}={token}\r\n", other.cookie().split_once('=').map(|(n, _)| n).unwrap_or_default());
-    for headers in [String::new(), wrong, theirs, format!("Cookie: {}\r\n", other.cookie())] {
+    for headers in [String::new(), wrong, near, theirs, format!("Cookie: {}\r\n", other.cookie())] {
         for (method, path, extra) in [
             ("GET", "/", ""),
             ("GET", "/agents/0", ""),
