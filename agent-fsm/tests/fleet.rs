@@ -194,9 +194,8 @@ async fn placement_picks_the_live_worker_with_the_most_room() {
     // lease that expired would let the other worker take an agent over,
     // which this test is not about.
     let fleet = db.fleet(Duration::from_secs(5)).await;
-    // A slow poll: the creates' own notifications wake the workers to claim.
-    let small = Proc::start(Worker::new(&fleet, "small").capacity(2).poll(Duration::from_secs(60)));
-    let big = Proc::start(Worker::new(&fleet, "big").capacity(4).poll(Duration::from_secs(60)));
+    let small = Proc::start(Worker::new(&fleet, "small").capacity(2));
+    let big = Proc::start(Worker::new(&fleet, "big").capacity(4));
     let client = db.client().await;
     until("both workers registered", || async {
         let row = client.query_one("SELECT count(*) FROM workers", &[]).await.expect("reads");
