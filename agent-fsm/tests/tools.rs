@@ -147,6 +147,24 @@ async fn a_write_that_climbs_out_makes_no_directory_first() {
     assert_eq!(std::fs::read_to_string(f.inside.join("kept/x")).expect("kept"), "kept");
 }
 
+/// The new file a write left behind when its process was killed before
+/// the rename is not listed: a run killed and resumed lists what a run
+/// never killed lists. A name only like it is listed.
+#[tokio::test]
+async fn a_write_left_behind_by_a_killed_process_is_not_listed() {
+    let f = fixture();
+    let before = f.ws.list_files("").await.expect("list");
+    std::fs::write(f.inside.join(".agent-fsm-write-4242-7"), "half").expect("left behind");
+    std::fs::write(f.inside.join("sub/.agent-fsm-write-1-0"), "half").expect("left behind");
+    assert_eq!(f.ws.list_files("").await.expect("list"), before);
+    assert!(!f.ws.list_files("sub").await.expect("list").iter().any(|n| n.starts_with(".agent-fsm")));
+    assert!(!f.ws.listing("").await.expect("listing").to_text().contains(".agent-fsm"));
+    for similar in [".agent-fsm-write-notes", ".agent-fsm-write-1-", ".agent-fsm-write--1"] {
+        std::fs::write(f.inside.join(similar), "mine").expect("a file of the user's");
+        assert!(f.ws.list_files("").await.expect("list").contains(&similar.to_owned()), "{similar}");
+    }
+}
+
 /// A hard link inside to a file outside reads as that file, but a write
 /// replaces the name inside: the file outside keeps its contents.
 #[tokio::test]

@@ -102,6 +102,14 @@ pub(super) fn replace(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> 
     written.map(|()| true)
 }
 
+/// Whether `name` is a new file a write left behind, its process killed
+/// before the rename: the prefix, then the process id and a count.
+pub(super) fn left_behind(name: &str) -> bool {
+    name.strip_prefix(PREFIX).and_then(|rest| rest.split_once('-')).is_some_and(|(pid, n)| {
+        !pid.is_empty() && !n.is_empty() && pid.bytes().chain(n.bytes()).all(|b| b.is_ascii_digit())
+    })
+}
+
 /// How many names [`new_file`] tries before it gives up.
 const TRIES: u32 = 64;
 

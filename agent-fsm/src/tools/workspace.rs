@@ -2,7 +2,7 @@
 //! (cap-std), never by its text.
 
 use super::ToolError;
-use super::replace::{climbs_out, escape, replace};
+use super::replace::{climbs_out, escape, left_behind, replace};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, File, OpenOptions};
 use std::io::{self, Read as _};
@@ -276,7 +276,8 @@ impl Workspace {
     /// write that fails part way (a full disk) or a process killed during
     /// it leaves the file as it was, never truncated or half written (a
     /// process killed before the rename may leave the new file behind, a
-    /// hidden name starting with `.agent-fsm-write-`). The file keeps its
+    /// hidden name starting with `.agent-fsm-write-`, which the listings
+    /// leave out). The file keeps its
     /// permissions, and its owner where this process may set it (as
     /// root); a symlink at `path` is followed, and its target replaced. A file this process may not write is refused as before,
     /// though the directory would let it be renamed over.
@@ -343,7 +344,11 @@ impl Workspace {
 
     /// The names in the directory at `path` (`""` or `"."` for the
     /// workspace itself), sorted. A name that is not UTF-8 is shown with
-    /// U+FFFD in place of the bytes that are not.
+    /// U+FFFD in place of the bytes that are not. The new file of a write
+    /// whose process was killed before its rename (see
+    /// [`write_file`](Self::write_file)) is not listed: it is no file of
+    /// the agent's, and a run that was killed and resumed lists what a run
+    /// never killed lists.
     ///
     /// Every name is returned, however many the directory holds; what a
     /// model is shown should come from [`listing`](Self::listing), which
@@ -357,7 +362,10 @@ impl Workspace {
         self.blocking(path, |dir, p| {
             let mut names = Vec::new();
             for entry in dir.read_dir(p)? {
-                names.push(entry?.file_name().to_string_lossy().into_owned());
+                let name = entry?.file_name().to_string_lossy().into_owned();
+                if !left_behind(&name) {
+                    names.push(name);
+                }
             }
             names.sort();
             Ok(names)
@@ -383,6 +391,9 @@ impl Workspace {
             let mut more = 0usize;
             for entry in dir.read_dir(p)? {
                 let name = entry?.file_name().to_string_lossy().into_owned();
+                if left_behind(&name) {
+                    continue;
+                }
                 if kept.len() < max {
                     kept.push(name);
                 } else if kept.peek().is_some_and(|largest| name < *largest) {
