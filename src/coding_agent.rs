@@ -13,7 +13,8 @@
 //!   group on timeout, its output capped. The shell is not a sandbox: the
 //!   command can reach anything the user running the agent can.
 //! - [`LoomEffects`]: performs Loom's actions: a model call becomes a
-//!   stream of [`StreamEvent`]s (or a [`ProviderError`]), tool calls become concurrent tasks, the post-tool
+//!   stream of [`StreamEvent`]s (or a [`ProviderError`]; a stream that ends
+//!   without its reply is a dropped connection), tool calls become concurrent tasks, the post-tool
 //!   hook reports the tools that succeeded as output and sends its completion
 //!   event at once, a retry a timer after the server's `retry-after` or
 //!   the [`RetryPolicy`]'s backoff, and
@@ -206,6 +207,44 @@ pub(crate) fn stream_failure(failure: EffectFailure) -> Option<ProviderError> {
         EffectFailure::TimedOut => Some(ProviderError::new(ErrorKind::Timeout, "the stream timed out")),
         failure => Some(ProviderError::new(ErrorKind::ConnectionDropped, failure.to_string())),
     }
+}
+
+/// The model's stream as the machine's events (`event` for each item,
+/// `failed` for a failure), ending after the completed reply or the first
+/// failure. A stream that ends with neither breaks the [`Provider`]
+/// contract (a custom provider, say, that yields its text and stops): it
+/// yields a dropped-connection failure, which the machine retries and then
+/// reports, instead of leaving it waiting for a reply that will never come
+/// while every message the user types next is refused.
+pub(crate) fn llm_events<E: Send + 'static>(
+    stream: BoxStream<'static, Result<StreamEvent, ProviderError>>,
+    event: fn(StreamEvent) -> E,
+    failed: fn(ProviderError) -> E,
+) -> impl futures::Stream<Item = E> + Send + 'static {
+    stream
+        .map(Some)
+        .chain(futures::stream::once(async { None }))
+        .scan(false, move |ended, item| {
+            let next = match (*ended, item) {
+                (true, _) => None,
+                (false, Some(Ok(item))) => {
+                    *ended = matches!(item, StreamEvent::Completed { .. });
+                    Some(Some(event(item)))
+                }
+                (false, Some(Err(error))) => {
+                    *ended = true;
+                    Some(Some(failed(error)))
+                }
+                (false, None) => {
+                    *ended = true;
+                    let error =
+                        ProviderError::new(ErrorKind::ConnectionDropped, "the model's stream ended without a reply");
+                    Some(Some(failed(error)))
+                }
+            };
+            std::future::ready(next)
+        })
+        .filter_map(std::future::ready)
 }
 
 /// Why a tool call failed.
@@ -435,10 +474,8 @@ impl Effects<Loom> for LoomEffects {
                 // A retry's request: whatever is left of the failed
                 // attempt's stream must not reach this one.
                 cx.cancel_task(LLM_STREAM);
-                let stream = self.llm.stream(&self.request(&request)).map(|item| match item {
-                    Ok(event) => AgentEvent::LlmEvent(event),
-                    Err(error) => AgentEvent::LlmFailed(error),
-                });
+                let stream =
+                    llm_events(self.llm.stream(&self.request(&request)), AgentEvent::LlmEvent, AgentEvent::LlmFailed);
                 cx.stream_keyed(LLM_STREAM, stream, |failure| stream_failure(failure).map(AgentEvent::LlmFailed));
             }
             AgentAction::ExecuteTools(calls) => {

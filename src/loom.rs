@@ -36,6 +36,11 @@
 //!   which returns to `WaitingForUserInput` from any state. Text streamed
 //!   before the interrupt has already been displayed; the reference does
 //!   not accumulate it in the state, and neither does this table.
+//! - **No limit on tool rounds.** A turn goes on while the model's replies
+//!   ask for tools, as in the reference: a model that never stops calling
+//!   them runs until the user interrupts the turn or shuts the agent down.
+//!   Sketch (its budget) and bob's runner (`max_steps`) are the agents
+//!   with a limit.
 //! - **No clocks or random ids inside transitions**, so the same events give
 //!   the same actions (replay). Timing comes from the runtime's history.
 //! - **Transitions are reported, not logged, by the machine.** The reference

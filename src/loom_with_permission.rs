@@ -15,7 +15,9 @@
 //!   new reply of the model, so no two requests of an agent share one, and
 //!   the model's call ids play no part. A `PermissionGranted` or
 //!   `PermissionDenied` for another id (sent twice, kept from an earlier
-//!   round, or early) is refused with `DisplayError` and changes nothing.
+//!   round, or early) changes nothing: while a request waits it is
+//!   refused with `DisplayError`; in any other state the table has no row
+//!   for it, so it gets Loom's fallback (`WaitForInput`) and is dropped.
 //!   Both replies are `#[during_work]`: the executor delivers them as they
 //!   come, so one sent while the model still replies reaches the machine
 //!   before the request it names exists (and is dropped), rather than

@@ -16,9 +16,8 @@ use std::time::Duration;
 use agent_fsm::inspector::{AgentView, Approval, Inspector, InspectorError, Shown};
 use agent_fsm::llm::Provider;
 use agent_fsm::runtime::{EffectContext, EffectFailure, Effects, ExecutorConfig, MachineHandle, spawn};
-use futures::StreamExt;
 
-use super::{LoomEffects, Output, Workspace, prepare_workspace, stream_failure, tool_failed, tool_outcome};
+use super::{LoomEffects, Output, Workspace, llm_events, prepare_workspace, stream_failure, tool_failed, tool_outcome};
 use crate::loom::{AgentConfig, Message};
 use crate::loom_with_permission::{AgentAction, AgentEvent, AgentState, LoomWithPermission};
 
@@ -75,10 +74,11 @@ impl Effects<LoomWithPermission> for InspectedEffects {
         match action {
             AgentAction::SendLlmRequest(request) => {
                 cx.cancel_task(LLM_STREAM);
-                let stream = self.inner.llm.stream(&self.inner.request(&request)).map(|item| match item {
-                    Ok(event) => AgentEvent::LlmEvent(event),
-                    Err(error) => AgentEvent::LlmFailed(error),
-                });
+                let stream = llm_events(
+                    self.inner.llm.stream(&self.inner.request(&request)),
+                    AgentEvent::LlmEvent,
+                    AgentEvent::LlmFailed,
+                );
                 cx.stream_keyed(LLM_STREAM, stream, |failure| stream_failure(failure).map(AgentEvent::LlmFailed));
             }
             AgentAction::ExecuteTools(calls) => {
