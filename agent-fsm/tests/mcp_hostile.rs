@@ -231,16 +231,17 @@ async fn noise_on_the_servers_stdout_does_not_hold_up_its_answers() {
     }
 }
 
-/// An answer to the call that is not a tool's result (a string): an error
-/// result that says the server answered, with what the model cannot use.
+/// An answer to the call that is not a tool's result (a string, an object
+/// with none of a result's fields): an error result that says the server
+/// answered, with what the model cannot use.
 async fn an_answer_that_is_not_a_tool_result_says_so() {
     let server = McpServer::spawn(server_command("noise")).await.expect("the server starts");
     let tools = server.tools().await.expect("the list");
-    let result = within(tools.call(&call("c", "not_a_result", json!({})))).await;
-    assert_eq!(
-        (result.content.as_str(), result.is_error),
-        ("`not_a_result` failed: the MCP server answered with something that is not a tool's result", true)
-    );
+    for name in ["not_a_result", "an_object_not_a_result"] {
+        let result = within(tools.call(&call("c", name, json!({})))).await;
+        let expected = format!("`{name}` failed: the MCP server answered with something that is not a tool's result");
+        assert_eq!((result.content.as_str(), result.is_error), (expected.as_str(), true));
+    }
 }
 
 /// A result with content blocks the SDK cannot read (a kind it does not
@@ -332,6 +333,7 @@ fn serve() {
                 }
                 "exit" => std::process::exit(3),
                 "not_a_result" => json!("a string"),
+                "an_object_not_a_result" => json!({"answer": 42}),
                 "odd_blocks" => json!({"content": [
                     {"type": "text", "text": "done"},
                     {"type": "video", "mimeType": "video/mp4", "uri": "https://example.com/v.mp4"},
@@ -390,6 +392,7 @@ fn listed(cursor: Option<&str>) -> Value {
         "noise" => json!({"tools": [
             {"name": "noise", "inputSchema": {"type": "object"}},
             {"name": "not_a_result", "inputSchema": {"type": "object"}},
+            {"name": "an_object_not_a_result", "inputSchema": {"type": "object"}},
             {"name": "odd_blocks", "inputSchema": {"type": "object"}},
             {"name": "odd_error", "inputSchema": {"type": "object"}},
         ]}),
