@@ -172,15 +172,18 @@ pub use types::{AssistantMessage, Message, Request, ToolCall, ToolDefinition, To
 ///
 /// # Examples
 /// ```
-/// use agent_fsm::llm::{Provider, ProviderError, Request, StreamEvent};
+/// use agent_fsm::llm::{AssistantMessage, Provider, ProviderError, Request, StopReason, StreamEvent, Usage};
 /// use futures::stream::{self, BoxStream};
 ///
-/// /// A model that always says the same thing (for tests).
+/// /// A model that always says the same thing (for tests): the text as it
+/// /// streams, then the whole reply, which every stream ends with.
 /// struct Parrot(String);
 ///
 /// impl Provider for Parrot {
 ///     fn stream(&self, _request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
-///         Box::pin(stream::iter([Ok(StreamEvent::TextDelta(self.0.clone()))]))
+///         let message = AssistantMessage { text: self.0.clone(), tool_calls: Vec::new() };
+///         let completed = StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::default() };
+///         Box::pin(stream::iter([Ok(StreamEvent::TextDelta(self.0.clone())), Ok(completed)]))
 ///     }
 /// }
 /// ```
