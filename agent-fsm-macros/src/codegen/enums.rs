@@ -103,7 +103,7 @@ pub(crate) fn derive_serde(e: &mut ItemEnum, tag: &str) {
 }
 
 /// `name()`, `NAMES` and the `Named` impl for one enum.
-pub(crate) fn names(e: &ItemEnum, what: &str) -> TokenStream {
+pub(crate) fn names(e: &ItemEnum, what: &str, allow_deprecated: &TokenStream) -> TokenStream {
     let ident = &e.ident;
     let variants: Vec<_> = e.variants.iter().map(|v| &v.ident).collect();
     // `r#type` is named `type`, as serde names it.
@@ -113,7 +113,7 @@ pub(crate) fn names(e: &ItemEnum, what: &str) -> TokenStream {
     quote! {
         // Generated code uses every variant; deprecating one warns where
         // the user's own code uses it, not here.
-        #[allow(deprecated)]
+        #allow_deprecated
         impl #ident {
             #[doc = #name_doc]
             #[must_use]
@@ -162,8 +162,9 @@ pub(crate) fn state_methods(model: &Model) -> TokenStream {
         }
     });
     let accessors = model.carried.iter().map(|field| carried_accessor(model, field));
+    let allow_deprecated = super::allow_if(model.allow_deprecated, "deprecated");
     quote! {
-        #[allow(deprecated)]
+        #allow_deprecated
         impl #ident {
             /// Whether this state is terminal: no row leaves it.
             #[must_use]

@@ -2,6 +2,7 @@
 //! fieldless twin (`StateKind`, `EventKind`, `ActionKind`) that runtime APIs
 //! take and return instead of names, with `kind()` on the enum it mirrors.
 
+use crate::model::Model;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::ItemEnum;
@@ -9,7 +10,10 @@ use syn::ItemEnum;
 /// The kind enum mirroring `e` (the state, event or action enum, `what`
 /// naming which), its `Kind` impl, and `kind()` with the `Kinded` impl on
 /// `e`.
-pub(crate) fn kind_enum(e: &ItemEnum, kind_name: &str, what: &str, serde: bool) -> TokenStream {
+pub(crate) fn kind_enum(e: &ItemEnum, kind_name: &str, what: &str, model: &Model) -> TokenStream {
+    let serde = model.serde;
+    let allow_deprecated = super::allow_if(model.allow_deprecated, "deprecated");
+    let allow_non_camel = super::allow_if(model.allow_non_camel, "non_camel_case_types");
     let ident = &e.ident;
     let vis = &e.vis;
     let kind = format_ident!("{kind_name}");
@@ -38,7 +42,7 @@ pub(crate) fn kind_enum(e: &ItemEnum, kind_name: &str, what: &str, serde: bool) 
         #serde_attrs
         // The variants are the table's own names, cased as the user cased
         // them (`r#type`, `str`): their enum already made that choice.
-        #[allow(non_camel_case_types)]
+        #allow_non_camel
         #vis enum #kind {
             #( #[doc = #variant_docs] #variants, )*
         }
@@ -84,7 +88,7 @@ pub(crate) fn kind_enum(e: &ItemEnum, kind_name: &str, what: &str, serde: bool) 
 
         // Generated code uses every variant; deprecating one warns where
         // the user's own code uses it, not here.
-        #[allow(deprecated)]
+        #allow_deprecated
         impl #ident {
             #[doc = #kind_doc]
             #[must_use]

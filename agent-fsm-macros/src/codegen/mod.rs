@@ -14,6 +14,14 @@ use dispatch::Names;
 use proc_macro2::TokenStream;
 use quote::quote;
 
+/// `#[allow(lint)]` where the expansion needs it, else nothing: an
+/// `allow` the user's crate forbids is an error (see
+/// `Model::allow_deprecated`).
+pub(crate) fn allow_if(needed: bool, lint: &str) -> TokenStream {
+    let lint = syn::Ident::new(lint, proc_macro2::Span::call_site());
+    if needed { quote!(#[allow(#lint)]) } else { TokenStream::new() }
+}
+
 /// The whole expansion of a valid table.
 pub(crate) fn generate(model: &Model) -> TokenStream {
     let layout = describe::Layout::new(model);
@@ -26,15 +34,16 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
         enums::derive_serde(&mut action_enum, "action");
     }
     let (state, event, action) = (&state_enum.ident, &event_enum.ident, &action_enum.ident);
-    let state_names = enums::names(&state_enum, "state");
-    let event_names = enums::names(&event_enum, "event");
-    let action_names = enums::names(&action_enum, "action");
+    let allow_deprecated = allow_if(model.allow_deprecated, "deprecated");
+    let state_names = enums::names(&state_enum, "state", &allow_deprecated);
+    let event_names = enums::names(&event_enum, "event", &allow_deprecated);
+    let action_names = enums::names(&action_enum, "action", &allow_deprecated);
     let state_methods = enums::state_methods(model);
     let [state_kind, event_kind, action_kind] = crate::shared::names::KIND_NAMES;
     let kind_enums = [
-        kinds::kind_enum(&state_enum, state_kind, "state", model.serde),
-        kinds::kind_enum(&event_enum, event_kind, "event", model.serde),
-        kinds::kind_enum(&action_enum, action_kind, "action", model.serde),
+        kinds::kind_enum(&state_enum, state_kind, "state", model),
+        kinds::kind_enum(&event_enum, event_kind, "event", model),
+        kinds::kind_enum(&action_enum, action_kind, "action", model),
     ];
     let (context_item, context_ty, has_context) = match &model.context {
         Some((item, ident)) => (quote!(#item), quote!(#ident), true),
@@ -141,7 +150,7 @@ pub(crate) fn generate(model: &Model) -> TokenStream {
 
             // The rows use variants the user may have deprecated; the
             // table is their definition, not a use.
-            #[allow(deprecated)]
+            #allow_deprecated
             impl #machine {
                 #new
 

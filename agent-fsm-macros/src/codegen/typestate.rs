@@ -28,6 +28,8 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
     // not take its name.
     let context_ty = &if has_context { quote!(super::#context_ty) } else { context_ty.clone() };
     let aliases = outer_aliases(model);
+    let allow_non_camel = super::allow_if(model.allow_non_camel, "non_camel_case_types");
+    let allow_deprecated = super::allow_if(model.allow_deprecated, "deprecated");
     let structs = resting.iter().map(|&s| state_struct(model, s, context_ty, has_context));
     let any_variants = resting.iter().map(|&s| {
         let v = &model.states[s].ident;
@@ -54,7 +56,8 @@ pub(crate) fn generate(model: &Model, context_ty: &TokenStream, has_context: boo
         /// A step the table does not allow is a compile error.
         // Types and variants take the states' names, however the user
         // spelled those (`r#type` with the lint allowed on the enum).
-        #[allow(non_camel_case_types, deprecated)]
+        #allow_non_camel
+        #allow_deprecated
         pub mod typed {
             #[allow(unused_imports)]
             use super::*;

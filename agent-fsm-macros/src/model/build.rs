@@ -12,7 +12,7 @@ use super::{
 };
 use crate::ctxt::Ctxt;
 use crate::parse::{Args, Table};
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream, TokenTree};
 use std::collections::{HashMap, HashSet};
 use syn::{Fields, Ident, Item, ItemEnum, ItemMod, Pat};
 
@@ -34,6 +34,13 @@ impl Model {
             return None;
         };
         note_caseless_items(&items);
+        // Read before the items are sorted into roles, which takes their
+        // role attributes off; the table's rows declare nothing.
+        let items_seen: Vec<TokenStream> = items
+            .iter()
+            .filter(|item| !matches!(item, Item::Macro(m) if m.mac.path.is_ident("transitions")))
+            .map(quote::ToTokens::to_token_stream)
+            .collect();
         let mut roles = Roles::default();
         let mut passthrough = Vec::new();
         for item in items {
@@ -108,6 +115,8 @@ impl Model {
             serde_arg: args.serde.map(|k| k.span),
             typestate: args.typestate.is_some(),
             diagram: args.no_diagram.is_none(),
+            allow_deprecated: mentions(&items_seen, &["deprecated"]),
+            allow_non_camel: mentions(&items_seen, &["non_camel_case_types", "nonstandard_style"]),
             invariants: args.invariants.clone(),
             export: None,
             variant: None,
@@ -314,4 +323,21 @@ fn type_names<'a>(item: &'a Item, out: &mut Vec<&'a Ident>) {
         Item::Use(i) => tree(&i.tree, out),
         _ => {}
     }
+}
+
+/// Whether `items` name one of `lints` anywhere (or `warnings`, which
+/// holds them all): in an attribute such as `#[deprecated]` or
+/// `#[allow(deprecated)]`. The generated code trips such a lint only where
+/// the user's own items do, so if the module does not name it, it is
+/// either allowed outside the module (which reaches the expansion too) or
+/// not tripped at all.
+fn mentions(items: &[TokenStream], lints: &[&str]) -> bool {
+    fn walk(tokens: TokenStream, lints: &[&str]) -> bool {
+        tokens.into_iter().any(|tree| match tree {
+            TokenTree::Ident(ident) => ident == "warnings" || lints.iter().any(|lint| ident == lint),
+            TokenTree::Group(group) => walk(group.stream(), lints),
+            _ => false,
+        })
+    }
+    items.iter().any(|tokens| walk(tokens.clone(), lints))
 }

@@ -230,6 +230,16 @@ pub(crate) struct Model {
     pub(crate) typestate: bool,
     /// Draw the diagram in the machine's rustdoc (no `no_diagram` argument).
     pub(crate) diagram: bool,
+    /// The module names `deprecated` (a `#[deprecated]` variant, an
+    /// `#[allow(deprecated)]`): the expansion allows it where it names the
+    /// user's variants and types. Otherwise it says nothing of the lint, so
+    /// that a crate that forbids it compiles (an `allow` under a `forbid`
+    /// is an error).
+    pub(crate) allow_deprecated: bool,
+    /// Likewise for `non_camel_case_types` (or its group): some variant is
+    /// cased otherwise (`r#type`), and the view and the kind enums take the
+    /// variants' names.
+    pub(crate) allow_non_camel: bool,
     /// The user's invariant check, if declared.
     pub(crate) invariants: Option<syn::Path>,
     /// The `transitions` path of the table, for table-wide errors.

@@ -42,7 +42,6 @@ Terminal: no row leaves it.*/
     pub struct Config {
         pub max_retries: u32,
     }
-    #[allow(deprecated)]
     impl State {
         ///The state's name as written in the table.
         #[must_use]
@@ -70,7 +69,6 @@ Terminal: no row leaves it.*/
             State::name(self)
         }
     }
-    #[allow(deprecated)]
     impl Event {
         ///The event's name as written in the table.
         #[must_use]
@@ -100,7 +98,6 @@ Terminal: no row leaves it.*/
             Event::name(self)
         }
     }
-    #[allow(deprecated)]
     impl Action {
         ///The action's name as written in the table.
         #[must_use]
@@ -130,7 +127,6 @@ Terminal: no row leaves it.*/
             Action::name(self)
         }
     }
-    #[allow(deprecated)]
     impl State {
         /// Whether this state is terminal: no row leaves it.
         #[must_use]
@@ -209,7 +205,6 @@ Terminal: no row leaves it.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum StateKind {
         ///`Idle`.
         Idle,
@@ -264,7 +259,6 @@ Terminal: no row leaves it.*/
             }
         }
     }
-    #[allow(deprecated)]
     impl State {
         ///This state's kind: its variant without its data.
         #[must_use]
@@ -295,7 +289,6 @@ Terminal: no row leaves it.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum EventKind {
         ///`Input`.
         Input,
@@ -355,7 +348,6 @@ Terminal: no row leaves it.*/
             }
         }
     }
-    #[allow(deprecated)]
     impl Event {
         ///This event's kind: its variant without its data.
         #[must_use]
@@ -387,7 +379,6 @@ Terminal: no row leaves it.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum ActionKind {
         ///`Wait`.
         Wait,
@@ -447,7 +438,6 @@ Terminal: no row leaves it.*/
             }
         }
     }
-    #[allow(deprecated)]
     impl Action {
         ///This action's kind: its variant without its data.
         #[must_use]
@@ -515,7 +505,6 @@ stateDiagram-v2
                 .finish_non_exhaustive()
         }
     }
-    #[allow(deprecated)]
     impl Agent {
         ///A machine in its initial state `Idle`.
         ///
@@ -1015,7 +1004,6 @@ stateDiagram-v2
     /// The typestate view of the machine: one type per state that waits
     /// for events, with a method for each event the table accepts there.
     /// A step the table does not allow is a compile error.
-    #[allow(non_camel_case_types, deprecated)]
     pub mod typed {
         #[allow(unused_imports)]
         use super::*;

@@ -26,7 +26,6 @@ A deadline: a timer that delivers it lets input through while it is pending (`#[
         Nothing,
         Work,
     }
-    #[allow(deprecated)]
     impl State {
         ///The state's name as written in the table.
         #[must_use]
@@ -47,7 +46,6 @@ A deadline: a timer that delivers it lets input through while it is pending (`#[
             State::name(self)
         }
     }
-    #[allow(deprecated)]
     impl Event {
         ///The event's name as written in the table.
         #[must_use]
@@ -77,7 +75,6 @@ A deadline: a timer that delivers it lets input through while it is pending (`#[
             Event::name(self)
         }
     }
-    #[allow(deprecated)]
     impl Action {
         ///The action's name as written in the table.
         #[must_use]
@@ -98,7 +95,6 @@ A deadline: a timer that delivers it lets input through while it is pending (`#[
             Action::name(self)
         }
     }
-    #[allow(deprecated)]
     impl State {
         /// Whether this state is terminal: no row leaves it.
         #[must_use]
@@ -140,7 +136,6 @@ A deadline: a timer that delivers it lets input through while it is pending (`#[
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum StateKind {
         ///`Idle`.
         Idle,
@@ -182,7 +177,6 @@ A deadline: a timer that delivers it lets input through while it is pending (`#[
             }
         }
     }
-    #[allow(deprecated)]
     impl State {
         ///This state's kind: its variant without its data.
         #[must_use]
@@ -211,7 +205,6 @@ A deadline: a timer that delivers it lets input through while it is pending (`#[
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum EventKind {
         ///`Ask`.
         Ask,
@@ -271,7 +264,6 @@ A deadline: a timer that delivers it lets input through while it is pending (`#[
             }
         }
     }
-    #[allow(deprecated)]
     impl Event {
         ///This event's kind: its variant without its data.
         #[must_use]
@@ -303,7 +295,6 @@ A deadline: a timer that delivers it lets input through while it is pending (`#[
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum ActionKind {
         ///`Nothing`.
         Nothing,
@@ -345,7 +336,6 @@ A deadline: a timer that delivers it lets input through while it is pending (`#[
             }
         }
     }
-    #[allow(deprecated)]
     impl Action {
         ///This action's kind: its variant without its data.
         #[must_use]
@@ -399,7 +389,6 @@ stateDiagram-v2
                 .finish_non_exhaustive()
         }
     }
-    #[allow(deprecated)]
     impl Machine {
         ///A machine in its initial state `Idle`.
         #[must_use]

@@ -18,7 +18,6 @@ Terminal: no row leaves it.*/
         Finished(usize),
         AllDone(usize),
     }
-    #[allow(deprecated)]
     impl State {
         ///The state's name as written in the table.
         #[must_use]
@@ -39,7 +38,6 @@ Terminal: no row leaves it.*/
             State::name(self)
         }
     }
-    #[allow(deprecated)]
     impl Event {
         ///The event's name as written in the table.
         #[must_use]
@@ -59,7 +57,6 @@ Terminal: no row leaves it.*/
             Event::name(self)
         }
     }
-    #[allow(deprecated)]
     impl Action {
         ///The action's name as written in the table.
         #[must_use]
@@ -81,7 +78,6 @@ Terminal: no row leaves it.*/
             Action::name(self)
         }
     }
-    #[allow(deprecated)]
     impl State {
         /// Whether this state is terminal: no row leaves it.
         #[must_use]
@@ -123,7 +119,6 @@ Terminal: no row leaves it.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum StateKind {
         ///`Waiting`.
         Waiting,
@@ -165,7 +160,6 @@ Terminal: no row leaves it.*/
             }
         }
     }
-    #[allow(deprecated)]
     impl State {
         ///This state's kind: its variant without its data.
         #[must_use]
@@ -194,7 +188,6 @@ Terminal: no row leaves it.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum EventKind {
         ///`Finish`.
         Finish,
@@ -232,7 +225,6 @@ Terminal: no row leaves it.*/
             }
         }
     }
-    #[allow(deprecated)]
     impl Event {
         ///This event's kind: its variant without its data.
         #[must_use]
@@ -260,7 +252,6 @@ Terminal: no row leaves it.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum ActionKind {
         ///`Ignored`.
         Ignored,
@@ -306,7 +297,6 @@ Terminal: no row leaves it.*/
             }
         }
     }
-    #[allow(deprecated)]
     impl Action {
         ///This action's kind: its variant without its data.
         #[must_use]
@@ -358,7 +348,6 @@ stateDiagram-v2
                 .finish_non_exhaustive()
         }
     }
-    #[allow(deprecated)]
     impl Machine {
         ///A machine in its initial state `Waiting`.
         #[must_use]

@@ -18,7 +18,6 @@ The initial state.*/
         Creak,
         Answer(u8),
     }
-    #[allow(deprecated)]
     impl State {
         ///The state's name as written in the table.
         #[must_use]
@@ -39,7 +38,6 @@ The initial state.*/
             State::name(self)
         }
     }
-    #[allow(deprecated)]
     impl Event {
         ///The event's name as written in the table.
         #[must_use]
@@ -61,7 +59,6 @@ The initial state.*/
             Event::name(self)
         }
     }
-    #[allow(deprecated)]
     impl Action {
         ///The action's name as written in the table.
         #[must_use]
@@ -83,7 +80,6 @@ The initial state.*/
             Action::name(self)
         }
     }
-    #[allow(deprecated)]
     impl State {
         /// Whether this state is terminal: no row leaves it.
         #[must_use]
@@ -125,7 +121,6 @@ The initial state.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum StateKind {
         ///`Closed`.
         Closed,
@@ -167,7 +162,6 @@ The initial state.*/
             }
         }
     }
-    #[allow(deprecated)]
     impl State {
         ///This state's kind: its variant without its data.
         #[must_use]
@@ -196,7 +190,6 @@ The initial state.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum EventKind {
         ///`Push`.
         Push,
@@ -242,7 +235,6 @@ The initial state.*/
             }
         }
     }
-    #[allow(deprecated)]
     impl Event {
         ///This event's kind: its variant without its data.
         #[must_use]
@@ -272,7 +264,6 @@ The initial state.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum ActionKind {
         ///`Nothing`.
         Nothing,
@@ -318,7 +309,6 @@ The initial state.*/
             }
         }
     }
-    #[allow(deprecated)]
     impl Action {
         ///This action's kind: its variant without its data.
         #[must_use]
@@ -373,7 +363,6 @@ stateDiagram-v2
                 .finish_non_exhaustive()
         }
     }
-    #[allow(deprecated)]
     impl Machine {
         ///A machine in its initial state `Closed`.
         #[must_use]

@@ -20,7 +20,6 @@ The initial state.*/
         Dark,
         Sparks,
     }
-    #[allow(deprecated)]
     impl State {
         ///The state's name as written in the table.
         #[must_use]
@@ -42,7 +41,6 @@ The initial state.*/
             State::name(self)
         }
     }
-    #[allow(deprecated)]
     impl Event {
         ///The event's name as written in the table.
         #[must_use]
@@ -64,7 +62,6 @@ The initial state.*/
             Event::name(self)
         }
     }
-    #[allow(deprecated)]
     impl Action {
         ///The action's name as written in the table.
         #[must_use]
@@ -87,7 +84,6 @@ The initial state.*/
             Action::name(self)
         }
     }
-    #[allow(deprecated)]
     impl State {
         /// Whether this state is terminal: no row leaves it.
         #[must_use]
@@ -135,7 +131,6 @@ The initial state.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum StateKind {
         ///`Off`.
         Off,
@@ -181,7 +176,6 @@ The initial state.*/
             }
         }
     }
-    #[allow(deprecated)]
     impl State {
         ///This state's kind: its variant without its data.
         #[must_use]
@@ -211,7 +205,6 @@ The initial state.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum EventKind {
         ///`Toggle`.
         Toggle,
@@ -257,7 +250,6 @@ The initial state.*/
             }
         }
     }
-    #[allow(deprecated)]
     impl Event {
         ///This event's kind: its variant without its data.
         #[must_use]
@@ -287,7 +279,6 @@ The initial state.*/
         ::core::hash::Hash,
         ::core::fmt::Debug
     )]
-    #[allow(non_camel_case_types)]
     pub enum ActionKind {
         ///`None`.
         None,
@@ -342,7 +333,6 @@ The initial state.*/
             }
         }
     }
-    #[allow(deprecated)]
     impl Action {
         ///This action's kind: its variant without its data.
         #[must_use]
@@ -401,7 +391,6 @@ stateDiagram-v2
                 .finish_non_exhaustive()
         }
     }
-    #[allow(deprecated)]
     impl Machine {
         ///A machine in its initial state `Off`.
         #[must_use]
@@ -739,7 +728,6 @@ stateDiagram-v2
     /// The typestate view of the machine: one type per state that waits
     /// for events, with a method for each event the table accepts there.
     /// A step the table does not allow is a compile error.
-    #[allow(non_camel_case_types, deprecated)]
     pub mod typed {
         #[allow(unused_imports)]
         use super::*;
