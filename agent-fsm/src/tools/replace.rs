@@ -110,21 +110,19 @@ pub(super) fn left_behind(name: &str) -> bool {
     })
 }
 
-/// How many names [`new_file`] tries before it gives up.
-const TRIES: u32 = 64;
-
 /// A new file beside `target`, under a name no file has: one a process
 /// killed mid-write left behind may hold the name this one would take
 /// (a process id is used again after a restart, in a container often the
-/// same one), so a name taken is passed over for the next.
+/// same one), so a name taken is passed over for the next. The count
+/// moves on at every try, and a directory holds finitely many names, so
+/// the search ends.
 fn new_file(dir: &Dir, target: &Path, options: &OpenOptions) -> io::Result<(PathBuf, File)> {
-    let mut tries = 0;
     loop {
         let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let temp = target.with_file_name(format!("{PREFIX}{}-{n}", std::process::id()));
         match dir.open_with(&temp, options) {
             Ok(file) => return Ok((temp, file)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries + 1 < TRIES => tries += 1,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
         }
     }
