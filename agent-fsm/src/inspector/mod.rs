@@ -161,7 +161,7 @@ impl Inspector {
             return Err(InspectorError::NotLoopback(addr));
         }
         let mut secret = [0u8; 16];
-        getrandom::fill(&mut secret).map_err(|e| InspectorError::Bind(std::io::Error::other(e)))?;
+        getrandom::fill(&mut secret).map_err(|e| InspectorError::Bind(std::io::Error::other(e.to_string())))?;
         let token = secret.iter().map(|b| format!("{b:02x}")).collect();
         let stop = CancellationToken::new();
         let shared = Arc::new(Shared {
