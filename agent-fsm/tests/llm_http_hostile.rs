@@ -14,8 +14,11 @@ use agent_fsm::llm::{
     AnthropicConfig, ErrorKind, Message, OpenAiConfig, Provider, ProviderError, Request, StreamEvent,
 };
 use futures::StreamExt;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
+
+#[path = "support/replay.rs"]
+mod replay;
 
 /// What the raw server writes after reading a request.
 #[derive(Clone)]
@@ -71,21 +74,7 @@ impl Drop for RawServer {
 
 async fn serve(socket: TcpStream, answer: Answer, recorded: &Mutex<Vec<Headers>>) -> std::io::Result<()> {
     let mut reader = BufReader::new(socket);
-    let mut line = String::new();
-    reader.read_line(&mut line).await?;
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).await? == 0 || line.trim_end().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.trim_end().split_once(':') {
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-        }
-    }
-    let length = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).await?;
+    let (_, _, headers, _) = replay::read_request(&mut reader).await?;
     recorded.lock().expect("lock").push(headers);
     let mut socket = reader.into_inner();
     match answer {

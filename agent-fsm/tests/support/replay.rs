@@ -202,14 +202,11 @@ impl Drop for ReplayServer {
     }
 }
 
-/// Reads one request, records it, writes the next reply, closes.
-async fn serve(
-    socket: TcpStream,
-    recorded: &Mutex<Vec<Recorded>>,
-    replies: &Mutex<VecDeque<Reply>>,
-    always: Option<Reply>,
-) -> std::io::Result<()> {
-    let mut reader = BufReader::new(socket);
+/// One HTTP/1.1 request read from `reader`: its method, path, headers
+/// (names lowercased) and body (as long as its `content-length`).
+pub(crate) async fn read_request(
+    reader: &mut BufReader<TcpStream>,
+) -> std::io::Result<(String, String, Vec<(String, String)>, String)> {
     let mut line = String::new();
     reader.read_line(&mut line).await?;
     let mut words = line.split_whitespace();
@@ -227,7 +224,18 @@ async fn serve(
     let length = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
     let mut body = vec![0; length];
     reader.read_exact(&mut body).await?;
-    let body = String::from_utf8_lossy(&body).into_owned();
+    Ok((method, path, headers, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// Reads one request, records it, writes the next reply, closes.
+async fn serve(
+    socket: TcpStream,
+    recorded: &Mutex<Vec<Recorded>>,
+    replies: &Mutex<VecDeque<Reply>>,
+    always: Option<Reply>,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(socket);
+    let (method, path, headers, body) = read_request(&mut reader).await?;
     let queued = replies.lock().expect("replies lock").pop_front();
     // A benchmark's server, which serves `always`, keeps no request.
     if queued.is_some() || always.is_none() {
