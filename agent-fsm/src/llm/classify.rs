@@ -121,6 +121,23 @@ pub(crate) fn error_object(kind: Option<String>, code: Option<&serde_json::Value
     from_stream_error(&kind, message)
 }
 
+/// An error body as both providers write it: `{"error": {...}}`.
+#[derive(Deserialize)]
+struct Wrapped {
+    error: Detail,
+}
+
+/// The error object inside it; every field may be missing.
+#[derive(Deserialize)]
+struct Detail {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
 /// An error an Anthropic frame reports without the `type` Anthropic
 /// writes around it: a gateway's `{"error": {...}}` in OpenAI's shape
 /// (LiteLLM's), or an `error` event whose data is the error object itself,
@@ -129,19 +146,6 @@ pub(crate) fn error_object(kind: Option<String>, code: Option<&serde_json::Value
 /// that an auth or quota failure is not retried and an overload is.
 #[cfg(feature = "anthropic")]
 pub(crate) fn bare_error(event: &str, data: &str) -> Option<ProviderError> {
-    #[derive(Deserialize)]
-    struct Wrapped {
-        error: Detail,
-    }
-    #[derive(Deserialize)]
-    struct Detail {
-        #[serde(default, rename = "type")]
-        kind: Option<String>,
-        #[serde(default)]
-        code: Option<serde_json::Value>,
-        #[serde(default)]
-        message: Option<String>,
-    }
     let detail = match serde_json::from_str::<Wrapped>(data) {
         Ok(Wrapped { error }) => error,
         Err(_) if event != "error" => return None,
@@ -172,21 +176,8 @@ pub(crate) fn unframed(body: &str) -> ProviderError {
 /// The error body's type (or code) and message; the body itself, cut
 /// short, when it is not the JSON both providers send.
 fn error_body(body: &str) -> (Option<String>, String) {
-    #[derive(Deserialize)]
-    struct Body {
-        error: Detail,
-    }
-    #[derive(Deserialize)]
-    struct Detail {
-        #[serde(default, rename = "type")]
-        kind: Option<String>,
-        #[serde(default)]
-        code: Option<serde_json::Value>,
-        #[serde(default)]
-        message: Option<String>,
-    }
-    match serde_json::from_str::<Body>(body) {
-        Ok(Body { error }) => {
+    match serde_json::from_str::<Wrapped>(body) {
+        Ok(Wrapped { error }) => {
             // OpenAI puts the precise reason in `code`
             // (`context_length_exceeded`, `insufficient_quota`) and a broad
             // one in `type`.
