@@ -2,7 +2,7 @@
 //! `retry-after` headers and error body, or an error event inside a
 //! stream, becomes a [`ProviderError`] of the right [`ErrorKind`].
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 
@@ -30,35 +30,13 @@ pub(crate) fn retry_after(
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-/// Reads an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the one form
-/// HTTP senders must use (RFC 9110 §5.6.7).
+/// Reads an HTTP date in any of the three forms RFC 9110 §5.6.7 has
+/// recipients accept: the IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`),
+/// RFC 850's (`Sunday, 06-Nov-94 08:49:37 GMT`) and C's `asctime` (`Sun Nov
+/// 6 08:49:37 1994`). A date no clock holds (a year past 9999, a weekday
+/// that is not the date's) is refused.
 fn http_date(value: &str) -> Option<SystemTime> {
-    let mut parts = value.split_ascii_whitespace();
-    let (_weekday, day, month, year, time, zone) =
-        (parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    if zone != "GMT" || parts.next().is_some() {
-        return None;
-    }
-    let day: u64 = day.parse().ok()?;
-    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let month = u64::try_from(months.iter().position(|m| *m == month)?).ok()? + 1;
-    let year: u64 = year.parse().ok()?;
-    let mut hms = time.split(':').map(str::parse::<u64>);
-    let (h, m, s) = (hms.next()?.ok()?, hms.next()?.ok()?, hms.next()?.ok()?);
-    // The form's year has four digits: a longer one (sent by a broken or
-    // hostile server) would overflow the sums below and the clock.
-    if !(1970..=9999).contains(&year) || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    // Days since the epoch of a proleptic Gregorian date (Howard Hinnant's
-    // `days_from_civil`), shifted so that March starts the year.
-    let (y, mo) = if month <= 2 { (year - 1, month + 9) } else { (year, month - 3) };
-    let era = y / 400;
-    let yoe = y - era * 400;
-    let doy = (153 * mo + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = (era * 146_097 + doe).checked_sub(719_468)?;
-    UNIX_EPOCH.checked_add(Duration::from_secs(days * 86_400 + h * 3_600 + m * 60 + s))
+    httpdate::parse_http_date(value).ok()
 }
 
 /// Classifies an HTTP error response from its status, requested wait and
@@ -69,6 +47,7 @@ pub(crate) fn from_status(status: u16, retry_after: Option<Duration>, body: &str
         401 | 403 => ErrorKind::Auth,
         402 => ErrorKind::QuotaExceeded,
         408 => ErrorKind::Timeout,
+        409 => ErrorKind::ServerError { status, retry_after },
         413 => ErrorKind::ContextTooLong,
         429 if kind_hint.as_deref() == Some("insufficient_quota") => ErrorKind::QuotaExceeded,
         429 => ErrorKind::RateLimited { retry_after },
@@ -218,6 +197,7 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)
@@ -251,10 +231,19 @@ mod tests {
             "Sun, 06 Nov 10000 08:49:37 GMT",
             "Sun, 06 Nov 300000000000 08:49:37 GMT",
             "Sun, 06 Nov 18446744073709551615 08:49:37 GMT",
+            // A weekday that is not the date's.
+            "Mon, 06 Nov 1994 08:49:47 GMT",
         ] {
             assert_eq!(retry_after(None, Some(bad), now), None, "{bad}");
         }
         assert_eq!(retry_after(None, None, now), None);
+    }
+
+    #[test]
+    fn retry_after_reads_the_two_obsolete_date_forms_too() {
+        let now = at(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+        assert_eq!(retry_after(None, Some("Sunday, 06-Nov-94 08:49:47 GMT"), now), Some(Duration::from_secs(10)));
+        assert_eq!(retry_after(None, Some("Sun Nov  6 08:49:57 1994"), now), Some(Duration::from_secs(20)));
     }
 
     #[test]
@@ -270,6 +259,7 @@ mod tests {
         assert_eq!(kind(403, ""), ErrorKind::Auth);
         assert_eq!(kind(402, ""), ErrorKind::QuotaExceeded);
         assert_eq!(kind(408, ""), ErrorKind::Timeout);
+        assert_eq!(kind(409, ""), ErrorKind::ServerError { status: 409, retry_after: wait });
         assert_eq!(kind(413, ""), ErrorKind::ContextTooLong);
         assert_eq!(kind(529, ""), ErrorKind::Overloaded { retry_after: wait });
         assert_eq!(

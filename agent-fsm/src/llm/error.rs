@@ -25,7 +25,9 @@ pub enum ErrorKind {
         /// How long the server asked to wait, if it said.
         retry_after: Option<Duration>,
     },
-    /// The server failed (HTTP 5xx, or an `api_error` event).
+    /// The server failed (HTTP 5xx, or an `api_error` event), or answered
+    /// HTTP 409, which OpenAI sends when a lock on the request's resources
+    /// timed out and which both providers' own SDKs retry.
     ServerError {
         /// The HTTP status (500 for an error reported inside a stream).
         status: u16,
