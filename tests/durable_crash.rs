@@ -10,6 +10,9 @@
 //! durable contract asks of tools performed again after a crash: at least
 //! once, under the same call id.
 
+#[path = "../agent-fsm/tests/support/child.rs"]
+mod child;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -21,6 +24,7 @@ use agent_fsm::store::{CheckpointStore, SqliteStore, restore};
 use agent_fsm_examples::coding_agent::durable::{AGENT_ID, SessionEnd, ensure_workspace, run_durable_session};
 use agent_fsm_examples::coding_agent::{LoomEffects, Workspace, stream_reply};
 use agent_fsm_examples::loom::{AgentEvent, AssistantMessage, Loom, Message, ToolCall};
+use child::{Seeded, wait_for};
 use futures::stream::BoxStream;
 use serde_json::json;
 
@@ -127,37 +131,6 @@ fn spawn_child(store: &Path) -> Child {
         .stdout(Stdio::null())
         .spawn()
         .expect("the child starts")
-}
-
-/// Waits for `child` up to `limit`; `Some(success)` if it exited.
-fn wait_for(child: &mut Child, limit: Duration) -> Option<bool> {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("the child's status") {
-            return Some(status.success());
-        }
-        if start.elapsed() >= limit {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// A small seeded generator (SplitMix64): the kill points repeat.
-struct Seeded(u64);
-
-impl Seeded {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn between(&mut self, low: u64, high: u64) -> u64 {
-        low + self.next() % (high - low + 1)
-    }
 }
 
 /// Every file of a workspace, by path, with its contents; but the new file

@@ -14,6 +14,9 @@
 //! Its own `main`: the test binary is also the child process it kills (run
 //! with `KILL_CHILD_STORE` set).
 
+#[path = "support/child.rs"]
+mod child;
+
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::num::NonZeroU64;
@@ -24,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig, RequestError, WorkerError};
 use agent_fsm::store::{CheckpointStore, Durability, Durable, SnapshotPolicy, SqliteStore, Start, StoreError, restore};
+use child::{Seeded, finishes, kill, wait_for};
 use serde::{Deserialize, Serialize};
 
 /// Jobs in a run, one after the other.
@@ -206,53 +210,6 @@ fn spawn_with(store: &Path, ledger: &Path, mode: &str, pause: Option<Duration>, 
         command.env("KILL_CHILD_PAUSE_MS", millis(pause).to_string());
     }
     command.spawn().expect("the child starts")
-}
-
-/// Waits for `child` up to `limit`; `Some(success)` if it exited.
-fn wait_for(child: &mut Child, limit: Duration) -> Option<bool> {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("the child's status") {
-            return Some(status.success());
-        }
-        if start.elapsed() >= limit {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// [`wait_for`], killing `child` if it has not exited: a test that fails
-/// on that leaves no process behind (holding the test's output open).
-fn finishes(child: &mut Child, limit: Duration) -> Option<bool> {
-    let exited = wait_for(child, limit);
-    if exited.is_none() {
-        kill(child);
-    }
-    exited
-}
-
-fn kill(child: &mut Child) {
-    // SIGKILL: no handler runs, nothing is flushed.
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
-}
-
-/// A small seeded generator (SplitMix64): the kill points repeat.
-struct Seeded(u64);
-
-impl Seeded {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn between(&mut self, low: u64, high: u64) -> u64 {
-        low + self.next() % (high - low + 1)
-    }
 }
 
 /// The steps the store at `path` holds, once it restores whole: a kill
