@@ -1,7 +1,7 @@
 //! The inspector against clients that misbehave, over real sockets on
 //! 127.0.0.1: a page that stops reading its updates, a request whose
-//! headers never end, agents attached at the same time, and a click that
-//! waits for a busy agent. Neither may keep the inspector from stopping,
+//! headers never end, connections that never send one, agents attached at
+//! the same time, and a click that waits for a busy agent. Neither may keep the inspector from stopping,
 //! give two agents one page, nor take an approval without sending it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -372,4 +372,33 @@ async fn the_text_of_a_state_that_keeps_streaming_is_bounded() {
     assert!(text.len() <= GREETING, "{} bytes kept of {} streamed", text.len(), 8 * GREETING);
     assert!(text.len() >= 32 * 1024 && text.chars().all(|c| c == 'x'), "the end of the text is kept");
     handle.shutdown().await.expect("shutdown");
+}
+
+/// Connections that never send a request, opened by any local process,
+/// hold at most `MAX_CONNECTIONS` descriptors of the agent's process: the
+/// next connection is not accepted (so not answered) while they are all
+/// open, and is answered as soon as one of them closes.
+#[tokio::test]
+async fn silent_connections_hold_no_more_than_the_limit() {
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let addr = inspector.local_addr();
+    let mut silent = Vec::new();
+    for _ in 0..agent_fsm::inspector::MAX_CONNECTIONS {
+        silent.push(timeout(LIMIT, TcpStream::connect(addr)).await.expect("in time").expect("connect"));
+    }
+    // The kernel completes the handshake of the next one; the inspector
+    // does not take it.
+    let mut next = timeout(LIMIT, TcpStream::connect(addr)).await.expect("in time").expect("connect");
+    let asset = format!("GET /assets/index.js HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    next.write_all(asset.as_bytes()).await.expect("write");
+    let mut first = [0u8; 16];
+    assert!(
+        timeout(Duration::from_millis(300), next.read(&mut first)).await.is_err(),
+        "a connection past the limit was answered"
+    );
+    drop(silent.pop());
+    let mut answer = Vec::new();
+    timeout(LIMIT, next.read_to_end(&mut answer)).await.expect("answered once a connection closed").expect("read");
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
+    inspector.shutdown().await;
 }

@@ -61,7 +61,11 @@
 //! a DNS name another site could point at 127.0.0.1), and the buttons'
 //! requests carry a header a page of another origin cannot send. The
 //! scripts, styles and icon are served to anyone: they are the same in
-//! every build.
+//! every build. At most [`MAX_CONNECTIONS`] connections are open at once
+//! (a page holds one or two); one beyond them waits to be accepted until
+//! another closes, so a process that opens connections and sends nothing
+//! can keep the inspector busy but cannot use up the file descriptors of
+//! the process that runs the agents.
 
 mod control;
 mod listener;
@@ -97,6 +101,9 @@ pub enum InspectorError {
     #[error("the agent's worker failed")]
     Failed,
 }
+
+/// The most connections an inspector holds open at once.
+pub const MAX_CONNECTIONS: usize = 128;
 
 /// How long a stopping server waits for the requests it is answering
 /// before it cuts the connections still open.
@@ -177,7 +184,8 @@ impl Inspector {
         });
         let app = server::router(Arc::clone(&shared));
         let cut = CancellationToken::new();
-        let listener = listener::Cuttable { listener, cut: cut.clone() };
+        let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        let listener = listener::Cuttable { listener, cut: cut.clone(), open };
         let server = tokio::spawn(async move {
             let served = axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned());
             let mut served = std::pin::pin!(served.into_future());
