@@ -1,8 +1,10 @@
 //! The inspector against clients that misbehave, over real sockets on
 //! 127.0.0.1: a page that stops reading its updates, a request whose
 //! headers never end, connections that never send one, agents attached at
-//! the same time, and a click that waits for a busy agent. Neither may keep the inspector from stopping,
-//! give two agents one page, nor take an approval without sending it.
+//! the same time, and a click that waits for a busy agent. Neither may
+//! keep the inspector from stopping, hold more than its share of the
+//! process's descriptors, give two agents one page, nor take an approval
+//! without sending it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
