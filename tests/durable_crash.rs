@@ -133,9 +133,9 @@ fn spawn_child(store: &Path) -> Child {
         .expect("the child starts")
 }
 
-/// Every file of a workspace, by path, with its contents; but the new file
-/// of a write killed before its rename (`.agent-fsm-write-..`), which
-/// `write_file` documents it may leave behind, and the listings leave out.
+/// Every file of a workspace, by path, with its contents. None is the new
+/// file of a write killed before its rename (`.agent-fsm-write-..`): a
+/// session that resumes removes those.
 fn files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut dirs = vec![root.to_path_buf()];
@@ -143,9 +143,10 @@ fn files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         for entry in std::fs::read_dir(&dir).expect("the workspace reads") {
             let path = entry.expect("an entry").path();
             let left_behind = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".agent-fsm-write-"));
+            assert!(!left_behind, "a killed write's new file is left: {}", path.display());
             if path.is_dir() {
                 dirs.push(path);
-            } else if !left_behind {
+            } else {
                 let rel = path.strip_prefix(root).expect("inside").to_path_buf();
                 out.insert(rel, std::fs::read(&path).expect("the file reads"));
             }

@@ -1,7 +1,9 @@
 //! A process writing a file through the workspace tools, killed with
 //! SIGKILL at seeded points of its writes: the file always holds one whole
 //! version (the one before or a new one), never a truncated or half written
-//! one, and the workspace works on after it.
+//! one, and the workspace works on after it. What the killed writers left
+//! beside the file is removed by a sweep, while a live writer's new file
+//! is not, nor its writes disturbed.
 //!
 //! Its own `main`: the test binary is also the child process it kills (run
 //! with `WRITE_KILL_DIR` set).
@@ -103,10 +105,54 @@ fn killed_writers_leave_a_whole_file() {
     let ws = Workspace::open(dir.path()).expect("the workspace");
     runtime.block_on(ws.write_file(FILE, "done")).expect("a write after the kills");
     assert_eq!(std::fs::read_to_string(dir.path().join(FILE)).expect("read"), "done");
-    for entry in std::fs::read_dir(dir.path()).expect("list") {
-        let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
-        assert!(name == FILE || name.starts_with(".agent-fsm-write-"), "left behind: {name}");
+    let left = new_files(dir.path());
+    eprintln!("{} new files left behind by {KILLS} kills", left.len());
+
+    // Swept while a writer runs: every file of the killed ones goes, the
+    // live writer's stays (if it holds one at that moment), and its
+    // writes go on.
+    let mut live = Command::new(&exe)
+        .env("WRITE_KILL_DIR", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the child");
+    let mut lines = BufReader::new(live.stdout.take().expect("its stdout")).lines();
+    for _ in 0..2 {
+        let line = lines.next().expect("the child says it writes").expect("a line");
+        assert!(line.starts_with("writing"), "{line}");
     }
+    let removed = runtime.block_on(ws.remove_left_behind("")).expect("swept");
+    let own = format!(".agent-fsm-write-{}-", live.id());
+    let after = new_files(dir.path());
+    assert!(after.iter().all(|name| name.starts_with(&own)), "left after the sweep: {after:?}");
+    // At least those: a sweep may also take a new file in the instant
+    // between its writer's creating and locking it, which that writer
+    // then replaces by another.
+    assert!(removed >= left.len(), "removed {removed} of {left:?}");
+    for _ in 0..2 {
+        let line = lines.next().expect("the child writes on after the sweep").expect("a line");
+        assert!(line.starts_with("writing"), "{line}");
+    }
+    assert!(live.try_wait().expect("its status").is_none(), "the live writer failed");
+    live.kill().expect("SIGKILL");
+    live.wait().expect("reaped");
+    assert_whole(dir.path(), KILLS);
+    runtime.block_on(ws.remove_left_behind(".")).expect("swept");
+    assert_eq!(new_files(dir.path()), Vec::<String>::new(), "nothing but the file is left");
+}
+
+/// The names beside the file, each a new file a writer made.
+fn new_files(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("list") {
+        let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
+        if name != FILE {
+            assert!(name.starts_with(".agent-fsm-write-"), "left behind: {name}");
+            names.push(name);
+        }
+    }
+    names
 }
 
 fn main() {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use agent_fsm::runtime::{ExecutorConfig, Notification, RequestError};
 use agent_fsm::store::{Durable, SqliteStore, Start, StoreError};
 
-use super::{LoomEffects, Output, Summary, prepare_workspace};
+use super::{LoomEffects, Output, Summary, Workspace, prepare_workspace};
 use crate::loom::{AgentEvent, AgentState, Loom, Message};
 
 /// The agent's id in its store: one session per store file.
@@ -103,7 +103,11 @@ pub async fn run_durable_session(
         .interrupt_event(crate::loom::machine::EventKind::Interrupted, |cause| AgentEvent::Interrupted {
             cause: cause.to_owned(),
         });
+    let workspace = Arc::clone(&effects.workspace);
     let (handle, start) = durable.spawn(|| Loom::new(crate::loom::AgentConfig::default()), effects, config)?;
+    if matches!(start, Start::Resumed { .. }) {
+        sweep(&workspace).await;
+    }
     let mut notifications = handle.subscribe();
     let printer = tokio::spawn(async move {
         let mut tool_calls = 0;
@@ -137,4 +141,19 @@ pub async fn run_durable_session(
     } else {
         SessionEnd::Paused { start, summary }
     })
+}
+
+/// Removes what writes of the process that ran before, killed part way,
+/// left in the workspace, so that the model's shell commands (`git add -A`)
+/// do not see it. Best effort: a failure is logged, and the session goes on.
+async fn sweep(workspace: &Workspace) {
+    let removed = match workspace.tools() {
+        Ok(tools) => tools.remove_left_behind("").await,
+        Err(error) => Err(error),
+    };
+    match removed {
+        Ok(0) => {}
+        Ok(removed) => tracing::info!(removed, "removed the new files of writes killed before their rename"),
+        Err(error) => tracing::warn!(%error, "cannot remove the new files of writes killed before their rename"),
+    }
 }

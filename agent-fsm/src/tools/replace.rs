@@ -1,6 +1,8 @@
 //! Replacing a file of the workspace in one step: the new contents
 //! written to a new file beside it, flushed, then renamed over it, so that
-//! a write that fails or is killed part way leaves the file as it was.
+//! a write that fails or is killed part way leaves the file as it was;
+//! and the sweep that removes the new files of writers killed before their
+//! rename.
 
 use std::io::{self, Write as _};
 use std::path::{Component, Path, PathBuf};
@@ -116,16 +118,85 @@ pub(super) fn left_behind(name: &str) -> bool {
 /// same one), so a name taken is passed over for the next. The count
 /// moves on at every try, and a directory holds finitely many names, so
 /// the search ends.
+///
+/// The file is locked (`flock`) while this process holds it: the lock
+/// ends with the process, so [`sweep`] tells a writer that is gone from
+/// one still writing. A sweep may take the lock between the file's
+/// creation and this process's, and remove it; the file then has no name
+/// left, and another is made.
 fn new_file(dir: &Dir, target: &Path, options: &OpenOptions) -> io::Result<(PathBuf, File)> {
     loop {
         let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let temp = target.with_file_name(format!("{PREFIX}{}-{n}", std::process::id()));
         match dir.open_with(&temp, options) {
-            Ok(file) => return Ok((temp, file)),
+            Ok(file) => {
+                #[cfg(unix)]
+                {
+                    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+                    if rustix::fs::fstat(&file)?.st_nlink == 0 {
+                        continue;
+                    }
+                }
+                return Ok((temp, file));
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Removes, in the directory `p` and every directory beneath it (symlinks
+/// are not followed), the new files that writers killed before their
+/// rename left behind: the regular files named as [`left_behind`] says
+/// whose lock nobody holds. A file a write still holds is left alone,
+/// whichever process makes it. Returns how many were removed.
+pub(super) fn sweep(dir: &Dir, p: &Path) -> io::Result<usize> {
+    let mut removed = 0;
+    let mut pending = vec![p.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        for entry in dir.read_dir(&at)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            let path = at.join(entry.file_name());
+            if kind.is_dir() {
+                pending.push(path);
+            } else if kind.is_file()
+                && left_behind(&entry.file_name().to_string_lossy())
+                && let Some(locked) = unheld(dir, &path)?
+            {
+                match dir.remove_file(&path) {
+                    Ok(()) => removed += 1,
+                    // Removed by another sweep meanwhile.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+                drop(locked);
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// The new file at `p`, locked, if no writer holds its lock: `None` for
+/// one a write still holds, one that is gone meanwhile (renamed into
+/// place by its writer), and one this process may not open (another
+/// user's). The caller keeps it open until the name is removed, so that a
+/// writer that had not locked it yet finds it without a name.
+fn unheld(dir: &Dir, p: &Path) -> io::Result<Option<File>> {
+    let file = match open_regular(dir, p, OpenOptions::new().read(true)) {
+        Ok(Some((file, _))) => file,
+        Ok(None) => return Ok(None),
+        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    #[cfg(unix)]
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(file)),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+    #[cfg(not(unix))]
+    Ok(Some(file))
 }
 
 /// Writes `contents` through the file at `p`, truncating it first: for a
@@ -162,6 +233,65 @@ mod tests {
             assert_eq!(std::fs::read_to_string(root.path().join(name)).expect("kept"), "stale");
         }
         assert_eq!(std::fs::read_dir(root.path()).expect("list").count(), stale.len() + 1, "nothing else is left");
+    }
+
+    /// The sweep removes, beneath the directory, the new files no writer
+    /// holds, and leaves alone one still held (by a lock on another open
+    /// of it, as another process's write holds it), names that are not
+    /// new files, and a directory or a symlink under such a name.
+    #[cfg(unix)]
+    #[test]
+    fn the_sweep_removes_only_what_no_writer_holds() {
+        let root = tempfile::tempdir().expect("a temp dir");
+        let dir = Dir::open_ambient_dir(root.path(), ambient_authority()).expect("the dir");
+        let at = |name: &str| root.path().join(name);
+        std::fs::create_dir_all(at("sub/deeper")).expect("dirs");
+        let dead = [format!("{PREFIX}1-0"), format!("sub/{PREFIX}2-5"), format!("sub/deeper/{PREFIX}3-9")];
+        for name in &dead {
+            std::fs::write(at(name), "half").expect("a file left behind");
+        }
+        let held = format!("sub/{PREFIX}4-1");
+        std::fs::write(at(&held), "being written").expect("a file being written");
+        let writer = std::fs::File::open(at(&held)).expect("open");
+        rustix::fs::flock(&writer, rustix::fs::FlockOperation::LockExclusive).expect("the writer's lock");
+        let kept = ["f.txt".to_owned(), format!("{PREFIX}x-1"), format!("sub/{PREFIX}7")];
+        for name in &kept {
+            std::fs::write(at(name), "mine").expect("a file");
+        }
+        std::fs::create_dir(at(&format!("{PREFIX}5-5"))).expect("a directory so named");
+        std::os::unix::fs::symlink("f.txt", at(&format!("sub/{PREFIX}6-6"))).expect("a symlink so named");
+
+        assert_eq!(sweep(&dir, Path::new(".")).expect("swept"), dead.len());
+        for name in &dead {
+            assert!(!at(name).exists(), "{name} is left");
+        }
+        for name in kept.iter().chain([&held]) {
+            assert!(at(name).is_file(), "{name} was removed");
+        }
+        assert!(at(&format!("{PREFIX}5-5")).is_dir());
+        assert!(at(&format!("sub/{PREFIX}6-6")).symlink_metadata().expect("the link").is_symlink());
+        drop(writer);
+        assert_eq!(sweep(&dir, Path::new("sub")).expect("swept"), 1, "its writer is gone");
+        assert!(!at(&held).exists());
+    }
+
+    /// A write's new file is locked while the write holds it, so a sweep
+    /// (here, a lock on another open of it) passes it over; a sweep that
+    /// took it first and removed it leaves the write another name.
+    #[cfg(unix)]
+    #[test]
+    fn a_new_file_is_locked_while_its_write_holds_it() {
+        use rustix::fs::{FlockOperation, flock};
+        let root = tempfile::tempdir().expect("a temp dir");
+        let dir = Dir::open_ambient_dir(root.path(), ambient_authority()).expect("the dir");
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        let (temp, file) = new_file(&dir, Path::new("f.txt"), &options).expect("a new file");
+        let other = std::fs::File::open(root.path().join(&temp)).expect("another open");
+        assert_eq!(flock(&other, FlockOperation::NonBlockingLockExclusive), Err(rustix::io::Errno::WOULDBLOCK));
+        assert_eq!(sweep(&dir, Path::new(".")).expect("swept"), 0);
+        drop(file);
+        flock(&other, FlockOperation::NonBlockingLockExclusive).expect("free once the write is done");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! (cap-std), never by its text.
 
 use super::ToolError;
-use super::replace::{climbs_out, escape, left_behind, replace};
+use super::replace::{climbs_out, escape, left_behind, replace, sweep};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, File, OpenOptions};
 use std::io::{self, Read as _};
@@ -277,7 +277,8 @@ impl Workspace {
     /// it leaves the file as it was, never truncated or half written (a
     /// process killed before the rename may leave the new file behind, a
     /// hidden name starting with `.agent-fsm-write-`, which the listings
-    /// leave out). The file keeps its
+    /// leave out and [`remove_left_behind`](Self::remove_left_behind)
+    /// removes). The file keeps its
     /// permissions, and its owner where this process may set it (as
     /// root); a symlink at `path` is followed, and its target replaced. A file this process may not write is refused as before,
     /// though the directory would let it be renamed over.
@@ -407,6 +408,24 @@ impl Workspace {
             Ok(Listing { names: kept.into_sorted_vec(), more })
         })
         .await
+    }
+
+    /// Removes the new files that writes killed before their rename left
+    /// behind (see [`write_file`](Self::write_file)), in the directory at
+    /// `path` and every directory beneath it ("" or "." for the whole
+    /// workspace; symlinks are not followed). A write in progress holds a
+    /// lock on its new file until its rename, which ends with its process,
+    /// so only the files of writers that are gone are removed, whichever
+    /// process (or container, on the same machine) writes. For a process
+    /// starting again after a crash: a shell command (`git add -A`) would
+    /// otherwise see those files. It reads every directory beneath `path`.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`], [`ToolError::NotFound`], or
+    /// [`ToolError::Io`] (a directory that cannot be read).
+    pub async fn remove_left_behind(&self, path: &str) -> Result<usize, ToolError> {
+        let path = if path.is_empty() { "." } else { path };
+        self.blocking(path, sweep).await
     }
 
     /// The path on the host of `path`, for handing to another program (a
