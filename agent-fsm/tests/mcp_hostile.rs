@@ -3,11 +3,12 @@
 //! whose tools misbehave (one exits mid-call, one leaving a child behind;
 //! one never answers; one writes noise on stdout; one answers what is not
 //! a result; some answer with blocks the SDK cannot read; some have names
-//! or schemas no provider takes, or are not tools at all; one list's
-//! pages never end). The tests spawn it through [`McpServer`] and check
-//! that each call or list ends with an error in bounded time, that no
-//! process outlives the server, and that what the set hands the model is
-//! what the providers accept.
+//! or schemas no provider takes, or are not tools at all; some have names
+//! the spec allows but the providers refuse, and say the name they were
+//! called by; one list's pages never end). The tests spawn it through
+//! [`McpServer`] and check that each call or list ends with an error in
+//! bounded time, that no process outlives the server, and that what the
+//! set hands the model is what the providers accept.
 //!
 //! No libtest harness (`harness = false`): libtest writes to stdout, which
 //! is the server's protocol channel; `main` runs the tests itself, each
@@ -31,11 +32,16 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 11] = [
+    let tests: [(&str, Test); 12] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
         }),
-        ("tools_the_providers_would_refuse_are_left_out", || Box::pin(tools_the_providers_would_refuse_are_left_out())),
+        ("tools_the_providers_would_refuse_are_renamed_or_left_out", || {
+            Box::pin(tools_the_providers_would_refuse_are_renamed_or_left_out())
+        }),
+        ("renamed_tools_are_named_alike_on_every_spawn_and_call_the_servers_name", || {
+            Box::pin(renamed_tools_are_named_alike_on_every_spawn_and_call_the_servers_name())
+        }),
         ("a_server_whose_pages_never_end_fails_the_list", || Box::pin(a_server_whose_pages_never_end_fails_the_list())),
         ("a_list_in_pages_is_read_to_its_end", || Box::pin(a_list_in_pages_is_read_to_its_end())),
         ("a_server_that_has_exited_has_no_pid", || Box::pin(a_server_that_has_exited_has_no_pid())),
@@ -113,19 +119,27 @@ async fn a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls() {
     panic!("the server's child ({child}) outlived it, or the server ({server_pid}) was not reaped");
 }
 
-/// A server's tool whose name a provider refuses (empty, a space, a slash,
-/// a dot as the MCP spec allows, over 64 long) or whose schema is not an
-/// object's would fail every model request that lists it: it is left out.
-/// A schema without a `type` is an object's.
-async fn tools_the_providers_would_refuse_are_left_out() {
+/// A server's tool whose name a provider refuses (a space, a slash, a dot
+/// as the MCP spec allows, over 64 long) is given one it takes; one whose
+/// name has none of the providers' characters (empty, dots only), or whose
+/// schema is not an object's, would fail every model request that lists
+/// it: it is left out. A schema without a `type` is an object's.
+async fn tools_the_providers_would_refuse_are_renamed_or_left_out() {
     let server = McpServer::spawn(server_command("odd")).await.expect("the server starts");
     let tools = server.tools().await.expect("the list");
     let long = "y".repeat(64);
+    let object = || json!({"type": "object", "properties": {}});
+    let renamed = |name: &str| format!("(The MCP server's name for this tool is `{name}`.)");
+    let x65 = "x".repeat(65);
     assert_eq!(
         tools.definitions(),
         [
-            ToolDefinition::new("untyped", "", json!({"type": "object", "properties": {}})),
-            ToolDefinition::new(&*long, "", json!({"type": "object", "properties": {}})),
+            ToolDefinition::new("untyped", "", object()),
+            ToolDefinition::new("has_space", renamed("has space"), object()),
+            ToolDefinition::new("a_b", renamed("a/b"), object()),
+            ToolDefinition::new(format!("{}_3400e322", "x".repeat(55)), renamed(&x65), object()),
+            ToolDefinition::new("devserver_stop", renamed("devserver.stop"), object()),
+            ToolDefinition::new(&*long, "", object()),
             ToolDefinition::new(
                 "files_read-2_B",
                 "Reads",
@@ -133,8 +147,54 @@ async fn tools_the_providers_would_refuse_are_left_out() {
             ),
         ]
     );
+    for definition in tools.definitions() {
+        assert!(provider_safe(&definition.name), "{}", definition.name);
+    }
     let result = tools.call(&call("c", "has space", json!({}))).await;
-    assert_eq!(result.content, format!("unknown tool `has space`; the tools are: untyped, {long}, files_read-2_B"));
+    assert!(result.content.starts_with("unknown tool `has space`; the tools are: untyped, has_space, a_b, "));
+}
+
+/// Dotted, clashing and long names, as the MCP spec allows: each is given
+/// a name the providers take, no two the same, the server's own kept where
+/// the providers take it (`a_b` beside `a.b`); a second spawn of the
+/// server, listing them in the other order, gives the same names (pinned
+/// here: a durable agent's conversation holds them); and a call under each
+/// reaches the server's tool by the server's name.
+async fn renamed_tools_are_named_alike_on_every_spawn_and_call_the_servers_name() {
+    let (first, second) = long_names();
+    let expected = [
+        ("files.read", "files_read".to_owned()),
+        ("a_b", "a_b".to_owned()),
+        ("a.b", "a_b_e27bcb35".to_owned()),
+        (&*first, format!("{}_a3e882bf", "n".repeat(55))),
+        (&*second, format!("{}_c654bed2", "n".repeat(55))),
+    ];
+    for list in ["names", "names_reversed"] {
+        let server = McpServer::spawn(server_command(list)).await.expect("the server starts");
+        let tools = within(server.tools()).await.expect("the list");
+        let mut given: Vec<String> = tools.names().map(str::to_owned).collect();
+        given.sort();
+        let mut wanted: Vec<String> = expected.iter().map(|(_, name)| name.clone()).collect();
+        wanted.sort();
+        assert_eq!(given, wanted, "{list}");
+        for (original, name) in &expected {
+            assert!(provider_safe(name), "{name}");
+            let result = within(tools.call(&call("c", name, json!({"n": 1})))).await;
+            let echoed = json!({"name": original, "arguments": {"n": 1}}).to_string();
+            assert_eq!((result.content.as_str(), result.is_error), (echoed.as_str(), false), "{list}: {name}");
+        }
+    }
+}
+
+/// Two names 100 long, the same in their first 64 characters.
+fn long_names() -> (String, String) {
+    let shared = "n".repeat(64);
+    (format!("{shared}{}", "1".repeat(36)), format!("{shared}{}", "2".repeat(36)))
+}
+
+/// Whether both providers take `name` (OpenAI's `^[a-zA-Z0-9_-]{1,64}$`).
+fn provider_safe(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// A server whose next page's cursor is one it gave before (`a`, `b`,
@@ -344,6 +404,11 @@ fn serve() {
                     json!({"content": [{"type": "text", "text": "no disk"}, {"type": "video"}], "isError": true})
                 }
                 "first" | "before" | "after" => json!({"content": [{"type": "text", "text": "called"}]}),
+                // The `names` lists' tools say the name they were called by.
+                name if std::env::var(SERVER).is_ok_and(|list| list.starts_with("names")) => {
+                    let echoed = json!({"name": name, "arguments": params["arguments"]});
+                    json!({"content": [{"type": "text", "text": echoed.to_string()}]})
+                }
                 "hang" => {
                     hung.push(id);
                     continue;
@@ -388,7 +453,19 @@ fn listed(cursor: Option<&str>) -> Value {
             {"name": "an_array", "inputSchema": {"type": "array", "items": {"type": "string"}}},
             {"name": "two_types", "inputSchema": {"type": ["object", "null"]}},
             {"name": "files_read-2_B", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
+            {"name": "...", "inputSchema": {"type": "object"}},
         ]}),
+        list @ ("names" | "names_reversed") => {
+            let (first, second) = long_names();
+            let mut tools: Vec<Value> = ["files.read", "a_b", "a.b", &first, &second]
+                .iter()
+                .map(|name| json!({"name": name, "inputSchema": {"type": "object"}}))
+                .collect();
+            if list == "names_reversed" {
+                tools.reverse();
+            }
+            json!({"tools": tools})
+        }
         "noise" => json!({"tools": [
             {"name": "noise", "inputSchema": {"type": "object"}},
             {"name": "not_a_result", "inputSchema": {"type": "object"}},
