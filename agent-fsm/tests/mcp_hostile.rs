@@ -122,8 +122,11 @@ async fn a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls() {
 /// A server's tool whose name a provider refuses (a space, a slash, a dot
 /// as the MCP spec allows, over 64 long) is given one it takes; one whose
 /// name has none of the providers' characters (empty, dots only), or whose
-/// schema is not an object's, would fail every model request that lists
-/// it: it is left out. A schema without a `type` is an object's.
+/// schema is not an object's as the spec has it (another `type`, a
+/// property's schema that is not one, `required` not a list of names),
+/// would fail every model request that lists it: it is left out. A schema
+/// without a `type` is an object's; `properties` as an empty list is an
+/// empty object.
 async fn tools_the_providers_would_refuse_are_renamed_or_left_out() {
     let server = McpServer::spawn(server_command("odd")).await.expect("the server starts");
     let tools = server.tools().await.expect("the list");
@@ -144,6 +147,12 @@ async fn tools_the_providers_would_refuse_are_renamed_or_left_out() {
                 "files_read-2_B",
                 "Reads",
                 json!({"type": "object", "properties": {"p": {"type": "string"}}})
+            ),
+            ToolDefinition::new("php_empty", "", json!({"type": "object", "properties": {}, "required": []})),
+            ToolDefinition::new(
+                "boolean_property",
+                "",
+                json!({"type": "object", "properties": {"any": true}, "required": ["any"]})
             ),
         ]
     );
@@ -454,6 +463,15 @@ fn listed(cursor: Option<&str>) -> Value {
             {"name": "two_types", "inputSchema": {"type": ["object", "null"]}},
             {"name": "files_read-2_B", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
             {"name": "...", "inputSchema": {"type": "object"}},
+            // Property schemas, and required names, not as JSON Schema has
+            // them: both providers refuse the request.
+            {"name": "string_property", "inputSchema": {"type": "object", "properties": {"a": "string"}}},
+            {"name": "listed_properties", "inputSchema": {"type": "object", "properties": ["a"]}},
+            {"name": "one_required", "inputSchema": {"type": "object", "properties": {}, "required": "a"}},
+            {"name": "numbered_required", "inputSchema": {"type": "object", "required": [1]}},
+            // An empty object as PHP writes it: an empty list.
+            {"name": "php_empty", "inputSchema": {"type": "object", "properties": [], "required": []}},
+            {"name": "boolean_property", "inputSchema": {"properties": {"any": true}, "required": ["any"]}},
         ]}),
         list @ ("names" | "names_reversed") => {
             let (first, second) = long_names();

@@ -229,8 +229,11 @@ impl McpServer {
     ///
     /// A tool the providers would refuse whatever its name is left out,
     /// with a warning, rather than failing every request that lists it:
-    /// one whose input schema's `type` is not `"object"`, or whose name
-    /// has none of the providers' characters (empty, `...`). So is an
+    /// one whose input schema is not an object's as the spec has it (its
+    /// `type` not `"object"`, its `properties` not an object of schemas,
+    /// its `required` not a list of names; an empty list as `properties`,
+    /// as PHP writes an empty object, is taken as one), or whose name has
+    /// none of the providers' characters (empty, `...`). So is an
     /// entry of the list that is not a tool as the spec has it (no input
     /// schema, a schema that is not a JSON object, no name), rather than
     /// the whole list failing with it.
@@ -346,10 +349,13 @@ struct Listed {
     input_schema: Map<String, Value>,
 }
 
-/// A server's schema as the providers take it, if it is an object's (the
-/// spec's `"type": "object"`, added if the server left it out): no
-/// `$schema` key, and always `properties` (OpenAI refuses an object schema
-/// without).
+/// A server's schema as the providers take it, if it is an object's as
+/// the spec has it (`"type": "object"`, added if the server left it out;
+/// `properties`, if there, an object of schemas; `required`, if there, a
+/// list of names): no `$schema` key, and always `properties` (OpenAI
+/// refuses an object schema without). Both providers check a schema
+/// against JSON Schema's own and refuse the whole request over one that
+/// fails, such as `"properties": {"path": "string"}`.
 fn input_schema(schema: &Map<String, Value>) -> Option<Value> {
     let mut schema = schema.clone();
     schema.remove("$schema");
@@ -360,8 +366,22 @@ fn input_schema(schema: &Map<String, Value>) -> Option<Value> {
         Some(Value::String(kind)) if kind == "object" => {}
         Some(_) => return None,
     }
-    if !schema.contains_key("properties") {
-        schema.insert("properties".to_owned(), Value::Object(Map::new()));
+    match schema.get("properties") {
+        None => {
+            schema.insert("properties".to_owned(), Value::Object(Map::new()));
+        }
+        // An empty list: an empty object as PHP's `json_encode` writes it.
+        Some(Value::Array(list)) if list.is_empty() => {
+            schema.insert("properties".to_owned(), Value::Object(Map::new()));
+        }
+        // A schema is an object, or `true` or `false`.
+        Some(Value::Object(properties)) if properties.values().all(|p| p.is_object() || p.is_boolean()) => {}
+        Some(_) => return None,
+    }
+    match schema.get("required") {
+        None => {}
+        Some(Value::Array(names)) if names.iter().all(Value::is_string) => {}
+        Some(_) => return None,
     }
     Some(Value::Object(schema))
 }
