@@ -32,7 +32,7 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 12] = [
+    let tests: [(&str, Test); 13] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
         }),
@@ -44,6 +44,9 @@ fn main() {
         }),
         ("a_server_whose_pages_never_end_fails_the_list", || Box::pin(a_server_whose_pages_never_end_fails_the_list())),
         ("a_list_in_pages_is_read_to_its_end", || Box::pin(a_list_in_pages_is_read_to_its_end())),
+        ("a_list_whose_fresh_pages_never_end_fails_within_its_budget", || {
+            Box::pin(a_list_whose_fresh_pages_never_end_fails_within_its_budget())
+        }),
         ("a_server_that_has_exited_has_no_pid", || Box::pin(a_server_that_has_exited_has_no_pid())),
         ("a_call_the_set_drops_is_cancelled_on_the_server", || {
             Box::pin(a_call_the_set_drops_is_cancelled_on_the_server())
@@ -231,6 +234,23 @@ async fn a_list_in_pages_is_read_to_its_end() {
     let tools = within(server.tools()).await.expect("the list");
     let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
     assert_eq!(names, ["first", "second", "third"]);
+}
+
+/// A server whose pages never end, each with a cursor it never gave
+/// before and a tool with a 1 MiB description: the list fails once it
+/// holds 16 MiB, rather than growing until the timeout (the server stops
+/// answering after 100 pages, so that without that limit the list fails
+/// by timing out, not by exhausting the machine's memory).
+async fn a_list_whose_fresh_pages_never_end_fails_within_its_budget() {
+    let server = McpServer::spawn_with_timeout(server_command("endless"), Duration::from_secs(15))
+        .await
+        .expect("the server starts");
+    match within(server.tools()).await {
+        Err(error @ McpError::ListTools { .. }) => {
+            assert!(error.to_string().ends_with("did not list its tools: its list is over 16 MiB"), "{error}");
+        }
+        other => panic!("expected a list error, got {other:?}"),
+    }
 }
 
 /// Once the server has exited, and been reaped, its pid is no longer its
@@ -519,6 +539,16 @@ fn listed(cursor: Option<&str>) -> Value {
                 {"name": "after", "inputSchema": {"type": "object"}},
             ]}),
         },
+        "endless" => {
+            let page: u32 = cursor.and_then(|c| c.parse().ok()).unwrap_or(0);
+            if page >= 100 {
+                // Never answered: the list can end only by its timeout.
+                std::thread::sleep(Duration::from_secs(1000));
+            }
+            let description = "d".repeat(1 << 20);
+            json!({"tools": [{"name": format!("t{page}"), "description": description, "inputSchema": {}}],
+                   "nextCursor": (page + 1).to_string()})
+        }
         "cycle" => json!({
             "tools": [{"name": "again", "inputSchema": {"type": "object"}}],
             "nextCursor": if cursor == Some("a") { "b" } else { "a" },

@@ -239,7 +239,9 @@ impl McpServer {
     /// the whole list failing with it.
     ///
     /// # Errors
-    /// [`McpError::ListTools`] or [`McpError::TimedOut`].
+    /// [`McpError::ListTools`] or [`McpError::TimedOut`]. A list whose
+    /// pages would never end (a cursor the server gave before), or over
+    /// 16 MiB of JSON in all, is a [`McpError::ListTools`].
     pub async fn tools(&self) -> Result<ToolSet, McpError> {
         let program = &self.inner.program;
         let listed = match tokio::time::timeout(self.inner.timeout, list_all_tools(self.inner.service.peer())).await {
@@ -275,14 +277,21 @@ impl McpServer {
     }
 }
 
+/// The most JSON a server's list of tools may take, its tools and
+/// cursors together. A server whose pages never end, each with a cursor
+/// it never gave before, would otherwise have the list grow as fast as it
+/// can send until the timeout: gigabytes.
+const LIST_BUDGET: usize = 16 << 20;
+
 /// Every page of the server's tools. A cursor the server gave before ends
 /// the list with an error: it would list the same pages again, forever,
 /// and a page the SDK has cached comes back without a round trip, so the
-/// list would grow as fast as memory allows until the timeout.
+/// list would grow as fast as memory allows until the timeout. So does a
+/// list over [`LIST_BUDGET`].
 async fn list_all_tools(
     peer: &Peer<RoleClient>,
 ) -> Result<Vec<rmcp::model::Tool>, Box<dyn std::error::Error + Send + Sync>> {
-    let (mut tools, mut cursors, mut cursor) = (Vec::new(), HashSet::new(), None);
+    let (mut tools, mut cursors, mut cursor, mut size) = (Vec::new(), HashSet::new(), None, 0usize);
     loop {
         let params = PaginatedRequestParams::default().with_cursor(cursor);
         let (page, next_cursor) = match peer.list_tools(Some(params.clone())).await {
@@ -293,6 +302,10 @@ async fn list_all_tools(
             Err(ServiceError::UnexpectedResponse) => list_page_leniently(peer, params).await?,
             Err(error) => return Err(error.into()),
         };
+        size = page.iter().map(json_len).chain(next_cursor.as_ref().map(String::len)).fold(size, usize::saturating_add);
+        if size > LIST_BUDGET {
+            return Err(format!("its list is over {} MiB", LIST_BUDGET >> 20).into());
+        }
         tools.extend(page);
         match next_cursor {
             None => return Ok(tools),
@@ -302,6 +315,25 @@ async fn list_all_tools(
             next => cursor = next,
         }
     }
+}
+
+/// How long `value` is as JSON, counted rather than written out.
+fn json_len<T: serde::Serialize>(value: &T) -> usize {
+    /// Counts what is written to it.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(bytes.len());
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter fails only if the value cannot be JSON: it was.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// One page of the server's tools and the next page's cursor, read from
