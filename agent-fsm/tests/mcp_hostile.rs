@@ -3,11 +3,12 @@
 //! whose tools misbehave (one exits mid-call, one leaving a child behind;
 //! one never answers; one writes noise on stdout; one answers what is not
 //! a result; some answer with blocks the SDK cannot read; some have names
-//! or schemas no provider takes, or are not tools at all; one list's
-//! pages never end). The tests spawn it through [`McpServer`] and check
-//! that each call or list ends with an error in bounded time, that no
-//! process outlives the server, and that what the set hands the model is
-//! what the providers accept.
+//! or schemas no provider takes, or are not tools at all; some have names
+//! the spec allows but the providers refuse, and say the name they were
+//! called by; one list's pages never end). The tests spawn it through
+//! [`McpServer`] and check that each call or list ends with an error in
+//! bounded time, that no process outlives the server, and that what the
+//! set hands the model is what the providers accept.
 //!
 //! No libtest harness (`harness = false`): libtest writes to stdout, which
 //! is the server's protocol channel; `main` runs the tests itself, each
@@ -31,13 +32,21 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 11] = [
+    let tests: [(&str, Test); 13] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
         }),
-        ("tools_the_providers_would_refuse_are_left_out", || Box::pin(tools_the_providers_would_refuse_are_left_out())),
+        ("tools_the_providers_would_refuse_are_renamed_or_left_out", || {
+            Box::pin(tools_the_providers_would_refuse_are_renamed_or_left_out())
+        }),
+        ("renamed_tools_are_named_alike_on_every_spawn_and_call_the_servers_name", || {
+            Box::pin(renamed_tools_are_named_alike_on_every_spawn_and_call_the_servers_name())
+        }),
         ("a_server_whose_pages_never_end_fails_the_list", || Box::pin(a_server_whose_pages_never_end_fails_the_list())),
         ("a_list_in_pages_is_read_to_its_end", || Box::pin(a_list_in_pages_is_read_to_its_end())),
+        ("a_list_whose_fresh_pages_never_end_fails_within_its_budget", || {
+            Box::pin(a_list_whose_fresh_pages_never_end_fails_within_its_budget())
+        }),
         ("a_server_that_has_exited_has_no_pid", || Box::pin(a_server_that_has_exited_has_no_pid())),
         ("a_call_the_set_drops_is_cancelled_on_the_server", || {
             Box::pin(a_call_the_set_drops_is_cancelled_on_the_server())
@@ -113,28 +122,91 @@ async fn a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls() {
     panic!("the server's child ({child}) outlived it, or the server ({server_pid}) was not reaped");
 }
 
-/// A server's tool whose name a provider refuses (empty, a space, a slash,
-/// a dot as the MCP spec allows, over 64 long) or whose schema is not an
-/// object's would fail every model request that lists it: it is left out.
-/// A schema without a `type` is an object's.
-async fn tools_the_providers_would_refuse_are_left_out() {
+/// A server's tool whose name a provider refuses (a space, a slash, a dot
+/// as the MCP spec allows, over 64 long) is given one it takes; one whose
+/// name has none of the providers' characters (empty, dots only), or whose
+/// schema is not an object's as the spec has it (another `type`, a
+/// property's schema that is not one, `required` not a list of names),
+/// would fail every model request that lists it: it is left out. A schema
+/// without a `type` is an object's; `properties` as an empty list is an
+/// empty object.
+async fn tools_the_providers_would_refuse_are_renamed_or_left_out() {
     let server = McpServer::spawn(server_command("odd")).await.expect("the server starts");
     let tools = server.tools().await.expect("the list");
     let long = "y".repeat(64);
+    let object = || json!({"type": "object", "properties": {}});
+    let renamed = |name: &str| format!("(The MCP server's name for this tool is `{name}`.)");
+    let x65 = "x".repeat(65);
     assert_eq!(
         tools.definitions(),
         [
-            ToolDefinition::new("untyped", "", json!({"type": "object", "properties": {}})),
-            ToolDefinition::new(&*long, "", json!({"type": "object", "properties": {}})),
+            ToolDefinition::new("untyped", "", object()),
+            ToolDefinition::new("has_space", renamed("has space"), object()),
+            ToolDefinition::new("a_b", renamed("a/b"), object()),
+            ToolDefinition::new(format!("{}_3400e322", "x".repeat(55)), renamed(&x65), object()),
+            ToolDefinition::new("devserver_stop", renamed("devserver.stop"), object()),
+            ToolDefinition::new(&*long, "", object()),
             ToolDefinition::new(
                 "files_read-2_B",
                 "Reads",
                 json!({"type": "object", "properties": {"p": {"type": "string"}}})
             ),
+            ToolDefinition::new("php_empty", "", json!({"type": "object", "properties": {}, "required": []})),
+            ToolDefinition::new(
+                "boolean_property",
+                "",
+                json!({"type": "object", "properties": {"any": true}, "required": ["any"]})
+            ),
         ]
     );
+    for definition in tools.definitions() {
+        assert!(provider_safe(&definition.name), "{}", definition.name);
+    }
     let result = tools.call(&call("c", "has space", json!({}))).await;
-    assert_eq!(result.content, format!("unknown tool `has space`; the tools are: untyped, {long}, files_read-2_B"));
+    assert!(result.content.starts_with("unknown tool `has space`; the tools are: untyped, has_space, a_b, "));
+}
+
+/// Dotted, clashing and long names, as the MCP spec allows: each is given
+/// a name the providers take, no two the same, the server's own kept where
+/// the providers take it (`a_b` beside `a.b`); a second spawn of the
+/// server, listing them in the other order, gives the same names (pinned
+/// here: a durable agent's conversation holds them); and a call under each
+/// reaches the server's tool by the server's name.
+async fn renamed_tools_are_named_alike_on_every_spawn_and_call_the_servers_name() {
+    let (first, second) = long_names();
+    let expected = [
+        ("files.read", "files_read".to_owned()),
+        ("a_b", "a_b".to_owned()),
+        ("a.b", "a_b_e27bcb35".to_owned()),
+        (&*first, format!("{}_a3e882bf", "n".repeat(55))),
+        (&*second, format!("{}_c654bed2", "n".repeat(55))),
+    ];
+    for list in ["names", "names_reversed"] {
+        let server = McpServer::spawn(server_command(list)).await.expect("the server starts");
+        let tools = within(server.tools()).await.expect("the list");
+        let mut given: Vec<String> = tools.names().map(str::to_owned).collect();
+        given.sort();
+        let mut wanted: Vec<String> = expected.iter().map(|(_, name)| name.clone()).collect();
+        wanted.sort();
+        assert_eq!(given, wanted, "{list}");
+        for (original, name) in &expected {
+            assert!(provider_safe(name), "{name}");
+            let result = within(tools.call(&call("c", name, json!({"n": 1})))).await;
+            let echoed = json!({"name": original, "arguments": {"n": 1}}).to_string();
+            assert_eq!((result.content.as_str(), result.is_error), (echoed.as_str(), false), "{list}: {name}");
+        }
+    }
+}
+
+/// Two names 100 long, the same in their first 64 characters.
+fn long_names() -> (String, String) {
+    let shared = "n".repeat(64);
+    (format!("{shared}{}", "1".repeat(36)), format!("{shared}{}", "2".repeat(36)))
+}
+
+/// Whether both providers take `name` (OpenAI's `^[a-zA-Z0-9_-]{1,64}$`).
+fn provider_safe(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// A server whose next page's cursor is one it gave before (`a`, `b`,
@@ -162,6 +234,23 @@ async fn a_list_in_pages_is_read_to_its_end() {
     let tools = within(server.tools()).await.expect("the list");
     let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
     assert_eq!(names, ["first", "second", "third"]);
+}
+
+/// A server whose pages never end, each with a cursor it never gave
+/// before and a tool with a 1 MiB description: the list fails once it
+/// holds 16 MiB, rather than growing until the timeout (the server stops
+/// answering after 100 pages, so that without that limit the list fails
+/// by timing out, not by exhausting the machine's memory).
+async fn a_list_whose_fresh_pages_never_end_fails_within_its_budget() {
+    let server = McpServer::spawn_with_timeout(server_command("endless"), Duration::from_secs(15))
+        .await
+        .expect("the server starts");
+    match within(server.tools()).await {
+        Err(error @ McpError::ListTools { .. }) => {
+            assert!(error.to_string().ends_with("did not list its tools: its list is over 16 MiB"), "{error}");
+        }
+        other => panic!("expected a list error, got {other:?}"),
+    }
 }
 
 /// Once the server has exited, and been reaped, its pid is no longer its
@@ -344,6 +433,11 @@ fn serve() {
                     json!({"content": [{"type": "text", "text": "no disk"}, {"type": "video"}], "isError": true})
                 }
                 "first" | "before" | "after" => json!({"content": [{"type": "text", "text": "called"}]}),
+                // The `names` lists' tools say the name they were called by.
+                name if std::env::var(SERVER).is_ok_and(|list| list.starts_with("names")) => {
+                    let echoed = json!({"name": name, "arguments": params["arguments"]});
+                    json!({"content": [{"type": "text", "text": echoed.to_string()}]})
+                }
                 "hang" => {
                     hung.push(id);
                     continue;
@@ -388,7 +482,28 @@ fn listed(cursor: Option<&str>) -> Value {
             {"name": "an_array", "inputSchema": {"type": "array", "items": {"type": "string"}}},
             {"name": "two_types", "inputSchema": {"type": ["object", "null"]}},
             {"name": "files_read-2_B", "description": "Reads", "inputSchema": {"properties": {"p": {"type": "string"}}}},
+            {"name": "...", "inputSchema": {"type": "object"}},
+            // Property schemas, and required names, not as JSON Schema has
+            // them: both providers refuse the request.
+            {"name": "string_property", "inputSchema": {"type": "object", "properties": {"a": "string"}}},
+            {"name": "listed_properties", "inputSchema": {"type": "object", "properties": ["a"]}},
+            {"name": "one_required", "inputSchema": {"type": "object", "properties": {}, "required": "a"}},
+            {"name": "numbered_required", "inputSchema": {"type": "object", "required": [1]}},
+            // An empty object as PHP writes it: an empty list.
+            {"name": "php_empty", "inputSchema": {"type": "object", "properties": [], "required": []}},
+            {"name": "boolean_property", "inputSchema": {"properties": {"any": true}, "required": ["any"]}},
         ]}),
+        list @ ("names" | "names_reversed") => {
+            let (first, second) = long_names();
+            let mut tools: Vec<Value> = ["files.read", "a_b", "a.b", &first, &second]
+                .iter()
+                .map(|name| json!({"name": name, "inputSchema": {"type": "object"}}))
+                .collect();
+            if list == "names_reversed" {
+                tools.reverse();
+            }
+            json!({"tools": tools})
+        }
         "noise" => json!({"tools": [
             {"name": "noise", "inputSchema": {"type": "object"}},
             {"name": "not_a_result", "inputSchema": {"type": "object"}},
@@ -424,6 +539,16 @@ fn listed(cursor: Option<&str>) -> Value {
                 {"name": "after", "inputSchema": {"type": "object"}},
             ]}),
         },
+        "endless" => {
+            let page: u32 = cursor.and_then(|c| c.parse().ok()).unwrap_or(0);
+            if page >= 100 {
+                // Never answered: the list can end only by its timeout.
+                std::thread::sleep(Duration::from_secs(1000));
+            }
+            let description = "d".repeat(1 << 20);
+            json!({"tools": [{"name": format!("t{page}"), "description": description, "inputSchema": {}}],
+                   "nextCursor": (page + 1).to_string()})
+        }
         "cycle" => json!({
             "tools": [{"name": "again", "inputSchema": {"type": "object"}}],
             "nextCursor": if cursor == Some("a") { "b" } else { "a" },

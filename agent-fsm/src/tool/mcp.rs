@@ -21,6 +21,14 @@
 //! # }
 //! ```
 //!
+//! A tool's name is the server's if the model providers take it (1 to 64
+//! of `A-Z a-z 0-9 _ -`). The MCP spec also allows `.` and up to 128
+//! characters, which they refuse: such a tool is offered under a name
+//! derived from the server's (`files.read` as `files_read`; a long one cut
+//! and ended with a hash of the whole), the same on every start of the
+//! same server, and called on the server by its own name (see
+//! [`McpServer::tools`]).
+//!
 //! A call's result is the text the model reads: the text of each content
 //! block (of an embedded text resource too), one per line (a block of
 //! another kind is named, as `[image/png image]`, with its URI if it has
@@ -66,6 +74,8 @@ use super::error::CallError;
 use super::set::{RawTool, ToolSet};
 use super::typed::not_an_object;
 use crate::llm::ToolDefinition;
+
+mod names;
 
 /// How long [`McpServer::spawn`] waits for the handshake, and
 /// [`McpServer::tools`] for the list.
@@ -201,18 +211,37 @@ impl McpServer {
     /// `"type": "object"` and `properties` if it had none), and a call is
     /// a `tools/call` request to the server.
     ///
-    /// A tool the model providers would refuse is left out, with a
-    /// warning, rather than failing every request that lists it: one whose
-    /// name is not 1 to 64 of `A-Z a-z 0-9 _ -` (what both providers take;
-    /// the MCP spec also allows `.`, which both refuse, and up to 128,
-    /// which OpenAI refuses), or whose input schema's `type` is not
-    /// `"object"`. So is an entry of the list
-    /// that is not a tool as the spec has it (no input schema, a schema
-    /// that is not a JSON object, no name), rather than the whole list
-    /// failing with it.
+    /// A tool whose name the model providers would refuse (not 1 to 64 of
+    /// `A-Z a-z 0-9 _ -`, what both take; the MCP spec allows `.` too,
+    /// which both refuse, and up to 128, which OpenAI refuses) is given
+    /// one they take, derived from it: each other character made `_`
+    /// (`files.read` is `files_read`), and, if that is over 64 long or
+    /// another of the server's tools' names, cut and ended with `_` and 8
+    /// hex digits of a hash of the server's name. A call under that name
+    /// calls the server's tool by its own name, and the description ends
+    /// with the server's name. The names depend only on the names the
+    /// server lists (not their order): the same server gives the same
+    /// names after a restart. A name the server lists as the providers
+    /// take it is kept: if `a_b` and `a.b` are both listed, `a.b` is the
+    /// one given another name. A name given this way that is a tool's
+    /// already in the set being [`extend`](ToolSet::extend)ed is left out
+    /// there, as any of the server's tools named as one already in it.
+    ///
+    /// A tool the providers would refuse whatever its name is left out,
+    /// with a warning, rather than failing every request that lists it:
+    /// one whose input schema is not an object's as the spec has it (its
+    /// `type` not `"object"`, its `properties` not an object of schemas,
+    /// its `required` not a list of names; an empty list as `properties`,
+    /// as PHP writes an empty object, is taken as one), or whose name has
+    /// none of the providers' characters (empty, `...`). So is an
+    /// entry of the list that is not a tool as the spec has it (no input
+    /// schema, a schema that is not a JSON object, no name), rather than
+    /// the whole list failing with it.
     ///
     /// # Errors
-    /// [`McpError::ListTools`] or [`McpError::TimedOut`].
+    /// [`McpError::ListTools`] or [`McpError::TimedOut`]. A list whose
+    /// pages would never end (a cursor the server gave before), or over
+    /// 16 MiB of JSON in all, is a [`McpError::ListTools`].
     pub async fn tools(&self) -> Result<ToolSet, McpError> {
         let program = &self.inner.program;
         let listed = match tokio::time::timeout(self.inner.timeout, list_all_tools(self.inner.service.peer())).await {
@@ -220,30 +249,49 @@ impl McpServer {
             Ok(Err(source)) => return Err(McpError::ListTools { program: program.clone(), source }),
             Err(_) => return Err(McpError::TimedOut { program: program.clone(), after: self.inner.timeout }),
         };
+        // Of every name listed, a tool left out for its schema too: a
+        // tool's name does not change with another's schema.
+        let given = names::provider_names(listed.iter().map(|tool| tool.name.as_ref()));
         let mut set = ToolSet::new();
         for tool in listed {
             // One such tool in a request fails the whole request, every
             // time: better the model goes without it.
-            let Some(parameters) = input_schema(&tool.input_schema).filter(|_| valid_name(&tool.name)) else {
-                tracing::warn!(program = %program, tool = %tool.name, "an MCP tool with a name or an input schema the spec does not allow is left out");
+            let (Some(parameters), Some(name)) =
+                (input_schema(&tool.input_schema), given.get(tool.name.as_ref()).cloned())
+            else {
+                tracing::warn!(program = %program, tool = %tool.name, "an MCP tool with a name or an input schema no provider takes is left out");
                 continue;
             };
-            let definition =
-                ToolDefinition::new(tool.name.clone(), tool.description.as_deref().unwrap_or_default(), parameters);
-            set.add_raw(Arc::new(McpTool { definition, server: Arc::clone(&self.inner) }));
+            if name != tool.name {
+                tracing::debug!(program = %program, tool = %tool.name, given = %name, "an MCP tool is given a name the providers take");
+            }
+            let description = names::description(tool.description.as_deref().unwrap_or_default(), &tool.name, &name);
+            let definition = ToolDefinition::new(name, description, parameters);
+            set.add_raw(Arc::new(McpTool {
+                definition,
+                name: tool.name.into_owned(),
+                server: Arc::clone(&self.inner),
+            }));
         }
         Ok(set)
     }
 }
 
+/// The most JSON a server's list of tools may take, its tools and
+/// cursors together. A server whose pages never end, each with a cursor
+/// it never gave before, would otherwise have the list grow as fast as it
+/// can send until the timeout: gigabytes.
+const LIST_BUDGET: usize = 16 << 20;
+
 /// Every page of the server's tools. A cursor the server gave before ends
 /// the list with an error: it would list the same pages again, forever,
 /// and a page the SDK has cached comes back without a round trip, so the
-/// list would grow as fast as memory allows until the timeout.
+/// list would grow as fast as memory allows until the timeout. So does a
+/// list over [`LIST_BUDGET`].
 async fn list_all_tools(
     peer: &Peer<RoleClient>,
 ) -> Result<Vec<rmcp::model::Tool>, Box<dyn std::error::Error + Send + Sync>> {
-    let (mut tools, mut cursors, mut cursor) = (Vec::new(), HashSet::new(), None);
+    let (mut tools, mut cursors, mut cursor, mut size) = (Vec::new(), HashSet::new(), None, 0usize);
     loop {
         let params = PaginatedRequestParams::default().with_cursor(cursor);
         let (page, next_cursor) = match peer.list_tools(Some(params.clone())).await {
@@ -254,6 +302,10 @@ async fn list_all_tools(
             Err(ServiceError::UnexpectedResponse) => list_page_leniently(peer, params).await?,
             Err(error) => return Err(error.into()),
         };
+        size = page.iter().map(json_len).chain(next_cursor.as_ref().map(String::len)).fold(size, usize::saturating_add);
+        if size > LIST_BUDGET {
+            return Err(format!("its list is over {} MiB", LIST_BUDGET >> 20).into());
+        }
         tools.extend(page);
         match next_cursor {
             None => return Ok(tools),
@@ -263,6 +315,25 @@ async fn list_all_tools(
             next => cursor = next,
         }
     }
+}
+
+/// How long `value` is as JSON, counted rather than written out.
+fn json_len<T: serde::Serialize>(value: &T) -> usize {
+    /// Counts what is written to it.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(bytes.len());
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter fails only if the value cannot be JSON: it was.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// One page of the server's tools and the next page's cursor, read from
@@ -310,19 +381,13 @@ struct Listed {
     input_schema: Map<String, Value>,
 }
 
-/// Whether `name` is a tool name both providers take, 1 to 64 of
-/// `A-Z a-z 0-9 _ -` (OpenAI's `^[a-zA-Z0-9_-]{1,64}$`; Anthropic's allows
-/// 128): either refuses a whole request with a tool named otherwise. The
-/// MCP spec's names may also have a `.` (`devserver.stop`) and be up to 128
-/// long.
-fn valid_name(name: &str) -> bool {
-    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b))
-}
-
-/// A server's schema as the providers take it, if it is an object's (the
-/// spec's `"type": "object"`, added if the server left it out): no
-/// `$schema` key, and always `properties` (OpenAI refuses an object schema
-/// without).
+/// A server's schema as the providers take it, if it is an object's as
+/// the spec has it (`"type": "object"`, added if the server left it out;
+/// `properties`, if there, an object of schemas; `required`, if there, a
+/// list of names): no `$schema` key, and always `properties` (OpenAI
+/// refuses an object schema without). Both providers check a schema
+/// against JSON Schema's own and refuse the whole request over one that
+/// fails, such as `"properties": {"path": "string"}`.
 fn input_schema(schema: &Map<String, Value>) -> Option<Value> {
     let mut schema = schema.clone();
     schema.remove("$schema");
@@ -333,15 +398,32 @@ fn input_schema(schema: &Map<String, Value>) -> Option<Value> {
         Some(Value::String(kind)) if kind == "object" => {}
         Some(_) => return None,
     }
-    if !schema.contains_key("properties") {
-        schema.insert("properties".to_owned(), Value::Object(Map::new()));
+    match schema.get("properties") {
+        None => {
+            schema.insert("properties".to_owned(), Value::Object(Map::new()));
+        }
+        // An empty list: an empty object as PHP's `json_encode` writes it.
+        Some(Value::Array(list)) if list.is_empty() => {
+            schema.insert("properties".to_owned(), Value::Object(Map::new()));
+        }
+        // A schema is an object, or `true` or `false`.
+        Some(Value::Object(properties)) if properties.values().all(|p| p.is_object() || p.is_boolean()) => {}
+        Some(_) => return None,
+    }
+    match schema.get("required") {
+        None => {}
+        Some(Value::Array(names)) if names.iter().all(Value::is_string) => {}
+        Some(_) => return None,
     }
     Some(Value::Object(schema))
 }
 
 /// One tool of a server.
 struct McpTool {
+    /// Under the name the model is given (see [`names`]).
     definition: ToolDefinition,
+    /// The server's name for it, which calls it.
+    name: String,
     server: Arc<Inner>,
 }
 
@@ -356,7 +438,7 @@ impl RawTool for McpTool {
             let Value::Object(arguments) = arguments else {
                 return Err(CallError::InvalidArguments { tool, reason: not_an_object(&arguments) });
             };
-            let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
+            let params = CallToolRequestParams::new(self.name.clone()).with_arguments(arguments);
             let (text, is_error) = match call_tool(self.server.service.peer(), params).await {
                 Ok(result) => result,
                 Err(error) => return Err(CallError::Failed { tool, message: service_error(&error) }),
