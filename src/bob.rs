@@ -72,13 +72,13 @@ pub use agent_fsm::llm::{AssistantMessage, ToolCall, ToolResult};
 /// A reply with text and no tool call: the model's answer.
 #[must_use]
 pub fn answer(text: impl Into<String>) -> AssistantMessage {
-    AssistantMessage { text: text.into(), tool_calls: Vec::new() }
+    AssistantMessage { text: text.into(), tool_calls: Vec::new(), ..Default::default() }
 }
 
 /// A reply asking for `calls` and saying nothing.
 #[must_use]
 pub fn call_tools(calls: Vec<ToolCall>) -> AssistantMessage {
-    AssistantMessage { text: String::new(), tool_calls: calls }
+    AssistantMessage { text: String::new(), tool_calls: calls, ..Default::default() }
 }
 
 /// One tool call waiting for a human.

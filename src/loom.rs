@@ -482,7 +482,7 @@ pub fn reply(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> StreamEvent 
     let stop_reason =
         if tool_calls.is_empty() { agent_fsm::llm::StopReason::EndTurn } else { agent_fsm::llm::StopReason::ToolUse };
     StreamEvent::Completed {
-        message: AssistantMessage { text: text.into(), tool_calls },
+        message: AssistantMessage { text: text.into(), tool_calls, ..Default::default() },
         stop_reason,
         usage: agent_fsm::llm::Usage::default(),
     }

@@ -93,7 +93,7 @@ impl Script {
         } else {
             ("Done: the greeting is fixed and the notes are written.".to_owned(), Vec::new())
         };
-        AssistantMessage { text, tool_calls: calls }
+        AssistantMessage { text, tool_calls: calls, ..Default::default() }
     }
 }
 

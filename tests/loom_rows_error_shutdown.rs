@@ -61,7 +61,7 @@ fn shutdown_from_calling_llm() {
 #[test]
 fn shutdown_from_processing_llm_response() {
     shutdown_from(AgentState::ProcessingLlmResponse {
-        response: AssistantMessage { text: "half-processed".into(), tool_calls: Vec::new() },
+        response: AssistantMessage { text: "half-processed".into(), tool_calls: Vec::new(), ..Default::default() },
         conversation: conv(history()),
     });
 }
@@ -70,7 +70,7 @@ fn shutdown_from_processing_llm_response() {
 fn resumed_in_transient_state_never_rests_there() {
     let mut m = Loom::with_state(
         AgentState::ProcessingLlmResponse {
-            response: AssistantMessage { text: "half-processed".into(), tool_calls: Vec::new() },
+            response: AssistantMessage { text: "half-processed".into(), tool_calls: Vec::new(), ..Default::default() },
             conversation: conv(history()),
         },
         cfg(),

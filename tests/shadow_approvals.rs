@@ -182,6 +182,7 @@ fn play(moves: Vec<Move>) -> Result<(), String> {
             Move::Reply(calls) => completed(AssistantMessage {
                 text: String::new(),
                 tool_calls: calls.into_iter().map(|(id, question)| ledger.call(id, question)).collect(),
+                ..Default::default()
             }),
             Move::Permission { to, allow, remember } => {
                 if ledger.permissions.is_empty() {
@@ -267,7 +268,8 @@ fn a_reply_that_repeats_a_call_id_is_refused_on_entry() {
         ToolCall { id: "t1".into(), name: "write_file".into(), arguments: json!({ "n": 1 }) },
         ToolCall { id: "t1".into(), name: "run_command".into(), arguments: json!({ "n": 2 }) },
     ];
-    let action = machine.handle_event(completed(AssistantMessage { text: "x".into(), tool_calls: calls }));
+    let action =
+        machine.handle_event(completed(AssistantMessage { text: "x".into(), tool_calls: calls, ..Default::default() }));
     let message = "the model repeated the tool call id `t1`; no tool ran";
     assert_eq!(action, ShadowAction::ReportError(message.into()));
     assert_eq!(machine.state(), &ShadowState::Error { message: message.into() });
@@ -283,7 +285,7 @@ fn waiting() -> serde_json::Value {
         ToolCall { id: "t1".into(), name: "write_file".into(), arguments: json!({ "n": 1 }) },
         ToolCall { id: "t2".into(), name: "write_file".into(), arguments: json!({ "n": 2 }) },
     ];
-    machine.handle_event(completed(AssistantMessage { text: String::new(), tool_calls: calls }));
+    machine.handle_event(completed(AssistantMessage { text: String::new(), tool_calls: calls, ..Default::default() }));
     serde_json::from_str(&snapshot::to_json(&machine).expect("snapshot")).expect("json")
 }
 
@@ -322,7 +324,11 @@ fn a_spent_counter_answers_a_call_that_would_ask_instead_of_reusing_an_id() {
         ToolCall { id: "t1".into(), name: "write_file".into(), arguments: json!({ "n": 1 }) },
         ToolCall { id: "t2".into(), name: "write_file".into(), arguments: json!({ "n": 2 }) },
     ];
-    let action = machine.handle_event(completed(AssistantMessage { text: String::new(), tool_calls: calls }));
+    let action = machine.handle_event(completed(AssistantMessage {
+        text: String::new(),
+        tool_calls: calls,
+        ..Default::default()
+    }));
     let ShadowAction::RequestPermission { request_id, .. } = action else { panic!("{action:?}") };
     assert_eq!(request_id, format!("permission-{}", u64::MAX - 1));
     assert_eq!(machine.context().next_request, u64::MAX);
@@ -345,7 +351,11 @@ struct QueuedLlm(Arc<Mutex<VecDeque<AssistantMessage>>>);
 impl Llm for QueuedLlm {
     fn stream(&self, _conversation: &[Message]) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
         let next = self.0.lock().expect("not poisoned").pop_front();
-        let reply = next.unwrap_or_else(|| AssistantMessage { text: "done".into(), tool_calls: Vec::new() });
+        let reply = next.unwrap_or_else(|| AssistantMessage {
+            text: "done".into(),
+            tool_calls: Vec::new(),
+            ..Default::default()
+        });
         let ShadowEvent::LlmEvent(completed) = completed(reply) else { unreachable!("a completed reply") };
         futures::stream::iter([Ok(completed)]).boxed()
     }
@@ -416,7 +426,11 @@ async fn play_agent(moves: Vec<AgentMove>) -> Vec<String> {
                         }
                     })
                     .collect();
-                llm.0.lock().expect("not poisoned").push_back(AssistantMessage { text: String::new(), tool_calls });
+                llm.0.lock().expect("not poisoned").push_back(AssistantMessage {
+                    text: String::new(),
+                    tool_calls,
+                    ..Default::default()
+                });
                 vec![ShadowEvent::UserInput("go".into())]
             }
             AgentMove::Replies(replies) if !asked.is_empty() => replies

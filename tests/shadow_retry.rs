@@ -27,7 +27,7 @@ use futures::stream::BoxStream;
 use serde_json::{Value, json};
 
 fn completed(text: &str, tool_calls: Vec<ToolCall>) -> StreamEvent {
-    let message = AssistantMessage { text: text.to_owned(), tool_calls };
+    let message = AssistantMessage { text: text.to_owned(), tool_calls, ..Default::default() };
     StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::default() }
 }
 

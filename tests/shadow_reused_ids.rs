@@ -58,10 +58,10 @@ impl Llm for SameIdEveryTurn {
                     name: "run_command".into(),
                     arguments: serde_json::json!({ "command": command }),
                 };
-                AssistantMessage { text: String::new(), tool_calls: vec![call] }
+                AssistantMessage { text: String::new(), tool_calls: vec![call], ..Default::default() }
             }
-            (Some(task), _) => AssistantMessage { text: format!("done {task}"), tool_calls: Vec::new() },
-            (None, Some(result)) => AssistantMessage { text: format!("main got: {result}"), tool_calls: Vec::new() },
+            (Some(task), _) => AssistantMessage { text: format!("done {task}"), ..Default::default() },
+            (None, Some(result)) => AssistantMessage { text: format!("main got: {result}"), ..Default::default() },
             (None, None) => {
                 let prompt = format!("{CHILD}{last}");
                 let call = ToolCall {
@@ -69,7 +69,7 @@ impl Llm for SameIdEveryTurn {
                     name: "Task".into(),
                     arguments: serde_json::json!({ "prompt": prompt }),
                 };
-                AssistantMessage { text: String::new(), tool_calls: vec![call] }
+                AssistantMessage { text: String::new(), tool_calls: vec![call], ..Default::default() }
             }
         };
         let stop_reason = if message.tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
@@ -217,7 +217,7 @@ fn a_snapshot_waiting_for_a_subagent_names_a_child_its_context_gave() {
         machine.handle_event(ShadowEvent::UserInput("go".into()));
         let call = ToolCall { id: "a/b".into(), name: "Task".into(), arguments: serde_json::json!({}) };
         machine.handle_event(ShadowEvent::LlmEvent(StreamEvent::Completed {
-            message: AssistantMessage { text: String::new(), tool_calls: vec![call] },
+            message: AssistantMessage { text: String::new(), tool_calls: vec![call], ..Default::default() },
             stop_reason: StopReason::ToolUse,
             usage: Usage::default(),
         }));

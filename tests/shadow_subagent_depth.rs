@@ -22,7 +22,7 @@ impl Llm for Delegator {
     fn stream(&self, _conversation: &[Message]) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
         let call =
             ToolCall { id: "t".into(), name: "Task".into(), arguments: serde_json::json!({ "prompt": "do it" }) };
-        let message = AssistantMessage { text: String::new(), tool_calls: vec![call] };
+        let message = AssistantMessage { text: String::new(), tool_calls: vec![call], ..Default::default() };
         let completed = StreamEvent::Completed { message, stop_reason: StopReason::ToolUse, usage: Usage::default() };
         futures::stream::iter([Ok(completed)]).boxed()
     }

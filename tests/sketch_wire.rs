@@ -31,7 +31,11 @@ const NOTE: &str = "Notes from the agent on the tool round:\n- new commits: c1\n
 fn conversation() -> Request {
     let mut m = Sketch::new(SketchContext::new(Budget::default()));
     let tools = LlmReply {
-        message: AssistantMessage { text: "Looking.".to_owned(), tool_calls: vec![call("a"), call("b")] },
+        message: AssistantMessage {
+            text: "Looking.".to_owned(),
+            tool_calls: vec![call("a"), call("b")],
+            ..Default::default()
+        },
         ..LlmReply::tools(Vec::new(), spend())
     };
     let events = [

@@ -161,7 +161,7 @@ fn tool(id: &str, name: &str) -> shadow::ToolCall {
 }
 
 fn reply(calls: Vec<shadow::ToolCall>) -> ShadowEvent {
-    let message = AssistantMessage { text: "ok".into(), tool_calls: calls };
+    let message = AssistantMessage { text: "ok".into(), tool_calls: calls, ..Default::default() };
     ShadowEvent::LlmEvent(StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::default() })
 }
 

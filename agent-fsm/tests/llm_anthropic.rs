@@ -11,8 +11,8 @@ mod replay;
 use std::time::Duration;
 
 use agent_fsm::llm::{
-    Anthropic, AnthropicConfig, AssistantMessage, ErrorKind, Message, Request, StopReason, StreamEvent, ToolCall,
-    ToolDefinition, Usage,
+    Anthropic, AnthropicConfig, AssistantMessage, ErrorKind, Message, ReasoningBlock, Request, StopReason, StreamEvent,
+    ToolCall, ToolDefinition, Usage,
 };
 use caller::{kinds, run};
 use replay::{ReplayServer, Reply};
@@ -93,7 +93,11 @@ fn call_delta(index: usize, id: Option<&str>, name: Option<&str>, fragment: &str
 }
 
 fn completed(text: &str, tool_calls: Vec<ToolCall>, stop_reason: StopReason, usage: Usage) -> StreamEvent {
-    StreamEvent::Completed { message: AssistantMessage { text: text.to_owned(), tool_calls }, stop_reason, usage }
+    StreamEvent::Completed {
+        message: AssistantMessage { text: text.to_owned(), tool_calls, ..Default::default() },
+        stop_reason,
+        usage,
+    }
 }
 
 fn hello_stream() -> String {
@@ -158,6 +162,7 @@ async fn a_tool_round_is_sent_back_as_anthropic_reads_it() {
                 ToolCall { id: "toolu_1".into(), name: "read".into(), arguments: json!({"path": "a"}) },
                 ToolCall { id: "toolu_2".into(), name: "read".into(), arguments: json!({"path": "b"}) },
             ],
+            ..Default::default()
         })
         .message(Message::tool_result("toolu_1", "A"))
         .message(Message::tool_error("toolu_2", "no such file"))
@@ -271,7 +276,7 @@ async fn a_tool_call_with_no_input_gets_an_empty_object() {
 #[tokio::test]
 async fn usage_and_stop_reason() {
     // Cached input counts as input; output is the last cumulative count;
-    // a thinking block is skipped.
+    // a thinking block streams apart from the text and is kept whole.
     let stream = [
         message_start(25, 5),
         event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}})),
@@ -289,7 +294,16 @@ async fn usage_and_stop_reason() {
     let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
     let mut usage = Usage::new(30, 17);
     usage.cache_read_tokens = 5;
-    let expected = vec![Ok(text("cut")), Ok(completed("cut", vec![], StopReason::MaxTokens, usage))];
+    let message = AssistantMessage {
+        text: "cut".into(),
+        reasoning: vec![ReasoningBlock::Thinking { thinking: "hmm".into(), signature: "sig".into() }],
+        ..Default::default()
+    };
+    let expected = vec![
+        Ok(StreamEvent::ReasoningDelta("hmm".into())),
+        Ok(text("cut")),
+        Ok(StreamEvent::Completed { message, stop_reason: StopReason::MaxTokens, usage }),
+    ];
     assert_eq!(kinds(run(client(&server), request(), 1).await), expected);
 }
 
@@ -475,7 +489,7 @@ fn a_whitespace_text_block_and_arguments_that_are_not_an_object_are_not_sent_as_
     let listed = ToolCall { id: "toolu_2".into(), name: "read".into(), arguments: json!(["greeting.sh"]) };
     let request = Request::new("claude-test")
         .message(Message::user("fix it"))
-        .message(AssistantMessage { text: "\n\n".into(), tool_calls: vec![cut_off, listed] })
+        .message(AssistantMessage { text: "\n\n".into(), tool_calls: vec![cut_off, listed], ..Default::default() })
         .message(Message::tool_error("toolu_1", "not valid JSON"))
         .message(Message::tool_error("toolu_2", "not an object"))
         .message(Message::assistant(" \t\n"))

@@ -35,7 +35,7 @@ fn text(t: &str) -> StreamEvent {
 }
 
 fn completed(text: &str, stop_reason: StopReason) -> StreamEvent {
-    let message = AssistantMessage { text: text.to_owned(), tool_calls: Vec::new() };
+    let message = AssistantMessage { text: text.to_owned(), tool_calls: Vec::new(), ..Default::default() };
     StreamEvent::Completed { message, stop_reason, usage: Usage::default() }
 }
 
@@ -109,7 +109,7 @@ async fn a_server_tools_input_and_result_are_skipped() {
     .concat();
     let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
     let client = AnthropicConfig::new("k").base_url(server.url()).build().expect("client");
-    let message = AssistantMessage { text: "Found it.".into(), tool_calls: Vec::new() };
+    let message = AssistantMessage { text: "Found it.".into(), tool_calls: Vec::new(), ..Default::default() };
     let done = StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::new(7, 9) };
     assert_eq!(kinds(run(client, request(), 1).await), vec![Ok(text("Found it.")), Ok(done)]);
 }
@@ -144,7 +144,7 @@ async fn arguments_sent_as_a_json_object_are_read_as_their_text() {
         arguments_fragment: r#"{"path":"a.rs"}"#.into(),
     };
     let call = ToolCall { id: "c".into(), name: "read".into(), arguments: json!({"path": "a.rs"}) };
-    let message = AssistantMessage { text: String::new(), tool_calls: vec![call] };
+    let message = AssistantMessage { text: String::new(), tool_calls: vec![call], ..Default::default() };
     let done = StreamEvent::Completed { message, stop_reason: StopReason::ToolUse, usage: Usage::default() };
     assert_eq!(kinds(run(openai(&server), request(), 1).await), vec![Ok(delta), Ok(done)]);
 }
@@ -186,7 +186,7 @@ async fn partial_null_or_empty_usage_on_other_chunks_keeps_the_counts() {
     ]
     .concat();
     let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
-    let message = AssistantMessage { text: "a".into(), tool_calls: Vec::new() };
+    let message = AssistantMessage { text: "a".into(), tool_calls: Vec::new(), ..Default::default() };
     let done = StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::new(9, 2) };
     assert_eq!(kinds(run(openai(&server), request(), 1).await), vec![Ok(text("a")), Ok(done)]);
 }

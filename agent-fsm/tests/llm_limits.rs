@@ -230,10 +230,14 @@ async fn through_the_client_an_endless_line_ends_the_reply_with_an_error() {
     assert!(errors[0].message().contains("16 MiB"), "{}", errors[0]);
 }
 
-/// An Anthropic `content_block_start` of a block the parser skips.
-fn thinking_block(index: usize) -> String {
-    let data =
-        json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": ""}});
+/// An Anthropic `content_block_start` of a block that is neither text nor
+/// a tool call: `server_tool_use` (skipped) or `thinking` (kept).
+fn other_block(index: usize, kind: &str) -> String {
+    let block = match kind {
+        "thinking" => json!({"type": "thinking", "thinking": ""}),
+        _ => json!({"type": kind, "id": format!("srvtoolu_{index}"), "name": "web_search", "input": {}}),
+    };
+    let data = json!({"type": "content_block_start", "index": index, "content_block": block});
     format!("event: content_block_start\ndata: {data}\n\n")
 }
 
@@ -242,19 +246,64 @@ fn blocks_other_than_text_and_tool_calls_are_refused_past_4096() {
     let mut parser = anth::StreamParser::new();
     let mut out = Out::new();
     for index in 0..4_096 {
-        parser.feed(thinking_block(index).as_bytes(), &mut out);
+        parser.feed(other_block(index, "server_tool_use").as_bytes(), &mut out);
     }
-    // A block started again is one block, not two.
-    parser.feed(thinking_block(17).as_bytes(), &mut out);
+    // A skipped block started again is one block, not two.
+    parser.feed(other_block(17, "server_tool_use").as_bytes(), &mut out);
     assert!(out.is_empty() && !parser.is_done(), "4,096 skipped blocks are within the limit");
     // Their deltas are still skipped, not taken for a tool call's.
     let delta = json!({"type": "content_block_delta", "index": 4_095, "delta": {"type": "input_json_delta", "partial_json": "{"}});
     parser.feed(format!("event: content_block_delta\ndata: {delta}\n\n").as_bytes(), &mut out);
     assert!(out.is_empty() && !parser.is_done(), "a skipped block's delta is skipped");
-    parser.feed(thinking_block(4_096).as_bytes(), &mut out);
+    parser.feed(other_block(4_096, "thinking").as_bytes(), &mut out);
     let (delivered, error) = outcome(out);
     let error = error.expect("refused past the limit");
     assert_eq!((delivered, error.kind()), (0, &ErrorKind::MalformedStream));
     assert!(error.message().contains("4096 blocks"), "{error}");
     assert!(parser.is_done());
+}
+
+#[test]
+fn thinking_blocks_started_again_at_one_index_are_each_kept_and_counted() {
+    // Each start of a thinking block is a block of the reply, kept: a
+    // server that starts one at the same index again and again must not
+    // grow the reply without bound.
+    let mut parser = anth::StreamParser::new();
+    let mut out = Out::new();
+    for _ in 0..4_096 {
+        parser.feed(other_block(0, "thinking").as_bytes(), &mut out);
+    }
+    assert!(out.is_empty() && !parser.is_done(), "4,096 thinking blocks are within the limit");
+    parser.feed(other_block(0, "thinking").as_bytes(), &mut out);
+    let (delivered, error) = outcome(out);
+    let error = error.expect("refused past the limit");
+    assert_eq!((delivered, error.kind()), (0, &ErrorKind::MalformedStream));
+    assert!(error.message().contains("4096 blocks"), "{error}");
+}
+
+#[test]
+fn thinking_signatures_and_redacted_data_count_toward_the_reply() {
+    let delta = |kind: &str, field: &str, piece: &str| {
+        let data = json!({"type": "content_block_delta", "index": 0, "delta": {"type": kind, field: piece}});
+        format!("event: content_block_delta\ndata: {data}\n\n")
+    };
+    let piece = "t".repeat(MIB);
+    let mut parser = anth::StreamParser::new();
+    let mut out = Out::new();
+    parser.feed(other_block(0, "thinking").as_bytes(), &mut out);
+    for i in 0..62 {
+        let (kind, field) = if i % 2 == 0 { ("thinking_delta", "thinking") } else { ("signature_delta", "signature") };
+        parser.feed(delta(kind, field, &piece).as_bytes(), &mut out);
+    }
+    // Redacted thinking's data, given whole when its block begins.
+    let redacted = json!({"type": "content_block_start", "index": 1,
+        "content_block": {"type": "redacted_thinking", "data": "d".repeat(2 * MIB)}});
+    parser.feed(format!("event: content_block_start\ndata: {redacted}\n\n").as_bytes(), &mut out);
+    // Only thinking is delivered as it streams: 31 pieces.
+    assert_eq!(outcome(std::mem::take(&mut out)), (31, None), "64 MiB of reasoning is within the limit");
+    parser.feed(delta("signature_delta", "signature", "s").as_bytes(), &mut out);
+    let (delivered, error) = outcome(out);
+    let error = error.expect("refused past the limit");
+    assert_eq!((delivered, error.kind()), (0, &ErrorKind::MalformedStream));
+    assert!(error.message().contains("64 MiB"), "{error}");
 }

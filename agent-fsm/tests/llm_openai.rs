@@ -11,8 +11,8 @@ mod replay;
 use std::time::Duration;
 
 use agent_fsm::llm::{
-    AssistantMessage, ErrorKind, Message, OpenAi, OpenAiConfig, Request, StopReason, StreamEvent, ToolCall,
-    ToolDefinition, Usage,
+    AssistantMessage, ErrorKind, Message, OpenAi, OpenAiConfig, ReasoningBlock, Request, StopReason, StreamEvent,
+    ToolCall, ToolDefinition, Usage,
 };
 use caller::{kinds, run};
 use replay::{ReplayServer, Reply};
@@ -61,7 +61,11 @@ fn call_delta(index: usize, id: Option<&str>, name: Option<&str>, fragment: &str
 }
 
 fn completed(text: &str, tool_calls: Vec<ToolCall>, stop_reason: StopReason, usage: Usage) -> StreamEvent {
-    StreamEvent::Completed { message: AssistantMessage { text: text.to_owned(), tool_calls }, stop_reason, usage }
+    StreamEvent::Completed {
+        message: AssistantMessage { text: text.to_owned(), tool_calls, ..Default::default() },
+        stop_reason,
+        usage,
+    }
 }
 
 fn hello_stream() -> String {
@@ -126,6 +130,9 @@ async fn a_tool_round_is_sent_back_as_openai_reads_it() {
         .message(AssistantMessage {
             text: String::new(),
             tool_calls: vec![ToolCall { id: "call_1".into(), name: "read".into(), arguments: json!({"path": "a"}) }],
+            // Anthropic's thinking, from a conversation that changed
+            // provider: never sent to an OpenAI-compatible server.
+            reasoning: vec![ReasoningBlock::Thinking { thinking: "hm".into(), signature: "c2ln".into() }],
         })
         .message(Message::tool_error("call_1", "no such file"))
         .max_tokens(5);
@@ -327,7 +334,7 @@ async fn tool_arguments_that_are_not_json_are_kept_as_text_and_sent_back_as_an_o
     let mut next = request();
     next.messages = std::sync::Arc::new(vec![
         Message::user("go"),
-        Message::Assistant(AssistantMessage { text: String::new(), tool_calls: vec![call] }),
+        Message::Assistant(AssistantMessage { text: String::new(), tool_calls: vec![call], ..Default::default() }),
         Message::tool_error("c", "invalid arguments for `read`: the arguments are not valid JSON"),
     ]);
     let body = client(&server).body(&next);

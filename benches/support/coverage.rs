@@ -132,7 +132,7 @@ pub(crate) fn traces() -> Vec<Trace> {
             conversation: conversation(),
         },
         AgentState::ProcessingLlmResponse {
-            response: AssistantMessage { text: "x".to_owned(), tool_calls: Vec::new() },
+            response: AssistantMessage { text: "x".to_owned(), tool_calls: Vec::new(), ..Default::default() },
             conversation: conversation(),
         },
         AgentState::ShuttingDown,

@@ -34,7 +34,7 @@ fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
 }
 
 fn reply(text: &str, tool_calls: Vec<ToolCall>) -> AssistantMessage {
-    AssistantMessage { text: text.to_owned(), tool_calls }
+    AssistantMessage { text: text.to_owned(), tool_calls, ..Default::default() }
 }
 
 /// The tokens (input, output) the scripted model reports for each of its

@@ -122,7 +122,7 @@ impl<'a> TurnView<'a> {
                 arguments: input,
             })
             .collect();
-        AssistantMessage { text: text.to_owned(), tool_calls }
+        AssistantMessage { text: text.to_owned(), tool_calls, ..Default::default() }
     }
 
     /// The first word of the prompt that names a `.md` or `.txt` file.

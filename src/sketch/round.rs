@@ -89,14 +89,14 @@ impl LlmReply {
     /// A text answer.
     #[must_use]
     pub fn text(text: impl Into<String>, spend: Spend) -> Self {
-        let message = AssistantMessage { text: text.into(), tool_calls: Vec::new() };
+        let message = AssistantMessage { text: text.into(), tool_calls: Vec::new(), ..Default::default() };
         LlmReply { message, stop_reason: StopReason::EndTurn, spend }
     }
 
     /// A request for tools.
     #[must_use]
     pub fn tools(tool_calls: Vec<ToolCall>, spend: Spend) -> Self {
-        let message = AssistantMessage { text: String::new(), tool_calls };
+        let message = AssistantMessage { text: String::new(), tool_calls, ..Default::default() };
         LlmReply { message, stop_reason: StopReason::ToolUse, spend }
     }
 

@@ -123,7 +123,7 @@ impl ScriptedLlm {
         };
         let bash = |index: usize, command: &str| call(index, "bash", json!({ "command": command }));
         let tools = |text: &str, calls: Vec<ToolCall>| LlmReply {
-            message: AssistantMessage { text: text.to_owned(), tool_calls: calls },
+            message: AssistantMessage { text: text.to_owned(), tool_calls: calls, ..Default::default() },
             stop_reason: StopReason::ToolUse,
             spend,
         };

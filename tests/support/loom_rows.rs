@@ -63,7 +63,7 @@ pub(crate) fn llm_error(message: &str) -> ProviderError {
 }
 
 pub(crate) fn assistant(text: &str, tool_calls: Vec<ToolCall>) -> Message {
-    Message::Assistant(AssistantMessage { text: text.to_owned(), tool_calls })
+    Message::Assistant(AssistantMessage { text: text.to_owned(), tool_calls, ..Default::default() })
 }
 
 pub(crate) fn request(messages: Vec<Message>, attempt: u32) -> LlmRequest {

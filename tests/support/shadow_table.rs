@@ -61,11 +61,11 @@ pub(crate) fn completed(message: AssistantMessage) -> ShadowEvent {
 }
 
 pub(crate) fn text_reply(text: &str) -> ShadowEvent {
-    completed(AssistantMessage { text: text.to_owned(), tool_calls: Vec::new() })
+    completed(AssistantMessage { text: text.to_owned(), tool_calls: Vec::new(), ..Default::default() })
 }
 
 pub(crate) fn tools_reply(calls: &[ToolCall]) -> ShadowEvent {
-    completed(AssistantMessage { text: String::new(), tool_calls: calls.to_vec() })
+    completed(AssistantMessage { text: String::new(), tool_calls: calls.to_vec(), ..Default::default() })
 }
 
 pub(crate) fn text_delta(text: &str) -> ShadowEvent {

@@ -59,7 +59,11 @@ pub(crate) fn tools_reply(ids: &[&str]) -> SketchEvent {
 }
 
 pub(crate) fn assistant_tools(ids: &[&str]) -> Message {
-    Message::Assistant(AssistantMessage { text: String::new(), tool_calls: ids.iter().map(|id| call(id)).collect() })
+    Message::Assistant(AssistantMessage {
+        text: String::new(),
+        tool_calls: ids.iter().map(|id| call(id)).collect(),
+        ..Default::default()
+    })
 }
 
 /// A round of `ids` where every call answered `ok <id>`.

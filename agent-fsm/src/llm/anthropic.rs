@@ -23,35 +23,51 @@
 //! ```
 //!
 //! The events read: `message_start` (input usage), `content_block_start`
-//! (a text block, or a `tool_use` block with its id and name),
-//! `content_block_delta` (`text_delta`, `input_json_delta`),
+//! (a text block, a `tool_use` block with its id and name, a `thinking`
+//! or `redacted_thinking` block), `content_block_delta` (`text_delta`,
+//! `input_json_delta`, `thinking_delta`, `signature_delta`),
 //! `content_block_stop`, `message_delta` (stop reason, output usage),
 //! `message_stop` (the reply is complete), `ping`, and `error` (an
 //! `overloaded_error` or any other, which ends the stream with a
 //! classified [`ProviderError`]; so is an error a gateway sends in
 //! OpenAI's `{"error": {...}}` shape, and an `error` event whose data is
-//! the error object alone or plain text). Thinking blocks, the server's own tool
+//! the error object alone or plain text). The server's own tool
 //! calls and results (`server_tool_use`, `web_search_tool_result`, whose
 //! input streams as `input_json_delta` too) and event types this crate
 //! does not know are skipped.
+//!
+//! # Extended thinking
+//! Thinking is asked for with a body field,
+//! `Request::extra("thinking", json!({"type": "enabled", "budget_tokens": 2048}))`.
+//! Its text streams as [`StreamEvent::ReasoningDelta`]s, and the reply's
+//! `thinking` and `redacted_thinking` blocks, signatures and data
+//! included, are kept in order in
+//! [`AssistantMessage::reasoning`](super::AssistantMessage::reasoning).
+//! When that message goes back in a later request (the tool round that
+//! follows a `tool_use` reply), [`Anthropic::body`] puts them first in
+//! its content, unchanged, as the API requires of a reply that called
+//! tools with thinking on; a message with nothing else to send (no text,
+//! no tool call) is left out, since the API refuses an
+//! assistant message that ends with thinking. A message with thinking
+//! given between its text and its calls (interleaved thinking) is sent
+//! back with all its thinking first: the message keeps one text and a list
+//! of calls, not the blocks' order.
 
-use std::borrow::Cow;
-use std::collections::{BTreeSet, VecDeque};
+mod parser;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::BoxStream;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Provider;
-use super::assemble::{Assembler, over_limit};
-use super::classify;
-use super::error::{ErrorKind, ProviderError};
-use super::event::{StopReason, StreamEvent, Usage};
-use super::http::{Decoder, HttpOptions, Item, Transport};
-use super::sse::SseDecoder;
-use super::types::{Message, Request};
+use super::error::ProviderError;
+use super::event::StreamEvent;
+use super::http::{HttpOptions, Transport};
+use super::types::{AssistantMessage, Message, ReasoningBlock, Request};
+
+pub use parser::StreamParser;
 
 /// How to reach an Anthropic Messages server; [`build`](Self::build)
 /// makes the client.
@@ -162,8 +178,9 @@ impl AnthropicConfig {
     /// The client.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidConfig`] if the base URL is not an http(s)
-    /// URL, a header is invalid or TLS cannot be set up.
+    /// [`ErrorKind::InvalidConfig`](super::ErrorKind::InvalidConfig) if the
+    /// base URL is not an http(s) URL, a header is invalid or TLS cannot be
+    /// set up.
     pub fn build(self) -> Result<Anthropic, ProviderError> {
         let mut auth = vec![("anthropic-version".to_owned(), self.version.clone())];
         auth.extend(self.options.api_key.iter().map(|key| ("x-api-key".to_owned(), key.clone())));
@@ -222,36 +239,30 @@ impl Anthropic {
     }
 
     /// The JSON body sent for `request`: system messages joined into
-    /// `system`, each message as content blocks, consecutive user-side
+    /// `system`, each message as content blocks (an assistant message's
+    /// reasoning blocks first, unchanged), consecutive user-side
     /// messages (tool results, then user text) merged into one.
     #[must_use]
     pub fn body(&self, request: &Request) -> Value {
         let mut system: Vec<&str> = request.system.iter().map(String::as_str).collect();
         let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
         for message in request.messages.iter() {
-            let (role, blocks) =
-                match message {
-                    Message::System { content } => {
-                        system.push(content);
-                        continue;
+            let (role, blocks) = match message {
+                Message::System { content } => {
+                    system.push(content);
+                    continue;
+                }
+                Message::User { content } => ("user", text_block(content).into_iter().collect()),
+                Message::Assistant(reply) => ("assistant", assistant_blocks(reply)),
+                Message::Tool(result) => {
+                    let mut block =
+                        json!({"type": "tool_result", "tool_use_id": result.call_id, "content": result.content});
+                    if result.is_error {
+                        block["is_error"] = json!(true);
                     }
-                    Message::User { content } => ("user", text_block(content).into_iter().collect()),
-                    Message::Assistant(reply) => {
-                        let mut blocks: Vec<Value> = text_block(&reply.text).into_iter().collect();
-                        blocks.extend(reply.tool_calls.iter().map(
-                            |c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.sent_arguments()}),
-                        ));
-                        ("assistant", blocks)
-                    }
-                    Message::Tool(result) => {
-                        let mut block =
-                            json!({"type": "tool_result", "tool_use_id": result.call_id, "content": result.content});
-                        if result.is_error {
-                            block["is_error"] = json!(true);
-                        }
-                        ("user", vec![block])
-                    }
-                };
+                    ("user", vec![block])
+                }
+            };
             // The API refuses empty content; one role after the other is
             // one message.
             match messages.last_mut() {
@@ -285,6 +296,32 @@ impl Anthropic {
     }
 }
 
+/// An assistant message's content: its reasoning blocks as received, then
+/// its text and its tool calls. Reasoning alone is not sent: the API
+/// refuses an assistant message whose last block is thinking, and needs
+/// thinking back only before a `tool_use`.
+fn assistant_blocks(reply: &AssistantMessage) -> Vec<Value> {
+    let text = text_block(&reply.text);
+    if text.is_none() && reply.tool_calls.is_empty() {
+        return Vec::new();
+    }
+    let mut blocks = Vec::with_capacity(reply.reasoning.len() + 1 + reply.tool_calls.len());
+    blocks.extend(reply.reasoning.iter().map(|block| match block {
+        ReasoningBlock::Thinking { thinking, signature } => {
+            json!({"type": "thinking", "thinking": thinking, "signature": signature})
+        }
+        ReasoningBlock::RedactedThinking { data } => json!({"type": "redacted_thinking", "data": data}),
+    }));
+    blocks.extend(text);
+    blocks.extend(
+        reply
+            .tool_calls
+            .iter()
+            .map(|c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.sent_arguments()})),
+    );
+    blocks
+}
+
 /// A text block, unless the text is empty or only whitespace, which the
 /// API refuses ("text content blocks must contain non-whitespace text");
 /// models do write a lone `"\n\n"` before a tool call.
@@ -298,314 +335,4 @@ impl Provider for Anthropic {
         let body = serde_json::to_vec(&self.body(request)).unwrap_or_default();
         super::observe("anthropic", request, self.transport.stream(body, StreamParser::new()))
     }
-}
-
-// ===== the parser =====
-
-/// The most blocks other than text and tool calls (thinking, server tools
-/// and their results) one reply may open: far more than a reply's output
-/// tokens allow, so a server past it is failing or hostile. Each is
-/// remembered, so that its deltas are skipped.
-pub(crate) const MAX_SKIPPED_BLOCKS: usize = 4_096;
-
-/// Turns the bytes of a Messages event stream into [`StreamEvent`]s, with
-/// no I/O: what [`Anthropic`] runs on each piece of the body.
-///
-/// # Examples
-/// ```
-/// use std::collections::VecDeque;
-/// use agent_fsm::llm::{StreamEvent, anthropic::StreamParser};
-///
-/// let mut parser = StreamParser::new();
-/// let mut out = VecDeque::new();
-/// parser.feed(b"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n", &mut out);
-/// parser.feed(b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n", &mut out);
-/// assert_eq!(out.pop_front(), Some(Ok(StreamEvent::TextDelta("Hi".into()))));
-/// parser.feed(b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", &mut out);
-/// assert!(matches!(out.pop_front(), Some(Ok(StreamEvent::Completed { .. }))));
-/// ```
-#[derive(Debug, Default)]
-pub struct StreamParser {
-    sse: SseDecoder,
-    reply: Assembler,
-    stop_reason: Option<StopReason>,
-    usage: Usage,
-    /// The indexes of blocks not surfaced (thinking, server tools): their
-    /// deltas, `input_json_delta` included, are skipped too. At most
-    /// [`MAX_SKIPPED_BLOCKS`].
-    skipped: BTreeSet<usize>,
-    done: bool,
-}
-
-impl StreamParser {
-    /// A parser at the start of a stream.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Reads the next piece of the body (any size, split anywhere) and
-    /// appends what it completes to `out`. Once the reply is complete or
-    /// failed ([`is_done`](Self::is_done)), input is ignored.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut VecDeque<Result<StreamEvent, ProviderError>>) {
-        if self.done {
-            return;
-        }
-        let mut sse = std::mem::take(&mut self.sse);
-        sse.feed(chunk, &mut |event, data| self.frame(event, data, out));
-        if !self.done
-            && let Some(error) = over_limit(&sse, &self.reply)
-        {
-            self.fail(error, out);
-        }
-        self.sse = sse;
-    }
-
-    /// The body ended. A reply whose stop reason came completes (the
-    /// server may close without `message_stop`); any other fails with
-    /// [`ErrorKind::ConnectionDropped`].
-    pub fn finish(&mut self, out: &mut VecDeque<Result<StreamEvent, ProviderError>>) {
-        Decoder::finish(self, None, out);
-    }
-
-    /// Whether the reply is complete or failed.
-    #[must_use]
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
-    fn frame(&mut self, event: &str, data: &str, out: &mut VecDeque<Item>) {
-        if self.done {
-            return;
-        }
-        let wire = match serde_json::from_str::<Wire<'_>>(data) {
-            Ok(wire) if event != "error" || wire.kind == "error" => wire,
-            // An `error` event whose data is the error object itself.
-            Ok(_) => return self.fail(classify::bare_error(event, data).unwrap_or_else(|| malformed(data)), out),
-            Err(e) => {
-                if let Some(error) = classify::bare_error(event, data) {
-                    return self.fail(error, out);
-                }
-                let message =
-                    format!("a `{event}` event is not the JSON expected ({e}): {}", classify::truncate(data, 200));
-                return self.fail(ProviderError::new(ErrorKind::MalformedStream, message), out);
-            }
-        };
-        // The data's `type` is the event's name; a proxy may drop the
-        // `event:` line, never the type.
-        match &*wire.kind {
-            "message_start" => {
-                if let Some(usage) = wire.message.and_then(|m| m.usage) {
-                    self.read_usage(&usage);
-                }
-            }
-            "content_block_start" => {
-                let (Some(index), Some(block)) = (wire.index, wire.content_block) else {
-                    return self.fail(malformed("a `content_block_start` without its index or block"), out);
-                };
-                match &*block.kind {
-                    "text" => {
-                        if let Some(event) = block.text.as_deref().and_then(|t| self.reply.text(t)) {
-                            out.push_back(Ok(event));
-                        }
-                    }
-                    "tool_use" => {
-                        let event = self.reply.tool_piece(Some(index), block.id.as_deref(), block.name.as_deref(), "");
-                        out.push_back(Ok(event));
-                        if let Some(error) = self.reply.too_many_calls() {
-                            return self.fail(error, out);
-                        }
-                        if let Some(input) = block.input.filter(|i| i.as_object().is_some_and(|o| !o.is_empty())) {
-                            self.reply.initial_arguments(index, input, data.len());
-                        }
-                    }
-                    // Thinking, server tools: not surfaced.
-                    _ => {
-                        self.skipped.insert(index);
-                        if self.skipped.len() > MAX_SKIPPED_BLOCKS {
-                            let message = format!(
-                                "the reply holds more than {MAX_SKIPPED_BLOCKS} blocks that are neither text nor tool calls"
-                            );
-                            self.fail(malformed(&message), out);
-                        }
-                    }
-                }
-            }
-            "content_block_delta" => {
-                let (Some(index), Some(delta)) = (wire.index, wire.delta) else {
-                    return self.fail(malformed("a `content_block_delta` without its index or delta"), out);
-                };
-                match delta.kind.as_deref() {
-                    Some("text_delta") => {
-                        if let Some(event) = delta.text.as_deref().and_then(|t| self.reply.text(t)) {
-                            out.push_back(Ok(event));
-                        }
-                    }
-                    // A server tool's input (`server_tool_use`, `mcp_tool_use`).
-                    Some("input_json_delta") if self.skipped.contains(&index) => {}
-                    Some("input_json_delta") => {
-                        if !self.reply.has_call(index) {
-                            let message = format!("an `input_json_delta` for block {index}, which is not a tool call");
-                            return self.fail(malformed(&message), out);
-                        }
-                        let fragment = delta.partial_json.as_deref().unwrap_or("");
-                        out.push_back(Ok(self.reply.tool_piece(Some(index), None, None, fragment)));
-                    }
-                    _ => {} // thinking and signature deltas
-                }
-            }
-            "message_delta" => {
-                if let Some(reason) = wire.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
-                    self.stop_reason = Some(StopReason::from_anthropic(reason));
-                }
-                if let Some(usage) = wire.usage {
-                    self.read_usage(&usage);
-                }
-            }
-            "message_stop" => self.complete(out),
-            "error" => {
-                let (kind, message) = wire.error.map(|e| (e.kind, e.message)).unwrap_or_default();
-                self.fail(classify::from_stream_error(&kind, message), out);
-            }
-            _ => {} // `ping`, `content_block_stop`, and types added later
-        }
-    }
-
-    /// Usage fields are cumulative: the latest value of each wins.
-    fn read_usage(&mut self, usage: &WireUsage) {
-        let set = |field: &mut u64, value: Option<u64>| {
-            if let Some(value) = value {
-                *field = value;
-            }
-        };
-        set(&mut self.usage.input_tokens, usage.input_tokens);
-        set(&mut self.usage.output_tokens, usage.output_tokens);
-        set(&mut self.usage.cache_read_tokens, usage.cache_read_input_tokens);
-        set(&mut self.usage.cache_write_tokens, usage.cache_creation_input_tokens);
-    }
-
-    fn complete(&mut self, out: &mut VecDeque<Item>) {
-        let message = self.reply.finish();
-        let stop_reason = self.stop_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
-        // Anthropic counts cached input apart; `input_tokens` here is every
-        // token read.
-        let mut usage = self.usage;
-        usage.input_tokens =
-            usage.input_tokens.saturating_add(usage.cache_read_tokens).saturating_add(usage.cache_write_tokens);
-        out.push_back(Ok(StreamEvent::Completed { message, stop_reason, usage }));
-        self.done = true;
-    }
-
-    fn fail(&mut self, error: ProviderError, out: &mut VecDeque<Item>) {
-        out.push_back(Err(error));
-        self.done = true;
-    }
-}
-
-fn malformed(message: &str) -> ProviderError {
-    ProviderError::new(ErrorKind::MalformedStream, message)
-}
-
-impl Decoder for StreamParser {
-    fn feed(&mut self, chunk: &[u8], out: &mut VecDeque<Item>) {
-        StreamParser::feed(self, chunk, out);
-    }
-
-    fn finish(&mut self, cut: Option<ProviderError>, out: &mut VecDeque<Item>) {
-        if self.done {
-            return;
-        }
-        let mut sse = std::mem::take(&mut self.sse);
-        if cut.is_none() {
-            sse.finish(&mut |event, data| self.frame(event, data, out));
-        }
-        if self.done {
-            return;
-        }
-        if self.stop_reason.is_some() {
-            return self.complete(out);
-        }
-        let error = cut.unwrap_or_else(|| match sse.unframed() {
-            Some(body) => classify::unframed(body),
-            None => ProviderError::new(ErrorKind::ConnectionDropped, "the stream ended before `message_stop`"),
-        });
-        self.fail(error, out);
-    }
-
-    fn is_done(&self) -> bool {
-        self.done
-    }
-}
-
-/// One event's data; each type uses some of the fields.
-#[derive(Deserialize)]
-struct Wire<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default)]
-    index: Option<usize>,
-    #[serde(default)]
-    message: Option<StartMessage>,
-    #[serde(default, borrow)]
-    content_block: Option<Block<'a>>,
-    #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-    #[serde(default)]
-    error: Option<WireError>,
-}
-
-#[derive(Deserialize)]
-struct StartMessage {
-    #[serde(default)]
-    usage: Option<WireUsage>,
-}
-
-#[derive(Deserialize)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    text: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default)]
-    input: Option<Value>,
-}
-
-/// A block's delta (`type`, `text`, `partial_json`) or the message's
-/// (`stop_reason`).
-#[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(default, rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    text: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    partial_json: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    stop_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct WireUsage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_creation_input_tokens: Option<u64>,
-}
-
-#[derive(Deserialize, Default)]
-struct WireError {
-    #[serde(default, rename = "type")]
-    kind: String,
-    #[serde(default)]
-    message: String,
 }

@@ -1,6 +1,7 @@
 //! Builds the reply from its deltas, for both providers' parsers: the text
-//! so far, and each tool call's id, name and argument text, found by the
-//! key the provider gives (OpenAI's `index`, Anthropic's content-block
+//! so far, the reasoning blocks (Anthropic's thinking, which only that
+//! parser reads), and each tool call's id, name and argument text, found
+//! by the key the provider gives (OpenAI's `index`, Anthropic's content-block
 //! index) and by id. At the end every call's arguments are parsed as JSON
 //! (text that is not JSON is kept as a string, for the tool to refuse in
 //! words the model reads), every call has an id of its own, and the calls
@@ -15,10 +16,10 @@ use super::classify::truncate;
 use super::error::{ErrorKind, ProviderError};
 use super::event::StreamEvent;
 use super::sse::{MAX_EVENT_BYTES, SseDecoder};
-use super::types::{AssistantMessage, ToolCall};
+use super::types::{AssistantMessage, ReasoningBlock, ToolCall};
 
-/// The most bytes of text, tool names, ids and arguments one reply may
-/// hold: 64 MiB, over a hundred times what the largest output token limits
+/// The most bytes of text, reasoning, tool names, ids and arguments one
+/// reply may hold: 64 MiB, over a hundred times what the largest output token limits
 /// give. A server that streams on past it is failing or hostile.
 pub(crate) const MAX_REPLY_BYTES: usize = 64 << 20;
 
@@ -59,7 +60,9 @@ struct Partial {
 pub(crate) struct Assembler {
     text: String,
     calls: Vec<Partial>,
-    /// The bytes of text, ids, names and arguments taken so far.
+    /// The reasoning blocks, in the order they began.
+    reasoning: Vec<ReasoningBlock>,
+    /// The bytes of text, reasoning, ids, names and arguments taken so far.
     bytes: usize,
 }
 
@@ -149,6 +152,39 @@ impl Assembler {
         }
     }
 
+    /// Starts a reasoning block, given as the server opened it; returns
+    /// its position, which [`reasoning_piece`](Self::reasoning_piece)
+    /// takes.
+    #[cfg(feature = "anthropic")]
+    pub(crate) fn start_reasoning(&mut self, block: ReasoningBlock) -> usize {
+        self.bytes += match &block {
+            ReasoningBlock::Thinking { thinking, signature } => thinking.len() + signature.len(),
+            ReasoningBlock::RedactedThinking { data } => data.len(),
+        };
+        self.reasoning.push(block);
+        self.reasoning.len() - 1
+    }
+
+    /// How many reasoning blocks the reply holds.
+    #[cfg(feature = "anthropic")]
+    pub(crate) fn reasoning_blocks(&self) -> usize {
+        self.reasoning.len()
+    }
+
+    /// Appends a piece of thinking and of signature to the thinking block
+    /// at `position` (a redacted block takes no pieces); the event to
+    /// deliver, if there is thinking.
+    #[cfg(feature = "anthropic")]
+    pub(crate) fn reasoning_piece(&mut self, position: usize, piece: &str, signature: &str) -> Option<StreamEvent> {
+        let Some(ReasoningBlock::Thinking { thinking, signature: signed }) = self.reasoning.get_mut(position) else {
+            return None;
+        };
+        thinking.push_str(piece);
+        signed.push_str(signature);
+        self.bytes += piece.len() + signature.len();
+        (!piece.is_empty()).then(|| StreamEvent::ReasoningDelta(piece.to_owned()))
+    }
+
     /// Whether a call has the key `key`.
     #[cfg(feature = "anthropic")]
     pub(crate) fn has_call(&self, key: usize) -> bool {
@@ -193,7 +229,11 @@ impl Assembler {
             };
             tool_calls.push(ToolCall { id, name: call.name.clone(), arguments });
         }
-        AssistantMessage { text: std::mem::take(&mut self.text), tool_calls }
+        AssistantMessage {
+            text: std::mem::take(&mut self.text),
+            tool_calls,
+            reasoning: std::mem::take(&mut self.reasoning),
+        }
     }
 }
 
@@ -306,6 +346,6 @@ mod tests {
         assert_eq!(a.text(""), None);
         assert_eq!(a.text("he"), Some(StreamEvent::TextDelta("he".into())));
         a.text("llo");
-        assert_eq!(a.finish(), AssistantMessage { text: "hello".into(), tool_calls: vec![] });
+        assert_eq!(a.finish(), AssistantMessage { text: "hello".into(), ..AssistantMessage::default() });
     }
 }

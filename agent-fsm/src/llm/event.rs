@@ -17,6 +17,11 @@ use super::types::AssistantMessage;
 pub enum StreamEvent {
     /// A piece of the reply's text, as it arrived.
     TextDelta(String),
+    /// A piece of the model's reasoning as it arrived (the text of an
+    /// Anthropic `thinking` block), for showing progress; the blocks
+    /// whole, signatures included, are in `Completed`'s
+    /// [`reasoning`](AssistantMessage::reasoning).
+    ReasoningDelta(String),
     /// A piece of a tool call.
     ToolCallDelta {
         /// The call's position among this reply's tool calls, 0-based, in

@@ -27,7 +27,7 @@
 //! # struct Scripted;
 //! # impl Provider for Scripted {
 //! #     fn stream(&self, _request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
-//! #         let message = AssistantMessage { text: "2 + 2 is 4".into(), tool_calls: Vec::new() };
+//! #         let message = AssistantMessage { text: "2 + 2 is 4".into(), ..AssistantMessage::default() };
 //! #         Box::pin(stream::iter([
 //! #             Ok(StreamEvent::TextDelta("2 + 2 ".into())),
 //! #             Ok(StreamEvent::TextDelta("is 4".into())),
@@ -47,7 +47,7 @@
 //!
 //! | item | feature | what it is |
 //! | --- | --- | --- |
-//! | [`Message`], [`AssistantMessage`], [`ToolCall`], [`ToolResult`], [`ToolDefinition`], [`Request`] | `llm` | the conversation a model reads, and what a call sends |
+//! | [`Message`], [`AssistantMessage`], [`ReasoningBlock`], [`ToolCall`], [`ToolResult`], [`ToolDefinition`], [`Request`] | `llm` | the conversation a model reads, and what a call sends |
 //! | [`StreamEvent`], [`StopReason`], [`Usage`] | `llm` | what a streamed reply yields |
 //! | [`ProviderError`], [`ErrorKind`] | `llm` | a failed call, classified |
 //! | [`Provider`] | `llm` | what every client implements, so a machine's effects can be generic over it |
@@ -59,8 +59,9 @@
 //!
 //! # A call
 //! [`Provider::stream`] takes a [`Request`] and returns a stream of
-//! `Result<StreamEvent, ProviderError>`: text and tool-call deltas as they
-//! arrive, then one [`StreamEvent::Completed`] with the whole reply (its
+//! `Result<StreamEvent, ProviderError>`: text, reasoning and tool-call
+//! deltas as they arrive, then one [`StreamEvent::Completed`] with the
+//! whole reply (its
 //! tool calls' arguments parsed as JSON, in the order the calls began,
 //! each with an id no other call of the reply has: one the server left out,
 //! or gave an earlier call too, is made up), why
@@ -68,6 +69,14 @@
 //! error, after which the stream ends. Parallel tool calls are assembled by
 //! index and id, each [`StreamEvent::ToolCallDelta`] numbered by the call's
 //! position in the reply, whichever provider sent it.
+//!
+//! With Anthropic's extended thinking on (a `thinking` field in
+//! [`Request::extra`]), the reply's thinking and redacted-thinking blocks
+//! are kept, signatures included, in [`AssistantMessage::reasoning`], and
+//! the Anthropic client sends them back, unchanged and first, with the
+//! message that carries them, as the API requires in a tool round (see
+//! [`anthropic`](crate::llm::anthropic#extended-thinking)). The
+//! OpenAI-compatible client never sends them.
 //!
 //! In a machine, an action that calls the model opens the stream through
 //! the effects context, mapping each item to an event:
@@ -108,7 +117,7 @@
 //! What a server sends is bounded, so that a failing or hostile one cannot
 //! fill the agent's memory: one event may hold at most 16 MiB while it
 //! arrives (an endless line included), and one reply at most 64 MiB of
-//! text, tool names, ids and arguments, 1,024 tool calls and 4,096 other
+//! text, reasoning, tool names, ids and arguments, 1,024 tool calls and 4,096 other
 //! blocks (thinking, Anthropic's server tools). Past a limit
 //! the reply ends with a `MalformedStream` error. Of an error status's body
 //! (or a web page sent in place of the stream) the first 64 KiB are read,
@@ -164,7 +173,7 @@ pub use event::{StopReason, StreamEvent, Usage};
 #[cfg(feature = "openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use openai::{OpenAi, OpenAiConfig};
-pub use types::{AssistantMessage, Message, Request, ToolCall, ToolDefinition, ToolResult};
+pub use types::{AssistantMessage, Message, ReasoningBlock, Request, ToolCall, ToolDefinition, ToolResult};
 
 /// A model that streams its reply: what the `OpenAi` and `Anthropic`
 /// clients implement, so a machine's effects
@@ -181,7 +190,7 @@ pub use types::{AssistantMessage, Message, Request, ToolCall, ToolDefinition, To
 ///
 /// impl Provider for Parrot {
 ///     fn stream(&self, _request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
-///         let message = AssistantMessage { text: self.0.clone(), tool_calls: Vec::new() };
+///         let message = AssistantMessage { text: self.0.clone(), ..AssistantMessage::default() };
 ///         let completed = StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::default() };
 ///         Box::pin(stream::iter([Ok(StreamEvent::TextDelta(self.0.clone())), Ok(completed)]))
 ///     }

@@ -54,7 +54,7 @@ impl Message {
     /// An assistant message with text and no tool call.
     #[must_use]
     pub fn assistant(text: impl Into<String>) -> Self {
-        Message::Assistant(AssistantMessage { text: text.into(), tool_calls: Vec::new() })
+        Message::Assistant(AssistantMessage { text: text.into(), ..AssistantMessage::default() })
     }
 
     /// A tool's successful result for the call `call_id`.
@@ -83,13 +83,59 @@ impl From<ToolResult> for Message {
     }
 }
 
-/// What the model said in one reply: text, tool calls, or both.
+/// What the model said in one reply: text, tool calls, or both, and the
+/// reasoning it gave with them.
+///
+/// # Examples
+/// ```
+/// use agent_fsm::llm::AssistantMessage;
+///
+/// // A reply with only text; the other fields keep their defaults.
+/// let reply = AssistantMessage { text: "Done.".into(), ..AssistantMessage::default() };
+/// assert!(reply.tool_calls.is_empty() && reply.reasoning.is_empty());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AssistantMessage {
     /// The reply's text (empty if it only called tools).
     pub text: String,
     /// The tools it asked for, in the order it asked.
     pub tool_calls: Vec<ToolCall>,
+    /// The reasoning blocks the reply came with (Anthropic's extended
+    /// thinking), in the order it gave them, exactly as received. The
+    /// Anthropic client sends them back at the head of this message, as
+    /// the API requires of a reply that called tools; the OpenAI-compatible
+    /// client never sends them. Empty for a reply without any (and left
+    /// out of the serialized message then, so a message saved before the
+    /// field existed reads back the same).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<ReasoningBlock>,
+}
+
+/// One block of a model's reasoning, kept so that it goes back to the
+/// provider unchanged: the signature (or the encrypted data) is checked
+/// by the server, so the text must not be edited.
+///
+/// Serialized as Anthropic writes it: `{"type": "thinking", "thinking",
+/// "signature"}` or `{"type": "redacted_thinking", "data"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ReasoningBlock {
+    /// An Anthropic `thinking` block: the reasoning's text (a summary of
+    /// it on Claude 4 models; empty when the request asked for it to be
+    /// omitted) and the signature that authenticates it.
+    Thinking {
+        /// The reasoning's text.
+        thinking: String,
+        /// The server's signature of the block.
+        signature: String,
+    },
+    /// An Anthropic `redacted_thinking` block: reasoning the server
+    /// encrypted; only its opaque data travels.
+    RedactedThinking {
+        /// The encrypted reasoning.
+        data: String,
+    },
 }
 
 /// A tool call the model asked for, complete: its arguments are parsed.
@@ -280,6 +326,7 @@ mod tests {
             Message::Assistant(AssistantMessage {
                 text: "a".into(),
                 tool_calls: vec![ToolCall { id: "c".into(), name: "n".into(), arguments: json!({"k": 1}) }],
+                ..AssistantMessage::default()
             }),
             Message::tool_result("c", "ok"),
             Message::tool_error("c", "no"),
@@ -296,7 +343,37 @@ mod tests {
             ])
         );
         assert_eq!(serde_json::from_value::<Vec<Message>>(value).unwrap(), messages);
-        assert_eq!(Message::assistant("x"), Message::from(AssistantMessage { text: "x".into(), tool_calls: vec![] }));
+        assert_eq!(
+            Message::assistant("x"),
+            Message::from(AssistantMessage { text: "x".into(), ..AssistantMessage::default() })
+        );
+    }
+
+    #[test]
+    fn reasoning_is_serialized_only_when_there_is_some_and_old_messages_still_read() {
+        // A message saved before `reasoning` existed.
+        let old = json!({"role": "assistant", "text": "t", "tool_calls": []});
+        let read: Message = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(read, Message::assistant("t"));
+        assert_eq!(serde_json::to_value(&read).unwrap(), old);
+
+        let reply = AssistantMessage {
+            text: String::new(),
+            tool_calls: Vec::new(),
+            reasoning: vec![
+                ReasoningBlock::Thinking { thinking: "hm\n".into(), signature: "c2ln".into() },
+                ReasoningBlock::RedactedThinking { data: "ZW5j".into() },
+            ],
+        };
+        let value = serde_json::to_value(Message::Assistant(reply.clone())).unwrap();
+        assert_eq!(
+            value["reasoning"],
+            json!([
+                {"type": "thinking", "thinking": "hm\n", "signature": "c2ln"},
+                {"type": "redacted_thinking", "data": "ZW5j"},
+            ])
+        );
+        assert_eq!(serde_json::from_value::<Message>(value).unwrap(), Message::Assistant(reply));
     }
 
     #[test]
