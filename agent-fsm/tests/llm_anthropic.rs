@@ -296,7 +296,7 @@ async fn usage_and_stop_reason() {
     usage.cache_read_tokens = 5;
     let message = AssistantMessage {
         text: "cut".into(),
-        reasoning: vec![ReasoningBlock::Thinking { thinking: "hmm".into(), signature: "sig".into() }],
+        reasoning: vec![ReasoningBlock::Thinking { thinking: "hmm".into(), signature: "sig".into() }].into(),
         ..Default::default()
     };
     let expected = vec![

@@ -114,7 +114,8 @@ async fn a_tool_round_with_thinking_sends_the_thinking_back_first_and_unchanged(
     // The thinking streams apart from the text, and the reply keeps every
     // block whole.
     let log = run(client.clone(), request.clone(), 1).await;
-    let reply = AssistantMessage { text: "Reading it.".into(), tool_calls: vec![read_call()], reasoning: reasoning() };
+    let reply =
+        AssistantMessage { text: "Reading it.".into(), tool_calls: vec![read_call()], reasoning: reasoning().into() };
     let mut expected: Vec<Result<StreamEvent, ErrorKind>> =
         THINKING.iter().map(|piece| Ok(StreamEvent::ReasoningDelta((*piece).to_owned()))).collect();
     expected.push(Ok(StreamEvent::TextDelta("Reading it.".into())));
@@ -161,10 +162,11 @@ async fn a_tool_round_with_thinking_sends_the_thinking_back_first_and_unchanged(
 #[test]
 fn a_reply_of_calls_alone_gets_its_thinking_and_a_reply_of_thinking_alone_is_not_sent() {
     let client = AnthropicConfig::new("k").build().expect("client");
-    let calls_only = AssistantMessage { text: "\n\n".into(), tool_calls: vec![read_call()], reasoning: reasoning() };
+    let calls_only =
+        AssistantMessage { text: "\n\n".into(), tool_calls: vec![read_call()], reasoning: reasoning().into() };
     // Cut off while thinking: nothing the API would take (it refuses an
     // assistant message that ends with thinking).
-    let thinking_only = AssistantMessage { reasoning: reasoning(), ..Default::default() };
+    let thinking_only = AssistantMessage { reasoning: reasoning().into(), ..Default::default() };
     let request = Request::new("claude-test")
         .message(Message::user("go"))
         .message(calls_only)
@@ -239,7 +241,8 @@ fn thinking_given_with_its_start_and_pieces_for_other_blocks() {
             ReasoningBlock::Thinking { thinking: "whole and more".into(), signature: "c2lnLW1vcmU=".into() },
             ReasoningBlock::RedactedThinking { data: "ZW5j".into() },
             ReasoningBlock::Thinking { thinking: String::new(), signature: "Mw==".into() },
-        ],
+        ]
+        .into(),
         ..Default::default()
     };
     let expected = vec![

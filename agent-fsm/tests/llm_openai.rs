@@ -132,7 +132,7 @@ async fn a_tool_round_is_sent_back_as_openai_reads_it() {
             tool_calls: vec![ToolCall { id: "call_1".into(), name: "read".into(), arguments: json!({"path": "a"}) }],
             // Anthropic's thinking, from a conversation that changed
             // provider: never sent to an OpenAI-compatible server.
-            reasoning: vec![ReasoningBlock::Thinking { thinking: "hm".into(), signature: "c2ln".into() }],
+            reasoning: vec![ReasoningBlock::Thinking { thinking: "hm".into(), signature: "c2ln".into() }].into(),
         })
         .message(Message::tool_error("call_1", "no such file"))
         .max_tokens(5);

@@ -65,7 +65,8 @@ use super::Provider;
 use super::error::ProviderError;
 use super::event::StreamEvent;
 use super::http::{HttpOptions, Transport};
-use super::types::{AssistantMessage, Message, ReasoningBlock, Request};
+use super::reasoning::ReasoningBlock;
+use super::types::{AssistantMessage, Message, Request};
 
 pub use parser::StreamParser;
 

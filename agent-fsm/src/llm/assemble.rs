@@ -15,8 +15,9 @@ use serde_json::Value;
 use super::classify::truncate;
 use super::error::{ErrorKind, ProviderError};
 use super::event::StreamEvent;
+use super::reasoning::{Reasoning, ReasoningBlock};
 use super::sse::{MAX_EVENT_BYTES, SseDecoder};
-use super::types::{AssistantMessage, ReasoningBlock, ToolCall};
+use super::types::{AssistantMessage, ToolCall};
 
 /// The most bytes of text, reasoning, tool names, ids and arguments one
 /// reply may hold: 64 MiB, over a hundred times what the largest output token limits
@@ -61,7 +62,7 @@ pub(crate) struct Assembler {
     text: String,
     calls: Vec<Partial>,
     /// The reasoning blocks, in the order they began.
-    reasoning: Vec<ReasoningBlock>,
+    reasoning: Reasoning,
     /// The bytes of text, reasoning, ids, names and arguments taken so far.
     bytes: usize,
 }

@@ -47,7 +47,7 @@
 //!
 //! | item | feature | what it is |
 //! | --- | --- | --- |
-//! | [`Message`], [`AssistantMessage`], [`ReasoningBlock`], [`ToolCall`], [`ToolResult`], [`ToolDefinition`], [`Request`] | `llm` | the conversation a model reads, and what a call sends |
+//! | [`Message`], [`AssistantMessage`], [`Reasoning`], [`ReasoningBlock`], [`ToolCall`], [`ToolResult`], [`ToolDefinition`], [`Request`] | `llm` | the conversation a model reads, and what a call sends |
 //! | [`StreamEvent`], [`StopReason`], [`Usage`] | `llm` | what a streamed reply yields |
 //! | [`ProviderError`], [`ErrorKind`] | `llm` | a failed call, classified |
 //! | [`Provider`] | `llm` | what every client implements, so a machine's effects can be generic over it |
@@ -143,6 +143,7 @@
 
 mod error;
 mod event;
+mod reasoning;
 mod types;
 
 #[cfg(any(feature = "openai", feature = "anthropic"))]
@@ -173,7 +174,8 @@ pub use event::{StopReason, StreamEvent, Usage};
 #[cfg(feature = "openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use openai::{OpenAi, OpenAiConfig};
-pub use types::{AssistantMessage, Message, ReasoningBlock, Request, ToolCall, ToolDefinition, ToolResult};
+pub use reasoning::{Reasoning, ReasoningBlock};
+pub use types::{AssistantMessage, Message, Request, ToolCall, ToolDefinition, ToolResult};
 
 /// A model that streams its reply: what the `OpenAi` and `Anthropic`
 /// clients implement, so a machine's effects

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::reasoning::Reasoning;
+
 /// One message of a conversation.
 ///
 /// A tool round is an [`Assistant`](Message::Assistant) message with tool
@@ -107,35 +109,8 @@ pub struct AssistantMessage {
     /// client never sends them. Empty for a reply without any (and left
     /// out of the serialized message then, so a message saved before the
     /// field existed reads back the same).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reasoning: Vec<ReasoningBlock>,
-}
-
-/// One block of a model's reasoning, kept so that it goes back to the
-/// provider unchanged: the signature (or the encrypted data) is checked
-/// by the server, so the text must not be edited.
-///
-/// Serialized as Anthropic writes it: `{"type": "thinking", "thinking",
-/// "signature"}` or `{"type": "redacted_thinking", "data"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ReasoningBlock {
-    /// An Anthropic `thinking` block: the reasoning's text (a summary of
-    /// it on Claude 4 models; empty when the request asked for it to be
-    /// omitted) and the signature that authenticates it.
-    Thinking {
-        /// The reasoning's text.
-        thinking: String,
-        /// The server's signature of the block.
-        signature: String,
-    },
-    /// An Anthropic `redacted_thinking` block: reasoning the server
-    /// encrypted; only its opaque data travels.
-    RedactedThinking {
-        /// The encrypted reasoning.
-        data: String,
-    },
+    #[serde(default, skip_serializing_if = "Reasoning::is_empty")]
+    pub reasoning: Reasoning,
 }
 
 /// A tool call the model asked for, complete: its arguments are parsed.
@@ -316,6 +291,7 @@ impl Request {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::ReasoningBlock;
     use serde_json::json;
 
     #[test]
@@ -363,7 +339,8 @@ mod tests {
             reasoning: vec![
                 ReasoningBlock::Thinking { thinking: "hm\n".into(), signature: "c2ln".into() },
                 ReasoningBlock::RedactedThinking { data: "ZW5j".into() },
-            ],
+            ]
+            .into(),
         };
         let value = serde_json::to_value(Message::Assistant(reply.clone())).unwrap();
         assert_eq!(

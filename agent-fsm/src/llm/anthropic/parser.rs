@@ -13,8 +13,8 @@ use crate::llm::classify;
 use crate::llm::error::{ErrorKind, ProviderError};
 use crate::llm::event::{StopReason, StreamEvent, Usage};
 use crate::llm::http::{Decoder, Item};
+use crate::llm::reasoning::ReasoningBlock;
 use crate::llm::sse::SseDecoder;
-use crate::llm::types::ReasoningBlock;
 
 /// The most blocks other than text and tool calls (thinking, server tools
 /// and their results) one reply may open: far more than a reply's output
