@@ -110,6 +110,13 @@ pub(crate) fn names(e: &ItemEnum, what: &str, allow_deprecated: &TokenStream) ->
     let strings: Vec<String> = variants.iter().map(|v| syn::ext::IdentExt::unraw(*v).to_string()).collect();
     let name_doc = format!("The {what}'s name as written in the table.");
     let names_doc = format!("Every {what} name, in declaration order.");
+    // A reference to an empty enum (an events enum without events) is not
+    // matched by `match self {}`.
+    let name_body = if variants.is_empty() {
+        quote!(match *self {})
+    } else {
+        quote!(match self { #( Self::#variants { .. } => #strings, )* })
+    };
     quote! {
         // Generated code uses every variant; deprecating one warns where
         // the user's own code uses it, not here.
@@ -119,9 +126,7 @@ pub(crate) fn names(e: &ItemEnum, what: &str, allow_deprecated: &TokenStream) ->
             #[must_use]
             #[inline]
             pub const fn name(&self) -> &'static str {
-                match self {
-                    #( Self::#variants { .. } => #strings, )*
-                }
+                #name_body
             }
 
             #[doc = #names_doc]

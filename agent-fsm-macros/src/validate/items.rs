@@ -57,29 +57,22 @@ pub(super) fn check_conditional_derives(cx: &Ctxt, model: &Model) {
 /// and action enums and the context struct in its methods and its `StateMachine`
 /// impl: one of them less visible would fail with rustc's E0446 at the
 /// attribute. Only pairs that compare for sure are checked: `pub` above
-/// every restricted level, private below every other; `pub(super)` and
-/// `pub(in ..)` against each other or `pub(crate)` (equal when the module
-/// sits at the crate's root) are left to rustc.
+/// every restricted level, `pub(crate)` above every `pub(in crate::..)`,
+/// private below every other, a path from the crate's root below its
+/// ancestors, `pub(super)` below `pub(in super::super)`. A path from the
+/// crate's root against one from the module (`pub(super)`), or
+/// `pub(super)` against `pub(crate)` (equal when the module sits at the
+/// crate's root) are left to rustc.
 pub(super) fn check_visibility(cx: &Ctxt, model: &Model) {
-    /// 3 `pub`, 2 `pub(crate)`, 1 `pub(super)` or `pub(in ..)`, 0 private.
-    fn level(vis: &syn::Visibility) -> u8 {
-        match vis {
-            syn::Visibility::Public(_) => 3,
-            syn::Visibility::Restricted(r) if r.path.is_ident("crate") => 2,
-            syn::Visibility::Restricted(r) if r.path.is_ident("self") => 0,
-            syn::Visibility::Restricted(_) => 1,
-            syn::Visibility::Inherited => 0,
-        }
-    }
     let states = &model.state_enum;
-    let wanted = level(&states.vis);
-    let vis_text = match &states.vis {
-        syn::Visibility::Restricted(r) if wanted == 1 => {
+    let wanted = reach(&states.vis);
+    let vis_text = match (&states.vis, &wanted) {
+        (syn::Visibility::Restricted(r), Reach::Below(_) | Reach::Up(_) | Reach::Other) => {
             let path: Vec<String> = r.path.segments.iter().map(|s| s.ident.to_string()).collect();
             let path = path.join("::");
             if r.in_token.is_some() { format!("pub(in {path})") } else { format!("pub({path})") }
         }
-        _ if wanted == 3 => "pub".to_owned(),
+        (_, Reach::Pub) => "pub".to_owned(),
         _ => "pub(crate)".to_owned(),
     };
     let mut others: Vec<(&syn::Visibility, &syn::Ident, &str)> = vec![
@@ -93,9 +86,7 @@ pub(super) fn check_visibility(cx: &Ctxt, model: &Model) {
         _ => {}
     }
     for (vis, ident, what) in others {
-        let have = level(vis);
-        let surely_less = have < wanted && !(have == 1 && wanted == 2);
-        if surely_less {
+        if surely_less(&reach(vis), &wanted) {
             cx.error_spanned_by(
                 ident,
                 format!(
@@ -104,6 +95,53 @@ pub(super) fn check_visibility(cx: &Ctxt, model: &Model) {
                 ),
             );
         }
+    }
+}
+
+/// Where an item is visible, as far as its visibility says without
+/// knowing the module's place in the crate.
+enum Reach {
+    /// `pub`.
+    Pub,
+    /// `pub(crate)`, `pub(in crate)`.
+    Crate,
+    /// `pub(in crate::a::b)`: the module path below the crate's root.
+    Below(Vec<String>),
+    /// `pub(super)` (1), `pub(in super::super)` (2); private, `pub(self)`
+    /// and `pub(in self)` (0).
+    Up(usize),
+    /// Anything else (rustc says whether it is allowed).
+    Other,
+}
+
+fn reach(vis: &syn::Visibility) -> Reach {
+    match vis {
+        syn::Visibility::Public(_) => Reach::Pub,
+        syn::Visibility::Inherited => Reach::Up(0),
+        syn::Visibility::Restricted(r) => {
+            let path: Vec<String> = r.path.segments.iter().map(|s| s.ident.to_string()).collect();
+            match path.split_first() {
+                Some((first, rest)) if first == "crate" && rest.is_empty() => Reach::Crate,
+                Some((first, rest)) if first == "crate" => Reach::Below(rest.to_vec()),
+                Some((first, [])) if first == "self" => Reach::Up(0),
+                Some(_) if path.iter().all(|s| s == "super") => Reach::Up(path.len()),
+                _ => Reach::Other,
+            }
+        }
+    }
+}
+
+/// Whether an item visible as `have` is surely seen in fewer places than
+/// one visible as `wanted`.
+fn surely_less(have: &Reach, wanted: &Reach) -> bool {
+    match (wanted, have) {
+        (Reach::Pub, Reach::Pub) | (Reach::Up(0), _) => false,
+        (Reach::Pub, _) | (_, Reach::Up(0)) => true,
+        (Reach::Crate, Reach::Below(_)) => true,
+        // `crate::a` is seen wherever `crate::a::b` is.
+        (Reach::Below(wanted), Reach::Below(have)) => !wanted.starts_with(have),
+        (Reach::Up(wanted), Reach::Up(have)) => have < wanted,
+        _ => false,
     }
 }
 

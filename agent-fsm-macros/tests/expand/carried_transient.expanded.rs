@@ -797,11 +797,11 @@ stateDiagram-v2
                         }
                     }
                 }
-                #[allow(unreachable_patterns)]
                 _ => {
                     match *__s {
                         __Some(State::Idle { .. }) => {
                             match event {
+                                #[allow(unreachable_patterns)]
                                 Event::Stop => {
                                     *__s = __None;
                                     let __action: Action = Action::Halt;
@@ -821,6 +821,7 @@ stateDiagram-v2
                         }
                         __Some(State::Calling { .. }) => {
                             match event {
+                                #[allow(unreachable_patterns)]
                                 Event::Stop => {
                                     *__s = __None;
                                     let __action: Action = Action::Halt;
@@ -840,6 +841,7 @@ stateDiagram-v2
                         }
                         __Some(State::Stopped { .. }) => {
                             match event {
+                                #[allow(unreachable_patterns)]
                                 Event::Stop => {
                                     Self::__hop(__observer, 9usize);
                                     return Action::Halt;

@@ -566,7 +566,6 @@ stateDiagram-v2
                         }
                     }
                 }
-                #[allow(unreachable_patterns)]
                 _ => {
                     match *__s {
                         __Some(State::Off { .. }) => {
@@ -576,6 +575,7 @@ stateDiagram-v2
                                     __row = 0usize;
                                     Action::Glow
                                 }
+                                #[allow(unreachable_patterns)]
                                 Event::Smash => {
                                     *__s = __Some(State::Broken);
                                     __row = 2usize;
@@ -598,6 +598,7 @@ stateDiagram-v2
                                     __row = 1usize;
                                     Action::Dark
                                 }
+                                #[allow(unreachable_patterns)]
                                 Event::Smash => {
                                     *__s = __Some(State::Broken);
                                     __row = 3usize;

@@ -83,11 +83,21 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
         let Some((e, _)) = &row.event else {
             continue;
         };
+        // A row that can never fire is rustc's `unreachable_patterns`
+        // warning at it, as in a hand-written `match`; but a row written
+        // for several states (`*`, `A | B`) may be covered in one of them
+        // by that state's own rows and still fire in the others, and a
+        // base's row may be covered by the rows its variant adds before
+        // it: neither is a mistake.
+        let allow =
+            (row.sources.len() > 1 || row.from_base || row.replacement).then(|| quote!(#[allow(unreachable_patterns)]));
         for &s in &row.sources {
+            let arm = row_arm(n, r, row, s);
+            let arm = quote!(#allow #arm);
             if shared[*e] {
-                per_state[s].push(row_arm(n, r, row, s));
+                per_state[s].push(arm);
             } else {
-                single[*e].push(row_arm(n, r, row, s));
+                single[*e].push(arm);
             }
         }
     }
@@ -188,6 +198,10 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             })
             .collect()
     };
+    // The arm for the events several states take, or none: unreachable
+    // when every event has an arm of its own, and then without rows. Its
+    // lint level would reach the rows inside it.
+    let allow_rest = arms.is_empty().then(|| quote!(#[allow(unreachable_patterns)]));
     let others = catch_all(quote!(__s.as_ref().map(#state::kind)), quote!(#event_param));
     let settle_arms = model
         .rows
@@ -265,7 +279,7 @@ pub(crate) fn step_fns(n: &Names<'_>, context_ty: &TokenStream) -> TokenStream {
             let __row: usize;
             let __action: #action = match #event_param {
                 #(#single_arms)*
-                #[allow(unreachable_patterns)]
+                #allow_rest
                 _ => match *__s {
                     #(#arms)*
                     #[allow(unreachable_patterns)]
