@@ -290,6 +290,9 @@ async fn an_anthropic_stream_error_without_the_documented_wrapper_is_classified_
             "event: error\ndata: {\"type\": \"authentication_error\", \"message\": \"invalid x-api-key\"}\n\n",
             ErrorKind::Auth,
         ),
+        // The same with no message: the object reads as an event of an
+        // unknown type, yet it is the error its `event:` line says.
+        ("event: error\ndata: {\"type\": \"overloaded_error\"}\n\n", ErrorKind::Overloaded { retry_after: None }),
         // An `error` event whose data is not JSON: its text is the message.
         (
             "event: error\ndata: upstream overloaded, try later\n\n",

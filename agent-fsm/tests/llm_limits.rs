@@ -307,3 +307,30 @@ fn thinking_signatures_and_redacted_data_count_toward_the_reply() {
     assert_eq!((delivered, error.kind()), (0, &ErrorKind::MalformedStream));
     assert!(error.message().contains("64 MiB"), "{error}");
 }
+
+/// A thinking block given whole when it begins counts its text and its
+/// signature, added: three of a 2-byte text and a 12 MiB signature are
+/// 36 MiB, within the limit; two more of 14 MiB of text take the reply past
+/// 64 MiB with the second.
+#[test]
+fn thinking_given_whole_at_its_start_counts_text_and_signature() {
+    let start = |index: usize, thinking: &str, signature: &str| {
+        let data = json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "thinking", "thinking": thinking, "signature": signature}});
+        format!("event: content_block_start\ndata: {data}\n\n")
+    };
+    let mut parser = anth::StreamParser::new();
+    let mut out = Out::new();
+    let signature = "s".repeat(12 * MIB);
+    for index in 0..3 {
+        parser.feed(start(index, "ab", &signature).as_bytes(), &mut out);
+    }
+    let text = "t".repeat(14 * MIB);
+    parser.feed(start(3, &text, "s").as_bytes(), &mut out);
+    assert_eq!(outcome(std::mem::take(&mut out)), (4, None), "50 MiB of reasoning is within the limit");
+    parser.feed(start(4, &text, "s").as_bytes(), &mut out);
+    let (delivered, error) = outcome(out);
+    let error = error.expect("refused past the limit");
+    assert_eq!((delivered, error.kind()), (1, &ErrorKind::MalformedStream));
+    assert!(error.message().contains("64 MiB"), "{error}");
+}
