@@ -9,9 +9,9 @@
 //! with `WRITE_KILL_DIR` set).
 #![cfg(unix)]
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader, Lines, Write as _};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use agent_fsm::tools::Workspace;
@@ -78,21 +78,11 @@ fn killed_writers_leave_a_whole_file() {
     let exe = std::env::current_exe().expect("the test binary");
     let mut points = Points(SEED);
     for round in 0..KILLS {
-        let mut child = Command::new(&exe)
-            .env("WRITE_KILL_DIR", dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the child");
-        let stdout = child.stdout.take().expect("its stdout");
+        let (mut child, mut lines) = spawn_writer(&exe, dir.path());
         // Killed after it starts its `writes`th write, `delay` into it.
         let writes = 1 + points.next(3);
         let delay = Duration::from_micros(points.next(4_000));
-        let mut lines = BufReader::new(stdout).lines();
-        for _ in 0..writes {
-            let line = lines.next().expect("the child says it writes").expect("a line");
-            assert!(line.starts_with("writing"), "{line}");
-        }
+        started(&mut lines, writes);
         std::thread::sleep(delay);
         child.kill().expect("SIGKILL");
         let status = child.wait().expect("reaped");
@@ -111,17 +101,8 @@ fn killed_writers_leave_a_whole_file() {
     // Swept while a writer runs: every file of the killed ones goes, the
     // live writer's stays (if it holds one at that moment), and its
     // writes go on.
-    let mut live = Command::new(&exe)
-        .env("WRITE_KILL_DIR", dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the child");
-    let mut lines = BufReader::new(live.stdout.take().expect("its stdout")).lines();
-    for _ in 0..2 {
-        let line = lines.next().expect("the child says it writes").expect("a line");
-        assert!(line.starts_with("writing"), "{line}");
-    }
+    let (mut live, mut lines) = spawn_writer(&exe, dir.path());
+    started(&mut lines, 2);
     let removed = runtime.block_on(ws.remove_left_behind("")).expect("swept");
     let own = format!(".agent-fsm-write-{}-", live.id());
     let after = new_files(dir.path());
@@ -130,16 +111,33 @@ fn killed_writers_leave_a_whole_file() {
     // between its writer's creating and locking it, which that writer
     // then replaces by another.
     assert!(removed >= left.len(), "removed {removed} of {left:?}");
-    for _ in 0..2 {
-        let line = lines.next().expect("the child writes on after the sweep").expect("a line");
-        assert!(line.starts_with("writing"), "{line}");
-    }
+    started(&mut lines, 2);
     assert!(live.try_wait().expect("its status").is_none(), "the live writer failed");
     live.kill().expect("SIGKILL");
     live.wait().expect("reaped");
     assert_whole(dir.path(), KILLS);
     runtime.block_on(ws.remove_left_behind(".")).expect("swept");
     assert_eq!(new_files(dir.path()), Vec::<String>::new(), "nothing but the file is left");
+}
+
+/// A child writing the file in `dir` over and over, and the lines it says.
+fn spawn_writer(exe: &Path, dir: &Path) -> (Child, Lines<BufReader<ChildStdout>>) {
+    let mut child = Command::new(exe)
+        .env("WRITE_KILL_DIR", dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the child");
+    let stdout = child.stdout.take().expect("its stdout");
+    (child, BufReader::new(stdout).lines())
+}
+
+/// Waits until the child says it started `writes` more writes.
+fn started(lines: &mut Lines<BufReader<ChildStdout>>, writes: u64) {
+    for _ in 0..writes {
+        let line = lines.next().expect("the child says it writes").expect("a line");
+        assert!(line.starts_with("writing"), "{line}");
+    }
 }
 
 /// The names beside the file, each a new file a writer made.

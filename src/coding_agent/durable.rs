@@ -147,11 +147,8 @@ pub async fn run_durable_session(
 /// left in the workspace, so that the model's shell commands (`git add -A`)
 /// do not see it. Best effort: a failure is logged, and the session goes on.
 async fn sweep(workspace: &Workspace) {
-    let removed = match workspace.tools() {
-        Ok(tools) => tools.remove_left_behind("").await,
-        Err(error) => Err(error),
-    };
-    match removed {
+    let removed = async { workspace.tools()?.remove_left_behind("").await };
+    match removed.await {
         Ok(0) => {}
         Ok(removed) => tracing::info!(removed, "removed the new files of writes killed before their rename"),
         Err(error) => tracing::warn!(%error, "cannot remove the new files of writes killed before their rename"),
