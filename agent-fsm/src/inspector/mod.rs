@@ -64,8 +64,14 @@
 //! every build. At most [`MAX_CONNECTIONS`] connections are open at once
 //! (a page holds one or two); one beyond them waits to be accepted until
 //! another closes, so a process that opens connections and sends nothing
-//! can keep the inspector busy but cannot use up the file descriptors of
-//! the process that runs the agents.
+//! cannot use up the file descriptors of the process that runs the
+//! agents. Nor can it keep those places: a connection the inspector has
+//! sent nothing for [`IDLE_LIMIT`] (30 s), while none of its requests is
+//! being answered, is closed; an open page's update stream sends a
+//! keep-alive every 15 s, and a click waiting for a busy agent is a
+//! request being answered, so neither is closed. A process that keeps
+//! opening connections can still slow the others down: each waits its
+//! turn in the kernel's queue.
 
 mod control;
 mod listener;
@@ -104,6 +110,15 @@ pub enum InspectorError {
 
 /// The most connections an inspector holds open at once.
 pub const MAX_CONNECTIONS: usize = 128;
+
+/// How long a connection may go without the inspector sending its client
+/// anything, while no request of it is being answered, before the
+/// inspector closes it: one that never sends a request or sends it too
+/// slowly, one left open after its answer (a browser opens another), one
+/// whose client stopped reading. An open page's update stream sends a
+/// keep-alive at half this interval, so it stays open however quiet its
+/// agent.
+pub const IDLE_LIMIT: Duration = Duration::from_secs(30);
 
 /// How long a stopping server waits for the requests it is answering
 /// before it cuts the connections still open.
@@ -187,6 +202,9 @@ impl Inspector {
         let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         let listener = listener::Cuttable { listener, cut: cut.clone(), open };
         let server = tokio::spawn(async move {
+            // Each request is given its connection's count of requests
+            // being answered, which the connection's idle limit reads.
+            let app = app.into_make_service_with_connect_info::<listener::Answering>();
             let served = axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned());
             let mut served = std::pin::pin!(served.into_future());
             let result = tokio::select! {

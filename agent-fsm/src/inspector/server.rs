@@ -94,6 +94,7 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route("/api/agents/{id}/events", get(events))
         .route("/api/agents/{id}/approvals/{approval}/{decision}", post(decide))
         .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
+        .layer(middleware::from_fn(super::listener::answering))
         .with_state(shared)
 }
 
@@ -172,7 +173,9 @@ async fn events(State(shared): State<Arc<Shared>>, Path(id): Path<usize>) -> Res
     });
     let stream: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
         Box::pin(stream.map(|data| Ok(Event::default().data(data))).take_until(shared.stop.clone().cancelled_owned()));
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()).into_response())
+    // The keep-alives are what keeps a quiet agent's page from being
+    // closed as idle.
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(super::listener::KEEP_ALIVE)).into_response())
 }
 
 /// A click on approve or deny.
