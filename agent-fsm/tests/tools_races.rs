@@ -9,7 +9,7 @@
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::thread::JoinHandle;
 
 mod tools_support;
@@ -103,34 +103,41 @@ async fn a_file_growing_while_it_is_read_is_never_returned_past_the_limit() {
     let ws = f.ws.clone().with_max_file_bytes(MAX);
     let path = f.inside.join("log");
     let stop = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicU32::new(0));
     let grower = {
-        let (path, stop) = (path.clone(), Arc::clone(&stop));
+        let (path, stop, rounds) = (path.clone(), Arc::clone(&stop), Arc::clone(&rounds));
         std::thread::spawn(move || {
             use std::io::Write as _;
             let line = [b'x'; 4096];
-            let mut rounds = 0u32;
             while !stop.load(Ordering::Relaxed) {
                 // Starts small each round, then grows past the limit.
                 let mut file = std::fs::File::create(&path).expect("create");
                 for _ in 0..32 {
                     file.write_all(&line).expect("append");
                 }
-                rounds += 1;
+                rounds.fetch_add(1, Ordering::Relaxed);
             }
-            rounds
         })
     };
-    let (mut read, mut refused) = (0, 0);
-    for _ in 0..5000 {
-        match ws.read_file("log").await {
-            Ok(text) => {
-                assert!(text.len() as u64 <= MAX, "read {} bytes over the {MAX}-byte limit", text.len());
-                read += 1;
+    let (mut calls, mut read, mut refused) = (0u32, 0u32, 0u32);
+    // At least 5,000 reads, and on until the race has run (the grower made
+    // its rounds, the reads found the file both within and over the
+    // limit), however the threads are scheduled on a loaded machine.
+    let raced = tokio::time::timeout(HANG, async {
+        while calls < 5000 || rounds.load(Ordering::Relaxed) <= 10 || read == 0 || refused == 0 {
+            calls += 1;
+            match ws.read_file("log").await {
+                Ok(text) => {
+                    assert!(text.len() as u64 <= MAX, "read {} bytes over the {MAX}-byte limit", text.len());
+                    read += 1;
+                }
+                Err(_) => refused += 1,
             }
-            Err(_) => refused += 1,
         }
-    }
+    })
+    .await;
     stop.store(true, Ordering::Relaxed);
-    let rounds = grower.join().expect("grower");
-    assert!(rounds > 10 && read > 0 && refused > 0, "the race ran: {rounds} rounds, {read} read, {refused} refused");
+    grower.join().expect("grower");
+    let rounds = rounds.load(Ordering::Relaxed);
+    assert!(raced.is_ok(), "the race did not run: {rounds} rounds, {read} read, {refused} refused");
 }

@@ -99,7 +99,12 @@ impl ToolSet {
     /// same name (it keeps the replaced tool's place); returns the replaced
     /// tool's definition.
     pub fn add_raw(&mut self, tool: Arc<dyn RawTool>) -> Option<ToolDefinition> {
-        let entry = Entry { definition: tool.definition(), tool };
+        self.insert(Entry { definition: tool.definition(), tool })
+    }
+
+    /// Adds `entry` under the name of its definition as read already,
+    /// replacing a tool of the same name in its place.
+    fn insert(&mut self, entry: Entry) -> Option<ToolDefinition> {
         match self.by_name.get(&entry.definition.name) {
             Some(&at) => {
                 tracing::warn!(tool = %entry.definition.name, "a tool of the same name is replaced");
@@ -118,14 +123,18 @@ impl ToolSet {
     /// is left out, with a warning: a server cannot take the place of a
     /// tool the agent trusts by name (one an approval rule lets run
     /// unasked, such as `read_file`). To replace a tool, [`add_raw`](Self::add_raw)
-    /// it. This set's timeout is kept.
+    /// it. This set's timeout is kept. Each tool joins under the
+    /// definition `other` read when it was added there, the one checked
+    /// here: its [`RawTool::definition`] is not read again, so a tool whose
+    /// definition changes meanwhile (one kept up to date from a server)
+    /// cannot pass the check under one name and join under another.
     pub fn extend(&mut self, other: ToolSet) {
         for entry in other.entries {
             if self.by_name.contains_key(&entry.definition.name) {
                 tracing::warn!(tool = %entry.definition.name, "a tool of a name already in the set is left out");
                 continue;
             }
-            self.add_raw(entry.tool);
+            self.insert(entry);
         }
     }
 

@@ -121,27 +121,57 @@ pub(super) fn left_behind(name: &str) -> bool {
 ///
 /// The file is locked (`flock`) while this process holds it: the lock
 /// ends with the process, so [`sweep`] tells a writer that is gone from
-/// one still writing. A sweep may take the lock between the file's
-/// creation and this process's, and remove it; the file then has no name
-/// left, and another is made.
+/// one still writing. Another process may take the lock between the
+/// file's creation and this process's: a sweep, which then removes it,
+/// or any process that opened it, which may hold it for good. Either way
+/// the file is passed over for another, without waiting for the lock
+/// (see [`claim`]); a write whose new files are all taken so, one after
+/// another, fails rather than trying for ever.
 fn new_file(dir: &Dir, target: &Path, options: &OpenOptions) -> io::Result<(PathBuf, File)> {
+    #[cfg(unix)]
+    let mut taken = 0;
     loop {
         let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let temp = target.with_file_name(format!("{PREFIX}{}-{n}", std::process::id()));
         match dir.open_with(&temp, options) {
             Ok(file) => {
                 #[cfg(unix)]
-                {
-                    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
-                    if rustix::fs::fstat(&file)?.st_nlink == 0 {
-                        continue;
+                if !claim(&file)? {
+                    taken += 1;
+                    if taken == TAKEN_TRIES {
+                        return Err(io::Error::new(
+                            io::ErrorKind::WouldBlock,
+                            "another process took the lock of each new file of the write",
+                        ));
                     }
+                    continue;
                 }
                 return Ok((temp, file));
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// How many new files whose lock another process took a write passes
+/// over before it fails: a sweep takes one now and then, a process that
+/// takes each one is not a sweep.
+#[cfg(unix)]
+const TAKEN_TRIES: u32 = 16;
+
+/// Takes the lock of the new file `file` without waiting: false if
+/// another process holds it, or if the file has no name left (a sweep
+/// took the lock and removed it). A lock that another process holds for
+/// as long as it likes (any process may open the file and `flock` it)
+/// would otherwise hold the write, and every write of the workspace
+/// queued behind it, as long.
+#[cfg(unix)]
+fn claim(file: &File) -> io::Result<bool> {
+    match rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(rustix::fs::fstat(file)?.st_nlink != 0),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -292,6 +322,34 @@ mod tests {
         assert_eq!(sweep(&dir, Path::new(".")).expect("swept"), 0);
         drop(file);
         flock(&other, FlockOperation::NonBlockingLockExclusive).expect("free once the write is done");
+    }
+
+    /// A new file whose lock another process took (any process may open
+    /// it and hold its lock for good) is given up at once, not waited for.
+    #[cfg(unix)]
+    #[test]
+    fn a_new_file_locked_by_another_is_given_up_without_waiting() {
+        use rustix::fs::{FlockOperation, flock};
+        let root = tempfile::tempdir().expect("a temp dir");
+        let dir = Dir::open_ambient_dir(root.path(), ambient_authority()).expect("the dir");
+        let name = format!("{PREFIX}1-1");
+        std::fs::write(root.path().join(&name), "").expect("a new file");
+        let holder = std::fs::File::open(root.path().join(&name)).expect("another open");
+        flock(&holder, FlockOperation::LockExclusive).expect("another's lock");
+        let file = dir.open(&name).expect("the write's open");
+        let (sent, claimed) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sent.send(claim(&file).map_err(|e| e.to_string()).map(|claimed| (claimed, file)));
+        });
+        let (claimed, file) = claimed
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the claim waited for the other's lock")
+            .expect("no error");
+        assert!(!claimed, "the other holds the lock");
+        drop(holder);
+        assert!(claim(&file).expect("no error"), "free once the other lets go");
+        std::fs::remove_file(root.path().join(&name)).expect("removed");
+        assert!(!claim(&file).expect("no error"), "a file removed has no name left");
     }
 
     #[test]

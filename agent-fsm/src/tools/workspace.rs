@@ -7,7 +7,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, File, OpenOptions};
 use std::io::{self, Read as _};
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// A directory an agent's tools work in, and nothing outside it.
 ///
@@ -16,13 +16,16 @@ use std::sync::Arc;
 /// above it and no symlink leading out of it is followed (see the
 /// [module docs](crate::tools) for exactly what is and is not confined).
 /// The calls run on tokio's blocking pool, so they must be awaited inside a
-/// tokio runtime. Cloning is cheap and shares the handle.
+/// tokio runtime. Cloning is cheap and shares the handle, and the turn
+/// that writes and edits take (see [`write_file`](Workspace::write_file)).
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
     dir: Arc<Dir>,
     max_file_bytes: u64,
     max_listed: usize,
+    /// Held by each write and edit while it reads and replaces its file.
+    writes: Arc<Mutex<()>>,
 }
 
 /// The largest file [`Workspace::read_file`] reads unless told otherwise:
@@ -167,6 +170,69 @@ fn utf8(path: &str, bytes: Vec<u8>) -> Result<String, ToolError> {
     String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 { path: path.to_owned() })
 }
 
+/// The text of the file at `path`, from what [`read_regular`] found, or
+/// why there is none.
+fn text_of(path: &str, read: Read, max: u64) -> Result<String, ToolError> {
+    match read {
+        Read::Bytes(bytes) => utf8(path, bytes),
+        Read::NotAFile => Err(ToolError::NotAFile { path: path.to_owned() }),
+        Read::TooLarge(size) => Err(ToolError::TooLarge { path: path.to_owned(), size, max }),
+    }
+}
+
+/// Reads the regular file at `p`, at most `max` bytes of it; see
+/// [`Workspace::read_file`].
+fn read_regular(dir: &Dir, p: &Path, max: u64) -> io::Result<Read> {
+    let meta = dir.metadata(p)?;
+    if !meta.is_file() {
+        return Ok(Read::NotAFile);
+    }
+    if meta.len() > max {
+        return Ok(Read::TooLarge(meta.len()));
+    }
+    let Some((file, len)) = open_regular(dir, p, OpenOptions::new().read(true))? else {
+        return Ok(Read::NotAFile);
+    };
+    if len > max {
+        return Ok(Read::TooLarge(len));
+    }
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Ok(Read::TooLarge(bytes.len() as u64));
+    }
+    Ok(Read::Bytes(bytes))
+}
+
+/// Replaces the regular file at `p` with `contents`, making the
+/// directories it needs; false if something else is at `p`. See
+/// [`Workspace::write_file`].
+fn write_regular(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> {
+    if let Some(parent) = p.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        // Resolved first (following symlinks, beneath the root), so that a
+        // symlinked directory on the way is either followed inside or
+        // refused as an escape, rather than reported by `create_dir_all` as
+        // a file that exists. A parent that is a file fails the write below.
+        match dir.metadata(parent) {
+            Ok(_) => {}
+            // A path that climbs out by its text is refused before anything
+            // is made: `create_dir_all` would make the missing directories
+            // before the `..` that leads out.
+            Err(e) if e.kind() == io::ErrorKind::NotFound && climbs_out(parent) => return Err(escape()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => dir.create_dir_all(parent)?,
+            Err(e) => return Err(e),
+        }
+    }
+    // Writing to a FIFO would block until something reads it.
+    match dir.metadata(p) {
+        Ok(meta) if !meta.is_file() => return Ok(false),
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    replace(dir, p, contents)
+}
+
 impl Workspace {
     /// Opens the directory `root` (which must exist) as a workspace.
     ///
@@ -180,6 +246,7 @@ impl Workspace {
             dir: Arc::new(dir),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             max_listed: DEFAULT_MAX_LISTED,
+            writes: Arc::default(),
         })
     }
 
@@ -238,34 +305,8 @@ impl Workspace {
     /// [`ToolError::Io`] (no permission).
     pub async fn read_file(&self, path: &str) -> Result<String, ToolError> {
         let max = self.max_file_bytes;
-        let read = self
-            .blocking(path, move |dir, p| {
-                let meta = dir.metadata(p)?;
-                if !meta.is_file() {
-                    return Ok(Read::NotAFile);
-                }
-                if meta.len() > max {
-                    return Ok(Read::TooLarge(meta.len()));
-                }
-                let Some((file, len)) = open_regular(dir, p, OpenOptions::new().read(true))? else {
-                    return Ok(Read::NotAFile);
-                };
-                if len > max {
-                    return Ok(Read::TooLarge(len));
-                }
-                let mut bytes = Vec::new();
-                file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
-                if bytes.len() as u64 > max {
-                    return Ok(Read::TooLarge(bytes.len() as u64));
-                }
-                Ok(Read::Bytes(bytes))
-            })
-            .await?;
-        match read {
-            Read::Bytes(bytes) => utf8(path, bytes),
-            Read::NotAFile => Err(ToolError::NotAFile { path: path.to_owned() }),
-            Read::TooLarge(size) => Err(ToolError::TooLarge { path: path.to_owned(), size, max }),
-        }
+        let read = self.blocking(path, move |dir, p| read_regular(dir, p, max)).await?;
+        text_of(path, read, max)
     }
 
     /// Writes `contents` to the file at `path`, replacing it, and creates
@@ -278,10 +319,15 @@ impl Workspace {
     /// process killed before the rename may leave the new file behind, a
     /// hidden name starting with `.agent-fsm-write-`, which the listings
     /// leave out and [`remove_left_behind`](Self::remove_left_behind)
-    /// removes). The file keeps its
-    /// permissions, and its owner where this process may set it (as
-    /// root); a symlink at `path` is followed, and its target replaced. A file this process may not write is refused as before,
-    /// though the directory would let it be renamed over.
+    /// removes). The file keeps its permissions, and its owner where this
+    /// process may set it (as root); a symlink at `path` is followed, and
+    /// its target replaced. A file this process may not write is refused
+    /// as before, though the directory would let it be renamed over.
+    ///
+    /// The writes and edits of one workspace (and of its clones) take
+    /// turns, so that an [`edit_file`](Self::edit_file) running beside a
+    /// write of the same file does not undo it; a shell command or another
+    /// process writing the file meanwhile is not held off.
     ///
     /// # Errors
     /// [`ToolError::OutsideWorkspace`] (a symlinked directory or file on
@@ -290,31 +336,10 @@ impl Workspace {
     /// [`ToolError::Io`].
     pub async fn write_file(&self, path: &str, contents: &str) -> Result<(), ToolError> {
         let contents = contents.to_owned();
+        let writes = Arc::clone(&self.writes);
         self.blocking(path, move |dir, p| {
-            if let Some(parent) = p.parent().filter(|parent| !parent.as_os_str().is_empty()) {
-                // Resolved first (following symlinks, beneath the root), so
-                // that a symlinked directory on the way is either followed
-                // inside or refused as an escape, rather than reported by
-                // `create_dir_all` as a file that exists. A parent that is a
-                // file fails the write below.
-                match dir.metadata(parent) {
-                    Ok(_) => {}
-                    // A path that climbs out by its text is refused before
-                    // anything is made: `create_dir_all` would make the
-                    // missing directories before the `..` that leads out.
-                    Err(e) if e.kind() == io::ErrorKind::NotFound && climbs_out(parent) => return Err(escape()),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => dir.create_dir_all(parent)?,
-                    Err(e) => return Err(e),
-                }
-            }
-            // Writing to a FIFO would block until something reads it.
-            match dir.metadata(p) {
-                Ok(meta) if !meta.is_file() => return Ok(false),
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            }
-            replace(dir, p, contents.as_bytes())
+            let _held = writes.lock().unwrap_or_else(PoisonError::into_inner);
+            write_regular(dir, p, contents.as_bytes())
         })
         .await?
         .then_some(())
@@ -324,6 +349,12 @@ impl Workspace {
     /// Replaces the one occurrence of `old` in the file at `path` with
     /// `new`. Two occurrences that overlap (`aa` twice in `aaa`) are two:
     /// the edit is refused as ambiguous rather than made at the first.
+    ///
+    /// The file is read and written back with no other write or edit of
+    /// the workspace in between (see [`write_file`](Self::write_file)):
+    /// several edits of one file made at once, as a model's reply with
+    /// several `edit_file` calls runs them, each land, rather than each
+    /// writing back the file as it was before the others.
     ///
     /// # Errors
     /// [`ToolError::EditNotFound`] when `old` does not occur,
@@ -335,12 +366,27 @@ impl Workspace {
         if old.is_empty() {
             return Err(ToolError::EditEmpty { path: path.to_owned() });
         }
-        let text = self.read_file(path).await?;
-        match occurrences(&text, old) {
-            0 => Err(ToolError::EditNotFound { path: path.to_owned() }),
-            1 => self.write_file(path, &text.replacen(old, new, 1)).await,
-            count => Err(ToolError::EditAmbiguous { path: path.to_owned(), count }),
-        }
+        let (max, writes, owned) = (self.max_file_bytes, Arc::clone(&self.writes), path.to_owned());
+        let (old, new) = (old.to_owned(), new.to_owned());
+        // Read and written under the workspace's write lock, in one step on
+        // the blocking pool: another edit of the file (a second edit in the
+        // same reply of the model) cannot write between this one's read and
+        // its write, which would be lost; and a call dropped meanwhile
+        // still lets go of the lock only once its write is done.
+        self.blocking(path, move |dir, p| {
+            let _held = writes.lock().unwrap_or_else(PoisonError::into_inner);
+            let text = match text_of(&owned, read_regular(dir, p, max)?, max) {
+                Ok(text) => text,
+                Err(error) => return Ok(Err(error)),
+            };
+            Ok(match occurrences(&text, &old) {
+                0 => Err(ToolError::EditNotFound { path: owned }),
+                1 if write_regular(dir, p, text.replacen(&old, &new, 1).as_bytes())? => Ok(()),
+                1 => Err(ToolError::NotAFile { path: owned }),
+                count => Err(ToolError::EditAmbiguous { path: owned, count }),
+            })
+        })
+        .await?
     }
 
     /// The names in the directory at `path` (`""` or `"."` for the
