@@ -3,7 +3,10 @@
 //! after it (a tool that blocked its thread past it, then returned) has
 //! timed out, whatever it returned, as the executor judges its tasks. On
 //! paused tokio time: the clock jumps as a blocked thread would see it.
+//! A call the timeout drops whose future panics as it is dropped is an
+//! error result too, not a panic of the caller.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -90,4 +93,55 @@ async fn a_timeout_past_the_end_of_the_clock_is_none() {
         assert!(!result.is_error, "{after:?}: {result:?}");
         assert_eq!(result.content, "done");
     }
+}
+
+/// Panics when dropped before its call finished (a guard asserting that
+/// an operation was not left halfway).
+struct Unfinished;
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        panic!("dropped halfway");
+    }
+}
+
+/// A tool that never ends and panics when its future is dropped.
+struct PanicsWhenDropped;
+
+impl RawTool for PanicsWhenDropped {
+    fn definition(&self) -> agent_fsm::llm::ToolDefinition {
+        agent_fsm::llm::ToolDefinition {
+            name: "stuck".into(),
+            description: "Never ends".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    fn call(self: Arc<Self>, _arguments: Value) -> BoxFuture<'static, Result<String, agent_fsm::tool::CallError>> {
+        async move {
+            let guard = Unfinished;
+            std::future::pending::<()>().await;
+            std::mem::forget(guard);
+            Ok("never".to_owned())
+        }
+        .boxed()
+    }
+}
+
+/// `call` and `call_all` promise an error result for whatever goes wrong:
+/// a tool the timeout drops, and that panics as it is dropped, is one.
+#[tokio::test(start_paused = true)]
+async fn a_call_that_panics_as_the_timeout_drops_it_is_an_error_result() {
+    let mut tools = ToolSet::new().with_timeout(Duration::from_secs(1));
+    tools.add_raw(Arc::new(PanicsWhenDropped));
+    let call = ToolCall { id: "call_0".into(), name: "stuck".into(), arguments: json!({}) };
+    let run = AssertUnwindSafe(tools.call_all(std::slice::from_ref(&call))).catch_unwind();
+    let results = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the call ends")
+        .expect("the caller is handed an error result, not the tool's panic");
+    assert_eq!(results.len(), 1);
+    assert!(results[0].is_error, "{:?}", results[0]);
+    assert_eq!(results[0].call_id, "call_0");
+    assert!(results[0].content.contains("dropped halfway"), "{:?}", results[0]);
 }

@@ -195,28 +195,36 @@ impl ToolSet {
             let Some(tool) = found else {
                 return Err(CallError::UnknownTool { name, known });
             };
-            // The tool's future is made inside the caught one, so that a
-            // `RawTool::call` that panics before returning it is caught too.
-            let run = AssertUnwindSafe(async move { tool.call(arguments).await }).catch_unwind();
             // A timeout of 30 years or more never comes (see the executor's
             // timers), and a deadline that far would overflow tokio's clock.
             let deadline = timeout.and_then(|after| Some((after, deadline_in(after)?)));
-            let caught = match deadline {
-                Some((after, deadline)) => match tokio::time::timeout_at(deadline, run).await {
+            let tool_name = name.clone();
+            // The tool's future is made inside the caught one, so that a
+            // `RawTool::call` that panics before returning it is caught
+            // too; the timeout is inside as well, so that a tool that panics
+            // as the timeout drops it is caught.
+            let timed = async move {
+                let run = async move { tool.call(arguments).await };
+                let Some((after, deadline)) = deadline else {
+                    return run.await;
+                };
+                match tokio::time::timeout_at(deadline, run).await {
                     // `timeout_at` polls the call before its clock, so a call
                     // that blocked its thread past the deadline and then
                     // returned would count as on time: its result is judged
                     // by when it came, as the executor judges its tasks (at
                     // the deadline is too late).
                     Ok(_) if tokio::time::Instant::now() >= deadline => {
-                        return Err(CallError::TimedOut { tool: name, after: Some(after) });
+                        Err(CallError::TimedOut { tool: tool_name, after: Some(after) })
                     }
-                    Ok(caught) => caught,
-                    Err(_) => return Err(CallError::TimedOut { tool: name, after: Some(after) }),
-                },
-                None => run.await,
+                    Ok(result) => result,
+                    Err(_) => Err(CallError::TimedOut { tool: tool_name, after: Some(after) }),
+                }
             };
-            caught.unwrap_or_else(|payload| Err(CallError::Panicked { tool: name, message: panic_message(&*payload) }))
+            AssertUnwindSafe(timed)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|payload| Err(CallError::Panicked { tool: name, message: panic_message(&*payload) }))
         }
     }
 
