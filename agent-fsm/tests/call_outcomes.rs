@@ -1,7 +1,8 @@
 //! What `call` answers for each thing that can happen to an event, asserted
 //! by kind: the machine moved, a row kept the state, the table ignores the
 //! pair, no row accepts it, every guard refused it, the machine had
-//! finished, or the event's row poisoned the machine.
+//! finished, or the event's row poisoned the machine; and that a call its
+//! caller gave up on still delivers its event.
 
 mod support;
 
@@ -216,4 +217,24 @@ fn kinds_serialize_as_snake_case_names() {
     let kind: StateKind = serde_json::from_str("\"busy\"").unwrap();
     assert_eq!(kind, StateKind::Busy);
     assert!(serde_json::from_str::<StateKind>("\"nowhere\"").is_err());
+}
+
+/// A `call` whose caller gives up waiting (a timeout) has its event
+/// delivered all the same, as `call`'s docs say: only the answer is lost.
+#[tokio::test(start_paused = true)]
+async fn a_call_given_up_on_still_delivers_its_event() {
+    // `Greet` pauses for a second: input waits behind it.
+    let fx = runtime::from_fn(|action: desk::Action, cx: &mut EffectContext<'_, Machine, ()>| {
+        if action == desk::Action::Greet {
+            cx.pause(Duration::from_secs(1), Event::Tick);
+        }
+    });
+    let handle = runtime::spawn(Machine::new(), fx, ExecutorConfig::new());
+    call(&handle, Event::Open).await.unwrap();
+    let given_up = tokio::time::timeout(Duration::from_millis(10), handle.call(Event::Tick)).await;
+    assert!(given_up.is_err(), "the call was answered while the pause held it back");
+    crate::support::within(handle.wait_idle()).await.unwrap();
+    // The pause's `Tick` and the given-up call's.
+    let state = crate::support::within(handle.state()).await.unwrap();
+    assert_eq!(state, desk::State::Busy { count: 2 });
 }

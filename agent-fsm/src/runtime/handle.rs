@@ -261,6 +261,12 @@ where
     /// # Errors
     /// [`RequestError::Closed`] or [`RequestError::Failed`] if the worker
     /// failed or was dropped before handling it; the event is then lost.
+    ///
+    /// # Cancel safety
+    /// Not as [`send`](Self::send) is: once the event is queued, dropping
+    /// the future (a caller's timeout) only drops the answer. The event is
+    /// still delivered, as a sent one is, so a caller that gives up waiting
+    /// and calls again has the event handled twice.
     pub async fn call(&self, event: M::Event) -> Result<DeliveredTo<M>, RequestError<M>> {
         let (tx, rx) = oneshot::channel();
         let queued = match self.enqueue_now(Envelope::Call(event, tx)) {
@@ -473,6 +479,10 @@ where
     /// interrupt event (nothing is cancelled);
     /// [`RequestError::Closed`]/[`RequestError::Failed`] if the worker has
     /// stopped.
+    ///
+    /// # Cancel safety
+    /// Once the request is queued (at the first poll), dropping the future
+    /// only stops the wait: the interrupt is still carried out.
     pub async fn interrupt(&self, cause: impl Into<String>) -> Result<(), RequestError<M>> {
         // Cancelling the work with nothing to move the machine on would
         // leave it waiting with nothing in flight: refused, untouched.

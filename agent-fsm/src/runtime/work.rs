@@ -29,7 +29,9 @@ use super::task::EffectFailure;
 mod slots;
 mod spawn;
 
-use slots::{QueuedTask, StreamSlot, TaskSlot, deadline_in, drop_streams, run_task, task_outcome};
+// The deadline rule is the tool set's too (`ToolSet::with_timeout`).
+pub(crate) use slots::deadline_in;
+use slots::{QueuedTask, StreamSlot, TaskSlot, drop_streams, run_task, task_outcome};
 
 /// The boxed future of a task.
 pub(crate) type TaskFuture<E> = Pin<Box<dyn Future<Output = E> + Send>>;

@@ -17,6 +17,7 @@ use super::error::CallError;
 use super::typed::{Tool, Typed};
 use crate::StateMachine;
 use crate::llm::{ToolCall, ToolDefinition, ToolResult};
+use crate::runtime::work::deadline_in;
 use crate::runtime::{EffectContext, EffectFailure};
 
 /// A tool whose arguments are plain JSON: what a [`ToolSet`] holds. A
@@ -139,7 +140,11 @@ impl ToolSet {
     }
 
     /// Drops every call that has not ended after `timeout`: the call
-    /// becomes a [`CallError::TimedOut`] result.
+    /// becomes a [`CallError::TimedOut`] result. A result is judged by
+    /// when it came: one that comes at the timeout or later (from a tool
+    /// that blocked its thread past it) has timed out too, whatever it
+    /// says, as a task of the executor has. A timeout of 30 years or more
+    /// is taken as none.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
@@ -190,17 +195,36 @@ impl ToolSet {
             let Some(tool) = found else {
                 return Err(CallError::UnknownTool { name, known });
             };
+            // A timeout of 30 years or more never comes (see the executor's
+            // timers), and a deadline that far would overflow tokio's clock.
+            let deadline = timeout.and_then(|after| Some((after, deadline_in(after)?)));
+            let tool_name = name.clone();
             // The tool's future is made inside the caught one, so that a
-            // `RawTool::call` that panics before returning it is caught too.
-            let run = AssertUnwindSafe(async move { tool.call(arguments).await }).catch_unwind();
-            let caught = match timeout {
-                Some(after) => match tokio::time::timeout(after, run).await {
-                    Ok(caught) => caught,
-                    Err(_) => return Err(CallError::TimedOut { tool: name, after: Some(after) }),
-                },
-                None => run.await,
+            // `RawTool::call` that panics before returning it is caught
+            // too; the timeout is inside as well, so that a tool that panics
+            // as the timeout drops it is caught.
+            let timed = async move {
+                let run = async move { tool.call(arguments).await };
+                let Some((after, deadline)) = deadline else {
+                    return run.await;
+                };
+                match tokio::time::timeout_at(deadline, run).await {
+                    // `timeout_at` polls the call before its clock, so a call
+                    // that blocked its thread past the deadline and then
+                    // returned would count as on time: its result is judged
+                    // by when it came, as the executor judges its tasks (at
+                    // the deadline is too late).
+                    Ok(_) if tokio::time::Instant::now() >= deadline => {
+                        Err(CallError::TimedOut { tool: tool_name, after: Some(after) })
+                    }
+                    Ok(result) => result,
+                    Err(_) => Err(CallError::TimedOut { tool: tool_name, after: Some(after) }),
+                }
             };
-            caught.unwrap_or_else(|payload| Err(CallError::Panicked { tool: name, message: panic_message(&*payload) }))
+            AssertUnwindSafe(timed)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|payload| Err(CallError::Panicked { tool: name, message: panic_message(&*payload) }))
         }
     }
 

@@ -110,7 +110,7 @@ pub(super) fn task_outcome<E>(key: String, on_failure: TaskFailureFn<E>, result:
 pub(super) const NEVER: Duration = Duration::from_secs(30 * 365 * 86_400);
 
 /// The deadline `delay` from now, or `None` for a delay that never comes.
-pub(super) fn deadline_in(delay: Duration) -> Option<Instant> {
+pub(crate) fn deadline_in(delay: Duration) -> Option<Instant> {
     if delay >= NEVER { None } else { Instant::now().checked_add(delay) }
 }
 
