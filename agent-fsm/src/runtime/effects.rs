@@ -290,6 +290,15 @@ where
     /// idle ([`wait_idle`](super::MachineHandle::wait_idle) answers while
     /// it is pending).
     ///
+    /// A timer cannot be cancelled or moved by itself: arming another adds
+    /// one. A window that starts again on every self-transition (a stream
+    /// that has stalled if no delta came for 30 s) arms one deadline per
+    /// delta, and each fires unless the state was left. Stamp the event
+    /// with what it waits for (a count of deltas kept in the state, say)
+    /// and let the row that takes it check, in its guard, that nothing
+    /// came since; the stale ones are then refused like any event the
+    /// state does not take.
+    ///
     /// To hold input back until the timer fires (a retry's backoff), use
     /// [`pause`](Self::pause).
     ///
