@@ -129,13 +129,27 @@ pub(super) fn left_behind(name: &str) -> bool {
 /// another, fails rather than trying for ever.
 fn new_file(dir: &Dir, target: &Path, options: &OpenOptions) -> io::Result<(PathBuf, File)> {
     #[cfg(unix)]
+    let claim_it = claim;
+    // Without `flock`, nothing to claim.
+    #[cfg(not(unix))]
+    let claim_it = |_: &File| Ok(true);
+    new_file_claimed(dir, target, options, claim_it)
+}
+
+/// [`new_file`], with `claim` taking each new file's lock (a parameter,
+/// so that a test can play the other process).
+fn new_file_claimed(
+    dir: &Dir,
+    target: &Path,
+    options: &OpenOptions,
+    claim: impl Fn(&File) -> io::Result<bool>,
+) -> io::Result<(PathBuf, File)> {
     let mut taken = 0;
     loop {
         let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let temp = target.with_file_name(format!("{PREFIX}{}-{n}", std::process::id()));
         match dir.open_with(&temp, options) {
             Ok(file) => {
-                #[cfg(unix)]
                 if !claim(&file)? {
                     taken += 1;
                     if taken == TAKEN_TRIES {
@@ -157,7 +171,6 @@ fn new_file(dir: &Dir, target: &Path, options: &OpenOptions) -> io::Result<(Path
 /// How many new files whose lock another process took a write passes
 /// over before it fails: a sweep takes one now and then, a process that
 /// takes each one is not a sweep.
-#[cfg(unix)]
 const TAKEN_TRIES: u32 = 16;
 
 /// Takes the lock of the new file `file` without waiting: false if
@@ -350,6 +363,36 @@ mod tests {
         assert!(claim(&file).expect("no error"), "free once the other lets go");
         std::fs::remove_file(root.path().join(&name)).expect("removed");
         assert!(!claim(&file).expect("no error"), "a file removed has no name left");
+    }
+
+    /// A write passes over each new file another process holds, and
+    /// fails once it has passed over [`TAKEN_TRIES`] in a row.
+    #[test]
+    fn a_write_passes_over_taken_new_files_and_gives_up_after_so_many() {
+        let root = tempfile::tempdir().expect("a temp dir");
+        let dir = Dir::open_ambient_dir(root.path(), ambient_authority()).expect("the dir");
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        let tries = std::cell::Cell::new(0u32);
+        let taken_twice = |_: &File| {
+            tries.set(tries.get() + 1);
+            Ok(tries.get() > 2)
+        };
+        let (temp, _file) =
+            new_file_claimed(&dir, Path::new("f.txt"), &options, taken_twice).expect("the third is claimed");
+        assert_eq!(tries.get(), 3);
+        assert!(root.path().join(&temp).is_file());
+
+        tries.set(0);
+        let always_taken = |_: &File| {
+            tries.set(tries.get() + 1);
+            // Bounded here, so that a loop that never gives up fails.
+            assert!(tries.get() <= TAKEN_TRIES, "tried past the limit");
+            Ok(false)
+        };
+        let error = new_file_claimed(&dir, Path::new("f.txt"), &options, always_taken).expect_err("every one taken");
+        assert_eq!(error.kind(), io::ErrorKind::WouldBlock);
+        assert_eq!(tries.get(), TAKEN_TRIES);
     }
 
     #[test]
