@@ -56,7 +56,8 @@ pub enum StopReason {
     /// It finished its turn (OpenAI `stop`, Anthropic `end_turn`).
     EndTurn,
     /// It is waiting for the results of its tool calls (`tool_calls`,
-    /// `tool_use`).
+    /// `tool_use`; also an OpenAI-compatible reply of tool calls that
+    /// ends with `stop`, as Gemini's endpoint writes it).
     ToolUse,
     /// It reached the token limit (`length`, `max_tokens`): the reply is
     /// cut off.

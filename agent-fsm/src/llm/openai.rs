@@ -31,7 +31,8 @@
 //! or in the chunk with the finish reason, a tool call's id repeated on
 //! every fragment or missing, every parallel call sent at index 0 with its
 //! own id, arguments whole in one chunk (or as a JSON object rather than
-//! its text), a stream that ends with the
+//! its text), a reply of tool calls that ends with `stop` (Gemini's; read
+//! as [`StopReason::ToolUse`]), a stream that ends with the
 //! finish reason and no `[DONE]`, and an error sent as a chunk or, as
 //! llama.cpp's server wrote it until late 2025, on an `error:` line
 //! followed by `[DONE]`. A reply the server gave up on part way (vLLM's and
@@ -459,6 +460,10 @@ impl StreamParser {
         // A refusal ends with `stop`; the reply is no answer all the same.
         if self.refused && stop_reason == StopReason::EndTurn {
             stop_reason = StopReason::ContentFilter;
+        } else if stop_reason == StopReason::EndTurn && !message.tool_calls.is_empty() {
+            // Gemini's endpoint ends a reply of tool calls with `stop`;
+            // the model waits for their results all the same.
+            stop_reason = StopReason::ToolUse;
         }
         out.push_back(Ok(StreamEvent::Completed { message, stop_reason, usage: self.usage }));
         self.done = true;

@@ -1,0 +1,90 @@
+//! The OpenAI-compatible client against loopback servers that write the
+//! Chat Completions stream as other providers' servers do (Gemini's
+//! OpenAI-compatible endpoint): a reply in their shape must come out
+//! whole and with its true stop reason.
+#![cfg(all(feature = "openai", feature = "runtime"))]
+
+#[path = "support/caller.rs"]
+mod caller;
+#[path = "support/replay.rs"]
+mod replay;
+
+use agent_fsm::llm::{
+    AssistantMessage, Message, OpenAi, OpenAiConfig, Request, StopReason, StreamEvent, ToolCall, Usage,
+};
+use caller::{kinds, run};
+use replay::{ReplayServer, Reply};
+use serde_json::{Value, json};
+
+fn openai(server: &ReplayServer) -> OpenAi {
+    OpenAiConfig::without_key().base_url(server.url()).build().expect("client")
+}
+
+fn request() -> Request {
+    Request::new("m").message(Message::user("hi"))
+}
+
+/// One `data:` chunk whose only choice has `delta` and `finish_reason`.
+fn chunk(delta: Value, finish_reason: Value) -> String {
+    format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}))
+}
+
+fn text(t: &str) -> StreamEvent {
+    StreamEvent::TextDelta(t.to_owned())
+}
+
+fn completed(message: AssistantMessage, stop_reason: StopReason, usage: Usage) -> StreamEvent {
+    StreamEvent::Completed { message, stop_reason, usage }
+}
+
+#[tokio::test]
+async fn tool_calls_that_end_with_stop_are_tool_use() {
+    // Gemini's OpenAI-compatible endpoint: the calls whole, without
+    // `index`, each with its id and Google's `extra_content`; then the
+    // usage and `"finish_reason": "stop"`, which that server writes for a
+    // reply of tool calls too.
+    let call = |id: &str, name: &str, arguments: &str| {
+        json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments},
+               "extra_content": {"google": {"thought_signature": "c2ln"}}})
+    };
+    let calls = [call("function-call-1", "read", r#"{"path":"a.rs"}"#), call("function-call-2", "now", "")];
+    let usage = json!({"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12});
+    let last =
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": "stop"}], "usage": usage});
+    let stream = [
+        chunk(json!({"role": "assistant", "tool_calls": calls}), Value::Null),
+        format!("data: {last}\n\n"),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    // And a reply of text that ends with `stop` still ends its turn.
+    let answer = chunk(json!({"content": "done"}), json!("stop")) + "data: [DONE]\n\n";
+    let server = ReplayServer::start(vec![Reply::events(&stream), Reply::events(&answer)]).await;
+
+    let log = kinds(run(openai(&server), request(), 1).await);
+    let delta = |index, id: &str, name: &str, fragment: &str| StreamEvent::ToolCallDelta {
+        index,
+        id: Some(id.to_owned()),
+        name: Some(name.to_owned()),
+        arguments_fragment: fragment.to_owned(),
+    };
+    let message = AssistantMessage {
+        tool_calls: vec![
+            ToolCall { id: "function-call-1".into(), name: "read".into(), arguments: json!({"path": "a.rs"}) },
+            ToolCall { id: "function-call-2".into(), name: "now".into(), arguments: json!({}) },
+        ],
+        ..AssistantMessage::default()
+    };
+    assert_eq!(
+        log,
+        vec![
+            Ok(delta(0, "function-call-1", "read", r#"{"path":"a.rs"}"#)),
+            Ok(delta(1, "function-call-2", "now", "")),
+            Ok(completed(message, StopReason::ToolUse, Usage::new(7, 5))),
+        ]
+    );
+
+    let log = kinds(run(openai(&server), request(), 1).await);
+    let message = AssistantMessage { text: "done".into(), ..AssistantMessage::default() };
+    assert_eq!(log, vec![Ok(text("done")), Ok(completed(message, StopReason::EndTurn, Usage::default()))]);
+}
