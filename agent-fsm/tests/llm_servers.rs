@@ -1,7 +1,8 @@
 //! The OpenAI-compatible client against loopback servers that write the
 //! Chat Completions stream as other providers' servers do (Gemini's
-//! OpenAI-compatible endpoint): a reply in their shape must come out
-//! whole and with its true stop reason.
+//! OpenAI-compatible endpoint, Hugging Face's text-generation-inference):
+//! a reply in their shape must come out whole and with its true stop
+//! reason, and a failure they report must be classified by what it says.
 #![cfg(all(feature = "openai", feature = "runtime"))]
 
 #[path = "support/caller.rs"]
@@ -10,7 +11,7 @@ mod caller;
 mod replay;
 
 use agent_fsm::llm::{
-    AssistantMessage, Message, OpenAi, OpenAiConfig, Request, StopReason, StreamEvent, ToolCall, Usage,
+    AssistantMessage, ErrorKind, Message, OpenAi, OpenAiConfig, Request, StopReason, StreamEvent, ToolCall, Usage,
 };
 use caller::{kinds, run};
 use replay::{ReplayServer, Reply};
@@ -87,4 +88,46 @@ async fn tool_calls_that_end_with_stop_are_tool_use() {
     let log = kinds(run(openai(&server), request(), 1).await);
     let message = AssistantMessage { text: "done".into(), ..AssistantMessage::default() };
     assert_eq!(log, vec![Ok(text("done")), Ok(completed(message, StopReason::EndTurn, Usage::default()))]);
+}
+
+/// An error as text-generation-inference (and its forks) writes one into
+/// the stream: the message as a string, and its own type beside it.
+fn tgi_error(message: &str, error_type: &str) -> String {
+    format!("data: {}\n\n", json!({"error": message, "error_type": error_type}))
+}
+
+#[tokio::test]
+async fn an_error_given_as_text_is_classified_by_its_type_and_message() {
+    // text-generation-inference checks the request once the stream has
+    // begun, and reports what went wrong as `{"error": "…", "error_type"}`.
+    let overloaded = tgi_error("Model is overloaded", "overloaded");
+    let failed = chunk(json!({"role": "assistant", "content": "Hel"}), Value::Null)
+        + &tgi_error("Request failed during generation: Server error: CUDA out of memory", "generation");
+    let too_long = "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` \
+                    tokens and 200 `max_new_tokens`";
+    let refused = tgi_error(too_long, "validation");
+    let server = ReplayServer::start(vec![
+        Reply::events(&overloaded),
+        Reply::events(&failed),
+        Reply::events(&refused),
+        Reply::events(&tgi_error("Input validation error: `top_p` must be > 0.0 and < 1.0", "validation")),
+    ])
+    .await;
+
+    let log = run(openai(&server), request(), 3).await;
+    let messages: Vec<&str> = log.iter().filter_map(|item| item.as_ref().err()).map(|e| e.message()).collect();
+    assert_eq!(
+        messages,
+        ["Model is overloaded", "Request failed during generation: Server error: CUDA out of memory", too_long]
+    );
+    assert_eq!(
+        kinds(log),
+        vec![
+            Err(ErrorKind::Overloaded { retry_after: None }),
+            Ok(text("Hel")),
+            Err(ErrorKind::ServerError { status: 500, retry_after: None }),
+            Err(ErrorKind::ContextTooLong),
+        ]
+    );
+    assert_eq!(kinds(run(openai(&server), request(), 3).await), vec![Err(ErrorKind::BadRequest)]);
 }

@@ -33,7 +33,9 @@
 //! own id, arguments whole in one chunk (or as a JSON object rather than
 //! its text), a reply of tool calls that ends with `stop` (Gemini's; read
 //! as [`StopReason::ToolUse`]), a stream that ends with the
-//! finish reason and no `[DONE]`, and an error sent as a chunk or, as
+//! finish reason and no `[DONE]`, and an error sent as a chunk (its
+//! `error` an object or, as text-generation-inference writes it, the
+//! message with its kind in `error_type`) or, as
 //! llama.cpp's server wrote it until late 2025, on an `error:` line
 //! followed by `[DONE]`. A reply the server gave up on part way (vLLM's and
 //! SGLang's `"finish_reason": "abort"`, OpenRouter's `"error"`) fails as a
@@ -393,7 +395,11 @@ impl StreamParser {
         // An `error` event's data may be the error itself (llama.cpp's).
         let error = match chunk.error {
             None if event == "error" => Some(serde_json::from_str(data).unwrap_or_default()),
-            error => error,
+            None => None,
+            Some(ErrorField::Object(e)) => Some(e),
+            Some(ErrorField::Text(message)) => {
+                return self.fail(classify::text_error(chunk.error_type.as_deref(), message), out);
+            }
         };
         if let Some(e) = error {
             let message = e.message.unwrap_or_default();
@@ -514,7 +520,10 @@ struct Chunk<'a> {
     #[serde(default)]
     usage: Option<WireUsage>,
     #[serde(default)]
-    error: Option<WireError>,
+    error: Option<ErrorField>,
+    /// The kind of an `error` given as text (text-generation-inference's).
+    #[serde(default)]
+    error_type: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -588,6 +597,15 @@ struct WireUsage {
 struct PromptDetails {
     #[serde(default)]
     cached_tokens: Option<u64>,
+}
+
+/// A chunk's `error`: an object, or (text-generation-inference and its
+/// forks) the message alone, its kind in the chunk's `error_type`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ErrorField {
+    Object(WireError),
+    Text(String),
 }
 
 #[derive(Deserialize, Default)]
