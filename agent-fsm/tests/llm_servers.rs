@@ -1,8 +1,9 @@
 //! The OpenAI-compatible client against loopback servers that write the
 //! Chat Completions stream as other providers' servers do (Gemini's
-//! OpenAI-compatible endpoint, Hugging Face's text-generation-inference):
-//! a reply in their shape must come out whole and with its true stop
-//! reason, and a failure they report must be classified by what it says.
+//! OpenAI-compatible endpoint, Hugging Face's text-generation-inference,
+//! Mistral's reasoning models): a reply in their shape must come out
+//! whole and with its true stop reason, and a failure they report must be
+//! classified by what it says.
 #![cfg(all(feature = "openai", feature = "runtime"))]
 
 #[path = "support/caller.rs"]
@@ -130,4 +131,27 @@ async fn an_error_given_as_text_is_classified_by_its_type_and_message() {
         ]
     );
     assert_eq!(kinds(run(openai(&server), request(), 3).await), vec![Err(ErrorKind::BadRequest)]);
+}
+
+#[tokio::test]
+async fn content_given_as_a_list_of_parts_is_read_for_its_text() {
+    // Mistral's reasoning models: `content` is a list of typed parts, the
+    // reasoning in `thinking` parts (not the answer), the answer in `text`
+    // parts or, later in the reply, as a string.
+    let thinking = json!([{"type": "thinking", "thinking": [{"type": "text", "text": "The user greets."}]}]);
+    let stream = [
+        chunk(json!({"role": "assistant", "content": thinking}), Value::Null),
+        chunk(json!({"content": [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo"}]}), Value::Null),
+        chunk(json!({"content": []}), Value::Null),
+        chunk(json!({"content": ", wörld"}), Value::Null),
+        chunk(json!({"content": ""}), json!("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream).in_pieces_of(7)]).await;
+    let message = AssistantMessage { text: "Hello, wörld".into(), ..AssistantMessage::default() };
+    assert_eq!(
+        kinds(run(openai(&server), request(), 1).await),
+        vec![Ok(text("Hello")), Ok(text(", wörld")), Ok(completed(message, StopReason::EndTurn, Usage::default()))]
+    );
 }

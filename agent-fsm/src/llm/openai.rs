@@ -31,7 +31,9 @@
 //! or in the chunk with the finish reason, a tool call's id repeated on
 //! every fragment or missing, every parallel call sent at index 0 with its
 //! own id, arguments whole in one chunk (or as a JSON object rather than
-//! its text), a reply of tool calls that ends with `stop` (Gemini's; read
+//! its text), `content` as a list of typed parts (Mistral's reasoning
+//! models: the `text` parts are the reply's text, the `thinking` parts
+//! are left out), a reply of tool calls that ends with `stop` (Gemini's; read
 //! as [`StopReason::ToolUse`]), a stream that ends with the
 //! finish reason and no `[DONE]`, and an error sent as a chunk (its
 //! `error` an object or, as text-generation-inference writes it, the
@@ -58,6 +60,9 @@ use super::event::{StopReason, StreamEvent, Usage};
 use super::http::{Decoder, HttpOptions, Item, Transport};
 use super::sse::SseDecoder;
 use super::types::{Message, Request};
+use content::Content;
+
+mod content;
 
 /// How to reach an OpenAI-compatible server; [`build`](Self::build) makes
 /// the client.
@@ -408,7 +413,7 @@ impl StreamParser {
         // Only the first choice (`n` > 1 is not supported).
         for choice in chunk.choices.iter().flatten().filter(|c| c.index.unwrap_or(0) == 0) {
             if let Some(delta) = &choice.delta {
-                if let Some(event) = delta.content.as_deref().and_then(|text| self.reply.text(text)) {
+                if let Some(event) = delta.content.as_ref().and_then(|content| self.reply.text(&content.0)) {
                     out.push_back(Ok(event));
                 }
                 // OpenAI's refusal, in place of the content: the model's own
@@ -539,7 +544,7 @@ struct Choice<'a> {
 #[derive(Deserialize)]
 struct Delta<'a> {
     #[serde(default, borrow)]
-    content: Option<Cow<'a, str>>,
+    content: Option<Content<'a>>,
     #[serde(default, borrow)]
     refusal: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
