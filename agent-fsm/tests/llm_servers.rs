@@ -1,9 +1,9 @@
 //! The OpenAI-compatible client against loopback servers that write the
 //! Chat Completions stream as other providers' servers do (Gemini's
 //! OpenAI-compatible endpoint, Hugging Face's text-generation-inference,
-//! Mistral's reasoning models): a reply in their shape must come out
-//! whole and with its true stop reason, and a failure they report must be
-//! classified by what it says.
+//! Mistral's reasoning models, Poolside's): a reply in their shape must
+//! come out whole and with its true stop reason, and a failure they report
+//! must be classified by what it says.
 #![cfg(all(feature = "openai", feature = "runtime"))]
 
 #[path = "support/caller.rs"]
@@ -153,5 +153,40 @@ async fn content_given_as_a_list_of_parts_is_read_for_its_text() {
     assert_eq!(
         kinds(run(openai(&server), request(), 1).await),
         vec![Ok(text("Hello")), Ok(text(", wörld")), Ok(completed(message, StopReason::EndTurn, Usage::default()))]
+    );
+}
+
+#[tokio::test]
+async fn a_calls_later_fragments_under_another_id_continue_it() {
+    // Poolside's: a call's first fragment has its id and name, every later
+    // one another id (the same for all) and no name. Then a second call at
+    // the same index, with a name: a call of its own.
+    let piece = |id: &str, name: Option<&str>, arguments: &str| {
+        let mut function = json!({"arguments": arguments});
+        if let Some(name) = name {
+            function["name"] = json!(name);
+        }
+        chunk(json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": function}]}), Value::Null)
+    };
+    let stream = [
+        piece("call_a", Some("read"), ""),
+        piece("call_x", None, "{\"path\":"),
+        piece("call_x", None, "\"a.rs\"}"),
+        piece("call_b", Some("now"), "{}"),
+        chunk(json!({}), json!("tool_calls")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let log = run(openai(&server), request(), 1).await;
+    let Some(Ok(StreamEvent::Completed { message, stop_reason: StopReason::ToolUse, .. })) = log.last() else {
+        panic!("{log:?}");
+    };
+    assert_eq!(
+        message.tool_calls,
+        vec![
+            ToolCall { id: "call_a".into(), name: "read".into(), arguments: json!({"path": "a.rs"}) },
+            ToolCall { id: "call_b".into(), name: "now".into(), arguments: json!({}) },
+        ]
     );
 }

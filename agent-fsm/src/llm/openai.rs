@@ -29,8 +29,9 @@
 //! a space, keep-alive comments, usage in a last
 //! chunk with no choices (asked for with `stream_options.include_usage`)
 //! or in the chunk with the finish reason, a tool call's id repeated on
-//! every fragment or missing, every parallel call sent at index 0 with its
-//! own id, arguments whole in one chunk (or as a JSON object rather than
+//! every fragment, missing, or another one on the fragments after the
+//! first (Poolside's), every parallel call sent at index 0 with its
+//! own id and name, arguments whole in one chunk (or as a JSON object rather than
 //! its text), `content` as a list of typed parts (Mistral's reasoning
 //! models: the `text` parts are the reply's text, the `thinking` parts
 //! are left out), a reply of tool calls that ends with `stop` (Gemini's; read
