@@ -1,9 +1,9 @@
 //! The OpenAI-compatible client against loopback servers that write the
 //! Chat Completions stream as other providers' servers do (Gemini's
 //! OpenAI-compatible endpoint, Hugging Face's text-generation-inference,
-//! Mistral's reasoning models, Poolside's): a reply in their shape must
-//! come out whole and with its true stop reason, and a failure they report
-//! must be classified by what it says.
+//! Mistral's reasoning models, Poolside's, DeepSeek's): a reply in their
+//! shape must come out whole and with its true stop reason, and a failure
+//! they report must be classified by what it says.
 #![cfg(all(feature = "openai", feature = "runtime"))]
 
 #[path = "support/caller.rs"]
@@ -187,6 +187,33 @@ async fn a_calls_later_fragments_under_another_id_continue_it() {
         vec![
             ToolCall { id: "call_a".into(), name: "read".into(), arguments: json!({"path": "a.rs"}) },
             ToolCall { id: "call_b".into(), name: "now".into(), arguments: json!({}) },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_reply_the_server_ran_out_of_resources_for_fails_and_is_retried() {
+    // DeepSeek's: the inference system could not finish the reply, and
+    // says so in the finish reason; the text so far is no whole reply.
+    let cut = [
+        chunk(json!({"role": "assistant", "content": "Hel"}), Value::Null),
+        chunk(json!({"content": ""}), json!("insufficient_system_resource")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let whole = chunk(json!({"content": "Hello"}), json!("stop")) + "data: [DONE]\n\n";
+    let server = ReplayServer::start(vec![Reply::events(&cut), Reply::events(&whole)]).await;
+    let log = run(openai(&server), request(), 2).await;
+    let error = log[1].as_ref().expect_err("the cut reply fails");
+    assert!(error.message().contains("insufficient_system_resource"), "{error}");
+    let message = AssistantMessage { text: "Hello".into(), ..AssistantMessage::default() };
+    assert_eq!(
+        kinds(log),
+        vec![
+            Ok(text("Hel")),
+            Err(ErrorKind::ServerError { status: 500, retry_after: None }),
+            Ok(text("Hello")),
+            Ok(completed(message, StopReason::EndTurn, Usage::default())),
         ]
     );
 }

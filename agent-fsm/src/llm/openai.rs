@@ -41,8 +41,9 @@
 //! message with its kind in `error_type`) or, as
 //! llama.cpp's server wrote it until late 2025, on an `error:` line
 //! followed by `[DONE]`. A reply the server gave up on part way (vLLM's and
-//! SGLang's `"finish_reason": "abort"`, OpenRouter's `"error"`) fails as a
-//! server error, so that it is retried rather than taken as complete.
+//! SGLang's `"finish_reason": "abort"`, OpenRouter's `"error"`,
+//! DeepSeek's `"insufficient_system_resource"`) fails as a server error,
+//! so that it is retried rather than taken as complete.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -440,10 +441,11 @@ impl StreamParser {
             // Ollama, LocalAI and SGLang write `""` on every chunk before
             // the last: no reason yet.
             if let Some(reason) = choice.finish_reason.as_deref().filter(|r| !r.is_empty()) {
-                // vLLM's and SGLang's `abort`, OpenRouter's `error`: the
-                // server gave up on the reply part way, as a failure
-                // mid-stream would, and it is retried as one.
-                if matches!(reason, "abort" | "error") {
+                // vLLM's and SGLang's `abort`, OpenRouter's `error`,
+                // DeepSeek's `insufficient_system_resource`: the server gave
+                // up on the reply part way, as a failure mid-stream would,
+                // and it is retried as one.
+                if matches!(reason, "abort" | "error" | "insufficient_system_resource") {
                     let message = format!("the server ended the reply with `\"finish_reason\": \"{reason}\"`");
                     let kind = ErrorKind::ServerError { status: 500, retry_after: None };
                     return self.fail(ProviderError::new(kind, message), out);
