@@ -217,3 +217,20 @@ async fn a_reply_the_server_ran_out_of_resources_for_fails_and_is_retried() {
         ]
     );
 }
+
+#[tokio::test]
+async fn the_stop_reasons_text_generation_inference_names_its_own_way_are_read() {
+    // Its chat API passes its own names through: `stop_sequence` when a
+    // stop sequence ended the reply, `eos_token` (in builds that do not
+    // translate it to `stop`) when the model ended it.
+    let reply = |reason: &str| chunk(json!({"content": "4"}), json!(reason)) + "data: [DONE]\n\n";
+    let server =
+        ReplayServer::start(vec![Reply::events(&reply("stop_sequence")), Reply::events(&reply("eos_token"))]).await;
+    for stop_reason in [StopReason::StopSequence, StopReason::EndTurn] {
+        let message = AssistantMessage { text: "4".into(), ..AssistantMessage::default() };
+        assert_eq!(
+            kinds(run(openai(&server), request(), 1).await),
+            vec![Ok(text("4")), Ok(completed(message, stop_reason, Usage::default()))]
+        );
+    }
+}
