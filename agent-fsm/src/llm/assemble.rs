@@ -15,7 +15,9 @@ use serde_json::Value;
 use super::classify::truncate;
 use super::error::{ErrorKind, ProviderError};
 use super::event::StreamEvent;
-use super::reasoning::{Reasoning, ReasoningBlock};
+use super::reasoning::Reasoning;
+#[cfg(feature = "anthropic")]
+use super::reasoning::ReasoningBlock;
 use super::sse::{MAX_EVENT_BYTES, SseDecoder};
 use super::types::{AssistantMessage, ToolCall};
 
