@@ -1,9 +1,9 @@
 //! The OpenAI-compatible client against loopback servers that write the
 //! Chat Completions stream as other providers' servers do (Gemini's
 //! OpenAI-compatible endpoint, Hugging Face's text-generation-inference,
-//! Mistral's reasoning models, Poolside's, DeepSeek's): a reply in their
-//! shape must come out whole and with its true stop reason, and a failure
-//! they report must be classified by what it says.
+//! Mistral's reasoning models, Poolside's, DeepSeek's, Foundry Local): a
+//! reply in their shape must come out whole and with its true stop reason,
+//! and a failure they report must be classified by what it says.
 #![cfg(all(feature = "openai", feature = "runtime"))]
 
 #[path = "support/caller.rs"]
@@ -233,4 +233,47 @@ async fn the_stop_reasons_text_generation_inference_names_its_own_way_are_read()
             vec![Ok(text("4")), Ok(completed(message, stop_reason, Usage::default()))]
         );
     }
+}
+
+#[tokio::test]
+async fn the_one_choice_asked_for_is_read_whatever_index_the_server_gives_it() {
+    // Foundry Local (through 0.7): every chunk's choice numbered anew, 0,
+    // 1, 2…, with the whole `message` beside the `delta` and more fields.
+    let foundry = |n: usize, content: Value, finish_reason: Value| {
+        let body = json!({"model": "qwen2.5-1.5b", "choices": [{
+            "delta": {"role": "assistant", "content": content, "tool_calls": []},
+            "message": {"role": "assistant", "content": content, "tool_calls": []},
+            "index": n, "finish_reason": finish_reason, "logprobs": null}],
+            "usage": null, "id": format!("chat.id.{n}"), "error": null, "IsDelta": false, "object": "chat.completion.chunk"});
+        format!("data: {body}\n\n")
+    };
+    let stream = [
+        foundry(0, json!("Wh"), Value::Null),
+        foundry(1, json!("isper"), Value::Null),
+        foundry(2, Value::Null, json!("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    // Two choices asked for: the first alone is the reply.
+    let two = |index: usize, content: &str, finish_reason: Value| {
+        let body =
+            json!({"choices": [{"index": index, "delta": {"content": content}, "finish_reason": finish_reason}]});
+        format!("data: {body}\n\n")
+    };
+    let both =
+        [two(0, "a", Value::Null), two(1, "b", Value::Null), two(1, "", json!("length")), two(0, "", json!("stop"))]
+            .concat()
+            + "data: [DONE]\n\n";
+    let server = ReplayServer::start(vec![Reply::events(&stream), Reply::events(&both)]).await;
+
+    let message = AssistantMessage { text: "Whisper".into(), ..AssistantMessage::default() };
+    assert_eq!(
+        kinds(run(openai(&server), request(), 1).await),
+        vec![Ok(text("Wh")), Ok(text("isper")), Ok(completed(message, StopReason::EndTurn, Usage::default()))]
+    );
+    let message = AssistantMessage { text: "a".into(), ..AssistantMessage::default() };
+    assert_eq!(
+        kinds(run(openai(&server), request().extra("n", json!(2)), 1).await),
+        vec![Ok(text("a")), Ok(completed(message, StopReason::EndTurn, Usage::default()))]
+    );
 }

@@ -43,7 +43,10 @@
 //! followed by `[DONE]`. A reply the server gave up on part way (vLLM's and
 //! SGLang's `"finish_reason": "abort"`, OpenRouter's `"error"`,
 //! DeepSeek's `"insufficient_system_resource"`) fails as a server error,
-//! so that it is retried rather than taken as complete.
+//! so that it is retried rather than taken as complete. The reply is the
+//! first choice (index 0); when the request asks for one (no `n` above 1),
+//! a choice at any other index is that one too (Foundry Local numbered
+//! each chunk's choice anew). [`StreamParser`] alone reads index 0 only.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -310,9 +313,14 @@ fn wire_message(message: &Message) -> Value {
 
 impl Provider for OpenAi {
     fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        let body = self.body(request);
+        // One choice asked for (no `n` above 1): a choice at any index is
+        // that one. Foundry Local numbered each chunk's choice anew.
+        let mut parser = StreamParser::new();
+        parser.any_index = body.get("n").and_then(Value::as_u64).is_none_or(|n| n <= 1);
         // Serializing a `Value` cannot fail (its keys are strings).
-        let body = serde_json::to_vec(&self.body(request)).unwrap_or_default();
-        super::observe("openai", request, self.transport.stream(body, StreamParser::new()))
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        super::observe("openai", request, self.transport.stream(body, parser))
     }
 }
 
@@ -320,7 +328,9 @@ impl Provider for OpenAi {
 
 /// Turns the bytes of a Chat Completions event stream into
 /// [`StreamEvent`]s, with no I/O: what [`OpenAi`] runs on each piece of
-/// the body.
+/// the body. It reads each chunk's first choice (index 0); the client,
+/// which asks for one choice unless `n` says otherwise, reads a choice at
+/// any index as that one.
 ///
 /// # Examples
 /// ```
@@ -344,6 +354,9 @@ pub struct StreamParser {
     usage: Usage,
     /// The model wrote a `refusal`: it declined to answer.
     refused: bool,
+    /// The request asked for one choice, so a choice at any index is the
+    /// reply's; otherwise only the first (index 0) is read.
+    any_index: bool,
     done: bool,
 }
 
@@ -413,7 +426,8 @@ impl StreamParser {
             return self.fail(classify::error_object(e.kind, e.code.as_ref(), message), out);
         }
         // Only the first choice (`n` > 1 is not supported).
-        for choice in chunk.choices.iter().flatten().filter(|c| c.index.unwrap_or(0) == 0) {
+        let any_index = self.any_index;
+        for choice in chunk.choices.iter().flatten().filter(|c| any_index || c.index.unwrap_or(0) == 0) {
             if let Some(delta) = &choice.delta {
                 if let Some(event) = delta.content.as_ref().and_then(|content| self.reply.text(&content.0)) {
                     out.push_back(Ok(event));
