@@ -26,27 +26,28 @@
 //! OpenRouter, Groq, vLLM, llama.cpp's server and Ollama. What those
 //! servers do differently is tolerated: optional fields left out or
 //! `null`, a `finish_reason` of `""` until the last chunk, `data:` without
-//! a space, keep-alive comments, usage in a last
-//! chunk with no choices (asked for with `stream_options.include_usage`)
-//! or in the chunk with the finish reason, a tool call's id repeated on
-//! every fragment, missing, or another one on the fragments after the
-//! first (Poolside's), every parallel call sent at index 0 with its
-//! own id and name, arguments whole in one chunk (or as a JSON object rather than
-//! its text), `content` as a list of typed parts (Mistral's reasoning
-//! models: the `text` parts are the reply's text, the `thinking` parts
-//! are left out), a reply of tool calls that ends with `stop` (Gemini's; read
-//! as [`StopReason::ToolUse`]), a stream that ends with the
+//! a space, keep-alive comments, usage in a last chunk with no choices
+//! (asked for with `stream_options.include_usage`) or in the chunk with
+//! the finish reason, a tool call's id repeated on every fragment,
+//! missing, or another one on the fragments after the first (Poolside's),
+//! every parallel call sent at index 0 with its own id and name, arguments
+//! whole in one chunk (or as a JSON object rather than its text),
+//! `content` as a list of typed parts (Mistral's reasoning models: the
+//! `text` parts are the reply's text, the `thinking` parts are left out),
+//! a reply of tool calls that ends with `stop` (Gemini's; read as
+//! [`StopReason::ToolUse`]), text-generation-inference's own names for a
+//! finish (`eos_token`, `stop_sequence`), a stream that ends with the
 //! finish reason and no `[DONE]`, and an error sent as a chunk (its
 //! `error` an object or, as text-generation-inference writes it, the
-//! message with its kind in `error_type`) or, as
-//! llama.cpp's server wrote it until late 2025, on an `error:` line
-//! followed by `[DONE]`. A reply the server gave up on part way (vLLM's and
-//! SGLang's `"finish_reason": "abort"`, OpenRouter's `"error"`,
-//! DeepSeek's `"insufficient_system_resource"`) fails as a server error,
-//! so that it is retried rather than taken as complete. The reply is the
-//! first choice (index 0); when the request asks for one (no `n` above 1),
-//! a choice at any other index is that one too (Foundry Local numbered
-//! each chunk's choice anew). [`StreamParser`] alone reads index 0 only.
+//! message with its kind in `error_type`) or, as llama.cpp's server wrote
+//! it until late 2025, on an `error:` line followed by `[DONE]`. A reply
+//! the server gave up on part way (vLLM's and SGLang's
+//! `"finish_reason": "abort"`, OpenRouter's `"error"`, DeepSeek's
+//! `"insufficient_system_resource"`) fails as a server error, so that it
+//! is retried rather than taken as complete. The reply is the first choice
+//! (index 0); when the request asks for one (no `n` above 1), a choice at
+//! any other index is that one too (Foundry Local numbered each chunk's
+//! choice anew). [`StreamParser`] alone reads index 0 only.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -425,7 +426,8 @@ impl StreamParser {
             let message = e.message.unwrap_or_default();
             return self.fail(classify::error_object(e.kind, e.code.as_ref(), message), out);
         }
-        // Only the first choice (`n` > 1 is not supported).
+        // The first choice, or (one asked for) the one at any index; the
+        // others of `n` > 1 are not read.
         let any_index = self.any_index;
         for choice in chunk.choices.iter().flatten().filter(|c| any_index || c.index.unwrap_or(0) == 0) {
             if let Some(delta) = &choice.delta {
