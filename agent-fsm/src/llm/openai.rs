@@ -49,13 +49,11 @@
 //! any other index is that one too (Foundry Local numbered each chunk's
 //! choice anew). [`StreamParser`] alone reads index 0 only.
 
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::BoxStream;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Provider;
@@ -66,9 +64,9 @@ use super::event::{StopReason, StreamEvent, Usage};
 use super::http::{Decoder, HttpOptions, Item, Transport};
 use super::sse::SseDecoder;
 use super::types::{Message, Request};
-use content::Content;
+use wire::{Arguments, Chunk, ErrorField};
 
-mod content;
+mod wire;
 
 /// How to reach an OpenAI-compatible server; [`build`](Self::build) makes
 /// the client.
@@ -534,110 +532,4 @@ impl Decoder for StreamParser {
     fn is_done(&self) -> bool {
         self.done
     }
-}
-
-/// One `data:` chunk. Every field may be missing or `null`.
-#[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(default, borrow)]
-    choices: Option<Vec<Choice<'a>>>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-    #[serde(default)]
-    error: Option<ErrorField>,
-    /// The kind of an `error` given as text (text-generation-inference's).
-    #[serde(default)]
-    error_type: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(default)]
-    index: Option<usize>,
-    #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(default, borrow)]
-    content: Option<Content<'a>>,
-    #[serde(default, borrow)]
-    refusal: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<ToolCallPiece<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct ToolCallPiece<'a> {
-    #[serde(default)]
-    index: Option<usize>,
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    function: Option<FunctionPiece<'a>>,
-}
-
-#[derive(Deserialize)]
-struct FunctionPiece<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    arguments: Option<Arguments<'a>>,
-}
-
-/// A piece of a call's arguments: JSON text, or (TGI, some llama.cpp
-/// builds) the arguments as a JSON value.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Arguments<'a> {
-    Text(#[serde(borrow)] Cow<'a, str>),
-    Value(Value),
-}
-
-impl Arguments<'_> {
-    /// The piece as JSON text.
-    fn text(&self) -> Cow<'_, str> {
-        match self {
-            Arguments::Text(text) => Cow::Borrowed(text),
-            Arguments::Value(value) => Cow::Owned(value.to_string()),
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct WireUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptDetails>,
-}
-
-#[derive(Deserialize)]
-struct PromptDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-/// A chunk's `error`: an object, or (text-generation-inference and its
-/// forks) the message alone, its kind in the chunk's `error_type`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum ErrorField {
-    Object(WireError),
-    Text(String),
-}
-
-#[derive(Deserialize, Default)]
-struct WireError {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    #[serde(default)]
-    code: Option<Value>,
-    #[serde(default)]
-    message: Option<String>,
 }
