@@ -91,7 +91,8 @@ fn block_delta(index: usize, delta: Value) -> String {
 #[tokio::test]
 async fn a_server_tools_input_and_result_are_skipped() {
     // Web search, run by Anthropic's server: its `server_tool_use` input
-    // streams as `input_json_delta`, like a client tool's.
+    // streams as `input_json_delta`, like a client tool's; the answer's
+    // text cites the results in `citations_delta`s between its pieces.
     let stream = [
         event(json!({"type": "message_start", "message": {"usage": {"input_tokens": 7, "output_tokens": 1}}})),
         event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}})),
@@ -100,10 +101,11 @@ async fn a_server_tools_input_and_result_are_skipped() {
         event(json!({"type": "content_block_stop", "index": 0})),
         event(json!({"type": "content_block_start", "index": 1, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}})),
         event(json!({"type": "content_block_stop", "index": 1})),
-        event(json!({"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}})),
+        event(json!({"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": "", "citations": []}})),
+        block_delta(2, json!({"type": "citations_delta", "citation": {"type": "web_search_result_location", "cited_text": "Rust", "url": "https://rust-lang.org", "title": "Rust", "encrypted_index": "ZW5j"}})),
         block_delta(2, json!({"type": "text_delta", "text": "Found it."})),
         event(json!({"type": "content_block_stop", "index": 2})),
-        event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}})),
+        event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9, "server_tool_use": {"web_search_requests": 1}}})),
         event(json!({"type": "message_stop"})),
     ]
     .concat();

@@ -15,7 +15,9 @@ use serde_json::Value;
 use super::classify::truncate;
 use super::error::{ErrorKind, ProviderError};
 use super::event::StreamEvent;
-use super::reasoning::{Reasoning, ReasoningBlock};
+use super::reasoning::Reasoning;
+#[cfg(feature = "anthropic")]
+use super::reasoning::ReasoningBlock;
 use super::sse::{MAX_EVENT_BYTES, SseDecoder};
 use super::types::{AssistantMessage, ToolCall};
 
@@ -79,10 +81,13 @@ impl Assembler {
     }
 
     /// Takes a piece of the tool call keyed `key` (or, without a key, the
-    /// one with `id`, or the latest): a piece whose id differs from the
-    /// call's at that key starts a new call (servers that send every
-    /// parallel call at index 0). Returns the delta to deliver, carrying
-    /// the id and name only the first time they are seen.
+    /// one with `id`, or the latest): a piece that names a tool with an id
+    /// other than the call's at that key starts a new call (servers that
+    /// send every parallel call at index 0); a piece with another id and
+    /// no name continues the call (servers that give a call's later
+    /// fragments an id of their own, Poolside's). Returns the delta to
+    /// deliver, carrying the id and name only the first time they are
+    /// seen.
     pub(crate) fn tool_piece(
         &mut self,
         key: Option<usize>,
@@ -101,6 +106,7 @@ impl Assembler {
         };
         let index = match found {
             Some(i) if id.is_none_or(|id| self.calls[i].id.is_empty() || self.calls[i].id == id) => i,
+            Some(i) if name.is_none() => i,
             _ => {
                 self.calls.push(Partial {
                     key,

@@ -100,6 +100,20 @@ pub(crate) fn error_object(kind: Option<String>, code: Option<&serde_json::Value
     from_stream_error(&kind, message)
 }
 
+/// Classifies an error a stream gave as its message alone, beside the
+/// server's own kind of it (text-generation-inference's `error_type`:
+/// `overloaded`; `validation` and the template and tool errors, which
+/// refuse the request; `generation` and the rest, failures mid-reply).
+#[cfg(feature = "openai")]
+pub(crate) fn text_error(error_type: Option<&str>, message: String) -> ProviderError {
+    let kind = match error_type {
+        Some("overloaded") => "overloaded_error",
+        Some("validation" | "template_error" | "missing_template_variable" | "tool_error") => "invalid_request_error",
+        _ => "api_error",
+    };
+    from_stream_error(kind, message)
+}
+
 /// An error body as both providers write it: `{"error": {...}}`.
 #[derive(Deserialize)]
 struct Wrapped {
@@ -168,8 +182,8 @@ fn error_body(body: &str) -> (Option<String>, String) {
 }
 
 /// Whether a refusal's message says the input is longer than the
-/// model's window, in the words OpenAI, Anthropic, vLLM, llama.cpp and
-/// OpenRouter use.
+/// model's window, in the words OpenAI, Anthropic, vLLM, llama.cpp,
+/// OpenRouter and text-generation-inference use.
 fn says_context_too_long(message: &str) -> bool {
     let message = message.to_ascii_lowercase();
     [
@@ -180,6 +194,10 @@ fn says_context_too_long(message: &str) -> bool {
         "prompt is too long",
         "maximum context",
         "too many tokens",
+        // text-generation-inference: the prompt, or the prompt and the
+        // tokens asked for, past the model's window.
+        "`inputs` must have less than",
+        "`inputs` tokens + `max_new_tokens` must be",
     ]
     .iter()
     .any(|needle| message.contains(needle))

@@ -53,16 +53,19 @@ pub enum StreamEvent {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum StopReason {
-    /// It finished its turn (OpenAI `stop`, Anthropic `end_turn`).
+    /// It finished its turn (OpenAI `stop`, Anthropic `end_turn`,
+    /// text-generation-inference `eos_token`).
     EndTurn,
     /// It is waiting for the results of its tool calls (`tool_calls`,
-    /// `tool_use`).
+    /// `tool_use`; also an OpenAI-compatible reply of tool calls that
+    /// ends with `stop`, as Gemini's endpoint writes it).
     ToolUse,
     /// It reached the token limit (`length`, `max_tokens`): the reply is
     /// cut off.
     MaxTokens,
-    /// It wrote one of the request's stop sequences (Anthropic
-    /// `stop_sequence`; OpenAI reports those as `stop`).
+    /// It wrote one of the request's stop sequences (Anthropic's and
+    /// text-generation-inference's `stop_sequence`; OpenAI reports those
+    /// as `stop`).
     StopSequence,
     /// The server withheld or stopped the reply, or the model declined
     /// (`content_filter`, an OpenAI reply that is a `refusal`, whose words
@@ -85,11 +88,15 @@ impl StopReason {
     #[cfg(feature = "openai")]
     pub(crate) fn from_openai(reason: &str) -> Self {
         match reason {
-            "stop" => StopReason::EndTurn,
+            // `eos_token`: text-generation-inference's name for `stop`
+            // where it does not translate it.
+            "stop" | "eos_token" => StopReason::EndTurn,
             // `function_call` is the legacy name of `tool_calls`.
             "tool_calls" | "function_call" => StopReason::ToolUse,
             "length" => StopReason::MaxTokens,
             "content_filter" => StopReason::ContentFilter,
+            // text-generation-inference names a stop sequence's stop.
+            "stop_sequence" => StopReason::StopSequence,
             other => StopReason::Other(other.to_owned()),
         }
     }

@@ -99,7 +99,7 @@
 //! | --- | --- | --- |
 //! | [`RateLimited`](ErrorKind::RateLimited) | HTTP 429, `rate_limit_error` | yes, after [`retry_after`](ProviderError::retry_after) if given |
 //! | [`Overloaded`](ErrorKind::Overloaded) | HTTP 529, `overloaded_error` (as a body or an event mid-stream) | yes |
-//! | [`ServerError`](ErrorKind::ServerError) | HTTP 5xx, 409 (a lock timed out), `api_error`, a `finish_reason` of `abort` or `error` | yes |
+//! | [`ServerError`](ErrorKind::ServerError) | HTTP 5xx, 409 (a lock timed out), `api_error`, a `finish_reason` of `abort`, `error` or `insufficient_system_resource` | yes |
 //! | [`Timeout`](ErrorKind::Timeout) | connect, read or total timeout, HTTP 408 | yes |
 //! | [`ConnectionDropped`](ErrorKind::ConnectionDropped) | the connection failed or ended before the reply was complete | yes |
 //! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a 200 whose body is JSON or a web page, a stream past the limits below | yes |

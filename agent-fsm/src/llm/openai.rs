@@ -26,25 +26,34 @@
 //! OpenRouter, Groq, vLLM, llama.cpp's server and Ollama. What those
 //! servers do differently is tolerated: optional fields left out or
 //! `null`, a `finish_reason` of `""` until the last chunk, `data:` without
-//! a space, keep-alive comments, usage in a last
-//! chunk with no choices (asked for with `stream_options.include_usage`)
-//! or in the chunk with the finish reason, a tool call's id repeated on
-//! every fragment or missing, every parallel call sent at index 0 with its
-//! own id, arguments whole in one chunk (or as a JSON object rather than
-//! its text), a stream that ends with the
-//! finish reason and no `[DONE]`, and an error sent as a chunk or, as
-//! llama.cpp's server wrote it until late 2025, on an `error:` line
-//! followed by `[DONE]`. A reply the server gave up on part way (vLLM's and
-//! SGLang's `"finish_reason": "abort"`, OpenRouter's `"error"`) fails as a
-//! server error, so that it is retried rather than taken as complete.
+//! a space, keep-alive comments, usage in a last chunk with no choices
+//! (asked for with `stream_options.include_usage`) or in the chunk with
+//! the finish reason, a tool call's id repeated on every fragment,
+//! missing, or another one on the fragments after the first (Poolside's),
+//! every parallel call sent at index 0 with its own id and name, arguments
+//! whole in one chunk (or as a JSON object rather than its text),
+//! `content` as a list of typed parts (Mistral's reasoning models: the
+//! `text` parts are the reply's text, the `thinking` parts are left out),
+//! a reply of tool calls that ends with `stop` (Gemini's; read as
+//! [`StopReason::ToolUse`]), text-generation-inference's own names for a
+//! finish (`eos_token`, `stop_sequence`), a stream that ends with the
+//! finish reason and no `[DONE]`, and an error sent as a chunk (its
+//! `error` an object or, as text-generation-inference writes it, the
+//! message with its kind in `error_type`) or, as llama.cpp's server wrote
+//! it until late 2025, on an `error:` line followed by `[DONE]`. A reply
+//! the server gave up on part way (vLLM's and SGLang's
+//! `"finish_reason": "abort"`, OpenRouter's `"error"`, DeepSeek's
+//! `"insufficient_system_resource"`) fails as a server error, so that it
+//! is retried rather than taken as complete. The reply is the first choice
+//! (index 0); when the request asks for one (no `n` above 1), a choice at
+//! any other index is that one too (Foundry Local numbered each chunk's
+//! choice anew). [`StreamParser`] alone reads index 0 only.
 
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::BoxStream;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Provider;
@@ -55,6 +64,9 @@ use super::event::{StopReason, StreamEvent, Usage};
 use super::http::{Decoder, HttpOptions, Item, Transport};
 use super::sse::SseDecoder;
 use super::types::{Message, Request};
+use wire::{Arguments, Chunk, ErrorField};
+
+mod wire;
 
 /// How to reach an OpenAI-compatible server; [`build`](Self::build) makes
 /// the client.
@@ -300,9 +312,14 @@ fn wire_message(message: &Message) -> Value {
 
 impl Provider for OpenAi {
     fn stream(&self, request: &Request) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        let body = self.body(request);
+        // One choice asked for (no `n` above 1): a choice at any index is
+        // that one. Foundry Local numbered each chunk's choice anew.
+        let mut parser = StreamParser::new();
+        parser.any_index = body.get("n").and_then(Value::as_u64).is_none_or(|n| n <= 1);
         // Serializing a `Value` cannot fail (its keys are strings).
-        let body = serde_json::to_vec(&self.body(request)).unwrap_or_default();
-        super::observe("openai", request, self.transport.stream(body, StreamParser::new()))
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        super::observe("openai", request, self.transport.stream(body, parser))
     }
 }
 
@@ -310,7 +327,9 @@ impl Provider for OpenAi {
 
 /// Turns the bytes of a Chat Completions event stream into
 /// [`StreamEvent`]s, with no I/O: what [`OpenAi`] runs on each piece of
-/// the body.
+/// the body. It reads each chunk's first choice (index 0); the client,
+/// which asks for one choice unless `n` says otherwise, reads a choice at
+/// any index as that one.
 ///
 /// # Examples
 /// ```
@@ -334,6 +353,9 @@ pub struct StreamParser {
     usage: Usage,
     /// The model wrote a `refusal`: it declined to answer.
     refused: bool,
+    /// The request asked for one choice, so a choice at any index is the
+    /// reply's; otherwise only the first (index 0) is read.
+    any_index: bool,
     done: bool,
 }
 
@@ -392,16 +414,22 @@ impl StreamParser {
         // An `error` event's data may be the error itself (llama.cpp's).
         let error = match chunk.error {
             None if event == "error" => Some(serde_json::from_str(data).unwrap_or_default()),
-            error => error,
+            None => None,
+            Some(ErrorField::Object(e)) => Some(e),
+            Some(ErrorField::Text(message)) => {
+                return self.fail(classify::text_error(chunk.error_type.as_deref(), message), out);
+            }
         };
         if let Some(e) = error {
             let message = e.message.unwrap_or_default();
             return self.fail(classify::error_object(e.kind, e.code.as_ref(), message), out);
         }
-        // Only the first choice (`n` > 1 is not supported).
-        for choice in chunk.choices.iter().flatten().filter(|c| c.index.unwrap_or(0) == 0) {
+        // The first choice, or (one asked for) the one at any index; the
+        // others of `n` > 1 are not read.
+        let any_index = self.any_index;
+        for choice in chunk.choices.iter().flatten().filter(|c| any_index || c.index.unwrap_or(0) == 0) {
             if let Some(delta) = &choice.delta {
-                if let Some(event) = delta.content.as_deref().and_then(|text| self.reply.text(text)) {
+                if let Some(event) = delta.content.as_ref().and_then(|content| self.reply.text(&content.0)) {
                     out.push_back(Ok(event));
                 }
                 // OpenAI's refusal, in place of the content: the model's own
@@ -427,10 +455,11 @@ impl StreamParser {
             // Ollama, LocalAI and SGLang write `""` on every chunk before
             // the last: no reason yet.
             if let Some(reason) = choice.finish_reason.as_deref().filter(|r| !r.is_empty()) {
-                // vLLM's and SGLang's `abort`, OpenRouter's `error`: the
-                // server gave up on the reply part way, as a failure
-                // mid-stream would, and it is retried as one.
-                if matches!(reason, "abort" | "error") {
+                // vLLM's and SGLang's `abort`, OpenRouter's `error`,
+                // DeepSeek's `insufficient_system_resource`: the server gave
+                // up on the reply part way, as a failure mid-stream would,
+                // and it is retried as one.
+                if matches!(reason, "abort" | "error" | "insufficient_system_resource") {
                     let message = format!("the server ended the reply with `\"finish_reason\": \"{reason}\"`");
                     let kind = ErrorKind::ServerError { status: 500, retry_after: None };
                     return self.fail(ProviderError::new(kind, message), out);
@@ -459,6 +488,10 @@ impl StreamParser {
         // A refusal ends with `stop`; the reply is no answer all the same.
         if self.refused && stop_reason == StopReason::EndTurn {
             stop_reason = StopReason::ContentFilter;
+        } else if stop_reason == StopReason::EndTurn && !message.tool_calls.is_empty() {
+            // Gemini's endpoint ends a reply of tool calls with `stop`;
+            // the model waits for their results all the same.
+            stop_reason = StopReason::ToolUse;
         }
         out.push_back(Ok(StreamEvent::Completed { message, stop_reason, usage: self.usage }));
         self.done = true;
@@ -499,98 +532,4 @@ impl Decoder for StreamParser {
     fn is_done(&self) -> bool {
         self.done
     }
-}
-
-/// One `data:` chunk. Every field may be missing or `null`.
-#[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(default, borrow)]
-    choices: Option<Vec<Choice<'a>>>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-    #[serde(default)]
-    error: Option<WireError>,
-}
-
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(default)]
-    index: Option<usize>,
-    #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(default, borrow)]
-    content: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    refusal: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<ToolCallPiece<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct ToolCallPiece<'a> {
-    #[serde(default)]
-    index: Option<usize>,
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    function: Option<FunctionPiece<'a>>,
-}
-
-#[derive(Deserialize)]
-struct FunctionPiece<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    arguments: Option<Arguments<'a>>,
-}
-
-/// A piece of a call's arguments: JSON text, or (TGI, some llama.cpp
-/// builds) the arguments as a JSON value.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Arguments<'a> {
-    Text(#[serde(borrow)] Cow<'a, str>),
-    Value(Value),
-}
-
-impl Arguments<'_> {
-    /// The piece as JSON text.
-    fn text(&self) -> Cow<'_, str> {
-        match self {
-            Arguments::Text(text) => Cow::Borrowed(text),
-            Arguments::Value(value) => Cow::Owned(value.to_string()),
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct WireUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptDetails>,
-}
-
-#[derive(Deserialize)]
-struct PromptDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Deserialize, Default)]
-struct WireError {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    #[serde(default)]
-    code: Option<Value>,
-    #[serde(default)]
-    message: Option<String>,
 }

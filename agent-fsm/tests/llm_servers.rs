@@ -1,0 +1,279 @@
+//! The OpenAI-compatible client against loopback servers that write the
+//! Chat Completions stream as other providers' servers do (Gemini's
+//! OpenAI-compatible endpoint, Hugging Face's text-generation-inference,
+//! Mistral's reasoning models, Poolside's, DeepSeek's, Foundry Local): a
+//! reply in their shape must come out whole and with its true stop reason,
+//! and a failure they report must be classified by what it says.
+#![cfg(all(feature = "openai", feature = "runtime"))]
+
+#[path = "support/caller.rs"]
+mod caller;
+#[path = "support/replay.rs"]
+mod replay;
+
+use agent_fsm::llm::{
+    AssistantMessage, ErrorKind, Message, OpenAi, OpenAiConfig, Request, StopReason, StreamEvent, ToolCall, Usage,
+};
+use caller::{kinds, run};
+use replay::{ReplayServer, Reply};
+use serde_json::{Value, json};
+
+fn openai(server: &ReplayServer) -> OpenAi {
+    OpenAiConfig::without_key().base_url(server.url()).build().expect("client")
+}
+
+fn request() -> Request {
+    Request::new("m").message(Message::user("hi"))
+}
+
+/// One `data:` chunk whose only choice has `delta` and `finish_reason`.
+fn chunk(delta: Value, finish_reason: Value) -> String {
+    format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}))
+}
+
+fn text(t: &str) -> StreamEvent {
+    StreamEvent::TextDelta(t.to_owned())
+}
+
+fn completed(message: AssistantMessage, stop_reason: StopReason, usage: Usage) -> StreamEvent {
+    StreamEvent::Completed { message, stop_reason, usage }
+}
+
+#[tokio::test]
+async fn tool_calls_that_end_with_stop_are_tool_use() {
+    // Gemini's OpenAI-compatible endpoint: the calls whole, without
+    // `index`, each with its id and Google's `extra_content`; then the
+    // usage and `"finish_reason": "stop"`, which that server writes for a
+    // reply of tool calls too.
+    let call = |id: &str, name: &str, arguments: &str| {
+        json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments},
+               "extra_content": {"google": {"thought_signature": "c2ln"}}})
+    };
+    let calls = [call("function-call-1", "read", r#"{"path":"a.rs"}"#), call("function-call-2", "now", "")];
+    let usage = json!({"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12});
+    let last =
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": "stop"}], "usage": usage});
+    let stream = [
+        chunk(json!({"role": "assistant", "tool_calls": calls}), Value::Null),
+        format!("data: {last}\n\n"),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    // And a reply of text that ends with `stop` still ends its turn.
+    let answer = chunk(json!({"content": "done"}), json!("stop")) + "data: [DONE]\n\n";
+    let server = ReplayServer::start(vec![Reply::events(&stream), Reply::events(&answer)]).await;
+
+    let log = kinds(run(openai(&server), request(), 1).await);
+    let delta = |index, id: &str, name: &str, fragment: &str| StreamEvent::ToolCallDelta {
+        index,
+        id: Some(id.to_owned()),
+        name: Some(name.to_owned()),
+        arguments_fragment: fragment.to_owned(),
+    };
+    let message = AssistantMessage {
+        tool_calls: vec![
+            ToolCall { id: "function-call-1".into(), name: "read".into(), arguments: json!({"path": "a.rs"}) },
+            ToolCall { id: "function-call-2".into(), name: "now".into(), arguments: json!({}) },
+        ],
+        ..AssistantMessage::default()
+    };
+    assert_eq!(
+        log,
+        vec![
+            Ok(delta(0, "function-call-1", "read", r#"{"path":"a.rs"}"#)),
+            Ok(delta(1, "function-call-2", "now", "")),
+            Ok(completed(message, StopReason::ToolUse, Usage::new(7, 5))),
+        ]
+    );
+
+    let log = kinds(run(openai(&server), request(), 1).await);
+    let message = AssistantMessage { text: "done".into(), ..AssistantMessage::default() };
+    assert_eq!(log, vec![Ok(text("done")), Ok(completed(message, StopReason::EndTurn, Usage::default()))]);
+}
+
+/// An error as text-generation-inference (and its forks) writes one into
+/// the stream: the message as a string, and its own type beside it.
+fn tgi_error(message: &str, error_type: &str) -> String {
+    format!("data: {}\n\n", json!({"error": message, "error_type": error_type}))
+}
+
+#[tokio::test]
+async fn an_error_given_as_text_is_classified_by_its_type_and_message() {
+    // text-generation-inference checks the request once the stream has
+    // begun, and reports what went wrong as `{"error": "…", "error_type"}`.
+    let overloaded = tgi_error("Model is overloaded", "overloaded");
+    let failed = chunk(json!({"role": "assistant", "content": "Hel"}), Value::Null)
+        + &tgi_error("Request failed during generation: Server error: CUDA out of memory", "generation");
+    let too_long = "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` \
+                    tokens and 200 `max_new_tokens`";
+    let refused = tgi_error(too_long, "validation");
+    let server = ReplayServer::start(vec![
+        Reply::events(&overloaded),
+        Reply::events(&failed),
+        Reply::events(&refused),
+        Reply::events(&tgi_error("Input validation error: `top_p` must be > 0.0 and < 1.0", "validation")),
+    ])
+    .await;
+
+    let log = run(openai(&server), request(), 3).await;
+    let messages: Vec<&str> = log.iter().filter_map(|item| item.as_ref().err()).map(|e| e.message()).collect();
+    assert_eq!(
+        messages,
+        ["Model is overloaded", "Request failed during generation: Server error: CUDA out of memory", too_long]
+    );
+    assert_eq!(
+        kinds(log),
+        vec![
+            Err(ErrorKind::Overloaded { retry_after: None }),
+            Ok(text("Hel")),
+            Err(ErrorKind::ServerError { status: 500, retry_after: None }),
+            Err(ErrorKind::ContextTooLong),
+        ]
+    );
+    assert_eq!(kinds(run(openai(&server), request(), 3).await), vec![Err(ErrorKind::BadRequest)]);
+}
+
+#[tokio::test]
+async fn content_given_as_a_list_of_parts_is_read_for_its_text() {
+    // Mistral's reasoning models: `content` is a list of typed parts, the
+    // reasoning in `thinking` parts (not the answer), the answer in `text`
+    // parts or, later in the reply, as a string.
+    let thinking = json!([{"type": "thinking", "thinking": [{"type": "text", "text": "The user greets."}]}]);
+    let stream = [
+        chunk(json!({"role": "assistant", "content": thinking}), Value::Null),
+        chunk(json!({"content": [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo"}]}), Value::Null),
+        chunk(json!({"content": []}), Value::Null),
+        chunk(json!({"content": ", wörld"}), Value::Null),
+        chunk(json!({"content": ""}), json!("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream).in_pieces_of(7)]).await;
+    let message = AssistantMessage { text: "Hello, wörld".into(), ..AssistantMessage::default() };
+    assert_eq!(
+        kinds(run(openai(&server), request(), 1).await),
+        vec![Ok(text("Hello")), Ok(text(", wörld")), Ok(completed(message, StopReason::EndTurn, Usage::default()))]
+    );
+}
+
+#[tokio::test]
+async fn a_calls_later_fragments_under_another_id_continue_it() {
+    // Poolside's: a call's first fragment has its id and name, every later
+    // one another id (the same for all) and no name. Then a second call at
+    // the same index, with a name: a call of its own.
+    let piece = |id: &str, name: Option<&str>, arguments: &str| {
+        let mut function = json!({"arguments": arguments});
+        if let Some(name) = name {
+            function["name"] = json!(name);
+        }
+        chunk(json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": function}]}), Value::Null)
+    };
+    let stream = [
+        piece("call_a", Some("read"), ""),
+        piece("call_x", None, "{\"path\":"),
+        piece("call_x", None, "\"a.rs\"}"),
+        piece("call_b", Some("now"), "{}"),
+        chunk(json!({}), json!("tool_calls")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let log = run(openai(&server), request(), 1).await;
+    let Some(Ok(StreamEvent::Completed { message, stop_reason: StopReason::ToolUse, .. })) = log.last() else {
+        panic!("{log:?}");
+    };
+    assert_eq!(
+        message.tool_calls,
+        vec![
+            ToolCall { id: "call_a".into(), name: "read".into(), arguments: json!({"path": "a.rs"}) },
+            ToolCall { id: "call_b".into(), name: "now".into(), arguments: json!({}) },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_reply_the_server_ran_out_of_resources_for_fails_and_is_retried() {
+    // DeepSeek's: the inference system could not finish the reply, and
+    // says so in the finish reason; the text so far is no whole reply.
+    let cut = [
+        chunk(json!({"role": "assistant", "content": "Hel"}), Value::Null),
+        chunk(json!({"content": ""}), json!("insufficient_system_resource")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let whole = chunk(json!({"content": "Hello"}), json!("stop")) + "data: [DONE]\n\n";
+    let server = ReplayServer::start(vec![Reply::events(&cut), Reply::events(&whole)]).await;
+    let log = run(openai(&server), request(), 2).await;
+    let error = log[1].as_ref().expect_err("the cut reply fails");
+    assert!(error.message().contains("insufficient_system_resource"), "{error}");
+    let message = AssistantMessage { text: "Hello".into(), ..AssistantMessage::default() };
+    assert_eq!(
+        kinds(log),
+        vec![
+            Ok(text("Hel")),
+            Err(ErrorKind::ServerError { status: 500, retry_after: None }),
+            Ok(text("Hello")),
+            Ok(completed(message, StopReason::EndTurn, Usage::default())),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_stop_reasons_text_generation_inference_names_its_own_way_are_read() {
+    // Its chat API passes its own names through: `stop_sequence` when a
+    // stop sequence ended the reply, `eos_token` (in builds that do not
+    // translate it to `stop`) when the model ended it.
+    let reply = |reason: &str| chunk(json!({"content": "4"}), json!(reason)) + "data: [DONE]\n\n";
+    let server =
+        ReplayServer::start(vec![Reply::events(&reply("stop_sequence")), Reply::events(&reply("eos_token"))]).await;
+    for stop_reason in [StopReason::StopSequence, StopReason::EndTurn] {
+        let message = AssistantMessage { text: "4".into(), ..AssistantMessage::default() };
+        assert_eq!(
+            kinds(run(openai(&server), request(), 1).await),
+            vec![Ok(text("4")), Ok(completed(message, stop_reason, Usage::default()))]
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_one_choice_asked_for_is_read_whatever_index_the_server_gives_it() {
+    // Foundry Local (through 0.7): every chunk's choice numbered anew, 0,
+    // 1, 2…, with the whole `message` beside the `delta` and more fields.
+    let foundry = |n: usize, content: Value, finish_reason: Value| {
+        let body = json!({"model": "qwen2.5-1.5b", "choices": [{
+            "delta": {"role": "assistant", "content": content, "tool_calls": []},
+            "message": {"role": "assistant", "content": content, "tool_calls": []},
+            "index": n, "finish_reason": finish_reason, "logprobs": null}],
+            "usage": null, "id": format!("chat.id.{n}"), "error": null, "IsDelta": false, "object": "chat.completion.chunk"});
+        format!("data: {body}\n\n")
+    };
+    let stream = [
+        foundry(0, json!("Wh"), Value::Null),
+        foundry(1, json!("isper"), Value::Null),
+        foundry(2, Value::Null, json!("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    // Two choices asked for: the first alone is the reply.
+    let two = |index: usize, content: &str, finish_reason: Value| {
+        let body =
+            json!({"choices": [{"index": index, "delta": {"content": content}, "finish_reason": finish_reason}]});
+        format!("data: {body}\n\n")
+    };
+    let both =
+        [two(0, "a", Value::Null), two(1, "b", Value::Null), two(1, "", json!("length")), two(0, "", json!("stop"))]
+            .concat()
+            + "data: [DONE]\n\n";
+    let server = ReplayServer::start(vec![Reply::events(&stream), Reply::events(&both)]).await;
+
+    let message = AssistantMessage { text: "Whisper".into(), ..AssistantMessage::default() };
+    assert_eq!(
+        kinds(run(openai(&server), request(), 1).await),
+        vec![Ok(text("Wh")), Ok(text("isper")), Ok(completed(message, StopReason::EndTurn, Usage::default()))]
+    );
+    let message = AssistantMessage { text: "a".into(), ..AssistantMessage::default() };
+    assert_eq!(
+        kinds(run(openai(&server), request().extra("n", json!(2)), 1).await),
+        vec![Ok(text("a")), Ok(completed(message, StopReason::EndTurn, Usage::default()))]
+    );
+}
