@@ -435,14 +435,14 @@ async fn a_stalled_stream_times_out_after_the_read_timeout() {
 }
 
 #[tokio::test]
-async fn a_json_reply_to_a_stream_request_is_malformed() {
-    let server =
-        ReplayServer::start(vec![Reply::status(200, r#"{"choices":[{"message":{"content":"whole"}}]}"#)]).await;
+async fn a_json_reply_that_is_no_completion_is_malformed() {
+    // JSON, but neither a completion nor an error object.
+    let server = ReplayServer::start(vec![Reply::status(200, r#"{"result":"whole"}"#)]).await;
     let log = run(client(&server), request(), 1).await;
     assert_eq!(kinds(log.clone()), vec![Err(ErrorKind::MalformedStream)]);
     assert_eq!(
         log[0].as_ref().unwrap_err().message(),
-        r#"the server answered with `application/json` instead of an event stream: {"choices":[{"message":{"content":"whole"}}]}"#
+        r#"the server answered with `application/json` instead of an event stream: {"result":"whole"}"#
     );
 }
 

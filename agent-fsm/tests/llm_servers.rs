@@ -1,9 +1,11 @@
 //! The OpenAI-compatible client against loopback servers that write the
 //! Chat Completions stream as other providers' servers do (Gemini's
 //! OpenAI-compatible endpoint, Hugging Face's text-generation-inference,
-//! Mistral's reasoning models, Poolside's, DeepSeek's, Foundry Local): a
-//! reply in their shape must come out whole and with its true stop reason,
-//! and a failure they report must be classified by what it says.
+//! Mistral's reasoning models, Poolside's, DeepSeek's, Foundry Local, and
+//! servers that ignore `"stream": true` and answer with the whole
+//! completion): a reply in their shape must come out whole and with its
+//! true stop reason, and a failure they report must be classified by what
+//! it says.
 #![cfg(all(feature = "openai", feature = "runtime"))]
 
 #[path = "support/caller.rs"]
@@ -276,4 +278,59 @@ async fn the_one_choice_asked_for_is_read_whatever_index_the_server_gives_it() {
         kinds(run(openai(&server), request().extra("n", json!(2)), 1).await),
         vec![Ok(text("a")), Ok(completed(message, StopReason::EndTurn, Usage::default()))]
     );
+}
+
+#[tokio::test]
+async fn a_whole_completion_in_place_of_the_stream_is_read_as_the_reply() {
+    // A server that ignores `"stream": true`: the whole chat completion,
+    // as JSON, with `200`. First a reply of text, then one of tool calls
+    // (content `null`, no `index` on the calls, as the non-stream format
+    // has none).
+    let text_reply = json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello there", "refusal": null},
+                     "logprobs": null, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}
+    });
+    let calls = json!([
+        {"id": "call_a", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a.rs\"}"}},
+        {"id": "call_b", "type": "function", "function": {"name": "now", "arguments": "{}"}}
+    ]);
+    let tools_reply = json!({
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": calls},
+                     "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 4, "completion_tokens": 3}
+    });
+    let server = ReplayServer::start(vec![
+        Reply::status(200, &text_reply.to_string()),
+        Reply::status(200, &tools_reply.to_string()).header("content-type", "application/json; charset=utf-8"),
+    ])
+    .await;
+
+    let log = run(openai(&server), request(), 1).await;
+    let usage = Usage::new(9, 2);
+    let message = AssistantMessage { text: "Hello there".to_owned(), ..AssistantMessage::default() };
+    assert_eq!(log, vec![Ok(text("Hello there")), Ok(completed(message, StopReason::EndTurn, usage))]);
+
+    let log = run(openai(&server), request(), 1).await;
+    let Some(Ok(StreamEvent::Completed { message, stop_reason, usage })) = log.last() else {
+        panic!("no completed reply: {log:?}")
+    };
+    assert_eq!(*stop_reason, StopReason::ToolUse);
+    assert_eq!((usage.input_tokens, usage.output_tokens), (4, 3));
+    assert_eq!(message.text, "");
+    let calls: Vec<(&str, &str, Value)> =
+        message.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.clone())).collect();
+    assert_eq!(calls, vec![("call_a", "read", json!({"path": "a.rs"})), ("call_b", "now", json!({}))]);
+}
+
+#[tokio::test]
+async fn an_error_object_in_place_of_the_stream_is_classified() {
+    // A proxy that answers `200` with the provider's error object.
+    let body = json!({"error": {"message": "This model's maximum context length is 8192 tokens",
+                                "type": "invalid_request_error", "code": "context_length_exceeded"}});
+    let server = ReplayServer::start(vec![Reply::status(200, &body.to_string())]).await;
+    let log = run(openai(&server), request(), 1).await;
+    assert_eq!(kinds(log), vec![Err(ErrorKind::ContextTooLong)]);
 }

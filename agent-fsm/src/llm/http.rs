@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use futures::stream::{self, BoxStream};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use super::assemble::MAX_REPLY_BYTES;
 use super::classify;
 use super::error::{ErrorKind, ProviderError};
 use super::event::StreamEvent;
@@ -204,6 +205,12 @@ pub(crate) trait Decoder: Send + 'static {
     fn finish(&mut self, cut: Option<ProviderError>, out: &mut VecDeque<Item>);
     /// The reply is complete or failed: nothing more is read.
     fn is_done(&self) -> bool;
+    /// Reads `body`, a whole JSON reply a server sent with `200` in place
+    /// of the stream (it ignored `"stream": true`), if the provider's
+    /// format has one; false (nothing read) if it has not.
+    fn whole(&mut self, _body: &[u8], _out: &mut VecDeque<Item>) -> bool {
+        false
+    }
 }
 
 /// Where the stream is.
@@ -230,11 +237,20 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
                 }
                 Ok(response) => {
                     if let Some(error) = not_events(&response) {
-                        let body = bounded_text(response).await;
-                        let message = format!("{error}: {}", classify::truncate(&body, 300));
-                        return Some((Err(ProviderError::new(ErrorKind::MalformedStream, message)), Phase::Done));
+                        let json = is_json(&response);
+                        let (body, whole) = bounded_body(response, if json { MAX_REPLY_BYTES } else { 0 }).await;
+                        let mut decoder = decoder;
+                        let mut queue = VecDeque::new();
+                        if json && whole && decoder.whole(&body, &mut queue) {
+                            Phase::Draining(queue)
+                        } else {
+                            let body = String::from_utf8_lossy(&body);
+                            let message = format!("{error}: {}", classify::truncate(&body, 300));
+                            return Some((Err(ProviderError::new(ErrorKind::MalformedStream, message)), Phase::Done));
+                        }
+                    } else {
+                        Phase::Reading(response, decoder, VecDeque::new())
                     }
-                    Phase::Reading(response, decoder, VecDeque::new())
                 }
             },
             Phase::Reading(mut response, mut decoder, mut queue) => {
@@ -275,9 +291,11 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
     }
 }
 
-/// A 200 whose body is JSON (the server ignored `"stream": true`) or a web
-/// page (a captive portal, a base URL that leads to a web app): read as
-/// events, a page would end as a reply cut short, and say nothing of why.
+/// A 200 whose body is JSON (the server ignored `"stream": true`, read
+/// whole by a provider whose format has a whole reply, see
+/// [`Decoder::whole`]) or a web page (a captive portal, a base URL that
+/// leads to a web app): read as events, a page would end as a reply cut
+/// short, and say nothing of why.
 fn not_events(response: &reqwest::Response) -> Option<String> {
     let kind = response.headers().get(reqwest::header::CONTENT_TYPE)?.to_str().ok()?;
     let lower = kind.to_ascii_lowercase();
@@ -294,18 +312,39 @@ const MAX_REPORTED_BODY_BYTES: usize = 64 << 10;
 /// The start of `response`'s body, at most [`MAX_REPORTED_BODY_BYTES`]
 /// (invalid UTF-8 replaced): what arrived before the limit, the end, or
 /// a failure to read on (a read timeout, a dropped connection).
-async fn bounded_text(mut response: reqwest::Response) -> String {
+async fn bounded_text(response: reqwest::Response) -> String {
+    let (body, _) = bounded_body(response, 0).await;
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The start of `response`'s body, at most `limit` bytes or
+/// [`MAX_REPORTED_BODY_BYTES`], whichever is more, and whether that is the
+/// whole body (it ended, within the limit, without a failure to read).
+async fn bounded_body(mut response: reqwest::Response, limit: usize) -> (Vec<u8>, bool) {
+    let limit = limit.max(MAX_REPORTED_BODY_BYTES);
     let mut body = Vec::new();
-    while body.len() < MAX_REPORTED_BODY_BYTES {
+    loop {
         match response.chunk().await {
             Ok(Some(chunk)) => {
-                let room = MAX_REPORTED_BODY_BYTES - body.len();
+                let room = limit - body.len();
                 body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if chunk.len() > room {
+                    return (body, false);
+                }
             }
-            Ok(None) | Err(_) => break,
+            Ok(None) => return (body, true),
+            Err(_) => return (body, false),
         }
     }
-    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// Whether `response`'s body is JSON, by its content type.
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|kind| kind.to_str().ok())
+        .is_some_and(|kind| kind.to_ascii_lowercase().starts_with("application/json"))
 }
 
 /// A transport failure while `doing` something.

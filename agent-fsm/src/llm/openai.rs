@@ -47,7 +47,11 @@
 //! is retried rather than taken as complete. The reply is the first choice
 //! (index 0); when the request asks for one (no `n` above 1), a choice at
 //! any other index is that one too (Foundry Local numbered each chunk's
-//! choice anew). [`StreamParser`] alone reads index 0 only.
+//! choice anew). [`StreamParser`] alone reads index 0 only. A server that
+//! ignores `"stream": true` and answers with the whole chat completion as
+//! JSON has it read as the reply (its text in one delta, then the
+//! completed reply), and an error object sent so is classified as one in
+//! the stream would be.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -506,6 +510,34 @@ impl StreamParser {
 impl Decoder for StreamParser {
     fn feed(&mut self, chunk: &[u8], out: &mut VecDeque<Item>) {
         StreamParser::feed(self, chunk, out);
+    }
+
+    /// A whole chat completion (a server that ignored `"stream": true`):
+    /// each choice's `message` is read as one delta holding all of it, the
+    /// calls numbered in order, then the reply completes as on `[DONE]`.
+    /// An error object is read as one in the stream would be.
+    fn whole(&mut self, body: &[u8], out: &mut VecDeque<Item>) -> bool {
+        let Ok(mut completion) = serde_json::from_slice::<Value>(body) else {
+            return false;
+        };
+        let Some(object) = completion.as_object_mut() else { return false };
+        if !object.contains_key("choices") && !object.contains_key("error") {
+            return false;
+        }
+        for choice in object.get_mut("choices").and_then(Value::as_array_mut).into_iter().flatten() {
+            let Some(choice) = choice.as_object_mut() else { continue };
+            let Some(mut message) = choice.remove("message") else { continue };
+            let calls = message.get_mut("tool_calls").and_then(Value::as_array_mut);
+            for (index, call) in calls.into_iter().flatten().enumerate() {
+                if let Some(call) = call.as_object_mut() {
+                    call.entry("index").or_insert(json!(index));
+                }
+            }
+            choice.insert("delta".to_owned(), message);
+        }
+        self.frame("", &completion.to_string(), out);
+        self.frame("", "[DONE]", out);
+        true
     }
 
     fn finish(&mut self, cut: Option<ProviderError>, out: &mut VecDeque<Item>) {
