@@ -334,3 +334,34 @@ async fn an_error_object_in_place_of_the_stream_is_classified() {
     let log = run(openai(&server), request(), 1).await;
     assert_eq!(kinds(log), vec![Err(ErrorKind::ContextTooLong)]);
 }
+
+#[tokio::test]
+async fn reasoning_deltas_are_delivered_and_not_kept_in_the_reply() {
+    // DeepSeek's `reasoning_content`, then the answer; then a server that
+    // writes `reasoning` (OpenRouter's, Groq's) and one that writes both
+    // with the same text (read once).
+    let deepseek = [
+        chunk(json!({"role": "assistant", "content": null, "reasoning_content": "Two and"}), Value::Null),
+        chunk(json!({"content": null, "reasoning_content": " two."}), Value::Null),
+        chunk(json!({"content": "4", "reasoning_content": null}), Value::Null),
+        chunk(json!({}), json!("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let openrouter = [
+        chunk(json!({"role": "assistant", "content": "", "reasoning": "Hm."}), Value::Null),
+        chunk(json!({"content": "4", "reasoning": "Sure.", "reasoning_content": "Sure."}), json!("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&deepseek), Reply::events(&openrouter)]).await;
+    let reasoning = |t: &str| StreamEvent::ReasoningDelta(t.to_owned());
+    let message = AssistantMessage { text: "4".into(), ..AssistantMessage::default() };
+
+    let log = run(openai(&server), request(), 1).await;
+    let done = completed(message.clone(), StopReason::EndTurn, Usage::default());
+    assert_eq!(log, vec![Ok(reasoning("Two and")), Ok(reasoning(" two.")), Ok(text("4")), Ok(done.clone())]);
+
+    let log = run(openai(&server), request(), 1).await;
+    assert_eq!(log, vec![Ok(reasoning("Hm.")), Ok(reasoning("Sure.")), Ok(text("4")), Ok(done)]);
+}

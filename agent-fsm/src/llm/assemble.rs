@@ -80,6 +80,18 @@ impl Assembler {
         Some(StreamEvent::TextDelta(text.to_owned()))
     }
 
+    /// Counts a piece of reasoning the reply does not keep (an
+    /// OpenAI-compatible server's `reasoning_content`, which those servers
+    /// take no copy of back); the event to deliver, if there is any.
+    #[cfg(feature = "openai")]
+    pub(crate) fn passing_reasoning(&mut self, piece: &str) -> Option<StreamEvent> {
+        if piece.is_empty() {
+            return None;
+        }
+        self.bytes += piece.len();
+        Some(StreamEvent::ReasoningDelta(piece.to_owned()))
+    }
+
     /// Takes a piece of the tool call keyed `key` (or, without a key, the
     /// one with `id`, or the latest): a piece that names a tool with an id
     /// other than the call's at that key starts a new call (servers that

@@ -17,10 +17,13 @@ use super::types::AssistantMessage;
 pub enum StreamEvent {
     /// A piece of the reply's text, as it arrived.
     TextDelta(String),
-    /// A piece of the model's reasoning as it arrived (the text of an
-    /// Anthropic `thinking` block), for showing progress; the blocks
+    /// A piece of the model's reasoning as it arrived, for showing
+    /// progress: the text of an Anthropic `thinking` block, whose blocks
     /// whole, signatures included, are in `Completed`'s
-    /// [`reasoning`](AssistantMessage::reasoning).
+    /// [`reasoning`](AssistantMessage::reasoning); or an OpenAI-compatible
+    /// server's `reasoning_content` or `reasoning` (DeepSeek, vLLM,
+    /// OpenRouter, Groq), which the reply does not keep, as those servers
+    /// take none of it back.
     ReasoningDelta(String),
     /// A piece of a tool call.
     ToolCallDelta {

@@ -34,6 +34,9 @@
 //! whole in one chunk (or as a JSON object rather than its text),
 //! `content` as a list of typed parts (Mistral's reasoning models: the
 //! `text` parts are the reply's text, the `thinking` parts are left out),
+//! the model's reasoning as `reasoning_content` (DeepSeek's, vLLM's) or
+//! `reasoning` (OpenRouter's, Groq's), delivered as
+//! [`StreamEvent::ReasoningDelta`] and not kept in the reply,
 //! a reply of tool calls that ends with `stop` (Gemini's; read as
 //! [`StopReason::ToolUse`]), text-generation-inference's own names for a
 //! finish (`eos_token`, `stop_sequence`), a stream that ends with the
@@ -433,6 +436,10 @@ impl StreamParser {
         let any_index = self.any_index;
         for choice in chunk.choices.iter().flatten().filter(|c| any_index || c.index.unwrap_or(0) == 0) {
             if let Some(delta) = &choice.delta {
+                let reasoning = delta.reasoning_content.as_deref().or(delta.reasoning.as_deref());
+                if let Some(event) = reasoning.and_then(|r| self.reply.passing_reasoning(r)) {
+                    out.push_back(Ok(event));
+                }
                 if let Some(event) = delta.content.as_ref().and_then(|content| self.reply.text(&content.0)) {
                     out.push_back(Ok(event));
                 }

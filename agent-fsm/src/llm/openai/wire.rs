@@ -98,6 +98,14 @@ pub(super) struct Delta<'a> {
     pub(super) content: Option<Content<'a>>,
     #[serde(default, borrow)]
     pub(super) refusal: Option<Cow<'a, str>>,
+    /// The model's reasoning: DeepSeek's and vLLM's `reasoning_content`,
+    /// OpenRouter's, Groq's and newer vLLM's `reasoning`. Two fields, not
+    /// an alias: a server may send both with the same text (the first is
+    /// read then).
+    #[serde(default, borrow)]
+    pub(super) reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(super) reasoning: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub(super) tool_calls: Option<Vec<ToolCallPiece<'a>>>,
 }
