@@ -89,7 +89,9 @@ pub(super) fn check_user_methods(cx: &Ctxt, model: &Model, fixed: &[&str]) {
                 _ => continue,
             };
             let text = name.to_string();
-            let generated = text == "NAMES" || text == "name" || (what == "state" && state_items.contains(&text));
+            // `name`, `NAMES` and `kind` are generated on all three enums.
+            let generated =
+                ["NAMES", "name", "kind"].contains(&text.as_str()) || (what == "state" && state_items.contains(&text));
             if generated {
                 cx.error_spanned_by(
                     name,
@@ -107,8 +109,8 @@ pub(super) fn check_generated_names(cx: &Ctxt, model: &Model) {
     use crate::model::landing;
     use crate::shared::names::{BUILT_IN, landing_enum, predicate_name, snake_method};
     // `NAMES` is an associated constant, in the same namespace as a
-    // carried field's accessor.
-    let fixed = ["name", "NAMES", "is_terminal", "is_transient", "is_initial"];
+    // carried field's accessor; `kind()` is the `Kinded` twin's.
+    let fixed = ["name", "NAMES", "kind", "is_terminal", "is_transient", "is_initial"];
     let predicate = |s: &crate::model::StateDef| predicate_name(&s.ident);
     for state in &model.states {
         let method = predicate(state);
