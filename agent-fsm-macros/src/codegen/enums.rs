@@ -157,10 +157,12 @@ pub(crate) fn state_methods(model: &Model) -> TokenStream {
         let v = &s.ident;
         let method = Ident::new(&predicate_name(v), v.span());
         let doc = format!("Whether this is `{v}`.");
+        let allow_snake = super::allow_joined_snake(&method);
         quote! {
             #[doc = #doc]
             #[must_use]
             #[inline]
+            #allow_snake
             pub const fn #method(&self) -> bool {
                 ::core::matches!(self, Self::#v { .. })
             }
@@ -198,6 +200,7 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
     };
     let ty = &field.ty;
     let name_mut = format_ident!("{}_mut", name);
+    let allow_snake = super::allow_joined_snake(&name_mut);
     let carriers: Vec<_> = model.states.iter().filter(|s| s.carries).map(|s| &s.ident).collect();
     let doc = format!("The `{name}` every carrying state holds.");
     let doc_mut = format!("The `{name}` every carrying state holds, mutably.");
@@ -214,6 +217,7 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
                 match self { #( Self::#carriers { #name, .. } )|* => #name }
             }
             #[doc = #doc_mut]
+            #allow_snake
             #vis fn #name_mut(&mut self) -> &mut #ty {
                 match self { #( Self::#carriers { #name, .. } )|* => #name }
             }
@@ -236,6 +240,7 @@ fn carried_accessor(model: &Model, field: &syn::Field) -> TokenStream {
             }
             #[doc = #doc_mut]
             #[allow(clippy::type_complexity)]
+            #allow_snake
             #vis fn #name_mut(&mut self) -> ::core::option::Option<&mut #ty> {
                 match self {
                     #( Self::#carriers { #name, .. } )|* => ::core::option::Option::Some(#name),

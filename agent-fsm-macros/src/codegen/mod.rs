@@ -22,6 +22,15 @@ pub(crate) fn allow_if(needed: bool, lint: &str) -> TokenStream {
     if needed { quote!(#[allow(#lint)]) } else { TokenStream::new() }
 }
 
+/// `#[allow(non_snake_case)]` on a method whose name joins the user's
+/// name to one of the macro's at a `_` the user's name already has
+/// (`type_` gives `type__mut`, a state `_Idle` gives `is__idle`): rustc
+/// calls the doubled `_` not snake case, at the user's name, which is.
+pub(crate) fn allow_joined_snake(method: &syn::Ident) -> TokenStream {
+    let text = method.to_string();
+    allow_if(text.trim_start_matches("r#").trim_matches('_').contains("__"), "non_snake_case")
+}
+
 /// The whole expansion of a valid table.
 pub(crate) fn generate(model: &Model) -> TokenStream {
     let layout = describe::Layout::new(model);

@@ -225,6 +225,14 @@ impl Model {
                     format!("`{kind}` is the name of an enum the macro generates in this module (the kinds of the machine's variants); rename {what}"),
                 );
             }
+            // `name = StateKind` would define that enum and the machine
+            // under one name; only a name written in the arguments can.
+            if let Some(name) = named.filter(|n| name_key(n) == kind) {
+                cx.error_spanned_by(
+                    name,
+                    format!("`{kind}` is the name of an enum the macro generates in this module (the kinds of the machine's variants); give the machine another name"),
+                );
+            }
         }
         // The view's module takes `typed` beside every item above and the
         // machine type: rustc would report the clash at the attribute.

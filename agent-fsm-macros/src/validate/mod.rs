@@ -45,6 +45,7 @@ pub(crate) fn check(cx: &Ctxt, model: &Model) {
     graph::check_unreachable_states(cx, model);
     graph::check_strict(cx, model);
     names::check_generated_names(cx, model);
+    names::check_step_locals_free(cx, model);
     items::check_serde_form(cx, model);
     carried::check_carried_fields_set(cx, model);
     items::check_discriminants_with_carry(cx, model);

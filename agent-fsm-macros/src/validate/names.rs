@@ -89,7 +89,9 @@ pub(super) fn check_user_methods(cx: &Ctxt, model: &Model, fixed: &[&str]) {
                 _ => continue,
             };
             let text = name.to_string();
-            let generated = text == "NAMES" || text == "name" || (what == "state" && state_items.contains(&text));
+            // `name`, `NAMES` and `kind` are generated on all three enums.
+            let generated =
+                ["NAMES", "name", "kind"].contains(&text.as_str()) || (what == "state" && state_items.contains(&text));
             if generated {
                 cx.error_spanned_by(
                     name,
@@ -107,8 +109,8 @@ pub(super) fn check_generated_names(cx: &Ctxt, model: &Model) {
     use crate::model::landing;
     use crate::shared::names::{BUILT_IN, landing_enum, predicate_name, snake_method};
     // `NAMES` is an associated constant, in the same namespace as a
-    // carried field's accessor.
-    let fixed = ["name", "NAMES", "is_terminal", "is_transient", "is_initial"];
+    // carried field's accessor; `kind()` is the `Kinded` twin's.
+    let fixed = ["name", "NAMES", "kind", "is_terminal", "is_transient", "is_initial"];
     let predicate = |s: &crate::model::StateDef| predicate_name(&s.ident);
     for state in &model.states {
         let method = predicate(state);
@@ -259,6 +261,68 @@ pub(super) fn check_generated_names(cx: &Ctxt, model: &Model) {
                     other.ident, event.ident
                 ),
             );
+        }
+    }
+}
+
+/// Locals of the generated step functions that the rows' code is spliced
+/// among (and the `Option` variants they import under another name): a
+/// row's name spelled like one (a binding `__action`, a carried field
+/// `__s`) would hide it or be hidden by it, and rustc would report a type
+/// error at the attribute.
+const STEP_LOCALS: [&str; 8] = ["__s", "__action", "__row", "__ctx", "__observer", "__guard", "__Some", "__None"];
+
+/// A name the rows use, or a carried field (bound by every moving row),
+/// must not be one of [`STEP_LOCALS`]: an error at the name, once a row
+/// (where it is first written: its binding, most often).
+pub(super) fn check_step_locals_free(cx: &Ctxt, model: &Model) {
+    use syn::visit::Visit;
+    let report = |name: &Ident| {
+        cx.error_spanned_by(
+            name,
+            format!("`{name}` is a name the generated step function uses for its own values, and a row's code runs inside that function; rename it"),
+        );
+    };
+    let is_local = |name: &Ident| STEP_LOCALS.contains(&name_key(name).as_str());
+    for field in model.carried_names().filter(|f| is_local(f)) {
+        report(field);
+    }
+    /// Bindings only: `Busy { __row: n }` names a field, not a local.
+    struct Bindings(Vec<Ident>);
+    impl<'ast> Visit<'ast> for Bindings {
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            self.0.push(p.ident.clone());
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    /// Every identifier but a field after `.` (`ctx.__row` is not a local).
+    fn scan(tokens: proc_macro2::TokenStream, found: &mut Vec<Ident>) {
+        let mut after_dot = false;
+        for tree in tokens {
+            match &tree {
+                proc_macro2::TokenTree::Ident(i) if !after_dot => found.push(i.clone()),
+                proc_macro2::TokenTree::Group(g) => scan(g.stream(), found),
+                _ => {}
+            }
+            after_dot = matches!(&tree, proc_macro2::TokenTree::Punct(p) if p.as_char() == '.');
+        }
+    }
+    for row in model.rows.iter().filter(|r| !r.from_base) {
+        let mut names = Bindings(Vec::new());
+        if let Some(pat) = &row.source_pat {
+            names.visit_pat(pat);
+        }
+        if let Some((_, pat)) = &row.event {
+            names.visit_pat(pat);
+        }
+        let mut code = quote::ToTokens::to_token_stream(&row.guard);
+        code.extend(row.body_code());
+        scan(code, &mut names.0);
+        let mut seen = std::collections::HashSet::new();
+        for name in names.0.iter().filter(|n| is_local(n)) {
+            if seen.insert(name_key(name)) {
+                report(name);
+            }
         }
     }
 }
