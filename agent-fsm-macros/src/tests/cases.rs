@@ -458,3 +458,42 @@ fn event_marks_are_reported_where_they_mean_nothing() {
         }
     }
 }
+
+#[test]
+fn methods_of_the_enums_named_as_generated_ones_are_reported() {
+    let module = quote! {
+        mod m {
+            #[states] pub enum State { #[initial] Idle, Busy }
+            #[events] pub enum Event { Go, Stop }
+            #[actions] pub enum Action { Wait, Start }
+            impl Event { pub fn kind(&self) {} pub fn is_idle(&self) {} }
+            impl State { pub fn is_idle(&self) {} pub fn helper(&self) {} }
+            transitions! { Idle + Go => Busy / Start, Busy + Stop => Idle / Wait, }
+        }
+    };
+    let errors = errors(&expand(quote!(fallback = Wait), module));
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].contains("generates `Event::kind`"), "{errors:?}");
+    assert!(errors[1].contains("generates `State::is_idle`"), "{errors:?}");
+}
+
+#[test]
+fn a_step_local_nested_in_a_rows_code_is_reported() {
+    let rows = quote! {
+        Idle + Go => { if true { let __action = 1; } } Busy / Start,
+        Busy + Stop => Idle / Wait,
+    };
+    let errors = errors(&expand(
+        quote!(fallback = Wait),
+        machine(
+            quote!(
+                #[initial]
+                Idle,
+                Busy
+            ),
+            rows,
+        ),
+    ));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("`__action` is a name the generated step function uses"), "{errors:?}");
+}
