@@ -10,32 +10,16 @@
 
 #[path = "support/caller.rs"]
 mod caller;
+#[path = "support/openai_chunks.rs"]
+mod openai_chunks;
 #[path = "support/replay.rs"]
 mod replay;
 
-use agent_fsm::llm::{
-    AssistantMessage, ErrorKind, Message, OpenAi, OpenAiConfig, Request, StopReason, StreamEvent, ToolCall, Usage,
-};
+use agent_fsm::llm::{AssistantMessage, ErrorKind, StopReason, StreamEvent, ToolCall, Usage};
 use caller::{kinds, run};
+use openai_chunks::{chunk, openai, request, text};
 use replay::{ReplayServer, Reply};
 use serde_json::{Value, json};
-
-fn openai(server: &ReplayServer) -> OpenAi {
-    OpenAiConfig::without_key().base_url(server.url()).build().expect("client")
-}
-
-fn request() -> Request {
-    Request::new("m").message(Message::user("hi"))
-}
-
-/// One `data:` chunk whose only choice has `delta` and `finish_reason`.
-fn chunk(delta: Value, finish_reason: Value) -> String {
-    format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}))
-}
-
-fn text(t: &str) -> StreamEvent {
-    StreamEvent::TextDelta(t.to_owned())
-}
 
 fn completed(message: AssistantMessage, stop_reason: StopReason, usage: Usage) -> StreamEvent {
     StreamEvent::Completed { message, stop_reason, usage }
