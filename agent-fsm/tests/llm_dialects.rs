@@ -117,6 +117,20 @@ async fn an_html_page_in_place_of_the_stream_is_malformed() {
 }
 
 #[tokio::test]
+async fn a_whole_anthropic_message_in_place_of_the_stream_is_malformed() {
+    // Anthropic's API streams when asked: a whole message is not read as
+    // the reply (the OpenAI-compatible client reads a whole completion).
+    let body = json!({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "Hi"}],
+                      "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}});
+    let server = ReplayServer::start(vec![Reply::status(200, &body.to_string())]).await;
+    let client = AnthropicConfig::new("k").base_url(server.url()).build().expect("client");
+    let log = run(client, request(), 1).await;
+    assert_eq!(kinds(log.clone()), vec![Err(ErrorKind::MalformedStream)]);
+    let message = log[0].as_ref().expect_err("an error").message().to_owned();
+    assert!(message.starts_with("the server answered with `application/json` instead of an event stream"), "{message}");
+}
+
+#[tokio::test]
 async fn arguments_sent_as_a_json_object_are_read_as_their_text() {
     let call =
         json!({"index": 0, "id": "c", "type": "function", "function": {"name": "read", "arguments": {"path": "a.rs"}}});

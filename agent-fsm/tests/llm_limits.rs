@@ -334,3 +334,26 @@ fn thinking_given_whole_at_its_start_counts_text_and_signature() {
     assert_eq!((delivered, error.kind()), (1, &ErrorKind::MalformedStream));
     assert!(error.message().contains("64 MiB"), "{error}");
 }
+
+#[test]
+fn an_openai_compatible_servers_reasoning_counts_toward_the_reply() {
+    // `reasoning_content` is delivered, not kept, but it is the server's
+    // bytes all the same.
+    let reasoning = |text: &str| {
+        let delta = json!({"content": null, "reasoning_content": text});
+        format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]}))
+    };
+    let piece = reasoning(&"r".repeat(MIB));
+    let mut parser = oai::StreamParser::new();
+    let mut out = Out::new();
+    for _ in 0..63 {
+        parser.feed(piece.as_bytes(), &mut out);
+    }
+    parser.feed(openai_text(&"t".repeat(MIB)).as_bytes(), &mut out);
+    assert_eq!(outcome(std::mem::take(&mut out)), (64, None), "64 MiB of reasoning and text is within the limit");
+    parser.feed(reasoning("r").as_bytes(), &mut out);
+    let (delivered, error) = outcome(out);
+    let error = error.expect("refused past the limit");
+    assert_eq!((delivered, error.kind()), (1, &ErrorKind::MalformedStream));
+    assert!(error.message().contains("64 MiB"), "{error}");
+}
