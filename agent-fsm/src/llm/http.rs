@@ -230,16 +230,15 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
         phase = match phase {
             Phase::Done => return None,
             Phase::Draining(mut queue) => return queue.pop_front().map(|item| (item, Phase::Draining(queue))),
-            Phase::Start(request, decoder) => match request.send().await {
+            Phase::Start(request, mut decoder) => match request.send().await {
                 Err(e) => return Some((Err(transport_error(&e, "sending the request")), Phase::Done)),
                 Ok(response) if !response.status().is_success() => {
                     return Some((Err(status_error(response).await), Phase::Done));
                 }
-                Ok(response) => {
-                    if let Some(error) = not_events(&response) {
-                        let json = is_json(&response);
+                Ok(response) => match not_events(&response) {
+                    None => Phase::Reading(response, decoder, VecDeque::new()),
+                    Some((error, json)) => {
                         let (body, whole) = bounded_body(response, if json { MAX_REPLY_BYTES } else { 0 }).await;
-                        let mut decoder = decoder;
                         let mut queue = VecDeque::new();
                         if json && whole && decoder.whole(&body, &mut queue) {
                             Phase::Draining(queue)
@@ -248,10 +247,8 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
                             let message = format!("{error}: {}", classify::truncate(&body, 300));
                             return Some((Err(ProviderError::new(ErrorKind::MalformedStream, message)), Phase::Done));
                         }
-                    } else {
-                        Phase::Reading(response, decoder, VecDeque::new())
                     }
-                }
+                },
             },
             Phase::Reading(mut response, mut decoder, mut queue) => {
                 if let Some(item) = queue.pop_front() {
@@ -295,12 +292,14 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
 /// whole by a provider whose format has a whole reply, see
 /// [`Decoder::whole`]) or a web page (a captive portal, a base URL that
 /// leads to a web app): read as events, a page would end as a reply cut
-/// short, and say nothing of why.
-fn not_events(response: &reqwest::Response) -> Option<String> {
+/// short, and say nothing of why. The message to give, and whether the
+/// body is JSON.
+fn not_events(response: &reqwest::Response) -> Option<(String, bool)> {
     let kind = response.headers().get(reqwest::header::CONTENT_TYPE)?.to_str().ok()?;
     let lower = kind.to_ascii_lowercase();
-    (lower.starts_with("application/json") || lower.starts_with("text/html"))
-        .then(|| format!("the server answered with `{kind}` instead of an event stream"))
+    let json = lower.starts_with("application/json");
+    (json || lower.starts_with("text/html"))
+        .then(|| (format!("the server answered with `{kind}` instead of an event stream"), json))
 }
 
 /// The most bytes of a body read to report it (an error status's body, a
@@ -336,15 +335,6 @@ async fn bounded_body(mut response: reqwest::Response, limit: usize) -> (Vec<u8>
             Err(_) => return (body, false),
         }
     }
-}
-
-/// Whether `response`'s body is JSON, by its content type.
-fn is_json(response: &reqwest::Response) -> bool {
-    response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|kind| kind.to_str().ok())
-        .is_some_and(|kind| kind.to_ascii_lowercase().starts_with("application/json"))
 }
 
 /// A transport failure while `doing` something.
