@@ -162,8 +162,11 @@ async fn a_tool_round_with_thinking_sends_the_thinking_back_first_and_unchanged(
 #[test]
 fn a_reply_of_calls_alone_gets_its_thinking_and_a_reply_of_thinking_alone_is_not_sent() {
     let client = AnthropicConfig::new("k").build().expect("client");
-    let calls_only =
+    let mut calls_only =
         AssistantMessage { text: "\n\n".into(), tool_calls: vec![read_call()], reasoning: reasoning().into() };
+    // Gemini's signature of a call, from a conversation that changed
+    // provider: not Anthropic's to read, never sent.
+    calls_only.reasoning.push(ReasoningBlock::CallSignature { call_id: "toolu_1".into(), signature: "c2ln".into() });
     // Cut off while thinking: nothing the API would take (it refuses an
     // assistant message that ends with thinking).
     let thinking_only = AssistantMessage { reasoning: reasoning().into(), ..Default::default() };

@@ -15,7 +15,9 @@ mod openai_chunks;
 #[path = "support/replay.rs"]
 mod replay;
 
-use agent_fsm::llm::{AssistantMessage, ErrorKind, StopReason, StreamEvent, ToolCall, Usage};
+use agent_fsm::llm::{
+    AssistantMessage, ErrorKind, Message, ProviderError, ReasoningBlock, StopReason, StreamEvent, ToolCall, Usage,
+};
 use caller::{kinds, run};
 use openai_chunks::{chunk, openai, request, text};
 use replay::{ReplayServer, Reply};
@@ -25,17 +27,90 @@ fn completed(message: AssistantMessage, stop_reason: StopReason, usage: Usage) -
     StreamEvent::Completed { message, stop_reason, usage }
 }
 
+/// Gemini's signature of the call `call_id`, as the reply keeps it.
+fn signature(call_id: &str, signature: &str) -> ReasoningBlock {
+    ReasoningBlock::CallSignature { call_id: call_id.into(), signature: signature.into() }
+}
+
+/// The reply of the stream `log` ends with.
+fn reply_of(log: Vec<Result<StreamEvent, ProviderError>>) -> AssistantMessage {
+    match log.into_iter().last() {
+        Some(Ok(StreamEvent::Completed { message, .. })) => message,
+        other => panic!("the stream ends with no reply: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_calls_thought_signature_goes_back_with_it() {
+    // Gemini 3 behind its OpenAI-compatible endpoint refuses the next
+    // request unless each call of the turn comes back with the signature
+    // it was given: here the first call has one (split over two chunks),
+    // the second none; the third arrives with its arguments in pieces
+    // and the signature on the last.
+    let piece = |index: usize, mut call: Value| {
+        call["index"] = json!(index);
+        json!({"tool_calls": [call]})
+    };
+    let stream = [
+        chunk(
+            piece(
+                0,
+                json!({"id": "fc-1", "type": "function", "function": {"name": "read", "arguments": "{}"},
+                               "extra_content": {"google": {"thought_signature": "c2ln"}}}),
+            ),
+            Value::Null,
+        ),
+        chunk(piece(0, json!({"extra_content": {"google": {"thought_signature": "LTE="}}})), Value::Null),
+        chunk(
+            piece(1, json!({"id": "fc-2", "type": "function", "function": {"name": "now", "arguments": "{}"}})),
+            Value::Null,
+        ),
+        chunk(
+            piece(2, json!({"id": "fc-3", "type": "function", "function": {"name": "ls", "arguments": "{\"p\""}})),
+            Value::Null,
+        ),
+        chunk(
+            piece(
+                2,
+                json!({"function": {"arguments": ":1}"}, "extra_content": {"google": {"thought_signature": "My0z"}}}),
+            ),
+            json!("tool_calls"),
+        ),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let answer = chunk(json!({"content": "done"}), json!("stop")) + "data: [DONE]\n\n";
+    let server = ReplayServer::start(vec![Reply::events(&stream), Reply::events(&answer)]).await;
+
+    let reply = reply_of(run(openai(&server), request(), 1).await);
+    assert_eq!(reply.reasoning, vec![signature("fc-1", "c2lnLTE="), signature("fc-3", "My0z")]);
+    let next = request()
+        .message(reply)
+        .message(Message::tool_result("fc-1", "a"))
+        .message(Message::tool_result("fc-2", "b"))
+        .message(Message::tool_result("fc-3", "c"));
+    run(openai(&server), next, 1).await;
+    let sent = server.requests()[1].json();
+    let calls = &sent["messages"][1]["tool_calls"];
+    let signatures: Vec<&Value> = (0..3).map(|i| &calls[i]["extra_content"]["google"]["thought_signature"]).collect();
+    assert_eq!(signatures, [&json!("c2lnLTE="), &Value::Null, &json!("My0z")], "sent: {sent}");
+    assert!(calls[1].get("extra_content").is_none(), "a call without a signature is sent as before: {sent}");
+}
+
 #[tokio::test]
 async fn tool_calls_that_end_with_stop_are_tool_use() {
     // Gemini's OpenAI-compatible endpoint: the calls whole, without
     // `index`, each with its id and Google's `extra_content`; then the
     // usage and `"finish_reason": "stop"`, which that server writes for a
     // reply of tool calls too.
-    let call = |id: &str, name: &str, arguments: &str| {
+    let call = |id: &str, name: &str, arguments: &str, signature: &str| {
         json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments},
-               "extra_content": {"google": {"thought_signature": "c2ln"}}})
+               "extra_content": {"google": {"thought_signature": signature}}})
     };
-    let calls = [call("function-call-1", "read", r#"{"path":"a.rs"}"#), call("function-call-2", "now", "")];
+    let calls = [
+        call("function-call-1", "read", r#"{"path":"a.rs"}"#, "c2lnLTE="),
+        call("function-call-2", "now", "", "c2lnLTI="),
+    ];
     let usage = json!({"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12});
     let last =
         json!({"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": "stop"}], "usage": usage});
@@ -61,6 +136,8 @@ async fn tool_calls_that_end_with_stop_are_tool_use() {
             ToolCall { id: "function-call-1".into(), name: "read".into(), arguments: json!({"path": "a.rs"}) },
             ToolCall { id: "function-call-2".into(), name: "now".into(), arguments: json!({}) },
         ],
+        // Each call's thought signature, kept to go back with it.
+        reasoning: vec![signature("function-call-1", "c2lnLTE="), signature("function-call-2", "c2lnLTI=")].into(),
         ..AssistantMessage::default()
     };
     assert_eq!(

@@ -307,11 +307,13 @@ fn assistant_blocks(reply: &AssistantMessage) -> Vec<Value> {
         return Vec::new();
     }
     let mut blocks = Vec::with_capacity(reply.reasoning.len() + 1 + reply.tool_calls.len());
-    blocks.extend(reply.reasoning.iter().map(|block| match block {
+    blocks.extend(reply.reasoning.iter().filter_map(|block| match block {
         ReasoningBlock::Thinking { thinking, signature } => {
-            json!({"type": "thinking", "thinking": thinking, "signature": signature})
+            Some(json!({"type": "thinking", "thinking": thinking, "signature": signature}))
         }
-        ReasoningBlock::RedactedThinking { data } => json!({"type": "redacted_thinking", "data": data}),
+        ReasoningBlock::RedactedThinking { data } => Some(json!({"type": "redacted_thinking", "data": data})),
+        // Gemini's, from a conversation that changed provider.
+        ReasoningBlock::CallSignature { .. } => None,
     }));
     blocks.extend(text);
     blocks.extend(

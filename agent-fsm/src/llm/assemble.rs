@@ -1,6 +1,7 @@
 //! Builds the reply from its deltas, for both providers' parsers: the text
 //! so far, the reasoning blocks (Anthropic's thinking, which only that
-//! parser reads), and each tool call's id, name and argument text, found
+//! parser reads), and each tool call's id, name, argument text and
+//! signature (Gemini's, which only the OpenAI-compatible parser reads), found
 //! by the key the provider gives (OpenAI's `index`, Anthropic's content-block
 //! index) and by id. At the end every call's arguments are parsed as JSON
 //! (text that is not JSON is kept as a string, for the tool to refuse in
@@ -15,9 +16,7 @@ use serde_json::Value;
 use super::classify::truncate;
 use super::error::{ErrorKind, ProviderError};
 use super::event::StreamEvent;
-use super::reasoning::Reasoning;
-#[cfg(feature = "anthropic")]
-use super::reasoning::ReasoningBlock;
+use super::reasoning::{Reasoning, ReasoningBlock};
 use super::sse::{MAX_EVENT_BYTES, SseDecoder};
 use super::types::{AssistantMessage, ToolCall};
 
@@ -56,6 +55,9 @@ struct Partial {
     /// Arguments given whole when the call began (Anthropic's
     /// `content_block_start.input`), used if no fragment follows.
     initial: Option<Value>,
+    /// Gemini's signature of the call (empty: none), kept in the reply as
+    /// a [`ReasoningBlock::CallSignature`].
+    signature: String,
 }
 
 /// The reply as it stands.
@@ -126,6 +128,7 @@ impl Assembler {
                     name: String::new(),
                     arguments: String::new(),
                     initial: None,
+                    signature: String::new(),
                 });
                 self.calls.len() - 1
             }
@@ -149,6 +152,16 @@ impl Assembler {
         self.bytes +=
             fragment.len() + new_id.as_ref().map_or(0, String::len) + new_name.as_ref().map_or(0, String::len);
         StreamEvent::ToolCallDelta { index, id: new_id, name: new_name, arguments_fragment: fragment.to_owned() }
+    }
+
+    /// Appends a piece of the signature of the call at `position` (the
+    /// `index` of the [`StreamEvent::ToolCallDelta`] its piece came in).
+    #[cfg(feature = "openai")]
+    pub(crate) fn sign_call(&mut self, position: usize, signature: &str) {
+        if let Some(call) = self.calls.get_mut(position) {
+            call.signature.push_str(signature);
+            self.bytes += signature.len();
+        }
     }
 
     /// The error that ends a reply past [`MAX_CALLS`]. The parsers check
@@ -179,6 +192,7 @@ impl Assembler {
         self.bytes += match &block {
             ReasoningBlock::Thinking { thinking, signature } => thinking.len() + signature.len(),
             ReasoningBlock::RedactedThinking { data } => data.len(),
+            ReasoningBlock::CallSignature { call_id, signature } => call_id.len() + signature.len(),
         };
         self.reasoning.push(block);
         self.reasoning.len() - 1
@@ -246,6 +260,10 @@ impl Assembler {
             } else {
                 call.id.clone()
             };
+            if !call.signature.is_empty() {
+                let signature = call.signature.clone();
+                self.reasoning.push(ReasoningBlock::CallSignature { call_id: id.clone(), signature });
+            }
             tool_calls.push(ToolCall { id, name: call.name.clone(), arguments });
         }
         AssistantMessage {

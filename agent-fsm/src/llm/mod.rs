@@ -76,7 +76,10 @@
 //! the Anthropic client sends them back, unchanged and first, with the
 //! message that carries them, as the API requires in a tool round (see
 //! [`anthropic`](crate::llm::anthropic#extended-thinking)). The
-//! OpenAI-compatible client never sends them.
+//! OpenAI-compatible client never sends them. It keeps there, instead,
+//! the thought signature Gemini gives each tool call
+//! ([`ReasoningBlock::CallSignature`]), and sends it back on that call,
+//! which Gemini 3 requires of the next request in a tool round.
 //!
 //! In a machine, an action that calls the model opens the stream through
 //! the effects context, mapping each item to an event:

@@ -38,7 +38,11 @@
 //! `reasoning` (OpenRouter's, Groq's), delivered as
 //! [`StreamEvent::ReasoningDelta`] and not kept in the reply,
 //! a reply of tool calls that ends with `stop` (Gemini's; read as
-//! [`StopReason::ToolUse`]), text-generation-inference's own names for a
+//! [`StopReason::ToolUse`]), a call's thought signature in
+//! `extra_content.google` (Gemini's; kept in the reply as a
+//! [`ReasoningBlock::CallSignature`]
+//! and sent back on the call, without which Gemini 3 refuses the next
+//! request), text-generation-inference's own names for a
 //! finish (`eos_token`, `stop_sequence`), a stream that ends with the
 //! finish reason and no `[DONE]`, and an error sent as a chunk (its
 //! `error` an object or, as text-generation-inference writes it, the
@@ -69,6 +73,7 @@ use super::classify;
 use super::error::{ErrorKind, ProviderError};
 use super::event::{StopReason, StreamEvent, Usage};
 use super::http::{Decoder, HttpOptions, Item, Transport};
+use super::reasoning::ReasoningBlock;
 use super::sse::SseDecoder;
 use super::types::{Message, Request};
 use wire::{Arguments, Chunk, ErrorField};
@@ -307,7 +312,14 @@ fn wire_message(message: &Message) -> Value {
             let calls: Vec<Value> = reply
                 .tool_calls
                 .iter()
-                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.sent_arguments().to_string()}}))
+                .map(|c| {
+                    let mut call = json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.sent_arguments().to_string()}});
+                    // Gemini's signature of the call goes back with it.
+                    if let Some(signature) = call_signature(&reply.reasoning, &c.id) {
+                        call["extra_content"] = json!({"google": {"thought_signature": signature}});
+                    }
+                    call
+                })
                 .collect();
             // A reply of tool calls only has `null` content.
             let content = if reply.text.is_empty() { Value::Null } else { json!(reply.text) };
@@ -315,6 +327,14 @@ fn wire_message(message: &Message) -> Value {
         }
         Message::Tool(result) => json!({"role": "tool", "tool_call_id": result.call_id, "content": result.content}),
     }
+}
+
+/// The signature `reasoning` holds for the call `id`, if any.
+fn call_signature<'r>(reasoning: &'r [ReasoningBlock], id: &str) -> Option<&'r str> {
+    reasoning.iter().find_map(|block| match block {
+        ReasoningBlock::CallSignature { call_id, signature } if call_id == id => Some(signature.as_str()),
+        _ => None,
+    })
 }
 
 impl Provider for OpenAi {
@@ -457,6 +477,9 @@ impl StreamParser {
                         function.and_then(|f| f.name.as_deref()),
                         &function.and_then(|f| f.arguments.as_ref()).map(Arguments::text).unwrap_or_default(),
                     );
+                    if let (StreamEvent::ToolCallDelta { index, .. }, Some(signature)) = (&event, call.signature()) {
+                        self.reply.sign_call(*index, signature);
+                    }
                     out.push_back(Ok(event));
                     if let Some(error) = self.reply.too_many_calls() {
                         return self.fail(error, out);

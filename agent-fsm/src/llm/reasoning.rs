@@ -1,6 +1,7 @@
 //! The reasoning a reply came with ([`Reasoning`], [`ReasoningBlock`]):
-//! Anthropic's thinking blocks, kept exactly as received so that they go
-//! back to the server with the reply that made them.
+//! Anthropic's thinking blocks and Gemini's signatures of tool calls, kept
+//! exactly as received so that they go back to the server with the reply
+//! that made them.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -12,7 +13,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// by the server, so the text must not be edited.
 ///
 /// Serialized as Anthropic writes it: `{"type": "thinking", "thinking",
-/// "signature"}` or `{"type": "redacted_thinking", "data"}`.
+/// "signature"}` or `{"type": "redacted_thinking", "data"}`; a call's
+/// signature as `{"type": "call_signature", "call_id", "signature"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -31,6 +33,20 @@ pub enum ReasoningBlock {
     RedactedThinking {
         /// The encrypted reasoning.
         data: String,
+    },
+    /// Gemini's signature of the reasoning behind one tool call of the
+    /// reply (`extra_content.google.thought_signature` on the call, from
+    /// its OpenAI-compatible endpoint). Gemini 3 refuses a request whose
+    /// conversation holds a call of the current turn without it (`400`,
+    /// "function call is missing a thought_signature"), so the
+    /// OpenAI-compatible client sends it back on the call it came with.
+    /// The Anthropic client does not send it.
+    CallSignature {
+        /// The id of the call it signs, as the reply's
+        /// [`ToolCall::id`](super::ToolCall::id).
+        call_id: String,
+        /// The server's signature, opaque.
+        signature: String,
     },
 }
 

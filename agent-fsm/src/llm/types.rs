@@ -103,12 +103,15 @@ pub struct AssistantMessage {
     /// The tools it asked for, in the order it asked.
     pub tool_calls: Vec<ToolCall>,
     /// The reasoning blocks the reply came with (Anthropic's extended
-    /// thinking), in the order it gave them, exactly as received. The
-    /// Anthropic client sends them back at the head of this message, as
-    /// the API requires of a reply that called tools; the OpenAI-compatible
-    /// client never sends them. Empty for a reply without any (and left
-    /// out of the serialized message then, so a message saved before the
-    /// field existed reads back the same).
+    /// thinking, Gemini's signatures of its calls), exactly as received.
+    /// The Anthropic client sends its thinking blocks back at the head of
+    /// this message, in the order they came, as the API requires of a
+    /// reply that called tools; the OpenAI-compatible client sends each
+    /// call's signature back on that call (see
+    /// [`ReasoningBlock::CallSignature`](super::ReasoningBlock::CallSignature))
+    /// and nothing else. Empty for a reply without any (and left out of
+    /// the serialized message then, so a message saved before the field
+    /// existed reads back the same).
     #[serde(default, skip_serializing_if = "Reasoning::is_empty")]
     pub reasoning: Reasoning,
 }

@@ -118,6 +118,31 @@ pub(super) struct ToolCallPiece<'a> {
     pub(super) id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub(super) function: Option<FunctionPiece<'a>>,
+    /// Google's fields on a call (Gemini's endpoint): the call's thought
+    /// signature, which must go back with it.
+    #[serde(default, borrow)]
+    pub(super) extra_content: Option<ExtraContent<'a>>,
+}
+
+/// A call's `extra_content`: only `google.thought_signature` is read.
+#[derive(Deserialize)]
+pub(super) struct ExtraContent<'a> {
+    #[serde(default, borrow)]
+    pub(super) google: Option<GoogleFields<'a>>,
+}
+
+/// `extra_content.google`.
+#[derive(Deserialize)]
+pub(super) struct GoogleFields<'a> {
+    #[serde(default, borrow)]
+    pub(super) thought_signature: Option<Cow<'a, str>>,
+}
+
+impl ToolCallPiece<'_> {
+    /// The call's thought signature, if the piece carries one.
+    pub(super) fn signature(&self) -> Option<&str> {
+        self.extra_content.as_ref()?.google.as_ref()?.thought_signature.as_deref()
+    }
 }
 
 #[derive(Deserialize)]
