@@ -1,11 +1,12 @@
 //! The OpenAI-compatible client against loopback servers that write the
 //! Chat Completions stream as other providers' servers do (Gemini's
 //! OpenAI-compatible endpoint, Hugging Face's text-generation-inference,
-//! Mistral's reasoning models, Poolside's, DeepSeek's, Foundry Local, and
-//! servers that ignore `"stream": true` and answer with the whole
-//! completion): a reply in their shape must come out whole and with its
-//! true stop reason, and a failure they report must be classified by what
-//! it says.
+//! Mistral's reasoning models, Poolside's, DeepSeek's, Foundry Local,
+//! Groq's, and servers that ignore `"stream": true` and answer with the
+//! whole completion): a reply in their shape must come out whole, with its
+//! true stop reason and usage, and a failure they report must be
+//! classified by what it says; what a server gave to be sent back (a
+//! call's signature) must go back.
 #![cfg(all(feature = "openai", feature = "runtime"))]
 
 #[path = "support/caller.rs"]
@@ -425,4 +426,31 @@ async fn reasoning_deltas_are_delivered_and_not_kept_in_the_reply() {
 
     let log = run(openai(&server), request(), 1).await;
     assert_eq!(log, vec![Ok(reasoning("Hm.")), Ok(reasoning("Sure.")), Ok(text("4")), Ok(done)]);
+}
+
+#[tokio::test]
+async fn groq_usage_in_x_groq_is_the_replys() {
+    // Groq's stream: `x_groq` on the first chunk with the request's id, and
+    // on the last, with the usage, where other servers put `usage`.
+    let first = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "llama-3.3-70b-versatile",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}],
+        "x_groq": {"id": "req_01"}});
+    let usage = json!({"queue_time": 0.01, "prompt_tokens": 40, "prompt_time": 0.006, "completion_tokens": 25,
+        "completion_time": 0.03, "total_tokens": 65, "total_time": 0.04});
+    let last = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "llama-3.3-70b-versatile",
+        "choices": [{"index": 0, "delta": {}, "logprobs": null, "finish_reason": "stop"}],
+        "x_groq": {"id": "req_01", "usage": usage}});
+    let stream = [
+        format!("data: {first}\n\n"),
+        chunk(json!({"content": "Hi"}), Value::Null),
+        format!("data: {last}\n\n"),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let message = AssistantMessage { text: "Hi".into(), ..AssistantMessage::default() };
+    assert_eq!(
+        kinds(run(openai(&server), request(), 1).await),
+        vec![Ok(text("Hi")), Ok(completed(message, StopReason::EndTurn, Usage::new(40, 25)))]
+    );
 }

@@ -27,8 +27,8 @@
 //! servers do differently is tolerated: optional fields left out or
 //! `null`, a `finish_reason` of `""` until the last chunk, `data:` without
 //! a space, keep-alive comments, usage in a last chunk with no choices
-//! (asked for with `stream_options.include_usage`) or in the chunk with
-//! the finish reason, a tool call's id repeated on every fragment,
+//! (asked for with `stream_options.include_usage`), in the chunk with
+//! the finish reason or, as Groq writes it, in that chunk's `x_groq`, a tool call's id repeated on every fragment,
 //! missing, or another one on the fragments after the first (Poolside's),
 //! every parallel call sent at index 0 with its own id and name, arguments
 //! whole in one chunk (or as a JSON object rather than its text),
@@ -503,8 +503,8 @@ impl StreamParser {
         }
         // Each count the server gives wins; one it leaves out or `null`
         // (LiteLLM's and MiniMax's partial or empty `usage` on other
-        // chunks) keeps what came before.
-        if let Some(usage) = chunk.usage {
+        // chunks) keeps what came before. Groq gives it in `x_groq`.
+        if let Some(usage) = chunk.usage.or_else(|| chunk.x_groq.and_then(|groq| groq.usage)) {
             let set = |field: &mut u64, value: Option<u64>| {
                 if let Some(value) = value {
                     *field = value;

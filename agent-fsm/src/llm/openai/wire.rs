@@ -80,6 +80,16 @@ pub(super) struct Chunk<'a> {
     /// The kind of an `error` given as text (text-generation-inference's).
     #[serde(default)]
     pub(super) error_type: Option<String>,
+    /// Groq's own fields: the last chunk's `usage` is in there.
+    #[serde(default)]
+    pub(super) x_groq: Option<XGroq>,
+}
+
+/// A chunk's `x_groq`: only its `usage` is read.
+#[derive(Deserialize)]
+pub(super) struct XGroq {
+    #[serde(default)]
+    pub(super) usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
