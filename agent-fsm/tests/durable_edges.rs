@@ -1,7 +1,8 @@
 //! Durable agents at their edges: sends still owed at a restart are
 //! delivered in the order they were due and then finished in the store;
 //! under `BeforeAction` no task runs before the step that spawned it is
-//! written; a task cancelled by the action that spawned it leaves nothing
+//! written (every step's, not only the first's), nor ever if the store
+//! refused that step; a task cancelled by the action that spawned it leaves nothing
 //! in flight; a writer thread that hits a full store stops the agent while
 //! it runs, and writes an agent whose id a thread name cannot hold; a
 //! `Durable` describes itself without its store; a step whose
@@ -241,8 +242,8 @@ fn a_durable_shows_its_agent_and_mode() {
 }
 
 /// A store that, while it writes a step whose event is `Spawn`, watches
-/// for a task of that step to begin running (for up to `WATCH`), and
-/// notes how many had.
+/// for a task to begin running (for up to `WATCH`), and notes how many
+/// had.
 struct Watching {
     inner: MemoryStore,
     ran: Arc<AtomicUsize>,
@@ -268,7 +269,8 @@ impl CheckpointStore for Watching {
     fn append(&self, agent: &str, step: &StepRecord) -> Result<(), StoreError> {
         if step.event.contains("\"spawn\"") {
             let since = Instant::now();
-            while self.ran.load(Ordering::SeqCst) == 0 && since.elapsed() < WATCH {
+            let before = self.ran.load(Ordering::SeqCst);
+            while self.ran.load(Ordering::SeqCst) == before && since.elapsed() < WATCH {
                 std::thread::sleep(Duration::from_millis(1));
             }
             self.seen.lock().expect("not poisoned").push(self.ran.load(Ordering::SeqCst));
@@ -319,6 +321,52 @@ async fn before_action_runs_no_task_until_its_step_is_written() {
     within(handle.shutdown()).await.expect("stops");
     assert_eq!(*store.seen.lock().expect("not poisoned"), [0], "tasks ran while their step was written");
     assert_eq!(effects.ran.load(Ordering::SeqCst), 3);
+}
+
+/// Not only the first step's: each step's tasks wait for its write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn before_action_holds_the_tasks_of_every_step_until_it_is_written() {
+    let effects = Sender::default();
+    let store = Arc::new(Watching { inner: MemoryStore::new(), ran: Arc::clone(&effects.ran), seen: Mutex::default() });
+    let durable = Durable::new(store.clone(), "relay");
+    let (handle, _) = durable.spawn(|| Relay::new(Vec::new()), effects.clone(), ExecutorConfig::new()).expect("reads");
+    for (n, notes) in [(2, 2), (3, 5), (1, 6)] {
+        handle.send(Event::Spawn(n)).await.expect("sent");
+        within(async {
+            while handle.inspect(|m| m.context().len()).await.expect("runs") < notes {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await;
+    }
+    within(handle.shutdown()).await.expect("stops");
+    // At each write, only the tasks of the steps before it had run.
+    assert_eq!(*store.seen.lock().expect("not poisoned"), [0, 2, 5], "tasks ran while their step was written");
+    assert_eq!(effects.ran.load(Ordering::SeqCst), 6);
+}
+
+/// A step the store refused is not in the store: its tasks never run,
+/// though the worker had already queued them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn before_action_runs_no_task_of_a_step_the_store_refused() {
+    // The smallest quota that holds the new agent: its first step is refused.
+    let quota = (0..100_000)
+        .find(|&q| Journal::create(&MemoryStore::with_quota(q), "relay", &Relay::new(Vec::new())).is_ok())
+        .expect("a small agent fits");
+    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::with_quota(quota));
+    let effects = Sender::default();
+    let durable = Durable::new(Arc::clone(&store), "relay");
+    let (handle, _) = durable.spawn(|| Relay::new(Vec::new()), effects.clone(), ExecutorConfig::new()).expect("new");
+    let tracker = handle.tracker().clone();
+    handle.send(Event::Spawn(1000)).await.expect("sent");
+    let error = within(handle.wait_finished()).await.expect_err("the store is full");
+    let RequestError::Failed(error) = error else { panic!("not a failure: {error:?}") };
+    assert!(matches!(&*error, WorkerError::Store(_)), "{error:?}");
+    // Every task the worker started has ended, run or not.
+    tracker.close();
+    within(tracker.wait()).await;
+    assert_eq!(effects.ran.load(Ordering::SeqCst), 0, "a task of the refused step ran");
+    assert_eq!(store.agent("relay").expect("reads").expect("there").next_seq, 1);
 }
 
 #[tokio::test]
