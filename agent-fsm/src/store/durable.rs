@@ -13,11 +13,11 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::restore::{machine_of, replay_checked};
 use super::{CheckpointStore, EffectKind, Journal, SnapshotPolicy, StoreError};
 use crate::StateMachine;
 use crate::runtime::durable::{Replay, WorkId};
 use crate::runtime::{Effects, ExecutorConfig, MachineHandle};
-use crate::snapshot::{self, SnapshotError};
 
 mod writer;
 
@@ -168,7 +168,10 @@ impl Durable {
     /// # Errors
     /// What reading the store, or adding the agent to it, gives (see
     /// [`restore`](super::restore)): a store written by another machine, an
-    /// unknown format, a corrupt row.
+    /// unknown format, a corrupt row; [`StoreError::Corrupt`] too for a log
+    /// that the machine does not replay to the states it recorded, or that
+    /// misses a step, from the snapshot the work in flight is performed
+    /// again from (which may be older than the one `restore` reads).
     ///
     /// # Panics
     /// Like `tokio::spawn`, if called outside a tokio runtime.
@@ -345,14 +348,17 @@ where
     let (from, snap) = store
         .snapshot_at_or_before(agent, before)?
         .ok_or_else(|| StoreError::corrupt(agent, "log", 0, "no snapshot at or before the step"))?;
-    let machine = snapshot::from_json::<M>(&snap.data).map_err(|e| match e {
-        SnapshotError::WrongMachine { expected, found } => {
-            StoreError::WrongMachine { agent: agent.to_owned(), expected, found }
-        }
-        other => StoreError::corrupt(agent, "snapshot", from, other),
-    })?;
+    let machine = machine_of::<M>(agent, from, &snap)?;
+    let records = store.events(agent, from, last)?;
+    // `restore` checked the steps after the newest snapshot; this replay
+    // may start further back, before the oldest step whose work is still
+    // in flight. Those steps are checked too, on a machine of their own,
+    // before the worker performs any action again: a release whose
+    // transitions changed, or a log that lost a row, is refused here
+    // rather than run as a machine that is not the one the store holds.
+    replay_checked(agent, &mut machine_of::<M>(agent, from, &snap)?, from, last, &records)?;
     let mut steps = Vec::new();
-    for record in store.events(agent, from, last)? {
+    for record in records {
         if let Some(origin) = &record.origin
             && let Some(id) = streams.get(origin)
             && let Some(skip) = perform.get_mut(&id.step).and_then(|keep| keep.get_mut(id))
