@@ -1,13 +1,14 @@
 //! Durable agents at their edges: sends still owed at a restart are
-//! delivered in the order they were due and then finished in the store;
-//! under `BeforeAction` no task runs before the step that spawned it is
-//! written (every step's, not only the first's), nor ever if the store
-//! refused that step; a task cancelled by the action that spawned it leaves nothing
-//! in flight; a writer thread that hits a full store stops the agent while
-//! it runs, and writes an agent whose id a thread name cannot hold; a
-//! `Durable` describes itself without its store; a step whose
-//! event came from the mailbox is marked as input, and a restart reads past
-//! that mark.
+//! delivered in the order they were due and then finished in the store,
+//! and deadlines due together fire in the order they were set; under
+//! `BeforeAction` no task runs before the step that spawned it is written
+//! (every step's, not only the first's), nor ever if the store refused
+//! that step; a task cancelled by the action that spawned it leaves
+//! nothing in flight; a writer thread that hits a full store stops the
+//! agent while it runs, and writes an agent whose id a thread name cannot
+//! hold; a `Durable` describes itself without its store; a step whose
+//! event came from the mailbox is marked as input, and a restart reads
+//! past that mark.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig, RequestError, WorkerError};
 use agent_fsm::store::{
     AgentInfo, Checkpoint, CheckpointStore, Durability, Durable, Effect, EffectKind, EventRecord, INPUT_ORIGIN,
-    InFlight, Journal, MemoryStore, Snapshot, SnapshotPolicy, Start, StepRecord, StoreError, restore,
+    InFlight, Journal, MemoryStore, Snapshot, SnapshotPolicy, SqliteStore, Start, StepRecord, StoreError, restore,
 };
 
 #[allow(unreachable_pub)]
@@ -47,6 +48,8 @@ mod relay {
         Hop,
         /// Each name streamed back as a `Note`, in order.
         Stream(Vec<String>),
+        /// Each name a `Note` at a deadline a minute away, set in order.
+        Remind(Vec<String>),
     }
 
     #[actions]
@@ -59,6 +62,7 @@ mod relay {
         SpawnAndCancel,
         HopTask,
         StreamAll(Vec<String>),
+        RemindAll(Vec<String>),
     }
 
     transitions! {
@@ -68,6 +72,7 @@ mod relay {
         Idle + Doom => Idle / SpawnAndCancel,
         Idle + Hop => Idle / HopTask,
         Idle + Stream(names) => Idle / StreamAll(names.clone()),
+        Idle + Remind(names) => Idle / RemindAll(names.clone()),
     }
 }
 
@@ -118,6 +123,11 @@ impl Effects<Relay> for Sender {
                 let items = futures::stream::iter(names.into_iter().map(Event::Note));
                 cx.stream_keyed("names", items, |_| None);
             }
+            relay::Action::RemindAll(names) => {
+                for name in names {
+                    cx.deadline(Duration::from_secs(60), Event::Note(name));
+                }
+            }
             relay::Action::Nothing => {}
         }
     }
@@ -126,6 +136,13 @@ impl Effects<Relay> for Sender {
 /// Fails a test whose agent hangs, instead of stalling the suite.
 async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("the agent answered in time")
+}
+
+/// A wall clock that follows tokio's (paused) one.
+fn tokio_clock() -> impl Fn() -> SystemTime + Send + Sync + 'static {
+    let base = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let start = tokio::time::Instant::now();
+    move || base + start.elapsed()
 }
 
 fn note(name: &str) -> String {
@@ -197,6 +214,29 @@ async fn sends_of_a_running_agent_are_written_and_finished_by_their_delivery() {
     let restored = restore::<Relay, _>(&*store, "relay").expect("restores");
     assert_eq!(restored.machine.context(), &["x", "y"]);
     assert_eq!(restored.next_seq, 4);
+}
+
+/// Deadlines one action set for the same moment fire in the order it set
+/// them, after a restart as before it: more than ten of them too, whose
+/// keys (`"1.10"` before `"1.2"` as text) do not sort in that order.
+#[tokio::test(start_paused = true)]
+async fn deadlines_set_together_fire_in_call_order_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store: Arc<dyn CheckpointStore> = Arc::new(SqliteStore::open(dir.path().join("agents.db")).expect("opens"));
+    let durable = Durable::new(Arc::clone(&store), "relay").clock(tokio_clock());
+    let names: Vec<String> = (0..12).map(|i| format!("reminder {i}")).collect();
+    let (handle, _) = durable.spawn(|| Relay::new(Vec::new()), Sender::default(), ExecutorConfig::new()).expect("new");
+    handle.send(Event::Remind(names.clone())).await.expect("sent");
+    // Deadlines let the agent be idle.
+    within(handle.wait_idle()).await.expect("runs");
+    within(handle.shutdown()).await.expect("stops");
+
+    let (handle, start) =
+        durable.spawn(|| Relay::new(Vec::new()), Sender::default(), ExecutorConfig::new()).expect("resumes");
+    assert_eq!(start, Start::Resumed { last: 1 });
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    within(handle.wait_idle()).await.expect("runs");
+    assert_eq!(handle.inspect(|m| m.context().clone()).await.expect("runs"), names);
 }
 
 #[tokio::test]

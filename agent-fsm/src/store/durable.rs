@@ -56,7 +56,8 @@ pub enum Start {
 ///   continues where it stopped; a stream's end is written when the worker
 ///   sees it, so a stream that ended is not opened again;
 /// - a timer is re-armed for the time left of its deadline (fired at once
-///   if it passed meanwhile); an event sent for delivery after its step
+///   if it passed meanwhile; timers due together fire in the order they
+///   were set); an event sent for delivery after its step
 ///   is delivered after the restart if it was not before;
 /// - a stop (shutdown, every handle dropped) is a pause: the work it
 ///   cancels, and the shutdown event, are not written, so the next spawn
@@ -341,6 +342,11 @@ where
             EffectKind::Send => sends.push((id, event()?)),
         }
     }
+    // Timers due at the same moment fire in the order they are armed:
+    // arm them by deadline, then as they were set (step, then call order
+    // within it), not in the store's order of their keys as text
+    // (`"1.10"` before `"1.2"`).
+    timers.sort_by_key(|(id, left, _, _)| (*left, *id));
     // Sends are due latest step first (what a step sends goes before the
     // older sends still waiting), in call order within a step.
     sends.sort_by_key(|(id, _)| (std::cmp::Reverse(id.step), id.rank));
