@@ -1,17 +1,48 @@
 //! A SQLite store whose rows someone edited by hand: a sequence number,
 //! a time or an agent's creation time that is text rather than an
-//! integer. Reading the agent, restoring it and listing its checkpoints
-//! give `StoreError::Corrupt` (a store not to resume from), never
-//! `StoreError::Read`, which reads as the file failing to be read.
+//! integer, an event whose transition panics on replay. Reading the
+//! agent, restoring it and listing its checkpoints give
+//! `StoreError::Corrupt` (a store not to resume from), never
+//! `StoreError::Read`, which reads as the file failing to be read, and
+//! never a panic.
 
 use std::path::Path;
 
-use agent_fsm::store::{CheckpointStore, SqliteStore, StoreError, restore};
+use agent_fsm::store::{CheckpointStore, Journal, SqliteStore, StoreError, restore, restore_at};
 
 #[path = "stores/chat.rs"]
 mod chat_agent;
 
 use chat_agent::{Agent, Machine};
+
+/// A tally whose transition panics past `u32::MAX`, as a live agent's
+/// worker never logs (it fails at that step).
+#[allow(unreachable_pub)]
+#[agent_fsm::state_machine(fallback = Nothing, serde, name = Tally)]
+mod tally {
+    #[states]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum State {
+        #[initial]
+        Counting { n: u32 },
+    }
+
+    #[events]
+    #[derive(Debug)]
+    pub enum Event {
+        Add(u32),
+    }
+
+    #[actions]
+    #[derive(Debug)]
+    pub enum Action {
+        Nothing,
+    }
+
+    transitions! {
+        Counting { n } + Add(k) => Counting { n: n.checked_add(k).expect("the tally fits") } / Nothing,
+    }
+}
 
 /// A store at `path` holding agent `a` after two turns.
 fn written(path: &Path) -> SqliteStore {
@@ -71,4 +102,26 @@ fn times_that_are_text_are_corrupt_checkpoints() {
         edit(&path, sql);
         assert_corrupt(sql, store.checkpoints("a"));
     }
+}
+
+#[test]
+fn an_event_whose_replay_panics_is_corrupt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let store = SqliteStore::open(&path).expect("opens");
+    let mut machine = tally::Tally::new(0);
+    let mut journal = Journal::create(&store, "t", &machine).expect("creates");
+    for k in [1, 2] {
+        let event = tally::Event::Add(k);
+        let step = journal.begin(&event).expect("encodes");
+        machine.handle_event(event);
+        journal.commit(&store, step, &machine).expect("writes");
+    }
+    let huge = Journal::<tally::Tally>::encode(&tally::Event::Add(u32::MAX)).expect("encodes");
+    edit(&path, &format!("UPDATE events SET event = '{huge}' WHERE agent = 't' AND seq = 2"));
+    let restored = std::panic::catch_unwind(|| restore::<tally::Tally, _>(&store, "t").map(|r| r.next_seq));
+    let restored = restored.expect("restoring does not panic");
+    assert!(matches!(restored, Err(StoreError::Corrupt { what: "event", seq: 2, .. })), "{restored:?}");
+    let earlier = std::panic::catch_unwind(|| restore_at::<tally::Tally, _>(&store, "t", 1).map(|m| m.state().clone()));
+    assert_eq!(earlier.expect("no panic").expect("step 1 reads"), tally::State::Counting { n: 1 });
 }

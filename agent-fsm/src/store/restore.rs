@@ -3,6 +3,8 @@
 //! `handle_event`, which is deterministic, so the machine is the one that
 //! handled them live.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -33,8 +35,8 @@ pub struct Restored<M> {
 /// machine wrote the agent; [`StoreError::UnknownFormat`] for a snapshot
 /// or an agent of a newer format; [`StoreError::Corrupt`] for a row that
 /// does not decode, a gap in the log (or, in SQLite and Postgres, rows of
-/// steps past its end), or a replay that does not reach the state the log recorded; the
-/// store's read error.
+/// steps past its end), or a replay that does not reach the state the log
+/// recorded or whose transition panics; the store's read error.
 pub fn restore<M, S>(store: &S, agent: &str) -> Result<Restored<M>, StoreError>
 where
     M: StateMachine,
@@ -168,7 +170,18 @@ where
         }
         let event: M::Event =
             serde_json::from_str(&record.event).map_err(|e| StoreError::corrupt(agent, "event", record.seq, e))?;
-        machine.handle_event(event);
+        // A step whose transition panicked was never logged (the worker
+        // fails before writing it): a replay that panics is a log this
+        // code did not write, or a row edited since, and is refused as
+        // such rather than unwinding through the caller.
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| machine.handle_event(event))) {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_owned());
+            return Err(StoreError::corrupt(agent, "event", record.seq, format!("replaying it panicked: {message}")));
+        }
         // The live machine reached `record.state`; a replay that does not
         // is a log that is not this machine's (or a table that changed).
         if machine.status().to_string() != record.state {
