@@ -13,7 +13,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
 use super::{
     AgentInfo, Checkpoint, CheckpointStore, Effect, EffectKind, EventRecord, FORMAT_VERSION, InFlight, Snapshot,
@@ -208,6 +208,14 @@ fn write_err(e: rusqlite::Error) -> StoreError {
     }
 }
 
+/// A read transaction on `conn`: the reads of one method see one state of
+/// the file, not steps another connection appended between two of them
+/// (a step's snapshot without its event reads as a log that lost steps).
+/// Dropped, it ends (it wrote nothing to roll back).
+fn read_tx(conn: &mut Connection) -> Result<Transaction<'_>, StoreError> {
+    conn.transaction().map_err(read_err)
+}
+
 fn read_err(e: rusqlite::Error) -> StoreError {
     StoreError::Read(Box::new(e))
 }
@@ -334,7 +342,8 @@ impl CheckpointStore for SqliteStore {
     }
 
     fn agent(&self, agent: &str) -> Result<Option<AgentInfo>, StoreError> {
-        let conn = self.lock();
+        let mut conn = self.lock();
+        let conn = read_tx(&mut conn)?;
         let Some(next_seq) = next_seq(&conn, agent)? else { return Ok(None) };
         let row = conn
             .query_row("SELECT machine, format, forked_from, forked_at FROM agents WHERE agent = ?1", [agent], |row| {
@@ -405,7 +414,8 @@ impl CheckpointStore for SqliteStore {
     }
 
     fn snapshot_at_or_before(&self, agent: &str, seq: u64) -> Result<Option<(u64, Snapshot)>, StoreError> {
-        let conn = self.lock();
+        let mut conn = self.lock();
+        let conn = read_tx(&mut conn)?;
         known_next(&conn, agent)?;
         let row = conn
             .prepare_cached(
@@ -431,7 +441,8 @@ impl CheckpointStore for SqliteStore {
     }
 
     fn events(&self, agent: &str, after: u64, through: u64) -> Result<Vec<EventRecord>, StoreError> {
-        let conn = self.lock();
+        let mut conn = self.lock();
+        let conn = read_tx(&mut conn)?;
         known_next(&conn, agent)?;
         let mut stmt = conn
             .prepare_cached(
@@ -466,7 +477,8 @@ impl CheckpointStore for SqliteStore {
     }
 
     fn in_flight(&self, agent: &str, seq: u64) -> Result<Vec<InFlight>, StoreError> {
-        let conn = self.lock();
+        let mut conn = self.lock();
+        let conn = read_tx(&mut conn)?;
         known_next(&conn, agent)?;
         let mut stmt = conn
             .prepare_cached(
@@ -507,7 +519,8 @@ impl CheckpointStore for SqliteStore {
     }
 
     fn checkpoints(&self, agent: &str) -> Result<Vec<Checkpoint>, StoreError> {
-        let conn = self.lock();
+        let mut conn = self.lock();
+        let conn = read_tx(&mut conn)?;
         known_next(&conn, agent)?;
         let first = conn
             .query_row(
