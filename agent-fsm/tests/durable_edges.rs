@@ -1,12 +1,14 @@
 //! Durable agents at their edges: sends still owed at a restart are
-//! delivered in the order they were due and then finished in the store;
-//! under `BeforeAction` no task runs before the step that spawned it is
-//! written; a task cancelled by the action that spawned it leaves nothing
-//! in flight; a writer thread that hits a full store stops the agent while
-//! it runs, and writes an agent whose id a thread name cannot hold; a
-//! `Durable` describes itself without its store; a step whose
-//! event came from the mailbox is marked as input, and a restart reads past
-//! that mark.
+//! delivered in the order they were due and then finished in the store,
+//! and deadlines due together fire in the order they were set; under
+//! `BeforeAction` no task runs before the step that spawned it is written
+//! (every step's, not only the first's), nor ever if the store refused
+//! that step; a task cancelled by the action that spawned it leaves
+//! nothing in flight; a writer thread that hits a full store stops the
+//! agent while it runs, and writes an agent whose id a thread name cannot
+//! hold; a `Durable` describes itself without its store; a step whose
+//! event came from the mailbox is marked as input, and a restart reads
+//! past that mark.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig, RequestError, WorkerError};
 use agent_fsm::store::{
     AgentInfo, Checkpoint, CheckpointStore, Durability, Durable, Effect, EffectKind, EventRecord, INPUT_ORIGIN,
-    InFlight, Journal, MemoryStore, Snapshot, SnapshotPolicy, Start, StepRecord, StoreError, restore,
+    InFlight, Journal, MemoryStore, Snapshot, SnapshotPolicy, SqliteStore, Start, StepRecord, StoreError, restore,
 };
 
 #[allow(unreachable_pub)]
@@ -46,6 +48,8 @@ mod relay {
         Hop,
         /// Each name streamed back as a `Note`, in order.
         Stream(Vec<String>),
+        /// Each name a `Note` at a deadline a minute away, set in order.
+        Remind(Vec<String>),
     }
 
     #[actions]
@@ -58,6 +62,7 @@ mod relay {
         SpawnAndCancel,
         HopTask,
         StreamAll(Vec<String>),
+        RemindAll(Vec<String>),
     }
 
     transitions! {
@@ -67,6 +72,7 @@ mod relay {
         Idle + Doom => Idle / SpawnAndCancel,
         Idle + Hop => Idle / HopTask,
         Idle + Stream(names) => Idle / StreamAll(names.clone()),
+        Idle + Remind(names) => Idle / RemindAll(names.clone()),
     }
 }
 
@@ -117,6 +123,11 @@ impl Effects<Relay> for Sender {
                 let items = futures::stream::iter(names.into_iter().map(Event::Note));
                 cx.stream_keyed("names", items, |_| None);
             }
+            relay::Action::RemindAll(names) => {
+                for name in names {
+                    cx.deadline(Duration::from_secs(60), Event::Note(name));
+                }
+            }
             relay::Action::Nothing => {}
         }
     }
@@ -125,6 +136,13 @@ impl Effects<Relay> for Sender {
 /// Fails a test whose agent hangs, instead of stalling the suite.
 async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("the agent answered in time")
+}
+
+/// A wall clock that follows tokio's (paused) one.
+fn tokio_clock() -> impl Fn() -> SystemTime + Send + Sync + 'static {
+    let base = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let start = tokio::time::Instant::now();
+    move || base + start.elapsed()
 }
 
 fn note(name: &str) -> String {
@@ -198,6 +216,29 @@ async fn sends_of_a_running_agent_are_written_and_finished_by_their_delivery() {
     assert_eq!(restored.next_seq, 4);
 }
 
+/// Deadlines one action set for the same moment fire in the order it set
+/// them, after a restart as before it: more than ten of them too, whose
+/// keys (`"1.10"` before `"1.2"` as text) do not sort in that order.
+#[tokio::test(start_paused = true)]
+async fn deadlines_set_together_fire_in_call_order_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store: Arc<dyn CheckpointStore> = Arc::new(SqliteStore::open(dir.path().join("agents.db")).expect("opens"));
+    let durable = Durable::new(Arc::clone(&store), "relay").clock(tokio_clock());
+    let names: Vec<String> = (0..12).map(|i| format!("reminder {i}")).collect();
+    let (handle, _) = durable.spawn(|| Relay::new(Vec::new()), Sender::default(), ExecutorConfig::new()).expect("new");
+    handle.send(Event::Remind(names.clone())).await.expect("sent");
+    // Deadlines let the agent be idle.
+    within(handle.wait_idle()).await.expect("runs");
+    within(handle.shutdown()).await.expect("stops");
+
+    let (handle, start) =
+        durable.spawn(|| Relay::new(Vec::new()), Sender::default(), ExecutorConfig::new()).expect("resumes");
+    assert_eq!(start, Start::Resumed { last: 1 });
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    within(handle.wait_idle()).await.expect("runs");
+    assert_eq!(handle.inspect(|m| m.context().clone()).await.expect("runs"), names);
+}
+
 #[tokio::test]
 async fn a_writer_thread_that_fills_the_store_stops_the_running_agent() {
     let store = Arc::new(MemoryStore::with_quota(1_500));
@@ -241,8 +282,8 @@ fn a_durable_shows_its_agent_and_mode() {
 }
 
 /// A store that, while it writes a step whose event is `Spawn`, watches
-/// for a task of that step to begin running (for up to `WATCH`), and
-/// notes how many had.
+/// for a task to begin running (for up to `WATCH`), and notes how many
+/// had.
 struct Watching {
     inner: MemoryStore,
     ran: Arc<AtomicUsize>,
@@ -268,7 +309,8 @@ impl CheckpointStore for Watching {
     fn append(&self, agent: &str, step: &StepRecord) -> Result<(), StoreError> {
         if step.event.contains("\"spawn\"") {
             let since = Instant::now();
-            while self.ran.load(Ordering::SeqCst) == 0 && since.elapsed() < WATCH {
+            let before = self.ran.load(Ordering::SeqCst);
+            while self.ran.load(Ordering::SeqCst) == before && since.elapsed() < WATCH {
                 std::thread::sleep(Duration::from_millis(1));
             }
             self.seen.lock().expect("not poisoned").push(self.ran.load(Ordering::SeqCst));
@@ -319,6 +361,52 @@ async fn before_action_runs_no_task_until_its_step_is_written() {
     within(handle.shutdown()).await.expect("stops");
     assert_eq!(*store.seen.lock().expect("not poisoned"), [0], "tasks ran while their step was written");
     assert_eq!(effects.ran.load(Ordering::SeqCst), 3);
+}
+
+/// Not only the first step's: each step's tasks wait for its write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn before_action_holds_the_tasks_of_every_step_until_it_is_written() {
+    let effects = Sender::default();
+    let store = Arc::new(Watching { inner: MemoryStore::new(), ran: Arc::clone(&effects.ran), seen: Mutex::default() });
+    let durable = Durable::new(store.clone(), "relay");
+    let (handle, _) = durable.spawn(|| Relay::new(Vec::new()), effects.clone(), ExecutorConfig::new()).expect("reads");
+    for (n, notes) in [(2, 2), (3, 5), (1, 6)] {
+        handle.send(Event::Spawn(n)).await.expect("sent");
+        within(async {
+            while handle.inspect(|m| m.context().len()).await.expect("runs") < notes {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await;
+    }
+    within(handle.shutdown()).await.expect("stops");
+    // At each write, only the tasks of the steps before it had run.
+    assert_eq!(*store.seen.lock().expect("not poisoned"), [0, 2, 5], "tasks ran while their step was written");
+    assert_eq!(effects.ran.load(Ordering::SeqCst), 6);
+}
+
+/// A step the store refused is not in the store: its tasks never run,
+/// though the worker had already queued them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn before_action_runs_no_task_of_a_step_the_store_refused() {
+    // The smallest quota that holds the new agent: its first step is refused.
+    let quota = (0..100_000)
+        .find(|&q| Journal::create(&MemoryStore::with_quota(q), "relay", &Relay::new(Vec::new())).is_ok())
+        .expect("a small agent fits");
+    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::with_quota(quota));
+    let effects = Sender::default();
+    let durable = Durable::new(Arc::clone(&store), "relay");
+    let (handle, _) = durable.spawn(|| Relay::new(Vec::new()), effects.clone(), ExecutorConfig::new()).expect("new");
+    let tracker = handle.tracker().clone();
+    handle.send(Event::Spawn(1000)).await.expect("sent");
+    let error = within(handle.wait_finished()).await.expect_err("the store is full");
+    let RequestError::Failed(error) = error else { panic!("not a failure: {error:?}") };
+    assert!(matches!(&*error, WorkerError::Store(_)), "{error:?}");
+    // Every task the worker started has ended, run or not.
+    tracker.close();
+    within(tracker.wait()).await;
+    assert_eq!(effects.ran.load(Ordering::SeqCst), 0, "a task of the refused step ran");
+    assert_eq!(store.agent("relay").expect("reads").expect("there").next_seq, 1);
 }
 
 #[tokio::test]

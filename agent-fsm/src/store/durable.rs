@@ -13,11 +13,11 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::restore::{machine_of, replay_checked};
 use super::{CheckpointStore, EffectKind, Journal, SnapshotPolicy, StoreError};
 use crate::StateMachine;
 use crate::runtime::durable::{Replay, WorkId};
 use crate::runtime::{Effects, ExecutorConfig, MachineHandle};
-use crate::snapshot::{self, SnapshotError};
 
 mod writer;
 
@@ -56,7 +56,8 @@ pub enum Start {
 ///   continues where it stopped; a stream's end is written when the worker
 ///   sees it, so a stream that ended is not opened again;
 /// - a timer is re-armed for the time left of its deadline (fired at once
-///   if it passed meanwhile); an event sent for delivery after its step
+///   if it passed meanwhile; timers due together fire in the order they
+///   were set); an event sent for delivery after its step
 ///   is delivered after the restart if it was not before;
 /// - a stop (shutdown, every handle dropped) is a pause: the work it
 ///   cancels, and the shutdown event, are not written, so the next spawn
@@ -168,7 +169,10 @@ impl Durable {
     /// # Errors
     /// What reading the store, or adding the agent to it, gives (see
     /// [`restore`](super::restore)): a store written by another machine, an
-    /// unknown format, a corrupt row.
+    /// unknown format, a corrupt row; [`StoreError::Corrupt`] too for a log
+    /// that the machine does not replay to the states it recorded, or that
+    /// misses a step, from the snapshot the work in flight is performed
+    /// again from (which may be older than the one `restore` reads).
     ///
     /// # Panics
     /// Like `tokio::spawn`, if called outside a tokio runtime.
@@ -338,6 +342,11 @@ where
             EffectKind::Send => sends.push((id, event()?)),
         }
     }
+    // Timers due at the same moment fire in the order they are armed:
+    // arm them by deadline, then as they were set (step, then call order
+    // within it), not in the store's order of their keys as text
+    // (`"1.10"` before `"1.2"`).
+    timers.sort_by_key(|(id, left, _, _)| (*left, *id));
     // Sends are due latest step first (what a step sends goes before the
     // older sends still waiting), in call order within a step.
     sends.sort_by_key(|(id, _)| (std::cmp::Reverse(id.step), id.rank));
@@ -345,14 +354,17 @@ where
     let (from, snap) = store
         .snapshot_at_or_before(agent, before)?
         .ok_or_else(|| StoreError::corrupt(agent, "log", 0, "no snapshot at or before the step"))?;
-    let machine = snapshot::from_json::<M>(&snap.data).map_err(|e| match e {
-        SnapshotError::WrongMachine { expected, found } => {
-            StoreError::WrongMachine { agent: agent.to_owned(), expected, found }
-        }
-        other => StoreError::corrupt(agent, "snapshot", from, other),
-    })?;
+    let machine = machine_of::<M>(agent, from, &snap)?;
+    let records = store.events(agent, from, last)?;
+    // `restore` checked the steps after the newest snapshot; this replay
+    // may start further back, before the oldest step whose work is still
+    // in flight. Those steps are checked too, on a machine of their own,
+    // before the worker performs any action again: a release whose
+    // transitions changed, or a log that lost a row, is refused here
+    // rather than run as a machine that is not the one the store holds.
+    replay_checked(agent, &mut machine_of::<M>(agent, from, &snap)?, from, last, &records)?;
     let mut steps = Vec::new();
-    for record in store.events(agent, from, last)? {
+    for record in records {
         if let Some(origin) = &record.origin
             && let Some(id) = streams.get(origin)
             && let Some(skip) = perform.get_mut(&id.step).and_then(|keep| keep.get_mut(id))

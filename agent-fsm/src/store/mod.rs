@@ -99,10 +99,12 @@
 //!
 //! 1. **A new agent**: [`Journal::create`] with the initial machine
 //!    (checkpoint 0).
-//! 2. **An agent the store holds**: [`restore`] checks the whole log
-//!    replays to the states it recorded; the worker then starts from the
-//!    snapshot before the oldest step whose task or stream is still in
-//!    flight and replays the events after it, performing again the actions
+//! 2. **An agent the store holds**: [`restore`] checks that the log after
+//!    its newest snapshot replays to the states it recorded; the worker
+//!    then starts from the snapshot before the oldest step whose task or
+//!    stream is still in flight and replays the events after it (checked
+//!    the same way, gapless and reaching each recorded state, before any
+//!    action is performed again), performing again the actions
 //!    of those steps with only their work in flight starting (a stream
 //!    skipping the items its [`StepRecord::origin`] says the machine took).
 //!    Timers are armed for the time left to their deadline, and sends

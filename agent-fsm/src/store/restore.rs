@@ -3,10 +3,12 @@
 //! `handle_event`, which is deterministic, so the machine is the one that
 //! handled them live.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{CheckpointStore, FORMAT_VERSION, InFlight, Journal, StoreError};
+use super::{CheckpointStore, EventRecord, FORMAT_VERSION, InFlight, Journal, Snapshot, StoreError};
 use crate::StateMachine;
 use crate::snapshot::{self, SnapshotError};
 
@@ -33,8 +35,8 @@ pub struct Restored<M> {
 /// machine wrote the agent; [`StoreError::UnknownFormat`] for a snapshot
 /// or an agent of a newer format; [`StoreError::Corrupt`] for a row that
 /// does not decode, a gap in the log (or, in SQLite and Postgres, rows of
-/// steps past its end), or a replay that does not reach the state the log recorded; the
-/// store's read error.
+/// steps past its end), or a replay that does not reach the state the log
+/// recorded or whose transition panics; the store's read error.
 pub fn restore<M, S>(store: &S, agent: &str) -> Result<Restored<M>, StoreError>
 where
     M: StateMachine,
@@ -114,31 +116,72 @@ where
     let (from, snap) = store
         .snapshot_at_or_before(agent, seq)?
         .ok_or_else(|| StoreError::corrupt(agent, "log", 0, "no snapshot at or before the step"))?;
+    let mut machine = machine_of::<M>(agent, from, &snap)?;
+    let events = store.events(agent, from, seq)?;
+    let replayed_bytes = events.iter().map(|record| record.event.len()).sum();
+    replay_checked(agent, &mut machine, from, seq, events.iter())?;
+    Ok(Rebuilt { machine, snapshot_len: snap.data.len(), replayed: seq - from, replayed_bytes })
+}
+
+/// The machine a snapshot (of step `seq`) holds.
+pub(super) fn machine_of<M>(agent: &str, seq: u64, snap: &Snapshot) -> Result<M, StoreError>
+where
+    M: StateMachine,
+    M::State: DeserializeOwned,
+    M::Context: DeserializeOwned,
+{
     // Version 1 is the only format so far; an older one would be read
     // here, by a `match` on the version.
     if snap.format != FORMAT_VERSION {
         return Err(StoreError::UnknownFormat {
-            what: format!("the snapshot of agent `{agent}` at step {from}"),
+            what: format!("the snapshot of agent `{agent}` at step {seq}"),
             found: snap.format,
             supported: FORMAT_VERSION,
         });
     }
-    let mut machine = snapshot::from_json::<M>(&snap.data).map_err(|e| match e {
+    snapshot::from_json::<M>(&snap.data).map_err(|e| match e {
         SnapshotError::WrongMachine { expected, found } => {
             StoreError::WrongMachine { agent: agent.to_owned(), expected, found }
         }
-        other => StoreError::corrupt(agent, "snapshot", from, other),
-    })?;
-    let events = store.events(agent, from, seq)?;
+        other => StoreError::corrupt(agent, "snapshot", seq, other),
+    })
+}
+
+/// Feeds `machine`, the one after step `from`, the logged `events` through
+/// step `through`, checking that they are every step in between and that
+/// each reaches the state the log recorded: a log that is not this
+/// machine's (a release changed a transition) or that lost a row is
+/// refused rather than read as other steps.
+pub(super) fn replay_checked<'a, M>(
+    agent: &str,
+    machine: &mut M,
+    from: u64,
+    through: u64,
+    events: impl IntoIterator<Item = &'a EventRecord>,
+) -> Result<(), StoreError>
+where
+    M: StateMachine,
+    M::Event: DeserializeOwned,
+{
     let mut expected = from + 1;
-    let mut replayed_bytes = 0;
     for record in events {
         if record.seq != expected {
             return Err(StoreError::corrupt(agent, "log", expected, format!("found step {} instead", record.seq)));
         }
         let event: M::Event =
             serde_json::from_str(&record.event).map_err(|e| StoreError::corrupt(agent, "event", record.seq, e))?;
-        machine.handle_event(event);
+        // A step whose transition panicked was never logged (the worker
+        // fails before writing it): a replay that panics is a log this
+        // code did not write, or a row edited since, and is refused as
+        // such rather than unwinding through the caller.
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| machine.handle_event(event))) {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_owned());
+            return Err(StoreError::corrupt(agent, "event", record.seq, format!("replaying it panicked: {message}")));
+        }
         // The live machine reached `record.state`; a replay that does not
         // is a log that is not this machine's (or a table that changed).
         if machine.status().to_string() != record.state {
@@ -149,11 +192,10 @@ where
                 format!("replay reached state `{}`, the log says `{}`", machine.status(), record.state),
             ));
         }
-        replayed_bytes += record.event.len();
         expected += 1;
     }
-    if expected != seq + 1 {
+    if expected != through + 1 {
         return Err(StoreError::corrupt(agent, "log", expected, "the step is missing"));
     }
-    Ok(Rebuilt { machine, snapshot_len: snap.data.len(), replayed: seq - from, replayed_bytes })
+    Ok(())
 }

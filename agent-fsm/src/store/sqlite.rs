@@ -13,7 +13,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
 use super::{
     AgentInfo, Checkpoint, CheckpointStore, Effect, EffectKind, EventRecord, FORMAT_VERSION, InFlight, Snapshot,
@@ -208,6 +208,14 @@ fn write_err(e: rusqlite::Error) -> StoreError {
     }
 }
 
+/// A read transaction on `conn`: the reads of one method see one state of
+/// the file, not steps another connection appended between two of them
+/// (a step's snapshot without its event reads as a log that lost steps).
+/// Dropped, it ends (it wrote nothing to roll back).
+fn read_tx(conn: &mut Connection) -> Result<Transaction<'_>, StoreError> {
+    conn.transaction().map_err(read_err)
+}
+
 fn read_err(e: rusqlite::Error) -> StoreError {
     StoreError::Read(Box::new(e))
 }
@@ -234,6 +242,32 @@ fn seq_col(row: &Row<'_>, i: usize) -> Result<Result<u64, String>, rusqlite::Err
     })
 }
 
+/// Column `i` of `row` as an integer (a time), or why it is not.
+fn int_col(row: &Row<'_>, i: usize) -> Result<Result<i64, String>, rusqlite::Error> {
+    Ok(match row.get_ref(i)? {
+        ValueRef::Integer(n) => Ok(n),
+        other => Err(format!("column {i} holds {:?}, not an integer", other.data_type())),
+    })
+}
+
+/// The step that `sql` (a `MAX` over the agent's rows, `?1` the agent)
+/// finds, `None` if it has no rows. A step that is not a sequence number
+/// (text a hand edited in, a negative number) is a corrupt `what`.
+fn max_step(conn: &Connection, sql: &str, agent: &str, what: &'static str) -> Result<Option<u64>, StoreError> {
+    let found = conn
+        .prepare_cached(sql)
+        .and_then(|mut s| {
+            s.query_row([agent], |row| {
+                Ok(match row.get_ref(0)? {
+                    ValueRef::Null => Ok(None),
+                    _ => seq_col(row, 0)?.map(Some),
+                })
+            })
+        })
+        .map_err(read_err)?;
+    found.map_err(|reason| StoreError::corrupt(agent, what, 0, reason))
+}
+
 /// The next sequence number of `agent`, or `None` if it is not in the store.
 fn next_seq(conn: &Connection, agent: &str) -> Result<Option<u64>, StoreError> {
     let known = conn
@@ -243,11 +277,8 @@ fn next_seq(conn: &Connection, agent: &str) -> Result<Option<u64>, StoreError> {
     if known.is_none() {
         return Ok(None);
     }
-    let last: Option<i64> = conn
-        .prepare_cached("SELECT MAX(seq) FROM events WHERE agent = ?1")
-        .and_then(|mut s| s.query_row([agent], |row| row.get(0)))
-        .map_err(read_err)?;
-    Ok(Some(last.map_or(1, |n| u64::try_from(n).unwrap_or(0) + 1)))
+    let last = max_step(conn, "SELECT MAX(seq) FROM events WHERE agent = ?1", agent, "log")?;
+    Ok(Some(last.map_or(1, |n| n.saturating_add(1))))
 }
 
 fn known_next(conn: &Connection, agent: &str) -> Result<u64, StoreError> {
@@ -311,7 +342,8 @@ impl CheckpointStore for SqliteStore {
     }
 
     fn agent(&self, agent: &str) -> Result<Option<AgentInfo>, StoreError> {
-        let conn = self.lock();
+        let mut conn = self.lock();
+        let conn = read_tx(&mut conn)?;
         let Some(next_seq) = next_seq(&conn, agent)? else { return Ok(None) };
         let row = conn
             .query_row("SELECT machine, format, forked_from, forked_at FROM agents WHERE agent = ?1", [agent], |row| {
@@ -327,14 +359,14 @@ impl CheckpointStore for SqliteStore {
         // A snapshot or an effect row of a step past the log's last: the
         // log lost its last steps (a damaged page still reads, without
         // them), which would otherwise read as an agent that is behind.
-        let beyond: Option<i64> = conn
-            .prepare_cached(
-                "SELECT MAX(seq) FROM (SELECT MAX(seq) AS seq FROM snapshots WHERE agent = ?1
-                 UNION ALL SELECT MAX(started) FROM effects WHERE agent = ?1)",
-            )
-            .and_then(|mut s| s.query_row([agent], |row| row.get(0)))
-            .map_err(read_err)?;
-        if let Some(step) = beyond.and_then(|n| u64::try_from(n).ok()).filter(|&n| n >= next_seq) {
+        let beyond = max_step(
+            &conn,
+            "SELECT MAX(seq) FROM (SELECT MAX(seq) AS seq FROM snapshots WHERE agent = ?1
+             UNION ALL SELECT MAX(started) FROM effects WHERE agent = ?1)",
+            agent,
+            "log",
+        )?;
+        if let Some(step) = beyond.filter(|&n| n >= next_seq) {
             return Err(StoreError::corrupt(
                 agent,
                 "log",
@@ -382,7 +414,8 @@ impl CheckpointStore for SqliteStore {
     }
 
     fn snapshot_at_or_before(&self, agent: &str, seq: u64) -> Result<Option<(u64, Snapshot)>, StoreError> {
-        let conn = self.lock();
+        let mut conn = self.lock();
+        let conn = read_tx(&mut conn)?;
         known_next(&conn, agent)?;
         let row = conn
             .prepare_cached(
@@ -408,7 +441,8 @@ impl CheckpointStore for SqliteStore {
     }
 
     fn events(&self, agent: &str, after: u64, through: u64) -> Result<Vec<EventRecord>, StoreError> {
-        let conn = self.lock();
+        let mut conn = self.lock();
+        let conn = read_tx(&mut conn)?;
         known_next(&conn, agent)?;
         let mut stmt = conn
             .prepare_cached(
@@ -443,7 +477,8 @@ impl CheckpointStore for SqliteStore {
     }
 
     fn in_flight(&self, agent: &str, seq: u64) -> Result<Vec<InFlight>, StoreError> {
-        let conn = self.lock();
+        let mut conn = self.lock();
+        let conn = read_tx(&mut conn)?;
         known_next(&conn, agent)?;
         let mut stmt = conn
             .prepare_cached(
@@ -484,18 +519,20 @@ impl CheckpointStore for SqliteStore {
     }
 
     fn checkpoints(&self, agent: &str) -> Result<Vec<Checkpoint>, StoreError> {
-        let conn = self.lock();
+        let mut conn = self.lock();
+        let conn = read_tx(&mut conn)?;
         known_next(&conn, agent)?;
         let first = conn
             .query_row(
                 "SELECT a.created, s.state FROM agents a LEFT JOIN snapshots s ON s.agent = a.agent AND s.seq = 0
                  WHERE a.agent = ?1",
                 [agent],
-                |row| Ok((row.get::<_, i64>(0)?, row.get::<_, Option<String>>(1).ok().flatten())),
+                |row| Ok((int_col(row, 0)?, row.get::<_, Option<String>>(1).ok().flatten())),
             )
             .map_err(read_err)?;
+        let created = first.0.map_err(|reason| StoreError::corrupt(agent, "agent", 0, reason))?;
         let mut out =
-            vec![Checkpoint { seq: 0, at: from_millis(first.0), state: first.1.unwrap_or_default(), snapshot: true }];
+            vec![Checkpoint { seq: 0, at: from_millis(created), state: first.1.unwrap_or_default(), snapshot: true }];
         let mut stmt = conn
             .prepare_cached(
                 "SELECT e.seq, e.at, e.state, s.seq IS NOT NULL FROM events e
@@ -504,12 +541,14 @@ impl CheckpointStore for SqliteStore {
             )
             .map_err(read_err)?;
         let rows = stmt
-            .query_map([agent], |row| Ok((seq_col(row, 0)?, row.get::<_, i64>(1)?, text(row, 2)?, row.get(3)?)))
+            .query_map([agent], |row| Ok((seq_col(row, 0)?, int_col(row, 1)?, text(row, 2)?, row.get(3)?)))
             .map_err(read_err)?;
         for row in rows {
             let (seq, at, state, snapshot) = row.map_err(read_err)?;
             let seq = seq.map_err(|reason| StoreError::corrupt(agent, "event", 0, reason))?;
-            let state = state.map_err(|reason| StoreError::corrupt(agent, "event", seq, reason))?;
+            let bad = |reason: String| StoreError::corrupt(agent, "event", seq, reason);
+            let at = at.map_err(bad)?;
+            let state = state.map_err(bad)?;
             out.push(Checkpoint { seq, at: from_millis(at), state, snapshot });
         }
         Ok(out)

@@ -21,7 +21,6 @@ where
         let Some(journal) = self.link.extras.as_mut().and_then(|extras| extras.journal.as_mut()) else {
             return true;
         };
-        let hold = journal.holds_tasks();
         let replay = journal.take_replay();
         // A durable agent's work is tracked from the first step: its ids
         // name the store's rows.
@@ -37,9 +36,6 @@ where
             && !self.replay(replay)
         {
             return false;
-        }
-        if let Some(track) = self.tracking() {
-            track.hold = hold;
         }
         self.hot.journaling = true;
         true
@@ -98,10 +94,14 @@ where
         let Some(journal) = self.link.extras.as_mut().and_then(|extras| extras.journal.as_mut()) else {
             return true;
         };
+        let hold = journal.holds_tasks();
         match journal.begin(event, origin) {
             Ok(seq) => {
                 if let Some(track) = self.tracking() {
                     track.begin_step(seq);
+                    // Every step's tasks wait for its write, not only the
+                    // first's: `journal_commit` lets them go.
+                    track.hold = hold;
                 }
                 true
             }
@@ -112,7 +112,9 @@ where
         }
     }
 
-    /// Writes the step just taken, then starts the tasks it held back.
+    /// Writes the step just taken, then starts the tasks it held back. A
+    /// step the store refused keeps them held: the worker fails, and work
+    /// the store does not know of never runs.
     #[inline(never)]
     pub(super) fn journal_commit(&mut self) {
         let (Some(extras), Some(work)) = (self.link.extras.as_mut(), self.work.as_deref_mut()) else {
@@ -121,10 +123,9 @@ where
         let Some(journal) = extras.journal.as_mut() else {
             return;
         };
-        let result = journal.commit(&self.machine, step_work(work));
-        work.release();
-        if let Err(error) = result {
-            self.store_failed(error);
+        match journal.commit(&self.machine, step_work(work)) {
+            Ok(()) => work.release(),
+            Err(error) => self.store_failed(error),
         }
     }
 
