@@ -172,6 +172,8 @@ pub mod docs;
 pub mod fleet;
 mod kind;
 mod machine;
+#[cfg(any(feature = "runtime", feature = "store"))]
+mod panics;
 
 #[cfg(feature = "inspector")]
 #[cfg_attr(docsrs, doc(cfg(feature = "inspector")))]

@@ -376,16 +376,7 @@ pub(crate) fn drop_caught<T>(value: T) -> Option<String> {
         .map(|payload| panic_message(&*payload))
 }
 
-/// The text of a panic payload, for error messages.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
-    }
-}
+pub(crate) use crate::panics::panic_message;
 
 impl<M: StateMachine> WorkerError<M> {
     /// Whether the machine's own step failed (a panic inside it, or a

@@ -175,11 +175,7 @@ where
         // code did not write, or a row edited since, and is refused as
         // such rather than unwinding through the caller.
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| machine.handle_event(event))) {
-            let message = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".to_owned());
+            let message = crate::panics::panic_message(&*payload);
             return Err(StoreError::corrupt(agent, "event", record.seq, format!("replaying it panicked: {message}")));
         }
         // The live machine reached `record.state`; a replay that does not

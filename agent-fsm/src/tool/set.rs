@@ -17,6 +17,7 @@ use super::error::CallError;
 use super::typed::{Tool, Typed};
 use crate::StateMachine;
 use crate::llm::{ToolCall, ToolDefinition, ToolResult};
+use crate::panics::panic_message;
 use crate::runtime::work::deadline_in;
 use crate::runtime::{EffectContext, EffectFailure};
 
@@ -293,16 +294,5 @@ fn failure_error(tool: String, failure: EffectFailure) -> CallError {
         EffectFailure::Panicked(message) => CallError::Panicked { tool, message },
         EffectFailure::TimedOut => CallError::TimedOut { tool, after: None },
         _ => CallError::Cancelled { tool },
-    }
-}
-
-/// A panic's message, if it was a string.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(message) = payload.downcast_ref::<&str>() {
-        (*message).to_owned()
-    } else if let Some(message) = payload.downcast_ref::<String>() {
-        message.clone()
-    } else {
-        "a panic without a message".to_owned()
     }
 }
