@@ -66,7 +66,7 @@ use super::error::ProviderError;
 use super::event::StreamEvent;
 use super::http::{HttpOptions, Transport};
 use super::reasoning::ReasoningBlock;
-use super::types::{AssistantMessage, Message, Request};
+use super::types::{AssistantMessage, Message, Request, ToolResult};
 
 pub use parser::StreamParser;
 
@@ -242,7 +242,9 @@ impl Anthropic {
     /// The JSON body sent for `request`: system messages joined into
     /// `system`, each message as content blocks (an assistant message's
     /// reasoning blocks first, unchanged), consecutive user-side
-    /// messages (tool results, then user text) merged into one.
+    /// messages (tool results, then user text) merged into one. An error
+    /// result with no text is sent saying so, as the API refuses an empty
+    /// one.
     #[must_use]
     pub fn body(&self, request: &Request) -> Value {
         let mut system: Vec<&str> = request.system.iter().map(String::as_str).collect();
@@ -255,14 +257,7 @@ impl Anthropic {
                 }
                 Message::User { content } => ("user", text_block(content).into_iter().collect()),
                 Message::Assistant(reply) => ("assistant", assistant_blocks(reply)),
-                Message::Tool(result) => {
-                    let mut block =
-                        json!({"type": "tool_result", "tool_use_id": result.call_id, "content": result.content});
-                    if result.is_error {
-                        block["is_error"] = json!(true);
-                    }
-                    ("user", vec![block])
-                }
+                Message::Tool(result) => ("user", vec![tool_result_block(result)]),
             };
             // The API refuses empty content; one role after the other is
             // one message.
@@ -321,6 +316,23 @@ fn assistant_blocks(reply: &AssistantMessage) -> Vec<Value> {
             .map(|c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.sent_arguments()})),
     );
     blocks
+}
+
+/// What an error result with no text says instead: the API refuses an
+/// error `tool_result` whose content is empty ("content cannot be empty if
+/// `is_error` is true"), and the refused result stays in the conversation,
+/// failing every later request of it.
+const EMPTY_ERROR_RESULT: &str = "(the tool failed without a message)";
+
+/// A tool's result as a `tool_result` block: its content as it is, except
+/// an error's empty or whitespace-only content, which becomes
+/// [`EMPTY_ERROR_RESULT`].
+fn tool_result_block(result: &ToolResult) -> Value {
+    if !result.is_error {
+        return json!({"type": "tool_result", "tool_use_id": result.call_id, "content": result.content});
+    }
+    let content = if result.content.trim().is_empty() { EMPTY_ERROR_RESULT } else { result.content.as_str() };
+    json!({"type": "tool_result", "tool_use_id": result.call_id, "content": content, "is_error": true})
 }
 
 /// A text block, unless the text is empty or only whitespace, which the
