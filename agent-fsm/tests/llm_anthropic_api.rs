@@ -9,7 +9,9 @@ mod caller;
 #[path = "support/replay.rs"]
 mod replay;
 
-use agent_fsm::llm::{Anthropic, AnthropicConfig, AssistantMessage, Message, Request, StreamEvent, ToolCall};
+use agent_fsm::llm::{
+    Anthropic, AnthropicConfig, AssistantMessage, ErrorKind, Message, Request, StreamEvent, ToolCall,
+};
 use caller::{kinds, run};
 use replay::{ReplayServer, Reply};
 use serde_json::{Value, json};
@@ -42,6 +44,11 @@ fn reply(stop_reason: &str) -> String {
     .concat()
 }
 
+/// An error body as Anthropic writes it.
+fn error_body(kind: &str, message: &str) -> String {
+    json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_1"}).to_string()
+}
+
 #[tokio::test]
 async fn an_error_result_with_no_text_is_sent_with_some() {
     // The API refuses an error `tool_result` whose content is empty
@@ -70,4 +77,33 @@ async fn an_error_result_with_no_text_is_sent_with_some() {
     }
     // A result that is no error may be empty: it goes as it is.
     assert_eq!(results[2], json!({"type": "tool_result", "tool_use_id": "toolu_3", "content": ""}));
+}
+
+#[tokio::test]
+async fn the_400s_that_say_the_window_is_full_or_the_credit_spent_are_classified_so() {
+    // Both are `invalid_request_error`s at 400, as the API sends them: a
+    // machine that compacts its conversation, or stops until credit is
+    // bought, must know them from a malformed request. Neither is retried.
+    let window = "input length and `max_tokens` exceed context limit: 199759 + 8192 > 200000, \
+                  decrease input length or `max_tokens` and try again";
+    let credit = "Your credit balance is too low to access the Anthropic API. \
+                  Please go to Plans & Billing to upgrade or purchase credits.";
+    let server = ReplayServer::start(vec![
+        Reply::status(400, &error_body("invalid_request_error", window)),
+        Reply::status(400, &error_body("invalid_request_error", credit)),
+        Reply::status(400, &error_body("billing_error", "billing")),
+        Reply::status(400, &error_body("invalid_request_error", "messages: field required")),
+    ])
+    .await;
+    for (expected, message) in [
+        (ErrorKind::ContextTooLong, window),
+        (ErrorKind::QuotaExceeded, credit),
+        (ErrorKind::QuotaExceeded, "billing"),
+        (ErrorKind::BadRequest, "messages: field required"),
+    ] {
+        let log = run(client(&server), request(), 3).await;
+        let [Err(error)] = log.as_slice() else { panic!("one error, not retried: {log:?}") };
+        assert_eq!((error.kind(), error.status(), error.message()), (&expected, Some(400), message));
+    }
+    assert_eq!(server.requests().len(), 4);
 }
