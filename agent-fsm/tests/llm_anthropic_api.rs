@@ -10,7 +10,7 @@ mod caller;
 mod replay;
 
 use agent_fsm::llm::{
-    Anthropic, AnthropicConfig, AssistantMessage, ErrorKind, Message, Request, StreamEvent, ToolCall,
+    Anthropic, AnthropicConfig, AssistantMessage, ErrorKind, Message, Request, StopReason, StreamEvent, ToolCall,
 };
 use caller::{kinds, run};
 use replay::{ReplayServer, Reply};
@@ -106,4 +106,25 @@ async fn the_400s_that_say_the_window_is_full_or_the_credit_spent_are_classified
         assert_eq!((error.kind(), error.status(), error.message()), (&expected, Some(400), message));
     }
     assert_eq!(server.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn each_stop_reason_the_api_documents_is_read_as_what_it_means() {
+    // `model_context_window_exceeded`: newer models stop where the window
+    // ends, the reply cut off as at `max_tokens`; a machine that checks
+    // for a cut-off reply must see it as one.
+    let reasons = [
+        ("end_turn", StopReason::EndTurn),
+        ("max_tokens", StopReason::MaxTokens),
+        ("model_context_window_exceeded", StopReason::MaxTokens),
+        ("stop_sequence", StopReason::StopSequence),
+        ("refusal", StopReason::ContentFilter),
+        ("pause_turn", StopReason::Other("pause_turn".into())),
+    ];
+    let server = ReplayServer::start(reasons.iter().map(|(wire, _)| Reply::events(&reply(wire))).collect()).await;
+    for (wire, expected) in reasons {
+        let log = run(client(&server), request(), 1).await;
+        let Some(Ok(StreamEvent::Completed { message, stop_reason, .. })) = log.last() else { panic!("{log:?}") };
+        assert_eq!((message.text.as_str(), stop_reason), ("ok", &expected), "{wire}");
+    }
 }
