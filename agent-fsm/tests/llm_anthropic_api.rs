@@ -128,3 +128,29 @@ async fn each_stop_reason_the_api_documents_is_read_as_what_it_means() {
         assert_eq!((message.text.as_str(), stop_reason), ("ok", &expected), "{wire}");
     }
 }
+
+#[tokio::test]
+async fn an_error_object_sent_whole_with_200_is_the_error_it_reports() {
+    // A proxy that answers `200`, as JSON, with the error it got: an auth
+    // failure must not be retried as a broken stream, nor an overload
+    // lose its kind. A whole message sent so stays a broken stream.
+    let message = json!({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "Hi"}],
+                         "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}});
+    let server = ReplayServer::start(vec![
+        Reply::status(200, &error_body("authentication_error", "invalid x-api-key")),
+        Reply::status(200, &error_body("overloaded_error", "Overloaded")),
+        Reply::status(200, &json!({"error": {"message": "quota", "code": "insufficient_quota"}}).to_string()),
+        Reply::status(200, &message.to_string()),
+    ])
+    .await;
+    for (expected, text) in [
+        (ErrorKind::Auth, "invalid x-api-key"),
+        (ErrorKind::Overloaded { retry_after: None }, "Overloaded"),
+        (ErrorKind::QuotaExceeded, "quota"),
+    ] {
+        let log = run(client(&server), request(), 1).await;
+        let [Err(error)] = log.as_slice() else { panic!("one error: {log:?}") };
+        assert_eq!((error.kind(), error.message()), (&expected, text));
+    }
+    assert_eq!(kinds(run(client(&server), request(), 1).await), vec![Err(ErrorKind::MalformedStream)]);
+}

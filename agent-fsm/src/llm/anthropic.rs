@@ -31,7 +31,8 @@
 //! `overloaded_error` or any other, which ends the stream with a
 //! classified [`ProviderError`]; so is an error a gateway sends in
 //! OpenAI's `{"error": {...}}` shape, and an `error` event whose data is
-//! the error object alone or plain text). The server's own tool
+//! the error object alone or plain text, and an error object a proxy
+//! sends whole, as JSON with `200`, in place of the stream). The server's own tool
 //! calls and results (`server_tool_use`, `web_search_tool_result`, whose
 //! input streams as `input_json_delta` too) and event types this crate
 //! does not know are skipped.

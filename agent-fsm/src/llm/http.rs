@@ -207,7 +207,8 @@ pub(crate) trait Decoder: Send + 'static {
     fn is_done(&self) -> bool;
     /// Reads `body`, a whole JSON reply a server sent with `200` in place
     /// of the stream (it ignored `"stream": true`), if the provider's
-    /// format has one; false (nothing read) if it has not.
+    /// format has one, or an error object sent so; false (nothing read) if
+    /// it is neither.
     fn whole(&mut self, _body: &[u8], _out: &mut VecDeque<Item>) -> bool {
         false
     }

@@ -292,6 +292,20 @@ impl Decoder for StreamParser {
     fn is_done(&self) -> bool {
         self.done
     }
+
+    /// An error object sent whole with `200` in place of the stream (a
+    /// proxy's failure, in Anthropic's shape or OpenAI's): the error it
+    /// reports, so that an auth or quota failure is not retried as a
+    /// broken stream. A whole message is not read (this client asks for a
+    /// stream, and Anthropic's API sends one).
+    fn whole(&mut self, body: &[u8], out: &mut VecDeque<Item>) -> bool {
+        // Not as an `error` event's data: any object would read as one.
+        let Some(error) = std::str::from_utf8(body).ok().and_then(|text| classify::bare_error("", text)) else {
+            return false;
+        };
+        self.fail(error, out);
+        true
+    }
 }
 
 /// One event's data; each type uses some of the fields.
