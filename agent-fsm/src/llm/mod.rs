@@ -105,8 +105,8 @@
 //! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a 200 whose body is a web page, or JSON that is not the provider's whole reply (an OpenAI-compatible server's chat completion sent whole is read as the reply, and either provider's error object sent so as the error), a stream past the limits below | yes |
 //! | [`BadRequest`](ErrorKind::BadRequest) | other 4xx, a redirect to another origin, more than 10 redirects | no |
 //! | [`Auth`](ErrorKind::Auth) | HTTP 401, 403 | no |
-//! | [`QuotaExceeded`](ErrorKind::QuotaExceeded) | HTTP 402, `insufficient_quota` | no |
-//! | [`ContextTooLong`](ErrorKind::ContextTooLong) | a 400 whose message says the prompt is too long, HTTP 413 | no |
+//! | [`QuotaExceeded`](ErrorKind::QuotaExceeded) | HTTP 402, `insufficient_quota`, `billing_error`, Anthropic's 400 saying the credit balance is too low | no |
+//! | [`ContextTooLong`](ErrorKind::ContextTooLong) | a 400 whose message says the prompt, or the prompt and `max_tokens`, is past the window, HTTP 413 | no |
 //! | [`InvalidConfig`](ErrorKind::InvalidConfig) | an invalid header, TLS setup | no |
 //!
 //! An event stream that ends without a single event is classified by what
