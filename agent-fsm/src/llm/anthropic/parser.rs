@@ -86,7 +86,9 @@ impl StreamParser {
     }
 
     /// The body ended. A reply whose stop reason came completes (the
-    /// server may close without `message_stop`); any other fails with
+    /// server may close without `message_stop`, and the client ends a
+    /// reply that has its stop reason when no `message_stop` follows
+    /// within 10 s, only `ping`s, say); any other fails with
     /// [`ErrorKind::ConnectionDropped`].
     pub fn finish(&mut self, out: &mut VecDeque<Result<StreamEvent, ProviderError>>) {
         Decoder::finish(self, None, out);
@@ -291,6 +293,11 @@ impl Decoder for StreamParser {
 
     fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// The stop reason came: only `message_stop` is awaited.
+    fn settled(&self) -> bool {
+        !self.done && self.stop_reason.is_some()
     }
 
     /// An error object sent whole with `200` in place of the stream (a
