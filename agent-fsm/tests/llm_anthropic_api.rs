@@ -12,7 +12,8 @@ mod replay;
 use std::time::Duration;
 
 use agent_fsm::llm::{
-    Anthropic, AnthropicConfig, AssistantMessage, ErrorKind, Message, Request, StopReason, StreamEvent, ToolCall,
+    Anthropic, AnthropicConfig, AssistantMessage, ErrorKind, Message, ReasoningBlock, Request, StopReason, StreamEvent,
+    ToolCall, Usage,
 };
 use caller::{kinds, run};
 use replay::{ReplayServer, Reply};
@@ -208,4 +209,74 @@ async fn a_reply_with_its_stop_reason_and_then_only_pings_ends_without_message_s
     assert_eq!(log.len(), 2, "{log:?}");
     // About 10 s after the stop reason, far within the read timeout.
     assert!(start.elapsed() <= Duration::from_secs(15), "{:?}", start.elapsed());
+}
+
+#[tokio::test]
+async fn a_reply_framed_every_way_the_format_allows_and_split_at_every_byte_is_read_whole() {
+    // CRLF line ends, `data:` with no space, a `ping` after every event,
+    // an `event:` name that is not the data's type, blocks the client
+    // does not keep between those it does, a call whose input comes with
+    // its start, one with an empty first piece, one with none, and usage
+    // that a later `message_delta` restates whole; sent a byte at a time.
+    let blocks = [
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 10, "cache_creation_input_tokens": 2, "cache_read_input_tokens": 3, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hmm"}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "SIG"}}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"query\": \"x\"}"}}),
+        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}}),
+        json!({"type": "content_block_start", "index": 3, "content_block": {"type": "redacted_thinking", "data": "RED"}}),
+        json!({"type": "content_block_start", "index": 4, "content_block": {"type": "text", "text": "", "citations": []}}),
+        json!({"type": "content_block_delta", "index": 4, "delta": {"type": "citations_delta", "citation": {"type": "web_search_result_location", "url": "u"}}}),
+        json!({"type": "content_block_delta", "index": 4, "delta": {"type": "text_delta", "text": "Found é."}}),
+        json!({"type": "content_block_start", "index": 5, "content_block": {"type": "tool_use", "id": "toolu_a", "name": "a", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 5, "delta": {"type": "input_json_delta", "partial_json": ""}}),
+        json!({"type": "content_block_start", "index": 6, "content_block": {"type": "tool_use", "id": "toolu_b", "name": "b", "input": {"k": "v"}}}),
+        json!({"type": "content_block_start", "index": 7, "content_block": {"type": "tool_use", "id": "toolu_c", "name": "c", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 7, "delta": {"type": "input_json_delta", "partial_json": "{\"p\": \"é\\\""}}),
+        json!({"type": "content_block_delta", "index": 7, "delta": {"type": "input_json_delta", "partial_json": "\"}"}}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 50}}),
+        json!({"type": "message_delta", "delta": {"stop_reason": null}, "usage": {"input_tokens": 10, "cache_creation_input_tokens": 2, "cache_read_input_tokens": 3, "output_tokens": 55}}),
+        json!({"type": "message_stop"}),
+    ];
+    let mut stream = String::new();
+    for (i, data) in blocks.iter().enumerate() {
+        // Every third event names another type: the data's type decides.
+        let name = if i % 3 == 2 { "ping" } else { data["type"].as_str().expect("a type") };
+        stream += &format!("event: {name}\r\ndata:{data}\r\n\r\nevent: ping\r\ndata: {{\"type\": \"ping\"}}\r\n\r\n");
+    }
+    let server = ReplayServer::start(vec![Reply::events(&stream).in_pieces_of(1)]).await;
+    let log = run(client(&server), request(), 1).await;
+    let Some(Ok(StreamEvent::Completed { message, stop_reason: StopReason::ToolUse, usage })) = log.last() else {
+        panic!("{log:?}")
+    };
+    let call = |id: &str, name: &str, arguments| ToolCall { id: id.into(), name: name.into(), arguments };
+    let expected = AssistantMessage {
+        text: "Found é.".into(),
+        tool_calls: vec![
+            call("toolu_a", "a", json!({})),
+            call("toolu_b", "b", json!({"k": "v"})),
+            call("toolu_c", "c", json!({"p": "é\""})),
+        ],
+        reasoning: vec![
+            ReasoningBlock::Thinking { thinking: "hmm".into(), signature: "SIG".into() },
+            ReasoningBlock::RedactedThinking { data: "RED".into() },
+        ]
+        .into(),
+    };
+    assert_eq!(message, &expected);
+    let mut counted = Usage::new(15, 55);
+    counted.cache_read_tokens = 3;
+    counted.cache_write_tokens = 2;
+    assert_eq!(usage, &counted);
+    // The calls are numbered among themselves, whatever blocks lie between.
+    let indexes: Vec<usize> = log
+        .iter()
+        .filter_map(|item| match item {
+            Ok(StreamEvent::ToolCallDelta { index, .. }) => Some(*index),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(indexes, [0, 0, 1, 2, 2, 2]);
 }
