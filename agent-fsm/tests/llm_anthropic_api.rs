@@ -86,6 +86,34 @@ async fn an_error_result_with_no_text_is_sent_with_some() {
 }
 
 #[tokio::test]
+async fn a_request_that_ends_with_the_assistants_words_ends_without_trailing_whitespace() {
+    // A prefill, or a reply cut off and continued: the API refuses "final
+    // assistant content" that ends with whitespace. Text elsewhere, and a
+    // final message that ends with a tool call, go as they are.
+    let server = ReplayServer::start(vec![Reply::events(&reply("end_turn")), Reply::events(&reply("end_turn"))]).await;
+    let prefill = request()
+        .message(Message::assistant("Earlier words \n"))
+        .message(Message::user("Name it."))
+        .message(Message::assistant("The title is: \n"));
+    let log = kinds(run(client(&server), prefill, 1).await);
+    assert!(matches!(log.last(), Some(Ok(StreamEvent::Completed { .. }))), "{log:?}");
+    let calls = AssistantMessage {
+        text: "Reading. ".into(),
+        tool_calls: vec![ToolCall { id: "toolu_1".into(), name: "read".into(), arguments: json!({}) }],
+        ..Default::default()
+    };
+    run(client(&server), request().message(calls), 1).await;
+
+    let sent = server.requests();
+    let messages = sent[0].json()["messages"].clone();
+    assert_eq!(messages[1]["content"][0]["text"], "Earlier words \n");
+    assert_eq!(messages[3], json!({"role": "assistant", "content": [{"type": "text", "text": "The title is:"}]}));
+    let last = sent[1].json()["messages"][1].clone();
+    assert_eq!(last["content"][0]["text"], "Reading. ", "{last}");
+    assert_eq!(last["content"][1]["type"], "tool_use", "{last}");
+}
+
+#[tokio::test]
 async fn the_400s_that_say_the_window_is_full_or_the_credit_spent_are_classified_so() {
     // Both are `invalid_request_error`s at 400, as the API sends them: a
     // machine that compacts its conversation, or stops until credit is

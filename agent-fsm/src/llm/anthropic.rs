@@ -248,7 +248,9 @@ impl Anthropic {
     /// reasoning blocks first, unchanged), consecutive user-side
     /// messages (tool results, then user text) merged into one. An error
     /// result with no text is sent saying so, as the API refuses an empty
-    /// one.
+    /// one, and the text that ends a request ending with an assistant
+    /// message (a prefill) loses its trailing whitespace, which the API
+    /// refuses there.
     #[must_use]
     pub fn body(&self, request: &Request) -> Value {
         let mut system: Vec<&str> = request.system.iter().map(String::as_str).collect();
@@ -270,6 +272,16 @@ impl Anthropic {
                 Some((last, existing)) if *last == role => existing.extend(blocks),
                 _ => messages.push((role, blocks)),
             }
+        }
+        // A request that ends with the assistant's words (a prefill, a
+        // reply cut off and continued): the API refuses "final assistant
+        // content" that ends with whitespace.
+        if let Some(("assistant", blocks)) = messages.last_mut()
+            && let Some(last) = blocks.last_mut()
+            && last["type"] == "text"
+            && let Some(trimmed) = last["text"].as_str().map(str::trim_end).map(str::to_owned)
+        {
+            last["text"] = Value::String(trimmed);
         }
         let messages: Vec<Value> =
             messages.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect();
