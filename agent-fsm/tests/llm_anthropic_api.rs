@@ -308,3 +308,31 @@ async fn a_reply_framed_every_way_the_format_allows_and_split_at_every_byte_is_r
         .collect();
     assert_eq!(indexes, [0, 0, 1, 2, 2, 2]);
 }
+
+#[tokio::test]
+async fn events_the_client_does_not_read_are_skipped_whatever_their_data() {
+    // The API asks clients to skip event types they do not know; a
+    // gateway's keep-alive may name itself `ping` with data of its own.
+    // Neither may fail the reply. A frame of a type the client reads
+    // that is not the JSON expected still does.
+    let odd = [
+        "event: ping\ndata: {}\n\n",
+        "event: ping\ndata:\n\n",
+        "event: keepalive\ndata: not json\n\n",
+        "event: message_progress\ndata: {\"type\": \"message_progress\", \"message\": \"working\", \"index\": \"a\"}\n\n",
+        "data: {\"type\": \"content_block_hint\", \"delta\": 7}\n\n",
+    ]
+    .concat();
+    let whole = reply("end_turn");
+    let (head, tail) = whole.split_at(whole.find("event: content_block_delta").expect("a delta"));
+    let broken =
+        format!("{head}event: content_block_delta\ndata: {{\"type\": \"content_block_delta\", \"index\": \"a\"}}\n\n");
+    let server =
+        ReplayServer::start(vec![Reply::events(&format!("{odd}{head}{odd}{tail}")), Reply::events(&broken)]).await;
+    let log = kinds(run(client(&server), request(), 1).await);
+    let Some(Ok(StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, .. })) = log.last() else {
+        panic!("{log:?}")
+    };
+    assert_eq!(message.text, "ok");
+    assert_eq!(kinds(run(client(&server), request(), 1).await), vec![Err(ErrorKind::MalformedStream)]);
+}
