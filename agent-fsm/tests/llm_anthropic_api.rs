@@ -203,6 +203,8 @@ async fn pinging_forever(body: String) -> String {
     url
 }
 
+/// Reads one request on `socket`, writes `body` as the first chunk of a
+/// `200` event stream, then a `ping` chunk every 5 s until a write fails.
 async fn answer_then_ping(socket: TcpStream, body: String) -> std::io::Result<()> {
     let mut reader = BufReader::new(socket);
     replay::read_request(&mut reader).await?;
