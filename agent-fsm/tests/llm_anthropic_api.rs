@@ -56,10 +56,11 @@ fn error_body(kind: &str, message: &str) -> String {
 }
 
 #[tokio::test]
-async fn an_error_result_with_no_text_is_sent_with_some() {
+async fn a_result_with_no_text_is_sent_as_the_api_takes_one() {
     // The API refuses an error `tool_result` whose content is empty
-    // ("content cannot be empty if `is_error` is true"); sent as it is, the
-    // refused result would fail every later request of the conversation.
+    // ("content cannot be empty if `is_error` is true"), and empty text
+    // anywhere; sent as it is, the refused result would fail every later
+    // request of the conversation.
     let server = ReplayServer::start(vec![Reply::events(&reply("end_turn"))]).await;
     let call = |id: &str| ToolCall { id: id.into(), name: "run".into(), arguments: json!({}) };
     let request = request()
@@ -69,7 +70,7 @@ async fn an_error_result_with_no_text_is_sent_with_some() {
         })
         .message(Message::tool_error("toolu_1", ""))
         .message(Message::tool_error("toolu_2", " \n"))
-        .message(Message::tool_result("toolu_3", ""));
+        .message(Message::tool_result("toolu_3", "\n"));
     let log = kinds(run(client(&server), request, 1).await);
     assert!(matches!(log.last(), Some(Ok(StreamEvent::Completed { .. }))), "{log:?}");
 
@@ -81,8 +82,9 @@ async fn an_error_result_with_no_text_is_sent_with_some() {
         let content = result["content"].as_str().expect("text content");
         assert!(!content.trim().is_empty(), "an error result is sent with text: {result}");
     }
-    // A result that is no error may be empty: it goes as it is.
-    assert_eq!(results[2], json!({"type": "tool_result", "tool_use_id": "toolu_3", "content": ""}));
+    // A result that is no error goes without content, as the API's own
+    // example of an empty result does: empty text is refused.
+    assert_eq!(results[2], json!({"type": "tool_result", "tool_use_id": "toolu_3"}));
 }
 
 #[tokio::test]

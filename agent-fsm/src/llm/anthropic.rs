@@ -247,9 +247,9 @@ impl Anthropic {
     /// The JSON body sent for `request`: system messages joined into
     /// `system`, each message as content blocks (an assistant message's
     /// reasoning blocks first, unchanged), consecutive user-side
-    /// messages (tool results, then user text) merged into one. An error
-    /// result with no text is sent saying so, as the API refuses an empty
-    /// one, and the text that ends a request ending with an assistant
+    /// messages (tool results, then user text) merged into one. A result
+    /// with no text is sent without content, or, for an error, saying so,
+    /// as the API refuses empty text, and the text that ends a request ending with an assistant
     /// message (a prefill) loses its trailing whitespace, which the API
     /// refuses there.
     #[must_use]
@@ -341,15 +341,21 @@ fn assistant_blocks(reply: &AssistantMessage) -> Vec<Value> {
 /// failing every later request of it.
 const EMPTY_ERROR_RESULT: &str = "(the tool failed without a message)";
 
-/// A tool's result as a `tool_result` block: its content as it is, except
-/// an error's empty or whitespace-only content, which becomes
+/// A tool's result as a `tool_result` block: its content as it is, unless
+/// empty or only whitespace, which the API refuses as a text block. Such
+/// a result goes without content, as the API's own example of an empty
+/// result does, or, for an error, which must have content, saying
 /// [`EMPTY_ERROR_RESULT`].
 fn tool_result_block(result: &ToolResult) -> Value {
-    if !result.is_error {
-        return json!({"type": "tool_result", "tool_use_id": result.call_id, "content": result.content});
+    let empty = result.content.trim().is_empty();
+    match (result.is_error, empty) {
+        (false, false) => json!({"type": "tool_result", "tool_use_id": result.call_id, "content": result.content}),
+        (false, true) => json!({"type": "tool_result", "tool_use_id": result.call_id}),
+        (true, _) => {
+            let content = if empty { EMPTY_ERROR_RESULT } else { result.content.as_str() };
+            json!({"type": "tool_result", "tool_use_id": result.call_id, "content": content, "is_error": true})
+        }
     }
-    let content = if result.content.trim().is_empty() { EMPTY_ERROR_RESULT } else { result.content.as_str() };
-    json!({"type": "tool_result", "tool_use_id": result.call_id, "content": content, "is_error": true})
 }
 
 /// A text block, unless the text is empty or only whitespace, which the
