@@ -32,11 +32,11 @@
 //! classified [`ProviderError`]; so is an error a gateway sends in
 //! OpenAI's `{"error": {...}}` shape, and an `error` event whose data is
 //! the error object alone or plain text, and an error object a proxy
-//! sends whole, as JSON with `200`, in place of the stream). The server's own tool
-//! calls and results (`server_tool_use`, `web_search_tool_result`, whose
-//! input streams as `input_json_delta` too) and event types this crate
-//! does not read are skipped, whatever their data holds (a `ping` whose
-//! data is `{}`, say). A reply whose stop reason came is complete
+//! sends whole, as JSON with `200`, in place of the stream). The server's
+//! own tool calls and results (`server_tool_use`, `web_search_tool_result`,
+//! whose input streams as `input_json_delta` too) and event types this
+//! crate does not read are skipped, whatever their data holds (a `ping`
+//! whose data is `{}`, say). A reply whose stop reason came is complete
 //! when the body ends, with or without `message_stop`, or 10 s after the
 //! stop reason if `message_stop` has not come by then (a server that
 //! sends only `ping`s after it would otherwise hold the call for good).
