@@ -31,10 +31,15 @@
 //! `overloaded_error` or any other, which ends the stream with a
 //! classified [`ProviderError`]; so is an error a gateway sends in
 //! OpenAI's `{"error": {...}}` shape, and an `error` event whose data is
-//! the error object alone or plain text). The server's own tool
-//! calls and results (`server_tool_use`, `web_search_tool_result`, whose
-//! input streams as `input_json_delta` too) and event types this crate
-//! does not know are skipped.
+//! the error object alone or plain text, and an error object a proxy
+//! sends whole, as JSON with `200`, in place of the stream). The server's
+//! own tool calls and results (`server_tool_use`, `web_search_tool_result`,
+//! whose input streams as `input_json_delta` too) and event types this
+//! crate does not read are skipped, whatever their data holds (a `ping`
+//! whose data is `{}`, say). A reply whose stop reason came is complete
+//! when the body ends, with or without `message_stop`, or 10 s after the
+//! stop reason if `message_stop` has not come by then (a server that
+//! sends only `ping`s after it would otherwise hold the call for good).
 //!
 //! # Extended thinking
 //! Thinking is asked for with a body field,
@@ -66,7 +71,7 @@ use super::error::ProviderError;
 use super::event::StreamEvent;
 use super::http::{HttpOptions, Transport};
 use super::reasoning::ReasoningBlock;
-use super::types::{AssistantMessage, Message, Request};
+use super::types::{AssistantMessage, Message, Request, ToolResult};
 
 pub use parser::StreamParser;
 
@@ -242,7 +247,11 @@ impl Anthropic {
     /// The JSON body sent for `request`: system messages joined into
     /// `system`, each message as content blocks (an assistant message's
     /// reasoning blocks first, unchanged), consecutive user-side
-    /// messages (tool results, then user text) merged into one.
+    /// messages (tool results, then user text) merged into one. A result
+    /// with no text is sent without content, or, for an error, saying so,
+    /// as the API refuses empty text, and the text that ends a request ending with an assistant
+    /// message (a prefill) loses its trailing whitespace, which the API
+    /// refuses there.
     #[must_use]
     pub fn body(&self, request: &Request) -> Value {
         let mut system: Vec<&str> = request.system.iter().map(String::as_str).collect();
@@ -255,14 +264,7 @@ impl Anthropic {
                 }
                 Message::User { content } => ("user", text_block(content).into_iter().collect()),
                 Message::Assistant(reply) => ("assistant", assistant_blocks(reply)),
-                Message::Tool(result) => {
-                    let mut block =
-                        json!({"type": "tool_result", "tool_use_id": result.call_id, "content": result.content});
-                    if result.is_error {
-                        block["is_error"] = json!(true);
-                    }
-                    ("user", vec![block])
-                }
+                Message::Tool(result) => ("user", vec![tool_result_block(result)]),
             };
             // The API refuses empty content; one role after the other is
             // one message.
@@ -271,6 +273,16 @@ impl Anthropic {
                 Some((last, existing)) if *last == role => existing.extend(blocks),
                 _ => messages.push((role, blocks)),
             }
+        }
+        // A request that ends with the assistant's words (a prefill, a
+        // reply cut off and continued): the API refuses "final assistant
+        // content" that ends with whitespace.
+        if let Some(("assistant", blocks)) = messages.last_mut()
+            && let Some(last) = blocks.last_mut()
+            && last["type"] == "text"
+            && let Some(trimmed) = last["text"].as_str().map(str::trim_end).map(str::to_owned)
+        {
+            last["text"] = Value::String(trimmed);
         }
         let messages: Vec<Value> =
             messages.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect();
@@ -323,6 +335,29 @@ fn assistant_blocks(reply: &AssistantMessage) -> Vec<Value> {
             .map(|c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.sent_arguments()})),
     );
     blocks
+}
+
+/// What an error result with no text says instead: the API refuses an
+/// error `tool_result` whose content is empty ("content cannot be empty if
+/// `is_error` is true"), and the refused result stays in the conversation,
+/// failing every later request of it.
+const EMPTY_ERROR_RESULT: &str = "(the tool failed without a message)";
+
+/// A tool's result as a `tool_result` block: its content as it is, unless
+/// empty or only whitespace, which the API refuses as a text block. Such
+/// a result goes without content, as the API's own example of an empty
+/// result does, or, for an error, which must have content, saying
+/// [`EMPTY_ERROR_RESULT`].
+fn tool_result_block(result: &ToolResult) -> Value {
+    let empty = result.content.trim().is_empty();
+    match (result.is_error, empty) {
+        (false, false) => json!({"type": "tool_result", "tool_use_id": result.call_id, "content": result.content}),
+        (false, true) => json!({"type": "tool_result", "tool_use_id": result.call_id}),
+        (true, _) => {
+            let content = if empty { EMPTY_ERROR_RESULT } else { result.content.as_str() };
+            json!({"type": "tool_result", "tool_use_id": result.call_id, "content": content, "is_error": true})
+        }
+    }
 }
 
 /// A text block, unless the text is empty or only whitespace, which the

@@ -57,6 +57,7 @@ pub(crate) fn from_status(status: u16, retry_after: Option<Duration>, body: &str
         _ if says_context_too_long(&message) || kind_hint.as_deref() == Some("context_length_exceeded") => {
             ErrorKind::ContextTooLong
         }
+        _ if kind_hint.as_deref() == Some("billing_error") || says_out_of_credit(&message) => ErrorKind::QuotaExceeded,
         _ => ErrorKind::BadRequest,
     };
     ProviderError::new(kind, message).with_status(status)
@@ -74,6 +75,7 @@ pub(crate) fn from_stream_error(kind: &str, message: String) -> ProviderError {
         "request_too_large" | "context_length_exceeded" => ErrorKind::ContextTooLong,
         "timeout_error" => ErrorKind::Timeout,
         "invalid_request_error" | "not_found_error" if says_context_too_long(&message) => ErrorKind::ContextTooLong,
+        "invalid_request_error" if says_out_of_credit(&message) => ErrorKind::QuotaExceeded,
         "invalid_request_error" | "not_found_error" => ErrorKind::BadRequest,
         // `api_error` and anything unknown: the server failed mid-reply.
         _ => ErrorKind::ServerError { status: 500, retry_after: None },
@@ -192,6 +194,9 @@ fn says_context_too_long(message: &str) -> bool {
         "context window",
         "context size",
         "prompt is too long",
+        // Anthropic, when the input and `max_tokens` together are past
+        // the window: "input length and `max_tokens` exceed context limit".
+        "context limit",
         "maximum context",
         "too many tokens",
         // text-generation-inference: the prompt, or the prompt and the
@@ -201,6 +206,13 @@ fn says_context_too_long(message: &str) -> bool {
     ]
     .iter()
     .any(|needle| message.contains(needle))
+}
+
+/// Whether a refusal's message says the account has no credit left:
+/// Anthropic answers so with a 400 `invalid_request_error` ("Your credit
+/// balance is too low to access the Anthropic API"), not with a 402.
+fn says_out_of_credit(message: &str) -> bool {
+    message.to_ascii_lowercase().contains("credit balance is too low")
 }
 
 /// `text` cut to at most `max` bytes, on a character boundary.
@@ -307,6 +319,11 @@ mod tests {
             ),
             ErrorKind::ContextTooLong
         );
+        assert_eq!(
+            kind(400, r#"{"error":{"message":"Your credit balance is too low to access the Anthropic API."}}"#),
+            ErrorKind::QuotaExceeded
+        );
+        assert_eq!(kind(400, r#"{"error":{"type":"billing_error","message":"?"}}"#), ErrorKind::QuotaExceeded);
         assert_eq!(kind(400, r#"{"error":{"message":"unknown field"}}"#), ErrorKind::BadRequest);
         assert_eq!(kind(404, "not found"), ErrorKind::BadRequest);
         let error = from_status(400, None, r#"{"error":{"message":"unknown field"}}"#);
@@ -326,6 +343,11 @@ mod tests {
         assert_eq!(kind("request_too_large", ""), ErrorKind::ContextTooLong);
         assert_eq!(kind("timeout_error", ""), ErrorKind::Timeout);
         assert_eq!(kind("invalid_request_error", "prompt is too long"), ErrorKind::ContextTooLong);
+        assert_eq!(
+            kind("invalid_request_error", "input length and `max_tokens` exceed context limit"),
+            ErrorKind::ContextTooLong
+        );
+        assert_eq!(kind("invalid_request_error", "Your credit balance is too low"), ErrorKind::QuotaExceeded);
         assert_eq!(kind("invalid_request_error", "bad"), ErrorKind::BadRequest);
         assert_eq!(kind("api_error", "oops"), ErrorKind::ServerError { status: 500, retry_after: None });
     }

@@ -47,10 +47,12 @@ pub enum ErrorKind {
     /// The key is missing, wrong or not allowed this (HTTP 401, 403).
     Auth,
     /// The account has no credit or quota left (HTTP 402, OpenAI's
-    /// `insufficient_quota`).
+    /// `insufficient_quota`, Anthropic's `billing_error` and its 400 saying
+    /// the credit balance is too low).
     QuotaExceeded,
     /// The conversation is longer than the model's context window (a 400
-    /// whose message says so, or HTTP 413).
+    /// whose message says so, the input and `max_tokens` together included,
+    /// or HTTP 413).
     ContextTooLong,
     /// The stream broke its format: a frame that is not the JSON it
     /// should be, or a tool call whose arguments are not valid JSON at the

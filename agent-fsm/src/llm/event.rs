@@ -63,8 +63,9 @@ pub enum StopReason {
     /// `tool_use`; also an OpenAI-compatible reply of tool calls that
     /// ends with `stop`, as Gemini's endpoint writes it).
     ToolUse,
-    /// It reached the token limit (`length`, `max_tokens`): the reply is
-    /// cut off.
+    /// It reached the token limit (`length`, `max_tokens`), or the model's
+    /// context window filled up first (Anthropic
+    /// `model_context_window_exceeded`): the reply is cut off.
     MaxTokens,
     /// It wrote one of the request's stop sequences (Anthropic's and
     /// text-generation-inference's `stop_sequence`; OpenAI reports those
@@ -110,7 +111,9 @@ impl StopReason {
         match reason {
             "end_turn" => StopReason::EndTurn,
             "tool_use" => StopReason::ToolUse,
-            "max_tokens" => StopReason::MaxTokens,
+            // Newer models stop at the window's end rather than refuse a
+            // request whose input and `max_tokens` go past it.
+            "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
             "stop_sequence" => StopReason::StopSequence,
             "refusal" => StopReason::ContentFilter,
             other => StopReason::Other(other.to_owned()),

@@ -205,18 +205,34 @@ pub(crate) trait Decoder: Send + 'static {
     fn finish(&mut self, cut: Option<ProviderError>, out: &mut VecDeque<Item>);
     /// The reply is complete or failed: nothing more is read.
     fn is_done(&self) -> bool;
+    /// The reply's content is all there (its stop reason came) and only
+    /// its end marker is awaited: the stream waits at most
+    /// [`END_MARKER_WAIT`] more for it, then ends the reply as the body's
+    /// end would.
+    fn settled(&self) -> bool {
+        false
+    }
     /// Reads `body`, a whole JSON reply a server sent with `200` in place
     /// of the stream (it ignored `"stream": true`), if the provider's
-    /// format has one; false (nothing read) if it has not.
+    /// format has one, or an error object sent so; false (nothing read) if
+    /// it is neither.
     fn whole(&mut self, _body: &[u8], _out: &mut VecDeque<Item>) -> bool {
         false
     }
 }
 
+/// The longest wait for a reply's end marker once its content is all
+/// there ([`Decoder::settled`]). A server that sends its stop reason and
+/// then only keep-alives (Anthropic's `ping`s) would otherwise hold the
+/// call for good: each one restarts the read timeout.
+pub(crate) const END_MARKER_WAIT: Duration = Duration::from_secs(10);
+
 /// Where the stream is.
 enum Phase<D> {
     Start(reqwest::RequestBuilder, D),
-    Reading(reqwest::Response, D, VecDeque<Item>),
+    /// Reading the body; with the time the end marker is waited for
+    /// until, once the reply is settled.
+    Reading(reqwest::Response, D, VecDeque<Item>, Option<tokio::time::Instant>),
     /// The body ended: what the decoder made last, then the end, whatever
     /// the decoder says (a decoder that never calls itself done must not
     /// make the stream read a finished body forever).
@@ -236,7 +252,7 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
                     return Some((Err(status_error(response).await), Phase::Done));
                 }
                 Ok(response) => match not_events(&response) {
-                    None => Phase::Reading(response, decoder, VecDeque::new()),
+                    None => Phase::Reading(response, decoder, VecDeque::new(), None),
                     Some((error, json)) => {
                         let (body, whole) = bounded_body(response, if json { MAX_REPLY_BYTES } else { 0 }).await;
                         let mut queue = VecDeque::new();
@@ -250,28 +266,36 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
                     }
                 },
             },
-            Phase::Reading(mut response, mut decoder, mut queue) => {
+            Phase::Reading(mut response, mut decoder, mut queue, mut end_by) => {
                 if let Some(item) = queue.pop_front() {
                     let after = if queue.is_empty() && decoder.is_done() {
                         Phase::Done
                     } else {
-                        Phase::Reading(response, decoder, queue)
+                        Phase::Reading(response, decoder, queue, end_by)
                     };
                     return Some((item, after));
                 }
                 if decoder.is_done() {
                     return None;
                 }
-                let ended = match response.chunk().await {
-                    Ok(Some(chunk)) => {
+                if end_by.is_none() && decoder.settled() {
+                    end_by = Some(tokio::time::Instant::now() + END_MARKER_WAIT);
+                }
+                let read = match end_by {
+                    None => Some(response.chunk().await),
+                    // Elapsed: the end marker is given up on.
+                    Some(at) => tokio::time::timeout_at(at, response.chunk()).await.ok(),
+                };
+                let ended = match read {
+                    Some(Ok(Some(chunk))) => {
                         decoder.feed(&chunk, &mut queue);
                         false
                     }
-                    Ok(None) => {
+                    Some(Ok(None)) | None => {
                         decoder.finish(None, &mut queue);
                         true
                     }
-                    Err(e) => {
+                    Some(Err(e)) => {
                         decoder.finish(Some(transport_error(&e, "reading the reply")), &mut queue);
                         true
                     }
@@ -281,7 +305,7 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
                 } else if queue.is_empty() && decoder.is_done() {
                     return None;
                 } else {
-                    Phase::Reading(response, decoder, queue)
+                    Phase::Reading(response, decoder, queue, end_by)
                 }
             }
         };

@@ -105,11 +105,11 @@
 //! | [`ServerError`](ErrorKind::ServerError) | HTTP 5xx, 409 (a lock timed out), `api_error`, a `finish_reason` of `abort`, `error` or `insufficient_system_resource` | yes |
 //! | [`Timeout`](ErrorKind::Timeout) | connect, read or total timeout, HTTP 408 | yes |
 //! | [`ConnectionDropped`](ErrorKind::ConnectionDropped) | the connection failed or ended before the reply was complete | yes |
-//! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a 200 whose body is a web page, or JSON that is not the provider's whole reply (an OpenAI-compatible server's chat completion sent whole, or its error object, is read as the reply or the error), a stream past the limits below | yes |
+//! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a 200 whose body is a web page, or JSON that is not the provider's whole reply (an OpenAI-compatible server's chat completion sent whole is read as the reply, and either provider's error object sent so as the error), a stream past the limits below | yes |
 //! | [`BadRequest`](ErrorKind::BadRequest) | other 4xx, a redirect to another origin, more than 10 redirects | no |
 //! | [`Auth`](ErrorKind::Auth) | HTTP 401, 403 | no |
-//! | [`QuotaExceeded`](ErrorKind::QuotaExceeded) | HTTP 402, `insufficient_quota` | no |
-//! | [`ContextTooLong`](ErrorKind::ContextTooLong) | a 400 whose message says the prompt is too long, HTTP 413 | no |
+//! | [`QuotaExceeded`](ErrorKind::QuotaExceeded) | HTTP 402, `insufficient_quota`, `billing_error`, Anthropic's 400 saying the credit balance is too low | no |
+//! | [`ContextTooLong`](ErrorKind::ContextTooLong) | a 400 whose message says the prompt, or the prompt and `max_tokens`, is past the window, HTTP 413 | no |
 //! | [`InvalidConfig`](ErrorKind::InvalidConfig) | an invalid header, TLS setup | no |
 //!
 //! An event stream that ends without a single event is classified by what
@@ -126,7 +126,9 @@
 //! (or a web page sent in place of the stream) the first 64 KiB are read,
 //! and the error is classified from them. Time is bounded by the
 //! client's timeouts: the read timeout for a server that goes quiet, the
-//! total timeout (none unless set) for one that trickles on.
+//! total timeout (none unless set) for one that trickles on. An Anthropic
+//! reply whose stop reason came waits at most 10 s more for its
+//! `message_stop`, keep-alives or not.
 //!
 //! A redirect is followed only within the origin (scheme, host and port)
 //! of the configured URL: the key headers (`x-api-key`, `api-key`, a

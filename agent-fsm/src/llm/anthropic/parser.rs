@@ -86,7 +86,9 @@ impl StreamParser {
     }
 
     /// The body ended. A reply whose stop reason came completes (the
-    /// server may close without `message_stop`); any other fails with
+    /// server may close without `message_stop`, and the client ends a
+    /// reply that has its stop reason when no `message_stop` follows
+    /// within 10 s, only `ping`s, say); any other fails with
     /// [`ErrorKind::ConnectionDropped`].
     pub fn finish(&mut self, out: &mut VecDeque<Result<StreamEvent, ProviderError>>) {
         Decoder::finish(self, None, out);
@@ -109,6 +111,13 @@ impl StreamParser {
             Err(e) => {
                 if let Some(error) = classify::bare_error(event, data) {
                     return self.fail(error, out);
+                }
+                // An event this parser does not read (a `ping`, a type added
+                // later), by its data's type or else its name: skipped
+                // whatever else its data holds, as the API asks of clients.
+                let kind = serde_json::from_str::<Kind<'_>>(data).map_or(Cow::Borrowed(event), |k| k.kind);
+                if !kind.is_empty() && !READ.contains(&&*kind) {
+                    return;
                 }
                 let message =
                     format!("a `{event}` event is not the JSON expected ({e}): {}", classify::truncate(data, 200));
@@ -292,6 +301,37 @@ impl Decoder for StreamParser {
     fn is_done(&self) -> bool {
         self.done
     }
+
+    /// The stop reason came: only `message_stop` is awaited.
+    fn settled(&self) -> bool {
+        !self.done && self.stop_reason.is_some()
+    }
+
+    /// An error object sent whole with `200` in place of the stream (a
+    /// proxy's failure, in Anthropic's shape or OpenAI's): the error it
+    /// reports, so that an auth or quota failure is not retried as a
+    /// broken stream. A whole message is not read (this client asks for a
+    /// stream, and Anthropic's API sends one).
+    fn whole(&mut self, body: &[u8], out: &mut VecDeque<Item>) -> bool {
+        // Not as an `error` event's data: any object would read as one.
+        let Some(error) = std::str::from_utf8(body).ok().and_then(|text| classify::bare_error("", text)) else {
+            return false;
+        };
+        self.fail(error, out);
+        true
+    }
+}
+
+/// The event types [`StreamParser`] reads; the others (`ping`,
+/// `content_block_stop`, types added later) are skipped.
+const READ: [&str; 6] =
+    ["message_start", "content_block_start", "content_block_delta", "message_delta", "message_stop", "error"];
+
+/// An event's data read for its type alone.
+#[derive(Deserialize)]
+struct Kind<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
 }
 
 /// One event's data; each type uses some of the fields.
