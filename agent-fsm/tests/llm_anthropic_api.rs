@@ -18,8 +18,6 @@ use agent_fsm::llm::{
 use caller::{kinds, run};
 use replay::{ReplayServer, Reply};
 use serde_json::{Value, json};
-use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
 fn client(server: &ReplayServer) -> Anthropic {
@@ -191,38 +189,6 @@ async fn an_error_object_sent_whole_with_200_is_the_error_it_reports() {
     assert_eq!(kinds(run(client(&server), request(), 1).await), vec![Err(ErrorKind::MalformedStream)]);
 }
 
-/// A server that answers every request with `body`, then a `ping` every
-/// 5 s for as long as the client stays, never ending the body.
-async fn pinging_forever(body: String) -> String {
-    let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind 127.0.0.1:0");
-    let url = format!("http://{}", listener.local_addr().expect("local address"));
-    tokio::spawn(async move {
-        while let Ok((socket, _)) = listener.accept().await {
-            // The client going away ends the answer.
-            tokio::spawn(answer_then_ping(socket, body.clone()));
-        }
-    });
-    url
-}
-
-/// Reads one request on `socket`, writes `body` as the first chunk of a
-/// `200` event stream, then a `ping` chunk every 5 s until a write fails.
-async fn answer_then_ping(socket: TcpStream, body: String) -> std::io::Result<()> {
-    let mut reader = BufReader::new(socket);
-    replay::read_request(&mut reader).await?;
-    let mut socket = reader.into_inner();
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
-    socket.write_all(head.as_bytes()).await?;
-    let ping = event(json!({"type": "ping"}));
-    let mut piece = body;
-    loop {
-        socket.write_all(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes()).await?;
-        socket.flush().await?;
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        piece.clone_from(&ping);
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_reply_with_its_stop_reason_and_then_only_pings_ends_without_message_stop() {
     // Seen of Anthropic's API: the whole reply, its stop reason, then
@@ -230,7 +196,7 @@ async fn a_reply_with_its_stop_reason_and_then_only_pings_ends_without_message_s
     // so the call must not wait for the end marker for good.
     let whole = reply("end_turn");
     let without_stop = whole.strip_suffix(&event(json!({"type": "message_stop"}))).expect("the stop comes last");
-    let url = pinging_forever(without_stop.to_owned()).await;
+    let url = replay::keeping_alive(without_stop.to_owned(), event(json!({"type": "ping"}))).await;
     let client = AnthropicConfig::new("k").base_url(url).build().expect("client");
     let start = Instant::now();
     let log = kinds(run(client, request(), 1).await);

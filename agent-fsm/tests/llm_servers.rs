@@ -454,3 +454,24 @@ async fn groq_usage_in_x_groq_is_the_replys() {
         vec![Ok(text("Hi")), Ok(completed(message, StopReason::EndTurn, Usage::new(40, 25)))]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_with_its_finish_reason_and_then_only_keep_alives_ends_without_done() {
+    // A server (or a proxy before it) that sends the whole reply, its
+    // finish reason and usage, then keep-alive comments and never `[DONE]`:
+    // each comment restarts the read timeout, so the call must not wait
+    // for the end marker for good.
+    let usage = json!({"prompt_tokens": 3, "completion_tokens": 1});
+    let body = chunk(json!({"content": "ok"}), json!("stop"))
+        + &format!("data: {}\n\n", json!({"choices": [], "usage": usage}));
+    let url = replay::keeping_alive(body, ": keep-alive\n\n".to_owned()).await;
+    let client = agent_fsm::llm::OpenAiConfig::without_key().base_url(url).build().expect("client");
+    let start = tokio::time::Instant::now();
+    let message = AssistantMessage { text: "ok".into(), ..AssistantMessage::default() };
+    assert_eq!(
+        kinds(run(client, request(), 1).await),
+        vec![Ok(text("ok")), Ok(completed(message, StopReason::EndTurn, Usage::new(3, 1)))]
+    );
+    // About 10 s after the finish reason, far within the read timeout.
+    assert!(start.elapsed() <= std::time::Duration::from_secs(15), "{:?}", start.elapsed());
+}

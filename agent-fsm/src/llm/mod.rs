@@ -126,9 +126,10 @@
 //! (or a web page sent in place of the stream) the first 64 KiB are read,
 //! and the error is classified from them. Time is bounded by the
 //! client's timeouts: the read timeout for a server that goes quiet, the
-//! total timeout (none unless set) for one that trickles on. An Anthropic
-//! reply whose stop reason came waits at most 10 s more for its
-//! `message_stop`, keep-alives or not.
+//! total timeout (none unless set) for one that trickles on. A reply
+//! whose stop reason came waits at most 10 s more for its end marker
+//! (Anthropic's `message_stop`, the OpenAI-compatible `[DONE]`),
+//! keep-alives or not, then completes.
 //!
 //! A redirect is followed only within the origin (scheme, host and port)
 //! of the configured URL: the key headers (`x-api-key`, `api-key`, a

@@ -44,7 +44,8 @@
 //! and sent back on the call, without which Gemini 3 refuses the next
 //! request), text-generation-inference's own names for a
 //! finish (`eos_token`, `stop_sequence`), a stream that ends with the
-//! finish reason and no `[DONE]`, and an error sent as a chunk (its
+//! finish reason and no `[DONE]` (or with only keep-alives after the
+//! finish reason, completed 10 s after it), and an error sent as a chunk (its
 //! `error` an object or, as text-generation-inference writes it, the
 //! message with its kind in `error_type`) or, as llama.cpp's server wrote
 //! it until late 2025, on an `error:` line followed by `[DONE]`. A reply
@@ -593,5 +594,10 @@ impl Decoder for StreamParser {
 
     fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// The finish reason came: only the usage and `[DONE]` are awaited.
+    fn settled(&self) -> bool {
+        !self.done && self.finish_reason.is_some()
     }
 }

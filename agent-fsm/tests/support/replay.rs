@@ -298,3 +298,36 @@ async fn write_status(
     socket.flush().await?;
     socket.shutdown().await
 }
+
+/// A server that answers every request with `body` as the first chunk of
+/// a `200` event stream, then writes `keep_alive` every 5 s for as long as
+/// the client stays, never ending the body (a server that sent the whole
+/// reply and then only keep-alives, no end marker). Returns its URL.
+pub(crate) async fn keeping_alive(body: String, keep_alive: String) -> String {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind 127.0.0.1:0");
+    let url = format!("http://{}", listener.local_addr().expect("local address"));
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            // The client going away ends the answer.
+            tokio::spawn(answer_then_keep_alive(socket, body.clone(), keep_alive.clone()));
+        }
+    });
+    url
+}
+
+/// Reads one request on `socket`, writes `body`, then `keep_alive` every
+/// 5 s until a write fails.
+async fn answer_then_keep_alive(socket: TcpStream, body: String, keep_alive: String) -> std::io::Result<()> {
+    let mut reader = BufReader::new(socket);
+    read_request(&mut reader).await?;
+    let mut socket = reader.into_inner();
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    socket.write_all(head.as_bytes()).await?;
+    let mut piece = body;
+    loop {
+        socket.write_all(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes()).await?;
+        socket.flush().await?;
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        piece.clone_from(&keep_alive);
+    }
+}
