@@ -429,19 +429,27 @@ impl Fleet {
     /// Agent `agent`'s state, steps, owner and inbox.
     ///
     /// # Errors
-    /// [`FleetError::UnknownAgent`], or a database error.
+    /// [`FleetError::UnknownAgent`], [`FleetError::Store`] with
+    /// [`StoreError::Corrupt`] when the agent's row counts no step 0 (a
+    /// row written by hand), or a database error.
     pub async fn status(&self, agent: &str) -> Result<AgentStatus, FleetError> {
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
         let row = client.query_opt(db::STATUS, &[&agent]).await.map_err(FleetError::db)?;
         let row = row.ok_or_else(|| FleetError::UnknownAgent(agent.to_owned()))?;
         let next: i64 = row.try_get(0).map_err(FleetError::db)?;
+        // The store counts from 1; a row that says less (written outside
+        // the store) is refused, not read as a step count that wrapped.
+        let steps = next
+            .checked_sub(1)
+            .and_then(|steps| u64::try_from(steps).ok())
+            .ok_or_else(|| StoreError::corrupt(agent, "agent", 0, format!("next step {next}")))?;
         let done: Option<bool> = row.try_get(1).map_err(FleetError::db)?;
         let epoch: Option<i64> = row.try_get(3).map_err(FleetError::db)?;
         let unapplied: i64 = row.try_get(5).map_err(FleetError::db)?;
         Ok(AgentStatus {
             state: row.try_get(4).map_err(FleetError::db)?,
-            steps: db::unsigned(next - 1),
+            steps,
             done: done.unwrap_or(false),
             worker: row.try_get(2).map_err(FleetError::db)?,
             assigned: row.try_get(6).map_err(FleetError::db)?,

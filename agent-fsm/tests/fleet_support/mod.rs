@@ -5,7 +5,7 @@
 //! traffic the test can cut or take down, and waiting with a timeout.
 
 // Each test uses a different part of this module.
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
