@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 use tracing::Instrument;
 
+use super::keeper::{Keeper, Renewals};
 use super::running::{Control, End, Ended, Running, Spawn};
 use super::{Fleet, FleetError, db};
 use crate::StateMachine;
@@ -158,8 +159,8 @@ struct Loop<M: StateMachine, E: Effects<M>, F> {
     ended: mpsc::UnboundedReceiver<Ended>,
     /// The notifications; `None` while the listening connection is down.
     notes: Option<(tokio_postgres::Client, mpsc::UnboundedReceiver<String>)>,
-    /// When the leases were last renewed.
-    renewed: Instant,
+    /// Renews the leases of `running` from a thread of its own.
+    keeper: Keeper,
     report: WorkerReport,
 }
 
@@ -179,6 +180,7 @@ where
         let capacity = i32::try_from(worker.capacity).unwrap_or(i32::MAX);
         client.execute(db::REGISTER, &[&worker.id, &capacity]).await.map_err(FleetError::db)?;
         tracing::info!(capacity = worker.capacity, lease_ms = db::millis(worker.lease), "worker registered");
+        let keeper = Keeper::start(Renewals { target, worker: worker.id.clone(), capacity, lease: worker.lease })?;
         let (ended_tx, ended) = mpsc::unbounded_channel();
         Ok(Self {
             worker,
@@ -189,7 +191,7 @@ where
             ended_tx,
             ended,
             notes: Some(notes),
-            renewed: Instant::now(),
+            keeper,
             report: WorkerReport::default(),
         })
     }
@@ -290,6 +292,7 @@ where
                 durability: self.worker.durability,
                 snapshots: self.worker.snapshots,
                 ended: self.ended_tx.clone(),
+                pulse: self.keeper.pulse(),
             });
         }
         // Resumed side by side: each reads its checkpoint. A read that
@@ -316,6 +319,7 @@ where
         for (agent, epoch, result) in started {
             match result {
                 Ok(running) => {
+                    self.keeper.hold(&agent, epoch);
                     self.running.insert(agent, running);
                 }
                 Err(error) => {
@@ -367,14 +371,16 @@ where
                 self.resting.insert(agent.clone(), Instant::now() + self.worker.lease);
             }
         }
+        self.keeper.release(&agent);
         self.running.remove(&agent);
         true
     }
 
-    /// Renews the leases of the running agents, and beats; drops the
-    /// agents it lost, and every agent once renewals have failed (or gone
-    /// unanswered) for a lease.
+    /// Checks in with the lease keeper, which renews the leases of the
+    /// running agents and beats; drops the agents it found lost, and
+    /// every agent once no renewal has been answered for a lease.
     async fn renew(&mut self) {
+        self.keeper.pulse().beat();
         self.reconnect().await;
         let target = self.worker.fleet.target().clone();
         if self.notes.is_none() {
@@ -383,34 +389,19 @@ where
                 Err(error) => tracing::warn!(%error, "cannot listen again"),
             }
         }
-        let client = self.control.get();
-        let (agents, epochs): (Vec<&str>, Vec<i64>) =
-            self.running.iter().map(|(agent, running)| (agent.as_str(), epoch_to_sql(running.epoch))).unzip();
-        let lease = db::millis(self.worker.lease);
-        match self.bounded(client.query(db::RENEW, &[&self.worker.id, &agents, &epochs, &lease])).await {
-            Ok(rows) => {
-                self.renewed = Instant::now();
-                let held: Vec<String> = rows.iter().filter_map(|row| row.try_get(0).ok()).collect();
-                let lost: Vec<String> = self.running.keys().filter(|a| !held.contains(a)).cloned().collect();
-                for agent in lost {
-                    tracing::warn!(agent = agent.as_str(), "lease lost: agent stopped");
-                    self.report.lost += 1;
-                    self.running.remove(&agent);
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot renew the leases");
-                if self.renewed.elapsed() >= self.worker.lease && !self.running.is_empty() {
-                    tracing::error!(agents = self.running.len(), "leases unrenewed for a lease: agents stopped");
-                    self.report.lost += self.running.len() as u64;
-                    self.running.clear();
-                }
+        let (lost, renewed) = self.keeper.take();
+        for (agent, epoch) in lost {
+            if self.running.get(&agent).is_some_and(|running| running.epoch == epoch) {
+                tracing::warn!(agent = agent.as_str(), "lease lost: agent stopped");
+                self.report.lost += 1;
+                self.running.remove(&agent);
             }
         }
-        // After the renewal: a heartbeat that hangs does not delay it.
-        let capacity = i32::try_from(self.worker.capacity).unwrap_or(i32::MAX);
-        if let Err(error) = self.bounded(client.execute(db::HEARTBEAT, &[&self.worker.id, &capacity])).await {
-            tracing::warn!(%error, "heartbeat failed");
+        if renewed.elapsed() >= self.worker.lease && !self.running.is_empty() {
+            tracing::error!(agents = self.running.len(), "leases unrenewed for a lease: agents stopped");
+            self.report.lost += self.running.len() as u64;
+            self.running.clear();
+            self.keeper.release_all();
         }
     }
 
@@ -463,6 +454,10 @@ where
         // The server may have closed the connection since the last renewal:
         // the leases are handed back on a new one rather than left to expire.
         self.reconnect().await;
+        // No renewal or beat after this: the leases are handed back, the
+        // worker's row removed.
+        self.keeper.release_all();
+        self.keeper.stop().await;
         let client = self.control.get();
         if let Err(error) = self.bounded(client.execute(db::STOPPING, &[&self.worker.id])).await {
             tracing::warn!(%error, "cannot mark the worker stopping");
