@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::time::MissedTickBehavior;
 use tokio_postgres::Client;
 
@@ -34,6 +34,8 @@ struct Shared {
     /// milliseconds since `origin`.
     pulse: AtomicU64,
     state: Mutex<State>,
+    /// Asks the keeper for a renewal at once.
+    kick: Notify,
 }
 
 #[derive(Debug)]
@@ -72,6 +74,8 @@ pub(crate) struct Keeper {
     stop: Option<oneshot::Sender<()>>,
     /// Closes when the keeper's thread ends.
     done: Option<oneshot::Receiver<()>>,
+    /// How many renewals the keeper attempted.
+    attempts: watch::Receiver<u64>,
     lease: Duration,
 }
 
@@ -94,6 +98,7 @@ impl Keeper {
             origin: Instant::now(),
             pulse: AtomicU64::new(0),
             state: Mutex::new(State { held: HashMap::new(), lost: Vec::new(), renewed: Instant::now() }),
+            kick: Notify::new(),
         });
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -101,16 +106,27 @@ impl Keeper {
             .map_err(|e| FleetError::Connect(Box::new(e)))?;
         let (stop, stopped) = oneshot::channel();
         let (ended, done) = oneshot::channel::<()>();
+        let (attempted, attempts) = watch::channel(0);
         let pulse = Pulse(Arc::clone(&shared));
         let lease = renewals.lease;
         std::thread::Builder::new()
             .name("agent-fsm-fleet-keeper".to_owned())
             .spawn(move || {
-                runtime.block_on(keep(renewals, pulse, stopped));
+                runtime.block_on(keep(renewals, pulse, stopped, attempted));
                 drop(ended);
             })
             .map_err(|e| FleetError::Connect(Box::new(e)))?;
-        Ok(Self { shared, stop: Some(stop), done: Some(done), lease })
+        Ok(Self { shared, stop: Some(stop), done: Some(done), attempts, lease })
+    }
+
+    /// Asks the keeper for a renewal now and waits (a lease at most) until
+    /// it was attempted: after the worker's runtime was stopped for a lease
+    /// (a pause, a stall), when the keeper held off, the leases nobody took
+    /// meanwhile are kept, and only those taken are found lost.
+    pub(crate) async fn renew_now(&mut self) {
+        let seen = *self.attempts.borrow_and_update();
+        self.shared.kick.notify_one();
+        let _ = tokio::time::timeout(self.lease, self.attempts.wait_for(|n| *n > seen)).await;
     }
 
     /// Stops the keeper and waits (three leases at most: a connect, a
@@ -157,7 +173,7 @@ impl Keeper {
 
 /// The keeper's thread: every third of a lease, renews the held leases
 /// (while the worker's runtime is alive) and beats.
-async fn keep(renewals: Renewals, pulse: Pulse, mut stopped: oneshot::Receiver<()>) {
+async fn keep(renewals: Renewals, pulse: Pulse, mut stopped: oneshot::Receiver<()>, attempted: watch::Sender<u64>) {
     let Renewals { target, worker, capacity, lease } = renewals;
     let mut tick = tokio::time::interval(lease / 3);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -167,6 +183,7 @@ async fn keep(renewals: Renewals, pulse: Pulse, mut stopped: oneshot::Receiver<(
         tokio::select! {
             _ = &mut stopped => return,
             _ = tick.tick() => {}
+            () = pulse.0.kick.notified() => {}
         }
         if pulse.silence() >= lease {
             tracing::warn!("the worker's runtime shows no sign of life for a lease: its leases are left to lapse");
@@ -207,6 +224,7 @@ async fn keep(renewals: Renewals, pulse: Pulse, mut stopped: oneshot::Receiver<(
             Ok(Err(error)) => tracing::warn!(%error, "cannot renew the leases"),
             Err(_) => tracing::warn!("{}", bounded("cannot renew the leases")),
         }
+        attempted.send_modify(|n| *n += 1);
         match tokio::time::timeout(lease, connected.execute(db::HEARTBEAT, &[&worker, &capacity])).await {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => tracing::warn!(%error, "heartbeat failed"),

@@ -389,6 +389,25 @@ where
                 Err(error) => tracing::warn!(%error, "cannot listen again"),
             }
         }
+        let mut renewed = self.stop_lost();
+        if renewed.elapsed() >= self.worker.lease && !self.running.is_empty() {
+            // The keeper holds off while this runtime shows no sign of life
+            // (the process was paused, say): a renewal now tells which
+            // leases another worker took meanwhile.
+            self.keeper.renew_now().await;
+            renewed = self.stop_lost();
+        }
+        if renewed.elapsed() >= self.worker.lease && !self.running.is_empty() {
+            tracing::error!(agents = self.running.len(), "leases unrenewed for a lease: agents stopped");
+            self.report.lost += self.running.len() as u64;
+            self.running.clear();
+            self.keeper.release_all();
+        }
+    }
+
+    /// Stops the agents the keeper found lost; returns when the last
+    /// answered renewal was sent.
+    fn stop_lost(&mut self) -> std::time::Instant {
         let (lost, renewed) = self.keeper.take();
         for (agent, epoch) in lost {
             if self.running.get(&agent).is_some_and(|running| running.epoch == epoch) {
@@ -397,12 +416,7 @@ where
                 self.running.remove(&agent);
             }
         }
-        if renewed.elapsed() >= self.worker.lease && !self.running.is_empty() {
-            tracing::error!(agents = self.running.len(), "leases unrenewed for a lease: agents stopped");
-            self.report.lost += self.running.len() as u64;
-            self.running.clear();
-            self.keeper.release_all();
-        }
+        renewed
     }
 
     /// Opens the control connection again if it closed (the server
