@@ -46,6 +46,9 @@ struct State {
     lost: Vec<(String, u64)>,
     /// When the last renewal that was answered was sent.
     renewed: Instant,
+    /// Whether the keeper held a renewal off (the worker's runtime showing
+    /// no sign of life) and has not ended one since.
+    held_off: bool,
 }
 
 /// A sign of life of the worker's runtime, given to the keeper.
@@ -97,7 +100,12 @@ impl Keeper {
         let shared = Arc::new(Shared {
             origin: Instant::now(),
             pulse: AtomicU64::new(0),
-            state: Mutex::new(State { held: HashMap::new(), lost: Vec::new(), renewed: Instant::now() }),
+            state: Mutex::new(State {
+                held: HashMap::new(),
+                lost: Vec::new(),
+                renewed: Instant::now(),
+                held_off: false,
+            }),
             kick: Notify::new(),
         });
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -163,11 +171,12 @@ impl Keeper {
         self.state().held.clear();
     }
 
-    /// The agents found lost since the last call, and when the last
-    /// answered renewal was sent.
-    pub(crate) fn take(&self) -> (Vec<(String, u64)>, Instant) {
+    /// The agents found lost since the last call, when the last answered
+    /// renewal was sent, and whether the keeper held one off and has not
+    /// ended one since.
+    pub(crate) fn take(&self) -> (Vec<(String, u64)>, Instant, bool) {
         let mut state = self.state();
-        (std::mem::take(&mut state.lost), state.renewed)
+        (std::mem::take(&mut state.lost), state.renewed, state.held_off)
     }
 }
 
@@ -186,6 +195,8 @@ async fn keep(renewals: Renewals, pulse: Pulse, mut stopped: oneshot::Receiver<(
             () = pulse.0.kick.notified() => {}
         }
         if pulse.silence() >= lease {
+            // Until a renewal attempted after this ends.
+            pulse.0.state.lock().unwrap_or_else(PoisonError::into_inner).held_off = true;
             tracing::warn!("the worker's runtime shows no sign of life for a lease: its leases are left to lapse");
             continue;
         }
@@ -196,7 +207,12 @@ async fn keep(renewals: Renewals, pulse: Pulse, mut stopped: oneshot::Receiver<(
                 Err(_) => tracing::warn!("{}", bounded("the lease keeper cannot connect")),
             }
         }
-        let Some(connected) = &client else { continue };
+        let Some(connected) = &client else {
+            // A renewal that failed, as one refused would.
+            pulse.0.state.lock().unwrap_or_else(PoisonError::into_inner).held_off = false;
+            attempted.send_modify(|n| *n += 1);
+            continue;
+        };
         let held: Vec<(String, u64)> = {
             let state = pulse.0.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.held.iter().map(|(agent, epoch)| (agent.clone(), *epoch)).collect()
@@ -213,6 +229,7 @@ async fn keep(renewals: Renewals, pulse: Pulse, mut stopped: oneshot::Receiver<(
                     rows.iter().filter_map(|row| row.try_get(0).ok()).collect();
                 let mut state = pulse.0.state.lock().unwrap_or_else(PoisonError::into_inner);
                 state.renewed = sent;
+                state.held_off = false;
                 for (agent, epoch) in held {
                     // Still held at the epoch renewed, and not renewed: lost.
                     if !kept.contains(&agent) && state.held.get(&agent) == Some(&epoch) {
@@ -224,6 +241,7 @@ async fn keep(renewals: Renewals, pulse: Pulse, mut stopped: oneshot::Receiver<(
             Ok(Err(error)) => tracing::warn!(%error, "cannot renew the leases"),
             Err(_) => tracing::warn!("{}", bounded("cannot renew the leases")),
         }
+        pulse.0.state.lock().unwrap_or_else(PoisonError::into_inner).held_off = false;
         attempted.send_modify(|n| *n += 1);
         match tokio::time::timeout(lease, connected.execute(db::HEARTBEAT, &[&worker, &capacity])).await {
             Ok(Ok(_)) => {}

@@ -278,6 +278,10 @@ where
                 continue;
             };
             let epoch = db::unsigned(epoch);
+            // Renewed from the claim on: an agent resumed first may keep
+            // the runtime busy for longer than a lease before the others'
+            // resumes are done.
+            self.keeper.hold(&agent, epoch);
             self.report.claimed += 1;
             tracing::info!(agent = agent.as_str(), epoch, "agent claimed");
             let (effects, config) = (self.agents)(&agent);
@@ -319,11 +323,11 @@ where
         for (agent, epoch, result) in started {
             match result {
                 Ok(running) => {
-                    self.keeper.hold(&agent, epoch);
                     self.running.insert(agent, running);
                 }
                 Err(error) => {
                     // Its lease expires unrenewed: tried again a lease later.
+                    self.keeper.release(&agent);
                     tracing::error!(agent = agent.as_str(), epoch, %error, "cannot resume the agent");
                     self.report.failed += 1;
                     self.resting.insert(agent, Instant::now() + self.worker.lease);
@@ -389,13 +393,13 @@ where
                 Err(error) => tracing::warn!(%error, "cannot listen again"),
             }
         }
-        let mut renewed = self.stop_lost();
-        if renewed.elapsed() >= self.worker.lease && !self.running.is_empty() {
-            // The keeper holds off while this runtime shows no sign of life
-            // (the process was paused, say): a renewal now tells which
-            // leases another worker took meanwhile.
+        let (mut renewed, held_off) = self.stop_lost();
+        if renewed.elapsed() >= self.worker.lease && held_off && !self.running.is_empty() {
+            // The keeper held off while this runtime showed no sign of life
+            // (the process was paused, say), rather than fail: a renewal
+            // now tells which leases another worker took meanwhile.
             self.keeper.renew_now().await;
-            renewed = self.stop_lost();
+            (renewed, _) = self.stop_lost();
         }
         if renewed.elapsed() >= self.worker.lease && !self.running.is_empty() {
             tracing::error!(agents = self.running.len(), "leases unrenewed for a lease: agents stopped");
@@ -406,9 +410,10 @@ where
     }
 
     /// Stops the agents the keeper found lost; returns when the last
-    /// answered renewal was sent.
-    fn stop_lost(&mut self) -> std::time::Instant {
-        let (lost, renewed) = self.keeper.take();
+    /// answered renewal was sent, and whether the keeper held one off and
+    /// has not ended one since.
+    fn stop_lost(&mut self) -> (std::time::Instant, bool) {
+        let (lost, renewed, held_off) = self.keeper.take();
         for (agent, epoch) in lost {
             if self.running.get(&agent).is_some_and(|running| running.epoch == epoch) {
                 tracing::warn!(agent = agent.as_str(), "lease lost: agent stopped");
@@ -416,7 +421,7 @@ where
                 self.running.remove(&agent);
             }
         }
-        renewed
+        (renewed, held_off)
     }
 
     /// Opens the control connection again if it closed (the server
