@@ -95,7 +95,9 @@ impl Worker {
     }
 
     /// How often it looks for inbox rows a lost notification did not
-    /// announce (at least 10 ms).
+    /// announce (at least 10 ms). It also looks each time it listens again
+    /// after its listening connection closed, or opens its control
+    /// connection again: what was sent meanwhile does not wait for the poll.
     #[must_use]
     pub fn poll(mut self, poll: Duration) -> Self {
         self.poll = poll.max(Duration::from_millis(10));
@@ -385,11 +387,17 @@ where
     /// every agent once no renewal has been answered for a lease.
     async fn renew(&mut self) {
         self.keeper.pulse().beat();
-        self.reconnect().await;
+        // The feeders' reads that failed on a closed connection, and the
+        // notifications sent while nothing listened, are not repeated: the
+        // inbox is looked at once the connections are back.
+        let mut missed = self.reconnect().await;
         let target = self.worker.fleet.target().clone();
         if self.notes.is_none() {
             match self.bounded(target.listen()).await {
-                Ok(notes) => self.notes = Some(notes),
+                Ok(notes) => {
+                    self.notes = Some(notes);
+                    missed = true;
+                }
                 Err(error) => tracing::warn!(%error, "cannot listen again"),
             }
         }
@@ -406,6 +414,9 @@ where
             self.report.lost += self.running.len() as u64;
             self.running.clear();
             self.keeper.release_all();
+        }
+        if missed {
+            self.poll().await;
         }
     }
 
@@ -425,12 +436,19 @@ where
     }
 
     /// Opens the control connection again if it closed (the server
-    /// restarted, say).
-    async fn reconnect(&mut self) {
-        if self.control.get().is_closed() {
-            match self.bounded(self.worker.fleet.target().connect(None)).await {
-                Ok(client) => self.control.set(client),
-                Err(error) => tracing::warn!(%error, "cannot reconnect"),
+    /// restarted, say); true if it did.
+    async fn reconnect(&mut self) -> bool {
+        if !self.control.get().is_closed() {
+            return false;
+        }
+        match self.bounded(self.worker.fleet.target().connect(None)).await {
+            Ok(client) => {
+                self.control.set(client);
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot reconnect");
+                false
             }
         }
     }
