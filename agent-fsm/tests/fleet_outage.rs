@@ -8,7 +8,9 @@
 //! after the restart hands its agents back; connecting to a server that is
 //! away or silent, the fleet's and the store's, fails with a typed error in
 //! time; a resume that waits on a locked table does not hold up the
-//! renewals of the agents running.
+//! renewals of the agents running; an event sent while the server had
+//! ended the worker's listening connection is applied once it listens
+//! again, not at its next poll.
 
 mod fleet_support;
 
@@ -248,5 +250,40 @@ async fn the_store_s_connecting_to_a_silent_server_fails_in_time() {
     relay.cut(false);
     let s = store.clone();
     assert_eq!(call(move || s.agents()).await.expect("answered once the server answers"), Vec::<String>::new());
+    db.drop_schema().await;
+}
+
+/// A worker whose listening connection the server ended (here
+/// `pg_terminate_backend`, as an administrator or a failover does) listens
+/// again, and looks at the inbox then: an event sent while nothing
+/// listened is applied without waiting for the worker's (here hour-long)
+/// poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_sent_while_the_worker_did_not_listen_is_applied_once_it_listens_again() {
+    let Some(db) = Db::new("outage_listen") else { return };
+    let fleet = db.fleet(LEASE).await;
+    within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
+    let a = Proc::start(Worker::new(&fleet, "a").poll(Duration::from_secs(3600)));
+    within(fleet.send("job", &Event::Add(1))).await.expect("sent");
+    until("the first event is applied", || async { taken(&fleet, "job").await == [1] }).await;
+
+    let client = db.client().await;
+    // The tests run side by side on one server: only this schema's channel.
+    let listen = format!("LISTEN \"{}.fleet\"", db.schema);
+    let ended = client
+        .query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1", &[&listen])
+        .await
+        .expect("terminates");
+    assert_eq!(ended.len(), 1, "the worker's one listening connection");
+    within(fleet.send("job", &Event::Add(2))).await.expect("sent");
+    let applied = tokio::time::timeout(Duration::from_secs(15), async {
+        while taken(&fleet, "job").await != [1, 2] {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(applied.is_ok(), "the event waits for the poll: {:?}", taken(&fleet, "job").await);
+    let report = a.stop().await;
+    assert_eq!((report.lost, report.failed), (0, 0), "{report:?}");
     db.drop_schema().await;
 }

@@ -190,11 +190,15 @@ ON CONFLICT (worker) DO UPDATE SET heartbeat = now() WHERE NOT workers.stopping"
 /// `SKIP LOCKED`: two workers claiming at once never wait for each other,
 /// and never both take one agent (the row lock and the epoch's increment
 /// decide); a lease locked by a write in flight is left for the next round.
+/// A lease whose epoch was written out of range (by hand) takes no part in
+/// the statement's failure: a negative epoch goes on from 1, and the
+/// largest `bigint`, which cannot be raised, is never claimed (raising it
+/// would fail the claims of every agent picked with it).
 pub(crate) const CLAIM_AGENTS: &str = "
 WITH picked AS (
     SELECT l.agent FROM leases l
     LEFT JOIN workers w ON w.worker = l.assigned
-    WHERE NOT l.done AND NOT (l.agent = ANY($3::text[]))
+    WHERE NOT l.done AND NOT (l.agent = ANY($3::text[])) AND l.epoch < 9223372036854775807
       AND (
         (l.worker IS NULL AND (l.assigned IS NULL OR l.assigned = $1 OR w.worker IS NULL OR w.stopping
                                OR w.heartbeat < now() - $4::bigint * interval '1 millisecond'))
@@ -205,7 +209,7 @@ WITH picked AS (
     LIMIT $2
     FOR UPDATE OF l SKIP LOCKED
 )
-UPDATE leases l SET worker = $1, epoch = l.epoch + 1, assigned = $1,
+UPDATE leases l SET worker = $1, epoch = GREATEST(l.epoch, 0) + 1, assigned = $1,
        expires_at = now() + $4::bigint * interval '1 millisecond'
 FROM picked WHERE l.agent = picked.agent
 RETURNING l.agent, l.epoch";

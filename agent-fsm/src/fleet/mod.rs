@@ -76,7 +76,13 @@
 //!   lease (the database slow, or locked) is given up on as a failed
 //!   resume, tried again a lease later, so that the renewals are never
 //!   held up long enough for the leases of the agents it runs to lapse.
-//! - It renews its leases every lease/3. An agent whose renewal finds the
+//! - It renews its leases every lease/3, from a thread and a connection
+//!   of its own: its agents' step writes block the threads of the runtime
+//!   they run on, and a burst of them across many agents may hold that
+//!   runtime for longer than a lease. It renews them while that runtime
+//!   shows signs of life (the worker's loop checked in, or an agent's store
+//!   call returned, within the last lease): a runtime stuck for good lets
+//!   them lapse. An agent whose renewal finds the
 //!   lease gone (another worker claimed it) is stopped at once, as a crash
 //!   would stop it, with no more effects; so is every agent when renewals
 //!   have failed for a whole lease (a query unanswered for a lease, as on
@@ -87,8 +93,8 @@
 //! - An agent's step writes block the thread it runs on (durability
 //!   `BeforeAction`), so a write waits for a row lock (another session
 //!   holding its agent's rows, such as a sender stopped mid-send) at most
-//!   lease/3, then fails: that agent stops, and the worker's renewals,
-//!   which may share its thread, are not held up for longer.
+//!   lease/3, then fails: that agent stops, and the worker's loop, which
+//!   may share its thread, is not held up for longer.
 //! - An agent that reaches its terminal state is marked done. An agent that
 //!   fails (a write the fence refused, a store error, a panic) is dropped
 //!   and its lease left to expire, so that it is tried again, elsewhere or
@@ -146,6 +152,7 @@
 
 mod db;
 mod error;
+mod keeper;
 mod running;
 mod worker;
 
@@ -429,19 +436,27 @@ impl Fleet {
     /// Agent `agent`'s state, steps, owner and inbox.
     ///
     /// # Errors
-    /// [`FleetError::UnknownAgent`], or a database error.
+    /// [`FleetError::UnknownAgent`], [`FleetError::Store`] with
+    /// [`StoreError::Corrupt`] when the agent's row counts no step 0 (a
+    /// row written by hand), or a database error.
     pub async fn status(&self, agent: &str) -> Result<AgentStatus, FleetError> {
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
         let row = client.query_opt(db::STATUS, &[&agent]).await.map_err(FleetError::db)?;
         let row = row.ok_or_else(|| FleetError::UnknownAgent(agent.to_owned()))?;
         let next: i64 = row.try_get(0).map_err(FleetError::db)?;
+        // The store counts from 1; a row that says less (written outside
+        // the store) is refused, not read as a step count that wrapped.
+        let steps = next
+            .checked_sub(1)
+            .and_then(|steps| u64::try_from(steps).ok())
+            .ok_or_else(|| StoreError::corrupt(agent, "agent", 0, format!("next step {next}")))?;
         let done: Option<bool> = row.try_get(1).map_err(FleetError::db)?;
         let epoch: Option<i64> = row.try_get(3).map_err(FleetError::db)?;
         let unapplied: i64 = row.try_get(5).map_err(FleetError::db)?;
         Ok(AgentStatus {
             state: row.try_get(4).map_err(FleetError::db)?,
-            steps: db::unsigned(next - 1),
+            steps,
             done: done.unwrap_or(false),
             worker: row.try_get(2).map_err(FleetError::db)?,
             assigned: row.try_get(6).map_err(FleetError::db)?,
@@ -484,7 +499,8 @@ pub(crate) async fn blocking<R: Send + 'static>(job: impl FnOnce() -> R + Send +
     tokio::task::spawn_blocking(job).await.map_err(|e| FleetError::Database(Box::new(e)))
 }
 
-/// What `CheckpointStore` a worker's agents write through.
-pub(crate) fn fenced(fleet: &Fleet, worker: &str, epoch: u64) -> Arc<dyn CheckpointStore> {
-    Arc::new(fleet.inner.store.fenced(worker, epoch))
+/// What `CheckpointStore` a worker's agents write through: fenced, and
+/// each call that returns a sign of life for the worker's lease keeper.
+pub(crate) fn fenced(fleet: &Fleet, worker: &str, epoch: u64, pulse: keeper::Pulse) -> Arc<dyn CheckpointStore> {
+    Arc::new(keeper::Stamped { store: Arc::new(fleet.inner.store.fenced(worker, epoch)), pulse })
 }

@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use tokio_postgres::Client;
 use tracing::Instrument;
 
+use super::keeper::Pulse;
 use super::{Fleet, FleetError, blocking, db};
 use crate::runtime::{Effects, ExecutorConfig, MachineHandle, RequestError, WorkerError};
 use crate::store::{Durability, Durable, SnapshotPolicy, StoreError};
@@ -89,6 +90,8 @@ pub(crate) struct Spawn<'a, E, M: StateMachine> {
     pub(crate) durability: Durability,
     pub(crate) snapshots: SnapshotPolicy,
     pub(crate) ended: mpsc::UnboundedSender<Ended>,
+    /// The lease keeper's pulse, beaten by each store call of the agent.
+    pub(crate) pulse: Pulse,
 }
 
 impl<E, M> Spawn<'_, E, M>
@@ -101,9 +104,9 @@ where
 {
     /// Spawns the agent from its checkpoint, with its feeder and watcher.
     pub(crate) async fn start(self) -> Result<Running<M, E::Output>, FleetError> {
-        let Self { fleet, control, worker, agent, epoch, effects, config, durability, snapshots, ended } = self;
+        let Self { fleet, control, worker, agent, epoch, effects, config, durability, snapshots, ended, pulse } = self;
         let span = tracing::info_span!("fleet_agent", worker, agent = agent.as_str(), epoch);
-        let store = super::fenced(fleet, worker, epoch);
+        let store = super::fenced(fleet, worker, epoch, pulse);
         let durable = Durable::new(store, agent.clone()).durability(durability).snapshots(snapshots);
         // Reading the checkpoint blocks (the store's calls do).
         let (handle, future, last) = blocking(move || durable.resume(effects, config)).await??;

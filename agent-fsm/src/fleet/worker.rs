@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 use tracing::Instrument;
 
+use super::keeper::{Keeper, Renewals};
 use super::running::{Control, End, Ended, Running, Spawn};
 use super::{Fleet, FleetError, db};
 use crate::StateMachine;
@@ -94,7 +95,9 @@ impl Worker {
     }
 
     /// How often it looks for inbox rows a lost notification did not
-    /// announce (at least 10 ms).
+    /// announce (at least 10 ms). It also looks each time it listens again
+    /// after its listening connection closed, or opens its control
+    /// connection again: what was sent meanwhile does not wait for the poll.
     #[must_use]
     pub fn poll(mut self, poll: Duration) -> Self {
         self.poll = poll.max(Duration::from_millis(10));
@@ -158,8 +161,8 @@ struct Loop<M: StateMachine, E: Effects<M>, F> {
     ended: mpsc::UnboundedReceiver<Ended>,
     /// The notifications; `None` while the listening connection is down.
     notes: Option<(tokio_postgres::Client, mpsc::UnboundedReceiver<String>)>,
-    /// When the leases were last renewed.
-    renewed: Instant,
+    /// Renews the leases of `running` from a thread of its own.
+    keeper: Keeper,
     report: WorkerReport,
 }
 
@@ -179,6 +182,7 @@ where
         let capacity = i32::try_from(worker.capacity).unwrap_or(i32::MAX);
         client.execute(db::REGISTER, &[&worker.id, &capacity]).await.map_err(FleetError::db)?;
         tracing::info!(capacity = worker.capacity, lease_ms = db::millis(worker.lease), "worker registered");
+        let keeper = Keeper::start(Renewals { target, worker: worker.id.clone(), capacity, lease: worker.lease })?;
         let (ended_tx, ended) = mpsc::unbounded_channel();
         Ok(Self {
             worker,
@@ -189,7 +193,7 @@ where
             ended_tx,
             ended,
             notes: Some(notes),
-            renewed: Instant::now(),
+            keeper,
             report: WorkerReport::default(),
         })
     }
@@ -276,6 +280,10 @@ where
                 continue;
             };
             let epoch = db::unsigned(epoch);
+            // Renewed from the claim on: an agent resumed first may keep
+            // the runtime busy for longer than a lease before the others'
+            // resumes are done.
+            self.keeper.hold(&agent, epoch);
             self.report.claimed += 1;
             tracing::info!(agent = agent.as_str(), epoch, "agent claimed");
             let (effects, config) = (self.agents)(&agent);
@@ -290,6 +298,7 @@ where
                 durability: self.worker.durability,
                 snapshots: self.worker.snapshots,
                 ended: self.ended_tx.clone(),
+                pulse: self.keeper.pulse(),
             });
         }
         // Resumed side by side: each reads its checkpoint. A read that
@@ -320,6 +329,7 @@ where
                 }
                 Err(error) => {
                     // Its lease expires unrenewed: tried again a lease later.
+                    self.keeper.release(&agent);
                     tracing::error!(agent = agent.as_str(), epoch, %error, "cannot resume the agent");
                     self.report.failed += 1;
                     self.resting.insert(agent, Instant::now() + self.worker.lease);
@@ -367,60 +377,78 @@ where
                 self.resting.insert(agent.clone(), Instant::now() + self.worker.lease);
             }
         }
+        self.keeper.release(&agent);
         self.running.remove(&agent);
         true
     }
 
-    /// Renews the leases of the running agents, and beats; drops the
-    /// agents it lost, and every agent once renewals have failed (or gone
-    /// unanswered) for a lease.
+    /// Checks in with the lease keeper, which renews the leases of the
+    /// running agents and beats; drops the agents it found lost, and
+    /// every agent once no renewal has been answered for a lease.
     async fn renew(&mut self) {
-        self.reconnect().await;
+        self.keeper.pulse().beat();
+        // The feeders' reads that failed on a closed connection, and the
+        // notifications sent while nothing listened, are not repeated: the
+        // inbox is looked at once the connections are back.
+        let mut missed = self.reconnect().await;
         let target = self.worker.fleet.target().clone();
         if self.notes.is_none() {
             match self.bounded(target.listen()).await {
-                Ok(notes) => self.notes = Some(notes),
+                Ok(notes) => {
+                    self.notes = Some(notes);
+                    missed = true;
+                }
                 Err(error) => tracing::warn!(%error, "cannot listen again"),
             }
         }
-        let client = self.control.get();
-        let (agents, epochs): (Vec<&str>, Vec<i64>) =
-            self.running.iter().map(|(agent, running)| (agent.as_str(), epoch_to_sql(running.epoch))).unzip();
-        let lease = db::millis(self.worker.lease);
-        match self.bounded(client.query(db::RENEW, &[&self.worker.id, &agents, &epochs, &lease])).await {
-            Ok(rows) => {
-                self.renewed = Instant::now();
-                let held: Vec<String> = rows.iter().filter_map(|row| row.try_get(0).ok()).collect();
-                let lost: Vec<String> = self.running.keys().filter(|a| !held.contains(a)).cloned().collect();
-                for agent in lost {
-                    tracing::warn!(agent = agent.as_str(), "lease lost: agent stopped");
-                    self.report.lost += 1;
-                    self.running.remove(&agent);
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot renew the leases");
-                if self.renewed.elapsed() >= self.worker.lease && !self.running.is_empty() {
-                    tracing::error!(agents = self.running.len(), "leases unrenewed for a lease: agents stopped");
-                    self.report.lost += self.running.len() as u64;
-                    self.running.clear();
-                }
-            }
+        let (mut renewed, held_off) = self.stop_lost();
+        if renewed.elapsed() >= self.worker.lease && held_off && !self.running.is_empty() {
+            // The keeper held off while this runtime showed no sign of life
+            // (the process was paused, say), rather than fail: a renewal
+            // now tells which leases another worker took meanwhile.
+            self.keeper.renew_now().await;
+            (renewed, _) = self.stop_lost();
         }
-        // After the renewal: a heartbeat that hangs does not delay it.
-        let capacity = i32::try_from(self.worker.capacity).unwrap_or(i32::MAX);
-        if let Err(error) = self.bounded(client.execute(db::HEARTBEAT, &[&self.worker.id, &capacity])).await {
-            tracing::warn!(%error, "heartbeat failed");
+        if renewed.elapsed() >= self.worker.lease && !self.running.is_empty() {
+            tracing::error!(agents = self.running.len(), "leases unrenewed for a lease: agents stopped");
+            self.report.lost += self.running.len() as u64;
+            self.running.clear();
+            self.keeper.release_all();
+        }
+        if missed {
+            self.poll().await;
         }
     }
 
+    /// Stops the agents the keeper found lost; returns when the last
+    /// answered renewal was sent, and whether the keeper held one off and
+    /// has not ended one since.
+    fn stop_lost(&mut self) -> (std::time::Instant, bool) {
+        let (lost, renewed, held_off) = self.keeper.take();
+        for (agent, epoch) in lost {
+            if self.running.get(&agent).is_some_and(|running| running.epoch == epoch) {
+                tracing::warn!(agent = agent.as_str(), "lease lost: agent stopped");
+                self.report.lost += 1;
+                self.running.remove(&agent);
+            }
+        }
+        (renewed, held_off)
+    }
+
     /// Opens the control connection again if it closed (the server
-    /// restarted, say).
-    async fn reconnect(&mut self) {
-        if self.control.get().is_closed() {
-            match self.bounded(self.worker.fleet.target().connect(None)).await {
-                Ok(client) => self.control.set(client),
-                Err(error) => tracing::warn!(%error, "cannot reconnect"),
+    /// restarted, say); true if it did.
+    async fn reconnect(&mut self) -> bool {
+        if !self.control.get().is_closed() {
+            return false;
+        }
+        match self.bounded(self.worker.fleet.target().connect(None)).await {
+            Ok(client) => {
+                self.control.set(client);
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot reconnect");
+                false
             }
         }
     }
@@ -463,6 +491,10 @@ where
         // The server may have closed the connection since the last renewal:
         // the leases are handed back on a new one rather than left to expire.
         self.reconnect().await;
+        // No renewal or beat after this: the leases are handed back, the
+        // worker's row removed.
+        self.keeper.release_all();
+        self.keeper.stop().await;
         let client = self.control.get();
         if let Err(error) = self.bounded(client.execute(db::STOPPING, &[&self.worker.id])).await {
             tracing::warn!(%error, "cannot mark the worker stopping");

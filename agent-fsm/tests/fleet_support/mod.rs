@@ -5,9 +5,10 @@
 //! traffic the test can cut or take down, and waiting with a timeout.
 
 // Each test uses a different part of this module.
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -78,6 +79,9 @@ pub struct Tools {
     /// (agent, tool argument) of each call dropped before it ended: its
     /// agent was stopped.
     pub dropped: Calls,
+    /// Milliseconds every action blocks its runtime's thread for (0: none),
+    /// as a slow synchronous call in an action does.
+    pub stall_ms: Arc<AtomicU64>,
     pub agent: String,
 }
 
@@ -87,6 +91,7 @@ impl Default for Tools {
             permits: Arc::new(Semaphore::new(0)),
             calls: Arc::default(),
             dropped: Arc::default(),
+            stall_ms: Arc::default(),
             agent: String::new(),
         }
     }
@@ -96,6 +101,10 @@ impl Effects<Job> for Tools {
     type Output = ();
 
     fn perform(&mut self, action: job::Action, cx: &mut EffectContext<'_, Job, ()>) {
+        let stall = self.stall_ms.load(Ordering::Relaxed);
+        if stall > 0 {
+            std::thread::sleep(Duration::from_millis(stall));
+        }
         if let job::Action::Tool(n) = action {
             let (permits, calls, agent) = (Arc::clone(&self.permits), Arc::clone(&self.calls), self.agent.clone());
             let dropped = Dropped(Some((Arc::clone(&self.dropped), (agent.clone(), n))));
