@@ -314,6 +314,28 @@ mod tests {
         );
     }
 
+    /// A call's signature counts toward the reply's limit, as its other
+    /// pieces do, and is kept under the call's final id.
+    #[cfg(feature = "openai")]
+    #[test]
+    fn a_signature_counts_toward_the_limit_and_follows_its_call() {
+        let mut a = Assembler::default();
+        a.tool_piece(Some(0), None, Some("read"), "{}");
+        let before = a.bytes;
+        a.sign_call(0, "c2ln");
+        a.sign_call(0, "LTE=");
+        // A piece for a call that does not exist is dropped.
+        a.sign_call(7, "x");
+        assert_eq!(a.bytes, before + 8);
+        let message = a.finish();
+        let id = message.tool_calls[0].id.clone();
+        assert!(id.starts_with("call_"), "{id}");
+        assert_eq!(
+            message.reasoning,
+            vec![ReasoningBlock::CallSignature { call_id: id, signature: "c2lnLTE=".into() }]
+        );
+    }
+
     #[test]
     fn a_new_id_at_a_used_index_is_a_new_call() {
         let mut a = Assembler::default();

@@ -209,9 +209,7 @@ pub(crate) trait Decoder: Send + 'static {
     /// its end marker is awaited: the stream waits at most
     /// [`END_MARKER_WAIT`] more for it, then ends the reply as the body's
     /// end would.
-    fn settled(&self) -> bool {
-        false
-    }
+    fn settled(&self) -> bool;
     /// Reads `body`, a whole JSON reply a server sent with `200` in place
     /// of the stream (it ignored `"stream": true`), if the provider's
     /// format has one, or an error object sent so; false (nothing read) if
