@@ -418,6 +418,10 @@ pub mod machine {
             => { conversation.push(msg); } CallingLlm { retries: 0 } / SendLlmRequest(ctx.request(&conversation, 0)),
         CallingLlm + LlmEvent(StreamEvent::TextDelta(content)) => CallingLlm / DisplayMessage(content),
         CallingLlm + LlmEvent(StreamEvent::ToolCallDelta { .. }) => CallingLlm / WaitForInput,
+        /// A reasoning model's thoughts as they stream (a provider sends
+        /// them unasked): expected, not shown; the whole reply comes with
+        /// `Completed`.
+        CallingLlm + LlmEvent(StreamEvent::ReasoningDelta(_)) => CallingLlm / WaitForInput,
         /// Calls are told apart by id: a reply that repeats one runs
         /// nothing and is not recorded.
         CallingLlm + LlmEvent(StreamEvent::Completed { message, .. }) [let Some(id) = repeated_id(&message.tool_calls)]

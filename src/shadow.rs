@@ -221,8 +221,8 @@ pub mod machine {
     pub enum ShadowEvent {
         /// The user's input.
         UserInput(String),
-        /// An item of the model's streamed reply: a text or tool-call
-        /// delta, or the completed reply.
+        /// An item of the model's streamed reply: a text, reasoning or
+        /// tool-call delta, or the completed reply.
         LlmEvent(StreamEvent),
         /// The model call failed; the error says whether a retry can help.
         LlmFailed(ProviderError),
@@ -363,6 +363,9 @@ pub mod machine {
         Processing + LlmEvent(StreamEvent::ToolCallDelta { index, id, name, arguments_fragment })
             => { ctx.partial_tool_calls.push(StreamEvent::ToolCallDelta { index, id, name, arguments_fragment }); }
                Processing / Nothing,
+        /// A reasoning model's thoughts as they stream: expected, not kept
+        /// (an interrupt drops them, as documented).
+        Processing + LlmEvent(StreamEvent::ReasoningDelta(_)) => Processing / Nothing,
         Processing + LlmEvent(StreamEvent::Completed { message: reply, .. }) [reply.tool_calls.is_empty()]
             => { ctx.record_reply(&reply); } Idle / Respond(reply.text),
         /// Calls are told apart by id: a reply that repeats one runs

@@ -101,6 +101,7 @@ fn description_lists_every_tested_row() {
         ("WaitingForUserInput", Some("UserInput"), None, "CallingLlm", Some("SendLlmRequest")),
         ("CallingLlm", Some("LlmEvent"), None, "CallingLlm", Some("DisplayMessage")),
         ("CallingLlm", Some("LlmEvent"), None, "CallingLlm", Some("WaitForInput")),
+        ("CallingLlm", Some("LlmEvent"), None, "CallingLlm", Some("WaitForInput")),
         (
             "CallingLlm",
             Some("LlmEvent"),
