@@ -127,12 +127,13 @@
 //!   nothing to interrupt, the agent stays `Idle` (the reference ended the
 //!   agent there, against its own docs). `Done` and `Error`: nothing to
 //!   interrupt either; they stay, with [`ShadowAction::NothingToInterrupt`].
-//! - **Input mid-turn belongs to the executor's queue.** The executor
-//!   delivers [`ShadowEvent::UserInput`] only when the machine rests in
-//!   `Idle`, `Done` or `Error` and holds it in its input queue otherwise.
-//!   If one reaches the machine mid-turn anyway, the table hands it back
-//!   untouched with [`ShadowAction::DeferInput`] (requeue it): never
-//!   applied mid-turn, never dropped (the reference consumed and lost it).
+//! - **Input mid-turn is handed back.** The executor holds
+//!   [`ShadowEvent::UserInput`] in its input queue while work is in flight
+//!   (a model stream, a tool, a child), but delivers it while the machine
+//!   waits for a permission or an answer. When one reaches the machine
+//!   mid-turn, the table hands it back untouched with
+//!   [`ShadowAction::DeferInput`] (requeue it): never applied mid-turn,
+//!   never dropped by the table (the reference consumed and lost it).
 //!   This holds in `WaitingForUserInput` too: answers to a question come as
 //!   [`ShadowEvent::QuestionAnswered`] with the request id, not as free
 //!   input.
