@@ -9,7 +9,7 @@
 //!
 //! The example steps the machine through two turns, printing every hop the
 //! observer sees: one turn where the user allows an edit, one where they
-//! deny it. The variant's table adds one state and six rows and replaces
+//! deny it. The variant's table adds one state and seven rows and replaces
 //! one; the rest (shutdown from every state, retries, tool tracking) is
 //! Loom's, inherited without a word.
 

@@ -30,6 +30,9 @@
 //!   snapshot with such calls is refused.
 //! - **A step guard**: every `Infer` counts a step; at `max_steps` the run
 //!   finishes with [`FinishReason::MaxSteps`] instead of calling tools.
+//!   The guard refuses the reply whatever it says, so [`run_to_completion`]
+//!   does not ask the model for it: a run makes at most `max_steps` model
+//!   calls, as the reference's `infer` checks its guard before calling.
 //! - **Snapshots** carry the whole state and context; resuming checks
 //!   [`invariants`] (the step count within bounds, calls to run or approve
 //!   present and with distinct ids, every request id one the counter
@@ -305,7 +308,9 @@ pub mod machine {
     pub enum RunnerAction {
         /// Nothing.
         Nothing,
-        /// Ask the model (the step number given).
+        /// Ask the model (the step number given). A step past
+        /// `max_steps` is refused whatever the reply, so a runner need not
+        /// ask: any `Infer` then finishes the run with `MaxSteps`.
         CallModel(u32),
         /// Run these calls.
         RunTools(Vec<ToolCall>),
@@ -381,7 +386,8 @@ pub trait Approver {
 }
 
 /// Runs the machine to its end through the typestate view; every step is
-/// checked by the compiler against the table.
+/// checked by the compiler against the table. The model is asked at most
+/// `max_steps` times.
 pub fn run_to_completion(
     ready: typed::Ready,
     model: &mut dyn Model,
@@ -390,7 +396,10 @@ pub fn run_to_completion(
 ) -> typed::Finished {
     let mut ready = ready;
     loop {
-        let reply = model.reply(ready.context());
+        // Past the guard the reply is refused whatever it says: the model
+        // is not asked for one (a call paid for and thrown away).
+        let ctx = ready.context();
+        let reply = if ctx.steps_taken >= ctx.max_steps { AssistantMessage::default() } else { model.reply(ctx) };
         let awaiting = match ready.infer(reply) {
             typed::ReadyAfterInfer::Finished(done, _) => return done,
             typed::ReadyAfterInfer::AwaitingToolCall(awaiting, _) => awaiting,

@@ -33,7 +33,12 @@
 //!   executor's interrupt protocol cancels the stream and every pending
 //!   tool call (each gets a "cancelled" result, which the table records in
 //!   call order as usual) and then delivers [`AgentEvent::Interrupted`],
-//!   which returns to `WaitingForUserInput` from any state. Text streamed
+//!   which returns to `WaitingForUserInput` from any state. Should it
+//!   find calls of a round still without results (a driver that delivers
+//!   it first, a tool task left to finish through interrupts), each gets
+//!   an "interrupted" error result and the round's results are recorded:
+//!   the conversation never keeps a call without its result, which both
+//!   providers refuse in every later request. Text streamed
 //!   before the interrupt has already been displayed; the reference does
 //!   not accumulate it in the state, and neither does this table.
 //! - **No limit on tool rounds.** A turn goes on while the model's replies
@@ -413,6 +418,10 @@ pub mod machine {
             => { conversation.push(msg); } CallingLlm { retries: 0 } / SendLlmRequest(ctx.request(&conversation, 0)),
         CallingLlm + LlmEvent(StreamEvent::TextDelta(content)) => CallingLlm / DisplayMessage(content),
         CallingLlm + LlmEvent(StreamEvent::ToolCallDelta { .. }) => CallingLlm / WaitForInput,
+        /// A reasoning model's thoughts as they stream (a provider sends
+        /// them unasked): expected, not shown; the whole reply comes with
+        /// `Completed`.
+        CallingLlm + LlmEvent(StreamEvent::ReasoningDelta(_)) => CallingLlm / WaitForInput,
         /// Calls are told apart by id: a reply that repeats one runs
         /// nothing and is not recorded.
         CallingLlm + LlmEvent(StreamEvent::Completed { message, .. }) [let Some(id) = repeated_id(&message.tool_calls)]
@@ -466,6 +475,13 @@ pub mod machine {
         Error { retries, origin: ErrorOrigin::Llm } + RetryTimeoutFired
             => CallingLlm { retries } / SendLlmRequest(ctx.request(&conversation, retries)),
 
+        /// An interrupt while calls still lack results (a driver that does
+        /// not answer them first, a tool left to finish through it): each
+        /// gets an "interrupted" error and the round's results are
+        /// recorded, so the conversation keeps no call without its result.
+        ExecutingTools { mut executions } + Interrupted { cause }
+            => { executions.interrupt_pending(&cause); executions.record_results(&mut conversation); }
+               WaitingForUserInput / DisplayError(format!("interrupted: {cause}")),
         /// Shutdown works from every state, `ShuttingDown` included.
         * + ShutdownRequested => ShuttingDown / Shutdown,
         /// An interrupt ends the turn from wherever it is. The executor has

@@ -1,6 +1,6 @@
 //! Loom with a permission step: before any tool that is not known to only
 //! read runs, the agent waits for the user to allow it. Declared as a variant of [`crate::loom`]:
-//! one added state, two added events, one added action, six added rows
+//! one added state, two added events, one added action, seven added rows
 //! and one replaced row; everything else is Loom's table, untouched.
 //!
 //! - `ProcessingLlmResponse` with a call of a tool not listed in
@@ -25,6 +25,11 @@
 //! - `PermissionGranted` runs the calls; `PermissionDenied` answers every
 //!   call with a "denied" tool result (so the next request has no
 //!   unanswered call) and returns to waiting for input with a message.
+//! - A message the user sends while the request waits (the executor
+//!   delivers it: nothing is in flight) is not dropped: it denies every
+//!   call, as `PermissionDenied` does (reason [`SUPERSEDED`]), joins the
+//!   conversation after those results and goes to the model
+//!   (`-> CallingLlm`), as if the user had denied and then written it.
 //! - An interrupt while the user decides answers every call with a "not
 //!   run" tool result before returning to waiting for input, as a denial
 //!   does: the calls never ran, and the model's reply stays followed by a
@@ -44,6 +49,10 @@ pub use machine::{AgentAction, AgentEvent, AgentState, LoomWithPermission};
 pub fn needs_permission(calls: &[ToolCall], read_only: &[String]) -> bool {
     calls.iter().any(|c| !read_only.contains(&c.name))
 }
+
+/// Why the calls were denied when the user sent a message instead of
+/// answering their request.
+pub const SUPERSEDED: &str = "the user sent a new message instead of answering";
 
 /// Answers every call with a "denied" tool result.
 pub fn deny_all(calls: &[ToolCall], reason: &str, conversation: &mut ConversationContext) {
@@ -66,7 +75,7 @@ pub fn interrupt_all(calls: &[ToolCall], cause: &str, conversation: &mut Convers
 /// The variant: Loom's table plus the differences below.
 #[agent_fsm::state_machine(extends = crate::loom::machine::loom_machine, name = LoomWithPermission)]
 pub mod machine {
-    use super::{deny_all, interrupt_all, needs_permission};
+    use super::{SUPERSEDED, deny_all, interrupt_all, needs_permission};
     use crate::loom::*;
 
     /// States added to Loom's.
@@ -131,6 +140,11 @@ pub mod machine {
         WaitingForPermission { calls } + PermissionDenied { reason, .. }
             => { deny_all(&calls, &reason, &mut conversation); }
                WaitingForUserInput / DisplayError(format!("permission denied: {reason}")),
+        /// A message instead of an answer: the calls are denied (each
+        /// answered) and the message goes to the model, as a new turn's.
+        WaitingForPermission { calls } + UserInput(msg)
+            => { deny_all(&calls, SUPERSEDED, &mut conversation); conversation.push(msg); }
+               CallingLlm { retries: 0 } / SendLlmRequest(ctx.request(&conversation, 0)),
         /// Before Loom's interrupt row: the calls that waited are answered,
         /// so the next request has no unanswered call.
         WaitingForPermission { calls } + Interrupted { cause }

@@ -127,12 +127,13 @@
 //!   nothing to interrupt, the agent stays `Idle` (the reference ended the
 //!   agent there, against its own docs). `Done` and `Error`: nothing to
 //!   interrupt either; they stay, with [`ShadowAction::NothingToInterrupt`].
-//! - **Input mid-turn belongs to the executor's queue.** The executor
-//!   delivers [`ShadowEvent::UserInput`] only when the machine rests in
-//!   `Idle`, `Done` or `Error` and holds it in its input queue otherwise.
-//!   If one reaches the machine mid-turn anyway, the table hands it back
-//!   untouched with [`ShadowAction::DeferInput`] (requeue it): never
-//!   applied mid-turn, never dropped (the reference consumed and lost it).
+//! - **Input mid-turn is handed back.** The executor holds
+//!   [`ShadowEvent::UserInput`] in its input queue while work is in flight
+//!   (a model stream, a tool, a child), but delivers it while the machine
+//!   waits for a permission or an answer. When one reaches the machine
+//!   mid-turn, the table hands it back untouched with
+//!   [`ShadowAction::DeferInput`] (requeue it): never applied mid-turn,
+//!   never dropped by the table (the reference consumed and lost it).
 //!   This holds in `WaitingForUserInput` too: answers to a question come as
 //!   [`ShadowEvent::QuestionAnswered`] with the request id, not as free
 //!   input.
@@ -221,8 +222,8 @@ pub mod machine {
     pub enum ShadowEvent {
         /// The user's input.
         UserInput(String),
-        /// An item of the model's streamed reply: a text or tool-call
-        /// delta, or the completed reply.
+        /// An item of the model's streamed reply: a text, reasoning or
+        /// tool-call delta, or the completed reply.
         LlmEvent(StreamEvent),
         /// The model call failed; the error says whether a retry can help.
         LlmFailed(ProviderError),
@@ -363,6 +364,9 @@ pub mod machine {
         Processing + LlmEvent(StreamEvent::ToolCallDelta { index, id, name, arguments_fragment })
             => { ctx.partial_tool_calls.push(StreamEvent::ToolCallDelta { index, id, name, arguments_fragment }); }
                Processing / Nothing,
+        /// A reasoning model's thoughts as they stream: expected, not kept
+        /// (an interrupt drops them, as documented).
+        Processing + LlmEvent(StreamEvent::ReasoningDelta(_)) => Processing / Nothing,
         Processing + LlmEvent(StreamEvent::Completed { message: reply, .. }) [reply.tool_calls.is_empty()]
             => { ctx.record_reply(&reply); } Idle / Respond(reply.text),
         /// Calls are told apart by id: a reply that repeats one runs

@@ -1,7 +1,8 @@
 //! `LoomWithPermission` under the executor, with the scripted model and the
 //! real workspace tools: a permission reply sent before its request, while
 //! the model is still replying, is not held back until the request is made
-//! and then taken as its answer.
+//! and then taken as its answer; a message the user sends while a request
+//! waits reaches the model instead of being dropped.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,4 +77,48 @@ async fn a_grant_sent_before_its_request_does_not_run_the_edit() {
 async fn a_denial_sent_before_its_request_does_not_answer_it() {
     let denial = AgentEvent::PermissionDenied { request_id: EDIT_REQUEST, reason: "early".into() };
     early_reply_leaves_the_edit_waiting(denial).await;
+}
+
+/// While a request waits nothing is in flight, so the executor hands the
+/// user's next message to the machine at once: it must reach the model
+/// (after a denial of the waiting edit), not vanish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_while_a_request_waits_reaches_the_model() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    prepare_workspace(dir.path()).expect("the workspace");
+    let llm = Arc::new(ScriptedLlm { delay: Duration::from_millis(1) });
+    let inner = LoomEffects::new(llm, "scripted", Workspace::new(dir.path())).expect("the tools");
+    let effects = InspectedEffects::new(inner, Duration::ZERO);
+    let config = ExecutorConfig::<LoomWithPermission>::new().task_timeout(Duration::from_secs(20));
+    let handle = spawn(LoomWithPermission::new(AgentConfig::default()), effects, config);
+    let note = "leave greeting.sh alone";
+
+    let run = async {
+        handle.send(AgentEvent::UserInput(Message::user("fix the greeting"))).await.expect("the task");
+        handle.wait_idle().await.expect("idle");
+        let state = handle.state().await.expect("the state");
+        assert!(
+            matches!(state, AgentState::WaitingForPermission { request_id: EDIT_REQUEST, .. }),
+            "the edit waits, in {state:?}"
+        );
+        handle.send(AgentEvent::UserInput(Message::user(note))).await.expect("the message");
+        handle.wait_idle().await.expect("idle");
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("the agent settles in time");
+
+    let state = handle.state().await.expect("the state");
+    let conversation = state.conversation().expect("a conversation").messages().to_vec();
+    assert!(
+        conversation.iter().any(|m| matches!(m, Message::User { content } if content == note)),
+        "the message was dropped: {conversation:?}"
+    );
+    // The edit never ran; the model went on from the message (its next
+    // tool asks in turn).
+    let greeting = std::fs::read_to_string(dir.path().join("greeting.sh")).expect("the script");
+    assert_eq!(greeting, GREETING_WITH_TYPO, "the edit ran without being allowed");
+    assert!(
+        matches!(state, AgentState::WaitingForPermission { request_id, .. } if request_id > EDIT_REQUEST),
+        "the model was not asked again, in {state:?}"
+    );
+    handle.shutdown().await.expect("stopped");
 }

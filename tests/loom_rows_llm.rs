@@ -10,6 +10,7 @@ mod loom_rows;
 
 use std::sync::Arc;
 
+use agent_fsm::Recorder;
 use agent_fsm::llm::ErrorKind;
 use agent_fsm_examples::loom::{
     AgentAction, AgentConfig, AgentError, AgentEvent, AgentState, ConversationContext, ErrorOrigin, Executions,
@@ -79,6 +80,19 @@ fn calling_llm_tool_call_delta_stays_and_waits() {
     }));
     assert_eq!(action, AgentAction::WaitForInput);
     assert_eq!(m.state(), &calling(2, history()));
+}
+
+/// A reasoning model streams its thoughts unasked: an expected event,
+/// taken in place, not reported as one no row accepts.
+#[test]
+fn calling_llm_reasoning_delta_stays_and_waits() {
+    let mut m = Loom::with_state(calling(1, history()), cfg());
+    let mut rec = Recorder::default();
+    let delta = AgentEvent::LlmEvent(StreamEvent::ReasoningDelta("the user wants".to_owned()));
+    assert_eq!(m.handle_event_with(delta, &mut rec), AgentAction::WaitForInput);
+    assert_eq!(rec.unhandled, Vec::new(), "a reasoning delta was refused");
+    assert_eq!(rec.hop_names(), vec![("CallingLlm", Some("LlmEvent"), "CallingLlm", Some("WaitForInput"))]);
+    assert_eq!(m.state(), &calling(1, history()));
 }
 
 #[test]

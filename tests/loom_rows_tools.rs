@@ -314,6 +314,35 @@ fn full_tool_round_trip_from_new() {
     assert_eq!(m.state(), &AgentState::WaitingForUserInput { conversation: conv(m4) });
 }
 
+/// An interrupt that finds calls of the round still without results (a
+/// driver that delivers it first, a tool left to finish through it) does
+/// not leave them unanswered, nor drop the results already in: each call
+/// gets a result, in call order, as providers require of the next request.
+#[test]
+fn interrupted_with_calls_pending_answers_every_call_in_order() {
+    let calls = vec![call("a", "read_file"), call("b", "edit_file"), call("c", "grep")];
+    let mut m = Loom::with_state(executing(Executions::pending(&calls), history()), cfg());
+    m.handle_event(progress("c", 0.5, "half way"));
+    m.handle_event(completed("b", success("b", json!("patched"))));
+    let action = m.handle_event(AgentEvent::Interrupted { cause: "stop".into() });
+    assert_eq!(action, AgentAction::DisplayError("interrupted: stop".into()));
+    let messages = with(
+        history(),
+        [
+            Message::tool_error("a", "error: interrupted: stop"),
+            Message::tool_result("b", "patched"),
+            Message::tool_error("c", "error: interrupted: stop"),
+        ],
+    );
+    assert_eq!(m.state(), &AgentState::WaitingForUserInput { conversation: conv(messages.clone()) });
+    // The late result of a call answered so is refused; the next request
+    // carries every call's result once.
+    assert_eq!(m.handle_event(completed("a", success("a", json!("late")))), AgentAction::WaitForInput);
+    let action = m.handle_event(AgentEvent::UserInput(Message::user("go on")));
+    let expected = with(messages, [Message::user("go on")]);
+    assert_eq!(action, AgentAction::SendLlmRequest(request(expected, 0)));
+}
+
 // ------------------------------------------------------- PostToolsHook rows
 
 #[test]

@@ -101,6 +101,7 @@ fn description_lists_every_tested_row() {
         ("WaitingForUserInput", Some("UserInput"), None, "CallingLlm", Some("SendLlmRequest")),
         ("CallingLlm", Some("LlmEvent"), None, "CallingLlm", Some("DisplayMessage")),
         ("CallingLlm", Some("LlmEvent"), None, "CallingLlm", Some("WaitForInput")),
+        ("CallingLlm", Some("LlmEvent"), None, "CallingLlm", Some("WaitForInput")),
         (
             "CallingLlm",
             Some("LlmEvent"),
@@ -273,7 +274,6 @@ fn interrupted_ends_the_turn_from_any_waiting_state() {
     for state in [
         AgentState::WaitingForUserInput { conversation: conv(history()) },
         calling(1, history()),
-        executing(Executions::pending(&[call("a", "bash")]), history()),
         hook,
         llm_failed(1, ErrorOrigin::Llm, "overloaded"),
     ] {
@@ -282,6 +282,12 @@ fn interrupted_ends_the_turn_from_any_waiting_state() {
         assert_eq!(action, AgentAction::DisplayError("interrupted: user pressed stop".into()));
         assert_eq!(m.state(), &AgentState::WaitingForUserInput { conversation: conv(history()) });
     }
+    // A round's calls still without results are answered first.
+    let mut m = Loom::with_state(executing(Executions::pending(&[call("a", "bash")]), history()), cfg());
+    let action = m.handle_event(AgentEvent::Interrupted { cause: "user pressed stop".into() });
+    assert_eq!(action, AgentAction::DisplayError("interrupted: user pressed stop".into()));
+    let answered = with(history(), [Message::tool_error("a", "error: interrupted: user pressed stop")]);
+    assert_eq!(m.state(), &AgentState::WaitingForUserInput { conversation: conv(answered) });
     let mut m = Loom::with_state(AgentState::ShuttingDown, cfg());
     assert_eq!(m.handle_event(AgentEvent::Interrupted { cause: "late".into() }), AgentAction::WaitForInput);
     assert_eq!(m.state(), &AgentState::ShuttingDown);

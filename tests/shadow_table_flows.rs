@@ -186,6 +186,21 @@ fn interrupt_in_processing_keeps_partial_text_and_drops_tool_calls() {
     assert_eq!(s.rec.state_names().last(), Some(&"Done"));
 }
 
+/// A reasoning model streams its thoughts unasked: taken in `Processing`
+/// (the session refuses any event no row accepts), not kept, so an
+/// interrupt drops them as documented.
+#[test]
+fn reasoning_deltas_are_taken_while_processing_and_not_kept() {
+    let mut s = Session::new(ctx());
+    s.send(input("explain"));
+    let thought = ShadowEvent::LlmEvent(StreamEvent::ReasoningDelta("the user wants".to_owned()));
+    assert_eq!(s.send(thought), ShadowAction::Nothing);
+    assert_eq!(s.state(), &ShadowState::Processing);
+    s.send(text_delta("Hi"));
+    assert_eq!(s.send(ShadowEvent::Interrupt), ShadowAction::Interrupted);
+    assert_eq!(s.ctx().conversation, vec![user("explain"), Message::assistant("Hi"), user(INTERRUPTED)]);
+}
+
 #[test]
 fn interrupt_in_executing_tool_lets_the_current_tool_complete_then_done() {
     let mut s = running(&[call("a", "bash"), call("b", "bash"), call("c", "bash")]);

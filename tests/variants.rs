@@ -218,6 +218,32 @@ fn added_row_an_interrupt_while_waiting_answers_every_call_and_runs_none() {
     assert_eq!(results, [("c1", true), ("c2", true)]);
 }
 
+/// A message the user sends while a request waits is neither dropped nor
+/// a way round it: the calls are denied, none runs, and the message goes
+/// to the model after their results.
+#[test]
+fn added_row_a_message_while_waiting_denies_the_calls_and_goes_to_the_model() {
+    let mut m = calling();
+    let calls = vec![call("c1", "edit_file"), call("c2", "read_file")];
+    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission { request_id: 2, calls });
+    let action = m.handle_event(AgentEvent::UserInput(Message::user("leave the file, use a copy")));
+    let AgentAction::SendLlmRequest(request) = action else { panic!("expected a request, got {action:?}") };
+    assert!(m.state().is_calling_llm(), "{:?}", m.state());
+    assert_eq!(unanswered(&request.messages), Vec::<String>::new());
+    let tail: Vec<String> = request.messages[2..]
+        .iter()
+        .map(|m| match m {
+            Message::Tool(r) if r.is_error => format!("{}: {}", r.call_id, r.content),
+            Message::User { content } => format!("user: {content}"),
+            other => panic!("expected denials and the message, got {other:?}"),
+        })
+        .collect();
+    let denied = format!("denied by the user: {}", agent_fsm_examples::loom_with_permission::SUPERSEDED);
+    assert_eq!(tail, [format!("c1: {denied}"), format!("c2: {denied}"), "user: leave the file, use a copy".into()]);
+    // The request's grant, sent late, runs nothing.
+    assert!(!matches!(m.handle_event(AgentEvent::PermissionGranted { request_id: 2 }), AgentAction::ExecuteTools(_)));
+}
+
 #[test]
 fn replaced_row_final_failure_says_gave_up() {
     let mut m = LoomWithPermission::with_state(

@@ -2,7 +2,7 @@
 //! or completed, in call order, and the results it adds to the
 //! conversation once every call is done.
 
-use super::{ConversationContext, Message, ToolCall, ToolExecutionOutcome, ToolProgress};
+use super::{ConversationContext, Message, ToolCall, ToolError, ToolExecutionOutcome, ToolProgress};
 
 /// Where one tool call is: `Pending` -> `Running` -> `Completed`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -134,6 +134,20 @@ impl Executions {
             ToolExecutionStatus::Completed { call, outcome } => is_mutating(&call.name) && outcome.is_success(),
             other => other.call().id == call_id && is_mutating(&other.call().name) && outcome.is_success(),
         })
+    }
+
+    /// Completes every call that has no result yet with an error saying
+    /// the turn was interrupted (`cause`): the round ends with a result
+    /// for each call, the finished ones keeping theirs.
+    pub fn interrupt_pending(&mut self, cause: &str) {
+        for s in &mut self.statuses {
+            if !s.is_done() {
+                let call = s.call().clone();
+                let error = ToolError { message: format!("interrupted: {cause}") };
+                let outcome = ToolExecutionOutcome::Error { call_id: call.id.clone(), error };
+                *s = ToolExecutionStatus::Completed { call, outcome };
+            }
+        }
     }
 
     /// Appends one tool-result message per call to `conversation`, in call

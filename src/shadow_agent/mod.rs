@@ -78,7 +78,11 @@
 //! permission or an answer nothing is in flight, so input reaches the
 //! machine, which hands it back ([`ShadowAction::DeferInput`]); the
 //! effects keep it and send it again as soon as the turn is over. Input is
-//! never applied mid-turn and never dropped.
+//! never applied mid-turn, nor dropped while the agent runs. The effects
+//! hold it, not the machine: input still handed back when the agent stops
+//! is dropped (with a warning), and a durable agent's pause is such a
+//! stop (the step that handed it back is in the store, but starts no work
+//! to perform again), so it is not sent after the restart.
 //!
 //! # Durable agents
 //! With a checkpoint store ([`AgentRuntime::with_store`]) every agent,
