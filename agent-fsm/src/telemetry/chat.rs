@@ -42,7 +42,6 @@ pub(crate) fn observe_chat(
             gen_ai.request.model = model,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
-            gen_ai.response.finish_reasons = tracing::field::Empty,
             "error.type" = tracing::field::Empty,
         ),
         #[cfg(feature = "metrics")]
@@ -72,7 +71,15 @@ impl Observed {
                 {
                     self.span.record("gen_ai.usage.input_tokens", usage.input_tokens);
                     self.span.record("gen_ai.usage.output_tokens", usage.output_tokens);
-                    self.span.record("gen_ai.response.finish_reasons", finish_reason(stop_reason));
+                    // An array of strings in the conventions, which a
+                    // `tracing` field cannot hold: set on the OpenTelemetry
+                    // span itself.
+                    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+                    let reasons = vec![opentelemetry::StringValue::from(finish_reason(stop_reason).to_owned())];
+                    self.span.set_attribute(
+                        "gen_ai.response.finish_reasons",
+                        opentelemetry::Value::Array(opentelemetry::Array::String(reasons)),
+                    );
                 }
                 #[cfg(feature = "metrics")]
                 {
