@@ -13,7 +13,9 @@ pub mod names {
     /// `machine`, `state`, `event`, `reason`.
     pub const REFUSED_EVENTS: &str = "agent_fsm_refused_events_total";
     /// Counter of tool calls: `tool` (the tool's name, [`UNKNOWN_TOOL`]
-    /// for a name the set does not have), `outcome` (`ok` or `error`).
+    /// for a name the set does not have), `outcome` (`ok` or `error`; a
+    /// call cut short, its future dropped by a timeout, an interrupt or a
+    /// shutdown, is an `error`).
     pub const TOOL_CALLS: &str = "agent_fsm_tool_calls_total";
     /// Histogram of a tool call's seconds: `tool`, `outcome`.
     pub const TOOL_DURATION: &str = "agent_fsm_tool_duration_seconds";

@@ -14,7 +14,7 @@
 //! | --- | --- | --- |
 //! | `invoke_agent {agent}` | the turn, from the event that starts it to the hop that ends it ([`AgentTurns`]) | `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.agent.id`, `agent_fsm.machine`, `agent_fsm.turn` |
 //! | `chat {model}` | one model call, while its stream is read (the OpenAI and Anthropic clients, and any provider that calls [`llm::observe`](crate::llm::observe)) | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.response.finish_reasons` (an array of strings, as the conventions type it, set on the OpenTelemetry span: not a `tracing` field), `error.type` |
-//! | `execute_tool {tool}` | one tool call of a [`ToolSet`](crate::tool::ToolSet) | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `error.type` |
+//! | `execute_tool {tool}` | one tool call of a [`ToolSet`](crate::tool::ToolSet) | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `error.type` (`tool_error`, or `cancelled` for a call cut short) |
 //! | `transition {from} -> {to}` | one hop of the machine, from the executor | `agent_fsm.machine`, `agent_fsm.state.from`, `agent_fsm.state.to`, `agent_fsm.event`, `agent_fsm.action`, `agent_fsm.row` |
 //!
 //! The parent is carried by `tracing`'s current span: the worker enters the
@@ -46,7 +46,7 @@
 //! | `agent_fsm_transitions_total` | counter | `machine`, `from`, `to` |
 //! | `agent_fsm_state_duration_seconds` | histogram, on leaving a state | `machine`, `state` |
 //! | `agent_fsm_refused_events_total` | counter (the catch-all) | `machine`, `state`, `event`, `reason` |
-//! | `agent_fsm_tool_calls_total` | counter | `tool` (`(unknown)` for a name the set does not have), `outcome` (`ok`, `error`) |
+//! | `agent_fsm_tool_calls_total` | counter | `tool` (`(unknown)` for a name the set does not have), `outcome` (`ok`, `error`; a call cut short is an `error`) |
 //! | `agent_fsm_tool_duration_seconds` | histogram | `tool`, `outcome` |
 //! | `agent_fsm_llm_tokens_total` | counter | `provider`, `model`, `type` (`input`, `output`) |
 
