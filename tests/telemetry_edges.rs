@@ -1,15 +1,54 @@
-//! The spans at a tool call's edges, exported to OpenTelemetry's
-//! in-memory exporter: a tool call cut short says so.
+//! The spans at a turn's and a tool call's edges, exported to
+//! OpenTelemetry's in-memory exporter: a turn whose first event the table
+//! does not handle ends with it, and a tool call cut short says so.
+
+use std::time::Duration;
 
 use agent_fsm::llm::ToolCall;
-use agent_fsm::telemetry::layer;
+use agent_fsm::runtime::{self, EffectContext, ExecutorConfig};
+use agent_fsm::telemetry::{AgentTurns, layer, opentelemetry};
 use agent_fsm::tool::{Tool, ToolSet, schemars};
+use opentelemetry::trace::SpanId;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde::Deserialize;
 use tracing_subscriber::prelude::*;
 
+#[agent_fsm::state_machine(fallback = Nothing, name = Desk)]
+mod desk {
+    #[states]
+    #[derive(Debug)]
+    pub(crate) enum State {
+        #[initial]
+        Idle,
+        Thinking,
+        Paused,
+    }
+
+    #[events]
+    #[derive(Debug)]
+    pub(crate) enum Event {
+        Input,
+        Done,
+        Pause,
+        Resume,
+    }
+
+    #[actions]
+    #[derive(Debug)]
+    pub(crate) enum Action {
+        Nothing,
+    }
+
+    transitions! {
+        Idle + Input => Thinking / Nothing,
+        Thinking + Done => Idle / Nothing,
+        Idle + Pause => Paused / Nothing,
+        Paused + Resume => Idle / Nothing,
+    }
+}
+
 /// An exporter, and the `tracing` dispatch that feeds it, for this
-/// thread.
+/// thread (the current-thread runtime runs the worker here).
 fn exporter() -> (InMemorySpanExporter, SdkTracerProvider, tracing::subscriber::DefaultGuard) {
     let exporter = InMemorySpanExporter::default();
     let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
@@ -22,6 +61,41 @@ fn exporter() -> (InMemorySpanExporter, SdkTracerProvider, tracing::subscriber::
 /// The attribute `key` of `span`, as text.
 fn attr(span: &SpanData, key: &str) -> Option<String> {
     span.attributes.iter().find(|kv| kv.key.as_str() == key).map(|kv| kv.value.to_string())
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_turn_whose_first_event_is_not_handled_ends_with_it() {
+    let (exporter, provider, _guard) = exporter();
+    let turns = AgentTurns::new("desk").starts_on([desk::EventKind::Input]).ends_in([desk::StateKind::Idle]);
+    let effects = runtime::from_fn(|_: desk::Action, _: &mut EffectContext<'_, desk::Desk, ()>| {});
+    let handle = runtime::spawn(desk::Desk::new(), effects, ExecutorConfig::new().agent_turns(turns));
+    // Paused, outside a turn; the input it has no row for; resumed; then a
+    // turn that runs.
+    for event in [desk::Event::Pause, desk::Event::Input, desk::Event::Resume, desk::Event::Input, desk::Event::Done] {
+        handle.send(event).await.expect("sent");
+    }
+    tokio::time::timeout(Duration::from_secs(60), handle.shutdown()).await.expect("in time").expect("stopped");
+    provider.force_flush().expect("flush");
+    let spans = exporter.get_finished_spans().expect("spans");
+
+    let mut turns: Vec<&SpanData> = spans.iter().filter(|s| s.name == "invoke_agent desk").collect();
+    turns.sort_by_key(|s| s.start_time);
+    assert_eq!(turns.len(), 2, "{spans:#?}");
+    let hops_under = |turn: &SpanData| -> Vec<String> {
+        let mut hops: Vec<&SpanData> =
+            spans.iter().filter(|s| s.parent_span_id == turn.span_context.span_id()).collect();
+        hops.sort_by_key(|s| s.start_time);
+        hops.iter().map(|s| s.name.to_string()).collect()
+    };
+    // The refused input's turn: ended at once, saying why, with nothing in it.
+    assert_eq!(attr(turns[0], "error.type").as_deref(), Some("no_row"));
+    assert_eq!(hops_under(turns[0]), Vec::<String>::new());
+    // The resume is outside every turn.
+    let resume = spans.iter().find(|s| s.name == "transition Paused -> Idle").expect("the resume's hop");
+    assert_eq!(resume.parent_span_id, SpanId::INVALID, "the resume belongs to no turn");
+    // The next input opens a turn of its own, which ends well.
+    assert_eq!(attr(turns[1], "error.type"), None);
+    assert_eq!(hops_under(turns[1]), ["transition Idle -> Thinking", "transition Thinking -> Idle"]);
 }
 
 /// Waits for good: a call that only ends when it is cut short.

@@ -105,18 +105,7 @@ pub(crate) fn count_refused<M: crate::StateMachine>(unhandled: &crate::Unhandled
         "machine" => M::DESCRIPTION.name,
         "state" => state,
         "event" => unhandled.event.name(),
-        "reason" => reason_label(unhandled.reason),
+        "reason" => super::reason_label(unhandled.reason),
     )
     .increment(1);
-}
-
-/// The reason as a label value, as `serde` names it.
-#[cfg(feature = "runtime")]
-fn reason_label(reason: crate::UnhandledReason) -> &'static str {
-    match reason {
-        crate::UnhandledReason::NoRow => "no_row",
-        crate::UnhandledReason::Refused => "refused",
-        crate::UnhandledReason::Ignored => "ignored",
-        crate::UnhandledReason::Poisoned => "poisoned",
-    }
 }

@@ -12,7 +12,7 @@
 //!
 //! | span | where | attributes |
 //! | --- | --- | --- |
-//! | `invoke_agent {agent}` | the turn, from the event that starts it to the hop that ends it ([`AgentTurns`]) | `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.agent.id`, `agent_fsm.machine`, `agent_fsm.turn` |
+//! | `invoke_agent {agent}` | the turn, from the event that starts it to the hop that ends it ([`AgentTurns`]) | `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.agent.id`, `agent_fsm.machine`, `agent_fsm.turn`, `error.type` (the reason, when the table did not handle the event that opened it) |
 //! | `chat {model}` | one model call, while its stream is read (the OpenAI and Anthropic clients, and any provider that calls [`llm::observe`](crate::llm::observe)) | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.response.finish_reasons` (an array of strings, as the conventions type it, set on the OpenTelemetry span: not a `tracing` field), `error.type` |
 //! | `execute_tool {tool}` | one tool call of a [`ToolSet`](crate::tool::ToolSet) | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `error.type` (`tool_error`, or `cancelled` for a call cut short) |
 //! | `transition {from} -> {to}` | one hop of the machine, from the executor | `agent_fsm.machine`, `agent_fsm.state.from`, `agent_fsm.state.to`, `agent_fsm.event`, `agent_fsm.action`, `agent_fsm.row` |
@@ -82,3 +82,15 @@ pub use opentelemetry_sdk;
 /// The `tracing` layer that exports spans to OpenTelemetry.
 #[cfg(feature = "otel")]
 pub use tracing_opentelemetry;
+
+/// The reason an event was not handled, as `serde` names it: a metric's
+/// label, a refused turn's `error.type`.
+#[cfg(all(feature = "runtime", any(feature = "otel", feature = "metrics")))]
+fn reason_label(reason: crate::UnhandledReason) -> &'static str {
+    match reason {
+        crate::UnhandledReason::NoRow => "no_row",
+        crate::UnhandledReason::Refused => "refused",
+        crate::UnhandledReason::Ignored => "ignored",
+        crate::UnhandledReason::Poisoned => "poisoned",
+    }
+}

@@ -116,6 +116,8 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
         self.seen = Seen::Unhandled(unhandled.reason);
         #[cfg(feature = "metrics")]
         crate::telemetry::count_refused::<M>(unhandled);
+        #[cfg(feature = "otel")]
+        self.hot.turn.unhandled(unhandled.reason);
         tracing::debug!(
             state = %unhandled.state,
             event = unhandled.event.name(),
