@@ -1,10 +1,11 @@
 //! The spans at a turn's and a tool call's edges, exported to
 //! OpenTelemetry's in-memory exporter: a turn whose first event the table
-//! does not handle ends with it, and a tool call cut short says so.
+//! does not handle ends with it, and a tool call or a model call cut
+//! short says so.
 
 use std::time::Duration;
 
-use agent_fsm::llm::ToolCall;
+use agent_fsm::llm::{ProviderError, Request, StreamEvent, ToolCall};
 use agent_fsm::runtime::{self, EffectContext, ExecutorConfig};
 use agent_fsm::telemetry::{AgentTurns, layer, opentelemetry};
 use agent_fsm::tool::{Tool, ToolSet, schemars};
@@ -134,4 +135,24 @@ async fn a_tool_call_cut_short_has_an_error_type() {
     let spans = exporter.get_finished_spans().expect("spans");
     let span = spans.iter().find(|s| s.name == "execute_tool forever").expect("the call's span is exported");
     assert_eq!(attr(span, "error.type").as_deref(), Some("cancelled"));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_model_call_cut_short_has_an_error_type() {
+    use futures::StreamExt as _;
+    let (exporter, provider, _guard) = exporter();
+    // A reply that has begun and then waits, read once, then dropped (an
+    // interrupt, a timeout); and one read to its end.
+    let begun = futures::stream::iter([Ok(StreamEvent::TextDelta("Hel".into()))]).chain(futures::stream::pending());
+    let mut cut = agent_fsm::llm::observe("test", &Request::new("cut-model"), Box::pin(begun));
+    assert!(cut.next().await.is_some(), "the first delta");
+    drop(cut);
+    let whole: Vec<Result<StreamEvent, ProviderError>> = vec![Ok(StreamEvent::TextDelta("Hi".into()))];
+    let read = agent_fsm::llm::observe("test", &Request::new("whole-model"), Box::pin(futures::stream::iter(whole)));
+    assert_eq!(read.count().await, 1);
+    provider.force_flush().expect("flush");
+    let spans = exporter.get_finished_spans().expect("spans");
+    let span = |name: &str| spans.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no {name}: {spans:#?}"));
+    assert_eq!(attr(span("chat cut-model"), "error.type").as_deref(), Some("cancelled"));
+    assert_eq!(attr(span("chat whole-model"), "error.type"), None);
 }
