@@ -1,7 +1,7 @@
 //! The spans at a turn's and a tool call's edges, exported to
 //! OpenTelemetry's in-memory exporter: a turn whose first event the table
-//! does not handle ends with it, and a tool call or a model call cut
-//! short says so.
+//! does not handle ends with it, a turn the worker's failure ends says
+//! so, and a tool call or a model call cut short says so.
 
 use std::time::Duration;
 
@@ -32,12 +32,14 @@ mod desk {
         Done,
         Pause,
         Resume,
+        Crash,
     }
 
     #[actions]
     #[derive(Debug)]
     pub(crate) enum Action {
         Nothing,
+        Boom,
     }
 
     transitions! {
@@ -45,6 +47,7 @@ mod desk {
         Thinking + Done => Idle / Nothing,
         Idle + Pause => Paused / Nothing,
         Paused + Resume => Idle / Nothing,
+        Thinking + Crash => Thinking / Boom,
     }
 }
 
@@ -59,6 +62,13 @@ fn exporter() -> (InMemorySpanExporter, SdkTracerProvider, tracing::subscriber::
     (exporter, provider, guard)
 }
 
+/// `Boom` panics; every other action does nothing.
+fn effects() -> impl runtime::Effects<desk::Desk, Output = ()> {
+    runtime::from_fn(|action, _: &mut EffectContext<'_, desk::Desk, ()>| {
+        assert!(!matches!(action, desk::Action::Boom), "boom");
+    })
+}
+
 /// The attribute `key` of `span`, as text.
 fn attr(span: &SpanData, key: &str) -> Option<String> {
     span.attributes.iter().find(|kv| kv.key.as_str() == key).map(|kv| kv.value.to_string())
@@ -68,8 +78,7 @@ fn attr(span: &SpanData, key: &str) -> Option<String> {
 async fn a_turn_whose_first_event_is_not_handled_ends_with_it() {
     let (exporter, provider, _guard) = exporter();
     let turns = AgentTurns::new("desk").starts_on([desk::EventKind::Input]).ends_in([desk::StateKind::Idle]);
-    let effects = runtime::from_fn(|_: desk::Action, _: &mut EffectContext<'_, desk::Desk, ()>| {});
-    let handle = runtime::spawn(desk::Desk::new(), effects, ExecutorConfig::new().agent_turns(turns));
+    let handle = runtime::spawn(desk::Desk::new(), effects(), ExecutorConfig::new().agent_turns(turns));
     // Paused, outside a turn; the input it has no row for; resumed; then a
     // turn that runs.
     for event in [desk::Event::Pause, desk::Event::Input, desk::Event::Resume, desk::Event::Input, desk::Event::Done] {
@@ -97,6 +106,23 @@ async fn a_turn_whose_first_event_is_not_handled_ends_with_it() {
     // The next input opens a turn of its own, which ends well.
     assert_eq!(attr(turns[1], "error.type"), None);
     assert_eq!(hops_under(turns[1]), ["transition Idle -> Thinking", "transition Thinking -> Idle"]);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_turn_the_workers_failure_ends_says_so() {
+    let (exporter, provider, _guard) = exporter();
+    let turns = AgentTurns::new("desk").starts_on([desk::EventKind::Input]).ends_in([desk::StateKind::Idle]);
+    let handle = runtime::spawn(desk::Desk::new(), effects(), ExecutorConfig::new().agent_turns(turns));
+    for event in [desk::Event::Input, desk::Event::Crash] {
+        handle.send(event).await.expect("sent");
+    }
+    let stopped = tokio::time::timeout(Duration::from_secs(60), handle.wait_finished()).await.expect("in time");
+    assert!(stopped.is_err(), "the effects' panic fails the worker: {stopped:?}");
+    provider.force_flush().expect("flush");
+    let spans = exporter.get_finished_spans().expect("spans");
+    let turns: Vec<&SpanData> = spans.iter().filter(|s| s.name == "invoke_agent desk").collect();
+    assert_eq!(turns.len(), 1, "{spans:#?}");
+    assert_eq!(attr(turns[0], "error.type").as_deref(), Some("effects_panicked"));
 }
 
 /// Waits for good: a call that only ends when it is cut short.

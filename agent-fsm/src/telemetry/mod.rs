@@ -12,7 +12,7 @@
 //!
 //! | span | where | attributes |
 //! | --- | --- | --- |
-//! | `invoke_agent {agent}` | the turn, from the event that starts it to the hop that ends it ([`AgentTurns`]) | `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.agent.id`, `agent_fsm.machine`, `agent_fsm.turn`, `error.type` (the reason, when the table did not handle the event that opened it) |
+//! | `invoke_agent {agent}` | the turn, from the event that starts it to the hop that ends it ([`AgentTurns`]) | `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.agent.id`, `agent_fsm.machine`, `agent_fsm.turn`, `error.type` (the reason, when the table did not handle the event that opened it; the failure's kind, `machine_panicked`, `effects_panicked`.., when the worker failed in it) |
 //! | `chat {model}` | one model call, while its stream is read (the OpenAI and Anthropic clients, and any provider that calls [`llm::observe`](crate::llm::observe)) | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.response.finish_reasons` (an array of strings, as the conventions type it, set on the OpenTelemetry span: not a `tracing` field), `error.type` (the error's kind, or `cancelled` for a call dropped before its reply) |
 //! | `execute_tool {tool}` | one tool call of a [`ToolSet`](crate::tool::ToolSet) | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `error.type` (`tool_error`, or `cancelled` for a call cut short) |
 //! | `transition {from} -> {to}` | one hop of the machine, from the executor | `agent_fsm.machine`, `agent_fsm.state.from`, `agent_fsm.state.to`, `agent_fsm.event`, `agent_fsm.action`, `agent_fsm.row` |

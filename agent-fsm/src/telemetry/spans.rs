@@ -30,8 +30,10 @@ where
 /// step whose hop enters one of the [`ends_in`](Self::ends_in) states (the
 /// agent waits for input again) or a terminal state. A turn whose first
 /// event the table does not handle ends with that step, its `error.type`
-/// the reason (`no_row`, `refused`, `ignored`, `poisoned`). Events outside
-/// a turn (a shutdown while idle) have no `invoke_agent` parent.
+/// the reason (`no_row`, `refused`, `ignored`, `poisoned`); a turn the
+/// worker's failure cuts short ends then, its `error.type` the failure's
+/// kind (`machine_panicked`, `effects_panicked`, ..). Events outside a
+/// turn (a shutdown while idle) have no `invoke_agent` parent.
 ///
 /// # Examples
 /// ```
@@ -200,6 +202,29 @@ impl<M: StateMachine> TurnState<M> {
         self.fresh = false;
         if self.open.as_ref().is_some_and(|(_, turns)| ends(turns)) {
             self.open = None;
+        }
+    }
+
+    /// The worker failed: the open turn ends here, `error.type` the
+    /// failure's kind, rather than when the worker is dropped, as if it
+    /// had gone well.
+    pub(crate) fn failed(&mut self, error: &crate::runtime::WorkerError<M>) {
+        use crate::runtime::WorkerError as E;
+        self.fresh = false;
+        if let Some((span, _)) = self.open.take() {
+            let kind = match error {
+                E::MachinePanicked { .. } => "machine_panicked",
+                E::MachinePoisoned { .. } => "machine_poisoned",
+                E::SpawnedPoisoned => "spawned_poisoned",
+                E::EffectsPanicked { .. } => "effects_panicked",
+                E::EventClonePanicked { .. } => "event_clone_panicked",
+                E::ConfigPanicked { .. } => "config_panicked",
+                E::NoRuntime => "no_runtime",
+                E::NoTimers => "no_timers",
+                E::Config(_) => "config",
+                E::Store(_) => "store",
+            };
+            span.record("error.type", kind);
         }
     }
 
