@@ -1,7 +1,8 @@
 //! The spans at a turn's and a tool call's edges, exported to
 //! OpenTelemetry's in-memory exporter: a turn whose first event the table
 //! does not handle ends with it, a turn the worker's failure ends says
-//! so, and a tool call or a model call cut short says so.
+//! so, a tool call or a model call cut short says so, and a tool name the
+//! model made up does not name a span.
 
 use std::time::Duration;
 
@@ -181,4 +182,19 @@ async fn a_model_call_cut_short_has_an_error_type() {
     let span = |name: &str| spans.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no {name}: {spans:#?}"));
     assert_eq!(attr(span("chat cut-model"), "error.type").as_deref(), Some("cancelled"));
     assert_eq!(attr(span("chat whole-model"), "error.type"), None);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_made_up_tool_name_does_not_name_the_span() {
+    let (exporter, provider, _guard) = exporter();
+    let tools = ToolSet::new().with(Forever);
+    let made_up = ToolCall { id: "c1".into(), name: "made_up_4711".into(), arguments: serde_json::json!({}) };
+    let result = tokio::time::timeout(Duration::from_secs(10), tools.call(&made_up)).await.expect("in time");
+    assert!(result.is_error, "{result:?}");
+    provider.force_flush().expect("flush");
+    let spans = exporter.get_finished_spans().expect("spans");
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
+    assert_eq!(names, ["execute_tool (unknown)"], "one name for every name made up");
+    assert_eq!(attr(&spans[0], "gen_ai.tool.name").as_deref(), Some("made_up_4711"), "the name is kept");
+    assert_eq!(attr(&spans[0], "error.type").as_deref(), Some("tool_error"));
 }

@@ -14,7 +14,7 @@
 //! | --- | --- | --- |
 //! | `invoke_agent {agent}` | the turn, from the event that starts it to the hop that ends it ([`AgentTurns`]) | `gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.agent.id`, `agent_fsm.machine`, `agent_fsm.turn`, `error.type` (the reason, when the table did not handle the event that opened it; the failure's kind, `machine_panicked`, `effects_panicked`.., when the worker failed in it) |
 //! | `chat {model}` | one model call, while its stream is read (the OpenAI and Anthropic clients, and any provider that calls [`llm::observe`](crate::llm::observe)) | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.response.finish_reasons` (an array of strings, as the conventions type it, set on the OpenTelemetry span: not a `tracing` field), `error.type` (the error's kind, or `cancelled` for a call dropped before its reply) |
-//! | `execute_tool {tool}` | one tool call of a [`ToolSet`](crate::tool::ToolSet) | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `error.type` (`tool_error`, or `cancelled` for a call cut short) |
+//! | `execute_tool {tool}` | one tool call of a [`ToolSet`](crate::tool::ToolSet) (`execute_tool (unknown)` for a name the set does not have, which `gen_ai.tool.name` keeps) | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `error.type` (`tool_error`, or `cancelled` for a call cut short) |
 //! | `transition {from} -> {to}` | one hop of the machine, from the executor | `agent_fsm.machine`, `agent_fsm.state.from`, `agent_fsm.state.to`, `agent_fsm.event`, `agent_fsm.action`, `agent_fsm.row` |
 //!
 //! The parent is carried by `tracing`'s current span: the worker enters the
@@ -94,3 +94,11 @@ fn reason_label(reason: crate::UnhandledReason) -> &'static str {
         crate::UnhandledReason::Poisoned => "poisoned",
     }
 }
+
+/// The name of a tool the set does not have, in a metric's `tool` label
+/// and an `execute_tool` span's name: the model writes the name, and one
+/// value per name made up would grow the series and span names without
+/// bound. The value of `names::UNKNOWN_TOOL`, which exists with the
+/// `metrics` feature only.
+#[cfg(all(feature = "tool", any(feature = "otel", feature = "metrics")))]
+const UNKNOWN_TOOL: &str = "(unknown)";

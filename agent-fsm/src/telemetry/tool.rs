@@ -9,19 +9,22 @@ use crate::llm::{ToolCall, ToolResult};
 /// counted and timed by tool and outcome. `known`: whether the set has
 /// the tool called; a name it does not have is counted as
 /// `names::UNKNOWN_TOOL`, since the model writes the name and each label
-/// value is a series the recorder keeps for good. A call dropped before
+/// value is a series the recorder keeps for good; its span is named
+/// `execute_tool (unknown)` for the same reason (span names are meant to
+/// be few: backends index them and derive metrics from them), the name
+/// the model wrote kept in `gen_ai.tool.name`. A call dropped before
 /// it ends (the executor's task timeout, an interrupt, a shutdown) is
 /// counted too, as an `error` (the model is told it failed), its span's
 /// `error.type` `cancelled`.
 pub(crate) fn observe_tool(
     call: &ToolCall,
-    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))] known: bool,
+    #[cfg_attr(not(any(feature = "otel", feature = "metrics")), allow(unused_variables))] known: bool,
     run: impl Future<Output = ToolResult> + Send + 'static,
 ) -> impl Future<Output = ToolResult> + Send + 'static {
     #[cfg(feature = "otel")]
     let span = tracing::info_span!(
         "execute_tool",
-        otel.name = format!("execute_tool {}", call.name).as_str(),
+        otel.name = format!("execute_tool {}", if known { call.name.as_str() } else { super::UNKNOWN_TOOL }).as_str(),
         otel.kind = "internal",
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = call.name.as_str(),
@@ -33,7 +36,7 @@ pub(crate) fn observe_tool(
         #[cfg(feature = "otel")]
         span: span.clone(),
         #[cfg(feature = "metrics")]
-        name: if known { call.name.clone() } else { super::names::UNKNOWN_TOOL.to_owned() },
+        name: if known { call.name.clone() } else { super::UNKNOWN_TOOL.to_owned() },
         #[cfg(feature = "metrics")]
         start: None,
         done: false,
