@@ -38,7 +38,9 @@
 //!
 //! Recorded through the facade; the application installs a recorder (the
 //! Prometheus exporter in `examples/coding_agent_metrics.rs`), and may call
-//! [`describe`] for each metric's unit and help text. The names are in
+//! [`describe`] for each metric's unit and help text. The steps a durable
+//! agent's restart feeds again from its log, to rebuild it, are not
+//! counted again (the run that took them counted them). The names are in
 //! [`names`]:
 //!
 //! | metric | kind | labels |

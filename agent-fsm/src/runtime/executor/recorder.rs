@@ -74,6 +74,10 @@ pub(super) struct Hot<M: StateMachine, O> {
     /// The handles on the hop metrics.
     #[cfg(feature = "metrics")]
     pub(super) hop_metrics: crate::telemetry::HopCounters,
+    /// A durable agent's logged steps are being fed again at its start:
+    /// the process that took them counted them, so they count for nothing.
+    #[cfg(feature = "metrics")]
+    pub(super) replaying: bool,
 }
 
 impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
@@ -84,7 +88,7 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
     fn on_transition(&mut self, hop: &StepOf<M>) {
         self.seen = Seen::Hop;
         #[cfg(feature = "metrics")]
-        {
+        if !self.hot.replaying {
             // The first hop of a burst reads the clock; the others reuse it.
             self.history.read_clock_once();
             self.hot.hop_metrics.hop::<M>(hop, self.history.entered(), self.history.now());
@@ -115,7 +119,9 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
     fn on_unhandled(&mut self, unhandled: &UnhandledOf<M>) {
         self.seen = Seen::Unhandled(unhandled.reason);
         #[cfg(feature = "metrics")]
-        crate::telemetry::count_refused::<M>(unhandled);
+        if !self.hot.replaying {
+            crate::telemetry::count_refused::<M>(unhandled);
+        }
         #[cfg(feature = "otel")]
         self.hot.turn.unhandled(unhandled.reason);
         tracing::debug!(
