@@ -148,7 +148,7 @@ where
             turn: crate::telemetry::TurnState::new(),
             #[cfg(feature = "metrics")]
             hop_metrics: crate::telemetry::HopCounters::new(),
-            #[cfg(feature = "metrics")]
+            #[cfg(any(feature = "metrics", feature = "otel"))]
             replaying: false,
         },
         machine,

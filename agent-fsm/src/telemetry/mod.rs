@@ -22,6 +22,8 @@
 //! or a hop opened inside a step takes it as parent; the tasks a step
 //! spawns carry it with them. Mark where a turn starts and ends with
 //! [`ExecutorConfig::agent_turns`](crate::runtime::ExecutorConfig::agent_turns).
+//! The hops a durable agent's restart feeds again from its log, to rebuild
+//! it, open no `transition` span: the run that took them exported theirs.
 //!
 //! ```no_run
 //! use agent_fsm::telemetry::{layer, opentelemetry_sdk::trace::SdkTracerProvider};

@@ -177,25 +177,29 @@ impl<M: StateMachine> TurnState<M> {
     }
 
     /// One hop: a `transition` span, opened and closed at once (a hop
-    /// takes no time of its own), child of the step's current span. Closes
+    /// takes no time of its own), child of the step's current span; none
+    /// without `span` (a logged hop fed again, exported when it was
+    /// taken). Closes
     /// the open turn when the hop enters one of its end states or a
     /// terminal state; the step's guard keeps the turn's span open until
     /// the step is done.
-    pub(crate) fn hop(&mut self, hop: &crate::StepOf<M>) {
+    pub(crate) fn hop(&mut self, hop: &crate::StepOf<M>, span: bool) {
         use crate::Kind as _;
         let (from, to) = (hop.from.name(), hop.to.name());
-        tracing::info_span!(
-            "transition",
-            otel.name = format!("transition {from} -> {to}").as_str(),
-            otel.kind = "internal",
-            agent_fsm.machine = M::DESCRIPTION.name,
-            agent_fsm.state.from = from,
-            agent_fsm.state.to = to,
-            agent_fsm.event = hop.event.map(|e| e.name()),
-            agent_fsm.action = hop.action.map(|a| a.name()),
-            agent_fsm.row = hop.row,
-        )
-        .in_scope(|| {});
+        if span {
+            tracing::info_span!(
+                "transition",
+                otel.name = format!("transition {from} -> {to}").as_str(),
+                otel.kind = "internal",
+                agent_fsm.machine = M::DESCRIPTION.name,
+                agent_fsm.state.from = from,
+                agent_fsm.state.to = to,
+                agent_fsm.event = hop.event.map(|e| e.name()),
+                agent_fsm.action = hop.action.map(|a| a.name()),
+                agent_fsm.row = hop.row,
+            )
+            .in_scope(|| {});
+        }
         let ends = |turns: &AgentTurns<M>| {
             turns.ends.contains(&hop.to) || M::DESCRIPTION.states.get(hop.to.index()).is_some_and(|s| s.terminal)
         };

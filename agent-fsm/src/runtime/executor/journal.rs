@@ -51,7 +51,7 @@ where
     fn replay(&mut self, replay: Replay<M::Event>) -> bool {
         let Replay { steps, timers, sends } = replay;
         tracing::debug!(machine = M::DESCRIPTION.name, steps = steps.len(), "resuming from the store");
-        #[cfg(feature = "metrics")]
+        #[cfg(any(feature = "metrics", feature = "otel"))]
         {
             self.hot.replaying = true;
         }
@@ -66,7 +66,7 @@ where
                 return false;
             }
         }
-        #[cfg(feature = "metrics")]
+        #[cfg(any(feature = "metrics", feature = "otel"))]
         {
             self.hot.replaying = false;
         }

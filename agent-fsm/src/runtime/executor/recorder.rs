@@ -75,8 +75,9 @@ pub(super) struct Hot<M: StateMachine, O> {
     #[cfg(feature = "metrics")]
     pub(super) hop_metrics: crate::telemetry::HopCounters,
     /// A durable agent's logged steps are being fed again at its start:
-    /// the process that took them counted them, so they count for nothing.
-    #[cfg(feature = "metrics")]
+    /// the run that took them counted them and exported their hops, so
+    /// they count for nothing and open no `transition` span.
+    #[cfg(any(feature = "metrics", feature = "otel"))]
     pub(super) replaying: bool,
 }
 
@@ -94,7 +95,7 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
             self.hot.hop_metrics.hop::<M>(hop, self.history.entered(), self.history.now());
         }
         #[cfg(feature = "otel")]
-        self.hot.turn.hop(hop);
+        self.hot.turn.hop(hop, !self.hot.replaying);
         let changed = hop.from != hop.to;
         // Reads the clock if the hop is the burst's first.
         self.history.on_hop(hop, changed);

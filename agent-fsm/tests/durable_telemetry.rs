@@ -1,6 +1,7 @@
-//! A durable agent's metrics across a restart: the steps its log holds,
-//! fed again to rebuild it, were counted by the run that took them, and
-//! are not counted again (transitions, refused events); the steps after
+//! A durable agent's metrics and spans across a restart: the steps its
+//! log holds, fed again to rebuild it, were counted and their hops
+//! exported by the run that took them, and are not counted (transitions,
+//! refused events) nor given `transition` spans again; the steps after
 //! the restart are.
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig};
 use agent_fsm::store::{CheckpointStore, Durable, MemoryStore};
 use agent_fsm::telemetry::names;
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
 #[allow(unreachable_pub)]
 #[agent_fsm::state_machine(fallback = Nothing, serde, name = Clerk)]
@@ -107,6 +109,18 @@ impl Recorder for Counts {
     }
 }
 
+/// Counts the `transition` spans opened.
+#[derive(Clone, Default)]
+struct Hops(Arc<AtomicU64>);
+
+impl<S: tracing::Subscriber> Layer<S> for Hops {
+    fn on_new_span(&self, attrs: &tracing::span::Attributes<'_>, _: &tracing::span::Id, _: Context<'_, S>) {
+        if attrs.metadata().name() == "transition" {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
 /// Fails a test whose agent hangs, instead of stalling the suite.
 #[track_caller]
 fn within<T>(future: impl std::future::Future<Output = T>) -> impl std::future::Future<Output = T> {
@@ -131,7 +145,7 @@ async fn until_called(handle: &agent_fsm::runtime::MachineHandle<clerk::Clerk>, 
 
 // Current-thread: the worker runs on this thread, where each recorder is set.
 #[tokio::test(flavor = "current_thread")]
-async fn the_steps_a_restart_feeds_again_are_not_counted_again() {
+async fn the_steps_a_restart_feeds_again_are_not_counted_or_exported_again() {
     let store = Arc::new(MemoryStore::new());
     let durable = || {
         let store: Arc<dyn CheckpointStore> = store.clone();
@@ -153,14 +167,18 @@ async fn the_steps_a_restart_feeds_again_are_not_counted_again() {
 
     let second = Counts::default();
     let _local = metrics::set_default_local_recorder(&second);
+    let hops = Hops::default();
+    let _spans = tracing::subscriber::set_default(tracing_subscriber::registry().with(hops.clone()));
     let (handle, _) = durable().spawn(clerk::Clerk::new, lookups.clone(), ExecutorConfig::new()).expect("resumes");
     until_called(&handle, 3).await;
     assert_eq!((second.total(names::TRANSITIONS), second.total(names::REFUSED_EVENTS)), (0, 0));
+    assert_eq!(hops.0.load(Ordering::SeqCst), 0, "no span for a hop fed again");
     // The lookup started again answers: a step of this run.
     lookups.0.add_permits(1);
     until_called(&handle, 13).await;
     // The lookup's answer only: the logged steps were counted by the
     // first run.
     assert_eq!(second.total(names::TRANSITIONS), 1);
+    assert_eq!(hops.0.load(Ordering::SeqCst), 1, "the answer's hop has its span");
     within(handle.shutdown()).await.expect("stops");
 }
