@@ -196,5 +196,46 @@ async fn a_made_up_tool_name_does_not_name_the_span() {
     let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
     assert_eq!(names, ["execute_tool (unknown)"], "one name for every name made up");
     assert_eq!(attr(&spans[0], "gen_ai.tool.name").as_deref(), Some("made_up_4711"), "the name is kept");
-    assert_eq!(attr(&spans[0], "error.type").as_deref(), Some("tool_error"));
+    assert_eq!(attr(&spans[0], "error.type").as_deref(), Some("unknown_tool"));
+}
+
+/// Panics when called.
+struct Panics;
+
+impl Tool for Panics {
+    const NAME: &'static str = "panics";
+    type Args = NoArgs;
+    type Output = String;
+    type Error = String;
+
+    fn description(&self) -> String {
+        "Panics".to_owned()
+    }
+
+    async fn call(&self, _: NoArgs) -> Result<String, String> {
+        panic!("the tool broke")
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_failed_tool_calls_span_says_how_it_failed() {
+    let (exporter, provider, _guard) = exporter();
+    let tools = ToolSet::new().with(Forever).with(Panics).with_timeout(Duration::from_secs(5));
+    let calls =
+        [("forever", serde_json::json!({})), ("panics", serde_json::json!({})), ("panics", serde_json::json!(7))]
+            .into_iter()
+            .enumerate()
+            .map(|(n, (name, arguments))| ToolCall { id: format!("c{n}"), name: name.into(), arguments })
+            .collect::<Vec<_>>();
+    let results = tokio::time::timeout(Duration::from_secs(60), tools.call_all(&calls)).await.expect("in time");
+    assert!(results.iter().all(|r| r.is_error), "{results:?}");
+    provider.force_flush().expect("flush");
+    let spans = exporter.get_finished_spans().expect("spans");
+    let mut types: Vec<(String, String)> = spans
+        .iter()
+        .map(|s| (attr(s, "gen_ai.tool.call.id").unwrap_or_default(), attr(s, "error.type").unwrap_or_default()))
+        .collect();
+    types.sort();
+    let expected = [("c0", "timeout"), ("c1", "panicked"), ("c2", "invalid_arguments")];
+    assert_eq!(types, expected.map(|(id, kind)| (id.to_owned(), kind.to_owned())));
 }

@@ -3,8 +3,10 @@
 use std::future::Future;
 
 use crate::llm::{ToolCall, ToolResult};
+use crate::tool::CallError;
 
-/// `run` (the call's future) inside an `execute_tool {tool}` span whose
+/// `run` (the call's future, the tool's text or why it failed) inside an
+/// `execute_tool {tool}` span whose
 /// parent is the span current now (the step that started the call), and
 /// counted and timed by tool and outcome. `known`: whether the set has
 /// the tool called; a name it does not have is counted as
@@ -19,8 +21,9 @@ use crate::llm::{ToolCall, ToolResult};
 pub(crate) fn observe_tool(
     call: &ToolCall,
     #[cfg_attr(not(any(feature = "otel", feature = "metrics")), allow(unused_variables))] known: bool,
-    run: impl Future<Output = ToolResult> + Send + 'static,
+    run: impl Future<Output = Result<String, CallError>> + Send + 'static,
 ) -> impl Future<Output = ToolResult> + Send + 'static {
+    let call_id = call.id.clone();
     #[cfg(feature = "otel")]
     let span = tracing::info_span!(
         "execute_tool",
@@ -46,13 +49,26 @@ pub(crate) fn observe_tool(
         {
             ending.start = Some(tokio::time::Instant::now());
         }
-        let result = run.await;
-        ending.end(result.is_error.then_some("tool_error"));
-        result
+        let outcome = run.await;
+        ending.end(outcome.as_ref().err().map(error_type));
+        crate::tool::to_result(outcome, call_id)
     };
     #[cfg(feature = "otel")]
     let observed = tracing::Instrument::instrument(observed, span);
     observed
+}
+
+/// The span's `error.type` for `error`: what went wrong, in a few words
+/// the model's text does not vary.
+fn error_type(error: &CallError) -> &'static str {
+    match error {
+        CallError::UnknownTool { .. } => "unknown_tool",
+        CallError::InvalidArguments { .. } => "invalid_arguments",
+        CallError::Failed { .. } => "tool_error",
+        CallError::Panicked { .. } => "panicked",
+        CallError::TimedOut { .. } => "timeout",
+        CallError::Cancelled { .. } => "cancelled",
+    }
 }
 
 /// What records a call's end: once, when the call returns, or when its
