@@ -92,8 +92,21 @@ async fn a_session_exports_one_span_tree_per_turn() {
         assert_eq!(must(chat, "gen_ai.provider.name"), "scripted");
         assert_eq!(must(chat, "gen_ai.request.model"), "scripted-model");
     }
-    let finish: Vec<String> = chats[0].iter().map(|c| must(c, "gen_ai.response.finish_reasons")).collect();
-    assert_eq!(finish, ["tool_calls", "tool_calls", "tool_calls", "stop"]);
+    // An array of strings, as the conventions type it (a backend that
+    // reads it as such finds no plain string there).
+    let finish: Vec<Vec<String>> = chats[0]
+        .iter()
+        .map(|c| {
+            let value = c.attributes.iter().find(|kv| kv.key.as_str() == "gen_ai.response.finish_reasons");
+            match value.map(|kv| &kv.value) {
+                Some(opentelemetry::Value::Array(opentelemetry::Array::String(reasons))) => {
+                    reasons.iter().map(|r| r.as_str().to_owned()).collect()
+                }
+                other => panic!("finish reasons not an array of strings: {other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(finish, [["tool_calls"], ["tool_calls"], ["tool_calls"], ["stop"]]);
 
     // The tool calls of the first turn, by name and call id.
     let tools: Vec<(String, String, String)> = children(&spans, turns[0], "execute_tool")

@@ -148,6 +148,8 @@ where
             turn: crate::telemetry::TurnState::new(),
             #[cfg(feature = "metrics")]
             hop_metrics: crate::telemetry::HopCounters::new(),
+            #[cfg(any(feature = "metrics", feature = "otel"))]
+            replaying: false,
         },
         machine,
         effects,

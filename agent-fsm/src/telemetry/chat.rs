@@ -13,11 +13,17 @@ use crate::llm::{ProviderError, Request, StreamEvent};
 
 /// A reply's stream, observed: the `chat` span is entered while it is
 /// polled and closed when the stream ends or is dropped; the usage of its
-/// `Completed` event is recorded.
+/// `Completed` event is recorded. Dropped before its reply or an error
+/// came (an interrupt, a timeout, a shutdown), the span's `error.type` is
+/// `cancelled`: without it the span of a call cut short reads as a call
+/// that went well.
 struct Observed {
     inner: BoxStream<'static, Result<StreamEvent, ProviderError>>,
     #[cfg(feature = "otel")]
     span: tracing::Span,
+    /// The reply or an error came, or the stream ended.
+    #[cfg(feature = "otel")]
+    settled: bool,
     #[cfg(feature = "metrics")]
     labels: [(&'static str, String); 2],
 }
@@ -42,9 +48,10 @@ pub(crate) fn observe_chat(
             gen_ai.request.model = model,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
-            gen_ai.response.finish_reasons = tracing::field::Empty,
             "error.type" = tracing::field::Empty,
         ),
+        #[cfg(feature = "otel")]
+        settled: false,
         #[cfg(feature = "metrics")]
         labels: [("provider", provider.to_owned()), ("model", model.to_owned())],
     })
@@ -65,14 +72,26 @@ fn finish_reason(reason: &StopReason) -> &str {
 
 impl Observed {
     /// Records what an item of the stream says about the call.
-    fn record(&self, item: &Result<StreamEvent, ProviderError>) {
+    fn record(&mut self, item: &Result<StreamEvent, ProviderError>) {
+        #[cfg(feature = "otel")]
+        if matches!(item, Ok(StreamEvent::Completed { .. }) | Err(_)) {
+            self.settled = true;
+        }
         match item {
             Ok(StreamEvent::Completed { usage, stop_reason, .. }) => {
                 #[cfg(feature = "otel")]
                 {
                     self.span.record("gen_ai.usage.input_tokens", usage.input_tokens);
                     self.span.record("gen_ai.usage.output_tokens", usage.output_tokens);
-                    self.span.record("gen_ai.response.finish_reasons", finish_reason(stop_reason));
+                    // An array of strings in the conventions, which a
+                    // `tracing` field cannot hold: set on the OpenTelemetry
+                    // span itself.
+                    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+                    let reasons = vec![opentelemetry::StringValue::from(finish_reason(stop_reason).to_owned())];
+                    self.span.set_attribute(
+                        "gen_ai.response.finish_reasons",
+                        opentelemetry::Value::Array(opentelemetry::Array::String(reasons)),
+                    );
                 }
                 #[cfg(feature = "metrics")]
                 {
@@ -117,9 +136,21 @@ impl Stream for Observed {
             Poll::Ready(Some(item)) => self.record(item),
             // Ended: the span closes now, not when the stream is dropped.
             #[cfg(feature = "otel")]
-            Poll::Ready(None) => self.span = tracing::Span::none(),
+            Poll::Ready(None) => {
+                self.settled = true;
+                self.span = tracing::Span::none();
+            }
             _ => {}
         }
         polled
+    }
+}
+
+#[cfg(feature = "otel")]
+impl Drop for Observed {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.span.record("error.type", "cancelled");
+        }
     }
 }

@@ -13,7 +13,9 @@ pub mod names {
     /// `machine`, `state`, `event`, `reason`.
     pub const REFUSED_EVENTS: &str = "agent_fsm_refused_events_total";
     /// Counter of tool calls: `tool` (the tool's name, [`UNKNOWN_TOOL`]
-    /// for a name the set does not have), `outcome` (`ok` or `error`).
+    /// for a name the set does not have), `outcome` (`ok` or `error`; a
+    /// call cut short, its future dropped by a timeout, an interrupt or a
+    /// shutdown, is an `error`).
     pub const TOOL_CALLS: &str = "agent_fsm_tool_calls_total";
     /// Histogram of a tool call's seconds: `tool`, `outcome`.
     pub const TOOL_DURATION: &str = "agent_fsm_tool_duration_seconds";
@@ -103,18 +105,7 @@ pub(crate) fn count_refused<M: crate::StateMachine>(unhandled: &crate::Unhandled
         "machine" => M::DESCRIPTION.name,
         "state" => state,
         "event" => unhandled.event.name(),
-        "reason" => reason_label(unhandled.reason),
+        "reason" => super::reason_label(unhandled.reason),
     )
     .increment(1);
-}
-
-/// The reason as a label value, as `serde` names it.
-#[cfg(feature = "runtime")]
-fn reason_label(reason: crate::UnhandledReason) -> &'static str {
-    match reason {
-        crate::UnhandledReason::NoRow => "no_row",
-        crate::UnhandledReason::Refused => "refused",
-        crate::UnhandledReason::Ignored => "ignored",
-        crate::UnhandledReason::Poisoned => "poisoned",
-    }
 }

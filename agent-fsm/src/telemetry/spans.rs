@@ -28,8 +28,12 @@ where
 /// A turn starts when one of the [`starts_on`](Self::starts_on) events is
 /// delivered while no turn is open (a user's input), and ends with the
 /// step whose hop enters one of the [`ends_in`](Self::ends_in) states (the
-/// agent waits for input again) or a terminal state. Events outside a turn
-/// (a shutdown while idle) have no `invoke_agent` parent.
+/// agent waits for input again) or a terminal state. A turn whose first
+/// event the table does not handle ends with that step, its `error.type`
+/// the reason (`no_row`, `refused`, `ignored`, `poisoned`); a turn the
+/// worker's failure cuts short ends then, its `error.type` the failure's
+/// kind (`machine_panicked`, `effects_panicked`, ..). Events outside a
+/// turn (a shutdown while idle) have no `invoke_agent` parent.
 ///
 /// # Examples
 /// ```
@@ -128,13 +132,16 @@ impl<M: StateMachine> fmt::Debug for AgentTurns<M> {
 pub(crate) struct TurnState<M: StateMachine> {
     open: Option<(tracing::Span, Arc<AgentTurns<M>>)>,
     count: u64,
+    /// The open turn was opened by the step running now, which has taken
+    /// no hop yet.
+    fresh: bool,
 }
 
 #[cfg(feature = "runtime")]
 impl<M: StateMachine> TurnState<M> {
     /// No turn yet.
     pub(crate) fn new() -> Self {
-        Self { open: None, count: 0 }
+        Self { open: None, count: 0, fresh: false }
     }
 
     /// Before a step of `event`: enters the open turn's span, or opens one
@@ -148,6 +155,7 @@ impl<M: StateMachine> TurnState<M> {
         agent_id: Option<&str>,
     ) -> Option<tracing::span::EnteredSpan> {
         if let Some((span, _)) = &self.open {
+            self.fresh = false;
             return Some(span.clone().entered());
         }
         let turns = turns.filter(|t| t.starts.contains(&event))?;
@@ -161,36 +169,78 @@ impl<M: StateMachine> TurnState<M> {
             gen_ai.agent.id = agent_id,
             agent_fsm.machine = M::DESCRIPTION.name,
             agent_fsm.turn = self.count,
+            "error.type" = tracing::field::Empty,
         );
         self.open = Some((span.clone(), Arc::clone(turns)));
+        self.fresh = true;
         Some(span.entered())
     }
 
     /// One hop: a `transition` span, opened and closed at once (a hop
-    /// takes no time of its own), child of the step's current span. Closes
+    /// takes no time of its own), child of the step's current span; none
+    /// without `span` (a logged hop fed again, exported when it was
+    /// taken). Closes
     /// the open turn when the hop enters one of its end states or a
     /// terminal state; the step's guard keeps the turn's span open until
     /// the step is done.
-    pub(crate) fn hop(&mut self, hop: &crate::StepOf<M>) {
+    pub(crate) fn hop(&mut self, hop: &crate::StepOf<M>, span: bool) {
         use crate::Kind as _;
         let (from, to) = (hop.from.name(), hop.to.name());
-        tracing::info_span!(
-            "transition",
-            otel.name = format!("transition {from} -> {to}").as_str(),
-            otel.kind = "internal",
-            agent_fsm.machine = M::DESCRIPTION.name,
-            agent_fsm.state.from = from,
-            agent_fsm.state.to = to,
-            agent_fsm.event = hop.event.map(|e| e.name()),
-            agent_fsm.action = hop.action.map(|a| a.name()),
-            agent_fsm.row = hop.row,
-        )
-        .in_scope(|| {});
+        if span {
+            tracing::info_span!(
+                "transition",
+                otel.name = format!("transition {from} -> {to}").as_str(),
+                otel.kind = "internal",
+                agent_fsm.machine = M::DESCRIPTION.name,
+                agent_fsm.state.from = from,
+                agent_fsm.state.to = to,
+                agent_fsm.event = hop.event.map(|e| e.name()),
+                agent_fsm.action = hop.action.map(|a| a.name()),
+                agent_fsm.row = hop.row,
+            )
+            .in_scope(|| {});
+        }
         let ends = |turns: &AgentTurns<M>| {
             turns.ends.contains(&hop.to) || M::DESCRIPTION.states.get(hop.to.index()).is_some_and(|s| s.terminal)
         };
+        self.fresh = false;
         if self.open.as_ref().is_some_and(|(_, turns)| ends(turns)) {
             self.open = None;
+        }
+    }
+
+    /// The worker failed: the open turn ends here, `error.type` the
+    /// failure's kind, rather than when the worker is dropped, as if it
+    /// had gone well.
+    pub(crate) fn failed(&mut self, error: &crate::runtime::WorkerError<M>) {
+        use crate::runtime::WorkerError as E;
+        self.fresh = false;
+        if let Some((span, _)) = self.open.take() {
+            let kind = match error {
+                E::MachinePanicked { .. } => "machine_panicked",
+                E::MachinePoisoned { .. } => "machine_poisoned",
+                E::SpawnedPoisoned => "spawned_poisoned",
+                E::EffectsPanicked { .. } => "effects_panicked",
+                E::EventClonePanicked { .. } => "event_clone_panicked",
+                E::ConfigPanicked { .. } => "config_panicked",
+                E::NoRuntime => "no_runtime",
+                E::NoTimers => "no_timers",
+                E::Config(_) => "config",
+                E::Store(_) => "store",
+            };
+            span.record("error.type", kind);
+        }
+    }
+
+    /// The step's event was not handled. If it was the one that opened
+    /// the turn, the turn ends with it, `error.type` the reason: the agent
+    /// did nothing, and the turn left open would take in the steps that
+    /// follow, up to the next end state, the next turn's input included.
+    pub(crate) fn unhandled(&mut self, reason: crate::UnhandledReason) {
+        if std::mem::take(&mut self.fresh)
+            && let Some((span, _)) = self.open.take()
+        {
+            span.record("error.type", super::reason_label(reason));
         }
     }
 }

@@ -132,6 +132,8 @@ mod workspace;
 pub use error::CallError;
 pub use round::ToolRound;
 pub use schemars;
+#[cfg(any(feature = "otel", feature = "metrics"))]
+pub(crate) use set::to_result;
 pub use set::{RawTool, ToolSet};
 pub use typed::{Tool, parse_arguments, schema_for};
 #[cfg(feature = "tools")]

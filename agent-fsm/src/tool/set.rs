@@ -233,19 +233,15 @@ impl ToolSet {
     /// call failed. The future owns what it needs.
     pub fn call(&self, call: &ToolCall) -> impl Future<Output = ToolResult> + Send + 'static {
         let run = self.run(&call.name, call.arguments.clone());
-        let call_id = call.id.clone();
-        let result = async move {
-            match run.await {
-                Ok(content) => ToolResult { call_id, content, is_error: false },
-                Err(error) => {
-                    tracing::debug!(call_id = %call_id, error = %error, "tool call failed");
-                    error.into_result(call_id)
-                }
-            }
-        };
-        // The `execute_tool` span and the tool metrics, if either is on.
+        // The `execute_tool` span and the tool metrics, if either is on:
+        // they read the error itself, before it becomes the model's text.
         #[cfg(any(feature = "otel", feature = "metrics"))]
-        let result = crate::telemetry::observe_tool(call, self.contains(&call.name), result);
+        let result = crate::telemetry::observe_tool(call, self.contains(&call.name), run);
+        #[cfg(not(any(feature = "otel", feature = "metrics")))]
+        let result = {
+            let call_id = call.id.clone();
+            run.map(move |outcome| to_result(outcome, call_id))
+        };
         result
     }
 
@@ -284,6 +280,17 @@ impl ToolSet {
                 },
                 move |call_id, failure| on_failure(failure_error(tool, failure).into_result(call_id)),
             );
+        }
+    }
+}
+
+/// The result answering the call `call_id`, whose run ended with `outcome`.
+pub(crate) fn to_result(outcome: Result<String, CallError>, call_id: String) -> ToolResult {
+    match outcome {
+        Ok(content) => ToolResult { call_id, content, is_error: false },
+        Err(error) => {
+            tracing::debug!(call_id = %call_id, error = %error, "tool call failed");
+            error.into_result(call_id)
         }
     }
 }

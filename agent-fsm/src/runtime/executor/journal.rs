@@ -51,6 +51,10 @@ where
     fn replay(&mut self, replay: Replay<M::Event>) -> bool {
         let Replay { steps, timers, sends } = replay;
         tracing::debug!(machine = M::DESCRIPTION.name, steps = steps.len(), "resuming from the store");
+        #[cfg(any(feature = "metrics", feature = "otel"))]
+        {
+            self.hot.replaying = true;
+        }
         for (seq, event, keep) in steps {
             let perform = keep.is_some();
             if let Some(track) = self.tracking() {
@@ -61,6 +65,10 @@ where
             if self.hot.failed {
                 return false;
             }
+        }
+        #[cfg(any(feature = "metrics", feature = "otel"))]
+        {
+            self.hot.replaying = false;
         }
         let visit = self.hot.visit;
         if let Some(work) = self.work.as_deref_mut() {

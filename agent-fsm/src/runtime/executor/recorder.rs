@@ -74,6 +74,11 @@ pub(super) struct Hot<M: StateMachine, O> {
     /// The handles on the hop metrics.
     #[cfg(feature = "metrics")]
     pub(super) hop_metrics: crate::telemetry::HopCounters,
+    /// A durable agent's logged steps are being fed again at its start:
+    /// the run that took them counted them and exported their hops, so
+    /// they count for nothing and open no `transition` span.
+    #[cfg(any(feature = "metrics", feature = "otel"))]
+    pub(super) replaying: bool,
 }
 
 impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
@@ -84,13 +89,13 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
     fn on_transition(&mut self, hop: &StepOf<M>) {
         self.seen = Seen::Hop;
         #[cfg(feature = "metrics")]
-        {
+        if !self.hot.replaying {
             // The first hop of a burst reads the clock; the others reuse it.
             self.history.read_clock_once();
             self.hot.hop_metrics.hop::<M>(hop, self.history.entered(), self.history.now());
         }
         #[cfg(feature = "otel")]
-        self.hot.turn.hop(hop);
+        self.hot.turn.hop(hop, !self.hot.replaying);
         let changed = hop.from != hop.to;
         // Reads the clock if the hop is the burst's first.
         self.history.on_hop(hop, changed);
@@ -115,7 +120,11 @@ impl<M: StateMachine, O> Observer<M> for Recorder<'_, M, O> {
     fn on_unhandled(&mut self, unhandled: &UnhandledOf<M>) {
         self.seen = Seen::Unhandled(unhandled.reason);
         #[cfg(feature = "metrics")]
-        crate::telemetry::count_refused::<M>(unhandled);
+        if !self.hot.replaying {
+            crate::telemetry::count_refused::<M>(unhandled);
+        }
+        #[cfg(feature = "otel")]
+        self.hot.turn.unhandled(unhandled.reason);
         tracing::debug!(
             state = %unhandled.state,
             event = unhandled.event.name(),

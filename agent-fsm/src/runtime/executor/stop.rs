@@ -123,6 +123,8 @@ where
 
     pub(super) fn fail(&mut self, error: WorkerError<M>) {
         tracing::error!(machine = M::DESCRIPTION.name, error = %error, "worker failed");
+        #[cfg(feature = "otel")]
+        self.hot.turn.failed(&error);
         // A failed step: the name reads as poisoned from now on (see
         // `finish`), not only once the work in flight has stopped.
         if error.is_step_failure() {

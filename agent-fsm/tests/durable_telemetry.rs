@@ -1,0 +1,184 @@
+//! A durable agent's metrics and spans across a restart: the steps its
+//! log holds, fed again to rebuild it, were counted and their hops
+//! exported by the run that took them, and are not counted (transitions,
+//! refused events) nor given `transition` spans again; the steps after
+//! the restart are.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig};
+use agent_fsm::store::{CheckpointStore, Durable, MemoryStore};
+use agent_fsm::telemetry::names;
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+#[allow(unreachable_pub)]
+#[agent_fsm::state_machine(fallback = Nothing, serde, name = Clerk)]
+mod clerk {
+    #[states]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum State {
+        #[initial]
+        Ready,
+        Calling {
+            adds: u32,
+        },
+    }
+
+    #[events]
+    #[derive(Debug)]
+    pub enum Event {
+        Call,
+        Add(u32),
+        Hang,
+    }
+
+    #[actions]
+    #[derive(Debug, Default)]
+    pub enum Action {
+        #[default]
+        Nothing,
+        Lookup,
+    }
+
+    transitions! {
+        Ready + Call => Calling { adds: 0 } / Lookup,
+        Calling { adds } + Add(k) => Calling { adds: adds + k } / Nothing,
+        Calling { .. } + Hang => Ready / Nothing,
+    }
+}
+
+/// Starts a lookup that answers `Add(10)` once the gate lets it (a tool
+/// still running at the stop, which makes the restart feed the log again
+/// from before the call), and sends two adds and an event the table
+/// refuses.
+#[derive(Clone)]
+struct Lookups(Arc<tokio::sync::Semaphore>);
+
+impl Effects<clerk::Clerk> for Lookups {
+    type Output = ();
+
+    fn perform(&mut self, action: clerk::Action, cx: &mut EffectContext<'_, clerk::Clerk, ()>) {
+        if matches!(action, clerk::Action::Lookup) {
+            let gate = Arc::clone(&self.0);
+            let lookup = async move {
+                let _permit = gate.acquire().await;
+                clerk::Event::Add(10)
+            };
+            cx.spawn_task("lookup", lookup, |_, _| clerk::Event::Add(0));
+            cx.send(clerk::Event::Add(1));
+            cx.send(clerk::Event::Add(2));
+            cx.send(clerk::Event::Call);
+        }
+    }
+}
+
+/// A recorder that sums each counter, by name and labels.
+#[derive(Default)]
+struct Counts(Mutex<BTreeMap<String, Arc<AtomicU64>>>);
+
+impl Counts {
+    /// The sum of every series of `name`.
+    fn total(&self, name: &str) -> u64 {
+        let counts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.iter().filter(|(k, _)| k.split('{').next() == Some(name)).map(|(_, c)| c.load(Ordering::SeqCst)).sum()
+    }
+}
+
+impl Recorder for Counts {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        let labels: Vec<String> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+        let name = format!("{}{{{}}}", key.name(), labels.join(","));
+        let mut counts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        Counter::from_arc(Arc::clone(counts.entry(name).or_default()))
+    }
+
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::noop()
+    }
+
+    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::noop()
+    }
+}
+
+/// Counts the `transition` spans opened.
+#[derive(Clone, Default)]
+struct Hops(Arc<AtomicU64>);
+
+impl<S: tracing::Subscriber> Layer<S> for Hops {
+    fn on_new_span(&self, attrs: &tracing::span::Attributes<'_>, _: &tracing::span::Id, _: Context<'_, S>) {
+        if attrs.metadata().name() == "transition" {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Fails a test whose agent hangs, instead of stalling the suite.
+#[track_caller]
+fn within<T>(future: impl std::future::Future<Output = T>) -> impl std::future::Future<Output = T> {
+    let caller = std::panic::Location::caller();
+    async move {
+        match tokio::time::timeout(Duration::from_secs(20), future).await {
+            Ok(out) => out,
+            Err(_) => panic!("the agent did not answer in time, at {caller}"),
+        }
+    }
+}
+
+/// Waits until the agent is `Calling { adds }`.
+async fn until_called(handle: &agent_fsm::runtime::MachineHandle<clerk::Clerk>, adds: u32) {
+    within(async {
+        while handle.state().await.expect("runs") != (clerk::State::Calling { adds }) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+}
+
+// Current-thread: the worker runs on this thread, where each recorder is set.
+#[tokio::test(flavor = "current_thread")]
+async fn the_steps_a_restart_feeds_again_are_not_counted_or_exported_again() {
+    let store = Arc::new(MemoryStore::new());
+    let durable = || {
+        let store: Arc<dyn CheckpointStore> = store.clone();
+        Durable::new(store, "clerk")
+    };
+
+    let lookups = Lookups(Arc::new(tokio::sync::Semaphore::new(0)));
+    let first = Counts::default();
+    {
+        let _local = metrics::set_default_local_recorder(&first);
+        let (handle, _) = durable().spawn(clerk::Clerk::new, lookups.clone(), ExecutorConfig::new()).expect("new");
+        handle.send(clerk::Event::Call).await.expect("sent");
+        until_called(&handle, 3).await;
+        within(handle.shutdown()).await.expect("stops");
+    }
+    // The call, two adds, the lookup's end at the stop; the second call
+    // refused.
+    assert_eq!((first.total(names::TRANSITIONS), first.total(names::REFUSED_EVENTS)), (4, 1));
+
+    let second = Counts::default();
+    let _local = metrics::set_default_local_recorder(&second);
+    let hops = Hops::default();
+    let _spans = tracing::subscriber::set_default(tracing_subscriber::registry().with(hops.clone()));
+    let (handle, _) = durable().spawn(clerk::Clerk::new, lookups.clone(), ExecutorConfig::new()).expect("resumes");
+    until_called(&handle, 3).await;
+    assert_eq!((second.total(names::TRANSITIONS), second.total(names::REFUSED_EVENTS)), (0, 0));
+    assert_eq!(hops.0.load(Ordering::SeqCst), 0, "no span for a hop fed again");
+    // The lookup started again answers: a step of this run.
+    lookups.0.add_permits(1);
+    until_called(&handle, 13).await;
+    // The lookup's answer only: the logged steps were counted by the
+    // first run.
+    assert_eq!(second.total(names::TRANSITIONS), 1);
+    assert_eq!(hops.0.load(Ordering::SeqCst), 1, "the answer's hop has its span");
+    within(handle.shutdown()).await.expect("stops");
+}
