@@ -68,6 +68,7 @@ pub(crate) fn traces() -> Vec<Trace> {
             arguments_fragment: "{".to_owned(),
         }),
         llm(StreamEvent::TextDelta("x".to_owned())),
+        llm(StreamEvent::ReasoningDelta("hm".to_owned())),
         error(),                                // retry 1
         E::UserInput(Message::user("ignored")), // no row in Error
         E::RetryTimeoutFired,

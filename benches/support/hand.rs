@@ -227,10 +227,22 @@ impl HandLoom {
             E::Interrupted { cause } => match state {
                 S::WaitingForUserInput { .. } => A::DisplayError(format!("interrupted: {cause}")),
                 S::ProcessingLlmResponse { .. } | S::ShuttingDown => unhandled(state, "Interrupted"),
+                // Calls still without results are answered, and the
+                // round recorded, before the turn ends.
+                S::ExecutingTools { .. } => {
+                    let S::ExecutingTools { mut executions, mut conversation } =
+                        std::mem::replace(state, S::ShuttingDown)
+                    else {
+                        return restore_unreachable();
+                    };
+                    executions.interrupt_pending(&cause);
+                    executions.record_results(&mut conversation);
+                    *state = S::WaitingForUserInput { conversation };
+                    A::DisplayError(format!("interrupted: {cause}"))
+                }
                 _ => {
                     let action = A::DisplayError(format!("interrupted: {cause}"));
                     let (S::CallingLlm { conversation, .. }
-                    | S::ExecutingTools { conversation, .. }
                     | S::PostToolsHook { conversation, .. }
                     | S::Error { conversation, .. }) = std::mem::replace(state, S::ShuttingDown)
                     else {
