@@ -17,41 +17,9 @@ use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig};
 use agent_fsm::store::{CheckpointStore, Durable, SnapshotPolicy, SqliteStore, StoreError, restore};
 
 /// The machine as the first release wrote it: a call looks something up.
-#[allow(unreachable_pub)]
-#[agent_fsm::state_machine(fallback = Nothing, serde, name = Clerk)]
-mod before {
-    #[states]
-    #[derive(Debug, Clone, PartialEq)]
-    pub enum State {
-        #[initial]
-        Ready,
-        Calling {
-            adds: u32,
-        },
-    }
-
-    #[events]
-    #[derive(Debug)]
-    pub enum Event {
-        Call,
-        Add(u32),
-        Hang,
-    }
-
-    #[actions]
-    #[derive(Debug, Default)]
-    pub enum Action {
-        #[default]
-        Nothing,
-        Lookup,
-    }
-
-    transitions! {
-        Ready + Call => Calling { adds: 0 } / Lookup,
-        Calling { adds } + Add(k) => Calling { adds: adds + k } / Nothing,
-        Calling { .. } + Hang => Ready / Nothing,
-    }
-}
+#[path = "support/clerk.rs"]
+mod first_release;
+use first_release::clerk as before;
 
 /// The same machine in a later release, whose call no longer leaves
 /// `Ready` (a new event opens the call): the log written by the first does

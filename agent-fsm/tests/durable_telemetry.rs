@@ -15,41 +15,9 @@ use agent_fsm::telemetry::names;
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
-#[allow(unreachable_pub)]
-#[agent_fsm::state_machine(fallback = Nothing, serde, name = Clerk)]
-mod clerk {
-    #[states]
-    #[derive(Debug, Clone, PartialEq)]
-    pub enum State {
-        #[initial]
-        Ready,
-        Calling {
-            adds: u32,
-        },
-    }
-
-    #[events]
-    #[derive(Debug)]
-    pub enum Event {
-        Call,
-        Add(u32),
-        Hang,
-    }
-
-    #[actions]
-    #[derive(Debug, Default)]
-    pub enum Action {
-        #[default]
-        Nothing,
-        Lookup,
-    }
-
-    transitions! {
-        Ready + Call => Calling { adds: 0 } / Lookup,
-        Calling { adds } + Add(k) => Calling { adds: adds + k } / Nothing,
-        Calling { .. } + Hang => Ready / Nothing,
-    }
-}
+#[path = "support/clerk.rs"]
+mod clerk_machine;
+use clerk_machine::clerk;
 
 /// Starts a lookup that answers `Add(10)` once the gate lets it (a tool
 /// still running at the stop, which makes the restart feed the log again
