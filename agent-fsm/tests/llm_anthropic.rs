@@ -3,6 +3,8 @@
 //! the executor whose received events are asserted exactly.
 #![cfg(all(feature = "anthropic", feature = "runtime"))]
 
+#[path = "support/anthropic_events.rs"]
+mod anthropic_events;
 #[path = "support/caller.rs"]
 mod caller;
 #[path = "support/replay.rs"]
@@ -11,27 +13,13 @@ mod replay;
 use std::time::Duration;
 
 use agent_fsm::llm::{
-    Anthropic, AnthropicConfig, AssistantMessage, ErrorKind, Message, ReasoningBlock, Request, StopReason, StreamEvent,
-    ToolCall, ToolDefinition, Usage,
+    AnthropicConfig, AssistantMessage, ErrorKind, Message, ReasoningBlock, Request, StopReason, StreamEvent, ToolCall,
+    ToolDefinition, Usage,
 };
+use anthropic_events::{client, event, request};
 use caller::{kinds, run};
 use replay::{ReplayServer, Reply};
-use serde_json::{Value, json};
-
-fn client(server: &ReplayServer) -> Anthropic {
-    AnthropicConfig::new("sk-ant-test").base_url(server.url()).build().expect("client")
-}
-
-fn request() -> Request {
-    Request::new("claude-test").message(Message::user("hi"))
-}
-
-/// One event as Anthropic writes it: the `event:` line, then the data
-/// whose `type` is the same name.
-fn event(data: Value) -> String {
-    let name = data["type"].as_str().expect("a type").to_owned();
-    format!("event: {name}\ndata: {data}\n\n")
-}
+use serde_json::json;
 
 fn message_start(input_tokens: u64, cache_read: u64) -> String {
     event(json!({"type": "message_start", "message": {

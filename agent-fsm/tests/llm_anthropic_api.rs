@@ -4,6 +4,8 @@
 //! its newer stop reasons) must reach the machine as what it means.
 #![cfg(all(feature = "anthropic", feature = "runtime"))]
 
+#[path = "support/anthropic_events.rs"]
+mod anthropic_events;
 #[path = "support/caller.rs"]
 mod caller;
 #[path = "support/replay.rs"]
@@ -12,28 +14,13 @@ mod replay;
 use std::time::Duration;
 
 use agent_fsm::llm::{
-    Anthropic, AnthropicConfig, AssistantMessage, ErrorKind, Message, ReasoningBlock, Request, StopReason, StreamEvent,
-    ToolCall, Usage,
+    AnthropicConfig, AssistantMessage, ErrorKind, Message, ReasoningBlock, StopReason, StreamEvent, ToolCall, Usage,
 };
+use anthropic_events::{client, event, request};
 use caller::{kinds, run};
 use replay::{ReplayServer, Reply};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::time::Instant;
-
-fn client(server: &ReplayServer) -> Anthropic {
-    AnthropicConfig::new("sk-ant-test").base_url(server.url()).build().expect("client")
-}
-
-fn request() -> Request {
-    Request::new("claude-test").message(Message::user("hi"))
-}
-
-/// One event as Anthropic writes it: the `event:` line, then the data
-/// whose `type` is the same name.
-fn event(data: Value) -> String {
-    let name = data["type"].as_str().expect("a type").to_owned();
-    format!("event: {name}\ndata: {data}\n\n")
-}
 
 /// A short text reply that stops for `stop_reason`.
 fn reply(stop_reason: &str) -> String {

@@ -5,6 +5,8 @@
 //! and the parser alone, without HTTP.
 #![cfg(all(feature = "anthropic", feature = "runtime"))]
 
+#[path = "support/anthropic_events.rs"]
+mod anthropic_events;
 #[path = "support/caller.rs"]
 mod caller;
 #[path = "support/replay.rs"]
@@ -17,15 +19,10 @@ use agent_fsm::llm::{
     AnthropicConfig, AssistantMessage, ErrorKind, Message, ReasoningBlock, Request, StopReason, StreamEvent, ToolCall,
     ToolDefinition, Usage,
 };
+use anthropic_events::event;
 use caller::{kinds, run};
 use replay::{ReplayServer, Reply};
 use serde_json::{Value, json};
-
-/// One event as Anthropic writes it.
-fn event(data: Value) -> String {
-    let name = data["type"].as_str().expect("a type").to_owned();
-    format!("event: {name}\ndata: {data}\n\n")
-}
 
 fn start(index: usize, block: Value) -> String {
     event(json!({"type": "content_block_start", "index": index, "content_block": block}))
