@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig};
-use agent_fsm::store::{CheckpointStore, Durable, MemoryStore};
+use agent_fsm::store::{CheckpointStore, Durable, MemoryStore, SnapshotPolicy};
 use agent_fsm::telemetry::names;
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
@@ -149,4 +149,103 @@ async fn the_steps_a_restart_feeds_again_are_not_counted_or_exported_again() {
     assert_eq!(second.total(names::TRANSITIONS), 1);
     assert_eq!(hops.0.load(Ordering::SeqCst), 1, "the answer's hop has its span");
     within(handle.shutdown()).await.expect("stops");
+}
+
+/// What a span layer saw: each `invoke_agent` span's turn number, and for
+/// each `transition` span the turn of the `invoke_agent` span it is in.
+#[derive(Clone, Default)]
+struct Turns(Arc<Mutex<Seen>>);
+
+/// The turn numbers of the `invoke_agent` spans, then the turn each
+/// `transition` span is in.
+type Seen = (Vec<u64>, Vec<Option<u64>>);
+
+/// Reads a span's `agent_fsm.turn`.
+#[derive(Default)]
+struct TurnField(Option<u64>);
+
+impl tracing::field::Visit for TurnField {
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        if field.name() == "agent_fsm.turn" {
+            self.0 = Some(value);
+        }
+    }
+    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
+}
+
+impl<S> Layer<S> for Turns
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    fn on_new_span(&self, attrs: &tracing::span::Attributes<'_>, id: &tracing::span::Id, cx: Context<'_, S>) {
+        let mut seen = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match attrs.metadata().name() {
+            "invoke_agent" => {
+                let mut turn = TurnField::default();
+                attrs.record(&mut turn);
+                let turn = turn.0.expect("a turn span has its number");
+                cx.span(id).expect("the new span").extensions_mut().insert(TurnNumber(turn));
+                seen.0.push(turn);
+            }
+            "transition" => {
+                let span = cx.span(id).expect("the new span");
+                let turn = span.scope().skip(1).find_map(|s| s.extensions().get::<TurnNumber>().map(|t| t.0));
+                seen.1.push(turn);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The turn number stored on an `invoke_agent` span.
+struct TurnNumber(u64);
+
+/// Runs turn 1 whole (`Call` .. `Hang`) and starts turn 2, stops, then
+/// spawns the agent again with `snapshots` and a span layer, and ends
+/// turn 2: what the layer saw.
+async fn restart_in_a_turn(snapshots: SnapshotPolicy) -> Seen {
+    use agent_fsm::telemetry::AgentTurns;
+    let store = Arc::new(MemoryStore::new());
+    let durable = || {
+        let store: Arc<dyn CheckpointStore> = store.clone();
+        Durable::new(store, "clerk").snapshots(snapshots)
+    };
+    let config = || {
+        let turns = AgentTurns::new("clerk").starts_on([clerk::EventKind::Call]).ends_in([clerk::StateKind::Ready]);
+        ExecutorConfig::new().agent_turns(turns)
+    };
+    {
+        let (handle, _) = durable().spawn(clerk::Clerk::new, (), config()).expect("new");
+        for event in [clerk::Event::Call, clerk::Event::Add(1), clerk::Event::Hang, clerk::Event::Call] {
+            within(handle.call(event)).await.expect("handled");
+        }
+        within(handle.shutdown()).await.expect("stops");
+    }
+
+    let seen = Turns::default();
+    let _spans = tracing::subscriber::set_default(tracing_subscriber::registry().with(seen.clone()));
+    let (handle, _) = durable().spawn(clerk::Clerk::new, (), config()).expect("resumes");
+    within(handle.call(clerk::Event::Add(5))).await.expect("handled");
+    within(handle.call(clerk::Event::Hang)).await.expect("handled");
+    within(handle.shutdown()).await.expect("stops");
+    seen.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+// Current-thread: the worker runs on this thread, where the subscriber is set.
+#[tokio::test(flavor = "current_thread")]
+async fn a_turn_fed_again_whole_is_not_exported_again_and_one_left_open_is() {
+    // The whole log fed again: turn 1 was exported by the first run; turn
+    // 2, which that run left unfinished, is exported now, under its
+    // number, with this run's two steps in it.
+    assert_eq!(restart_in_a_turn(SnapshotPolicy::Never).await, (vec![2], vec![Some(2), Some(2)]));
+}
+
+// Current-thread: the worker runs on this thread, where the subscriber is set.
+#[tokio::test(flavor = "current_thread")]
+async fn an_agent_rebuilt_from_a_snapshot_in_a_turn_goes_on_in_that_turn() {
+    // Rebuilt from the snapshot of its last step, mid-turn: no step of the
+    // turn is fed again, yet the steps that follow are in a turn (this
+    // worker's first), not outside any.
+    let every = SnapshotPolicy::Every(std::num::NonZeroU64::MIN);
+    assert_eq!(restart_in_a_turn(every).await, (vec![1], vec![Some(1), Some(1)]));
 }

@@ -35,6 +35,14 @@ where
 /// kind (`machine_panicked`, `effects_panicked`, ..). Events outside a
 /// turn (a shutdown while idle) have no `invoke_agent` parent.
 ///
+/// A durable agent spawned again does not export again the turns that the
+/// steps fed back from its log open and close (the run that took them
+/// did). The turn it is in once rebuilt (left open by the run that
+/// stopped, or met in the middle: a state that is not an end state)
+/// goes on in a span of its own, which holds the steps that follow.
+/// `agent_fsm.turn` counts the turns of one worker: after a restart, the
+/// turns it was fed again and the one it goes on with.
+///
 /// # Examples
 /// ```
 /// use agent_fsm::runtime::ExecutorConfig;
@@ -109,6 +117,13 @@ impl<M: StateMachine> AgentTurns<M> {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// Whether entering `state` ends a turn: one of the end states, or a
+    /// terminal state.
+    fn end(&self, state: StateKindOf<M>) -> bool {
+        use crate::Kind as _;
+        self.ends.contains(&state) || M::DESCRIPTION.states.get(state.index()).is_some_and(|s| s.terminal)
+    }
 }
 
 impl<M: StateMachine> Clone for AgentTurns<M> {
@@ -148,11 +163,17 @@ impl<M: StateMachine> TurnState<M> {
     /// if `event` starts a turn. The returned guard is held for the whole
     /// step, so that what the step opens (hops, model calls, tool calls) is
     /// its child.
+    ///
+    /// While `replaying` (a restart feeding its log again) a turn is
+    /// counted but given no span yet: a turn that opens and closes within
+    /// the log was exported by the run that took it; one still open when
+    /// the log ends gets its span then (see [`resumed`](Self::resumed)).
     pub(crate) fn enter(
         &mut self,
         turns: Option<&Arc<AgentTurns<M>>>,
         event: EventKindOf<M>,
         agent_id: Option<&str>,
+        replaying: bool,
     ) -> Option<tracing::span::EnteredSpan> {
         if let Some((span, _)) = &self.open {
             self.fresh = false;
@@ -160,20 +181,34 @@ impl<M: StateMachine> TurnState<M> {
         }
         let turns = turns.filter(|t| t.starts.contains(&event))?;
         self.count += 1;
-        let span = tracing::info_span!(
-            "invoke_agent",
-            otel.name = format!("invoke_agent {}", turns.name).as_str(),
-            otel.kind = "internal",
-            gen_ai.operation.name = "invoke_agent",
-            gen_ai.agent.name = &*turns.name,
-            gen_ai.agent.id = agent_id,
-            agent_fsm.machine = M::DESCRIPTION.name,
-            agent_fsm.turn = self.count,
-            "error.type" = tracing::field::Empty,
-        );
+        let span = if replaying { tracing::Span::none() } else { turn_span(turns, agent_id, self.count) };
         self.open = Some((span.clone(), Arc::clone(turns)));
         self.fresh = true;
         Some(span.entered())
+    }
+
+    /// A restart rebuilt the agent in `state`, before feeding it the
+    /// steps its log holds after that: an agent rebuilt in the middle of a
+    /// turn (in a state that is not one the turns end in, nor terminal)
+    /// is in a turn, counted as this worker's, which the steps fed may
+    /// end.
+    pub(crate) fn restored(&mut self, turns: Option<&Arc<AgentTurns<M>>>, state: crate::Status<StateKindOf<M>>) {
+        let (Some(turns), crate::Status::In(state)) = (turns, state) else { return };
+        if self.open.is_none() && !turns.end(state) {
+            self.count += 1;
+            self.open = Some((tracing::Span::none(), Arc::clone(turns)));
+        }
+    }
+
+    /// The restart's log is fed: a turn it left open, whose run stopped
+    /// before the turn's span could be exported, gets its span now, and
+    /// the steps that follow are recorded in it.
+    pub(crate) fn resumed(&mut self, agent_id: Option<&str>) {
+        if let Some((span, turns)) = &mut self.open
+            && span.is_none()
+        {
+            *span = turn_span(turns, agent_id, self.count);
+        }
     }
 
     /// One hop: a `transition` span, opened and closed at once (a hop
@@ -200,11 +235,8 @@ impl<M: StateMachine> TurnState<M> {
             )
             .in_scope(|| {});
         }
-        let ends = |turns: &AgentTurns<M>| {
-            turns.ends.contains(&hop.to) || M::DESCRIPTION.states.get(hop.to.index()).is_some_and(|s| s.terminal)
-        };
         self.fresh = false;
-        if self.open.as_ref().is_some_and(|(_, turns)| ends(turns)) {
+        if self.open.as_ref().is_some_and(|(_, turns)| turns.end(hop.to)) {
             self.open = None;
         }
     }
@@ -243,4 +275,20 @@ impl<M: StateMachine> TurnState<M> {
             span.record("error.type", super::reason_label(reason));
         }
     }
+}
+
+/// The `invoke_agent` span of an agent's turn number `count`.
+#[cfg(feature = "runtime")]
+fn turn_span<M: StateMachine>(turns: &AgentTurns<M>, agent_id: Option<&str>, count: u64) -> tracing::Span {
+    tracing::info_span!(
+        "invoke_agent",
+        otel.name = format!("invoke_agent {}", turns.name).as_str(),
+        otel.kind = "internal",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = &*turns.name,
+        gen_ai.agent.id = agent_id,
+        agent_fsm.machine = M::DESCRIPTION.name,
+        agent_fsm.turn = count,
+        "error.type" = tracing::field::Empty,
+    )
 }

@@ -55,6 +55,8 @@ where
         {
             self.hot.replaying = true;
         }
+        #[cfg(feature = "otel")]
+        self.hot.turn.restored(self.link.shared.settings.turns.as_ref(), self.machine.status());
         for (seq, event, keep) in steps {
             let perform = keep.is_some();
             if let Some(track) = self.tracking() {
@@ -70,6 +72,8 @@ where
         {
             self.hot.replaying = false;
         }
+        #[cfg(feature = "otel")]
+        self.hot.turn.resumed(self.link.shared.settings.agent_id.as_deref());
         let visit = self.hot.visit;
         if let Some(work) = self.work.as_deref_mut() {
             if let Some(track) = work.track.as_deref_mut() {

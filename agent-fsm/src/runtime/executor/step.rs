@@ -104,7 +104,7 @@ where
         #[cfg(feature = "otel")]
         let _turn = {
             let settings = &self.link.shared.settings;
-            self.hot.turn.enter(settings.turns.as_ref(), event_kind, settings.agent_id.as_deref())
+            self.hot.turn.enter(settings.turns.as_ref(), event_kind, settings.agent_id.as_deref(), self.hot.replaying)
         };
         // Disabled (no `tracing` subscriber wants it), this is a level check.
         // The tasks and streams the step's action starts run in it too.
