@@ -258,10 +258,16 @@ fn write_regular(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> {
 impl Workspace {
     /// Opens the directory `root` (which must exist) as a workspace.
     ///
+    /// A relative `root` is made absolute against the current directory
+    /// now (symlinks left as they are): the file tools hold the directory
+    /// itself, and the shell and [`host_path`](Self::host_path), which go
+    /// by its path, must keep naming the same directory after the process
+    /// changes its current directory.
+    ///
     /// # Errors
     /// `root` cannot be opened as a directory.
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
-        let root = root.as_ref().to_path_buf();
+        let root = std::path::absolute(root.as_ref())?;
         let dir = Dir::open_ambient_dir(&root, ambient_authority())?;
         Ok(Workspace {
             root,
@@ -289,7 +295,8 @@ impl Workspace {
         self
     }
 
-    /// The directory, as the path it was opened by.
+    /// The directory, as the path it was opened by, made absolute (see
+    /// [`open`](Self::open)).
     #[must_use]
     pub fn root(&self) -> &Path {
         &self.root
