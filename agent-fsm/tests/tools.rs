@@ -257,6 +257,26 @@ async fn the_file_tools_work_and_fail_plainly_inside() {
     );
 }
 
+/// A path that names a directory by its text (`new/`, `new/.`) is not
+/// written as the file `new`, a name the model did not give and cannot
+/// read back by its own path: it is refused, and nothing is made, not
+/// even the directories before a last `..`.
+#[tokio::test]
+async fn a_write_to_a_path_naming_a_directory_makes_nothing() {
+    let f = fixture();
+    for path in ["new/", "new/.", "new//", "sub/new/", "made/..", "./"] {
+        let written = f.ws.write_file(path, "x").await;
+        assert!(matches!(written, Err(ToolError::NotAFile { .. })), "{path}: {written:?}");
+    }
+    assert_eq!(f.ws.list_files("").await.expect("list"), ["inside.txt", "sub"], "nothing was made");
+    assert_eq!(f.ws.list_files("sub").await.expect("list"), Vec::<String>::new());
+    f.ws.write_file("sub/new", "x").await.expect("the same name without the slash is a file");
+    symlink(&f.outside, f.inside.join("door")).expect("symlink");
+    assert!(is_outside(f.ws.write_file("door/", "pwned").await));
+    assert!(is_outside(f.ws.write_file("sub/../../", "pwned").await));
+    f.assert_outside_untouched();
+}
+
 /// The state letter of a process, `None` once it is gone.
 fn state_of(pid: i32) -> Option<(char, i32)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

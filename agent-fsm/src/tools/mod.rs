@@ -79,6 +79,9 @@
 //!   that group is killed with `SIGKILL` when the shell exits, when the
 //!   timeout passes, or when the future is dropped (the agent cancelled the
 //!   call), so a background child (`sleep 1000 &`) does not outlive the call.
+//!   Those that became the agent's children when their parent exited (an
+//!   agent that is a subreaper, as PID 1 of a container is) are reaped
+//!   too, rather than left as zombies for the life of the agent.
 //!   A process that leaves the group on purpose (`setsid`) is not tracked:
 //!   it outlives the call, but does not hold it either, even while it
 //!   keeps the output pipe open (the output ends with what the pipe holds

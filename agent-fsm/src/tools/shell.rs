@@ -117,6 +117,59 @@ impl Drop for Group {
     }
 }
 
+/// Reaps the processes of the command's group that became this process's
+/// children once their parent exited: only a subreaper gets them (PID 1
+/// of a container is one), and no one else would reap them, so each
+/// command would leave its killed background processes as zombies for the
+/// life of the agent. Elsewhere init reaps them, and the first wait finds
+/// no child of this process in the group.
+#[derive(Debug)]
+struct Reap(Option<Pid>);
+
+impl Reap {
+    /// Reaps them now, the shell being reaped already (by tokio): only
+    /// those orphans are left among this process's children in the group.
+    /// They were sent `SIGKILL` and die soon, not at once: those not dead
+    /// yet are waited for on the blocking pool.
+    fn now(&mut self) {
+        use rustix::process::{WaitId, WaitIdOptions, waitid};
+        let Some(pgid) = self.0.take() else { return };
+        loop {
+            match waitid(WaitId::Pgid(Some(pgid)), WaitIdOptions::EXITED | WaitIdOptions::NOHANG) {
+                Ok(Some(_)) | Err(rustix::io::Errno::INTR) => {}
+                // Alive still, dying of the kill.
+                Ok(None) => {
+                    tokio::task::spawn_blocking(move || reap_all(pgid));
+                    return;
+                }
+                // `ECHILD`: no child of this process is left in the group.
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+impl Drop for Reap {
+    /// The call was dropped mid-run: the group is killed, the shell not
+    /// reaped yet. It is in the group too, and is reaped here or by tokio,
+    /// whichever waits first (tokio lets go of a child reaped already).
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            let reaping = std::thread::Builder::new().name("agent-fsm-reap".to_owned()).spawn(move || reap_all(pgid));
+            if let Err(e) = reaping {
+                tracing::warn!(error = %e, "could not start reaping a dropped command's processes");
+            }
+        }
+    }
+}
+
+/// Waits for and reaps every child of this process in the group `pgid`,
+/// until none is left.
+fn reap_all(pgid: Pid) {
+    use rustix::process::{WaitId, WaitIdOptions, waitid};
+    while matches!(waitid(WaitId::Pgid(Some(pgid)), WaitIdOptions::EXITED), Ok(_) | Err(rustix::io::Errno::INTR)) {}
+}
+
 /// Reads what is in the pipe now, without waiting for more: at most 1 MiB
 /// (the largest a pipe holds unless raised), so that a process outside the
 /// group that keeps writing cannot hold the call here.
@@ -173,7 +226,9 @@ pub const GIT_REPOSITORY_VARIABLES: [&str; 15] = [
 /// killed and may keep the pipe open: it does not hold the call, and what
 /// it writes later is not read); when the timeout passes, the group is killed and the
 /// result says so ([`CommandOutput::timed_out`]); when the returned future
-/// is dropped, the group is killed at once.
+/// is dropped, the group is killed at once. Killed processes that became
+/// this process's children (it is a subreaper, or PID 1 of a container)
+/// are reaped, on a thread of their own if still dying.
 ///
 /// A command that fails or times out is still `Ok`: its output says why,
 /// and [`CommandOutput::into_result`] turns it into an error.
@@ -215,7 +270,10 @@ pub async fn run_command(dir: &Path, command: &str, options: &ShellOptions) -> R
             .spawn()
             .map_err(|source| ToolError::Spawn { source })?
     };
-    let mut group = Group(child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw));
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
+    // Dropped after the group's kill, whichever way the call ends.
+    let mut reap = Reap(pgid);
+    let mut group = Group(pgid);
     let mut capture = Capture::new(options.output_cap);
     let mut status = None;
 
@@ -270,6 +328,8 @@ pub async fn run_command(dir: &Path, command: &str, options: &ShellOptions) -> R
         Some(status) => status,
         None => child.wait().await.map_err(|source| ToolError::Io { path: dir.display().to_string(), source })?,
     };
+    // The shell is reaped: what is left of the group is killed already.
+    reap.now();
     tracing::debug!(command, %status, timed_out, bytes = capture.total(), "command finished");
     let (output, cut_bytes) = capture.render();
     Ok(CommandOutput { status, output, total_bytes: capture.total(), cut_bytes, timed_out, timeout: options.timeout })

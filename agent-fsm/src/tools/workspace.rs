@@ -204,10 +204,32 @@ fn read_regular(dir: &Dir, p: &Path, max: u64) -> io::Result<Read> {
     Ok(Read::Bytes(bytes))
 }
 
+/// Whether the text of `p` names a directory whatever is there: it ends
+/// with a separator, `.` or `..` (`new/`, `src/.`). `Path` drops a
+/// trailing `/` and `.`, so such a path would be written as the file
+/// `new` or `src`, a name the model did not give, which its own path then
+/// fails to read back.
+fn names_a_directory(p: &Path) -> bool {
+    let text = p.as_os_str().as_encoded_bytes();
+    !text.is_empty()
+        && matches!(text.rsplit(|&b| std::path::is_separator(char::from(b))).next(), Some(b"" | b"." | b".."))
+}
+
 /// Replaces the regular file at `p` with `contents`, making the
 /// directories it needs; false if something else is at `p`. See
 /// [`Workspace::write_file`].
 fn write_regular(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> {
+    if names_a_directory(p) {
+        // Refused for what it is where that is known: a path that leads
+        // out (by its text or through a symlink), a file on the way.
+        if climbs_out(p) {
+            return Err(escape());
+        }
+        return match dir.metadata(p) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(false),
+        };
+    }
     if let Some(parent) = p.parent().filter(|parent| !parent.as_os_str().is_empty()) {
         // Resolved first (following symlinks, beneath the root), so that a
         // symlinked directory on the way is either followed inside or
@@ -236,10 +258,16 @@ fn write_regular(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> {
 impl Workspace {
     /// Opens the directory `root` (which must exist) as a workspace.
     ///
+    /// A relative `root` is made absolute against the current directory
+    /// now (symlinks left as they are): the file tools hold the directory
+    /// itself, and the shell and [`host_path`](Self::host_path), which go
+    /// by its path, must keep naming the same directory after the process
+    /// changes its current directory.
+    ///
     /// # Errors
     /// `root` cannot be opened as a directory.
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
-        let root = root.as_ref().to_path_buf();
+        let root = std::path::absolute(root.as_ref())?;
         let dir = Dir::open_ambient_dir(&root, ambient_authority())?;
         Ok(Workspace {
             root,
@@ -267,7 +295,8 @@ impl Workspace {
         self
     }
 
-    /// The directory, as the path it was opened by.
+    /// The directory, as the path it was opened by, made absolute (see
+    /// [`open`](Self::open)).
     #[must_use]
     pub fn root(&self) -> &Path {
         &self.root
@@ -332,8 +361,9 @@ impl Workspace {
     /// # Errors
     /// [`ToolError::OutsideWorkspace`] (a symlinked directory or file on
     /// the way leads out), [`ToolError::NotAFile`] (something other than a
-    /// regular file is at `path`: a directory, a FIFO), or
-    /// [`ToolError::Io`].
+    /// regular file is at `path`: a directory, a FIFO; or `path` names a
+    /// directory by its text, ending with `/`, `.` or `..`, and nothing is
+    /// made), or [`ToolError::Io`].
     pub async fn write_file(&self, path: &str, contents: &str) -> Result<(), ToolError> {
         let contents = contents.to_owned();
         let writes = Arc::clone(&self.writes);
