@@ -40,10 +40,14 @@
 //!
 //! A call waits for the server's answer as long as the server runs: one
 //! that never answers, answers under another id, or answers with a line
-//! over the SDK's 16 MiB limit (which the SDK drops) leaves the call
+//! over 16 MiB (which is passed over, as the SDK does) leaves the call
 //! waiting. Give the set a [timeout](ToolSet::with_timeout): a call it
 //! drops, or that the executor cancels, is cancelled on the server too
-//! (`notifications/cancelled`).
+//! (`notifications/cancelled`). An answer under the call's id that is not
+//! JSON-RPC as the spec has it (no `jsonrpc`, an error without its
+//! `message`), which the SDK would drop, is still the call's answer, read
+//! as well as it can be: its result, or an error result with what the
+//! server said.
 //!
 //! The server runs in its own process group. When the last handle to it is
 //! dropped (the [`McpServer`] and every tool it listed), or when the server
@@ -76,6 +80,7 @@ use super::typed::not_an_object;
 use crate::llm::ToolDefinition;
 
 mod names;
+mod stdio;
 
 /// How long [`McpServer::spawn`] waits for the handshake, and
 /// [`McpServer::tools`] for the list.
@@ -189,7 +194,7 @@ impl McpServer {
             // shown, nor killed as a group, any more.
             running.store(0, Ordering::Release);
         });
-        let service = match tokio::time::timeout(timeout, ().serve((stdout, stdin))).await {
+        let service = match tokio::time::timeout(timeout, ().serve(stdio::Stdio::new(stdout, stdin))).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => return Err(McpError::Handshake { program, source: Box::new(error) }),
             Err(_) => return Err(McpError::TimedOut { program, after: timeout }),

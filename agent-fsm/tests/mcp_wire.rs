@@ -1,0 +1,156 @@
+//! MCP servers that bend the wire protocol: this test binary, run again
+//! with `AGENT_FSM_TEST_MCP_WIRE` set, is a hand-written MCP server on
+//! stdio whose answers are not JSON-RPC as the spec has it (no `jsonrpc`,
+//! an error without its message, both a result and an error). The tests
+//! spawn it through [`McpServer`] and check that each call ends with the
+//! server's answer rather than waiting for ever.
+//!
+//! No libtest harness (`harness = false`): libtest writes to stdout, which
+//! is the server's protocol channel; `main` runs the tests itself, each
+//! under a timeout.
+#![cfg(feature = "mcp")]
+
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use agent_fsm::llm::ToolCall;
+use agent_fsm::tool::mcp::McpServer;
+use serde_json::{Value, json};
+
+/// Set in the server's environment: run as the server, in the mode its
+/// value names (`bare`: no answer has `jsonrpc`).
+const SERVER: &str = "AGENT_FSM_TEST_MCP_WIRE";
+
+fn main() {
+    if let Some(mode) = std::env::var_os(SERVER) {
+        serve(mode.to_str() == Some("bare"));
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let tests: [(&str, Test); 2] = [
+        ("an_answer_that_is_not_json_rpc_is_still_the_calls_answer", || {
+            Box::pin(an_answer_that_is_not_json_rpc_is_still_the_calls_answer())
+        }),
+        ("a_server_whose_answers_have_no_jsonrpc_is_served", || {
+            Box::pin(a_server_whose_answers_have_no_jsonrpc_is_served())
+        }),
+    ];
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        eprint!("test {name} ... ");
+        runtime.block_on(async { tokio::time::timeout(Duration::from_secs(60), test()).await.expect("the test ends") });
+        eprintln!("ok");
+    }
+}
+
+/// One test: its future, under a timeout in `main`.
+type Test = fn() -> futures::future::BoxFuture<'static, ()>;
+
+/// This binary as the server, in `mode`.
+fn server_command(mode: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(std::env::current_exe().expect("the test binary"));
+    command.env(SERVER, mode);
+    command
+}
+
+fn call(id: &str, name: &str) -> ToolCall {
+    ToolCall { id: id.into(), name: name.into(), arguments: json!({}) }
+}
+
+/// Answers under the call's id that the SDK cannot read (no `jsonrpc`; an
+/// error without its message; a result and an error): each is the call's
+/// answer, read as well as it can be, and the call ends with it, with no
+/// timeout on the set, rather than waiting for ever.
+async fn an_answer_that_is_not_json_rpc_is_still_the_calls_answer() {
+    let server = McpServer::spawn(server_command("sloppy")).await.expect("the server starts");
+    let tools = within(server.tools()).await.expect("the list");
+    let expected = [
+        ("no_jsonrpc", "hi", false),
+        (
+            "no_message",
+            "`no_message` failed: the MCP server refused the call: an error it did not describe as JSON-RPC does: {\"code\":-32000}",
+            true,
+        ),
+        ("result_and_error", "`result_and_error` failed: the MCP server refused the call: no disk", true),
+    ];
+    for (name, content, is_error) in expected {
+        let result = within(tools.call(&call("c", name))).await;
+        assert_eq!((result.content.as_str(), result.is_error), (content, is_error), "{name}");
+    }
+}
+
+/// A server none of whose answers has `jsonrpc` (the handshake's, the
+/// list's, the calls'): it starts, lists its tools and answers calls.
+async fn a_server_whose_answers_have_no_jsonrpc_is_served() {
+    let server = within(McpServer::spawn(server_command("bare"))).await.expect("the server starts");
+    let tools = within(server.tools()).await.expect("the list");
+    assert!(tools.contains("no_jsonrpc"), "{tools:?}");
+    let result = within(tools.call(&call("c", "no_jsonrpc"))).await;
+    assert_eq!((result.content.as_str(), result.is_error), ("hi", false));
+}
+
+/// `future`, or a panic if it has not ended within 20 s (a hang).
+async fn within<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
+}
+
+/// The server: one JSON-RPC message per line on stdin, one answer per
+/// request on stdout, not always as JSON-RPC has it; without `jsonrpc` in
+/// any answer if `bare`.
+fn serve(bare: bool) {
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { return };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+        let Some(id) = message.get("id").cloned() else { continue };
+        let params = &message["params"];
+        let result = match message["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "agent-fsm-wire-server", "version": "0.1.0"},
+            }),
+            "tools/list" => {
+                let names = ["no_jsonrpc", "no_message", "result_and_error"];
+                let tools = names.map(|name| json!({"name": name, "inputSchema": {"type": "object"}}));
+                json!({"tools": tools})
+            }
+            "tools/call" => match params["name"].as_str().unwrap_or_default() {
+                "no_jsonrpc" => {
+                    send(&json!({"id": id, "result": {"content": [{"type": "text", "text": "hi"}]}}));
+                    continue;
+                }
+                "no_message" => {
+                    send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000}}));
+                    continue;
+                }
+                "result_and_error" => {
+                    let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"content": []},
+                                        "error": {"code": "x", "message": "no disk"}});
+                    send(&answer);
+                    continue;
+                }
+                _ => json!({"content": [], "isError": true}),
+            },
+            _ => {
+                send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no method"}}));
+                continue;
+            }
+        };
+        let mut answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        if bare && let Some(answer) = answer.as_object_mut() {
+            answer.remove("jsonrpc");
+        }
+        send(&answer);
+    }
+}
+
+/// Writes one message, as a line; exits if the client is gone.
+fn send(message: &Value) {
+    let mut out = std::io::stdout().lock();
+    if writeln!(out, "{message}").and_then(|()| out.flush()).is_err() {
+        std::process::exit(0);
+    }
+}
