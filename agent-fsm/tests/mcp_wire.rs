@@ -1,9 +1,11 @@
 //! MCP servers that bend the wire protocol: this test binary, run again
 //! with `AGENT_FSM_TEST_MCP_WIRE` set, is a hand-written MCP server on
 //! stdio whose answers are not JSON-RPC as the spec has it (no `jsonrpc`,
-//! an error without its message, both a result and an error). The tests
-//! spawn it through [`McpServer`] and check that each call ends with the
-//! server's answer rather than waiting for ever.
+//! an error without its message, both a result and an error), or that
+//! sends requests of its own without end while it does not read its
+//! stdin. The tests spawn it through [`McpServer`] and check that each
+//! call ends with the server's answer rather than waiting for ever, and
+//! that the server's requests waiting for their answers are bounded.
 //!
 //! No libtest harness (`harness = false`): libtest writes to stdout, which
 //! is the server's protocol channel; `main` runs the tests itself, each
@@ -21,18 +23,24 @@ use serde_json::{Value, json};
 /// value names (`bare`: no answer has `jsonrpc`).
 const SERVER: &str = "AGENT_FSM_TEST_MCP_WIRE";
 
+/// How many pings the `flood` tool sends before its answer.
+const PINGS: usize = 20_000;
+
 fn main() {
     if let Some(mode) = std::env::var_os(SERVER) {
         serve(mode.to_str() == Some("bare"));
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 2] = [
+    let tests: [(&str, Test); 3] = [
         ("an_answer_that_is_not_json_rpc_is_still_the_calls_answer", || {
             Box::pin(an_answer_that_is_not_json_rpc_is_still_the_calls_answer())
         }),
         ("a_server_whose_answers_have_no_jsonrpc_is_served", || {
             Box::pin(a_server_whose_answers_have_no_jsonrpc_is_served())
+        }),
+        ("the_servers_requests_waiting_for_answers_are_bounded", || {
+            Box::pin(the_servers_requests_waiting_for_answers_are_bounded())
         }),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
@@ -92,6 +100,24 @@ async fn a_server_whose_answers_have_no_jsonrpc_is_served() {
     assert_eq!((result.content.as_str(), result.is_error), ("hi", false));
 }
 
+/// A server that sends 20 000 pings without reading its stdin: the pings
+/// the client has not yet managed to answer wait in its memory, and past
+/// 64 of those one more is passed over, never answered, rather than each
+/// taking memory for as long as the server sends them. Counted by the
+/// server once it reads again: what a pipe holds, and 64, are answered;
+/// not all.
+async fn the_servers_requests_waiting_for_answers_are_bounded() {
+    let server = McpServer::spawn(server_command("sloppy")).await.expect("the server starts");
+    let tools = within(server.tools()).await.expect("the list");
+    let result = within(tools.call(&call("c1", "flood"))).await;
+    assert_eq!((result.content.as_str(), result.is_error), ("flooded", false));
+    // The answers waiting when the server read again reach it before the
+    // next call, whose answer says how many it has read.
+    let result = within(tools.call(&call("c2", "pongs"))).await;
+    let answered: usize = result.content.parse().expect("a count");
+    assert!((64..PINGS / 2).contains(&answered), "{answered} of {PINGS} pings answered");
+}
+
 /// `future`, or a panic if it has not ended within 20 s (a hang).
 async fn within<F: std::future::Future>(future: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
@@ -101,10 +127,16 @@ async fn within<F: std::future::Future>(future: F) -> F::Output {
 /// request on stdout, not always as JSON-RPC has it; without `jsonrpc` in
 /// any answer if `bare`.
 fn serve(bare: bool) {
+    // The answers to the server's pings it has read.
+    let mut pongs = 0usize;
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { return };
         let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
         let Some(id) = message.get("id").cloned() else { continue };
+        if message.get("method").is_none() {
+            pongs += 1;
+            continue;
+        }
         let params = &message["params"];
         let result = match message["method"].as_str().unwrap_or_default() {
             "initialize" => json!({
@@ -113,7 +145,7 @@ fn serve(bare: bool) {
                 "serverInfo": {"name": "agent-fsm-wire-server", "version": "0.1.0"},
             }),
             "tools/list" => {
-                let names = ["no_jsonrpc", "no_message", "result_and_error"];
+                let names = ["no_jsonrpc", "no_message", "result_and_error", "flood", "pongs"];
                 let tools = names.map(|name| json!({"name": name, "inputSchema": {"type": "object"}}));
                 json!({"tools": tools})
             }
@@ -132,6 +164,17 @@ fn serve(bare: bool) {
                     send(&answer);
                     continue;
                 }
+                "flood" => {
+                    // Written without reading stdin meanwhile: the client's
+                    // answers fill the pipe and wait.
+                    let mut out = std::io::stdout().lock();
+                    for n in 0..PINGS {
+                        let _ = writeln!(out, "{}", json!({"jsonrpc": "2.0", "id": format!("p{n}"), "method": "ping"}));
+                    }
+                    let _ = out.flush();
+                    json!({"content": [{"type": "text", "text": "flooded"}]})
+                }
+                "pongs" => json!({"content": [{"type": "text", "text": pongs.to_string()}]}),
                 _ => json!({"content": [], "isError": true}),
             },
             _ => {

@@ -49,6 +49,11 @@
 //! as well as it can be: its result, or an error result with what the
 //! server said.
 //!
+//! The server's own requests (`ping`) are answered; at most 64 of them may
+//! wait for their answers to be written (a server that does not read its
+//! stdin), and one past those is passed over, so that a server sending
+//! them without end cannot fill the agent's memory.
+//!
 //! The server runs in its own process group. When the last handle to it is
 //! dropped (the [`McpServer`] and every tool it listed), or when the server
 //! exits, that whole group is killed (`SIGKILL`), so a server's own

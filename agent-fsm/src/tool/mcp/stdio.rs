@@ -1,15 +1,21 @@
 //! The transport an [`McpServer`](super::McpServer) is spoken to over: one
 //! JSON-RPC message a line on the server's stdin and stdout, as the SDK's
-//! own, but for what a sloppy server makes matter: an answer the SDK
-//! cannot read (no `jsonrpc`, an error without its `message`, both a
-//! result and an error) is still the answer to the request of its id. The
-//! SDK would drop it and leave that request waiting for ever; it is read
-//! as well as it can be: its result, or its error with what the server
-//! said of it.
+//! own, with two differences a hostile or sloppy server makes matter.
+//!
+//! - An answer the SDK cannot read (no `jsonrpc`, an error without its
+//!   `message`, both a result and an error) is still the answer to the
+//!   request of its id: the SDK would drop it and leave that request
+//!   waiting for ever. It is read as well as it can be: its result, or its
+//!   error with what the server said of it.
+//! - The server's own requests (`ping`, say) wait for their answers in
+//!   memory while the server does not read its stdin: at most
+//!   [`MAX_UNANSWERED`] of them, and one past those is passed over, rather
+//!   than each taking memory for as long as the server sends them.
 
 use std::borrow::Cow;
 use std::io;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rmcp::model::{
     ClientJsonRpcMessage, CustomResult, ErrorCode, ErrorData, JsonRpcError, JsonRpcMessage, JsonRpcResponse,
@@ -27,6 +33,11 @@ use tokio::task::JoinHandle;
 /// longer one is passed over to its end, never held whole.
 const MAX_LINE: usize = 16 << 20;
 
+/// How many of the server's requests may wait for their answers to be
+/// written. The client answers each at once; only a server that does not
+/// read its stdin has more than a few waiting.
+const MAX_UNANSWERED: usize = 64;
+
 /// Messages read ahead of the SDK's loop.
 const READ_AHEAD: usize = 16;
 
@@ -36,6 +47,8 @@ pub(super) struct Stdio {
     incoming: mpsc::Receiver<ServerJsonRpcMessage>,
     /// The server's stdin; `None` once closed.
     stdin: Arc<Mutex<Option<ChildStdin>>>,
+    /// The server's requests passed on and not yet answered.
+    unanswered: Arc<AtomicUsize>,
     /// Reads the server's stdout into `incoming`: stopped with the
     /// transport.
     reader: JoinHandle<()>,
@@ -46,8 +59,9 @@ impl Stdio {
     /// task from now on.
     pub(super) fn new(stdout: ChildStdout, stdin: ChildStdin) -> Stdio {
         let (sender, incoming) = mpsc::channel(READ_AHEAD);
-        let reader = tokio::spawn(read(stdout, sender));
-        Stdio { incoming, stdin: Arc::new(Mutex::new(Some(stdin))), reader }
+        let unanswered = Arc::new(AtomicUsize::new(0));
+        let reader = tokio::spawn(read(stdout, sender, Arc::clone(&unanswered)));
+        Stdio { incoming, stdin: Arc::new(Mutex::new(Some(stdin))), unanswered, reader }
     }
 }
 
@@ -61,20 +75,26 @@ impl Transport<RoleClient> for Stdio {
     type Error = io::Error;
 
     fn send(&mut self, item: ClientJsonRpcMessage) -> impl Future<Output = io::Result<()>> + Send + 'static {
-        let stdin = Arc::clone(&self.stdin);
+        let (stdin, unanswered) = (Arc::clone(&self.stdin), Arc::clone(&self.unanswered));
+        let answers = matches!(item, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_));
         let line = serde_json::to_vec(&item).map(|mut line| {
             line.push(b'\n');
             line
         });
         async move {
             let line = line.map_err(io::Error::other)?;
-            match stdin.lock().await.as_mut() {
+            let written = match stdin.lock().await.as_mut() {
                 Some(stdin) => match stdin.write_all(&line).await {
                     Ok(()) => stdin.flush().await,
                     Err(error) => Err(error),
                 },
                 None => Err(io::Error::new(io::ErrorKind::NotConnected, "the server's stdin is closed")),
+            };
+            if answers {
+                // Written or not, the answer no longer waits.
+                let _ = unanswered.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
             }
+            written
         }
     }
 
@@ -89,8 +109,9 @@ impl Transport<RoleClient> for Stdio {
 }
 
 /// Reads the server's messages into `sender` until its stdout ends or the
-/// transport is gone.
-async fn read(stdout: ChildStdout, sender: mpsc::Sender<ServerJsonRpcMessage>) {
+/// transport is gone. A request of the server's past [`MAX_UNANSWERED`]
+/// is passed over, with a warning.
+async fn read(stdout: ChildStdout, sender: mpsc::Sender<ServerJsonRpcMessage>, unanswered: Arc<AtomicUsize>) {
     let (mut stdout, mut line) = (BufReader::new(stdout), Vec::new());
     loop {
         match read_line(&mut stdout, &mut line).await {
@@ -106,6 +127,14 @@ async fn read(stdout: ChildStdout, sender: mpsc::Sender<ServerJsonRpcMessage>) {
             }
         }
         let Some(message) = parse(&line) else { continue };
+        if let JsonRpcMessage::Request(request) = &message {
+            let taken =
+                unanswered.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_UNANSWERED).then_some(n + 1));
+            if taken.is_err() {
+                tracing::warn!(id = %request.id, "a request of the MCP server's is passed over: too many of its requests wait for their answers");
+                continue;
+            }
+        }
         if sender.send(message).await.is_err() {
             return;
         }
