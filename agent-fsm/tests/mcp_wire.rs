@@ -3,9 +3,11 @@
 //! stdio whose answers are not JSON-RPC as the spec has it (no `jsonrpc`,
 //! an error without its message, both a result and an error), or that
 //! sends requests of its own without end while it does not read its
-//! stdin. The tests spawn it through [`McpServer`] and check that each
-//! call ends with the server's answer rather than waiting for ever, and
-//! that the server's requests waiting for their answers are bounded.
+//! stdin, or that says its list may be kept (`ttlMs`) and then exits. The
+//! tests spawn it through [`McpServer`] and check that each call ends with
+//! the server's answer rather than waiting for ever, that the server's
+//! requests waiting for their answers are bounded, and that a server gone
+//! does not list its tools.
 //!
 //! No libtest harness (`harness = false`): libtest writes to stdout, which
 //! is the server's protocol channel; `main` runs the tests itself, each
@@ -16,7 +18,7 @@ use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use agent_fsm::llm::ToolCall;
-use agent_fsm::tool::mcp::McpServer;
+use agent_fsm::tool::mcp::{McpError, McpServer};
 use serde_json::{Value, json};
 
 /// Set in the server's environment: run as the server, in the mode its
@@ -32,7 +34,7 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 3] = [
+    let tests: [(&str, Test); 4] = [
         ("an_answer_that_is_not_json_rpc_is_still_the_calls_answer", || {
             Box::pin(an_answer_that_is_not_json_rpc_is_still_the_calls_answer())
         }),
@@ -41,6 +43,9 @@ fn main() {
         }),
         ("the_servers_requests_waiting_for_answers_are_bounded", || {
             Box::pin(the_servers_requests_waiting_for_answers_are_bounded())
+        }),
+        ("a_server_that_has_exited_does_not_list_its_tools", || {
+            Box::pin(a_server_that_has_exited_does_not_list_its_tools())
         }),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
@@ -118,6 +123,20 @@ async fn the_servers_requests_waiting_for_answers_are_bounded() {
     assert!((64..PINGS / 2).contains(&answered), "{answered} of {PINGS} pings answered");
 }
 
+/// A server whose list may be kept for ten minutes (`ttlMs`), and that
+/// then exits: [`McpServer::tools`] fails, rather than giving the list it
+/// gave while it ran, whose every tool would now fail.
+async fn a_server_that_has_exited_does_not_list_its_tools() {
+    let server = McpServer::spawn(server_command("sloppy")).await.expect("the server starts");
+    let tools = within(server.tools()).await.expect("the list");
+    let result = within(tools.call(&call("c", "exit"))).await;
+    assert!(result.is_error, "{result:?}");
+    match within(server.tools()).await {
+        Err(McpError::ListTools { .. }) => {}
+        other => panic!("expected a list error, got {other:?}"),
+    }
+}
+
 /// `future`, or a panic if it has not ended within 20 s (a hang).
 async fn within<F: std::future::Future>(future: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
@@ -145,9 +164,10 @@ fn serve(bare: bool) {
                 "serverInfo": {"name": "agent-fsm-wire-server", "version": "0.1.0"},
             }),
             "tools/list" => {
-                let names = ["no_jsonrpc", "no_message", "result_and_error", "flood", "pongs"];
+                let names = ["no_jsonrpc", "no_message", "result_and_error", "flood", "pongs", "exit"];
                 let tools = names.map(|name| json!({"name": name, "inputSchema": {"type": "object"}}));
-                json!({"tools": tools})
+                // The list may be kept for ten minutes (`ttlMs`).
+                json!({"tools": tools, "ttlMs": 600_000})
             }
             "tools/call" => match params["name"].as_str().unwrap_or_default() {
                 "no_jsonrpc" => {
@@ -158,6 +178,7 @@ fn serve(bare: bool) {
                     send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000}}));
                     continue;
                 }
+                "exit" => std::process::exit(3),
                 "result_and_error" => {
                     let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"content": []},
                                         "error": {"code": "x", "message": "no disk"}});

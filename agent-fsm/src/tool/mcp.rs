@@ -74,7 +74,7 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, CustomResult, ListToolsRequest,
     PaginatedRequestParams, RequestId, ServerResult,
 };
-use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::service::{ClientCacheConfig, Peer, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::{ServiceError, ServiceExt};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -204,6 +204,10 @@ impl McpServer {
             Ok(Err(error)) => return Err(McpError::Handshake { program, source: Box::new(error) }),
             Err(_) => return Err(McpError::TimedOut { program, after: timeout }),
         };
+        // The SDK keeps a list as long as the server's `ttlMs` says, and
+        // gives it back without asking, or after failing to: a server that
+        // has exited would still list its tools. `tools` asks every time.
+        service.peer().set_response_cache_config(ClientCacheConfig::disabled()).await;
         tracing::debug!(program = %program, pid = ?group.pid(), "MCP server started");
         Ok(McpServer { inner: Arc::new(Inner { service, program, timeout, group }) })
     }
@@ -219,7 +223,9 @@ impl McpServer {
     /// another with: each tool's definition is the server's name,
     /// description and input schema (without its `$schema` key, with
     /// `"type": "object"` and `properties` if it had none), and a call is
-    /// a `tools/call` request to the server.
+    /// a `tools/call` request to the server. The list is asked of the
+    /// server each time, even if it said its last may be kept a while
+    /// (`ttlMs`): a server that has exited fails it.
     ///
     /// A tool whose name the model providers would refuse (not 1 to 64 of
     /// `A-Z a-z 0-9 _ -`, what both take; the MCP spec allows `.` too,
@@ -295,9 +301,8 @@ const LIST_BUDGET: usize = 16 << 20;
 
 /// Every page of the server's tools. A cursor the server gave before ends
 /// the list with an error: it would list the same pages again, forever,
-/// and a page the SDK has cached comes back without a round trip, so the
-/// list would grow as fast as memory allows until the timeout. So does a
-/// list over [`LIST_BUDGET`].
+/// so the list would grow as fast as the server answers until the
+/// timeout. So does a list over [`LIST_BUDGET`].
 async fn list_all_tools(
     peer: &Peer<RoleClient>,
 ) -> Result<Vec<rmcp::model::Tool>, Box<dyn std::error::Error + Send + Sync>> {
