@@ -24,7 +24,7 @@ use rmcp::model::{
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinHandle;
@@ -153,7 +153,7 @@ enum Line {
 
 /// Reads one line into `line` (cleared first), its `\n` included; one over
 /// [`MAX_LINE`] is read to its end without being kept.
-async fn read_line(stdout: &mut BufReader<ChildStdout>, line: &mut Vec<u8>) -> io::Result<Line> {
+async fn read_line(stdout: &mut (impl AsyncBufRead + Unpin), line: &mut Vec<u8>) -> io::Result<Line> {
     line.clear();
     let mut too_long = false;
     loop {
@@ -281,6 +281,19 @@ mod tests {
             parsed(r#"{"jsonrpc":"2.0","id":4,"result":{},"error":{"code":"x","message":"no disk"}}"#),
             sdk(r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"no disk"}}"#)
         );
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_passed_over_to_its_end() {
+        // Read in small pieces, as from a pipe: the long line is never held.
+        let output = [b"a".repeat(MAX_LINE + 10), b"\nnext\n".to_vec(), b"cut short".to_vec()].concat();
+        let mut output = BufReader::with_capacity(4096, output.as_slice());
+        let mut line = Vec::new();
+        assert!(matches!(read_line(&mut output, &mut line).await, Ok(Line::TooLong)));
+        assert!(line.capacity() <= MAX_LINE);
+        assert!(matches!(read_line(&mut output, &mut line).await, Ok(Line::Read)));
+        assert_eq!(line, b"next\n");
+        assert!(matches!(read_line(&mut output, &mut line).await, Ok(Line::End)));
     }
 
     #[test]
