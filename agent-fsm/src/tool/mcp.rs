@@ -85,6 +85,7 @@ use super::typed::not_an_object;
 use crate::llm::ToolDefinition;
 
 mod names;
+mod schema;
 mod stdio;
 
 /// How long [`McpServer::spawn`] waits for the handshake, and
@@ -247,8 +248,10 @@ impl McpServer {
     /// with a warning, rather than failing every request that lists it:
     /// one whose input schema is not an object's as the spec has it (its
     /// `type` not `"object"`, its `properties` not an object of schemas,
-    /// its `required` not a list of names; an empty list as `properties`,
-    /// as PHP writes an empty object, is taken as one), or whose name has
+    /// its `required` not a list of names; the same of each schema within
+    /// it, however deep, whose `type` must also be a type's name; an empty
+    /// list as `properties`, as PHP writes an empty object, is taken as
+    /// one), or whose name has
     /// none of the providers' characters (empty, `...`). So is an
     /// entry of the list that is not a tool as the spec has it (no input
     /// schema, a schema that is not a JSON object, no name), rather than
@@ -399,7 +402,8 @@ struct Listed {
 /// A server's schema as the providers take it, if it is an object's as
 /// the spec has it (`"type": "object"`, added if the server left it out;
 /// `properties`, if there, an object of schemas; `required`, if there, a
-/// list of names): no `$schema` key, and always `properties` (OpenAI
+/// list of names; each schema within it one JSON Schema allows, see
+/// [`schema`]): no `$schema` key, and always `properties` (OpenAI
 /// refuses an object schema without). Both providers check a schema
 /// against JSON Schema's own and refuse the whole request over one that
 /// fails, such as `"properties": {"path": "string"}`.
@@ -429,6 +433,11 @@ fn input_schema(schema: &Map<String, Value>) -> Option<Value> {
         None => {}
         Some(Value::Array(names)) if names.iter().all(Value::is_string) => {}
         Some(_) => return None,
+    }
+    // The same of every schema within it, however deep: the providers
+    // check those too.
+    if !schema::nested_valid(&mut schema) {
+        return None;
     }
     Some(Value::Object(schema))
 }
