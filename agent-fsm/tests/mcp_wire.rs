@@ -3,11 +3,12 @@
 //! stdio whose answers are not JSON-RPC as the spec has it (no `jsonrpc`,
 //! an error without its message, both a result and an error), or that
 //! sends requests of its own without end while it does not read its
-//! stdin, or that says its list may be kept (`ttlMs`) and then exits. The
-//! tests spawn it through [`McpServer`] and check that each call ends with
-//! the server's answer rather than waiting for ever, that the server's
-//! requests waiting for their answers are bounded, and that a server gone
-//! does not list its tools.
+//! stdin, that says its list may be kept (`ttlMs`) and then exits, or
+//! that never answers a list asked for again. The tests spawn it through
+//! [`McpServer`] and check that each call ends with the server's answer
+//! rather than waiting for ever, that the server's requests waiting for
+//! their answers are bounded, that a server gone does not list its tools,
+//! and that a list abandoned is cancelled on the server.
 //!
 //! No libtest harness (`harness = false`): libtest writes to stdout, which
 //! is the server's protocol channel; `main` runs the tests itself, each
@@ -30,11 +31,11 @@ const PINGS: usize = 20_000;
 
 fn main() {
     if let Some(mode) = std::env::var_os(SERVER) {
-        serve(mode.to_str() == Some("bare"));
+        serve(mode.to_str().unwrap_or_default());
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 4] = [
+    let tests: [(&str, Test); 5] = [
         ("an_answer_that_is_not_json_rpc_is_still_the_calls_answer", || {
             Box::pin(an_answer_that_is_not_json_rpc_is_still_the_calls_answer())
         }),
@@ -46,6 +47,9 @@ fn main() {
         }),
         ("a_server_that_has_exited_does_not_list_its_tools", || {
             Box::pin(a_server_that_has_exited_does_not_list_its_tools())
+        }),
+        ("a_list_asked_again_and_timed_out_is_cancelled_on_the_server", || {
+            Box::pin(a_list_asked_again_and_timed_out_is_cancelled_on_the_server())
         }),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
@@ -137,6 +141,33 @@ async fn a_server_that_has_exited_does_not_list_its_tools() {
     }
 }
 
+/// A list the SDK cannot read is asked for again and read tool by tool;
+/// if the server never answers that, the list times out, and the server
+/// is told (`notifications/cancelled` with the request's id), as it is of
+/// a call. The server's later lists say what it saw.
+async fn a_list_asked_again_and_timed_out_is_cancelled_on_the_server() {
+    let server = McpServer::spawn_with_timeout(server_command("slow_list"), Duration::from_secs(2))
+        .await
+        .expect("the server starts");
+    match within(server.tools()).await {
+        Err(McpError::TimedOut { .. }) => {}
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    // The notification and the next list may reach the server in either
+    // order: asked again until it is there.
+    for _ in 0..200 {
+        let tools = within(server.tools()).await.expect("the list");
+        let seen: Value = serde_json::from_str(&tools.definitions()[0].description).expect("what the server saw");
+        assert_eq!(seen["hung"].as_array().map(Vec::len), Some(1), "{seen}");
+        if !seen["cancelled"].as_array().expect("the cancelled ids").is_empty() {
+            assert_eq!(seen["cancelled"], seen["hung"]);
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server was not told the list was cancelled");
+}
+
 /// `future`, or a panic if it has not ended within 20 s (a hang).
 async fn within<F: std::future::Future>(future: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
@@ -144,13 +175,20 @@ async fn within<F: std::future::Future>(future: F) -> F::Output {
 
 /// The server: one JSON-RPC message per line on stdin, one answer per
 /// request on stdout, not always as JSON-RPC has it; without `jsonrpc` in
-/// any answer if `bare`.
-fn serve(bare: bool) {
+/// any answer in mode `bare`. In mode `slow_list` its first list has a
+/// tool the SDK cannot read, the second is never answered, and the later
+/// ones list one tool, whose description says the ids of the lists not
+/// answered and of the `notifications/cancelled` the client sent.
+fn serve(mode: &str) {
     // The answers to the server's pings it has read.
     let mut pongs = 0usize;
+    let (mut lists, mut hung, mut cancelled) = (0usize, Vec::new(), Vec::new());
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { return };
         let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+        if message["method"] == "notifications/cancelled" {
+            cancelled.push(message["params"]["requestId"].clone());
+        }
         let Some(id) = message.get("id").cloned() else { continue };
         if message.get("method").is_none() {
             pongs += 1;
@@ -163,6 +201,20 @@ fn serve(bare: bool) {
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "agent-fsm-wire-server", "version": "0.1.0"},
             }),
+            "tools/list" if mode == "slow_list" => {
+                lists += 1;
+                match lists {
+                    1 => json!({"tools": [{"name": "no_schema"}]}),
+                    2 => {
+                        hung.push(id);
+                        continue;
+                    }
+                    _ => {
+                        let seen = json!({"hung": hung, "cancelled": cancelled}).to_string();
+                        json!({"tools": [{"name": "seen", "description": seen, "inputSchema": {"type": "object"}}]})
+                    }
+                }
+            }
             "tools/list" => {
                 let names = ["no_jsonrpc", "no_message", "result_and_error", "flood", "pongs", "exit"];
                 let tools = names.map(|name| json!({"name": name, "inputSchema": {"type": "object"}}));
@@ -204,7 +256,9 @@ fn serve(bare: bool) {
             }
         };
         let mut answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
-        if bare && let Some(answer) = answer.as_object_mut() {
+        if mode == "bare"
+            && let Some(answer) = answer.as_object_mut()
+        {
             answer.remove("jsonrpc");
         }
         send(&answer);

@@ -359,13 +359,14 @@ fn json_len<T: serde::Serialize>(value: &T) -> usize {
 /// uses (its name, description and input schema: a malformed annotation
 /// or output schema does not matter here): a tool without those (no name,
 /// no input schema, a schema that is not a JSON object) is left out, with
-/// a warning.
+/// a warning. The request is cancelled on the server if dropped (the
+/// list timed out).
 async fn list_page_leniently(
     peer: &Peer<RoleClient>,
     params: PaginatedRequestParams,
 ) -> Result<(Vec<rmcp::model::Tool>, Option<String>), Box<dyn std::error::Error + Send + Sync>> {
     let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
-    let page = match peer.send_request(request).await? {
+    let page = match send_cancel_on_drop(peer, request).await? {
         ServerResult::ListToolsResult(page) => return Ok((page.tools, page.next_cursor)),
         ServerResult::CustomResult(CustomResult(page)) => page,
         _ => return Err(ServiceError::UnexpectedResponse.into()),
@@ -483,11 +484,7 @@ impl RawTool for McpTool {
 /// and is cancelled on the server if dropped, as `call_tool` does.
 async fn call_tool(peer: &Peer<RoleClient>, params: CallToolRequestParams) -> Result<(String, bool), ServiceError> {
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let handle = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await?;
-    let mut guard = CancelOnDrop { peer: peer.clone(), id: Some(handle.id.clone()) };
-    let answer = handle.await_response().await;
-    guard.id = None;
-    match answer? {
+    match send_cancel_on_drop(peer, request).await? {
         ServerResult::CallToolResult(result) => {
             Ok((result_text(&result.content, result.structured_content.as_ref()), result.is_error == Some(true)))
         }
@@ -505,6 +502,18 @@ async fn call_tool(peer: &Peer<RoleClient>, params: CallToolRequestParams) -> Re
         }
         _ => Err(ServiceError::UnexpectedResponse),
     }
+}
+
+/// Sends `request` and waits for its answer; if dropped first (a timeout),
+/// tells the server the request was abandoned, which `Peer::send_request`
+/// does not: the server would go on with it, and the SDK would keep
+/// waiting for its answer.
+async fn send_cancel_on_drop(peer: &Peer<RoleClient>, request: ClientRequest) -> Result<ServerResult, ServiceError> {
+    let handle = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await?;
+    let mut guard = CancelOnDrop { peer: peer.clone(), id: Some(handle.id.clone()) };
+    let answer = handle.await_response().await;
+    guard.id = None;
+    answer
 }
 
 /// Tells the server a request was abandoned (`notifications/cancelled`)
