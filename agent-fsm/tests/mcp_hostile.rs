@@ -127,9 +127,10 @@ async fn a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls() {
 /// name has none of the providers' characters (empty, dots only), or whose
 /// schema is not an object's as the spec has it (another `type`, a
 /// property's schema that is not one, `required` not a list of names),
-/// would fail every model request that lists it: it is left out. A schema
-/// without a `type` is an object's; `properties` as an empty list is an
-/// empty object.
+/// would fail every model request that lists it, however deep in the
+/// schema that is (a `type` no type has): it is left out. A schema without
+/// a `type` is an object's; `properties` as an empty list is an empty
+/// object, at any depth.
 async fn tools_the_providers_would_refuse_are_renamed_or_left_out() {
     let server = McpServer::spawn(server_command("odd")).await.expect("the server starts");
     let tools = server.tools().await.expect("the list");
@@ -156,6 +157,12 @@ async fn tools_the_providers_would_refuse_are_renamed_or_left_out() {
                 "boolean_property",
                 "",
                 json!({"type": "object", "properties": {"any": true}, "required": ["any"]})
+            ),
+            ToolDefinition::new(
+                "deep",
+                "",
+                json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "object",
+                    "properties": {}, "additionalProperties": false}}}})
             ),
         ]
     );
@@ -492,6 +499,11 @@ fn listed(cursor: Option<&str>) -> Value {
             // An empty object as PHP writes it: an empty list.
             {"name": "php_empty", "inputSchema": {"type": "object", "properties": [], "required": []}},
             {"name": "boolean_property", "inputSchema": {"properties": {"any": true}, "required": ["any"]}},
+            // The same, deeper: a property's own property, a list's items.
+            {"name": "deep_string_property", "inputSchema": {"properties": {"a": {"properties": {"b": "string"}}}}},
+            {"name": "deep_bad_type", "inputSchema": {"properties": {"a": {"type": "array", "items": {"type": "str"}}}}},
+            {"name": "deep", "inputSchema": {"properties": {"a": {"type": "array", "items": {"type": "object",
+                "properties": [], "additionalProperties": false}}}}},
         ]}),
         list @ ("names" | "names_reversed") => {
             let (first, second) = long_names();

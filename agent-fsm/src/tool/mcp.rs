@@ -40,10 +40,19 @@
 //!
 //! A call waits for the server's answer as long as the server runs: one
 //! that never answers, answers under another id, or answers with a line
-//! over the SDK's 16 MiB limit (which the SDK drops) leaves the call
+//! over 16 MiB (which is passed over, as the SDK does) leaves the call
 //! waiting. Give the set a [timeout](ToolSet::with_timeout): a call it
 //! drops, or that the executor cancels, is cancelled on the server too
-//! (`notifications/cancelled`).
+//! (`notifications/cancelled`). An answer under the call's id that is not
+//! JSON-RPC as the spec has it (no `jsonrpc`, an error without its
+//! `message`), which the SDK would drop, is still the call's answer, read
+//! as well as it can be: its result, or an error result with what the
+//! server said.
+//!
+//! The server's own requests (`ping`) are answered; at most 64 of them may
+//! wait for their answers to be written (a server that does not read its
+//! stdin), and one past those is passed over, so that a server sending
+//! them without end cannot fill the agent's memory.
 //!
 //! The server runs in its own process group. When the last handle to it is
 //! dropped (the [`McpServer`] and every tool it listed), or when the server
@@ -65,7 +74,7 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, CustomResult, ListToolsRequest,
     PaginatedRequestParams, RequestId, ServerResult,
 };
-use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::service::{ClientCacheConfig, Peer, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::{ServiceError, ServiceExt};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -76,6 +85,8 @@ use super::typed::not_an_object;
 use crate::llm::ToolDefinition;
 
 mod names;
+mod schema;
+mod stdio;
 
 /// How long [`McpServer::spawn`] waits for the handshake, and
 /// [`McpServer::tools`] for the list.
@@ -189,11 +200,15 @@ impl McpServer {
             // shown, nor killed as a group, any more.
             running.store(0, Ordering::Release);
         });
-        let service = match tokio::time::timeout(timeout, ().serve((stdout, stdin))).await {
+        let service = match tokio::time::timeout(timeout, ().serve(stdio::Stdio::new(stdout, stdin))).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => return Err(McpError::Handshake { program, source: Box::new(error) }),
             Err(_) => return Err(McpError::TimedOut { program, after: timeout }),
         };
+        // The SDK keeps a list as long as the server's `ttlMs` says, and
+        // gives it back without asking, or after failing to: a server that
+        // has exited would still list its tools. `tools` asks every time.
+        service.peer().set_response_cache_config(ClientCacheConfig::disabled()).await;
         tracing::debug!(program = %program, pid = ?group.pid(), "MCP server started");
         Ok(McpServer { inner: Arc::new(Inner { service, program, timeout, group }) })
     }
@@ -209,7 +224,9 @@ impl McpServer {
     /// another with: each tool's definition is the server's name,
     /// description and input schema (without its `$schema` key, with
     /// `"type": "object"` and `properties` if it had none), and a call is
-    /// a `tools/call` request to the server.
+    /// a `tools/call` request to the server. The list is asked of the
+    /// server each time, even if it said its last may be kept a while
+    /// (`ttlMs`): a server that has exited fails it.
     ///
     /// A tool whose name the model providers would refuse (not 1 to 64 of
     /// `A-Z a-z 0-9 _ -`, what both take; the MCP spec allows `.` too,
@@ -231,8 +248,10 @@ impl McpServer {
     /// with a warning, rather than failing every request that lists it:
     /// one whose input schema is not an object's as the spec has it (its
     /// `type` not `"object"`, its `properties` not an object of schemas,
-    /// its `required` not a list of names; an empty list as `properties`,
-    /// as PHP writes an empty object, is taken as one), or whose name has
+    /// its `required` not a list of names; the same of each schema within
+    /// it, however deep, whose `type` must also be a type's name; an empty
+    /// list as `properties`, as PHP writes an empty object, is taken as
+    /// one), or whose name has
     /// none of the providers' characters (empty, `...`). So is an
     /// entry of the list that is not a tool as the spec has it (no input
     /// schema, a schema that is not a JSON object, no name), rather than
@@ -285,9 +304,8 @@ const LIST_BUDGET: usize = 16 << 20;
 
 /// Every page of the server's tools. A cursor the server gave before ends
 /// the list with an error: it would list the same pages again, forever,
-/// and a page the SDK has cached comes back without a round trip, so the
-/// list would grow as fast as memory allows until the timeout. So does a
-/// list over [`LIST_BUDGET`].
+/// so the list would grow as fast as the server answers until the
+/// timeout. So does a list over [`LIST_BUDGET`].
 async fn list_all_tools(
     peer: &Peer<RoleClient>,
 ) -> Result<Vec<rmcp::model::Tool>, Box<dyn std::error::Error + Send + Sync>> {
@@ -341,13 +359,14 @@ fn json_len<T: serde::Serialize>(value: &T) -> usize {
 /// uses (its name, description and input schema: a malformed annotation
 /// or output schema does not matter here): a tool without those (no name,
 /// no input schema, a schema that is not a JSON object) is left out, with
-/// a warning.
+/// a warning. The request is cancelled on the server if dropped (the
+/// list timed out).
 async fn list_page_leniently(
     peer: &Peer<RoleClient>,
     params: PaginatedRequestParams,
 ) -> Result<(Vec<rmcp::model::Tool>, Option<String>), Box<dyn std::error::Error + Send + Sync>> {
     let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
-    let page = match peer.send_request(request).await? {
+    let page = match send_cancel_on_drop(peer, request).await? {
         ServerResult::ListToolsResult(page) => return Ok((page.tools, page.next_cursor)),
         ServerResult::CustomResult(CustomResult(page)) => page,
         _ => return Err(ServiceError::UnexpectedResponse.into()),
@@ -384,7 +403,8 @@ struct Listed {
 /// A server's schema as the providers take it, if it is an object's as
 /// the spec has it (`"type": "object"`, added if the server left it out;
 /// `properties`, if there, an object of schemas; `required`, if there, a
-/// list of names): no `$schema` key, and always `properties` (OpenAI
+/// list of names; each schema within it one JSON Schema allows, see
+/// [`schema`]): no `$schema` key, and always `properties` (OpenAI
 /// refuses an object schema without). Both providers check a schema
 /// against JSON Schema's own and refuse the whole request over one that
 /// fails, such as `"properties": {"path": "string"}`.
@@ -414,6 +434,11 @@ fn input_schema(schema: &Map<String, Value>) -> Option<Value> {
         None => {}
         Some(Value::Array(names)) if names.iter().all(Value::is_string) => {}
         Some(_) => return None,
+    }
+    // The same of every schema within it, however deep: the providers
+    // check those too.
+    if !schema::nested_valid(&mut schema) {
+        return None;
     }
     Some(Value::Object(schema))
 }
@@ -459,11 +484,7 @@ impl RawTool for McpTool {
 /// and is cancelled on the server if dropped, as `call_tool` does.
 async fn call_tool(peer: &Peer<RoleClient>, params: CallToolRequestParams) -> Result<(String, bool), ServiceError> {
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let handle = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await?;
-    let mut guard = CancelOnDrop { peer: peer.clone(), id: Some(handle.id.clone()) };
-    let answer = handle.await_response().await;
-    guard.id = None;
-    match answer? {
+    match send_cancel_on_drop(peer, request).await? {
         ServerResult::CallToolResult(result) => {
             Ok((result_text(&result.content, result.structured_content.as_ref()), result.is_error == Some(true)))
         }
@@ -481,6 +502,18 @@ async fn call_tool(peer: &Peer<RoleClient>, params: CallToolRequestParams) -> Re
         }
         _ => Err(ServiceError::UnexpectedResponse),
     }
+}
+
+/// Sends `request` and waits for its answer; if dropped first (a timeout),
+/// tells the server the request was abandoned, which `Peer::send_request`
+/// does not: the server would go on with it, and the SDK would keep
+/// waiting for its answer.
+async fn send_cancel_on_drop(peer: &Peer<RoleClient>, request: ClientRequest) -> Result<ServerResult, ServiceError> {
+    let handle = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await?;
+    let mut guard = CancelOnDrop { peer: peer.clone(), id: Some(handle.id.clone()) };
+    let answer = handle.await_response().await;
+    guard.id = None;
+    answer
 }
 
 /// Tells the server a request was abandoned (`notifications/cancelled`)
