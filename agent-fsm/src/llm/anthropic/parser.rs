@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::llm::assemble::{Assembler, over_limit};
 use crate::llm::classify;
 use crate::llm::error::{ErrorKind, ProviderError};
-use crate::llm::event::{StopReason, StreamEvent, Usage};
+use crate::llm::event::{StopReason, StreamEvent, Usage, token_count};
 use crate::llm::http::{Decoder, Item};
 use crate::llm::reasoning::ReasoningBlock;
 use crate::llm::sse::SseDecoder;
@@ -397,15 +397,17 @@ struct Delta<'a> {
     stop_reason: Option<Cow<'a, str>>,
 }
 
+/// An event's `usage`; each count read by [`token_count`], so that one
+/// written oddly (a fraction, a negative) does not fail the event.
 #[derive(Deserialize)]
 struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     output_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     cache_creation_input_tokens: Option<u64>,
 }
 

@@ -15,6 +15,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
+use crate::llm::event::token_count;
+
 /// The text a delta's `content` holds: borrowed from the chunk when it is
 /// a string without escapes (the usual case, as cheap as reading the
 /// string alone), the `text` parts joined when it is a list.
@@ -182,11 +184,13 @@ impl Arguments<'_> {
     }
 }
 
+/// A chunk's `usage`; each count read by [`token_count`], so that one
+/// written oddly (a fraction, a negative) does not fail the chunk.
 #[derive(Deserialize)]
 pub(super) struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) prompt_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) completion_tokens: Option<u64>,
     #[serde(default)]
     pub(super) prompt_tokens_details: Option<PromptDetails>,
@@ -194,7 +198,7 @@ pub(super) struct WireUsage {
 
 #[derive(Deserialize)]
 pub(super) struct PromptDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) cached_tokens: Option<u64>,
 }
 

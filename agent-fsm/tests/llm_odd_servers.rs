@@ -1,0 +1,71 @@
+//! The clients against servers on loopback that write a well-formed reply
+//! with some field in a shape the format does not promise (token counts as
+//! fractions or below zero, GLM's and OpenAI's own): the reply must come
+//! out whole, and nothing the server wrote oddly may fail it.
+#![cfg(all(feature = "openai", feature = "anthropic", feature = "runtime"))]
+
+#[path = "support/anthropic_events.rs"]
+mod anthropic_events;
+#[path = "support/caller.rs"]
+mod caller;
+#[path = "support/openai_chunks.rs"]
+mod openai_chunks;
+#[path = "support/replay.rs"]
+mod replay;
+
+use agent_fsm::llm::{AssistantMessage, StopReason, StreamEvent, Usage};
+use caller::{kinds, run};
+use openai_chunks::{chunk, openai, request, text};
+use replay::{ReplayServer, Reply};
+use serde_json::{Value, json};
+
+/// The reply `text`, ended for `stop_reason`, with `usage`.
+fn completed(text: &str, stop_reason: StopReason, usage: Usage) -> StreamEvent {
+    let message = AssistantMessage { text: text.to_owned(), ..AssistantMessage::default() };
+    StreamEvent::Completed { message, stop_reason, usage }
+}
+
+#[tokio::test]
+async fn token_counts_written_as_fractions_or_below_zero_do_not_fail_the_reply() {
+    // An OpenAI-compatible server's usage chunk with a fraction, a negative
+    // (OpenAI's o3 has sent `"completion_tokens": -35`) and a count as text.
+    let usage = json!({"prompt_tokens": 12.6, "completion_tokens": -35, "total_tokens": -22.4,
+                       "prompt_tokens_details": {"cached_tokens": "3"}});
+    let stream = [
+        chunk(json!({"role": "assistant", "content": "Hi"}), Value::Null),
+        chunk(json!({}), json!("stop")),
+        format!("data: {}\n\n", json!({"choices": [], "usage": usage})),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    // A second attempt would find the server out of replies: the first
+    // must succeed.
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let log = kinds(run(openai(&server), request(), 2).await);
+    assert_eq!(log, vec![Ok(text("Hi")), Ok(completed("Hi", StopReason::EndTurn, Usage::new(13, 0)))]);
+
+    // GLM's Anthropic-compatible API: counts as fractions once its cache
+    // is hit.
+    let events = [
+        anthropic_events::event(json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+            "role": "assistant", "content": [], "model": "glm", "stop_reason": null,
+            "usage": {"input_tokens": 1234.4, "output_tokens": 1.0, "cache_read_input_tokens": 512.0}}})),
+        anthropic_events::event(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        anthropic_events::event(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+        ),
+        anthropic_events::event(json!({"type": "content_block_stop", "index": 0})),
+        anthropic_events::event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 7.0, "cache_creation_input_tokens": -1}})),
+        anthropic_events::event(json!({"type": "message_stop"})),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&events)]).await;
+    let log = kinds(run(anthropic_events::client(&server), anthropic_events::request(), 2).await);
+    // Anthropic counts cached input apart; the reply's input counts it in.
+    let mut usage = Usage::new(1234 + 512, 7);
+    usage.cache_read_tokens = 512;
+    assert_eq!(log, vec![Ok(text("Hi")), Ok(completed("Hi", StopReason::EndTurn, usage))]);
+}
