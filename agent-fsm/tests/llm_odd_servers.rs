@@ -1,7 +1,9 @@
 //! The clients against servers on loopback that write a well-formed reply
 //! with some field in a shape the format does not promise (token counts as
-//! fractions or below zero, GLM's and OpenAI's own): the reply must come
-//! out whole, and nothing the server wrote oddly may fail it.
+//! fractions or below zero, GLM's and OpenAI's own; parallel tool calls that
+//! share one index and carry no id, as Gemini's OpenAI-compatible endpoint
+//! sends them): the reply must come out whole, every call apart, and
+//! nothing the server wrote oddly may fail it.
 #![cfg(all(feature = "openai", feature = "anthropic", feature = "runtime"))]
 
 #[path = "support/anthropic_events.rs"]
@@ -68,4 +70,47 @@ async fn token_counts_written_as_fractions_or_below_zero_do_not_fail_the_reply()
     let mut usage = Usage::new(1234 + 512, 7);
     usage.cache_read_tokens = 512;
     assert_eq!(log, vec![Ok(text("Hi")), Ok(completed("Hi", StopReason::EndTurn, usage))]);
+}
+
+#[tokio::test]
+async fn parallel_calls_at_one_index_without_ids_are_each_a_call() {
+    // Gemini's OpenAI-compatible endpoint: each parallel call whole, all at
+    // index 0 and without an id, two of them of the same tool; the last
+    // one's arguments in two pieces (the second without the name); then
+    // `"finish_reason": "stop"`.
+    let call = |name: &str, arguments: &str| json!({"tool_calls": [{"index": 0, "type": "function", "function": {"name": name, "arguments": arguments}}]});
+    let stream = [
+        chunk(call("read", r#"{"path":"a.rs"}"#), Value::Null),
+        chunk(call("read", r#"{"path":"b.rs"}"#), Value::Null),
+        chunk(call("now", ""), Value::Null),
+        chunk(call("grep", r#"{"pattern":"}{"#), Value::Null),
+        chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": r#"","path":"."}"#}}]}), Value::Null),
+        chunk(json!({}), json!("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream).in_pieces_of(7)]).await;
+    let log = run(openai(&server), request(), 1).await;
+    // Each call's first delta names its tool, at a position of its own.
+    let starts: Vec<(usize, Option<&str>)> = log
+        .iter()
+        .filter_map(|item| match item {
+            Ok(StreamEvent::ToolCallDelta { index, name, .. }) => Some((*index, name.as_deref())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, [(0, Some("read")), (1, Some("read")), (2, Some("now")), (3, Some("grep")), (3, None)]);
+    let Some(Ok(StreamEvent::Completed { message, stop_reason, .. })) = log.last() else {
+        panic!("the reply did not complete: {log:?}");
+    };
+    let calls: Vec<(&str, &Value)> = message.tool_calls.iter().map(|c| (c.name.as_str(), &c.arguments)).collect();
+    let (a, b, none, grep) =
+        (json!({"path": "a.rs"}), json!({"path": "b.rs"}), json!({}), json!({"pattern": "}{", "path": "."}));
+    assert_eq!(calls, [("read", &a), ("read", &b), ("now", &none), ("grep", &grep)]);
+    assert_eq!(*stop_reason, StopReason::ToolUse);
+    // Each with an id of its own, for its result to answer it alone.
+    let mut ids: Vec<&str> = message.tool_calls.iter().map(|c| c.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "{:?}", message.tool_calls);
 }

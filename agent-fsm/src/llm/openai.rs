@@ -30,7 +30,10 @@
 //! (asked for with `stream_options.include_usage`), in the chunk with
 //! the finish reason or, as Groq writes it, in that chunk's `x_groq`, a tool call's id repeated on every fragment,
 //! missing, or another one on the fragments after the first (Poolside's),
-//! every parallel call sent at index 0 with its own id and name, arguments
+//! every parallel call sent at index 0 with its own id and name, or at one
+//! index without ids (Gemini's: a piece that names a tool starts a call of
+//! its own when the call before is of another tool or its arguments are
+//! whole), arguments
 //! whole in one chunk (or as a JSON object rather than its text),
 //! `content` as a list of typed parts (Mistral's reasoning models: the
 //! `text` parts are the reply's text, the `thinking` parts are left out),
