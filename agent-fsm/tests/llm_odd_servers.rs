@@ -2,8 +2,9 @@
 //! with some field in a shape the format does not promise (token counts as
 //! fractions or below zero, GLM's and OpenAI's own; parallel tool calls that
 //! share one index and carry no id, as Gemini's OpenAI-compatible endpoint
-//! sends them): the reply must come out whole, every call apart, and
-//! nothing the server wrote oddly may fail it.
+//! sends them; usage in the choice, as Moonshot's Kimi API gives it): the
+//! reply must come out whole, every call apart, with the usage the server
+//! gave, and nothing the server wrote oddly may fail it.
 #![cfg(all(feature = "openai", feature = "anthropic", feature = "runtime"))]
 
 #[path = "support/anthropic_events.rs"]
@@ -113,4 +114,25 @@ async fn parallel_calls_at_one_index_without_ids_are_each_a_call() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 4, "{:?}", message.tool_calls);
+}
+
+#[tokio::test]
+async fn usage_given_in_the_choice_is_the_replys() {
+    // Moonshot's Kimi API: the usage in the last chunk's choice, not in
+    // the chunk; `prompt_tokens_details` as OpenAI writes it.
+    let usage = json!({"prompt_tokens": 19, "completion_tokens": 13, "total_tokens": 32,
+                       "cached_tokens": 8, "prompt_tokens_details": {"cached_tokens": 8}});
+    let last = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "kimi-k2",
+                      "choices": [{"index": 0, "delta": {}, "finish_reason": "stop", "usage": usage}]});
+    let stream = [
+        chunk(json!({"role": "assistant", "content": "Hi"}), Value::Null),
+        format!("data: {last}\n\n"),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&stream)]).await;
+    let log = kinds(run(openai(&server), request(), 1).await);
+    let mut usage = Usage::new(19, 13);
+    usage.cache_read_tokens = 8;
+    assert_eq!(log, vec![Ok(text("Hi")), Ok(completed("Hi", StopReason::EndTurn, usage))]);
 }

@@ -102,6 +102,10 @@ pub(super) struct Choice<'a> {
     pub(super) delta: Option<Delta<'a>>,
     #[serde(default, borrow)]
     pub(super) finish_reason: Option<Cow<'a, str>>,
+    /// Moonshot's (Kimi's) usage, which it gives in the last choice rather
+    /// than in the chunk.
+    #[serde(default)]
+    pub(super) usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
