@@ -2,7 +2,9 @@
 //! with some field in a shape the format does not promise (token counts as
 //! fractions or below zero, GLM's and OpenAI's own; parallel tool calls that
 //! share one index and carry no id, as Gemini's OpenAI-compatible endpoint
-//! sends them; usage in the choice, as Moonshot's Kimi API gives it): the
+//! sends them; usage in the choice, as Moonshot's Kimi API gives it; an
+//! Anthropic delta that writes the pieces of the other delta types beside
+//! its own as `null`, as a gateway with one delta type for all does): the
 //! reply must come out whole, every call apart, with the usage the server
 //! gave, and nothing the server wrote oddly may fail it.
 #![cfg(all(feature = "openai", feature = "anthropic", feature = "runtime"))]
@@ -16,7 +18,7 @@ mod openai_chunks;
 #[path = "support/replay.rs"]
 mod replay;
 
-use agent_fsm::llm::{AssistantMessage, StopReason, StreamEvent, Usage};
+use agent_fsm::llm::{AssistantMessage, ReasoningBlock, StopReason, StreamEvent, ToolCall, Usage};
 use caller::{kinds, run};
 use openai_chunks::{chunk, openai, request, text};
 use replay::{ReplayServer, Reply};
@@ -135,4 +137,47 @@ async fn usage_given_in_the_choice_is_the_replys() {
     let mut usage = Usage::new(19, 13);
     usage.cache_read_tokens = 8;
     assert_eq!(log, vec![Ok(text("Hi")), Ok(completed("Hi", StopReason::EndTurn, usage))]);
+}
+
+#[tokio::test]
+async fn an_anthropic_delta_with_the_other_types_pieces_as_null_is_read() {
+    // A gateway that writes Anthropic's format from one delta type with a
+    // field for every piece: the ones a delta does not carry are `null`.
+    let delta = |index: usize, kind: &str, field: &str, piece: &str| {
+        let mut delta = json!({"type": kind, "text": null, "partial_json": null, "thinking": null, "signature": null});
+        delta[field] = json!(piece);
+        anthropic_events::event(json!({"type": "content_block_delta", "index": index, "delta": delta}))
+    };
+    let start = |index: usize, block: Value| {
+        anthropic_events::event(json!({"type": "content_block_start", "index": index, "content_block": block}))
+    };
+    let events = [
+        anthropic_events::event(json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+            "role": "assistant", "content": [], "model": "m", "usage": {"input_tokens": 3, "output_tokens": 1}}})),
+        start(0, json!({"type": "thinking", "thinking": ""})),
+        delta(0, "thinking_delta", "thinking", "Look first."),
+        delta(0, "signature_delta", "signature", "c2ln"),
+        start(1, json!({"type": "text", "text": ""})),
+        delta(1, "text_delta", "text", "Reading."),
+        start(2, json!({"type": "tool_use", "id": "toolu_1", "name": "read", "input": {}})),
+        delta(2, "input_json_delta", "partial_json", r#"{"path":"#),
+        delta(2, "input_json_delta", "partial_json", r#""a.rs"}"#),
+        anthropic_events::event(
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null},
+            "usage": {"output_tokens": 9}}),
+        ),
+        anthropic_events::event(json!({"type": "message_stop"})),
+    ]
+    .concat();
+    let server = ReplayServer::start(vec![Reply::events(&events)]).await;
+    let log = run(anthropic_events::client(&server), anthropic_events::request(), 1).await;
+    let Some(Ok(StreamEvent::Completed { message, stop_reason, usage })) = log.last() else {
+        panic!("the reply did not complete: {log:?}");
+    };
+    let expected = AssistantMessage {
+        text: "Reading.".into(),
+        tool_calls: vec![ToolCall { id: "toolu_1".into(), name: "read".into(), arguments: json!({"path": "a.rs"}) }],
+        reasoning: vec![ReasoningBlock::Thinking { thinking: "Look first.".into(), signature: "c2ln".into() }].into(),
+    };
+    assert_eq!((message, stop_reason, usage), (&expected, &StopReason::ToolUse, &Usage::new(3, 9)));
 }
