@@ -52,12 +52,58 @@ struct Partial {
     id: String,
     name: String,
     arguments: String,
+    /// How far `arguments` has got as JSON.
+    nesting: Nesting,
     /// Arguments given whole when the call began (Anthropic's
     /// `content_block_start.input`), used if no fragment follows.
     initial: Option<Value>,
     /// Gemini's signature of the call (empty: none), kept in the reply as
     /// a [`ReasoningBlock::CallSignature`].
     signature: String,
+}
+
+/// How far a call's argument text has got as JSON, read piece by piece
+/// as it arrives (one pass over each byte, however the pieces are cut):
+/// whether an object or array opened and closed again, that is, whether the
+/// arguments are whole.
+#[derive(Debug, Default, Clone, Copy)]
+struct Nesting {
+    depth: usize,
+    opened: bool,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Nesting {
+    fn read(&mut self, text: &str) {
+        // Quotes, backslashes and brackets are ASCII, never part of a
+        // longer UTF-8 sequence.
+        for byte in text.bytes() {
+            if self.in_string {
+                match byte {
+                    _ if self.escaped => self.escaped = false,
+                    b'\\' => self.escaped = true,
+                    b'"' => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => {
+                    self.depth += 1;
+                    self.opened = true;
+                }
+                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+
+    /// An object or array opened and closed: the arguments are whole.
+    fn whole(&self) -> bool {
+        self.opened && self.depth == 0 && !self.in_string
+    }
 }
 
 /// The reply as it stands.
@@ -97,7 +143,11 @@ impl Assembler {
     /// Takes a piece of the tool call keyed `key` (or, without a key, the
     /// one with `id`, or the latest): a piece that names a tool with an id
     /// other than the call's at that key starts a new call (servers that
-    /// send every parallel call at index 0); a piece with another id and
+    /// send every parallel call at index 0); so does one that names a tool
+    /// without an id, when it names another tool than the call's, or when
+    /// the call's arguments are whole and the piece brings more (Gemini's
+    /// OpenAI-compatible endpoint sends parallel calls so, at one index and
+    /// without ids); a piece with another id and
     /// no name continues the call (servers that give a call's later
     /// fragments an id of their own, Poolside's). Returns the delta to
     /// deliver, carrying the id and name only the first time they are
@@ -118,20 +168,21 @@ impl Assembler {
                 None => self.calls.len().checked_sub(1),
             },
         };
+        // A named piece without an id, after a call of another tool or
+        // after whole arguments, is a call of its own; a server that
+        // repeats the name on every piece repeats the same name, and its
+        // pieces come before the arguments are whole.
+        let another = |call: &Partial| match name {
+            Some(name) if id.is_none() && !call.name.is_empty() => {
+                call.name != name || (call.nesting.whole() && !fragment.trim().is_empty())
+            }
+            _ => false,
+        };
         let index = match found {
+            Some(i) if another(&self.calls[i]) => self.start_call(key),
             Some(i) if id.is_none_or(|id| self.calls[i].id.is_empty() || self.calls[i].id == id) => i,
             Some(i) if name.is_none() => i,
-            _ => {
-                self.calls.push(Partial {
-                    key,
-                    id: String::new(),
-                    name: String::new(),
-                    arguments: String::new(),
-                    initial: None,
-                    signature: String::new(),
-                });
-                self.calls.len() - 1
-            }
+            _ => self.start_call(key),
         };
         let call = &mut self.calls[index];
         let new_id = match id {
@@ -149,9 +200,24 @@ impl Assembler {
             _ => None,
         };
         call.arguments.push_str(fragment);
+        call.nesting.read(fragment);
         self.bytes +=
             fragment.len() + new_id.as_ref().map_or(0, String::len) + new_name.as_ref().map_or(0, String::len);
         StreamEvent::ToolCallDelta { index, id: new_id, name: new_name, arguments_fragment: fragment.to_owned() }
+    }
+
+    /// Starts a call keyed `key`, with nothing yet; its position.
+    fn start_call(&mut self, key: Option<usize>) -> usize {
+        self.calls.push(Partial {
+            key,
+            id: String::new(),
+            name: String::new(),
+            arguments: String::new(),
+            nesting: Nesting::default(),
+            initial: None,
+            signature: String::new(),
+        });
+        self.calls.len() - 1
     }
 
     /// Appends a piece of the signature of the call at `position` (the
@@ -343,6 +409,41 @@ mod tests {
         assert_eq!(a.tool_piece(Some(0), Some("b"), Some("y"), "{}"), delta(1, Some("b"), Some("y"), "{}"));
         let calls = a.finish().tool_calls;
         assert_eq!(calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_named_piece_without_an_id_after_whole_arguments_or_of_another_tool_is_a_call_of_its_own() {
+        // Gemini's endpoint: parallel calls whole, at one index, no ids.
+        let mut a = Assembler::default();
+        a.tool_piece(Some(0), None, Some("read"), r#"{"p": "a}"}"#);
+        assert_eq!(
+            a.tool_piece(Some(0), None, Some("read"), r#"{"p":"b"}"#),
+            delta(1, None, Some("read"), r#"{"p":"b"}"#)
+        );
+        // A call with no arguments yet, then one of another tool.
+        a.tool_piece(Some(0), None, Some("now"), "");
+        assert_eq!(a.tool_piece(Some(0), None, Some("ls"), "{}"), delta(3, None, Some("ls"), "{}"));
+        // And without an index.
+        assert_eq!(a.tool_piece(None, None, Some("ls"), "[1]"), delta(4, None, Some("ls"), "[1]"));
+        let calls = a.finish().tool_calls;
+        let got: Vec<(&str, &Value)> = calls.iter().map(|c| (c.name.as_str(), &c.arguments)).collect();
+        let (a_, b, empty, list) = (json!({"p": "a}"}), json!({"p": "b"}), json!({}), json!([1]));
+        assert_eq!(got, [("read", &a_), ("read", &b), ("now", &empty), ("ls", &empty), ("ls", &list)]);
+    }
+
+    #[test]
+    fn a_name_repeated_on_every_piece_of_one_call_is_that_call() {
+        // Brackets and an escaped quote inside a string do not close the
+        // arguments, however the pieces cut them; an empty piece after the
+        // end adds nothing.
+        let mut a = Assembler::default();
+        let pieces = [r#"{"p": "x\"#, r#""}]"#, r#"", "q": ["#, "{}", "]", "}", "", " "];
+        for piece in pieces {
+            a.tool_piece(Some(0), None, Some("read"), piece);
+        }
+        let calls = a.finish().tool_calls;
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert_eq!(calls[0].arguments, json!({"p": "x\"}]", "q": [{}]}));
     }
 
     #[test]

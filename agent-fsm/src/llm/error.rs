@@ -55,8 +55,10 @@ pub enum ErrorKind {
     /// or HTTP 413).
     ContextTooLong,
     /// The stream broke its format: a frame that is not the JSON it
-    /// should be, or a tool call whose arguments are not valid JSON at the
-    /// end of the reply.
+    /// should be, a body that is no event stream, or a reply past the
+    /// limits the [module docs](super#errors-and-retries) give. (A tool
+    /// call whose arguments are not valid JSON is no such failure: the
+    /// reply completes with the text kept, for the tool to refuse.)
     MalformedStream,
     /// The client could not be set up or the request not built: an
     /// invalid header name or value, a TLS setup failure.

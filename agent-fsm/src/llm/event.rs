@@ -123,7 +123,9 @@ impl StopReason {
 
 /// Tokens a call used. A server that reports none gives zeros (an
 /// OpenAI-compatible server reports usage only when asked, which the client
-/// does unless configured not to).
+/// does unless configured not to). The clients read a count written as a
+/// fraction rounded and one below zero as 0, and pass over one that is no
+/// number: the reply is not failed for its bookkeeping.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Usage {
@@ -160,6 +162,31 @@ impl Usage {
         self.cache_read_tokens = self.cache_read_tokens.saturating_add(other.cache_read_tokens);
         self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
     }
+}
+
+/// Reads a token count of a server's usage as well as it can be read:
+/// a whole number as it is, a fraction rounded (GLM's Anthropic-compatible
+/// API writes cached input so), a negative one as 0 (OpenAI's o3 has sent
+/// `"completion_tokens": -35`), and anything else (`null`, text) as no
+/// count, which keeps the one before. A count is bookkeeping: one the
+/// server writes oddly must not fail a reply that came whole, nor every
+/// retry of it.
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub(crate) fn token_count<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    let serde_json::Value::Number(n) = serde_json::Value::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    if let Some(count) = n.as_u64() {
+        return Ok(Some(count));
+    }
+    if n.is_i64() {
+        return Ok(Some(0)); // a negative whole number
+    }
+    // Float to integer `as` saturates: below zero is 0, past `u64::MAX`
+    // the most.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let rounded = n.as_f64().map(|f| f.round() as u64);
+    Ok(rounded)
 }
 
 #[cfg(test)]

@@ -28,9 +28,13 @@
 //! `null`, a `finish_reason` of `""` until the last chunk, `data:` without
 //! a space, keep-alive comments, usage in a last chunk with no choices
 //! (asked for with `stream_options.include_usage`), in the chunk with
-//! the finish reason or, as Groq writes it, in that chunk's `x_groq`, a tool call's id repeated on every fragment,
+//! the finish reason or, as Groq writes it, in that chunk's `x_groq`, or,
+//! as Moonshot's Kimi API writes it, in that chunk's choice, a tool call's id repeated on every fragment,
 //! missing, or another one on the fragments after the first (Poolside's),
-//! every parallel call sent at index 0 with its own id and name, arguments
+//! every parallel call sent at index 0 with its own id and name, or at one
+//! index without ids (Gemini's: a piece that names a tool starts a call of
+//! its own when the call before is of another tool or its arguments are
+//! whole), arguments
 //! whole in one chunk (or as a JSON object rather than its text),
 //! `content` as a list of typed parts (Mistral's reasoning models: the
 //! `text` parts are the reply's text, the `thinking` parts are left out),
@@ -504,8 +508,11 @@ impl StreamParser {
         }
         // Each count the server gives wins; one it leaves out or `null`
         // (LiteLLM's and MiniMax's partial or empty `usage` on other
-        // chunks) keeps what came before. Groq gives it in `x_groq`.
-        if let Some(usage) = chunk.usage.or_else(|| chunk.x_groq.and_then(|groq| groq.usage)) {
+        // chunks) keeps what came before. Groq gives it in `x_groq`,
+        // Moonshot in the reply's choice.
+        let in_choice = chunk.choices.into_iter().flatten().filter(|c| any_index || c.index.unwrap_or(0) == 0);
+        let usage = chunk.usage.or_else(|| chunk.x_groq.and_then(|groq| groq.usage));
+        if let Some(usage) = usage.or_else(|| in_choice.filter_map(|c| c.usage).next_back()) {
             let set = |field: &mut u64, value: Option<u64>| {
                 if let Some(value) = value {
                     *field = value;

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::llm::assemble::{Assembler, over_limit};
 use crate::llm::classify;
 use crate::llm::error::{ErrorKind, ProviderError};
-use crate::llm::event::{StopReason, StreamEvent, Usage};
+use crate::llm::event::{StopReason, StreamEvent, Usage, token_count};
 use crate::llm::http::{Decoder, Item};
 use crate::llm::reasoning::ReasoningBlock;
 use crate::llm::sse::SseDecoder;
@@ -192,7 +192,7 @@ impl StreamParser {
                 };
                 match delta.kind.as_deref() {
                     Some("text_delta") => {
-                        if let Some(event) = delta.piece.as_deref().and_then(|t| self.reply.text(t)) {
+                        if let Some(event) = delta.text.as_deref().and_then(|t| self.reply.text(t)) {
                             out.push_back(Ok(event));
                         }
                     }
@@ -203,15 +203,17 @@ impl StreamParser {
                             let message = format!("an `input_json_delta` for block {index}, which is not a tool call");
                             return self.fail(malformed(&message), out);
                         }
-                        let fragment = delta.piece.as_deref().unwrap_or("");
+                        let fragment = delta.partial_json.as_deref().unwrap_or("");
                         out.push_back(Ok(self.reply.tool_piece(Some(index), None, None, fragment)));
                     }
                     Some(kind @ ("thinking_delta" | "signature_delta")) => {
                         // A piece for any other block is not thinking, and is skipped.
                         if let Some(Other::Reasoning(position)) = self.others.get(&index) {
-                            let piece = delta.piece.as_deref().unwrap_or("");
-                            let (thinking, signature) =
-                                if kind == "thinking_delta" { (piece, "") } else { ("", piece) };
+                            let (thinking, signature) = if kind == "thinking_delta" {
+                                (delta.thinking.as_deref().unwrap_or(""), "")
+                            } else {
+                                ("", delta.signature.as_deref().unwrap_or(""))
+                            };
                             if let Some(event) = self.reply.reasoning_piece(*position, thinking, signature) {
                                 out.push_back(Ok(event));
                             }
@@ -380,32 +382,40 @@ struct Block<'a> {
     data: Option<Cow<'a, str>>,
 }
 
-/// A block's delta (`type`, and its one piece) or the message's
-/// (`stop_reason`).
+/// A block's delta (`type`, and the piece under the name its type gives
+/// it: `text_delta`'s `text`, `input_json_delta`'s `partial_json`,
+/// `thinking_delta`'s `thinking`, `signature_delta`'s `signature`) or the
+/// message's (`stop_reason`). A field each, not one field with aliases:
+/// a server may write the others beside it as `null` (a gateway whose
+/// delta type has all four), which two aliases of one field refuse as a
+/// duplicate.
 #[derive(Deserialize)]
 struct Delta<'a> {
     #[serde(default, rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
-    /// The piece a block's delta carries, under the name its type gives
-    /// it: `text_delta`'s `text`, `input_json_delta`'s `partial_json`,
-    /// `thinking_delta`'s `thinking`, `signature_delta`'s `signature`. One
-    /// field for the four keeps the struct that every text delta fills as
-    /// small as it was with two.
-    #[serde(default, rename = "text", alias = "partial_json", alias = "thinking", alias = "signature", borrow)]
-    piece: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    signature: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     stop_reason: Option<Cow<'a, str>>,
 }
 
+/// An event's `usage`; each count read by [`token_count`], so that one
+/// written oddly (a fraction, a negative) does not fail the event.
 #[derive(Deserialize)]
 struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     output_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     cache_creation_input_tokens: Option<u64>,
 }
 

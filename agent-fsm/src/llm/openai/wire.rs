@@ -15,6 +15,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
+use crate::llm::event::token_count;
+
 /// The text a delta's `content` holds: borrowed from the chunk when it is
 /// a string without escapes (the usual case, as cheap as reading the
 /// string alone), the `text` parts joined when it is a list.
@@ -100,6 +102,10 @@ pub(super) struct Choice<'a> {
     pub(super) delta: Option<Delta<'a>>,
     #[serde(default, borrow)]
     pub(super) finish_reason: Option<Cow<'a, str>>,
+    /// Moonshot's (Kimi's) usage, which it gives in the last choice rather
+    /// than in the chunk.
+    #[serde(default)]
+    pub(super) usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
@@ -182,11 +188,13 @@ impl Arguments<'_> {
     }
 }
 
+/// A chunk's `usage`; each count read by [`token_count`], so that one
+/// written oddly (a fraction, a negative) does not fail the chunk.
 #[derive(Deserialize)]
 pub(super) struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) prompt_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) completion_tokens: Option<u64>,
     #[serde(default)]
     pub(super) prompt_tokens_details: Option<PromptDetails>,
@@ -194,7 +202,7 @@ pub(super) struct WireUsage {
 
 #[derive(Deserialize)]
 pub(super) struct PromptDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) cached_tokens: Option<u64>,
 }
 
