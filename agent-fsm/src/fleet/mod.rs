@@ -95,7 +95,10 @@
 //!   holding its agent's rows, such as a sender stopped mid-send) at most
 //!   lease/3, then fails: that agent stops, and the worker's loop, which
 //!   may share its thread, is not held up for longer.
-//! - An agent that reaches its terminal state is marked done. An agent that
+//! - An agent that reaches its terminal state is marked done by the
+//!   transaction that writes that step, which also refuses
+//!   ([`Refusal::Finished`]) the events still in its inbox: a send that
+//!   commits after it fails with [`FleetError::Finished`]. An agent that
 //!   fails (a write the fence refused, a store error, a panic) is dropped
 //!   and its lease left to expire, so that it is tried again, elsewhere or
 //!   here, a lease later.
@@ -122,7 +125,11 @@
 //!   order sent. The owning worker delivers unapplied rows in id order, and
 //!   the step that takes one marks it applied in the same transaction; rows
 //!   delivered but not yet taken when the agent stopped or moved stay
-//!   unapplied and are delivered again by the next owner.
+//!   unapplied and are delivered again by the next owner. A row no step
+//!   will apply is refused instead, and counted in
+//!   [`AgentStatus::refused`]; [`Fleet::refused`] lists them with the
+//!   reason ([`Refusal`]): an event that does not decode, or one still
+//!   waiting when the agent finished.
 //!
 //! # What is not guaranteed
 //!
@@ -153,6 +160,7 @@
 mod db;
 mod error;
 mod keeper;
+mod refused;
 mod running;
 mod worker;
 
@@ -168,6 +176,7 @@ use crate::store::postgres::IDLE_IN_TRANSACTION_TIMEOUT;
 use crate::store::{CheckpointStore, PgConfig, PgStore, StoreError};
 
 pub use error::FleetError;
+pub use refused::{Refusal, Refused};
 pub use worker::{Worker, WorkerReport};
 
 /// Where a fleet's agents are kept, and how long its leases last.
@@ -268,6 +277,9 @@ pub struct AgentStatus {
     pub epoch: u64,
     /// Events sent to it and not yet applied.
     pub unapplied: u64,
+    /// Events sent to it that no step will apply ([`Fleet::refused`] says
+    /// which, and why).
+    pub refused: u64,
 }
 
 /// A handle on a fleet: creates agents, sends them events, reads their
@@ -391,7 +403,10 @@ impl Fleet {
     /// reads from (the event itself, or a `serde_json::Value`); the worker
     /// rewrites the row as the machine writes the event before delivering
     /// it, and refuses (marks applied by no step) a row that does not read
-    /// as one.
+    /// as one. An event sent before the step that finished the agent
+    /// committed but not taken by it is refused too ([`Refusal::Finished`]);
+    /// once that step committed, the send fails with
+    /// [`FleetError::Finished`].
     ///
     /// # Errors
     /// [`FleetError::UnknownAgent`], [`FleetError::Finished`] for an agent
@@ -454,6 +469,7 @@ impl Fleet {
         let done: Option<bool> = row.try_get(1).map_err(FleetError::db)?;
         let epoch: Option<i64> = row.try_get(3).map_err(FleetError::db)?;
         let unapplied: i64 = row.try_get(5).map_err(FleetError::db)?;
+        let refused: i64 = row.try_get(7).map_err(FleetError::db)?;
         Ok(AgentStatus {
             state: row.try_get(4).map_err(FleetError::db)?,
             steps,
@@ -462,6 +478,7 @@ impl Fleet {
             assigned: row.try_get(6).map_err(FleetError::db)?,
             epoch: db::unsigned(epoch.unwrap_or(0)),
             unapplied: db::unsigned(unapplied),
+            refused: db::unsigned(refused),
         })
     }
 
@@ -501,6 +518,13 @@ pub(crate) async fn blocking<R: Send + 'static>(job: impl FnOnce() -> R + Send +
 
 /// What `CheckpointStore` a worker's agents write through: fenced, and
 /// each call that returns a sign of life for the worker's lease keeper.
-pub(crate) fn fenced(fleet: &Fleet, worker: &str, epoch: u64, pulse: keeper::Pulse) -> Arc<dyn CheckpointStore> {
-    Arc::new(keeper::Stamped { store: Arc::new(fleet.inner.store.fenced(worker, epoch)), pulse })
+/// Its step that reaches one of `M`'s terminal states marks the lease done.
+pub(crate) fn fenced<M: StateMachine>(
+    fleet: &Fleet,
+    worker: &str,
+    epoch: u64,
+    pulse: keeper::Pulse,
+) -> Arc<dyn CheckpointStore> {
+    let terminal = M::DESCRIPTION.states.iter().filter(|state| state.terminal).map(|state| state.name).collect();
+    Arc::new(keeper::Stamped { store: Arc::new(fleet.inner.store.fenced_terminal(worker, epoch, terminal)), pulse })
 }

@@ -106,7 +106,7 @@ where
     pub(crate) async fn start(self) -> Result<Running<M, E::Output>, FleetError> {
         let Self { fleet, control, worker, agent, epoch, effects, config, durability, snapshots, ended, pulse } = self;
         let span = tracing::info_span!("fleet_agent", worker, agent = agent.as_str(), epoch);
-        let store = super::fenced(fleet, worker, epoch, pulse);
+        let store = super::fenced::<M>(fleet, worker, epoch, pulse);
         let durable = Durable::new(store, agent.clone()).durability(durability).snapshots(snapshots);
         // Reading the checkpoint blocks (the store's calls do).
         let (handle, future, last) = blocking(move || durable.resume(effects, config)).await??;

@@ -43,16 +43,22 @@ CREATE TABLE IF NOT EXISTS leases (
     expires_at timestamptz, assigned text, done boolean NOT NULL DEFAULT false
 );
 CREATE INDEX IF NOT EXISTS leases_open ON leases (expires_at) WHERE NOT done;
--- Events sent to an agent from any process; applied_seq: the step that took it.
+-- Events sent to an agent from any process; applied_seq: the step that took it
+-- (-1: refused, `refusal` saying why).
 CREATE TABLE IF NOT EXISTS inbox (
     id bigserial PRIMARY KEY, agent text NOT NULL, event text NOT NULL,
-    sent_at timestamptz NOT NULL DEFAULT now(), applied_seq bigint
+    sent_at timestamptz NOT NULL DEFAULT now(), applied_seq bigint, refusal text
 );
 CREATE INDEX IF NOT EXISTS inbox_unapplied ON inbox (agent, id) WHERE applied_seq IS NULL;
 CREATE TABLE IF NOT EXISTS workers (
     worker text PRIMARY KEY, capacity integer NOT NULL, heartbeat timestamptz NOT NULL DEFAULT now(),
     stopping boolean NOT NULL DEFAULT false
 );
+";
+
+/// The inbox columns an inbox created by an earlier release lacks.
+const INBOX_COLUMNS: &str = "
+ALTER TABLE inbox ADD COLUMN IF NOT EXISTS refusal text;
 ";
 
 /// Creates the schema and its tables if absent, in one transaction under
@@ -104,6 +110,20 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreErro
         .map_err(read_err)?;
     if created != Some(true) {
         tx.batch_execute(TABLES).map_err(write_err)?;
+    }
+    // The inbox's columns added since its first release: looked up first,
+    // as `ALTER TABLE` would lock the table against every write in flight.
+    let added: i64 = tx
+        .query_one(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
+             AND table_name = 'inbox' AND column_name IN ('refusal')",
+            &[],
+        )
+        .map_err(read_err)?
+        .try_get(0)
+        .map_err(read_err)?;
+    if added < 1 {
+        tx.batch_execute(INBOX_COLUMNS).map_err(write_err)?;
     }
     tx.commit().map_err(write_err)
 }
