@@ -3,17 +3,56 @@
 //! commits after the agent's terminal step is refused with
 //! `FleetError::Finished`, even while the worker has not yet got round to
 //! the agent's end; events still waiting when the agent finished are
-//! refused, visibly, not left unapplied for ever; an inbox an earlier
-//! release created gains the column a refusal is kept in.
+//! refused, visibly, not left unapplied for ever; an event the machine
+//! panics on is refused after the configured attempts, and the events
+//! sent after it are applied, in order; an inbox an earlier release created
+//! gains the columns a refusal is kept in.
 
 mod fleet_support;
 
 use std::time::Duration;
 
-use agent_fsm::fleet::{FleetError, Refusal, Worker};
+use agent_fsm::fleet::{FleetConfig, FleetError, Refusal, Worker};
+use agent_fsm::runtime::ExecutorConfig;
 use fleet_support::{Db, Event, Job, Proc, taken, until, within};
 
 const LEASE: Duration = Duration::from_millis(900);
+
+#[allow(unreachable_pub)]
+#[agent_fsm::state_machine(fallback = Nothing, serde, name = Picky)]
+mod picky {
+    #[context]
+    pub type Context = Vec<u32>;
+
+    #[states]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum State {
+        #[initial]
+        Idle,
+        #[terminal]
+        Done,
+    }
+
+    #[events]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Event {
+        /// Written down; 13 makes the machine panic.
+        Add(u32),
+        Finish,
+    }
+
+    #[actions]
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub enum Action {
+        #[default]
+        Nothing,
+    }
+
+    transitions! {
+        Idle + Add(n) => { assert!(n != 13, "the machine cannot take 13"); ctx.push(n); } Idle / Nothing,
+        Idle + Finish => Done / Nothing,
+    }
+}
 
 /// A send that commits after the agent's terminal step was written is
 /// refused, though the worker's loop has not yet marked the agent done: it
@@ -93,15 +132,68 @@ async fn events_waiting_behind_the_terminal_event_are_refused_as_finished() {
     db.drop_schema().await;
 }
 
-/// A schema an earlier release created, whose inbox lacks the column a
-/// refusal is kept in, gains it at the next connect: its agents' events
+/// An inbox event the machine panics on stops the agent each time it is
+/// taken; after the configured attempts it is refused, with the panic's
+/// message, and the agent goes on with the events sent after it, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_the_machine_panics_on_is_refused_after_the_configured_attempts() {
+    let Some(db) = Db::new("poison_event") else { return };
+    // Short leases: each failure costs the agent one before it is retried.
+    let lease = Duration::from_millis(300);
+    let config = FleetConfig::new(db.url.clone()).schema(db.schema.clone()).lease(lease).event_attempts(2);
+    let fleet = within(agent_fsm::fleet::Fleet::connect(config)).await.expect("connects");
+    within(fleet.create("picky", &picky::Picky::new(Vec::new()))).await.expect("created");
+    for n in [1, 13, 2, 3] {
+        within(fleet.send("picky", &picky::Event::Add(n))).await.expect("sent");
+    }
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = Worker::new(&fleet, "a").poll(Duration::from_millis(50));
+    let running = tokio::spawn(worker.run(|_: &str| ((), ExecutorConfig::<picky::Picky>::new()), async {
+        let _ = stopped.await;
+    }));
+    let applied = || async {
+        let store = fleet.store().clone();
+        tokio::task::spawn_blocking(move || agent_fsm::store::restore::<picky::Picky, _>(&store, "picky"))
+            .await
+            .expect("joins")
+            .expect("restores")
+            .machine
+            .context()
+            .clone()
+    };
+    until("the events after the panicking one are applied", || async { applied().await.len() == 3 }).await;
+    assert_eq!(applied().await, [1, 2, 3]);
+    let status = within(fleet.status("picky")).await.expect("reads");
+    assert_eq!((status.unapplied, status.refused, status.steps), (0, 1, 3), "{status:?}");
+    let refused = within(fleet.refused("picky")).await.expect("reads");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let event: picky::Event = serde_json::from_str(&refused[0].event).expect("decodes");
+    assert_eq!(event, picky::Event::Add(13));
+    let Refusal::Panicked { attempts, message } = &refused[0].reason else { panic!("{refused:?}") };
+    assert_eq!(*attempts, 2);
+    assert!(message.contains("the machine cannot take 13"), "{message}");
+
+    // The agent goes on: it takes what is sent next and finishes.
+    within(fleet.send("picky", &picky::Event::Finish)).await.expect("sent");
+    until("the agent is done", || async { within(fleet.status("picky")).await.expect("reads").done }).await;
+    let _ = stop.send(());
+    let report = within(running).await.expect("joins").expect("runs");
+    assert_eq!((report.failed, report.finished), (2, 1), "{report:?}");
+    db.drop_schema().await;
+}
+
+/// A schema an earlier release created, whose inbox lacks the columns a
+/// refusal is kept in, gains them at the next connect: its agents' events
 /// are refused and listed as on a new one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_inbox_an_earlier_release_created_gains_the_refusal_column() {
+async fn an_inbox_an_earlier_release_created_gains_the_refusal_columns() {
     let Some(db) = Db::new("inbox_columns") else { return };
     drop(db.fleet(LEASE).await);
     let client = db.client().await;
-    client.batch_execute("ALTER TABLE inbox DROP COLUMN refusal").await.expect("drops the column");
+    client
+        .batch_execute("ALTER TABLE inbox DROP COLUMN failures, DROP COLUMN failure, DROP COLUMN refusal")
+        .await
+        .expect("drops the columns");
     let fleet = db.fleet(LEASE).await;
     within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
     within(fleet.send("job", &Event::Finish)).await.expect("sent");

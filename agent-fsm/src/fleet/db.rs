@@ -256,9 +256,19 @@ SELECT agent, max(id) FROM inbox WHERE applied_seq IS NULL AND agent = ANY($1::t
 pub(crate) const REFUSE: &str =
     "UPDATE inbox SET applied_seq = -1, refusal = 'undecodable' WHERE id = $1 AND applied_seq IS NULL";
 
+/// Counts a panic of the machine on unapplied inbox row $1, with message
+/// $2; the row is refused once it has made the machine panic $3 times.
+/// Returns the count and whether the row is refused now.
+pub(crate) const FAILED: &str = "
+UPDATE inbox SET failures = failures + 1, failure = $2,
+       applied_seq = CASE WHEN failures + 1 >= $3 THEN -1 END,
+       refusal = CASE WHEN failures + 1 >= $3 THEN 'panicked' END
+WHERE id = $1 AND applied_seq IS NULL
+RETURNING failures, applied_seq IS NOT NULL";
+
 /// Agent $1's refused inbox rows, in id order.
 pub(crate) const REFUSED: &str = "
-SELECT id, event, refusal FROM inbox WHERE agent = $1 AND applied_seq = -1 ORDER BY id";
+SELECT id, event, refusal, failures, failure FROM inbox WHERE agent = $1 AND applied_seq = -1 ORDER BY id";
 
 /// Rewrites unapplied inbox row $1's event as text $2: the event as the
 /// machine serializes it.

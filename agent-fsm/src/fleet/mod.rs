@@ -101,7 +101,11 @@
 //!   commits after it fails with [`FleetError::Finished`]. An agent that
 //!   fails (a write the fence refused, a store error, a panic) is dropped
 //!   and its lease left to expire, so that it is tried again, elsewhere or
-//!   here, a lease later.
+//!   here, a lease later. A failure of the machine (a panic, or a row that
+//!   left it poisoned) on an inbox event is counted against that event's
+//!   row: after [`FleetConfig::event_attempts`] of them the event is
+//!   refused ([`Refusal::Panicked`]), and the agent, resumed from its
+//!   checkpoint, goes on with the events sent after it.
 //! - When the shutdown future completes, it stops its agents (a stop is a
 //!   pause: see [`Durable`](crate::store::Durable); a configured shutdown
 //!   event is delivered, its action performed and not written), hands their
@@ -128,8 +132,8 @@
 //!   unapplied and are delivered again by the next owner. A row no step
 //!   will apply is refused instead, and counted in
 //!   [`AgentStatus::refused`]; [`Fleet::refused`] lists them with the
-//!   reason ([`Refusal`]): an event that does not decode, or one still
-//!   waiting when the agent finished.
+//!   reason ([`Refusal`]): an event that does not decode, one still
+//!   waiting when the agent finished, one the machine failed on every time.
 //!
 //! # What is not guaranteed
 //!
@@ -212,6 +216,12 @@ pub struct FleetConfig {
     /// a process stopped mid-write or mid-send releases the locks it held
     /// (on an agent's rows, on its inbox) after this, not when it dies.
     pub idle_in_transaction_timeout: Duration,
+    /// How many times an inbox event may make the machine panic (or leave
+    /// it poisoned) before it is refused ([`Refusal::Panicked`]), 3 by
+    /// default. Each failure stops the agent, which is resumed from its
+    /// checkpoint a lease later and sent the event again; once refused, it
+    /// is skipped, and the events sent after it are applied in order.
+    pub event_attempts: u32,
 }
 
 impl FleetConfig {
@@ -225,6 +235,7 @@ impl FleetConfig {
             pool_size: 4,
             lease: Duration::from_secs(10),
             idle_in_transaction_timeout: IDLE_IN_TRANSACTION_TIMEOUT,
+            event_attempts: 3,
         }
     }
 
@@ -247,6 +258,14 @@ impl FleetConfig {
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease.max(Duration::from_millis(30));
+        self
+    }
+
+    /// This configuration with an inbox event refused once it made the
+    /// machine fail `attempts` times (at least one).
+    #[must_use]
+    pub fn event_attempts(mut self, attempts: u32) -> Self {
+        self.event_attempts = attempts.max(1);
         self
     }
 

@@ -1,5 +1,7 @@
 //! Inbox rows no step will apply, and why: an event that does not decode
-//! as the machine's, or one still in the inbox when the agent finished.
+//! as the machine's, one still in the inbox when the agent finished, or
+//! one the machine panicked on as many times as the fleet allows
+//! ([`FleetConfig::event_attempts`](super::FleetConfig::event_attempts)).
 
 use super::{Fleet, FleetError, closed, db};
 
@@ -11,6 +13,14 @@ pub enum Refusal {
     Undecodable,
     /// The agent reached its terminal state before taking it.
     Finished,
+    /// The machine panicked (or was left poisoned) handling it, on each of
+    /// its `attempts`; the agent went on from its checkpoint without it.
+    Panicked {
+        /// How many times the machine failed on it.
+        attempts: u32,
+        /// The last failure's message.
+        message: String,
+    },
 }
 
 /// An event sent to an agent that no step will apply.
@@ -39,8 +49,14 @@ impl Fleet {
             .map(|row| {
                 let id: i64 = row.try_get(0).map_err(FleetError::db)?;
                 let refusal: Option<String> = row.try_get(2).map_err(FleetError::db)?;
+                let attempts: i32 = row.try_get(3).map_err(FleetError::db)?;
+                let message: Option<String> = row.try_get(4).map_err(FleetError::db)?;
                 let reason = match refusal.as_deref() {
                     Some("finished") => Refusal::Finished,
+                    Some("panicked") => Refusal::Panicked {
+                        attempts: u32::try_from(attempts).unwrap_or(0),
+                        message: message.unwrap_or_default(),
+                    },
                     // Rows refused by an earlier release carry no reason:
                     // it refused only those that did not decode.
                     _ => Refusal::Undecodable,

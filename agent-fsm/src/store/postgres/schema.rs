@@ -44,10 +44,12 @@ CREATE TABLE IF NOT EXISTS leases (
 );
 CREATE INDEX IF NOT EXISTS leases_open ON leases (expires_at) WHERE NOT done;
 -- Events sent to an agent from any process; applied_seq: the step that took it
--- (-1: refused, `refusal` saying why).
+-- (-1: refused, `refusal` saying why); failures: how many times the machine
+-- panicked on it, `failure` the last panic's message.
 CREATE TABLE IF NOT EXISTS inbox (
     id bigserial PRIMARY KEY, agent text NOT NULL, event text NOT NULL,
-    sent_at timestamptz NOT NULL DEFAULT now(), applied_seq bigint, refusal text
+    sent_at timestamptz NOT NULL DEFAULT now(), applied_seq bigint,
+    failures integer NOT NULL DEFAULT 0, failure text, refusal text
 );
 CREATE INDEX IF NOT EXISTS inbox_unapplied ON inbox (agent, id) WHERE applied_seq IS NULL;
 CREATE TABLE IF NOT EXISTS workers (
@@ -58,7 +60,8 @@ CREATE TABLE IF NOT EXISTS workers (
 
 /// The inbox columns an inbox created by an earlier release lacks.
 const INBOX_COLUMNS: &str = "
-ALTER TABLE inbox ADD COLUMN IF NOT EXISTS refusal text;
+ALTER TABLE inbox ADD COLUMN IF NOT EXISTS failures integer NOT NULL DEFAULT 0,
+                  ADD COLUMN IF NOT EXISTS failure text, ADD COLUMN IF NOT EXISTS refusal text;
 ";
 
 /// Creates the schema and its tables if absent, in one transaction under
@@ -116,13 +119,13 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreErro
     let added: i64 = tx
         .query_one(
             "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
-             AND table_name = 'inbox' AND column_name IN ('refusal')",
+             AND table_name = 'inbox' AND column_name IN ('failures', 'failure', 'refusal')",
             &[],
         )
         .map_err(read_err)?
         .try_get(0)
         .map_err(read_err)?;
-    if added < 1 {
+    if added < 3 {
         tx.batch_execute(INBOX_COLUMNS).map_err(write_err)?;
     }
     tx.commit().map_err(write_err)
