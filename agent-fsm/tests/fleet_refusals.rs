@@ -183,7 +183,7 @@ async fn an_event_the_machine_panics_on_is_refused_after_the_configured_attempts
 }
 
 /// A schema an earlier release created, whose inbox lacks the columns a
-/// refusal is kept in, gains them at the next connect: its agents' events
+/// refusal is kept in and their index, gains them at the next connect: its agents' events
 /// are refused and listed as on a new one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_inbox_an_earlier_release_created_gains_the_refusal_columns() {
@@ -191,10 +191,15 @@ async fn an_inbox_an_earlier_release_created_gains_the_refusal_columns() {
     drop(db.fleet(LEASE).await);
     let client = db.client().await;
     client
-        .batch_execute("ALTER TABLE inbox DROP COLUMN failures, DROP COLUMN failure, DROP COLUMN refusal")
+        .batch_execute(
+            "DROP INDEX inbox_refused;
+             ALTER TABLE inbox DROP COLUMN failures, DROP COLUMN failure, DROP COLUMN refusal",
+        )
         .await
         .expect("drops the columns");
     let fleet = db.fleet(LEASE).await;
+    let index = client.query_one("SELECT to_regclass('inbox_refused') IS NOT NULL", &[]).await.expect("reads");
+    assert!(index.get::<_, bool>(0), "the refused rows' index is created");
     within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
     within(fleet.send("job", &Event::Finish)).await.expect("sent");
     within(fleet.send("job", &Event::Add(1))).await.expect("sent");
