@@ -36,7 +36,7 @@ mod picky {
     #[events]
     #[derive(Debug, Clone, PartialEq)]
     pub enum Event {
-        /// Written down; 13 makes the machine panic.
+        /// Written down; 13 and 14 make the machine panic.
         Add(u32),
         Finish,
     }
@@ -49,7 +49,12 @@ mod picky {
     }
 
     transitions! {
-        Idle + Add(n) => { assert!(n != 13, "the machine cannot take 13"); ctx.push(n); } Idle / Nothing,
+        Idle + Add(n) => {
+            assert!(n != 13, "the machine cannot take 13");
+            // A message quoting what it was given, NUL byte and all.
+            assert!(n != 14, "the machine cannot take \0{n}");
+            ctx.push(n);
+        } Idle / Nothing,
         Idle + Finish => Done / Nothing,
     }
 }
@@ -143,7 +148,7 @@ async fn an_event_the_machine_panics_on_is_refused_after_the_configured_attempts
     let config = FleetConfig::new(db.url.clone()).schema(db.schema.clone()).lease(lease).event_attempts(2);
     let fleet = within(agent_fsm::fleet::Fleet::connect(config)).await.expect("connects");
     within(fleet.create("picky", &picky::Picky::new(Vec::new()))).await.expect("created");
-    for n in [1, 13, 2, 3] {
+    for n in [1, 13, 2, 14, 3] {
         within(fleet.send("picky", &picky::Event::Add(n))).await.expect("sent");
     }
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -164,21 +169,23 @@ async fn an_event_the_machine_panics_on_is_refused_after_the_configured_attempts
     until("the events after the panicking one are applied", || async { applied().await.len() == 3 }).await;
     assert_eq!(applied().await, [1, 2, 3]);
     let status = within(fleet.status("picky")).await.expect("reads");
-    assert_eq!((status.unapplied, status.refused, status.steps), (0, 1, 3), "{status:?}");
+    assert_eq!((status.unapplied, status.refused, status.steps), (0, 2, 3), "{status:?}");
     let refused = within(fleet.refused("picky")).await.expect("reads");
-    assert_eq!(refused.len(), 1, "{refused:?}");
-    let event: picky::Event = serde_json::from_str(&refused[0].event).expect("decodes");
-    assert_eq!(event, picky::Event::Add(13));
-    let Refusal::Panicked { attempts, message } = &refused[0].reason else { panic!("{refused:?}") };
-    assert_eq!(*attempts, 2);
-    assert!(message.contains("the machine cannot take 13"), "{message}");
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    for (refused, (n, said)) in refused.iter().zip([(13, "the machine cannot take 13"), (14, "take \u{fffd}14")]) {
+        let event: picky::Event = serde_json::from_str(&refused.event).expect("decodes");
+        assert_eq!(event, picky::Event::Add(n));
+        let Refusal::Panicked { attempts, message } = &refused.reason else { panic!("{refused:?}") };
+        assert_eq!(*attempts, 2);
+        assert!(message.contains(said), "{message}");
+    }
 
     // The agent goes on: it takes what is sent next and finishes.
     within(fleet.send("picky", &picky::Event::Finish)).await.expect("sent");
     until("the agent is done", || async { within(fleet.status("picky")).await.expect("reads").done }).await;
     let _ = stop.send(());
     let report = within(running).await.expect("joins").expect("runs");
-    assert_eq!((report.failed, report.finished), (2, 1), "{report:?}");
+    assert_eq!((report.failed, report.finished), (4, 1), "{report:?}");
     db.drop_schema().await;
 }
 

@@ -277,6 +277,7 @@ where
     };
     let Some(id) = rows.iter().find_map(of_kind) else { return };
     let limit = i32::try_from(blame.attempts).unwrap_or(i32::MAX);
+    let message = storable(message);
     match client.query_opt(db::FAILED, &[&id, &message, &limit]).await {
         Ok(Some(row)) => {
             let failures: i32 = row.try_get(0).unwrap_or(0);
@@ -294,6 +295,17 @@ where
         Ok(None) => {}
         Err(error) => tracing::warn!(inbox = id, %error, "cannot count a failure against an inbox row"),
     }
+}
+
+/// The longest panic message kept with an inbox row, in bytes.
+const MAX_MESSAGE: usize = 4096;
+
+/// `message` as a text column takes it: Postgres refuses a NUL byte (a
+/// panic message may quote whatever the machine was given), which would
+/// fail the count and leave the event to fail the agent for ever; and a
+/// message of megabytes is cut to its start.
+fn storable(message: &str) -> String {
+    message[..message.floor_char_boundary(MAX_MESSAGE)].replace('\0', "\u{fffd}")
 }
 
 /// Whether the agent stopped because the fence refused its write.
