@@ -220,7 +220,11 @@ pub struct FleetConfig {
     /// it poisoned) before it is refused ([`Refusal::Panicked`]), 3 by
     /// default. Each failure stops the agent, which is resumed from its
     /// checkpoint a lease later and sent the event again; once refused, it
-    /// is skipped, and the events sent after it are applied in order.
+    /// is skipped, and the events sent after it are applied in order. A
+    /// failure is counted against the oldest unapplied row of the failing
+    /// event's kind that the agent was sent: a machine that fails on an
+    /// event of its own work (a task's result) while an inbox event of the
+    /// same kind waits counts it against that row.
     pub event_attempts: u32,
 }
 

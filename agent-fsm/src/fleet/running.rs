@@ -247,9 +247,10 @@ async fn watch<M, O>(
 /// the machine was taking: rows are taken in order, an event taken out of
 /// turn being the oldest of its kind), refusing it at the limit. The rows
 /// looked at are those sent to the agent and not taken: as many as its
-/// mailbox held. A failure
-/// on an event of the agent's own work (a task's result) finds no such
-/// row unless one of the same kind waits behind it.
+/// mailbox held. The failure names the event's kind, not where it came
+/// from: one on an event of the agent's own work (a task's result) finds
+/// no row, unless one of the same kind waits in the mailbox, which is
+/// counted.
 async fn count_failure<M>(blame: &Blame, agent: &str, event: EventKindOf<M>, message: &str)
 where
     M: StateMachine,
