@@ -6,7 +6,8 @@
 //! refused, visibly, not left unapplied for ever; an event the machine
 //! panics on is refused after the configured attempts, and the events
 //! sent after it are applied, in order; an inbox an earlier release created
-//! gains the columns a refusal is kept in.
+//! gains the columns a refusal is kept in; an event whose own `Clone`
+//! panics is refused as one the machine panics on.
 
 mod fleet_support;
 
@@ -56,6 +57,46 @@ mod picky {
             ctx.push(n);
         } Idle / Nothing,
         Idle + Finish => Done / Nothing,
+    }
+}
+
+#[allow(unreachable_pub)]
+#[agent_fsm::state_machine(fallback = Nothing, serde, name = Brittle)]
+mod brittle {
+    #[context]
+    pub type Context = Vec<u32>;
+
+    #[states]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum State {
+        #[initial]
+        Idle,
+    }
+
+    #[events]
+    #[derive(Debug, PartialEq)]
+    pub enum Event {
+        /// Written down; the `Clone` of `Note(7)` panics.
+        Note(u32),
+    }
+
+    impl Clone for Event {
+        fn clone(&self) -> Self {
+            let Self::Note(n) = self;
+            assert!(*n != 7, "seven does not clone");
+            Self::Note(*n)
+        }
+    }
+
+    #[actions]
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub enum Action {
+        #[default]
+        Nothing,
+    }
+
+    transitions! {
+        Idle + Note(n) => { ctx.push(n); } Idle / Nothing,
     }
 }
 
@@ -215,5 +256,38 @@ async fn an_inbox_an_earlier_release_created_gains_the_refusal_columns() {
     let refused = within(fleet.refused("job")).await.expect("reads");
     assert_eq!(refused.iter().map(|r| &r.reason).collect::<Vec<_>>(), [&Refusal::Finished]);
     a.stop().await;
+    db.drop_schema().await;
+}
+
+/// An inbox event whose own `Clone` panics, on a worker recording its
+/// agents' events, is refused after the configured attempts as one the
+/// machine panics on, and the events after it are applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_whose_clone_panics_is_refused_after_the_configured_attempts() {
+    let Some(db) = Db::new("poison_clone") else { return };
+    let config = FleetConfig::new(db.url.clone()).schema(db.schema.clone()).lease(Duration::from_millis(300));
+    let fleet = within(agent_fsm::fleet::Fleet::connect(config.event_attempts(1))).await.expect("connects");
+    within(fleet.create("brittle", &brittle::Brittle::new(Vec::new()))).await.expect("created");
+    for n in [1, 7, 2] {
+        within(fleet.send("brittle", &brittle::Event::Note(n))).await.expect("sent");
+    }
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = Worker::new(&fleet, "a").poll(Duration::from_millis(50));
+    let running =
+        tokio::spawn(worker.run(|_: &str| ((), ExecutorConfig::<brittle::Brittle>::new().record_events()), async {
+            let _ = stopped.await;
+        }));
+    until("the event after the refused one is applied", || async {
+        within(fleet.status("brittle")).await.expect("reads").steps == 2
+    })
+    .await;
+    let status = within(fleet.status("brittle")).await.expect("reads");
+    assert_eq!((status.unapplied, status.refused), (0, 1), "{status:?}");
+    let refused = within(fleet.refused("brittle")).await.expect("reads");
+    let Refusal::Panicked { attempts: 1, message } = &refused[0].reason else { panic!("{refused:?}") };
+    assert!(message.contains("seven does not clone"), "{message}");
+    let _ = stop.send(());
+    let report = within(running).await.expect("joins").expect("runs");
+    assert_eq!(report.failed, 1, "{report:?}");
     db.drop_schema().await;
 }

@@ -203,7 +203,7 @@ struct Blame {
 }
 
 /// Waits for the agent to end and reports how. A machine that panicked (or
-/// was left poisoned) on an inbox event has that failure counted against
+/// was left poisoned, or the event's `Clone` panicked) on an inbox event has that failure counted against
 /// the event's row first, before the agent can be claimed again: an event
 /// that fails it every time is refused after the configured attempts,
 /// rather than stop the agent on every lease, for ever.
@@ -225,7 +225,8 @@ async fn watch<M, O>(
         Err(error) => {
             if let RequestError::Failed(failure) = &error {
                 let failed = match &**failure {
-                    WorkerError::MachinePanicked { event, message } => Some((*event, message.clone())),
+                    WorkerError::MachinePanicked { event, message }
+                    | WorkerError::EventClonePanicked { event, message } => Some((*event, message.clone())),
                     WorkerError::MachinePoisoned { event } => Some((*event, failure.to_string())),
                     _ => None,
                 };
