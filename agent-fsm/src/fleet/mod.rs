@@ -218,8 +218,8 @@ pub struct FleetConfig {
     pub idle_in_transaction_timeout: Duration,
     /// How many times an inbox event may make the machine panic (or leave
     /// it poisoned, or panic in the event's own `Clone`, which a worker
-    /// recording its events calls) before it is refused ([`Refusal::Panicked`]), 3 by
-    /// default. Each failure stops the agent, which is resumed from its
+    /// recording its events calls) before it is refused
+    /// ([`Refusal::Panicked`]), 3 by default. Each failure stops the agent, which is resumed from its
     /// checkpoint a lease later and sent the event again; once refused, it
     /// is skipped, and the events sent after it are applied in order. A
     /// failure is counted against the oldest unapplied row of the failing
