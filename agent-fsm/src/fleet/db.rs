@@ -137,13 +137,16 @@ impl Target {
     }
 }
 
-/// An agent as the leases say.
+/// An agent as the leases say. A lease done is held by nobody, though
+/// the worker that ran the agent's terminal step keeps its name until its
+/// loop releases it (or for good, if it died first).
 pub(crate) const STATUS: &str = "
-SELECT a.next_seq, l.done, l.worker, l.epoch,
+SELECT a.next_seq, l.done, CASE WHEN l.done THEN NULL ELSE l.worker END, l.epoch,
        COALESCE((SELECT e.state FROM events e WHERE e.agent = a.agent ORDER BY e.seq DESC LIMIT 1),
                 (SELECT s.state FROM snapshots s WHERE s.agent = a.agent AND s.seq = 0), ''),
        (SELECT count(*) FROM inbox i WHERE i.agent = a.agent AND i.applied_seq IS NULL),
-       l.assigned
+       l.assigned,
+       (SELECT count(*) FROM inbox i WHERE i.agent = a.agent AND i.applied_seq = -1)
 FROM agents a LEFT JOIN leases l ON l.agent = a.agent
 WHERE a.agent = $1";
 
@@ -215,11 +218,14 @@ FROM picked WHERE l.agent = picked.agent
 RETURNING l.agent, l.epoch";
 
 /// Renews worker $1's leases on agents $2 at epochs $3 for $4 ms; returns
-/// those it still holds.
+/// those it still holds. A lease the agent's terminal step marked done is
+/// still held (not renewed) until the worker's loop releases it: it is not
+/// lost to another worker.
 pub(crate) const RENEW: &str = "
-UPDATE leases l SET expires_at = now() + $4::bigint * interval '1 millisecond'
+UPDATE leases l
+SET expires_at = CASE WHEN l.done THEN NULL ELSE now() + $4::bigint * interval '1 millisecond' END
 FROM unnest($2::text[], $3::bigint[]) AS mine (agent, epoch)
-WHERE l.agent = mine.agent AND l.epoch = mine.epoch AND l.worker = $1 AND NOT l.done
+WHERE l.agent = mine.agent AND l.epoch = mine.epoch AND l.worker = $1
 RETURNING l.agent";
 
 /// Marks agent $1 done, if worker $2 holds it at epoch $3.
@@ -247,7 +253,22 @@ SELECT agent, max(id) FROM inbox WHERE applied_seq IS NULL AND agent = ANY($1::t
 
 /// Marks inbox row $1 as refused: its event does not decode as the
 /// machine's, so no step will ever apply it (`applied_seq` -1).
-pub(crate) const REFUSE: &str = "UPDATE inbox SET applied_seq = -1 WHERE id = $1 AND applied_seq IS NULL";
+pub(crate) const REFUSE: &str =
+    "UPDATE inbox SET applied_seq = -1, refusal = 'undecodable' WHERE id = $1 AND applied_seq IS NULL";
+
+/// Counts a panic of the machine on unapplied inbox row $1, with message
+/// $2; the row is refused once it has made the machine panic $3 times.
+/// Returns the count and whether the row is refused now.
+pub(crate) const FAILED: &str = "
+UPDATE inbox SET failures = failures + 1, failure = $2,
+       applied_seq = CASE WHEN failures + 1 >= $3 THEN -1 END,
+       refusal = CASE WHEN failures + 1 >= $3 THEN 'panicked' END
+WHERE id = $1 AND applied_seq IS NULL
+RETURNING failures, applied_seq IS NOT NULL";
+
+/// Agent $1's refused inbox rows, in id order.
+pub(crate) const REFUSED: &str = "
+SELECT id, event, refusal, failures, failure FROM inbox WHERE agent = $1 AND applied_seq = -1 ORDER BY id";
 
 /// Rewrites unapplied inbox row $1's event as text $2: the event as the
 /// machine serializes it.

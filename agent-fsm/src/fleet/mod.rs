@@ -95,10 +95,17 @@
 //!   holding its agent's rows, such as a sender stopped mid-send) at most
 //!   lease/3, then fails: that agent stops, and the worker's loop, which
 //!   may share its thread, is not held up for longer.
-//! - An agent that reaches its terminal state is marked done. An agent that
+//! - An agent that reaches its terminal state is marked done by the
+//!   transaction that writes that step, which also refuses
+//!   ([`Refusal::Finished`]) the events still in its inbox: a send that
+//!   commits after it fails with [`FleetError::Finished`]. An agent that
 //!   fails (a write the fence refused, a store error, a panic) is dropped
 //!   and its lease left to expire, so that it is tried again, elsewhere or
-//!   here, a lease later.
+//!   here, a lease later. A failure of the machine (a panic, or a row that
+//!   left it poisoned) on an inbox event is counted against that event's
+//!   row: after [`FleetConfig::event_attempts`] of them the event is
+//!   refused ([`Refusal::Panicked`]), and the agent, resumed from its
+//!   checkpoint, goes on with the events sent after it.
 //! - When the shutdown future completes, it stops its agents (a stop is a
 //!   pause: see [`Durable`](crate::store::Durable); a configured shutdown
 //!   event is delivered, its action performed and not written), hands their
@@ -122,7 +129,11 @@
 //!   order sent. The owning worker delivers unapplied rows in id order, and
 //!   the step that takes one marks it applied in the same transaction; rows
 //!   delivered but not yet taken when the agent stopped or moved stay
-//!   unapplied and are delivered again by the next owner.
+//!   unapplied and are delivered again by the next owner. A row no step
+//!   will apply is refused instead, and counted in
+//!   [`AgentStatus::refused`]; [`Fleet::refused`] lists them with the
+//!   reason ([`Refusal`]): an event that does not decode, one still
+//!   waiting when the agent finished, one the machine failed on every time.
 //!
 //! # What is not guaranteed
 //!
@@ -153,6 +164,7 @@
 mod db;
 mod error;
 mod keeper;
+mod refused;
 mod running;
 mod worker;
 
@@ -168,6 +180,7 @@ use crate::store::postgres::IDLE_IN_TRANSACTION_TIMEOUT;
 use crate::store::{CheckpointStore, PgConfig, PgStore, StoreError};
 
 pub use error::FleetError;
+pub use refused::{Refusal, Refused};
 pub use worker::{Worker, WorkerReport};
 
 /// Where a fleet's agents are kept, and how long its leases last.
@@ -203,6 +216,17 @@ pub struct FleetConfig {
     /// a process stopped mid-write or mid-send releases the locks it held
     /// (on an agent's rows, on its inbox) after this, not when it dies.
     pub idle_in_transaction_timeout: Duration,
+    /// How many times an inbox event may make the machine panic (or leave
+    /// it poisoned, or panic in the event's own `Clone`, which a worker
+    /// recording its events calls) before it is refused
+    /// ([`Refusal::Panicked`]), 3 by default. Each failure stops the agent, which is resumed from its
+    /// checkpoint a lease later and sent the event again; once refused, it
+    /// is skipped, and the events sent after it are applied in order. A
+    /// failure is counted against the oldest unapplied row of the failing
+    /// event's kind that the agent was sent: a machine that fails on an
+    /// event of its own work (a task's result) while an inbox event of the
+    /// same kind waits counts it against that row.
+    pub event_attempts: u32,
 }
 
 impl FleetConfig {
@@ -216,6 +240,7 @@ impl FleetConfig {
             pool_size: 4,
             lease: Duration::from_secs(10),
             idle_in_transaction_timeout: IDLE_IN_TRANSACTION_TIMEOUT,
+            event_attempts: 3,
         }
     }
 
@@ -238,6 +263,14 @@ impl FleetConfig {
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease.max(Duration::from_millis(30));
+        self
+    }
+
+    /// This configuration with an inbox event refused once it made the
+    /// machine fail `attempts` times (at least one).
+    #[must_use]
+    pub fn event_attempts(mut self, attempts: u32) -> Self {
+        self.event_attempts = attempts.max(1);
         self
     }
 
@@ -268,6 +301,9 @@ pub struct AgentStatus {
     pub epoch: u64,
     /// Events sent to it and not yet applied.
     pub unapplied: u64,
+    /// Events sent to it that no step will apply ([`Fleet::refused`] says
+    /// which, and why).
+    pub refused: u64,
 }
 
 /// A handle on a fleet: creates agents, sends them events, reads their
@@ -391,7 +427,10 @@ impl Fleet {
     /// reads from (the event itself, or a `serde_json::Value`); the worker
     /// rewrites the row as the machine writes the event before delivering
     /// it, and refuses (marks applied by no step) a row that does not read
-    /// as one.
+    /// as one. An event sent before the step that finished the agent
+    /// committed but not taken by it is refused too ([`Refusal::Finished`]);
+    /// once that step committed, the send fails with
+    /// [`FleetError::Finished`].
     ///
     /// # Errors
     /// [`FleetError::UnknownAgent`], [`FleetError::Finished`] for an agent
@@ -454,6 +493,7 @@ impl Fleet {
         let done: Option<bool> = row.try_get(1).map_err(FleetError::db)?;
         let epoch: Option<i64> = row.try_get(3).map_err(FleetError::db)?;
         let unapplied: i64 = row.try_get(5).map_err(FleetError::db)?;
+        let refused: i64 = row.try_get(7).map_err(FleetError::db)?;
         Ok(AgentStatus {
             state: row.try_get(4).map_err(FleetError::db)?,
             steps,
@@ -462,6 +502,7 @@ impl Fleet {
             assigned: row.try_get(6).map_err(FleetError::db)?,
             epoch: db::unsigned(epoch.unwrap_or(0)),
             unapplied: db::unsigned(unapplied),
+            refused: db::unsigned(refused),
         })
     }
 
@@ -501,6 +542,13 @@ pub(crate) async fn blocking<R: Send + 'static>(job: impl FnOnce() -> R + Send +
 
 /// What `CheckpointStore` a worker's agents write through: fenced, and
 /// each call that returns a sign of life for the worker's lease keeper.
-pub(crate) fn fenced(fleet: &Fleet, worker: &str, epoch: u64, pulse: keeper::Pulse) -> Arc<dyn CheckpointStore> {
-    Arc::new(keeper::Stamped { store: Arc::new(fleet.inner.store.fenced(worker, epoch)), pulse })
+/// Its step that reaches one of `M`'s terminal states marks the lease done.
+pub(crate) fn fenced<M: StateMachine>(
+    fleet: &Fleet,
+    worker: &str,
+    epoch: u64,
+    pulse: keeper::Pulse,
+) -> Arc<dyn CheckpointStore> {
+    let terminal = M::DESCRIPTION.states.iter().filter(|state| state.terminal).map(|state| state.name).collect();
+    Arc::new(keeper::Stamped { store: Arc::new(fleet.inner.store.fenced_terminal(worker, epoch, terminal)), pulse })
 }

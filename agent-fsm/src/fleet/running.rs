@@ -3,6 +3,7 @@
 //! and its end (terminal state, a write the fence refused, a failure)
 //! reported to the worker's loop.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
@@ -16,7 +17,12 @@ use super::keeper::Pulse;
 use super::{Fleet, FleetError, blocking, db};
 use crate::runtime::{Effects, ExecutorConfig, MachineHandle, RequestError, WorkerError};
 use crate::store::{Durability, Durable, SnapshotPolicy, StoreError};
-use crate::{Kind, StateMachine};
+use crate::{EventKindOf, Kind, Kinded, StateMachine};
+
+/// The id of the last inbox row a feeder sent to its agent: the rows at or
+/// before it that no step applied are where the watcher looks for the row
+/// the machine failed on.
+type Sent = Arc<AtomicI64>;
 
 /// The worker's control connection, replaced when it closes; the feeders
 /// read it at each query.
@@ -106,16 +112,20 @@ where
     pub(crate) async fn start(self) -> Result<Running<M, E::Output>, FleetError> {
         let Self { fleet, control, worker, agent, epoch, effects, config, durability, snapshots, ended, pulse } = self;
         let span = tracing::info_span!("fleet_agent", worker, agent = agent.as_str(), epoch);
-        let store = super::fenced(fleet, worker, epoch, pulse);
+        let store = super::fenced::<M>(fleet, worker, epoch, pulse);
         let durable = Durable::new(store, agent.clone()).durability(durability).snapshots(snapshots);
         // Reading the checkpoint blocks (the store's calls do).
         let (handle, future, last) = blocking(move || durable.resume(effects, config)).await??;
         span.in_scope(|| tracing::info!(last, "agent resumed"));
         let task = tokio::spawn(future.instrument(span.clone()));
         let wake = Arc::new(Notify::new());
-        let feeder =
-            tokio::spawn(feed(control, agent.clone(), handle.clone(), Arc::clone(&wake)).instrument(span.clone()));
-        let watcher = tokio::spawn(watch(handle.clone(), agent, epoch, ended).instrument(span));
+        let sent: Sent = Arc::default();
+        let feeder = tokio::spawn(
+            feed(control.clone(), agent.clone(), handle.clone(), Arc::clone(&wake), Arc::clone(&sent))
+                .instrument(span.clone()),
+        );
+        let blame = Blame { control, sent, attempts: fleet.config().event_attempts, lease: fleet.config().lease };
+        let watcher = tokio::spawn(watch(handle.clone(), agent, epoch, ended, blame).instrument(span));
         Ok(Running { epoch, handle, wake, task, feeder, watcher })
     }
 }
@@ -125,7 +135,7 @@ where
 /// rows past the last one sent. Nothing else sends to the handle, so the
 /// k-th step the agent takes from its mailbox is the k-th row sent, which
 /// the fenced store marks applied in that step's transaction.
-async fn feed<M, O>(control: Control, agent: String, handle: MachineHandle<M, O>, wake: Arc<Notify>)
+async fn feed<M, O>(control: Control, agent: String, handle: MachineHandle<M, O>, wake: Arc<Notify>, sent: Sent)
 where
     M: StateMachine + 'static,
     M::Event: Serialize + DeserializeOwned + Send + 'static,
@@ -157,6 +167,7 @@ where
                             {
                                 tracing::warn!(inbox = id, %error, "cannot rewrite an inbox event as the machine writes it");
                             }
+                            sent.store(id, Ordering::Release);
                             if handle.send(event).await.is_err() {
                                 // The agent stopped: its watcher reports why.
                                 return;
@@ -180,20 +191,123 @@ where
     }
 }
 
-/// Waits for the agent to end and reports how.
-async fn watch<M, O>(handle: MachineHandle<M, O>, agent: String, epoch: u64, ended: mpsc::UnboundedSender<Ended>)
-where
+/// What the watcher needs to count a failure of the machine against the
+/// inbox row it failed on.
+struct Blame {
+    control: Control,
+    sent: Sent,
+    /// [`FleetConfig::event_attempts`](super::FleetConfig::event_attempts).
+    attempts: u32,
+    /// Bounds the statement: the loop waits for the report.
+    lease: std::time::Duration,
+}
+
+/// Waits for the agent to end and reports how. A machine that panicked (or
+/// was left poisoned, or the event's `Clone` panicked) on an inbox event has that failure counted against
+/// the event's row first, before the agent can be claimed again: an event
+/// that fails it every time is refused after the configured attempts,
+/// rather than stop the agent on every lease, for ever.
+async fn watch<M, O>(
+    handle: MachineHandle<M, O>,
+    agent: String,
+    epoch: u64,
+    ended: mpsc::UnboundedSender<Ended>,
+    blame: Blame,
+) where
     M: StateMachine + 'static,
-    M::Event: Send + 'static,
+    M::Event: DeserializeOwned + Send + 'static,
     O: Clone + Send + 'static,
 {
     let end = match handle.wait_finished().await {
         Ok(kind) if M::DESCRIPTION.is_terminal(kind.name()) => End::Terminal,
         Ok(_) | Err(RequestError::Closed) => End::Stopped,
         Err(RequestError::Failed(error)) if is_fenced(&error) => End::Fenced,
-        Err(error) => End::Failed(error.to_string()),
+        Err(error) => {
+            if let RequestError::Failed(failure) = &error {
+                let failed = match &**failure {
+                    WorkerError::MachinePanicked { event, message }
+                    | WorkerError::EventClonePanicked { event, message } => Some((*event, message.clone())),
+                    WorkerError::MachinePoisoned { event } => Some((*event, failure.to_string())),
+                    _ => None,
+                };
+                if let Some((event, message)) = failed {
+                    let lease = blame.lease;
+                    if tokio::time::timeout(lease, count_failure::<M>(&blame, &agent, event, &message)).await.is_err() {
+                        tracing::warn!("cannot count the failure against its inbox row: no answer within a lease");
+                    }
+                }
+            }
+            End::Failed(error.to_string())
+        }
     };
     let _ = ended.send(Ended { agent, epoch, end });
+}
+
+/// Counts the machine's failure on an event of kind `event` against the
+/// oldest row of that kind the feeder sent that no step applied (the one
+/// the machine was taking: rows are taken in order, an event taken out of
+/// turn being the oldest of its kind), refusing it at the limit. The rows
+/// looked at are those sent to the agent and not taken: as many as its
+/// mailbox held. The failure names the event's kind, not where it came
+/// from: one on an event of the agent's own work (a task's result) finds
+/// no row, unless one of the same kind waits in the mailbox, which is
+/// counted.
+async fn count_failure<M>(blame: &Blame, agent: &str, event: EventKindOf<M>, message: &str)
+where
+    M: StateMachine,
+    M::Event: DeserializeOwned,
+{
+    let sent = blame.sent.load(Ordering::Acquire);
+    let client = blame.control.get();
+    let rows = match client
+        .query(
+            "SELECT id, event FROM inbox WHERE agent = $1 AND applied_seq IS NULL AND id <= $2 ORDER BY id",
+            &[&agent, &sent],
+        )
+        .await
+    {
+        Ok(rows) => rows,
+        Err(error) => {
+            tracing::warn!(%error, "cannot find the inbox row the machine failed on");
+            return;
+        }
+    };
+    let of_kind = |row: &tokio_postgres::Row| {
+        let text: String = row.try_get(1).ok()?;
+        let decoded = serde_json::from_str::<M::Event>(&text).ok()?;
+        (decoded.kind() == event).then(|| row.try_get::<_, i64>(0).ok()).flatten()
+    };
+    let Some(id) = rows.iter().find_map(of_kind) else { return };
+    let limit = i32::try_from(blame.attempts).unwrap_or(i32::MAX);
+    let message = storable(message);
+    match client.query_opt(db::FAILED, &[&id, &message, &limit]).await {
+        Ok(Some(row)) => {
+            let failures: i32 = row.try_get(0).unwrap_or(0);
+            if row.try_get::<_, bool>(1).unwrap_or(false) {
+                tracing::error!(
+                    agent,
+                    inbox = id,
+                    failures,
+                    "the machine failed on an inbox event every time: refused"
+                );
+            } else {
+                tracing::warn!(agent, inbox = id, failures, "the machine failed on an inbox event");
+            }
+        }
+        Ok(None) => {}
+        Err(error) => tracing::warn!(inbox = id, %error, "cannot count a failure against an inbox row"),
+    }
+}
+
+/// The longest panic message kept with an inbox row, in bytes.
+const MAX_MESSAGE: usize = 4096;
+
+/// `message` as a text column takes it: Postgres refuses a NUL byte (a
+/// panic message may quote whatever the machine was given), which would
+/// fail the count and leave the event to fail the agent for ever; and a
+/// message of megabytes is cut to its start.
+fn storable(message: &str) -> String {
+    message[..message.floor_char_boundary(MAX_MESSAGE)].replace('\0', "\u{fffd}")
 }
 
 /// Whether the agent stopped because the fence refused its write.

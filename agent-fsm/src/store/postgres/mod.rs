@@ -224,6 +224,9 @@ impl PgConfig {
 pub(crate) struct Fence {
     pub(crate) worker: String,
     pub(crate) epoch: u64,
+    /// The machine's terminal states, for a fleet's agent: the step that
+    /// reaches one marks the lease done in its own transaction.
+    pub(crate) terminal: Vec<&'static str>,
 }
 
 /// A checkpoint store on a Postgres server. Cloning it shares its
@@ -294,7 +297,21 @@ impl PgStore {
     /// module docs). Shares this store's connections.
     #[must_use]
     pub fn fenced(&self, worker: &str, epoch: u64) -> Self {
-        let fence = Fence { worker: worker.to_owned(), epoch };
+        self.fenced_until(worker, epoch, Vec::new())
+    }
+
+    /// [`fenced`](Self::fenced), for a fleet's agent whose terminal states
+    /// are `terminal`: the step that reaches one marks the agent's lease
+    /// done in the same transaction, and refuses what is still in its inbox,
+    /// so that no send is accepted for it after that step (see
+    /// [`Fleet::send`](crate::fleet::Fleet::send)).
+    #[cfg(feature = "fleet")]
+    pub(crate) fn fenced_terminal(&self, worker: &str, epoch: u64, terminal: Vec<&'static str>) -> Self {
+        self.fenced_until(worker, epoch, terminal)
+    }
+
+    fn fenced_until(&self, worker: &str, epoch: u64, terminal: Vec<&'static str>) -> Self {
+        let fence = Fence { worker: worker.to_owned(), epoch, terminal };
         Self { pool: Arc::clone(&self.pool), config: Arc::clone(&self.config), fence: Some(Arc::new(fence)) }
     }
 

@@ -43,16 +43,27 @@ CREATE TABLE IF NOT EXISTS leases (
     expires_at timestamptz, assigned text, done boolean NOT NULL DEFAULT false
 );
 CREATE INDEX IF NOT EXISTS leases_open ON leases (expires_at) WHERE NOT done;
--- Events sent to an agent from any process; applied_seq: the step that took it.
+-- Events sent to an agent from any process; applied_seq: the step that took it
+-- (-1: refused, `refusal` saying why); failures: how many times the machine
+-- panicked on it, `failure` the last panic's message.
 CREATE TABLE IF NOT EXISTS inbox (
     id bigserial PRIMARY KEY, agent text NOT NULL, event text NOT NULL,
-    sent_at timestamptz NOT NULL DEFAULT now(), applied_seq bigint
+    sent_at timestamptz NOT NULL DEFAULT now(), applied_seq bigint,
+    failures integer NOT NULL DEFAULT 0, failure text, refusal text
 );
 CREATE INDEX IF NOT EXISTS inbox_unapplied ON inbox (agent, id) WHERE applied_seq IS NULL;
+-- An agent's refused rows, counted by its status, without a scan of the inbox.
+CREATE INDEX IF NOT EXISTS inbox_refused ON inbox (agent, id) WHERE applied_seq = -1;
 CREATE TABLE IF NOT EXISTS workers (
     worker text PRIMARY KEY, capacity integer NOT NULL, heartbeat timestamptz NOT NULL DEFAULT now(),
     stopping boolean NOT NULL DEFAULT false
 );
+";
+
+/// The inbox columns an inbox created by an earlier release lacks.
+const INBOX_COLUMNS: &str = "
+ALTER TABLE inbox ADD COLUMN IF NOT EXISTS failures integer NOT NULL DEFAULT 0,
+                  ADD COLUMN IF NOT EXISTS failure text, ADD COLUMN IF NOT EXISTS refusal text;
 ";
 
 /// Creates the schema and its tables if absent, in one transaction under
@@ -96,7 +107,7 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreErro
     // as it lives) with every other write of the table queued behind it.
     // The tables and indexes are created in one transaction, so with the
     // indexes there everything is, and the statements are skipped.
-    let indexes = ["effects_in_flight", "leases_open", "inbox_unapplied"];
+    let indexes = ["effects_in_flight", "leases_open", "inbox_unapplied", "inbox_refused"];
     let created: Option<bool> = tx
         .query_one("SELECT bool_and(to_regclass(name) IS NOT NULL) FROM unnest($1::text[]) AS name", &[&&indexes[..]])
         .map_err(read_err)?
@@ -104,6 +115,20 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreErro
         .map_err(read_err)?;
     if created != Some(true) {
         tx.batch_execute(TABLES).map_err(write_err)?;
+    }
+    // The inbox's columns added since its first release: looked up first,
+    // as `ALTER TABLE` would lock the table against every write in flight.
+    let added: i64 = tx
+        .query_one(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
+             AND table_name = 'inbox' AND column_name IN ('failures', 'failure', 'refusal')",
+            &[],
+        )
+        .map_err(read_err)?
+        .try_get(0)
+        .map_err(read_err)?;
+    if added < 3 {
+        tx.batch_execute(INBOX_COLUMNS).map_err(write_err)?;
     }
     tx.commit().map_err(write_err)
 }

@@ -90,7 +90,32 @@ pub(crate) fn append_all(
     for step in steps {
         append_in(&mut tx, statements, fence, agent, step)?;
     }
+    if let Some(fence) = fence
+        && steps.iter().any(|step| fence.terminal.contains(&step.state.as_str()))
+    {
+        finish_lease(&mut tx, statements, agent)?;
+    }
     tx.commit().map_err(write_err)
+}
+
+/// Marks the lease of `agent`, which the step written in `tx` brought to a
+/// terminal state, done, and refuses the inbox rows no step will take now
+/// (`refusal` `finished`): a send after this transaction is refused with
+/// the fleet's `Finished` error instead of accepted and never applied. Taken under the inbox's lock, which sends
+/// hold too, so that a send is either before (its row refused here) or
+/// after (it sees the lease done). The worker and epoch stay until the
+/// worker's loop releases the lease: the agent's last writes still pass
+/// the fence.
+fn finish_lease(tx: &mut Transaction<'_>, statements: &mut Statements, agent: &str) -> Result<(), StoreError> {
+    for sql in [
+        "SELECT pg_advisory_xact_lock(hashtext('agent_fsm inbox ' || $1))",
+        "UPDATE leases SET done = true, expires_at = NULL WHERE agent = $1",
+        "UPDATE inbox SET applied_seq = -1, refusal = 'finished' WHERE agent = $1 AND applied_seq IS NULL",
+    ] {
+        let statement = statements.get(tx, sql).map_err(write_err)?;
+        tx.execute(&statement, &[&agent]).map_err(write_err)?;
+    }
+    Ok(())
 }
 
 /// The error of a write in an append: a unique violation or a

@@ -1,0 +1,68 @@
+//! Inbox rows no step will apply, and why: an event that does not decode
+//! as the machine's, one still in the inbox when the agent finished, or
+//! one the machine panicked on as many times as the fleet allows
+//! ([`FleetConfig::event_attempts`](super::FleetConfig::event_attempts)).
+
+use super::{Fleet, FleetError, closed, db};
+
+/// Why an event sent to an agent was refused rather than applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// It does not read as one of the machine's events.
+    Undecodable,
+    /// The agent reached its terminal state before taking it.
+    Finished,
+    /// The machine panicked (or was left poisoned) handling it, on each of
+    /// its `attempts`; the agent went on from its checkpoint without it.
+    Panicked {
+        /// How many times the machine failed on it.
+        attempts: u32,
+        /// The last failure's message.
+        message: String,
+    },
+}
+
+/// An event sent to an agent that no step will apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refused {
+    /// Its inbox row's id, as [`Fleet::send`] returned it.
+    pub id: u64,
+    /// The event, as its row holds it.
+    pub event: String,
+    /// Why it was refused.
+    pub reason: Refusal,
+}
+
+impl Fleet {
+    /// The events sent to agent `agent` that were refused, in the order
+    /// sent. (An agent the fleet does not know has none.)
+    ///
+    /// # Errors
+    /// A database error.
+    pub async fn refused(&self, agent: &str) -> Result<Vec<Refused>, FleetError> {
+        let mut guard = self.client().await?;
+        let client = guard.as_mut().ok_or_else(closed)?;
+        let rows = client.query(db::REFUSED, &[&agent]).await.map_err(FleetError::db)?;
+        rows.iter()
+            .map(|row| {
+                let id: i64 = row.try_get(0).map_err(FleetError::db)?;
+                let refusal: Option<String> = row.try_get(2).map_err(FleetError::db)?;
+                let attempts: i32 = row.try_get(3).map_err(FleetError::db)?;
+                let message: Option<String> = row.try_get(4).map_err(FleetError::db)?;
+                let reason = match refusal.as_deref() {
+                    Some("finished") => Refusal::Finished,
+                    Some("panicked") => Refusal::Panicked {
+                        attempts: u32::try_from(attempts).unwrap_or(0),
+                        message: message.unwrap_or_default(),
+                    },
+                    // Rows refused by an earlier release carry no reason:
+                    // it refused only those that did not decode.
+                    _ => Refusal::Undecodable,
+                };
+                Ok(Refused { id: db::unsigned(id), event: row.try_get(1).map_err(FleetError::db)?, reason })
+            })
+            .collect()
+    }
+}
