@@ -101,9 +101,9 @@ pub(crate) fn append_all(
 /// Marks the lease of `agent`, which the step written in `tx` brought to a
 /// terminal state, done, and refuses the inbox rows no step will take now
 /// (`refusal` `finished`): a send after this transaction is refused with
-/// the fleet's `Finished` error instead of accepted and never applied. Taken under the inbox's lock, which sends
-/// hold too, so that a send is either before (its row refused here) or
-/// after (it sees the lease done). The worker and epoch stay until the
+/// the fleet's `Finished` error instead of accepted and never applied.
+/// Taken under the inbox's lock, which sends hold too, so that a send is
+/// either before (its row refused here) or after (it sees the lease done). The worker and epoch stay until the
 /// worker's loop releases the lease: the agent's last writes still pass
 /// the fence.
 fn finish_lease(tx: &mut Transaction<'_>, statements: &mut Statements, agent: &str) -> Result<(), StoreError> {
