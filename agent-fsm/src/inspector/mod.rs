@@ -69,7 +69,10 @@
 //! sent nothing for [`IDLE_LIMIT`] (30 s), while none of its requests is
 //! being answered, is closed; an open page's update stream sends a
 //! keep-alive every 15 s, and a click waiting for a busy agent is a
-//! request being answered, so neither is closed. A process that keeps
+//! request being answered, so neither is closed. A connection whose
+//! request came without the token (or for another address) is closed as
+//! soon as it is answered, so a client that cannot read the agents cannot
+//! keep a place by asking again within each limit. A process that keeps
 //! opening connections can still slow the others down: each waits its
 //! turn in the kernel's queue.
 

@@ -102,11 +102,14 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
 /// without the inspector's token (but for the static assets), and a POST
 /// without the [`CLICK_HEADER`]. A request that brought the token in its
 /// query is answered with the token's cookie, for the page's later
-/// requests.
+/// requests. A request without the token has its connection closed once
+/// answered: a client that cannot read the agents must not keep one of
+/// the [`MAX_CONNECTIONS`](super::MAX_CONNECTIONS) places by asking again
+/// within each idle limit (a page's own requests carry the cookie).
 async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
     let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
     if host != Some(shared.host.as_str()) && host != Some(shared.localhost.as_str()) {
-        return (StatusCode::MISDIRECTED_REQUEST, "not this inspector's address").into_response();
+        return closing((StatusCode::MISDIRECTED_REQUEST, "not this inspector's address").into_response());
     }
     let path = request.uri().path();
     let public = path.starts_with("/assets/") || path == "/favicon.ico";
@@ -121,8 +124,13 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
         .flat_map(|value| value.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
         .any(|(name, token)| name == shared.cookie && same(token, &shared.token));
-    if !public && !in_query && !in_cookie {
-        return (StatusCode::UNAUTHORIZED, "open the inspector's URL with its token, as it was given").into_response();
+    if !in_query && !in_cookie {
+        if !public {
+            return closing(
+                (StatusCode::UNAUTHORIZED, "open the inspector's URL with its token, as it was given").into_response(),
+            );
+        }
+        return closing(next.run(request).await);
     }
     if request.method() == axum::http::Method::POST && !request.headers().contains_key(CLICK_HEADER) {
         return (StatusCode::FORBIDDEN, "missing the inspector's header").into_response();
@@ -134,6 +142,12 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
             response.headers_mut().append(header::SET_COOKIE, value);
         }
     }
+    response
+}
+
+/// `response`, after which its connection is closed.
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 

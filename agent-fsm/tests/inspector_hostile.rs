@@ -1,0 +1,122 @@
+//! The inspector against clients that do not know its token, and pages of
+//! other origins, over real sockets on 127.0.0.1: a client without the
+//! token cannot keep a connection once answered (so it cannot hold the
+//! inspector's places for as long as it likes, asking again within each
+//! idle limit), and no page is shown inside another site's frame.
+
+use std::time::Duration;
+
+use agent_fsm::inspector::{AgentView, Inspector, MAX_CONNECTIONS};
+use agent_fsm::runtime::{ExecutorConfig, MachineHandle, from_fn, spawn};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+#[agent_fsm::state_machine(fallback = Nothing)]
+mod door {
+    #[states]
+    #[derive(Debug, Clone, PartialEq)]
+    pub(crate) enum State {
+        #[initial]
+        Closed,
+        Open,
+    }
+    #[events]
+    #[derive(Debug, Clone)]
+    pub(crate) enum Event {
+        Push,
+    }
+    #[actions]
+    #[derive(Debug)]
+    pub(crate) enum Action {
+        Nothing,
+    }
+    transitions! {
+        Closed + Push => Open / Nothing,
+        Open + Push => Closed / Nothing,
+    }
+}
+use door::Machine;
+
+/// Bounds each wait: well under the inspector's 30 s idle limit, so that a
+/// connection the inspector leaves open fails the test rather than being
+/// closed as idle.
+const LIMIT: Duration = Duration::from_secs(10);
+
+fn agent() -> MachineHandle<Machine, ()> {
+    spawn(Machine::new(), from_fn(|_, _| {}), ExecutorConfig::new())
+}
+
+/// Sends `request` (its head, without the final blank line) on a new
+/// connection, keep-alive, and reads until the server closes it: the whole
+/// response. Fails if the server keeps the connection open.
+async fn answered_then_closed(inspector: &Inspector, request: &str) -> String {
+    let mut stream =
+        timeout(LIMIT, TcpStream::connect(inspector.local_addr())).await.expect("connect in time").expect("connect");
+    stream.write_all(format!("{request}\r\n\r\n").as_bytes()).await.expect("write");
+    let mut response = Vec::new();
+    timeout(LIMIT, stream.read_to_end(&mut response))
+        .await
+        .unwrap_or_else(|_| {
+            panic!("the connection was kept open after: {}", String::from_utf8_lossy(&response));
+        })
+        .expect("read");
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+/// A request without the token, refused or for an asset, and one for
+/// another host, close their connection once answered, though they asked
+/// to keep it: a client that cannot read the agents keeps no place.
+#[tokio::test]
+async fn a_client_without_the_token_keeps_no_connection() {
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let host = inspector.local_addr();
+    let refused = answered_then_closed(&inspector, &format!("GET /api/agents HTTP/1.1\r\nHost: {host}")).await;
+    assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+    let asset = answered_then_closed(&inspector, &format!("GET /favicon.ico HTTP/1.1\r\nHost: {host}")).await;
+    assert!(asset.starts_with("HTTP/1.1 204"), "{asset}");
+    let elsewhere = answered_then_closed(&inspector, "GET /assets/index.js HTTP/1.1\r\nHost: example.com").await;
+    assert!(elsewhere.starts_with("HTTP/1.1 421"), "{elsewhere}");
+    let cookie = format!("{}=0123", inspector.cookie().split('=').next().unwrap_or_default());
+    let wrong = answered_then_closed(&inspector, &format!("GET / HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}")).await;
+    assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+    inspector.shutdown().await;
+}
+
+/// As many clients as the inspector has places, each answered once
+/// without the token, leave room for the page: its request is answered at
+/// once, not after the idle limit frees a place.
+#[tokio::test]
+async fn clients_without_the_token_leave_room_for_the_page() {
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let handle = agent();
+    handle.send(door::Event::Push).await.expect("send");
+    let id = inspector.attach(&handle, AgentView::new("door")).await.expect("attach");
+    let host = inspector.local_addr();
+    // Each keeps its socket, as a client asking again within the idle limit
+    // would.
+    let mut held = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        let mut stream = timeout(LIMIT, TcpStream::connect(host)).await.expect("connect in time").expect("connect");
+        let request = format!("GET /assets/inspector.css HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.expect("write");
+        held.push(stream);
+    }
+    let mut page = timeout(LIMIT, TcpStream::connect(host)).await.expect("connect in time").expect("connect");
+    let request = format!(
+        "GET /api/agents HTTP/1.1\r\nHost: {host}\r\nCookie: {}\r\nConnection: close\r\n\r\n",
+        inspector.cookie()
+    );
+    page.write_all(request.as_bytes()).await.expect("write");
+    let mut response = Vec::new();
+    timeout(LIMIT, page.read_to_end(&mut response))
+        .await
+        .expect("the page is answered while the others' sockets stay open")
+        .expect("read");
+    let response = String::from_utf8_lossy(&response);
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains(&format!("\"id\":{id}")) && response.contains("\"state\":\"Open\""), "{response}");
+    drop(held);
+    inspector.shutdown().await;
+    handle.shutdown().await.expect("shutdown");
+}
