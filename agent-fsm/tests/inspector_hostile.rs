@@ -2,7 +2,9 @@
 //! other origins, over real sockets on 127.0.0.1: a client without the
 //! token cannot keep a connection once answered (so it cannot hold the
 //! inspector's places for as long as it likes, asking again within each
-//! idle limit), and no page is shown inside another site's frame.
+//! idle limit), and no page is shown inside another page's frame (a page
+//! on another port of 127.0.0.1 is the same site: the browser sends it
+//! the inspector's cookie).
 
 use std::time::Duration;
 
@@ -117,6 +119,36 @@ async fn clients_without_the_token_leave_room_for_the_page() {
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.contains(&format!("\"id\":{id}")) && response.contains("\"state\":\"Open\""), "{response}");
     drop(held);
+    inspector.shutdown().await;
+    handle.shutdown().await.expect("shutdown");
+}
+
+/// Every page, and the answers the token brings, say that no other page
+/// may frame them: a page on another port, which the browser sends the
+/// cookie, cannot show the agent's page under its own and steer a click
+/// onto the approve button.
+#[tokio::test]
+async fn no_page_may_be_framed() {
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let handle = agent();
+    let id = inspector.attach(&handle, AgentView::new("door")).await.expect("attach");
+    let host = inspector.local_addr();
+    let cookie = inspector.cookie();
+    let by_token = inspector.agent_url(id);
+    let by_token = by_token.split_once(&host.to_string()).map_or("", |(_, path)| path).to_owned();
+    for (path, with) in [
+        ("/".to_owned(), format!("Cookie: {cookie}")),
+        (format!("/agents/{id}"), format!("Cookie: {cookie}")),
+        (by_token, String::new()),
+        ("/api/agents".to_owned(), format!("Cookie: {cookie}")),
+    ] {
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n{with}");
+        let response = answered_then_closed(&inspector, &request).await;
+        let head = response.split_once("\r\n\r\n").map_or(response.as_str(), |(head, _)| head).to_lowercase();
+        assert!(head.starts_with("http/1.1 200"), "{path}: {head}");
+        assert!(head.contains("\r\nx-frame-options: deny\r\n"), "{path}: {head}");
+        assert!(head.contains("\r\ncontent-security-policy: frame-ancestors 'none'\r\n"), "{path}: {head}");
+    }
     inspector.shutdown().await;
     handle.shutdown().await.expect("shutdown");
 }

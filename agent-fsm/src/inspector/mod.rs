@@ -59,7 +59,10 @@
 //! URL it was given to, can neither read the agents nor answer their
 //! approvals. It answers only requests addressed to its own address (not
 //! a DNS name another site could point at 127.0.0.1), and the buttons'
-//! requests carry a header a page of another origin cannot send. The
+//! requests carry a header a page of another origin cannot send; nor
+//! can such a page show the inspector's in a frame of its own (a page on
+//! another port of this host is sent the cookie) and steer a click onto
+//! its approve button. The
 //! scripts, styles and icon are served to anyone: they are the same in
 //! every build. At most [`MAX_CONNECTIONS`] connections are open at once
 //! (a page holds one or two); one beyond them waits to be accepted until

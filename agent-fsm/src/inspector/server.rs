@@ -10,7 +10,8 @@
 //! from a URL the inspector gave, which then sets the token's cookie) or
 //! in that cookie. The buttons' POSTs must carry the [`CLICK_HEADER`],
 //! which a page of another origin cannot add without a preflight the
-//! server never grants.
+//! server never grants. Nor may another page frame one of the
+//! inspector's pages, to steer a click onto its buttons.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -105,7 +106,8 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
 /// requests. A request without the token has its connection closed once
 /// answered: a client that cannot read the agents must not keep one of
 /// the [`MAX_CONNECTIONS`](super::MAX_CONNECTIONS) places by asking again
-/// within each idle limit (a page's own requests carry the cookie).
+/// within each idle limit (a page's own requests carry the cookie). What
+/// is answered to the token may not be framed by another page.
 async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
     let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
     if host != Some(shared.host.as_str()) && host != Some(shared.localhost.as_str()) {
@@ -136,6 +138,13 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
         return (StatusCode::FORBIDDEN, "missing the inspector's header").into_response();
     }
     let mut response = next.run(request).await;
+    // No page of the inspector is shown in another page's frame: a page
+    // on another port of this host is the same site, so the browser sends
+    // it the cookie, and it could lay the approve button under a click
+    // meant for something of its own.
+    let headers = response.headers_mut();
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("frame-ancestors 'none'"));
     if in_query && !in_cookie {
         let cookie = format!("{}={}; Path=/; HttpOnly; SameSite=Strict", shared.cookie, shared.token);
         if let Ok(value) = HeaderValue::from_str(&cookie) {
