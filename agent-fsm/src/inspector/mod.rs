@@ -36,8 +36,9 @@
 //! inspector; its index page lists them.
 //!
 //! # What it costs
-//! Nothing for an agent that is not attached: the executor has no hook
-//! for the inspector. An attached agent has one live subscription
+//! Nothing for an agent that is not attached, or whose inspector has
+//! stopped: the executor has no hook for the inspector. An attached
+//! agent has one live subscription
 //! ([`MachineHandle::subscribe`]), so its worker builds a notification
 //! per hop and output (and, with approvals, copies its state once per
 //! step, as [`subscribe_with_states`](MachineHandle::subscribe_with_states)
@@ -289,8 +290,10 @@ impl Inspector {
     /// Stops serving: open pages' update streams end, and the server
     /// finishes the requests it is answering, for up to two seconds; the
     /// connections still open then (a client that stopped reading, or
-    /// never finished its request) are cut. Dropping the inspector does
-    /// the same without waiting.
+    /// never finished its request) are cut. The attached agents, which
+    /// go on running, are no longer followed: their subscriptions end,
+    /// and they cost nothing more. Dropping the inspector does the same
+    /// without waiting.
     pub async fn shutdown(mut self) {
         self.shared.stop.cancel();
         let _ = (&mut self.server).await;

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::control::{Pending, Typed};
 use super::log::{Agent, Hop, Log, millis};
@@ -98,25 +99,37 @@ where
     // attach takes meanwhile.
     let agent = shared.add(|id| Arc::new(Agent::new(id, view.name.clone(), M::DESCRIPTION, log, Box::new(control))));
     let id = agent.id;
-    tokio::spawn(follow(agent, subscription, view, pending, handle.clone()));
+    tokio::spawn(follow(agent, subscription, view, pending, handle.clone(), shared.stop.clone()));
     Ok(id)
 }
 
 /// Feeds the agent's notifications into its log until its worker exits,
 /// and says why if it failed; a panic in the view's readings is noted,
-/// and the following goes on.
+/// and the following goes on. Stops, dropping the subscription, once the
+/// inspector stops (`stop`): nobody can see the log any more, and the
+/// agent, which outlives the inspector, would otherwise go on building
+/// notifications (and copying its state each step) for it, one more
+/// subscription for each inspector it was ever attached to.
 async fn follow<M, O>(
     agent: Arc<Agent>,
     mut subscription: Subscription<M, O>,
     view: AgentView<M, O>,
     pending: Arc<Pending<M::Event>>,
     handle: MachineHandle<M, O>,
+    stop: CancellationToken,
 ) where
     M: StateMachine + Send + 'static,
     M::Event: Clone + Send + 'static,
     O: Clone + Send + 'static,
 {
-    while let Some(notification) = subscription.recv().await {
+    loop {
+        let notification = tokio::select! {
+            notification = subscription.recv() => notification,
+            () = stop.cancelled() => return,
+        };
+        let Some(notification) = notification else {
+            break;
+        };
         match notification {
             Notification::Transition(step) => {
                 let (from, event, to, action) = step.names();
