@@ -70,8 +70,10 @@ pub(super) enum Update {
 
 /// `text` with every character that is not shown, or that changes how
 /// the text around it is shown (bidirectional overrides and isolates,
-/// zero-width and other format characters, Unicode tags, control
-/// characters other than a line break or a tab), written as `<U+XXXX>`.
+/// zero-width and other format characters, variation selectors, Unicode
+/// tags: Unicode's default-ignorable code points, none of which draws
+/// anything; control characters other than a line break or a tab),
+/// written as `<U+XXXX>`.
 /// An approval's summary holds what a model wrote (a call's arguments),
 /// and the user decides on what the page shows: a right-to-left override
 /// must not make `rm -rf ~` read as something else.
@@ -92,10 +94,16 @@ pub(super) fn as_written(text: &str) -> String {
                     | '\u{202A}'..='\u{202E}'
                     | '\u{2060}'..='\u{206F}'
                     | '\u{3164}'
+                    | '\u{FE00}'..='\u{FE0F}'
                     | '\u{FEFF}'
                     | '\u{FFA0}'
                     | '\u{FFF0}'..='\u{FFFB}'
-                    | '\u{E0000}'..='\u{E007F}'
+                    | '\u{1BCA0}'..='\u{1BCA3}'
+                    | '\u{1D173}'..='\u{1D17A}'
+                    // Tags, and the variation selectors 17 to 256 (a
+                    // letter followed by any number of them draws as the
+                    // letter alone: room for a hidden message).
+                    | '\u{E0000}'..='\u{E0FFF}'
             )
     };
     if !text.chars().any(hidden) {

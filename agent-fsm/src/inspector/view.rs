@@ -37,7 +37,8 @@ pub struct Approval<E> {
     /// What is asked (`edit_file greeting.sh`). The page shows it as
     /// written: a character that hides itself or changes how the text
     /// around it is shown (a right-to-left override, a zero-width space, a
-    /// control character) is spelled out as `<U+XXXX>`, since the summary
+    /// variation selector, a control character) is spelled out as
+    /// `<U+XXXX>`, since the summary
     /// often holds what a model wrote.
     pub summary: String,
     /// Sent by "approve".
