@@ -105,7 +105,9 @@ impl<M: StateMachine, O> AgentView<M, O> {
     }
 
     /// The approval pending in a state, if any. The inspector asks after
-    /// every step a row accepted; a new summary or approve event (told
+    /// every step a row accepted, and of the agent's current state when
+    /// it missed some of those steps' states (its subscription fell
+    /// behind); a new summary or approve event (told
     /// apart by its `Debug` form, so let it name the request, as a
     /// request id does), or a state with none after one with one,
     /// replaces the approval shown.

@@ -119,6 +119,7 @@ async fn follow<M, O>(
     stop: CancellationToken,
 ) where
     M: StateMachine + Send + 'static,
+    M::State: Clone + Send + 'static,
     M::Event: Clone + Send + 'static,
     O: Clone + Send + 'static,
 {
@@ -174,6 +175,21 @@ async fn follow<M, O>(
                 agent.apply(|log| log.note(format!("interrupted: {cause}")));
             }
             Notification::Lagged(missed) => {
+                // The states missed may have replaced or withdrawn the
+                // approval shown (a step whose outputs overflow the log
+                // drops its own state first): the one shown would then
+                // answer a request the user never saw. Read the one
+                // pending now; the states still to come are newer than
+                // those missed.
+                if let Some(find) = &view.approvals {
+                    let found = match handle.inspect(|m| m.state().clone()).await {
+                        Ok(state) => caught(&agent, "approvals", || find(&state)).flatten(),
+                        Err(_) => None,
+                    };
+                    if let Some(shown) = pending.update(found) {
+                        agent.apply(|log| log.approval(shown));
+                    }
+                }
                 agent.apply(|log| log.note(format!("the inspector missed {missed} notifications")));
             }
             _ => {}
