@@ -2,14 +2,15 @@
 //! other origins, over real sockets on 127.0.0.1: a client without the
 //! token cannot keep a connection once answered (so it cannot hold the
 //! inspector's places for as long as it likes, asking again within each
-//! idle limit), and no page is shown inside another page's frame (a page
+//! idle limit), no page is shown inside another page's frame (a page
 //! on another port of 127.0.0.1 is the same site: the browser sends it
-//! the inspector's cookie).
+//! the inspector's cookie), and a model that streams megabytes at once
+//! costs each open page no more than the end of it that is shown.
 
 use std::time::Duration;
 
-use agent_fsm::inspector::{AgentView, Inspector, MAX_CONNECTIONS};
-use agent_fsm::runtime::{ExecutorConfig, MachineHandle, from_fn, spawn};
+use agent_fsm::inspector::{AgentView, Inspector, MAX_CONNECTIONS, Shown};
+use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig, MachineHandle, from_fn, spawn};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -149,6 +150,65 @@ async fn no_page_may_be_framed() {
         assert!(head.contains("\r\nx-frame-options: deny\r\n"), "{path}: {head}");
         assert!(head.contains("\r\ncontent-security-policy: frame-ancestors 'none'\r\n"), "{path}: {head}");
     }
+    inspector.shutdown().await;
+    handle.shutdown().await.expect("shutdown");
+}
+
+/// How much one output streams at once: a model's single delta can be
+/// this big (an event of the model's stream is read up to 16 MiB).
+const FLOOD: usize = 4 << 20;
+
+/// Streams [`FLOOD`] bytes in one output on each push, ending with a mark.
+struct Flood;
+
+impl Effects<Machine> for Flood {
+    type Output = String;
+
+    fn perform(&mut self, _: door::Action, cx: &mut EffectContext<'_, Machine, String>) {
+        cx.output(format!("{}the end", "x".repeat(FLOOD)));
+    }
+}
+
+/// One delta of megabytes reaches an open page as its end only, in an
+/// update of the size of the text the page keeps: what the open pages'
+/// queue of updates holds stays bounded, however much a model streams.
+#[tokio::test]
+async fn a_huge_delta_reaches_the_page_as_its_end() {
+    let handle: MachineHandle<Machine, String> = spawn(Machine::new(), Flood, ExecutorConfig::new());
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let view = AgentView::new("door").outputs(|text: &String| Some(Shown::TextDelta(text.clone())));
+    let id = inspector.attach(&handle, view).await.expect("attach");
+    let host = inspector.local_addr();
+    let mut page = timeout(LIMIT, TcpStream::connect(host)).await.expect("connect in time").expect("connect");
+    let events =
+        format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {host}\r\nCookie: {}\r\n\r\n", inspector.cookie());
+    page.write_all(events.as_bytes()).await.expect("write");
+    handle.send(door::Event::Push).await.expect("push");
+
+    let mut seen = Vec::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let text = timeout(LIMIT, async {
+        loop {
+            let n = page.read(&mut buffer).await.expect("read");
+            assert!(n > 0, "the stream ended");
+            seen.extend_from_slice(&buffer[..n]);
+            let received = String::from_utf8_lossy(&seen);
+            let found = received
+                .lines()
+                .filter_map(|line| line.strip_prefix("data: "))
+                .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
+                .find(|message| message["t"] == "text");
+            if let Some(message) = found {
+                break message;
+            }
+        }
+    })
+    .await
+    .expect("the text in time");
+    let delta = text["delta"].as_str().expect("a delta");
+    assert!(delta.len() <= 64 * 1024, "a delta of {} bytes was sent", delta.len());
+    assert!(delta.len() >= 32 * 1024 && delta.ends_with("xthe end"), "the end is sent");
+    assert_eq!(text["reset"], true, "it replaces the text shown");
     inspector.shutdown().await;
     handle.shutdown().await.expect("shutdown");
 }

@@ -205,9 +205,20 @@ impl Log {
     }
 
     /// Text streamed by the current call (its last [`TEXT_KEPT`] bytes or
-    /// so are kept).
-    pub(super) fn text(&mut self, delta: String) -> Update {
-        let reset = std::mem::take(&mut self.text_done);
+    /// so are kept). A delta longer than twice that is sent as its own end,
+    /// replacing the text (which the rest of it would have pushed out): the
+    /// open pages' queue of updates holds a thousand of them, and a model
+    /// can stream megabytes at once.
+    pub(super) fn text(&mut self, mut delta: String) -> Update {
+        let mut reset = std::mem::take(&mut self.text_done);
+        if delta.len() > 2 * TEXT_KEPT {
+            let mut cut = delta.len() - TEXT_KEPT;
+            while !delta.is_char_boundary(cut) {
+                cut += 1;
+            }
+            delta.drain(..cut);
+            reset = true;
+        }
         if reset {
             self.text.clear();
         }
@@ -378,6 +389,20 @@ mod tests {
         let _ = log.text("€".repeat((2 * TEXT_KEPT + 1) / 3));
         assert_eq!(log.text.len(), TEXT_KEPT - 1);
         assert!(log.text.chars().all(|c| c == '€'));
+    }
+
+    /// A delta past twice the limit is sent as its end, replacing the
+    /// text, as the text would have ended anyway.
+    #[test]
+    fn a_long_delta_is_sent_as_its_end() {
+        let mut log = Log::new(Instant::now(), "Calling", Instant::now());
+        let _ = log.text("before".to_owned());
+        let long = format!("{}{}", "a".repeat(2 * TEXT_KEPT), "€".repeat(TEXT_KEPT / 3 + 1));
+        let Update::Text { reset, delta } = log.text(long) else { panic!("a text update") };
+        assert!(reset, "the text is replaced");
+        assert!(delta.len() <= TEXT_KEPT && delta.len() >= TEXT_KEPT - 3, "{}", delta.len());
+        assert!(delta.chars().all(|c| c == '€'), "cut on a character, its end kept");
+        assert_eq!(log.text, delta, "the text kept is what was sent");
     }
 
     #[test]
