@@ -35,7 +35,7 @@ pub enum Shown {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval<E> {
     /// What is asked (`edit_file greeting.sh`). The page shows it as
-    /// written: a character that hides itself or changes how the text
+    /// written, its line breaks and runs of spaces kept: a character that hides itself or changes how the text
     /// around it is shown (a right-to-left override, a zero-width space, a
     /// variation selector, a control character) is spelled out as
     /// `<U+XXXX>`, since the summary
