@@ -4,8 +4,9 @@
 //! inspector's places for as long as it likes, asking again within each
 //! idle limit), no page is shown inside another page's frame (a page
 //! on another port of 127.0.0.1 is the same site: the browser sends it
-//! the inspector's cookie), and a model that streams megabytes at once
-//! costs each open page no more than the end of it that is shown.
+//! the inspector's cookie), and a model that streams megabytes at once,
+//! or calls a tool with megabytes of arguments, costs each open page no
+//! more than what is shown of it.
 
 use std::time::Duration;
 
@@ -169,25 +170,23 @@ impl Effects<Machine> for Flood {
     }
 }
 
-/// One delta of megabytes reaches an open page as its end only, in an
-/// update of the size of the text the page keeps: what the open pages'
-/// queue of updates holds stays bounded, however much a model streams.
-#[tokio::test]
-async fn a_huge_delta_reaches_the_page_as_its_end() {
-    let handle: MachineHandle<Machine, String> = spawn(Machine::new(), Flood, ExecutorConfig::new());
-    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
-    let view = AgentView::new("door").outputs(|text: &String| Some(Shown::TextDelta(text.clone())));
-    let id = inspector.attach(&handle, view).await.expect("attach");
+/// The first message of type `t` an open page of agent `id` is sent
+/// after `push` is pushed.
+async fn first_update(
+    inspector: &Inspector,
+    id: usize,
+    push: &MachineHandle<Machine, String>,
+    t: &str,
+) -> serde_json::Value {
     let host = inspector.local_addr();
     let mut page = timeout(LIMIT, TcpStream::connect(host)).await.expect("connect in time").expect("connect");
     let events =
         format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {host}\r\nCookie: {}\r\n\r\n", inspector.cookie());
     page.write_all(events.as_bytes()).await.expect("write");
-    handle.send(door::Event::Push).await.expect("push");
-
+    push.send(door::Event::Push).await.expect("push");
     let mut seen = Vec::new();
     let mut buffer = vec![0u8; 64 * 1024];
-    let text = timeout(LIMIT, async {
+    timeout(LIMIT, async {
         loop {
             let n = page.read(&mut buffer).await.expect("read");
             assert!(n > 0, "the stream ended");
@@ -197,14 +196,54 @@ async fn a_huge_delta_reaches_the_page_as_its_end() {
                 .lines()
                 .filter_map(|line| line.strip_prefix("data: "))
                 .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
-                .find(|message| message["t"] == "text");
+                .find(|message| message["t"] == t);
             if let Some(message) = found {
                 break message;
             }
         }
     })
     .await
-    .expect("the text in time");
+    .unwrap_or_else(|_| panic!("no {t} update in time"))
+}
+
+/// A tool whose label holds megabytes (a call's arguments: a whole file
+/// to write), and a note as long, reach an open page as their first 4 KiB
+/// and a count of the rest.
+#[tokio::test]
+async fn a_huge_tool_label_or_note_reaches_the_page_clipped() {
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let tool: MachineHandle<Machine, String> = spawn(Machine::new(), Flood, ExecutorConfig::new());
+    let view = AgentView::new("tool")
+        .outputs(|text: &String| Some(Shown::ToolStarted { id: "1".into(), label: format!("write_file {text}") }));
+    let id = inspector.attach(&tool, view).await.expect("attach");
+    let update = first_update(&inspector, id, &tool, "tool").await;
+    let label = update["tool"]["label"].as_str().expect("a label");
+    let more = format!("… ({} bytes more)", "write_file ".len() + FLOOD + "the end".len() - 4096);
+    assert!(label.len() <= 4096 + more.len(), "a label of {} bytes was sent", label.len());
+    assert!(label.starts_with("write_file xxx") && label.ends_with(&more), "its start and how much more");
+
+    let noter: MachineHandle<Machine, String> = spawn(Machine::new(), Flood, ExecutorConfig::new());
+    let view = AgentView::new("noter").outputs(|text: &String| Some(Shown::Note(text.clone())));
+    let id = inspector.attach(&noter, view).await.expect("attach");
+    let update = first_update(&inspector, id, &noter, "note").await;
+    let note = update["text"].as_str().expect("a note");
+    assert!(note.len() <= 4096 + more.len(), "a note of {} bytes was sent", note.len());
+    assert!(note.starts_with("xxx") && note.ends_with("bytes more)"), "its start and how much more");
+    inspector.shutdown().await;
+    tool.shutdown().await.expect("shutdown");
+    noter.shutdown().await.expect("shutdown");
+}
+
+/// One delta of megabytes reaches an open page as its end only, in an
+/// update of the size of the text the page keeps: what the open pages'
+/// queue of updates holds stays bounded, however much a model streams.
+#[tokio::test]
+async fn a_huge_delta_reaches_the_page_as_its_end() {
+    let handle: MachineHandle<Machine, String> = spawn(Machine::new(), Flood, ExecutorConfig::new());
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let view = AgentView::new("door").outputs(|text: &String| Some(Shown::TextDelta(text.clone())));
+    let id = inspector.attach(&handle, view).await.expect("attach");
+    let text = first_update(&inspector, id, &handle, "text").await;
     let delta = text["delta"].as_str().expect("a delta");
     assert!(delta.len() <= 64 * 1024, "a delta of {} bytes was sent", delta.len());
     assert!(delta.len() >= 32 * 1024 && delta.ends_with("xthe end"), "the end is sent");

@@ -25,6 +25,11 @@ const NOTES_KEPT: usize = 200;
 /// never reset) would otherwise keep, and send each page that opens,
 /// everything ever streamed in it. Cut to this once it is twice as long.
 const TEXT_KEPT: usize = 64 * 1024;
+/// How many bytes of a tool's label or a note are shown: the rest is
+/// counted, not sent. A label often holds a call's arguments (a whole file
+/// to write), and each is kept, sent to every page and queued for the
+/// slow ones.
+pub(super) const LINE_KEPT: usize = 4 * 1024;
 /// How many updates an open page may fall behind before it is sent a
 /// fresh snapshot instead.
 pub(super) const UPDATES_KEPT: usize = 1024;
@@ -119,6 +124,23 @@ pub(super) fn as_written(text: &str) -> String {
         }
     }
     shown
+}
+
+/// `text`'s first [`LINE_KEPT`] bytes or so (cut on a character), and how
+/// many bytes were left out, if it is longer.
+pub(super) fn clipped(mut text: String) -> String {
+    if text.len() <= LINE_KEPT {
+        return text;
+    }
+    let mut cut = LINE_KEPT;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let more = text.len() - cut;
+    text.truncate(cut);
+    // Writing to a String cannot fail.
+    let _ = write!(text, "… ({more} bytes more)");
+    text
 }
 
 /// An approval as the page shows it.
@@ -233,9 +255,9 @@ impl Log {
         Update::Text { reset, delta }
     }
 
-    /// A tool call started.
+    /// A tool call started; its label is [`clipped`].
     pub(super) fn tool_started(&mut self, id: String, label: String) -> Update {
-        let tool = Tool { id, label, started: self.now() };
+        let tool = Tool { id, label: clipped(label), started: self.now() };
         self.tools.retain(|t| t.id != tool.id);
         self.tools.push(tool.clone());
         Update::Tool { tool }
@@ -247,8 +269,9 @@ impl Log {
         Update::ToolDone { id }
     }
 
-    /// A note.
+    /// A note, [`clipped`].
     pub(super) fn note(&mut self, text: String) -> Update {
+        let text = clipped(text);
         let at = self.now();
         if self.notes.len() == NOTES_KEPT {
             self.notes.pop_front();

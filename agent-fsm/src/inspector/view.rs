@@ -18,7 +18,8 @@ pub enum Shown {
     ToolStarted {
         /// The call's id (any string unique among the calls in flight).
         id: String,
-        /// What the page shows for it (`read_file greeting.sh`).
+        /// What the page shows for it (`read_file greeting.sh`): its first
+        /// 4 KiB, and how many bytes more, if it is longer.
         label: String,
     },
     /// The tool call `id` finished.
@@ -26,7 +27,8 @@ pub enum Shown {
         /// The id it started with.
         id: String,
     },
-    /// A line for the page's log (an error, a notice).
+    /// A line for the page's log (an error, a notice): its first 4 KiB,
+    /// and how many bytes more, if it is longer.
     Note(String),
 }
 
