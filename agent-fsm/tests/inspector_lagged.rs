@@ -3,7 +3,7 @@
 //! notification log drops its own state, here the one that replaced the
 //! pending request with another. The page must not go on offering the
 //! replaced approval, whose approve button would now answer a request the
-//! user never saw.
+//! user never saw; nor go on showing the state that step left.
 
 use std::time::Duration;
 
@@ -29,7 +29,7 @@ mod door {
     #[derive(Debug, Clone)]
     pub(crate) enum Event {
         Knock(String),
-        /// Someone else asks in place of the one asking.
+        /// Someone asks, in place of the one asking if any.
         Rush(String),
         Allow,
         Refuse,
@@ -42,6 +42,7 @@ mod door {
     }
     transitions! {
         Closed + Knock(who) => Asking { who } / Nothing,
+        Closed + Rush(who) => Asking { who } / Shout,
         Asking { .. } + Rush(who) => Asking { who } / Shout,
         Asking { .. } + Allow => Open / Nothing,
         Asking { .. } + Refuse => Closed / Nothing,
@@ -138,6 +139,48 @@ async fn an_approval_replaced_while_the_inspector_fell_behind_is_not_offered() {
     assert_eq!(approve(&inspector, id, 1).await, "HTTP/1.1 409 Conflict");
     let state = handle.inspect(|m| m.state().clone()).await.expect("state");
     assert_eq!(state, State::Asking { who: "mallory".into() });
+    inspector.shutdown().await;
+    handle.shutdown().await.expect("shutdown");
+}
+
+/// A hop dropped from the log with the step's outputs does not leave the
+/// page on the state the agent left: the page is sent the state it is in
+/// now, as is the index.
+#[tokio::test]
+async fn a_hop_missed_while_the_inspector_fell_behind_does_not_leave_the_page_behind() {
+    let handle: MachineHandle<Machine, String> =
+        spawn(Machine::new(), Shouter, ExecutorConfig::new().notification_capacity(CAPACITY));
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let id = inspector.attach(&handle, view()).await.expect("attach");
+    let addr = inspector.local_addr();
+    let mut page = timeout(LIMIT, TcpStream::connect(addr)).await.expect("connect in time").expect("connect");
+    let events =
+        format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {}\r\n\r\n", inspector.cookie());
+    page.write_all(events.as_bytes()).await.expect("write");
+    let mut seen = String::new();
+    read_until(&mut page, &mut seen, "\"t\":\"snapshot\"").await;
+    let first = seen.len();
+
+    handle.send(Event::Rush("mallory".into())).await.expect("rush");
+    read_until(&mut page, &mut seen, "the inspector missed").await;
+    let resent = seen[first..]
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
+        .find(|message| message["t"] == "snapshot")
+        .unwrap_or_else(|| panic!("no fresh snapshot: {}", &seen[first..]));
+    assert_eq!(resent["state"], "Asking", "the page shows the state the agent is in");
+
+    let mut index = timeout(LIMIT, TcpStream::connect(addr)).await.expect("connect in time").expect("connect");
+    let list = format!(
+        "GET /api/agents HTTP/1.1\r\nHost: {addr}\r\nCookie: {}\r\nConnection: close\r\n\r\n",
+        inspector.cookie()
+    );
+    index.write_all(list.as_bytes()).await.expect("write");
+    let mut response = Vec::new();
+    timeout(LIMIT, index.read_to_end(&mut response)).await.expect("answer in time").expect("read");
+    let response = String::from_utf8_lossy(&response);
+    assert!(response.contains("\"state\":\"Asking\""), "{response}");
     inspector.shutdown().await;
     handle.shutdown().await.expect("shutdown");
 }

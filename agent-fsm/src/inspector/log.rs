@@ -226,6 +226,16 @@ impl Log {
         Update::Hop { hop }
     }
 
+    /// The agent is in `state` since `entered`, whatever the hops said:
+    /// some were missed.
+    pub(super) fn now_in(&mut self, state: &'static str, entered: Instant) {
+        if self.state != state {
+            self.text_done = true;
+        }
+        self.state = state;
+        self.entered = millis(self.epoch, entered);
+    }
+
     /// Text streamed by the current call (its last [`TEXT_KEPT`] bytes or
     /// so are kept). A delta longer than twice that is sent as its own end,
     /// replacing the text (which the rest of it would have pushed out): the
@@ -374,6 +384,19 @@ impl Agent {
             Ok(message) => drop(self.updates.send(Arc::from(message))),
             Err(error) => tracing::warn!(%error, "an inspector update could not be written"),
         }
+    }
+
+    /// Changes the log in a way no update says, and sends the open pages
+    /// a fresh snapshot instead (as to a page that fell behind).
+    pub(super) fn resync(&self, change: impl FnOnce(&mut Log)) {
+        let mut log = self.lock();
+        change(&mut log);
+        if self.updates.receiver_count() == 0 {
+            return;
+        }
+        let snapshot = log.snapshot(self.id, &self.name, self.description).to_string();
+        // A page that closed meanwhile is not an error.
+        drop(self.updates.send(Arc::from(snapshot)));
     }
 
     /// A snapshot and the updates after it.

@@ -175,6 +175,22 @@ async fn follow<M, O>(
                 agent.apply(|log| log.note(format!("interrupted: {cause}")));
             }
             Notification::Lagged(missed) => {
+                // The hops missed may have left the page on a state the
+                // agent has left (a step whose outputs overflow the log
+                // drops its own hop): take the one it is in now, and since
+                // when, from its history. The hops still to come are newer
+                // than those missed.
+                let current = handle.with_history(|history| {
+                    let (status, entered) = history.current();
+                    let state = match status {
+                        Status::In(kind) => kind.name(),
+                        _ => "<poisoned>",
+                    };
+                    (state, entered)
+                });
+                if let Ok((state, entered)) = current.await {
+                    agent.resync(|log| log.now_in(state, entered));
+                }
                 // The states missed may have replaced or withdrawn the
                 // approval shown (a step whose outputs overflow the log
                 // drops its own state first): the one shown would then
