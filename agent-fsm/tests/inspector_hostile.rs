@@ -234,6 +234,31 @@ async fn a_huge_tool_label_or_note_reaches_the_page_clipped() {
     noter.shutdown().await.expect("shutdown");
 }
 
+/// A tool named by its arguments (as a view that uses the label as the
+/// call's id does) is sent to the pages by number: its megabytes of id
+/// are neither sent when it starts nor when it finishes.
+#[tokio::test]
+async fn a_tool_named_by_its_arguments_is_sent_by_number() {
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let handle: MachineHandle<Machine, String> = spawn(Machine::new(), Flood, ExecutorConfig::new());
+    // The first output starts the call, the next one finishes it.
+    let started = std::sync::atomic::AtomicBool::new(false);
+    let view = AgentView::new("tool").outputs(move |text: &String| {
+        Some(if started.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            Shown::ToolFinished { id: text.clone() }
+        } else {
+            Shown::ToolStarted { id: text.clone(), label: text.clone() }
+        })
+    });
+    let id = inspector.attach(&handle, view).await.expect("attach");
+    let update = first_update(&inspector, id, &handle, "tool").await;
+    let number = update["tool"]["id"].as_u64().unwrap_or_else(|| panic!("not a number: {:.80}", update.to_string()));
+    let update = first_update(&inspector, id, &handle, "tool_done").await;
+    assert_eq!(update["id"].as_u64(), Some(number), "{:.80}", update.to_string());
+    inspector.shutdown().await;
+    handle.shutdown().await.expect("shutdown");
+}
+
 /// One delta of megabytes reaches an open page as its end only, in an
 /// update of the size of the text the page keeps: what the open pages'
 /// queue of updates holds stays bounded, however much a model streams.

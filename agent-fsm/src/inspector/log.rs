@@ -67,7 +67,7 @@ pub(super) enum Update {
     Hop { hop: Hop },
     Text { reset: bool, delta: String },
     Tool { tool: Tool },
-    ToolDone { id: String },
+    ToolDone { id: u64 },
     Note { at: f64, text: String },
     Approval { approval: Option<Shown> },
     End { at: f64 },
@@ -153,7 +153,12 @@ pub(super) struct Shown {
 /// A tool call in flight.
 #[derive(Debug, Clone, serde::Serialize)]
 pub(super) struct Tool {
-    id: String,
+    /// The id the view gave it, which names it until it finishes: not
+    /// sent (it may be as long as the call, as a label used as an id is).
+    #[serde(skip)]
+    key: String,
+    /// What the pages know it by: a number, from 1.
+    id: u64,
     label: String,
     started: f64,
 }
@@ -173,6 +178,8 @@ pub(super) struct Log {
     /// a new one.
     text_done: bool,
     tools: Vec<Tool>,
+    /// How many tool calls were given a number.
+    tool_count: u64,
     /// The approval shown: its number and summary.
     approval: Option<(u64, String)>,
     notes: VecDeque<(f64, String)>,
@@ -191,6 +198,7 @@ impl Log {
             text: String::new(),
             text_done: false,
             tools: Vec::new(),
+            tool_count: 0,
             approval: None,
             notes: VecDeque::new(),
         }
@@ -267,16 +275,26 @@ impl Log {
 
     /// A tool call started; its label is [`clipped`].
     pub(super) fn tool_started(&mut self, id: String, label: String) -> Update {
-        let tool = Tool { id, label: clipped(label), started: self.now() };
-        self.tools.retain(|t| t.id != tool.id);
+        // A call started again under the same id keeps its number, so that
+        // the pages replace it.
+        let number = match self.tools.iter().position(|t| t.key == id) {
+            Some(at) => self.tools.remove(at).id,
+            None => {
+                self.tool_count += 1;
+                self.tool_count
+            }
+        };
+        let tool = Tool { key: id, id: number, label: clipped(label), started: self.now() };
         self.tools.push(tool.clone());
         Update::Tool { tool }
     }
 
-    /// A tool call finished.
-    pub(super) fn tool_finished(&mut self, id: String) -> Update {
-        self.tools.retain(|t| t.id != id);
-        Update::ToolDone { id }
+    /// A tool call finished. One not in flight is sent as number 0, which
+    /// no tool has.
+    pub(super) fn tool_finished(&mut self, id: &str) -> Update {
+        let at = self.tools.iter().position(|t| t.key == id);
+        let shown = at.map_or(0, |at| self.tools.remove(at).id);
+        Update::ToolDone { id: shown }
     }
 
     /// A note, [`clipped`].

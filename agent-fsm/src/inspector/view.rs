@@ -16,7 +16,9 @@ pub enum Shown {
     TextDelta(String),
     /// A tool call started; `id` names it until it finishes.
     ToolStarted {
-        /// The call's id (any string unique among the calls in flight).
+        /// The call's id (any string unique among the calls in flight):
+        /// the inspector's own, not sent to the page, which knows the call
+        /// by a number.
         id: String,
         /// What the page shows for it (`read_file greeting.sh`): its first
         /// 4 KiB, and how many bytes more, if it is longer.

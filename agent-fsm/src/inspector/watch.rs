@@ -159,7 +159,7 @@ async fn follow<M, O>(
                 agent.apply(|log| match shown {
                     Shown::TextDelta(delta) => log.text(delta),
                     Shown::ToolStarted { id, label } => log.tool_started(id, label),
-                    Shown::ToolFinished { id } => log.tool_finished(id),
+                    Shown::ToolFinished { id } => log.tool_finished(&id),
                     Shown::Note(text) => log.note(text),
                 });
             }
