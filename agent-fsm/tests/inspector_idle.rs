@@ -203,11 +203,13 @@ async fn a_request_that_comes_a_byte_at_a_time_is_closed_after_the_idle_limit() 
 async fn a_client_that_stops_reading_is_closed_after_the_idle_limit() {
     const ASKED: usize = 16;
     let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
-    let addr = inspector.local_addr();
+    let (addr, cookie) = (inspector.local_addr(), inspector.cookie());
     let socket = TcpSocket::new_v4().expect("socket");
     socket.set_recv_buffer_size(4096).expect("buffer size");
     let mut stream = timeout(LIMIT, socket.connect(addr)).await.expect("in time").expect("connect");
-    let asset = format!("GET /assets/mermaid.min.js HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    // With the cookie: a connection without the token is closed after its
+    // first answer.
+    let asset = format!("GET /assets/mermaid.min.js HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
     stream.write_all(asset.repeat(ASKED).as_bytes()).await.expect("write");
     // The clock moves on by itself here, once the server waits for room
     // in the socket: a late wake-up from the kernel can only move the
@@ -250,8 +252,10 @@ async fn an_open_page_stays_open_while_an_idle_connection_is_closed() {
         }
     }
     read_until(&mut page, &mut seen, &mut buffer, 0, "\"t\":\"snapshot\"").await;
-    // A request answered, its connection kept alive (HTTP/1.1's default).
-    let mut idle = send(&inspector, &format!("GET /favicon.ico HTTP/1.1\r\nHost: {addr}\r\n\r\n")).await;
+    // A request answered, its connection kept alive (HTTP/1.1's default;
+    // with the cookie, as one without the token is closed at once).
+    let favicon = format!("GET /favicon.ico HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
+    let mut idle = send(&inspector, &favicon).await;
     let n = timeout(LIMIT, idle.read(&mut buffer)).await.expect("answered").expect("read");
     assert!(String::from_utf8_lossy(&buffer[..n]).starts_with("HTTP/1.1 204"), "{}", String::from_utf8_lossy(&buffer));
 

@@ -1,7 +1,8 @@
 //! What the inspector's page is sent of a pending approval, over real HTTP
 //! on 127.0.0.1: a summary holding what a model wrote is sent as written,
 //! every character that hides itself or changes how the text around it is
-//! shown (a right-to-left override, zero-width characters, Unicode tags)
+//! shown (a right-to-left override, zero-width characters, variation
+//! selectors, Unicode tags)
 //! spelled out as `<U+XXXX>`, so that the user approves what the call
 //! says, not what it was made to look like.
 
@@ -95,6 +96,11 @@ async fn a_summary_is_sent_with_its_hidden_characters_spelled_out() {
     assert_eq!(spoofed, "run_command rm -rf ~ #<U+202E>txt.ls");
     let hidden = summary_sent("ls\u{200B}\u{2066}\u{E0041}\u{1B}[2K\u{FEFF}").await;
     assert_eq!(hidden, "run_command ls<U+200B><U+2066><U+E0041><U+001B>[2K<U+FEFF>");
+    // Variation selectors draw nothing after a letter: a file name with
+    // them is another file than the one it reads as, and any number of
+    // them can carry a message no one sees.
+    let selected = summary_sent("cat notes\u{FE01}.txt\u{E0100}\u{E01EF} \u{1BCA0}\u{1D173}").await;
+    assert_eq!(selected, "run_command cat notes<U+FE01>.txt<U+E0100><U+E01EF> <U+1BCA0><U+1D173>");
     // Text in any script, line breaks and tabs are shown as they are.
     let plain = "écrire «bonjour» — 書く\n\tnext line 🙂";
     assert_eq!(summary_sent(plain).await, format!("run_command {plain}"));

@@ -25,6 +25,11 @@ const NOTES_KEPT: usize = 200;
 /// never reset) would otherwise keep, and send each page that opens,
 /// everything ever streamed in it. Cut to this once it is twice as long.
 const TEXT_KEPT: usize = 64 * 1024;
+/// How many bytes of a tool's label or a note are shown: the rest is
+/// counted, not sent. A label often holds a call's arguments (a whole file
+/// to write), and each is kept, sent to every page and queued for the
+/// slow ones.
+pub(super) const LINE_KEPT: usize = 4 * 1024;
 /// How many updates an open page may fall behind before it is sent a
 /// fresh snapshot instead.
 pub(super) const UPDATES_KEPT: usize = 1024;
@@ -62,7 +67,7 @@ pub(super) enum Update {
     Hop { hop: Hop },
     Text { reset: bool, delta: String },
     Tool { tool: Tool },
-    ToolDone { id: String },
+    ToolDone { id: u64 },
     Note { at: f64, text: String },
     Approval { approval: Option<Shown> },
     End { at: f64 },
@@ -70,8 +75,10 @@ pub(super) enum Update {
 
 /// `text` with every character that is not shown, or that changes how
 /// the text around it is shown (bidirectional overrides and isolates,
-/// zero-width and other format characters, Unicode tags, control
-/// characters other than a line break or a tab), written as `<U+XXXX>`.
+/// zero-width and other format characters, variation selectors, Unicode
+/// tags: Unicode's default-ignorable code points, none of which draws
+/// anything; control characters other than a line break or a tab),
+/// written as `<U+XXXX>`.
 /// An approval's summary holds what a model wrote (a call's arguments),
 /// and the user decides on what the page shows: a right-to-left override
 /// must not make `rm -rf ~` read as something else.
@@ -92,10 +99,16 @@ pub(super) fn as_written(text: &str) -> String {
                     | '\u{202A}'..='\u{202E}'
                     | '\u{2060}'..='\u{206F}'
                     | '\u{3164}'
+                    | '\u{FE00}'..='\u{FE0F}'
                     | '\u{FEFF}'
                     | '\u{FFA0}'
                     | '\u{FFF0}'..='\u{FFFB}'
-                    | '\u{E0000}'..='\u{E007F}'
+                    | '\u{1BCA0}'..='\u{1BCA3}'
+                    | '\u{1D173}'..='\u{1D17A}'
+                    // Tags, and the variation selectors 17 to 256 (a
+                    // letter followed by any number of them draws as the
+                    // letter alone: room for a hidden message).
+                    | '\u{E0000}'..='\u{E0FFF}'
             )
     };
     if !text.chars().any(hidden) {
@@ -113,6 +126,23 @@ pub(super) fn as_written(text: &str) -> String {
     shown
 }
 
+/// `text`'s first [`LINE_KEPT`] bytes or so (cut on a character), and how
+/// many bytes were left out, if it is longer.
+pub(super) fn clipped(mut text: String) -> String {
+    if text.len() <= LINE_KEPT {
+        return text;
+    }
+    let mut cut = LINE_KEPT;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let more = text.len() - cut;
+    text.truncate(cut);
+    // Writing to a String cannot fail.
+    let _ = write!(text, "… ({more} bytes more)");
+    text
+}
+
 /// An approval as the page shows it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub(super) struct Shown {
@@ -123,7 +153,12 @@ pub(super) struct Shown {
 /// A tool call in flight.
 #[derive(Debug, Clone, serde::Serialize)]
 pub(super) struct Tool {
-    id: String,
+    /// The id the view gave it, which names it until it finishes: not
+    /// sent (it may be as long as the call, as a label used as an id is).
+    #[serde(skip)]
+    key: String,
+    /// What the pages know it by: a number, from 1.
+    id: u64,
     label: String,
     started: f64,
 }
@@ -143,6 +178,8 @@ pub(super) struct Log {
     /// a new one.
     text_done: bool,
     tools: Vec<Tool>,
+    /// How many tool calls were given a number.
+    tool_count: u64,
     /// The approval shown: its number and summary.
     approval: Option<(u64, String)>,
     notes: VecDeque<(f64, String)>,
@@ -161,6 +198,7 @@ impl Log {
             text: String::new(),
             text_done: false,
             tools: Vec::new(),
+            tool_count: 0,
             approval: None,
             notes: VecDeque::new(),
         }
@@ -196,10 +234,31 @@ impl Log {
         Update::Hop { hop }
     }
 
+    /// The agent is in `state` since `entered`, whatever the hops said:
+    /// some were missed.
+    pub(super) fn now_in(&mut self, state: &'static str, entered: Instant) {
+        if self.state != state {
+            self.text_done = true;
+        }
+        self.state = state;
+        self.entered = millis(self.epoch, entered);
+    }
+
     /// Text streamed by the current call (its last [`TEXT_KEPT`] bytes or
-    /// so are kept).
-    pub(super) fn text(&mut self, delta: String) -> Update {
-        let reset = std::mem::take(&mut self.text_done);
+    /// so are kept). A delta longer than twice that is sent as its own end,
+    /// replacing the text (which the rest of it would have pushed out): the
+    /// open pages' queue of updates holds a thousand of them, and a model
+    /// can stream megabytes at once.
+    pub(super) fn text(&mut self, mut delta: String) -> Update {
+        let mut reset = std::mem::take(&mut self.text_done);
+        if delta.len() > 2 * TEXT_KEPT {
+            let mut cut = delta.len() - TEXT_KEPT;
+            while !delta.is_char_boundary(cut) {
+                cut += 1;
+            }
+            delta.drain(..cut);
+            reset = true;
+        }
         if reset {
             self.text.clear();
         }
@@ -214,22 +273,33 @@ impl Log {
         Update::Text { reset, delta }
     }
 
-    /// A tool call started.
+    /// A tool call started; its label is [`clipped`].
     pub(super) fn tool_started(&mut self, id: String, label: String) -> Update {
-        let tool = Tool { id, label, started: self.now() };
-        self.tools.retain(|t| t.id != tool.id);
+        // A call started again under the same id keeps its number, so that
+        // the pages replace it.
+        let number = match self.tools.iter().position(|t| t.key == id) {
+            Some(at) => self.tools.remove(at).id,
+            None => {
+                self.tool_count += 1;
+                self.tool_count
+            }
+        };
+        let tool = Tool { key: id, id: number, label: clipped(label), started: self.now() };
         self.tools.push(tool.clone());
         Update::Tool { tool }
     }
 
-    /// A tool call finished.
-    pub(super) fn tool_finished(&mut self, id: String) -> Update {
-        self.tools.retain(|t| t.id != id);
-        Update::ToolDone { id }
+    /// A tool call finished. One not in flight is sent as number 0, which
+    /// no tool has.
+    pub(super) fn tool_finished(&mut self, id: &str) -> Update {
+        let at = self.tools.iter().position(|t| t.key == id);
+        let shown = at.map_or(0, |at| self.tools.remove(at).id);
+        Update::ToolDone { id: shown }
     }
 
-    /// A note.
+    /// A note, [`clipped`].
     pub(super) fn note(&mut self, text: String) -> Update {
+        let text = clipped(text);
         let at = self.now();
         if self.notes.len() == NOTES_KEPT {
             self.notes.pop_front();
@@ -334,6 +404,19 @@ impl Agent {
         }
     }
 
+    /// Changes the log in a way no update says, and sends the open pages
+    /// a fresh snapshot instead (as to a page that fell behind).
+    pub(super) fn resync(&self, change: impl FnOnce(&mut Log)) {
+        let mut log = self.lock();
+        change(&mut log);
+        if self.updates.receiver_count() == 0 {
+            return;
+        }
+        let snapshot = log.snapshot(self.id, &self.name, self.description).to_string();
+        // A page that closed meanwhile is not an error.
+        drop(self.updates.send(Arc::from(snapshot)));
+    }
+
     /// A snapshot and the updates after it.
     pub(super) fn open(&self) -> (String, broadcast::Receiver<Arc<str>>) {
         let log = self.lock();
@@ -370,6 +453,20 @@ mod tests {
         let _ = log.text("€".repeat((2 * TEXT_KEPT + 1) / 3));
         assert_eq!(log.text.len(), TEXT_KEPT - 1);
         assert!(log.text.chars().all(|c| c == '€'));
+    }
+
+    /// A delta past twice the limit is sent as its end, replacing the
+    /// text, as the text would have ended anyway.
+    #[test]
+    fn a_long_delta_is_sent_as_its_end() {
+        let mut log = Log::new(Instant::now(), "Calling", Instant::now());
+        let _ = log.text("before".to_owned());
+        let long = format!("{}{}", "a".repeat(2 * TEXT_KEPT), "€".repeat(TEXT_KEPT / 3 + 1));
+        let Update::Text { reset, delta } = log.text(long) else { panic!("a text update") };
+        assert!(reset, "the text is replaced");
+        assert!(delta.len() <= TEXT_KEPT && delta.len() >= TEXT_KEPT - 3, "{}", delta.len());
+        assert!(delta.chars().all(|c| c == '€'), "cut on a character, its end kept");
+        assert_eq!(log.text, delta, "the text kept is what was sent");
     }
 
     #[test]

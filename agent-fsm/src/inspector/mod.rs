@@ -36,8 +36,9 @@
 //! inspector; its index page lists them.
 //!
 //! # What it costs
-//! Nothing for an agent that is not attached: the executor has no hook
-//! for the inspector. An attached agent has one live subscription
+//! Nothing for an agent that is not attached, or whose inspector has
+//! stopped: the executor has no hook for the inspector. An attached
+//! agent has one live subscription
 //! ([`MachineHandle::subscribe`]), so its worker builds a notification
 //! per hop and output (and, with approvals, copies its state once per
 //! step, as [`subscribe_with_states`](MachineHandle::subscribe_with_states)
@@ -59,7 +60,10 @@
 //! URL it was given to, can neither read the agents nor answer their
 //! approvals. It answers only requests addressed to its own address (not
 //! a DNS name another site could point at 127.0.0.1), and the buttons'
-//! requests carry a header a page of another origin cannot send. The
+//! requests carry a header a page of another origin cannot send; nor
+//! can such a page show the inspector's in a frame of its own (a page on
+//! another port of this host is sent the cookie) and steer a click onto
+//! its approve button. The
 //! scripts, styles and icon are served to anyone: they are the same in
 //! every build. At most [`MAX_CONNECTIONS`] connections are open at once
 //! (a page holds one or two); one beyond them waits to be accepted until
@@ -69,7 +73,10 @@
 //! sent nothing for [`IDLE_LIMIT`] (30 s), while none of its requests is
 //! being answered, is closed; an open page's update stream sends a
 //! keep-alive every 15 s, and a click waiting for a busy agent is a
-//! request being answered, so neither is closed. A process that keeps
+//! request being answered, so neither is closed. A connection whose
+//! request came without the token (or for another address) is closed as
+//! soon as it is answered, so a client that cannot read the agents cannot
+//! keep a place by asking again within each limit. A process that keeps
 //! opening connections can still slow the others down: each waits its
 //! turn in the kernel's queue.
 
@@ -283,8 +290,10 @@ impl Inspector {
     /// Stops serving: open pages' update streams end, and the server
     /// finishes the requests it is answering, for up to two seconds; the
     /// connections still open then (a client that stopped reading, or
-    /// never finished its request) are cut. Dropping the inspector does
-    /// the same without waiting.
+    /// never finished its request) are cut. The attached agents, which
+    /// go on running, are no longer followed: their subscriptions end,
+    /// and they cost nothing more. Dropping the inspector does the same
+    /// without waiting.
     pub async fn shutdown(mut self) {
         self.shared.stop.cancel();
         let _ = (&mut self.server).await;

@@ -10,7 +10,8 @@
 //! from a URL the inspector gave, which then sets the token's cookie) or
 //! in that cookie. The buttons' POSTs must carry the [`CLICK_HEADER`],
 //! which a page of another origin cannot add without a preflight the
-//! server never grants.
+//! server never grants. Nor may another page frame one of the
+//! inspector's pages, to steer a click onto its buttons.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -102,11 +103,15 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
 /// without the inspector's token (but for the static assets), and a POST
 /// without the [`CLICK_HEADER`]. A request that brought the token in its
 /// query is answered with the token's cookie, for the page's later
-/// requests.
+/// requests. A request without the token has its connection closed once
+/// answered: a client that cannot read the agents must not keep one of
+/// the [`MAX_CONNECTIONS`](super::MAX_CONNECTIONS) places by asking again
+/// within each idle limit (a page's own requests carry the cookie). What
+/// is answered to the token may not be framed by another page.
 async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
     let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
     if host != Some(shared.host.as_str()) && host != Some(shared.localhost.as_str()) {
-        return (StatusCode::MISDIRECTED_REQUEST, "not this inspector's address").into_response();
+        return closing((StatusCode::MISDIRECTED_REQUEST, "not this inspector's address").into_response());
     }
     let path = request.uri().path();
     let public = path.starts_with("/assets/") || path == "/favicon.ico";
@@ -121,19 +126,37 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
         .flat_map(|value| value.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
         .any(|(name, token)| name == shared.cookie && same(token, &shared.token));
-    if !public && !in_query && !in_cookie {
-        return (StatusCode::UNAUTHORIZED, "open the inspector's URL with its token, as it was given").into_response();
+    if !in_query && !in_cookie {
+        if !public {
+            return closing(
+                (StatusCode::UNAUTHORIZED, "open the inspector's URL with its token, as it was given").into_response(),
+            );
+        }
+        return closing(next.run(request).await);
     }
     if request.method() == axum::http::Method::POST && !request.headers().contains_key(CLICK_HEADER) {
         return (StatusCode::FORBIDDEN, "missing the inspector's header").into_response();
     }
     let mut response = next.run(request).await;
+    // No page of the inspector is shown in another page's frame: a page
+    // on another port of this host is the same site, so the browser sends
+    // it the cookie, and it could lay the approve button under a click
+    // meant for something of its own.
+    let headers = response.headers_mut();
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("frame-ancestors 'none'"));
     if in_query && !in_cookie {
         let cookie = format!("{}={}; Path=/; HttpOnly; SameSite=Strict", shared.cookie, shared.token);
         if let Ok(value) = HeaderValue::from_str(&cookie) {
             response.headers_mut().append(header::SET_COOKIE, value);
         }
     }
+    response
+}
+
+/// `response`, after which its connection is closed.
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 

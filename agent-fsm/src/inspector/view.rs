@@ -16,9 +16,12 @@ pub enum Shown {
     TextDelta(String),
     /// A tool call started; `id` names it until it finishes.
     ToolStarted {
-        /// The call's id (any string unique among the calls in flight).
+        /// The call's id (any string unique among the calls in flight):
+        /// the inspector's own, not sent to the page, which knows the call
+        /// by a number.
         id: String,
-        /// What the page shows for it (`read_file greeting.sh`).
+        /// What the page shows for it (`read_file greeting.sh`): its first
+        /// 4 KiB, and how many bytes more, if it is longer.
         label: String,
     },
     /// The tool call `id` finished.
@@ -26,7 +29,8 @@ pub enum Shown {
         /// The id it started with.
         id: String,
     },
-    /// A line for the page's log (an error, a notice).
+    /// A line for the page's log (an error, a notice): its first 4 KiB,
+    /// and how many bytes more, if it is longer.
     Note(String),
 }
 
@@ -35,9 +39,10 @@ pub enum Shown {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval<E> {
     /// What is asked (`edit_file greeting.sh`). The page shows it as
-    /// written: a character that hides itself or changes how the text
+    /// written, its line breaks and runs of spaces kept: a character that hides itself or changes how the text
     /// around it is shown (a right-to-left override, a zero-width space, a
-    /// control character) is spelled out as `<U+XXXX>`, since the summary
+    /// variation selector, a control character) is spelled out as
+    /// `<U+XXXX>`, since the summary
     /// often holds what a model wrote.
     pub summary: String,
     /// Sent by "approve".
@@ -104,7 +109,9 @@ impl<M: StateMachine, O> AgentView<M, O> {
     }
 
     /// The approval pending in a state, if any. The inspector asks after
-    /// every step a row accepted; a new summary or approve event (told
+    /// every step a row accepted, and of the agent's current state when
+    /// it missed some of those steps' states (its subscription fell
+    /// behind); a new summary or approve event (told
     /// apart by its `Debug` form, so let it name the request, as a
     /// request id does), or a state with none after one with one,
     /// replaces the approval shown.

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::control::{Pending, Typed};
 use super::log::{Agent, Hop, Log, millis};
@@ -98,25 +99,38 @@ where
     // attach takes meanwhile.
     let agent = shared.add(|id| Arc::new(Agent::new(id, view.name.clone(), M::DESCRIPTION, log, Box::new(control))));
     let id = agent.id;
-    tokio::spawn(follow(agent, subscription, view, pending, handle.clone()));
+    tokio::spawn(follow(agent, subscription, view, pending, handle.clone(), shared.stop.clone()));
     Ok(id)
 }
 
 /// Feeds the agent's notifications into its log until its worker exits,
 /// and says why if it failed; a panic in the view's readings is noted,
-/// and the following goes on.
+/// and the following goes on. Stops, dropping the subscription, once the
+/// inspector stops (`stop`): nobody can see the log any more, and the
+/// agent, which outlives the inspector, would otherwise go on building
+/// notifications (and copying its state each step) for it, one more
+/// subscription for each inspector it was ever attached to.
 async fn follow<M, O>(
     agent: Arc<Agent>,
     mut subscription: Subscription<M, O>,
     view: AgentView<M, O>,
     pending: Arc<Pending<M::Event>>,
     handle: MachineHandle<M, O>,
+    stop: CancellationToken,
 ) where
     M: StateMachine + Send + 'static,
+    M::State: Clone + Send + 'static,
     M::Event: Clone + Send + 'static,
     O: Clone + Send + 'static,
 {
-    while let Some(notification) = subscription.recv().await {
+    loop {
+        let notification = tokio::select! {
+            notification = subscription.recv() => notification,
+            () = stop.cancelled() => return,
+        };
+        let Some(notification) = notification else {
+            break;
+        };
         match notification {
             Notification::Transition(step) => {
                 let (from, event, to, action) = step.names();
@@ -145,7 +159,7 @@ async fn follow<M, O>(
                 agent.apply(|log| match shown {
                     Shown::TextDelta(delta) => log.text(delta),
                     Shown::ToolStarted { id, label } => log.tool_started(id, label),
-                    Shown::ToolFinished { id } => log.tool_finished(id),
+                    Shown::ToolFinished { id } => log.tool_finished(&id),
                     Shown::Note(text) => log.note(text),
                 });
             }
@@ -161,6 +175,37 @@ async fn follow<M, O>(
                 agent.apply(|log| log.note(format!("interrupted: {cause}")));
             }
             Notification::Lagged(missed) => {
+                // The hops missed may have left the page on a state the
+                // agent has left (a step whose outputs overflow the log
+                // drops its own hop): take the one it is in now, and since
+                // when, from its history. The hops still to come are newer
+                // than those missed.
+                let current = handle.with_history(|history| {
+                    let (status, entered) = history.current();
+                    let state = match status {
+                        Status::In(kind) => kind.name(),
+                        _ => "<poisoned>",
+                    };
+                    (state, entered)
+                });
+                if let Ok((state, entered)) = current.await {
+                    agent.resync(|log| log.now_in(state, entered));
+                }
+                // The states missed may have replaced or withdrawn the
+                // approval shown (a step whose outputs overflow the log
+                // drops its own state first): the one shown would then
+                // answer a request the user never saw. Read the one
+                // pending now; the states still to come are newer than
+                // those missed.
+                if let Some(find) = &view.approvals {
+                    let found = match handle.inspect(|m| m.state().clone()).await {
+                        Ok(state) => caught(&agent, "approvals", || find(&state)).flatten(),
+                        Err(_) => None,
+                    };
+                    if let Some(shown) = pending.update(found) {
+                        agent.apply(|log| log.approval(shown));
+                    }
+                }
                 agent.apply(|log| log.note(format!("the inspector missed {missed} notifications")));
             }
             _ => {}
