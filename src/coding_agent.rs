@@ -209,17 +209,26 @@ pub struct Workspace {
 impl Workspace {
     /// Tools confined to `root`, with a 10 s command timeout and a 32 KiB
     /// output cap.
+    ///
+    /// A relative `root` is made absolute against the current directory
+    /// now, as [`tools::Workspace::open`] does: the directory is opened
+    /// only at the first tool call, and the shell and the programs the
+    /// agents run there (`git`, a formatter) go by this path, so a later
+    /// change of the process's current directory must not move any of
+    /// them to another directory. (A root that cannot be made absolute,
+    /// the empty path, is kept as given and fails at the first call.)
     #[must_use]
     pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
         Workspace {
-            root: root.into(),
+            root: std::path::absolute(&root).unwrap_or(root),
             opened: OnceLock::new(),
             command_timeout: Duration::from_secs(10),
             output_cap: ShellOptions::default().output_cap,
         }
     }
 
-    /// The directory.
+    /// The directory, made absolute (see [`new`](Self::new)).
     #[must_use]
     pub fn root(&self) -> &Path {
         &self.root
