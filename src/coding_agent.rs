@@ -20,6 +20,7 @@
 //!   the [`RetryPolicy`]'s backoff, and
 //!   text and errors become [`Output`]s for subscribers.
 
+mod counted;
 pub mod demo;
 pub mod durable;
 pub mod inspect;
@@ -479,7 +480,7 @@ pub async fn run_session_until(
     mut on_notification: impl FnMut(&agent_fsm::runtime::Notification<Loom, Output>) + Send + 'static,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(Summary, bool), agent_fsm::runtime::RequestError<Loom>> {
-    use agent_fsm::runtime::{ExecutorConfig, Notification, spawn};
+    use agent_fsm::runtime::{ExecutorConfig, spawn};
 
     let config = ExecutorConfig::<Loom>::new()
         .concurrency_limit(4)
@@ -501,17 +502,15 @@ pub async fn run_session_until(
             .starts_on([crate::loom::machine::EventKind::UserInput])
             .ends_in([crate::loom::machine::StateKind::WaitingForUserInput]),
     );
+    // Counted as they are run, not from the notifications, which a
+    // subscriber behind the log misses (see `counted`).
+    let (effects, tool_calls) = counted::Counted::new(effects, counted::loom_calls);
     let handle = spawn(Loom::new(crate::loom::AgentConfig::default()), effects, config);
     let mut notifications = handle.subscribe();
     let printer = tokio::spawn(async move {
-        let mut tool_calls = 0;
         while let Some(n) = notifications.recv().await {
-            if matches!(n, Notification::Output(Output::ToolStarted(_))) {
-                tool_calls += 1;
-            }
             on_notification(&n);
         }
-        tool_calls
     });
     let turns = async {
         for prompt in prompts {
@@ -530,7 +529,8 @@ pub async fn run_session_until(
     // Read after the stop, so it holds the shutdown's own hop.
     let history = handle.history().await?;
     // The subscription ends when the worker is gone.
-    let tool_calls = printer.await.unwrap_or_default();
+    let _ = printer.await;
+    let tool_calls = tool_calls.load(std::sync::atomic::Ordering::Relaxed);
     Ok((Summary::of(&history, prompts.len(), tool_calls, final_state), stopped))
 }
 
