@@ -20,6 +20,7 @@
 //!   the [`RetryPolicy`]'s backoff, and
 //!   text and errors become [`Output`]s for subscribers.
 
+mod counted;
 pub mod demo;
 pub mod durable;
 pub mod inspect;
@@ -209,17 +210,26 @@ pub struct Workspace {
 impl Workspace {
     /// Tools confined to `root`, with a 10 s command timeout and a 32 KiB
     /// output cap.
+    ///
+    /// A relative `root` is made absolute against the current directory
+    /// now, as [`tools::Workspace::open`] does: the directory is opened
+    /// only at the first tool call, and the shell and the programs the
+    /// agents run there (`git`, a formatter) go by this path, so a later
+    /// change of the process's current directory must not move any of
+    /// them to another directory. (A root that cannot be made absolute,
+    /// the empty path, is kept as given and fails at the first call.)
     #[must_use]
     pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
         Workspace {
-            root: root.into(),
+            root: std::path::absolute(&root).unwrap_or(root),
             opened: OnceLock::new(),
             command_timeout: Duration::from_secs(10),
             output_cap: ShellOptions::default().output_cap,
         }
     }
 
-    /// The directory.
+    /// The directory, made absolute (see [`new`](Self::new)).
     #[must_use]
     pub fn root(&self) -> &Path {
         &self.root
@@ -470,7 +480,7 @@ pub async fn run_session_until(
     mut on_notification: impl FnMut(&agent_fsm::runtime::Notification<Loom, Output>) + Send + 'static,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(Summary, bool), agent_fsm::runtime::RequestError<Loom>> {
-    use agent_fsm::runtime::{ExecutorConfig, Notification, spawn};
+    use agent_fsm::runtime::{ExecutorConfig, spawn};
 
     let config = ExecutorConfig::<Loom>::new()
         .concurrency_limit(4)
@@ -492,17 +502,15 @@ pub async fn run_session_until(
             .starts_on([crate::loom::machine::EventKind::UserInput])
             .ends_in([crate::loom::machine::StateKind::WaitingForUserInput]),
     );
+    // Counted as they are run, not from the notifications, which a
+    // subscriber behind the log misses (see `counted`).
+    let (effects, tool_calls) = counted::Counted::new(effects, counted::loom_calls);
     let handle = spawn(Loom::new(crate::loom::AgentConfig::default()), effects, config);
     let mut notifications = handle.subscribe();
     let printer = tokio::spawn(async move {
-        let mut tool_calls = 0;
         while let Some(n) = notifications.recv().await {
-            if matches!(n, Notification::Output(Output::ToolStarted(_))) {
-                tool_calls += 1;
-            }
             on_notification(&n);
         }
-        tool_calls
     });
     let turns = async {
         for prompt in prompts {
@@ -521,7 +529,8 @@ pub async fn run_session_until(
     // Read after the stop, so it holds the shutdown's own hop.
     let history = handle.history().await?;
     // The subscription ends when the worker is gone.
-    let tool_calls = printer.await.unwrap_or_default();
+    let _ = printer.await;
+    let tool_calls = tool_calls.load(std::sync::atomic::Ordering::Relaxed);
     Ok((Summary::of(&history, prompts.len(), tool_calls, final_state), stopped))
 }
 

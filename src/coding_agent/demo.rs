@@ -86,6 +86,13 @@ impl<W: Write> Printer<W> {
                 self.end_text();
                 let _ = writeln!(self.out, "           error: {}", printable(e));
             }
+            // Said, not skipped: what was missed may be tool calls (a
+            // reply with more calls than the log holds), and the list above
+            // must not pass for all of them.
+            Notification::Lagged(missed) => {
+                self.end_text();
+                let _ = writeln!(self.out, "           ({missed} notifications missed: this output fell behind)");
+            }
             Notification::Unhandled(u) => {
                 let _ = writeln!(self.out, "           refused: {} + {} ({})", u.state, u.event.name(), u.reason);
             }

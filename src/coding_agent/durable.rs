@@ -104,20 +104,18 @@ pub async fn run_durable_session(
             cause: cause.to_owned(),
         });
     let workspace = Arc::clone(&effects.workspace);
+    // Counted as they are run, not from the notifications, which a
+    // subscriber behind the log misses.
+    let (effects, tool_calls) = super::counted::Counted::new(effects, super::counted::loom_calls);
     let (handle, start) = durable.spawn(|| Loom::new(crate::loom::AgentConfig::default()), effects, config)?;
     if matches!(start, Start::Resumed { .. }) {
         sweep(&workspace).await;
     }
     let mut notifications = handle.subscribe();
     let printer = tokio::spawn(async move {
-        let mut tool_calls = 0;
         while let Some(n) = notifications.recv().await {
-            if matches!(n, Notification::Output(Output::ToolStarted(_))) {
-                tool_calls += 1;
-            }
             on_notification(&n);
         }
-        tool_calls
     });
     let empty = handle.inspect(|m| m.state().conversation().is_none_or(|c| c.is_empty())).await?;
     if empty {
@@ -134,7 +132,8 @@ pub async fn run_durable_session(
     // A stop is a pause: the store keeps the agent as it was.
     let final_state = handle.shutdown().await?.name();
     let history = handle.history().await?;
-    let tool_calls = printer.await.unwrap_or_default();
+    let _ = printer.await;
+    let tool_calls = tool_calls.load(std::sync::atomic::Ordering::Relaxed);
     let summary = Summary::of(&history, usize::from(empty), tool_calls, final_state);
     Ok(if finished && waiting {
         SessionEnd::Complete { start, conversation, summary }

@@ -24,13 +24,17 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// Tools confined to `root`, with a 10 s command timeout.
+    /// Tools confined to `root`, with a 10 s command timeout. A relative
+    /// `root` is made absolute now (see
+    /// [`crate::coding_agent::Workspace::new`]), so that `bash`, the `git`
+    /// check and the formatter keep running in it after the process
+    /// changes its current directory.
     #[must_use]
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Workspace { files: crate::coding_agent::Workspace::new(root), command_timeout: Duration::from_secs(10) }
     }
 
-    /// The directory.
+    /// The directory, made absolute.
     #[must_use]
     pub fn root(&self) -> &Path {
         self.files.root()
