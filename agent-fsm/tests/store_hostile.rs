@@ -1,6 +1,7 @@
 //! A SQLite store whose rows someone edited by hand: a sequence number,
 //! a time or an agent's creation time that is text rather than an
-//! integer, an event whose transition panics on replay. Reading the
+//! integer, a snapshot's format version that no release writes, an event
+//! whose transition panics on replay. Reading the
 //! agent, restoring it and listing its checkpoints give
 //! `StoreError::Corrupt` (a store not to resume from), never
 //! `StoreError::Read`, which reads as the file failing to be read, and
@@ -102,6 +103,19 @@ fn times_that_are_text_are_corrupt_checkpoints() {
         edit(&path, sql);
         assert_corrupt(sql, store.checkpoints("a"));
     }
+}
+
+/// A negative format version is a damaged row: read as `UnknownFormat`,
+/// it would tell the user to upgrade to a release that does not exist.
+#[test]
+fn a_snapshot_format_that_is_negative_is_corrupt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let store = written(&path);
+    edit(&path, "UPDATE snapshots SET format = -1 WHERE agent = 'a'");
+    assert_corrupt("snapshot", store.snapshot_at_or_before("a", u64::MAX));
+    assert_corrupt("restore", restore::<Machine, _>(&store, "a").map(|r| r.next_seq));
+    assert_corrupt("restore_at", restore_at::<Machine, _>(&store, "a", 0).map(|_| ()));
 }
 
 #[test]

@@ -340,6 +340,12 @@ impl<E: Send + 'static> Work<E> {
         }
         self.sleep = None;
         self.aborted.retain(|h| !h.is_finished());
+        // The tasks kept through an interrupt and still queued take the
+        // slots it freed: nothing else would start them while no task
+        // runs (a cancelled one that had already finished leaves no
+        // handle to wait for), and they would hold the agent's input back
+        // for good.
+        self.start_queued();
         owed
     }
 

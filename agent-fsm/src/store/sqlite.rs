@@ -432,11 +432,10 @@ impl CheckpointStore for SqliteStore {
         let at = at.map_err(|reason| StoreError::corrupt(agent, "snapshot", seq, reason))?;
         let bad = |reason: String| StoreError::corrupt(agent, "snapshot", at, reason);
         let format = format.map_err(|e| bad(e.to_string()))?;
-        let snapshot = Snapshot {
-            format: u32::try_from(format).unwrap_or(u32::MAX),
-            state: state.map_err(bad)?,
-            data: data.map_err(bad)?,
-        };
+        // A version no release writes (a negative one, edited in) is a
+        // damaged row, not a newer format to upgrade for.
+        let format = u32::try_from(format).map_err(|_| bad(format!("format version {format} is not a version")))?;
+        let snapshot = Snapshot { format, state: state.map_err(bad)?, data: data.map_err(bad)? };
         Ok(Some((at, snapshot)))
     }
 
