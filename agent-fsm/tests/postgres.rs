@@ -386,3 +386,20 @@ fn connecting_to_an_existing_schema_waits_for_no_write_in_flight() {
     drop(held);
     assert!(matches!(connected, Ok(Ok(()))), "{connected:?}");
 }
+
+/// A format version no release writes (a negative one, edited in) is a
+/// damaged row, not a newer format to upgrade for: `Corrupt`, as SQLite
+/// reads it, not `UnknownFormat`.
+#[test]
+fn a_negative_format_version_is_a_corrupt_row() {
+    let Some(pg) = Schema::fresh() else { return };
+    let store = &pg.store;
+    let mut agent = Agent::new(store, "a").policy(SnapshotPolicy::Every(NonZeroU64::MIN));
+    agent.turn(store, "one");
+    assert!(restore::<Machine, _>(store, "a").is_ok());
+    pg.sql("UPDATE snapshots SET format = -1 WHERE agent = 'a'");
+    let err = restore::<Machine, _>(store, "a").expect_err("the snapshot is damaged");
+    assert!(matches!(err, StoreError::Corrupt { what: "snapshot", .. }), "{err}");
+    pg.sql("UPDATE agents SET format = -1 WHERE agent = 'a'");
+    assert!(matches!(store.agent("a"), Err(StoreError::Corrupt { what: "agent", .. })), "{:?}", store.agent("a"));
+}

@@ -65,12 +65,12 @@ pub(crate) fn agent(
         );
         return Err(StoreError::corrupt(agent, "agent", next_seq, reason));
     }
-    Ok(Some(AgentInfo {
-        machine: get(&row, 0)?,
-        format: u32::try_from(format).unwrap_or(u32::MAX),
-        next_seq,
-        forked_from,
-    }))
+    // A version no release writes (a negative one, edited in) is a damaged
+    // row, not a newer format to upgrade for.
+    let format = u32::try_from(format).map_err(|_| {
+        StoreError::corrupt(agent, "agent", next_seq, format!("format version {format} is not a version"))
+    })?;
+    Ok(Some(AgentInfo { machine: get(&row, 0)?, format, next_seq, forked_from }))
 }
 
 pub(crate) fn agents(client: &mut Client, statements: &mut Statements) -> Result<Vec<String>, StoreError> {
@@ -96,9 +96,11 @@ pub(crate) fn snapshot_at_or_before(
     };
     let Some(at) = get::<Option<i64>>(&row, 0)? else { return Ok(None) };
     let format: i32 = get(&row, 1)?;
-    let snapshot =
-        Snapshot { format: u32::try_from(format).unwrap_or(u32::MAX), state: get(&row, 2)?, data: get(&row, 3)? };
-    Ok(Some((seq_from(agent, "snapshot", at)?, snapshot)))
+    let at = seq_from(agent, "snapshot", at)?;
+    let format = u32::try_from(format)
+        .map_err(|_| StoreError::corrupt(agent, "snapshot", at, format!("format version {format} is not a version")))?;
+    let snapshot = Snapshot { format, state: get(&row, 2)?, data: get(&row, 3)? };
+    Ok(Some((at, snapshot)))
 }
 
 pub(crate) fn events(
