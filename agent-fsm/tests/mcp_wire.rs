@@ -15,12 +15,16 @@
 //! under a timeout.
 #![cfg(feature = "mcp")]
 
+#[path = "support/stdio_server.rs"]
+mod stdio_server;
+
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use agent_fsm::llm::ToolCall;
 use agent_fsm::tool::mcp::{McpError, McpServer};
 use serde_json::{Value, json};
+use stdio_server::{Test, run_tests, send, within};
 
 /// Set in the server's environment: run as the server, in the mode its
 /// value names (`bare`: no answer has `jsonrpc`).
@@ -34,7 +38,6 @@ fn main() {
         serve(mode.to_str().unwrap_or_default());
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let tests: [(&str, Test); 5] = [
         ("an_answer_that_is_not_json_rpc_is_still_the_calls_answer", || {
             Box::pin(an_answer_that_is_not_json_rpc_is_still_the_calls_answer())
@@ -52,25 +55,12 @@ fn main() {
             Box::pin(a_list_asked_again_and_timed_out_is_cancelled_on_the_server())
         }),
     ];
-    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    for (name, test) in tests {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        eprint!("test {name} ... ");
-        runtime.block_on(async { tokio::time::timeout(Duration::from_secs(60), test()).await.expect("the test ends") });
-        eprintln!("ok");
-    }
+    run_tests(&tests, Duration::from_secs(60));
 }
-
-/// One test: its future, under a timeout in `main`.
-type Test = fn() -> futures::future::BoxFuture<'static, ()>;
 
 /// This binary as the server, in `mode`.
 fn server_command(mode: &str) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(std::env::current_exe().expect("the test binary"));
-    command.env(SERVER, mode);
-    command
+    stdio_server::server_command(SERVER, mode)
 }
 
 fn call(id: &str, name: &str) -> ToolCall {
@@ -168,11 +158,6 @@ async fn a_list_asked_again_and_timed_out_is_cancelled_on_the_server() {
     panic!("the server was not told the list was cancelled");
 }
 
-/// `future`, or a panic if it has not ended within 20 s (a hang).
-async fn within<F: std::future::Future>(future: F) -> F::Output {
-    tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
-}
-
 /// The server: one JSON-RPC message per line on stdin, one answer per
 /// request on stdout, not always as JSON-RPC has it; without `jsonrpc` in
 /// any answer in mode `bare`. In mode `slow_list` its first list has a
@@ -262,13 +247,5 @@ fn serve(mode: &str) {
             answer.remove("jsonrpc");
         }
         send(&answer);
-    }
-}
-
-/// Writes one message, as a line; exits if the client is gone.
-fn send(message: &Value) {
-    let mut out = std::io::stdout().lock();
-    if writeln!(out, "{message}").and_then(|()| out.flush()).is_err() {
-        std::process::exit(0);
     }
 }
