@@ -97,6 +97,19 @@ async fn read_until(stream: &mut TcpStream, seen: &mut String, needle: &str) {
     }
 }
 
+/// Opens agent `id`'s update stream, as its page does; the stream and
+/// what it sent up to its first snapshot.
+async fn open_page(inspector: &Inspector, id: usize) -> (TcpStream, String) {
+    let addr = inspector.local_addr();
+    let mut page = timeout(LIMIT, TcpStream::connect(addr)).await.expect("connect in time").expect("connect");
+    let events =
+        format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {}\r\n\r\n", inspector.cookie());
+    page.write_all(events.as_bytes()).await.expect("write");
+    let mut seen = String::new();
+    read_until(&mut page, &mut seen, "\"t\":\"snapshot\"").await;
+    (page, seen)
+}
+
 /// One click on approval `approval`; the status line.
 async fn approve(inspector: &Inspector, id: usize, approval: u64) -> String {
     let addr = inspector.local_addr();
@@ -118,13 +131,7 @@ async fn an_approval_replaced_while_the_inspector_fell_behind_is_not_offered() {
         spawn(Machine::new(), Shouter, ExecutorConfig::new().notification_capacity(CAPACITY));
     let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
     let id = inspector.attach(&handle, view()).await.expect("attach");
-    let addr = inspector.local_addr();
-    let mut page = timeout(LIMIT, TcpStream::connect(addr)).await.expect("connect in time").expect("connect");
-    let events =
-        format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {}\r\n\r\n", inspector.cookie());
-    page.write_all(events.as_bytes()).await.expect("write");
-    let mut seen = String::new();
-    read_until(&mut page, &mut seen, "\"t\":\"snapshot\"").await;
+    let (mut page, mut seen) = open_page(&inspector, id).await;
 
     handle.send(Event::Knock("alice".into())).await.expect("knock");
     read_until(&mut page, &mut seen, "\"summary\":\"let alice in?\"").await;
@@ -153,12 +160,7 @@ async fn a_hop_missed_while_the_inspector_fell_behind_does_not_leave_the_page_be
     let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
     let id = inspector.attach(&handle, view()).await.expect("attach");
     let addr = inspector.local_addr();
-    let mut page = timeout(LIMIT, TcpStream::connect(addr)).await.expect("connect in time").expect("connect");
-    let events =
-        format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {}\r\n\r\n", inspector.cookie());
-    page.write_all(events.as_bytes()).await.expect("write");
-    let mut seen = String::new();
-    read_until(&mut page, &mut seen, "\"t\":\"snapshot\"").await;
+    let (mut page, mut seen) = open_page(&inspector, id).await;
     let first = seen.len();
 
     handle.send(Event::Rush("mallory".into())).await.expect("rush");

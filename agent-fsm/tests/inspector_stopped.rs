@@ -56,6 +56,7 @@ mod door {
 }
 use door::{Event, Machine, State};
 
+/// Bounds each wait, so that a hang fails the test.
 const LIMIT: Duration = Duration::from_secs(10);
 
 /// The view asks for the agent's states (to find its approvals), so that
@@ -83,12 +84,13 @@ async fn clones_per_visit(handle: &MachineHandle<Machine, ()>) -> usize {
 #[tokio::test]
 async fn an_agent_attached_to_a_stopped_inspector_is_no_longer_followed() {
     let handle = spawn(Machine::new(), from_fn(|_, _| {}), ExecutorConfig::new());
-    assert_eq!(clones_per_visit(&handle).await, 0, "no copy without a subscription");
+    assert_eq!(timeout(LIMIT, clones_per_visit(&handle)).await.expect("in time"), 0, "no copy without a subscription");
 
     let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
-    inspector.attach(&handle, view()).await.expect("attach");
-    assert!(clones_per_visit(&handle).await > 0, "the state is copied while the agent is followed");
-    inspector.shutdown().await;
+    timeout(LIMIT, inspector.attach(&handle, view())).await.expect("in time").expect("attach");
+    let followed = timeout(LIMIT, clones_per_visit(&handle)).await.expect("in time");
+    assert!(followed > 0, "the state is copied while the agent is followed");
+    timeout(LIMIT, inspector.shutdown()).await.expect("in time");
 
     // The inspector's task lets its subscription go as soon as it sees the
     // stop: the worker then copies nothing more.
@@ -99,5 +101,5 @@ async fn an_agent_attached_to_a_stopped_inspector_is_no_longer_followed() {
     })
     .await
     .expect("the stopped inspector's subscription still has the state copied each step");
-    handle.shutdown().await.expect("shutdown");
+    timeout(LIMIT, handle.shutdown()).await.expect("in time").expect("shutdown");
 }

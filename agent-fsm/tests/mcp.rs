@@ -12,7 +12,10 @@
 //! under a timeout.
 #![cfg(feature = "mcp")]
 
-use std::io::{BufRead, Write};
+#[path = "support/stdio_server.rs"]
+mod stdio_server;
+
+use std::io::BufRead;
 use std::time::Duration;
 
 use agent_fsm::llm::{ToolCall, ToolDefinition, ToolResult};
@@ -21,6 +24,7 @@ use agent_fsm::tool::{Tool, ToolSet};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use stdio_server::{Test, run_tests, send};
 
 /// Set in the server's environment: run as the server.
 const SERVER: &str = "AGENT_FSM_TEST_MCP_SERVER";
@@ -30,7 +34,6 @@ fn main() {
         serve();
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let tests: [(&str, Test); 4] = [
         ("server_tools_sit_beside_native_ones_and_are_called_through_the_set", || {
             Box::pin(server_tools_sit_beside_native_ones_and_are_called_through_the_set())
@@ -43,26 +46,12 @@ fn main() {
             Box::pin(a_program_that_does_not_exist_is_a_spawn_error())
         }),
     ];
-    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    for (name, test) in tests {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        eprint!("test {name} ... ");
-        runtime
-            .block_on(async { tokio::time::timeout(Duration::from_secs(120), test()).await.expect("the test ends") });
-        eprintln!("ok");
-    }
+    run_tests(&tests, Duration::from_secs(120));
 }
-
-/// One test: its future, under a timeout in `main`.
-type Test = fn() -> futures::future::BoxFuture<'static, ()>;
 
 /// This binary as an MCP server.
 fn server_command() -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(std::env::current_exe().expect("the test binary"));
-    command.env(SERVER, "1");
-    command
+    stdio_server::server_command(SERVER, "1")
 }
 
 /// Doubles a number, natively.
@@ -232,7 +221,6 @@ async fn a_program_that_does_not_exist_is_a_spawn_error() {
 /// The server: one JSON-RPC message per line on stdin, one answer per
 /// request on stdout; notifications get none.
 fn serve() {
-    let stdout = std::io::stdout();
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { return };
         let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
@@ -241,10 +229,7 @@ fn serve() {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err((code, text)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}}),
         };
-        let mut out = stdout.lock();
-        if writeln!(out, "{answer}").and_then(|()| out.flush()).is_err() {
-            return;
-        }
+        send(&answer);
     }
 }
 

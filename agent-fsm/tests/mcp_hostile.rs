@@ -15,12 +15,16 @@
 //! under a timeout.
 #![cfg(feature = "mcp")]
 
+#[path = "support/stdio_server.rs"]
+mod stdio_server;
+
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use agent_fsm::llm::{ToolCall, ToolDefinition};
 use agent_fsm::tool::mcp::{McpError, McpServer};
 use serde_json::{Value, json};
+use stdio_server::{Test, run_tests, send, within};
 
 /// Set in the server's environment: run as the server, listing the tools
 /// its value names ([`listed`]).
@@ -31,7 +35,6 @@ fn main() {
         serve();
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let tests: [(&str, Test); 13] = [
         ("a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls", || {
             Box::pin(a_server_that_exits_leaving_a_child_on_its_stdout_fails_its_calls())
@@ -65,25 +68,12 @@ fn main() {
             Box::pin(blocks_the_sdk_cannot_read_are_named_not_a_failed_call())
         }),
     ];
-    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    for (name, test) in tests {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        eprint!("test {name} ... ");
-        runtime.block_on(async { tokio::time::timeout(Duration::from_secs(60), test()).await.expect("the test ends") });
-        eprintln!("ok");
-    }
+    run_tests(&tests, Duration::from_secs(60));
 }
-
-/// One test: its future, under a timeout in `main`.
-type Test = fn() -> futures::future::BoxFuture<'static, ()>;
 
 /// This binary as a hostile MCP server, listing the tools `list` names.
 fn server_command(list: &str) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(std::env::current_exe().expect("the test binary"));
-    command.env(SERVER, list);
-    command
+    stdio_server::server_command(SERVER, list)
 }
 
 fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
@@ -371,11 +361,6 @@ async fn a_tool_the_sdk_cannot_read_is_left_out_not_the_whole_list() {
     assert_eq!((result.content.as_str(), result.is_error), ("called", false));
 }
 
-/// `future`, or a panic if it has not ended within 20 s (a hang).
-async fn within<F: std::future::Future>(future: F) -> F::Output {
-    tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
-}
-
 /// Whether `pid` runs (a zombie, killed but not yet reaped, does not).
 fn alive(pid: u32) -> bool {
     stat(pid).is_some_and(|state| !state.starts_with('Z'))
@@ -570,13 +555,5 @@ fn listed(cursor: Option<&str>) -> Value {
             {"name": "exit_leaving_child", "inputSchema": {"type": "object"}},
             {"name": "exit", "inputSchema": {"type": "object"}},
         ]}),
-    }
-}
-
-/// Writes one message, as a line; exits if the client is gone.
-fn send(message: &Value) {
-    let mut out = std::io::stdout().lock();
-    if writeln!(out, "{message}").and_then(|()| out.flush()).is_err() {
-        std::process::exit(0);
     }
 }

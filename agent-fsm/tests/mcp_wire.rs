@@ -3,8 +3,9 @@
 //! stdio whose answers are not JSON-RPC as the spec has it (no `jsonrpc`,
 //! an error without its message, both a result and an error), or that
 //! sends requests of its own without end while it does not read its
-//! stdin, that says its list may be kept (`ttlMs`) and then exits, or
-//! that never answers a list asked for again. The tests spawn it through
+//! stdin, that says its list may be kept (`ttlMs`) and then exits, that
+//! never answers a list asked for again, or that writes its last answer
+//! without the line's end and exits. The tests spawn it through
 //! [`McpServer`] and check that each call ends with the server's answer
 //! rather than waiting for ever, that the server's requests waiting for
 //! their answers are bounded, that a server gone does not list its tools,
@@ -15,12 +16,16 @@
 //! under a timeout.
 #![cfg(feature = "mcp")]
 
+#[path = "support/stdio_server.rs"]
+mod stdio_server;
+
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use agent_fsm::llm::ToolCall;
 use agent_fsm::tool::mcp::{McpError, McpServer};
 use serde_json::{Value, json};
+use stdio_server::{Test, run_tests, send, within};
 
 /// Set in the server's environment: run as the server, in the mode its
 /// value names (`bare`: no answer has `jsonrpc`).
@@ -34,8 +39,7 @@ fn main() {
         serve(mode.to_str().unwrap_or_default());
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let tests: [(&str, Test); 5] = [
+    let tests: [(&str, Test); 6] = [
         ("an_answer_that_is_not_json_rpc_is_still_the_calls_answer", || {
             Box::pin(an_answer_that_is_not_json_rpc_is_still_the_calls_answer())
         }),
@@ -51,26 +55,16 @@ fn main() {
         ("a_list_asked_again_and_timed_out_is_cancelled_on_the_server", || {
             Box::pin(a_list_asked_again_and_timed_out_is_cancelled_on_the_server())
         }),
+        ("a_last_answer_without_its_newline_is_the_calls_answer", || {
+            Box::pin(a_last_answer_without_its_newline_is_the_calls_answer())
+        }),
     ];
-    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    for (name, test) in tests {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        eprint!("test {name} ... ");
-        runtime.block_on(async { tokio::time::timeout(Duration::from_secs(60), test()).await.expect("the test ends") });
-        eprintln!("ok");
-    }
+    run_tests(&tests, Duration::from_secs(60));
 }
-
-/// One test: its future, under a timeout in `main`.
-type Test = fn() -> futures::future::BoxFuture<'static, ()>;
 
 /// This binary as the server, in `mode`.
 fn server_command(mode: &str) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(std::env::current_exe().expect("the test binary"));
-    command.env(SERVER, mode);
-    command
+    stdio_server::server_command(SERVER, mode)
 }
 
 fn call(id: &str, name: &str) -> ToolCall {
@@ -141,6 +135,16 @@ async fn a_server_that_has_exited_does_not_list_its_tools() {
     }
 }
 
+/// A server that writes its last answer without the line's `\n` and
+/// exits: the answer is the call's, as the SDK reads it, not a failure
+/// for the server having gone.
+async fn a_last_answer_without_its_newline_is_the_calls_answer() {
+    let server = McpServer::spawn(server_command("sloppy")).await.expect("the server starts");
+    let tools = within(server.tools()).await.expect("the list");
+    let result = within(tools.call(&call("c", "unterminated"))).await;
+    assert_eq!((result.content.as_str(), result.is_error), ("bye", false), "{result:?}");
+}
+
 /// A list the SDK cannot read is asked for again and read tool by tool;
 /// if the server never answers that, the list times out, and the server
 /// is told (`notifications/cancelled` with the request's id), as it is of
@@ -166,11 +170,6 @@ async fn a_list_asked_again_and_timed_out_is_cancelled_on_the_server() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("the server was not told the list was cancelled");
-}
-
-/// `future`, or a panic if it has not ended within 20 s (a hang).
-async fn within<F: std::future::Future>(future: F) -> F::Output {
-    tokio::time::timeout(Duration::from_secs(20), future).await.expect("the call ends rather than hanging")
 }
 
 /// The server: one JSON-RPC message per line on stdin, one answer per
@@ -216,7 +215,7 @@ fn serve(mode: &str) {
                 }
             }
             "tools/list" => {
-                let names = ["no_jsonrpc", "no_message", "result_and_error", "flood", "pongs", "exit"];
+                let names = ["no_jsonrpc", "no_message", "result_and_error", "flood", "pongs", "exit", "unterminated"];
                 let tools = names.map(|name| json!({"name": name, "inputSchema": {"type": "object"}}));
                 // The list may be kept for ten minutes (`ttlMs`).
                 json!({"tools": tools, "ttlMs": 600_000})
@@ -231,6 +230,13 @@ fn serve(mode: &str) {
                     continue;
                 }
                 "exit" => std::process::exit(3),
+                "unterminated" => {
+                    let answer = json!({"jsonrpc": "2.0", "id": id,
+                                        "result": {"content": [{"type": "text", "text": "bye"}]}});
+                    let mut out = std::io::stdout().lock();
+                    let _ = write!(out, "{answer}").and_then(|()| out.flush());
+                    std::process::exit(0);
+                }
                 "result_and_error" => {
                     let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"content": []},
                                         "error": {"code": "x", "message": "no disk"}});
@@ -262,13 +268,5 @@ fn serve(mode: &str) {
             answer.remove("jsonrpc");
         }
         send(&answer);
-    }
-}
-
-/// Writes one message, as a line; exits if the client is gone.
-fn send(message: &Value) {
-    let mut out = std::io::stdout().lock();
-    if writeln!(out, "{message}").and_then(|()| out.flush()).is_err() {
-        std::process::exit(0);
     }
 }

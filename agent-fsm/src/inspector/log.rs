@@ -132,15 +132,19 @@ pub(super) fn clipped(mut text: String) -> String {
     if text.len() <= LINE_KEPT {
         return text;
     }
-    let mut cut = LINE_KEPT;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    let cut = text.floor_char_boundary(LINE_KEPT);
     let more = text.len() - cut;
     text.truncate(cut);
     // Writing to a String cannot fail.
     let _ = write!(text, "… ({more} bytes more)");
     text
+}
+
+/// Cuts `text` to its last [`TEXT_KEPT`] bytes or so (cut on a
+/// character).
+fn keep_end(text: &mut String) {
+    let cut = text.ceil_char_boundary(text.len().saturating_sub(TEXT_KEPT));
+    text.drain(..cut);
 }
 
 /// An approval as the page shows it.
@@ -252,11 +256,7 @@ impl Log {
     pub(super) fn text(&mut self, mut delta: String) -> Update {
         let mut reset = std::mem::take(&mut self.text_done);
         if delta.len() > 2 * TEXT_KEPT {
-            let mut cut = delta.len() - TEXT_KEPT;
-            while !delta.is_char_boundary(cut) {
-                cut += 1;
-            }
-            delta.drain(..cut);
+            keep_end(&mut delta);
             reset = true;
         }
         if reset {
@@ -264,11 +264,7 @@ impl Log {
         }
         self.text.push_str(&delta);
         if self.text.len() > 2 * TEXT_KEPT {
-            let mut cut = self.text.len() - TEXT_KEPT;
-            while !self.text.is_char_boundary(cut) {
-                cut += 1;
-            }
-            self.text.drain(..cut);
+            keep_end(&mut self.text);
         }
         Update::Text { reset, delta }
     }

@@ -276,7 +276,7 @@ impl McpServer {
             // One such tool in a request fails the whole request, every
             // time: better the model goes without it.
             let (Some(parameters), Some(name)) =
-                (input_schema(&tool.input_schema), given.get(tool.name.as_ref()).cloned())
+                (schema::input_schema(&tool.input_schema), given.get(tool.name.as_ref()).cloned())
             else {
                 tracing::warn!(program = %program, tool = %tool.name, "an MCP tool with a name or an input schema no provider takes is left out");
                 continue;
@@ -398,49 +398,6 @@ struct Listed {
     #[serde(default)]
     description: Option<String>,
     input_schema: Map<String, Value>,
-}
-
-/// A server's schema as the providers take it, if it is an object's as
-/// the spec has it (`"type": "object"`, added if the server left it out;
-/// `properties`, if there, an object of schemas; `required`, if there, a
-/// list of names; each schema within it one JSON Schema allows, see
-/// [`schema`]): no `$schema` key, and always `properties` (OpenAI
-/// refuses an object schema without). Both providers check a schema
-/// against JSON Schema's own and refuse the whole request over one that
-/// fails, such as `"properties": {"path": "string"}`.
-fn input_schema(schema: &Map<String, Value>) -> Option<Value> {
-    let mut schema = schema.clone();
-    schema.remove("$schema");
-    match schema.get("type") {
-        None => {
-            schema.insert("type".to_owned(), Value::from("object"));
-        }
-        Some(Value::String(kind)) if kind == "object" => {}
-        Some(_) => return None,
-    }
-    match schema.get("properties") {
-        None => {
-            schema.insert("properties".to_owned(), Value::Object(Map::new()));
-        }
-        // An empty list: an empty object as PHP's `json_encode` writes it.
-        Some(Value::Array(list)) if list.is_empty() => {
-            schema.insert("properties".to_owned(), Value::Object(Map::new()));
-        }
-        // A schema is an object, or `true` or `false`.
-        Some(Value::Object(properties)) if properties.values().all(|p| p.is_object() || p.is_boolean()) => {}
-        Some(_) => return None,
-    }
-    match schema.get("required") {
-        None => {}
-        Some(Value::Array(names)) if names.iter().all(Value::is_string) => {}
-        Some(_) => return None,
-    }
-    // The same of every schema within it, however deep: the providers
-    // check those too.
-    if !schema::nested_valid(&mut schema) {
-        return None;
-    }
-    Some(Value::Object(schema))
 }
 
 /// One tool of a server.

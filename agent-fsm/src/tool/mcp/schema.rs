@@ -1,5 +1,6 @@
-//! The schemas within a server tool's input schema (its properties', its
-//! items', those it combines), checked as the providers check them: both
+//! A server tool's input schema, and the schemas within it (its
+//! properties', its items', those it combines), checked as the providers
+//! check them: both
 //! OpenAI and Anthropic check a tool's whole schema against JSON Schema's
 //! own and refuse every request that lists a tool with one that fails,
 //! however deep (`{"type": "object", "properties": {"path": "string"}}`
@@ -37,11 +38,34 @@ const LIST: [&str; 4] = ["anyOf", "allOf", "oneOf", "prefixItems"];
 /// Keywords whose value is an object of schemas.
 const BY_NAME: [&str; 5] = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
 
-/// Whether each schema within `schema` (not `schema`'s own keywords, which
-/// the caller checks) is one JSON Schema allows; a `properties` written as
-/// an empty list is made an empty object on the way.
-pub(super) fn nested_valid(schema: &mut Map<String, Value>) -> bool {
-    within_valid(schema, 0)
+/// A server's schema as the providers take it, if it is an object's as
+/// the spec has it (`"type": "object"`, added if the server left it out;
+/// `properties`, if there, an object of schemas; `required`, if there, a
+/// list of names; each schema within it one JSON Schema allows): no
+/// `$schema` key, and always `properties` (OpenAI refuses an object schema
+/// without). Both providers check a schema against JSON Schema's own and
+/// refuse the whole request over one that fails, such as
+/// `"properties": {"path": "string"}`.
+pub(super) fn input_schema(schema: &Map<String, Value>) -> Option<Value> {
+    let mut schema = schema.clone();
+    schema.remove("$schema");
+    match schema.get("type") {
+        None => {
+            schema.insert("type".to_owned(), Value::from("object"));
+        }
+        Some(Value::String(kind)) if kind == "object" => {}
+        Some(_) => return None,
+    }
+    // Its own `required` and `properties` are checked as any schema's
+    // (an empty list as `properties` made an empty object on the way).
+    let mut schema = Value::Object(schema);
+    if !valid(&mut schema, 0) {
+        return None;
+    }
+    if let Value::Object(map) = &mut schema {
+        map.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+    }
+    Some(schema)
 }
 
 /// Whether `schema` is a schema JSON Schema allows, as far as checked
@@ -113,8 +137,8 @@ mod tests {
     use super::*;
 
     fn checked(schema: Value) -> Option<Value> {
-        let Value::Object(mut schema) = schema else { panic!("an object") };
-        nested_valid(&mut schema).then_some(Value::Object(schema))
+        let Value::Object(schema) = schema else { panic!("an object") };
+        input_schema(&schema)
     }
 
     #[test]
@@ -157,6 +181,7 @@ mod tests {
     #[test]
     fn an_empty_list_as_properties_is_an_empty_object_at_any_depth() {
         let schema = json!({"properties": {"a": {"type": "object", "properties": []}}});
-        assert_eq!(checked(schema), Some(json!({"properties": {"a": {"type": "object", "properties": {}}}})));
+        let made = json!({"type": "object", "properties": {"a": {"type": "object", "properties": {}}}});
+        assert_eq!(checked(schema), Some(made));
     }
 }

@@ -147,19 +147,22 @@ enum Line {
     Read,
     /// A line over [`MAX_LINE`], passed over to its end.
     TooLong,
-    /// The end of the output (a line it cuts short is dropped).
+    /// The end of the output.
     End,
 }
 
 /// Reads one line into `line` (cleared first), its `\n` included; one over
-/// [`MAX_LINE`] is read to its end without being kept.
+/// [`MAX_LINE`] is read to its end without being kept. A last line without
+/// its `\n` is read too, as the SDK reads it: a server that writes its
+/// last answer so and exits still answers (a message cut short does not
+/// parse, and is passed over).
 async fn read_line(stdout: &mut (impl AsyncBufRead + Unpin), line: &mut Vec<u8>) -> io::Result<Line> {
     line.clear();
     let mut too_long = false;
     loop {
         let available = stdout.fill_buf().await?;
         if available.is_empty() {
-            return Ok(Line::End);
+            return Ok(if line.is_empty() || too_long { Line::End } else { Line::Read });
         }
         let newline = available.iter().position(|&b| b == b'\n');
         let take = newline.map_or(available.len(), |at| at + 1);
@@ -293,6 +296,9 @@ mod tests {
         assert!(line.capacity() <= MAX_LINE);
         assert!(matches!(read_line(&mut output, &mut line).await, Ok(Line::Read)));
         assert_eq!(line, b"next\n");
+        // The last line, without its `\n`, is read as the SDK reads it.
+        assert!(matches!(read_line(&mut output, &mut line).await, Ok(Line::Read)));
+        assert_eq!(line, b"cut short");
         assert!(matches!(read_line(&mut output, &mut line).await, Ok(Line::End)));
     }
 
