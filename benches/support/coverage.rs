@@ -92,6 +92,12 @@ pub(crate) fn traces() -> Vec<Trace> {
         ok("e2"),             // mutating -> PostToolsHook
         E::RetryTimeoutFired, // no row
         E::PostToolsHookCompleted { action_taken: true },
+        completed(vec![call("i1", "read_file"), call("i2", "read_file")]),
+        ok("i2"),
+        // `i1` still has no result: it gets an "interrupted" error and the
+        // round is recorded; the next request carries both results.
+        E::Interrupted { cause: "ctrl-c".to_owned() },
+        E::UserInput(Message::user("go on")),
         completed(Vec::new()),
         E::ShutdownRequested,
         E::ShutdownRequested, // in place
