@@ -1,8 +1,9 @@
 //! Traces that are not benched: they walk every row of the table (and the
 //! catch-all, the refused pair, the in-place `*` rows, and the states `*`
 //! leaves out) so the
-//! lockstep check proves the hand-written baseline equal to the generated
-//! machine everywhere, not only on the benched paths.
+//! lockstep checks prove the hand-written baseline equal to the generated
+//! machine (`benches/dispatch.rs`) and to the peer crates' machines
+//! (`benches/dispatch-peers/`) everywhere, not only on the benched paths.
 
 use super::traces::Trace;
 use agent_fsm_examples::loom::{
