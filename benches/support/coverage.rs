@@ -1,8 +1,9 @@
 //! Traces that are not benched: they walk every row of the table (and the
 //! catch-all, the refused pair, the in-place `*` rows, and the states `*`
 //! leaves out) so the
-//! lockstep check proves the hand-written baseline equal to the generated
-//! machine everywhere, not only on the benched paths.
+//! lockstep checks prove the hand-written baseline equal to the generated
+//! machine (`benches/dispatch.rs`) and to the peer crates' machines
+//! (`benches/dispatch-peers/`) everywhere, not only on the benched paths.
 
 use super::traces::Trace;
 use agent_fsm_examples::loom::{
@@ -92,6 +93,12 @@ pub(crate) fn traces() -> Vec<Trace> {
         ok("e2"),             // mutating -> PostToolsHook
         E::RetryTimeoutFired, // no row
         E::PostToolsHookCompleted { action_taken: true },
+        completed(vec![call("i1", "read_file"), call("i2", "read_file")]),
+        ok("i2"),
+        // `i1` still has no result: it gets an "interrupted" error and the
+        // round is recorded; the next request carries both results.
+        E::Interrupted { cause: "ctrl-c".to_owned() },
+        E::UserInput(Message::user("go on")),
         completed(Vec::new()),
         E::ShutdownRequested,
         E::ShutdownRequested, // in place

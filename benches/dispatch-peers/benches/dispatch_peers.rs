@@ -31,8 +31,10 @@
 //! assistant message on `Completed`, tool results in call order once all are
 //! done), resolves the transient `ProcessingLlmResponse` inline as
 //! `HandLoom` does, and falls back to `WaitForInput` with the same warning
-//! when no row takes an event. Each writes every row of Loom's table; the
-//! peers start only in `WaitingForUserInput`, the start of both traces.
+//! when no row takes an event. Each writes every row of Loom's table, and
+//! each resumes in any of Loom's states (a transient one resolved at once,
+//! as `Loom::with_state` does), so that the coverage traces can start
+//! where they do.
 //!
 //! # Traces
 //! Built outside the timed region and fed by value (each machine drops the
@@ -43,9 +45,14 @@
 //!   `Completed`.
 //!
 //! Before anything is measured, every machine runs in lockstep with
-//! `HandLoom` over both traces: each event must give an equal action (`==`)
-//! and leave both in states of the same name, and no machine may reach its
-//! catch-all; the first difference panics.
+//! `HandLoom` over both traces and over the coverage traces of
+//! `benches/support/coverage.rs` (every row of the table, the catch-all,
+//! the refused pair, the `*` rows from every state): each event must give
+//! an equal action (`==`), leave both in states of the same name, and
+//! reach the catch-all in both or in neither; the benched traces must never
+//! reach it. The first difference panics. The peers' state data is compared
+//! through the actions: a trace goes on after each row that changes the
+//! conversation until a request carries it.
 //!
 //! # Running
 //! - criterion: `cargo bench --manifest-path benches/dispatch-peers/Cargo.toml
@@ -65,6 +72,8 @@
 //! - `PEERS_DISPATCH_VERIFY=0` skips the lockstep check (the script runs it
 //!   once natively, then skips it under valgrind).
 
+#[path = "../../support/coverage.rs"]
+mod coverage;
 #[path = "../../support/feed.rs"]
 mod feed;
 #[path = "../../support/hand.rs"]
@@ -100,6 +109,9 @@ trait Machine: Sized {
     fn step(&mut self, event: AgentEvent) -> AgentAction;
     /// The current state's name, as Loom spells it.
     fn state_name(&self) -> &'static str;
+    /// How many events machines of this kind left to their catch-all so
+    /// far, over the whole process.
+    fn unhandled_so_far() -> usize;
 }
 
 /// Events the generated machine left unhandled, over the whole process.
@@ -125,6 +137,9 @@ impl Machine for Loom {
     fn state_name(&self) -> &'static str {
         self.state().name()
     }
+    fn unhandled_so_far() -> usize {
+        GEN_UNHANDLED.load(Ordering::Relaxed)
+    }
 }
 
 impl Machine for HandLoom {
@@ -136,6 +151,9 @@ impl Machine for HandLoom {
     }
     fn state_name(&self) -> &'static str {
         self.state.name()
+    }
+    fn unhandled_so_far() -> usize {
+        HAND_UNHANDLED.load(Ordering::Relaxed)
     }
 }
 
@@ -151,6 +169,9 @@ macro_rules! peer_machine {
             }
             fn state_name(&self) -> &'static str {
                 <$ty>::state_name(self)
+            }
+            fn unhandled_so_far() -> usize {
+                PEER_UNHANDLED.load(Ordering::Relaxed)
             }
         }
     )*};
@@ -177,12 +198,15 @@ feeders! {
 // Verification
 
 /// Runs `M` and `HandLoom` in lockstep over `trace`; panics on the first
-/// difference in action or state.
-fn lockstep<M: Machine>(machine: &str, trace: &Trace) {
+/// difference in action, state, or whether the event reached the
+/// catch-all. Returns how many events went to it.
+fn lockstep<M: Machine>(machine: &str, trace: &Trace) -> usize {
     let mut peer = M::with_state(trace.start.clone(), traces::config());
     let mut hand = HandLoom::with_state(trace.start.clone(), traces::config());
     let name = &trace.name;
+    let mut unhandled = 0;
     for (i, event) in trace.events.iter().enumerate() {
+        let (peer_before, hand_before) = (M::unhandled_so_far(), HandLoom::unhandled_so_far());
         let a = peer.step(event.clone());
         let b = hand.step(event.clone());
         assert_eq!(a, b, "{machine} on {name}: event #{i} ({event:?}): actions differ from hand's");
@@ -191,21 +215,39 @@ fn lockstep<M: Machine>(machine: &str, trace: &Trace) {
             Machine::state_name(&hand),
             "{machine} on {name}: event #{i} ({event:?}): states differ from hand's"
         );
+        let (peer_fell, hand_fell) =
+            (M::unhandled_so_far() != peer_before, HandLoom::unhandled_so_far() != hand_before);
+        assert_eq!(
+            peer_fell, hand_fell,
+            "{machine} on {name}: event #{i} ({event:?}): catch-all reached by one machine only (peer, hand)"
+        );
+        unhandled += usize::from(hand_fell);
     }
+    unhandled
 }
 
-/// Every machine against `HandLoom` on both benched traces; none may reach
-/// its catch-all there.
+/// Every machine against `HandLoom` on both benched traces, where none may
+/// reach its catch-all, and on the coverage traces.
 fn verify() {
-    for trace in [traces::text_turn(), traces::tool_loop()] {
-        lockstep::<Loom>("gen", &trace);
-        lockstep::<SmlangLoom>("smlang", &trace);
-        lockstep::<RustFsmLoom>("rust_fsm", &trace);
-        lockstep::<StatigLoom>("statig", &trace);
+    fn all(trace: &Trace) -> [usize; 4] {
+        [
+            lockstep::<Loom>("gen", trace),
+            lockstep::<SmlangLoom>("smlang", trace),
+            lockstep::<RustFsmLoom>("rust_fsm", trace),
+            lockstep::<StatigLoom>("statig", trace),
+        ]
     }
-    let unhandled = [&GEN_UNHANDLED, &HAND_UNHANDLED, &PEER_UNHANDLED].map(|c| c.load(Ordering::Relaxed));
-    assert_eq!(unhandled, [0; 3], "a benched trace reached a catch-all (gen, hand, peers)");
-    eprintln!("dispatch_peers: gen, smlang, rust_fsm and statig agree with hand on both traces (actions and states)");
+    for trace in [traces::text_turn(), traces::tool_loop()] {
+        assert_eq!(all(&trace), [0; 4], "{}: a benched trace reached a catch-all", trace.name);
+    }
+    for trace in coverage::traces() {
+        let unhandled = all(&trace);
+        assert!(unhandled[0] > 0, "{}: the coverage trace should reach the catch-all", trace.name);
+    }
+    eprintln!(
+        "dispatch_peers: gen, smlang, rust_fsm and statig agree with hand on both traces and every coverage trace \
+         (actions, states, catch-alls)"
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -43,6 +43,7 @@ use std::mem;
     CallingLlm => {
         TextDelta => CallingLlm [Display],
         ToolCallDelta => CallingLlm [Wait],
+        ReasoningDelta => CallingLlm [Wait],
         CompletedRepeatingId => WaitingForUserInput [RefuseReply],
         CompletedWithTools => ExecutingTools [ExecuteTools],
         CompletedText => WaitingForUserInput [FinishTurn],
@@ -58,7 +59,7 @@ use std::mem;
         ToolResultLast => CallingLlm [SendAfterTools],
         ToolProgressKnown => ExecutingTools [RecordProgress],
         ToolProgressUnknown => ExecutingTools [ReportUnknownProgress],
-        Interrupted => WaitingForUserInput [ReportInterrupt],
+        Interrupted => WaitingForUserInput [InterruptTools],
         ShutdownRequested => ShuttingDown [Shutdown]
     },
     PostToolsHook => {
@@ -83,8 +84,10 @@ pub enum LoomInput {
     UserInput,
     /// `LlmEvent(TextDelta)`.
     TextDelta,
-    /// `LlmEvent(ToolCallDelta)`, or any other stream event.
+    /// `LlmEvent(ToolCallDelta)`, or any stream event added later.
     ToolCallDelta,
+    /// `LlmEvent(ReasoningDelta)`.
+    ReasoningDelta,
     /// `LlmEvent(Completed)` whose tool calls repeat an id.
     CompletedRepeatingId,
     /// `LlmEvent(Completed)` asking for tools.
@@ -151,17 +154,37 @@ pub(crate) struct RustFsmLoom {
 }
 
 impl RustFsmLoom {
-    /// A machine resumed in `start`, which must be `WaitingForUserInput`
-    /// (the only start the benched traces use).
+    /// A machine resumed in `start`: the unit state beside its data. A
+    /// transient state is resolved at once, as `Loom::with_state` does.
     pub(crate) fn with_state(start: AgentState, config: AgentConfig) -> Self {
-        let AgentState::WaitingForUserInput { conversation } = start else {
-            panic!("the rust-fsm machine starts in WaitingForUserInput only, not {}", start.name());
+        use loom::State;
+        let (state, data) = match crate::hand::settle_transient(start) {
+            AgentState::WaitingForUserInput { conversation } => {
+                (State::WaitingForUserInput, LoomData { conversation, ..LoomData::default() })
+            }
+            AgentState::CallingLlm { retries, conversation } => {
+                (State::CallingLlm, LoomData { conversation, retries, ..LoomData::default() })
+            }
+            AgentState::ExecutingTools { executions, conversation } => {
+                (State::ExecutingTools, LoomData { conversation, executions, ..LoomData::default() })
+            }
+            AgentState::PostToolsHook { pending_llm_request, completed_tools, conversation } => (
+                State::PostToolsHook,
+                LoomData {
+                    conversation,
+                    pending_llm_request: Some(pending_llm_request),
+                    completed_tools,
+                    ..LoomData::default()
+                },
+            ),
+            AgentState::Error { error, retries, origin, conversation } => (
+                State::Error,
+                LoomData { conversation, retries, error: Some(error), origin: Some(origin), ..LoomData::default() },
+            ),
+            AgentState::ShuttingDown => (State::ShuttingDown, LoomData::default()),
+            AgentState::ProcessingLlmResponse { .. } => unreachable!("a transient state is settled above"),
         };
-        RustFsmLoom {
-            machine: loom::StateMachine::new(),
-            data: LoomData { conversation, ..LoomData::default() },
-            config,
-        }
+        RustFsmLoom { machine: loom::StateMachine::from_state(state), data, config }
     }
 
     /// Feeds one event and returns the action to perform.
@@ -198,6 +221,7 @@ impl RustFsmLoom {
         match event {
             AgentEvent::UserInput(_) => I::UserInput,
             AgentEvent::LlmEvent(StreamEvent::TextDelta(_)) => I::TextDelta,
+            AgentEvent::LlmEvent(StreamEvent::ReasoningDelta(_)) => I::ReasoningDelta,
             AgentEvent::LlmEvent(StreamEvent::Completed { message: response, .. }) => {
                 if repeated_id(&response.tool_calls).is_some() {
                     I::CompletedRepeatingId
@@ -349,6 +373,16 @@ impl RustFsmLoom {
             O::ReportInterrupt => {
                 let AgentEvent::Interrupted { cause } = event else { return mismatch() };
                 // Back to `WaitingForUserInput`: only the conversation stays.
+                *data = LoomData { conversation: mem::take(&mut data.conversation), ..LoomData::default() };
+                A::DisplayError(format!("interrupted: {cause}"))
+            }
+            O::InterruptTools => {
+                let AgentEvent::Interrupted { cause } = event else { return mismatch() };
+                // The calls still without results are answered and the
+                // round recorded, as in Loom; then only the conversation
+                // stays.
+                data.executions.interrupt_pending(&cause);
+                data.executions.record_results(&mut data.conversation);
                 *data = LoomData { conversation: mem::take(&mut data.conversation), ..LoomData::default() };
                 A::DisplayError(format!("interrupted: {cause}"))
             }

@@ -73,6 +73,7 @@ pub(crate) struct RetryWait {
 
         CallingLlm(u32) + TextDelta(String) / display_delta = _,
         CallingLlm(u32) + ToolCallDelta / skip_fragment = _,
+        CallingLlm(u32) + ReasoningDelta / skip_reasoning = _,
         CallingLlm(u32) + LlmCompleted(AssistantMessage) [repeats_an_id] / refuse_reply = WaitingForUserInput,
         CallingLlm(u32) + LlmCompleted(AssistantMessage) [has_tool_calls] / execute_tools = ExecutingTools,
         CallingLlm(u32) + LlmCompleted(AssistantMessage) / finish_turn = WaitingForUserInput,
@@ -86,7 +87,7 @@ pub(crate) struct RetryWait {
         ExecutingTools + ToolCompleted(ToolResult) / resume_llm = CallingLlm(u32),
         ExecutingTools + ToolProgress(ToolProgressEvent) [progress_pending] / record_progress = _,
         ExecutingTools + ToolProgress(ToolProgressEvent) / report_unknown_progress = _,
-        ExecutingTools + Interrupted(String) / interrupt = WaitingForUserInput,
+        ExecutingTools + Interrupted(String) / interrupt_tools = WaitingForUserInput,
 
         PostToolsHook(HookWait) + PostToolsHookCompleted(bool) / send_pending = CallingLlm(u32),
         PostToolsHook(HookWait) + Interrupted(String) / interrupt_hook = WaitingForUserInput,
@@ -107,6 +108,8 @@ impl From<AgentEvent> for LoomEvents {
         match event {
             AgentEvent::UserInput(message) => LoomEvents::UserInput(message),
             AgentEvent::LlmEvent(StreamEvent::TextDelta(content)) => LoomEvents::TextDelta(content),
+            // The row reads nothing of it: the text is dropped here.
+            AgentEvent::LlmEvent(StreamEvent::ReasoningDelta(_)) => LoomEvents::ReasoningDelta,
             AgentEvent::LlmEvent(StreamEvent::Completed { message, .. }) => LoomEvents::LlmCompleted(message),
             // Tool-call deltas and any stream event added later: Loom waits
             // through them.
@@ -193,6 +196,11 @@ impl LoomStateMachineContext for Agent {
         Ok(*retries)
     }
 
+    fn skip_reasoning(&mut self, retries: &u32) -> Result<u32, ()> {
+        self.action = AgentAction::WaitForInput;
+        Ok(*retries)
+    }
+
     fn refuse_reply(&mut self, _retries: &u32, response: AssistantMessage) -> Result<(), ()> {
         let id = repeated_id(&response.tool_calls).unwrap_or_default();
         self.action = AgentAction::DisplayError(format!("the model repeated the tool call id `{id}`; no tool ran"));
@@ -226,6 +234,16 @@ impl LoomStateMachineContext for Agent {
 
     fn interrupt_call(&mut self, _retries: &u32, cause: String) -> Result<(), ()> {
         self.interrupt(cause)
+    }
+
+    fn interrupt_tools(&mut self, cause: String) -> Result<(), ()> {
+        // Leaving `ExecutingTools`: the calls still without results are
+        // answered and the round recorded, as in Loom.
+        let mut executions = mem::take(&mut self.executions);
+        executions.interrupt_pending(&cause);
+        executions.record_results(&mut self.conversation);
+        self.action = AgentAction::DisplayError(format!("interrupted: {cause}"));
+        Ok(())
     }
 
     fn report_unknown_result(&mut self, result: ToolResult) -> Result<(), ()> {
@@ -313,15 +331,30 @@ pub(crate) struct SmlangLoom {
 }
 
 impl SmlangLoom {
-    /// A machine resumed in `start`, which must be `WaitingForUserInput`
-    /// (the only start the benched traces use).
+    /// A machine resumed in `start`: its data split between the state and
+    /// the context as the rows keep it. A transient state is resolved at
+    /// once, as `Loom::with_state` does.
     pub(crate) fn with_state(start: AgentState, config: AgentConfig) -> Self {
-        let AgentState::WaitingForUserInput { conversation } = start else {
-            panic!("the smlang machine starts in WaitingForUserInput only, not {}", start.name());
+        let mut executions = Executions::default();
+        let (state, conversation) = match crate::hand::settle_transient(start) {
+            AgentState::WaitingForUserInput { conversation } => (LoomStates::WaitingForUserInput, conversation),
+            AgentState::CallingLlm { retries, conversation } => (LoomStates::CallingLlm(retries), conversation),
+            AgentState::ExecutingTools { executions: calls, conversation } => {
+                executions = calls;
+                (LoomStates::ExecutingTools, conversation)
+            }
+            AgentState::PostToolsHook { pending_llm_request, completed_tools, conversation } => (
+                LoomStates::PostToolsHook(HookWait { pending_llm_request, _completed_tools: completed_tools }),
+                conversation,
+            ),
+            AgentState::Error { error, retries, origin, conversation } => {
+                (LoomStates::Error(RetryWait { _error: error, retries, origin }), conversation)
+            }
+            AgentState::ShuttingDown => (LoomStates::ShuttingDown, ConversationContext::default()),
+            AgentState::ProcessingLlmResponse { .. } => unreachable!("a transient state is settled above"),
         };
-        let agent =
-            Agent { config, conversation, executions: Executions::default(), action: AgentAction::WaitForInput };
-        SmlangLoom { machine: LoomStateMachine::new(agent) }
+        let agent = Agent { config, conversation, executions, action: AgentAction::WaitForInput };
+        SmlangLoom { machine: LoomStateMachine::new_with_state(agent, state) }
     }
 
     /// Feeds one event and returns the action to perform.

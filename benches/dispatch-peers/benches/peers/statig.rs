@@ -13,7 +13,8 @@
 //! - **`* + ShutdownRequested` and `* + Interrupted`** are a superstate,
 //!   `active`, over every state but `ShuttingDown`: it borrows the
 //!   conversation from whichever state is current. `WaitingForUserInput`
-//!   answers `Interrupted` itself (it stays where it is).
+//!   answers `Interrupted` itself (it stays where it is), and so does
+//!   `ExecutingTools` (it answers the calls still without results first).
 //! - **No eventless states**: the transient `ProcessingLlmResponse` is
 //!   resolved inline in `calling_llm` (as `HandLoom` does).
 //! - **The action goes out through the external context** (`&mut
@@ -95,6 +96,10 @@ impl Agent {
                     Transition(State::waiting_for_user_input(mem::take(conversation)))
                 }
             }
+            AgentEvent::LlmEvent(StreamEvent::ReasoningDelta(_)) => {
+                *context = Some(AgentAction::WaitForInput);
+                Handled
+            }
             // Tool-call deltas and any stream event added later.
             AgentEvent::LlmEvent(_) => {
                 *context = Some(AgentAction::WaitForInput);
@@ -164,6 +169,15 @@ impl Agent {
                         Some(AgentAction::DisplayError(format!("progress for unknown or finished call `{call_id}`")));
                 }
                 Handled
+            }
+            // Answered here, before `active`'s row: the calls still
+            // without results get an "interrupted" error and the round is
+            // recorded, as in Loom.
+            AgentEvent::Interrupted { cause } => {
+                executions.interrupt_pending(cause);
+                executions.record_results(conversation);
+                *context = Some(AgentAction::DisplayError(format!("interrupted: {cause}")));
+                Transition(State::waiting_for_user_input(mem::take(conversation)))
             }
             _ => Super,
         }
@@ -255,16 +269,26 @@ pub(crate) struct StatigLoom {
 }
 
 impl StatigLoom {
-    /// A machine resumed in `start`, which must be `WaitingForUserInput`
-    /// (the only start the benched traces use).
+    /// A machine resumed in `start`, its data in the state's local
+    /// storage. A transient state is resolved at once, as
+    /// `Loom::with_state` does.
     pub(crate) fn with_state(start: AgentState, config: AgentConfig) -> Self {
-        let AgentState::WaitingForUserInput { conversation } = start else {
-            panic!("the statig machine starts in WaitingForUserInput only, not {}", start.name());
+        let state = match crate::hand::settle_transient(start) {
+            AgentState::WaitingForUserInput { conversation } => State::waiting_for_user_input(conversation),
+            AgentState::CallingLlm { retries, conversation } => State::calling_llm(retries, conversation),
+            AgentState::ExecutingTools { executions, conversation } => State::executing_tools(executions, conversation),
+            AgentState::PostToolsHook { pending_llm_request, completed_tools, conversation } => {
+                State::post_tools_hook(pending_llm_request, completed_tools, conversation)
+            }
+            AgentState::Error { error, retries, origin, conversation } => {
+                State::error(error, retries, origin, conversation)
+            }
+            AgentState::ShuttingDown => State::shutting_down(),
+            AgentState::ProcessingLlmResponse { .. } => unreachable!("a transient state is settled above"),
         };
-        // Resume in the idle state with the given conversation; statig
-        // lets the state of a machine not yet initialised be set.
+        // statig lets the state of a machine not yet initialised be set.
         let mut machine = Agent { config }.uninitialized_state_machine();
-        *machine.state_mut() = State::waiting_for_user_input(conversation);
+        *machine.state_mut() = state;
         StatigLoom { machine: machine.init_with_context(&mut None) }
     }
 
