@@ -2,7 +2,8 @@
 //! log holds, fed again to rebuild it, were counted and their hops
 //! exported by the run that took them, and are not counted (transitions,
 //! refused events) nor given `transition` spans again; the steps after
-//! the restart are.
+//! the restart are. A turn is neither exported twice nor lost across a
+//! restart, nor opened for an agent rebuilt between turns.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -204,6 +205,17 @@ struct TurnNumber(u64);
 /// spawns the agent again with `snapshots` and a span layer, and ends
 /// turn 2: what the layer saw.
 async fn restart_in_a_turn(snapshots: SnapshotPolicy) -> Seen {
+    use clerk::Event::{Add, Call, Hang};
+    restart(snapshots, [Call, Add(1), Hang, Call], [Add(5), Hang]).await
+}
+
+/// Sends `before` to a new agent, stops it, then spawns it again with
+/// `snapshots` and a span layer and sends `after`: what the layer saw.
+async fn restart(
+    snapshots: SnapshotPolicy,
+    before: impl IntoIterator<Item = clerk::Event>,
+    after: impl IntoIterator<Item = clerk::Event>,
+) -> Seen {
     use agent_fsm::telemetry::AgentTurns;
     let store = Arc::new(MemoryStore::new());
     let durable = || {
@@ -216,7 +228,7 @@ async fn restart_in_a_turn(snapshots: SnapshotPolicy) -> Seen {
     };
     {
         let (handle, _) = durable().spawn(clerk::Clerk::new, (), config()).expect("new");
-        for event in [clerk::Event::Call, clerk::Event::Add(1), clerk::Event::Hang, clerk::Event::Call] {
+        for event in before {
             within(handle.call(event)).await.expect("handled");
         }
         within(handle.shutdown()).await.expect("stops");
@@ -225,10 +237,24 @@ async fn restart_in_a_turn(snapshots: SnapshotPolicy) -> Seen {
     let seen = Turns::default();
     let _spans = tracing::subscriber::set_default(tracing_subscriber::registry().with(seen.clone()));
     let (handle, _) = durable().spawn(clerk::Clerk::new, (), config()).expect("resumes");
-    within(handle.call(clerk::Event::Add(5))).await.expect("handled");
-    within(handle.call(clerk::Event::Hang)).await.expect("handled");
+    for event in after {
+        within(handle.call(event)).await.expect("handled");
+    }
     within(handle.shutdown()).await.expect("stops");
     seen.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+// Current-thread: the worker runs on this thread, where the subscriber is set.
+#[tokio::test(flavor = "current_thread")]
+async fn an_agent_rebuilt_between_turns_is_in_none() {
+    use clerk::Event::{Add, Call, Hang};
+    // Rebuilt in an end state, from a snapshot and from the whole log: an
+    // event that starts no turn is outside any (no span), and the next
+    // turn opens with its input.
+    let every = SnapshotPolicy::Every(std::num::NonZeroU64::MIN);
+    assert_eq!(restart(every, [Call, Hang], [Add(1)]).await, (vec![], vec![]));
+    assert_eq!(restart(SnapshotPolicy::Never, [Call, Hang], [Add(1)]).await, (vec![], vec![]));
+    assert_eq!(restart(every, [Call, Hang], [Add(1), Call, Hang]).await, (vec![1], vec![Some(1), Some(1)]));
 }
 
 // Current-thread: the worker runs on this thread, where the subscriber is set.
