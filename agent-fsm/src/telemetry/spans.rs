@@ -260,7 +260,7 @@ impl<M: StateMachine> TurnState<M> {
                 E::Config(_) => "config",
                 E::Store(_) => "store",
             };
-            span.record("error.type", kind);
+            super::failed(&span, kind);
         }
     }
 
@@ -272,7 +272,7 @@ impl<M: StateMachine> TurnState<M> {
         if std::mem::take(&mut self.fresh)
             && let Some((span, _)) = self.open.take()
         {
-            span.record("error.type", super::reason_label(reason));
+            super::failed(&span, super::reason_label(reason));
         }
     }
 }
@@ -290,5 +290,6 @@ fn turn_span<M: StateMachine>(turns: &AgentTurns<M>, agent_id: Option<&str>, cou
         agent_fsm.machine = M::DESCRIPTION.name,
         agent_fsm.turn = count,
         "error.type" = tracing::field::Empty,
+        "otel.status_code" = tracing::field::Empty,
     )
 }
