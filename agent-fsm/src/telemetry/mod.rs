@@ -116,7 +116,7 @@ const UNKNOWN_TOOL: &str = "(unknown)";
 /// is `Error`, which the conventions ask for alongside `error.type` and
 /// which backends read to show a span as failed (without it, a failed
 /// call's span reads as one that went well).
-#[cfg(feature = "otel")]
+#[cfg(all(feature = "otel", any(feature = "runtime", feature = "llm")))]
 fn failed(span: &tracing::Span, error_type: &str) {
     span.record("error.type", error_type);
     span.record("otel.status_code", "error");

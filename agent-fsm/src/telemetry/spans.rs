@@ -119,7 +119,8 @@ impl<M: StateMachine> AgentTurns<M> {
     }
 
     /// Whether entering `state` ends a turn: one of the end states, or a
-    /// terminal state.
+    /// terminal state. Read by the worker only.
+    #[cfg(feature = "runtime")]
     fn end(&self, state: StateKindOf<M>) -> bool {
         use crate::Kind as _;
         self.ends.contains(&state) || M::DESCRIPTION.states.get(state.index()).is_some_and(|s| s.terminal)
