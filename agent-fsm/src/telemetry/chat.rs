@@ -49,6 +49,7 @@ pub(crate) fn observe_chat(
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
             "error.type" = tracing::field::Empty,
+            "otel.status_code" = tracing::field::Empty,
         ),
         #[cfg(feature = "otel")]
         settled: false,
@@ -115,7 +116,7 @@ impl Observed {
                     // The variant's name, without the server's details.
                     let kind = format!("{:?}", error.kind());
                     let name = kind.split([' ', '(', '{']).next().unwrap_or_default();
-                    self.span.record("error.type", name);
+                    super::failed(&self.span, name);
                 }
                 #[cfg(not(feature = "otel"))]
                 let _ = error;
@@ -150,7 +151,7 @@ impl Stream for Observed {
 impl Drop for Observed {
     fn drop(&mut self) {
         if !self.settled {
-            self.span.record("error.type", "cancelled");
+            super::failed(&self.span, "cancelled");
         }
     }
 }

@@ -17,6 +17,11 @@
 //! | `execute_tool {tool}` | one tool call of a [`ToolSet`](crate::tool::ToolSet) (`execute_tool (unknown)` for a name the set does not have, which `gen_ai.tool.name` keeps) | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `error.type` (`tool_error` for the tool's own error, `unknown_tool`, `invalid_arguments`, `panicked`, `timeout`, or `cancelled` for a call cut short) |
 //! | `transition {from} -> {to}` | one hop of the machine, from the executor | `agent_fsm.machine`, `agent_fsm.state.from`, `agent_fsm.state.to`, `agent_fsm.event`, `agent_fsm.action`, `agent_fsm.row` |
 //!
+//! A span given an `error.type` also gets the OpenTelemetry status
+//! `Error` (through `tracing_opentelemetry`'s `otel.status_code` field),
+//! as the conventions ask, so that a backend shows it failed; the others
+//! keep status `Unset`.
+//!
 //! The parent is carried by `tracing`'s current span: the worker enters the
 //! turn's span around every step of the turn, and a model call, a tool call
 //! or a hop opened inside a step takes it as parent; the tasks a step
@@ -106,3 +111,13 @@ fn reason_label(reason: crate::UnhandledReason) -> &'static str {
 /// `metrics` feature only.
 #[cfg(all(feature = "tool", any(feature = "otel", feature = "metrics")))]
 const UNKNOWN_TOOL: &str = "(unknown)";
+
+/// Marks `span` failed: `error.type` says how, and its OpenTelemetry status
+/// is `Error`, which the conventions ask for alongside `error.type` and
+/// which backends read to show a span as failed (without it, a failed
+/// call's span reads as one that went well).
+#[cfg(all(feature = "otel", any(feature = "runtime", feature = "llm")))]
+fn failed(span: &tracing::Span, error_type: &str) {
+    span.record("error.type", error_type);
+    span.record("otel.status_code", "error");
+}

@@ -119,7 +119,8 @@ impl<M: StateMachine> AgentTurns<M> {
     }
 
     /// Whether entering `state` ends a turn: one of the end states, or a
-    /// terminal state.
+    /// terminal state. Read by the worker only.
+    #[cfg(feature = "runtime")]
     fn end(&self, state: StateKindOf<M>) -> bool {
         use crate::Kind as _;
         self.ends.contains(&state) || M::DESCRIPTION.states.get(state.index()).is_some_and(|s| s.terminal)
@@ -260,7 +261,7 @@ impl<M: StateMachine> TurnState<M> {
                 E::Config(_) => "config",
                 E::Store(_) => "store",
             };
-            span.record("error.type", kind);
+            super::failed(&span, kind);
         }
     }
 
@@ -272,7 +273,7 @@ impl<M: StateMachine> TurnState<M> {
         if std::mem::take(&mut self.fresh)
             && let Some((span, _)) = self.open.take()
         {
-            span.record("error.type", super::reason_label(reason));
+            super::failed(&span, super::reason_label(reason));
         }
     }
 }
@@ -290,5 +291,6 @@ fn turn_span<M: StateMachine>(turns: &AgentTurns<M>, agent_id: Option<&str>, cou
         agent_fsm.machine = M::DESCRIPTION.name,
         agent_fsm.turn = count,
         "error.type" = tracing::field::Empty,
+        "otel.status_code" = tracing::field::Empty,
     )
 }

@@ -34,6 +34,7 @@ pub(crate) fn observe_tool(
         gen_ai.tool.call.id = call.id.as_str(),
         gen_ai.tool.type = "function",
         "error.type" = tracing::field::Empty,
+        "otel.status_code" = tracing::field::Empty,
     );
     let mut ending = Ending {
         #[cfg(feature = "otel")]
@@ -94,7 +95,7 @@ impl Ending {
         }
         #[cfg(feature = "otel")]
         if let Some(error) = error {
-            self.span.record("error.type", error);
+            super::failed(&self.span, error);
         }
         #[cfg(feature = "metrics")]
         {
