@@ -68,11 +68,16 @@ pub(super) fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
         fn visit_expr_loop(&mut self, e: &'ast syn::ExprLoop) {
             self.inside(e.label.as_ref(), true, |v| syn::visit::visit_expr_loop(v, e));
         }
+        // A `while`'s condition and a `for`'s iterator run outside the
+        // loop's body: an unlabelled `break` there leaves an enclosing loop
+        // (in a transient state's rows, the generated one), not this one.
         fn visit_expr_while(&mut self, e: &'ast syn::ExprWhile) {
-            self.inside(e.label.as_ref(), true, |v| syn::visit::visit_expr_while(v, e));
+            self.inside(e.label.as_ref(), false, |v| v.visit_expr(&e.cond));
+            self.inside(e.label.as_ref(), true, |v| v.visit_block(&e.body));
         }
         fn visit_expr_for_loop(&mut self, e: &'ast syn::ExprForLoop) {
-            self.inside(e.label.as_ref(), true, |v| syn::visit::visit_expr_for_loop(v, e));
+            self.visit_expr(&e.expr);
+            self.inside(e.label.as_ref(), true, |v| v.visit_block(&e.body));
         }
         fn visit_expr_block(&mut self, e: &'ast syn::ExprBlock) {
             self.inside(e.label.as_ref(), false, |v| syn::visit::visit_expr_block(v, e));
