@@ -1,6 +1,7 @@
-//! A `break` or `continue` in a row's code that leaves the code itself is
-//! refused, wherever in a loop expression it sits: a `for`'s iterator and a
-//! `while`'s condition run outside that loop's body.
+//! A `break`, `continue`, `return` or `?` in a row's code that leaves the
+//! code itself is refused, wherever it sits: in a `for`'s iterator or a
+//! `while`'s condition (which run outside that loop's body), or in the
+//! arguments of a std macro such as `println!`.
 
 use super::phases::model;
 use quote::quote;
@@ -54,6 +55,41 @@ fn loops_inside_the_iterator_or_condition_are_the_codes_own() {
             Check { n } [*n > 3] => {
                 for i in { let mut k = 0; loop { k += 1; if k > 2 { break; } } 0..k } { if i == 1 { break; } }
                 'w: while { loop { break; } false } { continue 'w; }
+            } Big / Start(n),
+        )),
+    );
+    assert_eq!(result, Ok(()));
+}
+
+#[test]
+fn continue_in_the_arguments_of_a_std_macro_leaves_the_row() {
+    let (_, result) = model(
+        quote!(fallback = Wait),
+        transient_machine(quote!(
+            Check { n } [*n > 3] => { println!("{}", if n > 100 { continue } else { n }); } Big / Start(n),
+        )),
+    );
+    let errors = result.expect_err("the continue leaves the effects");
+    assert!(errors.contains("`continue` out of a row's effects"), "{errors}");
+    let (_, result) = model(
+        quote!(fallback = Wait),
+        transient_machine(quote!(Check { n } [*n > 3] => { std::assert!(n.checked_add(1)? > 0); } Big / Start(n),)),
+    );
+    let errors = result.expect_err("the ? leaves the effects");
+    assert!(errors.contains("`?` in a row's effects"), "{errors}");
+}
+
+#[test]
+fn other_macros_and_closures_in_std_macro_arguments_are_left_alone() {
+    // A macro of the user's own may wrap its arguments in a loop; a closure
+    // in a std macro's arguments has a `return` of its own.
+    let (_, result) = model(
+        quote!(fallback = Wait),
+        transient_machine(quote!(
+            Check { n } [*n > 3] => {
+                retry!({ break });
+                let _ = format!("{}", (|| { return 1; })());
+                let _ = vec![0; 3];
             } Big / Start(n),
         )),
     );

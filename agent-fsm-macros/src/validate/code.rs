@@ -89,10 +89,57 @@ pub(super) fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
         fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
         fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
         fn visit_item(&mut self, _: &'ast syn::Item) {}
+        // The arguments of std's macros that evaluate them in place
+        // (`println!("{}", x?)`) are code written in the row.
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            for arg in &in_place_macro_args(m) {
+                self.visit_expr(arg);
+            }
+        }
     }
     for row in &model.rows {
         visit_row_code(row, |part| Escapes { cx, part, loops: 0, labels: Vec::new() });
     }
+}
+
+/// The arguments of a call of one of std's macros that evaluate their
+/// arguments where they are written, as expressions; none for any other
+/// macro (whose expansion the macro cannot know: it may wrap them in a
+/// loop or a closure) or for arguments that are not a list of expressions.
+fn in_place_macro_args(m: &syn::Macro) -> Vec<syn::Expr> {
+    const IN_PLACE: [&str; 20] = [
+        "assert",
+        "assert_eq",
+        "assert_ne",
+        "dbg",
+        "debug_assert",
+        "debug_assert_eq",
+        "debug_assert_ne",
+        "eprint",
+        "eprintln",
+        "format",
+        "format_args",
+        "panic",
+        "print",
+        "println",
+        "todo",
+        "unimplemented",
+        "unreachable",
+        "vec",
+        "write",
+        "writeln",
+    ];
+    let segments = &m.path.segments;
+    let from_std =
+        segments.len() == 1 || segments.first().is_some_and(|s| ["std", "core", "alloc"].iter().any(|c| s.ident == c));
+    let Some(last) = segments.last() else { return Vec::new() };
+    if !from_std || !IN_PLACE.iter().any(|name| last.ident == name) {
+        return Vec::new();
+    }
+    use syn::punctuated::Punctuated;
+    m.parse_body_with(Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated)
+        .map(|args| args.into_iter().collect())
+        .unwrap_or_default()
 }
 
 /// Where in a row a piece of its code is.
