@@ -95,3 +95,15 @@ fn other_macros_and_closures_in_std_macro_arguments_are_left_alone() {
     );
     assert_eq!(result, Ok(()));
 }
+
+#[test]
+fn a_raw_label_is_the_label_without_r_hash() {
+    // `'r#a` and `'a` name one label to rustc: the break stays in the loop.
+    let (_, result) = model(
+        quote!(fallback = Wait),
+        transient_machine(
+            quote!(Check { n } [*n > 3] => { 'r#a: loop { break 'a; } 'b: loop { break 'r#b; } } Big / Start(n),),
+        ),
+    );
+    assert_eq!(result, Ok(()));
+}

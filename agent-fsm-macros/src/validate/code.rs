@@ -4,6 +4,7 @@
 use crate::ctxt::Ctxt;
 use crate::model::{Model, RowModel, bindings, list, name_key};
 use syn::Ident;
+use syn::ext::IdentExt;
 
 /// A row's code (guard, effects, payloads) is spliced into the step
 /// function: a `return` there would leave the step after the old state was
@@ -26,7 +27,7 @@ pub(super) fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
         fn inside(&mut self, label: Option<&syn::Label>, is_loop: bool, body: impl FnOnce(&mut Self)) {
             let labels = self.labels.len();
             if let Some(l) = label {
-                self.labels.push(l.name.ident.to_string());
+                self.labels.push(l.name.ident.unraw().to_string());
             }
             self.loops += usize::from(is_loop);
             body(self);
@@ -35,7 +36,8 @@ pub(super) fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
         }
         fn leaves(&self, label: Option<&syn::Lifetime>) -> bool {
             match label {
-                Some(l) => !self.labels.contains(&l.ident.to_string()),
+                // `'r#a` and `'a` are one label.
+                Some(l) => !self.labels.contains(&l.ident.unraw().to_string()),
                 None => self.loops == 0,
             }
         }
