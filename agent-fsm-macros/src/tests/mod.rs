@@ -4,6 +4,7 @@
 
 mod cases;
 mod diagram;
+mod escapes;
 mod expand;
 mod fuzz;
 mod layers;

@@ -4,6 +4,7 @@
 use crate::ctxt::Ctxt;
 use crate::model::{Model, RowModel, bindings, list, name_key};
 use syn::Ident;
+use syn::ext::IdentExt;
 
 /// A row's code (guard, effects, payloads) is spliced into the step
 /// function: a `return` there would leave the step after the old state was
@@ -26,7 +27,7 @@ pub(super) fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
         fn inside(&mut self, label: Option<&syn::Label>, is_loop: bool, body: impl FnOnce(&mut Self)) {
             let labels = self.labels.len();
             if let Some(l) = label {
-                self.labels.push(l.name.ident.to_string());
+                self.labels.push(l.name.ident.unraw().to_string());
             }
             self.loops += usize::from(is_loop);
             body(self);
@@ -35,7 +36,8 @@ pub(super) fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
         }
         fn leaves(&self, label: Option<&syn::Lifetime>) -> bool {
             match label {
-                Some(l) => !self.labels.contains(&l.ident.to_string()),
+                // `'r#a` and `'a` are one label.
+                Some(l) => !self.labels.contains(&l.ident.unraw().to_string()),
                 None => self.loops == 0,
             }
         }
@@ -68,11 +70,16 @@ pub(super) fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
         fn visit_expr_loop(&mut self, e: &'ast syn::ExprLoop) {
             self.inside(e.label.as_ref(), true, |v| syn::visit::visit_expr_loop(v, e));
         }
+        // A `while`'s condition and a `for`'s iterator run outside the
+        // loop's body: an unlabelled `break` there leaves an enclosing loop
+        // (in a transient state's rows, the generated one), not this one.
         fn visit_expr_while(&mut self, e: &'ast syn::ExprWhile) {
-            self.inside(e.label.as_ref(), true, |v| syn::visit::visit_expr_while(v, e));
+            self.inside(e.label.as_ref(), false, |v| v.visit_expr(&e.cond));
+            self.inside(e.label.as_ref(), true, |v| v.visit_block(&e.body));
         }
         fn visit_expr_for_loop(&mut self, e: &'ast syn::ExprForLoop) {
-            self.inside(e.label.as_ref(), true, |v| syn::visit::visit_expr_for_loop(v, e));
+            self.visit_expr(&e.expr);
+            self.inside(e.label.as_ref(), true, |v| v.visit_block(&e.body));
         }
         fn visit_expr_block(&mut self, e: &'ast syn::ExprBlock) {
             self.inside(e.label.as_ref(), false, |v| syn::visit::visit_expr_block(v, e));
@@ -84,10 +91,57 @@ pub(super) fn check_effects_run_to_their_end(cx: &Ctxt, model: &Model) {
         fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
         fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
         fn visit_item(&mut self, _: &'ast syn::Item) {}
+        // The arguments of std's macros that evaluate them in place
+        // (`println!("{}", x?)`) are code written in the row.
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            for arg in &in_place_macro_args(m) {
+                self.visit_expr(arg);
+            }
+        }
     }
     for row in &model.rows {
         visit_row_code(row, |part| Escapes { cx, part, loops: 0, labels: Vec::new() });
     }
+}
+
+/// The arguments of a call of one of std's macros that evaluate their
+/// arguments where they are written, as expressions; none for any other
+/// macro (whose expansion the macro cannot know: it may wrap them in a
+/// loop or a closure) or for arguments that are not a list of expressions.
+fn in_place_macro_args(m: &syn::Macro) -> Vec<syn::Expr> {
+    const IN_PLACE: [&str; 20] = [
+        "assert",
+        "assert_eq",
+        "assert_ne",
+        "dbg",
+        "debug_assert",
+        "debug_assert_eq",
+        "debug_assert_ne",
+        "eprint",
+        "eprintln",
+        "format",
+        "format_args",
+        "panic",
+        "print",
+        "println",
+        "todo",
+        "unimplemented",
+        "unreachable",
+        "vec",
+        "write",
+        "writeln",
+    ];
+    let segments = &m.path.segments;
+    let from_std =
+        segments.len() == 1 || segments.first().is_some_and(|s| ["std", "core", "alloc"].iter().any(|c| s.ident == c));
+    let Some(last) = segments.last() else { return Vec::new() };
+    if !from_std || !IN_PLACE.iter().any(|name| last.ident == name) {
+        return Vec::new();
+    }
+    use syn::punctuated::Punctuated;
+    m.parse_body_with(Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated)
+        .map(|args| args.into_iter().collect())
+        .unwrap_or_default()
 }
 
 /// Where in a row a piece of its code is.
