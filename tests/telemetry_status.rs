@@ -7,13 +7,16 @@ use std::time::Duration;
 
 use agent_fsm::llm::{ErrorKind, ProviderError, Request, StreamEvent, ToolCall};
 use agent_fsm::runtime::{self, ExecutorConfig};
-use agent_fsm::telemetry::{AgentTurns, layer, opentelemetry};
+use agent_fsm::telemetry::{AgentTurns, opentelemetry};
 use agent_fsm::tool::{Tool, ToolSet, schemars};
 use futures::StreamExt as _;
 use opentelemetry::trace::Status;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::SpanData;
 use serde::Deserialize;
-use tracing_subscriber::prelude::*;
+
+#[path = "support/otel.rs"]
+mod otel;
+use otel::exporter;
 
 #[agent_fsm::state_machine(fallback = Nothing, name = Desk)]
 mod desk {
@@ -42,16 +45,6 @@ mod desk {
         Idle + Input => Thinking / Nothing,
         Thinking + Done => Idle / Nothing,
     }
-}
-
-/// An exporter, and the `tracing` dispatch that feeds it, for this thread.
-fn exporter() -> (InMemorySpanExporter, SdkTracerProvider, tracing::subscriber::DefaultGuard) {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
-    let subscriber = tracing_subscriber::registry()
-        .with(layer(&provider).with_filter(tracing_subscriber::filter::LevelFilter::INFO));
-    let guard = tracing::subscriber::set_default(subscriber);
-    (exporter, provider, guard)
 }
 
 /// The span named `name` among `spans`.
