@@ -8,6 +8,13 @@ use crate::{codegen, fallback, validate};
 use proc_macro2::{Delimiter, Group, TokenStream, TokenTree};
 use syn::ItemMod;
 
+/// `#[state_machine(args)] mod name { ... }`, its paths to agent-fsm
+/// through `crate = path` if the arguments give one.
+pub(crate) fn attribute(args: TokenStream, item: TokenStream) -> TokenStream {
+    let path = crate::shared::krate::crate_path(&args);
+    crate::shared::krate::rewrite(state_machine(args, item), path.as_ref())
+}
+
 /// `#[state_machine(args)] mod name { ... }`.
 pub(crate) fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream {
     let inline = is_inline_module(&item);

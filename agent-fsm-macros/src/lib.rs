@@ -38,6 +38,8 @@ use proc_macro::TokenStream;
 /// - `no_diagram`: the machine's rustdoc without the diagram and its script
 /// - `export = name`: publish the table for variants to extend
 /// - `extends = path`: declare a variant of a published table
+/// - `crate = ::path`: how the generated code names agent-fsm, for a crate
+///   that renamed the dependency (default `::agent_fsm`)
 ///
 /// Markers in the module: `#[initial]`, `#[terminal]`, `#[transient]`,
 /// `#[no_carry]` on states and `#[carry(..)]` on their enum;
@@ -48,7 +50,7 @@ use proc_macro::TokenStream;
 /// [the DSL reference](https://docs.rs/agent-fsm/latest/agent_fsm/docs/dsl/index.html).
 #[proc_macro_attribute]
 pub fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::state_machine(args.into(), item.into()).into()
+    expand::attribute(args.into(), item.into()).into()
 }
 
 /// Builds a variant from its base's tokens and its own; called by the
@@ -56,7 +58,7 @@ pub fn state_machine(args: TokenStream, item: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __merge_variant(input: TokenStream) -> TokenStream {
-    variant::merge(input.into()).into()
+    variant::merge_named(input.into()).into()
 }
 
 /// Stands in for serde's derives when agent-fsm's `serde` feature is off:

@@ -20,8 +20,10 @@ use syn::parse::{Parse, ParseStream};
 use syn::{Ident, Item, ItemEnum, ItemMod, bracketed};
 
 /// What a variant's attribute expands to: a call of its base's carrier.
+/// The path to agent-fsm it passes is the default one, which a variant's
+/// `crate = path` rewrites with the rest of its expansion.
 pub(crate) fn call_base(base: &syn::Path, args: &TokenStream, item: &TokenStream) -> TokenStream {
-    quote!(#base! { [#args] #item })
+    quote!(#base! { @agent_fsm_path(::agent_fsm) [#args] #item })
 }
 
 struct Input {
@@ -44,6 +46,17 @@ impl Parse for Input {
             variant_item: input.parse()?,
         })
     }
+}
+
+/// [`merge`], its paths to agent-fsm through the variant's `crate = path`
+/// if it gives one: the variant's crate names agent-fsm as its own
+/// arguments say.
+pub(crate) fn merge_named(input: TokenStream) -> TokenStream {
+    let path = match input.clone().into_iter().nth(2) {
+        Some(proc_macro2::TokenTree::Group(args)) => crate::shared::krate::crate_path(&args.stream()),
+        _ => None,
+    };
+    crate::shared::krate::rewrite(merge(input), path.as_ref())
 }
 
 /// `merge_variant! { [base args] [base module] [variant args] variant module }`.

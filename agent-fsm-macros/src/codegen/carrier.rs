@@ -12,9 +12,11 @@ use syn::Ident;
 pub(crate) fn carrier(name: &Ident, args: &TokenStream, item: &TokenStream) -> TokenStream {
     let local = format_ident!("__agent_fsm_carrier_{}", name);
     let (args, item) = (dollar_crate(args.clone()), dollar_crate(item.clone()));
+    // The variant's call says how its crate names agent-fsm (see
+    // `variant::call_base`): the base's own name for it may not exist there.
     let body = quote! {
-        ($($variant:tt)*) => {
-            ::agent_fsm::__private::merge_variant! { [#args] [#item] $($variant)* }
+        (@agent_fsm_path($($path:tt)*) $($variant:tt)*) => {
+            $($path)*::__private::merge_variant! { [#args] [#item] $($variant)* }
         };
     };
     quote! {

@@ -30,6 +30,9 @@ pub(crate) struct Args {
     /// `no_diagram`: the machine's rustdoc without the diagram and the
     /// script that draws it; the transitions table stays.
     pub(crate) no_diagram: Option<kw::no_diagram>,
+    /// `crate = path`: how the generated code names agent-fsm, for a crate
+    /// that renamed the dependency (the rewrite is `shared::krate`'s).
+    pub(crate) krate: Option<syn::Path>,
 }
 
 impl Args {
@@ -47,6 +50,8 @@ impl Args {
             extends: None,
             typestate: over.typestate.or(self.typestate),
             no_diagram: over.no_diagram.or(self.no_diagram),
+            // The base's path names agent-fsm in the base's crate.
+            krate: over.krate,
         }
     }
 }
@@ -144,10 +149,16 @@ impl Parse for Args {
                 if args.no_diagram.replace(key).is_some() {
                     return Err(syn::Error::new(key.span, "duplicate `no_diagram` argument"));
                 }
+            } else if lookahead.peek(Token![crate]) {
+                let key: Token![crate] = input.parse()?;
+                equals(input, key.span, "crate = ::path::to::agent_fsm")?;
+                if args.krate.replace(input.parse()?).is_some() {
+                    return Err(syn::Error::new(key.span, "duplicate `crate` argument"));
+                }
             } else {
                 return Err(syn::Error::new(
                     input.span(),
-                    "unknown `state_machine` argument; expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path`, `typestate` or `no_diagram`",
+                    "unknown `state_machine` argument; expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path`, `typestate`, `no_diagram` or `crate = path`",
                 ));
             }
             if !input.is_empty() {

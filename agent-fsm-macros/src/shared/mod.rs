@@ -3,4 +3,5 @@
 //! from earlier phases only.
 
 pub(crate) mod attrs;
+pub(crate) mod krate;
 pub(crate) mod names;

@@ -7,6 +7,7 @@ mod diagram;
 mod escapes;
 mod expand;
 mod fuzz;
+mod krate;
 mod layers;
 mod phases;
 mod quick;

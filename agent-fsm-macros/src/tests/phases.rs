@@ -110,7 +110,7 @@ fn unknown_argument_lists_the_accepted_ones() {
     let err = syn::parse2::<Args>(quote!(fallback = X, verbose)).err().expect("unknown argument");
     assert!(
         err.to_string()
-            .contains("expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path`, `typestate` or `no_diagram`"),
+            .contains("expected `fallback = Action`, `strict`, `name = Machine`, `serde`, `invariants = path`, `export = name`, `extends = path`, `typestate`, `no_diagram` or `crate = path`"),
         "{err}"
     );
 }

@@ -2,12 +2,17 @@
 //! Loom itself: the base is named by the path its crate exports
 //! (`agent_fsm_examples::loom_machine`), and the variant removes the hook
 //! state and the row that led into it.
+//!
+//! This crate depends on agent-fsm under another name (`fsm`), so every
+//! machine here says how to reach it: `crate = ::fsm`.
+
+pub mod renamed;
 
 pub use machine::{AgentAction, AgentEvent, AgentState, LoomWithoutHook};
 
 /// Loom's table minus `PostToolsHook`: a round of tools always goes
 /// straight back to the model.
-#[agent_fsm::state_machine(extends = agent_fsm_examples::loom_machine, name = LoomWithoutHook)]
+#[fsm::state_machine(extends = agent_fsm_examples::loom_machine, name = LoomWithoutHook, crate = ::fsm)]
 pub mod machine {
     use agent_fsm_examples::loom::*;
 
