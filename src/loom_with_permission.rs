@@ -65,28 +65,8 @@ pub fn needs_permission(calls: &[ToolCall], read_only: &[String]) -> bool {
 /// the same width.
 #[must_use]
 pub fn request_id(position: usize, calls: &[ToolCall]) -> usize {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut hash = OFFSET;
-    let mut feed = |bytes: &[u8]| {
-        for &byte in bytes {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(PRIME);
-        }
-    };
-    // Each piece is preceded by its length, so that no two lists of
-    // pieces feed the same bytes (`ab` + `c` against `a` + `bc`).
-    let mut piece = |bytes: &[u8]| {
-        feed(&(bytes.len() as u64).to_le_bytes());
-        feed(bytes);
-    };
-    piece(&(position as u64).to_le_bytes());
-    for call in calls {
-        piece(call.id.as_bytes());
-        piece(call.name.as_bytes());
-        piece(call.arguments.to_string().as_bytes());
-    }
     // Truncated where `usize` is narrower: still a hash of all of it.
-    hash as usize
+    crate::fingerprint::fingerprint(position as u64, calls) as usize
 }
 
 /// Why the calls were denied when the user sent a message instead of
@@ -126,7 +106,7 @@ pub mod machine {
             calls: Vec<ToolCall>,
             /// The request's id, which the reply must carry: from the
             /// conversation's length when it was asked and the calls
-            /// ([`request_id`](super::request_id)).
+            /// ([`request_id`]).
             request_id: usize,
         },
     }
