@@ -15,7 +15,7 @@
 
 use agent_fsm::{Observer, StepOf};
 use agent_fsm_examples::loom::{AgentConfig, Message, ToolCall, ToolExecutionOutcome};
-use agent_fsm_examples::loom_with_permission::{AgentAction, AgentEvent, LoomWithPermission};
+use agent_fsm_examples::loom_with_permission::{AgentAction, AgentEvent, LoomWithPermission, request_id};
 
 struct Print;
 
@@ -47,8 +47,9 @@ fn main() {
     for event in [
         AgentEvent::UserInput(Message::user("tidy my notes")),
         completed("I'll edit notes.txt.", vec![edit("c1")]),
-        // The request's id: its position in the conversation (user, assistant).
-        AgentEvent::PermissionGranted { request_id: 2 },
+        // The request's id, from its position in the conversation (user,
+        // assistant) and its calls, as `AskPermission` gives it.
+        AgentEvent::PermissionGranted { request_id: request_id(2, &[edit("c1")]) },
         AgentEvent::ToolCompleted {
             call_id: "c1".into(),
             outcome: ToolExecutionOutcome::Success { call_id: "c1".into(), output: "edited".into() },
@@ -64,7 +65,7 @@ fn main() {
     for event in [
         AgentEvent::UserInput(Message::user("and delete the old ones")),
         completed("I'll edit notes.txt again.", vec![edit("c2")]),
-        AgentEvent::PermissionDenied { request_id: 6, reason: "keep them".into() },
+        AgentEvent::PermissionDenied { request_id: request_id(6, &[edit("c2")]), reason: "keep them".into() },
     ] {
         match agent.handle_event_with(event, &mut Print) {
             AgentAction::DisplayError(message) => println!("    -> DisplayError: {message}"),

@@ -11,9 +11,13 @@
 //! - **Approvals are correlated by ids the machine mints.**
 //!   `RequireApproval` opens one approval per tool call, each with a
 //!   request id taken from a counter in the context
-//!   ([`RunnerContext::next_request`]: `approval-0`, `approval-1`, ...),
-//!   never derived from the model's call ids, so no two requests of a run
-//!   share one, snapshots included. `Approve { request_id }` settles
+//!   ([`RunnerContext::next_request`]) joined to a fingerprint of the call
+//!   ([`request_id`]: `approval-0-…`, `approval-1-…`), never derived from
+//!   the model's call ids alone, so no two requests of a run share one,
+//!   snapshots included; and a run restored from an earlier snapshot,
+//!   which numbers its requests again from there, does not take an
+//!   approval given to the request made under a number before for a
+//!   request about another call made under it after. `Approve { request_id }` settles
 //!   exactly that request, in any order. While approvals are awaited, a
 //!   reply whose id is not pending (sent twice, left from an earlier
 //!   round, or for a request not issued yet) is rejected with
@@ -36,7 +40,7 @@
 //! - **Snapshots** carry the whole state and context; resuming checks
 //!   [`invariants`] (the step count within bounds, calls to run or approve
 //!   present and with distinct ids, every request id one the counter
-//!   issued and distinct, something left to approve) besides the state
+//!   issued, about its call, and distinct, something left to approve) besides the state
 //!   name and the data's shape, so a resumed run behaves as a live one and
 //!   its next event neither panics nor wraps.
 //!
@@ -124,7 +128,8 @@ pub struct RunnerContext {
     pub steps_taken: u32,
     /// Tool results so far, in the order they came.
     pub transcript: Vec<ToolResult>,
-    /// The number of the next approval request (`approval-{n}`): requests
+    /// The number of the next approval request (`approval-{n}-{fingerprint}`,
+    /// see [`request_id`]): requests
     /// are numbered by the machine, never named after the model's call
     /// ids, so a reply can only ever match its own request. Absent from a
     /// snapshot, it is 0.
@@ -177,7 +182,16 @@ fn approval_invariants(approvals: &[Approval], ctx: &RunnerContext) -> Result<()
     let mut numbers = Vec::with_capacity(approvals.len());
     for a in approvals {
         match request_number(&a.request_id) {
-            Some(n) if n < ctx.next_request => numbers.push(n),
+            Some((n, Some(print))) if n < ctx.next_request => {
+                if print != crate::fingerprint::fingerprint(n, std::slice::from_ref(&a.call)) {
+                    return Err(format!(
+                        "approval `{}` is not the id of a request about the call `{}`",
+                        a.request_id, a.call.id
+                    ));
+                }
+                numbers.push(n);
+            }
+            Some((n, None)) if n < ctx.next_request => numbers.push(n),
             _ => {
                 return Err(format!(
                     "approval `{}` is not a request id the machine issued (below `approval-{}`)",
@@ -193,17 +207,41 @@ fn approval_invariants(approvals: &[Approval], ctx: &RunnerContext) -> Result<()
     Ok(())
 }
 
-/// The request id with number `n`.
-fn request_id(n: u64) -> String {
-    format!("approval-{n}")
+/// The id of approval request number `n`, about `call`:
+/// `approval-{n}-{fingerprint}`, the fingerprint 16 hex digits of a hash of
+/// `n` and the call's id, name and arguments. The number alone repeats
+/// when a run is restored from an earlier snapshot, which numbers its
+/// requests again from there: with the call in the id, an approval given
+/// to the request made under a number before does not settle a request
+/// about another call made under it after (but for the odds of a 64-bit
+/// collision).
+#[must_use]
+pub fn request_id(n: u64, call: &ToolCall) -> String {
+    format!("approval-{n}-{:016x}", crate::fingerprint::fingerprint(n, std::slice::from_ref(call)))
 }
 
-/// The number of a request id in [`request_id`]'s form, written as it
-/// writes it (no sign, no leading zero), so that one number has one id.
-fn request_number(id: &str) -> Option<u64> {
-    let digits = id.strip_prefix("approval-")?;
+/// The number of a request id in [`request_id`]'s form, and its
+/// fingerprint, written as it writes them (no sign, no leading zero, 16
+/// lower-case hex digits), so that one request has one id; or as ids were
+/// written before they held a fingerprint (`approval-{n}`), which a
+/// snapshot taken then may hold.
+fn request_number(id: &str) -> Option<(u64, Option<u64>)> {
+    let rest = id.strip_prefix("approval-")?;
+    let (digits, print) = match rest.split_once('-') {
+        Some((digits, print)) => (digits, Some(print)),
+        None => (rest, None),
+    };
     let n: u64 = digits.parse().ok()?;
-    (request_id(n) == id).then_some(n)
+    let print = match print {
+        Some(hex) if hex.len() == 16 => Some(u64::from_str_radix(hex, 16).ok()?),
+        Some(_) => return None,
+        None => None,
+    };
+    let canonical = match print {
+        Some(print) => format!("approval-{n}-{print:016x}"),
+        None => format!("approval-{n}"),
+    };
+    (canonical == id).then_some((n, print))
 }
 
 /// Whether the counter has `count` more request ids.
@@ -217,7 +255,7 @@ fn approvals_for(calls: &[ToolCall], ctx: &mut RunnerContext) -> Vec<Approval> {
     calls
         .iter()
         .map(|c| {
-            let request_id = request_id(ctx.next_request);
+            let request_id = request_id(ctx.next_request, c);
             ctx.next_request = ctx.next_request.saturating_add(1);
             Approval { request_id, call: c.clone(), approved: false }
         })

@@ -30,6 +30,7 @@ pub mod diagrams {}
 
 pub mod bob;
 pub mod coding_agent;
+mod fingerprint;
 pub mod fleet_agent;
 pub mod loom;
 pub mod loom_with_permission;

@@ -10,10 +10,16 @@
 //!   ask: a tool nobody listed (an MCP server's, a name the model made up)
 //!   asks.
 //! - **Replies name their request.** Each request has an id the machine
-//!   takes from the request's position: the conversation's length when it
-//!   was asked. The conversation only grows and every request follows a
-//!   new reply of the model, so no two requests of an agent share one, and
-//!   the model's call ids play no part. A `PermissionGranted` or
+//!   derives from the request's position (the conversation's length when
+//!   it was asked) and from the calls it asks about ([`request_id`]). The
+//!   conversation only grows and every request follows a new reply of the
+//!   model, so no two requests of an agent share one, whatever call ids
+//!   the model repeats. The calls count as well as the position
+//!   because the position alone repeats: an agent restored from an
+//!   earlier snapshot, or resumed after a crash lost its last steps, asks
+//!   again at a position it asked at before, for whatever calls the
+//!   model's new reply holds, and a grant for the request made there
+//!   before must not release those. A `PermissionGranted` or
 //!   `PermissionDenied` for another id (sent twice, kept from an earlier
 //!   round, or early) changes nothing: while a request waits it is
 //!   refused with `DisplayError`; in any other state the table has no row
@@ -50,6 +56,19 @@ pub fn needs_permission(calls: &[ToolCall], read_only: &[String]) -> bool {
     calls.iter().any(|c| !read_only.contains(&c.name))
 }
 
+/// The id of a permission request asked when the conversation held
+/// `position` messages, about `calls`: a 64-bit FNV-1a hash of the
+/// position and of each call's id, name and arguments, so that a request
+/// at another position, or about other calls, has another id (but for
+/// the odds of a 64-bit collision). Deterministic and free of clocks and
+/// randomness, as every row is; the same on every platform and build of
+/// the same width.
+#[must_use]
+pub fn request_id(position: usize, calls: &[ToolCall]) -> usize {
+    // Truncated where `usize` is narrower: still a hash of all of it.
+    crate::fingerprint::fingerprint(position as u64, calls) as usize
+}
+
 /// Why the calls were denied when the user sent a message instead of
 /// answering their request.
 pub const SUPERSEDED: &str = "the user sent a new message instead of answering";
@@ -75,7 +94,7 @@ pub fn interrupt_all(calls: &[ToolCall], cause: &str, conversation: &mut Convers
 /// The variant: Loom's table plus the differences below.
 #[agent_fsm::state_machine(extends = crate::loom::machine::loom_machine, name = LoomWithPermission)]
 pub mod machine {
-    use super::{SUPERSEDED, deny_all, interrupt_all, needs_permission};
+    use super::{SUPERSEDED, deny_all, interrupt_all, needs_permission, request_id};
     use crate::loom::*;
 
     /// States added to Loom's.
@@ -85,8 +104,9 @@ pub mod machine {
         WaitingForPermission {
             /// The calls to allow or deny.
             calls: Vec<ToolCall>,
-            /// The request's id, which the reply must carry: the
-            /// conversation's length when it was asked.
+            /// The request's id, which the reply must carry: from the
+            /// conversation's length when it was asked and the calls
+            /// ([`request_id`]).
             request_id: usize,
         },
     }
@@ -128,8 +148,9 @@ pub mod machine {
 
     transitions! {
         ProcessingLlmResponse { response } [needs_permission(&response.tool_calls, &ctx.read_only_tools)]
-            => WaitingForPermission { calls: response.tool_calls, request_id: conversation.len() }
-               / AskPermission { request_id: conversation.len(), calls: response.tool_calls.clone() },
+            => { let id = request_id(conversation.len(), &response.tool_calls); }
+               WaitingForPermission { calls: response.tool_calls, request_id: id }
+               / AskPermission { request_id: id, calls: response.tool_calls.clone() },
         /// Matched by id: a reply to another request is refused, not applied.
         WaitingForPermission { request_id } + PermissionGranted { request_id: id } [id != request_id]
             => WaitingForPermission / DisplayError(format!("no permission request {id} pending (waiting for {request_id})")),

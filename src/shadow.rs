@@ -44,9 +44,14 @@
 //!   one call could settle another) and not by the model's `tool_use_id`
 //!   either (a model may repeat one, or reuse it in a later reply, and a
 //!   reply delivered twice would then settle both requests). Each request
-//!   takes the next number of [`ShadowContext::next_request`]
-//!   (`permission-0`, `question-1`, ...), unique for the agent's life,
-//!   snapshots included; [`ShadowAction::RequestPermission`] carries it
+//!   takes the next number of [`ShadowContext::next_request`], and its id
+//!   joins that number to a fingerprint of the call asked about
+//!   ([`request_id`]: `permission-0-3f0c…`, `question-1-…`): unique for
+//!   the agent's life, snapshots included, and bound to its call, so that
+//!   an agent restored from an earlier snapshot, which numbers its
+//!   requests again from there, does not take a reply given to the
+//!   request made under a number before for a request about another call
+//!   made under it after; [`ShadowAction::RequestPermission`] carries it
 //!   and [`ShadowEvent::PermissionReply`] must name it. A reply for another
 //!   id (sent twice, left from an earlier request, or guessed) is refused
 //!   with [`ShadowAction::Reject`] and changes nothing. Both replies and
@@ -107,7 +112,7 @@
 //!   its `Err` is the parent's `Error`. Children are spawned from a tool
 //!   (as in the documented subagent flow and the reference's code), so the
 //!   documented `Processing -> WaitingForSubAgent` has no row.
-//! - **Questions** get a minted request id too (`question-{n}`), which
+//! - **Questions** get a minted request id too (`question-{n}-{fingerprint}`), which
 //!   [`ShadowEvent::QuestionAnswered`] must carry; the answers, joined by
 //!   newlines, are the call's result.
 //! - **Interrupts, state by state** ([`ShadowEvent::Interrupt`]):
@@ -142,8 +147,8 @@
 
 pub use context::{DEFAULT_LLM_ATTEMPTS, NextStep, Permission, ShadowContext, Turn};
 pub use machine::{Shadow, ShadowAction, ShadowEvent, ShadowState};
-pub use requests::invariants;
-use requests::{PERMISSION, QUESTION, repeated_id};
+use requests::repeated_id;
+pub use requests::{PERMISSION, QUESTION, invariants, request_id};
 
 mod context;
 mod requests;
@@ -384,11 +389,11 @@ pub mod machine {
             => { ctx.begin_tools(reply); let call = ctx.advance(); }
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
         Processing + LlmEvent(StreamEvent::Completed { message: reply, .. }) [ctx.next_step_for(&reply.tool_calls) == NextStep::AskPermission]
-            => { ctx.begin_tools(reply); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
+            => { ctx.begin_tools(reply); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION, &call); }
                WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.arguments, request_id }
                / RequestPermission { request_id: request_id.clone(), call: call.clone() },
         Processing + LlmEvent(StreamEvent::Completed { message: reply, .. }) [ctx.next_step_for(&reply.tool_calls) == NextStep::AskUser]
-            => { ctx.begin_tools(reply); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
+            => { ctx.begin_tools(reply); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION, &call); }
                WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.arguments },
         /// Every call denied by a rule: the denials go straight back.
         Processing + LlmEvent(StreamEvent::Completed { message: reply, .. })
@@ -441,11 +446,11 @@ pub mod machine {
             => { ctx.resolve_current(output, false); let call = ctx.advance(); }
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
         ExecutingTool + ToolResult { result: Ok(output), .. } [ctx.next_step() == NextStep::AskPermission]
-            => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
+            => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION, &call); }
                WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.arguments, request_id }
                / RequestPermission { request_id: request_id.clone(), call: call.clone() },
         ExecutingTool + ToolResult { result: Ok(output), .. } [ctx.next_step() == NextStep::AskUser]
-            => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
+            => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION, &call); }
                WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.arguments },
         ExecutingTool + ToolResult { result: Ok(output), .. }
             => { ctx.resolve_current(output, false); let messages = ctx.finish_tools(); } Processing / CallLlm(messages),
@@ -471,11 +476,11 @@ pub mod machine {
             => { ctx.resolve_current(output, false); let call = ctx.advance(); }
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
         WaitingForSubAgent + SubAgentFinished { result: Ok(output), .. } [ctx.next_step() == NextStep::AskPermission]
-            => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
+            => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION, &call); }
                WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.arguments, request_id }
                / RequestPermission { request_id: request_id.clone(), call: call.clone() },
         WaitingForSubAgent + SubAgentFinished { result: Ok(output), .. } [ctx.next_step() == NextStep::AskUser]
-            => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
+            => { ctx.resolve_current(output, false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION, &call); }
                WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.arguments },
         WaitingForSubAgent + SubAgentFinished { result: Ok(output), .. }
             => { ctx.resolve_current(output, false); let messages = ctx.finish_tools(); } Processing / CallLlm(messages),
@@ -490,11 +495,11 @@ pub mod machine {
             => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); }
                ExecutingTool { tool_name: call.name, tool_use_id: call.id } / ExecuteTool(call.clone()),
         WaitingForUserInput + QuestionAnswered { answers, .. } [ctx.next_step() == NextStep::AskPermission]
-            => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION); }
+            => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); let request_id = ctx.issue_request(PERMISSION, &call); }
                WaitingForPermission { tool_name: call.name, tool_use_id: call.id, input: call.arguments, request_id }
                / RequestPermission { request_id: request_id.clone(), call: call.clone() },
         WaitingForUserInput + QuestionAnswered { answers, .. } [ctx.next_step() == NextStep::AskUser]
-            => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION); }
+            => { ctx.resolve_current(answers.join("\n"), false); let call = ctx.advance(); let request_id = ctx.issue_request(QUESTION, &call); }
                WaitingForUserInput { request_id } / AskUser { request_id: request_id.clone(), questions: call.arguments },
         WaitingForUserInput + QuestionAnswered { answers, .. }
             => { ctx.resolve_current(answers.join("\n"), false); let messages = ctx.finish_tools(); }

@@ -15,6 +15,11 @@ fn call(id: &str) -> ToolCall {
     }
 }
 
+/// The id of approval request number `n`, about the call `id`.
+fn aid(n: u64, id: &str) -> String {
+    agent_fsm_examples::bob::request_id(n, &call(id))
+}
+
 fn ctx() -> RunnerContext {
     RunnerContext::new("write two notes", 4)
 }
@@ -24,8 +29,8 @@ fn session() -> Vec<RunnerEvent> {
     vec![
         RunnerEvent::Infer(call_tools(vec![call("1"), call("2")])),
         RunnerEvent::RequireApproval,
-        RunnerEvent::Approve { request_id: "approval-1".into() },
-        RunnerEvent::Approve { request_id: "approval-0".into() },
+        RunnerEvent::Approve { request_id: aid(1, "2") },
+        RunnerEvent::Approve { request_id: aid(0, "1") },
         RunnerEvent::ProvideToolResults(vec![
             ToolResult { call_id: "1".into(), content: "ok".into(), is_error: false },
             ToolResult { call_id: "2".into(), content: "ok".into(), is_error: false },
@@ -205,8 +210,8 @@ fn event() -> impl Strategy<Value = RunnerEvent> {
             is_error: false
         }])),
         Just(RunnerEvent::RequireApproval),
-        (0..3u8).prop_map(|i| RunnerEvent::Approve { request_id: format!("approval-{i}") }),
-        (0..3u8).prop_map(|i| RunnerEvent::Deny { request_id: format!("approval-{i}") }),
+        (0..3u64, id.clone()).prop_map(|(i, c)| RunnerEvent::Approve { request_id: aid(i, c) }),
+        (0..3u64, id).prop_map(|(i, c)| RunnerEvent::Deny { request_id: aid(i, c) }),
         Just(RunnerEvent::Cancel),
     ]
 }
@@ -335,7 +340,7 @@ async fn the_executor_waits_for_approvals_sent_through_the_handle() {
         // Paused: nothing moves until a human answers.
         tokio::time::sleep(std::time::Duration::from_secs(60)).await;
         assert_eq!(handle.status().to_string(), "AwaitingApproval");
-        assert_eq!(asked(&mut notes).await, ["approval-0", "approval-1"]);
+        assert_eq!(asked(&mut notes).await, [aid(0, "1"), aid(1, "2")]);
 
         // A reply for another request changes nothing.
         handle.send(RunnerEvent::Approve { request_id: "approve-9".into() }).await.expect("send");
@@ -343,10 +348,10 @@ async fn the_executor_waits_for_approvals_sent_through_the_handle() {
         assert_eq!(handle.status().to_string(), "AwaitingApproval");
 
         // Answered out of order, each on its own.
-        handle.send(RunnerEvent::Approve { request_id: "approval-1".into() }).await.expect("send");
+        handle.send(RunnerEvent::Approve { request_id: aid(1, "2") }).await.expect("send");
         handle.wait_idle().await.expect("idle");
         assert_eq!(handle.status().to_string(), "AwaitingApproval");
-        handle.send(RunnerEvent::Approve { request_id: "approval-0".into() }).await.expect("send");
+        handle.send(RunnerEvent::Approve { request_id: aid(0, "1") }).await.expect("send");
         handle.wait_idle().await.expect("idle");
         // Both approved: the tools ran and the runner is ready for the model.
         assert_eq!(handle.state().await.expect("state"), RunnerState::Ready);
@@ -356,11 +361,11 @@ async fn the_executor_waits_for_approvals_sent_through_the_handle() {
         handle.send(RunnerEvent::Infer(call_tools(vec![call("1")]))).await.expect("send");
         handle.wait_idle().await.expect("idle");
         assert_eq!(handle.status().to_string(), "AwaitingApproval");
-        assert_eq!(asked(&mut notes).await, ["approval-2"]);
-        handle.send(RunnerEvent::Approve { request_id: "approval-0".into() }).await.expect("send");
+        assert_eq!(asked(&mut notes).await, [aid(2, "1")]);
+        handle.send(RunnerEvent::Approve { request_id: aid(0, "1") }).await.expect("send");
         handle.wait_idle().await.expect("idle");
         assert_eq!(handle.status().to_string(), "AwaitingApproval");
-        handle.send(RunnerEvent::Approve { request_id: "approval-2".into() }).await.expect("send");
+        handle.send(RunnerEvent::Approve { request_id: aid(2, "1") }).await.expect("send");
         handle.wait_idle().await.expect("idle");
         assert_eq!(handle.state().await.expect("state"), RunnerState::Ready);
         assert_eq!(handle.inspect(|m| m.context().transcript.len()).await.expect("transcript"), 3);

@@ -403,23 +403,18 @@ fn a_spent_counter_finishes_the_run_instead_of_reusing_an_id() {
     let mut context = RunnerContext::new("edge", 4);
     context.next_request = u64::MAX - 2;
     let mut machine = Runner::new(context);
-    let calls = |ids: &[&str]| {
-        RunnerEvent::Infer(call_tools(
-            ids.iter()
-                .map(|id| ToolCall {
-                    id: (*id).into(),
-                    name: "rm".into(),
-                    arguments: serde_json::json!({ "input": String::new() }),
-                })
-                .collect(),
-        ))
+    let rm = |id: &str| ToolCall {
+        id: id.into(),
+        name: "rm".into(),
+        arguments: serde_json::json!({ "input": String::new() }),
     };
+    let calls = |ids: &[&str]| RunnerEvent::Infer(call_tools(ids.iter().map(|id| rm(id)).collect()));
     machine.handle_event(calls(&["a", "b"]));
     let RunnerAction::AskApproval(approvals) = machine.handle_event(RunnerEvent::RequireApproval) else {
         panic!("{:?}", machine.state());
     };
     let ids: Vec<String> = approvals.into_iter().map(|a| a.request_id).collect();
-    assert_eq!(ids, [format!("approval-{}", u64::MAX - 2), format!("approval-{}", u64::MAX - 1)]);
+    assert_eq!(ids, [request_id(u64::MAX - 2, &rm("a")), request_id(u64::MAX - 1, &rm("b"))]);
     assert_eq!(machine.context().next_request, u64::MAX);
     for id in ids {
         machine.handle_event(RunnerEvent::Approve { request_id: id });

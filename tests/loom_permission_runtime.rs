@@ -11,16 +11,23 @@ use agent_fsm::llm::{Provider, ProviderError, Request, StreamEvent};
 use agent_fsm::runtime::{ExecutorConfig, spawn};
 use agent_fsm_examples::coding_agent::inspect::InspectedEffects;
 use agent_fsm_examples::coding_agent::{GREETING_WITH_TYPO, LoomEffects, ScriptedLlm, Workspace, prepare_workspace};
-use agent_fsm_examples::loom::{AgentConfig, Message};
-use agent_fsm_examples::loom_with_permission::{AgentEvent, AgentState, LoomWithPermission};
+use agent_fsm_examples::loom::{AgentConfig, Message, ToolCall};
+use agent_fsm_examples::loom_with_permission::{AgentEvent, AgentState, LoomWithPermission, request_id};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use tokio::sync::Semaphore;
 
-/// The request the scripted session's edit makes: its id is the
-/// conversation's length then (the task, the first reply, its two
-/// results, the reply asking for the edit).
-const EDIT_REQUEST: usize = 5;
+/// The request the scripted session's edit makes: its id is derived from
+/// the conversation's length then (the task, the first reply, its two
+/// results, the reply asking for the edit) and the edit's call.
+fn edit_request() -> usize {
+    let edit = ToolCall {
+        id: "call_3".into(),
+        name: "edit_file".into(),
+        arguments: serde_json::json!({ "path": "greeting.sh", "old_text": "wrold", "new_text": "world" }),
+    };
+    request_id(5, &[edit])
+}
 
 /// The scripted model, each reply held back until the gate opens: the
 /// test opens it once the early reply is sent, so that the model's first
@@ -60,7 +67,7 @@ async fn early_reply_leaves_the_edit_waiting(early: AgentEvent) {
 
     let state = handle.state().await.expect("the state");
     assert!(
-        matches!(state, AgentState::WaitingForPermission { request_id: EDIT_REQUEST, .. }),
+        matches!(&state, AgentState::WaitingForPermission { request_id, .. } if *request_id == edit_request()),
         "the edit must still wait for the user, in {state:?}"
     );
     let greeting = std::fs::read_to_string(dir.path().join("greeting.sh")).expect("the script");
@@ -70,12 +77,12 @@ async fn early_reply_leaves_the_edit_waiting(early: AgentEvent) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_sent_before_its_request_does_not_run_the_edit() {
-    early_reply_leaves_the_edit_waiting(AgentEvent::PermissionGranted { request_id: EDIT_REQUEST }).await;
+    early_reply_leaves_the_edit_waiting(AgentEvent::PermissionGranted { request_id: edit_request() }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denial_sent_before_its_request_does_not_answer_it() {
-    let denial = AgentEvent::PermissionDenied { request_id: EDIT_REQUEST, reason: "early".into() };
+    let denial = AgentEvent::PermissionDenied { request_id: edit_request(), reason: "early".into() };
     early_reply_leaves_the_edit_waiting(denial).await;
 }
 
@@ -98,7 +105,7 @@ async fn a_message_sent_while_a_request_waits_reaches_the_model() {
         handle.wait_idle().await.expect("idle");
         let state = handle.state().await.expect("the state");
         assert!(
-            matches!(state, AgentState::WaitingForPermission { request_id: EDIT_REQUEST, .. }),
+            matches!(&state, AgentState::WaitingForPermission { request_id, .. } if *request_id == edit_request()),
             "the edit waits, in {state:?}"
         );
         handle.send(AgentEvent::UserInput(Message::user(note))).await.expect("the message");
@@ -117,7 +124,7 @@ async fn a_message_sent_while_a_request_waits_reaches_the_model() {
     let greeting = std::fs::read_to_string(dir.path().join("greeting.sh")).expect("the script");
     assert_eq!(greeting, GREETING_WITH_TYPO, "the edit ran without being allowed");
     assert!(
-        matches!(state, AgentState::WaitingForPermission { request_id, .. } if request_id > EDIT_REQUEST),
+        matches!(&state, AgentState::WaitingForPermission { request_id, .. } if *request_id != edit_request()),
         "the model was not asked again, in {state:?}"
     );
     handle.shutdown().await.expect("stopped");

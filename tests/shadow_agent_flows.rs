@@ -7,7 +7,9 @@
 #[path = "support/shadow_agent.rs"]
 mod shadow_agent;
 
-use agent_fsm_examples::shadow::{Message, Permission, ShadowEvent, ShadowState};
+use agent_fsm_examples::shadow::{
+    Message, PERMISSION, Permission, QUESTION, ShadowEvent, ShadowState, ToolCall, request_id,
+};
 use agent_fsm_examples::shadow_agent::Output;
 use serde_json::json;
 use shadow_agent::*;
@@ -84,11 +86,14 @@ async fn flow_question() {
 
     let history = assert_history_is_the_tables_path(&mut h, &main, main_context(&[])).await;
     assert_eq!(states(&history), ["Idle", "Processing", "WaitingForUserInput", "Processing", "Idle"]);
-    assert!(h.outputs("main").any(|o| o
-        == &Output::Question {
-            request_id: "question-0".to_owned(),
-            questions: json!({ "questions": ["Which colour should the button be?"] })
-        }));
+    let questions = json!({ "questions": ["Which colour should the button be?"] });
+    let question =
+        ToolCall { id: "toolu_1".to_owned(), name: "AskUserQuestion".to_owned(), arguments: questions.clone() };
+    let request_id = request_id(QUESTION, 0, &question);
+    assert!(
+        h.outputs("main")
+            .any(|o| o == &Output::Question { request_id: request_id.clone(), questions: questions.clone() })
+    );
     assert_eq!(h.responses("main"), ["Painting the button blue."]);
 }
 
@@ -100,7 +105,8 @@ async fn a_remembered_permission_skips_the_wait_and_a_reply_for_another_id_is_re
     let asked = h.until(|u| matches!(u.output, Output::PermissionRequested { .. })).await;
     let Output::PermissionRequested { request_id, call } = asked.output else { unreachable!("matched") };
     assert_eq!(call.id, "toolu_1");
-    assert_eq!(request_id, "permission-0");
+    let asked = request_id;
+    assert_eq!(asked, agent_fsm_examples::shadow::request_id(PERMISSION, 0, &call));
 
     // A reply for another request changes nothing, and neither does one
     // that names the call (its id is the model's, not the request's).
@@ -110,13 +116,13 @@ async fn a_remembered_permission_skips_the_wait_and_a_reply_for_another_id_is_re
         let refused = h.until(|u| matches!(u.output, Output::Rejected(_))).await;
         assert_eq!(
             refused.output,
-            Output::Rejected(format!("no permission request `{id}` pending (waiting for `permission-0`)"))
+            Output::Rejected(format!("no permission request `{id}` pending (waiting for `{asked}`)"))
         );
     }
     assert_eq!(main.state().await.expect("state").name(), "WaitingForPermission");
     assert_eq!(h.file("hello.txt"), None);
 
-    let right = ShadowEvent::PermissionReply { request_id, allowed: true, remember: true };
+    let right = ShadowEvent::PermissionReply { request_id: asked, allowed: true, remember: true };
     main.send(right).await.expect("sent");
     assert_eq!(h.settle("main", APPROVE).await, ShadowState::Idle);
     // Remembered for the session: the next write runs without asking.

@@ -10,7 +10,7 @@ mod shadow_agent;
 use std::time::Duration;
 
 use agent_fsm::runtime::Notification;
-use agent_fsm_examples::shadow::{Permission, ShadowEvent, ShadowState, ToolCall};
+use agent_fsm_examples::shadow::{PERMISSION, Permission, ShadowEvent, ShadowState, ToolCall, request_id};
 use agent_fsm_examples::shadow_agent::{AgentRuntime, Output, SpawnError};
 use serde_json::json;
 use shadow_agent::*;
@@ -49,6 +49,12 @@ async fn the_runtime_finds_a_running_child_whose_permission_is_answered_through_
     assert_eq!(&*asked.session_id, "main/toolu_1", "the child asks");
 
     let child = h.runtime.get("main/toolu_1").expect("the child's handle while it runs");
+    let read = ToolCall {
+        id: "toolu_1".to_owned(),
+        name: "read_file".to_owned(),
+        arguments: json!({ "path": "CHANGELOG.md" }),
+    };
+    let asked = request_id(PERMISSION, 0, &read);
     assert_eq!(h.runtime.sessions(), ["main", "main/toolu_1"]);
     assert_eq!(
         child.state().await.expect("state"),
@@ -56,14 +62,14 @@ async fn the_runtime_finds_a_running_child_whose_permission_is_answered_through_
             tool_name: "read_file".to_owned(),
             tool_use_id: "toolu_1".to_owned(),
             input: json!({ "path": "CHANGELOG.md" }),
-            request_id: "permission-0".to_owned(),
+            request_id: asked.clone(),
         }
     );
     assert_eq!(
         main.state().await.expect("state"),
         ShadowState::WaitingForSubAgent { session_id: "main/toolu_1".to_owned() }
     );
-    let reply = ShadowEvent::PermissionReply { request_id: "permission-0".to_owned(), allowed: true, remember: false };
+    let reply = ShadowEvent::PermissionReply { request_id: asked, allowed: true, remember: false };
     child.send(reply).await.expect("sent");
     assert_eq!(h.settle("main", APPROVE).await, ShadowState::Idle);
 
@@ -151,14 +157,21 @@ async fn a_subscriber_sees_every_state_change_with_its_json() {
         }
     }
     assert_eq!(pending, None);
+    let write = ToolCall {
+        id: "toolu_1".to_owned(),
+        name: "write_file".to_owned(),
+        arguments: json!({ "path": "hello.txt", "content": "hello from Shadow\n" }),
+    };
+    let asked = request_id(PERMISSION, 0, &write);
     assert_eq!(
         changes,
         [
             ("Idle", r#"{"state":"processing"}"#.to_owned()),
             (
                 "Processing",
-                r#"{"state":"waiting_for_permission","data":{"tool_name":"write_file","tool_use_id":"toolu_1","input":{"content":"hello from Shadow\n","path":"hello.txt"},"request_id":"permission-0"}}"#
-                    .to_owned()
+                format!(
+                    r#"{{"state":"waiting_for_permission","data":{{"tool_name":"write_file","tool_use_id":"toolu_1","input":{{"content":"hello from Shadow\n","path":"hello.txt"}},"request_id":"{asked}"}}}}"#
+                )
             ),
             (
                 "WaitingForPermission",

@@ -298,6 +298,10 @@ fn snapshots_that_break_the_invariants_are_refused() {
         ("a request id the counter did not issue", |v| v["state"]["data"]["request_id"] = json!("permission-1")),
         ("the model's id as the request's", |v| v["state"]["data"]["request_id"] = json!("t1")),
         ("a request number written two ways", |v| v["state"]["data"]["request_id"] = json!("permission-00")),
+        ("a request id about another call", |v| {
+            let t2 = ToolCall { id: "t2".into(), name: "write_file".into(), arguments: json!({ "n": 2 }) };
+            v["state"]["data"]["request_id"] = json!(request_id(PERMISSION, 0, &t2));
+        }),
         ("a counter wound back", |v| v["context"]["next_request"] = json!(0)),
         ("two calls of one id", |v| v["context"]["turn"]["pending"][0]["id"] = json!("t1")),
         ("a state naming another call", |v| v["state"]["data"]["tool_use_id"] = json!("t2")),
@@ -330,7 +334,8 @@ fn a_spent_counter_answers_a_call_that_would_ask_instead_of_reusing_an_id() {
         ..Default::default()
     }));
     let ShadowAction::RequestPermission { request_id, .. } = action else { panic!("{action:?}") };
-    assert_eq!(request_id, format!("permission-{}", u64::MAX - 1));
+    let t1 = ToolCall { id: "t1".into(), name: "write_file".into(), arguments: json!({ "n": 1 }) };
+    assert_eq!(request_id, agent_fsm_examples::shadow::request_id(PERMISSION, u64::MAX - 1, &t1));
     assert_eq!(machine.context().next_request, u64::MAX);
     // The last id stays unissued: the second call is answered, not asked.
     let json = snapshot::to_json(&machine).expect("snapshot");

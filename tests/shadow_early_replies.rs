@@ -6,7 +6,8 @@
 #[path = "support/shadow_agent.rs"]
 mod shadow_agent;
 
-use agent_fsm_examples::shadow::{ShadowEvent, ShadowState};
+use agent_fsm_examples::shadow::{PERMISSION, QUESTION, ShadowEvent, ShadowState, ToolCall, request_id};
+use serde_json::json;
 use shadow_agent::*;
 
 /// Sends `prompt` and, at once, `early` (naming the first request the turn
@@ -23,10 +24,17 @@ async fn with_early_reply(h: &mut Harness, prompt: &str, early: ShadowEvent, wai
 #[tokio::test(start_paused = true)]
 async fn a_grant_sent_before_its_request_does_not_run_the_tool() {
     let mut h = Harness::new();
-    let early = ShadowEvent::PermissionReply { request_id: "permission-0".to_owned(), allowed: true, remember: true };
+    // The id the request is about to get.
+    let write = ToolCall {
+        id: "toolu_1".to_owned(),
+        name: "write_file".to_owned(),
+        arguments: json!({ "path": "hello.txt", "content": "hello from Shadow\n" }),
+    };
+    let id = request_id(PERMISSION, 0, &write);
+    let early = ShadowEvent::PermissionReply { request_id: id.clone(), allowed: true, remember: true };
     let state = with_early_reply(&mut h, "write hello.txt", early, "WaitingForPermission").await;
     assert!(
-        matches!(&state, ShadowState::WaitingForPermission { request_id, .. } if request_id == "permission-0"),
+        matches!(&state, ShadowState::WaitingForPermission { request_id, .. } if *request_id == id),
         "the write must still wait for the user, in {state:?}"
     );
     assert_eq!(h.file("hello.txt"), None, "the tool ran without being allowed");
@@ -38,10 +46,13 @@ async fn a_grant_sent_before_its_request_does_not_run_the_tool() {
 #[tokio::test(start_paused = true)]
 async fn an_answer_sent_before_its_question_does_not_answer_it() {
     let mut h = Harness::new();
-    let early = ShadowEvent::QuestionAnswered { request_id: "question-0".to_owned(), answers: vec!["red".to_owned()] };
+    let questions = json!({ "questions": ["Which colour should the button be?"] });
+    let question = ToolCall { id: "toolu_1".to_owned(), name: "AskUserQuestion".to_owned(), arguments: questions };
+    let id = request_id(QUESTION, 0, &question);
+    let early = ShadowEvent::QuestionAnswered { request_id: id.clone(), answers: vec!["red".to_owned()] };
     let state = with_early_reply(&mut h, "ask me", early, "WaitingForUserInput").await;
     assert!(
-        matches!(&state, ShadowState::WaitingForUserInput { request_id } if request_id == "question-0"),
+        matches!(&state, ShadowState::WaitingForUserInput { request_id } if *request_id == id),
         "the question must still wait for the user, in {state:?}"
     );
 }

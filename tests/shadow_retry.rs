@@ -18,8 +18,8 @@ use agent_fsm::runtime::RetryPolicy;
 use agent_fsm::snapshot;
 use agent_fsm_examples::coding_agent::Workspace;
 use agent_fsm_examples::shadow::{
-    AssistantMessage, INTERRUPTED, Message, Permission, ProviderError, Shadow, ShadowAction, ShadowContext,
-    ShadowEvent, ShadowState, StreamEvent, ToolCall,
+    AssistantMessage, INTERRUPTED, Message, PERMISSION, Permission, ProviderError, Shadow, ShadowAction, ShadowContext,
+    ShadowEvent, ShadowState, StreamEvent, ToolCall, request_id,
 };
 use agent_fsm_examples::shadow_agent::{AgentRuntime, Llm, Output};
 use futures::StreamExt;
@@ -251,7 +251,11 @@ fn conversation() -> Vec<Message> {
     send(ShadowEvent::ToolResult { tool_use_id: "c".to_owned(), result: Ok("C".to_owned()) });
     send(ShadowEvent::UserInput("run it".to_owned()));
     send(ShadowEvent::LlmEvent(completed("", vec![call("e", "bash")])));
-    send(ShadowEvent::PermissionReply { request_id: "permission-0".to_owned(), allowed: false, remember: false });
+    send(ShadowEvent::PermissionReply {
+        request_id: request_id(PERMISSION, 0, &call("e", "bash")),
+        allowed: false,
+        remember: false,
+    });
     send(ShadowEvent::UserInput("tell me".to_owned()));
     send(ShadowEvent::LlmEvent(StreamEvent::TextDelta("Once".to_owned())));
     send(ShadowEvent::Interrupt);

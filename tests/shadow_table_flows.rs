@@ -29,9 +29,9 @@ fn flow_tool_execution_with_permission() {
     let bash = call("t1", "bash");
     let mut s = Session::new(ctx());
     s.send(input("list files"));
-    assert_eq!(s.send(tools_reply(std::slice::from_ref(&bash))), request_permission(&bash, "permission-0"));
-    assert_eq!(s.state(), &waiting_permission(&bash, "permission-0"));
-    assert_eq!(s.send(permission("permission-0", true, false)), ShadowAction::ExecuteTool(bash.clone()));
+    assert_eq!(s.send(tools_reply(std::slice::from_ref(&bash))), request_permission(&bash, &pid(0, &bash)));
+    assert_eq!(s.state(), &waiting_permission(&bash, &pid(0, &bash)));
+    assert_eq!(s.send(permission(&pid(0, &bash), true, false)), ShadowAction::ExecuteTool(bash.clone()));
     assert_eq!(s.state(), &executing("t1", "bash"));
     assert_eq!(s.send(tool_ok("t1", "a.rs b.rs")), call_with(vec![ok("t1", "a.rs b.rs")]));
     assert_eq!(s.send(text_reply("two files")), ShadowAction::Respond("two files".to_owned()));
@@ -90,16 +90,13 @@ fn flow_with_questions() {
     };
     let mut s = Session::new(ctx());
     s.send(input("paint it"));
+    let id = qid(0, &question);
     assert_eq!(
         s.send(tools_reply(&[question])),
-        ShadowAction::AskUser {
-            request_id: "question-0".to_owned(),
-            questions: json!({ "questions": ["Which colour?"] })
-        }
+        ShadowAction::AskUser { request_id: id.clone(), questions: json!({ "questions": ["Which colour?"] }) }
     );
-    assert_eq!(s.state(), &ShadowState::WaitingForUserInput { request_id: "question-0".to_owned() });
-    let action =
-        s.send(ShadowEvent::QuestionAnswered { request_id: "question-0".to_owned(), answers: vec!["blue".to_owned()] });
+    assert_eq!(s.state(), &ShadowState::WaitingForUserInput { request_id: id.clone() });
+    let action = s.send(ShadowEvent::QuestionAnswered { request_id: id, answers: vec!["blue".to_owned()] });
     assert_eq!(action, call_with(vec![ok("q1", "blue")]));
     s.send(text_reply("painted blue"));
     assert_eq!(s.rec.state_names(), vec!["Idle", "Processing", "WaitingForUserInput", "Processing", "Idle"]);
@@ -113,16 +110,17 @@ fn several_calls_in_one_reply_run_in_order_and_answer_together() {
     let mut s = Session::new(ctx);
     s.send(input("tidy up"));
     assert_eq!(s.send(tools_reply(&calls)), ShadowAction::ExecuteTool(call("a", "read_file")));
-    assert_eq!(s.send(tool_ok("a", "A")), request_permission(&call("b", "bash"), "permission-0"));
-    assert_eq!(s.send(permission("permission-0", true, false)), ShadowAction::ExecuteTool(call("b", "bash")));
+    let b = call("b", "bash");
+    assert_eq!(s.send(tool_ok("a", "A")), request_permission(&b, &pid(0, &b)));
+    assert_eq!(s.send(permission(&pid(0, &b), true, false)), ShadowAction::ExecuteTool(b.clone()));
     // `rm` is denied by rule on the way, without asking.
     assert_eq!(
         s.send(tool_ok("b", "B")),
-        ShadowAction::AskUser { request_id: "question-1".to_owned(), questions: question.arguments.clone() }
+        ShadowAction::AskUser { request_id: qid(1, &question), questions: question.arguments.clone() }
     );
     let results = vec![ok("a", "A"), ok("b", "B"), err("r", "Permission denied by rule for `rm`"), ok("q", "yes")];
     let action =
-        s.send(ShadowEvent::QuestionAnswered { request_id: "question-1".to_owned(), answers: vec!["yes".to_owned()] });
+        s.send(ShadowEvent::QuestionAnswered { request_id: qid(1, &question), answers: vec!["yes".to_owned()] });
     assert_eq!(action, call_with(results));
     s.send(text_reply("tidy"));
     assert_eq!(
@@ -231,7 +229,7 @@ fn interrupt_in_waiting_for_permission_interrupts_the_tool_without_running_it() 
     let mut s = Session::new(ctx());
     s.send(input("go"));
     s.send(tools_reply(&[bash.clone(), call("t2", "bash")]));
-    assert_eq!(s.state(), &waiting_permission(&bash, "permission-0"));
+    assert_eq!(s.state(), &waiting_permission(&bash, &pid(0, &bash)));
     assert_eq!(s.send(ShadowEvent::Interrupt), ShadowAction::Interrupted);
     assert_eq!(s.state(), &ShadowState::Done);
     assert_eq!(
@@ -241,7 +239,7 @@ fn interrupt_in_waiting_for_permission_interrupts_the_tool_without_running_it() 
     assert!(s.rec.steps.iter().all(|step| step.to.name() != "ExecutingTool"), "nothing ran");
     // A late permission reply finds nothing to approve.
     let mut rec = Recorder::default();
-    assert_eq!(s.m.handle_event_with(permission("permission-0", true, false), &mut rec), ShadowAction::Nothing);
+    assert_eq!(s.m.handle_event_with(permission(&pid(0, &bash), true, false), &mut rec), ShadowAction::Nothing);
     assert_eq!(s.m.state(), &ShadowState::Done);
     assert_eq!(rec.unhandled.len(), 1);
 }

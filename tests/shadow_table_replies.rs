@@ -29,12 +29,12 @@ fn a_permission_reply_for_another_request_is_rejected() {
     let action = s.send(permission("t1", true, true));
     assert_eq!(
         action,
-        ShadowAction::Reject("no permission request `t1` pending (waiting for `permission-0`)".to_owned())
+        ShadowAction::Reject(format!("no permission request `t1` pending (waiting for `{}`)", pid(0, &bash)))
     );
     assert_eq!(s.state(), &before_state);
     assert_eq!(s.ctx(), &before_ctx, "the rejected reply was not remembered either");
     // The right id still works.
-    assert_eq!(s.send(permission("permission-0", true, false)), ShadowAction::ExecuteTool(bash));
+    assert_eq!(s.send(permission(&pid(0, &bash), true, false)), ShadowAction::ExecuteTool(bash));
 }
 
 #[test]
@@ -42,7 +42,7 @@ fn remember_stores_the_rule_and_the_next_call_skips_the_permission_wait() {
     let mut s = Session::new(ctx());
     s.send(input("go"));
     s.send(tools_reply(&[call("t1", "bash")]));
-    s.send(permission("permission-0", true, true));
+    s.send(permission(&pid(0, &call("t1", "bash")), true, true));
     assert_eq!(s.ctx().permissions.get("bash"), Some(&Permission::Allow));
     s.send(tool_ok("t1", "ok"));
     // The model asks for the same tool again: no question this time.
@@ -59,7 +59,8 @@ fn a_denial_ends_the_task_and_a_remembered_denial_answers_without_asking() {
     let mut s = Session::new(ctx());
     s.send(input("go"));
     s.send(tools_reply(&[call("t1", "bash"), call("t2", "read_file")]));
-    assert_eq!(s.send(permission("permission-0", false, true)), ShadowAction::PermissionDenied("bash".to_owned()));
+    let denial = permission(&pid(0, &call("t1", "bash")), false, true);
+    assert_eq!(s.send(denial), ShadowAction::PermissionDenied("bash".to_owned()));
     assert_eq!(s.state(), &ShadowState::Done);
     assert_eq!(s.ctx().permissions.get("bash"), Some(&Permission::Deny));
     assert_eq!(

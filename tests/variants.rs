@@ -4,7 +4,9 @@
 use agent_fsm_examples::loom::{
     AgentConfig, ConversationContext, Executions, Loom, Message, ProviderError, ToolCall, ToolExecutionOutcome,
 };
-use agent_fsm_examples::loom_with_permission::{AgentAction, AgentEvent, AgentState, LoomWithPermission};
+use agent_fsm_examples::loom_with_permission::{
+    AgentAction, AgentEvent, AgentState, LoomWithPermission, request_id as id_for,
+};
 
 fn call(id: &str, name: &str) -> ToolCall {
     ToolCall { id: id.into(), name: name.into(), arguments: serde_json::json!({}) }
@@ -31,13 +33,15 @@ fn added_row_mutating_calls_wait_for_permission() {
     let mut m = calling();
     let calls = vec![call("1", "read_file"), call("2", "edit_file")];
     let action = m.handle_event(completed(calls.clone()));
-    assert_eq!(action, AgentAction::AskPermission { request_id: 2, calls: calls.clone() });
+    assert_eq!(action, AgentAction::AskPermission { request_id: id_for(2, &calls), calls: calls.clone() });
     let AgentState::WaitingForPermission { calls: waiting, conversation, request_id } = m.state() else {
         panic!("expected WaitingForPermission, got {:?}", m.state());
     };
     assert_eq!(waiting, &calls);
-    // The request's id is its position: the conversation's length.
-    assert_eq!((conversation.len(), *request_id), (2, 2));
+    // The request's id comes from its position (the conversation's
+    // length) and its calls.
+    assert_eq!(conversation.len(), 2);
+    assert_eq!(*request_id, id_for(2, &calls));
 }
 
 /// A shell command can change anything an edit can: by default it waits
@@ -48,7 +52,7 @@ fn added_row_a_shell_command_waits_for_permission_by_default() {
         let mut m = calling();
         let calls = vec![call("1", "read_file"), call("2", shell)];
         let action = m.handle_event(completed(calls.clone()));
-        assert_eq!(action, AgentAction::AskPermission { request_id: 2, calls }, "{shell}");
+        assert_eq!(action, AgentAction::AskPermission { request_id: id_for(2, &calls), calls }, "{shell}");
     }
 }
 
@@ -62,11 +66,15 @@ fn added_rows_a_reply_to_another_request_is_refused_and_a_stale_one_approves_not
         AgentEvent::PermissionDenied { request_id: 7, reason: "no".into() },
     ] {
         let action = m.handle_event(event);
-        assert_eq!(action, AgentAction::DisplayError("no permission request 7 pending (waiting for 2)".into()));
+        let waiting = id_for(2, &first);
+        assert_eq!(
+            action,
+            AgentAction::DisplayError(format!("no permission request 7 pending (waiting for {waiting})"))
+        );
         assert!(m.state().is_waiting_for_permission());
     }
     assert_eq!(
-        m.handle_event(AgentEvent::PermissionGranted { request_id: 2 }),
+        m.handle_event(AgentEvent::PermissionGranted { request_id: id_for(2, &first) }),
         AgentAction::ExecuteTools(first.clone())
     );
     let done = ToolExecutionOutcome::Success { call_id: "1".into(), output: "ok".into() };
@@ -76,9 +84,14 @@ fn added_rows_a_reply_to_another_request_is_refused_and_a_stale_one_approves_not
     // again, does not approve it.
     let action = m.handle_event(completed(first.clone()));
     let AgentAction::AskPermission { request_id, .. } = action else { panic!("{action:?}") };
-    assert_eq!(request_id, 4);
-    let action = m.handle_event(AgentEvent::PermissionGranted { request_id: 2 });
-    assert_eq!(action, AgentAction::DisplayError("no permission request 2 pending (waiting for 4)".into()));
+    assert_eq!(request_id, id_for(4, &first));
+    let (stale, waiting) = (id_for(2, &first), id_for(4, &first));
+    assert_ne!(stale, waiting);
+    let action = m.handle_event(AgentEvent::PermissionGranted { request_id: stale });
+    assert_eq!(
+        action,
+        AgentAction::DisplayError(format!("no permission request {stale} pending (waiting for {waiting})"))
+    );
     assert!(m.state().is_waiting_for_permission());
 }
 
@@ -87,10 +100,13 @@ fn added_rows_a_reply_to_another_request_is_refused_and_a_stale_one_approves_not
 #[test]
 fn added_rows_a_grant_sent_before_the_request_approves_nothing() {
     let mut m = calling();
-    let early = AgentEvent::PermissionGranted { request_id: 2 };
-    assert_eq!(m.handle_event(early), AgentAction::WaitForInput, "no row while the reply streams: the fallback");
     let calls = vec![call("1", "write_file")];
-    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission { request_id: 2, calls });
+    let early = AgentEvent::PermissionGranted { request_id: id_for(2, &calls) };
+    assert_eq!(m.handle_event(early), AgentAction::WaitForInput, "no row while the reply streams: the fallback");
+    assert_eq!(
+        m.handle_event(completed(calls.clone())),
+        AgentAction::AskPermission { request_id: id_for(2, &calls), calls }
+    );
     assert!(m.state().is_waiting_for_permission(), "asked, though a grant for its id came first");
 }
 
@@ -103,7 +119,7 @@ fn added_row_a_tool_not_listed_as_read_only_waits_for_permission() {
         let mut m = calling();
         let calls = vec![call("1", "read_file"), call("2", name)];
         let action = m.handle_event(completed(calls.clone()));
-        assert_eq!(action, AgentAction::AskPermission { request_id: 2, calls }, "{name:?}");
+        assert_eq!(action, AgentAction::AskPermission { request_id: id_for(2, &calls), calls }, "{name:?}");
     }
     let config =
         AgentConfig { read_only_tools: vec!["read_file".into(), "search_docs".into()], ..AgentConfig::default() };
@@ -114,7 +130,10 @@ fn added_row_a_tool_not_listed_as_read_only_waits_for_permission() {
     // `list_files` is read-only by default only: a list without it asks.
     let mut m = LoomWithPermission::with_state(AgentState::CallingLlm { retries: 0, conversation: conv() }, config);
     let calls = vec![call("1", "list_files")];
-    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission { request_id: 2, calls });
+    assert_eq!(
+        m.handle_event(completed(calls.clone())),
+        AgentAction::AskPermission { request_id: id_for(2, &calls), calls }
+    );
 }
 
 /// A configuration saved before `read_only_tools` existed reads with its
@@ -196,12 +215,16 @@ fn unanswered(messages: &[Message]) -> Vec<String> {
 fn added_row_an_interrupt_while_waiting_answers_every_call_and_runs_none() {
     let mut m = calling();
     let calls = vec![call("c1", "edit_file"), call("c2", "read_file")];
-    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission { request_id: 2, calls });
+    let asked = id_for(2, &calls);
+    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission { request_id: asked, calls });
     let action = m.handle_event(AgentEvent::Interrupted { cause: "stop".into() });
     assert_eq!(action, AgentAction::DisplayError("interrupted: stop".into()));
     assert_eq!(m.state().name(), "WaitingForUserInput");
     // A grant that comes after the interrupt releases nothing.
-    assert!(!matches!(m.handle_event(AgentEvent::PermissionGranted { request_id: 2 }), AgentAction::ExecuteTools(_)));
+    assert!(!matches!(
+        m.handle_event(AgentEvent::PermissionGranted { request_id: asked }),
+        AgentAction::ExecuteTools(_)
+    ));
     // The next request answers the calls that never ran, in call order.
     let AgentAction::SendLlmRequest(request) = m.handle_event(AgentEvent::UserInput(Message::user("go on"))) else {
         panic!("expected a request, in {:?}", m.state());
@@ -225,7 +248,8 @@ fn added_row_an_interrupt_while_waiting_answers_every_call_and_runs_none() {
 fn added_row_a_message_while_waiting_denies_the_calls_and_goes_to_the_model() {
     let mut m = calling();
     let calls = vec![call("c1", "edit_file"), call("c2", "read_file")];
-    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission { request_id: 2, calls });
+    let asked = id_for(2, &calls);
+    assert_eq!(m.handle_event(completed(calls.clone())), AgentAction::AskPermission { request_id: asked, calls });
     let action = m.handle_event(AgentEvent::UserInput(Message::user("leave the file, use a copy")));
     let AgentAction::SendLlmRequest(request) = action else { panic!("expected a request, got {action:?}") };
     assert!(m.state().is_calling_llm(), "{:?}", m.state());
@@ -241,7 +265,10 @@ fn added_row_a_message_while_waiting_denies_the_calls_and_goes_to_the_model() {
     let denied = format!("denied by the user: {}", agent_fsm_examples::loom_with_permission::SUPERSEDED);
     assert_eq!(tail, [format!("c1: {denied}"), format!("c2: {denied}"), "user: leave the file, use a copy".into()]);
     // The request's grant, sent late, runs nothing.
-    assert!(!matches!(m.handle_event(AgentEvent::PermissionGranted { request_id: 2 }), AgentAction::ExecuteTools(_)));
+    assert!(!matches!(
+        m.handle_event(AgentEvent::PermissionGranted { request_id: asked }),
+        AgentAction::ExecuteTools(_)
+    ));
 }
 
 #[test]

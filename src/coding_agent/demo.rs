@@ -127,6 +127,18 @@ async fn ctrl_c() {
     }
 }
 
+/// `greeting.sh` of the workspace at `root`, read as the agent's own
+/// `read_file` reads it: resolved beneath the workspace, and only if it
+/// is a regular file within the read limit. The model's commands may have
+/// left anything under that name: a FIFO, which a plain read would wait
+/// on for ever (Ctrl-C no longer ends the process once the demo listens
+/// for it); a symlink to `/dev/zero`, read until memory runs out; or one
+/// to a file outside the workspace, which the demo would print.
+async fn read_greeting(root: &std::path::Path) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+    let workspace = agent_fsm::tools::Workspace::open(root)?;
+    Ok(workspace.read_file("greeting.sh").await?)
+}
+
 /// Runs the demo with `args` (flags, program name taken off) and the
 /// environment read through `env`, writing to `out`. Ctrl-C stops the
 /// agent, killing the command it is running: a durable session is then
@@ -135,7 +147,9 @@ async fn ctrl_c() {
 ///
 /// # Errors
 /// A bad flag or a missing setting ([`super::model::ModelError`]), an I/O
-/// error laying out the workspace, or the executor's error.
+/// error laying out the workspace, the executor's error, or a
+/// `greeting.sh` that the workspace's `read_file` refuses (not a regular
+/// file, a symlink out of the workspace, too large, not UTF-8).
 pub async fn run_demo<W: Write + Send + 'static>(
     args: impl IntoIterator<Item = String>,
     env: impl Fn(&str) -> Option<String>,
@@ -164,6 +178,8 @@ pub async fn run_demo<W: Write + Send + 'static>(
         (None, None) => return Err("no workspace".into()),
     };
     let printer = Arc::new(Mutex::new(Printer { out, start: Instant::now(), deltas: 0 }));
+    // A durable session's workspace is the one its earlier runs worked in.
+    let before = read_greeting(&root).await?;
     let effects = match &choice {
         Some(choice) => LoomEffects::new(Arc::clone(&choice.llm), choice.model.clone(), Workspace::new(&root))?,
         None => LoomEffects::new(Arc::new(ScriptedLlm::default()), "scripted", Workspace::new(&root))?,
@@ -175,7 +191,6 @@ pub async fn run_demo<W: Write + Send + 'static>(
         };
         let _ = writeln!(p.out, "model: {model}");
         let _ = writeln!(p.out, "workspace: {}", root.display());
-        let before = std::fs::read_to_string(root.join("greeting.sh"))?;
         let _ = writeln!(p.out, "greeting.sh before: {before:?}\n");
         p.start = Instant::now();
     }
@@ -196,7 +211,7 @@ pub async fn run_demo<W: Write + Send + 'static>(
         ctrl_c(),
     )
     .await?;
-    let greeting = std::fs::read_to_string(root.join("greeting.sh"))?;
+    let greeting = read_greeting(&root).await?;
     let fixed = greeting == GREETING_WITH_TYPO.replace("wrold", "world");
     if let Ok(mut p) = printer.lock() {
         p.end_text();
@@ -241,7 +256,7 @@ async fn run_durable<W: Write + Send + 'static>(
         stop,
     )
     .await?;
-    let greeting = std::fs::read_to_string(root.join("greeting.sh"))?;
+    let greeting = read_greeting(root).await?;
     let fixed = greeting == GREETING_WITH_TYPO.replace("wrold", "world");
     if let Ok(mut p) = printer.lock() {
         p.end_text();
@@ -329,7 +344,7 @@ async fn run_inspected<W: Write + Send + 'static>(
     while let Some(n) = notifications.recv().await {
         printer.show(&n);
     }
-    let greeting = std::fs::read_to_string(root.join("greeting.sh"))?;
+    let greeting = read_greeting(&root).await?;
     let fixed = greeting == GREETING_WITH_TYPO.replace("wrold", "world");
     let summary = Summary::of(&history, 1, tool_calls, final_state);
     printer.end_text();

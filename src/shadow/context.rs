@@ -79,9 +79,11 @@ pub struct ShadowContext {
     /// An interrupt waits for the current tool or subagent to finish.
     pub interrupt_requested: bool,
     /// The number of the next permission request or question
-    /// (`permission-{n}`, `question-{n}`): requests are numbered by the
-    /// machine, never named after the model's `tool_use_id`s, so a reply
-    /// can only ever match its own request. Absent from a snapshot, it is 0.
+    /// (`permission-{n}-{fingerprint}`, `question-{n}-{fingerprint}`, see
+    /// [`request_id`](crate::shadow::request_id)): requests are numbered
+    /// by the machine, never named after the model's `tool_use_id`s, so a
+    /// reply can only ever match its own request. Absent from a snapshot,
+    /// it is 0.
     #[serde(default)]
     pub next_request: u64,
     /// Attempts per model call, the first included: a failure a retry can

@@ -1,31 +1,59 @@
 //! Shadow's requests to the user and the invariants of its snapshots.
 //!
 //! Permission requests and questions carry ids the machine mints from
-//! [`ShadowContext::next_request`], never the model's `tool_use_id`s: the
-//! model may repeat an id within a reply or reuse one in a later reply,
-//! and a reply matched by such an id could settle a request it was not
-//! sent to. [`invariants`] holds a resumed snapshot to what a live agent
-//! reaches, so that its next event behaves as a live one's.
+//! [`ShadowContext::next_request`] and the call asked about
+//! ([`request_id`]), never the model's `tool_use_id`s alone: the model may
+//! repeat an id within a reply or reuse one in a later reply, and a reply
+//! matched by such an id could settle a request it was not sent to. The
+//! call counts as well as the number because the number alone repeats:
+//! an agent restored from an earlier snapshot (or resumed after a crash
+//! lost its last steps) numbers its requests again from the snapshot's
+//! counter, and a reply given to the request made under a number before
+//! must not settle a request about another call made under it after.
+//! [`invariants`] holds a resumed snapshot to what a live agent reaches,
+//! so that its next event behaves as a live one's.
 
 use super::{NextStep, Permission, ShadowContext, ShadowState, ToolCall, Turn};
+use crate::fingerprint::fingerprint;
 
 /// The prefix of permission request ids.
-pub(super) const PERMISSION: &str = "permission";
+pub const PERMISSION: &str = "permission";
 
 /// The prefix of question ids.
-pub(super) const QUESTION: &str = "question";
+pub const QUESTION: &str = "question";
 
-/// The id of request number `n` of `kind`.
-fn request_id(kind: &str, n: u64) -> String {
-    format!("{kind}-{n}")
+/// The id of request number `n` of `kind` ([`PERMISSION`] or
+/// [`QUESTION`]), about `call`: `{kind}-{n}-{fingerprint}`, the
+/// fingerprint 16 hex digits of a hash of `n` and the call's id, name and
+/// arguments. Requests of one number about other calls have other ids
+/// (but for the odds of a 64-bit collision).
+#[must_use]
+pub fn request_id(kind: &str, n: u64, call: &ToolCall) -> String {
+    format!("{kind}-{n}-{:016x}", fingerprint(n, std::slice::from_ref(call)))
 }
 
-/// The number of `id` if it is a request id of `kind` as [`request_id`]
-/// writes it (no sign, no leading zero), so that one number has one id.
-fn request_number(kind: &str, id: &str) -> Option<u64> {
-    let digits = id.strip_prefix(kind)?.strip_prefix('-')?;
+/// The number of `id`, and its fingerprint, if it is a request id of
+/// `kind` as [`request_id`] writes it (no sign, no leading zero, 16
+/// lower-case hex digits), so that one request has one id; or as ids were
+/// written before they held a fingerprint (`{kind}-{n}`), which a snapshot
+/// taken then may hold.
+fn request_number(kind: &str, id: &str) -> Option<(u64, Option<u64>)> {
+    let rest = id.strip_prefix(kind)?.strip_prefix('-')?;
+    let (digits, print) = match rest.split_once('-') {
+        Some((digits, print)) => (digits, Some(print)),
+        None => (rest, None),
+    };
     let n: u64 = digits.parse().ok()?;
-    (request_id(kind, n) == id).then_some(n)
+    let print = match print {
+        Some(hex) if hex.len() == 16 => Some(u64::from_str_radix(hex, 16).ok()?),
+        Some(_) => return None,
+        None => None,
+    };
+    let canonical = match print {
+        Some(print) => format!("{kind}-{n}-{print:016x}"),
+        None => format!("{kind}-{n}"),
+    };
+    (canonical == id).then_some((n, print))
 }
 
 /// The first id two of `calls` share.
@@ -75,10 +103,10 @@ impl ShadowContext {
         }
     }
 
-    /// A fresh id for a request of `kind`. The rows call this only after
-    /// [`step_for`](Self::step_for) found an id left.
-    pub(super) fn issue_request(&mut self, kind: &str) -> String {
-        let id = request_id(kind, self.next_request);
+    /// A fresh id for a request of `kind` about `call`. The rows call this
+    /// only after [`step_for`](Self::step_for) found an id left.
+    pub(super) fn issue_request(&mut self, kind: &str, call: &ToolCall) -> String {
+        let id = request_id(kind, self.next_request, call);
         self.next_request = self.next_request.saturating_add(1);
         id
     }
@@ -87,7 +115,8 @@ impl ShadowContext {
 /// The invariants a resumed snapshot must hold: those of every state a
 /// live agent reaches. At rest and in `Processing` no turn is open; in
 /// the other states the turn's current call is the one the state names;
-/// a request id is one the counter issued; the turn's calls have distinct
+/// a request id is one the counter issued, about the turn's current call
+/// (when written with a fingerprint); the turn's calls have distinct
 /// ids; only a running tool or subagent has an interrupt waiting; only
 /// `Processing` counts failed model calls or has a retry scheduled (and a
 /// retry only after a failure).
@@ -122,7 +151,7 @@ pub fn invariants(state: &ShadowState, ctx: &ShadowContext) -> Result<(), String
             if call.name != *tool_name || call.arguments != *input {
                 return Err(format!("the call `{tool_use_id}` awaiting permission is not the turn's current call"));
             }
-            issued(ctx, PERMISSION, request_id)
+            issued(ctx, PERMISSION, request_id, call)
         }
         ShadowState::ExecutingTool { tool_name, tool_use_id } => {
             let call = current(turn, tool_use_id)?;
@@ -139,8 +168,8 @@ pub fn invariants(state: &ShadowState, ctx: &ShadowContext) -> Result<(), String
             Ok(())
         }
         ShadowState::WaitingForUserInput { request_id } => {
-            turn.current.as_ref().ok_or("a question with no current call")?;
-            issued(ctx, QUESTION, request_id)
+            let call = turn.current.as_ref().ok_or("a question with no current call")?;
+            issued(ctx, QUESTION, request_id, call)
         }
     }
 }
@@ -171,10 +200,16 @@ fn current<'a>(turn: &'a Turn, id: &str) -> Result<&'a ToolCall, String> {
     }
 }
 
-/// `Ok` if `id` is a request id of `kind` the counter issued.
-fn issued(ctx: &ShadowContext, kind: &str, id: &str) -> Result<(), String> {
+/// `Ok` if `id` is a request id of `kind` the counter issued, about
+/// `call` (an id written without a fingerprint names no call).
+fn issued(ctx: &ShadowContext, kind: &str, id: &str, call: &ToolCall) -> Result<(), String> {
     match request_number(kind, id) {
-        Some(n) if n < ctx.next_request => Ok(()),
+        Some((n, print)) if n < ctx.next_request => match print {
+            Some(print) if print != fingerprint(n, std::slice::from_ref(call)) => {
+                Err(format!("`{id}` is not the id of a request about the call `{}`", call.id))
+            }
+            _ => Ok(()),
+        },
         _ => Err(format!("`{id}` is not a {kind} id the machine issued (below `{kind}-{}`)", ctx.next_request)),
     }
 }

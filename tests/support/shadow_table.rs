@@ -125,6 +125,16 @@ pub(crate) fn waiting_permission(c: &ToolCall, request_id: &str) -> ShadowState 
     }
 }
 
+/// The id of permission request number `n`, about `c`.
+pub(crate) fn pid(n: u64, c: &ToolCall) -> String {
+    agent_fsm_examples::shadow::request_id(agent_fsm_examples::shadow::PERMISSION, n, c)
+}
+
+/// The id of question number `n`, about `c`.
+pub(crate) fn qid(n: u64, c: &ToolCall) -> String {
+    agent_fsm_examples::shadow::request_id(agent_fsm_examples::shadow::QUESTION, n, c)
+}
+
 pub(crate) fn request_permission(c: &ToolCall, request_id: &str) -> ShadowAction {
     ShadowAction::RequestPermission { request_id: request_id.to_owned(), call: c.clone() }
 }

@@ -7,6 +7,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, File, OpenOptions};
 use std::io::{self, Read as _};
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// A directory an agent's tools work in, and nothing outside it.
@@ -112,6 +113,33 @@ fn classify(path: &str, error: io::Error) -> ToolError {
         io::ErrorKind::NotFound => ToolError::NotFound { path },
         _ => ToolError::Io { path, source: error },
     }
+}
+
+/// Marks its flag when dropped: held by a write's or an edit's future, so
+/// that the work it handed to the blocking pool, which runs on once
+/// started whatever becomes of the future, learns that its call was
+/// dropped (an interrupt, a timeout or a shutdown cancelled it).
+struct Dropped(Arc<AtomicBool>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Takes the workspace's write turn for a write or edit whose future
+/// holds `dropped`'s [`Dropped`]: `None` when the call was dropped while
+/// it waited for the turn, so that a change the model was told was
+/// cancelled is not made after all, once the writes before it are done.
+fn turn<'a>(writes: &'a Mutex<()>, dropped: &AtomicBool) -> Option<std::sync::MutexGuard<'a, ()>> {
+    let held = writes.lock().unwrap_or_else(PoisonError::into_inner);
+    (!dropped.load(Ordering::SeqCst)).then_some(held)
+}
+
+/// The error of a write or edit dropped before its turn, which no one
+/// reads: its future is gone.
+fn dropped_before_its_turn() -> io::Error {
+    io::Error::other("the call was dropped before its turn to write")
 }
 
 /// What reading a file found, decided on the blocking pool.
@@ -356,7 +384,10 @@ impl Workspace {
     /// The writes and edits of one workspace (and of its clones) take
     /// turns, so that an [`edit_file`](Self::edit_file) running beside a
     /// write of the same file does not undo it; a shell command or another
-    /// process writing the file meanwhile is not held off.
+    /// process writing the file meanwhile is not held off. A write whose
+    /// future is dropped (an interrupt, a timeout or a shutdown cancelled
+    /// the call) while it waits for its turn is not made; one already
+    /// writing when its future is dropped finishes.
     ///
     /// # Errors
     /// [`ToolError::OutsideWorkspace`] (a symlinked directory or file on
@@ -367,8 +398,10 @@ impl Workspace {
     pub async fn write_file(&self, path: &str, contents: &str) -> Result<(), ToolError> {
         let contents = contents.to_owned();
         let writes = Arc::clone(&self.writes);
+        let dropped = Arc::new(AtomicBool::new(false));
+        let _armed = Dropped(Arc::clone(&dropped));
         self.blocking(path, move |dir, p| {
-            let _held = writes.lock().unwrap_or_else(PoisonError::into_inner);
+            let _held = turn(&writes, &dropped).ok_or_else(dropped_before_its_turn)?;
             write_regular(dir, p, contents.as_bytes())
         })
         .await?
@@ -384,7 +417,9 @@ impl Workspace {
     /// the workspace in between (see [`write_file`](Self::write_file)):
     /// several edits of one file made at once, as a model's reply with
     /// several `edit_file` calls runs them, each land, rather than each
-    /// writing back the file as it was before the others.
+    /// writing back the file as it was before the others. As with a
+    /// write, an edit whose future is dropped while it waits for its turn
+    /// is not made.
     ///
     /// # Errors
     /// [`ToolError::EditNotFound`] when `old` does not occur,
@@ -398,13 +433,15 @@ impl Workspace {
         }
         let (max, writes, owned) = (self.max_file_bytes, Arc::clone(&self.writes), path.to_owned());
         let (old, new) = (old.to_owned(), new.to_owned());
+        let dropped = Arc::new(AtomicBool::new(false));
+        let _armed = Dropped(Arc::clone(&dropped));
         // Read and written under the workspace's write lock, in one step on
         // the blocking pool: another edit of the file (a second edit in the
         // same reply of the model) cannot write between this one's read and
         // its write, which would be lost; and a call dropped meanwhile
         // still lets go of the lock only once its write is done.
         self.blocking(path, move |dir, p| {
-            let _held = writes.lock().unwrap_or_else(PoisonError::into_inner);
+            let _held = turn(&writes, &dropped).ok_or_else(dropped_before_its_turn)?;
             let text = match text_of(&owned, read_regular(dir, p, max)?, max) {
                 Ok(text) => text,
                 Err(error) => return Ok(Err(error)),
@@ -548,3 +585,7 @@ impl Workspace {
         super::run_command(&self.root, command, options).await
     }
 }
+
+#[cfg(test)]
+#[path = "workspace_dropped.rs"]
+mod dropped;
