@@ -56,8 +56,9 @@ pub enum Start {
 ///   continues where it stopped; a stream's end is written when the worker
 ///   sees it, so a stream that ended is not opened again;
 /// - a timer is re-armed for the time left of its deadline (fired at once
-///   if it passed meanwhile; timers due together fire in the order they
-///   were set); an event sent for delivery after its step
+///   if it passed meanwhile, and never waiting longer than the delay it
+///   was set for if the clock was set back; timers due together fire in
+///   the order they were set); an event sent for delivery after its step
 ///   is delivered after the restart if it was not before;
 /// - a stop (shutdown, every handle dropped) is a pause: the work it
 ///   cancels, and the shutdown event, are not written, so the next spawn
@@ -153,9 +154,12 @@ impl Durable {
         self
     }
 
-    /// The wall clock the deadlines of stored timers are read against
-    /// (the system's by default; a test on paused tokio time passes one
-    /// that follows tokio's clock).
+    /// The wall clock the deadlines of stored timers are read against,
+    /// and the times of the steps written (the system's by default; a
+    /// test on paused tokio time passes one that follows tokio's clock).
+    /// A restart re-arms a timer for the time left to its deadline, and
+    /// never for longer than the delay it was set for, should the clock
+    /// have been set back meanwhile.
     #[must_use]
     pub fn clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
         self.clock = Arc::new(clock);
@@ -267,7 +271,7 @@ impl Durable {
             None => {
                 let Some(new) = new else { return Err(StoreError::UnknownAgent(self.agent.clone())) };
                 let machine = new();
-                let journal = Journal::create(&*self.store, &self.agent, &machine)?;
+                let journal = Journal::create_at(&*self.store, &self.agent, &machine, (self.clock)())?;
                 (machine, journal, None, Start::New)
             }
             Some(_) => {
@@ -337,7 +341,15 @@ where
             EffectKind::Timer | EffectKind::Pause => {
                 let deadline = row.effect.deadline.unwrap_or(now);
                 let left = deadline.duration_since(now).unwrap_or(Duration::ZERO);
-                timers.push((id, left, row.effect.kind == EffectKind::Pause, event()?));
+                // A clock set back since the timer was written (an NTP
+                // correction, a host whose clock ran ahead) would add the
+                // time it went back to the wait: no timer waits longer than
+                // the delay it was set for, its deadline less its step's time.
+                let set_for = match store.events(agent, row.started.saturating_sub(1), row.started)?.first() {
+                    Some(step) => deadline.duration_since(step.at).unwrap_or(Duration::ZERO),
+                    None => left,
+                };
+                timers.push((id, left.min(set_for), row.effect.kind == EffectKind::Pause, event()?));
             }
             EffectKind::Send => sends.push((id, event()?)),
         }

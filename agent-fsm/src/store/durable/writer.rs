@@ -145,11 +145,12 @@ where
         Self { journal, store, durability, clock, pending: None, replay, buffered: Vec::new(), thread: None }
     }
 
-    fn encode(&self, step: &mut PendingStep, work: StepWork<'_, M::Event>) -> Result<(), StoreError> {
+    /// Adds to `step` the work it started, its timers due `now` plus
+    /// their delay, and the work that ended.
+    fn encode(step: &mut PendingStep, work: StepWork<'_, M::Event>, now: SystemTime) -> Result<(), StoreError> {
         for (kind, id) in work.ended {
             step.finish(effect_kind(kind), id.to_string());
         }
-        let now = (self.clock)();
         for started in work.started {
             let effect = match started {
                 Started::Task(id) => Effect::task(id.to_string()),
@@ -173,11 +174,12 @@ where
         Ok(())
     }
 
-    fn write(&mut self, step: PendingStep, machine: &M) -> Result<(), StoreError> {
+    /// Writes `step`, handled at `at`, as the durability says.
+    fn write(&mut self, step: PendingStep, machine: &M, at: SystemTime) -> Result<(), StoreError> {
         match self.durability {
-            Durability::BeforeAction => self.journal.commit(&*self.store, step, machine).map(drop),
+            Durability::BeforeAction => self.journal.commit_at(&*self.store, step, machine, at).map(drop),
             Durability::WhileAction => {
-                let record = self.journal.prepare(step, machine)?;
+                let record = self.journal.prepare(step, machine, at)?;
                 if self.thread.is_none() {
                     self.thread = Some(WriterThread::start(Arc::clone(&self.store), self.journal.agent().to_owned())?);
                 }
@@ -190,7 +192,7 @@ where
                 Ok(())
             }
             Durability::OnStop => {
-                let record = self.journal.prepare(step, machine)?;
+                let record = self.journal.prepare(step, machine, at)?;
                 self.buffered.push(Write::Step(record));
                 Ok(())
             }
@@ -248,8 +250,11 @@ where
 
     fn commit(&mut self, machine: &M, work: StepWork<'_, M::Event>) -> Result<(), JournalError> {
         let Some(mut step) = self.pending.take() else { return Ok(()) };
-        self.encode(&mut step, work).map_err(erased)?;
-        self.write(step, machine).map_err(erased)
+        // One reading of the clock for the step's time and its timers'
+        // deadlines: a restart measures a timer's delay between the two.
+        let now = (self.clock)();
+        Self::encode(&mut step, work, now).map_err(erased)?;
+        self.write(step, machine, now).map_err(erased)
     }
 
     fn ended(&mut self, ended: Vec<(WorkKind, WorkId)>) -> Result<(), JournalError> {
