@@ -54,7 +54,8 @@ pub enum Start {
 ///   their own rows). A stream performed again skips the items the machine
 ///   took before the restart, so a source that replays the same items
 ///   continues where it stopped; a stream's end is written when the worker
-///   sees it, so a stream that ended is not opened again;
+///   sees it (its failure too, when the failure gives no event), so a
+///   stream that ended is not opened again;
 /// - a timer is re-armed for the time left of its deadline (fired at once
 ///   if it passed meanwhile, and never waiting longer than the delay it
 ///   was set for if the clock was set back; timers due together fire in
