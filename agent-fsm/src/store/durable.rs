@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use super::restore::{machine_of, replay_checked};
 use super::{CheckpointStore, EffectKind, Journal, SnapshotPolicy, StoreError};
 use crate::StateMachine;
-use crate::runtime::durable::{Replay, WorkId};
+use crate::runtime::durable::{Keep, Replay, WorkId, WorkKind};
 use crate::runtime::{Effects, ExecutorConfig, MachineHandle};
 
 mod writer;
@@ -48,7 +48,12 @@ pub enum Start {
 ///   process died is performed again after the restart, by performing the
 ///   action that started it again with the machine as it was then, with the
 ///   same key: at least once, so a tool that must not act twice
-///   deduplicates by its key. Only that work of the action starts again;
+///   deduplicates by its key. The work is named by its step and its rank
+///   among what the action starts, so an action that no longer starts it
+///   there (a release whose effects set a timer before the tool call, or
+///   open a stream where they spawned a task) fails the agent with
+///   [`StoreError::Corrupt`] rather than leave its machine waiting for a
+///   result that never comes. Only that work of the action starts again;
 ///   what the action does besides scheduling work (a line printed) is done
 ///   again too, while its sends and timers are not (they are restored from
 ///   their own rows). A stream performed again skips the items the machine
@@ -320,7 +325,7 @@ where
     let id_of = |key: &str, seq: u64| {
         WorkId::parse(key).ok_or_else(|| StoreError::corrupt(agent, "effect", seq, format!("bad work key `{key}`")))
     };
-    let mut perform: BTreeMap<u64, HashMap<WorkId, u64>> = BTreeMap::new();
+    let mut perform: BTreeMap<u64, Keep> = BTreeMap::new();
     let mut streams = HashMap::new();
     let mut timers = Vec::new();
     let mut sends = Vec::new();
@@ -333,10 +338,10 @@ where
         };
         match row.effect.kind {
             EffectKind::Task => {
-                perform.entry(id.step).or_default().insert(id, 0);
+                perform.entry(id.step).or_default().insert(id, (WorkKind::Task, 0));
             }
             EffectKind::Stream => {
-                perform.entry(id.step).or_default().insert(id, 0);
+                perform.entry(id.step).or_default().insert(id, (WorkKind::Stream, 0));
                 streams.insert(format!("stream:{id}"), id);
             }
             EffectKind::Timer | EffectKind::Pause => {
@@ -380,7 +385,7 @@ where
     for record in records {
         if let Some(origin) = &record.origin
             && let Some(id) = streams.get(origin)
-            && let Some(skip) = perform.get_mut(&id.step).and_then(|keep| keep.get_mut(id))
+            && let Some((_, skip)) = perform.get_mut(&id.step).and_then(|keep| keep.get_mut(id))
         {
             *skip += 1;
         }

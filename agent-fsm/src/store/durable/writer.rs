@@ -279,4 +279,16 @@ where
     fn holds_tasks(&self) -> bool {
         self.durability == Durability::BeforeAction
     }
+
+    fn not_started_again(&self, id: WorkId, kind: WorkKind) -> JournalError {
+        let kind = match kind {
+            WorkKind::Stream => "stream",
+            _ => "task",
+        };
+        let reason = format!(
+            "performed again after a restart, the step's action no longer starts its {kind} `{id}` still in flight \
+             (the effects changed since the step was written)"
+        );
+        erased(StoreError::corrupt(self.journal.agent(), "effect", id.step, reason))
+    }
 }
