@@ -182,7 +182,8 @@ impl Durable {
     /// unknown format, a corrupt row; [`StoreError::Corrupt`] too for a log
     /// that the machine does not replay to the states it recorded, or that
     /// misses a step, from the snapshot the work in flight is performed
-    /// again from (which may be older than the one `restore` reads).
+    /// again from (which may be older than the one `restore` reads), and
+    /// for work in flight whose key does not name the step that started it.
     ///
     /// # Panics
     /// Like `tokio::spawn`, if called outside a tokio runtime.
@@ -332,6 +333,13 @@ where
     let now = clock();
     for row in &rows {
         let id = id_of(&row.effect.key, row.started)?;
+        // Work is keyed by the step that started it, which its row names
+        // too, and checkpoint 0 starts none: a row that says otherwise (an
+        // edited one) names work no replayed step would perform again.
+        if id.step != row.started || row.started == 0 {
+            let reason = format!("work key `{}` does not name step {}, which started it", row.effect.key, row.started);
+            return Err(StoreError::corrupt(agent, "effect", row.started, reason));
+        }
         let event = || -> Result<M::Event, StoreError> {
             let text = row.effect.event.as_deref().unwrap_or("null");
             serde_json::from_str(text).map_err(|e| StoreError::corrupt(agent, "effect", row.started, e))
