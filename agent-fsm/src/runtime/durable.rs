@@ -183,6 +183,11 @@ pub(crate) trait StepJournal<M: StateMachine>: Send {
     /// Whether tasks wait until their step is written.
     fn holds_tasks(&self) -> bool;
 
+    /// A write that failed off the worker's thread (a writer thread's),
+    /// if one did; otherwise `cx` is woken when one does, so that an agent
+    /// with nothing more to do learns of it then, not at its next step.
+    fn poll_failure(&mut self, cx: &mut std::task::Context<'_>) -> Option<JournalError>;
+
     /// The error of a restart whose replay of step `id.step` did not start
     /// its work `id` of `kind` again, which the store has in flight: the
     /// action no longer starts that work there (the effects changed since

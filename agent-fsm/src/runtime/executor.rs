@@ -445,6 +445,11 @@ where
         if self.cancelled(cx) {
             return Poll::Ready(Some(StopReason::Shutdown));
         }
+        // A durable agent's writer thread failed: the agent stops now, not
+        // at a next step that may not come.
+        if self.hot.journaling && self.journal_failed(cx) {
+            return Poll::Ready(None);
+        }
         // Idle waiters, or external events held back while work was in
         // flight (see `poll_inbox_during_work`).
         let waiting =

@@ -193,6 +193,18 @@ where
         }
     }
 
+    /// Whether a write off the worker's thread failed (the worker then
+    /// failed); registers `cx` for one otherwise.
+    #[inline(never)]
+    pub(super) fn journal_failed(&mut self, cx: &mut std::task::Context<'_>) -> bool {
+        let Some(journal) = self.link.extras.as_mut().and_then(|extras| extras.journal.as_mut()) else {
+            return false;
+        };
+        let Some(error) = journal.poll_failure(cx) else { return false };
+        self.store_failed(error);
+        true
+    }
+
     fn store_failed(&mut self, error: JournalError) {
         self.hot.journaling = false;
         if !self.hot.failed {
