@@ -58,7 +58,10 @@ pub enum Start {
 ///   again too, while its sends and timers are not (they are restored from
 ///   their own rows). A stream performed again skips the items the machine
 ///   took before the restart, so a source that replays the same items
-///   continues where it stopped; a stream's end is written when the worker
+///   continues where it stopped; one that ends before it yielded them
+///   again fails with [`EffectFailure::Diverged`](crate::runtime::EffectFailure::Diverged)
+///   (its `on_failure` says what the machine gets), as what the machine
+///   waits for will not come; a stream's end is written when the worker
 ///   sees it (its failure too, when the failure gives no event), so a
 ///   stream that ended is not opened again;
 /// - a timer is re-armed for the time left of its deadline (fired at once
