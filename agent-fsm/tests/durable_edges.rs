@@ -245,7 +245,7 @@ async fn a_writer_thread_that_fills_the_store_stops_the_running_agent() {
     let durable = Durable::new(store.clone(), "relay").durability(Durability::WhileAction);
     let (handle, _) =
         durable.spawn(|| Relay::new(Vec::new()), Sender::default(), ExecutorConfig::new()).expect("reads");
-    // No stop: the writer's failure reaches the worker at a later step.
+    // No stop: the writer's failure reaches the worker while it runs.
     for i in 0..1_000 {
         if handle.call(Event::Note(format!("note {i}"))).await.is_err() {
             break;

@@ -88,8 +88,16 @@ impl Tracking {
     pub(crate) fn start(&mut self, kind: WorkKind) -> Option<(WorkId, u64)> {
         let id = WorkId { step: self.step, rank: self.rank };
         self.rank = self.rank.saturating_add(1);
-        match &self.replay {
-            Some(keep) if matches!(kind, WorkKind::Task | WorkKind::Stream) => keep.get(&id).map(|&skip| (id, skip)),
+        match &mut self.replay {
+            Some(keep) if matches!(kind, WorkKind::Task | WorkKind::Stream) => match keep.get(&id) {
+                // Taken out of `keep`: what is left there once the step is
+                // replayed is work in flight its action no longer starts.
+                Some(&(was, skip)) if was == kind => {
+                    keep.remove(&id);
+                    Some((id, skip))
+                }
+                _ => None,
+            },
             Some(_) => None,
             None => {
                 self.started.push((kind, id));
@@ -119,9 +127,10 @@ pub(crate) enum Origin {
 /// A step's failure to be written, as the store reported it.
 pub(crate) type JournalError = Arc<dyn std::error::Error + Send + Sync>;
 
-/// The work of a replayed step to start again: each piece by id, with the
-/// number of items a stream's machine already took.
-pub(crate) type Keep = HashMap<WorkId, u64>;
+/// The work of a replayed step to start again: each piece by id, with its
+/// kind (a task or a stream) and the number of items a stream's machine
+/// already took.
+pub(crate) type Keep = HashMap<WorkId, (WorkKind, u64)>;
 
 /// What rebuilds a durable agent's work after a restart, handed to the
 /// worker once, at start. The machine given to the worker is the one
@@ -173,6 +182,17 @@ pub(crate) trait StepJournal<M: StateMachine>: Send {
 
     /// Whether tasks wait until their step is written.
     fn holds_tasks(&self) -> bool;
+
+    /// A write that failed off the worker's thread (a writer thread's),
+    /// if one did; otherwise `cx` is woken when one does, so that an agent
+    /// with nothing more to do learns of it then, not at its next step.
+    fn poll_failure(&mut self, cx: &mut std::task::Context<'_>) -> Option<JournalError>;
+
+    /// The error of a restart whose replay of step `id.step` did not start
+    /// its work `id` of `kind` again, which the store has in flight: the
+    /// action no longer starts that work there (the effects changed since
+    /// the step was written), and its result would never come.
+    fn not_started_again(&self, id: WorkId, kind: WorkKind) -> JournalError;
 }
 
 /// Work a step started, as its row needs it.

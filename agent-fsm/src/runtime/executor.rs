@@ -445,6 +445,11 @@ where
         if self.cancelled(cx) {
             return Poll::Ready(Some(StopReason::Shutdown));
         }
+        // A durable agent's writer thread failed: the agent stops now, not
+        // at a next step that may not come.
+        if self.hot.journaling && self.journal_failed(cx) {
+            return Poll::Ready(None);
+        }
         // Idle waiters, or external events held back while work was in
         // flight (see `poll_inbox_during_work`).
         let waiting =
@@ -453,8 +458,14 @@ where
             && work.in_flight()
         {
             if let Poll::Ready(produced) = work.poll_next(cx) {
-                if let Some(event) = self.resolve(produced) {
-                    self.deliver(event, Mode::Normal, None, Source::Runtime);
+                match self.resolve(produced) {
+                    Some(event) => self.deliver(event, Mode::Normal, None, Source::Runtime),
+                    // A failure mapped to no event ended its work without a
+                    // step: its end is written now, as a stream's normal
+                    // end is, or a crash before the next step would perform
+                    // that work again.
+                    None if self.hot.journaling => self.journal_ended(),
+                    None => {}
                 }
                 return Poll::Ready(None);
             }

@@ -47,6 +47,12 @@ pub enum EffectFailure {
     /// It was cancelled by an interrupt, a shutdown or
     /// [`EffectContext::cancel_task`](super::EffectContext::cancel_task) (tasks and keyed streams).
     Cancelled,
+    /// A durable agent's stream, opened again after a restart, ended
+    /// before it yielded again the items the machine had taken from it
+    /// (which it skips): its source does not replay them (a model that
+    /// answers the repeated request with a shorter reply), and the items
+    /// the machine waits for will not come.
+    Diverged,
 }
 
 impl fmt::Display for EffectFailure {
@@ -55,6 +61,7 @@ impl fmt::Display for EffectFailure {
             Self::Panicked(message) => write!(f, "panicked: {message}"),
             Self::TimedOut => f.write_str("timed out"),
             Self::Cancelled => f.write_str("cancelled"),
+            Self::Diverged => f.write_str("opened again after a restart, it ended before the items already taken"),
         }
     }
 }

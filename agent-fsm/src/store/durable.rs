@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use super::restore::{machine_of, replay_checked};
 use super::{CheckpointStore, EffectKind, Journal, SnapshotPolicy, StoreError};
 use crate::StateMachine;
-use crate::runtime::durable::{Replay, WorkId};
+use crate::runtime::durable::{Keep, Replay, WorkId, WorkKind};
 use crate::runtime::{Effects, ExecutorConfig, MachineHandle};
 
 mod writer;
@@ -48,16 +48,26 @@ pub enum Start {
 ///   process died is performed again after the restart, by performing the
 ///   action that started it again with the machine as it was then, with the
 ///   same key: at least once, so a tool that must not act twice
-///   deduplicates by its key. Only that work of the action starts again;
+///   deduplicates by its key. The work is named by its step and its rank
+///   among what the action starts, so an action that no longer starts it
+///   there (a release whose effects set a timer before the tool call, or
+///   open a stream where they spawned a task) fails the agent with
+///   [`StoreError::Corrupt`] rather than leave its machine waiting for a
+///   result that never comes. Only that work of the action starts again;
 ///   what the action does besides scheduling work (a line printed) is done
 ///   again too, while its sends and timers are not (they are restored from
 ///   their own rows). A stream performed again skips the items the machine
 ///   took before the restart, so a source that replays the same items
-///   continues where it stopped; a stream's end is written when the worker
-///   sees it, so a stream that ended is not opened again;
+///   continues where it stopped; one that ends before it yielded them
+///   again fails with [`EffectFailure::Diverged`](crate::runtime::EffectFailure::Diverged)
+///   (its `on_failure` says what the machine gets), as what the machine
+///   waits for will not come; a stream's end is written when the worker
+///   sees it (its failure too, when the failure gives no event), so a
+///   stream that ended is not opened again;
 /// - a timer is re-armed for the time left of its deadline (fired at once
-///   if it passed meanwhile; timers due together fire in the order they
-///   were set); an event sent for delivery after its step
+///   if it passed meanwhile, and never waiting longer than the delay it
+///   was set for if the clock was set back; timers due together fire in
+///   the order they were set); an event sent for delivery after its step
 ///   is delivered after the restart if it was not before;
 /// - a stop (shutdown, every handle dropped) is a pause: the work it
 ///   cancels, and the shutdown event, are not written, so the next spawn
@@ -153,9 +163,12 @@ impl Durable {
         self
     }
 
-    /// The wall clock the deadlines of stored timers are read against
-    /// (the system's by default; a test on paused tokio time passes one
-    /// that follows tokio's clock).
+    /// The wall clock the deadlines of stored timers are read against,
+    /// and the times of the steps written (the system's by default; a
+    /// test on paused tokio time passes one that follows tokio's clock).
+    /// A restart re-arms a timer for the time left to its deadline, and
+    /// never for longer than the delay it was set for, should the clock
+    /// have been set back meanwhile.
     #[must_use]
     pub fn clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
         self.clock = Arc::new(clock);
@@ -172,7 +185,8 @@ impl Durable {
     /// unknown format, a corrupt row; [`StoreError::Corrupt`] too for a log
     /// that the machine does not replay to the states it recorded, or that
     /// misses a step, from the snapshot the work in flight is performed
-    /// again from (which may be older than the one `restore` reads).
+    /// again from (which may be older than the one `restore` reads), and
+    /// for work in flight whose key does not name the step that started it.
     ///
     /// # Panics
     /// Like `tokio::spawn`, if called outside a tokio runtime.
@@ -267,7 +281,7 @@ impl Durable {
             None => {
                 let Some(new) = new else { return Err(StoreError::UnknownAgent(self.agent.clone())) };
                 let machine = new();
-                let journal = Journal::create(&*self.store, &self.agent, &machine)?;
+                let journal = Journal::create_at(&*self.store, &self.agent, &machine, (self.clock)())?;
                 (machine, journal, None, Start::New)
             }
             Some(_) => {
@@ -315,29 +329,44 @@ where
     let id_of = |key: &str, seq: u64| {
         WorkId::parse(key).ok_or_else(|| StoreError::corrupt(agent, "effect", seq, format!("bad work key `{key}`")))
     };
-    let mut perform: BTreeMap<u64, HashMap<WorkId, u64>> = BTreeMap::new();
+    let mut perform: BTreeMap<u64, Keep> = BTreeMap::new();
     let mut streams = HashMap::new();
     let mut timers = Vec::new();
     let mut sends = Vec::new();
     let now = clock();
     for row in &rows {
         let id = id_of(&row.effect.key, row.started)?;
+        // Work is keyed by the step that started it, which its row names
+        // too, and checkpoint 0 starts none: a row that says otherwise (an
+        // edited one) names work no replayed step would perform again.
+        if id.step != row.started || row.started == 0 {
+            let reason = format!("work key `{}` does not name step {}, which started it", row.effect.key, row.started);
+            return Err(StoreError::corrupt(agent, "effect", row.started, reason));
+        }
         let event = || -> Result<M::Event, StoreError> {
             let text = row.effect.event.as_deref().unwrap_or("null");
             serde_json::from_str(text).map_err(|e| StoreError::corrupt(agent, "effect", row.started, e))
         };
         match row.effect.kind {
             EffectKind::Task => {
-                perform.entry(id.step).or_default().insert(id, 0);
+                perform.entry(id.step).or_default().insert(id, (WorkKind::Task, 0));
             }
             EffectKind::Stream => {
-                perform.entry(id.step).or_default().insert(id, 0);
+                perform.entry(id.step).or_default().insert(id, (WorkKind::Stream, 0));
                 streams.insert(format!("stream:{id}"), id);
             }
             EffectKind::Timer | EffectKind::Pause => {
                 let deadline = row.effect.deadline.unwrap_or(now);
                 let left = deadline.duration_since(now).unwrap_or(Duration::ZERO);
-                timers.push((id, left, row.effect.kind == EffectKind::Pause, event()?));
+                // A clock set back since the timer was written (an NTP
+                // correction, a host whose clock ran ahead) would add the
+                // time it went back to the wait: no timer waits longer than
+                // the delay it was set for, its deadline less its step's time.
+                let set_for = match store.events(agent, row.started.saturating_sub(1), row.started)?.first() {
+                    Some(step) => deadline.duration_since(step.at).unwrap_or(Duration::ZERO),
+                    None => left,
+                };
+                timers.push((id, left.min(set_for), row.effect.kind == EffectKind::Pause, event()?));
             }
             EffectKind::Send => sends.push((id, event()?)),
         }
@@ -367,7 +396,7 @@ where
     for record in records {
         if let Some(origin) = &record.origin
             && let Some(id) = streams.get(origin)
-            && let Some(skip) = perform.get_mut(&id.step).and_then(|keep| keep.get_mut(id))
+            && let Some((_, skip)) = perform.get_mut(&id.step).and_then(|keep| keep.get_mut(id))
         {
             *skip += 1;
         }

@@ -135,8 +135,19 @@ where
     /// [`StoreError::AgentExists`], [`StoreError::Encode`] if the machine
     /// does not serialize, or the store's write error.
     pub fn create<S: CheckpointStore + ?Sized>(store: &S, agent: &str, machine: &M) -> Result<Self, StoreError> {
+        Self::create_at(store, agent, machine, SystemTime::now())
+    }
+
+    /// [`create`](Self::create), checkpoint 0's time being `at` (a durable
+    /// agent's clock).
+    pub(crate) fn create_at<S: CheckpointStore + ?Sized>(
+        store: &S,
+        agent: &str,
+        machine: &M,
+        at: SystemTime,
+    ) -> Result<Self, StoreError> {
         let snapshot = snapshot_of(machine)?;
-        store.create(agent, M::DESCRIPTION.name, SystemTime::now(), &snapshot)?;
+        store.create(agent, M::DESCRIPTION.name, at, &snapshot)?;
         Ok(Self::resume(agent, 1, snapshot.data.len(), 0, 0))
     }
 
@@ -209,8 +220,20 @@ where
         step: PendingStep,
         machine: &M,
     ) -> Result<u64, StoreError> {
+        self.commit_at(store, step, machine, SystemTime::now())
+    }
+
+    /// [`commit`](Self::commit), the step's time being `at` (a durable
+    /// agent's clock, which its timers' deadlines are read against).
+    pub(crate) fn commit_at<S: CheckpointStore + ?Sized>(
+        &mut self,
+        store: &S,
+        step: PendingStep,
+        machine: &M,
+        at: SystemTime,
+    ) -> Result<u64, StoreError> {
         let saved = self.counters;
-        let record = self.prepare(step, machine)?;
+        let record = self.prepare(step, machine, at)?;
         if let Err(error) = store.append(&self.agent, &record) {
             self.counters = saved;
             return Err(error);
@@ -218,10 +241,10 @@ where
         Ok(record.seq)
     }
 
-    /// The record of `step`, with the journal moved past it, without
-    /// writing it: for a writer that appends it elsewhere (on another
-    /// thread, or later). On an error the journal is unchanged.
-    pub(crate) fn prepare(&mut self, step: PendingStep, machine: &M) -> Result<StepRecord, StoreError> {
+    /// The record of `step`, handled at `at`, with the journal moved past
+    /// it, without writing it: for a writer that appends it elsewhere (on
+    /// another thread, or later). On an error the journal is unchanged.
+    pub(crate) fn prepare(&mut self, step: PendingStep, machine: &M, at: SystemTime) -> Result<StepRecord, StoreError> {
         let c = self.counters;
         let since_bytes = c.since_bytes + step.event.len();
         let since_events = c.since_events + 1;
@@ -235,7 +258,7 @@ where
         let snapshot = if due && !machine.is_poisoned() { Some(snapshot_of(machine)?) } else { None };
         let record = StepRecord {
             seq: c.next_seq,
-            at: SystemTime::now(),
+            at,
             state: machine.status().to_string(),
             event: step.event,
             origin: step.origin,

@@ -107,8 +107,9 @@
 //!    action is performed again), performing again the actions
 //!    of those steps with only their work in flight starting (a stream
 //!    skipping the items its [`StepRecord::origin`] says the machine took).
-//!    Timers are armed for the time left to their deadline, and sends
-//!    queued, from their rows.
+//!    Timers are armed for the time left to their deadline (at most the
+//!    delay between their step's time and their deadline, should the
+//!    clock have been set back), and sends queued, from their rows.
 //! 3. **Each event**: [`Journal::begin`] before `handle_event` consumes it;
 //!    after the action is performed, one row per piece of work it started
 //!    (key `"{step}.{rank}"`: the step, and the work's rank among what the

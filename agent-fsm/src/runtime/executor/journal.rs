@@ -67,6 +67,19 @@ where
             if self.hot.failed {
                 return false;
             }
+            // Work in flight the action did not start again would leave the
+            // machine waiting for a result that never comes: refused.
+            let missed = self
+                .tracking()
+                .and_then(|track| track.replay.as_ref())
+                .and_then(|keep| keep.iter().map(|(id, (kind, _))| (*id, *kind)).min_by_key(|(id, _)| *id));
+            if let Some((id, kind)) = missed
+                && let Some(journal) = self.link.extras.as_ref().and_then(|extras| extras.journal.as_ref())
+            {
+                let error = journal.not_started_again(id, kind);
+                self.store_failed(error);
+                return false;
+            }
         }
         #[cfg(any(feature = "metrics", feature = "otel"))]
         {
@@ -178,6 +191,18 @@ where
         if let Err(error) = journal.stop() {
             self.store_failed(error);
         }
+    }
+
+    /// Whether a write off the worker's thread failed (the worker then
+    /// failed); registers `cx` for one otherwise.
+    #[inline(never)]
+    pub(super) fn journal_failed(&mut self, cx: &mut std::task::Context<'_>) -> bool {
+        let Some(journal) = self.link.extras.as_mut().and_then(|extras| extras.journal.as_mut()) else {
+            return false;
+        };
+        let Some(error) = journal.poll_failure(cx) else { return false };
+        self.store_failed(error);
+        true
     }
 
     fn store_failed(&mut self, error: JournalError) {

@@ -14,6 +14,9 @@ pub(super) struct StreamSlot<E> {
     pub(super) stream: Pin<Box<dyn Stream<Item = E> + Send>>,
     pub(super) deadline: Option<Pin<Box<Sleep>>>,
     pub(super) on_failure: StreamFailureFn<E>,
+    /// Items still to drop: a durable agent's stream opened again after a
+    /// restart skips those the machine took before it.
+    pub(super) skip: u64,
 }
 
 pub(super) struct TaskSlot<E> {

@@ -11,19 +11,14 @@ impl<E: Send + 'static> Work<E> {
         timeout: Option<Duration>,
         on_failure: StreamFailureFn<E>,
     ) {
+        // Performed again after a restart, `skip` is the number of items
+        // the machine took before it: they are not delivered twice.
         let Some((id, skip)) = self.identify(WorkKind::Stream) else {
             return;
         };
-        // Performed again after a restart: the items the machine took
-        // before it are not delivered twice.
-        let stream = if skip > 0 {
-            Box::pin(futures::StreamExt::skip(stream, usize::try_from(skip).unwrap_or(usize::MAX)))
-        } else {
-            stream
-        };
         let deadline = timeout.and_then(deadline_in).map(|at| Box::pin(tokio::time::sleep_until(at)));
         let span = tracing::Span::current();
-        self.streams.push(StreamSlot { key, id, span, stream, deadline, on_failure });
+        self.streams.push(StreamSlot { key, id, span, stream, deadline, on_failure, skip });
     }
 
     /// Tasks holding a concurrency slot: the running ones, and the
@@ -150,8 +145,8 @@ impl<E: Send + 'static> Work<E> {
                 i = 0;
             }
             unpolled -= 1;
-            let StreamSlot { stream, span, id, .. } = &mut self.streams[i];
-            let polled = span.in_scope(|| catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))));
+            let StreamSlot { stream, span, id, skip, .. } = &mut self.streams[i];
+            let polled = span.in_scope(|| catch_unwind(AssertUnwindSafe(|| poll_skipping(stream.as_mut(), skip, cx))));
             match polled {
                 Ok(Poll::Ready(Some(event))) => {
                     self.stream_turn = i + 1;
@@ -170,6 +165,14 @@ impl<E: Send + 'static> Work<E> {
                         let failure = EffectFailure::Panicked(message);
                         return Some(Produced::StreamFailed { key: slot.key, on_failure: slot.on_failure, failure });
                     }
+                    // Opened again after a restart, it ended short of the
+                    // items the machine took: what the machine waits for
+                    // (the rest of a reply) will not come. Its failure tells
+                    // it so, rather than an end that leaves it waiting.
+                    if slot.skip > 0 {
+                        let failure = EffectFailure::Diverged;
+                        return Some(Produced::StreamFailed { key: slot.key, on_failure: slot.on_failure, failure });
+                    }
                 }
                 Ok(Poll::Pending) => i += 1,
                 Err(payload) => {
@@ -180,5 +183,20 @@ impl<E: Send + 'static> Work<E> {
             }
         }
         None
+    }
+}
+
+/// Polls `stream`, dropping the items it yields while `skip` (counted
+/// down) is not zero.
+fn poll_skipping<E>(
+    mut stream: Pin<&mut (dyn Stream<Item = E> + Send)>,
+    skip: &mut u64,
+    cx: &mut Context<'_>,
+) -> Poll<Option<E>> {
+    loop {
+        match stream.as_mut().poll_next(cx) {
+            Poll::Ready(Some(_)) if *skip > 0 => *skip -= 1,
+            other => return other,
+        }
     }
 }

@@ -2,7 +2,10 @@
 //! the store as the agent's [`Durability`] says (at once, from a thread
 //! of its own while the action runs, or at the stop).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
+
+use futures::task::AtomicWaker;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
@@ -27,7 +30,9 @@ pub enum Durability {
     /// is performed: the worker does not wait for the disk, and the steps
     /// that come while a write runs go in the next one together. A crash
     /// loses the steps not yet written; the work they started was
-    /// performed and, not being in the store, is not performed again.
+    /// performed and, not being in the store, is not performed again. A
+    /// write the store refuses stops the agent as soon as the writer
+    /// thread sees it, whether or not another step comes.
     WhileAction,
     /// Steps are kept in memory and written when the agent stops (a
     /// shutdown, a terminal state, every handle dropped), in one
@@ -83,17 +88,27 @@ fn write_all(store: &dyn CheckpointStore, agent: &str, writes: Vec<Write>) -> Re
 }
 
 /// A thread that writes what it is sent, in order, and keeps the first
-/// error (it writes nothing after one).
+/// error (it writes nothing after one), waking the worker with it.
 struct WriterThread {
     tx: mpsc::Sender<Write>,
-    failed: Arc<Mutex<Option<StoreError>>>,
+    failed: Arc<Failure>,
     join: JoinHandle<()>,
+}
+
+/// A writer thread's first error, and the worker to wake with it.
+#[derive(Default)]
+struct Failure {
+    error: Mutex<Option<StoreError>>,
+    /// Set with the error: the worker looks at it on every poll, without
+    /// the lock.
+    set: AtomicBool,
+    worker: AtomicWaker,
 }
 
 impl WriterThread {
     fn start(store: Arc<dyn CheckpointStore>, agent: String) -> Result<Self, StoreError> {
         let (tx, rx) = mpsc::channel::<Write>();
-        let failed = Arc::new(Mutex::new(None));
+        let failed = Arc::new(Failure::default());
         let slot = Arc::clone(&failed);
         // A thread's name cannot hold a NUL byte (std panics on one), and
         // the agent's id is the user's to choose.
@@ -108,7 +123,9 @@ impl WriterThread {
                     let mut batch = vec![first];
                     batch.extend(rx.try_iter());
                     if let Err(error) = write_all(&*store, &agent, batch) {
-                        *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+                        *slot.error.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+                        slot.set.store(true, Ordering::Release);
+                        slot.worker.wake();
                         return;
                     }
                 }
@@ -118,7 +135,7 @@ impl WriterThread {
     }
 
     fn failure(&self) -> Option<StoreError> {
-        self.failed.lock().unwrap_or_else(PoisonError::into_inner).take()
+        self.failed.error.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 }
 
@@ -145,11 +162,12 @@ where
         Self { journal, store, durability, clock, pending: None, replay, buffered: Vec::new(), thread: None }
     }
 
-    fn encode(&self, step: &mut PendingStep, work: StepWork<'_, M::Event>) -> Result<(), StoreError> {
+    /// Adds to `step` the work it started, its timers due `now` plus
+    /// their delay, and the work that ended.
+    fn encode(step: &mut PendingStep, work: StepWork<'_, M::Event>, now: SystemTime) -> Result<(), StoreError> {
         for (kind, id) in work.ended {
             step.finish(effect_kind(kind), id.to_string());
         }
-        let now = (self.clock)();
         for started in work.started {
             let effect = match started {
                 Started::Task(id) => Effect::task(id.to_string()),
@@ -173,11 +191,12 @@ where
         Ok(())
     }
 
-    fn write(&mut self, step: PendingStep, machine: &M) -> Result<(), StoreError> {
+    /// Writes `step`, handled at `at`, as the durability says.
+    fn write(&mut self, step: PendingStep, machine: &M, at: SystemTime) -> Result<(), StoreError> {
         match self.durability {
-            Durability::BeforeAction => self.journal.commit(&*self.store, step, machine).map(drop),
+            Durability::BeforeAction => self.journal.commit_at(&*self.store, step, machine, at).map(drop),
             Durability::WhileAction => {
-                let record = self.journal.prepare(step, machine)?;
+                let record = self.journal.prepare(step, machine, at)?;
                 if self.thread.is_none() {
                     self.thread = Some(WriterThread::start(Arc::clone(&self.store), self.journal.agent().to_owned())?);
                 }
@@ -190,7 +209,7 @@ where
                 Ok(())
             }
             Durability::OnStop => {
-                let record = self.journal.prepare(step, machine)?;
+                let record = self.journal.prepare(step, machine, at)?;
                 self.buffered.push(Write::Step(record));
                 Ok(())
             }
@@ -248,8 +267,11 @@ where
 
     fn commit(&mut self, machine: &M, work: StepWork<'_, M::Event>) -> Result<(), JournalError> {
         let Some(mut step) = self.pending.take() else { return Ok(()) };
-        self.encode(&mut step, work).map_err(erased)?;
-        self.write(step, machine).map_err(erased)
+        // One reading of the clock for the step's time and its timers'
+        // deadlines: a restart measures a timer's delay between the two.
+        let now = (self.clock)();
+        Self::encode(&mut step, work, now).map_err(erased)?;
+        self.write(step, machine, now).map_err(erased)
     }
 
     fn ended(&mut self, ended: Vec<(WorkKind, WorkId)>) -> Result<(), JournalError> {
@@ -260,11 +282,11 @@ where
     fn stop(&mut self) -> Result<(), JournalError> {
         let buffered = std::mem::take(&mut self.buffered);
         write_all(&*self.store, self.journal.agent(), buffered).map_err(erased)?;
-        if let Some(thread) = self.thread.take() {
-            drop(thread.tx);
+        if let Some(WriterThread { tx, failed, join }) = self.thread.take() {
+            drop(tx);
             // The writer ends once it has written what it was sent.
-            let _ = thread.join.join();
-            if let Some(error) = thread.failed.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = join.join();
+            if let Some(error) = failed.error.lock().unwrap_or_else(PoisonError::into_inner).take() {
                 return Err(erased(error));
             }
         }
@@ -273,5 +295,28 @@ where
 
     fn holds_tasks(&self) -> bool {
         self.durability == Durability::BeforeAction
+    }
+
+    fn poll_failure(&mut self, cx: &mut std::task::Context<'_>) -> Option<JournalError> {
+        let thread = self.thread.as_ref()?;
+        thread.failed.worker.register(cx.waker());
+        // Looked at after registering: a failure set in between is seen
+        // here, or wakes the waker just registered.
+        if !thread.failed.set.load(Ordering::Acquire) {
+            return None;
+        }
+        thread.failure().map(erased)
+    }
+
+    fn not_started_again(&self, id: WorkId, kind: WorkKind) -> JournalError {
+        let kind = match kind {
+            WorkKind::Stream => "stream",
+            _ => "task",
+        };
+        let reason = format!(
+            "performed again after a restart, the step's action no longer starts its {kind} `{id}` still in flight \
+             (the effects changed since the step was written)"
+        );
+        erased(StoreError::corrupt(self.journal.agent(), "effect", id.step, reason))
     }
 }

@@ -19,6 +19,9 @@
 //! agent checks that its row, its log and its snapshot and effect rows
 //! agree on its last step, as the SQLite store does: a log that lost its
 //! last steps is [`StoreError::Corrupt`], not an agent that is behind.
+//! An agent id may be any text but one with a NUL byte, which Postgres text
+//! cannot hold: the store holds no such agent, and refuses to add one with
+//! [`StoreError::Write`].
 //!
 //! Every method is one transaction. Appending takes a row lock on the
 //! agent's row, so two writers of one agent are serialized and the second
@@ -379,8 +382,25 @@ pub(crate) fn get<'a, T: FromSql<'a>>(row: &'a postgres::Row, i: usize) -> Resul
     row.try_get(i).map_err(|e| StoreError::Read(Box::new(e)))
 }
 
+/// Whether Postgres text can hold the agent id `agent`: not with a NUL
+/// byte (which SQLite and memory keep). An id it cannot hold is no
+/// agent's here, rather than a query the server refuses, which would read
+/// as the server failing.
+fn storable(agent: &str) -> Result<(), StoreError> {
+    if agent.contains('\0') {
+        return Err(StoreError::UnknownAgent(agent.to_owned()));
+    }
+    Ok(())
+}
+
+/// The error of adding agent `agent`, whose id Postgres cannot hold.
+fn unstorable(agent: &str) -> StoreError {
+    StoreError::Write(format!("agent id {agent:?} holds a NUL byte, which Postgres text cannot store").into())
+}
+
 impl CheckpointStore for PgStore {
     fn create(&self, agent: &str, machine: &str, at: SystemTime, initial: &Snapshot) -> Result<(), StoreError> {
+        storable(agent).map_err(|_| unstorable(agent))?;
         let (agent, machine, initial, fence) =
             (agent.to_owned(), machine.to_owned(), initial.clone(), self.fence_owned());
         self.run(move |client, statements| {
@@ -389,6 +409,9 @@ impl CheckpointStore for PgStore {
     }
 
     fn agent(&self, agent: &str) -> Result<Option<AgentInfo>, StoreError> {
+        if storable(agent).is_err() {
+            return Ok(None);
+        }
         let agent = agent.to_owned();
         self.run(move |client, statements| read::agent(client, statements, &agent))
     }
@@ -403,37 +426,45 @@ impl CheckpointStore for PgStore {
 
     /// One transaction for all the steps, rather than one per step.
     fn append_all(&self, agent: &str, steps: &[StepRecord]) -> Result<(), StoreError> {
+        storable(agent)?;
         let (agent, steps, fence) = (agent.to_owned(), steps.to_vec(), self.fence_owned());
         self.run(move |client, statements| write::append_all(client, statements, fence.as_deref(), &agent, &steps))
     }
 
     fn finish(&self, agent: &str, finished: &[(EffectKind, String)]) -> Result<(), StoreError> {
+        storable(agent)?;
         let (agent, finished, fence) = (agent.to_owned(), finished.to_vec(), self.fence_owned());
         self.run(move |client, statements| write::finish(client, statements, fence.as_deref(), &agent, &finished))
     }
 
     fn snapshot_at_or_before(&self, agent: &str, seq: u64) -> Result<Option<(u64, Snapshot)>, StoreError> {
+        storable(agent)?;
         let agent = agent.to_owned();
         self.run(move |client, statements| read::snapshot_at_or_before(client, statements, &agent, seq))
     }
 
     fn events(&self, agent: &str, after: u64, through: u64) -> Result<Vec<EventRecord>, StoreError> {
+        storable(agent)?;
         let agent = agent.to_owned();
         self.run(move |client, statements| read::events(client, statements, &agent, after, through))
     }
 
     fn in_flight(&self, agent: &str, seq: u64) -> Result<Vec<InFlight>, StoreError> {
+        storable(agent)?;
         let agent = agent.to_owned();
         self.run(move |client, statements| read::in_flight(client, statements, &agent, seq))
     }
 
     fn checkpoints(&self, agent: &str) -> Result<Vec<Checkpoint>, StoreError> {
+        storable(agent)?;
         let agent = agent.to_owned();
         self.run(move |client, statements| read::checkpoints(client, statements, &agent))
     }
 
     /// Not fenced: a fork is a new agent, which no lease covers yet.
     fn fork(&self, source: &str, seq: u64, new: &str) -> Result<(), StoreError> {
+        storable(source)?;
+        storable(new).map_err(|_| unstorable(new))?;
         let (source, new) = (source.to_owned(), new.to_owned());
         self.run(move |client, statements| write::fork(client, statements, &source, seq, &new))
     }
