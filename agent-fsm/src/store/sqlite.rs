@@ -119,7 +119,9 @@ impl SqliteStore {
     ///
     /// # Errors
     /// [`StoreError::Read`] if the file cannot be opened or is not a
-    /// database, [`StoreError::UnknownFormat`] for a newer schema.
+    /// database, [`StoreError::Write`] if the tables of a new file cannot
+    /// be written,
+    /// [`StoreError::UnknownFormat`] for a newer schema.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         Self::open_with(path, SqliteConfig::default())
     }
