@@ -15,9 +15,13 @@ use tokio::time::Instant;
 use super::control::Control;
 use crate::Description;
 
-/// How many hops a page is sent at most (the oldest go first): enough for
-/// a long session, bounded for one that runs for days.
-const HOPS_KEPT: usize = 10_000;
+/// How many of an agent's hops its page shows at most, the newest: the
+/// inspector keeps these for the pages that open, and an open page drops
+/// the oldest as new ones come, saying how many came before those it
+/// shows. Enough for a long session; bounded for a page left open on an
+/// agent that runs for days.
+pub const HOPS_KEPT: usize = 10_000;
+
 /// How many notes are kept.
 const NOTES_KEPT: usize = 200;
 /// How many bytes of the current call's text are kept, its end: a state
@@ -349,7 +353,7 @@ impl Log {
             "t": "snapshot", "id": id, "name": name, "machine": description.name,
             "mermaid": description.mermaid, "states": states, "rows": rows,
             "state": self.state, "entered": self.entered, "finished": self.finished,
-            "hops": &self.hops, "hop_count": self.hop_count, "text": &self.text,
+            "hops": &self.hops, "hops_kept": HOPS_KEPT, "hop_count": self.hop_count, "text": &self.text,
             "tools": &self.tools, "approval": self.approval_shown(), "notes": notes, "now": self.now(),
         })
     }

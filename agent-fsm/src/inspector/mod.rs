@@ -6,8 +6,8 @@
 //! elapsed time, a pending approval with approve and deny buttons (which
 //! take clicks once the approval has been shown for a moment, so that a
 //! click meant for the approval it replaced cannot answer it), and the
-//! whole history, filterable. Clicking a state shows its rows and the time
-//! spent in it.
+//! whole history, filterable (its last [`HOPS_KEPT`] hops). Clicking a
+//! state shows its rows and the time spent in it.
 //!
 //! ```no_run
 //! # #[agent_fsm::state_machine(fallback = Nothing)]
@@ -98,6 +98,7 @@ use crate::StateMachine;
 use crate::runtime::MachineHandle;
 use log::Agent;
 
+pub use log::HOPS_KEPT;
 pub use view::{AgentView, Approval, Shown};
 
 /// Why the inspector could not start or attach an agent.
