@@ -196,6 +196,13 @@ Panels.wire(agent);
 const updates = new EventSource("/api/agents/" + agent.id + "/events");
 updates.onmessage = (e) => onMessage(JSON.parse(e.data));
 updates.onerror = () => {
-  $("status").textContent = agent.finished ? "finished (inspector stopped)" : "disconnected, retrying";
+  // A refused request (another inspector on this port now, which has a
+  // token of its own) ends the stream for good: the browser does not try
+  // again, and only that inspector's URL opens its pages.
+  if (updates.readyState === EventSource.CLOSED) {
+    $("status").textContent = "disconnected: open the inspector's URL again";
+  } else {
+    $("status").textContent = agent.finished ? "finished (inspector stopped)" : "disconnected, retrying";
+  }
 };
 setInterval(tick, 250);
