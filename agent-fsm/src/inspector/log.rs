@@ -38,6 +38,10 @@ pub(super) const LINE_KEPT: usize = 4 * 1024;
 /// fresh snapshot instead.
 pub(super) const UPDATES_KEPT: usize = 1024;
 
+/// What the pages' queue carries in place of an update when each page is
+/// to be sent a fresh snapshot: no update is empty.
+pub(super) const RESYNC: &str = "";
+
 /// Milliseconds from `epoch` to `at` (negative before it).
 pub(super) fn millis(epoch: Instant, at: Instant) -> f64 {
     if at >= epoch {
@@ -404,17 +408,17 @@ impl Agent {
         }
     }
 
-    /// Changes the log in a way no update says, and sends the open pages
-    /// a fresh snapshot instead (as to a page that fell behind).
+    /// Changes the log in a way no update says, and has each open page
+    /// sent a fresh snapshot instead (as a page that fell behind is): the
+    /// pages are sent [`RESYNC`], and each page's stream takes its own
+    /// snapshot when it reaches it. The snapshot itself, a megabyte or so
+    /// with thousands of hops, is not queued: a page that stopped reading
+    /// would keep each one queued for it, up to [`UPDATES_KEPT`] of them.
     pub(super) fn resync(&self, change: impl FnOnce(&mut Log)) {
         let mut log = self.lock();
         change(&mut log);
-        if self.updates.receiver_count() == 0 {
-            return;
-        }
-        let snapshot = log.snapshot(self.id, &self.name, self.description).to_string();
-        // A page that closed meanwhile is not an error.
-        drop(self.updates.send(Arc::from(snapshot)));
+        // A page that closed meanwhile, or none open, is not an error.
+        drop(self.updates.send(Arc::from(RESYNC)));
     }
 
     /// A snapshot and the updates after it.

@@ -30,6 +30,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::Shared;
 use super::control::Refusal;
+use super::log::RESYNC;
 
 /// The header the page's buttons send with their POST.
 pub(super) const CLICK_HEADER: &str = "x-agent-fsm-inspector";
@@ -199,8 +200,9 @@ async fn events(State(shared): State<Arc<Shared>>, Path(id): Path<usize>) -> Res
             return Some((snapshot, (None, updates, agent)));
         }
         match updates.recv().await {
-            Ok(message) => Some((message.to_string(), (None, updates, agent))),
-            Err(RecvError::Lagged(_)) => {
+            Ok(message) if &*message != RESYNC => Some((message.to_string(), (None, updates, agent))),
+            // A fresh snapshot, taken with the updates that follow it.
+            Ok(_) | Err(RecvError::Lagged(_)) => {
                 let (snapshot, updates) = agent.open();
                 Some((snapshot, (None, updates, agent)))
             }
