@@ -428,6 +428,11 @@ impl Agent {
         (log.snapshot(self.id, &self.name, self.description).to_string(), updates)
     }
 
+    /// Whether its worker has exited.
+    pub(super) fn finished(&self) -> bool {
+        self.lock().finished
+    }
+
     /// The index's line.
     pub(super) fn summary(&self) -> Value {
         let mut line = self.lock().summary();
