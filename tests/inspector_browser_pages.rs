@@ -5,7 +5,8 @@
 //! keep answering it, though a browser keeps cookies per host, not per
 //! port; a page that the next inspector on its port refuses says it is
 //! disconnected for good, not that it is retrying (the browser has
-//! stopped).
+//! stopped); and the index, once its inspector has stopped or been
+//! replaced, says that the list it shows is no longer kept up.
 //!
 //! Without a browser (`$CHROME`, else /usr/bin/chromium) the test says so
 //! in one line and passes.
@@ -193,6 +194,34 @@ async fn a_page_refused_by_the_next_inspector_on_its_port_stops_saying_it_retrie
         let next = Inspector::bind(addr).await.expect("the same port again");
         let _ = next.attach(&handle, AgentView::new("lamp")).await.expect("attached");
         until(&mut browser, status, "disconnected: open the inspector's URL again".into()).await;
+        handle.shutdown().await.expect("shutdown");
+        next.shutdown().await;
+    })
+    .await
+    .expect("the browser test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_index_says_when_its_list_is_no_longer_kept_up() {
+    let Some(chrome) = skip() else { return };
+    timeout(Duration::from_secs(120), async {
+        let handle: Handle = spawn(lamp::Machine::new(), from_fn(|_, _| {}), ExecutorConfig::new());
+        let inspector = Inspector::bind("127.0.0.1:0").await.expect("inspector");
+        let addr = inspector.local_addr();
+        let _ = inspector.attach(&handle, AgentView::new("lamp")).await.expect("attached");
+        let mut browser = cdp::Browser::launch(&chrome).await.expect("browser");
+        browser.open(&inspector.url()).await.expect("open the index");
+        let listed = "document.querySelector('#agents a')?.textContent ?? null";
+        until(&mut browser, listed, "lamp".into()).await;
+        let status = "document.getElementById('status').textContent";
+        until(&mut browser, status, "".into()).await;
+        // Stopped: the list shown is the last one, and the page says so.
+        inspector.shutdown().await;
+        until(&mut browser, status, "disconnected, retrying".into()).await;
+        // Another inspector on the port refuses the page.
+        let next = Inspector::bind(addr).await.expect("the same port again");
+        until(&mut browser, status, "refused: open the inspector's URL again".into()).await;
+        assert_eq!(browser.eval(listed).await.expect("read"), "lamp", "the last list is kept");
         handle.shutdown().await.expect("shutdown");
         next.shutdown().await;
     })
