@@ -141,7 +141,9 @@ async fn pages_and_assets_come_from_the_binary() {
     let (status, body) = request(&inspector, "GET", "/", "").await;
     assert!(status.contains("200"), "{status}");
     assert!(body.contains("/assets/index.js"));
-    let (status, body) = request(&inspector, "GET", "/agents/0", "").await;
+    let handle = agent();
+    let id = inspector.attach(&handle, view()).await.expect("attach");
+    let (status, body) = request(&inspector, "GET", &format!("/agents/{id}"), "").await;
     assert!(status.contains("200") && body.contains("/assets/mermaid.min.js") && body.contains("/assets/agent.js"));
     for asset in ["agent.js", "panels.js", "index.js", "inspector.css", "mermaid-LICENSE"] {
         let (status, body) = request(&inspector, "GET", &format!("/assets/{asset}"), "").await;
@@ -150,6 +152,25 @@ async fn pages_and_assets_come_from_the_binary() {
     }
     let (status, _) = request(&inspector, "GET", "/assets/nothing.js", "").await;
     assert!(status.contains("404"), "{status}");
+}
+
+/// The page of an agent that is not attached, or of an id that is not a
+/// number, is a 404 saying so, not the agent page, whose updates would
+/// never come.
+#[tokio::test]
+async fn the_page_of_an_agent_not_attached_is_not_found() {
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let handle = agent();
+    let id = inspector.attach(&handle, view()).await.expect("attach");
+    for path in
+        ["/agents/1", "/agents/abc", "/agents/-1", "/agents/1e3", "/agents/%30x", "/agents/99999999999999999999"]
+    {
+        let (status, body) = request(&inspector, "GET", path, "").await;
+        assert!(status.contains("404"), "{path}: {status}");
+        assert!(body.contains("No such agent") && !body.contains("agent.js"), "{path}: {body}");
+    }
+    let (status, _) = request(&inspector, "GET", &format!("/agents/{id}"), "").await;
+    assert!(status.contains("200"), "{status}");
 }
 
 #[tokio::test]

@@ -15,9 +15,13 @@ use tokio::time::Instant;
 use super::control::Control;
 use crate::Description;
 
-/// How many hops a page is sent at most (the oldest go first): enough for
-/// a long session, bounded for one that runs for days.
-const HOPS_KEPT: usize = 10_000;
+/// How many of an agent's hops its page shows at most, the newest: the
+/// inspector keeps these for the pages that open, and an open page drops
+/// the oldest as new ones come, saying how many came before those it
+/// shows. Enough for a long session; bounded for a page left open on an
+/// agent that runs for days.
+pub const HOPS_KEPT: usize = 10_000;
+
 /// How many notes are kept.
 const NOTES_KEPT: usize = 200;
 /// How many bytes of the current call's text are kept, its end: a state
@@ -33,6 +37,10 @@ pub(super) const LINE_KEPT: usize = 4 * 1024;
 /// How many updates an open page may fall behind before it is sent a
 /// fresh snapshot instead.
 pub(super) const UPDATES_KEPT: usize = 1024;
+
+/// What the pages' queue carries in place of an update when each page is
+/// to be sent a fresh snapshot: no update is empty.
+pub(super) const RESYNC: &str = "";
 
 /// Milliseconds from `epoch` to `at` (negative before it).
 pub(super) fn millis(epoch: Instant, at: Instant) -> f64 {
@@ -349,7 +357,7 @@ impl Log {
             "t": "snapshot", "id": id, "name": name, "machine": description.name,
             "mermaid": description.mermaid, "states": states, "rows": rows,
             "state": self.state, "entered": self.entered, "finished": self.finished,
-            "hops": &self.hops, "hop_count": self.hop_count, "text": &self.text,
+            "hops": &self.hops, "hops_kept": HOPS_KEPT, "hop_count": self.hop_count, "text": &self.text,
             "tools": &self.tools, "approval": self.approval_shown(), "notes": notes, "now": self.now(),
         })
     }
@@ -400,17 +408,17 @@ impl Agent {
         }
     }
 
-    /// Changes the log in a way no update says, and sends the open pages
-    /// a fresh snapshot instead (as to a page that fell behind).
+    /// Changes the log in a way no update says, and has each open page
+    /// sent a fresh snapshot instead (as a page that fell behind is): the
+    /// pages are sent [`RESYNC`], and each page's stream takes its own
+    /// snapshot when it reaches it. The snapshot itself, a megabyte or so
+    /// with thousands of hops, is not queued: a page that stopped reading
+    /// would keep each one queued for it, up to [`UPDATES_KEPT`] of them.
     pub(super) fn resync(&self, change: impl FnOnce(&mut Log)) {
         let mut log = self.lock();
         change(&mut log);
-        if self.updates.receiver_count() == 0 {
-            return;
-        }
-        let snapshot = log.snapshot(self.id, &self.name, self.description).to_string();
-        // A page that closed meanwhile is not an error.
-        drop(self.updates.send(Arc::from(snapshot)));
+        // A page that closed meanwhile, or none open, is not an error.
+        drop(self.updates.send(Arc::from(RESYNC)));
     }
 
     /// A snapshot and the updates after it.
@@ -418,6 +426,11 @@ impl Agent {
         let log = self.lock();
         let updates = self.updates.subscribe();
         (log.snapshot(self.id, &self.name, self.description).to_string(), updates)
+    }
+
+    /// Whether its worker has exited.
+    pub(super) fn finished(&self) -> bool {
+        self.lock().finished
     }
 
     /// The index's line.

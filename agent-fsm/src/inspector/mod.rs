@@ -6,8 +6,8 @@
 //! elapsed time, a pending approval with approve and deny buttons (which
 //! take clicks once the approval has been shown for a moment, so that a
 //! click meant for the approval it replaced cannot answer it), and the
-//! whole history, filterable. Clicking a state shows its rows and the time
-//! spent in it.
+//! whole history, filterable (its last [`HOPS_KEPT`] hops). Clicking a
+//! state shows its rows and the time spent in it.
 //!
 //! ```no_run
 //! # #[agent_fsm::state_machine(fallback = Nothing)]
@@ -33,7 +33,8 @@
 //! outputs (text deltas, tools started and finished: [`Shown`]) and how to
 //! recognise a pending approval in its state and which events answer it
 //! ([`Approval`]). Any number of agents (a fleet's) can be attached to one
-//! inspector; its index page lists them.
+//! inspector; its index page lists those running and the last
+//! [`FINISHED_KEPT`] that finished.
 //!
 //! # What it costs
 //! Nothing for an agent that is not attached, or whose inspector has
@@ -98,6 +99,7 @@ use crate::StateMachine;
 use crate::runtime::MachineHandle;
 use log::Agent;
 
+pub use log::HOPS_KEPT;
 pub use view::{AgentView, Approval, Shown};
 
 /// Why the inspector could not start or attach an agent.
@@ -114,6 +116,14 @@ pub enum InspectorError {
     #[error("the agent's worker failed")]
     Failed,
 }
+
+/// How many finished agents an inspector keeps showing: once more have
+/// finished, those attached first are forgotten when the next agent is
+/// attached (their pages answer 404, as for an id never given), so that
+/// an inspector a fleet attaches an agent to per job does not keep every
+/// agent's hops and text for as long as it runs. Agents still running
+/// are all kept.
+pub const FINISHED_KEPT: usize = 1000;
 
 /// The most connections an inspector holds open at once.
 pub const MAX_CONNECTIONS: usize = 128;
@@ -135,7 +145,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 pub(crate) struct Shared {
     /// Times on the page are milliseconds from here.
     epoch: Instant,
-    agents: Mutex<Vec<Arc<Agent>>>,
+    /// By id; `None` for a finished agent forgotten ([`FINISHED_KEPT`]).
+    agents: Mutex<Vec<Option<Arc<Agent>>>>,
     /// `Host` values the server answers: `127.0.0.1:PORT` and
     /// `localhost:PORT`.
     host: String,
@@ -149,25 +160,38 @@ pub(crate) struct Shared {
 impl Shared {
     /// Adds the agent `make` builds with its id, the next index, under the
     /// list's lock: agents attached at the same time get distinct ids.
+    /// Forgets the finished agents attached first beyond the last
+    /// [`FINISHED_KEPT`]: an inspector that a fleet attaches an agent to
+    /// per job would otherwise keep every log for as long as it runs.
     fn add(&self, make: impl FnOnce(usize) -> Arc<Agent>) -> Arc<Agent> {
         let mut agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
         let agent = make(agents.len());
-        agents.push(Arc::clone(&agent));
+        agents.push(Some(Arc::clone(&agent)));
+        let finished: Vec<usize> = agents
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.as_ref().is_some_and(|a| a.finished()))
+            .map(|(id, _)| id)
+            .collect();
+        for id in finished.iter().take(finished.len().saturating_sub(FINISHED_KEPT)) {
+            agents[*id] = None;
+        }
         agent
     }
 
     fn agents(&self) -> Vec<Arc<Agent>> {
-        self.agents.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.agents.lock().unwrap_or_else(PoisonError::into_inner).iter().flatten().cloned().collect()
     }
 
     fn agent(&self, id: usize) -> Option<Arc<Agent>> {
-        self.agents.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+        self.agents.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned().flatten()
     }
 }
 
 /// The inspector's server: bound by [`bind`](Self::bind), serving until it
 /// is dropped or [`shutdown`](Self::shutdown). Agents are attached with
-/// [`attach`](Self::attach), and stay listed after they finish.
+/// [`attach`](Self::attach), and stay listed after they finish (the last
+/// [`FINISHED_KEPT`] of them).
 pub struct Inspector {
     shared: Arc<Shared>,
     addr: SocketAddr,

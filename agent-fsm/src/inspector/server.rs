@@ -1,7 +1,8 @@
 //! The inspector's HTTP routes: the index and agent pages, their scripts
 //! and styles (every one served from the binary, so the page needs no
 //! network), the agents' list, each agent's live updates as server-sent
-//! events, and the approve and deny buttons.
+//! events, and the approve and deny buttons. The page of an agent that is
+//! not attached (or of an id that is not a number) is a 404 that says so.
 //!
 //! Requests are only answered for a `Host` naming the loopback address
 //! the inspector listens on, so that a web page elsewhere cannot reach it
@@ -29,6 +30,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::Shared;
 use super::control::Refusal;
+use super::log::RESYNC;
 
 /// The header the page's buttons send with their POST.
 pub(super) const CLICK_HEADER: &str = "x-agent-fsm-inspector";
@@ -43,6 +45,8 @@ struct Asset {
 
 const INDEX_HTML: Asset = Asset { body: include_bytes!("assets/index.html"), content_type: HTML, gzip: false };
 const AGENT_HTML: Asset = Asset { body: include_bytes!("assets/agent.html"), content_type: HTML, gzip: false };
+/// The answer for an agent that is not attached.
+const UNKNOWN_HTML: Asset = Asset { body: include_bytes!("assets/unknown.html"), content_type: HTML, gzip: false };
 const HTML: &str = "text/html; charset=utf-8";
 const JS: &str = "text/javascript; charset=utf-8";
 
@@ -85,7 +89,7 @@ impl IntoResponse for Asset {
 pub(super) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/", get(|| async { INDEX_HTML }))
-        .route("/agents/{id}", get(|| async { AGENT_HTML }))
+        .route("/agents/{id}", get(agent_page))
         .route(
             "/assets/{name}",
             get(|Path(name): Path<String>| async move { asset(&name).ok_or(StatusCode::NOT_FOUND) }),
@@ -166,6 +170,16 @@ fn same(given: &str, token: &str) -> bool {
     given.len() == token.len() && given.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
+/// The page of agent `id`; for an id no agent has (or one that is not a
+/// number), a 404 whose page says so and links to the index: the agent's
+/// page would ask for updates that never come.
+async fn agent_page(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+    if id.parse().ok().and_then(|id| shared.agent(id)).is_some() {
+        return AGENT_HTML.into_response();
+    }
+    (StatusCode::NOT_FOUND, UNKNOWN_HTML).into_response()
+}
+
 /// The attached agents, as JSON.
 async fn agents(State(shared): State<Arc<Shared>>) -> Response {
     let list: Vec<serde_json::Value> = shared.agents().iter().map(|a| a.summary()).collect();
@@ -186,8 +200,9 @@ async fn events(State(shared): State<Arc<Shared>>, Path(id): Path<usize>) -> Res
             return Some((snapshot, (None, updates, agent)));
         }
         match updates.recv().await {
-            Ok(message) => Some((message.to_string(), (None, updates, agent))),
-            Err(RecvError::Lagged(_)) => {
+            Ok(message) if &*message != RESYNC => Some((message.to_string(), (None, updates, agent))),
+            // A fresh snapshot, taken with the updates that follow it.
+            Ok(_) | Err(RecvError::Lagged(_)) => {
                 let (snapshot, updates) = agent.open();
                 Some((snapshot, (None, updates, agent)))
             }

@@ -29,6 +29,8 @@ const diagram = {
   nodes: new Map(), // state name -> its element(s)
   edges: [], // [source id, target id, label] per `-->` line, in order
   ids: new Map(), // state name -> Mermaid id
+  visited: new Set(), // state names
+  walked: new Set(), // edge indices
   drawn: false,
 };
 
@@ -77,7 +79,7 @@ async function drawDiagram() {
     node.addEventListener("click", () => Panels.showState(agent, name));
   }
   diagram.drawn = true;
-  mark();
+  mark(agent.hops);
 }
 
 // The edge of the diagram a hop walked: the line from its source to its
@@ -94,20 +96,28 @@ function edgeOf(hop) {
   return found ? found[1] : -1;
 }
 
-// Marks the current state, the states visited and the edges walked.
-function mark() {
+// Marks the current state, the states visited and the edges walked,
+// adding `hops` to those seen so far: the work is per new hop, not per hop
+// kept, so a long session does not slow each update down. The states
+// visited and edges walked stay marked after their hops leave the page.
+function mark(hops) {
+  for (const hop of hops) {
+    diagram.visited.add(hop.from);
+    diagram.visited.add(hop.to);
+  }
   if (!diagram.drawn) return;
-  const visited = new Set(agent.hops.flatMap((h) => [h.from, h.to]));
   for (const [name, node] of diagram.nodes) {
     node.classList.toggle("current", name === agent.state);
-    node.classList.toggle("visited", visited.has(name));
+    node.classList.toggle("visited", diagram.visited.has(name));
   }
   const svg = $("diagram").querySelector("svg");
   if (!svg) return;
-  for (const hop of agent.hops) {
+  for (const hop of hops) {
     if (hop.from === hop.to) continue;
     const k = edgeOf(hop);
-    const edge = k >= 0 && svg.querySelector('[id="edge' + k + '"]');
+    if (k < 0 || diagram.walked.has(k)) continue;
+    diagram.walked.add(k);
+    const edge = svg.querySelector('[id="edge' + k + '"]');
     if (edge) edge.classList.add("walked");
   }
 }
@@ -142,7 +152,7 @@ function onSnapshot(s) {
   $("notes").replaceChildren();
   for (const note of s.notes) Panels.addNote(note, agent.hops.length ? agent.hops[0].at : 0);
   if (first) drawDiagram();
-  else mark();
+  else mark(agent.hops);
 }
 
 function onMessage(m) {
@@ -151,12 +161,15 @@ function onMessage(m) {
       return onSnapshot(m);
     case "hop":
       agent.hops.push(m.hop);
+      // The page keeps the newest `hops_kept` (the server's own bound):
+      // open for days, it would otherwise hold every hop ever made.
+      if (agent.hops.length > agent.hops_kept) agent.hops.splice(0, agent.hops.length - agent.hops_kept);
       agent.hop_count = m.hop.n;
       if (m.hop.from !== m.hop.to) agent.entered = m.hop.at;
       agent.state = m.hop.to;
       renderHeader();
       Panels.addHops(agent, [m.hop]);
-      return mark();
+      return mark([m.hop]);
     case "text":
       return Panels.addText(m.delta, m.reset);
     case "tool":
@@ -183,6 +196,13 @@ Panels.wire(agent);
 const updates = new EventSource("/api/agents/" + agent.id + "/events");
 updates.onmessage = (e) => onMessage(JSON.parse(e.data));
 updates.onerror = () => {
-  $("status").textContent = agent.finished ? "finished (inspector stopped)" : "disconnected, retrying";
+  // A refused request (another inspector on this port now, which has a
+  // token of its own) ends the stream for good: the browser does not try
+  // again, and only that inspector's URL opens its pages.
+  if (updates.readyState === EventSource.CLOSED) {
+    $("status").textContent = "disconnected: open the inspector's URL again";
+  } else {
+    $("status").textContent = agent.finished ? "finished (inspector stopped)" : "disconnected, retrying";
+  }
 };
 setInterval(tick, 250);

@@ -1,4 +1,6 @@
-// The index page: lists the attached agents, polled once a second.
+// The index page: lists the attached agents, polled once a second, and
+// says when the list shown is no longer kept up (the inspector stopped,
+// or another one on its port refuses the page).
 "use strict";
 
 function cell(text, cls) {
@@ -10,12 +12,24 @@ function cell(text, cls) {
 
 async function refresh() {
   let agents;
+  const status = document.getElementById("status");
   try {
     const response = await fetch("/api/agents");
+    if (!response.ok) {
+      // Another inspector on this port now, with a token of its own.
+      status.textContent = "refused: open the inspector's URL again";
+      status.className = "status warn";
+      return;
+    }
     agents = await response.json();
   } catch (e) {
-    return; // the server stopped; keep the last list
+    // The server stopped: the last list is kept, and said to be old.
+    status.textContent = "disconnected, retrying";
+    status.className = "status warn";
+    return;
   }
+  status.textContent = "";
+  status.className = "status";
   const body = document.getElementById("agents");
   if (agents.length === 0) return;
   body.replaceChildren(...agents.map((a) => {

@@ -22,6 +22,20 @@ const Panels = (() => {
     return node;
   }
 
+  // Scrolls `box` to its end before the next frame: reading its height
+  // lays the page out, which, done for every update, costs a long page
+  // more than the updates themselves.
+  const scrolling = new Set();
+  function scrollToEnd(box) {
+    if (scrolling.size === 0) {
+      requestAnimationFrame(() => {
+        for (const b of scrolling) b.scrollTop = b.scrollHeight;
+        scrolling.clear();
+      });
+    }
+    scrolling.add(box);
+  }
+
   // ---- timeline: one entry per hop, with the time spent in its source.
   let longest = 1;
 
@@ -41,24 +55,39 @@ const Panels = (() => {
     return li;
   }
 
+  // Adds `hops` to the timeline and the history, then drops the entries
+  // of hops the page no longer keeps (`agent.hops` holds the newest
+  // `agent.hops_kept`) and says how many came before those shown.
   function addHops(agent, hops) {
     const list = $("timeline");
     const rows = $("history");
     const start = agent.hops.length ? agent.hops[0].at : 0;
+    const filter = currentFilter();
     for (const hop of hops) {
       if (hop.spent > longest) longest = hop.spent;
       list.appendChild(timelineEntry(hop, start));
-      rows.appendChild(historyRow(hop, start));
+      const tr = historyRow(hop, start);
+      applyTo(tr, filter);
+      rows.appendChild(tr);
     }
-    list.scrollTop = list.scrollHeight;
-    $("hop-count").textContent = agent.hop_count + " hops";
-    applyFilter();
+    while (list.children.length > agent.hops.length) list.firstElementChild.remove();
+    while (rows.children.length > agent.hops.length) {
+      if (!rows.firstElementChild.hidden) shown -= 1;
+      rows.firstElementChild.remove();
+    }
+    scrollToEnd(list);
+    const dropped = agent.hops.length ? agent.hops[0].n - 1 : 0;
+    $("hop-count").textContent = agent.hop_count + " hops" +
+      (dropped > 0 ? ", the first " + dropped + " not shown (the page keeps the last " + agent.hops_kept + ")" : "");
+    $("hop-count").dataset.dropped = dropped;
+    showCount();
   }
 
   function resetHops(agent) {
     $("timeline").replaceChildren();
     $("history").replaceChildren();
-    longest = Math.max(1, ...agent.hops.map((h) => h.spent));
+    shown = 0;
+    longest = agent.hops.reduce((most, h) => Math.max(most, h.spent), 1);
     addHops(agent, agent.hops);
   }
 
@@ -74,17 +103,32 @@ const Panels = (() => {
     return tr;
   }
 
+  // How many history rows the filter shows: kept as rows come and go, so
+  // that a hop costs the same however many are kept.
+  let shown = 0;
+
+  function currentFilter() {
+    return {
+      words: $("filter").value.trim().toLowerCase().split(/\s+/).filter(Boolean),
+      hideInPlace: $("hide-in-place").checked,
+    };
+  }
+
+  function applyTo(tr, filter) {
+    const keep = (!filter.hideInPlace || !tr.dataset.inPlace) && filter.words.every((w) => tr.dataset.words.includes(w));
+    tr.hidden = !keep;
+    if (keep) shown += 1;
+  }
+
+  function showCount() {
+    $("history-shown").textContent = shown + " of " + $("history").children.length + " shown";
+  }
+
   function applyFilter() {
-    const words = $("filter").value.trim().toLowerCase().split(/\s+/).filter(Boolean);
-    const hideInPlace = $("hide-in-place").checked;
-    let shown = 0;
-    const rows = $("history").children;
-    for (const tr of rows) {
-      const keep = (!hideInPlace || !tr.dataset.inPlace) && words.every((w) => tr.dataset.words.includes(w));
-      tr.hidden = !keep;
-      if (keep) shown += 1;
-    }
-    $("history-shown").textContent = shown + " of " + rows.length + " shown";
+    const filter = currentFilter();
+    shown = 0;
+    for (const tr of $("history").children) applyTo(tr, filter);
+    showCount();
   }
 
   function filterOn(text) {
@@ -107,7 +151,7 @@ const Panels = (() => {
     let text = stream.textContent + delta;
     if (text.length > 2 * TEXT_KEPT) text = text.slice(text.length - TEXT_KEPT);
     stream.textContent = text;
-    stream.scrollTop = stream.scrollHeight;
+    scrollToEnd(stream);
   }
 
   // ---- tools in flight, with their elapsed time.
@@ -189,7 +233,8 @@ const Panels = (() => {
     }
     if (agent.state === name && !agent.finished) total += agent.serverNow() - agent.entered;
     if (agent.hops.length && agent.hops[0].from === name) entries += 1;
-    $("info-time").textContent = "entered " + entries + " times, " + duration(total) + " in it";
+    const partial = agent.hops.length && agent.hops[0].n > 1 ? " (in the hops kept)" : "";
+    $("info-time").textContent = "entered " + entries + " times, " + duration(total) + " in it" + partial;
     const rows = agent.rows.filter((r) => r.from === name);
     $("info-rows").replaceChildren(...rows.map((r) => {
       const tr = document.createElement("tr");
