@@ -21,6 +21,9 @@ use crate::runtime::{Effects, ExecutorConfig, MachineHandle};
 
 mod writer;
 
+#[cfg(feature = "fleet")]
+pub(crate) use writer::StepMark;
+pub(crate) use writer::StepWatch;
 use writer::Writer;
 pub use writer::{Clock, Durability};
 
@@ -114,6 +117,8 @@ pub struct Durable {
     durability: Durability,
     policy: SnapshotPolicy,
     clock: Clock,
+    /// Told where the journal is (the fleet's watcher reads it).
+    watch: Option<StepWatch>,
 }
 
 impl fmt::Debug for Durable {
@@ -136,7 +141,16 @@ impl Durable {
             durability: Durability::default(),
             policy: SnapshotPolicy::default(),
             clock: Arc::new(SystemTime::now),
+            watch: None,
         }
+    }
+
+    /// This agent with its journal telling `watch` where it is.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    #[must_use]
+    pub(crate) fn watch(mut self, watch: StepWatch) -> Self {
+        self.watch = Some(watch);
+        self
     }
 
     /// When steps are written.
@@ -289,6 +303,7 @@ impl Durable {
             self.durability,
             Arc::clone(&self.clock),
             replay,
+            self.watch.clone(),
         );
         let (handle, worker) = crate::runtime::pair_with(machine, effects, config, Some(Box::new(writer)));
         Ok((handle, worker, start))
