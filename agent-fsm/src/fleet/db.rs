@@ -244,9 +244,19 @@ pub(crate) const STOPPING: &str = "UPDATE workers SET stopping = true WHERE work
 /// Removes worker $1's row.
 pub(crate) const DEREGISTER: &str = "DELETE FROM workers WHERE worker = $1";
 
-/// Agent $1's inbox rows after id $2 not yet applied, in id order.
+/// A page of agent $1's inbox rows after id $2 not yet applied, in id
+/// order: the first $3 of them, cut after the row that brings their events
+/// to $4 bytes (never before the first). Each row also says how many the
+/// page held before that cut: a page cut, or as long as asked for, may
+/// have more after it.
 pub(crate) const UNAPPLIED: &str = "
-SELECT id, event FROM inbox WHERE agent = $1 AND applied_seq IS NULL AND id > $2 ORDER BY id";
+SELECT id, event, held FROM (
+    SELECT id, event, count(*) OVER () AS held,
+           sum(octet_length(event)) OVER (ORDER BY id) - octet_length(event) AS before
+    FROM (SELECT id, event FROM inbox WHERE agent = $1 AND applied_seq IS NULL AND id > $2
+          ORDER BY id LIMIT $3) AS first
+) AS page
+WHERE before < $4 ORDER BY id";
 
 /// The newest unapplied inbox row of each of agents $1 that has one.
 pub(crate) const PENDING: &str = "

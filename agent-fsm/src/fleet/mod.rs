@@ -110,6 +110,9 @@
 //!   after as many in a row at one step the agent is halted
 //!   ([`AgentStatus::halted`], [`Halt`]), and no worker claims it until
 //!   [`Fleet::revive`]; the other agents run on.
+//! - It reads an agent's inbox a page at a time (64 rows, or a mebibyte
+//!   of events), the next page once the last is in the agent's mailbox: a
+//!   backlog of any size is never read into memory whole.
 //! - When the shutdown future completes, it stops its agents (a stop is a
 //!   pause: see [`Durable`](crate::store::Durable); a configured shutdown
 //!   event is delivered, its action performed and not written), hands their

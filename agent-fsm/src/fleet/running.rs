@@ -19,6 +19,12 @@ use crate::runtime::{Effects, ExecutorConfig, MachineHandle, RequestError, Worke
 use crate::store::{Durability, Durable, SnapshotPolicy, StepMark, StepWatch, StoreError};
 use crate::{Kind, StateMachine};
 
+/// The most inbox rows a feeder reads at once.
+const PAGE_ROWS: i64 = 64;
+/// The bytes of events past which a feeder's read stops (after the row
+/// that crosses them: a single larger event is still read).
+const PAGE_BYTES: i64 = 1 << 20;
+
 /// The id of the last inbox row a feeder sent to its agent: the rows at or
 /// before it that no step applied are where the watcher looks for the row
 /// the machine failed on.
@@ -144,6 +150,10 @@ where
 /// rows past the last one sent. Nothing else sends to the handle, so the
 /// k-th step the agent takes from its mailbox is the k-th row sent, which
 /// the fenced store marks applied in that step's transaction.
+///
+/// Rows are read a page at a time ([`PAGE_ROWS`], [`PAGE_BYTES`]), the
+/// next page once the last is in the mailbox: a backlog of any size costs
+/// the worker a page and a mailbox, not the whole of it in memory.
 async fn feed<M, O>(control: Control, agent: String, handle: MachineHandle<M, O>, wake: Arc<Notify>, sent: Sent)
 where
     M: StateMachine + 'static,
@@ -153,50 +163,68 @@ where
     let mut after: i64 = 0;
     loop {
         let client = control.get();
-        match client.query(db::UNAPPLIED, &[&agent, &after]).await {
+        match client.query(db::UNAPPLIED, &[&agent, &after, &PAGE_ROWS, &PAGE_BYTES]).await {
             Ok(rows) => {
+                // A page as long as asked for, or cut short by its bytes,
+                // may have rows after it: read at once, not at the next wake.
+                let held = rows.first().and_then(|row| row.try_get::<_, i64>(2).ok()).unwrap_or(0);
+                let more = held == PAGE_ROWS || usize::try_from(held).is_ok_and(|held| held > rows.len());
                 for row in rows {
                     let (Ok(id), Ok(text)) = (row.try_get::<_, i64>(0), row.try_get::<_, String>(1)) else {
                         tracing::error!("an inbox row does not read as the schema says");
                         return;
                     };
                     after = id;
-                    match serde_json::from_str::<M::Event>(&text) {
-                        Ok(event) => {
-                            // The step that takes the event marks the row
-                            // holding the event as the machine writes it
-                            // (the fenced store's `take_inbox_row`). A
-                            // sender may have written it otherwise (keys in
-                            // another order, `{"Stop":null}` for `"Stop"`):
-                            // rewritten first, or a step taking it out of
-                            // turn would mark another row.
-                            if let Ok(own) = serde_json::to_string(&event)
-                                && own != text
-                                && let Err(error) = client.execute(db::REWRITE, &[&id, &own]).await
-                            {
-                                tracing::warn!(inbox = id, %error, "cannot rewrite an inbox event as the machine writes it");
-                            }
-                            sent.store(id, Ordering::Release);
-                            if handle.send(event).await.is_err() {
-                                // The agent stopped: its watcher reports why.
-                                return;
-                            }
-                        }
-                        Err(error) => {
-                            // Never applied by a step, so it must not count
-                            // as the oldest unapplied row.
-                            tracing::warn!(inbox = id, %error, "an inbox event does not decode: refused");
-                            if let Err(error) = client.execute(db::REFUSE, &[&id]).await {
-                                tracing::error!(inbox = id, %error, "cannot mark an inbox row refused");
-                            }
-                        }
+                    if !deliver(&client, &handle, &sent, id, &text).await {
+                        // The agent stopped: its watcher reports why.
+                        return;
                     }
+                }
+                if more {
+                    continue;
                 }
             }
             // Read again at the next wake (a notification or the poll).
             Err(error) => tracing::warn!(%error, "cannot read the inbox"),
         }
         wake.notified().await;
+    }
+}
+
+/// Sends inbox row `id`, holding `text`, to the agent, or refuses it if it
+/// does not decode; false if the agent stopped.
+async fn deliver<M, O>(client: &Client, handle: &MachineHandle<M, O>, sent: &Sent, id: i64, text: &str) -> bool
+where
+    M: StateMachine + 'static,
+    M::Event: Serialize + DeserializeOwned + Send + 'static,
+    O: Clone + Send + 'static,
+{
+    match serde_json::from_str::<M::Event>(text) {
+        Ok(event) => {
+            // The step that takes the event marks the row holding the event
+            // as the machine writes it (the fenced store's
+            // `take_inbox_row`). A sender may have written it otherwise
+            // (keys in another order, `{"Stop":null}` for `"Stop"`):
+            // rewritten first, or a step taking it out of turn would mark
+            // another row.
+            if let Ok(own) = serde_json::to_string(&event)
+                && own != text
+                && let Err(error) = client.execute(db::REWRITE, &[&id, &own]).await
+            {
+                tracing::warn!(inbox = id, %error, "cannot rewrite an inbox event as the machine writes it");
+            }
+            sent.store(id, Ordering::Release);
+            handle.send(event).await.is_ok()
+        }
+        Err(error) => {
+            // Never applied by a step, so it must not count as the oldest
+            // unapplied row.
+            tracing::warn!(inbox = id, %error, "an inbox event does not decode: refused");
+            if let Err(error) = client.execute(db::REFUSE, &[&id]).await {
+                tracing::error!(inbox = id, %error, "cannot mark an inbox row refused");
+            }
+            true
+        }
     }
 }
 
