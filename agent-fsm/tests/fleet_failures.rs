@@ -3,14 +3,16 @@
 //! on a tool's result is retried a bounded number of times, then the agent
 //! is halted, visibly, while the other agents run on, and runs again once
 //! revived; such a failure is never counted against an inbox row that
-//! waits in the agent's mailbox with an event of the same kind.
+//! waits in the agent's mailbox with an event of the same kind; an inbox
+//! event whose action makes the effects panic is refused after the
+//! configured attempts, not taken as performed.
 
 mod fleet_support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use agent_fsm::fleet::{Fleet, FleetConfig, FleetError, Halt, Worker};
+use agent_fsm::fleet::{Fleet, FleetConfig, FleetError, Halt, Refusal, Worker};
 use agent_fsm::runtime::{EffectContext, Effects, ExecutorConfig};
 use fleet_support::{Db, until, within};
 use tokio::sync::Semaphore;
@@ -74,7 +76,8 @@ mod flaky {
 
 use flaky::{Event, Flaky};
 
-/// The tool: answers at once with its argument (14 once [`GATE`] lets it).
+/// The tool: answers at once with its argument (14 once [`GATE`] lets it);
+/// asked for 99, it panics as it starts.
 struct Tool;
 
 impl Effects<Flaky> for Tool {
@@ -82,6 +85,7 @@ impl Effects<Flaky> for Tool {
 
     fn perform(&mut self, action: flaky::Action, cx: &mut EffectContext<'_, Flaky, ()>) {
         if let flaky::Action::Tool(n) = action {
+            assert!(n != 99, "the tool cannot start 99");
             let call = async move {
                 if n == 14 {
                     let _ = GATE.acquire().await.map(tokio::sync::SemaphorePermit::forget);
@@ -213,6 +217,32 @@ async fn a_failure_on_own_work_is_not_counted_against_a_waiting_row_of_its_kind(
     let status = within(fleet.status("agent")).await.expect("reads");
     assert!(matches!(status.halted, Some(Halt::Failed { attempts: 2, .. })), "{status:?}");
     assert_eq!((status.steps, status.unapplied), (1, 1), "{status:?}");
+    let _ = stop.send(());
+    within(running).await.expect("joins").expect("runs");
+    db.drop_schema().await;
+}
+
+/// An inbox event whose action makes the effects panic as they perform it
+/// is not taken as applied (its action never ran whole, and would never
+/// run again): sent again to the resumed agent, it is refused after the
+/// configured attempts, and the agent goes on with the next event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_whose_action_makes_the_effects_panic_is_refused_after_the_configured_attempts() {
+    let Some(db) = Db::new("effects_panic") else { return };
+    let fleet = fleet(&db).await;
+    within(fleet.create("agent", &Flaky::new(Vec::new()))).await.expect("created");
+    let bad = within(fleet.send("agent", &Event::Work(99))).await.expect("sent");
+    within(fleet.send("agent", &Event::Work(1))).await.expect("sent");
+    let (stop, running) = worker(&fleet);
+    until("the next event is applied", || async { applied(&fleet, "agent").await == [1] }).await;
+    let refused = within(fleet.refused("agent")).await.expect("reads");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let Refusal::Panicked { attempts: 2, message } = &refused[0].reason else { panic!("{refused:?}") };
+    assert_eq!(refused[0].id, bad);
+    assert!(message.contains("the tool cannot start 99"), "{message}");
+    let status = within(fleet.status("agent")).await.expect("reads");
+    assert_eq!((status.steps, status.unapplied, status.refused), (2, 0, 1), "{status:?}");
+    assert_eq!(status.halted, None);
     let _ = stop.send(());
     within(running).await.expect("joins").expect("runs");
     db.drop_schema().await;

@@ -225,17 +225,17 @@ pub struct FleetConfig {
     pub idle_in_transaction_timeout: Duration,
     /// How many times an inbox event may make the machine panic (or leave
     /// it poisoned, or panic in the event's own `Clone`, which a worker
-    /// recording its events calls) before it is refused
-    /// ([`Refusal::Panicked`]), 3 by default. Each failure stops the agent, which is resumed from its
+    /// recording its events calls, or make the effects panic as they
+    /// perform its action) before it is refused ([`Refusal::Panicked`]),
+    /// 3 by default. Each failure stops the agent, which is resumed from its
     /// checkpoint a lease later and sent the event again; once refused, it
     /// is skipped, and the events sent after it are applied in order. A
     /// failure is counted against the inbox row the failed step took (the
     /// row its write would have marked applied).
     ///
     /// A failure on an event of the agent's own work (a task's result, a
-    /// timer, a stream's item), or outside the machine (the effects
-    /// panicking as they perform an action, whose step is written first),
-    /// is counted against the agent, at the step it happened: after this many in a row at one
+    /// timer, a stream's item), or between steps, is counted against the
+    /// agent, at the step it happened: after this many in a row at one
     /// step (the agent resumed each time and failing again before it got
     /// past that step) the agent is halted ([`AgentStatus::halted`]): no
     /// worker runs it until [`Fleet::revive`].

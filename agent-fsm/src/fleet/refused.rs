@@ -15,8 +15,9 @@ pub enum Refusal {
     Undecodable,
     /// The agent reached its terminal state before taking it.
     Finished,
-    /// The machine panicked (or was left poisoned) handling it, on each of
-    /// its `attempts`; the agent went on from its checkpoint without it.
+    /// The machine panicked (or was left poisoned) handling it, or the
+    /// effects panicked performing its action, on each of its `attempts`;
+    /// the agent went on from its checkpoint without it.
     Panicked {
         /// How many times the machine failed on it.
         attempts: u32,

@@ -58,6 +58,11 @@ pub enum Start {
 ///   took before the restart, so a source that replays the same items
 ///   continues where it stopped; a stream's end is written when the worker
 ///   sees it, so a stream that ended is not opened again;
+/// - a step that fails the worker (the machine or the effects panicking, a
+///   row leaving the machine poisoned) is not written, nor are the ends of
+///   the work seen since the last step written: spawned again, the agent
+///   is where the step before left it, with that work in flight (the task
+///   whose result the failed step took is performed again);
 /// - a timer is re-armed for the time left of its deadline (fired at once
 ///   if it passed meanwhile; timers due together fire in the order they
 ///   were set); an event sent for delivery after its step
