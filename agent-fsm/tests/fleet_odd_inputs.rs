@@ -2,13 +2,14 @@
 //! real Postgres server (`AGENT_FSM_PG_URL`, each test in a schema of its
 //! own): agent ids with quotes, SQL, spaces, control characters and
 //! emoji are run like any other, an id Postgres cannot hold (a NUL byte)
-//! is refused with an error, and an event of many megabytes is applied.
+//! is refused with an error, an event of many megabytes is applied, and
+//! a schema with such a name holds a fleet that works.
 
 mod fleet_support;
 
 use std::time::Duration;
 
-use agent_fsm::fleet::{Fleet, Worker};
+use agent_fsm::fleet::{Fleet, FleetConfig, Worker};
 use agent_fsm::runtime::ExecutorConfig;
 use fleet_support::{Db, Event, Job, Proc, taken, until, within};
 
@@ -129,4 +130,29 @@ async fn lengths(fleet: &Fleet) -> Vec<usize> {
         .machine
         .context()
         .clone()
+}
+
+/// A fleet in a schema whose name holds quotes, capitals, spaces and
+/// emoji keeps its tables there, hears its own notifications (a send wakes
+/// the worker well before its poll would) and runs its agents.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_in_a_schema_with_an_odd_name_runs_its_agents() {
+    let Some(db) = Db::new("odd_schema") else { return };
+    let schema = format!("Odd \"Fleet\" {} 🦀", std::process::id());
+    let config = FleetConfig::new(db.url.clone()).schema(schema.clone()).lease(LEASE);
+    let fleet = within(Fleet::connect(config)).await.expect("connects");
+    within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
+    // No poll within the test's time: only a notification wakes the feeder.
+    let a = Proc::start(Worker::new(&fleet, "a").capacity(2).poll(Duration::from_secs(3600)));
+    until("the agent is claimed", || async { within(fleet.status("job")).await.expect("reads").worker.is_some() })
+        .await;
+    for event in [Event::Add(3), Event::Finish] {
+        within(fleet.send("job", &event)).await.expect("sent");
+    }
+    until("the agent is done", || async { within(fleet.status("job")).await.expect("reads").done }).await;
+    assert_eq!(taken(&fleet, "job").await, [3]);
+    a.stop().await;
+    let client = db.client().await;
+    let quoted = format!("\"{}\"", schema.replace('"', "\"\""));
+    client.batch_execute(&format!("DROP SCHEMA {quoted} CASCADE")).await.expect("drops");
 }
