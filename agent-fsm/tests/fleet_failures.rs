@@ -1,11 +1,11 @@
 //! A fleet's agent whose machine fails on its own work, on a real Postgres
 //! server (`AGENT_FSM_PG_URL`, each test in a schema of its own): a panic
-//! on a tool's result is retried a bounded number of times, then the agent
-//! is halted, visibly, while the other agents run on, and runs again once
-//! revived; such a failure is never counted against an inbox row that
-//! waits in the agent's mailbox with an event of the same kind; an inbox
-//! event whose action makes the effects panic is refused after the
-//! configured attempts, not taken as performed.
+//! on a tool's result (or a timer's event) is retried a bounded number of
+//! times, then the agent is halted, visibly, while the other agents run
+//! on, and runs again once revived; such a failure is never counted
+//! against an inbox row that waits in the agent's mailbox with an event of
+//! the same kind; an inbox event whose action makes the effects panic is
+//! refused after the configured attempts, not taken as performed.
 
 mod fleet_support;
 
@@ -48,6 +48,8 @@ mod flaky {
     pub enum Event {
         /// Runs the tool, which answers `Worked(n)` at once.
         Work(u32),
+        /// Sets a timer that delivers `Worked(n)` soon.
+        Nap(u32),
         /// Written down; the tool's 13 (until mended) and 14 make the
         /// machine panic.
         Worked(u32),
@@ -60,13 +62,16 @@ mod flaky {
         #[default]
         Nothing,
         Tool(u32),
+        Timer(u32),
     }
 
     transitions! {
         Idle + Work(n) => Working / Tool(n),
+        Idle + Nap(n) => Working / Timer(n),
         Working + Worked(n) => {
             assert!(n != 13 || super::fixed(), "the tool's 13 breaks the machine");
             assert!(n != 14, "the tool's 14 breaks the machine");
+            assert!(n != 15, "the timer's 15 breaks the machine");
             ctx.push(n);
         } Idle / Nothing,
         Idle + Worked(n) => { ctx.push(n); } Idle / Nothing,
@@ -77,7 +82,8 @@ mod flaky {
 use flaky::{Event, Flaky};
 
 /// The tool: answers at once with its argument (14 once [`GATE`] lets it);
-/// asked for 99, it panics as it starts.
+/// asked for 99, it panics as it starts. A timer delivers its event after
+/// 20 ms.
 struct Tool;
 
 impl Effects<Flaky> for Tool {
@@ -93,6 +99,9 @@ impl Effects<Flaky> for Tool {
                 Event::Worked(n)
             };
             cx.spawn_task(format!("tool-{n}"), call, |_, _| Event::Worked(0));
+        }
+        if let flaky::Action::Timer(n) = action {
+            cx.timer(Duration::from_millis(20), Event::Worked(n));
         }
     }
 }
@@ -245,5 +254,27 @@ async fn an_event_whose_action_makes_the_effects_panic_is_refused_after_the_conf
     assert_eq!(status.halted, None);
     let _ = stop.send(());
     within(running).await.expect("joins").expect("runs");
+    db.drop_schema().await;
+}
+
+/// A timer's event the machine panics on is of the agent's own work too:
+/// the timer is armed again on each resume (its firing was never written),
+/// and after the configured attempts the agent is halted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_failing_on_its_timer_s_event_is_halted_after_the_configured_attempts() {
+    let Some(db) = Db::new("timer_halted") else { return };
+    let fleet = fleet(&db).await;
+    within(fleet.create("agent", &Flaky::new(Vec::new()))).await.expect("created");
+    within(fleet.send("agent", &Event::Nap(15))).await.expect("sent");
+    let (stop, running) = worker(&fleet);
+    until("the agent is halted", || async { within(fleet.status("agent")).await.expect("reads").halted.is_some() })
+        .await;
+    let status = within(fleet.status("agent")).await.expect("reads");
+    let Some(Halt::Failed { attempts: 2, message }) = &status.halted else { panic!("{status:?}") };
+    assert!(message.contains("the timer's 15 breaks the machine"), "{message}");
+    assert_eq!((status.steps, status.refused), (1, 0), "{status:?}");
+    let _ = stop.send(());
+    let report = within(running).await.expect("joins").expect("runs");
+    assert_eq!(report.failed, 2, "{report:?}");
     db.drop_schema().await;
 }
