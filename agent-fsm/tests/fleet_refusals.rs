@@ -231,8 +231,9 @@ async fn an_event_the_machine_panics_on_is_refused_after_the_configured_attempts
 }
 
 /// A schema an earlier release created, whose inbox lacks the columns a
-/// refusal is kept in and their index, gains them at the next connect: its agents' events
-/// are refused and listed as on a new one.
+/// refusal is kept in and their index, and whose leases lack those a halt
+/// is kept in, gains them at the next connect: its agents' events are
+/// refused and listed, and their status read, as on a new one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_inbox_an_earlier_release_created_gains_the_refusal_columns() {
     let Some(db) = Db::new("inbox_columns") else { return };
@@ -241,7 +242,9 @@ async fn an_inbox_an_earlier_release_created_gains_the_refusal_columns() {
     client
         .batch_execute(
             "DROP INDEX inbox_refused;
-             ALTER TABLE inbox DROP COLUMN failures, DROP COLUMN failure, DROP COLUMN refusal",
+             ALTER TABLE inbox DROP COLUMN failures, DROP COLUMN failure, DROP COLUMN refusal;
+             ALTER TABLE leases DROP COLUMN failures, DROP COLUMN failed_seq, DROP COLUMN failure,
+                                DROP COLUMN halted",
         )
         .await
         .expect("drops the columns");
@@ -255,6 +258,7 @@ async fn an_inbox_an_earlier_release_created_gains_the_refusal_columns() {
     until("the agent is done", || async { within(fleet.status("job")).await.expect("reads").done }).await;
     let refused = within(fleet.refused("job")).await.expect("reads");
     assert_eq!(refused.iter().map(|r| &r.reason).collect::<Vec<_>>(), [&Refusal::Finished]);
+    assert_eq!(within(fleet.status("job")).await.expect("reads").halted, None);
     a.stop().await;
     db.drop_schema().await;
 }

@@ -146,7 +146,8 @@ SELECT a.next_seq, l.done, CASE WHEN l.done THEN NULL ELSE l.worker END, l.epoch
                 (SELECT s.state FROM snapshots s WHERE s.agent = a.agent AND s.seq = 0), ''),
        (SELECT count(*) FROM inbox i WHERE i.agent = a.agent AND i.applied_seq IS NULL),
        l.assigned,
-       (SELECT count(*) FROM inbox i WHERE i.agent = a.agent AND i.applied_seq = -1)
+       (SELECT count(*) FROM inbox i WHERE i.agent = a.agent AND i.applied_seq = -1),
+       l.halted, l.failures, l.failure
 FROM agents a LEFT JOIN leases l ON l.agent = a.agent
 WHERE a.agent = $1";
 
@@ -201,7 +202,7 @@ pub(crate) const CLAIM_AGENTS: &str = "
 WITH picked AS (
     SELECT l.agent FROM leases l
     LEFT JOIN workers w ON w.worker = l.assigned
-    WHERE NOT l.done AND NOT (l.agent = ANY($3::text[])) AND l.epoch < 9223372036854775807
+    WHERE NOT l.done AND NOT l.halted AND NOT (l.agent = ANY($3::text[])) AND l.epoch < 9223372036854775807
       AND (
         (l.worker IS NULL AND (l.assigned IS NULL OR l.assigned = $1 OR w.worker IS NULL OR w.stopping
                                OR w.heartbeat < now() - $4::bigint * interval '1 millisecond'))
@@ -243,9 +244,19 @@ pub(crate) const STOPPING: &str = "UPDATE workers SET stopping = true WHERE work
 /// Removes worker $1's row.
 pub(crate) const DEREGISTER: &str = "DELETE FROM workers WHERE worker = $1";
 
-/// Agent $1's inbox rows after id $2 not yet applied, in id order.
+/// A page of agent $1's inbox rows after id $2 not yet applied, in id
+/// order: the first $3 of them, cut after the row that brings their events
+/// to $4 bytes (never before the first). Each row also says how many the
+/// page held before that cut: a page cut, or as long as asked for, may
+/// have more after it.
 pub(crate) const UNAPPLIED: &str = "
-SELECT id, event FROM inbox WHERE agent = $1 AND applied_seq IS NULL AND id > $2 ORDER BY id";
+SELECT id, event, held FROM (
+    SELECT id, event, count(*) OVER () AS held,
+           sum(octet_length(event)) OVER (ORDER BY id) - octet_length(event) AS before
+    FROM (SELECT id, event FROM inbox WHERE agent = $1 AND applied_seq IS NULL AND id > $2
+          ORDER BY id LIMIT $3) AS first
+) AS page
+WHERE before < $4 ORDER BY id";
 
 /// The newest unapplied inbox row of each of agents $1 that has one.
 pub(crate) const PENDING: &str = "
@@ -265,6 +276,42 @@ UPDATE inbox SET failures = failures + 1, failure = $2,
        refusal = CASE WHEN failures + 1 >= $3 THEN 'panicked' END
 WHERE id = $1 AND applied_seq IS NULL
 RETURNING failures, applied_seq IS NOT NULL";
+
+/// The row a failed step took from agent $1's inbox, as the step's write
+/// would have marked it: among the rows sent to the agent (ids up to $2)
+/// and not applied, the oldest holding the step's event $3, else the
+/// oldest.
+pub(crate) const FAILED_ROW: &str = "
+SELECT id FROM inbox WHERE agent = $1 AND applied_seq IS NULL AND id <= $2 ORDER BY event = $3 DESC, id LIMIT 1";
+
+/// Counts a failure of agent $1's machine on its own work (no inbox row),
+/// at step $4, with message $5, if worker $2 holds it at epoch $3: a
+/// failure at the step of the last one adds to its count, one at another
+/// step (the agent got on meanwhile) starts it again. At $6 failures in a
+/// row the agent is halted: its lease is let go and no worker claims it.
+/// Returns the count and whether the agent is halted now.
+pub(crate) const AGENT_FAILED: &str = "
+WITH counted AS (
+    SELECT agent, CASE WHEN failed_seq = $4 THEN failures + 1 ELSE 1 END AS failures
+    FROM leases WHERE agent = $1 AND worker = $2 AND epoch = $3 AND NOT done
+    FOR UPDATE
+)
+UPDATE leases l SET failures = c.failures, failed_seq = $4, failure = $5, halted = c.failures >= $6,
+       worker = CASE WHEN c.failures >= $6 THEN NULL ELSE l.worker END,
+       expires_at = CASE WHEN c.failures >= $6 THEN NULL ELSE l.expires_at END,
+       assigned = CASE WHEN c.failures >= $6 THEN NULL ELSE l.assigned END
+FROM counted c WHERE l.agent = c.agent
+RETURNING l.failures, l.halted";
+
+/// Lets agent $1, halted, be claimed again, its failures forgotten; wakes
+/// the workers ($2 the channel, $3 [`CLAIM`]). Returns a row if it was
+/// halted.
+pub(crate) const REVIVE: &str = "
+WITH revived AS (
+    UPDATE leases SET halted = false, failures = 0, failed_seq = NULL
+    WHERE agent = $1 AND halted RETURNING agent
+)
+SELECT revived.agent FROM revived, pg_notify($2, $3)";
 
 /// Agent $1's refused inbox rows, in id order.
 pub(crate) const REFUSED: &str = "

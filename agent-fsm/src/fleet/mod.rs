@@ -105,7 +105,14 @@
 //!   left it poisoned) on an inbox event is counted against that event's
 //!   row: after [`FleetConfig::event_attempts`] of them the event is
 //!   refused ([`Refusal::Panicked`]), and the agent, resumed from its
-//!   checkpoint, goes on with the events sent after it.
+//!   checkpoint, goes on with the events sent after it. One on an event of
+//!   its own work (a task's result, a timer) is counted against the agent:
+//!   after as many in a row at one step the agent is halted
+//!   ([`AgentStatus::halted`], [`Halt`]), and no worker claims it until
+//!   [`Fleet::revive`]; the other agents run on.
+//! - It reads an agent's inbox a page at a time (64 rows, or a mebibyte
+//!   of events), the next page once the last is in the agent's mailbox: a
+//!   backlog of any size is never read into memory whole.
 //! - When the shutdown future completes, it stops its agents (a stop is a
 //!   pause: see [`Durable`](crate::store::Durable); a configured shutdown
 //!   event is delivered, its action performed and not written), hands their
@@ -180,7 +187,7 @@ use crate::store::postgres::IDLE_IN_TRANSACTION_TIMEOUT;
 use crate::store::{CheckpointStore, PgConfig, PgStore, StoreError};
 
 pub use error::FleetError;
-pub use refused::{Refusal, Refused};
+pub use refused::{Halt, Refusal, Refused};
 pub use worker::{Worker, WorkerReport};
 
 /// Where a fleet's agents are kept, and how long its leases last.
@@ -218,14 +225,20 @@ pub struct FleetConfig {
     pub idle_in_transaction_timeout: Duration,
     /// How many times an inbox event may make the machine panic (or leave
     /// it poisoned, or panic in the event's own `Clone`, which a worker
-    /// recording its events calls) before it is refused
-    /// ([`Refusal::Panicked`]), 3 by default. Each failure stops the agent, which is resumed from its
+    /// recording its events calls, or make the effects panic as they
+    /// perform its action) before it is refused ([`Refusal::Panicked`]),
+    /// 3 by default. Each failure stops the agent, which is resumed from its
     /// checkpoint a lease later and sent the event again; once refused, it
     /// is skipped, and the events sent after it are applied in order. A
-    /// failure is counted against the oldest unapplied row of the failing
-    /// event's kind that the agent was sent: a machine that fails on an
-    /// event of its own work (a task's result) while an inbox event of the
-    /// same kind waits counts it against that row.
+    /// failure is counted against the inbox row the failed step took (the
+    /// row its write would have marked applied).
+    ///
+    /// A failure on an event of the agent's own work (a task's result, a
+    /// timer, a stream's item), or between steps, is counted against the
+    /// agent, at the step it happened: after this many in a row at one
+    /// step (the agent resumed each time and failing again before it got
+    /// past that step) the agent is halted ([`AgentStatus::halted`]): no
+    /// worker runs it until [`Fleet::revive`].
     pub event_attempts: u32,
 }
 
@@ -304,6 +317,10 @@ pub struct AgentStatus {
     /// Events sent to it that no step will apply ([`Fleet::refused`] says
     /// which, and why).
     pub refused: u64,
+    /// Why no worker runs it any more, though it has not finished (its
+    /// machine failed on its own work every time); [`Fleet::revive`] lets
+    /// it run again.
+    pub halted: Option<Halt>,
 }
 
 /// A handle on a fleet: creates agents, sends them events, reads their
@@ -494,6 +511,14 @@ impl Fleet {
         let epoch: Option<i64> = row.try_get(3).map_err(FleetError::db)?;
         let unapplied: i64 = row.try_get(5).map_err(FleetError::db)?;
         let refused: i64 = row.try_get(7).map_err(FleetError::db)?;
+        let halted: Option<bool> = row.try_get(8).map_err(FleetError::db)?;
+        let halted = if halted == Some(true) {
+            let attempts: i32 = row.try_get(9).map_err(FleetError::db)?;
+            let message: Option<String> = row.try_get(10).map_err(FleetError::db)?;
+            Some(Halt::Failed { attempts: u32::try_from(attempts).unwrap_or(0), message: message.unwrap_or_default() })
+        } else {
+            None
+        };
         Ok(AgentStatus {
             state: row.try_get(4).map_err(FleetError::db)?,
             steps,
@@ -503,6 +528,7 @@ impl Fleet {
             epoch: db::unsigned(epoch.unwrap_or(0)),
             unapplied: db::unsigned(unapplied),
             refused: db::unsigned(refused),
+            halted,
         })
     }
 

@@ -1,7 +1,9 @@
 //! Inbox rows no step will apply, and why: an event that does not decode
 //! as the machine's, one still in the inbox when the agent finished, or
 //! one the machine panicked on as many times as the fleet allows
-//! ([`FleetConfig::event_attempts`](super::FleetConfig::event_attempts)).
+//! ([`FleetConfig::event_attempts`](super::FleetConfig::event_attempts));
+//! and agents no worker runs any more, halted because their machine failed
+//! as many times on their own work.
 
 use super::{Fleet, FleetError, closed, db};
 
@@ -13,12 +15,31 @@ pub enum Refusal {
     Undecodable,
     /// The agent reached its terminal state before taking it.
     Finished,
-    /// The machine panicked (or was left poisoned) handling it, on each of
-    /// its `attempts`; the agent went on from its checkpoint without it.
+    /// The machine panicked (or was left poisoned) handling it, or the
+    /// effects panicked performing its action, on each of its `attempts`;
+    /// the agent went on from its checkpoint without it.
     Panicked {
         /// How many times the machine failed on it.
         attempts: u32,
         /// The last failure's message.
+        message: String,
+    },
+}
+
+/// Why the fleet no longer runs an agent that has not finished
+/// ([`AgentStatus::halted`](super::AgentStatus::halted)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Halt {
+    /// The agent failed `attempts` times in a row at one step (its machine
+    /// panicking, or left poisoned, on an event of its own work: a task's
+    /// result, a timer, a stream's item; or its effects panicking as they
+    /// performed an action): resumed from its checkpoint each time, it
+    /// failed again before it got past that step.
+    Failed {
+        /// How many times in a row it failed.
+        attempts: u32,
+        /// The last failure, as the worker reported it.
         message: String,
     },
 }
@@ -64,5 +85,28 @@ impl Fleet {
                 Ok(Refused { id: db::unsigned(id), event: row.try_get(1).map_err(FleetError::db)?, reason })
             })
             .collect()
+    }
+
+    /// Lets agent `agent`, halted ([`AgentStatus::halted`](super::AgentStatus::halted)),
+    /// be claimed again, its failures forgotten (once what failed it is
+    /// mended, say), and wakes the workers. Returns whether it was halted.
+    /// The events sent to it meanwhile wait in its inbox, in order.
+    ///
+    /// # Errors
+    /// [`FleetError::UnknownAgent`], or a database error.
+    pub async fn revive(&self, agent: &str) -> Result<bool, FleetError> {
+        let mut guard = self.client().await?;
+        let client = guard.as_mut().ok_or_else(closed)?;
+        let channel = self.target().channel();
+        let revived = client.query_opt(db::REVIVE, &[&agent, &channel, &db::CLAIM]).await.map_err(FleetError::db)?;
+        if revived.is_some() {
+            return Ok(true);
+        }
+        let known =
+            client.query_opt("SELECT 1 FROM leases WHERE agent = $1", &[&agent]).await.map_err(FleetError::db)?;
+        match known {
+            Some(_) => Ok(false),
+            None => Err(FleetError::UnknownAgent(agent.to_owned())),
+        }
     }
 }

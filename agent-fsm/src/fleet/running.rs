@@ -16,8 +16,14 @@ use tracing::Instrument;
 use super::keeper::Pulse;
 use super::{Fleet, FleetError, blocking, db};
 use crate::runtime::{Effects, ExecutorConfig, MachineHandle, RequestError, WorkerError};
-use crate::store::{Durability, Durable, SnapshotPolicy, StoreError};
-use crate::{EventKindOf, Kind, Kinded, StateMachine};
+use crate::store::{Durability, Durable, SnapshotPolicy, StepMark, StepWatch, StoreError};
+use crate::{Kind, StateMachine};
+
+/// The most inbox rows a feeder reads at once.
+const PAGE_ROWS: i64 = 64;
+/// The bytes of events past which a feeder's read stops (after the row
+/// that crosses them: a single larger event is still read).
+const PAGE_BYTES: i64 = 1 << 20;
 
 /// The id of the last inbox row a feeder sent to its agent: the rows at or
 /// before it that no step applied are where the watcher looks for the row
@@ -113,7 +119,9 @@ where
         let Self { fleet, control, worker, agent, epoch, effects, config, durability, snapshots, ended, pulse } = self;
         let span = tracing::info_span!("fleet_agent", worker, agent = agent.as_str(), epoch);
         let store = super::fenced::<M>(fleet, worker, epoch, pulse);
-        let durable = Durable::new(store, agent.clone()).durability(durability).snapshots(snapshots);
+        let steps = StepWatch::default();
+        let durable =
+            Durable::new(store, agent.clone()).durability(durability).snapshots(snapshots).watch(steps.clone());
         // Reading the checkpoint blocks (the store's calls do).
         let (handle, future, last) = blocking(move || durable.resume(effects, config)).await??;
         span.in_scope(|| tracing::info!(last, "agent resumed"));
@@ -124,7 +132,14 @@ where
             feed(control.clone(), agent.clone(), handle.clone(), Arc::clone(&wake), Arc::clone(&sent))
                 .instrument(span.clone()),
         );
-        let blame = Blame { control, sent, attempts: fleet.config().event_attempts, lease: fleet.config().lease };
+        let blame = Blame {
+            control,
+            sent,
+            steps,
+            worker: worker.to_owned(),
+            attempts: fleet.config().event_attempts,
+            lease: fleet.config().lease,
+        };
         let watcher = tokio::spawn(watch(handle.clone(), agent, epoch, ended, blame).instrument(span));
         Ok(Running { epoch, handle, wake, task, feeder, watcher })
     }
@@ -135,6 +150,10 @@ where
 /// rows past the last one sent. Nothing else sends to the handle, so the
 /// k-th step the agent takes from its mailbox is the k-th row sent, which
 /// the fenced store marks applied in that step's transaction.
+///
+/// Rows are read a page at a time ([`PAGE_ROWS`], [`PAGE_BYTES`]), the
+/// next page once the last is in the mailbox: a backlog of any size costs
+/// the worker a page and a mailbox, not the whole of it in memory.
 async fn feed<M, O>(control: Control, agent: String, handle: MachineHandle<M, O>, wake: Arc<Notify>, sent: Sent)
 where
     M: StateMachine + 'static,
@@ -144,44 +163,25 @@ where
     let mut after: i64 = 0;
     loop {
         let client = control.get();
-        match client.query(db::UNAPPLIED, &[&agent, &after]).await {
+        match client.query(db::UNAPPLIED, &[&agent, &after, &PAGE_ROWS, &PAGE_BYTES]).await {
             Ok(rows) => {
+                // A page as long as asked for, or cut short by its bytes,
+                // may have rows after it: read at once, not at the next wake.
+                let held = rows.first().and_then(|row| row.try_get::<_, i64>(2).ok()).unwrap_or(0);
+                let more = held == PAGE_ROWS || usize::try_from(held).is_ok_and(|held| held > rows.len());
                 for row in rows {
                     let (Ok(id), Ok(text)) = (row.try_get::<_, i64>(0), row.try_get::<_, String>(1)) else {
                         tracing::error!("an inbox row does not read as the schema says");
                         return;
                     };
                     after = id;
-                    match serde_json::from_str::<M::Event>(&text) {
-                        Ok(event) => {
-                            // The step that takes the event marks the row
-                            // holding the event as the machine writes it
-                            // (the fenced store's `take_inbox_row`). A
-                            // sender may have written it otherwise (keys in
-                            // another order, `{"Stop":null}` for `"Stop"`):
-                            // rewritten first, or a step taking it out of
-                            // turn would mark another row.
-                            if let Ok(own) = serde_json::to_string(&event)
-                                && own != text
-                                && let Err(error) = client.execute(db::REWRITE, &[&id, &own]).await
-                            {
-                                tracing::warn!(inbox = id, %error, "cannot rewrite an inbox event as the machine writes it");
-                            }
-                            sent.store(id, Ordering::Release);
-                            if handle.send(event).await.is_err() {
-                                // The agent stopped: its watcher reports why.
-                                return;
-                            }
-                        }
-                        Err(error) => {
-                            // Never applied by a step, so it must not count
-                            // as the oldest unapplied row.
-                            tracing::warn!(inbox = id, %error, "an inbox event does not decode: refused");
-                            if let Err(error) = client.execute(db::REFUSE, &[&id]).await {
-                                tracing::error!(inbox = id, %error, "cannot mark an inbox row refused");
-                            }
-                        }
+                    if !deliver(&client, &handle, &sent, id, &text).await {
+                        // The agent stopped: its watcher reports why.
+                        return;
                     }
+                }
+                if more {
+                    continue;
                 }
             }
             // Read again at the next wake (a notification or the poll).
@@ -191,22 +191,67 @@ where
     }
 }
 
-/// What the watcher needs to count a failure of the machine against the
-/// inbox row it failed on.
+/// Sends inbox row `id`, holding `text`, to the agent, or refuses it if it
+/// does not decode; false if the agent stopped.
+async fn deliver<M, O>(client: &Client, handle: &MachineHandle<M, O>, sent: &Sent, id: i64, text: &str) -> bool
+where
+    M: StateMachine + 'static,
+    M::Event: Serialize + DeserializeOwned + Send + 'static,
+    O: Clone + Send + 'static,
+{
+    match serde_json::from_str::<M::Event>(text) {
+        Ok(event) => {
+            // The step that takes the event marks the row holding the event
+            // as the machine writes it (the fenced store's
+            // `take_inbox_row`). A sender may have written it otherwise
+            // (keys in another order, `{"Stop":null}` for `"Stop"`):
+            // rewritten first, or a step taking it out of turn would mark
+            // another row.
+            if let Ok(own) = serde_json::to_string(&event)
+                && own != text
+                && let Err(error) = client.execute(db::REWRITE, &[&id, &own]).await
+            {
+                tracing::warn!(inbox = id, %error, "cannot rewrite an inbox event as the machine writes it");
+            }
+            sent.store(id, Ordering::Release);
+            handle.send(event).await.is_ok()
+        }
+        Err(error) => {
+            // Never applied by a step, so it must not count as the oldest
+            // unapplied row.
+            tracing::warn!(inbox = id, %error, "an inbox event does not decode: refused");
+            if let Err(error) = client.execute(db::REFUSE, &[&id]).await {
+                tracing::error!(inbox = id, %error, "cannot mark an inbox row refused");
+            }
+            true
+        }
+    }
+}
+
+/// What the watcher needs to count a failure of the machine against what
+/// it failed on.
 struct Blame {
     control: Control,
     sent: Sent,
+    /// Where the agent's journal was when it failed.
+    steps: StepWatch,
+    /// The worker's id: an agent's own failures are counted under its lease.
+    worker: String,
     /// [`FleetConfig::event_attempts`](super::FleetConfig::event_attempts).
     attempts: u32,
     /// Bounds the statement: the loop waits for the report.
     lease: std::time::Duration,
 }
 
-/// Waits for the agent to end and reports how. A machine that panicked (or
-/// was left poisoned, or the event's `Clone` panicked) on an inbox event has that failure counted against
-/// the event's row first, before the agent can be claimed again: an event
-/// that fails it every time is refused after the configured attempts,
-/// rather than stop the agent on every lease, for ever.
+/// Waits for the agent to end and reports how. A failure of the machine
+/// (a panic, a row that left it poisoned, a panic of the event's `Clone`
+/// or of the effects) is counted first, before the agent can be claimed
+/// again, against what it failed on: the inbox row whose event the failed
+/// step took, or else the agent itself (an event of its own work: a task's
+/// result, a timer, a stream's item). An event that fails it every time is
+/// refused after the configured attempts, and an agent that fails as many
+/// times in a row at one step on its own work is halted, rather than stop
+/// it on every lease, for ever.
 async fn watch<M, O>(
     handle: MachineHandle<M, O>,
     agent: String,
@@ -224,16 +269,19 @@ async fn watch<M, O>(
         Err(RequestError::Failed(error)) if is_fenced(&error) => End::Fenced,
         Err(error) => {
             if let RequestError::Failed(failure) = &error {
-                let failed = match &**failure {
-                    WorkerError::MachinePanicked { event, message }
-                    | WorkerError::EventClonePanicked { event, message } => Some((*event, message.clone())),
-                    WorkerError::MachinePoisoned { event } => Some((*event, failure.to_string())),
+                let message = match &**failure {
+                    WorkerError::MachinePanicked { message, .. }
+                    | WorkerError::EventClonePanicked { message, .. }
+                    | WorkerError::EffectsPanicked { message, .. } => Some(message.clone()),
+                    WorkerError::MachinePoisoned { .. } => Some(failure.to_string()),
                     _ => None,
                 };
-                if let Some((event, message)) = failed {
-                    let lease = blame.lease;
-                    if tokio::time::timeout(lease, count_failure::<M>(&blame, &agent, event, &message)).await.is_err() {
-                        tracing::warn!("cannot count the failure against its inbox row: no answer within a lease");
+                if let Some(message) = message {
+                    let mark = blame.steps.mark();
+                    let whole = failure.to_string();
+                    let counted = count_failure(&blame, &agent, epoch, mark, &message, &whole);
+                    if tokio::time::timeout(blame.lease, counted).await.is_err() {
+                        tracing::warn!("cannot count the machine's failure: no answer within a lease");
                     }
                 }
             }
@@ -243,43 +291,53 @@ async fn watch<M, O>(
     let _ = ended.send(Ended { agent, epoch, end });
 }
 
-/// Counts the machine's failure on an event of kind `event` against the
-/// oldest row of that kind the feeder sent that no step applied (the one
-/// the machine was taking: rows are taken in order, an event taken out of
-/// turn being the oldest of its kind), refusing it at the limit. The rows
-/// looked at are those sent to the agent and not taken: as many as its
-/// mailbox held. The failure names the event's kind, not where it came
-/// from: one on an event of the agent's own work (a task's result) finds
-/// no row, unless one of the same kind waits in the mailbox, which is
-/// counted.
-async fn count_failure<M>(blame: &Blame, agent: &str, event: EventKindOf<M>, message: &str)
-where
-    M: StateMachine,
-    M::Event: DeserializeOwned,
-{
-    let sent = blame.sent.load(Ordering::Acquire);
+/// Counts the machine's failure. A step under way whose event came from
+/// the mailbox took an inbox row (the one its write would have marked):
+/// the failure (`message`, the panic's) is counted against that row,
+/// which is refused at the limit. Any other failure, on an event of the
+/// agent's own work or between steps, is counted against the agent at the
+/// step it happened (`error`, the whole failure, kept), which is halted
+/// at the limit.
+async fn count_failure(blame: &Blame, agent: &str, epoch: u64, mark: StepMark, message: &str, error: &str) {
     let client = blame.control.get();
-    let rows = match client
-        .query(
-            "SELECT id, event FROM inbox WHERE agent = $1 AND applied_seq IS NULL AND id <= $2 ORDER BY id",
-            &[&agent, &sent],
-        )
-        .await
+    let limit = i32::try_from(blame.attempts).unwrap_or(i32::MAX);
+    if mark.open
+        && let Some(event) = &mark.input
     {
-        Ok(rows) => rows,
-        Err(error) => {
-            tracing::warn!(%error, "cannot find the inbox row the machine failed on");
+        let sent = blame.sent.load(Ordering::Acquire);
+        let id = match client.query_opt(db::FAILED_ROW, &[&agent, &sent, event]).await {
+            Ok(row) => row.and_then(|row| row.try_get::<_, i64>(0).ok()),
+            Err(error) => {
+                tracing::warn!(%error, "cannot find the inbox row the machine failed on");
+                return;
+            }
+        };
+        if let Some(id) = id {
+            count_row_failure(&client, agent, id, &storable(message), limit).await;
             return;
         }
-    };
-    let of_kind = |row: &tokio_postgres::Row| {
-        let text: String = row.try_get(1).ok()?;
-        let decoded = serde_json::from_str::<M::Event>(&text).ok()?;
-        (decoded.kind() == event).then(|| row.try_get::<_, i64>(0).ok()).flatten()
-    };
-    let Some(id) = rows.iter().find_map(of_kind) else { return };
-    let limit = i32::try_from(blame.attempts).unwrap_or(i32::MAX);
-    let message = storable(message);
+        // The row is gone (refused meanwhile): counted against the agent.
+    }
+    let seq = i64::try_from(mark.seq).unwrap_or(i64::MAX);
+    let epoch = i64::try_from(epoch).unwrap_or(i64::MAX);
+    let error = storable(error);
+    match client.query_opt(db::AGENT_FAILED, &[&agent, &blame.worker, &epoch, &seq, &error, &limit]).await {
+        Ok(Some(row)) => {
+            let failures: i32 = row.try_get(0).unwrap_or(0);
+            if row.try_get::<_, bool>(1).unwrap_or(false) {
+                tracing::error!(agent, seq, failures, "the machine failed on its own work every time: agent halted");
+            } else {
+                tracing::warn!(agent, seq, failures, "the machine failed on its own work");
+            }
+        }
+        // The lease moved on: the next owner counts its own failures.
+        Ok(None) => {}
+        Err(error) => tracing::warn!(%error, "cannot count a failure against the agent"),
+    }
+}
+
+/// Counts a failure against inbox row `id`, refusing it at `limit`.
+async fn count_row_failure(client: &Client, agent: &str, id: i64, message: &str, limit: i32) {
     match client.query_opt(db::FAILED, &[&id, &message, &limit]).await {
         Ok(Some(row)) => {
             let failures: i32 = row.try_get(0).unwrap_or(0);

@@ -21,6 +21,9 @@ use crate::runtime::{Effects, ExecutorConfig, MachineHandle};
 
 mod writer;
 
+#[cfg(feature = "fleet")]
+pub(crate) use writer::StepMark;
+pub(crate) use writer::StepWatch;
 use writer::Writer;
 pub use writer::{Clock, Durability};
 
@@ -64,6 +67,11 @@ pub enum Start {
 ///   waits for will not come; a stream's end is written when the worker
 ///   sees it (its failure too, when the failure gives no event), so a
 ///   stream that ended is not opened again;
+/// - a step that fails the worker (the machine or the effects panicking, a
+///   row leaving the machine poisoned) is not written, nor are the ends of
+///   the work seen since the last step written: spawned again, the agent
+///   is where the step before left it, with that work in flight (the task
+///   whose result the failed step took is performed again);
 /// - a timer is re-armed for the time left of its deadline (fired at once
 ///   if it passed meanwhile, and never waiting longer than the delay it
 ///   was set for if the clock was set back; timers due together fire in
@@ -124,6 +132,8 @@ pub struct Durable {
     durability: Durability,
     policy: SnapshotPolicy,
     clock: Clock,
+    /// Told where the journal is (the fleet's watcher reads it).
+    watch: Option<StepWatch>,
 }
 
 impl fmt::Debug for Durable {
@@ -146,7 +156,16 @@ impl Durable {
             durability: Durability::default(),
             policy: SnapshotPolicy::default(),
             clock: Arc::new(SystemTime::now),
+            watch: None,
         }
+    }
+
+    /// This agent with its journal telling `watch` where it is.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    #[must_use]
+    pub(crate) fn watch(mut self, watch: StepWatch) -> Self {
+        self.watch = Some(watch);
+        self
     }
 
     /// When steps are written.
@@ -303,6 +322,7 @@ impl Durable {
             self.durability,
             Arc::clone(&self.clock),
             replay,
+            self.watch.clone(),
         );
         let (handle, worker) = crate::runtime::pair_with(machine, effects, config, Some(Box::new(writer)));
         Ok((handle, worker, start))

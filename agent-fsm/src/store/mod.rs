@@ -152,6 +152,8 @@ pub use self::postgres::{PgConfig, PgStore};
 #[cfg(feature = "runtime")]
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use durable::{Clock, Durability, Durable, Start};
+#[cfg(feature = "fleet")]
+pub(crate) use durable::{StepMark, StepWatch};
 pub use error::StoreError;
 pub use journal::{Journal, PendingStep, SnapshotPolicy};
 pub use memory::MemoryStore;

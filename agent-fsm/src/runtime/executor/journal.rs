@@ -173,12 +173,21 @@ where
     }
 
     /// Stops journaling: the ends of work seen since the last step, and what
-    /// the journal still buffers, are written.
+    /// the journal still buffers, are written. After a failure the ends are
+    /// not written: the step that failed may have been taking that work's
+    /// result, which no written step holds, so the work stays in flight in
+    /// the store and is performed again on a resume, not lost.
     pub(super) fn stop_journal(&mut self) {
         if !self.hot.journaling {
             return;
         }
-        self.journal_ended();
+        if self.hot.failed {
+            if let Some(track) = self.tracking() {
+                track.ended.clear();
+            }
+        } else {
+            self.journal_ended();
+        }
         if !std::mem::take(&mut self.hot.journaling) {
             return;
         }

@@ -197,7 +197,11 @@ where
                 .notifier
                 .publish(Topics::ACTIONS, || Notification::Action { action: action_kind, performed: false });
         }
-        if self.hot.journaling {
+        // A step whose action made the effects panic is not written: the
+        // action was not performed whole, and a resume from a log holding
+        // the step would not perform it again (only the work it started is),
+        // leaving the agent waiting for what the action never began.
+        if self.hot.journaling && !self.hot.failed {
             self.journal_commit();
         }
         // A failed worker owes no reply: dropped, it tells the caller the

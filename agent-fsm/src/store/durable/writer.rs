@@ -47,6 +47,41 @@ pub enum Durability {
 /// A clock of wall time, for the deadlines of timers kept in a store.
 pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 
+/// Where a durable agent's journal is, shared with whoever runs the agent
+/// (the fleet): after the worker failed, it tells whether a step was under
+/// way, and whether its event came from the mailbox, so that the failure
+/// is counted against what caused it (an inbox row, or the agent's own
+/// work), not guessed from the event's kind.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StepWatch(Arc<Mutex<StepMark>>);
+
+/// What a [`StepWatch`] holds.
+#[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct StepMark {
+    /// The sequence number of the step under way, or of the next one when
+    /// none is: a failure at the same number as the last one made no
+    /// progress since.
+    pub(crate) seq: u64,
+    /// Whether a step began and was not written.
+    pub(crate) open: bool,
+    /// The open step's event, as the journal wrote it, when it came from
+    /// the mailbox.
+    pub(crate) input: Option<String>,
+}
+
+impl StepWatch {
+    /// Where the journal is now.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub(crate) fn mark(&self) -> StepMark {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn set(&self, mark: StepMark) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = mark;
+    }
+}
+
 /// A durable agent's [`StepJournal`]: encodes the steps and writes them
 /// as its [`Durability`] says.
 pub(super) struct Writer<M: StateMachine> {
@@ -61,6 +96,8 @@ pub(super) struct Writer<M: StateMachine> {
     buffered: Vec<Write>,
     /// [`Durability::WhileAction`]'s writer.
     thread: Option<WriterThread>,
+    /// Told where the journal is, if someone asked.
+    watch: Option<StepWatch>,
 }
 
 /// A write to the store: steps, or the ends of work that ended between two
@@ -158,8 +195,12 @@ where
         durability: Durability,
         clock: Clock,
         replay: Option<Replay<M::Event>>,
+        watch: Option<StepWatch>,
     ) -> Self {
-        Self { journal, store, durability, clock, pending: None, replay, buffered: Vec::new(), thread: None }
+        if let Some(watch) = &watch {
+            watch.set(StepMark { seq: journal.next_seq(), open: false, input: None });
+        }
+        Self { journal, store, durability, clock, pending: None, replay, buffered: Vec::new(), thread: None, watch }
     }
 
     /// Adds to `step` the work it started, its timers due `now` plus
@@ -261,6 +302,10 @@ where
             Some(Origin::Input) => step.set_origin(INPUT_ORIGIN.to_owned()),
             None => {}
         }
+        if let Some(watch) = &self.watch {
+            let input = matches!(origin, Some(Origin::Input)).then(|| step.event().to_owned());
+            watch.set(StepMark { seq: self.journal.next_seq(), open: true, input });
+        }
         self.pending = Some(step);
         Ok(self.journal.next_seq())
     }
@@ -271,7 +316,11 @@ where
         // deadlines: a restart measures a timer's delay between the two.
         let now = (self.clock)();
         Self::encode(&mut step, work, now).map_err(erased)?;
-        self.write(step, machine, now).map_err(erased)
+        self.write(step, machine, now).map_err(erased)?;
+        if let Some(watch) = &self.watch {
+            watch.set(StepMark { seq: self.journal.next_seq(), open: false, input: None });
+        }
+        Ok(())
     }
 
     fn ended(&mut self, ended: Vec<(WorkKind, WorkId)>) -> Result<(), JournalError> {

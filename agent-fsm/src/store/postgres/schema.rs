@@ -38,9 +38,12 @@ CREATE TABLE IF NOT EXISTS effects (
 -- The work in flight, which a step finishes by kind and key (see sqlite.rs).
 CREATE INDEX IF NOT EXISTS effects_in_flight ON effects (agent, kind, key) WHERE finished IS NULL;
 -- Which worker runs an agent, under which epoch (the fencing token), until when.
+-- failures: how many times in a row the machine failed at step failed_seq on
+-- its own work (`failure` the last message); halted: no worker claims it.
 CREATE TABLE IF NOT EXISTS leases (
     agent text PRIMARY KEY REFERENCES agents (agent), worker text, epoch bigint NOT NULL DEFAULT 0,
-    expires_at timestamptz, assigned text, done boolean NOT NULL DEFAULT false
+    expires_at timestamptz, assigned text, done boolean NOT NULL DEFAULT false,
+    failures integer NOT NULL DEFAULT 0, failed_seq bigint, failure text, halted boolean NOT NULL DEFAULT false
 );
 CREATE INDEX IF NOT EXISTS leases_open ON leases (expires_at) WHERE NOT done;
 -- Events sent to an agent from any process; applied_seq: the step that took it
@@ -60,11 +63,17 @@ CREATE TABLE IF NOT EXISTS workers (
 );
 ";
 
-/// The inbox columns an inbox created by an earlier release lacks.
-const INBOX_COLUMNS: &str = "
+/// The inbox and lease columns tables created by an earlier release lack.
+const ADDED_COLUMNS: &str = "
 ALTER TABLE inbox ADD COLUMN IF NOT EXISTS failures integer NOT NULL DEFAULT 0,
                   ADD COLUMN IF NOT EXISTS failure text, ADD COLUMN IF NOT EXISTS refusal text;
+ALTER TABLE leases ADD COLUMN IF NOT EXISTS failures integer NOT NULL DEFAULT 0,
+                   ADD COLUMN IF NOT EXISTS failed_seq bigint, ADD COLUMN IF NOT EXISTS failure text,
+                   ADD COLUMN IF NOT EXISTS halted boolean NOT NULL DEFAULT false;
 ";
+
+/// How many columns [`ADDED_COLUMNS`] adds.
+const ADDED: i64 = 7;
 
 /// Creates the schema and its tables if absent, in one transaction under
 /// an advisory lock (two processes connecting at once would otherwise race
@@ -116,19 +125,20 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreErro
     if created != Some(true) {
         tx.batch_execute(TABLES).map_err(write_err)?;
     }
-    // The inbox's columns added since its first release: looked up first,
+    // The columns added since the tables' first release: looked up first,
     // as `ALTER TABLE` would lock the table against every write in flight.
     let added: i64 = tx
         .query_one(
             "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
-             AND table_name = 'inbox' AND column_name IN ('failures', 'failure', 'refusal')",
+             AND ((table_name = 'inbox' AND column_name IN ('failures', 'failure', 'refusal'))
+                  OR (table_name = 'leases' AND column_name IN ('failures', 'failed_seq', 'failure', 'halted')))",
             &[],
         )
         .map_err(read_err)?
         .try_get(0)
         .map_err(read_err)?;
-    if added < 3 {
-        tx.batch_execute(INBOX_COLUMNS).map_err(write_err)?;
+    if added < ADDED {
+        tx.batch_execute(ADDED_COLUMNS).map_err(write_err)?;
     }
     tx.commit().map_err(write_err)
 }
