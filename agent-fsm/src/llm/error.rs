@@ -55,7 +55,8 @@ pub enum ErrorKind {
     /// or HTTP 413).
     ContextTooLong,
     /// The stream broke its format: a frame that is not the JSON it
-    /// should be, a body that is no event stream, or a reply past the
+    /// should be, a body that is no event stream, a tool call the stream
+    /// never named, or a reply past the
     /// limits the [module docs](super#errors-and-retries) give. (A tool
     /// call whose arguments are not valid JSON is no such failure: the
     /// reply completes with the text kept, for the tool to refuse.)
