@@ -1,8 +1,11 @@
 //! The clients against servers on loopback whose streams break the
-//! protocol: a tool call the stream never names ends the reply with a
-//! `MalformedStream` error (never a call named `""`, which matches no tool
-//! and which the providers refuse when it is sent back), while one named
-//! by a later piece completes.
+//! protocol or fail mid-reply: a tool call the stream never names ends
+//! the reply with a `MalformedStream` error (never a call named `""`,
+//! which matches no tool and which the providers refuse when it is sent
+//! back), while one named by a later piece completes; and an error inside
+//! the stream is classified by its `code` when the client knows it, else
+//! by its `type`, and one that names no kind the client knows is not
+//! retried.
 #![cfg(all(feature = "openai", feature = "anthropic", feature = "runtime"))]
 
 #[path = "support/anthropic_events.rs"]
@@ -15,8 +18,8 @@ mod openai_chunks;
 mod replay;
 
 use agent_fsm::llm::{ErrorKind, StopReason, StreamEvent, ToolCall};
-use caller::{Item, run};
-use openai_chunks::{chunk, openai, request};
+use caller::{Item, kinds, run};
+use openai_chunks::{chunk, openai, request, text};
 use replay::{ReplayServer, Reply};
 use serde_json::{Value, json};
 
@@ -119,4 +122,60 @@ async fn an_anthropic_tool_use_block_without_a_name_fails_the_reply() {
     let error = the_error(&log);
     assert_eq!(error.kind(), &ErrorKind::MalformedStream);
     assert_eq!(error.message(), "the reply's tool call 0 (at index 0) was never given a name");
+}
+
+/// A reply that errs mid-stream with `error`, then a good one; called with
+/// up to 3 attempts: what the machine saw, and how many requests it made.
+async fn openai_error(error: Value) -> (Vec<Result<StreamEvent, ErrorKind>>, usize) {
+    let failing = chunk(json!({"content": "a"}), Value::Null) + &format!("data: {}\n\n", json!({"error": error}));
+    let good = [chunk(json!({"content": "ok"}), json!("stop")), "data: [DONE]\n\n".to_owned()].concat();
+    let server = ReplayServer::start(vec![Reply::events(&failing), Reply::events(&good)]).await;
+    let log = kinds(run(openai(&server), request(), 3).await);
+    (log, server.requests().len())
+}
+
+#[tokio::test]
+async fn an_unknown_code_mid_stream_is_classified_by_its_type() {
+    // OpenAI's `type` is the broad kind, `code` a precise one that may be
+    // any string: one the client does not know says nothing of the kind.
+    let error = json!({"message": "Invalid value for 'tools'", "type": "invalid_request_error",
+        "param": "tools", "code": "invalid_value"});
+    let (log, requests) = openai_error(error).await;
+    assert_eq!(log, [Ok(text("a")), Err(ErrorKind::BadRequest)]);
+    assert_eq!(requests, 1, "a refused request is not sent again");
+
+    let error = json!({"message": "The server had an error", "type": "server_error", "code": "some_new_code"});
+    let (log, requests) = openai_error(error).await;
+    assert_eq!(log[..2], [Ok(text("a")), Err(ErrorKind::ServerError { status: 500, retry_after: None })]);
+    assert_eq!(requests, 2, "a server error is retried");
+
+    // A known code still wins over the type.
+    let error = json!({"message": "Incorrect API key", "type": "invalid_request_error", "code": "invalid_api_key"});
+    assert_eq!(openai_error(error).await, (vec![Ok(text("a")), Err(ErrorKind::Auth)], 1));
+}
+
+#[tokio::test]
+async fn an_error_of_no_known_kind_mid_stream_is_not_retried() {
+    for error in [
+        json!({"message": "?", "type": "mystery_error", "code": "something_new"}),
+        json!({"message": "?", "code": "something_new"}),
+        json!({"message": "no kind at all"}),
+    ] {
+        let (log, requests) = openai_error(error.clone()).await;
+        assert_eq!(log, [Ok(text("a")), Err(ErrorKind::Unrecognized)], "{error}");
+        assert_eq!(requests, 1, "{error}");
+    }
+    // Anthropic's documented `api_error` is retried; a type it does not
+    // document is not.
+    use anthropic_events::{client, event, request};
+    for (kind, expected, requests) in [
+        ("api_error", ErrorKind::ServerError { status: 500, retry_after: None }, 2),
+        ("brand_new_error", ErrorKind::Unrecognized, 1),
+    ] {
+        let failing = event(json!({"type": "error", "error": {"type": kind, "message": "?"}}));
+        let server = ReplayServer::start(vec![Reply::events(&failing), Reply::events(&failing)]).await;
+        let log = kinds(run(client(&server), request(), 2).await);
+        assert_eq!(log[0], Err(expected), "{kind}");
+        assert_eq!(server.requests().len(), requests, "{kind}");
+    }
 }
