@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use agent_fsm::llm::{ProviderError, Request, StreamEvent, ToolCall};
+use agent_fsm::llm::{AssistantMessage, ProviderError, Request, StopReason, StreamEvent, ToolCall, Usage};
 use agent_fsm::runtime::{self, EffectContext, ExecutorConfig};
 use agent_fsm::telemetry::{AgentTurns, opentelemetry};
 use agent_fsm::tool::{Tool, ToolSet, schemars};
@@ -166,9 +166,13 @@ async fn a_model_call_cut_short_has_an_error_type() {
     let mut cut = agent_fsm::llm::observe("test", &Request::new("cut-model"), Box::pin(begun));
     assert!(cut.next().await.is_some(), "the first delta");
     drop(cut);
-    let whole: Vec<Result<StreamEvent, ProviderError>> = vec![Ok(StreamEvent::TextDelta("Hi".into()))];
+    let message = AssistantMessage { text: "Hi".into(), ..AssistantMessage::default() };
+    let whole: Vec<Result<StreamEvent, ProviderError>> = vec![
+        Ok(StreamEvent::TextDelta("Hi".into())),
+        Ok(StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::default() }),
+    ];
     let read = agent_fsm::llm::observe("test", &Request::new("whole-model"), Box::pin(futures::stream::iter(whole)));
-    assert_eq!(read.count().await, 1);
+    assert_eq!(read.count().await, 2);
     provider.force_flush().expect("flush");
     let spans = exporter.get_finished_spans().expect("spans");
     let span = |name: &str| spans.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no {name}: {spans:#?}"));

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use agent_fsm::llm::{ErrorKind, ProviderError, Request, StreamEvent, ToolCall};
+use agent_fsm::llm::{AssistantMessage, ErrorKind, ProviderError, Request, StopReason, StreamEvent, ToolCall, Usage};
 use agent_fsm::runtime::{self, ExecutorConfig};
 use agent_fsm::telemetry::{AgentTurns, opentelemetry};
 use agent_fsm::tool::{Tool, ToolSet, schemars};
@@ -125,13 +125,22 @@ async fn a_failed_or_cut_model_calls_span_has_status_error() {
     let mut cut = agent_fsm::llm::observe("test", &Request::new("cut-model"), Box::pin(begun));
     assert!(cut.next().await.is_some(), "the first delta");
     drop(cut);
-    let whole: Vec<Result<StreamEvent, ProviderError>> = vec![Ok(StreamEvent::TextDelta("Hi".into()))];
+    let message = AssistantMessage { text: "Hi".into(), ..AssistantMessage::default() };
+    let whole: Vec<Result<StreamEvent, ProviderError>> = vec![
+        Ok(StreamEvent::TextDelta("Hi".into())),
+        Ok(StreamEvent::Completed { message, stop_reason: StopReason::EndTurn, usage: Usage::default() }),
+    ];
     let read = agent_fsm::llm::observe("test", &Request::new("whole-model"), Box::pin(futures::stream::iter(whole)));
-    assert_eq!(read.count().await, 1);
+    assert_eq!(read.count().await, 2);
+    // A stream that ends with neither its reply nor an error failed too.
+    let ended = futures::stream::iter([Ok(StreamEvent::TextDelta("Hi".into()))]);
+    let ended = agent_fsm::llm::observe("test", &Request::new("ended-model"), Box::pin(ended));
+    assert_eq!(ended.count().await, 1);
     provider.force_flush().expect("flush");
     let spans = exporter.get_finished_spans().expect("spans");
     assert!(is_error(span(&spans, "chat failed-model")), "{spans:#?}");
     assert!(is_error(span(&spans, "chat cut-model")), "{spans:#?}");
+    assert!(is_error(span(&spans, "chat ended-model")), "{spans:#?}");
     assert_eq!(span(&spans, "chat whole-model").status, Status::Unset);
 }
 

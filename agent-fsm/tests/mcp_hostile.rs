@@ -234,7 +234,7 @@ async fn a_list_in_pages_is_read_to_its_end() {
 }
 
 /// A server whose pages never end, each with a cursor it never gave
-/// before and a tool with a 1 MiB description: the list fails once it
+/// before and 1 MiB of tools' descriptions: the list fails once it
 /// holds 16 MiB, rather than growing until the timeout (the server stops
 /// answering after 100 pages, so that without that limit the list fails
 /// by timing out, not by exhausting the machine's memory).
@@ -542,9 +542,12 @@ fn listed(cursor: Option<&str>) -> Value {
                 // Never answered: the list can end only by its timeout.
                 std::thread::sleep(Duration::from_secs(1000));
             }
-            let description = "d".repeat(1 << 20);
-            json!({"tools": [{"name": format!("t{page}"), "description": description, "inputSchema": {}}],
-                   "nextCursor": (page + 1).to_string()})
+            // 1 MiB a page, in tools each well under the bound on one tool.
+            let description = "d".repeat(128 << 10);
+            let tools: Vec<Value> = (0..8)
+                .map(|n| json!({"name": format!("t{page}_{n}"), "description": description, "inputSchema": {}}))
+                .collect();
+            json!({"tools": tools, "nextCursor": (page + 1).to_string()})
         }
         "cycle" => json!({
             "tools": [{"name": "again", "inputSchema": {"type": "object"}}],

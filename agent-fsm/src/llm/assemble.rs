@@ -240,6 +240,19 @@ impl Assembler {
         })
     }
 
+    /// The error that ends a reply with a tool call the stream never
+    /// named. A piece at a new index with neither id nor name starts a
+    /// call, which a later piece may still name (a server that sends a
+    /// call's id before its name); one still nameless when the reply
+    /// completes has no tool to run: a call named `""` matches none, and
+    /// the providers refuse it when the conversation is sent back.
+    pub(crate) fn nameless_call(&self) -> Option<ProviderError> {
+        let (position, call) = self.calls.iter().enumerate().find(|(_, call)| call.name.is_empty())?;
+        let at = call.key.map(|key| format!(" (at index {key})")).unwrap_or_default();
+        let message = format!("the reply's tool call {position}{at} was never given a name");
+        Some(ProviderError::new(ErrorKind::MalformedStream, message))
+    }
+
     /// Sets the arguments a call began with, given whole, read from
     /// `size` bytes of the stream (counted toward the reply's limit).
     #[cfg(feature = "anthropic")]
@@ -490,6 +503,21 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), 6, "{ids:?}");
+    }
+
+    #[test]
+    fn a_call_never_named_is_an_error_and_one_named_later_is_not() {
+        let mut a = Assembler::default();
+        a.tool_piece(Some(0), Some("c"), None, "");
+        assert!(a.nameless_call().is_some());
+        a.tool_piece(Some(0), None, Some("read"), "{}");
+        assert_eq!(a.nameless_call(), None);
+        a.tool_piece(Some(4), None, None, "{}");
+        let error = a.nameless_call().expect("a nameless call");
+        assert_eq!(
+            (error.kind(), error.message()),
+            (&ErrorKind::MalformedStream, "the reply's tool call 1 (at index 4) was never given a name")
+        );
     }
 
     #[test]

@@ -65,29 +65,45 @@ pub(crate) fn from_status(status: u16, retry_after: Option<Duration>, body: &str
 
 /// Classifies an error reported inside a stream that started well (an
 /// Anthropic `error` event, an OpenAI-compatible chunk holding `error`),
-/// from its `type` (or `code`) and message.
+/// from its `type` (or `code`) and message: a kind neither provider
+/// documents is [`ErrorKind::Unrecognized`], which is not retried.
 pub(crate) fn from_stream_error(kind: &str, message: String) -> ProviderError {
-    let kind = match kind {
+    let kind = known_stream_error(kind, &message).unwrap_or(ErrorKind::Unrecognized);
+    ProviderError::new(kind, message)
+}
+
+/// The kind of a stream's error whose `type` or `code` is `kind`, if it
+/// is one the providers document: Anthropic's error types (`api_error`,
+/// its internal failure, and `overloaded_error` retried; the others not),
+/// OpenAI's `server_error` type and the codes it names precisely
+/// (`rate_limit_exceeded`, `insufficient_quota`, `context_length_exceeded`,
+/// `invalid_api_key`).
+fn known_stream_error(kind: &str, message: &str) -> Option<ErrorKind> {
+    Some(match kind {
         "overloaded_error" => ErrorKind::Overloaded { retry_after: None },
         "rate_limit_error" | "rate_limit_exceeded" => ErrorKind::RateLimited { retry_after: None },
-        "authentication_error" | "permission_error" => ErrorKind::Auth,
+        "authentication_error" | "permission_error" | "invalid_api_key" => ErrorKind::Auth,
         "insufficient_quota" | "billing_error" => ErrorKind::QuotaExceeded,
         "request_too_large" | "context_length_exceeded" => ErrorKind::ContextTooLong,
         "timeout_error" => ErrorKind::Timeout,
-        "invalid_request_error" | "not_found_error" if says_context_too_long(&message) => ErrorKind::ContextTooLong,
-        "invalid_request_error" if says_out_of_credit(&message) => ErrorKind::QuotaExceeded,
+        "invalid_request_error" | "not_found_error" if says_context_too_long(message) => ErrorKind::ContextTooLong,
+        "invalid_request_error" if says_out_of_credit(message) => ErrorKind::QuotaExceeded,
         "invalid_request_error" | "not_found_error" => ErrorKind::BadRequest,
-        // `api_error` and anything unknown: the server failed mid-reply.
-        _ => ErrorKind::ServerError { status: 500, retry_after: None },
-    };
-    ProviderError::new(kind, message)
+        // The server failed mid-reply.
+        "api_error" | "server_error" => ErrorKind::ServerError { status: 500, retry_after: None },
+        _ => return None,
+    })
 }
 
 /// Classifies an error object a stream carried (`{"type", "code",
 /// "message"}`): a `code` that is an HTTP error status, as a number or as
 /// its digits (OpenRouter and LiteLLM put the status the upstream gave
-/// there), as that status; otherwise by the `code`'s text, else by the
-/// `type` (see [`from_stream_error`]).
+/// there), as that status; otherwise by the `code`'s text if it is one
+/// the providers document, else by the `type` (see [`from_stream_error`]).
+/// OpenAI's `code` is a precise reason beside the broad `type`, and may be
+/// any string: one this client does not know says nothing of the kind
+/// (`"invalid_value"` beside `"invalid_request_error"` is a refusal, not a
+/// server's failure to retry).
 pub(crate) fn error_object(kind: Option<String>, code: Option<&serde_json::Value>, message: String) -> ProviderError {
     let status = code.and_then(|c| match c {
         serde_json::Value::Number(n) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
@@ -98,7 +114,8 @@ pub(crate) fn error_object(kind: Option<String>, code: Option<&serde_json::Value
         let body = serde_json::json!({"error": {"type": kind, "message": message}}).to_string();
         return from_status(status, None, &body);
     }
-    let kind = code.and_then(serde_json::Value::as_str).map(str::to_owned).or(kind).unwrap_or_default();
+    let code = code.and_then(serde_json::Value::as_str).filter(|code| known_stream_error(code, &message).is_some());
+    let kind = code.map(str::to_owned).or(kind).unwrap_or_default();
     from_stream_error(&kind, message)
 }
 
@@ -350,6 +367,9 @@ mod tests {
         assert_eq!(kind("invalid_request_error", "Your credit balance is too low"), ErrorKind::QuotaExceeded);
         assert_eq!(kind("invalid_request_error", "bad"), ErrorKind::BadRequest);
         assert_eq!(kind("api_error", "oops"), ErrorKind::ServerError { status: 500, retry_after: None });
+        assert_eq!(kind("server_error", "oops"), ErrorKind::ServerError { status: 500, retry_after: None });
+        assert_eq!(kind("brand_new_error", "?"), ErrorKind::Unrecognized);
+        assert_eq!(kind("", "?"), ErrorKind::Unrecognized);
     }
 
     #[test]
@@ -358,7 +378,15 @@ mod tests {
         assert_eq!(kind(serde_json::json!(429)), ErrorKind::RateLimited { retry_after: None });
         assert_eq!(kind(serde_json::json!(" 401")), ErrorKind::Auth);
         assert_eq!(kind(serde_json::json!("insufficient_quota")), ErrorKind::QuotaExceeded);
-        assert_eq!(kind(serde_json::json!(200)), ErrorKind::ServerError { status: 500, retry_after: None });
+        // Neither a status, nor a code or a type any provider documents.
+        assert_eq!(kind(serde_json::json!(200)), ErrorKind::Unrecognized);
+        assert_eq!(kind(serde_json::json!("invalid_api_key")), ErrorKind::Auth);
+        let by_type = |code: &str| {
+            let code = serde_json::json!(code);
+            error_object(Some("invalid_request_error".into()), Some(&code), "m".into()).kind().clone()
+        };
+        assert_eq!(by_type("invalid_value"), ErrorKind::BadRequest);
+        assert_eq!(by_type("context_length_exceeded"), ErrorKind::ContextTooLong);
         assert_eq!(
             error_object(Some("overloaded_error".into()), None, String::new()).kind(),
             &ErrorKind::Overloaded { retry_after: None }

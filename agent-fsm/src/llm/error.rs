@@ -55,14 +55,20 @@ pub enum ErrorKind {
     /// or HTTP 413).
     ContextTooLong,
     /// The stream broke its format: a frame that is not the JSON it
-    /// should be, a body that is no event stream, or a reply past the
-    /// limits the [module docs](super#errors-and-retries) give. (A tool
+    /// should be, a body that is no event stream, a tool call the stream
+    /// never named, or a reply past the limits the
+    /// [module docs](super#errors-and-retries) give. (A tool
     /// call whose arguments are not valid JSON is no such failure: the
     /// reply completes with the text kept, for the tool to refuse.)
     MalformedStream,
     /// The client could not be set up or the request not built: an
     /// invalid header name or value, a TLS setup failure.
     InvalidConfig,
+    /// The server reported an error inside the stream of a kind neither
+    /// provider documents (a `type` and a `code` this client does not
+    /// know, or none at all): nothing says the same request could succeed
+    /// later, so it is not retried. The message is the server's.
+    Unrecognized,
 }
 
 impl ErrorKind {
@@ -91,6 +97,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::ContextTooLong => f.write_str("context too long"),
             ErrorKind::MalformedStream => f.write_str("malformed stream"),
             ErrorKind::InvalidConfig => f.write_str("invalid client configuration"),
+            ErrorKind::Unrecognized => f.write_str("unrecognized error"),
         }
     }
 }
@@ -103,7 +110,8 @@ impl fmt::Display for ErrorKind {
 /// malformed streams (a frame that is not the JSON the format promises; a
 /// retry policy bounds the attempts). A
 /// bad request, an auth failure, an exhausted quota or a context that is
-/// too long fail the same way every time.
+/// too long fail the same way every time; an error of a kind no provider
+/// documents is not retried blindly.
 ///
 /// # Examples
 /// ```
@@ -171,7 +179,8 @@ impl ProviderError {
             | ErrorKind::Auth
             | ErrorKind::QuotaExceeded
             | ErrorKind::ContextTooLong
-            | ErrorKind::InvalidConfig => false,
+            | ErrorKind::InvalidConfig
+            | ErrorKind::Unrecognized => false,
         }
     }
 
@@ -210,6 +219,7 @@ mod tests {
         assert!(!retryable(ErrorKind::QuotaExceeded));
         assert!(!retryable(ErrorKind::ContextTooLong));
         assert!(!retryable(ErrorKind::InvalidConfig));
+        assert!(!retryable(ErrorKind::Unrecognized));
         let wait = Some(Duration::from_secs(3));
         assert_eq!(ProviderError::new(ErrorKind::Overloaded { retry_after: wait }, "").retry_after(), wait);
         assert_eq!(

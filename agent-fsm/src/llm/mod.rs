@@ -102,15 +102,23 @@
 //! | --- | --- | --- |
 //! | [`RateLimited`](ErrorKind::RateLimited) | HTTP 429, `rate_limit_error` | yes, after [`retry_after`](ProviderError::retry_after) if given |
 //! | [`Overloaded`](ErrorKind::Overloaded) | HTTP 529, `overloaded_error` (as a body or an event mid-stream) | yes |
-//! | [`ServerError`](ErrorKind::ServerError) | HTTP 5xx, 409 (a lock timed out), `api_error`, a `finish_reason` of `abort`, `error` or `insufficient_system_resource` | yes |
+//! | [`ServerError`](ErrorKind::ServerError) | HTTP 5xx, 409 (a lock timed out), `api_error`, `server_error`, a `finish_reason` of `abort`, `error` or `insufficient_system_resource` | yes |
 //! | [`Timeout`](ErrorKind::Timeout) | connect, read or total timeout, HTTP 408 | yes |
 //! | [`ConnectionDropped`](ErrorKind::ConnectionDropped) | the connection failed or ended before the reply was complete | yes |
-//! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a 200 whose body is a web page, or JSON that is not the provider's whole reply (an OpenAI-compatible server's chat completion sent whole is read as the reply, and either provider's error object sent so as the error), a stream past the limits below | yes |
+//! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a tool call the stream never named (no id nor name at a new index, and no name later), a 200 whose body is a web page, or JSON that is not the provider's whole reply (an OpenAI-compatible server's chat completion sent whole is read as the reply, and either provider's error object sent so as the error), a stream past the limits below | yes |
 //! | [`BadRequest`](ErrorKind::BadRequest) | other 4xx, a redirect to another origin, more than 10 redirects | no |
 //! | [`Auth`](ErrorKind::Auth) | HTTP 401, 403 | no |
 //! | [`QuotaExceeded`](ErrorKind::QuotaExceeded) | HTTP 402, `insufficient_quota`, `billing_error`, Anthropic's 400 saying the credit balance is too low | no |
 //! | [`ContextTooLong`](ErrorKind::ContextTooLong) | a 400 whose message says the prompt, or the prompt and `max_tokens`, is past the window, HTTP 413 | no |
 //! | [`InvalidConfig`](ErrorKind::InvalidConfig) | an invalid header, TLS setup | no |
+//! | [`Unrecognized`](ErrorKind::Unrecognized) | an error inside the stream whose `code` and `type` name no kind either provider documents, or that has neither | no |
+//!
+//! An error inside the stream is classified by its `code` when that is an
+//! HTTP status or a reason the providers document
+//! (`context_length_exceeded`, `insufficient_quota`, `rate_limit_exceeded`,
+//! `invalid_api_key`), else by its `type`: OpenAI's `code` may be any
+//! string, and one this client does not know (`invalid_value` beside
+//! `invalid_request_error`) says nothing of the kind.
 //!
 //! An event stream that ends without a single event is classified by what
 //! it held instead: an error object sent without the `data:` framing (a

@@ -8,15 +8,15 @@ use futures::Stream;
 use futures::stream::BoxStream;
 
 #[cfg(feature = "otel")]
-use crate::llm::StopReason;
+use crate::llm::{ErrorKind, StopReason};
 use crate::llm::{ProviderError, Request, StreamEvent};
 
 /// A reply's stream, observed: the `chat` span is entered while it is
 /// polled and closed when the stream ends or is dropped; the usage of its
 /// `Completed` event is recorded. Dropped before its reply or an error
 /// came (an interrupt, a timeout, a shutdown), the span's `error.type` is
-/// `cancelled`: without it the span of a call cut short reads as a call
-/// that went well.
+/// `cancelled`; ended before either, `ended_without_reply`: without them
+/// the span of a call cut short reads as a call that went well.
 struct Observed {
     inner: BoxStream<'static, Result<StreamEvent, ProviderError>>,
     #[cfg(feature = "otel")]
@@ -56,6 +56,32 @@ pub(crate) fn observe_chat(
         #[cfg(feature = "metrics")]
         labels: [("provider", provider.to_owned()), ("model", model.to_owned())],
     })
+}
+
+/// The `error.type` of a call whose stream ended with neither its reply
+/// (`Completed`) nor an error.
+#[cfg(feature = "otel")]
+const ENDED_WITHOUT_REPLY: &str = "ended_without_reply";
+
+/// The `error.type` of a failed call: its kind's name in snake case, as
+/// the conventions write theirs (`rate_limited`, `server_error`), without
+/// the details a kind carries (a status, a wait).
+#[cfg(feature = "otel")]
+fn error_type(kind: &ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::RateLimited { .. } => "rate_limited",
+        ErrorKind::Overloaded { .. } => "overloaded",
+        ErrorKind::ServerError { .. } => "server_error",
+        ErrorKind::Timeout => "timeout",
+        ErrorKind::ConnectionDropped => "connection_dropped",
+        ErrorKind::BadRequest => "bad_request",
+        ErrorKind::Auth => "auth",
+        ErrorKind::QuotaExceeded => "quota_exceeded",
+        ErrorKind::ContextTooLong => "context_too_long",
+        ErrorKind::MalformedStream => "malformed_stream",
+        ErrorKind::InvalidConfig => "invalid_config",
+        ErrorKind::Unrecognized => "unrecognized",
+    }
 }
 
 /// The conventions' name of a finish reason.
@@ -112,12 +138,7 @@ impl Observed {
             }
             Err(error) => {
                 #[cfg(feature = "otel")]
-                {
-                    // The variant's name, without the server's details.
-                    let kind = format!("{:?}", error.kind());
-                    let name = kind.split([' ', '(', '{']).next().unwrap_or_default();
-                    super::failed(&self.span, name);
-                }
+                super::failed(&self.span, error_type(error.kind()));
                 #[cfg(not(feature = "otel"))]
                 let _ = error;
             }
@@ -136,8 +157,13 @@ impl Stream for Observed {
         match &polled {
             Poll::Ready(Some(item)) => self.record(item),
             // Ended: the span closes now, not when the stream is dropped.
+            // Ended with neither the reply nor an error (a provider of
+            // one's own whose stream just stops), the call did not go well.
             #[cfg(feature = "otel")]
             Poll::Ready(None) => {
+                if !self.settled {
+                    super::failed(&self.span, ENDED_WITHOUT_REPLY);
+                }
                 self.settled = true;
                 self.span = tracing::Span::none();
             }

@@ -54,39 +54,47 @@
 //! stdin), and one past those is passed over, so that a server sending
 //! them without end cannot fill the agent's memory.
 //!
-//! The server runs in its own process group. When the last handle to it is
-//! dropped (the [`McpServer`] and every tool it listed), or when the server
-//! exits, that whole group is killed (`SIGKILL`), so a server's own
-//! children do not outlive it, nor keep its stdout open: a call pending
-//! when the server exits, and every later call, fails
-//! ([`CallError::Failed`]) rather than waiting.
-//! Its stderr is the agent's.
+//! The server runs in its own process group, with `AGENT_FSM_MCP_SERVER`
+//! set in its environment to a value of its own. When the last handle to
+//! it is dropped (the [`McpServer`] and every tool it listed), or when the
+//! server exits, that whole group is killed (`SIGKILL`), and on Linux so
+//! is every descendant that left it (`setsid`, a daemon's double fork):
+//! found by its parent, or, its parent gone, by that value in its
+//! environment, each is stopped as soon as found, so that the search
+//! catches what it starts, and all are killed once none is left to find.
+//! So a server's own processes do not outlive it, nor keep its stdout
+//! open: a call pending when the server exits, and every later call, fails
+//! ([`CallError::Failed`]) rather than waiting. (Beyond reach: a
+//! descendant that both loses its parent and clears that variable, and, on
+//! another Unix, one that left the group.) Its stderr is the agent's.
 
-use std::collections::HashSet;
 use std::fmt;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, CustomResult, ListToolsRequest,
-    PaginatedRequestParams, RequestId, ServerResult,
-};
-use rmcp::service::{ClientCacheConfig, Peer, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, CustomResult, ServerResult};
+use rmcp::service::{ClientCacheConfig, Peer, RoleClient, RunningService};
 use rmcp::{ServiceError, ServiceExt};
-use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::error::CallError;
 use super::set::{RawTool, ToolSet};
 use super::typed::not_an_object;
 use crate::llm::ToolDefinition;
 
+mod list;
 mod names;
+mod reap;
+mod request;
 mod schema;
 mod stdio;
+
+use list::{ListError, list_all_tools};
+pub use list::{MAX_TOOL_BYTES, MAX_TOOLS};
+use reap::Group;
+use request::send_cancel_on_drop;
 
 /// How long [`McpServer::spawn`] waits for the handshake, and
 /// [`McpServer::tools`] for the list.
@@ -120,6 +128,30 @@ pub enum McpError {
         program: String,
         /// Why, as the MCP client says it.
         source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The server listed more than [`MAX_TOOLS`] tools.
+    #[error("the MCP server `{program}` lists more than {max} tools")]
+    TooManyTools {
+        /// The command's program.
+        program: String,
+        /// The most it may list, [`MAX_TOOLS`].
+        max: usize,
+    },
+    /// One of the server's tools takes more than [`MAX_TOOL_BYTES`] of
+    /// JSON (its name, description and input schema), which every request
+    /// to the model would carry.
+    #[error(
+        "the MCP server `{program}` lists the tool `{tool}`, whose name, description and input schema take {size} bytes, over {max}"
+    )]
+    ToolTooLarge {
+        /// The command's program.
+        program: String,
+        /// The tool's name (its first 128 characters).
+        tool: String,
+        /// How many bytes of JSON it takes.
+        size: usize,
+        /// The most it may take, [`MAX_TOOL_BYTES`].
+        max: usize,
     },
     /// The server did not answer the handshake or the list in time.
     #[error("the MCP server `{program}` did not answer within {after:?}")]
@@ -177,28 +209,34 @@ impl McpServer {
         let program = command.as_std().get_program().to_string_lossy().into_owned();
         #[cfg(unix)]
         command.process_group(0);
+        let mark = reap::new_mark();
+        command.env(reap::MARK, &*mark);
         command.kill_on_drop(true).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         let spawn_error = |source| McpError::Spawn { program: program.clone(), source };
         let mut child = command.spawn().map_err(spawn_error)?;
         // Made before the handshake, so that a failed one kills the group.
-        let group = Group::new(child.id());
+        let group = Group::new(child.id(), Arc::clone(&mark));
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(spawn_error(std::io::Error::other("the server's stdio is not piped")));
         };
         // The connection ends when the server's stdout does. A child of the
         // server that inherited it would hold it open after the server
         // exits, and every call would wait for an answer that never comes:
-        // so the server's exit ends its group too. The wait also reaps it.
-        let (pid, running) = (child.id(), Arc::clone(&group.pid));
+        // so the server's exit ends its group and descendants too. The wait
+        // also reaps it.
+        let (pid, running) = (child.id(), group.pid_cell());
         tokio::spawn(async move {
             let status = child.wait().await;
             tracing::debug!(?pid, ?status, "MCP server exited");
+            // Reaped: its own pid is not to be walked from, but what it
+            // started is found by its mark.
+            reap::kill_all(None, &mark);
             if let Some(pid) = pid {
-                kill_group(pid);
+                reap::kill_group(pid);
             }
             // Reaped, its pid may soon be another process's: not to be
             // shown, nor killed as a group, any more.
-            running.store(0, Ordering::Release);
+            running.store(0, std::sync::atomic::Ordering::Release);
         });
         let service = match tokio::time::timeout(timeout, ().serve(stdio::Stdio::new(stdout, stdin))).await {
             Ok(Ok(service)) => service,
@@ -260,12 +298,25 @@ impl McpServer {
     /// # Errors
     /// [`McpError::ListTools`] or [`McpError::TimedOut`]. A list whose
     /// pages would never end (a cursor the server gave before), or over
-    /// 16 MiB of JSON in all, is a [`McpError::ListTools`].
+    /// 16 MiB of JSON in all, is a [`McpError::ListTools`]; one of more
+    /// than [`MAX_TOOLS`] tools, a [`McpError::TooManyTools`]; one with a
+    /// tool whose name, description and input schema take more than
+    /// [`MAX_TOOL_BYTES`] of JSON, a [`McpError::ToolTooLarge`] (both
+    /// checked page by page, as the pages come).
     pub async fn tools(&self) -> Result<ToolSet, McpError> {
         let program = &self.inner.program;
         let listed = match tokio::time::timeout(self.inner.timeout, list_all_tools(self.inner.service.peer())).await {
             Ok(Ok(listed)) => listed,
-            Ok(Err(source)) => return Err(McpError::ListTools { program: program.clone(), source }),
+            Ok(Err(error)) => {
+                let program = program.clone();
+                return Err(match error {
+                    ListError::TooManyTools => McpError::TooManyTools { program, max: MAX_TOOLS },
+                    ListError::ToolTooLarge { tool, size } => {
+                        McpError::ToolTooLarge { program, tool, size, max: MAX_TOOL_BYTES }
+                    }
+                    ListError::Failed(source) => McpError::ListTools { program, source },
+                });
+            }
             Err(_) => return Err(McpError::TimedOut { program: program.clone(), after: self.inner.timeout }),
         };
         // Of every name listed, a tool left out for its schema too: a
@@ -294,110 +345,6 @@ impl McpServer {
         }
         Ok(set)
     }
-}
-
-/// The most JSON a server's list of tools may take, its tools and
-/// cursors together. A server whose pages never end, each with a cursor
-/// it never gave before, would otherwise have the list grow as fast as it
-/// can send until the timeout: gigabytes.
-const LIST_BUDGET: usize = 16 << 20;
-
-/// Every page of the server's tools. A cursor the server gave before ends
-/// the list with an error: it would list the same pages again, forever,
-/// so the list would grow as fast as the server answers until the
-/// timeout. So does a list over [`LIST_BUDGET`].
-async fn list_all_tools(
-    peer: &Peer<RoleClient>,
-) -> Result<Vec<rmcp::model::Tool>, Box<dyn std::error::Error + Send + Sync>> {
-    let (mut tools, mut cursors, mut cursor, mut size) = (Vec::new(), HashSet::new(), None, 0usize);
-    loop {
-        let params = PaginatedRequestParams::default().with_cursor(cursor);
-        let (page, next_cursor) = match peer.list_tools(Some(params.clone())).await {
-            Ok(page) => (page.tools, page.next_cursor),
-            // One tool the SDK cannot read (no input schema, say) makes
-            // the whole page unreadable to it: the page is asked for again
-            // and read tool by tool, so that one tool is left out, not all.
-            Err(ServiceError::UnexpectedResponse) => list_page_leniently(peer, params).await?,
-            Err(error) => return Err(error.into()),
-        };
-        size = page.iter().map(json_len).chain(next_cursor.as_ref().map(String::len)).fold(size, usize::saturating_add);
-        if size > LIST_BUDGET {
-            return Err(format!("its list is over {} MiB", LIST_BUDGET >> 20).into());
-        }
-        tools.extend(page);
-        match next_cursor {
-            None => return Ok(tools),
-            Some(next) if !cursors.insert(next.clone()) => {
-                return Err("the server gave a cursor it had given before, so its pages would never end".into());
-            }
-            next => cursor = next,
-        }
-    }
-}
-
-/// How long `value` is as JSON, counted rather than written out.
-fn json_len<T: serde::Serialize>(value: &T) -> usize {
-    /// Counts what is written to it.
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 = self.0.saturating_add(bytes.len());
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing to a counter fails only if the value cannot be JSON: it was.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
-}
-
-/// One page of the server's tools and the next page's cursor, read from
-/// the page's JSON one tool at a time, and of each tool only what the set
-/// uses (its name, description and input schema: a malformed annotation
-/// or output schema does not matter here): a tool without those (no name,
-/// no input schema, a schema that is not a JSON object) is left out, with
-/// a warning. The request is cancelled on the server if dropped (the
-/// list timed out).
-async fn list_page_leniently(
-    peer: &Peer<RoleClient>,
-    params: PaginatedRequestParams,
-) -> Result<(Vec<rmcp::model::Tool>, Option<String>), Box<dyn std::error::Error + Send + Sync>> {
-    let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
-    let page = match send_cancel_on_drop(peer, request).await? {
-        ServerResult::ListToolsResult(page) => return Ok((page.tools, page.next_cursor)),
-        ServerResult::CustomResult(CustomResult(page)) => page,
-        _ => return Err(ServiceError::UnexpectedResponse.into()),
-    };
-    let Some(listed) = page.get("tools").and_then(Value::as_array) else {
-        return Err("the server's answer has no list of tools".into());
-    };
-    let mut tools = Vec::with_capacity(listed.len());
-    for tool in listed {
-        match Listed::deserialize(tool) {
-            Ok(Listed { name, description, input_schema }) => {
-                tools.push(rmcp::model::Tool::new_with_raw(name, description.map(Into::into), input_schema));
-            }
-            Err(error) => {
-                let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
-                tracing::warn!(tool = %name, %error, "an MCP tool that is not one as the spec has it is left out");
-            }
-        }
-    }
-    let next_cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
-    Ok((tools, next_cursor))
-}
-
-/// What the set reads of a tool the SDK could not read.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Listed {
-    name: String,
-    #[serde(default)]
-    description: Option<String>,
-    input_schema: Map<String, Value>,
 }
 
 /// One tool of a server.
@@ -461,39 +408,6 @@ async fn call_tool(peer: &Peer<RoleClient>, params: CallToolRequestParams) -> Re
     }
 }
 
-/// Sends `request` and waits for its answer; if dropped first (a timeout),
-/// tells the server the request was abandoned, which `Peer::send_request`
-/// does not: the server would go on with it, and the SDK would keep
-/// waiting for its answer.
-async fn send_cancel_on_drop(peer: &Peer<RoleClient>, request: ClientRequest) -> Result<ServerResult, ServiceError> {
-    let handle = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await?;
-    let mut guard = CancelOnDrop { peer: peer.clone(), id: Some(handle.id.clone()) };
-    let answer = handle.await_response().await;
-    guard.id = None;
-    answer
-}
-
-/// Tells the server a request was abandoned (`notifications/cancelled`)
-/// if dropped while `id` is set: the call was dropped before its answer.
-struct CancelOnDrop {
-    peer: Peer<RoleClient>,
-    id: Option<RequestId>,
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        let Some(id) = self.id.take() else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let peer = self.peer.clone();
-        let cancelled = CancelledNotificationParam::new(Some(id), Some("the call was dropped".to_owned()));
-        runtime.spawn(async move {
-            if let Err(error) = peer.notify_cancelled(cancelled).await {
-                tracing::debug!(%error, "cannot tell the MCP server a call was cancelled");
-            }
-        });
-    }
-}
-
 /// What the model reads of a request the server refused or could not
 /// answer.
 fn service_error(error: &ServiceError) -> String {
@@ -530,50 +444,4 @@ fn result_text<B: serde::Serialize>(blocks: &[B], structured: Option<&Value>) ->
         format!("[{mime}{kind}{uri}]")
     };
     blocks.iter().map(line).collect::<Vec<_>>().join("\n")
-}
-
-/// The server's process group (its id is the server's pid), killed whole
-/// when dropped unless the server has been reaped.
-struct Group {
-    /// The server's pid; 0 if it has none, or once it has been reaped.
-    pid: Arc<AtomicU32>,
-}
-
-impl Group {
-    fn new(pid: Option<u32>) -> Group {
-        Group { pid: Arc::new(AtomicU32::new(pid.unwrap_or(0))) }
-    }
-
-    /// The server's pid, until it has been reaped.
-    fn pid(&self) -> Option<u32> {
-        Some(self.pid.load(Ordering::Acquire)).filter(|&pid| pid != 0)
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Some(pid) = self.pid() {
-            kill_group(pid);
-        }
-    }
-}
-
-/// Kills the process group `pid` (`SIGKILL`); one already gone is no error.
-fn kill_group(pid: u32) {
-    // No server is init, and group 1 would be signalled as `kill(-1)`:
-    // every process the agent may signal.
-    if pid <= 1 {
-        return;
-    }
-    #[cfg(not(unix))]
-    let _ = pid;
-    #[cfg(unix)]
-    if let Some(pid) = rustix::process::Pid::from_raw(pid.cast_signed()) {
-        // ESRCH: the group is gone already.
-        if let Err(error) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL)
-            && error != rustix::io::Errno::SRCH
-        {
-            tracing::warn!(pid = pid.as_raw_nonzero().get(), %error, "cannot kill the MCP server's process group");
-        }
-    }
 }

@@ -2,6 +2,9 @@
 //! clients from: a keyless client of a replay server, a one-message
 //! request, a chunk of one choice, a text delta.
 
+// Each test file uses a different part of this module.
+#![allow(dead_code)]
+
 use agent_fsm::llm::{Message, OpenAi, OpenAiConfig, Request, StreamEvent};
 use serde_json::{Value, json};
 

@@ -253,6 +253,9 @@ impl StreamParser {
     }
 
     fn complete(&mut self, out: &mut VecDeque<Item>) {
+        if let Some(error) = self.reply.nameless_call() {
+            return self.fail(error, out);
+        }
         let message = self.reply.finish();
         let stop_reason = self.stop_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
         // Anthropic counts cached input apart; `input_tokens` here is every
