@@ -217,31 +217,13 @@ fn approval_invariants(approvals: &[Approval], ctx: &RunnerContext) -> Result<()
 /// collision).
 #[must_use]
 pub fn request_id(n: u64, call: &ToolCall) -> String {
-    format!("approval-{n}-{:016x}", crate::fingerprint::fingerprint(n, std::slice::from_ref(call)))
+    crate::fingerprint::labelled_id("approval", n, call)
 }
 
-/// The number of a request id in [`request_id`]'s form, and its
-/// fingerprint, written as it writes them (no sign, no leading zero, 16
-/// lower-case hex digits), so that one request has one id; or as ids were
-/// written before they held a fingerprint (`approval-{n}`), which a
-/// snapshot taken then may hold.
+/// The number of `id`, and its fingerprint, if it is an approval request
+/// id (see [`crate::fingerprint::request_number`]).
 fn request_number(id: &str) -> Option<(u64, Option<u64>)> {
-    let rest = id.strip_prefix("approval-")?;
-    let (digits, print) = match rest.split_once('-') {
-        Some((digits, print)) => (digits, Some(print)),
-        None => (rest, None),
-    };
-    let n: u64 = digits.parse().ok()?;
-    let print = match print {
-        Some(hex) if hex.len() == 16 => Some(u64::from_str_radix(hex, 16).ok()?),
-        Some(_) => return None,
-        None => None,
-    };
-    let canonical = match print {
-        Some(print) => format!("approval-{n}-{print:016x}"),
-        None => format!("approval-{n}"),
-    };
-    (canonical == id).then_some((n, print))
+    crate::fingerprint::request_number("approval", id)
 }
 
 /// Whether the counter has `count` more request ids.

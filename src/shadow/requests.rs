@@ -14,7 +14,7 @@
 //! so that its next event behaves as a live one's.
 
 use super::{NextStep, Permission, ShadowContext, ShadowState, ToolCall, Turn};
-use crate::fingerprint::fingerprint;
+use crate::fingerprint::{fingerprint, request_number};
 
 /// The prefix of permission request ids.
 pub const PERMISSION: &str = "permission";
@@ -29,31 +29,7 @@ pub const QUESTION: &str = "question";
 /// (but for the odds of a 64-bit collision).
 #[must_use]
 pub fn request_id(kind: &str, n: u64, call: &ToolCall) -> String {
-    format!("{kind}-{n}-{:016x}", fingerprint(n, std::slice::from_ref(call)))
-}
-
-/// The number of `id`, and its fingerprint, if it is a request id of
-/// `kind` as [`request_id`] writes it (no sign, no leading zero, 16
-/// lower-case hex digits), so that one request has one id; or as ids were
-/// written before they held a fingerprint (`{kind}-{n}`), which a snapshot
-/// taken then may hold.
-fn request_number(kind: &str, id: &str) -> Option<(u64, Option<u64>)> {
-    let rest = id.strip_prefix(kind)?.strip_prefix('-')?;
-    let (digits, print) = match rest.split_once('-') {
-        Some((digits, print)) => (digits, Some(print)),
-        None => (rest, None),
-    };
-    let n: u64 = digits.parse().ok()?;
-    let print = match print {
-        Some(hex) if hex.len() == 16 => Some(u64::from_str_radix(hex, 16).ok()?),
-        Some(_) => return None,
-        None => None,
-    };
-    let canonical = match print {
-        Some(print) => format!("{kind}-{n}-{print:016x}"),
-        None => format!("{kind}-{n}"),
-    };
-    (canonical == id).then_some((n, print))
+    crate::fingerprint::labelled_id(kind, n, call)
 }
 
 /// The first id two of `calls` share.
