@@ -320,6 +320,24 @@ async fn handles_cloned_and_dropped_from_many_tasks_then_shutdown_races_calls() 
     let shut = timeout(LIMIT, handle.shutdown()).await.expect("shutdown hung");
     assert!(shut.is_ok(), "{shut:?}");
     for j in jobs {
-        let (_, _ok) = timeout(LIMIT, j).await.expect("a call hung past shutdown").unwrap();
+        let (i, ok) = timeout(LIMIT, j).await.expect("a call hung past shutdown").unwrap();
+        assert!(ok, "call {i} read an error from a machine shut down normally");
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupt_racing_shutdown_mid_work_leaves_nothing_running() {
+    let tracker = TaskTracker::new();
+    let config = ExecutorConfig::new()
+        .interrupt_event(bench::EventKind::Interrupted, |_| Event::Interrupted)
+        .tracker(tracker.clone());
+    let handle = spawn(Machine::new(), effects(u64::MAX), config);
+    handle.call(Event::Start(3)).await.unwrap();
+    let h = handle.clone();
+    let interrupt = tokio::spawn(async move { h.interrupt("race").await });
+    let shut = timeout(LIMIT, handle.shutdown()).await.expect("shutdown hung");
+    assert!(shut.is_ok(), "{shut:?}");
+    let _ = timeout(LIMIT, interrupt).await.expect("interrupt hung").unwrap();
+    tracker.close();
+    timeout(LIMIT, tracker.wait()).await.expect("tasks outlived shutdown");
 }
