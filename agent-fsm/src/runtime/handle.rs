@@ -276,7 +276,25 @@ where
         };
         match if queued { rx.await.ok() } else { None } {
             Some(delivered) => Ok(delivered),
-            None => self.finished_or_closed(),
+            None => {
+                // The inbox closes when the worker starts to stop, before it
+                // records how it ended: waits for that record, so that a
+                // call racing a terminal state reads `Finished`, not `Closed`.
+                self.settled().await;
+                self.finished_or_closed()
+            }
+        }
+    }
+
+    /// Returns once the worker has recorded how it ended, or is gone.
+    async fn settled(&self) {
+        if self.shared.outcome().is_some() {
+            return;
+        }
+        let (tx, rx) = oneshot::channel();
+        if self.shared.push_control(Control::WaitFinished(tx)).is_ok() {
+            // Never answered: the sender is dropped when the worker exits.
+            let _ = rx.await;
         }
     }
 
