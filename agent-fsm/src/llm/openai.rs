@@ -35,7 +35,9 @@
 //! index without ids (Gemini's: a piece that names a tool starts a call of
 //! its own when the call before is of another tool or its arguments are
 //! whole), arguments
-//! whole in one chunk (or as a JSON object rather than its text),
+//! whole in one chunk (or as a JSON object rather than its text), a
+//! single call in the legacy `function_call` shape (no id, no index,
+//! ended with `"finish_reason": "function_call"`; read as a tool call),
 //! `content` as a list of typed parts (Mistral's reasoning models: the
 //! `text` parts are the reply's text, the `thinking` parts are left out),
 //! the model's reasoning as `reasoning_content` (DeepSeek's, vLLM's) or

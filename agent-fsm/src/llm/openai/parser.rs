@@ -148,6 +148,17 @@ impl StreamParser {
                         return self.fail(error, out);
                     }
                 }
+                // The legacy call: a piece of the reply's one call, read as
+                // a `tool_calls` piece without index or id would be (its id
+                // made up at the end), so that a reply ended with
+                // `function_call` holds the call it announces.
+                if let Some(function) = &delta.function_call {
+                    let arguments = function.arguments.as_ref().map(Arguments::text).unwrap_or_default();
+                    out.push_back(Ok(self.reply.tool_piece(None, None, function.name.as_deref(), &arguments)));
+                    if let Some(error) = self.reply.too_many_calls() {
+                        return self.fail(error, out);
+                    }
+                }
             }
             // Ollama, LocalAI and SGLang write `""` on every chunk before
             // the last: no reason yet.

@@ -124,6 +124,11 @@ pub(super) struct Delta<'a> {
     pub(super) reasoning: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub(super) tool_calls: Option<Vec<ToolCallPiece<'a>>>,
+    /// The legacy single call, which older OpenAI-compatible servers and
+    /// Azure's older API versions write in place of `tool_calls` (no id,
+    /// no index), ending the reply with `"finish_reason": "function_call"`.
+    #[serde(default, borrow)]
+    pub(super) function_call: Option<FunctionPiece<'a>>,
 }
 
 #[derive(Deserialize)]
