@@ -367,6 +367,11 @@ fn transport_error(e: &reqwest::Error, doing: &str) -> ProviderError {
         // Redirects in a loop within the origin: the same request loops
         // the same way again.
         ErrorKind::BadRequest
+    } else if e.is_decode() && is_bad_data(e) {
+        // A body said to be compressed that is no such stream broke its
+        // format. (A compressed body cut off is a decode error too, caused
+        // by the connection: dropped.)
+        ErrorKind::MalformedStream
     } else {
         ErrorKind::ConnectionDropped
     };
@@ -389,6 +394,21 @@ fn transport_error(e: &reqwest::Error, doing: &str) -> ProviderError {
         message = message.replace(url.as_str(), shown.as_str());
     }
     ProviderError::new(kind, message)
+}
+
+/// Whether a cause of `e` is data that cannot be decoded (what the
+/// decompressors report), rather than the connection failing under it.
+fn is_bad_data(e: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && matches!(io.kind(), std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput)
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// Classifies an error status, reading the requested wait and the body.

@@ -105,7 +105,7 @@
 //! | [`ServerError`](ErrorKind::ServerError) | HTTP 5xx, 409 (a lock timed out), `api_error`, `server_error`, a `finish_reason` of `abort`, `error` or `insufficient_system_resource` | yes |
 //! | [`Timeout`](ErrorKind::Timeout) | connect, read or total timeout, HTTP 408 | yes |
 //! | [`ConnectionDropped`](ErrorKind::ConnectionDropped) | the connection failed or ended before the reply was complete | yes |
-//! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a tool call the stream never named (no id nor name at a new index, and no name later), a 200 whose body is a web page, or JSON that is not the provider's whole reply (an OpenAI-compatible server's chat completion sent whole is read as the reply, and either provider's error object sent so as the error), a stream past the limits below | yes |
+//! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a tool call the stream never named (no id nor name at a new index, and no name later), a 200 whose body is a web page or is said to be compressed and is not, or JSON that is not the provider's whole reply (an OpenAI-compatible server's chat completion sent whole is read as the reply, and either provider's error object sent so as the error), a stream past the limits below | yes |
 //! | [`BadRequest`](ErrorKind::BadRequest) | other 4xx, a redirect to another origin, more than 10 redirects | no |
 //! | [`Auth`](ErrorKind::Auth) | HTTP 401, 403 | no |
 //! | [`QuotaExceeded`](ErrorKind::QuotaExceeded) | HTTP 402, `insufficient_quota`, `billing_error`, Anthropic's 400 saying the credit balance is too low | no |
@@ -138,6 +138,14 @@
 //! whose stop reason came waits at most 10 s more for its end marker
 //! (Anthropic's `message_stop`, the OpenAI-compatible `[DONE]`),
 //! keep-alives or not, then completes.
+//!
+//! The clients ask for a compressed reply (`accept-encoding: gzip,
+//! deflate`, as the providers' own SDKs do) and read a body compressed so,
+//! asked for or not (a proxy that compresses what it forwards), event by
+//! event as the server flushes it; the limits above count the body as
+//! decompressed. A header of yours named `accept-encoding` replaces the
+//! request's (`identity` asks for none); brotli and zstd bodies are not
+//! read.
 //!
 //! A redirect is followed only within the origin (scheme, host and port)
 //! of the configured URL: the key headers (`x-api-key`, `api-key`, a
