@@ -99,7 +99,9 @@ impl Model {
     /// it would have given.
     pub(super) fn place_row(&mut self, cx: &Ctxt, row: Row) -> bool {
         let span = row.head_span();
-        if self.context.is_none() {
+        // A carried field named `ctx` has its own error, at the field: a
+        // row that reads it is no row that forgot the context.
+        if self.context.is_none() && !self.is_carried(&Ident::new("ctx", Span::call_site())) {
             let mut code = TokenStream::new();
             if let Some(g) = &row.guard {
                 g.to_tokens(&mut code);

@@ -1,4 +1,5 @@
-// Rows read the context as `ctx`; a carried field cannot take that name.
+// Rows read the context as `ctx`; a carried field cannot take that name. The
+// one error is at the field: the row that reads it gets none of its own.
 #[agent_fsm::state_machine(fallback = Nothing)]
 mod m {
     #[states]
@@ -17,7 +18,7 @@ mod m {
         Nothing,
     }
     transitions! {
-        Idle + Go => Busy / Nothing,
+        Idle + Go => { *ctx += 1; } Busy / Nothing,
         Busy + Go => Idle / Nothing,
     }
 }
