@@ -141,3 +141,43 @@ async fn a_file_growing_while_it_is_read_is_never_returned_past_the_limit() {
     let rounds = rounds.load(Ordering::Relaxed);
     assert!(raced.is_ok(), "the race did not run: {rounds} rounds, {read} read, {refused} refused");
 }
+
+/// A workspace opened by a symlink that is later pointed at another
+/// directory (by a command it ran, say): the file tools keep the
+/// directory they opened, and the shell and `host_path`, which go by the
+/// path, refuse rather than work in the other directory.
+#[tokio::test]
+async fn a_workspace_whose_symlinked_path_is_repointed_runs_nothing_elsewhere() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (a, b, link) = (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("ws"));
+    for (dir, text) in [(&a, "the workspace\n"), (&b, "elsewhere\n")] {
+        std::fs::create_dir(dir).expect("dir");
+        std::fs::write(dir.join("marker"), text).expect("marker");
+    }
+    symlink(&a, &link).expect("symlink");
+    let ws = agent_fsm::tools::Workspace::open(&link).expect("open");
+    let options = agent_fsm::tools::ShellOptions::default().with_timeout(std::time::Duration::from_secs(10));
+    let ran = ws.run_command("cat marker", &options).await.expect("ran").into_result().expect("succeeded");
+    assert_eq!(ran, "the workspace\n");
+    assert_eq!(std::fs::read_to_string(ws.host_path("marker").expect("inside")).expect("read"), "the workspace\n");
+
+    // Repointed in one `rename`, as `ln -sfn` does.
+    symlink(&b, tmp.path().join("ws.new")).expect("symlink");
+    std::fs::rename(tmp.path().join("ws.new"), &link).expect("repoint");
+
+    assert_eq!(ws.read_file("marker").await.expect("read"), "the workspace\n", "the file tools hold the directory");
+    let run = ws.run_command("echo touched > marker", &options).await;
+    assert!(
+        matches!(&run, Err(agent_fsm::tools::ToolError::Moved { root }) if *root == link),
+        "the shell refuses: {run:?}"
+    );
+    assert_eq!(std::fs::read_to_string(b.join("marker")).expect("read"), "elsewhere\n", "nothing ran elsewhere");
+    let host = ws.host_path("marker");
+    assert!(matches!(host, Err(agent_fsm::tools::ToolError::Moved { .. })), "{host:?}");
+
+    // Pointed back: the path leads to the workspace again.
+    symlink(&a, tmp.path().join("ws.new")).expect("symlink");
+    std::fs::rename(tmp.path().join("ws.new"), &link).expect("repoint");
+    let ran = ws.run_command("cat marker", &options).await.expect("ran").into_result().expect("succeeded");
+    assert_eq!(ran, "the workspace\n");
+}

@@ -98,6 +98,19 @@ pub enum ToolError {
         #[source]
         source: io::Error,
     },
+    /// The workspace's path no longer names the directory the workspace
+    /// opened (the directory was moved, or a symlink on the way to it was
+    /// pointed elsewhere): the shell and [`host_path`](super::Workspace::host_path),
+    /// which go by the path, refuse rather than work in another directory
+    /// than the file tools, which hold the directory itself.
+    #[error(
+        "the workspace's path `{}` no longer leads to the workspace (it was moved, or a symlink on the way now points elsewhere); nothing was run",
+        root.display()
+    )]
+    Moved {
+        /// The workspace's path, as [`root`](super::Workspace::root) gives it.
+        root: std::path::PathBuf,
+    },
     /// Any other I/O error on the path (permission denied, not a directory,
     /// ...).
     #[error("`{path}`: {source}")]

@@ -104,12 +104,14 @@
 
 mod capture;
 mod error;
+mod listing;
 mod replace;
 #[cfg(unix)]
 mod shell;
 mod workspace;
 
 pub use error::ToolError;
+pub use listing::Listing;
 #[cfg(unix)]
 pub use shell::{CommandOutput, GIT_REPOSITORY_VARIABLES, ShellOptions, run_command};
-pub use workspace::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_LISTED, Listing, Workspace};
+pub use workspace::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_LISTED, Workspace};

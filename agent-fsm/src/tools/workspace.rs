@@ -1,8 +1,8 @@
 //! The file tools: a directory handle, and every path resolved beneath it
 //! (cap-std), never by its text.
 
-use super::ToolError;
 use super::replace::{climbs_out, escape, left_behind, replace, sweep};
+use super::{Listing, ToolError};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, File, OpenOptions};
 use std::io::{self, Read as _};
@@ -37,69 +37,6 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 20;
 /// 1,000, a page a model can read; a directory holding more (a
 /// `node_modules`, a build's output) is summed up by how many are left out.
 pub const DEFAULT_MAX_LISTED: usize = 1_000;
-
-/// The names in a directory, at most the workspace's limit of them
-/// ([`Workspace::with_max_listed`]): the first in sorted order, and how many
-/// more the directory holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listing {
-    /// The names shown, sorted.
-    pub names: Vec<String>,
-    /// How many names the directory holds past those shown.
-    pub more: usize,
-}
-
-impl Listing {
-    /// The names one per line, then, if some were left out, a last line
-    /// saying how many: the text a model is shown.
-    ///
-    /// A name holding a line break or another control character, or
-    /// starting with `"`, is shown as a JSON string (`"a\nb"`), which is
-    /// how the model writes it back as a path: shown as it is, it would
-    /// read as several names, or as the line saying how many were left out.
-    #[must_use]
-    pub fn to_text(&self) -> String {
-        let mut text = self.names.iter().map(|name| shown(name)).collect::<Vec<_>>().join("\n");
-        if self.more > 0 {
-            if !text.is_empty() {
-                text.push('\n');
-            }
-            let shown = self.names.len();
-            text.push_str(&format!(
-                "({} more names not shown: the first {shown} in sorted order are listed)",
-                self.more
-            ));
-        }
-        text
-    }
-}
-
-/// `name` as one line of a listing: as it is, or as a JSON string when
-/// it holds a control character or a line separator, or starts with the
-/// quote that marks one.
-fn shown(name: &str) -> std::borrow::Cow<'_, str> {
-    // The Unicode line and paragraph separators end a line for some readers.
-    let escaped = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
-    if !name.starts_with('"') && !name.chars().any(escaped) {
-        return name.into();
-    }
-    let mut quoted = String::with_capacity(name.len() + 2);
-    quoted.push('"');
-    for c in name.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            '\n' => quoted.push_str("\\n"),
-            '\r' => quoted.push_str("\\r"),
-            '\t' => quoted.push_str("\\t"),
-            // Each of these is below U+FFFF: one `\uXXXX` escape.
-            c if escaped(c) => quoted.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('"');
-    quoted.into()
-}
 
 /// A path-level failure for the model: the escape cap-std refuses, the
 /// usual kinds, and the rest as it is.
@@ -547,12 +484,15 @@ impl Workspace {
     /// walk to it stays inside.
     ///
     /// This is a check, then a use by the other program: a symlink swapped
-    /// in between is not caught. Prefer the file methods, which resolve and
+    /// in between is not caught. The workspace's own path is checked to
+    /// still lead to the directory the file tools hold, else
+    /// [`ToolError::Moved`]. Prefer the file methods, which resolve and
     /// open in one step. The check is a blocking file-system call.
     ///
     /// # Errors
     /// [`ToolError::OutsideWorkspace`], or [`ToolError::Io`].
     pub fn host_path(&self, path: &str) -> Result<PathBuf, ToolError> {
+        self.still_at_root()?;
         match self.dir.metadata(path) {
             Ok(_) => Ok(self.root.join(path)),
             Err(e) => match classify(path, e) {
@@ -575,14 +515,36 @@ impl Workspace {
     /// shell is not confined to the workspace.
     ///
     /// # Errors
-    /// As [`run_command`](super::run_command).
+    /// As [`run_command`](super::run_command), and [`ToolError::Moved`]
+    /// when the workspace's path no longer leads to the directory the file
+    /// tools hold (nothing is run then).
     #[cfg(unix)]
     pub async fn run_command(
         &self,
         command: &str,
         options: &super::ShellOptions,
     ) -> Result<super::CommandOutput, ToolError> {
+        self.still_at_root()?;
         super::run_command(&self.root, command, options).await
+    }
+
+    /// Whether the workspace's path, followed now, still leads to the
+    /// directory the file tools hold (the same device and inode): the
+    /// path is what the shell and `host_path` hand on. (Unix only: the
+    /// shell is, and elsewhere the path is taken as it is.)
+    fn still_at_root(&self) -> Result<(), ToolError> {
+        #[cfg(unix)]
+        {
+            use cap_std::fs::MetadataExt as _;
+            use std::os::unix::fs::MetadataExt as _;
+            let held = self.dir.dir_metadata().map_err(|source| ToolError::Io { path: ".".to_owned(), source })?;
+            // Gone, or something else there: either way not the workspace.
+            match std::fs::metadata(&self.root) {
+                Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {}
+                _ => return Err(ToolError::Moved { root: self.root.clone() }),
+            }
+        }
+        Ok(())
     }
 }
 
