@@ -75,6 +75,10 @@
 //! but the command runs as the user running the agent and can read, write
 //! or delete anything that user can, talk to the network, and leave the
 //! workspace with `cd ..`. What the shell tool does promise:
+//! - it starts in the directory the file tools hold: when the workspace's
+//!   path no longer leads there (the directory moved, or the symlink it was
+//!   opened by now points elsewhere) it runs nothing and answers
+//!   [`ToolError::Moved`], as [`host_path`](Workspace::host_path) does;
 //! - the command runs in its own process group, and every process still in
 //!   that group is killed with `SIGKILL` when the shell exits, when the
 //!   timeout passes, or when the future is dropped (the agent cancelled the
