@@ -127,8 +127,10 @@ pub(super) struct Delta<'a> {
     /// The legacy single call, which older OpenAI-compatible servers and
     /// Azure's older API versions write in place of `tool_calls` (no id,
     /// no index), ending the reply with `"finish_reason": "function_call"`.
+    /// Boxed: rare, and held inline it made every delta, which is moved
+    /// whole while it is read, larger by its size.
     #[serde(default, borrow)]
-    pub(super) function_call: Option<FunctionPiece<'a>>,
+    pub(super) function_call: Option<Box<FunctionPiece<'a>>>,
 }
 
 #[derive(Deserialize)]
