@@ -1,5 +1,5 @@
 //! Snapshot fuzzing of the reference machines that take the `serde` form
-//! (bob's runner and Shadow; the test machines of `tests/bob.rs` are
+//! (bob's runner and Shadow; the test machines of `tests/snapshot_odd_data.rs` are
 //! fuzzed there): 10,000 seeded mutations of snapshots taken at every step
 //! of real sessions, each accepted one checked against its invariants and
 //! given every kind of next event (see `support/snapshot_fuzz.rs`).
