@@ -43,7 +43,11 @@ pub struct Approval<E> {
     /// around it is shown (a right-to-left override, a zero-width space, a
     /// variation selector, a control character) is spelled out as
     /// `<U+XXXX>`, since the summary
-    /// often holds what a model wrote.
+    /// often holds what a model wrote. Its first
+    /// [`SUMMARY_SHOWN`](super::SUMMARY_SHOWN) bytes or so are sent to the
+    /// page, which says how many more there are and links to the whole
+    /// text; a button answers this approval, whole, whatever the page
+    /// showed of it.
     pub summary: String,
     /// Sent by "approve".
     pub approve: E,

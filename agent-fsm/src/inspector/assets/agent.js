@@ -172,11 +172,21 @@ function onMessage(m) {
       return mark([m.hop]);
     case "text":
       return Panels.addText(m.delta, m.reset);
-    case "tool":
-      agent.tools = agent.tools.filter((t) => t.id !== m.tool.id).concat([m.tool]);
+    // The server sends the first `TOOLS_SHOWN` calls in flight, and how
+    // many more there are (`more`).
+    case "tool": {
+      if (m.tool) {
+        const at = agent.tools.findIndex((t) => t.id === m.tool.id);
+        if (at >= 0) agent.tools[at] = m.tool; // started again: in its place
+        else agent.tools.push(m.tool);
+      }
+      agent.tools_more = m.more;
       return Panels.renderTools(agent);
+    }
     case "tool_done":
       agent.tools = agent.tools.filter((t) => t.id !== m.id);
+      if (m.next) agent.tools.push(m.next);
+      agent.tools_more = m.more;
       return Panels.renderTools(agent);
     case "note":
       return Panels.addNote(m, agent.hops.length ? agent.hops[0].at : 0);
@@ -186,6 +196,7 @@ function onMessage(m) {
     case "end":
       agent.finished = true;
       agent.tools = [];
+      agent.tools_more = 0;
       renderHeader();
       Panels.renderTools(agent);
       return Panels.renderApproval(agent);
