@@ -556,6 +556,18 @@ mod tests {
         assert_eq!(log.text, delta, "the text kept is what was sent");
     }
 
+    /// A summary's start is cut to the limit as written, never inside a
+    /// character spelled out, and counts what it left out in bytes.
+    #[test]
+    fn a_summary_is_cut_as_written_between_characters() {
+        let (start, cut) = as_written_start(&"ab\u{202E}".repeat(100), 21);
+        assert_eq!(start, "ab<U+202E>ab<U+202E>a", "two and a half of them fit in 21 bytes");
+        assert_eq!(cut, 5 * 100 - 11, "the bytes of the text left out");
+        assert_eq!(as_written_start("short", 21), ("short".to_owned(), 0));
+        let (start, cut) = as_written_start(&"€".repeat(10), 10);
+        assert_eq!((start.as_str(), cut), ("€€€", 21));
+    }
+
     #[test]
     fn the_text_keeps_its_end_whole() {
         let mut log = Log::new(Instant::now(), "Calling", Instant::now());
