@@ -181,18 +181,17 @@ fn hidden(c: char) -> bool {
         )
 }
 
-/// `text`'s first [`LINE_KEPT`] bytes or so (cut on a character), and how
-/// many bytes were left out, if it is longer.
-pub(super) fn clipped(mut text: String) -> String {
-    if text.len() <= LINE_KEPT {
-        return text;
+/// `text`'s first [`LINE_KEPT`] bytes or so as written ([`as_written`]:
+/// a label or a note often holds what a model wrote, a file name with a
+/// right-to-left override in it), and how many bytes were left out, if
+/// it is longer.
+pub(super) fn clipped(text: String) -> String {
+    let (mut shown, more) = as_written_start(&text, LINE_KEPT);
+    if more > 0 {
+        // Writing to a String cannot fail.
+        let _ = write!(shown, "… ({more} bytes more)");
     }
-    let cut = text.floor_char_boundary(LINE_KEPT);
-    let more = text.len() - cut;
-    text.truncate(cut);
-    // Writing to a String cannot fail.
-    let _ = write!(text, "… ({more} bytes more)");
-    text
+    shown
 }
 
 /// Cuts `text` to its last [`TEXT_KEPT`] bytes or so (cut on a
