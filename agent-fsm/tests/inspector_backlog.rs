@@ -4,7 +4,8 @@
 //! has not read are held up to [`PAGE_BACKLOG`] bytes, not a thousand
 //! updates of up to 128 KiB each (128 MB for as long as the idle limit):
 //! past them they are dropped, and the page, once it reads again, is sent
-//! a fresh snapshot in their place.
+//! a fresh snapshot in their place. With many pages open at once, half
+//! of them stopped, the pages still reading are sent every change.
 
 use std::time::Duration;
 
@@ -61,11 +62,13 @@ impl Effects<Machine> for Speaker {
 /// What `stream` sends until `needle` is in its last bytes.
 async fn read_until(stream: &mut TcpStream, seen: &mut Vec<u8>, needle: &str) {
     let mut buffer = vec![0u8; 256 * 1024];
+    // Only what the last read brought, and the needle's length before it.
+    let mut from = 0;
     loop {
-        let tail = &seen[seen.len().saturating_sub(needle.len() + buffer.len())..];
-        if String::from_utf8_lossy(tail).contains(needle) {
+        if seen[from..].windows(needle.len()).any(|w| w == needle.as_bytes()) {
             return;
         }
+        from = seen.len().saturating_sub(needle.len() - 1);
         let n = timeout(LIMIT, stream.read(&mut buffer)).await.expect("an update in time").expect("read");
         assert!(n > 0, "the stream ended before {needle}");
         seen.extend_from_slice(&buffer[..n]);
@@ -143,6 +146,82 @@ async fn stalled_page() {
     assert!(texts < deltas, "every delta was held for the page: {texts}");
     let last = messages.iter().rev().find(|m| m["t"] == "snapshot").expect("a snapshot");
     assert_eq!(last["state"], "Done", "the fresh snapshot is taken when the page reads again");
+    inspector.shutdown().await;
+    handle.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_half_the_pages_stopped_the_others_are_sent_everything() {
+    timeout(LIMIT, many_pages()).await.expect("the test timed out");
+}
+
+async fn many_pages() {
+    let handle: MachineHandle<Machine, String> =
+        spawn(Machine::new(), Speaker, ExecutorConfig::new().notification_capacity(4096));
+    let inspector = Inspector::bind("127.0.0.1:0").await.expect("bind");
+    let view = AgentView::new("talker").outputs(|text: &String| Some(Shown::TextDelta(text.clone())));
+    let id = inspector.attach(&handle, view).await.expect("attach");
+    let addr = inspector.local_addr();
+    let events =
+        format!("GET /api/agents/{id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {}\r\n\r\n", inspector.cookie());
+    let pages = 16;
+    // Held open, never read.
+    let mut stopped = Vec::new();
+    let mut readers = Vec::new();
+    for n in 0..pages {
+        // The pages stopped with a small receive buffer, as above.
+        let socket = TcpSocket::new_v4().expect("socket");
+        if n % 2 == 0 {
+            socket.set_recv_buffer_size(4096).expect("a small receive buffer");
+        }
+        let mut page = timeout(LIMIT, socket.connect(addr)).await.expect("connect in time").expect("connect");
+        page.write_all(events.as_bytes()).await.expect("write");
+        let mut seen = Vec::new();
+        read_until(&mut page, &mut seen, "\"t\":\"snapshot\"").await;
+        if n % 2 == 0 {
+            stopped.push(page);
+        } else {
+            // Each reader counts the deltas it is sent, and the snapshots,
+            // keeping only the end of what it read.
+            readers.push(tokio::spawn(async move {
+                let mut buffer = vec![0u8; 1 << 16];
+                let (mut texts, mut snapshots) = (0, 0);
+                let mut tail = seen.split_off(seen.len().saturating_sub(32));
+                loop {
+                    let n = timeout(LIMIT, page.read(&mut buffer)).await.expect("an update in time").expect("read");
+                    assert!(n > 0, "the stream ended");
+                    tail.extend_from_slice(&buffer[..n]);
+                    let count = |what: &[u8]| tail.windows(what.len()).filter(|w| *w == what).count();
+                    texts += count(b"\"t\":\"text\"");
+                    snapshots += count(b"\"t\":\"snapshot\"");
+                    if count(b"the end") > 0 {
+                        break;
+                    }
+                    // Kept: less than a marker, so none is counted twice.
+                    let keep = tail.len().saturating_sub(13);
+                    tail.drain(..keep);
+                }
+                (texts, snapshots)
+            }));
+        }
+    }
+
+    let deltas = 100;
+    let size = 5 * PAGE_BACKLOG / deltas;
+    for n in 0..deltas {
+        handle.send(Event::Say(format!("<{n}>{}", "x".repeat(size)))).await.expect("say");
+    }
+    handle.send(Event::Stop).await.expect("stop");
+    while listed_state(&inspector).await != "Done" {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for reader in readers {
+        let (texts, snapshots) = reader.await.expect("a reader");
+        assert!(
+            texts == deltas + 1 || snapshots > 0,
+            "a page reading was sent {texts} deltas of {deltas} and no fresh snapshot"
+        );
+    }
     inspector.shutdown().await;
     handle.shutdown().await.expect("shutdown");
 }
