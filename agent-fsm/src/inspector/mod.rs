@@ -55,6 +55,12 @@
 //! updates, whichever comes first. Past them they are dropped, and the
 //! page is sent a fresh snapshot when it reads again.
 //!
+//! A page follows its agent only while it is shown: a browser opens six
+//! connections at most to one host, and each page's update stream holds
+//! one, so pages left open in other tabs would otherwise take them all
+//! (a seventh would not load, and no approve button would be heard). A
+//! page shown again follows the agent from a fresh snapshot.
+//!
 //! # No network, loopback only, and a token
 //! Every script and style the page loads is served by the binary
 //! (Mermaid's single-file build among them, compressed), so the page

@@ -203,17 +203,40 @@ function onMessage(m) {
   }
 }
 
+// The update stream is open only while the page is shown: a browser
+// opens six connections at most to one host, and each open stream holds
+// one, so six pages left open in other tabs would leave none for a
+// seventh page, nor for a click on approve in any of them. A page shown
+// again opens a new stream, which starts with a fresh snapshot.
+let updates = null;
+
+function follow() {
+  const stream = new EventSource("/api/agents/" + agent.id + "/events");
+  stream.onmessage = (e) => onMessage(JSON.parse(e.data));
+  stream.onerror = () => {
+    // A refused request (another inspector on this port now, which has a
+    // token of its own) ends the stream for good: the browser does not try
+    // again, and only that inspector's URL opens its pages.
+    if (stream.readyState === EventSource.CLOSED) {
+      $("status").textContent = "disconnected: open the inspector's URL again";
+    } else {
+      $("status").textContent = agent.finished ? "finished (inspector stopped)" : "disconnected, retrying";
+    }
+  };
+  updates = stream;
+}
+
+function pause() {
+  if (updates === null) return;
+  updates.close();
+  updates = null;
+  $("status").textContent = "paused while hidden";
+}
+
 Panels.wire(agent);
-const updates = new EventSource("/api/agents/" + agent.id + "/events");
-updates.onmessage = (e) => onMessage(JSON.parse(e.data));
-updates.onerror = () => {
-  // A refused request (another inspector on this port now, which has a
-  // token of its own) ends the stream for good: the browser does not try
-  // again, and only that inspector's URL opens its pages.
-  if (updates.readyState === EventSource.CLOSED) {
-    $("status").textContent = "disconnected: open the inspector's URL again";
-  } else {
-    $("status").textContent = agent.finished ? "finished (inspector stopped)" : "disconnected, retrying";
-  }
-};
+document.addEventListener("visibilitychange", () => {
+  if (document.hidden) pause();
+  else if (updates === null) follow();
+});
+if (!document.hidden) follow();
 setInterval(tick, 250);
