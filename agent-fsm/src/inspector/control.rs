@@ -24,6 +24,9 @@ pub(super) enum Refusal {
 pub(super) trait Control: Send + Sync {
     /// Sends approval `id`'s approve (or deny) event.
     fn decide(&self, id: u64, approve: bool) -> BoxFuture<'_, Result<(), Refusal>>;
+
+    /// Approval `id`'s whole summary, while it is the one shown.
+    fn summary(&self, id: u64) -> Option<String>;
 }
 
 /// The approval shown.
@@ -77,6 +80,12 @@ impl<E: Clone + std::fmt::Debug> Pending<E> {
         }
     }
 
+    /// Approval `id`'s summary, if it is the one shown.
+    fn summary(&self, id: u64) -> Option<String> {
+        let guard = self.lock();
+        guard.1.as_ref().filter(|c| c.id == id).map(|c| c.approval.summary.clone())
+    }
+
     /// Takes approval `id`'s event, once.
     fn answer(&self, id: u64, approve: bool) -> Option<E> {
         let mut guard = self.lock();
@@ -112,6 +121,10 @@ where
                 Ok(false) | Err(_) => Err(Refusal::Ended),
             }
         })
+    }
+
+    fn summary(&self, id: u64) -> Option<String> {
+        self.pending.summary(id)
     }
 }
 

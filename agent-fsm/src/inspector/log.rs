@@ -9,10 +9,10 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::control::Control;
+use super::feed::{Feed, Page};
 use crate::Description;
 
 /// How many of an agent's hops its page shows at most, the newest: the
@@ -29,19 +29,23 @@ const NOTES_KEPT: usize = 200;
 /// never reset) would otherwise keep, and send each page that opens,
 /// everything ever streamed in it. Cut to this once it is twice as long.
 const TEXT_KEPT: usize = 64 * 1024;
+/// How many bytes of an approval's summary the pages are sent, its
+/// start; the page says how many more there are and links to the whole
+/// text. A summary often holds a call's arguments (a whole file to write),
+/// which a model can make megabytes long, and the approval is sent to
+/// every page in each snapshot and queued for the slow ones. The approval
+/// answered is still the whole call the agent's state holds: a call that
+/// differs only past the cut is another approval, with buttons of its own.
+pub const SUMMARY_SHOWN: usize = 16 * 1024;
+/// How many tool calls in flight the pages are shown, the first started;
+/// the page says how many more there are. A model can ask for any
+/// number of calls at once, and the list is sent in each snapshot.
+pub const TOOLS_SHOWN: usize = 100;
 /// How many bytes of a tool's label or a note are shown: the rest is
 /// counted, not sent. A label often holds a call's arguments (a whole file
 /// to write), and each is kept, sent to every page and queued for the
 /// slow ones.
 pub(super) const LINE_KEPT: usize = 4 * 1024;
-/// How many updates an open page may fall behind before it is sent a
-/// fresh snapshot instead.
-pub(super) const UPDATES_KEPT: usize = 1024;
-
-/// What the pages' queue carries in place of an update when each page is
-/// to be sent a fresh snapshot: no update is empty.
-pub(super) const RESYNC: &str = "";
-
 /// Milliseconds from `epoch` to `at` (negative before it).
 pub(super) fn millis(epoch: Instant, at: Instant) -> f64 {
     if at >= epoch {
@@ -72,13 +76,36 @@ pub(super) struct Hop {
 #[derive(Debug, serde::Serialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
 pub(super) enum Update {
-    Hop { hop: Hop },
-    Text { reset: bool, delta: String },
-    Tool { tool: Tool },
-    ToolDone { id: u64 },
-    Note { at: f64, text: String },
-    Approval { approval: Option<Shown> },
-    End { at: f64 },
+    Hop {
+        hop: Hop,
+    },
+    Text {
+        reset: bool,
+        delta: String,
+    },
+    /// A call started: shown (`tool`) if among the first
+    /// [`TOOLS_SHOWN`]; `more` is how many in flight are not shown.
+    Tool {
+        tool: Option<Tool>,
+        more: usize,
+    },
+    /// A call shown (0: none shown) finished; `next`, the call shown in
+    /// its place, if any.
+    ToolDone {
+        id: u64,
+        next: Option<Tool>,
+        more: usize,
+    },
+    Note {
+        at: f64,
+        text: String,
+    },
+    Approval {
+        approval: Option<Shown>,
+    },
+    End {
+        at: f64,
+    },
 }
 
 /// `text` with every character that is not shown, or that changes how
@@ -91,34 +118,6 @@ pub(super) enum Update {
 /// and the user decides on what the page shows: a right-to-left override
 /// must not make `rm -rf ~` read as something else.
 pub(super) fn as_written(text: &str) -> String {
-    let hidden = |c: char| {
-        (c.is_control() && c != '\n' && c != '\t')
-            || matches!(
-                c,
-                '\u{00AD}'
-                    | '\u{034F}'
-                    | '\u{061C}'
-                    | '\u{115F}'
-                    | '\u{1160}'
-                    | '\u{17B4}'
-                    | '\u{17B5}'
-                    | '\u{180B}'..='\u{180F}'
-                    | '\u{200B}'..='\u{200F}'
-                    | '\u{202A}'..='\u{202E}'
-                    | '\u{2060}'..='\u{206F}'
-                    | '\u{3164}'
-                    | '\u{FE00}'..='\u{FE0F}'
-                    | '\u{FEFF}'
-                    | '\u{FFA0}'
-                    | '\u{FFF0}'..='\u{FFFB}'
-                    | '\u{1BCA0}'..='\u{1BCA3}'
-                    | '\u{1D173}'..='\u{1D17A}'
-                    // Tags, and the variation selectors 17 to 256 (a
-                    // letter followed by any number of them draws as the
-                    // letter alone: room for a hidden message).
-                    | '\u{E0000}'..='\u{E0FFF}'
-            )
-    };
     if !text.chars().any(hidden) {
         return text.to_owned();
     }
@@ -134,18 +133,65 @@ pub(super) fn as_written(text: &str) -> String {
     shown
 }
 
-/// `text`'s first [`LINE_KEPT`] bytes or so (cut on a character), and how
-/// many bytes were left out, if it is longer.
-pub(super) fn clipped(mut text: String) -> String {
-    if text.len() <= LINE_KEPT {
-        return text;
+/// [`as_written`] of `text`'s start, at most `limit` bytes once written
+/// (cut on a character, never inside one spelled out), and how many bytes
+/// of `text` were left out.
+pub(super) fn as_written_start(text: &str, limit: usize) -> (String, usize) {
+    let mut width = 0;
+    let mut end = text.len();
+    for (at, c) in text.char_indices() {
+        // `<U+XXXX>`: four hex digits at least.
+        let written = if hidden(c) { 4 + format!("{:04X}", u32::from(c)).len() } else { c.len_utf8() };
+        if width + written > limit {
+            end = at;
+            break;
+        }
+        width += written;
     }
-    let cut = text.floor_char_boundary(LINE_KEPT);
-    let more = text.len() - cut;
-    text.truncate(cut);
-    // Writing to a String cannot fail.
-    let _ = write!(text, "… ({more} bytes more)");
-    text
+    (as_written(&text[..end]), text.len() - end)
+}
+
+/// Whether `c` is spelled out by [`as_written`].
+fn hidden(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{034F}'
+                | '\u{061C}'
+                | '\u{115F}'
+                | '\u{1160}'
+                | '\u{17B4}'
+                | '\u{17B5}'
+                | '\u{180B}'..='\u{180F}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{206F}'
+                | '\u{3164}'
+                | '\u{FE00}'..='\u{FE0F}'
+                | '\u{FEFF}'
+                | '\u{FFA0}'
+                | '\u{FFF0}'..='\u{FFFB}'
+                | '\u{1BCA0}'..='\u{1BCA3}'
+                | '\u{1D173}'..='\u{1D17A}'
+                // Tags, and the variation selectors 17 to 256 (a
+                // letter followed by any number of them draws as the
+                // letter alone: room for a hidden message).
+                | '\u{E0000}'..='\u{E0FFF}'
+        )
+}
+
+/// `text`'s first [`LINE_KEPT`] bytes or so as written ([`as_written`]:
+/// a label or a note often holds what a model wrote, a file name with a
+/// right-to-left override in it), and how many bytes were left out, if
+/// it is longer.
+pub(super) fn clipped(text: String) -> String {
+    let (mut shown, more) = as_written_start(&text, LINE_KEPT);
+    if more > 0 {
+        // Writing to a String cannot fail.
+        let _ = write!(shown, "… ({more} bytes more)");
+    }
+    shown
 }
 
 /// Cuts `text` to its last [`TEXT_KEPT`] bytes or so (cut on a
@@ -159,7 +205,16 @@ fn keep_end(text: &mut String) {
 #[derive(Debug, Clone, serde::Serialize)]
 pub(super) struct Shown {
     id: u64,
+    /// Its first [`SUMMARY_SHOWN`] bytes or so, as written.
     summary: String,
+    /// How many bytes of the summary were left out (not sent if none).
+    #[serde(skip_serializing_if = "is_zero")]
+    cut: usize,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A tool call in flight.
@@ -192,8 +247,9 @@ pub(super) struct Log {
     tools: Vec<Tool>,
     /// How many tool calls were given a number.
     tool_count: u64,
-    /// The approval shown: its number and summary.
-    approval: Option<(u64, String)>,
+    /// The approval shown: its number, the start of its summary as
+    /// written, and how many bytes of it were left out.
+    approval: Option<(u64, String, usize)>,
     notes: VecDeque<(f64, String)>,
 }
 
@@ -279,26 +335,45 @@ impl Log {
 
     /// A tool call started; its label is [`clipped`].
     pub(super) fn tool_started(&mut self, id: String, label: String) -> Update {
-        // A call started again under the same id keeps its number, so that
-        // the pages replace it.
-        let number = match self.tools.iter().position(|t| t.key == id) {
-            Some(at) => self.tools.remove(at).id,
-            None => {
-                self.tool_count += 1;
-                self.tool_count
-            }
+        let label = clipped(label);
+        let started = self.now();
+        // A call started again under the same id keeps its number and its
+        // place, so that the pages replace it.
+        let at = if let Some(at) = self.tools.iter().position(|t| t.key == id) {
+            let tool = &mut self.tools[at];
+            tool.label = label;
+            tool.started = started;
+            at
+        } else {
+            self.tool_count += 1;
+            self.tools.push(Tool { key: id, id: self.tool_count, label, started });
+            self.tools.len() - 1
         };
-        let tool = Tool { key: id, id: number, label: clipped(label), started: self.now() };
-        self.tools.push(tool.clone());
-        Update::Tool { tool }
+        let tool = (at < TOOLS_SHOWN).then(|| self.tools[at].clone());
+        Update::Tool { tool, more: self.tools_more() }
     }
 
-    /// A tool call finished. One not in flight is sent as number 0, which
-    /// no tool has.
+    /// A tool call finished. One not shown (or not in flight) is sent as
+    /// number 0, which no tool has.
     pub(super) fn tool_finished(&mut self, id: &str) -> Update {
-        let at = self.tools.iter().position(|t| t.key == id);
-        let shown = at.map_or(0, |at| self.tools.remove(at).id);
-        Update::ToolDone { id: shown }
+        let (id, next) = match self.tools.iter().position(|t| t.key == id) {
+            Some(at) if at < TOOLS_SHOWN => {
+                let id = self.tools.remove(at).id;
+                // The first call not shown moves up into the list.
+                (id, self.tools.get(TOOLS_SHOWN - 1).cloned())
+            }
+            Some(at) => {
+                self.tools.remove(at);
+                (0, None)
+            }
+            None => (0, None),
+        };
+        Update::ToolDone { id, next, more: self.tools_more() }
+    }
+
+    /// How many calls in flight are not shown.
+    fn tools_more(&self) -> usize {
+        self.tools.len().saturating_sub(TOOLS_SHOWN)
     }
 
     /// A note, [`clipped`].
@@ -313,14 +388,18 @@ impl Log {
     }
 
     /// The approval shown, replaced (`None`: none pending). Its summary is
-    /// shown as written ([`as_written`]).
+    /// shown as written ([`as_written`]), its first [`SUMMARY_SHOWN`] bytes
+    /// or so.
     pub(super) fn approval(&mut self, approval: Option<(u64, String)>) -> Update {
-        self.approval = approval.map(|(id, summary)| (id, as_written(&summary)));
+        self.approval = approval.map(|(id, summary)| {
+            let (start, cut) = as_written_start(&summary, SUMMARY_SHOWN);
+            (id, start, cut)
+        });
         Update::Approval { approval: self.approval_shown() }
     }
 
     fn approval_shown(&self) -> Option<Shown> {
-        self.approval.as_ref().map(|(id, summary)| Shown { id: *id, summary: summary.clone() })
+        self.approval.as_ref().map(|(id, summary, cut)| Shown { id: *id, summary: summary.clone(), cut: *cut })
     }
 
     /// The worker exited.
@@ -358,7 +437,8 @@ impl Log {
             "mermaid": description.mermaid, "states": states, "rows": rows,
             "state": self.state, "entered": self.entered, "finished": self.finished,
             "hops": &self.hops, "hops_kept": HOPS_KEPT, "hop_count": self.hop_count, "text": &self.text,
-            "tools": &self.tools, "approval": self.approval_shown(), "notes": notes, "now": self.now(),
+            "tools": &self.tools[..self.tools.len().min(TOOLS_SHOWN)], "tools_more": self.tools_more(),
+            "approval": self.approval_shown(), "notes": notes, "now": self.now(),
         })
     }
 }
@@ -370,7 +450,8 @@ pub(super) struct Agent {
     pub(super) name: String,
     pub(super) description: &'static Description,
     log: Mutex<Log>,
-    updates: broadcast::Sender<Arc<str>>,
+    /// The open pages' queues, filled under the log's lock.
+    pages: Feed,
     pub(super) control: Box<dyn Control>,
 }
 
@@ -382,8 +463,7 @@ impl Agent {
         log: Log,
         control: Box<dyn Control>,
     ) -> Self {
-        let (updates, _) = broadcast::channel(UPDATES_KEPT);
-        Self { id, name, description, log: Mutex::new(log), updates, control }
+        Self { id, name, description, log: Mutex::new(log), pages: Feed::default(), control }
     }
 
     fn lock(&self) -> MutexGuard<'_, Log> {
@@ -398,33 +478,30 @@ impl Agent {
     pub(super) fn apply(&self, change: impl FnOnce(&mut Log) -> Update) {
         let mut log = self.lock();
         let update = change(&mut log);
-        if self.updates.receiver_count() == 0 {
+        if self.pages.is_empty() {
             return;
         }
         match serde_json::to_string(&update) {
-            // A page that closed meanwhile is not an error.
-            Ok(message) => drop(self.updates.send(Arc::from(message))),
+            Ok(message) => self.pages.send(&Arc::from(message)),
             Err(error) => tracing::warn!(%error, "an inspector update could not be written"),
         }
     }
 
     /// Changes the log in a way no update says, and has each open page
-    /// sent a fresh snapshot instead (as a page that fell behind is): the
-    /// pages are sent [`RESYNC`], and each page's stream takes its own
-    /// snapshot when it reaches it. The snapshot itself, a megabyte or so
-    /// with thousands of hops, is not queued: a page that stopped reading
-    /// would keep each one queued for it, up to [`UPDATES_KEPT`] of them.
+    /// sent a fresh snapshot instead (as a page that fell behind is): each
+    /// page's stream takes its own snapshot when it reads again. The
+    /// snapshot itself, a megabyte or so with thousands of hops, is not
+    /// queued: a page that stopped reading would keep each one queued.
     pub(super) fn resync(&self, change: impl FnOnce(&mut Log)) {
         let mut log = self.lock();
         change(&mut log);
-        // A page that closed meanwhile, or none open, is not an error.
-        drop(self.updates.send(Arc::from(RESYNC)));
+        self.pages.resync();
     }
 
     /// A snapshot and the updates after it.
-    pub(super) fn open(&self) -> (String, broadcast::Receiver<Arc<str>>) {
+    pub(super) fn open(&self) -> (String, Page) {
         let log = self.lock();
-        let updates = self.updates.subscribe();
+        let updates = self.pages.open();
         (log.snapshot(self.id, &self.name, self.description).to_string(), updates)
     }
 
@@ -476,6 +553,18 @@ mod tests {
         assert!(delta.len() <= TEXT_KEPT && delta.len() >= TEXT_KEPT - 3, "{}", delta.len());
         assert!(delta.chars().all(|c| c == '€'), "cut on a character, its end kept");
         assert_eq!(log.text, delta, "the text kept is what was sent");
+    }
+
+    /// A summary's start is cut to the limit as written, never inside a
+    /// character spelled out, and counts what it left out in bytes.
+    #[test]
+    fn a_summary_is_cut_as_written_between_characters() {
+        let (start, cut) = as_written_start(&"ab\u{202E}".repeat(100), 21);
+        assert_eq!(start, "ab<U+202E>ab<U+202E>a", "two and a half of them fit in 21 bytes");
+        assert_eq!(cut, 5 * 100 - 11, "the bytes of the text left out");
+        assert_eq!(as_written_start("short", 21), ("short".to_owned(), 0));
+        let (start, cut) = as_written_start(&"€".repeat(10), 10);
+        assert_eq!((start.as_str(), cut), ("€€€", 21));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! current state highlighted and the path taken so far, a timeline of its
 //! hops with the time spent in each state, the text of the current model
 //! call as it streams (its last 64 KiB), the tools in flight with their
-//! elapsed time, a pending approval with approve and deny buttons (which
+//! elapsed time (the first [`TOOLS_SHOWN`], and how many more), a pending
+//! approval (its summary's first [`SUMMARY_SHOWN`] bytes, with a link to
+//! the whole text if it is longer) with approve and deny buttons (which
 //! take clicks once the approval has been shown for a moment, so that a
 //! click meant for the approval it replaced cannot answer it), and the
 //! whole history, filterable (its last [`HOPS_KEPT`] hops). Clicking a
@@ -47,6 +49,18 @@
 //! pages. The figures are in the performance notes (`docs/performance.md`,
 //! "Inspector").
 //!
+//! Each open page is sent its updates as they come; those it has not read
+//! yet (its connection's buffers full: a page that stopped reading) are
+//! held for it up to [`PAGE_BACKLOG`] bytes (4 MiB) or a thousand
+//! updates, whichever comes first. Past them they are dropped, and the
+//! page is sent a fresh snapshot when it reads again.
+//!
+//! A page follows its agent only while it is shown: a browser opens six
+//! connections at most to one host, and each page's update stream holds
+//! one, so pages left open in other tabs would otherwise take them all
+//! (a seventh would not load, and no approve button would be heard). A
+//! page shown again follows the agent from a fresh snapshot.
+//!
 //! # No network, loopback only, and a token
 //! Every script and style the page loads is served by the binary
 //! (Mermaid's single-file build among them, compressed), so the page
@@ -82,6 +96,7 @@
 //! turn in the kernel's queue.
 
 mod control;
+mod feed;
 mod listener;
 mod log;
 mod server;
@@ -99,7 +114,8 @@ use crate::StateMachine;
 use crate::runtime::MachineHandle;
 use log::Agent;
 
-pub use log::HOPS_KEPT;
+pub use feed::PAGE_BACKLOG;
+pub use log::{HOPS_KEPT, SUMMARY_SHOWN, TOOLS_SHOWN};
 pub use view::{AgentView, Approval, Shown};
 
 /// Why the inspector could not start or attach an agent.

@@ -26,11 +26,10 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::{Stream, StreamExt};
-use tokio::sync::broadcast::error::RecvError;
 
 use super::Shared;
 use super::control::Refusal;
-use super::log::RESYNC;
+use super::feed::Read;
 
 /// The header the page's buttons send with their POST.
 pub(super) const CLICK_HEADER: &str = "x-agent-fsm-inspector";
@@ -98,6 +97,7 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route("/api/agents", get(agents))
         .route("/api/agents/{id}/events", get(events))
         .route("/api/agents/{id}/approvals/{approval}/{decision}", post(decide))
+        .route("/api/agents/{id}/approvals/{approval}/summary", get(summary))
         .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
         .layer(middleware::from_fn(super::listener::answering))
         .with_state(shared)
@@ -191,22 +191,24 @@ fn json_response(body: String) -> Response {
 }
 
 /// One agent's updates: a snapshot, then each change; a page that falls
-/// behind is sent a fresh snapshot. Ends when the inspector stops.
+/// behind (by [`UPDATES_KEPT`](super::feed::UPDATES_KEPT) updates or
+/// [`PAGE_BACKLOG`](super::PAGE_BACKLOG) bytes) is sent a fresh snapshot.
+/// Ends when the inspector stops.
 async fn events(State(shared): State<Arc<Shared>>, Path(id): Path<usize>) -> Result<Response, StatusCode> {
     let agent = shared.agent(id).ok_or(StatusCode::NOT_FOUND)?;
     let (snapshot, updates) = agent.open();
-    let stream = futures::stream::unfold((Some(snapshot), updates, agent), |(first, mut updates, agent)| async move {
+    let stream = futures::stream::unfold((Some(snapshot), updates, agent), |(first, updates, agent)| async move {
         if let Some(snapshot) = first {
             return Some((snapshot, (None, updates, agent)));
         }
-        match updates.recv().await {
-            Ok(message) if &*message != RESYNC => Some((message.to_string(), (None, updates, agent))),
+        match updates.next().await {
+            Read::Update(message) => Some((message.to_string(), (None, updates, agent))),
             // A fresh snapshot, taken with the updates that follow it.
-            Ok(_) | Err(RecvError::Lagged(_)) => {
+            Read::Behind => {
+                drop(updates);
                 let (snapshot, updates) = agent.open();
                 Some((snapshot, (None, updates, agent)))
             }
-            Err(RecvError::Closed) => None,
         }
     });
     let stream: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
@@ -214,6 +216,26 @@ async fn events(State(shared): State<Arc<Shared>>, Path(id): Path<usize>) -> Res
     // The keep-alives are what keeps a quiet agent's page from being
     // closed as idle.
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(super::listener::KEEP_ALIVE)).into_response())
+}
+
+/// The whole summary of approval `approval`, as written
+/// ([`as_written`](super::log::as_written)), while it is pending: the
+/// page is sent its first [`SUMMARY_SHOWN`](super::SUMMARY_SHOWN) bytes
+/// and links here for the rest. Plain text, which the browser must not
+/// take for anything else: it is what a model wrote.
+async fn summary(State(shared): State<Arc<Shared>>, Path((id, approval)): Path<(usize, u64)>) -> Response {
+    let Some(agent) = shared.agent(id) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let Some(summary) = agent.control.summary(approval) else {
+        return (StatusCode::CONFLICT, "that approval is not pending").into_response();
+    };
+    let headers = [
+        (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::CACHE_CONTROL, "no-store"),
+    ];
+    (headers, super::log::as_written(&summary)).into_response()
 }
 
 /// A click on approve or deny.

@@ -21,7 +21,9 @@ pub enum Shown {
         /// by a number.
         id: String,
         /// What the page shows for it (`read_file greeting.sh`): its first
-        /// 4 KiB, and how many bytes more, if it is longer.
+        /// 4 KiB, and how many bytes more, if it is longer; as written, as
+        /// an [`Approval`]'s summary is (a file name a model wrote may
+        /// hold a right-to-left override).
         label: String,
     },
     /// The tool call `id` finished.
@@ -30,7 +32,8 @@ pub enum Shown {
         id: String,
     },
     /// A line for the page's log (an error, a notice): its first 4 KiB,
-    /// and how many bytes more, if it is longer.
+    /// and how many bytes more, if it is longer; as written, as an
+    /// [`Approval`]'s summary is.
     Note(String),
 }
 
@@ -43,7 +46,11 @@ pub struct Approval<E> {
     /// around it is shown (a right-to-left override, a zero-width space, a
     /// variation selector, a control character) is spelled out as
     /// `<U+XXXX>`, since the summary
-    /// often holds what a model wrote.
+    /// often holds what a model wrote. Its first
+    /// [`SUMMARY_SHOWN`](super::SUMMARY_SHOWN) bytes or so are sent to the
+    /// page, which says how many more there are and links to the whole
+    /// text; a button answers this approval, whole, whatever the page
+    /// showed of it.
     pub summary: String,
     /// Sent by "approve".
     pub approve: E,

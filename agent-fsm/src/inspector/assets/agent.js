@@ -172,11 +172,21 @@ function onMessage(m) {
       return mark([m.hop]);
     case "text":
       return Panels.addText(m.delta, m.reset);
-    case "tool":
-      agent.tools = agent.tools.filter((t) => t.id !== m.tool.id).concat([m.tool]);
+    // The server sends the first `TOOLS_SHOWN` calls in flight, and how
+    // many more there are (`more`).
+    case "tool": {
+      if (m.tool) {
+        const at = agent.tools.findIndex((t) => t.id === m.tool.id);
+        if (at >= 0) agent.tools[at] = m.tool; // started again: in its place
+        else agent.tools.push(m.tool);
+      }
+      agent.tools_more = m.more;
       return Panels.renderTools(agent);
+    }
     case "tool_done":
       agent.tools = agent.tools.filter((t) => t.id !== m.id);
+      if (m.next) agent.tools.push(m.next);
+      agent.tools_more = m.more;
       return Panels.renderTools(agent);
     case "note":
       return Panels.addNote(m, agent.hops.length ? agent.hops[0].at : 0);
@@ -186,23 +196,47 @@ function onMessage(m) {
     case "end":
       agent.finished = true;
       agent.tools = [];
+      agent.tools_more = 0;
       renderHeader();
       Panels.renderTools(agent);
       return Panels.renderApproval(agent);
   }
 }
 
+// The update stream is open only while the page is shown: a browser
+// opens six connections at most to one host, and each open stream holds
+// one, so six pages left open in other tabs would leave none for a
+// seventh page, nor for a click on approve in any of them. A page shown
+// again opens a new stream, which starts with a fresh snapshot.
+let updates = null;
+
+function follow() {
+  const stream = new EventSource("/api/agents/" + agent.id + "/events");
+  stream.onmessage = (e) => onMessage(JSON.parse(e.data));
+  stream.onerror = () => {
+    // A refused request (another inspector on this port now, which has a
+    // token of its own) ends the stream for good: the browser does not try
+    // again, and only that inspector's URL opens its pages.
+    if (stream.readyState === EventSource.CLOSED) {
+      $("status").textContent = "disconnected: open the inspector's URL again";
+    } else {
+      $("status").textContent = agent.finished ? "finished (inspector stopped)" : "disconnected, retrying";
+    }
+  };
+  updates = stream;
+}
+
+function pause() {
+  if (updates === null) return;
+  updates.close();
+  updates = null;
+  $("status").textContent = "paused while hidden";
+}
+
 Panels.wire(agent);
-const updates = new EventSource("/api/agents/" + agent.id + "/events");
-updates.onmessage = (e) => onMessage(JSON.parse(e.data));
-updates.onerror = () => {
-  // A refused request (another inspector on this port now, which has a
-  // token of its own) ends the stream for good: the browser does not try
-  // again, and only that inspector's URL opens its pages.
-  if (updates.readyState === EventSource.CLOSED) {
-    $("status").textContent = "disconnected: open the inspector's URL again";
-  } else {
-    $("status").textContent = agent.finished ? "finished (inspector stopped)" : "disconnected, retrying";
-  }
-};
+document.addEventListener("visibilitychange", () => {
+  if (document.hidden) pause();
+  else if (updates === null) follow();
+});
+if (!document.hidden) follow();
 setInterval(tick, 250);

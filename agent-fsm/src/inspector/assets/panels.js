@@ -167,6 +167,12 @@ const Panels = (() => {
       li.append(el("span", tool.label, "label"), el("span", duration(agent.serverNow() - tool.started), "elapsed muted"));
       return li;
     }));
+    // The server sends the first calls in flight only: say how many more.
+    if (agent.tools_more > 0) {
+      const more = el("li", "and " + agent.tools_more + " more in flight, not shown", "muted more");
+      more.id = "tools-more";
+      list.appendChild(more);
+    }
   }
 
   // ---- notes.
@@ -194,6 +200,13 @@ const Panels = (() => {
     if (box.dataset.id === String(approval.id)) return; // shown already, as it was left
     box.dataset.id = approval.id;
     $("approval-summary").textContent = approval.summary;
+    // The server sends a long summary's start, and how many bytes it left
+    // out: say so, and link to the whole text.
+    $("approval-cut").hidden = !(approval.cut > 0);
+    if (approval.cut > 0) {
+      $("approval-more").textContent = "… and " + approval.cut + " bytes more, not shown here:";
+      $("approval-all").href = "/api/agents/" + agent.id + "/approvals/" + approval.id + "/summary";
+    }
     $("approval-result").textContent = "";
     for (const button of box.querySelectorAll("button")) button.disabled = true;
     clearTimeout(armed);
