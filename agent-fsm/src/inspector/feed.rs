@@ -11,6 +11,7 @@
 //! a page's snapshot and the updates after it never overlap.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::sync::Notify;
@@ -33,6 +34,10 @@ pub(super) struct Feed {
     /// Each open page's queue; a page that closed drops its own, and its
     /// entry goes at the next update.
     pages: Mutex<Vec<Weak<Queue>>>,
+    /// How many pages are open: read on every change of the agent, which
+    /// is not written out at all while no page is open, without taking
+    /// the lock above.
+    open: Arc<AtomicUsize>,
 }
 
 /// One page's queue, shared by the feed (which fills it) and the page's
@@ -64,7 +69,13 @@ pub(super) enum Read {
 }
 
 /// One open page's end of the feed; dropping it closes the page's queue.
-pub(super) struct Page(Arc<Queue>);
+pub(super) struct Page(Arc<Queue>, Arc<AtomicUsize>);
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        self.1.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Plain data behind: a panic while it was held leaves nothing half
@@ -73,11 +84,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Feed {
-    /// Whether no page is open (forgetting those that closed).
+    /// Whether no page is open.
     pub(super) fn is_empty(&self) -> bool {
-        let mut pages = lock(&self.pages);
-        pages.retain(|page| page.strong_count() > 0);
-        pages.is_empty()
+        self.open.load(Ordering::Acquire) == 0
     }
 
     /// Queues `update` for each open page; a page whose queue would pass
@@ -119,8 +128,12 @@ impl Feed {
     /// A queue for a page that opens now.
     pub(super) fn open(&self) -> Page {
         let queue = Arc::new(Queue::default());
-        lock(&self.pages).push(Arc::downgrade(&queue));
-        Page(queue)
+        let mut pages = lock(&self.pages);
+        // Pages that closed while no change was sent are forgotten here.
+        pages.retain(|page| page.strong_count() > 0);
+        pages.push(Arc::downgrade(&queue));
+        self.open.fetch_add(1, Ordering::AcqRel);
+        Page(queue, Arc::clone(&self.open))
     }
 }
 
@@ -197,5 +210,9 @@ mod tests {
         assert!(!feed.is_empty());
         drop(page);
         assert!(feed.is_empty());
+        let pages: Vec<Page> = (0..3).map(|_| feed.open()).collect();
+        drop(pages);
+        let _page = feed.open();
+        assert_eq!(lock(&feed.pages).len(), 1, "the closed pages' entries went when the next opened");
     }
 }
