@@ -147,7 +147,7 @@ SELECT a.next_seq, l.done, CASE WHEN l.done THEN NULL ELSE l.worker END, l.epoch
        (SELECT count(*) FROM inbox i WHERE i.agent = a.agent AND i.applied_seq IS NULL),
        l.assigned,
        (SELECT count(*) FROM inbox i WHERE i.agent = a.agent AND i.applied_seq = -1),
-       l.halted, l.failures, l.failure
+       l.halted, l.failures, l.failure, l.halt
 FROM agents a LEFT JOIN leases l ON l.agent = a.agent
 WHERE a.agent = $1";
 
@@ -285,30 +285,43 @@ pub(crate) const FAILED_ROW: &str = "
 SELECT id FROM inbox WHERE agent = $1 AND applied_seq IS NULL AND id <= $2 ORDER BY event = $3 DESC, id LIMIT 1";
 
 /// Counts a failure of agent $1's machine on its own work (no inbox row),
-/// at step $4, with message $5, if worker $2 holds it at epoch $3: a
-/// failure at the step of the last one adds to its count, one at another
-/// step (the agent got on meanwhile) starts it again. At $6 failures in a
-/// row the agent is halted: its lease is let go and no worker claims it.
-/// Returns the count and whether the agent is halted now.
+/// or of its start (the worker's function giving its effects panicked),
+/// at step $4 (NULL: the agent's next step), with message $5, if worker $2
+/// holds it at epoch $3: a failure at the step of the last one adds to its
+/// count, one at another step (the agent got on meanwhile) starts it again.
+/// At $6 failures in a row the agent is halted: its lease is let go and no
+/// worker claims it. Returns the count and whether the agent is halted now.
 pub(crate) const AGENT_FAILED: &str = "
 WITH counted AS (
-    SELECT agent, CASE WHEN failed_seq = $4 THEN failures + 1 ELSE 1 END AS failures
+    SELECT agent, COALESCE($4::bigint, (SELECT a.next_seq FROM agents a WHERE a.agent = $1)) AS seq
     FROM leases WHERE agent = $1 AND worker = $2 AND epoch = $3 AND NOT done
     FOR UPDATE
+), seen AS (
+    SELECT c.agent, c.seq, CASE WHEN l.failed_seq = c.seq THEN l.failures + 1 ELSE 1 END AS failures
+    FROM counted c JOIN leases l ON l.agent = c.agent
 )
-UPDATE leases l SET failures = c.failures, failed_seq = $4, failure = $5, halted = c.failures >= $6,
-       worker = CASE WHEN c.failures >= $6 THEN NULL ELSE l.worker END,
-       expires_at = CASE WHEN c.failures >= $6 THEN NULL ELSE l.expires_at END,
-       assigned = CASE WHEN c.failures >= $6 THEN NULL ELSE l.assigned END
-FROM counted c WHERE l.agent = c.agent
+UPDATE leases l SET failures = s.failures, failed_seq = s.seq, failure = $5, halted = s.failures >= $6,
+       worker = CASE WHEN s.failures >= $6 THEN NULL ELSE l.worker END,
+       expires_at = CASE WHEN s.failures >= $6 THEN NULL ELSE l.expires_at END,
+       assigned = CASE WHEN s.failures >= $6 THEN NULL ELSE l.assigned END
+FROM seen s WHERE l.agent = s.agent
 RETURNING l.failures, l.halted";
+
+/// Halts agent $1 at once, if worker $2 holds it at epoch $3: its stored
+/// rows do not read, or a step of it does not encode ($4 the `halt` kind,
+/// $5 the error), which no retry mends. Its lease is let go and no worker
+/// claims it until it is revived. Returns a row if it was halted.
+pub(crate) const HALT: &str = "
+UPDATE leases SET halted = true, halt = $4, failure = $5, worker = NULL, expires_at = NULL, assigned = NULL
+WHERE agent = $1 AND worker = $2 AND epoch = $3 AND NOT done
+RETURNING agent";
 
 /// Lets agent $1, halted, be claimed again, its failures forgotten; wakes
 /// the workers ($2 the channel, $3 [`CLAIM`]). Returns a row if it was
 /// halted.
 pub(crate) const REVIVE: &str = "
 WITH revived AS (
-    UPDATE leases SET halted = false, failures = 0, failed_seq = NULL
+    UPDATE leases SET halted = false, halt = NULL, failures = 0, failed_seq = NULL
     WHERE agent = $1 AND halted RETURNING agent
 )
 SELECT revived.agent FROM revived, pg_notify($2, $3)";

@@ -42,7 +42,40 @@ pub enum Halt {
         /// The last failure, as the worker reported it.
         message: String,
     },
+    /// Its stored data does not read (its snapshot, a step of its log or
+    /// its work in flight is not what its machine writes, or reading it
+    /// panicked): resuming it again would fail the same way. Once the rows
+    /// are mended, [`Fleet::revive`] lets it run again.
+    Unreadable {
+        /// What the store said, or the panic's message.
+        message: String,
+    },
+    /// A step it took does not encode (serde refused its event, state or
+    /// context), so it could not be written: taken again after a resume,
+    /// it would fail the same way.
+    Unencodable {
+        /// What serde said.
+        message: String,
+    },
 }
+
+impl Halt {
+    /// The halt a lease row records: its `halt` kind (`None` for failures
+    /// counted), its count of failures and its last message.
+    pub(crate) fn from_row(kind: Option<&str>, attempts: i32, message: Option<String>) -> Self {
+        let message = message.unwrap_or_default();
+        match kind {
+            Some(HALT_UNREADABLE) => Self::Unreadable { message },
+            Some(HALT_UNENCODABLE) => Self::Unencodable { message },
+            _ => Self::Failed { attempts: u32::try_from(attempts).unwrap_or(0), message },
+        }
+    }
+}
+
+/// The `halt` of a lease whose agent's stored data does not read.
+pub(crate) const HALT_UNREADABLE: &str = "unreadable";
+/// The `halt` of a lease whose agent took a step that does not encode.
+pub(crate) const HALT_UNENCODABLE: &str = "unencodable";
 
 /// An event sent to an agent that no step will apply.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 //! and its end (terminal state, a write the fence refused, a failure)
 //! reported to the worker's loop.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -13,8 +14,10 @@ use tokio::task::JoinHandle;
 use tokio_postgres::Client;
 use tracing::Instrument;
 
+use super::halt::{Hopeless, count_agent_failure, halt, storable};
 use super::keeper::Pulse;
 use super::{Fleet, FleetError, blocking, db};
+use crate::panics::panic_message;
 use crate::runtime::{Effects, ExecutorConfig, MachineHandle, RequestError, WorkerError};
 use crate::store::{Durability, Durable, SnapshotPolicy, StepMark, StepWatch, StoreError};
 use crate::{Kind, StateMachine};
@@ -122,8 +125,17 @@ where
         let steps = StepWatch::default();
         let durable =
             Durable::new(store, agent.clone()).durability(durability).snapshots(snapshots).watch(steps.clone());
-        // Reading the checkpoint blocks (the store's calls do).
-        let (handle, future, last) = blocking(move || durable.resume(effects, config)).await??;
+        // Reading the checkpoint blocks (the store's calls do). A panic
+        // reading it (a `Deserialize` of the machine's that panics on what
+        // it finds) is data that does not read, not a crash of the worker.
+        let id = agent.clone();
+        let (handle, future, last) = blocking(move || {
+            std::panic::catch_unwind(AssertUnwindSafe(|| durable.resume(effects, config))).unwrap_or_else(|panic| {
+                let reason = format!("reading the checkpoint panicked: {}", panic_message(&*panic));
+                Err(StoreError::corrupt(&id, "log", 0, reason))
+            })
+        })
+        .await??;
         span.in_scope(|| tracing::info!(last, "agent resumed"));
         let task = tokio::spawn(future.instrument(span.clone()));
         let wake = Arc::new(Notify::new());
@@ -268,7 +280,16 @@ async fn watch<M, O>(
         Ok(_) | Err(RequestError::Closed) => End::Stopped,
         Err(RequestError::Failed(error)) if is_fenced(&error) => End::Fenced,
         Err(error) => {
-            if let RequestError::Failed(failure) = &error {
+            if let RequestError::Failed(failure) = &error
+                && let Some(why) = hopeless(failure)
+            {
+                // Resumed, it would fail on the same rows, or the same step.
+                let (client, message) = (blame.control.get(), failure.to_string());
+                let halted = halt(&client, &agent, &blame.worker, epoch, why, &message);
+                if tokio::time::timeout(blame.lease, halted).await.is_err() {
+                    tracing::warn!("cannot halt the agent: no answer within a lease");
+                }
+            } else if let RequestError::Failed(failure) = &error {
                 let message = match &**failure {
                     WorkerError::MachinePanicked { message, .. }
                     | WorkerError::EventClonePanicked { message, .. }
@@ -300,7 +321,6 @@ async fn watch<M, O>(
 /// at the limit.
 async fn count_failure(blame: &Blame, agent: &str, epoch: u64, mark: StepMark, message: &str, error: &str) {
     let client = blame.control.get();
-    let limit = i32::try_from(blame.attempts).unwrap_or(i32::MAX);
     if mark.open
         && let Some(event) = &mark.input
     {
@@ -313,27 +333,13 @@ async fn count_failure(blame: &Blame, agent: &str, epoch: u64, mark: StepMark, m
             }
         };
         if let Some(id) = id {
+            let limit = i32::try_from(blame.attempts).unwrap_or(i32::MAX);
             count_row_failure(&client, agent, id, &storable(message), limit).await;
             return;
         }
         // The row is gone (refused meanwhile): counted against the agent.
     }
-    let seq = i64::try_from(mark.seq).unwrap_or(i64::MAX);
-    let epoch = i64::try_from(epoch).unwrap_or(i64::MAX);
-    let error = storable(error);
-    match client.query_opt(db::AGENT_FAILED, &[&agent, &blame.worker, &epoch, &seq, &error, &limit]).await {
-        Ok(Some(row)) => {
-            let failures: i32 = row.try_get(0).unwrap_or(0);
-            if row.try_get::<_, bool>(1).unwrap_or(false) {
-                tracing::error!(agent, seq, failures, "the machine failed on its own work every time: agent halted");
-            } else {
-                tracing::warn!(agent, seq, failures, "the machine failed on its own work");
-            }
-        }
-        // The lease moved on: the next owner counts its own failures.
-        Ok(None) => {}
-        Err(error) => tracing::warn!(%error, "cannot count a failure against the agent"),
-    }
+    count_agent_failure(&client, agent, &blame.worker, epoch, Some(mark.seq), error, blame.attempts).await;
 }
 
 /// Counts a failure against inbox row `id`, refusing it at `limit`.
@@ -357,15 +363,12 @@ async fn count_row_failure(client: &Client, agent: &str, id: i64, message: &str,
     }
 }
 
-/// The longest panic message kept with an inbox row, in bytes.
-const MAX_MESSAGE: usize = 4096;
-
-/// `message` as a text column takes it: Postgres refuses a NUL byte (a
-/// panic message may quote whatever the machine was given), which would
-/// fail the count and leave the event to fail the agent for ever; and a
-/// message of megabytes is cut to its start.
-fn storable(message: &str) -> String {
-    message[..message.floor_char_boundary(MAX_MESSAGE)].replace('\0', "\u{fffd}")
+/// What no retry mends in the store's failure that stopped the agent.
+fn hopeless<M: StateMachine>(error: &WorkerError<M>) -> Option<Hopeless> {
+    match error {
+        WorkerError::Store(failure) => failure.error().downcast_ref::<StoreError>().and_then(Hopeless::of),
+        _ => None,
+    }
 }
 
 /// Whether the agent stopped because the fence refused its write.

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 use tracing::Instrument;
 
+use super::halt::{Hopeless, halt};
 use super::keeper::{Keeper, Renewals};
 use super::running::{Control, End, Ended, Running, Spawn};
 use super::{Fleet, FleetError, db};
@@ -328,11 +329,26 @@ where
                     self.running.insert(agent, running);
                 }
                 Err(error) => {
-                    // Its lease expires unrenewed: tried again a lease later.
                     self.keeper.release(&agent);
                     tracing::error!(agent = agent.as_str(), epoch, %error, "cannot resume the agent");
                     self.report.failed += 1;
-                    self.resting.insert(agent, Instant::now() + self.worker.lease);
+                    match &error {
+                        // Its rows would not read on the next claim either.
+                        FleetError::Store(store) if let Some(why) = Hopeless::of(store) => {
+                            let (client, message) = (self.control.get(), error.to_string());
+                            let halted = halt(&client, &agent, &self.worker.id, epoch, why, &message);
+                            if tokio::time::timeout(self.worker.lease, halted).await.is_err() {
+                                tracing::warn!(
+                                    agent = agent.as_str(),
+                                    "cannot halt the agent: no answer within a lease"
+                                );
+                            }
+                        }
+                        // Its lease expires unrenewed: tried again a lease later.
+                        _ => {
+                            self.resting.insert(agent, Instant::now() + self.worker.lease);
+                        }
+                    }
                 }
             }
         }

@@ -1,0 +1,101 @@
+//! Stopping an agent for good, rather than resuming it on every lease for
+//! ever: at once when its stored data does not read or a step of it does
+//! not encode (no retry mends those), or once its failures in a row at
+//! one step reach the fleet's limit.
+
+use tokio_postgres::Client;
+
+use super::db;
+use super::refused::{HALT_UNENCODABLE, HALT_UNREADABLE};
+use crate::store::StoreError;
+
+/// What no retry mends: the agent is halted at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hopeless {
+    /// Its stored data does not read.
+    Unreadable,
+    /// A step of it does not encode.
+    Unencodable,
+}
+
+impl Hopeless {
+    /// What a failure of the store says of the agent: `None` for what may
+    /// pass (a lost connection, a lock, a fence).
+    ///
+    /// A machine of another name ([`StoreError::WrongMachine`]) is not
+    /// hopeless: a worker of that machine runs it. Nor is a format of a
+    /// newer release ([`StoreError::UnknownFormat`]): a worker of that
+    /// release reads it.
+    pub(crate) fn of(error: &StoreError) -> Option<Self> {
+        match error {
+            StoreError::Corrupt { .. } => Some(Self::Unreadable),
+            StoreError::Encode(_) => Some(Self::Unencodable),
+            _ => None,
+        }
+    }
+
+    fn kind(self) -> &'static str {
+        match self {
+            Self::Unreadable => HALT_UNREADABLE,
+            Self::Unencodable => HALT_UNENCODABLE,
+        }
+    }
+}
+
+/// Halts agent `agent`, held by `worker` at `epoch`, for `why`, with
+/// `message` (the error) kept in its lease. Logged, not returned: the
+/// caller stops the agent either way, and a halt that was not written
+/// leaves the lease to expire, to be tried again.
+pub(crate) async fn halt(client: &Client, agent: &str, worker: &str, epoch: u64, why: Hopeless, message: &str) {
+    let epoch = i64::try_from(epoch).unwrap_or(i64::MAX);
+    let message = storable(message);
+    match client.query_opt(db::HALT, &[&agent, &worker, &epoch, &why.kind(), &message]).await {
+        Ok(Some(_)) => tracing::error!(agent, kind = why.kind(), message, "agent halted"),
+        // The lease moved on: the next owner finds the same and halts it.
+        Ok(None) => {}
+        Err(error) => tracing::warn!(agent, %error, "cannot halt the agent"),
+    }
+}
+
+/// Counts a failure against agent `agent` (its machine on its own work,
+/// or its start) at step `seq` (`None`: its next step), `error` kept, if
+/// `worker` holds it at `epoch`; halts it once it failed `limit` times in
+/// a row at that step.
+pub(crate) async fn count_agent_failure(
+    client: &Client,
+    agent: &str,
+    worker: &str,
+    epoch: u64,
+    seq: Option<u64>,
+    error: &str,
+    limit: u32,
+) {
+    let seq = seq.map(|seq| i64::try_from(seq).unwrap_or(i64::MAX));
+    let epoch = i64::try_from(epoch).unwrap_or(i64::MAX);
+    let limit = i32::try_from(limit).unwrap_or(i32::MAX);
+    let error = storable(error);
+    match client.query_opt(db::AGENT_FAILED, &[&agent, &worker, &epoch, &seq, &error, &limit]).await {
+        Ok(Some(row)) => {
+            let failures: i32 = row.try_get(0).unwrap_or(0);
+            if row.try_get::<_, bool>(1).unwrap_or(false) {
+                tracing::error!(agent, seq, failures, "the agent failed at one step every time: halted");
+            } else {
+                tracing::warn!(agent, seq, failures, "the agent failed");
+            }
+        }
+        // The lease moved on: the next owner counts its own failures.
+        Ok(None) => {}
+        Err(error) => tracing::warn!(%error, "cannot count a failure against the agent"),
+    }
+}
+
+/// The longest failure message kept with a row, in bytes.
+const MAX_MESSAGE: usize = 4096;
+
+/// `message` as a text column takes it: Postgres refuses a NUL byte (a
+/// panic message may quote whatever the machine was given), which would
+/// fail the count and leave the event to fail the agent for ever; and a
+/// message of megabytes is cut to its start.
+pub(crate) fn storable(message: &str) -> String {
+    message[..message.floor_char_boundary(MAX_MESSAGE)].replace('\0', "\u{fffd}")
+}
