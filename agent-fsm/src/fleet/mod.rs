@@ -59,8 +59,11 @@
 //! and `leases`, `inbox`, `workers`). A worker process runs
 //! [`Worker::run`] with a unique worker id and the effects each agent runs
 //! with; any process (a worker too) creates agents and sends them events
-//! through a [`Fleet`]. `scripts/postgres.sh` starts a server on loopback
-//! for trying it out.
+//! through a [`Fleet`]. An agent's or a worker's id is any text of at
+//! most [`MAX_ID_BYTES`] without a NUL byte (what Postgres can hold and
+//! index); a call naming another fails with [`FleetError::InvalidId`]
+//! before it sends any statement. `scripts/postgres.sh` starts a server on
+//! loopback for trying it out.
 //!
 //! # How a worker works
 //!
@@ -177,6 +180,7 @@ mod config;
 mod db;
 mod error;
 mod halt;
+mod ids;
 mod keeper;
 mod refused;
 mod running;
@@ -194,6 +198,7 @@ use crate::store::{CheckpointStore, PgConfig, PgStore, StoreError};
 
 pub use config::FleetConfig;
 pub use error::FleetError;
+pub use ids::MAX_ID_BYTES;
 pub use refused::{Halt, Refusal, Refused};
 pub use worker::{Worker, WorkerReport};
 
@@ -295,15 +300,17 @@ impl Fleet {
     /// cut), and calling again then says [`FleetError::AgentExists`].
     ///
     /// # Errors
-    /// [`FleetError::AgentExists`] (the agent has a lease already, or the
-    /// store holds it as another machine), [`FleetError::Store`] if the machine
-    /// does not serialize or the store refuses it, or a database error.
+    /// [`FleetError::InvalidId`], [`FleetError::AgentExists`] (the agent has
+    /// a lease already, or the store holds it as another machine),
+    /// [`FleetError::Store`] if the machine does not serialize or the store
+    /// refuses it, or a database error.
     pub async fn create<M>(&self, agent: &str, machine: &M) -> Result<Option<String>, FleetError>
     where
         M: StateMachine,
         M::State: Serialize,
         M::Context: Serialize,
     {
+        ids::check(agent)?;
         let snapshot = crate::store::journal::snapshot_of(machine)?;
         let store = self.inner.store.clone();
         let id = agent.to_owned();
@@ -351,12 +358,14 @@ impl Fleet {
     /// [`FleetError::Finished`].
     ///
     /// # Errors
-    /// [`FleetError::UnknownAgent`], [`FleetError::Finished`] for an agent
-    /// that reached its terminal state, [`FleetError::Encode`], or a
+    /// [`FleetError::InvalidId`], [`FleetError::UnknownAgent`],
+    /// [`FleetError::Finished`] for an agent that reached its terminal
+    /// state, [`FleetError::Encode`], or a
     /// database error ([`FleetError::Connect`] while the server cannot be
     /// reached). A database error from the commit itself leaves the row
     /// perhaps written (see the [module docs](self)).
     pub async fn send<E: Serialize + ?Sized>(&self, agent: &str, event: &E) -> Result<u64, FleetError> {
+        ids::check(agent)?;
         let text = serde_json::to_string(event).map_err(FleetError::Encode)?;
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
@@ -381,7 +390,8 @@ impl Fleet {
         let id: i64 = row.try_get(0).map_err(FleetError::db)?;
         let mut payload = format!("{}{agent}", db::INBOX);
         // An id too long for a payload (Postgres refuses one of 8000 bytes,
-        // failing the send) wakes every feeder instead.
+        // failing the send) wakes every feeder instead. Ids are capped well
+        // under that: this is a guard should the cap ever be raised.
         if payload.len() >= db::MAX_PAYLOAD {
             payload = db::INBOX_ANY.to_owned();
         }
@@ -393,10 +403,11 @@ impl Fleet {
     /// Agent `agent`'s state, steps, owner and inbox.
     ///
     /// # Errors
-    /// [`FleetError::UnknownAgent`], [`FleetError::Store`] with
-    /// [`StoreError::Corrupt`] when the agent's row counts no step 0 (a
+    /// [`FleetError::InvalidId`], [`FleetError::UnknownAgent`],
+    /// [`FleetError::Store`] with [`StoreError::Corrupt`] when the agent's row counts no step 0 (a
     /// row written by hand), or a database error.
     pub async fn status(&self, agent: &str) -> Result<AgentStatus, FleetError> {
+        ids::check(agent)?;
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
         let row = client.query_opt(db::STATUS, &[&agent]).await.map_err(FleetError::db)?;

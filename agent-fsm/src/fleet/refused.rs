@@ -94,8 +94,9 @@ impl Fleet {
     /// sent. (An agent the fleet does not know has none.)
     ///
     /// # Errors
-    /// A database error.
+    /// [`FleetError::InvalidId`], or a database error.
     pub async fn refused(&self, agent: &str) -> Result<Vec<Refused>, FleetError> {
+        super::ids::check(agent)?;
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
         let rows = client.query(db::REFUSED, &[&agent]).await.map_err(FleetError::db)?;
@@ -126,8 +127,10 @@ impl Fleet {
     /// The events sent to it meanwhile wait in its inbox, in order.
     ///
     /// # Errors
-    /// [`FleetError::UnknownAgent`], or a database error.
+    /// [`FleetError::InvalidId`], [`FleetError::UnknownAgent`], or a
+    /// database error.
     pub async fn revive(&self, agent: &str) -> Result<bool, FleetError> {
+        super::ids::check(agent)?;
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
         let channel = self.target().channel();

@@ -131,6 +131,8 @@ impl Worker {
     /// from its checkpoint.
     ///
     /// # Errors
+    /// [`FleetError::InvalidId`] for a worker id that holds a NUL byte or is
+    /// longer than [`MAX_ID_BYTES`](super::MAX_ID_BYTES);
     /// [`FleetError::Connect`] or [`FleetError::Database`] if the worker
     /// cannot connect or register at start. Once running, database errors
     /// are logged and retried: a worker cut off from the database for a
@@ -145,6 +147,7 @@ impl Worker {
         F: FnMut(&str) -> (E, ExecutorConfig<M>),
         S: Future<Output = ()>,
     {
+        super::ids::check(&self.id)?;
         let span = tracing::info_span!("fleet_worker", worker = self.id.as_str());
         Loop::start(self, agents).instrument(span.clone()).await?.run(shutdown).instrument(span).await
     }
