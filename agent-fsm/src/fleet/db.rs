@@ -151,9 +151,10 @@ SELECT a.next_seq, l.done, CASE WHEN l.done THEN NULL ELSE l.worker END, l.epoch
 FROM agents a LEFT JOIN leases l ON l.agent = a.agent
 WHERE a.agent = $1";
 
-/// The lease row of a new agent, placed on the live worker with the most
-/// room (capacity less the agents placed on it and not done); none if no
-/// worker is live. $1 agent, $2 the lease (ms): how old a live worker's
+/// The lease row of a new agent of machine $5, placed on the live worker
+/// of that machine (or of an earlier release, which names none) with the
+/// most room (capacity less the agents placed on it and not done); none if
+/// no such worker is live. $1 agent, $2 the lease (ms): how old a live worker's
 /// heartbeat may be, and how long the placement holds (an agent its worker
 /// has not claimed within a lease, being full, say, is anyone's). The
 /// workers are woken ($3 the channel, $4 [`CLAIM`]) by the same statement,
@@ -163,6 +164,7 @@ pub(crate) const PLACE: &str = "
 WITH target AS (
     SELECT w.worker FROM workers w
     WHERE NOT w.stopping AND w.heartbeat > now() - $2::bigint * interval '1 millisecond'
+      AND (w.machine = $5 OR w.machine IS NULL)
     ORDER BY w.capacity - (SELECT count(*) FROM leases l WHERE l.assigned = w.worker AND NOT l.done) DESC, w.worker
     LIMIT 1
 ), placed AS (
@@ -175,22 +177,24 @@ WITH target AS (
 SELECT placed.assigned FROM placed, pg_notify($3, $4)";
 
 /// Registers a worker, or takes its row over (a worker restarted under the
-/// same id). $1 worker, $2 capacity.
+/// same id). $1 worker, $2 capacity, $3 the name of its machine.
 pub(crate) const REGISTER: &str = "
-INSERT INTO workers (worker, capacity, heartbeat, stopping) VALUES ($1, $2, now(), false)
-ON CONFLICT (worker) DO UPDATE SET capacity = excluded.capacity, heartbeat = now(), stopping = false";
+INSERT INTO workers (worker, capacity, heartbeat, stopping, machine) VALUES ($1, $2, now(), false, $3)
+ON CONFLICT (worker) DO UPDATE
+SET capacity = excluded.capacity, heartbeat = now(), stopping = false, machine = excluded.machine";
 
-/// A worker's heartbeat. $1 worker, $2 capacity.
+/// A worker's heartbeat. $1 worker, $2 capacity, $3 the name of its machine.
 pub(crate) const HEARTBEAT: &str = "
-INSERT INTO workers (worker, capacity, heartbeat, stopping) VALUES ($1, $2, now(), false)
+INSERT INTO workers (worker, capacity, heartbeat, stopping, machine) VALUES ($1, $2, now(), false, $3)
 ON CONFLICT (worker) DO UPDATE SET heartbeat = now() WHERE NOT workers.stopping";
 
-/// Claims up to $2 agents for worker $1 (none of $3, which it runs
-/// already), each under its lease's next epoch, for $4 ms: first those
+/// Claims up to $2 agents of machine $5 for worker $1 (none of $3, which it
+/// runs already), each under its lease's next epoch, for $4 ms: first those
 /// placed on it, then those nobody holds whose placement is void (no
 /// worker, or one that is stopping or silent for longer than a lease), then
 /// those whose lease (or placement) expired, and those an earlier life of
-/// this worker held.
+/// this worker held. An agent of another machine is never claimed: the
+/// worker could not resume it, and would only keep it from its own.
 /// `SKIP LOCKED`: two workers claiming at once never wait for each other,
 /// and never both take one agent (the row lock and the epoch's increment
 /// decide); a lease locked by a write in flight is left for the next round.
@@ -201,6 +205,7 @@ ON CONFLICT (worker) DO UPDATE SET heartbeat = now() WHERE NOT workers.stopping"
 pub(crate) const CLAIM_AGENTS: &str = "
 WITH picked AS (
     SELECT l.agent FROM leases l
+    JOIN agents a ON a.agent = l.agent AND a.machine = $5
     LEFT JOIN workers w ON w.worker = l.assigned
     WHERE NOT l.done AND NOT l.halted AND NOT (l.agent = ANY($3::text[])) AND l.epoch < 9223372036854775807
       AND (

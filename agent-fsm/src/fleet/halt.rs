@@ -22,13 +22,14 @@ impl Hopeless {
     /// What a failure of the store says of the agent: `None` for what may
     /// pass (a lost connection, a lock, a fence).
     ///
-    /// A machine of another name ([`StoreError::WrongMachine`]) is not
-    /// hopeless: a worker of that machine runs it. Nor is a format of a
-    /// newer release ([`StoreError::UnknownFormat`]): a worker of that
-    /// release reads it.
+    /// A machine of another name ([`StoreError::WrongMachine`]) is data
+    /// that does not read: a worker claims only agents the store names as
+    /// of its machine, so its snapshot names another. A format of a newer
+    /// release ([`StoreError::UnknownFormat`]) is not hopeless: a worker of
+    /// that release reads it.
     pub(crate) fn of(error: &StoreError) -> Option<Self> {
         match error {
-            StoreError::Corrupt { .. } => Some(Self::Unreadable),
+            StoreError::Corrupt { .. } | StoreError::WrongMachine { .. } => Some(Self::Unreadable),
             StoreError::Encode(_) => Some(Self::Unencodable),
             _ => None,
         }

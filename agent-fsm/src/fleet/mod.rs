@@ -67,11 +67,14 @@
 //!
 //! # How a worker works
 //!
-//! - It registers in `workers` and beats every lease/3; agents are placed
-//!   ([`Fleet::create`]) on the live worker with the most room (capacity
-//!   less the agents placed on it), which is woken by a `NOTIFY`.
-//! - It claims agents up to its capacity with `SELECT .. FOR UPDATE SKIP
-//!   LOCKED`, raising each lease's epoch: first those placed on it, then
+//! - It registers in `workers`, with the name of its machine, and beats
+//!   every lease/3; agents are placed ([`Fleet::create`]) on the live
+//!   worker of their machine with the most room (capacity less the agents
+//!   placed on it), which is woken by a `NOTIFY`.
+//! - It claims agents of its machine (workers of several machines may share
+//!   a schema: each takes only the agents it can resume) up to its capacity
+//!   with `SELECT .. FOR UPDATE SKIP LOCKED`, raising each lease's epoch:
+//!   first those placed on it, then
 //!   those nobody holds, then those whose lease expired. Each claimed agent
 //!   is spawned from its checkpoint by [`Durable`](crate::store::Durable)
 //!   on the store [`fenced`](crate::store::PgStore::fenced) with the
@@ -289,9 +292,11 @@ impl Fleet {
     }
 
     /// Adds agent `agent` as `machine` (its checkpoint 0), placed on the
-    /// live worker with the most room, which is woken to claim it. Returns
-    /// that worker, `None` if no worker is live (the first to claim takes
-    /// it).
+    /// live worker of its machine with the most room, which is woken to
+    /// claim it. Returns that worker, `None` if no worker of its machine is
+    /// live (the first of them to claim takes it). Only a worker running
+    /// the same machine (by [`name`](crate::Description::name))
+    /// ever claims it.
     ///
     /// The checkpoint and the lease are two writes: a create cut off between
     /// them is completed by calling it again with the same machine. The
@@ -334,8 +339,11 @@ impl Fleet {
         let client = guard.as_mut().ok_or_else(closed)?;
         let heartbeat = db::millis(self.inner.config.lease);
         let channel = self.inner.target.channel();
-        let placed =
-            client.query_opt(db::PLACE, &[&agent, &heartbeat, &channel, &db::CLAIM]).await.map_err(FleetError::db)?;
+        let machine = M::DESCRIPTION.name;
+        let placed = client
+            .query_opt(db::PLACE, &[&agent, &heartbeat, &channel, &db::CLAIM, &machine])
+            .await
+            .map_err(FleetError::db)?;
         let Some(row) = placed else {
             return Err(FleetError::AgentExists(agent.to_owned()));
         };

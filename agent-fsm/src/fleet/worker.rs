@@ -184,9 +184,11 @@ where
         let client = target.connect(None).await?;
         let notes = target.listen().await?;
         let capacity = i32::try_from(worker.capacity).unwrap_or(i32::MAX);
-        client.execute(db::REGISTER, &[&worker.id, &capacity]).await.map_err(FleetError::db)?;
+        let machine = M::DESCRIPTION.name;
+        client.execute(db::REGISTER, &[&worker.id, &capacity, &machine]).await.map_err(FleetError::db)?;
         tracing::info!(capacity = worker.capacity, lease_ms = db::millis(worker.lease), "worker registered");
-        let keeper = Keeper::start(Renewals { target, worker: worker.id.clone(), capacity, lease: worker.lease })?;
+        let keeper =
+            Keeper::start(Renewals { target, worker: worker.id.clone(), capacity, machine, lease: worker.lease })?;
         let (ended_tx, ended) = mpsc::unbounded_channel();
         Ok(Self {
             worker,
@@ -267,15 +269,17 @@ where
         let exclude: Vec<&str> = self.running.keys().chain(self.resting.keys()).map(String::as_str).collect();
         let limit = i64::try_from(room).unwrap_or(i64::MAX);
         let lease = db::millis(self.worker.lease);
-        let client = self.control.get();
-        let rows =
-            match self.bounded(client.query(db::CLAIM_AGENTS, &[&self.worker.id, &limit, &exclude, &lease])).await {
-                Ok(rows) => rows,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot claim agents");
-                    return false;
-                }
-            };
+        let (client, machine) = (self.control.get(), M::DESCRIPTION.name);
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+            [&self.worker.id, &limit, &exclude, &lease, &machine];
+        let claimed = client.query(db::CLAIM_AGENTS, &params);
+        let rows = match self.bounded(claimed).await {
+            Ok(rows) => rows,
+            Err(error) => {
+                tracing::warn!(%error, "cannot claim agents");
+                return false;
+            }
+        };
         let full = rows.len() == room;
         let mut spawns = Vec::with_capacity(rows.len());
         for row in rows {
