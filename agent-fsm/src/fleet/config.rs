@@ -57,7 +57,10 @@ pub struct FleetConfig {
     /// agent, at the step it happened: after this many in a row at one
     /// step (the agent resumed each time and failing again before it got
     /// past that step) the agent is halted ([`AgentStatus::halted`]): no
-    /// worker runs it until [`Fleet::revive`].
+    /// worker runs it until [`Fleet::revive`]. So is a panic of the
+    /// function a worker builds the agent's effects and configuration with
+    /// ([`Worker::run`](super::Worker::run)), counted at the agent's next
+    /// step: a step taken in between starts the count again.
     pub event_attempts: u32,
 }
 

@@ -3,10 +3,12 @@
 //! not encode (no retry mends those), or once its failures in a row at
 //! one step reach the fleet's limit.
 
+use std::fmt;
+
 use tokio_postgres::Client;
 
-use super::db;
 use super::refused::{HALT_UNENCODABLE, HALT_UNREADABLE};
+use super::{FleetError, db};
 use crate::store::StoreError;
 
 /// What no retry mends: the agent is halted at once.
@@ -39,6 +41,52 @@ impl Hopeless {
         match self {
             Self::Unreadable => HALT_UNREADABLE,
             Self::Unencodable => HALT_UNENCODABLE,
+        }
+    }
+}
+
+/// Why a claimed agent did not start.
+#[derive(Debug)]
+pub(crate) enum StartFailure {
+    /// The worker's function giving the agent's effects and configuration
+    /// panicked, with this message.
+    Panicked(String),
+    /// Spawning it from its checkpoint failed.
+    Resume(FleetError),
+}
+
+impl fmt::Display for StartFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Panicked(message) => write!(f, "the function giving the agent's effects panicked: {message}"),
+            Self::Resume(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+/// Settles agent `agent`'s failed start under `worker`'s lease at `epoch`:
+/// one whose data does not read is halted at once; a panic of the
+/// worker's function is counted against the agent at its next step, and
+/// halts it after `attempts` in a row there (a step taken in between
+/// starts the count again). Any other failure (the store slow, or away)
+/// may pass, and is left to the next claim.
+pub(crate) async fn start_failed(
+    client: &Client,
+    agent: &str,
+    worker: &str,
+    epoch: u64,
+    failure: &StartFailure,
+    attempts: u32,
+) {
+    match failure {
+        StartFailure::Resume(FleetError::Store(store)) => {
+            if let Some(why) = Hopeless::of(store) {
+                halt(client, agent, worker, epoch, why, &failure.to_string()).await;
+            }
+        }
+        StartFailure::Resume(_) => {}
+        StartFailure::Panicked(_) => {
+            count_agent_failure(client, agent, worker, epoch, None, &failure.to_string(), attempts).await;
         }
     }
 }

@@ -115,7 +115,10 @@
 //!   its own work (a task's result, a timer) is counted against the agent:
 //!   after as many in a row at one step the agent is halted
 //!   ([`AgentStatus::halted`], [`Halt`]), and no worker claims it until
-//!   [`Fleet::revive`]; the other agents run on. An agent whose stored
+//!   [`Fleet::revive`]; the other agents run on. A panic of the function
+//!   a worker builds an agent's effects and configuration with fails that
+//!   agent's start, not the worker, and is counted against the agent in
+//!   the same way. An agent whose stored
 //!   data does not read (a snapshot, a step of its log or its work in
 //!   flight that is not what its machine writes, or whose reading panics)
 //!   is halted at once ([`Halt::Unreadable`]), as is one whose step does

@@ -34,8 +34,9 @@ pub enum Halt {
     /// The agent failed `attempts` times in a row at one step (its machine
     /// panicking, or left poisoned, on an event of its own work: a task's
     /// result, a timer, a stream's item; or its effects panicking as they
-    /// performed an action): resumed from its checkpoint each time, it
-    /// failed again before it got past that step.
+    /// performed an action; or the worker's function building its effects
+    /// and configuration panicking): resumed from its checkpoint each
+    /// time, it failed again before it got past that step.
     Failed {
         /// How many times in a row it failed.
         attempts: u32,

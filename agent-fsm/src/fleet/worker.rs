@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -13,11 +14,12 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 use tracing::Instrument;
 
-use super::halt::{Hopeless, halt};
+use super::halt::{StartFailure, start_failed};
 use super::keeper::{Keeper, Renewals};
 use super::running::{Control, End, Ended, Running, Spawn};
 use super::{Fleet, FleetError, db};
 use crate::StateMachine;
+use crate::panics::panic_message;
 use crate::runtime::{Effects, ExecutorConfig};
 use crate::store::{Durability, SnapshotPolicy, StoreError};
 
@@ -128,7 +130,10 @@ impl Worker {
     /// Runs the worker until `shutdown` completes, then stops its agents
     /// and hands them back. `agents` gives the effects and executor
     /// configuration of each agent it claims, by id; the agent itself comes
-    /// from its checkpoint.
+    /// from its checkpoint. A panic of `agents` fails that agent's start
+    /// only, and is counted against it
+    /// ([`FleetConfig::event_attempts`](super::FleetConfig::event_attempts)).
+    /// Each claim calls it anew.
     ///
     /// # Errors
     /// [`FleetError::InvalidId`] for a worker id that holds a NUL byte or is
@@ -282,6 +287,7 @@ where
         };
         let full = rows.len() == room;
         let mut spawns = Vec::with_capacity(rows.len());
+        let mut failed = Vec::new();
         for row in rows {
             let (Ok(agent), Ok(epoch)) = (row.try_get::<_, String>(0), row.try_get::<_, i64>(1)) else {
                 tracing::error!("a lease row does not read as the schema says");
@@ -294,7 +300,15 @@ where
             self.keeper.hold(&agent, epoch);
             self.report.claimed += 1;
             tracing::info!(agent = agent.as_str(), epoch, "agent claimed");
-            let (effects, config) = (self.agents)(&agent);
+            // The caller's function: a panic in it for one agent is that
+            // agent's failure, not the worker's.
+            let (effects, config) = match catch_unwind(AssertUnwindSafe(|| (self.agents)(&agent))) {
+                Ok(built) => built,
+                Err(panic) => {
+                    failed.push((agent, epoch, StartFailure::Panicked(panic_message(&*panic))));
+                    continue;
+                }
+            };
             spawns.push(Spawn {
                 fleet: &self.worker.fleet,
                 control: self.control.clone(),
@@ -335,29 +349,22 @@ where
                 Ok(running) => {
                     self.running.insert(agent, running);
                 }
-                Err(error) => {
-                    self.keeper.release(&agent);
-                    tracing::error!(agent = agent.as_str(), epoch, %error, "cannot resume the agent");
-                    self.report.failed += 1;
-                    match &error {
-                        // Its rows would not read on the next claim either.
-                        FleetError::Store(store) if let Some(why) = Hopeless::of(store) => {
-                            let (client, message) = (self.control.get(), error.to_string());
-                            let halted = halt(&client, &agent, &self.worker.id, epoch, why, &message);
-                            if tokio::time::timeout(self.worker.lease, halted).await.is_err() {
-                                tracing::warn!(
-                                    agent = agent.as_str(),
-                                    "cannot halt the agent: no answer within a lease"
-                                );
-                            }
-                        }
-                        // Its lease expires unrenewed: tried again a lease later.
-                        _ => {
-                            self.resting.insert(agent, Instant::now() + self.worker.lease);
-                        }
-                    }
-                }
+                Err(error) => failed.push((agent, epoch, StartFailure::Resume(error))),
             }
+        }
+        for (agent, epoch, failure) in failed {
+            self.keeper.release(&agent);
+            tracing::error!(agent = agent.as_str(), epoch, %failure, "cannot start the agent");
+            self.report.failed += 1;
+            let client = self.control.get();
+            let attempts = self.worker.fleet.config().event_attempts;
+            let settled = start_failed(&client, &agent, &self.worker.id, epoch, &failure, attempts);
+            if tokio::time::timeout(self.worker.lease, settled).await.is_err() {
+                tracing::warn!(agent = agent.as_str(), "cannot count the failed start: no answer within a lease");
+            }
+            // Its lease expires unrenewed: tried again a lease later,
+            // unless halted meanwhile.
+            self.resting.insert(agent, Instant::now() + self.worker.lease);
         }
         full
     }
