@@ -153,7 +153,8 @@
 //!   unapplied and are delivered again by the next owner. A row no step
 //!   will apply is refused instead, and counted in
 //!   [`AgentStatus::refused`]; [`Fleet::refused`] lists them with the
-//!   reason ([`Refusal`]): an event that does not decode, one still
+//!   reason ([`Refusal`]): an event that does not decode (or whose
+//!   decoding panics), one still
 //!   waiting when the agent finished, one the machine failed on every time.
 //!
 //! # What is not guaranteed

@@ -11,7 +11,9 @@ use super::{Fleet, FleetError, closed, db};
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Refusal {
-    /// It does not read as one of the machine's events.
+    /// It does not read as one of the machine's events, or the machine's
+    /// serde impls panicked reading it, or writing it as the machine writes
+    /// its events.
     Undecodable,
     /// The agent reached its terminal state before taking it.
     Finished,

@@ -3,7 +3,7 @@
 //! and its end (terminal state, a write the fence refused, a failure)
 //! reported to the worker's loop.
 
-use std::panic::AssertUnwindSafe;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -130,7 +130,7 @@ where
         // it finds) is data that does not read, not a crash of the worker.
         let id = agent.clone();
         let (handle, future, last) = blocking(move || {
-            std::panic::catch_unwind(AssertUnwindSafe(|| durable.resume(effects, config))).unwrap_or_else(|panic| {
+            catch_unwind(AssertUnwindSafe(|| durable.resume(effects, config))).unwrap_or_else(|panic| {
                 let reason = format!("reading the checkpoint panicked: {}", panic_message(&*panic));
                 Err(StoreError::corrupt(&id, "log", 0, reason))
             })
@@ -211,33 +211,43 @@ where
     M::Event: Serialize + DeserializeOwned + Send + 'static,
     O: Clone + Send + 'static,
 {
-    match serde_json::from_str::<M::Event>(text) {
-        Ok(event) => {
-            // The step that takes the event marks the row holding the event
-            // as the machine writes it (the fenced store's
-            // `take_inbox_row`). A sender may have written it otherwise
-            // (keys in another order, `{"Stop":null}` for `"Stop"`):
-            // rewritten first, or a step taking it out of turn would mark
-            // another row.
-            if let Ok(own) = serde_json::to_string(&event)
-                && own != text
-                && let Err(error) = client.execute(db::REWRITE, &[&id, &own]).await
-            {
-                tracing::warn!(inbox = id, %error, "cannot rewrite an inbox event as the machine writes it");
-            }
-            sent.store(id, Ordering::Release);
-            handle.send(event).await.is_ok()
-        }
-        Err(error) => {
-            // Never applied by a step, so it must not count as the oldest
-            // unapplied row.
-            tracing::warn!(inbox = id, %error, "an inbox event does not decode: refused");
-            if let Err(error) = client.execute(db::REFUSE, &[&id]).await {
-                tracing::error!(inbox = id, %error, "cannot mark an inbox row refused");
-            }
-            true
-        }
+    // The machine's serde impls are the caller's code: one that panics on
+    // what a sender wrote makes the row undecodable, not the feeder dead
+    // (with it, every event sent to the agent after this one).
+    let event = match catch_unwind(AssertUnwindSafe(|| serde_json::from_str::<M::Event>(text))) {
+        Ok(Ok(event)) => event,
+        Ok(Err(error)) => return refuse(client, id, &error).await,
+        Err(panic) => return refuse(client, id, &format!("decoding it panicked: {}", panic_message(&*panic))).await,
+    };
+    // The step that takes the event marks the row holding the event as the
+    // machine writes it (the fenced store's `take_inbox_row`). A sender may
+    // have written it otherwise (keys in another order, `{"Stop":null}` for
+    // `"Stop"`): rewritten first, or a step taking it out of turn would mark
+    // another row. An event whose writing panics would fail the step that
+    // takes it in the same way: it is refused here instead.
+    let own = match catch_unwind(AssertUnwindSafe(|| serde_json::to_string(&event))) {
+        Ok(own) => own.ok(),
+        Err(panic) => return refuse(client, id, &format!("encoding it panicked: {}", panic_message(&*panic))).await,
+    };
+    if let Some(own) = own
+        && own != text
+        && let Err(error) = client.execute(db::REWRITE, &[&id, &own]).await
+    {
+        tracing::warn!(inbox = id, %error, "cannot rewrite an inbox event as the machine writes it");
     }
+    sent.store(id, Ordering::Release);
+    handle.send(event).await.is_ok()
+}
+
+/// Refuses inbox row `id`, whose event does not decode (`error` says why):
+/// never applied by a step, it must not count as the oldest unapplied row.
+/// True: the feeder goes on.
+async fn refuse(client: &Client, id: i64, error: &(dyn std::fmt::Display + Sync)) -> bool {
+    tracing::warn!(inbox = id, %error, "an inbox event does not decode: refused");
+    if let Err(error) = client.execute(db::REFUSE, &[&id]).await {
+        tracing::error!(inbox = id, %error, "cannot mark an inbox row refused");
+    }
+    true
 }
 
 /// What the watcher needs to count a failure of the machine against what
