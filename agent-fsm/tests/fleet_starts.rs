@@ -3,7 +3,8 @@
 //! the function a worker is given to build an agent's effects and
 //! configuration panicking for one agent fails that agent only (the worker
 //! and its other agents run on) and halts it after the configured
-//! attempts, rather than try it again on every lease for ever.
+//! attempts, rather than try it again on every lease for ever; a step the
+//! agent takes between such failures starts their count again.
 
 mod fleet_support;
 
@@ -78,6 +79,41 @@ async fn a_panic_of_the_worker_s_function_halts_that_agent_only() {
     assert_eq!((status.worker.as_deref(), status.steps), (None, 0), "{status:?}");
     tokio::time::sleep(LEASE * 3).await;
     assert_eq!(calls.load(Ordering::SeqCst), 2, "a halted agent was claimed again");
+    let _ = stop.send(());
+    let report = within(running).await.expect("the worker did not panic").expect("runs");
+    assert_eq!((report.failed, report.finished), (2, 1), "{report:?}");
+    db.drop_schema().await;
+}
+
+/// Failed starts are counted in a row at one step: an agent whose
+/// function panics twice, then builds it, takes a step, and on its next
+/// claim panics twice again, is not halted at three attempts; it runs to
+/// its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_taken_starts_the_count_of_failed_starts_again() {
+    let Some(db) = Db::new("start_recovers") else { return };
+    let fleet = fleet(&db, 3).await;
+    within(fleet.create("flaky", &Job::new(Vec::new()))).await.expect("created");
+    let calls = Arc::new(AtomicU32::new(0));
+    let panics = |call| call % 3 != 0;
+    let (stop, running) = worker(&fleet, "a", &calls, panics);
+    within(fleet.send("flaky", &Event::Add(1))).await.expect("sent");
+    until("the step is taken", || async { within(fleet.status("flaky")).await.expect("reads").steps == 1 }).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    let _ = stop.send(());
+    let report = within(running).await.expect("the worker did not panic").expect("runs");
+    assert_eq!((report.failed, report.handed_back), (2, 1), "{report:?}");
+
+    let (stop, running) = worker(&fleet, "b", &calls, panics);
+    within(fleet.send("flaky", &Event::Finish)).await.expect("sent");
+    until("the agent finishes or is halted", || async {
+        let status = within(fleet.status("flaky")).await.expect("reads");
+        status.done || status.halted.is_some()
+    })
+    .await;
+    let status = within(fleet.status("flaky")).await.expect("reads");
+    assert!(status.done && status.halted.is_none(), "{status:?}");
+    assert_eq!((status.steps, calls.load(Ordering::SeqCst)), (2, 6), "{status:?}");
     let _ = stop.send(());
     let report = within(running).await.expect("the worker did not panic").expect("runs");
     assert_eq!((report.failed, report.finished), (2, 1), "{report:?}");
