@@ -5,12 +5,15 @@
 //! serde refuses each halt that agent at once, with a halt saying so in its
 //! status, rather than stop it on every lease for ever; the worker and the
 //! other agents run on, and the agent runs again once mended and revived.
+//! Text that is not UTF-8 (which a database of encoding `SQL_ASCII`
+//! stores) halts the agent whose snapshot holds it, and is refused in an
+//! inbox row.
 
 mod fleet_support;
 
 use std::time::Duration;
 
-use agent_fsm::fleet::{Halt, Worker};
+use agent_fsm::fleet::{Halt, Refusal, Worker};
 use agent_fsm::runtime::ExecutorConfig;
 use agent_fsm::store::SnapshotPolicy;
 use fleet_support::{Db, Event, Job, Proc, taken, until, within};
@@ -110,6 +113,57 @@ async fn agents_whose_log_or_work_in_flight_does_not_read_are_halted() {
     let report = b.stop().await;
     assert_eq!((report.failed, report.finished), (2, 1), "{report:?}");
     db.drop_schema().await;
+}
+
+/// In a database of encoding `SQL_ASCII`, which stores text as given, a
+/// snapshot that is not UTF-8 halts its agent as unreadable (rather than
+/// read as a failed read, tried again every lease), and an inbox event
+/// that is not UTF-8 is refused as undecodable, listed with its bytes,
+/// while the events sent after it are applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_that_is_not_utf8_halts_its_agent_or_is_refused() {
+    let Some(db) = Db::new("not_utf8") else { return };
+    let admin = db.client().await;
+    let name = format!("fleet_ascii_{}", std::process::id());
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.expect("drops");
+    let create = format!("CREATE DATABASE {name} ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0");
+    admin.batch_execute(&create).await.expect("creates");
+    // The same server, that database.
+    let (base, query) = db.url.split_once('?').unwrap_or((&db.url, ""));
+    let (server, _) = base.rsplit_once('/').expect("a URL with a database");
+    let url = if query.is_empty() { format!("{server}/{name}") } else { format!("{server}/{name}?{query}") };
+    let ascii = Db { url, schema: db.schema.clone() };
+    let fleet = ascii.fleet(LEASE).await;
+    for agent in ["snapshot", "inbox"] {
+        within(fleet.create(agent, &Job::new(Vec::new()))).await.expect("created");
+    }
+    let client = ascii.client().await;
+    client.execute("UPDATE snapshots SET data = E'{\\xff}' WHERE agent = 'snapshot'", &[]).await.expect("updates");
+    within(fleet.send("inbox", &Event::Add(1))).await.expect("sent");
+    let row = client
+        .query_one("INSERT INTO inbox (agent, event) VALUES ('inbox', E'\\xff\\xfe') RETURNING id", &[])
+        .await
+        .expect("inserts");
+    let bad = u64::try_from(row.get::<_, i64>(0)).expect("an id");
+    for event in [Event::Add(2), Event::Finish] {
+        within(fleet.send("inbox", &event)).await.expect("sent");
+    }
+    let a = Proc::start(worker(&fleet, "a"));
+    until("the agent is halted", || async { within(fleet.status("snapshot")).await.expect("reads").halted.is_some() })
+        .await;
+    let status = within(fleet.status("snapshot")).await.expect("reads");
+    let Some(Halt::Unreadable { message }) = &status.halted else { panic!("{status:?}") };
+    assert!(message.contains("corrupt snapshot"), "{message}");
+    until("the other agent finishes", || async { within(fleet.status("inbox")).await.expect("reads").done }).await;
+    assert_eq!(taken(&fleet, "inbox").await, [1, 2]);
+    let refused = within(fleet.refused("inbox")).await.expect("reads");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!((refused[0].id, &refused[0].reason), (bad, &Refusal::Undecodable));
+    assert_eq!(refused[0].event, "\u{fffd}\u{fffd}");
+    let report = a.stop().await;
+    assert_eq!((report.failed, report.finished), (1, 1), "{report:?}");
+    drop((fleet, client));
+    admin.batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)")).await.expect("drops");
 }
 
 #[allow(unreachable_pub)]

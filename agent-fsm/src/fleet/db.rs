@@ -335,6 +335,13 @@ SELECT revived.agent FROM revived, pg_notify($2, $3)";
 pub(crate) const REFUSED: &str = "
 SELECT id, event, refusal, failures, failure FROM inbox WHERE agent = $1 AND applied_seq = -1 ORDER BY id";
 
+/// [`REFUSED`] with each event as its bytes, for a database of encoding
+/// `SQL_ASCII` holding one that is not UTF-8 (the conversion to its own
+/// encoding changes nothing), which the server cannot send as text.
+pub(crate) const REFUSED_BYTES: &str = "
+SELECT id, convert_to(event, 'SQL_ASCII'), refusal, failures, failure
+FROM inbox WHERE agent = $1 AND applied_seq = -1 ORDER BY id";
+
 /// Rewrites unapplied inbox row $1's event as text $2: the event as the
 /// machine serializes it.
 pub(crate) const REWRITE: &str = "UPDATE inbox SET event = $2 WHERE id = $1 AND applied_seq IS NULL";

@@ -118,12 +118,12 @@
 //!   [`Fleet::revive`]; the other agents run on. A panic of the function
 //!   a worker builds an agent's effects and configuration with fails that
 //!   agent's start, not the worker, and is counted against the agent in
-//!   the same way. An agent whose stored
-//!   data does not read (a snapshot, a step of its log or its work in
-//!   flight that is not what its machine writes, or whose reading panics)
-//!   is halted at once ([`Halt::Unreadable`]), as is one whose step does
-//!   not encode ([`Halt::Unencodable`]): resumed, it would fail the same
-//!   way on every lease.
+//!   the same way. An agent whose stored data does not read (a snapshot,
+//!   a step of its log or its work in flight that is not what its machine
+//!   writes, text that is not UTF-8, or whose reading panics) is halted at
+//!   once ([`Halt::Unreadable`]), as is one whose step does not encode
+//!   ([`Halt::Unencodable`]): resumed, it would fail the same way on every
+//!   lease. An inbox event that is not UTF-8 is refused as undecodable.
 //! - It reads an agent's inbox a page at a time (64 rows, or a mebibyte
 //!   of events), the next page once the last is in the agent's mailbox: a
 //!   backlog of any size is never read into memory whole.

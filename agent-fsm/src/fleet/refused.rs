@@ -6,6 +6,7 @@
 //! as many times on their own work.
 
 use super::{Fleet, FleetError, closed, db};
+use crate::store::postgres::pool::untranslatable;
 
 /// Why an event sent to an agent was refused rather than applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,7 +87,9 @@ pub(crate) const HALT_UNENCODABLE: &str = "unencodable";
 pub struct Refused {
     /// Its inbox row's id, as [`Fleet::send`] returned it.
     pub id: u64,
-    /// The event, as its row holds it.
+    /// The event, as its row holds it (bytes that are not UTF-8, which
+    /// a database of encoding `SQL_ASCII` holds as given, replaced by
+    /// U+FFFD).
     pub event: String,
     /// Why it was refused.
     pub reason: Refusal,
@@ -102,7 +105,13 @@ impl Fleet {
         super::ids::check(agent)?;
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
-        let rows = client.query(db::REFUSED, &[&agent]).await.map_err(FleetError::db)?;
+        let (rows, bytes) = match client.query(db::REFUSED, &[&agent]).await {
+            Ok(rows) => (rows, false),
+            Err(error) if untranslatable(&error) => {
+                (client.query(db::REFUSED_BYTES, &[&agent]).await.map_err(FleetError::db)?, true)
+            }
+            Err(error) => return Err(FleetError::db(error)),
+        };
         rows.iter()
             .map(|row| {
                 let id: i64 = row.try_get(0).map_err(FleetError::db)?;
@@ -119,7 +128,14 @@ impl Fleet {
                     // it refused only those that did not decode.
                     _ => Refusal::Undecodable,
                 };
-                Ok(Refused { id: db::unsigned(id), event: row.try_get(1).map_err(FleetError::db)?, reason })
+                // An event that is not UTF-8 is shown lossily: the list is
+                // how one finds it.
+                let event = if bytes {
+                    String::from_utf8_lossy(row.try_get::<_, &[u8]>(1).map_err(FleetError::db)?).into_owned()
+                } else {
+                    row.try_get(1).map_err(FleetError::db)?
+                };
+                Ok(Refused { id: db::unsigned(id), event, reason })
             })
             .collect()
     }

@@ -19,6 +19,7 @@ use super::keeper::Pulse;
 use super::{Fleet, FleetError, blocking, db};
 use crate::panics::panic_message;
 use crate::runtime::{Effects, ExecutorConfig, MachineHandle, RequestError, WorkerError};
+use crate::store::postgres::pool::untranslatable;
 use crate::store::{Durability, Durable, SnapshotPolicy, StepMark, StepWatch, StoreError};
 use crate::{Kind, StateMachine};
 
@@ -196,11 +197,48 @@ where
                     continue;
                 }
             }
+            // A row whose event the server cannot send as UTF-8 fails the
+            // page it is in, every time: the rows are taken one at a time
+            // until it is found, and refused.
+            Err(error) if untranslatable(&error) => match next_row(&client, &agent, after).await {
+                Ok(Some((id, Ok(text)))) => {
+                    after = id;
+                    if !deliver(&client, &handle, &sent, id, &text).await {
+                        return;
+                    }
+                    continue;
+                }
+                Ok(Some((id, Err(error)))) => {
+                    after = id;
+                    refuse(&client, id, &error).await;
+                    continue;
+                }
+                Ok(None) => {}
+                Err(error) => tracing::warn!(%error, "cannot read the inbox"),
+            },
             // Read again at the next wake (a notification or the poll).
             Err(error) => tracing::warn!(%error, "cannot read the inbox"),
         }
         wake.notified().await;
     }
+}
+
+/// The agent's first unapplied inbox row after `after`: its id, and its
+/// event or the error of a server that cannot send it as UTF-8.
+async fn next_row(
+    client: &Client,
+    agent: &str,
+    after: i64,
+) -> Result<Option<(i64, Result<String, tokio_postgres::Error>)>, tokio_postgres::Error> {
+    let sql = "SELECT id FROM inbox WHERE agent = $1 AND applied_seq IS NULL AND id > $2 ORDER BY id LIMIT 1";
+    let Some(row) = client.query_opt(sql, &[&agent, &after]).await? else { return Ok(None) };
+    let id: i64 = row.try_get(0)?;
+    let event = match client.query_one("SELECT event FROM inbox WHERE id = $1", &[&id]).await {
+        Ok(row) => row.try_get(0),
+        Err(error) if untranslatable(&error) => Err(error),
+        Err(error) => return Err(error),
+    };
+    Ok(Some((id, event)))
 }
 
 /// Sends inbox row `id`, holding `text`, to the agent, or refuses it if it
