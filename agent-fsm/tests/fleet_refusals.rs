@@ -333,13 +333,17 @@ mod fused {
     }
 }
 
-/// A number whose serde impls panic: read, on 666; written, on 777.
+/// A number whose serde impls panic: read, on 666; written, on 777; and
+/// that serde refuses to write on 888.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fuse(u32);
 
 impl serde::Serialize for Fuse {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         assert!(self.0 != 777, "777 blows up as it is written");
+        if self.0 == 888 {
+            return Err(serde::ser::Error::custom("888 is not written"));
+        }
         serializer.serialize_u32(self.0)
     }
 }
@@ -353,7 +357,7 @@ impl<'de> serde::Deserialize<'de> for Fuse {
 }
 
 /// An inbox event whose `Deserialize` panics, and one whose `Serialize`
-/// panics (which the step taking it would call), are refused as
+/// panics or fails (which the step taking it would call), are refused as
 /// undecodable, as one that does not parse is: the worker, the agent and
 /// the events sent after them go on, in order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -368,6 +372,8 @@ async fn an_event_whose_serde_impl_panics_is_refused_as_undecodable() {
     // As JSON: the fleet's own writing of it would panic here.
     let written = serde_json::json!({"event": "light", "data": 777});
     bad.push(within(fleet.send("fused", &written)).await.expect("sent"));
+    let refused = serde_json::json!({"event": "light", "data": 888});
+    bad.push(within(fleet.send("fused", &refused)).await.expect("sent"));
     within(fleet.send("fused", &fused::Event::Light(Fuse(3)))).await.expect("sent");
     within(fleet.send("fused", &fused::Event::Finish)).await.expect("sent");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -378,7 +384,8 @@ async fn an_event_whose_serde_impl_panics_is_refused_as_undecodable() {
     until("the agent is done", || async { within(fleet.status("fused")).await.expect("reads").done }).await;
     let refused = within(fleet.refused("fused")).await.expect("reads");
     let refused: Vec<(u64, Refusal)> = refused.into_iter().map(|r| (r.id, r.reason)).collect();
-    assert_eq!(refused, [(bad[0], Refusal::Undecodable), (bad[1], Refusal::Undecodable)]);
+    let undecodable: Vec<(u64, Refusal)> = bad.iter().map(|id| (*id, Refusal::Undecodable)).collect();
+    assert_eq!(refused, undecodable);
     let store = fleet.store().clone();
     let restored = tokio::task::spawn_blocking(move || agent_fsm::store::restore::<fused::Fused, _>(&store, "fused"))
         .await

@@ -170,7 +170,7 @@ async fn text_that_is_not_utf8_halts_its_agent_or_is_refused() {
 #[agent_fsm::state_machine(fallback = Nothing, serde, name = Keeper)]
 mod keeper {
     #[context]
-    pub type Context = Vec<u32>;
+    pub type Context = Vec<super::Token>;
 
     #[states]
     #[derive(Debug, Clone, PartialEq)]
@@ -184,8 +184,8 @@ mod keeper {
     #[events]
     #[derive(Debug, Clone, PartialEq)]
     pub enum Event {
-        /// Written down.
-        Keep(super::Token),
+        /// Kept in the context.
+        Keep(u32),
         Finish,
     }
 
@@ -197,7 +197,7 @@ mod keeper {
     }
 
     transitions! {
-        Idle + Keep(token) => { ctx.push(token.0); } Idle / Nothing,
+        Idle + Keep(n) => { ctx.push(super::Token(n)); } Idle / Nothing,
         Idle + Finish => Done / Nothing,
     }
 }
@@ -222,9 +222,10 @@ impl<'de> serde::Deserialize<'de> for Token {
     }
 }
 
-/// An agent sent an event its journal cannot encode is halted as
-/// unencodable at that step, rather than resumed and failed on it every
-/// lease; an agent of the same machine beside it runs on.
+/// An agent whose step leaves a context serde refuses to write (its
+/// snapshot, taken at every step here) is halted as unencodable at that
+/// step, rather than resumed and failed on it every lease; an agent of the
+/// same machine beside it runs on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_whose_step_does_not_encode_is_halted() {
     let Some(db) = Db::new("unencodable") else { return };
@@ -232,14 +233,14 @@ async fn an_agent_whose_step_does_not_encode_is_halted() {
     for agent in ["bad", "good"] {
         within(fleet.create(agent, &keeper::Keeper::new(Vec::new()))).await.expect("created");
     }
-    // As JSON: the fleet's own encoding of the event would refuse it.
-    within(fleet.send("bad", &serde_json::json!({"event": "keep", "data": 0}))).await.expect("sent");
+    within(fleet.send("bad", &keeper::Event::Keep(0))).await.expect("sent");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = Worker::new(&fleet, "a").poll(Duration::from_millis(50));
+    let every = SnapshotPolicy::Every(std::num::NonZeroU64::MIN);
+    let worker = Worker::new(&fleet, "a").poll(Duration::from_millis(50)).snapshots(every);
     let running = tokio::spawn(worker.run(|_: &str| ((), ExecutorConfig::<keeper::Keeper>::new()), async {
         let _ = stopped.await;
     }));
-    for event in [keeper::Event::Keep(Token(4)), keeper::Event::Finish] {
+    for event in [keeper::Event::Keep(4), keeper::Event::Finish] {
         within(fleet.send("good", &event)).await.expect("sent");
     }
     until("the agent is halted", || async { within(fleet.status("bad")).await.expect("reads").halted.is_some() }).await;

@@ -13,8 +13,8 @@ use crate::store::postgres::pool::untranslatable;
 #[non_exhaustive]
 pub enum Refusal {
     /// It does not read as one of the machine's events, or the machine's
-    /// serde impls panicked reading it, or writing it as the machine writes
-    /// its events.
+    /// serde impls panicked reading it, or failed or panicked writing it as
+    /// the machine writes its events (as the step taking it would).
     Undecodable,
     /// The agent reached its terminal state before taking it.
     Finished,
@@ -54,9 +54,10 @@ pub enum Halt {
         /// What the store said, or the panic's message.
         message: String,
     },
-    /// A step it took does not encode (serde refused its event, state or
-    /// context), so it could not be written: taken again after a resume,
-    /// it would fail the same way.
+    /// A step it took does not encode (serde refused its state or context,
+    /// or an event of its own work: an inbox event that does not encode is
+    /// refused instead), so it could not be written: taken again after a
+    /// resume, it would fail the same way.
     Unencodable {
         /// What serde said.
         message: String,

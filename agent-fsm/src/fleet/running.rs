@@ -261,14 +261,15 @@ where
     // machine writes it (the fenced store's `take_inbox_row`). A sender may
     // have written it otherwise (keys in another order, `{"Stop":null}` for
     // `"Stop"`): rewritten first, or a step taking it out of turn would mark
-    // another row. An event whose writing panics would fail the step that
-    // takes it in the same way: it is refused here instead.
+    // another row. An event that cannot be written (serde refuses it, or
+    // panics) would fail the step that takes it, on every resume: it is
+    // refused here instead, and the agent goes on.
     let own = match catch_unwind(AssertUnwindSafe(|| serde_json::to_string(&event))) {
-        Ok(own) => own.ok(),
+        Ok(Ok(own)) => own,
+        Ok(Err(error)) => return refuse(client, id, &format!("encoding it failed: {error}")).await,
         Err(panic) => return refuse(client, id, &format!("encoding it panicked: {}", panic_message(&*panic))).await,
     };
-    if let Some(own) = own
-        && own != text
+    if own != text
         && let Err(error) = client.execute(db::REWRITE, &[&id, &own]).await
     {
         tracing::warn!(inbox = id, %error, "cannot rewrite an inbox event as the machine writes it");
