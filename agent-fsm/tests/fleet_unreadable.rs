@@ -117,9 +117,10 @@ async fn agents_whose_log_or_work_in_flight_does_not_read_are_halted() {
 
 /// In a database of encoding `SQL_ASCII`, which stores text as given, a
 /// snapshot that is not UTF-8 halts its agent as unreadable (rather than
-/// read as a failed read, tried again every lease), and an inbox event
-/// that is not UTF-8 is refused as undecodable, listed with its bytes,
-/// while the events sent after it are applied.
+/// read as a failed read, tried again every lease), an inbox event that is
+/// not UTF-8 is refused as undecodable, listed with its bytes, while the
+/// events sent after it are applied, and an agent whose id is not UTF-8
+/// (which would fail every claim picking it) is halted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_that_is_not_utf8_halts_its_agent_or_is_refused() {
     let Some(db) = Db::new("not_utf8") else { return };
@@ -145,6 +146,15 @@ async fn text_that_is_not_utf8_halts_its_agent_or_is_refused() {
         .await
         .expect("inserts");
     let bad = u64::try_from(row.get::<_, i64>(0)).expect("an id");
+    // An agent the fleet cannot name (written by hand: it writes none),
+    // picked by every claim with the others.
+    client
+        .batch_execute(
+            "INSERT INTO agents (agent, machine, format, next_seq, created_at) VALUES (E'bad\\xff', 'Job', 1, 1, now());
+             INSERT INTO leases (agent) VALUES (E'bad\\xff')",
+        )
+        .await
+        .expect("inserts");
     for event in [Event::Add(2), Event::Finish] {
         within(fleet.send("inbox", &event)).await.expect("sent");
     }
@@ -160,6 +170,9 @@ async fn text_that_is_not_utf8_halts_its_agent_or_is_refused() {
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!((refused[0].id, &refused[0].reason), (bad, &Refusal::Undecodable));
     assert_eq!(refused[0].event, "\u{fffd}\u{fffd}");
+    let halted =
+        "SELECT count(*) FROM leases WHERE halted AND halt = 'unreadable' AND failure LIKE 'its id is not UTF-8%'";
+    assert_eq!(client.query_one(halted, &[]).await.expect("reads").get::<_, i64>(0), 1);
     let report = a.stop().await;
     assert_eq!((report.failed, report.finished), (1, 1), "{report:?}");
     drop((fleet, client));

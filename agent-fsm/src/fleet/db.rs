@@ -321,6 +321,18 @@ UPDATE leases SET halted = true, halt = $4, failure = $5, worker = NULL, expires
 WHERE agent = $1 AND worker = $2 AND epoch = $3 AND NOT done
 RETURNING agent";
 
+/// The ids, as bytes, of the leases not done nor halted: in a database of
+/// encoding `SQL_ASCII`, where the conversion changes nothing, those that
+/// are not UTF-8 are found by the bytes the server cannot send as text.
+pub(crate) const LEASE_IDS: &str = "SELECT convert_to(agent, 'SQL_ASCII') FROM leases WHERE NOT done AND NOT halted";
+
+/// Halts the agent whose id is the bytes $1 (see [`LEASE_IDS`]) as
+/// unreadable, with message $2, whoever holds it (no worker can: its
+/// claim would have failed).
+pub(crate) const HALT_ID: &str = "
+UPDATE leases SET halted = true, halt = 'unreadable', failure = $2, worker = NULL, expires_at = NULL, assigned = NULL
+WHERE convert_to(agent, 'SQL_ASCII') = $1 AND NOT done AND NOT halted";
+
 /// Lets agent $1, halted, be claimed again, its failures forgotten; wakes
 /// the workers ($2 the channel, $3 [`CLAIM`]). Returns a row if it was
 /// halted.

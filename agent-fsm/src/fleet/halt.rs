@@ -4,6 +4,7 @@
 //! one step reach the fleet's limit.
 
 use std::fmt;
+use std::time::Duration;
 
 use tokio_postgres::Client;
 
@@ -135,6 +136,46 @@ pub(crate) async fn count_agent_failure(
         // The lease moved on: the next owner counts its own failures.
         Ok(None) => {}
         Err(error) => tracing::warn!(%error, "cannot count a failure against the agent"),
+    }
+}
+
+/// Halts the agents whose ids are not UTF-8, in a database of encoding
+/// `SQL_ASCII` (which stores text as given; the fleet never writes such
+/// an id): the server cannot send one, which fails every claim that picks
+/// it, of every worker, and with it the claims of every agent picked with
+/// it. Only the ids' bytes are read. True if it halted any; its errors
+/// are logged, each statement given up after `lease`.
+pub(crate) async fn halt_unreadable_ids(client: &Client, lease: Duration) -> bool {
+    let halted = async {
+        let encoding = client.query_one("SELECT current_setting('server_encoding')", &[]).await?;
+        // Elsewhere the conversion to SQL_ASCII is no copy of the bytes.
+        if encoding.try_get::<_, String>(0)? != "SQL_ASCII" {
+            return Ok::<_, tokio_postgres::Error>(0);
+        }
+        let mut halted = 0;
+        for row in client.query(db::LEASE_IDS, &[]).await? {
+            let id: &[u8] = row.try_get(0)?;
+            if std::str::from_utf8(id).is_err() {
+                let message = format!("its id is not UTF-8: {}", String::from_utf8_lossy(id));
+                halted += client.execute(db::HALT_ID, &[&id, &storable(&message)]).await?;
+            }
+        }
+        Ok(halted)
+    };
+    match tokio::time::timeout(lease, halted).await {
+        Ok(Ok(0)) => false,
+        Ok(Ok(halted)) => {
+            tracing::error!(halted, "agents whose ids are not UTF-8 halted");
+            true
+        }
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "cannot halt the agents whose ids are not UTF-8");
+            false
+        }
+        Err(_) => {
+            tracing::warn!("cannot halt the agents whose ids are not UTF-8: no answer within a lease");
+            false
+        }
     }
 }
 

@@ -123,7 +123,9 @@
 //!   writes, text that is not UTF-8, or whose reading panics) is halted at
 //!   once ([`Halt::Unreadable`]), as is one whose step does not encode
 //!   ([`Halt::Unencodable`]): resumed, it would fail the same way on every
-//!   lease. An inbox event that is not UTF-8 is refused as undecodable.
+//!   lease. An inbox event that is not UTF-8 (which a database of encoding
+//!   `SQL_ASCII` stores) is refused as undecodable, and an agent whose id
+//!   is not UTF-8, which would fail every claim that picks it, is halted.
 //! - It reads an agent's inbox a page at a time (64 rows, or a mebibyte
 //!   of events), the next page once the last is in the agent's mailbox: a
 //!   backlog of any size is never read into memory whole.

@@ -14,13 +14,14 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 use tracing::Instrument;
 
-use super::halt::{StartFailure, start_failed};
+use super::halt::{StartFailure, halt_unreadable_ids, start_failed};
 use super::keeper::{Keeper, Renewals};
 use super::running::{Control, End, Ended, Running, Spawn};
 use super::{Fleet, FleetError, db};
 use crate::StateMachine;
 use crate::panics::panic_message;
 use crate::runtime::{Effects, ExecutorConfig};
+use crate::store::postgres::pool::untranslatable;
 use crate::store::{Durability, SnapshotPolicy, StoreError};
 
 /// How many agents a worker claims at once, between two looks at its
@@ -278,10 +279,15 @@ where
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
             [&self.worker.id, &limit, &exclude, &lease, &machine];
         let claimed = client.query(db::CLAIM_AGENTS, &params);
-        let rows = match self.bounded(claimed).await {
-            Ok(rows) => rows,
-            Err(error) => {
+        let rows = match tokio::time::timeout(self.worker.lease, claimed).await {
+            Ok(Ok(rows)) => rows,
+            Ok(Err(error)) => {
                 tracing::warn!(%error, "cannot claim agents");
+                // An id the server cannot send fails every claim picking it.
+                return untranslatable(&error) && halt_unreadable_ids(&client, self.worker.lease).await;
+            }
+            Err(_) => {
+                tracing::warn!(lease = ?self.worker.lease, "cannot claim agents: no answer within a lease");
                 return false;
             }
         };
