@@ -412,14 +412,15 @@ async fn a_live_worker_keeps_its_agents_for_many_leases() {
     db.drop_schema().await;
 }
 
-/// An agent whose id is too long for a notification's payload (Postgres
-/// refuses one of 8000 bytes) is sent events all the same, and its worker
-/// is woken for them without waiting for its poll.
+/// An agent whose id is as long as the fleet takes (`MAX_ID_BYTES`, none
+/// of it compressible: a key Postgres indexes as it is) is created and
+/// sent events, and its worker is woken for them without waiting for its
+/// poll.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agent_whose_id_does_not_fit_a_notification_is_sent_its_events() {
+async fn an_agent_with_the_longest_id_is_sent_its_events() {
     let Some(db) = Db::new("long_id") else { return };
     let fleet = db.fleet(LEASE).await;
-    let agent = "j".repeat(9000);
+    let agent = fleet_support::noise(agent_fsm::fleet::MAX_ID_BYTES);
     within(fleet.create(&agent, &Job::new(Vec::new()))).await.expect("created");
     // A poll too slow to matter: only a notification wakes the feeder.
     let a = Proc::start(Worker::new(&fleet, "a").poll(Duration::from_secs(3600)));

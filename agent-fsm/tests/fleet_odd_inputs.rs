@@ -2,16 +2,17 @@
 //! real Postgres server (`AGENT_FSM_PG_URL`, each test in a schema of its
 //! own): agent ids with quotes, SQL, spaces, control characters and
 //! emoji are run like any other, an id Postgres cannot hold (a NUL byte)
-//! is refused with an error, an event of many megabytes is applied, and
+//! or index (longer than the fleet's cap) is refused with a typed error
+//! before any statement, an event of many megabytes is applied, and
 //! a schema with such a name holds a fleet that works.
 
 mod fleet_support;
 
 use std::time::Duration;
 
-use agent_fsm::fleet::{Fleet, FleetConfig, Worker};
+use agent_fsm::fleet::{Fleet, FleetConfig, FleetError, MAX_ID_BYTES, Worker};
 use agent_fsm::runtime::ExecutorConfig;
-use fleet_support::{Db, Event, Job, Proc, taken, until, within};
+use fleet_support::{Db, Event, Job, Proc, Tools, taken, until, within};
 
 const LEASE: Duration = Duration::from_millis(900);
 
@@ -49,8 +50,7 @@ mod notes {
 
 /// Agents whose ids hold quotes, SQL, spaces, a notification's own
 /// prefixes, control characters and emoji are created, sent their events
-/// and run to their end like any other; an id with a NUL byte is refused
-/// by every call with an error, not a panic, and leaves nothing behind.
+/// and run to their end like any other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agents_with_odd_ids_run_like_any_other() {
     let Some(db) = Db::new("odd_ids") else { return };
@@ -83,15 +83,63 @@ async fn agents_with_odd_ids_run_like_any_other() {
     unfinished.retain(|id| ids.contains(&id.as_str()));
     assert!(unfinished.is_empty(), "{unfinished:?}");
 
-    let nul = "nul\0byte";
-    assert!(within(fleet.create(nul, &Job::new(Vec::new()))).await.is_err());
-    assert!(within(fleet.send(nul, &Event::Add(1))).await.is_err());
-    assert!(within(fleet.status(nul)).await.is_err());
-    assert!(within(fleet.refused(nul)).await.is_err());
-    // The fleet's connection is still good after the server refused those.
-    assert_eq!(within(fleet.status(ids[0])).await.expect("reads").steps, 2);
     let report = a.stop().await;
     assert_eq!((report.finished, report.failed), (ids.len() as u64, 0), "{report:?}");
+    db.drop_schema().await;
+}
+
+/// An id Postgres cannot hold (a NUL byte) or index (longer than
+/// `MAX_ID_BYTES`, whether it compresses or not) is refused by every call
+/// that names it with `FleetError::InvalidId`, before any statement: not a
+/// database error from inside a create, nor a row half written. A worker
+/// with such an id does not start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_postgres_cannot_hold_or_index_are_refused_with_a_typed_error() {
+    let Some(db) = Db::new("invalid_ids") else { return };
+    let fleet = db.fleet(LEASE).await;
+    let bad = [
+        "nul\0byte".to_owned(),
+        fleet_support::noise(MAX_ID_BYTES + 1),
+        fleet_support::noise(4000),
+        "j".repeat(9000),
+        "\0".repeat(MAX_ID_BYTES + 1),
+    ];
+    for id in &bad {
+        let short = &id[..id.len().min(20)];
+        let created = within(fleet.create(id, &Job::new(Vec::new()))).await;
+        assert!(matches!(created, Err(FleetError::InvalidId { .. })), "{short:?}: {created:?}");
+        let sent = within(fleet.send(id, &Event::Add(1))).await;
+        assert!(matches!(sent, Err(FleetError::InvalidId { .. })), "{short:?}: {sent:?}");
+        let status = within(fleet.status(id)).await;
+        assert!(matches!(status, Err(FleetError::InvalidId { .. })), "{short:?}: {status:?}");
+        let refused = within(fleet.refused(id)).await;
+        assert!(matches!(refused, Err(FleetError::InvalidId { .. })), "{short:?}: {refused:?}");
+        let revived = within(fleet.revive(id)).await;
+        assert!(matches!(revived, Err(FleetError::InvalidId { .. })), "{short:?}: {revived:?}");
+    }
+    let Err(FleetError::InvalidId { id, reason }) = within(fleet.create(&bad[0], &Job::new(Vec::new()))).await else {
+        unreachable!("checked above")
+    };
+    assert_eq!((id.as_str(), reason.contains("NUL")), ("nul\\0byte", true), "{reason}");
+    let Err(FleetError::InvalidId { id, reason }) = within(fleet.send(&bad[3], &Event::Add(1))).await else {
+        unreachable!("checked above")
+    };
+    assert!(id.len() < 100 && reason.contains("2048"), "{id} {reason}");
+    // Nothing was written for any of them.
+    let client = db.client().await;
+    let agents: i64 = client.query_one("SELECT count(*) FROM agents", &[]).await.expect("reads").get(0);
+    assert_eq!(agents, 0);
+    // The longest id it takes is an agent like any other.
+    let longest = fleet_support::noise(MAX_ID_BYTES);
+    within(fleet.create(&longest, &Job::new(Vec::new()))).await.expect("created");
+    within(fleet.send(&longest, &Event::Add(4))).await.expect("sent");
+    assert_eq!(within(fleet.status(&longest)).await.expect("reads").unapplied, 1);
+
+    for id in ["nul\0worker".to_owned(), fleet_support::noise(MAX_ID_BYTES + 1)] {
+        let worker = Worker::new(&fleet, id).run(|_: &str| (Tools::default(), ExecutorConfig::new()), async {});
+        let ran = within(worker).await;
+        assert!(matches!(ran, Err(FleetError::InvalidId { .. })), "{ran:?}");
+    }
     db.drop_schema().await;
 }
 

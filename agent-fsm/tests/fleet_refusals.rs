@@ -7,7 +7,8 @@
 //! panics on is refused after the configured attempts, and the events
 //! sent after it are applied, in order; an inbox an earlier release created
 //! gains the columns a refusal is kept in; an event whose own `Clone`
-//! panics is refused as one the machine panics on.
+//! panics is refused as one the machine panics on; an event whose serde
+//! impls panic is refused as undecodable.
 
 mod fleet_support;
 
@@ -293,5 +294,106 @@ async fn an_event_whose_clone_panics_is_refused_after_the_configured_attempts() 
     let _ = stop.send(());
     let report = within(running).await.expect("joins").expect("runs");
     assert_eq!(report.failed, 1, "{report:?}");
+    db.drop_schema().await;
+}
+
+#[allow(unreachable_pub)]
+#[agent_fsm::state_machine(fallback = Nothing, serde, name = Fused)]
+mod fused {
+    #[context]
+    pub type Context = Vec<u32>;
+
+    #[states]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum State {
+        #[initial]
+        Idle,
+        #[terminal]
+        Done,
+    }
+
+    #[events]
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Event {
+        /// Written down.
+        Light(super::Fuse),
+        Finish,
+    }
+
+    #[actions]
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub enum Action {
+        #[default]
+        Nothing,
+    }
+
+    transitions! {
+        Idle + Light(fuse) => { ctx.push(fuse.0); } Idle / Nothing,
+        Idle + Finish => Done / Nothing,
+    }
+}
+
+/// A number whose serde impls panic: read, on 666; written, on 777; and
+/// that serde refuses to write on 888.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fuse(u32);
+
+impl serde::Serialize for Fuse {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        assert!(self.0 != 777, "777 blows up as it is written");
+        if self.0 == 888 {
+            return Err(serde::ser::Error::custom("888 is not written"));
+        }
+        serializer.serialize_u32(self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Fuse {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let n = u32::deserialize(deserializer)?;
+        assert!(n != 666, "666 blows up as it is read");
+        Ok(Fuse(n))
+    }
+}
+
+/// An inbox event whose `Deserialize` panics, and one whose `Serialize`
+/// panics or fails (which the step taking it would call), are refused as
+/// undecodable, as one that does not parse is: the worker, the agent and
+/// the events sent after them go on, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_whose_serde_impl_panics_is_refused_as_undecodable() {
+    let Some(db) = Db::new("serde_panics") else { return };
+    let fleet = db.fleet(LEASE).await;
+    within(fleet.create("fused", &fused::Fused::new(Vec::new()))).await.expect("created");
+    let mut bad = Vec::new();
+    within(fleet.send("fused", &fused::Event::Light(Fuse(1)))).await.expect("sent");
+    bad.push(within(fleet.send("fused", &fused::Event::Light(Fuse(666)))).await.expect("sent"));
+    within(fleet.send("fused", &fused::Event::Light(Fuse(2)))).await.expect("sent");
+    // As JSON: the fleet's own writing of it would panic here.
+    let written = serde_json::json!({"event": "light", "data": 777});
+    bad.push(within(fleet.send("fused", &written)).await.expect("sent"));
+    let refused = serde_json::json!({"event": "light", "data": 888});
+    bad.push(within(fleet.send("fused", &refused)).await.expect("sent"));
+    within(fleet.send("fused", &fused::Event::Light(Fuse(3)))).await.expect("sent");
+    within(fleet.send("fused", &fused::Event::Finish)).await.expect("sent");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = Worker::new(&fleet, "a").poll(Duration::from_millis(50));
+    let running = tokio::spawn(worker.run(|_: &str| ((), ExecutorConfig::<fused::Fused>::new()), async {
+        let _ = stopped.await;
+    }));
+    until("the agent is done", || async { within(fleet.status("fused")).await.expect("reads").done }).await;
+    let refused = within(fleet.refused("fused")).await.expect("reads");
+    let refused: Vec<(u64, Refusal)> = refused.into_iter().map(|r| (r.id, r.reason)).collect();
+    let undecodable: Vec<(u64, Refusal)> = bad.iter().map(|id| (*id, Refusal::Undecodable)).collect();
+    assert_eq!(refused, undecodable);
+    let store = fleet.store().clone();
+    let restored = tokio::task::spawn_blocking(move || agent_fsm::store::restore::<fused::Fused, _>(&store, "fused"))
+        .await
+        .expect("joins")
+        .expect("restores");
+    assert_eq!(restored.machine.context(), &[1, 2, 3]);
+    let _ = stop.send(());
+    let report = within(running).await.expect("the worker did not panic").expect("runs");
+    assert_eq!((report.failed, report.finished), (0, 1), "{report:?}");
     db.drop_schema().await;
 }

@@ -147,13 +147,14 @@ SELECT a.next_seq, l.done, CASE WHEN l.done THEN NULL ELSE l.worker END, l.epoch
        (SELECT count(*) FROM inbox i WHERE i.agent = a.agent AND i.applied_seq IS NULL),
        l.assigned,
        (SELECT count(*) FROM inbox i WHERE i.agent = a.agent AND i.applied_seq = -1),
-       l.halted, l.failures, l.failure
+       l.halted, l.failures, l.failure, l.halt
 FROM agents a LEFT JOIN leases l ON l.agent = a.agent
 WHERE a.agent = $1";
 
-/// The lease row of a new agent, placed on the live worker with the most
-/// room (capacity less the agents placed on it and not done); none if no
-/// worker is live. $1 agent, $2 the lease (ms): how old a live worker's
+/// The lease row of a new agent of machine $5, placed on the live worker
+/// of that machine (or of an earlier release, which names none) with the
+/// most room (capacity less the agents placed on it and not done); none if
+/// no such worker is live. $1 agent, $2 the lease (ms): how old a live worker's
 /// heartbeat may be, and how long the placement holds (an agent its worker
 /// has not claimed within a lease, being full, say, is anyone's). The
 /// workers are woken ($3 the channel, $4 [`CLAIM`]) by the same statement,
@@ -163,6 +164,7 @@ pub(crate) const PLACE: &str = "
 WITH target AS (
     SELECT w.worker FROM workers w
     WHERE NOT w.stopping AND w.heartbeat > now() - $2::bigint * interval '1 millisecond'
+      AND (w.machine = $5 OR w.machine IS NULL)
     ORDER BY w.capacity - (SELECT count(*) FROM leases l WHERE l.assigned = w.worker AND NOT l.done) DESC, w.worker
     LIMIT 1
 ), placed AS (
@@ -175,22 +177,24 @@ WITH target AS (
 SELECT placed.assigned FROM placed, pg_notify($3, $4)";
 
 /// Registers a worker, or takes its row over (a worker restarted under the
-/// same id). $1 worker, $2 capacity.
+/// same id). $1 worker, $2 capacity, $3 the name of its machine.
 pub(crate) const REGISTER: &str = "
-INSERT INTO workers (worker, capacity, heartbeat, stopping) VALUES ($1, $2, now(), false)
-ON CONFLICT (worker) DO UPDATE SET capacity = excluded.capacity, heartbeat = now(), stopping = false";
+INSERT INTO workers (worker, capacity, heartbeat, stopping, machine) VALUES ($1, $2, now(), false, $3)
+ON CONFLICT (worker) DO UPDATE
+SET capacity = excluded.capacity, heartbeat = now(), stopping = false, machine = excluded.machine";
 
-/// A worker's heartbeat. $1 worker, $2 capacity.
+/// A worker's heartbeat. $1 worker, $2 capacity, $3 the name of its machine.
 pub(crate) const HEARTBEAT: &str = "
-INSERT INTO workers (worker, capacity, heartbeat, stopping) VALUES ($1, $2, now(), false)
+INSERT INTO workers (worker, capacity, heartbeat, stopping, machine) VALUES ($1, $2, now(), false, $3)
 ON CONFLICT (worker) DO UPDATE SET heartbeat = now() WHERE NOT workers.stopping";
 
-/// Claims up to $2 agents for worker $1 (none of $3, which it runs
-/// already), each under its lease's next epoch, for $4 ms: first those
+/// Claims up to $2 agents of machine $5 for worker $1 (none of $3, which it
+/// runs already), each under its lease's next epoch, for $4 ms: first those
 /// placed on it, then those nobody holds whose placement is void (no
 /// worker, or one that is stopping or silent for longer than a lease), then
 /// those whose lease (or placement) expired, and those an earlier life of
-/// this worker held.
+/// this worker held. An agent of another machine is never claimed: the
+/// worker could not resume it, and would only keep it from its own.
 /// `SKIP LOCKED`: two workers claiming at once never wait for each other,
 /// and never both take one agent (the row lock and the epoch's increment
 /// decide); a lease locked by a write in flight is left for the next round.
@@ -201,6 +205,7 @@ ON CONFLICT (worker) DO UPDATE SET heartbeat = now() WHERE NOT workers.stopping"
 pub(crate) const CLAIM_AGENTS: &str = "
 WITH picked AS (
     SELECT l.agent FROM leases l
+    JOIN agents a ON a.agent = l.agent AND a.machine = $5
     LEFT JOIN workers w ON w.worker = l.assigned
     WHERE NOT l.done AND NOT l.halted AND NOT (l.agent = ANY($3::text[])) AND l.epoch < 9223372036854775807
       AND (
@@ -285,30 +290,55 @@ pub(crate) const FAILED_ROW: &str = "
 SELECT id FROM inbox WHERE agent = $1 AND applied_seq IS NULL AND id <= $2 ORDER BY event = $3 DESC, id LIMIT 1";
 
 /// Counts a failure of agent $1's machine on its own work (no inbox row),
-/// at step $4, with message $5, if worker $2 holds it at epoch $3: a
-/// failure at the step of the last one adds to its count, one at another
-/// step (the agent got on meanwhile) starts it again. At $6 failures in a
-/// row the agent is halted: its lease is let go and no worker claims it.
-/// Returns the count and whether the agent is halted now.
+/// or of its start (the worker's function giving its effects panicked),
+/// at step $4 (NULL: the agent's next step), with message $5, if worker $2
+/// holds it at epoch $3: a failure at the step of the last one adds to its
+/// count, one at another step (the agent got on meanwhile) starts it again.
+/// At $6 failures in a row the agent is halted: its lease is let go and no
+/// worker claims it. Returns the count and whether the agent is halted now.
 pub(crate) const AGENT_FAILED: &str = "
 WITH counted AS (
-    SELECT agent, CASE WHEN failed_seq = $4 THEN failures + 1 ELSE 1 END AS failures
+    SELECT agent, COALESCE($4::bigint, (SELECT a.next_seq FROM agents a WHERE a.agent = $1)) AS seq
     FROM leases WHERE agent = $1 AND worker = $2 AND epoch = $3 AND NOT done
     FOR UPDATE
+), seen AS (
+    SELECT c.agent, c.seq, CASE WHEN l.failed_seq = c.seq THEN l.failures + 1 ELSE 1 END AS failures
+    FROM counted c JOIN leases l ON l.agent = c.agent
 )
-UPDATE leases l SET failures = c.failures, failed_seq = $4, failure = $5, halted = c.failures >= $6,
-       worker = CASE WHEN c.failures >= $6 THEN NULL ELSE l.worker END,
-       expires_at = CASE WHEN c.failures >= $6 THEN NULL ELSE l.expires_at END,
-       assigned = CASE WHEN c.failures >= $6 THEN NULL ELSE l.assigned END
-FROM counted c WHERE l.agent = c.agent
+UPDATE leases l SET failures = s.failures, failed_seq = s.seq, failure = $5, halted = s.failures >= $6,
+       worker = CASE WHEN s.failures >= $6 THEN NULL ELSE l.worker END,
+       expires_at = CASE WHEN s.failures >= $6 THEN NULL ELSE l.expires_at END,
+       assigned = CASE WHEN s.failures >= $6 THEN NULL ELSE l.assigned END
+FROM seen s WHERE l.agent = s.agent
 RETURNING l.failures, l.halted";
+
+/// Halts agent $1 at once, if worker $2 holds it at epoch $3: its stored
+/// rows do not read, or a step of it does not encode ($4 the `halt` kind,
+/// $5 the error), which no retry mends. Its lease is let go and no worker
+/// claims it until it is revived. Returns a row if it was halted.
+pub(crate) const HALT: &str = "
+UPDATE leases SET halted = true, halt = $4, failure = $5, worker = NULL, expires_at = NULL, assigned = NULL
+WHERE agent = $1 AND worker = $2 AND epoch = $3 AND NOT done
+RETURNING agent";
+
+/// The ids, as bytes, of the leases not done nor halted: in a database of
+/// encoding `SQL_ASCII`, where the conversion changes nothing, those that
+/// are not UTF-8 are found by the bytes the server cannot send as text.
+pub(crate) const LEASE_IDS: &str = "SELECT convert_to(agent, 'SQL_ASCII') FROM leases WHERE NOT done AND NOT halted";
+
+/// Halts the agent whose id is the bytes $1 (see [`LEASE_IDS`]) as
+/// unreadable, with message $2, whoever holds it (no worker can: its
+/// claim would have failed).
+pub(crate) const HALT_ID: &str = "
+UPDATE leases SET halted = true, halt = 'unreadable', failure = $2, worker = NULL, expires_at = NULL, assigned = NULL
+WHERE convert_to(agent, 'SQL_ASCII') = $1 AND NOT done AND NOT halted";
 
 /// Lets agent $1, halted, be claimed again, its failures forgotten; wakes
 /// the workers ($2 the channel, $3 [`CLAIM`]). Returns a row if it was
 /// halted.
 pub(crate) const REVIVE: &str = "
 WITH revived AS (
-    UPDATE leases SET halted = false, failures = 0, failed_seq = NULL
+    UPDATE leases SET halted = false, halt = NULL, failures = 0, failed_seq = NULL
     WHERE agent = $1 AND halted RETURNING agent
 )
 SELECT revived.agent FROM revived, pg_notify($2, $3)";
@@ -316,6 +346,13 @@ SELECT revived.agent FROM revived, pg_notify($2, $3)";
 /// Agent $1's refused inbox rows, in id order.
 pub(crate) const REFUSED: &str = "
 SELECT id, event, refusal, failures, failure FROM inbox WHERE agent = $1 AND applied_seq = -1 ORDER BY id";
+
+/// [`REFUSED`] with each event as its bytes, for a database of encoding
+/// `SQL_ASCII` holding one that is not UTF-8 (the conversion to its own
+/// encoding changes nothing), which the server cannot send as text.
+pub(crate) const REFUSED_BYTES: &str = "
+SELECT id, convert_to(event, 'SQL_ASCII'), refusal, failures, failure
+FROM inbox WHERE agent = $1 AND applied_seq = -1 ORDER BY id";
 
 /// Rewrites unapplied inbox row $1's event as text $2: the event as the
 /// machine serializes it.

@@ -32,6 +32,16 @@ pub enum FleetError {
     /// be applied.
     #[error("agent `{0}` has finished")]
     Finished(String),
+    /// The id cannot name an agent or a worker: it holds a NUL byte, or is
+    /// longer than [`MAX_ID_BYTES`](super::MAX_ID_BYTES). Refused before any
+    /// statement is sent.
+    #[error("`{id}` cannot be a fleet id: {reason}")]
+    InvalidId {
+        /// The id, cut to its first 64 bytes, a NUL written `\\0`.
+        id: String,
+        /// Why it cannot.
+        reason: &'static str,
+    },
 }
 
 impl FleetError {

@@ -87,6 +87,8 @@ pub(crate) struct Renewals {
     pub(crate) target: db::Target,
     pub(crate) worker: String,
     pub(crate) capacity: i32,
+    /// The name of the worker's machine, kept in its row by each beat.
+    pub(crate) machine: &'static str,
     pub(crate) lease: Duration,
 }
 
@@ -183,7 +185,7 @@ impl Keeper {
 /// The keeper's thread: every third of a lease, renews the held leases
 /// (while the worker's runtime is alive) and beats.
 async fn keep(renewals: Renewals, pulse: Pulse, mut stopped: oneshot::Receiver<()>, attempted: watch::Sender<u64>) {
-    let Renewals { target, worker, capacity, lease } = renewals;
+    let Renewals { target, worker, capacity, machine, lease } = renewals;
     let mut tick = tokio::time::interval(lease / 3);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut client: Option<Client> = None;
@@ -243,7 +245,7 @@ async fn keep(renewals: Renewals, pulse: Pulse, mut stopped: oneshot::Receiver<(
         }
         pulse.0.state.lock().unwrap_or_else(PoisonError::into_inner).held_off = false;
         attempted.send_modify(|n| *n += 1);
-        match tokio::time::timeout(lease, connected.execute(db::HEARTBEAT, &[&worker, &capacity])).await {
+        match tokio::time::timeout(lease, connected.execute(db::HEARTBEAT, &[&worker, &capacity, &machine])).await {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => tracing::warn!(%error, "heartbeat failed"),
             Err(_) => tracing::warn!("{}", bounded("heartbeat failed")),

@@ -59,16 +59,22 @@
 //! and `leases`, `inbox`, `workers`). A worker process runs
 //! [`Worker::run`] with a unique worker id and the effects each agent runs
 //! with; any process (a worker too) creates agents and sends them events
-//! through a [`Fleet`]. `scripts/postgres.sh` starts a server on loopback
-//! for trying it out.
+//! through a [`Fleet`]. An agent's or a worker's id is any text of at
+//! most [`MAX_ID_BYTES`] without a NUL byte (what Postgres can hold and
+//! index); a call naming another fails with [`FleetError::InvalidId`]
+//! before it sends any statement. `scripts/postgres.sh` starts a server on
+//! loopback for trying it out.
 //!
 //! # How a worker works
 //!
-//! - It registers in `workers` and beats every lease/3; agents are placed
-//!   ([`Fleet::create`]) on the live worker with the most room (capacity
-//!   less the agents placed on it), which is woken by a `NOTIFY`.
-//! - It claims agents up to its capacity with `SELECT .. FOR UPDATE SKIP
-//!   LOCKED`, raising each lease's epoch: first those placed on it, then
+//! - It registers in `workers`, with the name of its machine, and beats
+//!   every lease/3; agents are placed ([`Fleet::create`]) on the live
+//!   worker of their machine with the most room (capacity less the agents
+//!   placed on it), which is woken by a `NOTIFY`.
+//! - It claims agents of its machine (workers of several machines may share
+//!   a schema: each takes only the agents it can resume) up to its capacity
+//!   with `SELECT .. FOR UPDATE SKIP LOCKED`, raising each lease's epoch:
+//!   first those placed on it, then
 //!   those nobody holds, then those whose lease expired. Each claimed agent
 //!   is spawned from its checkpoint by [`Durable`](crate::store::Durable)
 //!   on the store [`fenced`](crate::store::PgStore::fenced) with the
@@ -109,7 +115,17 @@
 //!   its own work (a task's result, a timer) is counted against the agent:
 //!   after as many in a row at one step the agent is halted
 //!   ([`AgentStatus::halted`], [`Halt`]), and no worker claims it until
-//!   [`Fleet::revive`]; the other agents run on.
+//!   [`Fleet::revive`]; the other agents run on. A panic of the function
+//!   a worker builds an agent's effects and configuration with fails that
+//!   agent's start, not the worker, and is counted against the agent in
+//!   the same way. An agent whose stored data does not read (a snapshot,
+//!   a step of its log or its work in flight that is not what its machine
+//!   writes, text that is not UTF-8, or whose reading panics) is halted at
+//!   once ([`Halt::Unreadable`]), as is one whose step does not encode
+//!   ([`Halt::Unencodable`]): resumed, it would fail the same way on every
+//!   lease. An inbox event that is not UTF-8 (which a database of encoding
+//!   `SQL_ASCII` stores) is refused as undecodable, and an agent whose id
+//!   is not UTF-8, which would fail every claim that picks it, is halted.
 //! - It reads an agent's inbox a page at a time (64 rows, or a mebibyte
 //!   of events), the next page once the last is in the agent's mailbox: a
 //!   backlog of any size is never read into memory whole.
@@ -139,7 +155,8 @@
 //!   unapplied and are delivered again by the next owner. A row no step
 //!   will apply is refused instead, and counted in
 //!   [`AgentStatus::refused`]; [`Fleet::refused`] lists them with the
-//!   reason ([`Refusal`]): an event that does not decode, one still
+//!   reason ([`Refusal`]): an event that does not decode (or whose
+//!   decoding panics), one still
 //!   waiting when the agent finished, one the machine failed on every time.
 //!
 //! # What is not guaranteed
@@ -168,133 +185,31 @@
 //!   event it took (the oldest unapplied row holding that event), so each
 //!   row is still applied once.
 
+mod config;
 mod db;
 mod error;
+mod halt;
+mod ids;
 mod keeper;
 mod refused;
 mod running;
 mod worker;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde::Serialize;
 use tokio::sync::Mutex;
 use tokio_postgres::Client;
 
 use crate::StateMachine;
-use crate::store::postgres::IDLE_IN_TRANSACTION_TIMEOUT;
 use crate::store::{CheckpointStore, PgConfig, PgStore, StoreError};
 
+pub use config::FleetConfig;
 pub use error::FleetError;
+pub use ids::MAX_ID_BYTES;
 pub use refused::{Halt, Refusal, Refused};
 pub use worker::{Worker, WorkerReport};
-
-/// Where a fleet's agents are kept, and how long its leases last.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FleetConfig {
-    /// The Postgres server's URL (`postgres://user:password@host:port/db`).
-    /// Its `connect_timeout` (10 seconds when it sets none) bounds the
-    /// opening of each of the fleet's own connections, the server's answer
-    /// included: a call that must connect while the server is away or
-    /// does not answer fails with [`FleetError::Connect`] by then. A call
-    /// on a connection already open that the network cut off without a
-    /// reset waits for as long as TCP retries (many minutes on Linux), as
-    /// the checkpoint store's calls do: `tcp_user_timeout` in the URL
-    /// (`?tcp_user_timeout=30`, in seconds) bounds that.
-    pub url: String,
-    /// The Postgres schema holding the tables, created if absent.
-    pub schema: String,
-    /// How many connections the checkpoint store keeps.
-    pub pool_size: usize,
-    /// How long a worker's claim on an agent lasts without renewal: the
-    /// time a dead worker's agents wait before another takes them. A third
-    /// of it is also how long an agent's step write may wait for a row lock
-    /// ([`PgConfig::lock_timeout`]) before it fails and the agent stops, to
-    /// be resumed by the next claim: a write stuck on a lock blocks its
-    /// runtime thread, and must not hold up the renewal of the worker's
-    /// other leases.
-    pub lease: Duration,
-    /// How long the server lets any of the fleet's connections (the
-    /// store's and its own) sit idle in the middle of a transaction before
-    /// it ends the session, 10 seconds by default; zero leaves the
-    /// server's setting. See [`PgConfig::idle_in_transaction_timeout`]:
-    /// a process stopped mid-write or mid-send releases the locks it held
-    /// (on an agent's rows, on its inbox) after this, not when it dies.
-    pub idle_in_transaction_timeout: Duration,
-    /// How many times an inbox event may make the machine panic (or leave
-    /// it poisoned, or panic in the event's own `Clone`, which a worker
-    /// recording its events calls, or make the effects panic as they
-    /// perform its action) before it is refused ([`Refusal::Panicked`]),
-    /// 3 by default. Each failure stops the agent, which is resumed from its
-    /// checkpoint a lease later and sent the event again; once refused, it
-    /// is skipped, and the events sent after it are applied in order. A
-    /// failure is counted against the inbox row the failed step took (the
-    /// row its write would have marked applied).
-    ///
-    /// A failure on an event of the agent's own work (a task's result, a
-    /// timer, a stream's item), or between steps, is counted against the
-    /// agent, at the step it happened: after this many in a row at one
-    /// step (the agent resumed each time and failing again before it got
-    /// past that step) the agent is halted ([`AgentStatus::halted`]): no
-    /// worker runs it until [`Fleet::revive`].
-    pub event_attempts: u32,
-}
-
-impl FleetConfig {
-    /// The server at `url`, schema `agent_fsm`, 4 store connections,
-    /// leases of 10 seconds.
-    #[must_use]
-    pub fn new(url: impl Into<String>) -> Self {
-        Self {
-            url: url.into(),
-            schema: "agent_fsm".to_owned(),
-            pool_size: 4,
-            lease: Duration::from_secs(10),
-            idle_in_transaction_timeout: IDLE_IN_TRANSACTION_TIMEOUT,
-            event_attempts: 3,
-        }
-    }
-
-    /// This configuration with the tables in schema `schema`.
-    #[must_use]
-    pub fn schema(mut self, schema: impl Into<String>) -> Self {
-        self.schema = schema.into();
-        self
-    }
-
-    /// This configuration with `size` store connections (at least one).
-    #[must_use]
-    pub fn pool_size(mut self, size: usize) -> Self {
-        self.pool_size = size.max(1);
-        self
-    }
-
-    /// This configuration with leases of `lease` (at least 30 ms), the
-    /// default of its workers.
-    #[must_use]
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease.max(Duration::from_millis(30));
-        self
-    }
-
-    /// This configuration with an inbox event refused once it made the
-    /// machine fail `attempts` times (at least one).
-    #[must_use]
-    pub fn event_attempts(mut self, attempts: u32) -> Self {
-        self.event_attempts = attempts.max(1);
-        self
-    }
-
-    /// This configuration with the server ending a connection left idle
-    /// in a transaction for `timeout` (zero: the server's setting).
-    #[must_use]
-    pub fn idle_in_transaction_timeout(mut self, timeout: Duration) -> Self {
-        self.idle_in_transaction_timeout = timeout;
-        self
-    }
-}
 
 /// An agent as the fleet knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -383,9 +298,11 @@ impl Fleet {
     }
 
     /// Adds agent `agent` as `machine` (its checkpoint 0), placed on the
-    /// live worker with the most room, which is woken to claim it. Returns
-    /// that worker, `None` if no worker is live (the first to claim takes
-    /// it).
+    /// live worker of its machine with the most room, which is woken to
+    /// claim it. Returns that worker, `None` if no worker of its machine is
+    /// live (the first of them to claim takes it). Only a worker running
+    /// the same machine (by [`name`](crate::Description::name))
+    /// ever claims it.
     ///
     /// The checkpoint and the lease are two writes: a create cut off between
     /// them is completed by calling it again with the same machine. The
@@ -394,15 +311,17 @@ impl Fleet {
     /// cut), and calling again then says [`FleetError::AgentExists`].
     ///
     /// # Errors
-    /// [`FleetError::AgentExists`] (the agent has a lease already, or the
-    /// store holds it as another machine), [`FleetError::Store`] if the machine
-    /// does not serialize or the store refuses it, or a database error.
+    /// [`FleetError::InvalidId`], [`FleetError::AgentExists`] (the agent has
+    /// a lease already, or the store holds it as another machine),
+    /// [`FleetError::Store`] if the machine does not serialize or the store
+    /// refuses it, or a database error.
     pub async fn create<M>(&self, agent: &str, machine: &M) -> Result<Option<String>, FleetError>
     where
         M: StateMachine,
         M::State: Serialize,
         M::Context: Serialize,
     {
+        ids::check(agent)?;
         let snapshot = crate::store::journal::snapshot_of(machine)?;
         let store = self.inner.store.clone();
         let id = agent.to_owned();
@@ -426,8 +345,11 @@ impl Fleet {
         let client = guard.as_mut().ok_or_else(closed)?;
         let heartbeat = db::millis(self.inner.config.lease);
         let channel = self.inner.target.channel();
-        let placed =
-            client.query_opt(db::PLACE, &[&agent, &heartbeat, &channel, &db::CLAIM]).await.map_err(FleetError::db)?;
+        let machine = M::DESCRIPTION.name;
+        let placed = client
+            .query_opt(db::PLACE, &[&agent, &heartbeat, &channel, &db::CLAIM, &machine])
+            .await
+            .map_err(FleetError::db)?;
         let Some(row) = placed else {
             return Err(FleetError::AgentExists(agent.to_owned()));
         };
@@ -450,12 +372,14 @@ impl Fleet {
     /// [`FleetError::Finished`].
     ///
     /// # Errors
-    /// [`FleetError::UnknownAgent`], [`FleetError::Finished`] for an agent
-    /// that reached its terminal state, [`FleetError::Encode`], or a
+    /// [`FleetError::InvalidId`], [`FleetError::UnknownAgent`],
+    /// [`FleetError::Finished`] for an agent that reached its terminal
+    /// state, [`FleetError::Encode`], or a
     /// database error ([`FleetError::Connect`] while the server cannot be
     /// reached). A database error from the commit itself leaves the row
     /// perhaps written (see the [module docs](self)).
     pub async fn send<E: Serialize + ?Sized>(&self, agent: &str, event: &E) -> Result<u64, FleetError> {
+        ids::check(agent)?;
         let text = serde_json::to_string(event).map_err(FleetError::Encode)?;
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
@@ -480,7 +404,8 @@ impl Fleet {
         let id: i64 = row.try_get(0).map_err(FleetError::db)?;
         let mut payload = format!("{}{agent}", db::INBOX);
         // An id too long for a payload (Postgres refuses one of 8000 bytes,
-        // failing the send) wakes every feeder instead.
+        // failing the send) wakes every feeder instead. Ids are capped well
+        // under that: this is a guard should the cap ever be raised.
         if payload.len() >= db::MAX_PAYLOAD {
             payload = db::INBOX_ANY.to_owned();
         }
@@ -492,10 +417,11 @@ impl Fleet {
     /// Agent `agent`'s state, steps, owner and inbox.
     ///
     /// # Errors
-    /// [`FleetError::UnknownAgent`], [`FleetError::Store`] with
-    /// [`StoreError::Corrupt`] when the agent's row counts no step 0 (a
+    /// [`FleetError::InvalidId`], [`FleetError::UnknownAgent`],
+    /// [`FleetError::Store`] with [`StoreError::Corrupt`] when the agent's row counts no step 0 (a
     /// row written by hand), or a database error.
     pub async fn status(&self, agent: &str) -> Result<AgentStatus, FleetError> {
+        ids::check(agent)?;
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
         let row = client.query_opt(db::STATUS, &[&agent]).await.map_err(FleetError::db)?;
@@ -515,7 +441,8 @@ impl Fleet {
         let halted = if halted == Some(true) {
             let attempts: i32 = row.try_get(9).map_err(FleetError::db)?;
             let message: Option<String> = row.try_get(10).map_err(FleetError::db)?;
-            Some(Halt::Failed { attempts: u32::try_from(attempts).unwrap_or(0), message: message.unwrap_or_default() })
+            let kind: Option<String> = row.try_get(11).map_err(FleetError::db)?;
+            Some(Halt::from_row(kind.as_deref(), attempts, message))
         } else {
             None
         };

@@ -6,12 +6,15 @@
 //! as many times on their own work.
 
 use super::{Fleet, FleetError, closed, db};
+use crate::store::postgres::pool::untranslatable;
 
 /// Why an event sent to an agent was refused rather than applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Refusal {
-    /// It does not read as one of the machine's events.
+    /// It does not read as one of the machine's events, or the machine's
+    /// serde impls panicked reading it, or failed or panicked writing it as
+    /// the machine writes its events (as the step taking it would).
     Undecodable,
     /// The agent reached its terminal state before taking it.
     Finished,
@@ -34,15 +37,50 @@ pub enum Halt {
     /// The agent failed `attempts` times in a row at one step (its machine
     /// panicking, or left poisoned, on an event of its own work: a task's
     /// result, a timer, a stream's item; or its effects panicking as they
-    /// performed an action): resumed from its checkpoint each time, it
-    /// failed again before it got past that step.
+    /// performed an action; or the worker's function building its effects
+    /// and configuration panicking): resumed from its checkpoint each
+    /// time, it failed again before it got past that step.
     Failed {
         /// How many times in a row it failed.
         attempts: u32,
         /// The last failure, as the worker reported it.
         message: String,
     },
+    /// Its stored data does not read (its snapshot, a step of its log or
+    /// its work in flight is not what its machine writes, or reading it
+    /// panicked): resuming it again would fail the same way. Once the rows
+    /// are mended, [`Fleet::revive`] lets it run again.
+    Unreadable {
+        /// What the store said, or the panic's message.
+        message: String,
+    },
+    /// A step it took does not encode (serde refused its state or context,
+    /// or an event of its own work: an inbox event that does not encode is
+    /// refused instead), so it could not be written: taken again after a
+    /// resume, it would fail the same way.
+    Unencodable {
+        /// What serde said.
+        message: String,
+    },
 }
+
+impl Halt {
+    /// The halt a lease row records: its `halt` kind (`None` for failures
+    /// counted), its count of failures and its last message.
+    pub(crate) fn from_row(kind: Option<&str>, attempts: i32, message: Option<String>) -> Self {
+        let message = message.unwrap_or_default();
+        match kind {
+            Some(HALT_UNREADABLE) => Self::Unreadable { message },
+            Some(HALT_UNENCODABLE) => Self::Unencodable { message },
+            _ => Self::Failed { attempts: u32::try_from(attempts).unwrap_or(0), message },
+        }
+    }
+}
+
+/// The `halt` of a lease whose agent's stored data does not read.
+pub(crate) const HALT_UNREADABLE: &str = "unreadable";
+/// The `halt` of a lease whose agent took a step that does not encode.
+pub(crate) const HALT_UNENCODABLE: &str = "unencodable";
 
 /// An event sent to an agent that no step will apply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +88,9 @@ pub enum Halt {
 pub struct Refused {
     /// Its inbox row's id, as [`Fleet::send`] returned it.
     pub id: u64,
-    /// The event, as its row holds it.
+    /// The event, as its row holds it (bytes that are not UTF-8, which
+    /// a database of encoding `SQL_ASCII` holds as given, replaced by
+    /// U+FFFD).
     pub event: String,
     /// Why it was refused.
     pub reason: Refusal,
@@ -61,11 +101,18 @@ impl Fleet {
     /// sent. (An agent the fleet does not know has none.)
     ///
     /// # Errors
-    /// A database error.
+    /// [`FleetError::InvalidId`], or a database error.
     pub async fn refused(&self, agent: &str) -> Result<Vec<Refused>, FleetError> {
+        super::ids::check(agent)?;
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
-        let rows = client.query(db::REFUSED, &[&agent]).await.map_err(FleetError::db)?;
+        let (rows, bytes) = match client.query(db::REFUSED, &[&agent]).await {
+            Ok(rows) => (rows, false),
+            Err(error) if untranslatable(&error) => {
+                (client.query(db::REFUSED_BYTES, &[&agent]).await.map_err(FleetError::db)?, true)
+            }
+            Err(error) => return Err(FleetError::db(error)),
+        };
         rows.iter()
             .map(|row| {
                 let id: i64 = row.try_get(0).map_err(FleetError::db)?;
@@ -82,7 +129,14 @@ impl Fleet {
                     // it refused only those that did not decode.
                     _ => Refusal::Undecodable,
                 };
-                Ok(Refused { id: db::unsigned(id), event: row.try_get(1).map_err(FleetError::db)?, reason })
+                // An event that is not UTF-8 is shown lossily: the list is
+                // how one finds it.
+                let event = if bytes {
+                    String::from_utf8_lossy(row.try_get::<_, &[u8]>(1).map_err(FleetError::db)?).into_owned()
+                } else {
+                    row.try_get(1).map_err(FleetError::db)?
+                };
+                Ok(Refused { id: db::unsigned(id), event, reason })
             })
             .collect()
     }
@@ -93,8 +147,10 @@ impl Fleet {
     /// The events sent to it meanwhile wait in its inbox, in order.
     ///
     /// # Errors
-    /// [`FleetError::UnknownAgent`], or a database error.
+    /// [`FleetError::InvalidId`], [`FleetError::UnknownAgent`], or a
+    /// database error.
     pub async fn revive(&self, agent: &str) -> Result<bool, FleetError> {
+        super::ids::check(agent)?;
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
         let channel = self.target().channel();

@@ -3,6 +3,7 @@
 //! and its end (terminal state, a write the fence refused, a failure)
 //! reported to the worker's loop.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -13,9 +14,12 @@ use tokio::task::JoinHandle;
 use tokio_postgres::Client;
 use tracing::Instrument;
 
+use super::halt::{Hopeless, count_agent_failure, halt, storable};
 use super::keeper::Pulse;
 use super::{Fleet, FleetError, blocking, db};
+use crate::panics::panic_message;
 use crate::runtime::{Effects, ExecutorConfig, MachineHandle, RequestError, WorkerError};
+use crate::store::postgres::pool::untranslatable;
 use crate::store::{Durability, Durable, SnapshotPolicy, StepMark, StepWatch, StoreError};
 use crate::{Kind, StateMachine};
 
@@ -122,8 +126,17 @@ where
         let steps = StepWatch::default();
         let durable =
             Durable::new(store, agent.clone()).durability(durability).snapshots(snapshots).watch(steps.clone());
-        // Reading the checkpoint blocks (the store's calls do).
-        let (handle, future, last) = blocking(move || durable.resume(effects, config)).await??;
+        // Reading the checkpoint blocks (the store's calls do). A panic
+        // reading it (a `Deserialize` of the machine's that panics on what
+        // it finds) is data that does not read, not a crash of the worker.
+        let id = agent.clone();
+        let (handle, future, last) = blocking(move || {
+            catch_unwind(AssertUnwindSafe(|| durable.resume(effects, config))).unwrap_or_else(|panic| {
+                let reason = format!("reading the checkpoint panicked: {}", panic_message(&*panic));
+                Err(StoreError::corrupt(&id, "log", 0, reason))
+            })
+        })
+        .await??;
         span.in_scope(|| tracing::info!(last, "agent resumed"));
         let task = tokio::spawn(future.instrument(span.clone()));
         let wake = Arc::new(Notify::new());
@@ -184,11 +197,48 @@ where
                     continue;
                 }
             }
+            // A row whose event the server cannot send as UTF-8 fails the
+            // page it is in, every time: the rows are taken one at a time
+            // until it is found, and refused.
+            Err(error) if untranslatable(&error) => match next_row(&client, &agent, after).await {
+                Ok(Some((id, Ok(text)))) => {
+                    after = id;
+                    if !deliver(&client, &handle, &sent, id, &text).await {
+                        return;
+                    }
+                    continue;
+                }
+                Ok(Some((id, Err(error)))) => {
+                    after = id;
+                    refuse(&client, id, &error).await;
+                    continue;
+                }
+                Ok(None) => {}
+                Err(error) => tracing::warn!(%error, "cannot read the inbox"),
+            },
             // Read again at the next wake (a notification or the poll).
             Err(error) => tracing::warn!(%error, "cannot read the inbox"),
         }
         wake.notified().await;
     }
+}
+
+/// The agent's first unapplied inbox row after `after`: its id, and its
+/// event or the error of a server that cannot send it as UTF-8.
+async fn next_row(
+    client: &Client,
+    agent: &str,
+    after: i64,
+) -> Result<Option<(i64, Result<String, tokio_postgres::Error>)>, tokio_postgres::Error> {
+    let sql = "SELECT id FROM inbox WHERE agent = $1 AND applied_seq IS NULL AND id > $2 ORDER BY id LIMIT 1";
+    let Some(row) = client.query_opt(sql, &[&agent, &after]).await? else { return Ok(None) };
+    let id: i64 = row.try_get(0)?;
+    let event = match client.query_one("SELECT event FROM inbox WHERE id = $1", &[&id]).await {
+        Ok(row) => row.try_get(0),
+        Err(error) if untranslatable(&error) => Err(error),
+        Err(error) => return Err(error),
+    };
+    Ok(Some((id, event)))
 }
 
 /// Sends inbox row `id`, holding `text`, to the agent, or refuses it if it
@@ -199,33 +249,44 @@ where
     M::Event: Serialize + DeserializeOwned + Send + 'static,
     O: Clone + Send + 'static,
 {
-    match serde_json::from_str::<M::Event>(text) {
-        Ok(event) => {
-            // The step that takes the event marks the row holding the event
-            // as the machine writes it (the fenced store's
-            // `take_inbox_row`). A sender may have written it otherwise
-            // (keys in another order, `{"Stop":null}` for `"Stop"`):
-            // rewritten first, or a step taking it out of turn would mark
-            // another row.
-            if let Ok(own) = serde_json::to_string(&event)
-                && own != text
-                && let Err(error) = client.execute(db::REWRITE, &[&id, &own]).await
-            {
-                tracing::warn!(inbox = id, %error, "cannot rewrite an inbox event as the machine writes it");
-            }
-            sent.store(id, Ordering::Release);
-            handle.send(event).await.is_ok()
-        }
-        Err(error) => {
-            // Never applied by a step, so it must not count as the oldest
-            // unapplied row.
-            tracing::warn!(inbox = id, %error, "an inbox event does not decode: refused");
-            if let Err(error) = client.execute(db::REFUSE, &[&id]).await {
-                tracing::error!(inbox = id, %error, "cannot mark an inbox row refused");
-            }
-            true
-        }
+    // The machine's serde impls are the caller's code: one that panics on
+    // what a sender wrote makes the row undecodable, not the feeder dead
+    // (with it, every event sent to the agent after this one).
+    let event = match catch_unwind(AssertUnwindSafe(|| serde_json::from_str::<M::Event>(text))) {
+        Ok(Ok(event)) => event,
+        Ok(Err(error)) => return refuse(client, id, &error).await,
+        Err(panic) => return refuse(client, id, &format!("decoding it panicked: {}", panic_message(&*panic))).await,
+    };
+    // The step that takes the event marks the row holding the event as the
+    // machine writes it (the fenced store's `take_inbox_row`). A sender may
+    // have written it otherwise (keys in another order, `{"Stop":null}` for
+    // `"Stop"`): rewritten first, or a step taking it out of turn would mark
+    // another row. An event that cannot be written (serde refuses it, or
+    // panics) would fail the step that takes it, on every resume: it is
+    // refused here instead, and the agent goes on.
+    let own = match catch_unwind(AssertUnwindSafe(|| serde_json::to_string(&event))) {
+        Ok(Ok(own)) => own,
+        Ok(Err(error)) => return refuse(client, id, &format!("encoding it failed: {error}")).await,
+        Err(panic) => return refuse(client, id, &format!("encoding it panicked: {}", panic_message(&*panic))).await,
+    };
+    if own != text
+        && let Err(error) = client.execute(db::REWRITE, &[&id, &own]).await
+    {
+        tracing::warn!(inbox = id, %error, "cannot rewrite an inbox event as the machine writes it");
     }
+    sent.store(id, Ordering::Release);
+    handle.send(event).await.is_ok()
+}
+
+/// Refuses inbox row `id`, whose event does not decode (`error` says why):
+/// never applied by a step, it must not count as the oldest unapplied row.
+/// True: the feeder goes on.
+async fn refuse(client: &Client, id: i64, error: &(dyn std::fmt::Display + Sync)) -> bool {
+    tracing::warn!(inbox = id, %error, "an inbox event does not decode: refused");
+    if let Err(error) = client.execute(db::REFUSE, &[&id]).await {
+        tracing::error!(inbox = id, %error, "cannot mark an inbox row refused");
+    }
+    true
 }
 
 /// What the watcher needs to count a failure of the machine against what
@@ -268,7 +329,16 @@ async fn watch<M, O>(
         Ok(_) | Err(RequestError::Closed) => End::Stopped,
         Err(RequestError::Failed(error)) if is_fenced(&error) => End::Fenced,
         Err(error) => {
-            if let RequestError::Failed(failure) = &error {
+            if let RequestError::Failed(failure) = &error
+                && let Some(why) = hopeless(failure)
+            {
+                // Resumed, it would fail on the same rows, or the same step.
+                let (client, message) = (blame.control.get(), failure.to_string());
+                let halted = halt(&client, &agent, &blame.worker, epoch, why, &message);
+                if tokio::time::timeout(blame.lease, halted).await.is_err() {
+                    tracing::warn!("cannot halt the agent: no answer within a lease");
+                }
+            } else if let RequestError::Failed(failure) = &error {
                 let message = match &**failure {
                     WorkerError::MachinePanicked { message, .. }
                     | WorkerError::EventClonePanicked { message, .. }
@@ -300,7 +370,6 @@ async fn watch<M, O>(
 /// at the limit.
 async fn count_failure(blame: &Blame, agent: &str, epoch: u64, mark: StepMark, message: &str, error: &str) {
     let client = blame.control.get();
-    let limit = i32::try_from(blame.attempts).unwrap_or(i32::MAX);
     if mark.open
         && let Some(event) = &mark.input
     {
@@ -313,27 +382,13 @@ async fn count_failure(blame: &Blame, agent: &str, epoch: u64, mark: StepMark, m
             }
         };
         if let Some(id) = id {
+            let limit = i32::try_from(blame.attempts).unwrap_or(i32::MAX);
             count_row_failure(&client, agent, id, &storable(message), limit).await;
             return;
         }
         // The row is gone (refused meanwhile): counted against the agent.
     }
-    let seq = i64::try_from(mark.seq).unwrap_or(i64::MAX);
-    let epoch = i64::try_from(epoch).unwrap_or(i64::MAX);
-    let error = storable(error);
-    match client.query_opt(db::AGENT_FAILED, &[&agent, &blame.worker, &epoch, &seq, &error, &limit]).await {
-        Ok(Some(row)) => {
-            let failures: i32 = row.try_get(0).unwrap_or(0);
-            if row.try_get::<_, bool>(1).unwrap_or(false) {
-                tracing::error!(agent, seq, failures, "the machine failed on its own work every time: agent halted");
-            } else {
-                tracing::warn!(agent, seq, failures, "the machine failed on its own work");
-            }
-        }
-        // The lease moved on: the next owner counts its own failures.
-        Ok(None) => {}
-        Err(error) => tracing::warn!(%error, "cannot count a failure against the agent"),
-    }
+    count_agent_failure(&client, agent, &blame.worker, epoch, Some(mark.seq), error, blame.attempts).await;
 }
 
 /// Counts a failure against inbox row `id`, refusing it at `limit`.
@@ -357,15 +412,12 @@ async fn count_row_failure(client: &Client, agent: &str, id: i64, message: &str,
     }
 }
 
-/// The longest panic message kept with an inbox row, in bytes.
-const MAX_MESSAGE: usize = 4096;
-
-/// `message` as a text column takes it: Postgres refuses a NUL byte (a
-/// panic message may quote whatever the machine was given), which would
-/// fail the count and leave the event to fail the agent for ever; and a
-/// message of megabytes is cut to its start.
-fn storable(message: &str) -> String {
-    message[..message.floor_char_boundary(MAX_MESSAGE)].replace('\0', "\u{fffd}")
+/// What no retry mends in the store's failure that stopped the agent.
+fn hopeless<M: StateMachine>(error: &WorkerError<M>) -> Option<Hopeless> {
+    match error {
+        WorkerError::Store(failure) => failure.error().downcast_ref::<StoreError>().and_then(Hopeless::of),
+        _ => None,
+    }
 }
 
 /// Whether the agent stopped because the fence refused its write.

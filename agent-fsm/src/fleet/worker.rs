@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -13,11 +14,14 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 use tracing::Instrument;
 
+use super::halt::{StartFailure, halt_unreadable_ids, start_failed};
 use super::keeper::{Keeper, Renewals};
 use super::running::{Control, End, Ended, Running, Spawn};
 use super::{Fleet, FleetError, db};
 use crate::StateMachine;
+use crate::panics::panic_message;
 use crate::runtime::{Effects, ExecutorConfig};
+use crate::store::postgres::pool::untranslatable;
 use crate::store::{Durability, SnapshotPolicy, StoreError};
 
 /// How many agents a worker claims at once, between two looks at its
@@ -127,9 +131,14 @@ impl Worker {
     /// Runs the worker until `shutdown` completes, then stops its agents
     /// and hands them back. `agents` gives the effects and executor
     /// configuration of each agent it claims, by id; the agent itself comes
-    /// from its checkpoint.
+    /// from its checkpoint. A panic of `agents` fails that agent's start
+    /// only, and is counted against it
+    /// ([`FleetConfig::event_attempts`](super::FleetConfig::event_attempts)).
+    /// Each claim calls it anew.
     ///
     /// # Errors
+    /// [`FleetError::InvalidId`] for a worker id that holds a NUL byte or is
+    /// longer than [`MAX_ID_BYTES`](super::MAX_ID_BYTES);
     /// [`FleetError::Connect`] or [`FleetError::Database`] if the worker
     /// cannot connect or register at start. Once running, database errors
     /// are logged and retried: a worker cut off from the database for a
@@ -144,6 +153,7 @@ impl Worker {
         F: FnMut(&str) -> (E, ExecutorConfig<M>),
         S: Future<Output = ()>,
     {
+        super::ids::check(&self.id)?;
         let span = tracing::info_span!("fleet_worker", worker = self.id.as_str());
         Loop::start(self, agents).instrument(span.clone()).await?.run(shutdown).instrument(span).await
     }
@@ -180,9 +190,11 @@ where
         let client = target.connect(None).await?;
         let notes = target.listen().await?;
         let capacity = i32::try_from(worker.capacity).unwrap_or(i32::MAX);
-        client.execute(db::REGISTER, &[&worker.id, &capacity]).await.map_err(FleetError::db)?;
+        let machine = M::DESCRIPTION.name;
+        client.execute(db::REGISTER, &[&worker.id, &capacity, &machine]).await.map_err(FleetError::db)?;
         tracing::info!(capacity = worker.capacity, lease_ms = db::millis(worker.lease), "worker registered");
-        let keeper = Keeper::start(Renewals { target, worker: worker.id.clone(), capacity, lease: worker.lease })?;
+        let keeper =
+            Keeper::start(Renewals { target, worker: worker.id.clone(), capacity, machine, lease: worker.lease })?;
         let (ended_tx, ended) = mpsc::unbounded_channel();
         Ok(Self {
             worker,
@@ -263,17 +275,25 @@ where
         let exclude: Vec<&str> = self.running.keys().chain(self.resting.keys()).map(String::as_str).collect();
         let limit = i64::try_from(room).unwrap_or(i64::MAX);
         let lease = db::millis(self.worker.lease);
-        let client = self.control.get();
-        let rows =
-            match self.bounded(client.query(db::CLAIM_AGENTS, &[&self.worker.id, &limit, &exclude, &lease])).await {
-                Ok(rows) => rows,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot claim agents");
-                    return false;
-                }
-            };
+        let (client, machine) = (self.control.get(), M::DESCRIPTION.name);
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+            [&self.worker.id, &limit, &exclude, &lease, &machine];
+        let claimed = client.query(db::CLAIM_AGENTS, &params);
+        let rows = match tokio::time::timeout(self.worker.lease, claimed).await {
+            Ok(Ok(rows)) => rows,
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "cannot claim agents");
+                // An id the server cannot send fails every claim picking it.
+                return untranslatable(&error) && halt_unreadable_ids(&client, self.worker.lease).await;
+            }
+            Err(_) => {
+                tracing::warn!(lease = ?self.worker.lease, "cannot claim agents: no answer within a lease");
+                return false;
+            }
+        };
         let full = rows.len() == room;
         let mut spawns = Vec::with_capacity(rows.len());
+        let mut failed = Vec::new();
         for row in rows {
             let (Ok(agent), Ok(epoch)) = (row.try_get::<_, String>(0), row.try_get::<_, i64>(1)) else {
                 tracing::error!("a lease row does not read as the schema says");
@@ -286,7 +306,15 @@ where
             self.keeper.hold(&agent, epoch);
             self.report.claimed += 1;
             tracing::info!(agent = agent.as_str(), epoch, "agent claimed");
-            let (effects, config) = (self.agents)(&agent);
+            // The caller's function: a panic in it for one agent is that
+            // agent's failure, not the worker's.
+            let (effects, config) = match catch_unwind(AssertUnwindSafe(|| (self.agents)(&agent))) {
+                Ok(built) => built,
+                Err(panic) => {
+                    failed.push((agent, epoch, StartFailure::Panicked(panic_message(&*panic))));
+                    continue;
+                }
+            };
             spawns.push(Spawn {
                 fleet: &self.worker.fleet,
                 control: self.control.clone(),
@@ -327,14 +355,22 @@ where
                 Ok(running) => {
                     self.running.insert(agent, running);
                 }
-                Err(error) => {
-                    // Its lease expires unrenewed: tried again a lease later.
-                    self.keeper.release(&agent);
-                    tracing::error!(agent = agent.as_str(), epoch, %error, "cannot resume the agent");
-                    self.report.failed += 1;
-                    self.resting.insert(agent, Instant::now() + self.worker.lease);
-                }
+                Err(error) => failed.push((agent, epoch, StartFailure::Resume(error))),
             }
+        }
+        for (agent, epoch, failure) in failed {
+            self.keeper.release(&agent);
+            tracing::error!(agent = agent.as_str(), epoch, %failure, "cannot start the agent");
+            self.report.failed += 1;
+            let client = self.control.get();
+            let attempts = self.worker.fleet.config().event_attempts;
+            let settled = start_failed(&client, &agent, &self.worker.id, epoch, &failure, attempts);
+            if tokio::time::timeout(self.worker.lease, settled).await.is_err() {
+                tracing::warn!(agent = agent.as_str(), "cannot count the failed start: no answer within a lease");
+            }
+            // Its lease expires unrenewed: tried again a lease later,
+            // unless halted meanwhile.
+            self.resting.insert(agent, Instant::now() + self.worker.lease);
         }
         full
     }

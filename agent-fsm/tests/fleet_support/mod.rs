@@ -249,6 +249,21 @@ impl Drop for Proc {
     }
 }
 
+/// `len` bytes of letters and digits that do not repeat in any way
+/// Postgres's compression finds (xorshift, seeded by `len`).
+pub fn noise(len: usize) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64 ^ len as u64;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            char::from(ALPHABET[(state % ALPHABET.len() as u64) as usize])
+        })
+        .collect()
+}
+
 /// Fails a test that hangs, instead of stalling the suite.
 pub async fn within<T>(future: impl Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(30), future).await.expect("done in time")

@@ -204,6 +204,27 @@ pub(crate) fn read_err(e: postgres::Error) -> StoreError {
     StoreError::Read(Box::new(e))
 }
 
+/// Whether the server refused to send text as UTF-8: bytes a database of
+/// encoding `SQL_ASCII` stored as given, which are no UTF-8. Reading the
+/// row again fails the same way.
+pub(crate) fn untranslatable(e: &postgres::Error) -> bool {
+    e.code().is_some_and(|code| {
+        *code == postgres::error::SqlState::CHARACTER_NOT_IN_REPERTOIRE
+            || *code == postgres::error::SqlState::UNTRANSLATABLE_CHARACTER
+    })
+}
+
+/// The error of a read of agent `agent`'s `what` rows from step `seq` on:
+/// [`StoreError::Corrupt`] for text the server cannot send as UTF-8, which
+/// no retry mends, [`StoreError::Read`] otherwise.
+pub(crate) fn rows_err<'a>(
+    agent: &'a str,
+    what: &'static str,
+    seq: u64,
+) -> impl Fn(postgres::Error) -> StoreError + 'a {
+    move |e| if untranslatable(&e) { StoreError::corrupt(agent, what, seq, e) } else { read_err(e) }
+}
+
 /// A failed write: [`StoreError::Full`] for Postgres's "insufficient
 /// resources" class (disk full, out of memory),
 /// [`StoreError::Write`] otherwise.

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use postgres::{Client, IsolationLevel};
 
-use super::pool::{Statements, read_err};
+use super::pool::{Statements, read_err, rows_err};
 use super::{get, seq_to_sql};
 use crate::store::{AgentInfo, Checkpoint, Effect, EffectKind, EventRecord, InFlight, Snapshot, StoreError};
 
@@ -91,7 +91,9 @@ pub(crate) fn snapshot_at_or_before(
                ) s ON true
                WHERE a.agent = $1";
     let statement = statements.get(client, sql).map_err(read_err)?;
-    let Some(row) = client.query_opt(&statement, &[&agent, &seq_to_sql(seq)]).map_err(read_err)? else {
+    let Some(row) =
+        client.query_opt(&statement, &[&agent, &seq_to_sql(seq)]).map_err(rows_err(agent, "snapshot", seq))?
+    else {
         return Err(StoreError::UnknownAgent(agent.to_owned()));
     };
     let Some(at) = get::<Option<i64>>(&row, 0)? else { return Ok(None) };
@@ -114,7 +116,11 @@ pub(crate) fn events(
                LEFT JOIN events e ON e.agent = a.agent AND e.seq > $2 AND e.seq <= $3
                WHERE a.agent = $1 ORDER BY e.seq";
     let statement = statements.get(client, sql).map_err(read_err)?;
-    let rows = client.query(&statement, &[&agent, &seq_to_sql(after), &seq_to_sql(through)]).map_err(read_err)?;
+    let rows = client.query(&statement, &[&agent, &seq_to_sql(after), &seq_to_sql(through)]).map_err(rows_err(
+        agent,
+        "event",
+        after.saturating_add(1),
+    ))?;
     if rows.is_empty() {
         return Err(StoreError::UnknownAgent(agent.to_owned()));
     }
@@ -143,7 +149,7 @@ pub(crate) fn in_flight(
                LEFT JOIN effects f ON f.agent = a.agent AND f.started <= $2 AND (f.finished IS NULL OR f.finished > $2)
                WHERE a.agent = $1 ORDER BY f.started, f.kind, f.key";
     let statement = statements.get(client, sql).map_err(read_err)?;
-    let rows = client.query(&statement, &[&agent, &seq_to_sql(seq)]).map_err(read_err)?;
+    let rows = client.query(&statement, &[&agent, &seq_to_sql(seq)]).map_err(rows_err(agent, "effect", seq))?;
     if rows.is_empty() {
         return Err(StoreError::UnknownAgent(agent.to_owned()));
     }

@@ -39,11 +39,14 @@ CREATE TABLE IF NOT EXISTS effects (
 CREATE INDEX IF NOT EXISTS effects_in_flight ON effects (agent, kind, key) WHERE finished IS NULL;
 -- Which worker runs an agent, under which epoch (the fencing token), until when.
 -- failures: how many times in a row the machine failed at step failed_seq on
--- its own work (`failure` the last message); halted: no worker claims it.
+-- its own work (`failure` the last message); halted: no worker claims it,
+-- `halt` saying why (NULL: those failures; `unreadable`: its stored rows do not
+-- read; `unencodable`: a step of it does not encode).
 CREATE TABLE IF NOT EXISTS leases (
     agent text PRIMARY KEY REFERENCES agents (agent), worker text, epoch bigint NOT NULL DEFAULT 0,
     expires_at timestamptz, assigned text, done boolean NOT NULL DEFAULT false,
-    failures integer NOT NULL DEFAULT 0, failed_seq bigint, failure text, halted boolean NOT NULL DEFAULT false
+    failures integer NOT NULL DEFAULT 0, failed_seq bigint, failure text, halted boolean NOT NULL DEFAULT false,
+    halt text
 );
 CREATE INDEX IF NOT EXISTS leases_open ON leases (expires_at) WHERE NOT done;
 -- Events sent to an agent from any process; applied_seq: the step that took it
@@ -57,9 +60,10 @@ CREATE TABLE IF NOT EXISTS inbox (
 CREATE INDEX IF NOT EXISTS inbox_unapplied ON inbox (agent, id) WHERE applied_seq IS NULL;
 -- An agent's refused rows, counted by its status, without a scan of the inbox.
 CREATE INDEX IF NOT EXISTS inbox_refused ON inbox (agent, id) WHERE applied_seq = -1;
+-- machine: the name of the machine a worker runs (NULL from an earlier release).
 CREATE TABLE IF NOT EXISTS workers (
     worker text PRIMARY KEY, capacity integer NOT NULL, heartbeat timestamptz NOT NULL DEFAULT now(),
-    stopping boolean NOT NULL DEFAULT false
+    stopping boolean NOT NULL DEFAULT false, machine text
 );
 ";
 
@@ -69,11 +73,13 @@ ALTER TABLE inbox ADD COLUMN IF NOT EXISTS failures integer NOT NULL DEFAULT 0,
                   ADD COLUMN IF NOT EXISTS failure text, ADD COLUMN IF NOT EXISTS refusal text;
 ALTER TABLE leases ADD COLUMN IF NOT EXISTS failures integer NOT NULL DEFAULT 0,
                    ADD COLUMN IF NOT EXISTS failed_seq bigint, ADD COLUMN IF NOT EXISTS failure text,
-                   ADD COLUMN IF NOT EXISTS halted boolean NOT NULL DEFAULT false;
+                   ADD COLUMN IF NOT EXISTS halted boolean NOT NULL DEFAULT false,
+                   ADD COLUMN IF NOT EXISTS halt text;
+ALTER TABLE workers ADD COLUMN IF NOT EXISTS machine text;
 ";
 
 /// How many columns [`ADDED_COLUMNS`] adds.
-const ADDED: i64 = 7;
+const ADDED: i64 = 9;
 
 /// Creates the schema and its tables if absent, in one transaction under
 /// an advisory lock (two processes connecting at once would otherwise race
@@ -131,7 +137,8 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreErro
         .query_one(
             "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
              AND ((table_name = 'inbox' AND column_name IN ('failures', 'failure', 'refusal'))
-                  OR (table_name = 'leases' AND column_name IN ('failures', 'failed_seq', 'failure', 'halted')))",
+                  OR (table_name = 'leases' AND column_name IN ('failures', 'failed_seq', 'failure', 'halted', 'halt'))
+                  OR (table_name = 'workers' AND column_name = 'machine'))",
             &[],
         )
         .map_err(read_err)?
