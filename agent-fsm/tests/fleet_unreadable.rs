@@ -111,7 +111,9 @@ async fn agents_whose_log_or_work_in_flight_does_not_read_are_halted() {
     until("the other agent finishes", || async { within(fleet.status("good")).await.expect("reads").done }).await;
     assert_eq!(taken(&fleet, "good").await, [3]);
     let report = b.stop().await;
-    assert_eq!((report.failed, report.finished), (2, 1), "{report:?}");
+    // At least the two failed starts: a checkpoint read that outlasts its
+    // time limit on a loaded machine is a failed start as well, tried again.
+    assert!(report.failed >= 2 && report.finished == 1, "{report:?}");
     db.drop_schema().await;
 }
 
@@ -217,8 +219,8 @@ mod keeper {
     }
 }
 
-/// A number that reads from JSON whatever it is, and that serde refuses
-/// to write when it is 0.
+/// A number written like any other except 0, which serde refuses to
+/// write, and read like any other except 666, whose reading panics.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Token(u32);
 
@@ -233,7 +235,9 @@ impl serde::Serialize for Token {
 
 impl<'de> serde::Deserialize<'de> for Token {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        u32::deserialize(deserializer).map(Token)
+        let n = u32::deserialize(deserializer)?;
+        assert!(n != 666, "666 does not read back");
+        Ok(Token(n))
     }
 }
 
@@ -274,54 +278,6 @@ async fn an_agent_whose_step_does_not_encode_is_halted() {
     db.drop_schema().await;
 }
 
-#[allow(unreachable_pub)]
-#[agent_fsm::state_machine(fallback = Nothing, serde, name = Hoard)]
-mod hoard {
-    #[context]
-    pub type Context = Vec<super::Relic>;
-
-    #[states]
-    #[derive(Debug, Clone, PartialEq)]
-    pub enum State {
-        #[initial]
-        Idle,
-        #[terminal]
-        Done,
-    }
-
-    #[events]
-    #[derive(Debug, Clone, PartialEq)]
-    pub enum Event {
-        /// Kept in the context.
-        Keep(u32),
-        Finish,
-    }
-
-    #[actions]
-    #[derive(Debug, Clone, PartialEq, Default)]
-    pub enum Action {
-        #[default]
-        Nothing,
-    }
-
-    transitions! {
-        Idle + Keep(n) => { ctx.push(super::Relic(n)); } Idle / Nothing,
-        Idle + Finish => Done / Nothing,
-    }
-}
-
-/// A number written like any other, whose reading panics on 666.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Relic(u32);
-
-impl<'de> serde::Deserialize<'de> for Relic {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let n = u32::deserialize(deserializer)?;
-        assert!(n != 666, "666 does not read back");
-        Ok(Relic(n))
-    }
-}
-
 /// An agent whose checkpoint makes the machine's `Deserialize` panic as a
 /// worker reads it is halted as unreadable, with the panic's message: the
 /// worker that read it runs on, with the agent beside it.
@@ -330,26 +286,26 @@ async fn an_agent_whose_checkpoint_panics_as_it_is_read_is_halted() {
     let Some(db) = Db::new("unreadable_panic") else { return };
     let fleet = db.fleet(LEASE).await;
     for agent in ["cursed", "good"] {
-        within(fleet.create(agent, &hoard::Hoard::new(Vec::new()))).await.expect("created");
+        within(fleet.create(agent, &keeper::Keeper::new(Vec::new()))).await.expect("created");
     }
     let every = SnapshotPolicy::Every(std::num::NonZeroU64::MIN);
     let run = |id: &str| {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let worker = Worker::new(&fleet, id).poll(Duration::from_millis(50)).snapshots(every);
-        let running = tokio::spawn(worker.run(|_: &str| ((), ExecutorConfig::<hoard::Hoard>::new()), async {
+        let running = tokio::spawn(worker.run(|_: &str| ((), ExecutorConfig::<keeper::Keeper>::new()), async {
             let _ = stopped.await;
         }));
         (stop, running)
     };
     // Written at its step, the snapshot holds 666; only a resume reads it.
     let (stop, running) = run("a");
-    within(fleet.send("cursed", &hoard::Event::Keep(666))).await.expect("sent");
+    within(fleet.send("cursed", &keeper::Event::Keep(666))).await.expect("sent");
     until("the step is written", || async { within(fleet.status("cursed")).await.expect("reads").steps == 1 }).await;
     let _ = stop.send(());
     within(running).await.expect("the worker did not panic").expect("runs");
 
     let (stop, running) = run("b");
-    for event in [hoard::Event::Keep(1), hoard::Event::Finish] {
+    for event in [keeper::Event::Keep(1), keeper::Event::Finish] {
         within(fleet.send("good", &event)).await.expect("sent");
     }
     until("the agent is halted", || async { within(fleet.status("cursed")).await.expect("reads").halted.is_some() })
