@@ -232,9 +232,10 @@ async fn an_event_the_machine_panics_on_is_refused_after_the_configured_attempts
 }
 
 /// A schema an earlier release created, whose inbox lacks the columns a
-/// refusal is kept in and their index, and whose leases lack those a halt
-/// is kept in, gains them at the next connect: its agents' events are
-/// refused and listed, and their status read, as on a new one.
+/// refusal is kept in and their index, whose leases lack those a halt is
+/// kept in, and whose workers lack their machine and life, gains them at
+/// the next connect: its agents' events are refused and listed, and their
+/// status read, as on a new one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_inbox_an_earlier_release_created_gains_the_refusal_columns() {
     let Some(db) = Db::new("inbox_columns") else { return };
@@ -245,7 +246,8 @@ async fn an_inbox_an_earlier_release_created_gains_the_refusal_columns() {
             "DROP INDEX inbox_refused;
              ALTER TABLE inbox DROP COLUMN failures, DROP COLUMN failure, DROP COLUMN refusal;
              ALTER TABLE leases DROP COLUMN failures, DROP COLUMN failed_seq, DROP COLUMN failure,
-                                DROP COLUMN halted",
+                                DROP COLUMN halted;
+             ALTER TABLE workers DROP COLUMN machine, DROP COLUMN life",
         )
         .await
         .expect("drops the columns");

@@ -177,16 +177,23 @@ WITH target AS (
 SELECT placed.assigned FROM placed, pg_notify($3, $4)";
 
 /// Registers a worker, or takes its row over (a worker restarted under the
-/// same id). $1 worker, $2 capacity, $3 the name of its machine.
+/// same id, or a second process started under it). $1 worker, $2 capacity,
+/// $3 the name of its machine, $4 its life: what tells this process from
+/// any other under the same id.
 pub(crate) const REGISTER: &str = "
-INSERT INTO workers (worker, capacity, heartbeat, stopping, machine) VALUES ($1, $2, now(), false, $3)
+INSERT INTO workers (worker, capacity, heartbeat, stopping, machine, life) VALUES ($1, $2, now(), false, $3, $4)
 ON CONFLICT (worker) DO UPDATE
-SET capacity = excluded.capacity, heartbeat = now(), stopping = false, machine = excluded.machine";
+SET capacity = excluded.capacity, heartbeat = now(), stopping = false, machine = excluded.machine,
+    life = excluded.life";
 
-/// A worker's heartbeat. $1 worker, $2 capacity, $3 the name of its machine.
+/// A worker's heartbeat. $1 worker, $2 capacity, $3 the name of its
+/// machine, $4 its life. Returns no row once another life took the row
+/// over: this one was replaced.
 pub(crate) const HEARTBEAT: &str = "
-INSERT INTO workers (worker, capacity, heartbeat, stopping, machine) VALUES ($1, $2, now(), false, $3)
-ON CONFLICT (worker) DO UPDATE SET heartbeat = now() WHERE NOT workers.stopping";
+INSERT INTO workers (worker, capacity, heartbeat, stopping, machine, life) VALUES ($1, $2, now(), false, $3, $4)
+ON CONFLICT (worker) DO UPDATE SET heartbeat = now()
+WHERE NOT workers.stopping AND workers.life IS NOT DISTINCT FROM excluded.life
+RETURNING 1";
 
 /// Claims up to $2 agents of machine $5 for worker $1 (none of $3, which it
 /// runs already), each under its lease's next epoch, for $4 ms: first those
@@ -201,13 +208,16 @@ ON CONFLICT (worker) DO UPDATE SET heartbeat = now() WHERE NOT workers.stopping"
 /// A lease whose epoch was written out of range (by hand) takes no part in
 /// the statement's failure: a negative epoch goes on from 1, and the
 /// largest `bigint`, which cannot be raised, is never claimed (raising it
-/// would fail the claims of every agent picked with it).
+/// would fail the claims of every agent picked with it). Nothing is
+/// claimed once the worker's row names another life ($6): a process
+/// replaced under its id takes nothing back from its successor.
 pub(crate) const CLAIM_AGENTS: &str = "
 WITH picked AS (
     SELECT l.agent FROM leases l
     JOIN agents a ON a.agent = l.agent AND a.machine = $5
     LEFT JOIN workers w ON w.worker = l.assigned
     WHERE NOT l.done AND NOT l.halted AND NOT (l.agent = ANY($3::text[])) AND l.epoch < 9223372036854775807
+      AND EXISTS (SELECT 1 FROM workers me WHERE me.worker = $1 AND me.life = $6)
       AND (
         (l.worker IS NULL AND (l.assigned IS NULL OR l.assigned = $1 OR w.worker IS NULL OR w.stopping
                                OR w.heartbeat < now() - $4::bigint * interval '1 millisecond'))
@@ -226,7 +236,8 @@ RETURNING l.agent, l.epoch";
 /// Renews worker $1's leases on agents $2 at epochs $3 for $4 ms; returns
 /// those it still holds. A lease the agent's terminal step marked done is
 /// still held (not renewed) until the worker's loop releases it: it is not
-/// lost to another worker.
+/// lost to another worker. (A process registered under the same id since
+/// claims them under the next epoch, which this one no longer renews.)
 pub(crate) const RENEW: &str = "
 UPDATE leases l
 SET expires_at = CASE WHEN l.done THEN NULL ELSE now() + $4::bigint * interval '1 millisecond' END
@@ -239,15 +250,23 @@ pub(crate) const DONE: &str = "
 UPDATE leases SET done = true, worker = NULL, expires_at = NULL
 WHERE agent = $1 AND worker = $2 AND epoch = $3";
 
-/// Hands back every lease worker $1 holds: anyone may claim them at once.
+/// Hands back every lease worker $1 holds, unless another life than $2
+/// registered under its id (whose leases they are then): anyone may claim
+/// them at once.
 pub(crate) const RELEASE: &str = "
-UPDATE leases SET worker = NULL, expires_at = NULL, assigned = NULL WHERE worker = $1 AND NOT done";
+UPDATE leases SET worker = NULL, expires_at = NULL, assigned = NULL
+WHERE worker = $1 AND NOT done
+  AND NOT EXISTS (SELECT 1 FROM workers other WHERE other.worker = $1 AND other.life IS DISTINCT FROM $2)";
 
-/// Marks worker $1 as stopping: nothing new is placed on it.
-pub(crate) const STOPPING: &str = "UPDATE workers SET stopping = true WHERE worker = $1";
+/// Marks worker $1 of life $2 as stopping: nothing new is placed on it.
+/// Returns whether another life registered under its id meanwhile.
+pub(crate) const STOPPING: &str = "
+WITH mine AS (UPDATE workers SET stopping = true WHERE worker = $1 AND life = $2 RETURNING 1)
+SELECT NOT EXISTS (SELECT 1 FROM mine)
+       AND EXISTS (SELECT 1 FROM workers other WHERE other.worker = $1 AND other.life IS DISTINCT FROM $2)";
 
-/// Removes worker $1's row.
-pub(crate) const DEREGISTER: &str = "DELETE FROM workers WHERE worker = $1";
+/// Removes worker $1's row, if it still names its life $2.
+pub(crate) const DEREGISTER: &str = "DELETE FROM workers WHERE worker = $1 AND life = $2";
 
 /// A page of agent $1's inbox rows after id $2 not yet applied, in id
 /// order: the first $3 of them, cut after the row that brings their events

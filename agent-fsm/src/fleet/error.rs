@@ -42,6 +42,17 @@ pub enum FleetError {
         /// Why it cannot.
         reason: &'static str,
     },
+    /// Another process registered under this worker's id while it ran, and
+    /// took its leases over: the worker stopped its agents, and handed
+    /// nothing back (the leases are the other's now).
+    #[error("another process registered as worker `{worker}` and took its agents over")]
+    Replaced {
+        /// The worker's id.
+        worker: String,
+        /// What the worker did until then; the agents it stopped are
+        /// counted as lost.
+        report: super::WorkerReport,
+    },
 }
 
 impl FleetError {

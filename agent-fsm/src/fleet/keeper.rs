@@ -49,6 +49,8 @@ struct State {
     /// Whether the keeper held a renewal off (the worker's runtime showing
     /// no sign of life) and has not ended one since.
     held_off: bool,
+    /// Whether a beat found the worker's row taken over by another life.
+    replaced: bool,
 }
 
 /// A sign of life of the worker's runtime, given to the keeper.
@@ -89,6 +91,8 @@ pub(crate) struct Renewals {
     pub(crate) capacity: i32,
     /// The name of the worker's machine, kept in its row by each beat.
     pub(crate) machine: &'static str,
+    /// The token of this process's life under the worker's id.
+    pub(crate) life: String,
     pub(crate) lease: Duration,
 }
 
@@ -107,6 +111,7 @@ impl Keeper {
                 lost: Vec::new(),
                 renewed: Instant::now(),
                 held_off: false,
+                replaced: false,
             }),
             kick: Notify::new(),
         });
@@ -180,12 +185,18 @@ impl Keeper {
         let mut state = self.state();
         (std::mem::take(&mut state.lost), state.renewed, state.held_off)
     }
+
+    /// Whether a beat found the worker's row taken over by another process
+    /// registered under its id.
+    pub(crate) fn replaced(&self) -> bool {
+        self.state().replaced
+    }
 }
 
 /// The keeper's thread: every third of a lease, renews the held leases
 /// (while the worker's runtime is alive) and beats.
 async fn keep(renewals: Renewals, pulse: Pulse, mut stopped: oneshot::Receiver<()>, attempted: watch::Sender<u64>) {
-    let Renewals { target, worker, capacity, machine, lease } = renewals;
+    let Renewals { target, worker, capacity, machine, life, lease } = renewals;
     let mut tick = tokio::time::interval(lease / 3);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut client: Option<Client> = None;
@@ -245,7 +256,14 @@ async fn keep(renewals: Renewals, pulse: Pulse, mut stopped: oneshot::Receiver<(
         }
         pulse.0.state.lock().unwrap_or_else(PoisonError::into_inner).held_off = false;
         attempted.send_modify(|n| *n += 1);
-        match tokio::time::timeout(lease, connected.execute(db::HEARTBEAT, &[&worker, &capacity, &machine])).await {
+        match tokio::time::timeout(lease, connected.execute(db::HEARTBEAT, &[&worker, &capacity, &machine, &life]))
+            .await
+        {
+            Ok(Ok(0)) => {
+                tracing::error!("another process registered under this worker's id: it has the worker's agents now");
+                pulse.0.state.lock().unwrap_or_else(PoisonError::into_inner).replaced = true;
+                return;
+            }
             Ok(Ok(_)) => {}
             Ok(Err(error)) => tracing::warn!(%error, "heartbeat failed"),
             Err(_) => tracing::warn!("{}", bounded("heartbeat failed")),

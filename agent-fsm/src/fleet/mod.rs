@@ -67,10 +67,16 @@
 //!
 //! # How a worker works
 //!
-//! - It registers in `workers`, with the name of its machine, and beats
-//!   every lease/3; agents are placed ([`Fleet::create`]) on the live
-//!   worker of their machine with the most room (capacity less the agents
-//!   placed on it), which is woken by a `NOTIFY`.
+//! - It registers in `workers`, with the name of its machine and a token
+//!   new to this process, and beats every lease/3; agents are placed
+//!   ([`Fleet::create`]) on the live worker of their machine with the most
+//!   room (capacity less the agents placed on it), which is woken by a
+//!   `NOTIFY`. A process that registers under an id already live takes
+//!   the row, and the leases, over; the one before it finds its token gone
+//!   at its next beat (its renewals and claims, which check the token,
+//!   already fail), stops its agents and ends with
+//!   [`FleetError::Replaced`], handing nothing back: two processes started
+//!   under one id do not take agents from each other, lease after lease.
 //! - It claims agents of its machine (workers of several machines may share
 //!   a schema: each takes only the agents it can resume) up to its capacity
 //!   with `SELECT .. FOR UPDATE SKIP LOCKED`, raising each lease's epoch:

@@ -230,14 +230,25 @@ impl Proc {
         self.spawned.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// Waits, unasked, until the worker's run ends (30 s at most), and
+    /// returns what it ended with.
+    pub async fn ended(mut self) -> Result<WorkerReport, FleetError> {
+        let thread = self.thread.take().expect("running");
+        let joined = within(tokio::task::spawn_blocking(move || thread.join())).await.expect("joins");
+        joined.expect("the worker did not panic")
+    }
+
     /// Stops the worker cleanly and returns its report.
-    pub async fn stop(mut self) -> WorkerReport {
+    pub async fn stop(self) -> WorkerReport {
+        self.stopped().await.expect("the worker ran")
+    }
+
+    /// Asks the worker to stop, and returns what it ended with.
+    pub async fn stopped(mut self) -> Result<WorkerReport, FleetError> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        let thread = self.thread.take().expect("running");
-        let joined = within(tokio::task::spawn_blocking(move || thread.join())).await.expect("joins");
-        joined.expect("the worker did not panic").expect("the worker ran")
+        self.ended().await
     }
 }
 

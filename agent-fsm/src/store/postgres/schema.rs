@@ -60,10 +60,11 @@ CREATE TABLE IF NOT EXISTS inbox (
 CREATE INDEX IF NOT EXISTS inbox_unapplied ON inbox (agent, id) WHERE applied_seq IS NULL;
 -- An agent's refused rows, counted by its status, without a scan of the inbox.
 CREATE INDEX IF NOT EXISTS inbox_refused ON inbox (agent, id) WHERE applied_seq = -1;
--- machine: the name of the machine a worker runs (NULL from an earlier release).
+-- machine: the name of the machine a worker runs; life: a token of the process
+-- that registered last under the id (both NULL from an earlier release).
 CREATE TABLE IF NOT EXISTS workers (
     worker text PRIMARY KEY, capacity integer NOT NULL, heartbeat timestamptz NOT NULL DEFAULT now(),
-    stopping boolean NOT NULL DEFAULT false, machine text
+    stopping boolean NOT NULL DEFAULT false, machine text, life text
 );
 ";
 
@@ -75,11 +76,11 @@ ALTER TABLE leases ADD COLUMN IF NOT EXISTS failures integer NOT NULL DEFAULT 0,
                    ADD COLUMN IF NOT EXISTS failed_seq bigint, ADD COLUMN IF NOT EXISTS failure text,
                    ADD COLUMN IF NOT EXISTS halted boolean NOT NULL DEFAULT false,
                    ADD COLUMN IF NOT EXISTS halt text;
-ALTER TABLE workers ADD COLUMN IF NOT EXISTS machine text;
+ALTER TABLE workers ADD COLUMN IF NOT EXISTS machine text, ADD COLUMN IF NOT EXISTS life text;
 ";
 
 /// How many columns [`ADDED_COLUMNS`] adds.
-const ADDED: i64 = 9;
+const ADDED: i64 = 10;
 
 /// Creates the schema and its tables if absent, in one transaction under
 /// an advisory lock (two processes connecting at once would otherwise race
@@ -138,7 +139,7 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreErro
             "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
              AND ((table_name = 'inbox' AND column_name IN ('failures', 'failure', 'refusal'))
                   OR (table_name = 'leases' AND column_name IN ('failures', 'failed_seq', 'failure', 'halted', 'halt'))
-                  OR (table_name = 'workers' AND column_name = 'machine'))",
+                  OR (table_name = 'workers' AND column_name IN ('machine', 'life')))",
             &[],
         )
         .map_err(read_err)?

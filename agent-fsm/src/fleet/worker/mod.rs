@@ -1,11 +1,13 @@
 //! [`Worker`]: one process's share of the fleet. Its loop registers the
-//! worker and beats, claims agents up to its capacity, renews their leases,
-//! wakes their feeders when their inbox has a new row, handles their ends,
-//! and on shutdown hands them back.
+//! worker and beats, claims agents up to its capacity (`claim.rs`), renews
+//! their leases, wakes their feeders when their inbox has a new row,
+//! handles their ends, and on shutdown hands them back, unless another
+//! process registered under its id meanwhile.
+
+mod claim;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -14,19 +16,12 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 use tracing::Instrument;
 
-use super::halt::{StartFailure, halt_unreadable_ids, start_failed};
 use super::keeper::{Keeper, Renewals};
-use super::running::{Control, End, Ended, Running, Spawn};
+use super::running::{Control, End, Ended, Running};
 use super::{Fleet, FleetError, db};
 use crate::StateMachine;
-use crate::panics::panic_message;
 use crate::runtime::{Effects, ExecutorConfig};
-use crate::store::postgres::pool::untranslatable;
-use crate::store::{Durability, SnapshotPolicy, StoreError};
-
-/// How many agents a worker claims at once, between two looks at its
-/// renewals and notifications.
-const CLAIM_BATCH: usize = 32;
+use crate::store::{Durability, SnapshotPolicy};
 
 /// A worker of a fleet: claims agents, runs them, and hands them back when
 /// it stops. See the [module docs](super) for what it does and guarantees.
@@ -70,8 +65,11 @@ impl Worker {
     /// Worker `id` of `fleet`: 100 agents at most, the fleet's lease, an
     /// inbox poll every 5 seconds besides notifications, steps written
     /// [`Durability::BeforeAction`]. The id must be unique among the
-    /// fleet's running workers (a process restarted under the same id takes
-    /// its predecessor's leases over at once).
+    /// fleet's running workers: a process started under an id takes the
+    /// leases of the one before it over at once (a process restarted after
+    /// a crash need not wait for them to lapse), and the one before it, if
+    /// it still runs, stops its agents and ends with
+    /// [`FleetError::Replaced`] at its next beat.
     pub fn new(fleet: &Fleet, id: impl Into<String>) -> Self {
         Self {
             fleet: fleet.clone(),
@@ -140,7 +138,9 @@ impl Worker {
     /// [`FleetError::InvalidId`] for a worker id that holds a NUL byte or is
     /// longer than [`MAX_ID_BYTES`](super::MAX_ID_BYTES);
     /// [`FleetError::Connect`] or [`FleetError::Database`] if the worker
-    /// cannot connect or register at start. Once running, database errors
+    /// cannot connect or register at start; [`FleetError::Replaced`] once
+    /// another process registered under its id (its agents are stopped
+    /// first, and nothing of the other's is handed back). Once running, database errors
     /// are logged and retried: a worker cut off from the database for a
     /// lease stops its agents, and takes agents again once it is back.
     pub async fn run<M, E, F, S>(self, agents: F, shutdown: S) -> Result<WorkerReport, FleetError>
@@ -173,6 +173,8 @@ struct Loop<M: StateMachine, E: Effects<M>, F> {
     notes: Option<(tokio_postgres::Client, mpsc::UnboundedReceiver<String>)>,
     /// Renews the leases of `running` from a thread of its own.
     keeper: Keeper,
+    /// What tells this process from another registered under its id.
+    life: String,
     report: WorkerReport,
 }
 
@@ -191,10 +193,12 @@ where
         let notes = target.listen().await?;
         let capacity = i32::try_from(worker.capacity).unwrap_or(i32::MAX);
         let machine = M::DESCRIPTION.name;
-        client.execute(db::REGISTER, &[&worker.id, &capacity, &machine]).await.map_err(FleetError::db)?;
+        let life = super::ids::life();
+        client.execute(db::REGISTER, &[&worker.id, &capacity, &machine, &life]).await.map_err(FleetError::db)?;
         tracing::info!(capacity = worker.capacity, lease_ms = db::millis(worker.lease), "worker registered");
+        let id = worker.id.clone();
         let keeper =
-            Keeper::start(Renewals { target, worker: worker.id.clone(), capacity, machine, lease: worker.lease })?;
+            Keeper::start(Renewals { target, worker: id, capacity, machine, life: life.clone(), lease: worker.lease })?;
         let (ended_tx, ended) = mpsc::unbounded_channel();
         Ok(Self {
             worker,
@@ -206,6 +210,7 @@ where
             ended,
             notes: Some(notes),
             keeper,
+            life,
             report: WorkerReport::default(),
         })
     }
@@ -224,6 +229,9 @@ where
                 biased;
                 () = &mut shutdown => break,
                 _ = renew.tick() => {
+                    if self.keeper.replaced() {
+                        return Err(self.replaced().await);
+                    }
                     self.renew().await;
                     claim = true;
                 }
@@ -243,7 +251,7 @@ where
                 () = std::future::ready(()), if claim => claim = self.claim().await,
             }
         }
-        Ok(self.hand_back().await)
+        self.hand_back().await
     }
 
     /// Handles a notification; true if agents may be claimable.
@@ -261,118 +269,6 @@ where
         } else {
             note == db::CLAIM
         }
-    }
-
-    /// Claims agents up to the worker's capacity, at most [`CLAIM_BATCH`],
-    /// and spawns them; true if it may find more at once.
-    async fn claim(&mut self) -> bool {
-        let room = (self.worker.capacity as usize).saturating_sub(self.running.len()).min(CLAIM_BATCH);
-        if room == 0 {
-            return false;
-        }
-        let now = Instant::now();
-        self.resting.retain(|_, until| *until > now);
-        let exclude: Vec<&str> = self.running.keys().chain(self.resting.keys()).map(String::as_str).collect();
-        let limit = i64::try_from(room).unwrap_or(i64::MAX);
-        let lease = db::millis(self.worker.lease);
-        let (client, machine) = (self.control.get(), M::DESCRIPTION.name);
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
-            [&self.worker.id, &limit, &exclude, &lease, &machine];
-        let claimed = client.query(db::CLAIM_AGENTS, &params);
-        let rows = match tokio::time::timeout(self.worker.lease, claimed).await {
-            Ok(Ok(rows)) => rows,
-            Ok(Err(error)) => {
-                tracing::warn!(%error, "cannot claim agents");
-                // An id the server cannot send fails every claim picking it.
-                return untranslatable(&error) && halt_unreadable_ids(&client, self.worker.lease).await;
-            }
-            Err(_) => {
-                tracing::warn!(lease = ?self.worker.lease, "cannot claim agents: no answer within a lease");
-                return false;
-            }
-        };
-        let full = rows.len() == room;
-        let mut spawns = Vec::with_capacity(rows.len());
-        let mut failed = Vec::new();
-        for row in rows {
-            let (Ok(agent), Ok(epoch)) = (row.try_get::<_, String>(0), row.try_get::<_, i64>(1)) else {
-                tracing::error!("a lease row does not read as the schema says");
-                continue;
-            };
-            let epoch = db::unsigned(epoch);
-            // Renewed from the claim on: an agent resumed first may keep
-            // the runtime busy for longer than a lease before the others'
-            // resumes are done.
-            self.keeper.hold(&agent, epoch);
-            self.report.claimed += 1;
-            tracing::info!(agent = agent.as_str(), epoch, "agent claimed");
-            // The caller's function: a panic in it for one agent is that
-            // agent's failure, not the worker's.
-            let (effects, config) = match catch_unwind(AssertUnwindSafe(|| (self.agents)(&agent))) {
-                Ok(built) => built,
-                Err(panic) => {
-                    failed.push((agent, epoch, StartFailure::Panicked(panic_message(&*panic))));
-                    continue;
-                }
-            };
-            spawns.push(Spawn {
-                fleet: &self.worker.fleet,
-                control: self.control.clone(),
-                worker: &self.worker.id,
-                agent,
-                epoch,
-                effects,
-                config,
-                durability: self.worker.durability,
-                snapshots: self.worker.snapshots,
-                ended: self.ended_tx.clone(),
-                pulse: self.keeper.pulse(),
-            });
-        }
-        // Resumed side by side: each reads its checkpoint. A read that
-        // waits (on a lock, a connection that does not answer) is given up
-        // after half a lease, as a failed resume, rather than keep the loop
-        // from its renewals, which would let the leases of the agents it
-        // runs lapse: renewed every third of a lease, they are then renewed
-        // within five sixths of one. (A bound as short as the renewals'
-        // period would fail resumes that are only slow, a batch of them
-        // queued on the store's connections on a busy machine.)
-        let wait = self.worker.lease / 2;
-        let started = futures::future::join_all(spawns.into_iter().map(|spawn| {
-            let (agent, epoch) = (spawn.agent.clone(), spawn.epoch);
-            async move {
-                let started = tokio::time::timeout(wait, spawn.start()).await.unwrap_or_else(|_| {
-                    Err(FleetError::Store(StoreError::Read(
-                        format!("the checkpoint was not read within {wait:?}").into(),
-                    )))
-                });
-                (agent, epoch, started)
-            }
-        }))
-        .await;
-        for (agent, epoch, result) in started {
-            match result {
-                Ok(running) => {
-                    self.running.insert(agent, running);
-                }
-                Err(error) => failed.push((agent, epoch, StartFailure::Resume(error))),
-            }
-        }
-        for (agent, epoch, failure) in failed {
-            self.keeper.release(&agent);
-            tracing::error!(agent = agent.as_str(), epoch, %failure, "cannot start the agent");
-            self.report.failed += 1;
-            let client = self.control.get();
-            let attempts = self.worker.fleet.config().event_attempts;
-            let settled = start_failed(&client, &agent, &self.worker.id, epoch, &failure, attempts);
-            if tokio::time::timeout(self.worker.lease, settled).await.is_err() {
-                tracing::warn!(agent = agent.as_str(), "cannot count the failed start: no answer within a lease");
-            }
-            // Its lease expires unrenewed: tried again a lease later,
-            // unless halted meanwhile.
-            self.resting.insert(agent, Instant::now() + self.worker.lease);
-        }
-        full
     }
 
     /// An agent's run ended; true if the worker has room again.
@@ -521,9 +417,23 @@ where
         }
     }
 
+    /// Another process registered under this worker's id and holds its
+    /// leases now: stops the agents (the other resumes them; their writes
+    /// would be fenced off anyway) and leaves the leases and the row alone.
+    async fn replaced(mut self) -> FleetError {
+        self.report.lost += self.running.len() as u64;
+        self.running.clear();
+        self.keeper.release_all();
+        self.keeper.stop().await;
+        tracing::error!(report = ?self.report, "worker replaced: another process registered under its id");
+        FleetError::Replaced { worker: self.worker.id.clone(), report: self.report }
+    }
+
     /// Stops the agents (a pause: their work in flight is performed again
-    /// by the next owner), hands their leases back and wakes the others.
-    async fn hand_back(mut self) -> WorkerReport {
+    /// by the next owner), hands their leases back and wakes the others;
+    /// [`FleetError::Replaced`] instead of handing back the leases of a
+    /// process that registered under this worker's id meanwhile.
+    async fn hand_back(mut self) -> Result<WorkerReport, FleetError> {
         // The server may have closed the connection since the last renewal:
         // the leases are handed back on a new one rather than left to expire.
         self.reconnect().await;
@@ -532,9 +442,13 @@ where
         self.keeper.release_all();
         self.keeper.stop().await;
         let client = self.control.get();
-        if let Err(error) = self.bounded(client.execute(db::STOPPING, &[&self.worker.id])).await {
-            tracing::warn!(%error, "cannot mark the worker stopping");
-        }
+        let replaced = match self.bounded(client.query_one(db::STOPPING, &[&self.worker.id, &self.life])).await {
+            Ok(row) => row.try_get::<_, bool>(0).unwrap_or(false),
+            Err(error) => {
+                tracing::warn!(%error, "cannot mark the worker stopping");
+                false
+            }
+        } || self.keeper.replaced();
         let lease = self.worker.lease;
         let stops = self.running.values().map(|running| {
             let handle = running.handle.clone();
@@ -550,10 +464,13 @@ where
                 self.on_end(ended).await;
             }
         }
+        if replaced {
+            return Err(self.replaced().await);
+        }
         let count = self.running.len() as u64;
         self.running.clear();
         let channel = self.worker.fleet.target().channel();
-        match self.bounded(client.execute(db::RELEASE, &[&self.worker.id])).await {
+        match self.bounded(client.execute(db::RELEASE, &[&self.worker.id, &self.life])).await {
             Ok(released) => {
                 tracing::info!(agents = released, "leases handed back");
                 self.report.handed_back += count;
@@ -563,11 +480,11 @@ where
             }
             Err(error) => tracing::warn!(%error, "cannot hand the leases back: they expire"),
         }
-        if let Err(error) = self.bounded(client.execute(db::DEREGISTER, &[&self.worker.id])).await {
+        if let Err(error) = self.bounded(client.execute(db::DEREGISTER, &[&self.worker.id, &self.life])).await {
             tracing::warn!(%error, "cannot remove the worker's row");
         }
         tracing::info!(report = ?self.report, "worker stopped");
-        self.report
+        Ok(self.report)
     }
 }
 
