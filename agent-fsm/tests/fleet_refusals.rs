@@ -8,7 +8,8 @@
 //! sent after it are applied, in order; an inbox an earlier release created
 //! gains the columns a refusal is kept in; an event whose own `Clone`
 //! panics is refused as one the machine panics on; an event whose serde
-//! impls panic is refused as undecodable.
+//! impls panic is refused as undecodable; the refused events are read a
+//! page at a time as well as all at once.
 
 mod fleet_support;
 
@@ -262,6 +263,51 @@ async fn an_inbox_an_earlier_release_created_gains_the_refusal_columns() {
     let refused = within(fleet.refused("job")).await.expect("reads");
     assert_eq!(refused.iter().map(|r| &r.reason).collect::<Vec<_>>(), [&Refusal::Finished]);
     assert_eq!(within(fleet.status("job")).await.expect("reads").halted, None);
+    a.stop().await;
+    db.drop_schema().await;
+}
+
+/// The refused events read a page at a time are the whole list's, in
+/// order, each once: a page starts after the id given and holds at most
+/// the limit; an event applied (sent first) is on no page; past the last
+/// id, with a limit of 0, or for an agent the fleet does not know, a page
+/// is empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_events_read_a_page_at_a_time_are_the_whole_list() {
+    let Some(db) = Db::new("refused_pages") else { return };
+    let fleet = db.fleet(LEASE).await;
+    within(fleet.create("job", &Job::new(Vec::new()))).await.expect("created");
+    within(fleet.send("job", &Event::Add(9))).await.expect("sent");
+    within(fleet.send("job", &Event::Finish)).await.expect("sent");
+    for n in 1..=5 {
+        within(fleet.send("job", &Event::Add(n))).await.expect("sent");
+    }
+    let a = Proc::start(Worker::new(&fleet, "a").capacity(2).poll(Duration::from_millis(100)));
+    until("the agent is done", || async { within(fleet.status("job")).await.expect("reads").done }).await;
+    assert_eq!(taken(&fleet, "job").await, [9]);
+    let all = within(fleet.refused("job")).await.expect("reads");
+    assert_eq!(all.len(), 5, "{all:?}");
+    for (refused, n) in all.iter().zip(1..) {
+        assert_eq!(refused.reason, Refusal::Finished);
+        assert!(refused.event.contains(&n.to_string()), "{refused:?}");
+    }
+    let mut paged = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = within(fleet.refused_page("job", after, 2)).await.expect("reads");
+        assert!(page.len() <= 2, "{page:?}");
+        paged.extend(page.iter().cloned());
+        match page.last() {
+            Some(last) if page.len() == 2 => after = last.id,
+            _ => break,
+        }
+    }
+    assert_eq!(paged, all);
+    assert_eq!(within(fleet.refused_page("job", all[1].id, 2)).await.expect("reads"), all[2..4]);
+    assert_eq!(within(fleet.refused_page("job", all[4].id, 2)).await.expect("reads"), []);
+    assert_eq!(within(fleet.refused_page("job", 0, 0)).await.expect("reads"), []);
+    assert_eq!(within(fleet.refused_page("job", u64::MAX, 10)).await.expect("reads"), []);
+    assert_eq!(within(fleet.refused_page("nobody", 0, 10)).await.expect("reads"), []);
     a.stop().await;
     db.drop_schema().await;
 }

@@ -362,16 +362,17 @@ WITH revived AS (
 )
 SELECT revived.agent FROM revived, pg_notify($2, $3)";
 
-/// Agent $1's refused inbox rows, in id order.
+/// Agent $1's refused inbox rows after id $2, in id order, $3 at most.
 pub(crate) const REFUSED: &str = "
-SELECT id, event, refusal, failures, failure FROM inbox WHERE agent = $1 AND applied_seq = -1 ORDER BY id";
+SELECT id, event, refusal, failures, failure FROM inbox WHERE agent = $1 AND applied_seq = -1 AND id > $2
+ORDER BY id LIMIT $3";
 
 /// [`REFUSED`] with each event as its bytes, for a database of encoding
 /// `SQL_ASCII` holding one that is not UTF-8 (the conversion to its own
 /// encoding changes nothing), which the server cannot send as text.
 pub(crate) const REFUSED_BYTES: &str = "
 SELECT id, convert_to(event, 'SQL_ASCII'), refusal, failures, failure
-FROM inbox WHERE agent = $1 AND applied_seq = -1 ORDER BY id";
+FROM inbox WHERE agent = $1 AND applied_seq = -1 AND id > $2 ORDER BY id LIMIT $3";
 
 /// Rewrites unapplied inbox row $1's event as text $2: the event as the
 /// machine serializes it.

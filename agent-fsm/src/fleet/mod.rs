@@ -160,8 +160,9 @@
 //!   delivered but not yet taken when the agent stopped or moved stay
 //!   unapplied and are delivered again by the next owner. A row no step
 //!   will apply is refused instead, and counted in
-//!   [`AgentStatus::refused`]; [`Fleet::refused`] lists them with the
-//!   reason ([`Refusal`]): an event that does not decode (or whose
+//!   [`AgentStatus::refused`]; [`Fleet::refused`] lists them (and
+//!   [`Fleet::refused_page`] a page at a time) with the reason
+//!   ([`Refusal`]): an event that does not decode (or whose
 //!   decoding panics), one still
 //!   waiting when the agent finished, one the machine failed on every time.
 //!

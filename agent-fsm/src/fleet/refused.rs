@@ -98,18 +98,53 @@ pub struct Refused {
 
 impl Fleet {
     /// The events sent to agent `agent` that were refused, in the order
-    /// sent. (An agent the fleet does not know has none.)
+    /// sent: all of them, at once. (An agent the fleet does not know has
+    /// none.) [`Fleet::refused_page`] reads them a page at a time.
     ///
     /// # Errors
     /// [`FleetError::InvalidId`], or a database error.
     pub async fn refused(&self, agent: &str) -> Result<Vec<Refused>, FleetError> {
+        self.refused_rows(agent, i64::MIN, i64::MAX).await
+    }
+
+    /// At most `limit` of the events sent to agent `agent` that were
+    /// refused, in the order sent, from the first whose id is greater than
+    /// `after` (0 for the first page; the last [`Refused::id`] of a page for
+    /// the next). A page shorter than `limit` is the last.
+    ///
+    /// ```no_run
+    /// # async fn demo(fleet: &agent_fsm::fleet::Fleet) -> Result<(), agent_fsm::fleet::FleetError> {
+    /// let mut after = 0;
+    /// loop {
+    ///     let page = fleet.refused_page("agent-1", after, 100).await?;
+    ///     for refused in &page {
+    ///         tracing::warn!(id = refused.id, reason = ?refused.reason, "refused");
+    ///     }
+    ///     match page.last() {
+    ///         Some(last) if page.len() == 100 => after = last.id,
+    ///         _ => break,
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`FleetError::InvalidId`], or a database error.
+    pub async fn refused_page(&self, agent: &str, after: u64, limit: u32) -> Result<Vec<Refused>, FleetError> {
+        // Past the largest id a row can have: an empty page.
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        self.refused_rows(agent, after, i64::from(limit)).await
+    }
+
+    async fn refused_rows(&self, agent: &str, after: i64, limit: i64) -> Result<Vec<Refused>, FleetError> {
         super::ids::check(agent)?;
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
-        let (rows, bytes) = match client.query(db::REFUSED, &[&agent]).await {
+        let (rows, bytes) = match client.query(db::REFUSED, &[&agent, &after, &limit]).await {
             Ok(rows) => (rows, false),
             Err(error) if untranslatable(&error) => {
-                (client.query(db::REFUSED_BYTES, &[&agent]).await.map_err(FleetError::db)?, true)
+                (client.query(db::REFUSED_BYTES, &[&agent, &after, &limit]).await.map_err(FleetError::db)?, true)
             }
             Err(error) => return Err(FleetError::db(error)),
         };
