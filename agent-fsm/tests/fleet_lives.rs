@@ -37,6 +37,19 @@ async fn first_runs_them(db: &Db, fleet: &Fleet, first: &Proc) -> Vec<u64> {
     epochs
 }
 
+/// Waits until every agent is held under the epoch after the first's.
+async fn second_holds_them(fleet: &Fleet, epochs: &[u64]) {
+    until("the second process holds every agent", || async {
+        for (agent, epoch) in AGENTS.iter().zip(epochs) {
+            if within(fleet.status(agent)).await.expect("reads").epoch != epoch + 1 {
+                return false;
+            }
+        }
+        true
+    })
+    .await;
+}
+
 /// How many rows the id `w` has in `workers`.
 async fn workers(db: &Db) -> i64 {
     let client = db.client().await;
@@ -55,15 +68,7 @@ async fn second_keeps_and_finishes_them(
     lease: Duration,
     later: &[&str],
 ) {
-    until("the second process holds every agent", || async {
-        for (agent, epoch) in AGENTS.iter().zip(epochs) {
-            if within(fleet.status(agent)).await.expect("reads").epoch != epoch + 1 {
-                return false;
-            }
-        }
-        true
-    })
-    .await;
+    second_holds_them(fleet, epochs).await;
     tokio::time::sleep(lease * 4).await;
     for (agent, epoch) in AGENTS.iter().zip(epochs) {
         let status = within(fleet.status(agent)).await.expect("reads");
@@ -140,15 +145,7 @@ async fn a_process_restarted_under_a_frozen_workers_id_takes_its_agents_at_once(
     let thaw = first.freeze();
     let started = std::time::Instant::now();
     let second = Proc::start(worker(4));
-    until("the second process holds every agent", || async {
-        for (agent, epoch) in AGENTS.iter().zip(&epochs) {
-            if within(fleet.status(agent)).await.expect("reads").epoch != epoch + 1 {
-                return false;
-            }
-        }
-        true
-    })
-    .await;
+    second_holds_them(&fleet, &epochs).await;
     assert!(started.elapsed() < lease, "taken only once the leases lapsed: {:?}", started.elapsed());
     let placed = within(fleet.create("job-4", &Job::new(Vec::new()))).await.expect("created");
     assert_eq!(placed.as_deref(), Some("w"));
