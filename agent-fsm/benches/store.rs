@@ -25,6 +25,8 @@
 //!
 //! Run: `cargo bench -p agent-fsm --features sqlite,postgres --bench store -- --quick`
 //! (with `export AGENT_FSM_PG_URL=$(scripts/postgres.sh)` for Postgres).
+//! Under callgrind, `STORE_CALLGRIND=write:N` or `read:N` runs only `N`
+//! SQLite steps (and their restores): see `callgrind_run`.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -279,7 +281,31 @@ fn bytes_per_step() {
     }
 }
 
+/// `STORE_CALLGRIND=write:N` or `read:N`: `N` steps (a multiple of
+/// [`ROTATE`]) through SQLite (`NORMAL`) in a temporary directory, then,
+/// for `read`, every agent restored, and nothing else: run under
+/// callgrind twice, the difference of two counts is what those steps (or
+/// their restores) cost, process start and set-up cancelled out.
+fn callgrind_run(spec: &str) {
+    let (mode, steps) = spec.split_once(':').expect("write:N or read:N");
+    let steps: u64 = steps.parse().expect("a count of steps");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = sqlite(dir.path(), "callgrind.db", Synchronous::Normal);
+    let mut round = 0;
+    run(&store, steps, &mut round);
+    if mode == "read" {
+        for n in 1..=round {
+            let restored = agent_fsm::store::restore::<Chat, _>(&store, &format!("agent-{n}")).expect("restores");
+            black_box(restored);
+        }
+    }
+}
+
 fn main() {
+    if let Ok(spec) = std::env::var("STORE_CALLGRIND") {
+        callgrind_run(&spec);
+        return;
+    }
     bytes_per_step();
     let dir = tempfile::tempdir().expect("tempdir");
     let normal = sqlite(dir.path(), "normal.db", Synchronous::Normal);

@@ -49,7 +49,7 @@ async fn written_with_key(path: &Path, key: &str) {
     within(handle.call(Event::Call)).await.expect("taken");
     within(handle.shutdown()).await.expect("stops");
     let raw = rusqlite::Connection::open(path).expect("raw");
-    let edited = raw.execute("UPDATE effects SET key = ?1 WHERE key = '1.0'", [key]).expect("edits");
+    let edited = raw.execute("UPDATE effects SET key = ?1, sum = NULL WHERE key = '1.0'", [key]).expect("edits");
     assert_eq!(edited, 1, "the lookup's row");
 }
 

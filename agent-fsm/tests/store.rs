@@ -358,8 +358,10 @@ fn sqlite_a_damaged_row_a_newer_file_and_a_non_database_are_typed() {
     agent.turn(&store, "two");
     {
         let raw = rusqlite::Connection::open(&path).expect("raw");
-        raw.execute("UPDATE events SET event = X'FF00FF' WHERE agent = 'a' AND seq = 4", []).expect("damage");
-        raw.execute("UPDATE snapshots SET data = 'garbage' WHERE agent = 'a' AND seq = 0", []).expect("damage");
+        raw.execute("UPDATE events SET event = X'FF00FF', sum = NULL WHERE agent = 'a' AND seq = 4", [])
+            .expect("damage");
+        raw.execute("UPDATE snapshots SET data = 'garbage', sum = NULL WHERE agent = 'a' AND seq = 0", [])
+            .expect("damage");
     }
     let err = restore::<Machine, _>(&store, "a").expect_err("damaged");
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");

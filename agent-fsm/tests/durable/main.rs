@@ -353,10 +353,11 @@ async fn a_corrupt_row_or_a_newer_format_is_a_typed_error_at_spawn() {
     agent.idle().await;
     agent.handle.shutdown().await.expect("stops");
     let raw = rusqlite::Connection::open(&path).expect("raw");
-    raw.execute("UPDATE effects SET event = 'garbage' WHERE agent = 'desk'", []).expect("damage");
+    raw.execute("UPDATE effects SET event = 'garbage', sum = NULL WHERE agent = 'desk'", []).expect("damage");
     let spawned = durable.spawn(|| Desk::new(Taken::default()), Gated::new(), ExecutorConfig::new());
     assert!(matches!(spawned, Err(StoreError::Corrupt { what: "effect", .. })), "{:?}", spawned.map(|(_, s)| s));
-    raw.execute("UPDATE events SET event = 'garbage' WHERE agent = 'desk' AND seq = 1", []).expect("damage");
+    raw.execute("UPDATE events SET event = 'garbage', sum = NULL WHERE agent = 'desk' AND seq = 1", [])
+        .expect("damage");
     let spawned = durable.spawn(|| Desk::new(Taken::default()), Gated::new(), ExecutorConfig::new());
     assert!(matches!(spawned, Err(StoreError::Corrupt { what: "event", seq: 1, .. })), "{:?}", spawned.map(|(_, s)| s));
     raw.execute("UPDATE agents SET format = 9 WHERE agent = 'desk'", []).expect("newer");

@@ -1,0 +1,155 @@
+//! The SQLite store's row checksums: a byte changed inside a row that
+//! still decodes (a word of an event, a digit of a snapshot, a time, a
+//! timer's deadline) is `StoreError::Corrupt`, not another step; rows
+//! without a checksum (as an earlier release wrote them) read as before;
+//! a file an earlier release created gains the columns when it is opened
+//! and checks the rows written from then on; a fork's rows keep theirs.
+
+use std::path::Path;
+
+use agent_fsm::store::{CheckpointStore, SqliteStore, StoreError, restore, restore_at};
+
+#[path = "stores/chat.rs"]
+mod chat_agent;
+
+use chat_agent::{Agent, Event, Machine, assert_same};
+
+/// A store at `path` holding agent `a` after two turns and a prompt whose
+/// call and deadline timer are in flight.
+fn written(path: &Path) -> (SqliteStore, Agent) {
+    let store = SqliteStore::open(path).expect("opens");
+    let mut agent = Agent::new(&store, "a");
+    agent.turn(&store, "one");
+    agent.turn(&store, "two");
+    agent.step(&store, Event::Prompt("user: three".to_owned())).expect("prompt");
+    (store, agent)
+}
+
+/// Runs `sql` on the file at `path`, as damage would, and checks that it
+/// changed a row.
+fn edit(path: &Path, sql: &str) {
+    let raw = rusqlite::Connection::open(path).expect("raw");
+    assert!(raw.execute(sql, []).expect("edits") > 0, "{sql} changed nothing");
+}
+
+/// Asserts `result` is a corrupt `what` row found by its checksum.
+fn assert_damaged<T: std::fmt::Debug>(sql: &str, what: &str, result: Result<T, StoreError>) {
+    match result {
+        Err(StoreError::Corrupt { what: found, reason, .. }) if found == what && reason.contains("checksum") => {}
+        other => panic!("{sql}: {other:?}, not a {what} row failing its checksum"),
+    }
+}
+
+#[test]
+fn a_change_inside_a_row_that_still_decodes_is_corrupt() {
+    for (sql, what) in [
+        ("UPDATE events SET event = replace(event, 'one', 'two') WHERE agent = 'a' AND seq = 1", "event"),
+        ("UPDATE events SET at = at + 1 WHERE agent = 'a' AND seq = 3", "event"),
+        ("UPDATE events SET state = 'Calling' WHERE agent = 'a' AND seq = 2", "event"),
+        (
+            "UPDATE snapshots SET data = replace(data, '\"calls\":0', '\"calls\":7') WHERE agent = 'a' AND seq = 0",
+            "snapshot",
+        ),
+        ("UPDATE effects SET deadline = deadline + 1000 WHERE agent = 'a' AND finished IS NULL AND kind = 3", "effect"),
+        ("UPDATE effects SET key = 'call-9' WHERE agent = 'a' AND finished IS NULL AND key = 'call-3'", "effect"),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("agents.db");
+        let (store, _) = written(&path);
+        let read = |store: &SqliteStore| match what {
+            "event" => store.events("a", 0, 5).map(|rows| rows.len()),
+            "snapshot" => store.snapshot_at_or_before("a", 0).map(|found| usize::from(found.is_some())),
+            _ => store.in_flight("a", 5).map(|rows| rows.len()),
+        };
+        read(&store).expect("reads before the damage");
+        edit(&path, sql);
+        assert_damaged(sql, what, read(&store));
+    }
+    // What a restore reads is checked: the last step, and the work in flight.
+    for sql in [
+        "UPDATE events SET event = replace(event, 'three', 'four') WHERE agent = 'a' AND seq = 5",
+        "UPDATE effects SET deadline = deadline + 1000 WHERE agent = 'a' AND finished IS NULL AND kind = 3",
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("agents.db");
+        let (store, _) = written(&path);
+        edit(&path, sql);
+        let restored = restore::<Machine, _>(&store, "a").map(|r| r.next_seq);
+        assert!(
+            matches!(&restored, Err(StoreError::Corrupt { reason, .. }) if reason.contains("checksum")),
+            "{sql}: {restored:?}"
+        );
+    }
+}
+
+/// An event's origin changed is found by `restore_at`, which reads the
+/// steps up to the one asked for; the row mended, the step reads again.
+#[test]
+fn a_step_read_back_from_its_snapshot_and_log_is_checked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let (store, _) = written(&path);
+    let step_two = restore_at::<Machine, _>(&store, "a", 2).expect("reads");
+    edit(&path, "UPDATE events SET origin = 'elsewhere' WHERE agent = 'a' AND seq = 2");
+    assert_damaged("origin", "event", restore_at::<Machine, _>(&store, "a", 2).map(|_| ()));
+    edit(&path, "UPDATE events SET origin = NULL WHERE agent = 'a' AND seq = 2");
+    assert_same(&restore_at::<Machine, _>(&store, "a", 2).expect("mended"), &step_two);
+}
+
+#[test]
+fn rows_without_a_checksum_read_as_before() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let (store, agent) = written(&path);
+    for table in ["events", "snapshots", "effects"] {
+        edit(&path, &format!("UPDATE {table} SET sum = NULL"));
+    }
+    let restored = restore::<Machine, _>(&store, "a").expect("reads");
+    assert_same(&restored.machine, &agent.machine);
+    assert_eq!(restored.in_flight.len(), 2);
+    // Unchecked, a change that still decodes reads as written.
+    edit(&path, "UPDATE events SET at = at + 1 WHERE agent = 'a' AND seq = 3");
+    restore::<Machine, _>(&store, "a").expect("reads");
+}
+
+#[test]
+fn a_file_an_earlier_release_created_gains_the_checksums() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let (store, mut agent) = written(&path);
+    drop(store);
+    {
+        let raw = rusqlite::Connection::open(&path).expect("raw");
+        raw.execute_batch(
+            "ALTER TABLE events DROP COLUMN sum; ALTER TABLE snapshots DROP COLUMN sum;
+             ALTER TABLE effects DROP COLUMN sum;",
+        )
+        .expect("drops the columns");
+    }
+    let store = SqliteStore::open(&path).expect("reopens");
+    let restored = restore::<Machine, _>(&store, "a").expect("the old rows read");
+    assert_same(&restored.machine, &agent.machine);
+    agent.step(&store, Event::Reply(3, "model: three".to_owned())).expect("reply");
+    let raw = rusqlite::Connection::open(&path).expect("raw");
+    let summed: i64 =
+        raw.query_row("SELECT count(*) FROM events WHERE sum IS NOT NULL", [], |row| row.get(0)).expect("counts");
+    assert_eq!(summed, 1, "the step written since");
+    edit(&path, "UPDATE events SET at = at + 1 WHERE agent = 'a' AND seq = 6");
+    assert_damaged("at", "event", restore::<Machine, _>(&store, "a").map(|r| r.next_seq));
+    // Opened again, the file is left as it is.
+    drop(store);
+    SqliteStore::open(&path).expect("reopens");
+}
+
+#[test]
+fn a_fork_keeps_its_rows_checksums() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let (store, agent) = written(&path);
+    store.fork("a", 5, "b").expect("forks");
+    let forked = restore::<Machine, _>(&store, "b").expect("the fork reads");
+    assert_same(&forked.machine, &agent.machine);
+    edit(&path, "UPDATE events SET at = at + 1 WHERE agent = 'b' AND seq = 4");
+    assert_damaged("at", "event", restore::<Machine, _>(&store, "b").map(|r| r.next_seq));
+    restore::<Machine, _>(&store, "a").expect("the source still reads");
+}
