@@ -52,6 +52,8 @@ fn a_change_inside_a_row_that_still_decodes_is_corrupt() {
         ),
         ("UPDATE effects SET deadline = deadline + 1000 WHERE agent = 'a' AND finished IS NULL AND kind = 3", "effect"),
         ("UPDATE effects SET key = 'call-9' WHERE agent = 'a' AND finished IS NULL AND key = 'call-3'", "effect"),
+        // The checksum itself damaged into text.
+        ("UPDATE events SET sum = 'x' || sum WHERE agent = 'a' AND seq = 2", "event"),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("agents.db");
@@ -85,7 +87,7 @@ fn a_change_inside_a_row_that_still_decodes_is_corrupt() {
 /// An event's origin changed is found by `restore_at`, which reads the
 /// steps up to the one asked for; the row mended, the step reads again.
 #[test]
-fn a_step_read_back_from_its_snapshot_and_log_is_checked() {
+fn an_origin_changed_is_found_by_restore_at_and_reads_again_mended() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("agents.db");
     let (store, _) = written(&path);

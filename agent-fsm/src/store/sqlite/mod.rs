@@ -286,10 +286,7 @@ impl CheckpointStore for SqliteStore {
         let bad = |reason: String| StoreError::corrupt(agent, "snapshot", at, reason);
         let format = format.map_err(|e| bad(e.to_string()))?;
         let (state, data) = (state.map_err(bad)?, data.map_err(bad)?);
-        let computed = sums::snapshot(seq_to_sql(at), format, &state, &data);
-        if let Some(why) = sums::mismatch(sum.map_err(|e| bad(e.to_string()))?, computed) {
-            return Err(bad(why));
-        }
+        sums::check(sum, sums::snapshot(seq_to_sql(at), format, &state, &data)).map_err(bad)?;
         // A version no release writes (a negative one, edited in) is a
         // damaged row, not a newer format to upgrade for.
         let format = u32::try_from(format).map_err(|_| bad(format!("format version {format} is not a version")))?;
@@ -326,10 +323,7 @@ impl CheckpointStore for SqliteStore {
             let at = at.map_err(|e| bad(e.to_string()))?;
             let (state, event) = (state.map_err(bad)?, event.map_err(bad)?);
             let origin = origin.map_err(|e| bad(e.to_string()))?;
-            let computed = sums::event(seq_to_sql(seq), at, &state, &event, origin.as_deref());
-            if let Some(why) = sums::mismatch(sum.map_err(|e| bad(e.to_string()))?, computed) {
-                return Err(bad(why));
-            }
+            sums::check(sum, sums::event(seq_to_sql(seq), at, &state, &event, origin.as_deref())).map_err(bad)?;
             out.push(EventRecord { seq, at: from_millis(at), state, event, origin });
         }
         Ok(out)
@@ -366,10 +360,7 @@ impl CheckpointStore for SqliteStore {
             let (key, started) = (key.map_err(bad)?, started.map_err(bad)?);
             let deadline = deadline.map_err(|e| bad(e.to_string()))?;
             let event = event.map_err(|e| bad(e.to_string()))?;
-            let computed = sums::effect(code, &key, seq_to_sql(started), deadline, event.as_deref());
-            if let Some(why) = sums::mismatch(sum.map_err(|e| bad(e.to_string()))?, computed) {
-                return Err(bad(why));
-            }
+            sums::check(sum, sums::effect(code, &key, seq_to_sql(started), deadline, event.as_deref())).map_err(bad)?;
             let kind = u8::try_from(code)
                 .ok()
                 .and_then(EffectKind::from_code)

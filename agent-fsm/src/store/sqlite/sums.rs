@@ -65,18 +65,22 @@ pub(super) fn effect(kind: i64, key: &str, started: i64, deadline: Option<i64>, 
     Sum::new(b'f').int(kind).text(key).int(started).opt_int(deadline).opt_text(event).done()
 }
 
-/// Why a row whose `sum` column holds `stored` does not hold what it
-/// said when written (`None`: it does); a row with no checksum, written
-/// by an earlier release, is taken as it reads.
-pub(super) fn mismatch(stored: Option<i64>, computed: i64) -> Option<String> {
-    stored.filter(|&stored| stored != computed).map(|stored| {
-        format!("the row does not match its checksum (kept {stored}, its fields give {computed}): it was damaged")
-    })
+/// Checks a row whose `sum` column read as `stored` against the checksum
+/// `computed` from its fields: why it is damaged, if it is. A row with no
+/// checksum, written by an earlier release, is taken as it reads.
+pub(super) fn check(stored: rusqlite::Result<Option<i64>>, computed: i64) -> Result<(), String> {
+    match stored {
+        Ok(Some(stored)) if stored != computed => Err(format!(
+            "the row does not match its checksum (kept {stored}, its fields give {computed}): it was damaged"
+        )),
+        Ok(_) => Ok(()),
+        Err(error) => Err(format!("its checksum does not read as a number: {error}")),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{effect, event, mismatch, snapshot};
+    use super::{check, effect, event, snapshot};
 
     #[test]
     fn each_field_and_its_bounds_change_the_sum() {
@@ -97,8 +101,10 @@ mod tests {
         assert_ne!(snapshot(0, 1, "Idle", "{}"), snapshot(0, 2, "Idle", "{}"));
         assert_ne!(effect(1, "call", 2, None, None), effect(1, "call", 2, Some(0), None));
         assert_ne!(effect(1, "call", 2, None, None), effect(1, "call", 2, None, Some("")));
-        assert_eq!(mismatch(None, base), None);
-        assert_eq!(mismatch(Some(base), base), None);
-        assert!(mismatch(Some(base ^ 1), base).is_some_and(|why| why.contains("damaged")));
+        assert_eq!(check(Ok(None), base), Ok(()));
+        assert_eq!(check(Ok(Some(base)), base), Ok(()));
+        assert!(check(Ok(Some(base ^ 1)), base).is_err_and(|why| why.contains("damaged")));
+        let text = rusqlite::Error::InvalidColumnType(0, "sum".to_owned(), rusqlite::types::Type::Text);
+        assert!(check(Err(text), base).is_err_and(|why| why.contains("checksum")));
     }
 }
