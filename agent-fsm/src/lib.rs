@@ -174,6 +174,8 @@ mod kind;
 mod machine;
 #[cfg(any(feature = "runtime", feature = "store"))]
 mod panics;
+#[cfg(any(feature = "inspector", feature = "fleet"))]
+mod random;
 
 #[cfg(feature = "inspector")]
 #[cfg_attr(docsrs, doc(cfg(feature = "inspector")))]

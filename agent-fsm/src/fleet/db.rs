@@ -188,7 +188,8 @@ SET capacity = excluded.capacity, heartbeat = now(), stopping = false, machine =
 
 /// A worker's heartbeat. $1 worker, $2 capacity, $3 the name of its
 /// machine, $4 its life. Returns no row once another life took the row
-/// over: this one was replaced.
+/// over (this one was replaced), or once the row is marked stopping,
+/// which only this life's own hand-back does, after its last beat.
 pub(crate) const HEARTBEAT: &str = "
 INSERT INTO workers (worker, capacity, heartbeat, stopping, machine, life) VALUES ($1, $2, now(), false, $3, $4)
 ON CONFLICT (worker) DO UPDATE SET heartbeat = now()

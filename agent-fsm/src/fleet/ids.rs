@@ -31,35 +31,27 @@ pub(crate) fn check(id: &str) -> Result<(), FleetError> {
     Err(FleetError::InvalidId { id: shown.replace('\0', "\\0"), reason })
 }
 
-/// A new token for one process's life under a worker's id: 128 bits from
-/// the operating system's random source, in hex. Should that source fail,
-/// the process id and the time, which tell processes apart as well unless
-/// two start in one nanosecond.
+/// A new token for one process's life under a worker's id (see
+/// [`token`](crate::random::token)). Should the random source fail, the
+/// process id and the time, which tell processes apart as well unless two
+/// start in one nanosecond.
 pub(crate) fn life() -> String {
-    let mut bytes = [0_u8; 16];
-    match getrandom::fill(&mut bytes) {
-        Ok(()) => bytes.iter().map(|b| format!("{b:02x}")).collect(),
-        Err(error) => {
-            tracing::warn!(%error, "no random source: the worker's life is told by its process id and the time");
-            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            format!("{:x}-{:x}", std::process::id(), nanos.as_nanos())
-        }
-    }
+    crate::random::token().unwrap_or_else(|error| {
+        tracing::warn!(%error, "no random source: the worker's life is told by its process id and the time");
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        format!("{:x}-{:x}", std::process::id(), nanos.as_nanos())
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::{MAX_ID_BYTES, check, life};
+    use crate::fleet::FleetError;
 
     #[test]
     fn each_life_is_new() {
-        let (a, b) = (life(), life());
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 32, "{a}");
-        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()), "{a}");
+        assert_ne!(life(), life());
     }
-
-    use crate::fleet::FleetError;
 
     #[test]
     fn an_id_is_refused_for_a_nul_byte_or_its_length_only() {

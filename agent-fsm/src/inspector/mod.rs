@@ -229,9 +229,7 @@ impl Inspector {
         if !addr.ip().is_loopback() {
             return Err(InspectorError::NotLoopback(addr));
         }
-        let mut secret = [0u8; 16];
-        getrandom::fill(&mut secret).map_err(|e| InspectorError::Bind(std::io::Error::other(e.to_string())))?;
-        let token = secret.iter().map(|b| format!("{b:02x}")).collect();
+        let token = crate::random::token().map_err(|e| InspectorError::Bind(std::io::Error::other(e.to_string())))?;
         let stop = CancellationToken::new();
         let shared = Arc::new(Shared {
             epoch: Instant::now(),

@@ -140,9 +140,10 @@ impl Worker {
     /// [`FleetError::Connect`] or [`FleetError::Database`] if the worker
     /// cannot connect or register at start; [`FleetError::Replaced`] once
     /// another process registered under its id (its agents are stopped
-    /// first, and nothing of the other's is handed back). Once running, database errors
-    /// are logged and retried: a worker cut off from the database for a
-    /// lease stops its agents, and takes agents again once it is back.
+    /// first, and nothing of the other's is handed back). Once running,
+    /// database errors are logged and retried: a worker cut off from the
+    /// database for a lease stops its agents, and takes agents again once
+    /// it is back.
     pub async fn run<M, E, F, S>(self, agents: F, shutdown: S) -> Result<WorkerReport, FleetError>
     where
         M: StateMachine + Send + 'static,
@@ -196,9 +197,9 @@ where
         let life = super::ids::life();
         client.execute(db::REGISTER, &[&worker.id, &capacity, &machine, &life]).await.map_err(FleetError::db)?;
         tracing::info!(capacity = worker.capacity, lease_ms = db::millis(worker.lease), "worker registered");
-        let id = worker.id.clone();
-        let keeper =
-            Keeper::start(Renewals { target, worker: id, capacity, machine, life: life.clone(), lease: worker.lease })?;
+        let renewals =
+            Renewals { target, worker: worker.id.clone(), capacity, machine, life: life.clone(), lease: worker.lease };
+        let keeper = Keeper::start(renewals)?;
         let (ended_tx, ended) = mpsc::unbounded_channel();
         Ok(Self {
             worker,
