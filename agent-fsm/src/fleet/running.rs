@@ -23,6 +23,29 @@ use crate::store::postgres::pool::untranslatable;
 use crate::store::{Durability, Durable, SnapshotPolicy, StepMark, StepWatch, StoreError};
 use crate::{Kind, StateMachine};
 
+/// What a worker asks of a machine, named once for its own code (the
+/// public [`Worker::run`](super::Worker::run) spells it out): it runs on
+/// a runtime thread, and its state, context and events are stored and read
+/// back.
+pub(crate) trait Resumable:
+    StateMachine<
+        State: Serialize + DeserializeOwned,
+        Context: Serialize + DeserializeOwned,
+        Event: Serialize + DeserializeOwned + Send + 'static,
+    > + Send
+    + 'static
+{
+}
+
+impl<M> Resumable for M
+where
+    M: StateMachine + Send + 'static,
+    M::State: Serialize + DeserializeOwned,
+    M::Context: Serialize + DeserializeOwned,
+    M::Event: Serialize + DeserializeOwned + Send + 'static,
+{
+}
+
 /// The most inbox rows a feeder reads at once.
 const PAGE_ROWS: i64 = 64;
 /// The bytes of events past which a feeder's read stops (after the row
@@ -110,14 +133,7 @@ pub(crate) struct Spawn<'a, E, M: StateMachine> {
     pub(crate) pulse: Pulse,
 }
 
-impl<E, M> Spawn<'_, E, M>
-where
-    M: StateMachine + Send + 'static,
-    M::State: Serialize + DeserializeOwned,
-    M::Context: Serialize + DeserializeOwned,
-    M::Event: Serialize + DeserializeOwned + Send + 'static,
-    E: Effects<M>,
-{
+impl<E: Effects<M>, M: Resumable> Spawn<'_, E, M> {
     /// Spawns the agent from its checkpoint, with its feeder and watcher.
     pub(crate) async fn start(self) -> Result<Running<M, E::Output>, FleetError> {
         let Self { fleet, control, worker, agent, epoch, effects, config, durability, snapshots, ended, pulse } = self;

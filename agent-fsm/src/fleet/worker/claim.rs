@@ -5,14 +5,11 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::Loop;
-use crate::StateMachine;
 use crate::fleet::halt::{StartFailure, halt_unreadable_ids, start_failed};
-use crate::fleet::running::Spawn;
+use crate::fleet::running::{Resumable, Spawn};
 use crate::fleet::{FleetError, db};
 use crate::panics::panic_message;
 use crate::runtime::{Effects, ExecutorConfig};
@@ -25,10 +22,7 @@ const CLAIM_BATCH: usize = 32;
 
 impl<M, E, F> Loop<M, E, F>
 where
-    M: StateMachine + Send + 'static,
-    M::State: Serialize + DeserializeOwned,
-    M::Context: Serialize + DeserializeOwned,
-    M::Event: Serialize + DeserializeOwned + Send + 'static,
+    M: Resumable,
     E: Effects<M>,
     F: FnMut(&str) -> (E, ExecutorConfig<M>),
 {

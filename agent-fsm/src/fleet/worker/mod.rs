@@ -17,7 +17,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tracing::Instrument;
 
 use super::keeper::{Keeper, Renewals};
-use super::running::{Control, End, Ended, Running};
+use super::running::{Control, End, Ended, Resumable, Running};
 use super::{Fleet, FleetError, db};
 use crate::StateMachine;
 use crate::runtime::{Effects, ExecutorConfig};
@@ -181,10 +181,7 @@ struct Loop<M: StateMachine, E: Effects<M>, F> {
 
 impl<M, E, F> Loop<M, E, F>
 where
-    M: StateMachine + Send + 'static,
-    M::State: Serialize + DeserializeOwned,
-    M::Context: Serialize + DeserializeOwned,
-    M::Event: Serialize + DeserializeOwned + Send + 'static,
+    M: Resumable,
     E: Effects<M>,
     F: FnMut(&str) -> (E, ExecutorConfig<M>),
 {
