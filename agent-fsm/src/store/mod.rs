@@ -130,7 +130,9 @@
 //!
 //! [`MemoryStore`] keeps everything in memory (tests, and a baseline);
 //! `SqliteStore` (feature `sqlite`) is an embedded SQLite file in WAL
-//! mode, each row of a step kept with a checksum checked as it is read; `PgStore` (feature `postgres`) keeps agents on a Postgres server,
+//! mode, each row of a step kept with a checksum checked as it is read
+//! (`SqliteStore::open_read_only` looks into a file without writing to
+//! it); `PgStore` (feature `postgres`) keeps agents on a Postgres server,
 //! with the fencing a fleet of worker processes sharing it needs.
 
 // Durable agents run on the runtime; without it the store is the journal

@@ -7,8 +7,10 @@
 //! (agent, seq, format, state name, snapshot JSON) and `effects` (agent,
 //! kind, key, started and finished step, a timer's deadline and event),
 //! each row of the last three with its checksum (`sums.rs`). The file's
-//! schema version is SQLite's `user_version`.
+//! schema version is SQLite's `user_version`. A file can also be opened
+//! for reading only (`read_only.rs`).
 
+mod read_only;
 mod rows;
 mod schema;
 mod sums;
@@ -122,6 +124,26 @@ impl SqliteStore {
             conn.pragma_update(None, "max_page_count", pages).map_err(read_err)?;
         }
         Ok(Self { conn: Mutex::new(conn) })
+    }
+
+    /// Opens the store at `path` for reading only: a copy to look into, a
+    /// file on a read-only mount or in a directory the process may not
+    /// write. Nothing is written to the file (an earlier release's file is
+    /// read as it is, not given the checksum columns), and every write
+    /// through the store fails with [`StoreError::Write`]. Reads see the
+    /// file as it is at each read, steps another process appends included.
+    ///
+    /// A file in WAL mode is read through an index SQLite keeps beside it
+    /// (`<file>-shm`). Where that cannot be created, a file closed cleanly
+    /// is read without it, as a file nobody writes; one whose write-ahead
+    /// log (`<file>-wal`) still holds steps cannot be, and is an error.
+    ///
+    /// # Errors
+    /// [`StoreError::Read`] if the file does not exist, cannot be read, is
+    /// not a database or holds no store, or if its log cannot be read;
+    /// [`StoreError::UnknownFormat`] for a newer schema.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Ok(Self { conn: Mutex::new(read_only::open(path.as_ref())?) })
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {

@@ -40,10 +40,12 @@ pub(super) fn when_free<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqli
 }
 
 /// A failed write: [`StoreError::Full`] when the disk or the page cap is
-/// full, [`StoreError::Write`] otherwise.
+/// full, [`StoreError::Write`] otherwise (saying so when the store or its
+/// file is read-only).
 pub(super) fn write_err(e: rusqlite::Error) -> StoreError {
     match e.sqlite_error_code() {
         Some(ErrorCode::DiskFull) => StoreError::Full(e.to_string()),
+        Some(ErrorCode::ReadOnly) => StoreError::Write(format!("the store is open for reading only ({e})").into()),
         _ => StoreError::Write(Box::new(e)),
     }
 }

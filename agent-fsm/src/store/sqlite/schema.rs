@@ -48,12 +48,17 @@ ALTER TABLE effects ADD COLUMN sum INTEGER;
 ";
 
 /// The schema version in the file's `user_version` (0: no tables yet).
+pub(super) fn version(conn: &Connection) -> rusqlite::Result<u32> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+/// [`version`], waiting while the file is busy.
 fn schema_version(conn: &Connection) -> Result<u32, StoreError> {
-    when_free(|| conn.pragma_query_value(None, "user_version", |row| row.get(0))).map_err(read_err)
+    when_free(|| version(conn)).map_err(read_err)
 }
 
 /// Whether the file's tables have their checksum columns.
-fn has_sums(conn: &Connection) -> Result<bool, StoreError> {
+pub(super) fn has_sums(conn: &Connection) -> Result<bool, StoreError> {
     let count: i64 = when_free(|| {
         conn.query_row(
             "SELECT count(*) FROM pragma_table_info('events') WHERE name = 'sum'
