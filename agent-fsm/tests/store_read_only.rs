@@ -12,16 +12,13 @@ use agent_fsm::store::{CheckpointStore, SqliteStore, StoreError, restore};
 #[path = "stores/chat.rs"]
 mod chat_agent;
 
-use chat_agent::{Agent, Event, Machine, assert_same};
+use chat_agent::{Agent, Event, Machine, assert_same, in_flight};
 
 /// A store at `path` holding agent `a` after two turns and a prompt whose
 /// call and deadline timer are in flight.
 fn written(path: &Path) -> (SqliteStore, Agent) {
     let store = SqliteStore::open(path).expect("opens");
-    let mut agent = Agent::new(&store, "a");
-    agent.turn(&store, "one");
-    agent.turn(&store, "two");
-    agent.step(&store, Event::Prompt("user: three".to_owned())).expect("prompt");
+    let agent = in_flight(&store, "a");
     (store, agent)
 }
 
@@ -142,8 +139,9 @@ fn an_earlier_releases_file_is_read_as_it_is() {
     assert_eq!(restored.in_flight.len(), 2);
     let sums: i64 = raw
         .query_row(
-            "SELECT count(*) FROM pragma_table_info('events') WHERE name = 'sum'
-             UNION ALL SELECT count(*) FROM pragma_table_info('snapshots') WHERE name = 'sum'",
+            "SELECT (SELECT count(*) FROM pragma_table_info('events') WHERE name = 'sum')
+                  + (SELECT count(*) FROM pragma_table_info('snapshots') WHERE name = 'sum')
+                  + (SELECT count(*) FROM pragma_table_info('effects') WHERE name = 'sum')",
             [],
             |row| row.get(0),
         )

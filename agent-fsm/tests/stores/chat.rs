@@ -148,6 +148,16 @@ impl Agent {
     }
 }
 
+/// Agent `id` in `store` after two turns and a prompt whose call and
+/// deadline timer are in flight.
+pub(crate) fn in_flight(store: &dyn CheckpointStore, id: &str) -> Agent {
+    let mut agent = Agent::new(store, id);
+    agent.turn(store, "one");
+    agent.turn(store, "two");
+    agent.step(store, Event::Prompt("user: three".to_owned())).expect("prompt");
+    agent
+}
+
 pub(crate) fn assert_same(a: &Machine, b: &Machine) {
     assert_eq!(a.state(), b.state());
     assert_eq!(a.context(), b.context());
