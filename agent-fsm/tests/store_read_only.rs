@@ -2,7 +2,9 @@
 //! it, beside a live writer (whose later steps it sees), in a directory
 //! where nothing may be created (a file closed cleanly reads; one whose
 //! log still holds steps is a typed error), an earlier release's file
-//! (read as it is, not migrated), and every file that is no store.
+//! (read as it is, not migrated), a file another connection holds
+//! locked (busy, not read around the lock), and every file that is no
+//! store.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -88,6 +90,9 @@ fn a_file_closed_cleanly_reads_where_nothing_can_be_created() {
     let (store, agent) = written(&path);
     drop(store);
     let before = std::fs::read(&path).expect("reads the file");
+    // An empty log beside it (SQLite truncates rather than deletes it in
+    // some modes) holds no steps.
+    std::fs::write(dir.path().join("agents.db-wal"), b"").expect("an empty log");
     let frozen = Frozen::new(dir.path());
     assert!(SqliteStore::open(&path).is_err(), "opening for writing needs the directory");
 
@@ -186,4 +191,21 @@ fn a_name_with_uri_characters_reads_where_nothing_can_be_created() {
     let _frozen = Frozen::new(dir.path());
     let reader = SqliteStore::open_read_only(&path).expect("opens for reading");
     assert_same(&restore::<Machine, _>(&reader, "a").expect("restores").machine, &agent.machine);
+}
+
+/// A file another connection holds locked (SQLite's exclusive locking
+/// mode) is not read around the lock, as a file nobody writes would be:
+/// the reader waits its while, then reports the file busy.
+#[test]
+fn a_file_held_locked_is_an_error_not_read_around_the_lock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    drop(written(&path).0);
+    let holder = rusqlite::Connection::open(&path).expect("raw");
+    holder.pragma_update(None, "locking_mode", "EXCLUSIVE").expect("exclusive");
+    holder.execute_batch("BEGIN EXCLUSIVE; DELETE FROM events; ").expect("holds the lock mid-write");
+    match SqliteStore::open_read_only(&path) {
+        Err(StoreError::Read(e)) if e.to_string().contains("locked") => {}
+        other => panic!("{other:?}, not the file reported busy"),
+    }
 }
