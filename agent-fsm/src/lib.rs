@@ -167,6 +167,8 @@
 extern crate self as agent_fsm;
 
 pub mod docs;
+#[cfg(feature = "serde")]
+mod finite;
 #[cfg(feature = "fleet")]
 #[cfg_attr(docsrs, doc(cfg(feature = "fleet")))]
 pub mod fleet;

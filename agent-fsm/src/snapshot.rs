@@ -184,13 +184,15 @@ struct SnapshotOwned<S, C> {
 ///
 /// # Errors
 /// [`SnapshotError::Poisoned`] for a poisoned machine, [`SnapshotError::Data`]
-/// if a value refuses to serialize.
+/// if a value refuses to serialize, or holds a float that is not finite.
 ///
 /// JSON has no NaN or infinity: `serde_json` writes a non-finite `f32` or
 /// `f64` as `null` without an error, and `null` does not read back into a
-/// float, so [`from_json`] then fails with [`SnapshotError::Data`]. Keep a
-/// value that may not be finite as an `Option<f64>` (`None` for "no score
-/// yet"), or give its field a `#[serde(with = ..)]` that writes it as text.
+/// float, so such a snapshot would never load. It is refused here instead,
+/// with an error naming where the float is (`NaN at .context.scores[2]`).
+/// Keep a value that may not be finite as an `Option<f64>` (`None` for "no
+/// score yet"), or give its field a `#[serde(with = ..)]` that writes it as
+/// text.
 pub fn to_json<M>(machine: &M) -> Result<String, SnapshotError>
 where
     M: StateMachine,
@@ -201,7 +203,7 @@ where
         return Err(SnapshotError::Poisoned);
     }
     let snapshot = SnapshotRef { machine: M::DESCRIPTION.name, state: machine.state(), context: machine.context() };
-    Ok(serde_json::to_string(&snapshot)?)
+    Ok(crate::finite::to_string(&snapshot)?)
 }
 
 /// Resumes a machine from [`to_json`]'s output.

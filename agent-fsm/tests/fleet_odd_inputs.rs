@@ -3,7 +3,8 @@
 //! own): agent ids with quotes, SQL, spaces, control characters and
 //! emoji are run like any other, an id Postgres cannot hold (a NUL byte)
 //! or index (longer than the fleet's cap) is refused with a typed error
-//! before any statement, an event of many megabytes is applied, and
+//! before any statement, so is an event holding a NaN, an event of many
+//! megabytes is applied, and
 //! a schema with such a name holds a fleet that works.
 
 mod fleet_support;
@@ -133,6 +134,11 @@ async fn ids_postgres_cannot_hold_or_index_are_refused_with_a_typed_error() {
     let longest = fleet_support::noise(MAX_ID_BYTES);
     within(fleet.create(&longest, &Job::new(Vec::new()))).await.expect("created");
     within(fleet.send(&longest, &Event::Add(4))).await.expect("sent");
+    assert_eq!(within(fleet.status(&longest)).await.expect("reads").unapplied, 1);
+    // An event JSON cannot hold (a NaN, which serde_json writes as `null`)
+    // is refused before any statement, naming where it is.
+    let sent = within(fleet.send(&longest, &std::collections::BTreeMap::from([("Add", f64::NAN)]))).await;
+    assert!(matches!(&sent, Err(FleetError::Encode(e)) if e.to_string().contains("NaN at [\"Add\"]")), "{sent:?}");
     assert_eq!(within(fleet.status(&longest)).await.expect("reads").unapplied, 1);
 
     for id in ["nul\0worker".to_owned(), fleet_support::noise(MAX_ID_BYTES + 1)] {

@@ -18,7 +18,8 @@ pub enum FleetError {
     /// The checkpoint store failed (creating an agent, resuming one).
     #[error("checkpoint store: {0}")]
     Store(#[from] StoreError),
-    /// An event did not serialize.
+    /// An event did not serialize, or holds a float that is not finite
+    /// (JSON would write it as `null`, which does not read back).
     #[error("the event does not serialize: {0}")]
     Encode(#[source] serde_json::Error),
     /// The fleet has no agent with this id.

@@ -387,7 +387,7 @@ impl Fleet {
     /// perhaps written (see the [module docs](self)).
     pub async fn send<E: Serialize + ?Sized>(&self, agent: &str, event: &E) -> Result<u64, FleetError> {
         ids::check(agent)?;
-        let text = serde_json::to_string(event).map_err(FleetError::Encode)?;
+        let text = crate::finite::to_string(event).map_err(FleetError::Encode)?;
         let mut guard = self.client().await?;
         let client = guard.as_mut().ok_or_else(closed)?;
         let tx = client.transaction().await.map_err(FleetError::db)?;

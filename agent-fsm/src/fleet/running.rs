@@ -280,7 +280,7 @@ where
     // another row. An event that cannot be written (serde refuses it, or
     // panics) would fail the step that takes it, on every resume: it is
     // refused here instead, and the agent goes on.
-    let own = match catch_unwind(AssertUnwindSafe(|| serde_json::to_string(&event))) {
+    let own = match catch_unwind(AssertUnwindSafe(|| crate::finite::to_string(&event))) {
         Ok(Ok(own)) => own,
         Ok(Err(error)) => return refuse(client, id, &format!("encoding it failed: {error}")).await,
         Err(panic) => return refuse(client, id, &format!("encoding it panicked: {}", panic_message(&*panic))).await,

@@ -189,9 +189,11 @@ where
     /// Serializes an event as the log keeps it (for a timer's event).
     ///
     /// # Errors
-    /// [`StoreError::Encode`] if serde refuses the event.
+    /// [`StoreError::Encode`] if serde refuses the event, or it holds a
+    /// float that is not finite (JSON would write it as `null`, which does
+    /// not read back).
     pub fn encode(event: &M::Event) -> Result<String, StoreError> {
-        serde_json::to_string(event).map_err(|e| StoreError::Encode(SnapshotError::Data(e)))
+        crate::finite::to_string(event).map_err(|e| StoreError::Encode(SnapshotError::Data(e)))
     }
 
     /// Begins a step: serializes `event`, which `handle_event` is about to
