@@ -2,8 +2,10 @@
 //! event stream (`content-encoding: gzip` or `deflate`), asked to or not
 //! (a proxy in front of a model server may compress what it forwards):
 //! the reply is read whole and as it arrives, a body that is no valid
-//! compressed stream is a malformed stream, and one cut off mid-stream is
-//! a dropped connection.
+//! compressed stream (gzip or deflate) is a malformed stream, and one cut
+//! off mid-stream is a dropped connection; so is a whole JSON reply (a
+//! server that ignored `"stream": true`) cut off, compressed or not, and
+//! one that stalls is a timeout.
 #![cfg(all(feature = "openai", feature = "runtime"))]
 
 #[path = "support/openai_chunks.rs"]
@@ -41,6 +43,15 @@ enum Body {
 /// Serves one request with `encoding` as its `content-encoding`; returns
 /// the URL and the request's `accept-encoding` header, once read.
 async fn serve(encoding: &'static str, body: Body) -> (String, oneshot::Receiver<Option<String>>) {
+    serve_as("text/event-stream", encoding, body).await
+}
+
+/// [`serve`], the body said to be `content_type`.
+async fn serve_as(
+    content_type: &'static str,
+    encoding: &'static str,
+    body: Body,
+) -> (String, oneshot::Receiver<Option<String>>) {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind 127.0.0.1:0");
     let url = format!("http://{}", listener.local_addr().expect("local address"));
     let (seen_tx, seen_rx) = oneshot::channel();
@@ -53,7 +64,7 @@ async fn serve(encoding: &'static str, body: Body) -> (String, oneshot::Receiver
             .map(|(_, v)| v.trim().to_owned());
         let _ = seen_tx.send(accept);
         let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: {encoding}\r\n\
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-encoding: {encoding}\r\n\
              transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
         );
         socket.write_all(head.as_bytes()).await.expect("write head");
@@ -240,4 +251,58 @@ async fn an_accept_encoding_header_of_the_users_replaces_the_clients() {
     // Compressed all the same (a proxy's doing): still read.
     assert_whole_reply(&collect(&client).await);
     assert_eq!(accept.await.expect("the request was read").as_deref(), Some("identity"));
+}
+
+#[tokio::test]
+async fn a_body_that_is_no_deflate_stream_is_a_malformed_stream() {
+    // Text, and a raw deflate stream without the zlib wrapper HTTP's
+    // `deflate` names: neither is what the header says.
+    let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), Compression::default());
+    raw.write_all(transcript().as_bytes()).expect("deflate");
+    for body in [transcript().into_bytes(), raw.finish().expect("deflate")] {
+        let (url, _) = serve("deflate", Body::Whole(vec![body])).await;
+        let log = collect(&client(&url)).await;
+        let Some(Err(error)) = log.last() else { panic!("a body that is no deflate stream completed: {log:?}") };
+        assert_eq!(error.kind(), &ErrorKind::MalformedStream, "{error}");
+    }
+}
+
+/// A whole completion, as a server that ignores `"stream": true` sends it.
+fn whole_reply() -> Vec<u8> {
+    json!({
+        "id": "chatcmpl-1", "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Reading the file."},
+                     "finish_reason": "stop"}],
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[tokio::test]
+async fn a_whole_reply_cut_off_is_a_dropped_connection_compressed_or_not() {
+    let whole = whole_reply();
+    let compressed = gzip(&whole);
+    for (encoding, body) in [("identity", whole[..whole.len() / 2].to_vec()), ("gzip", compressed[..20].to_vec())] {
+        let (url, _) = serve_as("application/json", encoding, Body::Cut(body)).await;
+        let log = collect(&client(&url)).await;
+        let [Err(error)] = log.as_slice() else { panic!("{encoding}: {log:?}") };
+        assert_eq!(error.kind(), &ErrorKind::ConnectionDropped, "{encoding}: {error}");
+        assert!(error.is_retryable(), "{error}");
+    }
+    // Whole, it is the reply.
+    let (url, _) = serve_as("application/json", "gzip", Body::Whole(vec![compressed])).await;
+    let (text, calls, stop) = completed(&collect(&client(&url)).await);
+    assert_eq!((text.as_str(), calls.len(), stop), ("Reading the file.", 0, StopReason::EndTurn));
+}
+
+#[tokio::test]
+async fn a_whole_reply_that_stalls_is_a_timeout() {
+    let whole = whole_reply();
+    let (_gate, gated) = oneshot::channel();
+    let (url, _) =
+        serve_as("application/json", "identity", Body::Gated(whole[..10].to_vec(), gated, whole[10..].to_vec())).await;
+    let client = OpenAiConfig::without_key().base_url(url).read_timeout(Duration::from_secs(1)).build().expect("client");
+    let log = collect(&client).await;
+    let [Err(error)] = log.as_slice() else { panic!("{log:?}") };
+    assert_eq!(error.kind(), &ErrorKind::Timeout, "{error}");
 }

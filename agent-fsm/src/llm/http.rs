@@ -252,7 +252,16 @@ async fn next<D: Decoder>(mut phase: Phase<D>) -> Option<(Item, Phase<D>)> {
                 Ok(response) => match not_events(&response) {
                     None => Phase::Reading(response, decoder, VecDeque::new(), None),
                     Some((error, json)) => {
-                        let (body, whole) = bounded_body(response, if json { MAX_REPLY_BYTES } else { 0 }).await;
+                        let (body, read) = bounded_body(response, if json { MAX_REPLY_BYTES } else { 0 }).await;
+                        let whole = match read {
+                            // A whole reply cut off or stalled: the
+                            // connection failed, not the format.
+                            Err(e) if json => {
+                                return Some((Err(transport_error(&e, "reading the reply")), Phase::Done));
+                            }
+                            Err(_) => false,
+                            Ok(whole) => whole,
+                        };
                         let mut queue = VecDeque::new();
                         if json && whole && decoder.whole(&body, &mut queue) {
                             Phase::Draining(queue)
@@ -340,8 +349,9 @@ async fn bounded_text(response: reqwest::Response) -> String {
 
 /// The start of `response`'s body, at most `limit` bytes or
 /// [`MAX_REPORTED_BODY_BYTES`], whichever is more, and whether that is the
-/// whole body (it ended, within the limit, without a failure to read).
-async fn bounded_body(mut response: reqwest::Response, limit: usize) -> (Vec<u8>, bool) {
+/// whole body (it ended within the limit), or the failure to read on (a
+/// read timeout, a dropped connection).
+async fn bounded_body(mut response: reqwest::Response, limit: usize) -> (Vec<u8>, Result<bool, reqwest::Error>) {
     let limit = limit.max(MAX_REPORTED_BODY_BYTES);
     let mut body = Vec::new();
     loop {
@@ -350,11 +360,11 @@ async fn bounded_body(mut response: reqwest::Response, limit: usize) -> (Vec<u8>
                 let room = limit - body.len();
                 body.extend_from_slice(&chunk[..chunk.len().min(room)]);
                 if chunk.len() > room {
-                    return (body, false);
+                    return (body, Ok(false));
                 }
             }
-            Ok(None) => return (body, true),
-            Err(_) => return (body, false),
+            Ok(None) => return (body, Ok(true)),
+            Err(e) => return (body, Err(e)),
         }
     }
 }
@@ -397,12 +407,15 @@ fn transport_error(e: &reqwest::Error, doing: &str) -> ProviderError {
 }
 
 /// Whether a cause of `e` is data that cannot be decoded (what the
-/// decompressors report), rather than the connection failing under it.
+/// decompressors report: a gzip header that is none as invalid data, a
+/// deflate stream that is none as flate2's own error inside an I/O error
+/// of no particular kind), rather than the connection failing under it.
 fn is_bad_data(e: &reqwest::Error) -> bool {
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {
         if let Some(io) = cause.downcast_ref::<std::io::Error>()
-            && matches!(io.kind(), std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput)
+            && (matches!(io.kind(), std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput)
+                || io.get_ref().is_some_and(|inner| inner.is::<flate2::DecompressError>()))
         {
             return true;
         }
