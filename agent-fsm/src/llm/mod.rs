@@ -146,7 +146,7 @@
 //! decompressed. A header of yours named `accept-encoding` replaces the
 //! request's (`identity` asks for none); brotli and zstd bodies are not
 //! read, nor a gzip body of several members (each flush its own member),
-//! which reads as a connection dropped after the first; a `deflate` body
+//! which ends as a dropped connection; a `deflate` body
 //! must have the zlib wrapper HTTP names (a raw deflate stream is a
 //! `MalformedStream`), and the header is matched as written in lower case
 //! (`GZIP` and `x-gzip` are taken for codings not read).
