@@ -301,7 +301,8 @@ async fn a_whole_reply_that_stalls_is_a_timeout() {
     let (_gate, gated) = oneshot::channel();
     let (url, _) =
         serve_as("application/json", "identity", Body::Gated(whole[..10].to_vec(), gated, whole[10..].to_vec())).await;
-    let client = OpenAiConfig::without_key().base_url(url).read_timeout(Duration::from_secs(1)).build().expect("client");
+    let client =
+        OpenAiConfig::without_key().base_url(url).read_timeout(Duration::from_secs(1)).build().expect("client");
     let log = collect(&client).await;
     let [Err(error)] = log.as_slice() else { panic!("{log:?}") };
     assert_eq!(error.kind(), &ErrorKind::Timeout, "{error}");

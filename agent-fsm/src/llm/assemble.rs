@@ -253,6 +253,23 @@ impl Assembler {
         Some(ProviderError::new(ErrorKind::MalformedStream, message))
     }
 
+    /// An error if a call's arguments are not whole JSON, for a reply that
+    /// ended without its stop reason: the stream was cut in the middle of
+    /// the call (with a stop reason, such arguments are the model's own,
+    /// kept for the tool to refuse, see [`finish`](Self::finish)).
+    pub(crate) fn cut_call(&self) -> Option<ProviderError> {
+        let (position, call) = self.calls.iter().enumerate().find(|(_, call)| {
+            !call.arguments.trim().is_empty() && serde_json::from_str::<serde::de::IgnoredAny>(&call.arguments).is_err()
+        })?;
+        let message = format!(
+            "the stream ended without the reply's stop reason in the middle of tool call {position} (`{}`), whose \
+             arguments are not whole JSON: {}",
+            call.name,
+            truncate(&call.arguments, 200)
+        );
+        Some(ProviderError::new(ErrorKind::ConnectionDropped, message))
+    }
+
     /// Sets the arguments a call began with, given whole, read from
     /// `size` bytes of the stream (counted toward the reply's limit).
     #[cfg(feature = "anthropic")]

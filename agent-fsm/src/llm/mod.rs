@@ -104,7 +104,7 @@
 //! | [`Overloaded`](ErrorKind::Overloaded) | HTTP 529, `overloaded_error` (as a body or an event mid-stream) | yes |
 //! | [`ServerError`](ErrorKind::ServerError) | HTTP 5xx, 409 (a lock timed out), `api_error`, `server_error`, a `finish_reason` of `abort`, `error` or `insufficient_system_resource` | yes |
 //! | [`Timeout`](ErrorKind::Timeout) | connect, read or total timeout, HTTP 408 | yes |
-//! | [`ConnectionDropped`](ErrorKind::ConnectionDropped) | the connection failed or ended before the reply was complete (an event stream, or a whole reply a server sent in its place) | yes |
+//! | [`ConnectionDropped`](ErrorKind::ConnectionDropped) | the connection failed or ended before the reply was complete (an event stream, or a whole reply a server sent in its place), or the stream's end marker came with no stop reason in the middle of a tool call whose arguments are not whole JSON | yes |
 //! | [`MalformedStream`](ErrorKind::MalformedStream) | a frame that is not the JSON expected, a tool call the stream never named (no id nor name at a new index, and no name later), a 200 whose body is a web page or is said to be compressed and is not, or JSON that is not the provider's whole reply (an OpenAI-compatible server's chat completion sent whole is read as the reply, and either provider's error object sent so as the error), a stream past the limits below | yes |
 //! | [`BadRequest`](ErrorKind::BadRequest) | other 4xx, a redirect to another origin, more than 10 redirects | no |
 //! | [`Auth`](ErrorKind::Auth) | HTTP 401, 403 | no |

@@ -256,6 +256,13 @@ impl StreamParser {
         if let Some(error) = self.reply.nameless_call() {
             return self.fail(error, out);
         }
+        // `message_stop` with no stop reason before it: not after a call
+        // cut in two.
+        if self.stop_reason.is_none()
+            && let Some(error) = self.reply.cut_call()
+        {
+            return self.fail(error, out);
+        }
         let message = self.reply.finish();
         let stop_reason = self.stop_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
         // Anthropic counts cached input apart; `input_tokens` here is every

@@ -197,6 +197,13 @@ impl StreamParser {
         if let Some(error) = self.reply.nameless_call() {
             return self.fail(error, out);
         }
+        // `[DONE]` with no finish reason, which lenient servers send for a
+        // whole reply, but not after a call cut in two.
+        if self.finish_reason.is_none()
+            && let Some(error) = self.reply.cut_call()
+        {
+            return self.fail(error, out);
+        }
         let message = self.reply.finish();
         let mut stop_reason = self.finish_reason.take().unwrap_or_else(|| StopReason::inferred(&message));
         // A refusal ends with `stop`; the reply is no answer all the same.
