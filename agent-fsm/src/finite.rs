@@ -356,4 +356,27 @@ mod tests {
         let error = to_string(&f64::NAN).expect_err("a bare NaN").to_string();
         assert!(error.starts_with("NaN at the value itself"), "{error}");
     }
+
+    /// A newtype around the float, an `Option` holding it, and a map
+    /// written a key and a value at a time (as a hand-written `Serialize`
+    /// may) are looked into too.
+    #[test]
+    fn wrapped_floats_are_found() {
+        #[derive(Serialize)]
+        struct Score(f64);
+        struct ByHand;
+        impl Serialize for ByHand {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_key("score")?;
+                map.serialize_value(&f32::NAN)?;
+                map.end()
+            }
+        }
+        assert!(to_string(&vec![Some(Score(1.0)), Some(Score(f64::INFINITY))]).is_err());
+        assert!(to_string(&(None::<f64>, Some(f64::NAN))).is_err());
+        assert!(to_string(&ByHand).is_err());
+        assert!(to_string(&(None::<f64>, Some(Score(2.0)))).is_ok());
+    }
 }
