@@ -296,6 +296,17 @@ async fn a_whole_reply_cut_off_is_a_dropped_connection_compressed_or_not() {
 }
 
 #[tokio::test]
+async fn a_web_page_cut_off_is_still_reported_as_the_page_it_is() {
+    // What is wrong is the page in place of the stream, not the
+    // connection that then failed.
+    let (url, _) = serve_as("text/html", "identity", Body::Cut(b"<html><title>Sign in to the network".to_vec())).await;
+    let log = collect(&client(&url)).await;
+    let [Err(error)] = log.as_slice() else { panic!("{log:?}") };
+    assert_eq!(error.kind(), &ErrorKind::MalformedStream, "{error}");
+    assert!(error.message().contains("`text/html`") && error.message().contains("Sign in"), "{error}");
+}
+
+#[tokio::test]
 async fn a_whole_reply_that_stalls_is_a_timeout() {
     let whole = whole_reply();
     let (_gate, gated) = oneshot::channel();
