@@ -148,8 +148,8 @@
 //! read, nor a gzip body of several members (each flush its own member),
 //! which ends as a dropped connection; a `deflate` body
 //! must have the zlib wrapper HTTP names (a raw deflate stream is a
-//! `MalformedStream`), and the header is matched as written in lower case
-//! (`GZIP` and `x-gzip` are taken for codings not read).
+//! `MalformedStream`), and only the lower-case names are read: a body
+//! sent as `GZIP` or `x-gzip` is not decompressed.
 //!
 //! A redirect is followed only within the origin (scheme, host and port)
 //! of the configured URL: the key headers (`x-api-key`, `api-key`, a

@@ -69,17 +69,11 @@ fn log_holds_steps(path: &Path) -> bool {
 /// in the connection's own (temporary) schema, so that its rows read as
 /// such rows do in a file opened for writing.
 fn check(conn: &Connection, path: &Path) -> Result<(), StoreError> {
-    let version = when_free(|| schema::version(conn)).map_err(read_err)?;
+    let version = schema::schema_version(conn)?;
     if version == 0 {
         return Err(StoreError::Read(format!("{}: no agent-fsm store tables in the file", path.display()).into()));
     }
-    if version > schema::SCHEMA_VERSION {
-        return Err(StoreError::UnknownFormat {
-            what: "the store file".to_owned(),
-            found: version,
-            supported: schema::SCHEMA_VERSION,
-        });
-    }
+    schema::readable(version)?;
     if !schema::has_sums(conn)? {
         conn.execute_batch(
             "CREATE TEMP VIEW events AS SELECT agent, seq, at, state, event, origin, NULL AS sum FROM main.events;

@@ -53,7 +53,7 @@ pub(super) fn version(conn: &Connection) -> rusqlite::Result<u32> {
 }
 
 /// [`version`], waiting while the file is busy.
-fn schema_version(conn: &Connection) -> Result<u32, StoreError> {
+pub(super) fn schema_version(conn: &Connection) -> Result<u32, StoreError> {
     when_free(|| version(conn)).map_err(read_err)
 }
 
@@ -95,6 +95,11 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         }
         tx.commit().map_err(write_err)?;
     }
+    readable(version)
+}
+
+/// An error if `version` is a newer schema than this build reads.
+pub(super) fn readable(version: u32) -> Result<(), StoreError> {
     if version > SCHEMA_VERSION {
         return Err(StoreError::UnknownFormat {
             what: "the store file".to_owned(),
