@@ -131,13 +131,15 @@ async fn an_edit_whose_text_occurs_twice_overlapping_is_ambiguous() {
 /// A name holding a line break (which a cloned repository or a command can
 /// make) is one name: listed as a JSON string, not as two lines that could
 /// pass for two names or for the line saying how many were left out, and
-/// read back by the path the model decodes from that line.
+/// read back by the path the model decodes from that line. So is a name
+/// that would read as that line by itself.
 #[tokio::test]
 async fn a_name_with_a_line_break_is_listed_as_one_name() {
     let f = fixture();
     let odd = [
         "x\nfake.txt",
         "(7 more names not shown)\n",
+        "(2 more names not shown: the first 9 in sorted order are listed)",
         "tab\there",
         "\"quoted",
         "esc\u{1b}[31m",
@@ -155,6 +157,8 @@ async fn a_name_with_a_line_break_is_listed_as_one_name() {
     expected.extend(["inside.txt".to_owned(), "sub".to_owned()]);
     expected.sort();
     assert_eq!(lines.len(), expected.len(), "one line a name: {lines:?}");
+    // Nothing was left out: no line may read as the one saying so.
+    assert!(!lines.iter().any(|line| line.starts_with('(')), "a name reads as the count left out: {lines:?}");
     for (line, name) in lines.iter().zip(&expected) {
         // What the model takes from the line: a JSON string decoded, any
         // other line as it is.

@@ -1,9 +1,11 @@
 //! The workspace file tools while another process changes the workspace
 //! under them, as a shell command left running would: a directory swapped
-//! for a symlink out of the workspace, a file swapped for a FIFO, each
-//! many thousand times during the calls, and a file growing while it is
-//! read. Nothing outside is touched, no call blocks, and no read returns
-//! more than the limit.
+//! for a symlink out of the workspace, a file swapped for a FIFO, a hard
+//! link of a file outside made and removed under a dangling symlink, the
+//! workspace's own symlink repointed as the shell starts, each many
+//! thousand times during the calls, and a file growing while it is read.
+//! Nothing outside is touched, no command runs elsewhere, no call blocks,
+//! and no read returns more than the limit.
 #![cfg(unix)]
 
 use std::os::unix::fs::symlink;
@@ -180,4 +182,102 @@ async fn a_workspace_whose_symlinked_path_is_repointed_runs_nothing_elsewhere() 
     std::fs::rename(tmp.path().join("ws.new"), &link).expect("repoint");
     let ran = ws.run_command("cat marker", &options).await.expect("ran").into_result().expect("succeeded");
     assert_eq!(ran, "the workspace\n");
+}
+
+/// The same repointing while commands run, each swap lasting a moment:
+/// the check of the path passes, then the path leads elsewhere as the
+/// shell starts. The shell enters the directory the file tools hold by
+/// its handle, so no command runs (or writes) in the other directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlinked_path_repointed_as_the_shell_starts_runs_nothing_elsewhere() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (a, b, link) = (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("ws"));
+    for (dir, text) in [(&a, "the workspace\n"), (&b, "elsewhere\n")] {
+        std::fs::create_dir(dir).expect("dir");
+        std::fs::write(dir.join("marker"), text).expect("marker");
+    }
+    symlink(&a, &link).expect("symlink");
+    let ws = agent_fsm::tools::Workspace::open(&link).expect("open");
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, a, b, link, next) =
+            (Arc::clone(&stop), a.clone(), b.clone(), link.clone(), tmp.path().join("ws.next"));
+        std::thread::spawn(move || {
+            let mut swaps = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                // At `a` most of the time, at `b` for a moment: the check
+                // mostly passes, and the start after it may fall in the
+                // moment at `b`.
+                for (target, hold) in [(&b, 30), (&a, 150)] {
+                    let _ = std::fs::remove_file(&next);
+                    symlink(target, &next).expect("symlink");
+                    std::fs::rename(&next, &link).expect("rename");
+                    swaps += 1;
+                    let until = std::time::Instant::now() + std::time::Duration::from_micros(hold);
+                    while std::time::Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+            swaps
+        })
+    };
+    let options = agent_fsm::tools::ShellOptions::default().with_timeout(std::time::Duration::from_secs(10));
+    let (mut inside, mut refused) = (0u32, 0u32);
+    let raced = tokio::time::timeout(HANG, async {
+        for i in 0..400 {
+            match ws.run_command(&format!("cat marker; echo 'ran {i}' >> marker"), &options).await {
+                Ok(run) => {
+                    assert!(run.output.starts_with("the workspace"), "ran elsewhere: {run:?}");
+                    inside += 1;
+                }
+                Err(agent_fsm::tools::ToolError::Moved { .. }) => refused += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    })
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    assert!(raced.is_ok(), "the commands did not end");
+    assert_eq!(std::fs::read_to_string(b.join("marker")).expect("read"), "elsewhere\n", "a command wrote elsewhere");
+    assert!(swaps > 10 && inside > 0, "the race ran: {swaps} swaps, {inside} runs inside, {refused} refused");
+}
+
+/// A symlink inside whose target is missing, and a process that keeps
+/// making and removing a hard link of a file outside at that target: a
+/// write through the symlink never writes the file outside (it is written
+/// in place only while nothing is there, and replaced by the rename
+/// otherwise, which ends the link).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hard_link_appearing_under_a_dangling_symlink_is_never_written_through() {
+    let f = fixture();
+    symlink("target", f.inside.join("d")).expect("a dangling symlink");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let (stop, secret, target) = (Arc::clone(&stop), f.outside.join("secret"), f.inside.join("target"));
+        std::thread::spawn(move || {
+            let mut flips = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                let _ = std::fs::hard_link(&secret, &target);
+                let _ = std::fs::remove_file(&target);
+                flips += 1;
+            }
+            flips
+        })
+    };
+    let mut written = 0u32;
+    let raced = tokio::time::timeout(HANG, async {
+        for i in 0..1500 {
+            written += u32::from(f.ws.write_file("d", &format!("written {i}\n")).await.is_ok());
+            let secret = std::fs::read_to_string(f.outside.join("secret")).expect("the secret");
+            assert_eq!(secret, "top secret\n", "write {i} went through to the file outside");
+        }
+    })
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    let flips = flipper.join().expect("flipper");
+    assert!(raced.is_ok(), "the writes did not end");
+    assert!(flips > 100 && written > 0, "the race ran: {flips} flips, {written} writes");
+    f.assert_outside_untouched();
 }

@@ -180,7 +180,7 @@ impl Tool for ListFiles {
     fn description(&self) -> String {
         "Lists the names in a directory of the workspace, one per line, sorted; a large directory is cut \
          to its first names, with a last line saying how many more it holds. A name holding a line break \
-         or another control character, or starting with `\"`, is shown as a JSON string."
+         or another control character, or starting with `\"` or `(`, is shown as a JSON string."
             .to_owned()
     }
 

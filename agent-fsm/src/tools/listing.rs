@@ -18,9 +18,10 @@ impl Listing {
     /// saying how many: the text a model is shown.
     ///
     /// A name holding a line break or another control character, or
-    /// starting with `"`, is shown as a JSON string (`"a\nb"`), which is
-    /// how the model writes it back as a path: shown as it is, it would
-    /// read as several names, or as the line saying how many were left out.
+    /// starting with `"` or `(`, is shown as a JSON string (`"a\nb"`),
+    /// which is how the model writes it back as a path: shown as it is, it
+    /// would read as several names, or as the line saying how many were
+    /// left out (the one line that starts with `(`).
     #[must_use]
     pub fn to_text(&self) -> String {
         let mut text = self.names.iter().map(|name| shown(name)).collect::<Vec<_>>().join("\n");
@@ -40,11 +41,12 @@ impl Listing {
 
 /// `name` as one line of a listing: as it is, or as a JSON string when
 /// it holds a control character or a line separator, or starts with the
-/// quote that marks one.
+/// quote that marks one or the parenthesis that marks the count of names
+/// left out.
 fn shown(name: &str) -> std::borrow::Cow<'_, str> {
     // The Unicode line and paragraph separators end a line for some readers.
     let escaped = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
-    if !name.starts_with('"') && !name.chars().any(escaped) {
+    if !name.starts_with(['"', '(']) && !name.chars().any(escaped) {
         return name.into();
     }
     let mut quoted = String::with_capacity(name.len() + 2);

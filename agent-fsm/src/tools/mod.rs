@@ -78,7 +78,11 @@
 //! - it starts in the directory the file tools hold: when the workspace's
 //!   path no longer leads there (the directory moved, or the symlink it was
 //!   opened by now points elsewhere) it runs nothing and answers
-//!   [`ToolError::Moved`], as [`host_path`](Workspace::host_path) does;
+//!   [`ToolError::Moved`], as [`host_path`](Workspace::host_path) does; and
+//!   on Linux the shell enters that directory by the handle the file tools
+//!   hold, not by the path, so a symlink repointed between that check and
+//!   the start does not move it (elsewhere, or without `/proc`, it starts
+//!   at the path, and such a swap is not caught);
 //! - the command runs in its own process group, and every process still in
 //!   that group is killed with `SIGKILL` when the shell exits, when the
 //!   timeout passes, or when the future is dropped (the agent cancelled the

@@ -39,10 +39,25 @@ pub(super) fn escape() -> io::Error {
 /// Tells apart the new files of concurrent writes in one process.
 static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// How many times a write looks again at a symlink whose target appears
+/// and disappears under it before giving up.
+const TRIES: usize = 8;
+
 /// Replaces the regular file at `p` (or creates it) with `contents`: a new
 /// file beside it, written and flushed, renamed over it. False if what is
 /// at `p` turns out not to be a regular file.
 pub(super) fn replace(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> {
+    for _ in 0..TRIES {
+        if let Some(done) = replace_once(dir, p, contents)? {
+            return Ok(done);
+        }
+    }
+    Err(io::Error::other("the symlink's target kept appearing and disappearing while it was written"))
+}
+
+/// One try of [`replace`]; `None` when a symlink's missing target turned
+/// out to be there after all, to be looked at again.
+fn replace_once(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<Option<bool>> {
     // The rename replaces what is at the name: a symlink is resolved first
     // (beneath the root), so that its target is what gets replaced. One
     // whose target is missing is written through, in place, as opening it
@@ -60,7 +75,7 @@ pub(super) fn replace(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> 
     // place was; and checked on the handle to be a regular file.
     let existing = match open_regular(dir, &target, OpenOptions::new().write(true)) {
         Ok(Some((file, _))) => Some(file),
-        Ok(None) => return Ok(false),
+        Ok(None) => return Ok(Some(false)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(e),
     };
@@ -101,7 +116,7 @@ pub(super) fn replace(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> 
         // Best effort: the error that matters is the write's.
         let _ = dir.remove_file(&temp);
     }
-    written.map(|()| true)
+    written.map(|()| Some(true))
 }
 
 /// Whether `name` is a new file a write left behind, its process killed
@@ -242,15 +257,31 @@ fn unheld(dir: &Dir, p: &Path) -> io::Result<Option<File>> {
     Ok(Some(file))
 }
 
-/// Writes `contents` through the file at `p`, truncating it first: for a
-/// symlink whose target does not exist yet, which it creates.
-fn write_in_place(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<bool> {
+/// Writes `contents` through the symlink at `p`, whose target did not
+/// exist a moment ago, creating it; `None` when the open found a file
+/// there after all.
+fn write_in_place(dir: &Dir, p: &Path, contents: &[u8]) -> io::Result<Option<bool>> {
     let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    let Some((mut file, _)) = open_regular(dir, p, &mut options)? else {
-        return Ok(false);
+    // Not truncated on opening: what the target is by now is looked at
+    // first.
+    options.write(true).create(true);
+    let Some((mut file, len)) = open_regular(dir, p, &mut options)? else {
+        return Ok(Some(false));
     };
-    file.write_all(contents).map(|()| true)
+    // Only a file with nothing in it and no other name is written in
+    // place. One that appeared at the target in between (a file with
+    // contents, or a hard link of a file elsewhere, which a command still
+    // running can make) is replaced by the rename, as any existing file
+    // is: nothing of it is truncated, and its other names keep it as it
+    // was.
+    #[cfg(unix)]
+    let others = rustix::fs::fstat(&file)?.st_nlink != 1;
+    #[cfg(not(unix))]
+    let others = false;
+    if len != 0 || others {
+        return Ok(None);
+    }
+    file.write_all(contents).map(|()| Some(true))
 }
 
 #[cfg(test)]
@@ -276,6 +307,40 @@ mod tests {
             assert_eq!(std::fs::read_to_string(root.path().join(name)).expect("kept"), "stale");
         }
         assert_eq!(std::fs::read_dir(root.path()).expect("list").count(), stale.len() + 1, "nothing else is left");
+    }
+
+    /// A symlink's target that was missing when the write looked, and is
+    /// by the time it opens a hard link of a file elsewhere (which a
+    /// command still running can make) or a file with contents: neither is
+    /// written in place. The write looks again and replaces the name by
+    /// the rename, so the file elsewhere keeps what it held.
+    #[cfg(unix)]
+    #[test]
+    fn a_target_that_appeared_under_the_link_is_not_written_in_place() {
+        let root = tempfile::tempdir().expect("a temp dir");
+        let (inside, outside) = (root.path().join("ws"), root.path().join("outside"));
+        std::fs::create_dir(&inside).expect("ws");
+        std::fs::create_dir(&outside).expect("outside");
+        std::fs::write(outside.join("secret"), "kept").expect("secret");
+        let dir = Dir::open_ambient_dir(&inside, ambient_authority()).expect("the dir");
+        std::os::unix::fs::symlink("target", inside.join("link")).expect("a dangling link");
+        // As if it appeared between the look and the open.
+        std::fs::hard_link(outside.join("secret"), inside.join("target")).expect("a hard link");
+        assert_eq!(write_in_place(&dir, Path::new("link"), b"new").expect("opened"), None);
+        assert_eq!(std::fs::read_to_string(outside.join("secret")).expect("read"), "kept");
+        assert!(replace(&dir, Path::new("link"), b"new").expect("replaced"));
+        assert_eq!(std::fs::read_to_string(outside.join("secret")).expect("read"), "kept");
+        assert_eq!(std::fs::read_to_string(inside.join("target")).expect("read"), "new");
+        // A file with contents that appeared there is not truncated either.
+        std::fs::remove_file(inside.join("target")).expect("removed");
+        std::fs::write(inside.join("target"), "contents").expect("a file");
+        assert_eq!(write_in_place(&dir, Path::new("link"), b"x").expect("opened"), None);
+        assert_eq!(std::fs::read_to_string(inside.join("target")).expect("read"), "contents");
+        // Nothing there: created through the link, as before.
+        std::fs::remove_file(inside.join("target")).expect("removed");
+        assert!(replace(&dir, Path::new("link"), b"made").expect("written"));
+        assert_eq!(std::fs::read_to_string(inside.join("target")).expect("read"), "made");
+        assert!(std::fs::symlink_metadata(inside.join("link")).expect("the link").is_symlink());
     }
 
     /// The sweep removes, beneath the directory, the new files no writer

@@ -239,6 +239,19 @@ pub const GIT_REPOSITORY_VARIABLES: [&str; 15] = [
 /// [`ToolError::Spawn`] when `sh` cannot be started (no such directory,
 /// no `sh`), [`ToolError::Io`] when waiting for it fails.
 pub async fn run_command(dir: &Path, command: &str, options: &ShellOptions) -> Result<CommandOutput, ToolError> {
+    run_in(dir, dir, command, options).await
+}
+
+/// [`run_command`] with the shell started in `cwd`, and `dir` the
+/// directory named in errors: the workspace passes its held directory as
+/// `/proc/self/fd/N`, which the child enters by the handle, whatever the
+/// workspace's path leads to by then.
+pub(super) async fn run_in(
+    cwd: &Path,
+    dir: &Path,
+    command: &str,
+    options: &ShellOptions,
+) -> Result<CommandOutput, ToolError> {
     // One pipe for stdout and stderr, as `2>&1` would: the output reads in
     // the order it was written, which two pipes cannot promise.
     let (reader, writer) = std::io::pipe().map_err(|source| ToolError::Spawn { source })?;
@@ -256,7 +269,7 @@ pub async fn run_command(dir: &Path, command: &str, options: &ShellOptions) -> R
         shell
             .arg("-c")
             .arg(command)
-            .current_dir(dir)
+            .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(writer)
             .stderr(stderr)

@@ -525,7 +525,26 @@ impl Workspace {
         options: &super::ShellOptions,
     ) -> Result<super::CommandOutput, ToolError> {
         self.still_at_root()?;
-        super::run_command(&self.root, command, options).await
+        super::shell::run_in(&self.held_cwd(), &self.root, command, options).await
+    }
+
+    /// Where the shell starts: on Linux, the directory the file tools hold,
+    /// by its handle (`/proc/self/fd/N`, which the child, a copy of this
+    /// process until it runs `sh`, enters before the handle closes on
+    /// `exec`), so that a symlink repointed after the check above cannot
+    /// send the command elsewhere; the workspace's path where `/proc` is
+    /// not mounted, or elsewhere.
+    #[cfg(unix)]
+    fn held_cwd(&self) -> PathBuf {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::{AsFd as _, AsRawFd as _};
+            let by_handle = PathBuf::from(format!("/proc/self/fd/{}", self.dir.as_fd().as_raw_fd()));
+            if by_handle.is_dir() {
+                return by_handle;
+            }
+        }
+        self.root.clone()
     }
 
     /// Whether the workspace's path, followed now, still leads to the
@@ -551,3 +570,7 @@ impl Workspace {
 #[cfg(test)]
 #[path = "workspace_dropped.rs"]
 mod dropped;
+
+#[cfg(all(test, unix))]
+#[path = "workspace_held.rs"]
+mod held;
