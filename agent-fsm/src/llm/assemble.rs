@@ -140,8 +140,9 @@ impl Assembler {
         Some(StreamEvent::ReasoningDelta(piece.to_owned()))
     }
 
-    /// Takes a piece of the tool call keyed `key` (or, without a key, the
-    /// one with `id`, or the latest): a piece that names a tool with an id
+    /// Takes a piece of the tool call keyed `key` (the one at that key with
+    /// the piece's `id`, if any, else the latest at that key; without a
+    /// key, the one with `id`, or the latest): a piece that names a tool with an id
     /// other than the call's at that key starts a new call (servers that
     /// send every parallel call at index 0); so does one that names a tool
     /// without an id, when it names another tool than the call's, or when
@@ -162,7 +163,15 @@ impl Assembler {
         let id = id.filter(|id| !id.is_empty());
         let name = name.filter(|name| !name.is_empty());
         let found = match key {
-            Some(_) => self.calls.iter().rposition(|c| c.key == key),
+            // A piece whose id is a call's at its key goes on with that
+            // call, even after another call started there: servers that
+            // send every call at index 0 with its id on every piece may
+            // interleave them.
+            Some(_) => match id {
+                Some(id) => self.calls.iter().rposition(|c| c.key == key && c.id == id),
+                None => None,
+            }
+            .or_else(|| self.calls.iter().rposition(|c| c.key == key)),
             None => match id {
                 Some(id) => self.calls.iter().rposition(|c| c.id == id),
                 None => self.calls.len().checked_sub(1),

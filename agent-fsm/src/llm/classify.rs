@@ -174,13 +174,21 @@ pub(crate) fn bare_error(event: &str, data: &str) -> Option<ProviderError> {
 
 /// Classifies a body an event stream's content type announced but that
 /// held no event: an error object sent without the framing (a proxy's
-/// failure) by its type, anything else as a broken stream, quoted.
+/// failure) as the same object in an event would be ([`error_object`]),
+/// anything else (an object with neither `type` nor `code` too) as a
+/// broken stream, quoted.
 pub(crate) fn unframed(body: &str) -> ProviderError {
-    match error_body(body) {
-        (Some(kind), message) => from_stream_error(&kind, message),
-        (None, message) => ProviderError::new(
+    match serde_json::from_str::<Wrapped>(body) {
+        Ok(Wrapped { error: Detail { kind, code, message } }) if kind.is_some() || code.is_some() => {
+            error_object(kind, code.as_ref(), message.unwrap_or_default())
+        }
+        Ok(Wrapped { error }) => ProviderError::new(
             ErrorKind::MalformedStream,
-            format!("the event stream held no event, only: {}", truncate(&message, 300)),
+            format!("the event stream held no event, only: {}", truncate(&error.message.unwrap_or_default(), 300)),
+        ),
+        Err(_) => ProviderError::new(
+            ErrorKind::MalformedStream,
+            format!("the event stream held no event, only: {}", truncate(body.trim(), 300)),
         ),
     }
 }

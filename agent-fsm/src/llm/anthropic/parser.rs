@@ -232,8 +232,10 @@ impl StreamParser {
             }
             "message_stop" => self.complete(out),
             "error" => {
-                let (kind, message) = wire.error.map(|e| (e.kind, e.message)).unwrap_or_default();
-                self.fail(classify::from_stream_error(&kind, message), out);
+                // By its `code` first, when a gateway put a status there,
+                // as an OpenAI-shaped error is read.
+                let error = wire.error.unwrap_or_default();
+                self.fail(classify::error_object(error.kind, error.code.as_ref(), error.message), out);
             }
             _ => {} // `ping`, `content_block_stop`, and types added later
         }
@@ -432,7 +434,10 @@ struct WireUsage {
 #[derive(Deserialize, Default)]
 struct WireError {
     #[serde(default, rename = "type")]
-    kind: String,
+    kind: Option<String>,
+    /// Not Anthropic's: a gateway's, which may hold the upstream's status.
+    #[serde(default)]
+    code: Option<serde_json::Value>,
     #[serde(default)]
     message: String,
 }
