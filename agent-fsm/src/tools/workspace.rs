@@ -315,7 +315,12 @@ impl Workspace {
     /// leave out and [`remove_left_behind`](Self::remove_left_behind)
     /// removes). The file keeps its permissions, and its owner where this
     /// process may set it (as root); a symlink at `path` is followed, and
-    /// its target replaced. A file this process may not write is refused
+    /// its target replaced. A symlink whose target does not exist is
+    /// written through, creating the target; a file that appears there
+    /// meanwhile (with contents, or a hard link of a file elsewhere) is
+    /// replaced as any existing file is, never written in place, and a
+    /// target that keeps appearing and disappearing fails the write with
+    /// [`ToolError::Io`] after a few tries. A file this process may not write is refused
     /// as before, though the directory would let it be renamed over.
     ///
     /// The writes and edits of one workspace (and of its clones) take
