@@ -51,6 +51,11 @@ fn a_change_inside_a_row_that_still_decodes_is_corrupt() {
         ("UPDATE effects SET key = 'call-9' WHERE agent = 'a' AND finished IS NULL AND key = 'call-3'", "effect"),
         // The checksum itself damaged into text.
         ("UPDATE events SET sum = 'x' || sum WHERE agent = 'a' AND seq = 2", "event"),
+        // Finished work's mark moved past the step read, or lost: either
+        // would bring it back into flight, to be performed again.
+        ("UPDATE effects SET finished = finished + 16 WHERE agent = 'a' AND finished IS NOT NULL", "effect"),
+        ("UPDATE effects SET finished = NULL WHERE agent = 'a' AND finished IS NOT NULL", "effect"),
+        ("UPDATE effects SET fsum = 'x' WHERE agent = 'a' AND finished IS NULL", "effect"),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("agents.db");
@@ -103,12 +108,15 @@ fn rows_without_a_checksum_read_as_before() {
     for table in ["events", "snapshots", "effects"] {
         edit(&path, &format!("UPDATE {table} SET sum = NULL"));
     }
+    edit(&path, "UPDATE effects SET fsum = NULL WHERE finished IS NOT NULL");
     let restored = restore::<Machine, _>(&store, "a").expect("reads");
     assert_same(&restored.machine, &agent.machine);
     assert_eq!(restored.in_flight.len(), 2);
     // Unchecked, a change that still decodes reads as written.
     edit(&path, "UPDATE events SET at = at + 1 WHERE agent = 'a' AND seq = 3");
     restore::<Machine, _>(&store, "a").expect("reads");
+    edit(&path, "UPDATE effects SET finished = finished + 16 WHERE agent = 'a' AND finished IS NOT NULL");
+    assert!(restore::<Machine, _>(&store, "a").expect("reads").in_flight.len() > 2, "read as written");
 }
 
 #[test]
@@ -121,7 +129,7 @@ fn a_file_an_earlier_release_created_gains_the_checksums() {
         let raw = rusqlite::Connection::open(&path).expect("raw");
         raw.execute_batch(
             "ALTER TABLE events DROP COLUMN sum; ALTER TABLE snapshots DROP COLUMN sum;
-             ALTER TABLE effects DROP COLUMN sum;",
+             ALTER TABLE effects DROP COLUMN sum; ALTER TABLE effects DROP COLUMN fsum;",
         )
         .expect("drops the columns");
     }
@@ -140,6 +148,32 @@ fn a_file_an_earlier_release_created_gains_the_checksums() {
     SqliteStore::open(&path).expect("reopens");
 }
 
+/// A file the release before this one created: its rows have their
+/// checksums, its effects' finished marks none. It gains the column; its
+/// marks read as they are, the marks written since are checked.
+#[test]
+fn a_file_without_the_finished_marks_checksums_gains_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let (store, mut agent) = written(&path);
+    drop(store);
+    edit(&path, "UPDATE effects SET fsum = NULL WHERE finished IS NOT NULL");
+    rusqlite::Connection::open(&path)
+        .and_then(|raw| raw.execute_batch("ALTER TABLE effects DROP COLUMN fsum;"))
+        .expect("drops the column");
+    let store = SqliteStore::open(&path).expect("reopens");
+    assert_eq!(restore::<Machine, _>(&store, "a").expect("the old marks read").in_flight.len(), 2);
+    // The reply finishes the call in flight: its mark has a checksum.
+    agent.step(&store, Event::Reply(3, "model: three".to_owned())).expect("reply");
+    let raw = rusqlite::Connection::open(&path).expect("raw");
+    let marked: i64 = raw
+        .query_row("SELECT count(*) FROM effects WHERE finished = 6 AND fsum IS NOT NULL", [], |row| row.get(0))
+        .expect("counts");
+    assert!(marked >= 1, "the mark written since has its checksum");
+    edit(&path, "UPDATE effects SET finished = 9 WHERE agent = 'a' AND finished = 6");
+    assert_damaged("finished", "effect", store.in_flight("a", 6).map(|rows| rows.len()));
+}
+
 #[test]
 fn a_fork_keeps_its_rows_checksums() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -151,4 +185,28 @@ fn a_fork_keeps_its_rows_checksums() {
     edit(&path, "UPDATE events SET at = at + 1 WHERE agent = 'b' AND seq = 4");
     assert_damaged("at", "event", restore::<Machine, _>(&store, "b").map(|r| r.next_seq));
     restore::<Machine, _>(&store, "a").expect("the source still reads");
+    // Its finished marks keep their checksums too.
+    edit(&path, "UPDATE events SET at = at - 1 WHERE agent = 'b' AND seq = 4");
+    restore::<Machine, _>(&store, "b").expect("mended");
+    edit(&path, "UPDATE effects SET finished = finished + 16 WHERE agent = 'b' AND finished IS NOT NULL");
+    assert_damaged("finished", "effect", restore::<Machine, _>(&store, "b").map(|r| r.next_seq));
+}
+
+/// An agent whose row of `agents` was lost while its steps remain (a
+/// damaged page): it is unknown to a restore, and creating it again, as
+/// a spawn then would, is refused as a damaged file, not as a failed
+/// write or a new agent.
+#[test]
+fn steps_left_without_their_agent_are_a_damaged_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let (store, _) = written(&path);
+    let (_, initial) = store.snapshot_at_or_before("a", 0).expect("reads").expect("the first snapshot");
+    let machine = store.agent("a").expect("reads").expect("the agent").machine;
+    edit(&path, "DELETE FROM agents WHERE agent = 'a'");
+    assert!(matches!(restore::<Machine, _>(&store, "a").map(|r| r.next_seq), Err(StoreError::UnknownAgent(_))));
+    let created = store.create("a", &machine, std::time::SystemTime::now(), &initial);
+    assert!(matches!(&created, Err(StoreError::Corrupt { what: "agent", .. })), "{created:?}");
+    // An id with nothing left of it is created as before.
+    store.create("b", &machine, std::time::SystemTime::now(), &initial).expect("a new agent");
 }

@@ -86,8 +86,12 @@ pub enum Start {
 ///   spawns of one agent (two processes on one SQLite file) both resume,
 ///   and both perform its work in flight again; the first step written
 ///   wins, and the other's is refused with [`StoreError::Conflict`], which
-///   stops that agent, so the log stays one. (A fleet's fenced `PgStore`
-///   refuses every write of a worker that lost the agent's lease.)
+///   stops that agent, so the log stays one. Only steps are compared: work
+///   one of them marks finished between two steps (a stream that ended
+///   after its last item's step) is marked for both, before either wrote
+///   a step, and the other then waits for an end it will not see again.
+///   (A fleet's fenced `PgStore` refuses every write of a worker that lost
+///   the agent's lease.)
 ///
 /// ```
 /// # use std::sync::Arc;

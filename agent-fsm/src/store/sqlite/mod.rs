@@ -81,9 +81,20 @@ impl SqliteConfig {
 /// longer matches its checksum (a byte flipped inside an event's text),
 /// where what it holds no longer decodes or replays, or where snapshots or
 /// effect rows remain of steps its log no longer holds (a page that lost
-/// its last rows). Rows an earlier release wrote have no checksum, and
+/// its last rows). An effect's finished mark, written by a later step,
+/// has a checksum of its own. Rows an earlier release wrote have no checksum, and
 /// read as before; the listing of [`checkpoints`](CheckpointStore::checkpoints)
 /// reads no checksum, as it does not read what a step holds.
+///
+/// What the checksums do not see: a row's agent id (a fork copies its
+/// source's rows with their checksums), so a damaged id moves the row to
+/// another agent, work in flight included; damage to SQLite's own
+/// structure, its tree pages (which `PRAGMA integrity_check` finds, and
+/// the store does not run, as it reads the whole file) and its
+/// write-ahead log (`-wal`): a damaged, cut or deleted log, or an older
+/// one put beside the file, reads as the agent at an earlier step, or
+/// without it. Keep the log with its file, and copy a live store with
+/// SQLite's backup (`VACUUM INTO`), not by copying its files.
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
@@ -169,11 +180,7 @@ fn append_in(tx: &Connection, agent: &str, step: &StepRecord) -> Result<(), Stor
     let finishing = step.finished.iter().map(|(kind, key)| (*kind, key.as_str()));
     let replaced = step.started.iter().map(|e| (e.kind, e.key.as_str()));
     for (kind, key) in finishing.chain(replaced) {
-        tx.prepare_cached(
-            "UPDATE effects SET finished = ?1 WHERE agent = ?2 AND kind = ?3 AND key = ?4 AND finished IS NULL",
-        )
-        .and_then(|mut s| s.execute(params![seq, agent, kind.code(), key]))
-        .map_err(write_err)?;
+        mark_finished(tx, agent, kind, key, seq)?;
     }
     for effect in &step.started {
         let (kind, deadline) = (i64::from(effect.kind.code()), effect.deadline.map(to_millis));
@@ -187,6 +194,18 @@ fn append_in(tx: &Connection, agent: &str, step: &StepRecord) -> Result<(), Stor
     if let Some(snapshot) = &step.snapshot {
         insert_snapshot(tx, agent, seq, snapshot)?;
     }
+    Ok(())
+}
+
+/// Marks `agent`'s work in flight of `kind` and `key` finished at step
+/// `seq`, with the mark's checksum.
+fn mark_finished(tx: &Connection, agent: &str, kind: EffectKind, key: &str, seq: i64) -> Result<(), StoreError> {
+    let fsum = sums::finished(i64::from(kind.code()), key, seq);
+    tx.prepare_cached(
+        "UPDATE effects SET finished = ?1, fsum = ?5 WHERE agent = ?2 AND kind = ?3 AND key = ?4 AND finished IS NULL",
+    )
+    .and_then(|mut s| s.execute(params![seq, agent, kind.code(), key, fsum]))
+    .map_err(write_err)?;
     Ok(())
 }
 
@@ -205,6 +224,19 @@ impl CheckpointStore for SqliteStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(write_err)?;
         if next_seq(&tx, agent)?.is_some() {
             return Err(StoreError::AgentExists(agent.to_owned()));
+        }
+        // Steps of this id with no row in `agents`: that row was lost (a
+        // damaged page), and the agent is not new.
+        let orphaned: bool = tx
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM snapshots WHERE agent = ?1) OR EXISTS (SELECT 1 FROM events WHERE agent = ?1)",
+                [agent],
+                |row| row.get(0),
+            )
+            .map_err(read_err)?;
+        if orphaned {
+            let reason = "its steps are in the file but its row of `agents` is gone: the file was damaged";
+            return Err(StoreError::corrupt(agent, "agent", 0, reason));
         }
         tx.execute(
             "INSERT INTO agents (agent, machine, format, created) VALUES (?1, ?2, ?3, ?4)",
@@ -278,11 +310,7 @@ impl CheckpointStore for SqliteStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(write_err)?;
         let last = seq_to_sql(known_next(&tx, agent)? - 1);
         for (kind, key) in finished {
-            tx.prepare_cached(
-                "UPDATE effects SET finished = ?1 WHERE agent = ?2 AND kind = ?3 AND key = ?4 AND finished IS NULL",
-            )
-            .and_then(|mut s| s.execute(params![last, agent, kind.code(), key]))
-            .map_err(write_err)?;
+            mark_finished(&tx, agent, *kind, key, last)?;
         }
         tx.commit().map_err(write_err)
     }
@@ -357,7 +385,7 @@ impl CheckpointStore for SqliteStore {
         known_next(&conn, agent)?;
         let mut stmt = conn
             .prepare_cached(
-                "SELECT kind, key, started, deadline, event, sum FROM effects
+                "SELECT kind, key, started, deadline, event, sum, finished, fsum FROM effects
                  WHERE agent = ?1 AND started <= ?2 AND (finished IS NULL OR finished > ?2)
                  ORDER BY started, kind, key",
             )
@@ -371,18 +399,22 @@ impl CheckpointStore for SqliteStore {
                     row.get::<_, Option<i64>>(3),
                     row.get::<_, Option<String>>(4),
                     row.get::<_, Option<i64>>(5),
+                    row.get::<_, Option<i64>>(6),
+                    row.get::<_, Option<i64>>(7),
                 ))
             })
             .map_err(read_err)?;
         let mut out = Vec::new();
         for row in rows {
-            let (kind, key, started, deadline, event, sum) = row.map_err(read_err)?;
+            let (kind, key, started, deadline, event, sum, finished, fsum) = row.map_err(read_err)?;
             let bad = |reason: String| StoreError::corrupt(agent, "effect", seq, reason);
             let code = kind.map_err(|e| bad(e.to_string()))?;
             let (key, started) = (key.map_err(bad)?, started.map_err(bad)?);
             let deadline = deadline.map_err(|e| bad(e.to_string()))?;
             let event = event.map_err(|e| bad(e.to_string()))?;
             sums::check(sum, sums::effect(code, &key, seq_to_sql(started), deadline, event.as_deref())).map_err(bad)?;
+            let finished = finished.map_err(|e| bad(e.to_string()))?;
+            sums::check_finished(fsum, code, &key, finished).map_err(bad)?;
             let kind = u8::try_from(code)
                 .ok()
                 .and_then(EffectKind::from_code)
@@ -447,8 +479,9 @@ impl CheckpointStore for SqliteStore {
              SELECT ?1, seq, at, state, event, origin, sum FROM events WHERE agent = ?2 AND seq <= ?3",
             "INSERT INTO snapshots (agent, seq, format, state, data, sum)
              SELECT ?1, seq, format, state, data, sum FROM snapshots WHERE agent = ?2 AND seq <= ?3",
-            "INSERT INTO effects (agent, kind, key, started, finished, deadline, event, sum)
-             SELECT ?1, kind, key, started, CASE WHEN finished <= ?3 THEN finished END, deadline, event, sum
+            "INSERT INTO effects (agent, kind, key, started, finished, deadline, event, sum, fsum)
+             SELECT ?1, kind, key, started, CASE WHEN finished <= ?3 THEN finished END, deadline, event, sum,
+                 CASE WHEN finished <= ?3 THEN fsum END
              FROM effects WHERE agent = ?2 AND started <= ?3",
         ];
         for sql in copies {

@@ -79,7 +79,14 @@ fn check(conn: &Connection, path: &Path) -> Result<(), StoreError> {
             "CREATE TEMP VIEW events AS SELECT agent, seq, at, state, event, origin, NULL AS sum FROM main.events;
              CREATE TEMP VIEW snapshots AS SELECT agent, seq, format, state, data, NULL AS sum FROM main.snapshots;
              CREATE TEMP VIEW effects AS
-                 SELECT agent, kind, key, started, finished, deadline, event, NULL AS sum FROM main.effects;",
+                 SELECT agent, kind, key, started, finished, deadline, event, NULL AS sum, NULL AS fsum
+                 FROM main.effects;",
+        )
+        .map_err(read_err)?;
+    } else if !schema::has_finished_sums(conn)? {
+        conn.execute_batch(
+            "CREATE TEMP VIEW effects AS
+                 SELECT agent, kind, key, started, finished, deadline, event, sum, NULL AS fsum FROM main.effects;",
         )
         .map_err(read_err)?;
     }

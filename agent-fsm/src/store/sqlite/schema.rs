@@ -14,7 +14,8 @@ CREATE TABLE agents (
     agent TEXT PRIMARY KEY, machine TEXT NOT NULL, format INTEGER NOT NULL,
     created INTEGER NOT NULL, forked_from TEXT, forked_at INTEGER
 ) WITHOUT ROWID;
--- sum: the row's checksum (see sums.rs); NULL in rows an earlier release wrote.
+-- sum: the row's checksum (see sums.rs), fsum an effect's finished mark's;
+-- NULL in rows an earlier release wrote.
 CREATE TABLE events (
     agent TEXT NOT NULL, seq INTEGER NOT NULL, at INTEGER NOT NULL, state TEXT NOT NULL, event TEXT NOT NULL,
     origin TEXT, sum INTEGER,
@@ -27,7 +28,7 @@ CREATE TABLE snapshots (
 ) WITHOUT ROWID;
 CREATE TABLE effects (
     agent TEXT NOT NULL, kind INTEGER NOT NULL, key TEXT NOT NULL, started INTEGER NOT NULL,
-    finished INTEGER, deadline INTEGER, event TEXT, sum INTEGER,
+    finished INTEGER, deadline INTEGER, event TEXT, sum INTEGER, fsum INTEGER,
     PRIMARY KEY (agent, kind, key, started)
 ) WITHOUT ROWID;
 -- The work in flight, which a step finishes by kind and key: a key reused
@@ -46,6 +47,10 @@ ALTER TABLE events ADD COLUMN sum INTEGER;
 ALTER TABLE snapshots ADD COLUMN sum INTEGER;
 ALTER TABLE effects ADD COLUMN sum INTEGER;
 ";
+
+/// The checksum of an effect's finished mark, added after the others: a
+/// file the release before created has `sum` and gains this one alone.
+const FINISHED_SUM: &str = "ALTER TABLE effects ADD COLUMN fsum INTEGER;";
 
 /// The schema version in the file's `user_version` (0: no tables yet).
 pub(super) fn version(conn: &Connection) -> rusqlite::Result<u32> {
@@ -73,6 +78,21 @@ pub(super) fn has_sums(conn: &Connection) -> Result<bool, StoreError> {
     Ok(count == 1)
 }
 
+/// Whether the effects table has the checksum column of its finished
+/// marks.
+pub(super) fn has_finished_sums(conn: &Connection) -> Result<bool, StoreError> {
+    let count: i64 = when_free(|| {
+        conn.query_row("SELECT count(*) FROM pragma_table_info('effects') WHERE name = 'fsum'", [], |row| row.get(0))
+    })
+    .map_err(read_err)?;
+    Ok(count == 1)
+}
+
+/// Whether the file's tables lack a checksum column this build writes.
+fn lacks_sums(conn: &Connection) -> Result<bool, StoreError> {
+    Ok(!has_sums(conn)? || !has_finished_sums(conn)?)
+}
+
 /// Creates the tables of a new file, adds the checksum columns to a file
 /// an earlier release created, and checks the file's schema version.
 ///
@@ -81,7 +101,7 @@ pub(super) fn has_sums(conn: &Connection) -> Result<bool, StoreError> {
 /// write otherwise.
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let mut version = schema_version(conn)?;
-    if version == 0 || (version <= SCHEMA_VERSION && !has_sums(conn)?) {
+    if version == 0 || (version <= SCHEMA_VERSION && lacks_sums(conn)?) {
         // Another process may be creating the file's tables, or adding
         // the columns, at this moment: look again under the write lock,
         // so that only the first does it and the others find it done.
@@ -90,8 +110,13 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         if version == 0 {
             tx.execute_batch(&format!("{SCHEMA} PRAGMA user_version = {SCHEMA_VERSION};")).map_err(write_err)?;
             version = SCHEMA_VERSION;
-        } else if version <= SCHEMA_VERSION && !has_sums(&tx)? {
-            tx.execute_batch(SUMS).map_err(write_err)?;
+        } else if version <= SCHEMA_VERSION {
+            if !has_sums(&tx)? {
+                tx.execute_batch(SUMS).map_err(write_err)?;
+            }
+            if !has_finished_sums(&tx)? {
+                tx.execute_batch(FINISHED_SUM).map_err(write_err)?;
+            }
         }
         tx.commit().map_err(write_err)?;
     }

@@ -4,7 +4,10 @@
 //! `effects` keeps a CRC-32 of what it says, each field length-prefixed
 //! (so that no two rows share one encoding), checked as it is read. The
 //! agent's id is left out, so that a fork copies its source's rows with
-//! their checksums; so is an effect's `finished`, which a later step sets.
+//! their checksums. An effect's `finished`, which a later step sets, has a
+//! checksum of its own (`fsum`), written with it: a damaged mark would
+//! bring finished work back into flight (a tool run again, an event
+//! delivered twice).
 
 use crc32fast::Hasher;
 
@@ -63,6 +66,30 @@ pub(super) fn snapshot(seq: i64, format: i64, state: &str, data: &str) -> i64 {
 /// The checksum of an `effects` row (its `finished` left out).
 pub(super) fn effect(kind: i64, key: &str, started: i64, deadline: Option<i64>, event: Option<&str>) -> i64 {
     Sum::new(b'f').int(kind).text(key).int(started).opt_int(deadline).opt_text(event).done()
+}
+
+/// The checksum of an effect's `finished` mark, kept in its `fsum`.
+pub(super) fn finished(kind: i64, key: &str, finished: i64) -> i64 {
+    Sum::new(b'd').int(kind).text(key).int(finished).done()
+}
+
+/// Checks an effect's `finished` mark against its checksum `stored`: a
+/// mark with no checksum (written by an earlier release) is taken as it
+/// reads; a checksum with no mark is a mark that was lost.
+pub(super) fn check_finished(
+    stored: rusqlite::Result<Option<i64>>,
+    kind: i64,
+    key: &str,
+    mark: Option<i64>,
+) -> Result<(), String> {
+    match (stored, mark) {
+        (Ok(Some(_)), None) => Err("its finished mark is gone but its checksum is there: it was damaged".to_owned()),
+        (Ok(Some(stored)), Some(mark)) if stored != finished(kind, key, mark) => {
+            Err(format!("its finished mark ({mark}) does not match its checksum: it was damaged"))
+        }
+        (Ok(_), _) => Ok(()),
+        (Err(error), _) => Err(format!("its finished mark's checksum does not read as a number: {error}")),
+    }
 }
 
 /// Checks a row whose `sum` column read as `stored` against the checksum
