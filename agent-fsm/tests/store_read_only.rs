@@ -154,6 +154,36 @@ fn an_earlier_releases_file_is_read_as_it_is() {
     assert_eq!(sums, 0, "the file gained no column");
 }
 
+/// A file the release before this one wrote: checksums on its rows, none
+/// on its finished marks. Read as it is, gaining no column; in a current
+/// file, a damaged mark is found by a reader too.
+#[test]
+fn the_release_befores_file_is_read_and_a_current_files_marks_are_checked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let (store, agent) = written(&path);
+    drop(store);
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&path, &copy).expect("a copy of the current file");
+    let raw = rusqlite::Connection::open(&path).expect("raw");
+    raw.execute_batch("ALTER TABLE effects DROP COLUMN fsum;").expect("drops the column");
+    let reader = SqliteStore::open_read_only(&path).expect("opens for reading");
+    let restored = restore::<Machine, _>(&reader, "a").expect("the rows read");
+    assert_same(&restored.machine, &agent.machine);
+    assert_eq!(restored.in_flight.len(), 2);
+    let fsums: i64 = raw
+        .query_row("SELECT count(*) FROM pragma_table_info('effects') WHERE name = 'fsum'", [], |row| row.get(0))
+        .expect("counts");
+    assert_eq!(fsums, 0, "the file gained no column");
+
+    let raw = rusqlite::Connection::open(&copy).expect("raw");
+    raw.execute("UPDATE effects SET finished = finished + 16 WHERE agent = 'a' AND finished IS NOT NULL", [])
+        .expect("damages the marks");
+    let reader = SqliteStore::open_read_only(&copy).expect("opens for reading");
+    let read = reader.in_flight("a", 5);
+    assert!(matches!(&read, Err(StoreError::Corrupt { what: "effect", .. })), "{read:?}");
+}
+
 #[test]
 fn what_is_not_a_store_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");

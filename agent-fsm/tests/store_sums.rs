@@ -210,3 +210,45 @@ fn steps_left_without_their_agent_are_a_damaged_file() {
     // An id with nothing left of it is created as before.
     store.create("b", &machine, std::time::SystemTime::now(), &initial).expect("a new agent");
 }
+
+/// Work read as in flight at an earlier step, finished since: its mark,
+/// past the step read, matches its checksum and reads as written.
+#[test]
+fn work_finished_after_the_step_read_reads_with_its_mark() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let (store, _) = written(&path);
+    let raw = rusqlite::Connection::open(&path).expect("raw");
+    let (started, finished): (i64, i64) = raw
+        .query_row(
+            "SELECT started, finished FROM effects WHERE agent = 'a' AND finished IS NOT NULL AND fsum IS NOT NULL
+             ORDER BY started LIMIT 1",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .expect("a finished mark");
+    assert!(finished > started);
+    for seq in started..finished {
+        let read = store.in_flight("a", u64::try_from(seq).expect("a step")).expect("reads");
+        assert!(!read.is_empty(), "in flight at step {seq}");
+    }
+}
+
+/// Opening a file that has every column this build writes takes no write
+/// lock: a store opens beside another connection in the middle of a
+/// write, without waiting for it to end.
+#[test]
+fn opening_a_current_file_does_not_wait_for_a_writer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let (store, _) = written(&path);
+    drop(store);
+    let raw = rusqlite::Connection::open(&path).expect("raw");
+    raw.execute_batch("BEGIN IMMEDIATE; INSERT INTO agents (agent, machine, format, created) VALUES ('x', 'm', 1, 0);")
+        .expect("a write under way");
+    let started = std::time::Instant::now();
+    let opened = SqliteStore::open(&path);
+    assert!(opened.is_ok(), "{opened:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "waited {:?} for the writer", started.elapsed());
+    raw.execute_batch("ROLLBACK").expect("rolled back");
+}

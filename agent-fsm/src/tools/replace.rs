@@ -331,6 +331,12 @@ mod tests {
         assert!(replace(&dir, Path::new("link"), b"new").expect("replaced"));
         assert_eq!(std::fs::read_to_string(outside.join("secret")).expect("read"), "kept");
         assert_eq!(std::fs::read_to_string(inside.join("target")).expect("read"), "new");
+        // Nor an empty one elsewhere, which only its other name tells apart.
+        std::fs::remove_file(inside.join("target")).expect("removed");
+        std::fs::write(outside.join("empty"), "").expect("an empty file");
+        std::fs::hard_link(outside.join("empty"), inside.join("target")).expect("a hard link");
+        assert_eq!(write_in_place(&dir, Path::new("link"), b"new").expect("opened"), None);
+        assert_eq!(std::fs::read_to_string(outside.join("empty")).expect("read"), "");
         // A file with contents that appeared there is not truncated either.
         std::fs::remove_file(inside.join("target")).expect("removed");
         std::fs::write(inside.join("target"), "contents").expect("a file");
