@@ -144,12 +144,10 @@ async fn a_file_growing_while_it_is_read_is_never_returned_past_the_limit() {
     assert!(raced.is_ok(), "the race did not run: {rounds} rounds, {read} read, {refused} refused");
 }
 
-/// A workspace opened by a symlink that is later pointed at another
-/// directory (by a command it ran, say): the file tools keep the
-/// directory they opened, and the shell and `host_path`, which go by the
-/// path, refuse rather than work in the other directory.
-#[tokio::test]
-async fn a_workspace_whose_symlinked_path_is_repointed_runs_nothing_elsewhere() {
+/// Directories `a` (the workspace) and `b` (elsewhere), each holding a
+/// `marker` that names it, and the workspace opened by the symlink `ws`,
+/// which points at `a`: the temp dir, the three paths, the workspace.
+fn opened_by_a_link() -> (tempfile::TempDir, [PathBuf; 3], agent_fsm::tools::Workspace) {
     let tmp = tempfile::tempdir().expect("temp dir");
     let (a, b, link) = (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("ws"));
     for (dir, text) in [(&a, "the workspace\n"), (&b, "elsewhere\n")] {
@@ -158,6 +156,16 @@ async fn a_workspace_whose_symlinked_path_is_repointed_runs_nothing_elsewhere() 
     }
     symlink(&a, &link).expect("symlink");
     let ws = agent_fsm::tools::Workspace::open(&link).expect("open");
+    (tmp, [a, b, link], ws)
+}
+
+/// A workspace opened by a symlink that is later pointed at another
+/// directory (by a command it ran, say): the file tools keep the
+/// directory they opened, and the shell and `host_path`, which go by the
+/// path, refuse rather than work in the other directory.
+#[tokio::test]
+async fn a_workspace_whose_symlinked_path_is_repointed_runs_nothing_elsewhere() {
+    let (tmp, [a, b, link], ws) = opened_by_a_link();
     let options = agent_fsm::tools::ShellOptions::default().with_timeout(std::time::Duration::from_secs(10));
     let ran = ws.run_command("cat marker", &options).await.expect("ran").into_result().expect("succeeded");
     assert_eq!(ran, "the workspace\n");
@@ -190,14 +198,7 @@ async fn a_workspace_whose_symlinked_path_is_repointed_runs_nothing_elsewhere() 
 /// its handle, so no command runs (or writes) in the other directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_symlinked_path_repointed_as_the_shell_starts_runs_nothing_elsewhere() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let (a, b, link) = (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("ws"));
-    for (dir, text) in [(&a, "the workspace\n"), (&b, "elsewhere\n")] {
-        std::fs::create_dir(dir).expect("dir");
-        std::fs::write(dir.join("marker"), text).expect("marker");
-    }
-    symlink(&a, &link).expect("symlink");
-    let ws = agent_fsm::tools::Workspace::open(&link).expect("open");
+    let (tmp, [a, b, link], ws) = opened_by_a_link();
     let stop = Arc::new(AtomicBool::new(false));
     let swapper = {
         let (stop, a, b, link, next) =

@@ -178,19 +178,17 @@ pub(crate) fn bare_error(event: &str, data: &str) -> Option<ProviderError> {
 /// anything else (an object with neither `type` nor `code` too) as a
 /// broken stream, quoted.
 pub(crate) fn unframed(body: &str) -> ProviderError {
-    match serde_json::from_str::<Wrapped>(body) {
+    let quoted = match serde_json::from_str::<Wrapped>(body) {
         Ok(Wrapped { error: Detail { kind, code, message } }) if kind.is_some() || code.is_some() => {
-            error_object(kind, code.as_ref(), message.unwrap_or_default())
+            return error_object(kind, code.as_ref(), message.unwrap_or_default());
         }
-        Ok(Wrapped { error }) => ProviderError::new(
-            ErrorKind::MalformedStream,
-            format!("the event stream held no event, only: {}", truncate(&error.message.unwrap_or_default(), 300)),
-        ),
-        Err(_) => ProviderError::new(
-            ErrorKind::MalformedStream,
-            format!("the event stream held no event, only: {}", truncate(body.trim(), 300)),
-        ),
-    }
+        Ok(Wrapped { error }) => error.message.unwrap_or_default(),
+        Err(_) => body.trim().to_owned(),
+    };
+    ProviderError::new(
+        ErrorKind::MalformedStream,
+        format!("the event stream held no event, only: {}", truncate(&quoted, 300)),
+    )
 }
 
 /// The error body's type (or code) and message; the body itself, cut
